@@ -1,0 +1,126 @@
+/*
+** edn.h — the EDN value type, its arena, the reader and the printers.
+**
+** Everything above this layer (transactor, query parser, pull) works on
+** EdnValue trees, so this header depends on nothing but SQLite's API (for
+** sqlite3_malloc and sqlite3_str). The reader is testable without a database.
+**
+** Memory: every node and string of a parse lives in one EdnArena and is freed
+** at once by ednArenaReset(). That keeps clean-up flat (a 100,000-deep partial
+** parse is freed without recursion, peer-fault B34) and makes a parse cheap.
+*/
+#ifndef MENTAT_EDN_H
+#define MENTAT_EDN_H
+
+#include <stddef.h>
+#include "sqlite_api.h"
+
+/* Nesting cap for the reader and for every recursive walk of a tree: deeper
+** input would risk the host's C stack. SPEC §7 fixes it at 256. */
+#define EDN_MAX_DEPTH 256
+
+typedef enum EdnType {
+  EDN_NIL = 0,
+  EDN_BOOL,      /* u.b: 0 or 1 */
+  EDN_INT,       /* u.i: 64-bit; literals out of range are read errors */
+  EDN_DOUBLE,    /* u.d: finite, or ##Inf / ##-Inf / ##NaN */
+  EDN_STRING,    /* u.s: UTF-8, may hold NUL bytes (n counts them) */
+  EDN_CHAR,      /* u.i: the Unicode code point of \c, \newline, \u00E9 */
+  EDN_KEYWORD,   /* u.s: text WITH the leading colon, e.g. ":person/name" */
+  EDN_SYMBOL,    /* u.s: e.g. "?x", "_", "...", "clojure.string/blank?" */
+  EDN_LIST,      /* u.c: ( ... ) */
+  EDN_VECTOR,    /* u.c: [ ... ] */
+  EDN_MAP,       /* u.c: { ... }, n = 2 * pairs, a[2k] key, a[2k+1] value */
+  EDN_SET,       /* u.c: #{ ... } */
+  EDN_INST,      /* u.i: #inst, microseconds since the Unix epoch (UTC) */
+  EDN_UUID,      /* u.uuid: #uuid, 16 bytes in RFC 4122 order */
+  EDN_TAGGED     /* u.t: any other #tag value, e.g. #db/id [:db.part/user -1] */
+} EdnType;
+
+typedef struct EdnValue EdnValue;
+struct EdnValue {
+  EdnType type;
+  int line, col;            /* 1-based position of the form's first character */
+  union {
+    int b;
+    sqlite3_int64 i;
+    double d;
+    struct { const char *z; int n; } s;      /* z is also NUL-terminated */
+    unsigned char uuid[16];
+    struct { EdnValue **a; int n; } c;
+    struct { const char *zTag; EdnValue *p; } t;  /* zTag without '#', e.g. "db/id" */
+  } u;
+};
+
+/* An arena: chunks from sqlite3_malloc64, freed together. Init before use;
+** Reset frees everything (idempotent) and leaves it ready for reuse. */
+typedef struct EdnChunk EdnChunk;
+typedef struct EdnArena {
+  EdnChunk *pChunk;   /* newest chunk first */
+  size_t nFree;       /* bytes left in pChunk */
+  char *pFree;        /* next free byte in pChunk */
+} EdnArena;
+
+void ednArenaInit(EdnArena *p);
+void ednArenaReset(EdnArena *p);
+/* n bytes, 8-aligned, or NULL on OOM. Lives until the next Reset. */
+void *ednArenaAlloc(EdnArena *p, size_t n);
+/* A NUL-terminated copy of z[0..n) in the arena, or NULL on OOM. */
+char *ednArenaStrdup(EdnArena *p, const char *z, int n);
+
+/* Constructors for building trees in code (inputs from JSON, rewrites).
+** Each returns NULL on OOM; line/col are 0. */
+EdnValue *ednNew(EdnArena *p, EdnType type);
+EdnValue *ednNewInt(EdnArena *p, sqlite3_int64 i);
+EdnValue *ednNewString(EdnArena *p, EdnType type, const char *z, int n); /* STRING/KEYWORD/SYMBOL */
+EdnValue *ednNewColl(EdnArena *p, EdnType type, int n);  /* a[] allocated, zeroed */
+
+/* Where and why a read failed. zMsg is plain text without position;
+** callers format "edn_t: line L col C: <zMsg>". */
+typedef struct EdnError {
+  int line, col;
+  char zMsg[160];
+} EdnError;
+
+/* Reads every top-level form of z[0..n) (n counts bytes; NUL bytes outside
+** strings are errors, peer-fault B33). Results live in the arena.
+** Returns SQLITE_OK, SQLITE_ERROR (bad input, *pErr filled), SQLITE_NOMEM.
+** Invalid UTF-8, lone surrogates, integer overflow, duplicate map keys or set
+** elements, nesting past EDN_MAX_DEPTH and dangling #_ are errors. */
+int ednReadAll(EdnArena *pArena, const char *z, int n,
+               EdnValue ***paForm, int *pnForm, EdnError *pErr);
+
+/* As ednReadAll but exactly one form is required ("expected one EDN form"
+** / "no EDN form in input" otherwise). */
+int ednReadOne(EdnArena *pArena, const char *z, int n,
+               EdnValue **ppForm, EdnError *pErr);
+
+/* Appends EDN text for p (round-trips through ednReadOne). */
+void ednPrint(sqlite3_str *pOut, const EdnValue *p);
+
+/* Appends the JSON form of p as SPEC §2.3 shows values: keywords ":ns/n",
+** instants "2025-03-04T05:06:00.000000Z", uuids hyphenated, sets and lists
+** as arrays, maps as objects with printed keys, chars as 1-char strings,
+** symbols as their name. Non-finite doubles print as null. */
+void ednPrintJson(sqlite3_str *pOut, const EdnValue *p);
+
+/* Appends s[0..n) as a JSON string literal with escapes. */
+void ednJsonString(sqlite3_str *pOut, const char *z, int n);
+
+/* Instants: µs since epoch <-> RFC 3339. Format gives 6 fraction digits and
+** 'Z' (SPEC §2.3), buffer of 40. Parse takes offsets and any fraction;
+** returns 0 on success, non-zero if not a valid timestamp. */
+void ednFormatInstant(sqlite3_int64 us, char *zBuf);
+int ednParseInstant(const char *z, int n, sqlite3_int64 *pUs);
+
+/* UUIDs: 16 bytes <-> "8-4-4-4-12" lowercase hex (37-byte buffer). */
+void ednFormatUuid(const unsigned char *a, char *zBuf);
+int ednParseUuid(const char *z, int n, unsigned char *a);
+
+/* Small predicates used everywhere. */
+int ednIsKeyword(const EdnValue *p, const char *zKw);    /* exact ":a/b" */
+int ednIsSymbol(const EdnValue *p, const char *zSym);
+int ednIsVar(const EdnValue *p);                         /* symbol starting '?' */
+int ednEqual(const EdnValue *a, const EdnValue *b);      /* structural */
+
+#endif /* MENTAT_EDN_H */

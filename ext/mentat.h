@@ -1,0 +1,19 @@
+/*
+** mentat.h — the extension's SQL surface as seen from C: registration of the
+** functions and the edn_q table on a host connection.
+*/
+#ifndef MENTAT_MENTAT_H
+#define MENTAT_MENTAT_H
+
+#include "sqlite_api.h"
+
+/* Registers edn_t, edn_q (scalar and table), edn_pull on host connection db
+** (main.c; also used directly by the unit tests). Returns an SQLite code;
+** *pzErr (sqlite3_malloc'd) on failure. */
+int mentatRegister(sqlite3 *db, char **pzErr);
+
+/* SQL functions (func_*.c) and the table module (vtab/edn_q.c). */
+int funcRegister(sqlite3 *db);
+int ednqTableRegister(sqlite3 *db);
+
+#endif /* MENTAT_MENTAT_H */

@@ -1,0 +1,89 @@
+/*
+** query.h — Datalog queries: options, compilation to one SQL statement on
+** the store, and the running query that the `edn_q` table and scalar step.
+**
+** HOW IT WORKS
+** qOptsParse() turns the `opts` JSON (SPEC §2.4) into EDN input values.
+** qRunOpen() parses the query text (query_parse.c, into the AST of
+** query_ast.h), compiles it (query_compile.c) to a QueryPlan — one SQL
+** statement with every value a parameter — or takes the plan from the
+** connection's cache (keyed by query text, input shape and schema
+** generation), prepares/reuses the statement on the checked-out store
+** connection, and binds the inputs. qRunStep() steps it; rows stream
+** straight from the store statement. Result columns decode through the
+** value tags the plan knows (value.h).
+*/
+#ifndef MENTAT_QUERY_H
+#define MENTAT_QUERY_H
+
+#include "store.h"
+
+/* Find specs (SPEC §2.1). */
+typedef enum FindKind {
+  FIND_REL = 0,     /* [:find ?a ?b]           one row per tuple */
+  FIND_COLL,        /* [:find [?a ...]]        one row per element */
+  FIND_TUPLE,       /* [:find [?a ?b]]         zero or one row */
+  FIND_SCALAR       /* [:find ?a .]            zero or one row */
+} FindKind;
+
+/* Parsed `opts`. Init before use; Reset frees (idempotent). Inputs are EDN
+** values in the arena: JSON integer → EDN_INT, other number → EDN_DOUBLE,
+** ":kw" strings → EDN_KEYWORD, other strings → EDN_STRING, arrays →
+** EDN_VECTOR, {"edn": text} → the EDN read from text. */
+typedef struct QueryOpts {
+  EdnArena arena;
+  int nInput;
+  EdnValue **aInput;
+  int bAsOf, bSince;
+  sqlite3_int64 iAsOf, iSince;        /* tx ids */
+  const EdnValue *pAsOfInst;          /* {"edn":"#inst ..."} form, or NULL */
+  const EdnValue *pSinceInst;
+} QueryOpts;
+
+void qOptsInit(QueryOpts *p);
+void qOptsReset(QueryOpts *p);
+/* zOpts may be NULL. Errors per SPEC §2.4 ("unknown option \"k\"", "opts:
+** not valid JSON", ...) in *pzErr without the "edn_q: " prefix. */
+int qOptsParse(QueryOpts *p, const char *zOpts, int nOpts, char **pzErr);
+
+typedef struct QueryRun QueryRun;
+
+/* Compiles (or finds in pConn's cache) and starts zQuery on pConn.
+** pConn must stay checked out until qRunClose(). pSchema is the snapshot
+** storeReader() returned; the run keeps its own reference. pOpts is only
+** read during the call (values are bound, not kept).
+** Errors in *pzErr (sqlite3_malloc'd) without the "edn_q: " prefix, e.g.
+** "line 1 col 30: unbound variable ?x in predicate". */
+int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
+             const QueryOpts *pOpts, QueryRun **ppRun, char **pzErr);
+
+/* SQLITE_ROW with a row ready, SQLITE_DONE, or an error (*pzErr). */
+int qRunStep(QueryRun *p, char **pzErr);
+
+FindKind qRunFindKind(const QueryRun *p);
+int qRunColumnCount(const QueryRun *p);           /* find elements */
+const char *qRunColumnName(const QueryRun *p, int i);  /* "?a", "(count ?x)" */
+/* Non-NULL when the query has :keys/:strs/:syms: the key for element i as
+** it appears in the JSON map (":name" for :keys, "name" for :strs). */
+const char *qRunKeyName(const QueryRun *p, int i);
+/* True for a relation whose only element is an aggregate (SPEC §2.2). */
+int qRunIsSingleAggregate(const QueryRun *p);
+
+/* Current row: native SQL value of element i (the `cN` columns). */
+int qRunColumnResult(QueryRun *p, int i, sqlite3_context *pCtx);
+/* Current row: JSON of element i (SPEC §2.3), appended to pOut. */
+int qRunColumnJson(QueryRun *p, int i, sqlite3_str *pOut);
+/* Current row as the `value` column: array for REL/TUPLE, the element
+** itself for COLL/SCALAR, an object for :keys. */
+int qRunRowJson(QueryRun *p, sqlite3_str *pOut);
+
+/* Resets the statement (so it holds no read snapshot) and frees the run.
+** NULL is a no-op. Does not return pConn to the pool. */
+void qRunClose(QueryRun *p);
+
+/* Registers the SQL helper functions compiled plans call (median, regex,
+** string functions, ...) on a store connection. Used as the store's
+** connection hook. */
+int qRegisterStoreFunctions(sqlite3 *db);
+
+#endif /* MENTAT_QUERY_H */

@@ -1,0 +1,84 @@
+/*
+** store.h — a store (one SQLite file in the Mentat v3 layout), its
+** connections, and the process-wide cache of open stores (SPEC §3, §4).
+**
+** HOW IT WORKS
+** storeAcquire() maps a path to a Store: canonical path + inode key the
+** cache (a file replaced at the same path is a new store). A Store owns one
+** writer connection, a pool of reader connections (grown on demand, idle ones
+** reused) and the current Schema snapshot. Callers check a StoreConn out,
+** use it alone, and hand it back; nothing else touches it meanwhile, so its
+** prepared statements and compiled-query cache need no locks.
+** Before a checked-out reader is used, PRAGMA data_version tells whether
+** another connection committed; if so the schema is re-read when it changed,
+** so other processes' attributes are seen and their entids never reused.
+** Writes are serialised in-process by the store's mutex and across processes
+** by BEGIN IMMEDIATE under a busy timeout.
+**
+** The path "" is a private in-memory store that lives until its last
+** release; one connection serves as writer and reader there.
+*/
+#ifndef MENTAT_STORE_H
+#define MENTAT_STORE_H
+
+#include "schema.h"
+
+typedef struct Store Store;
+typedef struct StoreConn StoreConn;
+
+/* One connection to a store's file. Owned by its Store; checked out by one
+** caller at a time. pQueryCache belongs to the query layer, which sets
+** xQueryCacheFree so the store can free it when it closes the connection. */
+struct StoreConn {
+  sqlite3 *db;
+  Store *pStore;
+  StoreConn *pNext;            /* pool link, store-private */
+  sqlite3_int64 iDataVersion;  /* last PRAGMA data_version seen, store-private */
+  void *pQueryCache;
+  void (*xQueryCacheFree)(void*);
+};
+
+/* Opens (creating if needed) or finds the store at zPath. Creates the v3
+** layout and bootstrap on a new file, upgrades v1/v2, refuses other
+** versions. *ppStore holds one reference; release with storeRelease().
+** Errors: *pzErr (sqlite3_malloc'd) in the user's terms, e.g.
+** "cannot open store /x/y.db: unable to open database file". */
+int storeAcquire(const char *zPath, Store **ppStore, char **pzErr);
+void storeRelease(Store *p);
+
+/* The store's canonical path ("" for in-memory). */
+const char *storePath(const Store *p);
+
+/* Checks out a reader connection, revalidated (see HOW IT WORKS).
+** *ppSchema gets the schema current for it, with a reference the caller
+** drops with schemaUnref(). Return it with storeReaderDone(). */
+int storeReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr);
+void storeReaderDone(Store *p, StoreConn *pConn);
+
+/* Begins a write: takes the store's write mutex, BEGIN IMMEDIATE on the
+** writer connection (waiting under the busy timeout), revalidates the
+** schema. *ppSchema as for storeReader. Always pair with storeWriteEnd. */
+int storeWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr);
+
+/* Ends the write begun above: COMMIT if bCommit else ROLLBACK, then releases
+** the mutex. pNewSchema, if not NULL, is the snapshot after a committed
+** schema change; the store takes a reference and publishes it. After a
+** commit, checkpoints (RESTART, short busy timeout) once the WAL passes
+** MENTAT_WAL_RESTART_BYTES (default 64 MiB), SPEC §3. */
+int storeWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, char **pzErr);
+
+/* Applies the connection settings of format/mentat-v3.md to db. */
+int storeConfigure(sqlite3 *db, int bMemory, char **pzErr);
+
+/* Creates the v3 layout and bootstrap transaction on an empty database, in
+** one EXCLUSIVE transaction; exposed for tests. */
+int storeCreateLayout(sqlite3 *db, char **pzErr);
+
+/* A function run on every new store connection after storeConfigure (the
+** query layer registers its SQL helpers there). Set once at load time. */
+void storeSetConnHook(int (*xHook)(sqlite3 *db));
+
+/* Drops every cached store that no caller holds (tests, shutdown). */
+void storeCacheClear(void);
+
+#endif /* MENTAT_STORE_H */

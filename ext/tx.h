@@ -1,0 +1,30 @@
+/*
+** tx.h — the transactor: EDN tx-data in, datoms and log rows out (SPEC §5).
+**
+** HOW IT WORKS
+** The whole input is read first (a read error writes nothing). Within one
+** storeWriteBegin/storeWriteEnd pair the transactor expands map forms into
+** :db/add / :db/retract operations, resolves lookup refs, idents and
+** upserts against the database as it was before the transaction (as Datomic
+** does), allocates entids for the remaining tempids, checks types,
+** cardinality and uniqueness, drops no-op assertions and retractions, adds
+** the implicit retractions of cardinality-one replacement and the tx's
+** :db/txInstant, and writes `datoms`, `timelined_transactions`, the
+** `idents`/`schema` mirrors and the partition marks. Any error rolls the
+** SQLite transaction back, so a failed call changes nothing.
+*/
+#ifndef MENTAT_TX_H
+#define MENTAT_TX_H
+
+#include "store.h"
+
+/* Transacts zEdn[0..nEdn) (one EDN vector of forms) on pStore.
+** On success appends the JSON tx report to pReport:
+**   {"tx_id":N,"tx_instant":"RFC 3339 UTC","tempids":{"name":entid,...}}
+** On failure returns an SQLite code and sets *pzErr (sqlite3_malloc'd, caller
+** frees) to a message in the user's terms, without the "edn_t: " prefix,
+** e.g. "line 3 col 14: unknown attribute :person/nmae". */
+int txTransact(Store *pStore, const char *zEdn, int nEdn,
+               sqlite3_str *pReport, char **pzErr);
+
+#endif /* MENTAT_TX_H */

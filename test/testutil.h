@@ -1,0 +1,75 @@
+/*
+** testutil.h — small helpers shared by the Check suites (header-only, each
+** test program includes it once).
+*/
+#ifndef MENTAT_TESTUTIL_H
+#define MENTAT_TESTUTIL_H
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "sqlite_api.h"
+#include "mentat.h"
+
+/* A fresh directory under /tmp for this test's store files; the path of
+** zName inside it, in a static buffer reused by the next call. */
+static inline const char *tuTempPath(const char *zName) {
+  static char zDir[64] = "";
+  static char zPath[256];
+  if (zDir[0] == 0) {
+    strcpy(zDir, "/tmp/mentat-test.XXXXXX");
+    if (mkdtemp(zDir) == NULL) abort();
+  }
+  snprintf(zPath, sizeof zPath, "%s/%s", zDir, zName);
+  return zPath;
+}
+
+/* An in-memory host connection with the extension registered. */
+static inline sqlite3 *tuOpenHost(void) {
+  sqlite3 *db = NULL;
+  char *zErr = NULL;
+  ck_assert_int_eq(sqlite3_open(":memory:", &db), SQLITE_OK);
+  ck_assert_msg(mentatRegister(db, &zErr) == SQLITE_OK, "register: %s", zErr ? zErr : "?");
+  return db;
+}
+
+/* Runs zSql (with up to two text parameters, NULL for none) and returns the
+** first column of the first row as text (malloc'd; "NULL" for SQL NULL, ""
+** for no row), or "ERROR: <message>" when the statement fails. */
+static inline char *tuQuery(sqlite3 *db, const char *zSql, const char *z1, const char *z2) {
+  sqlite3_stmt *pStmt = NULL;
+  char *zOut = NULL;
+  int rc = sqlite3_prepare_v2(db, zSql, -1, &pStmt, NULL);
+  if (rc == SQLITE_OK) {
+    if (z1) sqlite3_bind_text(pStmt, 1, z1, -1, SQLITE_TRANSIENT);
+    if (z2) sqlite3_bind_text(pStmt, 2, z2, -1, SQLITE_TRANSIENT);
+    rc = sqlite3_step(pStmt);
+    if (rc == SQLITE_ROW) {
+      const char *z = (const char *)sqlite3_column_text(pStmt, 0);
+      zOut = strdup(z ? z : "NULL");
+    } else if (rc == SQLITE_DONE) {
+      zOut = strdup("");
+    }
+  }
+  if (zOut == NULL) {
+    const char *zMsg = sqlite3_errmsg(db);
+    zOut = malloc(strlen(zMsg) + 8);
+    sprintf(zOut, "ERROR: %s", zMsg);
+  }
+  sqlite3_finalize(pStmt);
+  return zOut;
+}
+
+/* One test program per suite: TU_MAIN(ednSuite) gives main(). */
+#define TU_MAIN(SUITE_FN)                                        \
+  int main(void) {                                               \
+    SRunner *sr = srunner_create(SUITE_FN());                    \
+    srunner_run_all(sr, CK_NORMAL);                              \
+    int nFail = srunner_ntests_failed(sr);                       \
+    srunner_free(sr);                                            \
+    return nFail == 0 ? 0 : 1;                                   \
+  }
+
+#endif /* MENTAT_TESTUTIL_H */
