@@ -27,8 +27,9 @@ typedef struct Store Store;
 typedef struct StoreConn StoreConn;
 
 /* One connection to a store's file. Owned by its Store; checked out by one
-** caller at a time. pQueryCache belongs to the query layer, which sets
-** xQueryCacheFree so the store can free it when it closes the connection. */
+** caller at a time. pQueryCache belongs to the query layer (pTxCache to the
+** transactor), which sets the matching free function so the store can free
+** it when it closes the connection. */
 struct StoreConn {
   sqlite3 *db;
   Store *pStore;
@@ -36,6 +37,8 @@ struct StoreConn {
   sqlite3_int64 iDataVersion;  /* last PRAGMA data_version seen, store-private */
   void *pQueryCache;
   void (*xQueryCacheFree)(void*);
+  void *pTxCache;              /* the transactor's, on the writer connection */
+  void (*xTxCacheFree)(void*);
 };
 
 /* Opens (creating if needed) or finds the store at zPath. Creates the v3
