@@ -1,0 +1,398 @@
+#!/usr/bin/python3
+"""Peer faults: the inputs of ../shared/acceptance/peer-faults.md, each a test.
+
+Each entry Bnn restates a fault another Datalog store or SQLite extension
+shipped; the checks assert the right answer stated there (computed by hand
+from the entry's data, never from our own output).
+
+Usage: /usr/bin/python3 smoke/peer_faults.py EXTENSION.so [B01 B02 ...]
+Prints one line per entry and ends with 'N passed, M failed'.
+"""
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import traceback
+
+EXT = None
+TMP = tempfile.mkdtemp(prefix='peer-faults.')
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Fail(what)
+
+
+def connect():
+    con = sqlite3.connect(':memory:')
+    con.enable_load_extension(True)
+    con.load_extension(EXT)
+    return con
+
+
+def store(name):
+    p = os.path.join(TMP, name + '.db')
+    for suffix in ('', '-wal', '-shm'):
+        if os.path.exists(p + suffix):
+            os.unlink(p + suffix)
+    return p
+
+
+def schema(short):
+    """`:p/name string one unique-id` lines (peer-faults notation) → EDN."""
+    out = []
+    for item in short.split('[')[1:]:
+        words = item.split(']')[0].split()
+        ident, typ = words[0], words[1]
+        m = '{:db/ident %s :db/valueType :db.type/%s :db/cardinality :db.cardinality/%s' % (
+            ident, typ, 'many' if 'many' in words else 'one')
+        if 'unique-id' in words:
+            m += ' :db/unique :db.unique/identity'
+        if 'unique-val' in words:
+            m += ' :db/unique :db.unique/value'
+        if 'component' in words:
+            m += ' :db/isComponent true'
+        out.append(m + '}')
+    return '[' + ' '.join(out) + ']'
+
+
+def tx(con, db, edn):
+    return json.loads(con.execute('SELECT edn_t(?, ?)', (db, edn)).fetchone()[0])
+
+
+def tx_err(con, db, edn):
+    try:
+        con.execute('SELECT edn_t(?, ?)', (db, edn)).fetchone()
+    except sqlite3.Error as e:
+        msg = str(e)
+        check(msg.startswith('edn_t: '), 'error does not name edn_t: %s' % msg)
+        return msg
+    raise Fail('transaction was accepted but must be rejected: %s' % edn[:80])
+
+
+def q(con, db, query, inputs=None, **opts):
+    if inputs is not None:
+        opts['inputs'] = inputs
+    o = json.dumps(opts) if opts else None
+    return [tuple(json.loads(r[0]) if isinstance(json.loads(r[0]), list) else [json.loads(r[0])])
+            for r in con.execute('SELECT value FROM edn_q(?, ?, ?)', (db, query, o))]
+
+
+def qset(con, db, query, inputs=None, **opts):
+    return set(q(con, db, query, inputs, **opts))
+
+
+def q_err(con, db, query, inputs=None):
+    o = json.dumps({'inputs': inputs}) if inputs is not None else None
+    try:
+        con.execute('SELECT * FROM edn_q(?, ?, ?)', (db, query, o)).fetchall()
+    except sqlite3.Error as e:
+        check(str(e).startswith('edn_q: '), 'error does not name edn_q: %s' % e)
+        return str(e)
+    raise Fail('query was accepted but must be rejected: %s' % query)
+
+
+def raw(db, sql, args=()):
+    c = sqlite3.connect(db)
+    try:
+        return c.execute(sql, args).fetchall()
+    finally:
+        c.close()
+
+
+def dump(db):
+    """The store's content (datoms, log, partitions) to compare before/after."""
+    return (raw(db, 'SELECT e,a,quote(v),tx,value_type_tag FROM datoms ORDER BY 1,2,3,4'),
+            raw(db, 'SELECT e,a,quote(v),tx,added FROM timelined_transactions ORDER BY rowid'),
+            raw(db, 'SELECT part, idx FROM known_parts ORDER BY part'))
+
+
+# ---------------------------------------------------------------------------
+
+def B01(con):
+    db = store('b01')
+    tx(con, db, schema('[:p/name string one] [:p/nick string one] [:p/age long one]'))
+    tx(con, db, '''[{:db/id "a", :p/name "x" ; comment to end of line
+        #_#_ :p/age 41
+        :p/nick #_ #inst "not-a-date" "new",,,}]''')
+    check(qset(con, db, '[:find ?n ?k :where [?e :p/name ?n] [?e :p/nick ?k]]') == {('x', 'new')},
+          'T1 did not store name/nick')
+    check(qset(con, db, '[:find ?e :where [?e :p/age _]]') == set(), 'discarded :p/age was stored')
+    before = dump(db)
+    msg = tx_err(con, db, '[{:db/id "b" :p/name "y" :p/name "z"}]')
+    check('duplicate' in msg, 'T2 error should say duplicate key: %s' % msg)
+    check(dump(db) == before, 'T2 changed the store')
+    msg = q_err(con, db, '[:find ?x :in $ [?x ...]]', [{'edn': '#{1 1}'}])
+    check('duplicate' in msg, 'Q2 error should say duplicate: %s' % msg)
+    tx_err(con, db, '[[:db/add "c" :p/name "w" #_]]')
+    tx_err(con, db, '#_ [[:db/add "d" :p/name "v"]]')
+    check(dump(db) == before, 'a rejected transaction changed the store')
+
+
+def B02(con):
+    db = store('b02')
+    tx(con, db, schema('[:my-app.core/first-name string one] [:a->b/c? long one] [:foo_bar keyword one]'))
+    tx(con, db, '[{:db/id "x" :my-app.core/first-name "Ann" :a->b/c? 5 :foo_bar :x.y/z-1}]')
+    got = qset(con, db, '[:find ?n ?v ?k :where [?e :my-app.core/first-name ?n] [?e :a->b/c? ?v] [?e :foo_bar ?k]]')
+    check(got == {('Ann', 5, ':x.y/z-1')}, 'Q1 got %r' % got)
+    # Q4: -1 and +1 are numbers; the rest are symbols, which we refuse as inputs, naming the symbol.
+    try:
+        rows = qset(con, db, '[:find ?x :in $ [?x ...]]', [{'edn': '[-1 +1 -a +b - + .]'}])
+        check((-1,) in rows and (1,) in rows, 'Q4 numbers misread: %r' % rows)
+    except sqlite3.Error as e:
+        check('-a' in str(e) or 'symbol' in str(e), 'Q4 error must name the symbol: %s' % e)
+        check('number' not in str(e), 'Q4 reported a broken number: %s' % e)
+    tx_err(con, db, '[{:db/id "y" :foo/ 1}]')
+    tx_err(con, db, '[{:db/id "y" :/x 1}]')
+
+
+def B03(con):
+    db = store('b03')
+    tx(con, db, schema('[:n/v long many]'))
+    tx(con, db, '[{:db/id "a" :n/v [9223372036854775807 -9223372036854775808 0 -0 +7]}]')
+    rows = con.execute("SELECT c0, typeof(c0) FROM edn_q(?, '[:find ?v :where [_ :n/v ?v]]')", (db,)).fetchall()
+    check(sorted(rows) == sorted([(9223372036854775807, 'integer'), (-9223372036854775808, 'integer'),
+                                  (0, 'integer'), (7, 'integer')]), 'Q1 got %r' % rows)
+    before = dump(db)
+    for bad in ('9223372036854775808', '-9223372036854775809', '0644', '12N', '1.0',
+                '99999999999999999999999N'):
+        tx_err(con, db, '[{:db/id "b" :n/v %s}]' % bad)
+        check(dump(db) == before, 'rejected %s changed the store' % bad)
+
+
+def B05(con):
+    db = store('b05')
+    tx(con, db, schema('[:p/name string one] [:p/id string one unique-id]'))
+    before = dump(db)
+    for t in ('[[:db/add "x" :p/name "a"] [:db/add "x" :p/name "b"]]',
+              '[{:p/id "k" :p/name "a"} {:p/id "k" :p/name "b"}]',
+              '[{:db/ident :p/name :db/doc "one"} {:db/ident :p/name :db/doc "two"}]'):
+        tx_err(con, db, t)
+        check(dump(db) == before, 'rejected conflict changed the store: %s' % t)
+    r = tx(con, db, '[[:db/add "y" :p/name "same"] [:db/add "y" :p/name "same"] {:db/id "y" :p/name "same"}]')
+    y = r['tempids']['y']
+    check(qset(con, db, '[:find ?e ?v :where [?e :p/name ?v]]') == {(y, 'same')}, 'T4 result')
+    n = raw(db, 'SELECT count(*) FROM datoms WHERE e = ? AND a = (SELECT e FROM idents WHERE v = ?)', (y, ':p/name'))[0][0]
+    check(n == 1, 'T4 must write exactly one datom, wrote %d' % n)
+
+
+def B07(con):
+    db = store('b07')
+    S = schema('[:p/name string one] [:p/tags string many] [:p/key string one unique-id]')
+    tx(con, db, S)
+    r1 = tx(con, db, '[{:db/id "e" :p/name "A" :p/tags ["t1"] :p/key "One"}]')
+    E = r1['tempids']['e']
+    txs = [r1['tx_id']]
+    txs.append(tx(con, db, '[[:db/add %d :p/name "A"] [:db/add %d :p/tags "t1"]]' % (E, E))['tx_id'])
+    txs.append(tx(con, db, '[[:db/add %d :p/name "B"]]' % E)['tx_id'])
+    txs.append(tx(con, db, '[[:db/add %d :p/key "Two"] [:db/retract %d :p/key "One"]]' % (E, E))['tx_id'])
+    txs.append(tx(con, db, '[[:db/retract %d :p/name "Nope"] [:db/retract %d :p/tags "zzz"]]' % (E, E))['tx_id'])
+    schema_before = raw(db, 'SELECT * FROM schema ORDER BY 1,2,3')
+    for _ in range(3):
+        tx(con, db, S)
+    check(raw(db, 'SELECT * FROM schema ORDER BY 1,2,3') == schema_before, 're-running S changed the schema')
+
+    def log(t):
+        return sorted(raw(db, "SELECT i.v, quote(l.v), l.added FROM timelined_transactions l "
+                              "JOIN idents i ON i.e = l.a WHERE l.tx = ? AND l.e = ?", (t, E)))
+    for t in (txs[1], txs[4]):
+        check(log(t) == [], 'tx %d must hold only its txInstant: %r' % (t, log(t)))
+        n = raw(db, 'SELECT count(*) FROM timelined_transactions WHERE tx = ?', (t,))[0][0]
+        check(n == 1, 'tx %d must have exactly one log row (its :db/txInstant), has %d' % (t, n))
+    check(log(txs[2]) == sorted([(':p/name', "'A'", 0), (':p/name', "'B'", 1)]), 'tx3 log %r' % log(txs[2]))
+    check(log(txs[3]) == sorted([(':p/key', "'One'", 0), (':p/key', "'Two'", 1)]), 'tx4 log %r' % log(txs[3]))
+    tags_tx = raw(db, "SELECT tx FROM datoms WHERE e = ? AND v = 't1'", (E,))
+    check(tags_tx == [(txs[0],)], ':p/tags "t1" must stay dated tx1: %r' % tags_tx)
+
+
+def B09(con):
+    db = store('b09')
+    tx(con, db, schema('[:e/id string one unique-id] [:e/child ref one] [:e/name string one] '
+                       '[:m/id long one unique-id] [:m/user ref one]'))
+    r = tx(con, db, '[{:db/id "u1" :e/id "u1" :e/name "one"} {:db/id "u2" :e/id "u2" :e/child "u1"}]')
+    U2 = r['tempids']['u2']
+    tx(con, db, '[[:db/retract [:e/id "u1"] :e/id "u1"] [:db/retract [:e/id "u2"] :e/child [:e/id "u1"]]]')
+    check(qset(con, db, '[:find ?e :where [?e :e/id "u1"]]') == set(), 'T2 did not retract :e/id "u1"')
+    check(qset(con, db, '[:find ?c :where [_ :e/child ?c]]') == set(), 'T2 did not retract the child ref')
+    r3 = tx(con, db, '[{:db/id "user" :e/id "u2"} {:m/id 1234 :m/user "user"}]')
+    check(r3['tempids'].get('user') == U2, '"user" must upsert to u2: %r' % r3)
+    check(qset(con, db, '[:find ?u :where [?m :m/id 1234] [?m :m/user ?u]]') == {(U2,)}, 'T3 message ref')
+    before = dump(db)
+    tx_err(con, db, '[[:db/add "parent" :e/name "p"] [:db/add "other" :e/child "nobody"]]')
+    tx_err(con, db, '[[:db/add [:e/id "missing"] :e/name "x"]]')
+    check(dump(db) == before, 'rejected T4/T5 changed the store')
+    a = qset(con, db, '[:find ?n :where [[:e/id "ghost"] :e/name ?n]]')
+    b = qset(con, db, '[:find ?n :in $ ?x :where [?x :e/name ?n]]', [{'edn': '[:e/id "ghost"]'}])
+    check(a == b == set(), 'Q1/Q2 must both be empty: %r %r' % (a, b))
+
+
+def B27(con):
+    a, b = store('b27a'), store('b27b')
+    tx(con, a, schema('[:p/name string one] [:p/nick string one]'))
+    tx(con, a, '[{:p/name "x"} {:p/name "y" :p/nick "z"}]')
+    tx(con, b, schema('[:p/name string one]'))
+    con.execute('CREATE TEMP TABLE jobs(id INTEGER PRIMARY KEY, db TEXT, q TEXT)')
+    qn, qk = '[:find ?n :where [_ :p/name ?n]]', '[:find ?n :where [_ :p/nick ?n]]'
+    con.executemany('INSERT INTO jobs VALUES (?,?,?)', [(1, a, qn), (2, b, qn), (3, a, qk)])
+    want = [(1, 'x'), (1, 'y'), (3, 'z')]
+    r1 = con.execute('SELECT j.id, r.c0 FROM jobs j, edn_q(j.db, j.q) r ORDER BY j.id, r.c0').fetchall()
+    check(r1 == want, '(1) got %r' % r1)
+    try:
+        r2 = con.execute('SELECT j.id, r.c0 FROM edn_q(j.db, j.q) r, jobs j ORDER BY j.id, r.c0').fetchall()
+        check(r2 == want, '(2) got %r' % r2)
+    except sqlite3.OperationalError as e:
+        check('malfunction' not in str(e), '(2) xBestIndex malfunction: %s' % e)
+    r3 = con.execute('SELECT j.id, r.c0 FROM jobs j LEFT JOIN edn_q(j.db, j.q) r ORDER BY j.id, r.c0').fetchall()
+    check(r3 == [(1, 'x'), (1, 'y'), (2, None), (3, 'z')], '(3) got %r' % r3)
+    r4 = con.execute('SELECT c0 FROM edn_q WHERE db_path = ? AND query IN (?, ?) ORDER BY c0', (a, qn, qk)).fetchall()
+    check(r4 == [('x',), ('y',), ('z',)], '(4) got %r' % r4)
+    try:
+        con.execute('SELECT * FROM edn_q').fetchall()
+        raise Fail('(5) must fail')
+    except sqlite3.Error as e:
+        check('db_path' in str(e) or 'query' in str(e), '(5) must name the missing argument: %s' % e)
+    r6 = con.execute('SELECT a.c0, b.c0 FROM edn_q(?1, ?2) a JOIN edn_q(?1, ?2) b ON a.c0 = b.c0 ORDER BY 1',
+                     (a, qn)).fetchall()
+    check(r6 == [('x', 'x'), ('y', 'y')], '(6) got %r' % r6)
+
+
+def B29(con):
+    db = store('b29')
+    tx(con, db, schema('[:p/name string one]'))
+    tx(con, db, '[{:p/name "x"} {:p/name "y"}]')
+    cur = con.execute('SELECT c0 FROM edn_q(?, ?)', (db, '[:find ?n :where [_ :p/name ?n]]'))
+    cur.fetchone()
+    try:
+        con.load_extension(EXT)   # a second load with a statement open: succeeds or errors clearly
+    except sqlite3.Error as e:
+        check(str(e), 'second load failed without a message')
+    rest = cur.fetchall()
+    check(len(rest) == 1, 'open cursor disturbed by the second load: %r' % rest)
+    con2 = connect()
+    check(len(q(con2, db, '[:find ?n :where [_ :p/name ?n]]')) == 2, 'second connection')
+    con2.close()
+
+
+def B31(con):
+    db = store('b31')
+    tx(con, db, schema('[:m/i long many] [:m/d double many] [:m/key double one unique-id] [:m/tag string one]'))
+    r = tx(con, db, '[{:db/id "a" :m/i [2147483648 9007199254740993 9223372036854775807 -9223372036854775808] '
+                    ':m/d [-0.0 1e308 ##Inf ##-Inf 5e-324]}]')
+    A = r['tempids']['a']
+    rows = con.execute("SELECT c0, typeof(c0) FROM edn_q(?, '[:find ?v :where [_ :m/i ?v]]')", (db,)).fetchall()
+    check(sorted(rows) == sorted((v, 'integer') for v in (2147483648, 9007199254740993,
+                                                         9223372036854775807, -9223372036854775808)),
+          'longs %r' % rows)
+    rows = con.execute("SELECT c0, typeof(c0) FROM edn_q(?, '[:find ?v :where [_ :m/d ?v]]')", (db,)).fetchall()
+    check(all(t == 'real' for _, t in rows), 'doubles must be REAL: %r' % rows)
+    vals = sorted(v for v, _ in rows)
+    check(vals == sorted([0.0, 1e308, float('inf'), float('-inf'), 5e-324]), 'doubles %r' % vals)
+    msg = tx_err(con, db, '[{:m/d ##NaN}]')
+    check('NaN' in msg, 'NaN error must say NaN: %s' % msg)
+    check(qset(con, db, '[:find ?e :where [?e :m/d 0.0]]') == {(A,)}, 'Q1')
+    tx(con, db, '[{:m/key 0.0 :m/tag "pos"}]')
+    tx(con, db, '[{:m/key -0.0 :m/tag "neg"}]')
+    got = qset(con, db, '[:find ?e ?t :where [?e :m/key _] [?e :m/tag ?t]]')
+    check(len(got) == 1 and list(got)[0][1] == 'neg', '-0.0 must upsert into 0.0: %r' % got)
+
+
+def B33(con):
+    db = store('b33')
+    tx(con, db, schema('[:p/name string one]'))
+    before = dump(db)
+    tx_err(con, db, '[{:p/name "ok"}]\x00[{:p/name "smuggled"}]')
+    check(dump(db) == before, 'NUL outside a string: something was stored')
+    r = tx(con, db, '[{:db/id "n" :p/name "a\\u0000b"}]')
+    h = con.execute("SELECT hex(c0) FROM edn_q(?, '[:find ?n . :in $ ?e :where [?e :p/name ?n]]', ?)",
+                    (db, json.dumps({'inputs': [r['tempids']['n']]}))).fetchall()
+    check(h == [('610062',)], 'escaped NUL must be stored intact: %r' % h)
+    try:
+        con.execute("SELECT edn_t(?, CAST(x'5b7b3a702f6e616d652022ff227d5d' AS TEXT))", (db,)).fetchone()
+        raise Fail('invalid UTF-8 accepted')
+    except sqlite3.Error as e:
+        check('UTF-8' in str(e), 'invalid UTF-8 error must say so: %s' % e)
+    r = tx(con, db, '[{:db/id "s" :p/name "\\uD83D\\uDE00"}]')
+    h = con.execute("SELECT hex(c0) FROM edn_q(?, '[:find ?n . :in $ ?e :where [?e :p/name ?n]]', ?)",
+                    (db, json.dumps({'inputs': [r['tempids']['s']]}))).fetchall()
+    check(h == [('F09F9880',)], 'surrogate pair must be 4-byte UTF-8: %r' % h)
+    tx_err(con, db, '[{:p/name "\\uD800"}]')
+    q_err(con, db, '[:find ?c :in $ [?c ...]]', [{'edn': '[\\ ]'}])
+
+
+def B34(con):
+    db = store('b34')
+    tx(con, db, schema('[:p/n string one]'))
+    before = dump(db)
+    msg = tx_err(con, db, '[' * 200000 + ']' * 200000)
+    check('deep' in msg, 'deep nesting error must say so: %s' % msg)
+    msg = q_err(con, db, '[:find ?x :in $ ?x]', [{'edn': '[' * 200000 + ']' * 200000}])
+    check('deep' in msg, 'deep input: %s' % msg)
+    tx_err(con, db, '[{:p/n ' + '{:a ' * 100000 + '1' + '}' * 100000 + '}]')
+    check(dump(db) == before, 'deep inputs changed the store')
+    try:
+        con.execute('SELECT edn_pull(?, ?, 1)', (db, '[' + '{:p/n ' * 50000 + '[:p/n]' + '}' * 50000 + ']')).fetchone()
+        raise Fail('deep pull pattern accepted')
+    except sqlite3.Error as e:
+        check('deep' in str(e), 'deep pull pattern: %s' % e)
+    big = '[' + ' '.join('{:p/n "v%d"}' % i for i in range(20000)) + ']'
+    tx(con, db, big)
+    n = len(q(con, db, '[:find ?e :where [?e :p/n _]]'))
+    check(n == 20000, 'large flat tx: %d entities' % n)
+
+
+ENTRIES = {name: fn for name, fn in globals().items() if name[0] == 'B' and name[1:].isdigit()}
+
+
+def run_one(name):
+    con = connect()
+    try:
+        ENTRIES[name](con)
+        return None
+    except Fail as e:
+        return str(e)
+    except Exception:
+        return traceback.format_exc().strip().splitlines()[-1]
+    finally:
+        con.close()
+
+
+def main():
+    global EXT
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    EXT = os.path.abspath(sys.argv[1])
+    if EXT.endswith('.so'):
+        EXT = EXT[:-3]
+    if len(sys.argv) > 2 and sys.argv[2] == '--one':
+        why = run_one(sys.argv[3])
+        print(json.dumps(why))
+        return 0
+    names = sys.argv[2:] or sorted(ENTRIES)
+    passed = failed = 0
+    for name in names:
+        # each entry in its own process: a crash fails that entry only
+        p = subprocess.run([sys.executable, os.path.abspath(__file__), EXT, '--one', name],
+                           capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            why = 'crashed (exit %d): %s' % (p.returncode, p.stderr.strip()[-300:])
+        else:
+            why = json.loads(p.stdout.strip().splitlines()[-1])
+        if why is None:
+            passed += 1
+            print('PASS %s' % name)
+        else:
+            failed += 1
+            print('FAIL %s: %s' % (name, why))
+    print('%d passed, %d failed' % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
