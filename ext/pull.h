@@ -20,4 +20,31 @@ int pullEntity(sqlite3 *db, const Schema *pSchema, const EdnValue *pPattern,
 ** compiled, so a bad pattern fails before any row). */
 int pullValidate(const Schema *pSchema, const EdnValue *pPattern, char **pzErr);
 
+/* --- Additions (H6), backwards compatible: pullEntity keeps its signature. */
+
+/* Flags for pullEntityEx. */
+#define PULL_WITH_DBID 0x01   /* edn_pull (SPEC §2.2): the top-level map always
+                              ** has ":db/id" (appended last when the pattern
+                              ** does not produce it). Query pulls leave it to
+                              ** the pattern, as Datomic does, so pullEntity
+                              ** (flags 0) is what `(pull ?e [...])` in :find
+                              ** uses. */
+
+/* Prepared statements for pulls on ONE connection (the store connection a
+** caller has checked out). Opaque; created by pullEntityEx, owned by the
+** caller (e.g. kept inside StoreConn.pQueryCache), freed with pullCacheFree()
+** before that connection is closed. Keyed by nothing global (no static
+** state): whoever holds the connection holds its cache. */
+typedef struct PullCache PullCache;
+void pullCacheFree(PullCache *p);   /* NULL is a no-op; finalizes statements */
+
+/* pullEntity with flags (PULL_*) and an optional statement cache.
+** ppCache NULL: statements are prepared for this call and finalized.
+** *ppCache NULL: a cache for db is created and stored in *ppCache.
+** *ppCache made for another connection: SQLITE_MISUSE with a message.
+** On error pOut may hold a partial map: the caller discards it. */
+int pullEntityEx(sqlite3 *db, const Schema *pSchema, const EdnValue *pPattern,
+                 sqlite3_int64 e, unsigned flags, PullCache **ppCache,
+                 sqlite3_str *pOut, char **pzErr);
+
 #endif /* MENTAT_PULL_H */
