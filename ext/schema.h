@@ -87,4 +87,13 @@ const Attr *schemaAttrAt(const Schema *p, int i);
 ** query plans remember it to know they are stale. */
 sqlite3_int64 schemaGeneration(const Schema *p);
 
+/* An order-independent 64-bit hash of the rows a snapshot is built from
+** (`idents`, `schema`, the :db/noHistory datoms). The store compares the
+** fingerprint of the file with the published snapshot's after another
+** connection committed, to reload only when the schema really changed.
+** schemaFingerprint reads db (run it in the same read transaction as any
+** schemaLoad it decides on); schemaFingerprintOf is the loaded one's. */
+int schemaFingerprint(sqlite3 *db, sqlite3_uint64 *pFp, char **pzErr);
+sqlite3_uint64 schemaFingerprintOf(const Schema *p);
+
 #endif /* MENTAT_SCHEMA_H */
