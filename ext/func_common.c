@@ -1,0 +1,89 @@
+/*
+** func_common.c — the SQL functions' shared boundary code (see
+** func_common.h) and funcRegister(), which puts edn_t, edn_q and edn_pull
+** on a host connection.
+*/
+#include <string.h>
+#include <sys/stat.h>
+#include "func_common.h"
+#include "mentat.h"
+
+int funcFlags(void) {
+  int flags = SQLITE_UTF8 | SQLITE_DIRECTONLY;
+  /* Before 3.45 the flag does not exist and older hosts reject unknown
+  ** flag bits, so it is only passed to hosts that define it. */
+  if (sqlite3_libversion_number() >= 3045000) flags |= SQLITE_RESULT_SUBTYPE;
+  return flags;
+}
+
+int funcCheckDbPath(sqlite3 *host, const char *zPath, int n, char **pzErr) {
+  const char *zMain;
+  struct stat a, b;
+  if ((int)strlen(zPath) != n) {
+    sqlite3_free(*pzErr);
+    *pzErr = sqlite3_mprintf("db_path contains a NUL byte");
+    return SQLITE_ERROR;
+  }
+  if (n == 0) return SQLITE_OK;   /* the private in-memory store */
+  zMain = sqlite3_db_filename(host, "main");
+  if (zMain == NULL || zMain[0] == 0) return SQLITE_OK;   /* host in memory */
+  /* Same file = same device and inode: robust against relative paths,
+  ** symlinks and hard links, which a text comparison would miss. A path
+  ** that does not exist yet cannot be the host's (open) database. */
+  if (stat(zPath, &a) != 0 || stat(zMain, &b) != 0) return SQLITE_OK;
+  if (a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+    sqlite3_free(*pzErr);
+    *pzErr = sqlite3_mprintf("db_path %s is the host's own database", zPath);
+    return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+  }
+  return SQLITE_OK;
+}
+
+void funcResultError(sqlite3_context *pCtx, const char *zFunc, int rc, const char *zErr) {
+  char *zMsg;
+  if (rc == SQLITE_NOMEM) {
+    sqlite3_result_error_nomem(pCtx);
+    return;
+  }
+  if (rc == SQLITE_TOOBIG) {
+    sqlite3_result_error_toobig(pCtx);
+    return;
+  }
+  if (rc == SQLITE_OK) rc = SQLITE_ERROR;
+  zMsg = sqlite3_mprintf("%s: %s", zFunc, zErr ? zErr : sqlite3_errstr(rc));
+  if (zMsg == NULL) {
+    sqlite3_result_error_nomem(pCtx);
+    return;
+  }
+  sqlite3_result_error(pCtx, zMsg, -1);
+  sqlite3_free(zMsg);
+  /* Keeps the message; lets the host see SQLITE_INTERRUPT, SQLITE_BUSY... */
+  if (rc != SQLITE_ERROR) sqlite3_result_error_code(pCtx, rc);
+}
+
+void funcResultJson(sqlite3_context *pCtx, const char *zFunc, sqlite3_str *pOut) {
+  int rc = sqlite3_str_errcode(pOut);
+  int n = sqlite3_str_length(pOut);
+  char *z = sqlite3_str_finish(pOut);
+  if (rc != SQLITE_OK || z == NULL) {
+    sqlite3_free(z);
+    funcResultError(pCtx, zFunc, rc == SQLITE_OK ? SQLITE_NOMEM : rc, NULL);
+    return;
+  }
+  sqlite3_result_text64(pCtx, z, (sqlite3_uint64)n, sqlite3_free, SQLITE_UTF8);
+  sqlite3_result_subtype(pCtx, MENTAT_JSON_SUBTYPE);
+}
+
+/* edn_q is registered for 2 and 3 arguments (opts optional), like the
+** table; SQLite then reports a wrong argument count itself. */
+int funcRegister(sqlite3 *db) {
+  int flags = funcFlags();
+  int rc = sqlite3_create_function_v2(db, "edn_t", 2, flags, NULL, funcEdnT, NULL, NULL, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_create_function_v2(db, "edn_q", 2, flags, NULL, funcEdnQ, NULL, NULL, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_create_function_v2(db, "edn_q", 3, flags, NULL, funcEdnQ, NULL, NULL, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_create_function_v2(db, "edn_pull", 3, flags, NULL, funcEdnPull, NULL, NULL, NULL);
+  return rc;
+}

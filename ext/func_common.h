@@ -1,0 +1,43 @@
+/*
+** func_common.h — what the SQL functions (func_t.c, func_q.c, func_pull.c)
+** and the edn_q table (vtab/edn_q.c) share at the SQL boundary: reading
+** arguments with their explicit lengths, refusing the host's own database
+** as a store, and turning internal error codes and messages into SQLite
+** results that start with the function's name (SPEC §7).
+*/
+#ifndef MENTAT_FUNC_COMMON_H
+#define MENTAT_FUNC_COMMON_H
+
+#include "sqlite_api.h"
+
+/* Flags every function of the extension is registered with: UTF-8, never
+** deterministic (they read and write files), DIRECTONLY so views and
+** triggers cannot call them (SPEC §2), and SQLITE_RESULT_SUBTYPE on hosts
+** that know it (3.45+), since the results carry the JSON subtype. */
+int funcFlags(void);
+
+/* Checks that zPath (the `db_path` argument, NUL-terminated, n bytes) may
+** be used as a store from host connection `host`: no NUL byte inside, and
+** not the file of the host's own `main` database (compared by device and
+** inode, so relative paths, symlinks and hard links are caught).
+** Returns SQLITE_OK, or SQLITE_ERROR with *pzErr (sqlite3_malloc'd, any
+** previous one freed) like "db_path /x.db is the host's own database". */
+int funcCheckDbPath(sqlite3 *host, const char *zPath, int n, char **pzErr);
+
+/* Sets an error result "<zFunc>: <zErr>". rc SQLITE_NOMEM gives the
+** host's out-of-memory error, SQLITE_TOOBIG its too-big error; any other
+** code than SQLITE_ERROR is kept as the error code (interrupts, busy).
+** zErr may be NULL (the code's own text is used). Does not free zErr. */
+void funcResultError(sqlite3_context *pCtx, const char *zFunc, int rc, const char *zErr);
+
+/* Finishes pOut (a sqlite3_str) as the function's JSON text result with
+** subtype 74 (SPEC §2: json_object() nests it), or as the matching error
+** when the builder failed (OOM, too big). Always consumes pOut. */
+void funcResultJson(sqlite3_context *pCtx, const char *zFunc, sqlite3_str *pOut);
+
+/* The SQL function implementations, registered by funcRegister(). */
+void funcEdnT(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+void funcEdnQ(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+void funcEdnPull(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+
+#endif /* MENTAT_FUNC_COMMON_H */

@@ -1,0 +1,81 @@
+/*
+** func_pull.c — the SQL function edn_pull(db_path, pattern, entity): the
+** JSON map of one entity under a Datomic pull pattern (SPEC §2.2):
+**
+**   SELECT edn_pull('/data/app.db', '[:person/name {:person/friend [*]}]', 65536);
+**   -> {":person/name":"Ann",":person/friend":[{...}],":db/id":65536}
+**
+** The pattern is read here (it must be one EDN vector); pull.c walks it on a
+** reader connection checked out from the store's pool.
+*/
+#include <string.h>
+#include "func_common.h"
+#include "pull.h"
+
+void funcEdnPull(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  const char *zPath, *zPat;
+  int nPath, nPat, rc;
+  sqlite3_int64 e;
+  char *zErr = NULL;
+  EdnArena arena;
+  EdnValue *pPattern = NULL;
+  EdnError err;
+  Store *pStore = NULL;
+  StoreConn *pConn = NULL;
+  Schema *pSchema = NULL;
+  sqlite3_str *pOut = NULL;
+  (void)argc;
+
+  ednArenaInit(&arena);
+  if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL
+      || sqlite3_value_type(argv[2]) == SQLITE_NULL)
+    return;
+  /* No silent conversion of '65536' or 65536.0: an entity id is an INTEGER. */
+  if (sqlite3_value_type(argv[2]) != SQLITE_INTEGER) {
+    rc = SQLITE_ERROR;
+    zErr = sqlite3_mprintf("entity must be an INTEGER");
+    goto cleanup;
+  }
+  e = sqlite3_value_int64(argv[2]);
+  zPath = (const char *)sqlite3_value_text(argv[0]);
+  nPath = sqlite3_value_bytes(argv[0]);
+  zPat = (const char *)sqlite3_value_text(argv[1]);
+  nPat = sqlite3_value_bytes(argv[1]);
+  if (zPath == NULL || zPat == NULL) {
+    rc = SQLITE_NOMEM;
+    goto cleanup;
+  }
+  rc = funcCheckDbPath(sqlite3_context_db_handle(pCtx), zPath, nPath, &zErr);
+  if (rc != SQLITE_OK) goto cleanup;
+  memset(&err, 0, sizeof err);
+  rc = ednReadOne(&arena, zPat, nPat, &pPattern, &err);
+  if (rc == SQLITE_ERROR) {
+    zErr = sqlite3_mprintf("pattern: line %d col %d: %s", err.line, err.col, err.zMsg);
+    goto cleanup;
+  }
+  if (rc != SQLITE_OK) goto cleanup;
+  if (pPattern->type != EDN_VECTOR) {
+    rc = SQLITE_ERROR;
+    zErr = sqlite3_mprintf("pattern: line %d col %d: a pull pattern must be a vector",
+                           pPattern->line, pPattern->col);
+    goto cleanup;
+  }
+  rc = storeAcquire(zPath, &pStore, &zErr);
+  if (rc != SQLITE_OK) goto cleanup;
+  rc = storeReader(pStore, &pConn, &pSchema, &zErr);
+  if (rc != SQLITE_OK) goto cleanup;
+  pOut = sqlite3_str_new(sqlite3_context_db_handle(pCtx));
+  rc = pullEntity(pConn->db, pSchema, pPattern, e, pOut, &zErr);
+  if (rc != SQLITE_OK) goto cleanup;
+  funcResultJson(pCtx, "edn_pull", pOut);
+  pOut = NULL;
+
+cleanup:
+  if (rc != SQLITE_OK) funcResultError(pCtx, "edn_pull", rc, zErr);
+  sqlite3_free(sqlite3_str_finish(pOut));
+  if (pConn) storeReaderDone(pStore, pConn);
+  schemaUnref(pSchema);
+  if (pStore) storeRelease(pStore);
+  ednArenaReset(&arena);
+  sqlite3_free(zErr);
+}

@@ -1,0 +1,173 @@
+/*
+** func_q.c — the scalar SQL function edn_q(db_path, query [, opts]): runs a
+** Datalog query and returns the whole result as one JSON document
+** (SPEC §2.2), for hosts that prefer one value to a table:
+**
+**   SELECT edn_q('/data/app.db', '[:find ?n :where [_ :person/name ?n]]');
+**   -> {"columns":["?n"],"results":[["Ann"],["Bob"]],"result":[["Ann"],["Bob"]]}
+**
+** HOW IT WORKS
+** The same path as the edn_q table (vtab/edn_q.c): opts are parsed, a reader
+** connection is checked out, qRunOpen() compiles (or finds cached) the query
+** and every row is stepped into the document. Shapes by find spec:
+**   relation     {"columns":[...],"results":[rows],"result":[rows]}
+**                (results and result hold the same rows; Mentat's
+**                extension spells it "results", Datomic users expect
+**                "result")
+**   relation whose only element is an aggregate, one row: {"result": v}
+**   collection   {"result":[e1,e2,...]}
+**   tuple        {"result":[a,b]} or {"result":null}
+**   scalar       {"result":v} or {"result":null}
+*/
+#include <string.h>
+#include "func_common.h"
+#include "query.h"
+
+/* Appends the rows of a relation from the current row on (rc says whether
+** there is one) to pRows as comma-separated JSON values. */
+static int funcQRows(QueryRun *pRun, int rc, sqlite3_str *pRows, int *pnRow, char **pzErr) {
+  while (rc == SQLITE_ROW) {
+    if (*pnRow > 0) sqlite3_str_appendchar(pRows, 1, ',');
+    rc = qRunRowJson(pRun, pRows);
+    if (rc != SQLITE_OK) return rc;
+    rc = sqlite3_str_errcode(pRows);
+    if (rc != SQLITE_OK) return rc;
+    (*pnRow)++;
+    rc = qRunStep(pRun, pzErr);
+  }
+  return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* The relation document; handles the single-aggregate shape. */
+static int funcQRelation(sqlite3 *host, QueryRun *pRun, sqlite3_str *pOut, char **pzErr) {
+  sqlite3_str *pRows = sqlite3_str_new(host);
+  sqlite3_str *pOne = NULL;
+  int rc, i, nRow = 0, nCol = qRunColumnCount(pRun);
+  /* Datomic returns a lone aggregate as a plain value; with :keys the row
+  ** is a map, so the document keeps the relation form. */
+  int bAgg = qRunIsSingleAggregate(pRun) && qRunKeyName(pRun, 0) == NULL;
+
+  rc = qRunStep(pRun, pzErr);
+  if (rc == SQLITE_ROW && bAgg) {
+    pOne = sqlite3_str_new(host);
+    rc = qRunColumnJson(pRun, 0, pOne);
+    if (rc == SQLITE_OK) rc = qRunRowJson(pRun, pRows);
+    if (rc != SQLITE_OK) goto cleanup;
+    nRow = 1;
+    rc = qRunStep(pRun, pzErr);
+    if (rc == SQLITE_DONE) {
+      sqlite3_str_appendall(pOut, "{\"result\":");
+      sqlite3_str_append(pOut, sqlite3_str_value(pOne), sqlite3_str_length(pOne));
+      sqlite3_str_appendchar(pOut, 1, '}');
+      rc = sqlite3_str_errcode(pOne);
+      goto cleanup;
+    }
+  }
+  rc = funcQRows(pRun, rc, pRows, &nRow, pzErr);
+  if (rc != SQLITE_OK) goto cleanup;
+  rc = sqlite3_str_errcode(pRows);
+  if (rc != SQLITE_OK) goto cleanup;
+  sqlite3_str_appendall(pOut, "{\"columns\":[");
+  for (i = 0; i < nCol; i++) {
+    const char *zName = qRunColumnName(pRun, i);
+    if (i > 0) sqlite3_str_appendchar(pOut, 1, ',');
+    if (zName == NULL) zName = "";
+    ednJsonString(pOut, zName, (int)strlen(zName));
+  }
+  sqlite3_str_appendall(pOut, "],\"results\":[");
+  sqlite3_str_append(pOut, sqlite3_str_value(pRows), sqlite3_str_length(pRows));
+  sqlite3_str_appendall(pOut, "],\"result\":[");
+  sqlite3_str_append(pOut, sqlite3_str_value(pRows), sqlite3_str_length(pRows));
+  sqlite3_str_appendall(pOut, "]}");
+
+cleanup:
+  sqlite3_free(sqlite3_str_finish(pRows));
+  sqlite3_free(sqlite3_str_finish(pOne));
+  return rc;
+}
+
+/* Appends the JSON document of the whole result of pRun to pOut. */
+static int funcQDocument(sqlite3 *host, QueryRun *pRun, sqlite3_str *pOut, char **pzErr) {
+  int rc, nRow = 0;
+  switch (qRunFindKind(pRun)) {
+    case FIND_REL:
+      return funcQRelation(host, pRun, pOut, pzErr);
+    case FIND_COLL:
+      sqlite3_str_appendall(pOut, "{\"result\":[");
+      rc = funcQRows(pRun, qRunStep(pRun, pzErr), pOut, &nRow, pzErr);
+      sqlite3_str_appendall(pOut, "]}");
+      return rc;
+    case FIND_TUPLE:
+    case FIND_SCALAR:
+    default:
+      rc = qRunStep(pRun, pzErr);
+      if (rc != SQLITE_ROW && rc != SQLITE_DONE) return rc;
+      sqlite3_str_appendall(pOut, "{\"result\":");
+      if (rc == SQLITE_ROW) {
+        rc = qRunRowJson(pRun, pOut);
+        if (rc != SQLITE_OK) return rc;
+      } else {
+        sqlite3_str_appendall(pOut, "null");
+      }
+      sqlite3_str_appendchar(pOut, 1, '}');
+      return SQLITE_OK;
+  }
+}
+
+void funcEdnQ(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  sqlite3 *host = sqlite3_context_db_handle(pCtx);
+  const char *zPath, *zQuery, *zOpts = NULL;
+  int nPath, nQuery, nOpts = 0, rc;
+  char *zErr = NULL;
+  QueryOpts opts;
+  Store *pStore = NULL;
+  StoreConn *pConn = NULL;
+  Schema *pSchema = NULL;
+  QueryRun *pRun = NULL;
+  sqlite3_str *pOut = NULL;
+
+  qOptsInit(&opts);
+  if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL)
+    return;
+  zPath = (const char *)sqlite3_value_text(argv[0]);
+  nPath = sqlite3_value_bytes(argv[0]);
+  zQuery = (const char *)sqlite3_value_text(argv[1]);
+  nQuery = sqlite3_value_bytes(argv[1]);
+  if (argc > 2 && sqlite3_value_type(argv[2]) != SQLITE_NULL) {
+    zOpts = (const char *)sqlite3_value_text(argv[2]);
+    nOpts = sqlite3_value_bytes(argv[2]);
+    if (zOpts == NULL) {
+      rc = SQLITE_NOMEM;
+      goto cleanup;
+    }
+  }
+  if (zPath == NULL || zQuery == NULL) {
+    rc = SQLITE_NOMEM;
+    goto cleanup;
+  }
+  rc = funcCheckDbPath(host, zPath, nPath, &zErr);
+  if (rc != SQLITE_OK) goto cleanup;
+  rc = qOptsParse(&opts, zOpts, nOpts, &zErr);
+  if (rc != SQLITE_OK) goto cleanup;
+  rc = storeAcquire(zPath, &pStore, &zErr);
+  if (rc != SQLITE_OK) goto cleanup;
+  rc = storeReader(pStore, &pConn, &pSchema, &zErr);
+  if (rc != SQLITE_OK) goto cleanup;
+  rc = qRunOpen(pConn, pSchema, zQuery, nQuery, &opts, &pRun, &zErr);
+  if (rc != SQLITE_OK) goto cleanup;
+  pOut = sqlite3_str_new(host);
+  rc = funcQDocument(host, pRun, pOut, &zErr);
+  if (rc != SQLITE_OK) goto cleanup;
+  funcResultJson(pCtx, "edn_q", pOut);
+  pOut = NULL;
+
+cleanup:
+  if (rc != SQLITE_OK) funcResultError(pCtx, "edn_q", rc, zErr);
+  sqlite3_free(sqlite3_str_finish(pOut));
+  qRunClose(pRun);
+  if (pConn) storeReaderDone(pStore, pConn);
+  schemaUnref(pSchema);
+  if (pStore) storeRelease(pStore);
+  qOptsReset(&opts);
+  sqlite3_free(zErr);
+}

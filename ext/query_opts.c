@@ -1,0 +1,371 @@
+/*
+** query_opts.c — the `opts` argument of edn_q (SPEC §2.4): a JSON object
+** with the keys "inputs", "asOf" and "since", turned into QueryOpts.
+**
+**   edn_q(db, '[:find ?n :in $ ?min [?tag ...] :where ...]',
+**         '{"inputs":[21, [":t/a", ":t/b"]], "asOf": 268435460}')
+**
+** HOW IT WORKS
+** cJSON parses the text (it allocates with libc; its tree is freed before
+** returning and only our arena survives). JSON values become EDN values in
+** the QueryOpts arena, the form the query compiler types against the
+** schema: integer → EDN_INT, other number → EDN_DOUBLE, true/false →
+** EDN_BOOL, ":kw" → EDN_KEYWORD, other string → EDN_STRING, array →
+** EDN_VECTOR, {"edn": "<EDN text>"} → the value read from that text
+** (instants, uuids, lookup refs, rule sets). null and other objects are
+** errors: SQL NULL has no Datalog value.
+**
+** cJSON keeps every number as a double, which cannot tell 1 from 1.0 and
+** rounds integers past 2^53 (peer fault B31: 9007199254740993 must stay
+** exact). So a small scan of the text lists the number tokens in document
+** order; the conversion walks the tree in the same order and takes each
+** number's exact spelling from that list. The same scan measures nesting
+** (capped at EDN_MAX_DEPTH before cJSON recurses) and finds \u0000 escapes,
+** which cJSON's NUL-terminated strings would silently cut.
+*/
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <cJSON.h>
+#include "query.h"
+
+/* The number tokens of the text, in order. */
+typedef struct OptsScan {
+  int nTok, nAlloc, iNext;
+  int *aStart, *aLen;   /* one allocation: aLen = aStart + nAlloc */
+  int nMaxDepth;
+  int bNulEscape;
+} OptsScan;
+
+/* What the conversion needs at hand. */
+typedef struct OptsCtx {
+  QueryOpts *p;
+  const char *z;        /* the opts text */
+  OptsScan scan;
+  char **pzErr;
+} OptsCtx;
+
+static void optsError(OptsCtx *c, const char *zFmt, ...) {
+  va_list ap;
+  va_start(ap, zFmt);
+  sqlite3_free(*c->pzErr);
+  *c->pzErr = sqlite3_vmprintf(zFmt, ap);
+  va_end(ap);
+}
+
+void qOptsInit(QueryOpts *p) {
+  memset(p, 0, sizeof *p);
+  ednArenaInit(&p->arena);
+}
+
+void qOptsReset(QueryOpts *p) {
+  ednArenaReset(&p->arena);
+  p->nInput = 0;
+  p->aInput = NULL;
+  p->bAsOf = p->bSince = 0;
+  p->iAsOf = p->iSince = 0;
+  p->pAsOfInst = p->pSinceInst = NULL;
+}
+
+static int optsScanPush(OptsScan *s, int iStart, int nLen) {
+  if (s->nTok == s->nAlloc) {
+    int nNew = s->nAlloc ? s->nAlloc * 2 : 16;
+    int *aNew = sqlite3_malloc64(sizeof(int) * 2 * (sqlite3_uint64)nNew);
+    if (aNew == NULL) return SQLITE_NOMEM;
+    if (s->nTok) {
+      memcpy(aNew, s->aStart, sizeof(int) * s->nTok);
+      memcpy(aNew + nNew, s->aLen, sizeof(int) * s->nTok);
+    }
+    sqlite3_free(s->aStart);
+    s->aStart = aNew;
+    s->aLen = aNew + nNew;
+    s->nAlloc = nNew;
+  }
+  s->aStart[s->nTok] = iStart;
+  s->aLen[s->nTok] = nLen;
+  s->nTok++;
+  return SQLITE_OK;
+}
+
+/* One pass over z[0..n): number tokens outside strings, the deepest
+** nesting, and whether a string holds a \u0000 escape. Not a validator:
+** cJSON decides whether the text is JSON. */
+static int optsScan(const char *z, int n, OptsScan *s) {
+  int i = 0, depth = 0;
+  while (i < n) {
+    char ch = z[i];
+    if (ch == '"') {
+      for (i++; i < n && z[i] != '"'; i++) {
+        if (z[i] != '\\') continue;
+        if (i + 5 < n && z[i + 1] == 'u' && memcmp(z + i + 2, "0000", 4) == 0) s->bNulEscape = 1;
+        i++;   /* skip the escaped character */
+      }
+      i++;
+    } else if (ch == '-' || (ch >= '0' && ch <= '9')) {
+      int iStart = i;
+      while (i < n && (strchr("0123456789+-.eE", z[i]) != NULL) && z[i] != 0) i++;
+      if (optsScanPush(s, iStart, i - iStart) != SQLITE_OK) return SQLITE_NOMEM;
+    } else {
+      if (ch == '[' || ch == '{') {
+        if (++depth > s->nMaxDepth) s->nMaxDepth = depth;
+      } else if (ch == ']' || ch == '}') {
+        depth--;
+      }
+      i++;
+    }
+  }
+  return SQLITE_OK;
+}
+
+/* Reads a decimal integer token exactly; 0 on success, 1 if it is not an
+** integer spelling, 2 if it does not fit in 64 bits. */
+static int optsInteger(const char *z, int n, sqlite3_int64 *pOut) {
+  int i = 0, bNeg = 0;
+  sqlite3_uint64 u = 0, lim;
+  if (n > 0 && z[0] == '-') {
+    bNeg = 1;
+    i = 1;
+  }
+  if (i == n) return 1;
+  lim = bNeg ? (sqlite3_uint64)1 << 63 : ((sqlite3_uint64)1 << 63) - 1;
+  for (; i < n; i++) {
+    if (z[i] < '0' || z[i] > '9') return 1;
+    if (u > (lim - (sqlite3_uint64)(z[i] - '0')) / 10) return 2;
+    u = u * 10 + (sqlite3_uint64)(z[i] - '0');
+  }
+  *pOut = bNeg ? (sqlite3_int64)(0 - u) : (sqlite3_int64)u;
+  return 0;
+}
+
+/* The next number of the document as EDN (zWhat names it in errors). */
+static int optsNumber(OptsCtx *c, const cJSON *j, const char *zWhat, EdnValue **ppOut) {
+  OptsScan *s = &c->scan;
+  sqlite3_int64 i = 0;
+  int eInt = 1;
+  EdnValue *pV;
+  if (s->iNext < s->nTok) {
+    const char *zTok = c->z + s->aStart[s->iNext];
+    int nTok = s->aLen[s->iNext];
+    s->iNext++;
+    eInt = optsInteger(zTok, nTok, &i);
+    if (eInt == 2) {
+      optsError(c, "%s: integer %.*s is out of the 64-bit range", zWhat, nTok, zTok);
+      return SQLITE_ERROR;
+    }
+  } else if (j->valuedouble == floor(j->valuedouble) && fabs(j->valuedouble) < 9007199254740992.0) {
+    /* Defensive only: the scan found every number cJSON did. */
+    eInt = 0;
+    i = (sqlite3_int64)j->valuedouble;
+  }
+  if (eInt == 0) {
+    pV = ednNewInt(&c->p->arena, i);
+  } else {
+    if (!isfinite(j->valuedouble)) {
+      optsError(c, "%s: number out of range", zWhat);
+      return SQLITE_ERROR;
+    }
+    pV = ednNew(&c->p->arena, EDN_DOUBLE);
+    if (pV) pV->u.d = j->valuedouble;
+  }
+  *ppOut = pV;
+  return pV ? SQLITE_OK : SQLITE_NOMEM;
+}
+
+/* {"edn": "<text>"} → the EDN value; anything else is NULL (not an error
+** here: the caller names what it expected). */
+static const cJSON *optsEdnText(const cJSON *j) {
+  if (!cJSON_IsObject(j) || j->child == NULL || j->child->next != NULL) return NULL;
+  if (j->child->string == NULL || strcmp(j->child->string, "edn") != 0) return NULL;
+  return cJSON_IsString(j->child) ? j->child : NULL;
+}
+
+static int optsReadEdn(OptsCtx *c, const cJSON *pText, const char *zWhat, EdnValue **ppOut) {
+  EdnError err;
+  int rc;
+  memset(&err, 0, sizeof err);
+  rc = ednReadOne(&c->p->arena, pText->valuestring, (int)strlen(pText->valuestring), ppOut, &err);
+  if (rc == SQLITE_ERROR) optsError(c, "%s: line %d col %d: %s", zWhat, err.line, err.col, err.zMsg);
+  return rc;
+}
+
+/* JSON value j → EDN (*ppOut). Recursion is bounded: the scan already
+** refused text nested deeper than EDN_MAX_DEPTH. */
+static int optsValue(OptsCtx *c, const cJSON *j, const char *zWhat, int depth, EdnValue **ppOut) {
+  const cJSON *pText;
+  if (cJSON_IsBool(j)) {
+    EdnValue *pV = ednNew(&c->p->arena, EDN_BOOL);
+    if (pV == NULL) return SQLITE_NOMEM;
+    pV->u.b = cJSON_IsTrue(j) ? 1 : 0;
+    *ppOut = pV;
+    return SQLITE_OK;
+  }
+  if (cJSON_IsNumber(j)) return optsNumber(c, j, zWhat, ppOut);
+  if (cJSON_IsString(j)) {
+    const char *z = j->valuestring;
+    *ppOut = ednNewString(&c->p->arena, z[0] == ':' ? EDN_KEYWORD : EDN_STRING, z, (int)strlen(z));
+    return *ppOut ? SQLITE_OK : SQLITE_NOMEM;
+  }
+  if (cJSON_IsArray(j)) {
+    const cJSON *pEl;
+    int n = cJSON_GetArraySize(j), i = 0, rc;
+    EdnValue *pV;
+    if (depth > EDN_MAX_DEPTH) {
+      optsError(c, "%s: nesting too deep (limit %d)", zWhat, EDN_MAX_DEPTH);
+      return SQLITE_ERROR;
+    }
+    pV = ednNewColl(&c->p->arena, EDN_VECTOR, n);
+    if (pV == NULL) return SQLITE_NOMEM;
+    for (pEl = j->child; pEl && i < n; pEl = pEl->next, i++) {
+      rc = optsValue(c, pEl, zWhat, depth + 1, &pV->u.c.a[i]);
+      if (rc != SQLITE_OK) return rc;
+    }
+    *ppOut = pV;
+    return SQLITE_OK;
+  }
+  if ((pText = optsEdnText(j)) != NULL) return optsReadEdn(c, pText, zWhat, ppOut);
+  if (cJSON_IsNull(j)) {
+    optsError(c, "%s is null; SQL NULL has no Datalog value", zWhat);
+  } else {
+    optsError(c, "%s: an object must be {\"edn\": \"<EDN text>\"}", zWhat);
+  }
+  return SQLITE_ERROR;
+}
+
+static int optsInputs(OptsCtx *c, const cJSON *j) {
+  QueryOpts *p = c->p;
+  const cJSON *pEl;
+  int i = 0, rc;
+  if (!cJSON_IsArray(j)) {
+    optsError(c, "\"inputs\" must be an array");
+    return SQLITE_ERROR;
+  }
+  p->nInput = cJSON_GetArraySize(j);
+  p->aInput = ednArenaAlloc(&p->arena, sizeof(EdnValue *) * (size_t)(p->nInput + 1));
+  if (p->aInput == NULL) return SQLITE_NOMEM;
+  for (pEl = j->child; pEl && i < p->nInput; pEl = pEl->next, i++) {
+    char zWhat[48];
+    snprintf(zWhat, sizeof zWhat, "\"inputs\" value %d", i + 1);
+    rc = optsValue(c, pEl, zWhat, 1, &p->aInput[i]);
+    if (rc != SQLITE_OK) return rc;
+  }
+  return SQLITE_OK;
+}
+
+/* "asOf"/"since": an integer tx id, or {"edn": "#inst ..."} (also accepts
+** {"edn": "<integer>"}). */
+static int optsTx(OptsCtx *c, const cJSON *j, const char *zKey, sqlite3_int64 *piTx,
+                  const EdnValue **ppInst) {
+  EdnValue *pV = NULL;
+  const cJSON *pText;
+  char zWhat[16];
+  int rc;
+  snprintf(zWhat, sizeof zWhat, "\"%s\"", zKey);
+  if (cJSON_IsNumber(j)) {
+    rc = optsNumber(c, j, zWhat, &pV);
+    if (rc != SQLITE_OK) return rc;
+    if (pV->type == EDN_INT) {
+      *piTx = pV->u.i;
+      return SQLITE_OK;
+    }
+  } else if ((pText = optsEdnText(j)) != NULL) {
+    rc = optsReadEdn(c, pText, zWhat, &pV);
+    if (rc != SQLITE_OK) return rc;
+    if (pV->type == EDN_INST) {
+      *ppInst = pV;
+      return SQLITE_OK;
+    }
+    if (pV->type == EDN_INT) {
+      *piTx = pV->u.i;
+      return SQLITE_OK;
+    }
+  }
+  optsError(c, "\"%s\" must be an integer tx id or {\"edn\": \"#inst ...\"}", zKey);
+  return SQLITE_ERROR;
+}
+
+int qOptsParse(QueryOpts *p, const char *zOpts, int nOpts, char **pzErr) {
+  OptsCtx c;
+  cJSON *pRoot = NULL;
+  const cJSON *j, *k;
+  const char *zEnd = NULL;
+  int rc = SQLITE_OK, i;
+
+  qOptsReset(p);
+  memset(&c, 0, sizeof c);
+  c.p = p;
+  c.z = zOpts;
+  c.pzErr = pzErr;
+  if (zOpts == NULL || nOpts <= 0) return SQLITE_OK;
+
+  rc = optsScan(zOpts, nOpts, &c.scan);
+  if (rc != SQLITE_OK) goto cleanup;
+  /* The top object and the inputs array sit above the values themselves. */
+  if (c.scan.nMaxDepth > EDN_MAX_DEPTH + 2) {
+    optsError(&c, "opts: nesting too deep (limit %d)", EDN_MAX_DEPTH);
+    rc = SQLITE_ERROR;
+    goto cleanup;
+  }
+  pRoot = cJSON_ParseWithLengthOpts(zOpts, (size_t)nOpts, &zEnd, 0);
+  if (pRoot == NULL) {
+    /* cJSON does not say OOM apart from bad text; its error position is
+    ** process-global, so it is not consulted (STYLE). */
+    optsError(&c, "opts: not valid JSON");
+    rc = SQLITE_ERROR;
+    goto cleanup;
+  }
+  /* Anything but whitespace after the value (including a NUL byte) means
+  ** the text is not one JSON value. */
+  for (i = (int)(zEnd - zOpts); i < nOpts; i++) {
+    if (strchr(" \t\r\n", zOpts[i]) == NULL || zOpts[i] == 0) {
+      optsError(&c, "opts: not valid JSON");
+      rc = SQLITE_ERROR;
+      goto cleanup;
+    }
+  }
+  if (cJSON_IsNull(pRoot)) goto cleanup;
+  if (!cJSON_IsObject(pRoot)) {
+    optsError(&c, "opts must be a JSON object");
+    rc = SQLITE_ERROR;
+    goto cleanup;
+  }
+  if (c.scan.bNulEscape) {
+    optsError(&c, "opts: \\u0000 in a JSON string is not supported; pass such a string as "
+                  "{\"edn\": \"\\\"a\\\\u0000b\\\"\"}");
+    rc = SQLITE_ERROR;
+    goto cleanup;
+  }
+  /* Keys in document order, so numbers are met in the scan's order. */
+  for (j = pRoot->child; j; j = j->next) {
+    for (k = pRoot->child; k != j; k = k->next) {
+      if (strcmp(k->string, j->string) == 0) {
+        optsError(&c, "duplicate option \"%s\"", j->string);
+        rc = SQLITE_ERROR;
+        goto cleanup;
+      }
+    }
+    if (strcmp(j->string, "inputs") == 0) {
+      rc = optsInputs(&c, j);
+    } else if (strcmp(j->string, "asOf") == 0) {
+      p->bAsOf = 1;
+      rc = optsTx(&c, j, "asOf", &p->iAsOf, &p->pAsOfInst);
+    } else if (strcmp(j->string, "since") == 0) {
+      p->bSince = 1;
+      rc = optsTx(&c, j, "since", &p->iSince, &p->pSinceInst);
+    } else {
+      optsError(&c, "unknown option \"%s\"", j->string);
+      rc = SQLITE_ERROR;
+    }
+    if (rc != SQLITE_OK) goto cleanup;
+  }
+  if (p->bAsOf && p->bSince) {
+    optsError(&c, "\"asOf\" and \"since\" cannot be used together");
+    rc = SQLITE_ERROR;
+  }
+
+cleanup:
+  cJSON_Delete(pRoot);
+  sqlite3_free(c.scan.aStart);
+  if (rc != SQLITE_OK) qOptsReset(p);
+  return rc;
+}

@@ -1,0 +1,322 @@
+/*
+** edn_q.c — the eponymous virtual table edn_q: a Datalog query as a
+** table-valued function whose rows stream from the store (SPEC §2.1).
+**
+**   SELECT value, c0, c1 FROM edn_q('/data/app.db',
+**       '[:find ?n ?a :in $ ?min :where [?e :p/name ?n] [?e :p/age ?a]
+**                                         [(>= ?a ?min)]]',
+**       '{"inputs":[21]}');
+**   SELECT j.id, r.c0 FROM jobs j, edn_q(j.db, j.q) r;      -- correlated
+**
+** Columns: value (the row as JSON, subtype 74), c0..c15 (find elements as
+** native SQL values, NULL past the find's width), and the hidden argument
+** columns db_path, query, opts.
+**
+** HOW IT WORKS
+** Like series.c and json_each: the arguments of the call are equality
+** constraints on the hidden columns. xBestIndex records the usable ones in
+** idxNum (bit 0 db_path, bit 1 query, bit 2 opts; argv of xFilter in that
+** order) and refuses plans where a given argument is not yet usable
+** (SQLITE_CONSTRAINT), so SQLite puts edn_q inside the loop of the table
+** that supplies its arguments — correlated calls, forward references and
+** LEFT JOINs work, and `query IN (...)` runs xFilter once per value
+** (peer fault B27). A required argument absent altogether is an error.
+** xFilter parses opts, checks a reader connection out of the store's pool
+** (so nested and correlated cursors are independent), opens the compiled
+** query and steps to the first row; xNext steps the store's statement, so
+** rows stream and LIMIT 1 costs one row. The connection goes back to the
+** pool at EOF, on the next xFilter and in xClose.
+*/
+#include <assert.h>
+#include <string.h>
+#include "sqlite_api.h"
+#include "mentat.h"
+#include "query.h"
+#include "func_common.h"
+
+/* Column numbers; they must match the declaration below. */
+#define EDNQ_COL_VALUE   0
+#define EDNQ_COL_C0      1
+#define EDNQ_NC          16   /* c0..c15: SPEC §2.1 */
+#define EDNQ_COL_DBPATH  (EDNQ_COL_C0 + EDNQ_NC)
+#define EDNQ_COL_QUERY   (EDNQ_COL_DBPATH + 1)
+#define EDNQ_COL_OPTS    (EDNQ_COL_DBPATH + 2)
+#define EDNQ_NARG        3    /* db_path, query, opts */
+#define EDNQ_REQUIRED    0x3  /* idxNum bits of db_path and query */
+
+_Static_assert(EDNQ_COL_DBPATH == 17, "edn_q column layout");
+_Static_assert(EDNQ_COL_OPTS == 19, "edn_q column layout");
+
+static const char ednqDecl[] =
+    "CREATE TABLE x(value,"
+    " c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15,"
+    " db_path HIDDEN, query HIDDEN, opts HIDDEN)";
+
+typedef struct EdnqVtab {
+  sqlite3_vtab base;
+  sqlite3 *db;              /* the host connection (for the db_path check) */
+} EdnqVtab;
+
+typedef struct EdnqCursor {
+  sqlite3_vtab_cursor base;
+  sqlite3_value *apArg[EDNQ_NARG];  /* copies of the arguments (echoed) */
+  sqlite3_int64 iRowid;             /* 1 for the first row */
+  int bEof;
+  QueryOpts opts;
+  Store *pStore;                    /* each NULL when not held */
+  StoreConn *pConn;
+  Schema *pSchema;
+  QueryRun *pRun;
+} EdnqCursor;
+
+/* Moves zErr (an internal message, may be NULL) into the vtab's error with
+** the "edn_q: " prefix; frees the previous message (STYLE: never leak or
+** overwrite zErrMsg). Returns rc, or SQLITE_NOMEM if even that fails. */
+static int ednqError(sqlite3_vtab *pVtab, int rc, const char *zErr) {
+  sqlite3_free(pVtab->zErrMsg);
+  pVtab->zErrMsg = NULL;
+  if (rc == SQLITE_NOMEM) return rc;
+  pVtab->zErrMsg = sqlite3_mprintf("edn_q: %s", zErr ? zErr : sqlite3_errstr(rc));
+  return pVtab->zErrMsg ? rc : SQLITE_NOMEM;
+}
+
+static int ednqConnect(sqlite3 *db, void *pAux, int argc, const char *const *argv,
+                       sqlite3_vtab **ppVtab, char **pzErr) {
+  EdnqVtab *pTab;
+  int rc;
+  (void)pAux; (void)argc; (void)argv; (void)pzErr;
+  rc = sqlite3_declare_vtab(db, ednqDecl);
+  if (rc != SQLITE_OK) return rc;
+  pTab = sqlite3_malloc64(sizeof *pTab);
+  if (pTab == NULL) return SQLITE_NOMEM;
+  memset(pTab, 0, sizeof *pTab);
+  pTab->db = db;
+  /* It opens files named by its arguments: no calls from views/triggers. */
+  if (sqlite3_libversion_number() >= 3031000) sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
+  *ppVtab = &pTab->base;
+  return SQLITE_OK;
+}
+
+static int ednqDisconnect(sqlite3_vtab *pVtab) {
+  sqlite3_free(pVtab);
+  return SQLITE_OK;
+}
+
+/* Gives the store connection and everything tied to it back; keeps the
+** argument copies (the hidden columns still echo them). Idempotent. */
+static void ednqRelease(EdnqCursor *pCur) {
+  qRunClose(pCur->pRun);
+  pCur->pRun = NULL;
+  if (pCur->pConn) storeReaderDone(pCur->pStore, pCur->pConn);
+  pCur->pConn = NULL;
+  schemaUnref(pCur->pSchema);
+  pCur->pSchema = NULL;
+  if (pCur->pStore) storeRelease(pCur->pStore);
+  pCur->pStore = NULL;
+  qOptsReset(&pCur->opts);
+}
+
+static void ednqReset(EdnqCursor *pCur) {
+  int i;
+  ednqRelease(pCur);
+  for (i = 0; i < EDNQ_NARG; i++) {
+    sqlite3_value_free(pCur->apArg[i]);
+    pCur->apArg[i] = NULL;
+  }
+  pCur->iRowid = 0;
+  pCur->bEof = 1;
+}
+
+static int ednqOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
+  EdnqCursor *pCur = sqlite3_malloc64(sizeof *pCur);
+  (void)pVtab;
+  if (pCur == NULL) return SQLITE_NOMEM;
+  memset(pCur, 0, sizeof *pCur);
+  qOptsInit(&pCur->opts);
+  pCur->bEof = 1;
+  *ppCur = &pCur->base;
+  return SQLITE_OK;
+}
+
+static int ednqClose(sqlite3_vtab_cursor *cur) {
+  EdnqCursor *pCur = (EdnqCursor *)cur;
+  ednqReset(pCur);
+  sqlite3_free(pCur);
+  return SQLITE_OK;
+}
+
+/* Steps to the next row; at the end the store connection is returned at
+** once, so a host that keeps a finished statement holds no snapshot. */
+static int ednqStep(EdnqCursor *pCur) {
+  char *zErr = NULL;
+  int rc = qRunStep(pCur->pRun, &zErr);
+  if (rc == SQLITE_ROW) {
+    pCur->iRowid++;
+    pCur->bEof = 0;
+    rc = SQLITE_OK;
+  } else if (rc == SQLITE_DONE) {
+    pCur->bEof = 1;
+    ednqRelease(pCur);
+    rc = SQLITE_OK;
+  } else {
+    pCur->bEof = 1;
+    rc = ednqError(pCur->base.pVtab, rc, zErr);
+  }
+  sqlite3_free(zErr);
+  return rc;
+}
+
+static int ednqNext(sqlite3_vtab_cursor *cur) {
+  return ednqStep((EdnqCursor *)cur);
+}
+
+static int ednqEof(sqlite3_vtab_cursor *cur) {
+  return ((EdnqCursor *)cur)->bEof;
+}
+
+/* idxNum: bit k set = argument k (db_path, query, opts) is in argv, in
+** that order (see ednqBestIndex). */
+static int ednqFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
+                      int argc, sqlite3_value **argv) {
+  EdnqCursor *pCur = (EdnqCursor *)cur;
+  EdnqVtab *pTab = (EdnqVtab *)cur->pVtab;
+  const char *zPath, *zQuery, *zOpts = NULL;
+  int nPath, nQuery, nOpts = 0, i, j = 0, rc = SQLITE_OK;
+  char *zErr = NULL;
+  (void)idxStr;
+
+  ednqReset(pCur);
+  for (i = 0; i < EDNQ_NARG; i++) {
+    if ((idxNum & (1 << i)) == 0) continue;
+    if (j >= argc) break;
+    pCur->apArg[i] = sqlite3_value_dup(argv[j++]);
+    if (pCur->apArg[i] == NULL) return SQLITE_NOMEM;
+  }
+  /* NULL in a required argument: no rows (SPEC §2). */
+  if (pCur->apArg[0] == NULL || pCur->apArg[1] == NULL
+      || sqlite3_value_type(pCur->apArg[0]) == SQLITE_NULL
+      || sqlite3_value_type(pCur->apArg[1]) == SQLITE_NULL)
+    return SQLITE_OK;
+  /* Text is read from the originals so the echoed copies keep their type. */
+  zPath = (const char *)sqlite3_value_text(argv[0]);
+  nPath = sqlite3_value_bytes(argv[0]);
+  zQuery = (const char *)sqlite3_value_text(argv[1]);
+  nQuery = sqlite3_value_bytes(argv[1]);
+  if (zPath == NULL || zQuery == NULL) return SQLITE_NOMEM;
+  if (pCur->apArg[2] && sqlite3_value_type(argv[2]) != SQLITE_NULL) {
+    zOpts = (const char *)sqlite3_value_text(argv[2]);
+    nOpts = sqlite3_value_bytes(argv[2]);
+    if (zOpts == NULL) return SQLITE_NOMEM;
+  }
+  rc = funcCheckDbPath(pTab->db, zPath, nPath, &zErr);
+  if (rc == SQLITE_OK) rc = qOptsParse(&pCur->opts, zOpts, nOpts, &zErr);
+  if (rc == SQLITE_OK) rc = storeAcquire(zPath, &pCur->pStore, &zErr);
+  if (rc == SQLITE_OK) rc = storeReader(pCur->pStore, &pCur->pConn, &pCur->pSchema, &zErr);
+  if (rc == SQLITE_OK)
+    rc = qRunOpen(pCur->pConn, pCur->pSchema, zQuery, nQuery, &pCur->opts, &pCur->pRun, &zErr);
+  if (rc != SQLITE_OK) {
+    rc = ednqError(cur->pVtab, rc, zErr);
+    ednqRelease(pCur);
+  } else {
+    rc = ednqStep(pCur);
+  }
+  sqlite3_free(zErr);
+  return rc;
+}
+
+static int ednqColumn(sqlite3_vtab_cursor *cur, sqlite3_context *pCtx, int iCol) {
+  EdnqCursor *pCur = (EdnqCursor *)cur;
+  int rc = SQLITE_OK;
+  if (iCol >= EDNQ_COL_DBPATH) {
+    sqlite3_value *pArg = pCur->apArg[iCol - EDNQ_COL_DBPATH];
+    if (pArg) sqlite3_result_value(pCtx, pArg);
+    return SQLITE_OK;
+  }
+  if (pCur->pRun == NULL) return SQLITE_OK;   /* at EOF: NULL */
+  if (iCol == EDNQ_COL_VALUE) {
+    sqlite3_str *pOut = sqlite3_str_new(sqlite3_context_db_handle(pCtx));
+    rc = qRunRowJson(pCur->pRun, pOut);
+    if (rc != SQLITE_OK) {
+      sqlite3_free(sqlite3_str_finish(pOut));
+      return ednqError(cur->pVtab, rc, NULL);
+    }
+    funcResultJson(pCtx, "edn_q", pOut);
+    return SQLITE_OK;
+  }
+  assert(iCol >= EDNQ_COL_C0 && iCol < EDNQ_COL_C0 + EDNQ_NC);
+  if (iCol - EDNQ_COL_C0 < qRunColumnCount(pCur->pRun))
+    rc = qRunColumnResult(pCur->pRun, iCol - EDNQ_COL_C0, pCtx);
+  return rc == SQLITE_OK ? SQLITE_OK : ednqError(cur->pVtab, rc, NULL);
+}
+
+static int ednqRowid(sqlite3_vtab_cursor *cur, sqlite_int64 *pRowid) {
+  *pRowid = ((EdnqCursor *)cur)->iRowid;
+  return SQLITE_OK;
+}
+
+/* Pure and cheap (called many times per prepare): see HOW IT WORKS.
+** Only EQ constraints on the hidden columns are arguments; others stay
+** with SQLite, which checks them against the echoed columns. */
+static int ednqBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
+  int aIdx[EDNQ_NARG] = {-1, -1, -1};
+  int mSeen = 0, mUnusable = 0, idxNum = 0, nArg = 0, i;
+  const struct sqlite3_index_constraint *pC = pInfo->aConstraint;
+
+  for (i = 0; i < pInfo->nConstraint; i++, pC++) {
+    int iArg;
+    if (pC->iColumn < EDNQ_COL_DBPATH || pC->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+    iArg = pC->iColumn - EDNQ_COL_DBPATH;
+    assert(iArg >= 0 && iArg < EDNQ_NARG);
+    mSeen |= 1 << iArg;
+    if (!pC->usable) {
+      mUnusable |= 1 << iArg;
+    } else if (aIdx[iArg] < 0) {
+      aIdx[iArg] = i;
+    }
+  }
+  if ((mSeen & EDNQ_REQUIRED) != EDNQ_REQUIRED) {
+    int bDb = (mSeen & 1) == 0, bQuery = (mSeen & 2) == 0;
+    sqlite3_free(pVtab->zErrMsg);
+    pVtab->zErrMsg = sqlite3_mprintf("edn_q: missing argument%s %s%s%s",
+                                     bDb && bQuery ? "s" : "", bDb ? "db_path" : "",
+                                     bDb && bQuery ? " and " : "", bQuery ? "query" : "");
+    return pVtab->zErrMsg ? SQLITE_ERROR : SQLITE_NOMEM;
+  }
+  for (i = 0; i < EDNQ_NARG; i++) {
+    /* Given but not usable in this plan: ask SQLite for another order
+    ** instead of running without it. */
+    if (aIdx[i] < 0 && (mUnusable & (1 << i))) return SQLITE_CONSTRAINT;
+  }
+  for (i = 0; i < EDNQ_NARG; i++) {
+    if (aIdx[i] < 0) continue;
+    pInfo->aConstraintUsage[aIdx[i]].argvIndex = ++nArg;
+    /* The argument is consumed: SQLite need not re-check the echoed
+    ** column (for IN it still runs xFilter once per value). */
+    pInfo->aConstraintUsage[aIdx[i]].omit = 1;
+    idxNum |= 1 << i;
+  }
+  pInfo->idxNum = idxNum;
+  /* All inputs bound: a modest, fixed guess; a query is not free. */
+  pInfo->estimatedCost = 1000.0;
+  pInfo->estimatedRows = 1000;
+  return SQLITE_OK;
+}
+
+static sqlite3_module ednqModule = {
+  .iVersion = 0,
+  .xCreate = 0,     /* eponymous-only: CREATE VIRTUAL TABLE ... USING edn_q fails */
+  .xConnect = ednqConnect,
+  .xBestIndex = ednqBestIndex,
+  .xDisconnect = ednqDisconnect,
+  .xOpen = ednqOpen,
+  .xClose = ednqClose,
+  .xFilter = ednqFilter,
+  .xNext = ednqNext,
+  .xEof = ednqEof,
+  .xColumn = ednqColumn,
+  .xRowid = ednqRowid,
+};
+
+int ednqTableRegister(sqlite3 *db) {
+  return sqlite3_create_module_v2(db, "edn_q", &ednqModule, NULL, NULL);
+}
