@@ -101,8 +101,16 @@ void ednPrint(sqlite3_str *pOut, const EdnValue *p);
 /* Appends the JSON form of p as SPEC §2.3 shows values: keywords ":ns/n",
 ** instants "2025-03-04T05:06:00.000000Z", uuids hyphenated, sets and lists
 ** as arrays, maps as objects with printed keys, chars as 1-char strings,
-** symbols as their name. Non-finite doubles print as null. */
+** symbols as their name, other tagged values as their EDN text in a string.
+** Doubles: shortest round-trip digits (at most 17), ±infinity as ±1e999,
+** NaN as null (see ednJsonDouble). */
 void ednPrintJson(sqlite3_str *pOut, const EdnValue *p);
+
+/* Appends a double as a JSON number: the fewest significant digits (15..17)
+** that read back to the same double, always with '.' or 'e' (so 2.0 stays a
+** double), ±infinity as ±1e999 (JSON readers give back infinity), NaN as null
+** (JSON has no NaN). */
+void ednJsonDouble(sqlite3_str *pOut, double d);
 
 /* Appends s[0..n) as a JSON string literal with escapes. */
 void ednJsonString(sqlite3_str *pOut, const char *z, int n);

@@ -37,14 +37,17 @@ typedef enum ValueType {
 #define TAG_BYTES   15
 
 int vtTag(ValueType t);
-/* The value type from a :db.type/* entid (23..32) or 0 if not a type. */
+/* The value type from a :db.type/... entid (23..32), or VT_NONE (0) if the
+** entid is not a type this store can hold (29 :db.type/uri has no tag). */
 ValueType vtFromTypeEntid(sqlite3_int64 e);
 /* ":db.type/long" etc. for messages; "unknown" for VT_NONE. */
 const char *vtName(ValueType t);
 
 /* One datom value ready to bind. For STRING/KEYWORD/BYTES z,n point into
 ** memory owned by whoever built it (usually an EdnArena); UUID uses a[16].
-** i holds REF/BOOLEAN/INSTANT/LONG; d holds DOUBLE. */
+** i holds REF/BOOLEAN/INSTANT/LONG; d holds DOUBLE. For BYTES, z,n hold the
+** validated hex digits of the #bytes "hex" literal (there is no buffer for
+** decoded bytes here); valueBind decodes them into the BLOB. */
 typedef struct TypedValue {
   ValueType type;
   sqlite3_int64 i;

@@ -1,0 +1,282 @@
+/*
+** edn_print.c — EdnValue trees → EDN text (ednPrint) and → the JSON forms of
+** SPEC §2.3 (ednPrintJson), plus the JSON string escaper and the double
+** formatter both printers share.
+**
+** Doubles print with the fewest significant digits (15, 16 or 17) that read
+** back to the same bits, so 0.1 prints "0.1" and 5e-324 round-trips. In EDN a
+** double always carries '.', 'e' or is ##Inf/##-Inf/##NaN, so it reads back
+** as a double. In JSON, ±infinity prints as ±1e999 (which JSON readers,
+** SQLite's json functions included, read back as infinity) and NaN as null.
+**
+** Printing recurses once per nesting level; trees from the reader are at most
+** EDN_MAX_DEPTH deep, and a deeper tree built in code is cut there (printed
+** as nil / null) instead of risking the host's stack.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "edn.h"
+
+/* Shortest round-trip text for a finite double into z (40 bytes). Uses libc
+** snprintf/strtod: SQLite's own %g is not guaranteed to round-trip. */
+static void ednDoubleText(double d, char *z) {
+  int prec;
+  if (d == 0.0) {
+    strcpy(z, signbit(d) ? "-0.0" : "0.0");
+    return;
+  }
+  for (prec = 15; prec <= 17; prec++) {
+    snprintf(z, 40, "%.*g", prec, d);
+    if (strtod(z, NULL) == d) break;
+  }
+  if (strpbrk(z, ".eEn") == NULL) strcat(z, ".0");
+}
+
+/* Appends z[0..n) as a JSON string literal. Control characters (NUL too)
+** are escaped, so the output is valid JSON whatever bytes a string holds. */
+void ednJsonString(sqlite3_str *pOut, const char *z, int n) {
+  static const char aHex[] = "0123456789abcdef";
+  int i, iRun = 0;
+  sqlite3_str_appendchar(pOut, 1, '"');
+  for (i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)z[i];
+    const char *zEsc;
+    char aU[7];
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    if (i > iRun) sqlite3_str_append(pOut, z + iRun, i - iRun);
+    iRun = i + 1;
+    switch (c) {
+      case '"': zEsc = "\\\""; break;
+      case '\\': zEsc = "\\\\"; break;
+      case '\n': zEsc = "\\n"; break;
+      case '\r': zEsc = "\\r"; break;
+      case '\t': zEsc = "\\t"; break;
+      case '\b': zEsc = "\\b"; break;
+      case '\f': zEsc = "\\f"; break;
+      default:
+        memcpy(aU, "\\u00", 4);
+        aU[4] = aHex[c >> 4];
+        aU[5] = aHex[c & 15];
+        aU[6] = 0;
+        zEsc = aU;
+        break;
+    }
+    sqlite3_str_appendall(pOut, zEsc);
+  }
+  if (n > iRun) sqlite3_str_append(pOut, z + iRun, n - iRun);
+  sqlite3_str_appendchar(pOut, 1, '"');
+}
+
+/* EDN string literal: the escapes the reader understands, \uXXXX for other
+** control characters (NUL included). */
+static void ednPrintString(sqlite3_str *pOut, const char *z, int n) {
+  static const char aHex[] = "0123456789ABCDEF";
+  int i, iRun = 0;
+  sqlite3_str_appendchar(pOut, 1, '"');
+  for (i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)z[i];
+    const char *zEsc;
+    char aU[7];
+    if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7F) continue;
+    if (i > iRun) sqlite3_str_append(pOut, z + iRun, i - iRun);
+    iRun = i + 1;
+    switch (c) {
+      case '"': zEsc = "\\\""; break;
+      case '\\': zEsc = "\\\\"; break;
+      case '\n': zEsc = "\\n"; break;
+      case '\r': zEsc = "\\r"; break;
+      case '\t': zEsc = "\\t"; break;
+      case '\b': zEsc = "\\b"; break;
+      case '\f': zEsc = "\\f"; break;
+      default:
+        memcpy(aU, "\\u00", 4);
+        aU[4] = aHex[c >> 4];
+        aU[5] = aHex[c & 15];
+        aU[6] = 0;
+        zEsc = aU;
+        break;
+    }
+    sqlite3_str_appendall(pOut, zEsc);
+  }
+  if (n > iRun) sqlite3_str_append(pOut, z + iRun, n - iRun);
+  sqlite3_str_appendchar(pOut, 1, '"');
+}
+
+/* UTF-8 bytes of code point cp into z (5 bytes); returns the length. */
+static int ednEncodeCp(sqlite3_int64 cp, char *z) {
+  int n;
+  if (cp < 0 || cp > 0x10FFFF) cp = 0xFFFD;
+  if (cp < 0x80) { z[0] = (char)cp; n = 1; }
+  else if (cp < 0x800) { z[0] = (char)(0xC0 | cp >> 6); z[1] = (char)(0x80 | (cp & 0x3F)); n = 2; }
+  else if (cp < 0x10000) {
+    z[0] = (char)(0xE0 | cp >> 12); z[1] = (char)(0x80 | (cp >> 6 & 0x3F));
+    z[2] = (char)(0x80 | (cp & 0x3F)); n = 3;
+  } else {
+    z[0] = (char)(0xF0 | cp >> 18); z[1] = (char)(0x80 | (cp >> 12 & 0x3F));
+    z[2] = (char)(0x80 | (cp >> 6 & 0x3F)); z[3] = (char)(0x80 | (cp & 0x3F)); n = 4;
+  }
+  z[n] = 0;
+  return n;
+}
+
+static void ednPrintChar(sqlite3_str *pOut, sqlite3_int64 cp) {
+  char aBuf[8];
+  switch (cp) {
+    case '\n': sqlite3_str_appendall(pOut, "\\newline"); return;
+    case ' ': sqlite3_str_appendall(pOut, "\\space"); return;
+    case '\t': sqlite3_str_appendall(pOut, "\\tab"); return;
+    case '\r': sqlite3_str_appendall(pOut, "\\return"); return;
+    case '\b': sqlite3_str_appendall(pOut, "\\backspace"); return;
+    case '\f': sqlite3_str_appendall(pOut, "\\formfeed"); return;
+  }
+  /* Controls and surrogates have no printable form: \uXXXX reads back. */
+  if (cp >= 0 && (cp < 0x20 || cp == 0x7F || (cp >= 0xD800 && cp <= 0xDFFF))) {
+    sqlite3_str_appendf(pOut, "\\u%04X", (int)cp);
+    return;
+  }
+  sqlite3_str_appendchar(pOut, 1, '\\');
+  ednEncodeCp(cp, aBuf);
+  sqlite3_str_appendall(pOut, aBuf);
+}
+
+static void ednPrintDepth(sqlite3_str *pOut, const EdnValue *p, int depth) {
+  int i;
+  char aBuf[48];
+  if (p == NULL || depth > EDN_MAX_DEPTH) {
+    sqlite3_str_appendall(pOut, "nil");
+    return;
+  }
+  switch (p->type) {
+    case EDN_NIL: sqlite3_str_appendall(pOut, "nil"); break;
+    case EDN_BOOL: sqlite3_str_appendall(pOut, p->u.b ? "true" : "false"); break;
+    case EDN_INT: sqlite3_str_appendf(pOut, "%lld", p->u.i); break;
+    case EDN_DOUBLE:
+      if (isnan(p->u.d)) sqlite3_str_appendall(pOut, "##NaN");
+      else if (isinf(p->u.d)) sqlite3_str_appendall(pOut, p->u.d > 0 ? "##Inf" : "##-Inf");
+      else { ednDoubleText(p->u.d, aBuf); sqlite3_str_appendall(pOut, aBuf); }
+      break;
+    case EDN_STRING: ednPrintString(pOut, p->u.s.z, p->u.s.n); break;
+    case EDN_CHAR: ednPrintChar(pOut, p->u.i); break;
+    case EDN_KEYWORD: case EDN_SYMBOL: sqlite3_str_append(pOut, p->u.s.z, p->u.s.n); break;
+    case EDN_LIST: case EDN_VECTOR: case EDN_MAP: case EDN_SET: {
+      const char *zOpen = p->type == EDN_LIST ? "(" : p->type == EDN_VECTOR ? "["
+                        : p->type == EDN_MAP ? "{" : "#{";
+      char cClose = p->type == EDN_LIST ? ')' : p->type == EDN_VECTOR ? ']' : '}';
+      sqlite3_str_appendall(pOut, zOpen);
+      for (i = 0; i < p->u.c.n; i++) {
+        if (i) sqlite3_str_appendchar(pOut, 1, ' ');
+        ednPrintDepth(pOut, p->u.c.a[i], depth + 1);
+      }
+      sqlite3_str_appendchar(pOut, 1, cClose);
+      break;
+    }
+    case EDN_INST:
+      ednFormatInstant(p->u.i, aBuf);
+      sqlite3_str_appendf(pOut, "#inst \"%s\"", aBuf);
+      break;
+    case EDN_UUID:
+      ednFormatUuid(p->u.uuid, aBuf);
+      sqlite3_str_appendf(pOut, "#uuid \"%s\"", aBuf);
+      break;
+    case EDN_TAGGED:
+      sqlite3_str_appendf(pOut, "#%s ", p->u.t.zTag);
+      ednPrintDepth(pOut, p->u.t.p, depth + 1);
+      break;
+  }
+}
+
+void ednPrint(sqlite3_str *pOut, const EdnValue *p) {
+  ednPrintDepth(pOut, p, 0);
+}
+
+/* A JSON object key for a map key: strings as they are, keywords and
+** symbols as their text, anything else as its EDN text. */
+static void ednPrintJsonKey(sqlite3_str *pOut, const EdnValue *p) {
+  if (p && (p->type == EDN_STRING || p->type == EDN_KEYWORD || p->type == EDN_SYMBOL)) {
+    ednJsonString(pOut, p->u.s.z, p->u.s.n);
+  } else {
+    sqlite3_str *pKey = sqlite3_str_new(NULL);
+    char *zKey;
+    int nKey;
+    ednPrint(pKey, p);
+    nKey = sqlite3_str_length(pKey);
+    zKey = sqlite3_str_finish(pKey);
+    /* On OOM zKey is NULL; an empty key keeps the output well-formed. */
+    ednJsonString(pOut, zKey ? zKey : "", zKey ? nKey : 0);
+    sqlite3_free(zKey);
+  }
+}
+
+static void ednPrintJsonDepth(sqlite3_str *pOut, const EdnValue *p, int depth) {
+  int i;
+  char aBuf[48];
+  if (p == NULL || depth > EDN_MAX_DEPTH) {
+    sqlite3_str_appendall(pOut, "null");
+    return;
+  }
+  switch (p->type) {
+    case EDN_NIL: sqlite3_str_appendall(pOut, "null"); break;
+    case EDN_BOOL: sqlite3_str_appendall(pOut, p->u.b ? "true" : "false"); break;
+    case EDN_INT: sqlite3_str_appendf(pOut, "%lld", p->u.i); break;
+    case EDN_DOUBLE: ednJsonDouble(pOut, p->u.d); break;
+    case EDN_STRING: case EDN_KEYWORD: case EDN_SYMBOL:
+      ednJsonString(pOut, p->u.s.z, p->u.s.n);
+      break;
+    case EDN_CHAR: {
+      int n = ednEncodeCp(p->u.i, aBuf);
+      ednJsonString(pOut, aBuf, n);
+      break;
+    }
+    case EDN_LIST: case EDN_VECTOR: case EDN_SET:
+      sqlite3_str_appendchar(pOut, 1, '[');
+      for (i = 0; i < p->u.c.n; i++) {
+        if (i) sqlite3_str_appendchar(pOut, 1, ',');
+        ednPrintJsonDepth(pOut, p->u.c.a[i], depth + 1);
+      }
+      sqlite3_str_appendchar(pOut, 1, ']');
+      break;
+    case EDN_MAP:
+      sqlite3_str_appendchar(pOut, 1, '{');
+      for (i = 0; i + 1 < p->u.c.n; i += 2) {
+        if (i) sqlite3_str_appendchar(pOut, 1, ',');
+        ednPrintJsonKey(pOut, p->u.c.a[i]);
+        sqlite3_str_appendchar(pOut, 1, ':');
+        ednPrintJsonDepth(pOut, p->u.c.a[i + 1], depth + 1);
+      }
+      sqlite3_str_appendchar(pOut, 1, '}');
+      break;
+    case EDN_INST:
+      ednFormatInstant(p->u.i, aBuf);
+      sqlite3_str_appendf(pOut, "\"%s\"", aBuf);
+      break;
+    case EDN_UUID:
+      ednFormatUuid(p->u.uuid, aBuf);
+      sqlite3_str_appendf(pOut, "\"%s\"", aBuf);
+      break;
+    case EDN_TAGGED: {
+      /* No JSON form: the EDN text, as a string, loses nothing. */
+      sqlite3_str *pTag = sqlite3_str_new(NULL);
+      char *zTag;
+      int nTag;
+      ednPrint(pTag, p);
+      nTag = sqlite3_str_length(pTag);
+      zTag = sqlite3_str_finish(pTag);
+      ednJsonString(pOut, zTag ? zTag : "", zTag ? nTag : 0);
+      sqlite3_free(zTag);
+      break;
+    }
+  }
+}
+
+void ednPrintJson(sqlite3_str *pOut, const EdnValue *p) {
+  ednPrintJsonDepth(pOut, p, 0);
+}
+
+void ednJsonDouble(sqlite3_str *pOut, double d) {
+  char aBuf[48];
+  if (isnan(d)) sqlite3_str_appendall(pOut, "null");
+  else if (isinf(d)) sqlite3_str_appendall(pOut, d > 0 ? "1e999" : "-1e999");
+  else { ednDoubleText(d, aBuf); sqlite3_str_appendall(pOut, aBuf); }
+}

@@ -1,0 +1,310 @@
+/*
+** value.c — the value types of the store and the bridges between them:
+** EDN literal → TypedValue (checked against the attribute's type), TypedValue
+** → SQL parameter (the stored encoding), stored (v, tag) → JSON text or
+** native SQL result (SPEC §2.3, format/mentat-v3.md "Value encoding").
+**
+** Decisions, following Datomic unless noted:
+**  - :db.type/long takes integers only (1.0 is an error; B03); :db.type/double
+**    takes doubles and integers (converted), never NaN (SQLite would store
+**    NULL; B31). -0.0 becomes 0.0 so that 0.0 and -0.0 are one value for
+**    uniqueness, lookups and `=` (B31). Infinities are stored as REAL.
+**  - :db.type/bytes is written #bytes "hex" (even number of hex digits, any
+**    case). TypedValue keeps the hex text (it has no buffer of its own for
+**    decoded bytes); valueBind decodes it to the BLOB.
+**  - :db.type/ref takes only an integer entid here; idents, tempids and lookup
+**    refs are resolved by the caller (header contract).
+**  - :db.type/uri (entid 29) has no storage tag in Mentat's format, so
+**    vtFromTypeEntid reports it as "not a type" (VT_NONE).
+*/
+#include <math.h>
+#include <string.h>
+#include "value.h"
+
+int vtTag(ValueType t) {
+  switch (t) {
+    case VT_REF: return TAG_REF;
+    case VT_BOOLEAN: return TAG_BOOLEAN;
+    case VT_INSTANT: return TAG_INSTANT;
+    case VT_LONG: case VT_DOUBLE: return TAG_NUMBER;
+    case VT_STRING: return TAG_STRING;
+    case VT_UUID: return TAG_UUID;
+    case VT_KEYWORD: return TAG_KEYWORD;
+    case VT_BYTES: return TAG_BYTES;
+    case VT_NONE: break;
+  }
+  return -1;
+}
+
+ValueType vtFromTypeEntid(sqlite3_int64 e) {
+  switch (e) {
+    case 23: return VT_REF;
+    case 24: return VT_KEYWORD;
+    case 25: return VT_LONG;
+    case 26: return VT_DOUBLE;
+    case 27: return VT_STRING;
+    case 28: return VT_UUID;
+    case 30: return VT_BOOLEAN;
+    case 31: return VT_INSTANT;
+    case 32: return VT_BYTES;
+  }
+  return VT_NONE;
+}
+
+const char *vtName(ValueType t) {
+  switch (t) {
+    case VT_REF: return ":db.type/ref";
+    case VT_BOOLEAN: return ":db.type/boolean";
+    case VT_INSTANT: return ":db.type/instant";
+    case VT_LONG: return ":db.type/long";
+    case VT_DOUBLE: return ":db.type/double";
+    case VT_STRING: return ":db.type/string";
+    case VT_UUID: return ":db.type/uuid";
+    case VT_KEYWORD: return ":db.type/keyword";
+    case VT_BYTES: return ":db.type/bytes";
+    case VT_NONE: break;
+  }
+  return "unknown";
+}
+
+/* "a string", "an integer" ... for type-mismatch messages. */
+static const char *valueEdnDesc(const EdnValue *p) {
+  switch (p->type) {
+    case EDN_NIL: return "nil";
+    case EDN_BOOL: return "a boolean";
+    case EDN_INT: return "an integer";
+    case EDN_DOUBLE: return "a double";
+    case EDN_STRING: return "a string";
+    case EDN_CHAR: return "a character";
+    case EDN_KEYWORD: return "a keyword";
+    case EDN_SYMBOL: return "a symbol";
+    case EDN_LIST: return "a list";
+    case EDN_VECTOR: return "a vector";
+    case EDN_MAP: return "a map";
+    case EDN_SET: return "a set";
+    case EDN_INST: return "an instant";
+    case EDN_UUID: return "a uuid";
+    case EDN_TAGGED: return "a tagged value";
+  }
+  return "a value";
+}
+
+static int valueHexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+static int valueIsBytesLiteral(const EdnValue *p) {
+  return p->type == EDN_TAGGED && strcmp(p->u.t.zTag, "bytes") == 0;
+}
+
+static int valueErr(char **pzErr, int rc, const char *zFmt, const char *zA, const char *zB) {
+  if (pzErr) {
+    sqlite3_free(*pzErr);
+    *pzErr = sqlite3_mprintf(zFmt, zA, zB);
+    if (*pzErr == NULL) rc = SQLITE_NOMEM;
+  }
+  return rc;
+}
+
+int valueFromEdn(const EdnValue *p, ValueType want, TypedValue *pOut, char **pzErr) {
+  memset(pOut, 0, sizeof(*pOut));
+  pOut->type = want;
+  if (p == NULL) return valueErr(pzErr, SQLITE_ERROR, "expected %s, got nothing", vtName(want), 0);
+  switch (want) {
+    case VT_REF:
+    case VT_LONG:
+      if (p->type != EDN_INT) break;
+      pOut->i = p->u.i;
+      return SQLITE_OK;
+    case VT_DOUBLE:
+      if (p->type == EDN_INT) {
+        pOut->d = (double)p->u.i;
+        return SQLITE_OK;
+      }
+      if (p->type != EDN_DOUBLE) break;
+      if (isnan(p->u.d)) return valueErr(pzErr, SQLITE_ERROR, "NaN cannot be stored", 0, 0);
+      pOut->d = p->u.d == 0.0 ? 0.0 : p->u.d;   /* -0.0 → 0.0 */
+      return SQLITE_OK;
+    case VT_STRING:
+    case VT_KEYWORD:
+      if (p->type != (want == VT_STRING ? EDN_STRING : EDN_KEYWORD)) break;
+      pOut->z = p->u.s.z;
+      pOut->n = p->u.s.n;
+      return SQLITE_OK;
+    case VT_BOOLEAN:
+      if (p->type != EDN_BOOL) break;
+      pOut->i = p->u.b != 0;
+      return SQLITE_OK;
+    case VT_INSTANT:
+      if (p->type != EDN_INST) break;
+      pOut->i = p->u.i;
+      return SQLITE_OK;
+    case VT_UUID:
+      if (p->type != EDN_UUID) break;
+      memcpy(pOut->uuid, p->u.uuid, 16);
+      return SQLITE_OK;
+    case VT_BYTES: {
+      const EdnValue *pHex;
+      int k;
+      if (!valueIsBytesLiteral(p)) break;
+      pHex = p->u.t.p;
+      if (pHex == NULL || pHex->type != EDN_STRING || (pHex->u.s.n & 1)) {
+        return valueErr(pzErr, SQLITE_ERROR,
+                        "expected %s as #bytes \"hex\" with an even number of hex digits", vtName(want), 0);
+      }
+      for (k = 0; k < pHex->u.s.n; k++) {
+        if (valueHexDigit(pHex->u.s.z[k]) < 0) {
+          return valueErr(pzErr, SQLITE_ERROR,
+                          "expected %s as #bytes \"hex\", got a non-hex character", vtName(want), 0);
+        }
+      }
+      pOut->z = pHex->u.s.z;
+      pOut->n = pHex->u.s.n;
+      return SQLITE_OK;
+    }
+    case VT_NONE:
+      return valueErr(pzErr, SQLITE_ERROR, "value of unknown type", 0, 0);
+  }
+  return valueErr(pzErr, SQLITE_ERROR, "expected %s, got %s", vtName(want), valueEdnDesc(p));
+}
+
+ValueType valueNaturalType(const EdnValue *p) {
+  if (p == NULL) return VT_NONE;
+  switch (p->type) {
+    case EDN_INT: return VT_LONG;
+    case EDN_DOUBLE: return VT_DOUBLE;
+    case EDN_STRING: return VT_STRING;
+    case EDN_KEYWORD: return VT_KEYWORD;
+    case EDN_BOOL: return VT_BOOLEAN;
+    case EDN_INST: return VT_INSTANT;
+    case EDN_UUID: return VT_UUID;
+    case EDN_TAGGED: return valueIsBytesLiteral(p) ? VT_BYTES : VT_NONE;
+    default: return VT_NONE;
+  }
+}
+
+int valueBind(sqlite3_stmt *pStmt, int i, const TypedValue *pVal) {
+  switch (pVal->type) {
+    case VT_REF: case VT_BOOLEAN: case VT_INSTANT: case VT_LONG:
+      return sqlite3_bind_int64(pStmt, i, pVal->i);
+    case VT_DOUBLE:
+      return sqlite3_bind_double(pStmt, i, pVal->d);
+    case VT_STRING: case VT_KEYWORD:
+      /* TRANSIENT: the text usually lives in an arena that may be reset
+      ** while the statement stays bound. */
+      return sqlite3_bind_text64(pStmt, i, pVal->z ? pVal->z : "", (sqlite3_uint64)pVal->n,
+                                 SQLITE_TRANSIENT, SQLITE_UTF8);
+    case VT_UUID:
+      return sqlite3_bind_blob(pStmt, i, pVal->uuid, 16, SQLITE_TRANSIENT);
+    case VT_BYTES: {
+      int nByte = pVal->n / 2, k;
+      unsigned char *a = sqlite3_malloc64((sqlite3_uint64)nByte + 1);
+      if (a == NULL) return SQLITE_NOMEM;
+      for (k = 0; k < nByte; k++) {
+        int hi = valueHexDigit(pVal->z[2 * k]), lo = valueHexDigit(pVal->z[2 * k + 1]);
+        a[k] = (unsigned char)((hi < 0 ? 0 : hi) << 4 | (lo < 0 ? 0 : lo));
+      }
+      /* SQLite calls sqlite3_free on a even when the bind fails. */
+      return sqlite3_bind_blob64(pStmt, i, a, (sqlite3_uint64)nByte, sqlite3_free);
+    }
+    case VT_NONE: break;
+  }
+  return sqlite3_bind_null(pStmt, i);
+}
+
+static void valueAppendHex(sqlite3_str *pOut, const unsigned char *a, int n) {
+  static const char aHex[] = "0123456789abcdef";
+  int k;
+  sqlite3_str_appendchar(pOut, 1, '"');
+  for (k = 0; k < n; k++) {
+    char a2[2];
+    a2[0] = aHex[a[k] >> 4];
+    a2[1] = aHex[a[k] & 15];
+    sqlite3_str_append(pOut, a2, 2);
+  }
+  sqlite3_str_appendchar(pOut, 1, '"');
+}
+
+/* JSON for a value whose tag does not decide the form: by storage class. */
+static void valueJsonByClass(sqlite3_str *pOut, sqlite3_value *pV) {
+  switch (sqlite3_value_type(pV)) {
+    case SQLITE_INTEGER:
+      sqlite3_str_appendf(pOut, "%lld", sqlite3_value_int64(pV));
+      break;
+    case SQLITE_FLOAT:
+      ednJsonDouble(pOut, sqlite3_value_double(pV));
+      break;
+    case SQLITE_TEXT: {
+      const char *z = (const char *)sqlite3_value_text(pV);
+      ednJsonString(pOut, z ? z : "", z ? sqlite3_value_bytes(pV) : 0);
+      break;
+    }
+    case SQLITE_BLOB: {
+      const unsigned char *a = sqlite3_value_blob(pV);
+      valueAppendHex(pOut, a, a ? sqlite3_value_bytes(pV) : 0);
+      break;
+    }
+    default:
+      sqlite3_str_appendall(pOut, "null");
+      break;
+  }
+}
+
+void valueJsonFromStored(sqlite3_str *pOut, sqlite3_value *pV, int tag, int bPull) {
+  int eType = sqlite3_value_type(pV);
+  char aBuf[48];
+  if (eType == SQLITE_NULL) {
+    sqlite3_str_appendall(pOut, "null");
+    return;
+  }
+  switch (tag) {
+    case TAG_REF:
+      if (eType != SQLITE_INTEGER) break;
+      if (bPull) sqlite3_str_appendf(pOut, "{\":db/id\":%lld}", sqlite3_value_int64(pV));
+      else sqlite3_str_appendf(pOut, "%lld", sqlite3_value_int64(pV));
+      return;
+    case TAG_BOOLEAN:
+      if (eType != SQLITE_INTEGER) break;
+      sqlite3_str_appendall(pOut, sqlite3_value_int64(pV) ? "true" : "false");
+      return;
+    case TAG_INSTANT:
+      if (eType != SQLITE_INTEGER) break;
+      if (bPull) {
+        sqlite3_str_appendf(pOut, "%lld", sqlite3_value_int64(pV));
+      } else {
+        ednFormatInstant(sqlite3_value_int64(pV), aBuf);
+        sqlite3_str_appendf(pOut, "\"%s\"", aBuf);
+      }
+      return;
+    case TAG_UUID:
+      if (eType != SQLITE_BLOB || sqlite3_value_bytes(pV) != 16) break;
+      ednFormatUuid(sqlite3_value_blob(pV), aBuf);
+      sqlite3_str_appendf(pOut, "\"%s\"", aBuf);
+      return;
+    default:
+      /* Numbers (tag 5: INTEGER long / REAL double), strings, keywords and
+      ** bytes all follow their storage class. */
+      break;
+  }
+  valueJsonByClass(pOut, pV);
+}
+
+void valueResultFromStored(sqlite3_context *pCtx, sqlite3_value *pV, int tag) {
+  int eType = sqlite3_value_type(pV);
+  char aBuf[48];
+  if (tag == TAG_INSTANT && eType == SQLITE_INTEGER) {
+    ednFormatInstant(sqlite3_value_int64(pV), aBuf);
+    sqlite3_result_text(pCtx, aBuf, -1, SQLITE_TRANSIENT);
+  } else if (tag == TAG_UUID && eType == SQLITE_BLOB && sqlite3_value_bytes(pV) == 16) {
+    ednFormatUuid(sqlite3_value_blob(pV), aBuf);
+    sqlite3_result_text(pCtx, aBuf, -1, SQLITE_TRANSIENT);
+  } else if (tag == TAG_BOOLEAN && eType == SQLITE_INTEGER) {
+    sqlite3_result_int(pCtx, sqlite3_value_int64(pV) != 0);
+  } else {
+    /* ref, long, double, string, keyword, bytes: the stored value as is. */
+    sqlite3_result_value(pCtx, pV);
+  }
+}
