@@ -65,7 +65,9 @@ void funcEdnPull(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   rc = storeReader(pStore, &pConn, &pSchema, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
   pOut = sqlite3_str_new(sqlite3_context_db_handle(pCtx));
-  rc = pullEntity(pConn->db, pSchema, pPattern, e, pOut, &zErr);
+  /* PULL_WITH_DBID: edn_pull's map always carries :db/id (SPEC §2.2). No
+  ** statement cache: the connection's slots belong to the query layer. */
+  rc = pullEntityEx(pConn->db, pSchema, pPattern, e, PULL_WITH_DBID, NULL, pOut, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
   funcResultJson(pCtx, "edn_pull", pOut);
   pOut = NULL;

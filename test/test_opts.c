@@ -1,0 +1,237 @@
+/*
+** test_opts.c — qOptsParse (ext/query_opts.c): every rule of SPEC §2.4.
+**
+** Table-driven: (opts text, expected inputs described as text) for the
+** accepted cases, (opts text, expected error fragment) for the refused ones.
+** Expected values are written by hand from SPEC §2.4, never copied from
+** the parser's output. Inputs are described by a local printer (below) so
+** the expectations spell out the EDN types: i:1 d:1.5 b:1 k::a/b s:x
+** [ ... ] for vectors, inst:<µs>, uuid, other types by number.
+*/
+#include "testutil.h"
+#include "query.h"
+
+/* Describes an EDN input value in the compact notation above. */
+static void tDescribe(sqlite3_str *pOut, const EdnValue *p) {
+  int i;
+  switch (p->type) {
+    case EDN_INT:     sqlite3_str_appendf(pOut, "i:%lld", (long long)p->u.i); break;
+    case EDN_DOUBLE:  sqlite3_str_appendf(pOut, "d:%!.17g", p->u.d); break;
+    case EDN_BOOL:    sqlite3_str_appendf(pOut, "b:%d", p->u.b); break;
+    case EDN_KEYWORD: sqlite3_str_appendf(pOut, "k:%s", p->u.s.z); break;
+    case EDN_STRING:  sqlite3_str_appendf(pOut, "s:%s", p->u.s.z); break;
+    case EDN_SYMBOL:  sqlite3_str_appendf(pOut, "y:%s", p->u.s.z); break;
+    case EDN_INST:    sqlite3_str_appendf(pOut, "inst:%lld", (long long)p->u.i); break;
+    case EDN_UUID:    sqlite3_str_appendf(pOut, "uuid"); break;
+    case EDN_VECTOR:
+    case EDN_LIST:
+      sqlite3_str_appendall(pOut, p->type == EDN_VECTOR ? "[" : "(");
+      for (i = 0; i < p->u.c.n; i++) {
+        if (i) sqlite3_str_appendall(pOut, " ");
+        tDescribe(pOut, p->u.c.a[i]);
+      }
+      sqlite3_str_appendall(pOut, p->type == EDN_VECTOR ? "]" : ")");
+      break;
+    default:          sqlite3_str_appendf(pOut, "t%d", (int)p->type); break;
+  }
+}
+
+/* All inputs, space-separated; "-" when there are none. */
+static char *tInputs(const QueryOpts *p) {
+  sqlite3_str *pOut = sqlite3_str_new(NULL);
+  int i;
+  if (p->nInput == 0) sqlite3_str_appendall(pOut, "-");
+  for (i = 0; i < p->nInput; i++) {
+    if (i) sqlite3_str_appendall(pOut, " ");
+    tDescribe(pOut, p->aInput[i]);
+  }
+  return sqlite3_str_finish(pOut);
+}
+
+static const struct {
+  const char *zOpts;   /* NULL = SQL NULL */
+  const char *zInputs; /* described inputs */
+} aGood[] = {
+  /* none */
+  {NULL, "-"}, {"", "-"}, {"null", "-"}, {"{}", "-"}, {" { } ", "-"},
+  {"{\"inputs\":[]}", "-"},
+  /* JSON → value (SPEC §2.4) */
+  {"{\"inputs\":[1]}", "i:1"},
+  {"{\"inputs\":[-42, 0, -0]}", "i:-42 i:0 i:0"},
+  {"{\"inputs\":[1.5]}", "d:1.5"},
+  {"{\"inputs\":[1.0]}", "d:1.0"},                 /* a JSON double stays a double */
+  {"{\"inputs\":[2e3]}", "d:2000.0"},
+  {"{\"inputs\":[true,false]}", "b:1 b:0"},
+  {"{\"inputs\":[\":person/name\"]}", "k::person/name"},
+  {"{\"inputs\":[\"Ann\"]}", "s:Ann"},
+  {"{\"inputs\":[\"\"]}", "s:"},
+  {"{\"inputs\":[\"a:b\"]}", "s:a:b"},
+  /* int64 exact, past 2^53 (peer fault B31) */
+  {"{\"inputs\":[9007199254740993]}", "i:9007199254740993"},
+  {"{\"inputs\":[9223372036854775807,-9223372036854775808]}",
+   "i:9223372036854775807 i:-9223372036854775808"},
+  /* collections, tuples, relations; scalar and collection inputs mix */
+  {"{\"inputs\":[[1,2,3]]}", "[i:1 i:2 i:3]"},
+  {"{\"inputs\":[\"x\", [\":a/b\", 2.5], [[1,\"y\"],[2,\"z\"]]]}",
+   "s:x [k::a/b d:2.5] [[i:1 s:y] [i:2 s:z]]"},
+  /* numbers inside strings do not disturb the exact-number matching */
+  {"{\"inputs\":[\"12\", 9007199254740993, \"-3e4\", 7]}", "s:12 i:9007199254740993 s:-3e4 i:7"},
+  /* {"edn": text} → that EDN value */
+  {"{\"inputs\":[{\"edn\":\"#inst \\\"1970-01-01T00:00:01Z\\\"\"}]}", "inst:1000000"},
+  {"{\"inputs\":[{\"edn\":\"[:person/email \\\"a@b\\\"]\"}]}", "[k::person/email s:a@b]"},
+  {"{\"inputs\":[{\"edn\":\":kw\"}]}", "k::kw"},
+  {"{\"inputs\":[{\"edn\":\"#uuid \\\"6ba7b810-9dad-11d1-80b4-00c04fd430c8\\\"\"}]}", "uuid"},
+  /* asOf / since do not produce inputs */
+  {"{\"asOf\": 268435460}", "-"},
+  {"{\"since\": 268435456, \"inputs\":[3]}", "i:3"},
+  {"{\"inputs\":[3], \"asOf\": 268435460}", "i:3"},
+};
+
+START_TEST(test_opts_good) {
+  QueryOpts o;
+  char *zErr = NULL, *zGot;
+  const char *z = aGood[_i].zOpts;
+  int rc;
+  qOptsInit(&o);
+  rc = qOptsParse(&o, z, z ? (int)strlen(z) : 0, &zErr);
+  ck_assert_msg(rc == SQLITE_OK, "opts %s: rc %d %s", z ? z : "NULL", rc, zErr ? zErr : "");
+  zGot = tInputs(&o);
+  ck_assert_msg(strcmp(zGot, aGood[_i].zInputs) == 0, "opts %s: got %s want %s", z ? z : "NULL",
+                zGot, aGood[_i].zInputs);
+  sqlite3_free(zGot);
+  sqlite3_free(zErr);
+  qOptsReset(&o);
+  qOptsReset(&o);   /* idempotent */
+}
+END_TEST
+
+static const struct {
+  const char *zOpts;
+  const char *zErr;    /* a fragment the message must contain */
+} aBad[] = {
+  {"{\"input\":[1]}", "unknown option \"input\""},
+  {"{\"inputs\":[1], \"limit\": 3}", "unknown option \"limit\""},
+  {"{\"AsOf\": 1}", "unknown option \"AsOf\""},
+  {"nope", "opts: not valid JSON"},
+  {"{\"inputs\":[1]", "opts: not valid JSON"},
+  {"{} {}", "opts: not valid JSON"},
+  {"{\"inputs\":[1]} x", "opts: not valid JSON"},
+  {"[1,2]", "opts must be a JSON object"},
+  {"3", "opts must be a JSON object"},
+  {"\"s\"", "opts must be a JSON object"},
+  {"{\"inputs\": 3}", "\"inputs\" must be an array"},
+  {"{\"inputs\": {\"a\":1}}", "\"inputs\" must be an array"},
+  {"{\"asOf\": 1.5}", "integer tx id"},
+  {"{\"asOf\": \"5\"}", "integer tx id"},
+  {"{\"since\": null}", "integer tx id"},
+  {"{\"since\": {\"edn\": \":x\"}}", "integer tx id"},
+  {"{\"asOf\": 5, \"since\": 3}", "\"asOf\" and \"since\" cannot be used together"},
+  {"{\"inputs\":[null]}", "\"inputs\" value 1 is null"},
+  {"{\"inputs\":[1, {\"a\": 1}]}", "\"inputs\" value 2: an object must be {\"edn\""},
+  {"{\"inputs\":[{\"edn\": 1}]}", "\"inputs\" value 1: an object must be {\"edn\""},
+  {"{\"inputs\":[{\"edn\": \"[1\"}]}", "\"inputs\" value 1: line 1 col"},
+  {"{\"inputs\":[{\"edn\": \"1 2\"}]}", "\"inputs\" value 1: line"},
+  {"{\"inputs\":[[1, null]]}", "\"inputs\" value 1 is null"},
+  {"{\"inputs\":[9223372036854775808]}", "out of the 64-bit range"},
+  {"{\"inputs\":[-9223372036854775809]}", "out of the 64-bit range"},
+  {"{\"inputs\":[1e999]}", "number out of range"},
+  {"{\"inputs\":[1], \"inputs\":[2]}", "duplicate option \"inputs\""},
+  {"{\"inputs\":[\"a\\u0000b\"]}", "\\u0000"},
+};
+
+START_TEST(test_opts_bad) {
+  QueryOpts o;
+  char *zErr = NULL;
+  const char *z = aBad[_i].zOpts;
+  int rc;
+  qOptsInit(&o);
+  rc = qOptsParse(&o, z, (int)strlen(z), &zErr);
+  ck_assert_msg(rc == SQLITE_ERROR, "opts %s: rc %d, want an error", z, rc);
+  ck_assert_msg(zErr && strstr(zErr, aBad[_i].zErr), "opts %s: got \"%s\" want \"%s\"", z,
+                zErr ? zErr : "(none)", aBad[_i].zErr);
+  ck_assert_int_eq(o.nInput, 0);   /* a failed parse leaves nothing behind */
+  sqlite3_free(zErr);
+  qOptsReset(&o);
+}
+END_TEST
+
+/* asOf / since values land in the right fields. */
+START_TEST(test_opts_tx) {
+  QueryOpts o;
+  char *zErr = NULL;
+  const char *z1 = "{\"asOf\": 268435460}";
+  const char *z2 = "{\"since\": {\"edn\": \"#inst \\\"1970-01-01T00:00:02Z\\\"\"}}";
+  qOptsInit(&o);
+  ck_assert_int_eq(qOptsParse(&o, z1, (int)strlen(z1), &zErr), SQLITE_OK);
+  ck_assert(o.bAsOf && !o.bSince && o.iAsOf == 268435460 && o.pAsOfInst == NULL);
+  ck_assert_int_eq(qOptsParse(&o, z2, (int)strlen(z2), &zErr), SQLITE_OK);
+  ck_assert(!o.bAsOf && o.bSince && o.pSinceInst != NULL);
+  ck_assert_int_eq(o.pSinceInst->type, EDN_INST);
+  ck_assert(o.pSinceInst->u.i == 2000000);
+  qOptsReset(&o);
+  sqlite3_free(zErr);
+}
+END_TEST
+
+/* The explicit length rules: a NUL byte inside the text is not ignored,
+** bytes past nOpts are not read. */
+START_TEST(test_opts_length) {
+  QueryOpts o;
+  char *zErr = NULL;
+  static const char zNul[] = "{\"inputs\":[1]}\0{\"x\":1}";
+  static const char zPrefix[] = "{\"inputs\":[5]}garbage";
+  qOptsInit(&o);
+  ck_assert_int_eq(qOptsParse(&o, zNul, (int)sizeof zNul - 1, &zErr), SQLITE_ERROR);
+  ck_assert(strstr(zErr, "not valid JSON") != NULL);
+  ck_assert_int_eq(qOptsParse(&o, zPrefix, 14, &zErr), SQLITE_OK);
+  ck_assert_int_eq(o.nInput, 1);
+  ck_assert(o.aInput[0]->type == EDN_INT && o.aInput[0]->u.i == 5);
+  qOptsReset(&o);
+  sqlite3_free(zErr);
+}
+END_TEST
+
+/* Nesting: 256 levels of vectors are accepted, deeper is a clean error;
+** 200 000 brackets do not reach cJSON's recursion at all (peer fault B34). */
+static char *tNested(int nDepth) {
+  sqlite3_str *p = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(p, "{\"inputs\":[");
+  sqlite3_str_appendchar(p, nDepth, '[');
+  sqlite3_str_appendall(p, "1");
+  sqlite3_str_appendchar(p, nDepth, ']');
+  sqlite3_str_appendall(p, "]}");
+  return sqlite3_str_finish(p);
+}
+
+START_TEST(test_opts_depth) {
+  static const struct { int nDepth; int rc; } a[] = {
+    {1, SQLITE_OK}, {256, SQLITE_OK}, {257, SQLITE_ERROR}, {1000, SQLITE_ERROR}, {200000, SQLITE_ERROR},
+  };
+  unsigned k;
+  for (k = 0; k < sizeof a / sizeof a[0]; k++) {
+    QueryOpts o;
+    char *zErr = NULL;
+    char *z = tNested(a[k].nDepth);
+    qOptsInit(&o);
+    ck_assert_msg(qOptsParse(&o, z, (int)strlen(z), &zErr) == a[k].rc, "depth %d", a[k].nDepth);
+    if (a[k].rc != SQLITE_OK) ck_assert(strstr(zErr, "nesting too deep") != NULL);
+    qOptsReset(&o);
+    sqlite3_free(zErr);
+    sqlite3_free(z);
+  }
+}
+END_TEST
+
+static Suite *optsSuite(void) {
+  Suite *s = suite_create("opts");
+  TCase *tc = tcase_create("qOptsParse");
+  tcase_add_loop_test(tc, test_opts_good, 0, (int)(sizeof aGood / sizeof aGood[0]));
+  tcase_add_loop_test(tc, test_opts_bad, 0, (int)(sizeof aBad / sizeof aBad[0]));
+  tcase_add_test(tc, test_opts_tx);
+  tcase_add_test(tc, test_opts_length);
+  tcase_add_test(tc, test_opts_depth);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+TU_MAIN(optsSuite)
