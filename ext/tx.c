@@ -1,0 +1,410 @@
+/*
+** tx.c — txTransact: the transactor's driver, its cached statements and the
+** value helpers the other tx_*.c stages share.
+**
+** HOW IT WORKS
+** The input is read whole (a read error writes nothing), then inside one
+** storeWriteBegin/storeWriteEnd pair: known_parts gives this transaction's
+** id (the :db.part/tx mark) -> txExpand (forms to ops) -> txResolve (tempids
+** to entids, against the store as it was before the transaction, as Datomic
+** does) -> txResolveDerived (retractEntity, retract-attribute, cas) ->
+** txSchemaPrepare -> txWrite (checks and writes) -> txSchemaFinish (mirrors,
+** indexes, new snapshot) -> partition marks. Any error rolls back, so the
+** store is left byte-identical.
+**
+** Statements are prepared once per writer connection (SQLITE_PREPARE_
+** PERSISTENT) and kept in pConn->pTxCache, so a small transaction costs a
+** handful of indexed statement steps plus the commit.
+*/
+#include <stdarg.h>
+#include <string.h>
+#include <math.h>
+#include <time.h>
+#include "tx_int.h"
+
+/* The SQL of each TXS_* statement. Attribute entids are bound, not inlined:
+** these statements are generic; the unique lookup states
+** `unique_value IS NOT 0` so idx_datoms_unique_value serves it. */
+static const char *const azTxSql[TXS_COUNT] = {
+  /* TXS_PARTS */
+  "SELECT part, start, \"end\", idx FROM known_parts",
+  /* TXS_SET_PART */
+  "UPDATE known_parts SET idx = ?2 WHERE part = ?1",
+  /* TXS_LOOKUP_UNIQUE */
+  "SELECT e FROM datoms WHERE a = ?1 AND value_type_tag = ?2 AND v = ?3"
+  " AND unique_value IS NOT 0 LIMIT 1",
+  /* TXS_EXISTS */
+  "SELECT tx FROM datoms WHERE e = ?1 AND a = ?2 AND value_type_tag = ?3 AND v = ?4",
+  /* TXS_INSERT */
+  "INSERT INTO datoms (e, a, v, tx, value_type_tag, index_avet, index_vaet,"
+  " index_fulltext, unique_value) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+  /* TXS_DELETE */
+  "DELETE FROM datoms WHERE e = ?1 AND a = ?2 AND value_type_tag = ?3 AND v = ?4",
+  /* TXS_LOG */
+  "INSERT INTO timelined_transactions (e, a, v, tx, added, value_type_tag, timeline)"
+  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0)",
+  /* TXS_LOG_OLD: the implicit retractions of a cardinality-one replacement */
+  "INSERT INTO timelined_transactions (e, a, v, tx, added, value_type_tag, timeline)"
+  " SELECT e, a, v, ?3, 0, value_type_tag, 0 FROM datoms WHERE e = ?1 AND a = ?2",
+  /* TXS_DELETE_OLD */
+  "DELETE FROM datoms WHERE e = ?1 AND a = ?2",
+  /* TXS_ENTITY_DATOMS */
+  "SELECT a, v, value_type_tag FROM datoms WHERE e = ?1",
+  /* TXS_REFS_TO: VAET */
+  "SELECT e, a FROM datoms WHERE v = ?1 AND index_vaet IS NOT 0",
+  /* TXS_ATTR_VALUES */
+  "SELECT v, value_type_tag FROM datoms WHERE e = ?1 AND a = ?2",
+  /* TXS_FTS_FIND */
+  "SELECT rowid FROM fulltext_values WHERE text = ?1",
+  /* TXS_FTS_ADD: the view's triggers de-duplicate by text */
+  "INSERT INTO fulltext_values_view (text, searchid) VALUES (?1, NULL)",
+  /* TXS_FTS_TEXT */
+  "SELECT text FROM fulltext_values WHERE rowid = ?1",
+  /* TXS_LAST_INSTANT */
+  "SELECT v FROM datoms WHERE e = ?1 AND a = 3",
+};
+
+typedef struct TxCache {
+  sqlite3_stmt *aStmt[TXS_COUNT];
+} TxCache;
+
+static void txCacheFree(void *pArg) {
+  TxCache *pCache = (TxCache *)pArg;
+  int i;
+  if (pCache == NULL) return;
+  for (i = 0; i < TXS_COUNT; i++) sqlite3_finalize(pCache->aStmt[i]);
+  sqlite3_free(pCache);
+}
+
+/* The cached statement eStmt on the writer connection, reset and with
+** bindings cleared. */
+int txStmt(Tx *p, int eStmt, sqlite3_stmt **ppStmt) {
+  TxCache *pCache = (TxCache *)p->pConn->pTxCache;
+  int rc;
+  if (pCache == NULL) {
+    pCache = sqlite3_malloc64(sizeof(*pCache));
+    if (pCache == NULL) return SQLITE_NOMEM;
+    memset(pCache, 0, sizeof(*pCache));
+    p->pConn->pTxCache = pCache;
+    p->pConn->xTxCacheFree = txCacheFree;
+  }
+  if (pCache->aStmt[eStmt] == NULL) {
+    rc = sqlite3_prepare_v3(p->db, azTxSql[eStmt], -1, SQLITE_PREPARE_PERSISTENT,
+                            &pCache->aStmt[eStmt], NULL);
+    if (rc != SQLITE_OK) {
+      return txErr(p, 0, 0, "cannot prepare the transactor's SQL: %s", sqlite3_errmsg(p->db));
+    }
+  } else {
+    sqlite3_reset(pCache->aStmt[eStmt]);
+    sqlite3_clear_bindings(pCache->aStmt[eStmt]);
+  }
+  *ppStmt = pCache->aStmt[eStmt];
+  return SQLITE_OK;
+}
+
+/* Sets *p->pzErr to "line L col C: <msg>" (position omitted when line is 0)
+** and returns SQLITE_ERROR (SQLITE_NOMEM if the message cannot be built). */
+int txErr(Tx *p, int line, int col, const char *zFmt, ...) {
+  va_list ap;
+  char *zMsg;
+  va_start(ap, zFmt);
+  zMsg = sqlite3_vmprintf(zFmt, ap);
+  va_end(ap);
+  if (zMsg == NULL) return SQLITE_NOMEM;
+  sqlite3_free(*p->pzErr);
+  if (line > 0) {
+    *p->pzErr = sqlite3_mprintf("line %d col %d: %s", line, col, zMsg);
+    sqlite3_free(zMsg);
+    if (*p->pzErr == NULL) return SQLITE_NOMEM;
+  } else {
+    *p->pzErr = zMsg;
+  }
+  return SQLITE_ERROR;
+}
+
+/* Appends a zeroed op. The pointer is valid until the next txNewOp. */
+int txNewOp(Tx *p, TxOp **ppOp) {
+  if (p->nOp == p->nOpAlloc) {
+    int nNew = p->nOpAlloc ? p->nOpAlloc * 2 : 64;
+    TxOp *aNew = sqlite3_realloc64(p->aOp, (sqlite3_uint64)nNew * sizeof(TxOp));
+    if (aNew == NULL) return SQLITE_NOMEM;
+    p->aOp = aNew;
+    p->nOpAlloc = nNew;
+  }
+  *ppOp = &p->aOp[p->nOp++];
+  memset(*ppOp, 0, sizeof(TxOp));
+  return SQLITE_OK;
+}
+
+/* Binds the stored form of an op's value: the fulltext rowid for fulltext
+** attributes (once known), else the value's encoding. */
+int txValueBindStored(Tx *p, sqlite3_stmt *pStmt, int i, const TxOp *pOp) {
+  (void)p;
+  if (pOp->bFts) return sqlite3_bind_int64(pStmt, i, pOp->iFts);
+  return valueBind(pStmt, i, &pOp->v);
+}
+
+/* Total order on values of one type (for sorting ops and comparing cas). */
+int txValueCmp(const TypedValue *a, const TypedValue *b) {
+  int n, c;
+  if (a->type != b->type) return a->type < b->type ? -1 : 1;
+  switch (a->type) {
+    case VT_DOUBLE:
+      return a->d < b->d ? -1 : (a->d > b->d ? 1 : 0);
+    case VT_STRING: case VT_KEYWORD: case VT_BYTES:
+      n = a->n < b->n ? a->n : b->n;
+      c = n ? memcmp(a->z, b->z, (size_t)n) : 0;
+      if (c) return c < 0 ? -1 : 1;
+      return a->n < b->n ? -1 : (a->n > b->n ? 1 : 0);
+    case VT_UUID:
+      c = memcmp(a->uuid, b->uuid, 16);
+      return c < 0 ? -1 : (c > 0 ? 1 : 0);
+    default:
+      return a->i < b->i ? -1 : (a->i > b->i ? 1 : 0);
+  }
+}
+
+/* EDN-ish text of a value for messages (refs print their ident if any). */
+void txValuePrint(sqlite3_str *pOut, const Schema *pSchema, const TypedValue *pV) {
+  char zBuf[48];
+  const char *zId;
+  int i;
+  switch (pV->type) {
+    case VT_REF:
+      zId = pSchema ? schemaIdent(pSchema, pV->i) : NULL;
+      if (zId) sqlite3_str_appendall(pOut, zId);
+      else sqlite3_str_appendf(pOut, "%lld", pV->i);
+      break;
+    case VT_BOOLEAN: sqlite3_str_appendall(pOut, pV->i ? "true" : "false"); break;
+    case VT_LONG: sqlite3_str_appendf(pOut, "%lld", pV->i); break;
+    case VT_DOUBLE: sqlite3_str_appendf(pOut, "%!.15g", pV->d); break;
+    case VT_INSTANT:
+      ednFormatInstant(pV->i, zBuf);
+      sqlite3_str_appendf(pOut, "#inst \"%s\"", zBuf);
+      break;
+    case VT_UUID:
+      ednFormatUuid(pV->uuid, zBuf);
+      sqlite3_str_appendf(pOut, "#uuid \"%s\"", zBuf);
+      break;
+    case VT_STRING: ednJsonString(pOut, pV->z, pV->n); break;
+    case VT_KEYWORD: sqlite3_str_append(pOut, pV->z, pV->n); break;
+    case VT_BYTES:
+      sqlite3_str_appendall(pOut, "#bytes \"");
+      for (i = 0; i < pV->n; i++) sqlite3_str_appendf(pOut, "%02x", (unsigned char)pV->z[i]);
+      sqlite3_str_appendall(pOut, "\"");
+      break;
+    default: sqlite3_str_appendall(pOut, "nil"); break;
+  }
+}
+
+/* Reads column iCol of pStmt (a datoms v) as a value of pAttr's type; text
+** and blobs are copied into the arena. For fulltext attributes v is a rowid:
+** *piFts gets it, *pbFts is set and the text is fetched. */
+int txValueFromStored(Tx *p, const Attr *pAttr, sqlite3_stmt *pStmt, int iCol,
+                      TypedValue *pOut, sqlite3_int64 *piFts, unsigned char *pbFts) {
+  const void *z;
+  int n, rc;
+  memset(pOut, 0, sizeof(*pOut));
+  pOut->type = pAttr->type;
+  *pbFts = 0;
+  if (pAttr->bFulltext && pAttr->type == VT_STRING
+      && sqlite3_column_type(pStmt, iCol) == SQLITE_INTEGER) {
+    sqlite3_stmt *pText = NULL;
+    *piFts = sqlite3_column_int64(pStmt, iCol);
+    *pbFts = 1;
+    rc = txStmt(p, TXS_FTS_TEXT, &pText);
+    if (rc) return rc;
+    sqlite3_bind_int64(pText, 1, *piFts);
+    if (sqlite3_step(pText) == SQLITE_ROW) {
+      n = sqlite3_column_bytes(pText, 0);
+      z = sqlite3_column_text(pText, 0);
+      pOut->z = ednArenaStrdup(p->pArena, z ? (const char *)z : "", n);
+      pOut->n = n;
+      sqlite3_reset(pText);
+      if (pOut->z == NULL) return SQLITE_NOMEM;
+    } else {
+      pOut->z = "";
+      pOut->n = 0;
+      sqlite3_reset(pText);
+    }
+    return SQLITE_OK;
+  }
+  switch (pAttr->type) {
+    case VT_DOUBLE:
+      pOut->d = sqlite3_column_double(pStmt, iCol);
+      break;
+    case VT_STRING: case VT_KEYWORD: case VT_BYTES:
+      z = pAttr->type == VT_BYTES ? sqlite3_column_blob(pStmt, iCol)
+                                  : (const void *)sqlite3_column_text(pStmt, iCol);
+      n = sqlite3_column_bytes(pStmt, iCol);
+      pOut->z = ednArenaStrdup(p->pArena, z ? (const char *)z : "", n);
+      pOut->n = n;
+      if (pOut->z == NULL) return SQLITE_NOMEM;
+      break;
+    case VT_UUID:
+      z = sqlite3_column_blob(pStmt, iCol);
+      n = sqlite3_column_bytes(pStmt, iCol);
+      if (z && n == 16) memcpy(pOut->uuid, z, 16);
+      break;
+    default:
+      pOut->i = sqlite3_column_int64(pStmt, iCol);
+      break;
+  }
+  return SQLITE_OK;
+}
+
+/* Reads known_parts and takes this transaction's id from :db.part/tx. */
+static int txLoadParts(Tx *p) {
+  sqlite3_stmt *pStmt = NULL;
+  int rc = txStmt(p, TXS_PARTS, &pStmt);
+  if (rc) return rc;
+  p->nPart = 0;
+  p->iPartTx = p->iPartUser = p->iPartDb = -1;
+  while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
+    TxPart *pPart;
+    const char *zName = (const char *)sqlite3_column_text(pStmt, 0);
+    if (p->nPart == TX_MAX_PARTS || zName == NULL) continue;
+    pPart = &p->aPart[p->nPart];
+    memset(pPart, 0, sizeof(*pPart));
+    sqlite3_snprintf(sizeof(pPart->zName), pPart->zName, "%s", zName);
+    pPart->ePart = schemaEntid(p->pSchema, zName, (int)strlen(zName));
+    pPart->iStart = sqlite3_column_int64(pStmt, 1);
+    pPart->iEnd = sqlite3_column_int64(pStmt, 2);
+    pPart->iIdx = sqlite3_column_type(pStmt, 3) == SQLITE_NULL
+                  ? pPart->iStart : sqlite3_column_int64(pStmt, 3);
+    if (strcmp(zName, ":db.part/tx") == 0) p->iPartTx = p->nPart;
+    if (strcmp(zName, ":db.part/user") == 0) p->iPartUser = p->nPart;
+    if (strcmp(zName, ":db.part/db") == 0) p->iPartDb = p->nPart;
+    p->nPart++;
+  }
+  sqlite3_reset(pStmt);
+  if (rc != SQLITE_DONE) return txErr(p, 0, 0, "cannot read known_parts: %s", sqlite3_errmsg(p->db));
+  if (p->iPartTx < 0 || p->iPartUser < 0 || p->iPartDb < 0) {
+    return txErr(p, 0, 0, "the store's known_parts table lacks a core partition");
+  }
+  {
+    TxPart *pTx = &p->aPart[p->iPartTx];
+    if (pTx->iIdx > pTx->iEnd) return txErr(p, 0, 0, "partition :db.part/tx is full");
+    p->iTx = pTx->iIdx++;
+    pTx->bDirty = 1;
+  }
+  return SQLITE_OK;
+}
+
+/* Persists the marks of every partition that moved. */
+static int txSaveParts(Tx *p) {
+  int i, rc;
+  for (i = 0; i < p->nPart; i++) {
+    sqlite3_stmt *pStmt = NULL;
+    if (!p->aPart[i].bDirty) continue;
+    rc = txStmt(p, TXS_SET_PART, &pStmt);
+    if (rc) return rc;
+    sqlite3_bind_text(pStmt, 1, p->aPart[i].zName, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(pStmt, 2, p->aPart[i].iIdx);
+    rc = sqlite3_step(pStmt);
+    sqlite3_reset(pStmt);
+    if (rc != SQLITE_DONE) {
+      return txErr(p, 0, 0, "cannot update known_parts: %s", sqlite3_errmsg(p->db));
+    }
+  }
+  return SQLITE_OK;
+}
+
+/* Wall-clock time in µs since the Unix epoch. */
+static sqlite3_int64 txNowUs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (sqlite3_int64)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Appends the JSON report. Keyed tempids are reported once each. */
+static void txReport(Tx *p, sqlite3_str *pOut) {
+  char zInst[48];
+  int i, bFirst = 1;
+  ednFormatInstant(p->iInstant, zInst);
+  sqlite3_str_appendf(pOut, "{\"tx_id\":%lld,\"tx_instant\":\"%s\",\"tempids\":{", p->iTx, zInst);
+  for (i = 0; i < p->nTemp; i++) {
+    TxTemp *pT = &p->aTemp[i];
+    if (pT->zKey == NULL) continue;
+    if (!bFirst) sqlite3_str_appendchar(pOut, 1, ',');
+    bFirst = 0;
+    ednJsonString(pOut, pT->zKey, pT->nKey);
+    sqlite3_str_appendf(pOut, ":%lld", p->aTemp[txTempRoot(p, i)].e);
+  }
+  sqlite3_str_appendall(pOut, "}}");
+}
+
+int txTransact(Store *pStore, const char *zEdn, int nEdn,
+               sqlite3_str *pReport, char **pzErr) {
+  EdnArena arena;
+  EdnError readErr;
+  EdnValue *pRoot = NULL;
+  StoreConn *pConn = NULL;
+  Schema *pSchema = NULL;
+  Schema *pNew = NULL;
+  Tx tx;
+  int rc, rc2, bBegun = 0;
+
+  ednArenaInit(&arena);
+  memset(&tx, 0, sizeof(tx));
+  tx.pzErr = pzErr;
+  tx.pArena = &arena;
+
+  memset(&readErr, 0, sizeof(readErr));
+  rc = ednReadOne(&arena, zEdn, nEdn, &pRoot, &readErr);
+  if (rc != SQLITE_OK) {
+    if (rc == SQLITE_ERROR) {
+      sqlite3_free(*pzErr);
+      *pzErr = sqlite3_mprintf("line %d col %d: %s", readErr.line, readErr.col, readErr.zMsg);
+      if (*pzErr == NULL) rc = SQLITE_NOMEM;
+    }
+    goto cleanup;
+  }
+  if (pRoot->type != EDN_VECTOR) {
+    rc = txErr(&tx, pRoot->line, pRoot->col,
+               "transaction data must be a vector of forms, e.g. [[:db/add ...] {...}]");
+    goto cleanup;
+  }
+
+  rc = storeWriteBegin(pStore, &pConn, &pSchema, pzErr);
+  if (rc != SQLITE_OK) goto cleanup;
+  bBegun = 1;
+  tx.pConn = pConn;
+  tx.db = pConn->db;
+  tx.pSchema = pSchema;
+  tx.pRoot = pRoot;
+
+  rc = txLoadParts(&tx);
+  if (rc == SQLITE_OK) rc = txExpand(&tx, pRoot);
+  if (rc == SQLITE_OK) rc = txResolve(&tx);
+  if (rc == SQLITE_OK) rc = txResolveDerived(&tx);
+  if (rc == SQLITE_OK) rc = txSchemaPrepare(&tx);
+  if (rc == SQLITE_OK) {
+    tx.iInstant = txNowUs();
+    rc = txWrite(&tx);
+  }
+  if (rc == SQLITE_OK && tx.bSchema) rc = txSchemaFinish(&tx, &pNew);
+  if (rc == SQLITE_OK) rc = txSaveParts(&tx);
+
+cleanup:
+  if (bBegun) {
+    char *zEndErr = NULL;
+    rc2 = storeWriteEnd(pStore, pConn, rc == SQLITE_OK, rc == SQLITE_OK ? pNew : NULL, &zEndErr);
+    if (rc == SQLITE_OK && rc2 != SQLITE_OK) {
+      rc = rc2;
+      sqlite3_free(*pzErr);
+      *pzErr = zEndErr;
+      zEndErr = NULL;
+    }
+    sqlite3_free(zEndErr);
+  }
+  if (rc == SQLITE_OK) txReport(&tx, pReport);
+  if (rc == SQLITE_NOMEM && *pzErr == NULL) *pzErr = sqlite3_mprintf("out of memory");
+  schemaUnref(pNew);
+  schemaUnref(pSchema);
+  sqlite3_free(tx.aOp);
+  sqlite3_free(tx.aTemp);
+  sqlite3_free(tx.aHash);
+  ednArenaReset(&arena);
+  return rc;
+}

@@ -1,0 +1,126 @@
+/*
+** tx_int.h — the transactor's private types, shared by tx*.c only.
+**
+** A transaction is a Tx: the EDN forms are expanded (tx_expand.c) into a flat
+** array of TxOp, whose entity and ref-value places are either known entids or
+** indexes into the tempid table. tx_resolve.c turns every place into an entid
+** (upserts, allocation) and expands retractEntity / retract-attribute / cas
+** against the database as it was before the transaction; tx_write.c checks
+** the ops against each other and the store and writes them; tx_schema.c keeps
+** the `idents`/`schema` mirrors and per-attribute indexes after schema
+** changes. tx.c drives the stages and owns the cached statements.
+*/
+#ifndef MENTAT_TX_INT_H
+#define MENTAT_TX_INT_H
+
+#include "tx.h"
+
+/* Where an entity (or a ref value) is: a known entid or a tempid. */
+#define TXP_ENTID 0
+#define TXP_TEMP  1
+typedef struct TxPlace {
+  int eKind;            /* TXP_* */
+  int iTemp;            /* index into Tx.aTemp when TXP_TEMP */
+  sqlite3_int64 e;      /* entid when TXP_ENTID (after resolution, always) */
+} TxPlace;
+
+/* Operations. RETRACT_ATTR, RETRACT_ENTITY and CAS are replaced by plain
+** ADD/RETRACT ops before the checks (txResolveDerived). */
+#define TXOP_ADD            0
+#define TXOP_RETRACT        1
+#define TXOP_RETRACT_ATTR   2   /* [:db/retract e a]: all values of a */
+#define TXOP_RETRACT_ENTITY 3
+#define TXOP_CAS            4
+
+typedef struct TxOp {
+  unsigned char eOp;        /* TXOP_* */
+  unsigned char bDrop;      /* replaced, duplicate or no-op: not written */
+  unsigned char bOldNil;    /* CAS: the old value must be absent */
+  unsigned char bFts;       /* iFts holds the fulltext_values rowid of v */
+  unsigned char bNew;       /* ADD: not in the store, will be inserted */
+  unsigned char bUpsertSeen;/* ADD on identity attr: store probe done */
+  int line, col;            /* the form's position, for messages */
+  TxPlace e;
+  const Attr *pAttr;        /* NULL only for RETRACT_ENTITY */
+  TxPlace vRef;             /* value place for ref attributes */
+  TypedValue v;             /* value (ref: v.i after resolution) */
+  TxPlace vOldRef;          /* CAS old value, ref attributes */
+  TypedValue vOld;          /* CAS old value */
+  sqlite3_int64 iFts;
+  sqlite3_int64 eUpsert;    /* store entity holding this identity value, 0 none */
+} TxOp;
+
+/* A tempid. Keyed ones appear in the report; anonymous ones (maps without
+** :db/id, #db/id without a number) do not. Tempids that upsert to the
+** same new identity value are merged (union-find through iAlias). */
+typedef struct TxTemp {
+  const char *zKey;         /* NULL if anonymous; arena-owned */
+  int nKey;
+  int iAlias;               /* self when a root */
+  int bEntity;              /* used in an entity position */
+  int line, col;            /* first appearance */
+  sqlite3_int64 iPart;      /* partition entid it is allocated from */
+  sqlite3_int64 e;          /* resolved entid or 0 */
+} TxTemp;
+
+/* A row of known_parts. */
+#define TX_MAX_PARTS 32
+typedef struct TxPart {
+  char zName[64];
+  sqlite3_int64 ePart;      /* the partition's ident entid, 0 if none */
+  sqlite3_int64 iStart, iEnd, iIdx;
+  int bDirty;
+} TxPart;
+
+/* Cached statements on the writer connection (pConn->pTxCache). */
+enum {
+  TXS_PARTS = 0, TXS_SET_PART, TXS_LOOKUP_UNIQUE, TXS_EXISTS, TXS_INSERT,
+  TXS_DELETE, TXS_LOG, TXS_LOG_OLD, TXS_DELETE_OLD, TXS_ENTITY_DATOMS,
+  TXS_REFS_TO, TXS_ATTR_VALUES, TXS_FTS_FIND, TXS_FTS_ADD, TXS_FTS_TEXT,
+  TXS_LAST_INSTANT, TXS_COUNT
+};
+
+typedef struct Tx {
+  StoreConn *pConn;
+  sqlite3 *db;
+  const Schema *pSchema;    /* snapshot before the transaction */
+  EdnArena *pArena;
+  const EdnValue *pRoot;    /* the tx-data vector */
+  TxOp *aOp; int nOp, nOpAlloc;
+  TxTemp *aTemp; int nTemp, nTempAlloc;
+  int *aHash; int nHash;    /* keyed tempids: slot -> index+1 */
+  TxPart aPart[TX_MAX_PARTS]; int nPart;
+  int iPartTx, iPartUser, iPartDb;   /* indexes into aPart, -1 if absent */
+  sqlite3_int64 iTx;        /* this transaction's entid */
+  sqlite3_int64 iInstant;   /* :db/txInstant, µs */
+  int bSchema;              /* some op touched :db/ident or attribute flags */
+  char **pzErr;
+} Tx;
+
+/* tx.c */
+int txStmt(Tx *p, int eStmt, sqlite3_stmt **ppStmt);
+int txErr(Tx *p, int line, int col, const char *zFmt, ...);
+int txNewOp(Tx *p, TxOp **ppOp);
+int txValueBindStored(Tx *p, sqlite3_stmt *pStmt, int i, const TxOp *pOp);
+void txValuePrint(sqlite3_str *pOut, const Schema *pSchema, const TypedValue *pV);
+int txValueCmp(const TypedValue *a, const TypedValue *b);
+int txValueFromStored(Tx *p, const Attr *pAttr, sqlite3_stmt *pStmt, int iCol,
+                      TypedValue *pOut, sqlite3_int64 *piFts, unsigned char *pbFts);
+
+/* tx_expand.c: forms -> ops. */
+int txExpand(Tx *p, const EdnValue *pRoot);
+int txTempRoot(Tx *p, int i);
+
+/* tx_resolve.c: tempids -> entids; derived ops -> plain ops. */
+int txResolve(Tx *p);
+int txResolveDerived(Tx *p);
+
+/* tx_write.c: in-tx checks, store checks, writes. */
+int txWrite(Tx *p);
+
+/* tx_schema.c: schema ops checks, mirrors, indexes, new snapshot. */
+int txSchemaPrepare(Tx *p);
+int txSchemaCheckOp(Tx *p, const TxOp *pOp);
+int txSchemaFinish(Tx *p, Schema **ppNew);
+
+#endif /* MENTAT_TX_INT_H */

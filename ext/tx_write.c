@@ -1,0 +1,328 @@
+/*
+** tx_write.c — checks the resolved ops against each other and the store,
+** then writes datoms and the log.
+**
+** HOW IT WORKS
+** The live ADD/RETRACT ops are sorted by (e, a, v): a datom both asserted
+** and retracted is an error, duplicates collapse (tx-data is a set), and two
+** different values asserted for one cardinality-one [e a] are "conflicting
+** datoms" (Datomic; peer fault B05). Then, in this order: explicit
+** retractions (a retraction of an absent datom is a no-op and logs nothing,
+** B07); assertions already in the store are dropped (they keep their old
+** tx); cardinality-one assertions retract the old value (logged in this tx);
+** and only then the new datoms are inserted, so a unique value may move
+** between entities within one transaction. :db.unique/value conflicts are
+** caught by the store's unique index and reported in the user's terms.
+** :db/noHistory attributes write no log rows. Fulltext strings live in
+** fulltext_values (via its de-duplicating view); datoms.v holds the rowid.
+*/
+#include <stdlib.h>
+#include <string.h>
+#include "tx_int.h"
+
+static int txCmpDatom(const void *pA, const void *pB) {
+  const TxOp *a = *(const TxOp *const *)pA, *b = *(const TxOp *const *)pB;
+  int c;
+  if (a->e.e != b->e.e) return a->e.e < b->e.e ? -1 : 1;
+  if (a->pAttr->e != b->pAttr->e) return a->pAttr->e < b->pAttr->e ? -1 : 1;
+  c = txValueCmp(&a->v, &b->v);
+  if (c) return c;
+  if (a->eOp != b->eOp) return a->eOp < b->eOp ? -1 : 1;
+  return a < b ? -1 : (a > b ? 1 : 0);
+}
+
+/* "[e :a v]" for messages, appended to pOut. */
+static void txDatomText(Tx *p, sqlite3_str *pOut, const TxOp *pOp) {
+  sqlite3_str_appendf(pOut, "[%lld %s ", pOp->e.e, pOp->pAttr->zIdent ? pOp->pAttr->zIdent : "?");
+  txValuePrint(pOut, p->pSchema, &pOp->v);
+  sqlite3_str_appendall(pOut, "]");
+}
+
+static int txErrDatoms(Tx *p, const TxOp *pA, const TxOp *pB, const char *zWhat) {
+  sqlite3_str *pMsg = sqlite3_str_new(p->db);
+  char *z;
+  int rc;
+  sqlite3_str_appendall(pMsg, zWhat);
+  txDatomText(p, pMsg, pA);
+  if (pB) {
+    sqlite3_str_appendall(pMsg, " and ");
+    txDatomText(p, pMsg, pB);
+  }
+  z = sqlite3_str_finish(pMsg);
+  if (z == NULL) return SQLITE_NOMEM;
+  rc = txErr(p, pB ? pB->line : pA->line, pB ? pB->col : pA->col, "%s", z);
+  sqlite3_free(z);
+  return rc;
+}
+
+/* Within-transaction checks over the sorted ops. */
+static int txCheckSet(Tx *p, TxOp **ap, int n) {
+  int i = 0;
+  while (i < n) {
+    int j = i + 1;
+    /* group of the same datom */
+    while (j < n && ap[j]->e.e == ap[i]->e.e && ap[j]->pAttr == ap[i]->pAttr
+           && txValueCmp(&ap[j]->v, &ap[i]->v) == 0) {
+      if (ap[j]->eOp != ap[i]->eOp) {
+        return txErrDatoms(p, ap[j]->eOp == TXOP_ADD ? ap[j] : ap[i], NULL,
+                           "a datom cannot be both asserted and retracted in one transaction: ");
+      }
+      ap[j]->bDrop = 1;
+      j++;
+    }
+    i = j;
+  }
+  /* cardinality one: at most one asserted value per [e a] */
+  for (i = 0; i < n; i++) {
+    int j;
+    if (ap[i]->bDrop || ap[i]->eOp != TXOP_ADD || ap[i]->pAttr->bMany) continue;
+    for (j = i + 1; j < n && ap[j]->e.e == ap[i]->e.e && ap[j]->pAttr == ap[i]->pAttr; j++) {
+      if (!ap[j]->bDrop && ap[j]->eOp == TXOP_ADD) {
+        return txErrDatoms(p, ap[i], ap[j], "conflicting datoms for a cardinality-one attribute: ");
+      }
+    }
+    i = j - 1;
+  }
+  return SQLITE_OK;
+}
+
+/* For fulltext string values: the rowid of the text, inserting it when
+** bCreate. *pbFound is 0 when the text is absent and not created. */
+static int txFts(Tx *p, TxOp *pOp, int bCreate, int *pbFound) {
+  sqlite3_stmt *pStmt = NULL;
+  int rc, k;
+  *pbFound = 1;
+  if (pOp->bFts) return SQLITE_OK;
+  for (k = 0; k < 2; k++) {
+    rc = txStmt(p, TXS_FTS_FIND, &pStmt);
+    if (rc) return rc;
+    sqlite3_bind_text(pStmt, 1, pOp->v.z, pOp->v.n, SQLITE_STATIC);
+    rc = sqlite3_step(pStmt);
+    if (rc == SQLITE_ROW) {
+      pOp->iFts = sqlite3_column_int64(pStmt, 0);
+      pOp->bFts = 1;
+      sqlite3_reset(pStmt);
+      return SQLITE_OK;
+    }
+    sqlite3_reset(pStmt);
+    if (rc != SQLITE_DONE) return txErr(p, 0, 0, "fulltext lookup failed: %s", sqlite3_errmsg(p->db));
+    if (!bCreate || k == 1) break;
+    rc = txStmt(p, TXS_FTS_ADD, &pStmt);
+    if (rc) return rc;
+    sqlite3_bind_text(pStmt, 1, pOp->v.z, pOp->v.n, SQLITE_STATIC);
+    rc = sqlite3_step(pStmt);
+    sqlite3_reset(pStmt);
+    if (rc != SQLITE_DONE) return txErr(p, 0, 0, "fulltext insert failed: %s", sqlite3_errmsg(p->db));
+  }
+  *pbFound = 0;
+  return bCreate ? txErr(p, 0, 0, "fulltext value was not stored") : SQLITE_OK;
+}
+
+static int txLog(Tx *p, const TxOp *pOp, int bAdded) {
+  sqlite3_stmt *pStmt = NULL;
+  int rc;
+  if (pOp->pAttr->bNoHistory) return SQLITE_OK;
+  rc = txStmt(p, TXS_LOG, &pStmt);
+  if (rc) return rc;
+  sqlite3_bind_int64(pStmt, 1, pOp->e.e);
+  sqlite3_bind_int64(pStmt, 2, pOp->pAttr->e);
+  txValueBindStored(p, pStmt, 3, pOp);
+  sqlite3_bind_int64(pStmt, 4, p->iTx);
+  sqlite3_bind_int(pStmt, 5, bAdded);
+  sqlite3_bind_int(pStmt, 6, vtTag(pOp->pAttr->type));
+  rc = sqlite3_step(pStmt);
+  sqlite3_reset(pStmt);
+  return rc == SQLITE_DONE ? SQLITE_OK : txErr(p, 0, 0, "cannot write the log: %s", sqlite3_errmsg(p->db));
+}
+
+/* Runs a cached statement binding (e, a, tag, v) as ?1..?4. */
+static int txStepEAV(Tx *p, int eStmt, const TxOp *pOp, int *pbRow, int *pnChange) {
+  sqlite3_stmt *pStmt = NULL;
+  int rc = txStmt(p, eStmt, &pStmt);
+  if (rc) return rc;
+  sqlite3_bind_int64(pStmt, 1, pOp->e.e);
+  sqlite3_bind_int64(pStmt, 2, pOp->pAttr->e);
+  sqlite3_bind_int(pStmt, 3, vtTag(pOp->pAttr->type));
+  txValueBindStored(p, pStmt, 4, pOp);
+  rc = sqlite3_step(pStmt);
+  if (pbRow) *pbRow = rc == SQLITE_ROW;
+  if (pnChange) *pnChange = sqlite3_changes(p->db);
+  sqlite3_reset(pStmt);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    return txErr(p, 0, 0, "cannot write datoms: %s", sqlite3_errmsg(p->db));
+  }
+  return SQLITE_OK;
+}
+
+static int txRetract(Tx *p, TxOp *pOp) {
+  int rc, nChange = 0, bFound = 1;
+  if (pOp->pAttr->bFulltext && pOp->pAttr->type == VT_STRING) {
+    rc = txFts(p, pOp, 0, &bFound);
+    if (rc) return rc;
+    if (!bFound) { pOp->bDrop = 1; return SQLITE_OK; }
+  }
+  rc = txStepEAV(p, TXS_EXISTS, pOp, &bFound, NULL);
+  if (rc) return rc;
+  if (!bFound) { pOp->bDrop = 1; return SQLITE_OK; }
+  rc = txSchemaCheckOp(p, pOp);
+  if (rc) return rc;
+  rc = txStepEAV(p, TXS_DELETE, pOp, NULL, &nChange);
+  if (rc) return rc;
+  return txLog(p, pOp, 0);
+}
+
+/* Decides whether an ADD is new; if so retracts a cardinality-one value. */
+static int txPrepareAdd(Tx *p, TxOp *pOp) {
+  sqlite3_stmt *pStmt = NULL;
+  int rc, bFound = 0;
+  if (pOp->pAttr->bFulltext && pOp->pAttr->type == VT_STRING) {
+    rc = txFts(p, pOp, 1, &bFound);
+    if (rc) return rc;
+  }
+  rc = txStepEAV(p, TXS_EXISTS, pOp, &bFound, NULL);
+  if (rc) return rc;
+  if (bFound) { pOp->bDrop = 1; return SQLITE_OK; }
+  rc = txSchemaCheckOp(p, pOp);
+  if (rc) return rc;
+  pOp->bNew = 1;
+  if (pOp->pAttr->bMany) return SQLITE_OK;
+  if (!pOp->pAttr->bNoHistory) {
+    rc = txStmt(p, TXS_LOG_OLD, &pStmt);
+    if (rc) return rc;
+    sqlite3_bind_int64(pStmt, 1, pOp->e.e);
+    sqlite3_bind_int64(pStmt, 2, pOp->pAttr->e);
+    sqlite3_bind_int64(pStmt, 3, p->iTx);
+    rc = sqlite3_step(pStmt);
+    sqlite3_reset(pStmt);
+    if (rc != SQLITE_DONE) return txErr(p, 0, 0, "cannot write the log: %s", sqlite3_errmsg(p->db));
+  }
+  rc = txStmt(p, TXS_DELETE_OLD, &pStmt);
+  if (rc) return rc;
+  sqlite3_bind_int64(pStmt, 1, pOp->e.e);
+  sqlite3_bind_int64(pStmt, 2, pOp->pAttr->e);
+  rc = sqlite3_step(pStmt);
+  sqlite3_reset(pStmt);
+  if (rc != SQLITE_DONE) return txErr(p, 0, 0, "cannot write datoms: %s", sqlite3_errmsg(p->db));
+  return SQLITE_OK;
+}
+
+/* A unique-value conflict, in the user's terms. */
+static int txUniqueConflict(Tx *p, const TxOp *pOp) {
+  sqlite3_stmt *pStmt = NULL;
+  sqlite3_int64 eHolder = 0;
+  sqlite3_str *pMsg;
+  char *z;
+  int rc = txStmt(p, TXS_LOOKUP_UNIQUE, &pStmt);
+  if (rc) return rc;
+  sqlite3_bind_int64(pStmt, 1, pOp->pAttr->e);
+  sqlite3_bind_int(pStmt, 2, vtTag(pOp->pAttr->type));
+  txValueBindStored(p, pStmt, 3, pOp);
+  if (sqlite3_step(pStmt) == SQLITE_ROW) eHolder = sqlite3_column_int64(pStmt, 0);
+  sqlite3_reset(pStmt);
+  pMsg = sqlite3_str_new(p->db);
+  sqlite3_str_appendf(pMsg, "unique value conflict: %s ", pOp->pAttr->zIdent);
+  txValuePrint(pMsg, p->pSchema, &pOp->v);
+  sqlite3_str_appendf(pMsg, " is already held by entity %lld, cannot assert it for entity %lld",
+                      eHolder, pOp->e.e);
+  z = sqlite3_str_finish(pMsg);
+  if (z == NULL) return SQLITE_NOMEM;
+  rc = txErr(p, pOp->line, pOp->col, "%s", z);
+  sqlite3_free(z);
+  return rc;
+}
+
+static int txInsert(Tx *p, TxOp *pOp) {
+  sqlite3_stmt *pStmt = NULL;
+  const Attr *pA = pOp->pAttr;
+  int rc = txStmt(p, TXS_INSERT, &pStmt);
+  if (rc) return rc;
+  sqlite3_bind_int64(pStmt, 1, pOp->e.e);
+  sqlite3_bind_int64(pStmt, 2, pA->e);
+  txValueBindStored(p, pStmt, 3, pOp);
+  sqlite3_bind_int64(pStmt, 4, p->iTx);
+  sqlite3_bind_int(pStmt, 5, vtTag(pA->type));
+  sqlite3_bind_int(pStmt, 6, pA->bIndex || pA->eUnique != UNIQUE_NONE);
+  sqlite3_bind_int(pStmt, 7, pA->type == VT_REF);
+  sqlite3_bind_int(pStmt, 8, pA->bFulltext);
+  sqlite3_bind_int(pStmt, 9, pA->eUnique != UNIQUE_NONE);
+  rc = sqlite3_step(pStmt);
+  sqlite3_reset(pStmt);
+  if (rc == SQLITE_CONSTRAINT && pA->eUnique != UNIQUE_NONE) return txUniqueConflict(p, pOp);
+  if (rc != SQLITE_DONE) return txErr(p, 0, 0, "cannot write datoms: %s", sqlite3_errmsg(p->db));
+  return txLog(p, pOp, 1);
+}
+
+/* The tx's :db/txInstant: an explicit one (on "datomic.tx") wins but may not
+** precede the previous transaction's; otherwise now. */
+static int txInstant(Tx *p) {
+  const Attr *pAttr = schemaAttr(p->pSchema, ENTID_DB_TXINSTANT);
+  sqlite3_stmt *pStmt = NULL;
+  sqlite3_int64 iPrev = 0;
+  int i, rc, bPrev = 0;
+  TxOp *pOp = NULL;
+  if (pAttr == NULL) return txErr(p, 0, 0, "the store's schema lacks :db/txInstant");
+  for (i = 0; i < p->nOp; i++) {
+    if (p->aOp[i].eOp == TXOP_ADD && !p->aOp[i].bDrop && p->aOp[i].e.e == p->iTx
+        && p->aOp[i].pAttr->e == ENTID_DB_TXINSTANT) {
+      pOp = &p->aOp[i];
+      break;
+    }
+  }
+  rc = txStmt(p, TXS_LAST_INSTANT, &pStmt);
+  if (rc) return rc;
+  sqlite3_bind_int64(pStmt, 1, p->iTx - 1);
+  if (sqlite3_step(pStmt) == SQLITE_ROW) {
+    iPrev = sqlite3_column_int64(pStmt, 0);
+    bPrev = 1;
+  }
+  sqlite3_reset(pStmt);
+  if (pOp) {
+    if (bPrev && pOp->v.i < iPrev) {
+      char zA[48], zB[48];
+      ednFormatInstant(pOp->v.i, zA);
+      ednFormatInstant(iPrev, zB);
+      return txErr(p, pOp->line, pOp->col,
+                   ":db/txInstant %s is earlier than the previous transaction's %s", zA, zB);
+    }
+    p->iInstant = pOp->v.i;
+    return SQLITE_OK;
+  }
+  /* Keep instants monotonic even if the clock steps back. */
+  if (bPrev && p->iInstant < iPrev) p->iInstant = iPrev;
+  rc = txNewOp(p, &pOp);
+  if (rc) return rc;
+  pOp->eOp = TXOP_ADD;
+  pOp->e.e = p->iTx;
+  pOp->pAttr = pAttr;
+  pOp->v.type = VT_INSTANT;
+  pOp->v.i = p->iInstant;
+  return SQLITE_OK;
+}
+
+int txWrite(Tx *p) {
+  TxOp **ap = NULL;
+  int i, n = 0, rc;
+
+  rc = txInstant(p);
+  if (rc) return rc;
+  ap = sqlite3_malloc64((sqlite3_uint64)(p->nOp ? p->nOp : 1) * sizeof(TxOp *));
+  if (ap == NULL) return SQLITE_NOMEM;
+  for (i = 0; i < p->nOp; i++) {
+    TxOp *pOp = &p->aOp[i];
+    if (pOp->bDrop || (pOp->eOp != TXOP_ADD && pOp->eOp != TXOP_RETRACT)) continue;
+    ap[n++] = pOp;
+  }
+  qsort(ap, (size_t)n, sizeof(TxOp *), txCmpDatom);
+  rc = txCheckSet(p, ap, n);
+  for (i = 0; rc == SQLITE_OK && i < n; i++) {
+    if (!ap[i]->bDrop && ap[i]->eOp == TXOP_RETRACT) rc = txRetract(p, ap[i]);
+  }
+  for (i = 0; rc == SQLITE_OK && i < n; i++) {
+    if (!ap[i]->bDrop && ap[i]->eOp == TXOP_ADD) rc = txPrepareAdd(p, ap[i]);
+  }
+  for (i = 0; rc == SQLITE_OK && i < n; i++) {
+    if (!ap[i]->bDrop && ap[i]->bNew) rc = txInsert(p, ap[i]);
+  }
+  sqlite3_free(ap);
+  return rc;
+}
