@@ -60,7 +60,10 @@ void storeReaderDone(Store *p, StoreConn *pConn);
 
 /* Begins a write: takes the store's write mutex, BEGIN IMMEDIATE on the
 ** writer connection (waiting under the busy timeout), revalidates the
-** schema. *ppSchema as for storeReader. Always pair with storeWriteEnd. */
+** schema. *ppSchema as for storeReader. Always pair with storeWriteEnd.
+** On failure (e.g. "database is locked" after the busy timeout) nothing is
+** held, *ppConn is NULL, and storeWriteEnd(p, NULL, ...) is a no-op, so
+** callers may pair unconditionally or return early. */
 int storeWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr);
 
 /* Ends the write begun above: COMMIT if bCommit else ROLLBACK, then releases
@@ -83,5 +86,19 @@ void storeSetConnHook(int (*xHook)(sqlite3 *db));
 
 /* Drops every cached store that no caller holds (tests, shutdown). */
 void storeCacheClear(void);
+
+/* Tests: sets the cache bound as MENTAT_STORE_CACHE would (0 disables
+** caching for stores acquired from now on), evicting idle stores over it;
+** returns the previous bound. storeCacheCount: stores in the cache. */
+int storeCacheSetLimit(int nMax);
+int storeCacheCount(void);
+
+/* Opens one connection to the store file zPath ("" = a new private
+** in-memory database) and applies storeConfigure. With bValidate (the
+** first connection of a store) it also checks the version BEFORE changing
+** any setting, creates the layout on an empty file, upgrades v1/v2, and
+** refuses anything else ("<path> is not a Mentat store (user_version N)").
+** Used by the cache (store_cache.c); *pDb is the caller's to close. */
+int storeOpenDb(const char *zPath, int bValidate, sqlite3 **pDb, char **pzErr);
 
 #endif /* MENTAT_STORE_H */

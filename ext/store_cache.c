@@ -1,0 +1,633 @@
+/*
+** store_cache.c — the process-wide cache of open stores, each store's
+** connection pool and writer, and keeping the published schema current
+** (SPEC §4).
+**
+** HOW IT WORKS
+** The cache is a list of Stores in LRU order (most recent first), keyed by
+** canonical path (realpath of the directory + the file name, so a file that
+** does not exist yet still has one name) and the file's dev/inode, read
+** with stat() on every acquire: a file replaced at the same path has a new
+** inode and becomes a new Store. The old inode cannot be recycled for the
+** new file while the cached Store keeps its writer connection open on it.
+** A Store with references is never evicted; idle ones beyond
+** MENTAT_STORE_CACHE (default 16, 0 = no caching) are closed, LRU first.
+**
+** Locks, always taken in this order and never held while running SQL
+** (except a store's write mutex, which IS the write serialisation):
+**   gInitMutex     lazy creation of the cache
+**   cache->mutex   the list and every Store's nRef / bCached
+**   store->mutex   the idle pool and the published schema
+**
+** Revalidation: every connection remembers the last `PRAGMA data_version`
+** it saw. When it changed, some other connection committed; in one read
+** transaction we read the tx partition mark (monotonic across commits) and
+** the schema fingerprint (schema.c). Only if the fingerprint differs from
+** the published snapshot's, and the snapshot read is not older than the
+** published one, is the schema reloaded and swapped in whole. Snapshots
+** are refcounted, so callers holding the old one keep using it safely.
+**
+** The in-memory store "" is never cached; its one connection serves as
+** writer and reader, and it is freed at its last release.
+*/
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "store.h"
+
+#define STORE_CACHE_DEFAULT 16
+#define STORE_WAL_RESTART_DEFAULT (64LL * 1024 * 1024)
+/* The post-commit checkpoint must not stall the writer behind readers:
+** it tries briefly and leaves the WAL for a later commit otherwise. */
+#define STORE_CHECKPOINT_BUSY_MS 100
+#define STORE_BUSY_TIMEOUT_MS 10000
+
+/* A pooled connection: the public StoreConn first, then our statements. */
+typedef struct StoreConnImpl {
+  StoreConn base;
+  sqlite3_stmt *pDataVersion;   /* PRAGMA data_version */
+  sqlite3_stmt *pTxMark;        /* idx of :db.part/tx */
+} StoreConnImpl;
+
+struct Store {
+  char *zPath;                  /* canonical path, "" in memory */
+  char *zWalPath;               /* zPath + "-wal", NULL in memory */
+  dev_t dev;
+  ino_t ino;
+  int bMemory;
+  int nRef;                     /* guarded by the cache mutex */
+  int bCached;                  /* in the cache list; cache mutex */
+  Store *pPrev, *pNext;         /* LRU links; cache mutex */
+  pthread_mutex_t mutex;        /* pIdle, pSchema, iSchemaMark */
+  pthread_mutex_t writeMutex;   /* one writer at a time in-process */
+  StoreConn *pWriter;
+  StoreConn *pIdle;             /* idle readers, a stack */
+  Schema *pSchema;              /* published snapshot */
+  sqlite3_int64 iSchemaMark;    /* tx mark of the snapshot it was read from */
+};
+
+typedef struct StoreCache {
+  pthread_mutex_t mutex;
+  Store *pFirst, *pLast;        /* most / least recently used */
+  int nStore;
+  int nMax;                     /* MENTAT_STORE_CACHE */
+  sqlite3_int64 nWalRestart;    /* MENTAT_WAL_RESTART_BYTES */
+} StoreCache;
+
+static pthread_mutex_t gInitMutex = PTHREAD_MUTEX_INITIALIZER;
+static StoreCache *gpCache = NULL;
+static StoreCache gCache;
+
+static sqlite3_int64 storeEnvInt(const char *zName, sqlite3_int64 iDefault) {
+  const char *z = getenv(zName);
+  char *zEnd = NULL;
+  if (z == NULL || z[0] == 0) return iDefault;
+  errno = 0;
+  long long v = strtoll(z, &zEnd, 10);
+  if (errno != 0 || *zEnd != 0 || v < 0) return iDefault;
+  return v;
+}
+
+/* The cache, created on first use; its settings are read from the
+** environment once, as a process has one policy. */
+static StoreCache *storeCache(void) {
+  pthread_mutex_lock(&gInitMutex);
+  if (gpCache == NULL) {
+    pthread_mutex_init(&gCache.mutex, NULL);
+    sqlite3_int64 n = storeEnvInt("MENTAT_STORE_CACHE", STORE_CACHE_DEFAULT);
+    gCache.nMax = n > INT_MAX ? INT_MAX : (int)n;
+    gCache.nWalRestart = storeEnvInt("MENTAT_WAL_RESTART_BYTES", STORE_WAL_RESTART_DEFAULT);
+    gpCache = &gCache;
+  }
+  pthread_mutex_unlock(&gInitMutex);
+  return gpCache;
+}
+
+static void storeErr(char **pzErr, char *zMsg) {
+  if (pzErr == NULL) { sqlite3_free(zMsg); return; }
+  sqlite3_free(*pzErr);
+  *pzErr = zMsg;
+}
+
+/* ---------------------------------------------------------- connections */
+
+static void storeConnClose(StoreConn *pConn) {
+  StoreConnImpl *p = (StoreConnImpl *)pConn;
+  if (p == NULL) return;
+  if (p->base.xQueryCacheFree && p->base.pQueryCache) p->base.xQueryCacheFree(p->base.pQueryCache);
+  if (p->base.xTxCacheFree && p->base.pTxCache) p->base.xTxCacheFree(p->base.pTxCache);
+  sqlite3_finalize(p->pDataVersion);
+  sqlite3_finalize(p->pTxMark);
+  /* close_v2: anything the upper layers failed to finalize cannot keep the
+  ** file open forever or crash us; it is released with them. */
+  sqlite3_close_v2(p->base.db);
+  sqlite3_free(p);
+}
+
+static int storeConnOpen(Store *pStore, int bValidate, StoreConn **ppConn, char **pzErr) {
+  StoreConnImpl *p = NULL;
+  sqlite3 *db = NULL;
+  int rc = storeOpenDb(pStore->zPath, bValidate, &db, pzErr);
+  *ppConn = NULL;
+  if (rc != SQLITE_OK) return rc;
+  p = sqlite3_malloc64(sizeof *p);
+  if (p == NULL) {
+    sqlite3_close_v2(db);
+    storeErr(pzErr, sqlite3_mprintf("out of memory opening store %s", pStore->zPath));
+    return SQLITE_NOMEM;
+  }
+  memset(p, 0, sizeof *p);
+  p->base.db = db;
+  p->base.pStore = pStore;
+  p->base.iDataVersion = -1;    /* never seen: the first use revalidates */
+  rc = sqlite3_prepare_v3(db, "PRAGMA data_version", -1, SQLITE_PREPARE_PERSISTENT,
+                          &p->pDataVersion, NULL);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_prepare_v3(db, "SELECT idx FROM known_parts WHERE part = ':db.part/tx'", -1,
+                            SQLITE_PREPARE_PERSISTENT, &p->pTxMark, NULL);
+  }
+  if (rc != SQLITE_OK) {
+    storeErr(pzErr, sqlite3_mprintf("cannot open store %s: %s", pStore->zPath, sqlite3_errmsg(db)));
+    storeConnClose(&p->base);
+    return rc;
+  }
+  *ppConn = &p->base;
+  return SQLITE_OK;
+}
+
+static int storeStepInt(sqlite3_stmt *pStmt, sqlite3_int64 *piOut) {
+  int rc = sqlite3_step(pStmt);
+  *piOut = (rc == SQLITE_ROW) ? sqlite3_column_int64(pStmt, 0) : 0;
+  if (rc == SQLITE_ROW || rc == SQLITE_DONE) rc = SQLITE_OK;
+  sqlite3_reset(pStmt);
+  return rc;
+}
+
+/* Swaps in pNew (read at tx mark iMark) unless the published snapshot was
+** read from a newer state. Takes its own reference. */
+static void storePublish(Store *p, Schema *pNew, sqlite3_int64 iMark) {
+  Schema *pOld = NULL;
+  pthread_mutex_lock(&p->mutex);
+  if (p->pSchema == NULL || iMark > p->iSchemaMark
+      || (iMark == p->iSchemaMark
+          && schemaFingerprintOf(pNew) != schemaFingerprintOf(p->pSchema))) {
+    schemaRef(pNew);
+    pOld = p->pSchema;
+    p->pSchema = pNew;
+    p->iSchemaMark = iMark;
+  }
+  pthread_mutex_unlock(&p->mutex);
+  schemaUnref(pOld);
+}
+
+/* Makes sure the published schema is at least as new as what pConn's next
+** statement will see (see HOW IT WORKS). bInTx: pConn is already inside a
+** transaction (the writer after BEGIN IMMEDIATE). */
+static int storeRevalidate(Store *p, StoreConn *pConn, int bInTx, char **pzErr) {
+  StoreConnImpl *pImpl = (StoreConnImpl *)pConn;
+  sqlite3 *db = pConn->db;
+  sqlite3_int64 iVersion = 0, iMark = 0;
+  sqlite3_uint64 fp = 0, fpPub;
+  sqlite3_int64 iMarkPub;
+  Schema *pNew = NULL;
+  int bBegun = 0;
+  int rc;
+
+  if (p->bMemory) return SQLITE_OK;      /* one connection: nobody else commits */
+  rc = storeStepInt(pImpl->pDataVersion, &iVersion);
+  if (rc != SQLITE_OK || iVersion == pConn->iDataVersion) goto cleanup;
+
+  if (!bInTx) {
+    /* One snapshot for the mark, the fingerprint and any reload. */
+    rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) goto cleanup;
+    bBegun = 1;
+  }
+  rc = storeStepInt(pImpl->pTxMark, &iMark);
+  if (rc == SQLITE_OK) rc = schemaFingerprint(db, &fp, pzErr);
+  if (rc != SQLITE_OK) goto cleanup;
+
+  pthread_mutex_lock(&p->mutex);
+  fpPub = schemaFingerprintOf(p->pSchema);
+  iMarkPub = p->iSchemaMark;
+  pthread_mutex_unlock(&p->mutex);
+
+  if (fp != fpPub && iMark >= iMarkPub) {
+    rc = schemaLoad(db, &pNew, pzErr);
+    if (rc != SQLITE_OK) goto cleanup;
+    storePublish(p, pNew, iMark);
+  }
+  pConn->iDataVersion = iVersion;
+
+cleanup:
+  if (bBegun) sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+  if (rc != SQLITE_OK && pzErr && *pzErr == NULL) {
+    *pzErr = sqlite3_mprintf("cannot read store %s: %s", p->zPath, sqlite3_errmsg(db));
+  }
+  schemaUnref(pNew);
+  return rc;
+}
+
+/* --------------------------------------------------------------- stores */
+
+static void storeFree(Store *p) {
+  if (p == NULL) return;
+  while (p->pIdle) {
+    StoreConn *pConn = p->pIdle;
+    p->pIdle = pConn->pNext;
+    storeConnClose(pConn);
+  }
+  storeConnClose(p->pWriter);
+  schemaUnref(p->pSchema);
+  pthread_mutex_destroy(&p->mutex);
+  pthread_mutex_destroy(&p->writeMutex);
+  sqlite3_free(p->zPath);
+  sqlite3_free(p->zWalPath);
+  sqlite3_free(p);
+}
+
+/* Opens a new Store on zCanon (owned by the Store from now, even on error):
+** the writer connection (creating/upgrading the file), the first schema. */
+static int storeOpen(char *zCanon, Store **ppStore, char **pzErr) {
+  Store *p = sqlite3_malloc64(sizeof *p);
+  StoreConnImpl *pW;
+  struct stat st;
+  int rc;
+
+  *ppStore = NULL;
+  if (p == NULL) {
+    sqlite3_free(zCanon);
+    storeErr(pzErr, sqlite3_mprintf("out of memory opening a store"));
+    return SQLITE_NOMEM;
+  }
+  memset(p, 0, sizeof *p);
+  pthread_mutex_init(&p->mutex, NULL);
+  pthread_mutex_init(&p->writeMutex, NULL);
+  p->zPath = zCanon;
+  p->bMemory = (zCanon[0] == 0);
+  p->nRef = 1;
+  if (!p->bMemory) {
+    p->zWalPath = sqlite3_mprintf("%s-wal", zCanon);
+    if (p->zWalPath == NULL) { rc = SQLITE_NOMEM; goto cleanup; }
+  }
+
+  rc = storeConnOpen(p, 1, &p->pWriter, pzErr);
+  if (rc != SQLITE_OK) goto cleanup;
+  pW = (StoreConnImpl *)p->pWriter;
+  if (!p->bMemory && stat(zCanon, &st) == 0) {
+    p->dev = st.st_dev;
+    p->ino = st.st_ino;
+  }
+  /* The first snapshot, its mark and data_version from one read. */
+  rc = sqlite3_exec(pW->base.db, "BEGIN", NULL, NULL, NULL);
+  if (rc == SQLITE_OK) {
+    rc = storeStepInt(pW->pDataVersion, &pW->base.iDataVersion);
+    if (rc == SQLITE_OK) rc = storeStepInt(pW->pTxMark, &p->iSchemaMark);
+    if (rc == SQLITE_OK) rc = schemaLoad(pW->base.db, &p->pSchema, pzErr);
+    sqlite3_exec(pW->base.db, "COMMIT", NULL, NULL, NULL);
+  }
+
+cleanup:
+  if (rc != SQLITE_OK) {
+    if (pzErr && *pzErr == NULL) {
+      *pzErr = sqlite3_mprintf("cannot open store %s: %s", p->zPath,
+                               rc == SQLITE_NOMEM ? "out of memory"
+                               : p->pWriter ? sqlite3_errmsg(p->pWriter->db) : "error");
+    }
+    storeFree(p);
+    p = NULL;
+  }
+  *ppStore = p;
+  return rc;
+}
+
+/* realpath of the directory + the file name, so a store that does not
+** exist yet has the same name as it will have once it does; an existing
+** path (perhaps a symlink) resolves completely. sqlite3_malloc'd. */
+static char *storeCanonical(const char *zPath, char **pzErr) {
+  char *zReal = realpath(zPath, NULL);     /* libc memory */
+  char *zOut = NULL;
+  if (zReal) {
+    zOut = sqlite3_mprintf("%s", zReal);
+    free(zReal);
+  } else {
+    const char *zSlash = strrchr(zPath, '/');
+    const char *zBase = zSlash ? zSlash + 1 : zPath;
+    char *zDir = zSlash == NULL ? sqlite3_mprintf(".")
+               : zSlash == zPath ? sqlite3_mprintf("/")
+               : sqlite3_mprintf("%.*s", (int)(zSlash - zPath), zPath);
+    if (zDir == NULL) goto oom;
+    if (zBase[0] == 0 || strcmp(zBase, ".") == 0 || strcmp(zBase, "..") == 0) {
+      storeErr(pzErr, sqlite3_mprintf("cannot open store %s: not a file name", zPath));
+      sqlite3_free(zDir);
+      return NULL;
+    }
+    zReal = realpath(zDir, NULL);
+    if (zReal == NULL) {
+      storeErr(pzErr, sqlite3_mprintf("cannot open store %s: directory %s does not exist",
+                                      zPath, zDir));
+      sqlite3_free(zDir);
+      return NULL;
+    }
+    sqlite3_free(zDir);
+    zOut = sqlite3_mprintf("%s%s%s", zReal, strcmp(zReal, "/") == 0 ? "" : "/", zBase);
+    free(zReal);
+  }
+  if (zOut) return zOut;
+oom:
+  storeErr(pzErr, sqlite3_mprintf("out of memory opening store %s", zPath));
+  return NULL;
+}
+
+/* Cache list helpers; cache mutex held. */
+static void storeUnlink(StoreCache *c, Store *p) {
+  if (p->pPrev) p->pPrev->pNext = p->pNext; else c->pFirst = p->pNext;
+  if (p->pNext) p->pNext->pPrev = p->pPrev; else c->pLast = p->pPrev;
+  p->pPrev = p->pNext = NULL;
+  p->bCached = 0;
+  c->nStore--;
+}
+
+static void storeLinkFirst(StoreCache *c, Store *p) {
+  p->pPrev = NULL;
+  p->pNext = c->pFirst;
+  if (c->pFirst) c->pFirst->pPrev = p; else c->pLast = p;
+  c->pFirst = p;
+  p->bCached = 1;
+  c->nStore++;
+}
+
+static Store *storeFind(StoreCache *c, const char *zPath) {
+  for (Store *p = c->pFirst; p; p = p->pNext) {
+    if (strcmp(p->zPath, zPath) == 0) return p;
+  }
+  return NULL;
+}
+
+/* Moves idle stores beyond the limit, LRU first, onto *ppClose (linked
+** through pNext) for closing after the mutex is released. */
+static void storeEvict(StoreCache *c, Store **ppClose) {
+  Store *p = c->pLast;
+  while (p && c->nStore > c->nMax) {
+    Store *pPrev = p->pPrev;
+    if (p->nRef == 0) {
+      storeUnlink(c, p);
+      p->pNext = *ppClose;
+      *ppClose = p;
+    }
+    p = pPrev;
+  }
+}
+
+static void storeFreeList(Store *p) {
+  while (p) {
+    Store *pNext = p->pNext;
+    storeFree(p);
+    p = pNext;
+  }
+}
+
+int storeAcquire(const char *zPath, Store **ppStore, char **pzErr) {
+  StoreCache *c = storeCache();
+  Store *p = NULL, *pClose = NULL;
+  char *zCanon;
+  struct stat st;
+  int bExists, rc;
+
+  *ppStore = NULL;
+  if (zPath == NULL) {
+    storeErr(pzErr, sqlite3_mprintf("no store path given"));
+    return SQLITE_MISUSE;
+  }
+  if (zPath[0] == 0) {
+    zCanon = sqlite3_mprintf("");
+    if (zCanon == NULL) return SQLITE_NOMEM;
+    return storeOpen(zCanon, ppStore, pzErr);
+  }
+  zCanon = storeCanonical(zPath, pzErr);
+  if (zCanon == NULL) return (pzErr && *pzErr) ? SQLITE_CANTOPEN : SQLITE_NOMEM;
+  bExists = (stat(zCanon, &st) == 0);
+
+  pthread_mutex_lock(&c->mutex);
+  p = storeFind(c, zCanon);
+  if (p && bExists && p->dev == st.st_dev && p->ino == st.st_ino) {
+    p->nRef++;
+    storeUnlink(c, p);
+    storeLinkFirst(c, p);
+    pthread_mutex_unlock(&c->mutex);
+    sqlite3_free(zCanon);
+    *ppStore = p;
+    return SQLITE_OK;
+  }
+  if (p) {
+    /* Replaced or deleted: the old Store lives on for its holders only. */
+    storeUnlink(c, p);
+    if (p->nRef == 0) pClose = p;
+  }
+  pthread_mutex_unlock(&c->mutex);
+  storeFree(pClose);
+  pClose = NULL;
+
+  rc = storeOpen(zCanon, &p, pzErr);     /* takes zCanon */
+  if (rc != SQLITE_OK) return rc;
+
+  pthread_mutex_lock(&c->mutex);
+  if (c->nMax > 0) {
+    Store *pOther = storeFind(c, p->zPath);
+    if (pOther && pOther->dev == p->dev && pOther->ino == p->ino) {
+      /* Another thread opened it meanwhile: share theirs. */
+      pOther->nRef++;
+      pClose = p;
+      p = pOther;
+    } else {
+      if (pOther) {
+        storeUnlink(c, pOther);
+        if (pOther->nRef == 0) { pOther->pNext = pClose; pClose = pOther; }
+      }
+      storeLinkFirst(c, p);
+      storeEvict(c, &pClose);
+    }
+  }
+  pthread_mutex_unlock(&c->mutex);
+  storeFreeList(pClose);
+  *ppStore = p;
+  return SQLITE_OK;
+}
+
+void storeRelease(Store *p) {
+  StoreCache *c;
+  Store *pClose = NULL;
+  if (p == NULL) return;
+  c = storeCache();
+  pthread_mutex_lock(&c->mutex);
+  if (--p->nRef == 0) {
+    if (!p->bCached) pClose = p;
+    else storeEvict(c, &pClose);
+  }
+  pthread_mutex_unlock(&c->mutex);
+  storeFreeList(pClose);
+}
+
+void storeCacheClear(void) {
+  StoreCache *c = storeCache();
+  Store *pClose = NULL;
+  pthread_mutex_lock(&c->mutex);
+  for (Store *p = c->pFirst; p;) {
+    Store *pNext = p->pNext;
+    if (p->nRef == 0) {
+      storeUnlink(c, p);
+      p->pNext = pClose;
+      pClose = p;
+    }
+    p = pNext;
+  }
+  pthread_mutex_unlock(&c->mutex);
+  storeFreeList(pClose);
+}
+
+int storeCacheSetLimit(int nMax) {
+  StoreCache *c = storeCache();
+  Store *pClose = NULL;
+  pthread_mutex_lock(&c->mutex);
+  int nOld = c->nMax;
+  c->nMax = nMax < 0 ? 0 : nMax;
+  storeEvict(c, &pClose);
+  pthread_mutex_unlock(&c->mutex);
+  storeFreeList(pClose);
+  return nOld;
+}
+
+int storeCacheCount(void) {
+  StoreCache *c = storeCache();
+  pthread_mutex_lock(&c->mutex);
+  int n = c->nStore;
+  pthread_mutex_unlock(&c->mutex);
+  return n;
+}
+
+const char *storePath(const Store *p) {
+  return p->zPath;
+}
+
+/* -------------------------------------------------------------- readers */
+
+int storeReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
+  StoreConn *pConn = NULL;
+  int rc = SQLITE_OK;
+
+  *ppConn = NULL;
+  *ppSchema = NULL;
+  if (p->bMemory) {
+    pConn = p->pWriter;
+  } else {
+    pthread_mutex_lock(&p->mutex);
+    pConn = p->pIdle;
+    if (pConn) p->pIdle = pConn->pNext;
+    pthread_mutex_unlock(&p->mutex);
+    if (pConn == NULL) {
+      rc = storeConnOpen(p, 0, &pConn, pzErr);
+      if (rc != SQLITE_OK) return rc;
+    }
+    pConn->pNext = NULL;
+    rc = storeRevalidate(p, pConn, 0, pzErr);
+    if (rc != SQLITE_OK) {
+      /* A connection that failed here may be broken: do not pool it. */
+      storeConnClose(pConn);
+      return rc;
+    }
+  }
+  pthread_mutex_lock(&p->mutex);
+  *ppSchema = p->pSchema;
+  schemaRef(p->pSchema);
+  pthread_mutex_unlock(&p->mutex);
+  *ppConn = pConn;
+  return SQLITE_OK;
+}
+
+void storeReaderDone(Store *p, StoreConn *pConn) {
+  if (pConn == NULL || p->bMemory) return;
+  /* Between calls a pooled connection holds no transaction (B25): a
+  ** snapshot left open would pin the WAL. */
+  if (sqlite3_get_autocommit(pConn->db) == 0) {
+    sqlite3_exec(pConn->db, "ROLLBACK", NULL, NULL, NULL);
+  }
+  pthread_mutex_lock(&p->mutex);
+  pConn->pNext = p->pIdle;
+  p->pIdle = pConn;
+  pthread_mutex_unlock(&p->mutex);
+}
+
+/* --------------------------------------------------------------- writes */
+
+int storeWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
+  StoreConn *pConn = p->pWriter;
+  int rc;
+
+  *ppConn = NULL;
+  *ppSchema = NULL;
+  pthread_mutex_lock(&p->writeMutex);
+  rc = sqlite3_exec(pConn->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+  if (rc != SQLITE_OK) {
+    storeErr(pzErr, sqlite3_mprintf("cannot begin a write on store %s: %s",
+                                    p->bMemory ? "(in memory)" : p->zPath,
+                                    sqlite3_errmsg(pConn->db)));
+    goto cleanup;
+  }
+  rc = storeRevalidate(p, pConn, 1, pzErr);
+  if (rc != SQLITE_OK) {
+    sqlite3_exec(pConn->db, "ROLLBACK", NULL, NULL, NULL);
+    goto cleanup;
+  }
+  pthread_mutex_lock(&p->mutex);
+  *ppSchema = p->pSchema;
+  schemaRef(p->pSchema);
+  pthread_mutex_unlock(&p->mutex);
+  *ppConn = pConn;
+
+cleanup:
+  if (rc != SQLITE_OK) pthread_mutex_unlock(&p->writeMutex);
+  return rc;
+}
+
+/* After a commit: once the WAL passes the threshold, try to restart it so
+** continuous readers cannot grow it without bound (SPEC §3, B25). Busy is
+** fine: the next commit tries again. */
+static void storeMaybeRestartWal(Store *p, sqlite3 *db) {
+  struct stat st;
+  sqlite3_int64 nLimit = storeCache()->nWalRestart;
+  if (p->bMemory || p->zWalPath == NULL) return;
+  if (stat(p->zWalPath, &st) != 0 || (sqlite3_int64)st.st_size <= nLimit) return;
+  sqlite3_busy_timeout(db, STORE_CHECKPOINT_BUSY_MS);
+  sqlite3_exec(db, "PRAGMA wal_checkpoint(RESTART)", NULL, NULL, NULL);
+  sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
+}
+
+int storeWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, char **pzErr) {
+  StoreConnImpl *pImpl = (StoreConnImpl *)pConn;
+  sqlite3_int64 iMark = 0;
+  int rc = SQLITE_OK;
+
+  if (pConn == NULL) return SQLITE_OK;    /* storeWriteBegin failed */
+  if (bCommit) {
+    /* The mark the new schema belongs to, read inside the transaction. */
+    if (pNewSchema) rc = storeStepInt(pImpl->pTxMark, &iMark);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(pConn->db, "COMMIT", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+      storeErr(pzErr, sqlite3_mprintf("cannot commit to store %s: %s",
+                                      p->bMemory ? "(in memory)" : p->zPath,
+                                      sqlite3_errmsg(pConn->db)));
+    }
+  }
+  if (sqlite3_get_autocommit(pConn->db) == 0) {
+    sqlite3_exec(pConn->db, "ROLLBACK", NULL, NULL, NULL);
+  }
+  if (bCommit && rc == SQLITE_OK) {
+    if (pNewSchema) storePublish(p, pNewSchema, iMark);
+    storeMaybeRestartWal(p, pConn->db);
+  }
+  pthread_mutex_unlock(&p->writeMutex);
+  return rc;
+}
