@@ -1,0 +1,633 @@
+/*
+** test_pull.c — Check suite for pull (pull.c, pull_parse.c).
+**
+** A store in memory built from format/mentat-v3.md's DDL, with the
+** attributes written straight into the `idents`/`schema` mirrors and data
+** inserted into `datoms` with the format's tags and flags, so the suite
+** needs only the schema loader, the EDN reader and the value printer.
+** Cases are (pattern, entity) -> the exact JSON, worked out by hand from the
+** public acceptance cases (feature "pull: ...") and peer fault B18.
+*/
+#include "testutil.h"
+#include "pull.h"
+
+/* ---- the store ------------------------------------------------------- */
+
+static const char *const zDdl =
+  "CREATE TABLE datoms (e INTEGER NOT NULL, a SMALLINT NOT NULL, v BLOB NOT NULL, tx INTEGER NOT NULL,"
+  "  value_type_tag SMALLINT NOT NULL, index_avet TINYINT NOT NULL DEFAULT 0,"
+  "  index_vaet TINYINT NOT NULL DEFAULT 0, index_fulltext TINYINT NOT NULL DEFAULT 0,"
+  "  unique_value TINYINT NOT NULL DEFAULT 0);"
+  "CREATE UNIQUE INDEX idx_datoms_eavt ON datoms (e, a, value_type_tag, v);"
+  "CREATE UNIQUE INDEX idx_datoms_aevt ON datoms (a, e, value_type_tag, v);"
+  "CREATE UNIQUE INDEX idx_datoms_avet ON datoms (a, value_type_tag, v, e) WHERE index_avet IS NOT 0;"
+  "CREATE UNIQUE INDEX idx_datoms_vaet ON datoms (v, a, e) WHERE index_vaet IS NOT 0;"
+  "CREATE INDEX idx_datoms_fulltext ON datoms (value_type_tag, v, a, e) WHERE index_fulltext IS NOT 0;"
+  "CREATE VIRTUAL TABLE fulltext_values USING FTS4 (text NOT NULL, searchid INT, tokenize=unicode61 \"remove_diacritics=0\");"
+  "CREATE TABLE idents (e INTEGER NOT NULL, a SMALLINT NOT NULL, v BLOB NOT NULL, value_type_tag SMALLINT NOT NULL);"
+  "CREATE TABLE schema (e INTEGER NOT NULL, a SMALLINT NOT NULL, v BLOB NOT NULL, value_type_tag SMALLINT NOT NULL);";
+
+/* Attributes: entid, ident, :db.type entid, many, component, fulltext. */
+typedef struct TAttr { int e; const char *zIdent; int type; int many, comp, ft; } TAttr;
+#define T_REF 23
+#define T_KW 24
+#define T_LONG 25
+#define T_DBL 26
+#define T_STR 27
+#define T_UUID 28
+#define T_BOOL 30
+#define T_INST 31
+static const TAttr aAttr[] = {
+  {100, ":person/id", T_LONG, 0, 0, 0},
+  {101, ":person/name", T_STR, 0, 0, 0},
+  {102, ":person/age", T_LONG, 0, 0, 0},
+  {103, ":person/email", T_STR, 0, 0, 0},
+  {105, ":person/friend", T_REF, 1, 0, 0},
+  {106, ":person/parent", T_REF, 0, 0, 0},
+  {107, ":person/alias", T_STR, 1, 0, 0},
+  {108, ":person/height", T_LONG, 0, 0, 0},
+  {109, ":person/vegetarian", T_BOOL, 0, 0, 0},
+  {110, ":person/color", T_KW, 0, 0, 0},
+  {111, ":person/salary", T_DBL, 0, 0, 0},
+  {112, ":person/born", T_INST, 0, 0, 0},
+  {120, ":order/id", T_STR, 0, 0, 0},
+  {121, ":order/items", T_REF, 1, 1, 0},
+  {122, ":order/customer", T_REF, 0, 0, 0},
+  {123, ":item/sku", T_STR, 0, 0, 0},
+  {124, ":item/qty", T_LONG, 0, 0, 0},
+  {125, ":customer/name", T_STR, 0, 0, 0},
+  {130, ":name", T_STR, 0, 0, 0},
+  {131, ":part", T_REF, 0, 0, 0},
+  {132, ":spec", T_REF, 0, 0, 0},
+  {133, ":friend", T_REF, 1, 0, 0},
+  {134, ":c/child", T_REF, 0, 1, 0},
+  {140, ":doc/text", T_STR, 0, 0, 1},
+  {141, ":x/uuid", T_UUID, 0, 0, 0},
+  {142, ":x/next", T_REF, 0, 0, 0},
+};
+#define N_ATTR ((int)(sizeof(aAttr) / sizeof(aAttr[0])))
+
+/* Entities. */
+#define P1 65536
+#define P2 65537
+#define P3 65538
+#define P4 65539
+#define P5 65540
+#define P6 65541
+#define C1 65600   /* customer Acme */
+#define O1 65601
+#define O2 65604
+#define ONE 65800
+#define TWO 65801
+#define THREE 65802
+#define LUCY 65810
+#define ELIZ 65811
+#define MATT 65812
+#define EUNAN 65813
+#define KERRI 65814
+#define CC1 65820
+#define CC2 65821
+#define DOC 65700
+#define CHAIN 70000   /* 300 entities linked by :x/next */
+
+static sqlite3 *db;
+static Schema *pSchema;
+
+static void tExec(const char *zSql) {
+  char *zErr = NULL;
+  int rc = sqlite3_exec(db, zSql, NULL, NULL, &zErr);
+  ck_assert_msg(rc == SQLITE_OK, "%s: %s", zSql, zErr ? zErr : "?");
+}
+
+static const TAttr *tAttr(int a) {
+  int i;
+  for (i = 0; i < N_ATTR; i++) {
+    if (aAttr[i].e == a) return &aAttr[i];
+  }
+  ck_abort_msg("no attribute %d", a);
+  return NULL;
+}
+
+/* One datom; zV is an SQL literal of the stored value. */
+static void tDatom(sqlite3_int64 e, int a, const char *zV) {
+  const TAttr *p = tAttr(a);
+  int tag;
+  char *zSql;
+  switch (p->type) {
+    case T_REF: tag = 0; break;
+    case T_BOOL: tag = 1; break;
+    case T_INST: tag = 4; break;
+    case T_LONG: case T_DBL: tag = 5; break;
+    case T_STR: tag = 10; break;
+    case T_UUID: tag = 11; break;
+    default: tag = 13; break;
+  }
+  zSql = sqlite3_mprintf(
+      "INSERT INTO datoms (e, a, v, tx, value_type_tag, index_vaet, index_fulltext)"
+      " VALUES (%lld, %d, %s, 268435457, %d, %d, %d)",
+      e, a, zV, tag, p->type == T_REF, p->ft);
+  tExec(zSql);
+  sqlite3_free(zSql);
+}
+
+static void tRef(sqlite3_int64 e, int a, sqlite3_int64 v) {
+  char z[32];
+  snprintf(z, sizeof z, "%lld", v);
+  tDatom(e, a, z);
+}
+
+static void tSetup(void) {
+  int i;
+  char *zErr = NULL;
+  ck_assert_int_eq(sqlite3_open(":memory:", &db), SQLITE_OK);
+  tExec(zDdl);
+  for (i = 0; i < N_ATTR; i++) {
+    const TAttr *p = &aAttr[i];
+    char *zSql = sqlite3_mprintf(
+        "INSERT INTO idents VALUES (%d, 1, %Q, 13);"
+        "INSERT INTO schema VALUES (%d, 7, %d, 0);"
+        "INSERT INTO schema VALUES (%d, 8, %d, 0);",
+        p->e, p->zIdent, p->e, p->type, p->e, p->many ? 34 : 33);
+    tExec(zSql);
+    sqlite3_free(zSql);
+    if (p->comp) {
+      zSql = sqlite3_mprintf("INSERT INTO schema VALUES (%d, 10, 1, 1)", p->e);
+      tExec(zSql);
+      sqlite3_free(zSql);
+    }
+    if (p->ft) {
+      zSql = sqlite3_mprintf("INSERT INTO schema VALUES (%d, 12, 1, 1)", p->e);
+      tExec(zSql);
+      sqlite3_free(zSql);
+    }
+  }
+  /* The acceptance cases' people (pull_api.cljc). */
+  tDatom(P1, 100, "1"); tDatom(P1, 101, "'Ivan'"); tDatom(P1, 102, "10");
+  tDatom(P1, 103, "'ivan1@example.com'"); tRef(P1, 105, P2); tRef(P1, 105, P3);
+  tDatom(P1, 107, "'Vanya'"); tDatom(P1, 107, "'Jo'"); tDatom(P1, 108, "180");
+  tDatom(P1, 109, "1"); tDatom(P1, 110, "':color/red'"); tDatom(P1, 111, "1500.5");
+  tDatom(P1, 112, "1267401600000000");                   /* 2010-03-01T00:00:00Z */
+  tDatom(P2, 100, "2"); tDatom(P2, 101, "'Ivan'"); tDatom(P2, 102, "20");
+  tDatom(P2, 103, "'ivan2@example.com'"); tRef(P2, 105, P3); tDatom(P2, 108, "175");
+  tDatom(P2, 109, "0"); tDatom(P2, 110, "':color/blue'"); tDatom(P2, 111, "2000.75");
+  tRef(P2, 106, P1); tDatom(P2, 112, "961070400000000");  /* 2000-06-15T12:00:00Z */
+  tDatom(P3, 100, "3"); tDatom(P3, 101, "'Oleg'"); tDatom(P3, 102, "10");
+  tRef(P3, 105, P4); tDatom(P3, 110, "':color/red'"); tRef(P3, 106, P1);
+  tDatom(P4, 100, "4"); tDatom(P4, 101, "'Oleg'"); tDatom(P4, 102, "20");
+  tDatom(P4, 109, "1"); tDatom(P4, 111, "900.25");
+  tDatom(P5, 100, "5"); tDatom(P5, 101, "'Ivan'"); tDatom(P5, 102, "10"); tRef(P5, 106, P4);
+  tDatom(P6, 100, "6"); tDatom(P6, 101, "'Ivan'"); tDatom(P6, 102, "20");
+  /* Orders with component items (pull-component-wildcard). */
+  tDatom(C1, 125, "'Acme'");
+  tDatom(O1, 120, "'o1'"); tRef(O1, 122, C1); tRef(O1, 121, 65602); tRef(O1, 121, 65603);
+  tDatom(65602, 123, "'A'"); tDatom(65602, 124, "2");
+  tDatom(65603, 123, "'B'"); tDatom(65603, 124, "1");
+  tDatom(O2, 120, "'o2'"); tRef(O2, 122, C1); tRef(O2, 121, 65605);
+  tDatom(65605, 123, "'C'"); tDatom(65605, 124, "5");
+  /* B18: cycles through :part/:spec, a :friend ring, a component cycle. */
+  tDatom(ONE, 130, "'one'"); tDatom(TWO, 130, "'two'"); tDatom(THREE, 130, "'three'");
+  tRef(ONE, 131, TWO); tRef(TWO, 131, THREE); tRef(THREE, 131, ONE);
+  tRef(ONE, 132, TWO); tRef(TWO, 132, ONE);
+  tDatom(LUCY, 130, "'lucy'"); tDatom(ELIZ, 130, "'eliz'"); tDatom(MATT, 130, "'matt'");
+  tDatom(EUNAN, 130, "'eunan'"); tDatom(KERRI, 130, "'kerri'");
+  tRef(LUCY, 133, ELIZ); tRef(ELIZ, 133, MATT); tRef(MATT, 133, EUNAN);
+  tRef(EUNAN, 133, KERRI); tRef(KERRI, 133, LUCY);
+  tDatom(CC1, 130, "'c1'"); tDatom(CC2, 130, "'c2'");
+  tRef(CC1, 134, CC2); tRef(CC2, 134, CC1);
+  /* Fulltext: the datom holds a rowid into fulltext_values. */
+  tExec("INSERT INTO fulltext_values (rowid, text, searchid) VALUES (7, 'hello world', 0)");
+  tDatom(DOC, 140, "7");
+  tDatom(DOC, 141, "x'00112233445566778899aabbccddeeff'");
+  /* A 300-long chain for the depth cap. */
+  tExec("WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 298)"
+        " INSERT INTO datoms (e, a, v, tx, value_type_tag, index_vaet)"
+        " SELECT 70000 + i, 142, 70001 + i, 268435457, 0, 1 FROM n");
+
+  ck_assert_msg(schemaLoad(db, &pSchema, &zErr) == SQLITE_OK, "schemaLoad: %s", zErr ? zErr : "?");
+}
+
+static void tTeardown(void) {
+  schemaUnref(pSchema);
+  pSchema = NULL;
+  sqlite3_close(db);
+  db = NULL;
+}
+
+/* ---- running a pull -------------------------------------------------- */
+
+/* Reads zPat, pulls e; returns the JSON (normalised by SQLite's json(), so
+** only whitespace is forgiven: key order and values must match) or
+** "ERROR: <message>". sqlite3_malloc'd. */
+static char *tPull(const char *zPat, sqlite3_int64 e, unsigned flags, PullCache **ppCache) {
+  EdnArena arena;
+  EdnValue *pPat = NULL;
+  EdnError err;
+  char *zErr = NULL, *zJson, *zRet;
+  sqlite3_str *pOut;
+  int rc;
+
+  ednArenaInit(&arena);
+  memset(&err, 0, sizeof err);
+  rc = ednReadOne(&arena, zPat, (int)strlen(zPat), &pPat, &err);
+  ck_assert_msg(rc == SQLITE_OK, "read %s: %s", zPat, err.zMsg);
+  pOut = sqlite3_str_new(db);
+  rc = flags || ppCache ? pullEntityEx(db, pSchema, pPat, e, flags, ppCache, pOut, &zErr)
+                        : pullEntity(db, pSchema, pPat, e, pOut, &zErr);
+  zJson = sqlite3_str_finish(pOut);
+  if (rc != SQLITE_OK) {
+    zRet = sqlite3_mprintf("ERROR: %s", zErr ? zErr : "(no message)");
+  } else {
+    char *zNorm = tuQuery(db, "SELECT json(?1)", zJson ? zJson : "", NULL);
+    zRet = sqlite3_mprintf("%s", zNorm);
+    free(zNorm);
+  }
+  sqlite3_free(zJson);
+  sqlite3_free(zErr);
+  ednArenaReset(&arena);
+  return zRet;
+}
+
+static char *tNorm(const char *zJson) {
+  char *z = tuQuery(db, "SELECT json(?1)", zJson, NULL);
+  char *zRet = sqlite3_mprintf("%s", z);
+  free(z);
+  return zRet;
+}
+
+typedef struct PullCase {
+  const char *zPattern;
+  sqlite3_int64 e;
+  unsigned flags;
+  const char *zExpect;     /* JSON, or "ERROR: ..." prefix for errors */
+} PullCase;
+
+static void tRunCases(const PullCase *a, int n, int bCache) {
+  int i;
+  PullCache *pCache = NULL;
+  for (i = 0; i < n; i++) {
+    char *zGot = tPull(a[i].zPattern, a[i].e, a[i].flags, bCache ? &pCache : NULL);
+    if (strncmp(a[i].zExpect, "ERROR: ", 7) == 0) {
+      ck_assert_msg(strstr(zGot, a[i].zExpect) == zGot, "case %d %s: got %s, want %s",
+                    i, a[i].zPattern, zGot, a[i].zExpect);
+    } else {
+      char *zWant = tNorm(a[i].zExpect);
+      ck_assert_msg(strcmp(zGot, zWant) == 0, "case %d %s @%lld:\n got  %s\n want %s",
+                    i, a[i].zPattern, a[i].e, zGot, zWant);
+      sqlite3_free(zWant);
+    }
+    sqlite3_free(zGot);
+  }
+  pullCacheFree(pCache);
+}
+
+/* ---- acceptance cases (feature "pull: ...") -------------------------- */
+
+static const PullCase aAcceptance[] = {
+  /* pull-attrs */
+  {"[:person/name :person/age]", P1, 0, "{\":person/name\":\"Ivan\",\":person/age\":10}"},
+  /* pull-card-many: EAVT order, so sorted by value */
+  {"[:person/alias]", P1, 0, "{\":person/alias\":[\"Jo\",\"Vanya\"]}"},
+  /* pull-missing-attr-omitted */
+  {"[:person/name :person/height]", P3, 0, "{\":person/name\":\"Oleg\"}"},
+  /* pull-nested */
+  {"[:person/name {:person/friend [:person/id]}]", P1, 0,
+   "{\":person/name\":\"Ivan\",\":person/friend\":[{\":person/id\":2},{\":person/id\":3}]}"},
+  /* pull-reverse-many */
+  {"[:person/id {:person/_friend [:person/id]}]", P3, 0,
+   "{\":person/id\":3,\":person/_friend\":[{\":person/id\":1},{\":person/id\":2}]}"},
+  /* pull-reverse-of-card-one */
+  {"[{:person/_parent [:person/id]}]", P1, 0,
+   "{\":person/_parent\":[{\":person/id\":2},{\":person/id\":3}]}"},
+  /* pull-default */
+  {"[:person/name [:person/height :default 0]]", P3, 0,
+   "{\":person/name\":\"Oleg\",\":person/height\":0}"},
+  /* pull-default-not-used */
+  {"[[:person/height :default 0]]", P1, 0, "{\":person/height\":180}"},
+  /* pull-as */
+  {"[[:person/name :as :nom/name]]", P3, 0, "{\":nom/name\":\"Oleg\"}"},
+  /* pull-wildcard: :db/id first, then attributes in entid order */
+  {"[*]", P6, 0, "{\":db/id\":65541,\":person/id\":6,\":person/name\":\"Ivan\",\":person/age\":20}"},
+  /* pull-recursion-unbounded */
+  {"[:person/id {:person/friend ...}]", P2, 0,
+   "{\":person/id\":2,\":person/friend\":[{\":person/id\":3,\":person/friend\":[{\":person/id\":4}]}]}"},
+  /* pull-coll-find / pull-rel-find: one entity at a time */
+  {"[:person/id]", P5, 0, "{\":person/id\":5}"},
+  /* pull-component-wildcard: items expanded, customer through its spec */
+  {"[* {:order/customer [:customer/name]}]", O2, 0,
+   "{\":db/id\":65604,\":order/id\":\"o2\","
+   "\":order/items\":[{\":db/id\":65605,\":item/sku\":\"C\",\":item/qty\":5}],"
+   "\":order/customer\":{\":customer/name\":\"Acme\"}}"},
+  {"[*]", O1, 0,
+   "{\":db/id\":65601,\":order/id\":\"o1\",\":order/items\":["
+   "{\":db/id\":65602,\":item/sku\":\"A\",\":item/qty\":2},"
+   "{\":db/id\":65603,\":item/sku\":\"B\",\":item/qty\":1}],"
+   "\":order/customer\":{\":db/id\":65600}}"},
+};
+
+START_TEST(test_acceptance) {
+  tRunCases(aAcceptance, (int)(sizeof(aAcceptance) / sizeof(aAcceptance[0])), 0);
+}
+END_TEST
+
+START_TEST(test_acceptance_cached) {
+  tRunCases(aAcceptance, (int)(sizeof(aAcceptance) / sizeof(aAcceptance[0])), 1);
+}
+END_TEST
+
+/* ---- B18: recursion over cycles -------------------------------------- */
+
+static const PullCase aB18[] = {
+  /* Q1: nests until an entity repeats on the current path. */
+  {"[:db/id {:part ...} {:spec ...}]", ONE, 0,
+   "{\":db/id\":65800,"
+   "\":part\":{\":db/id\":65801,\":part\":{\":db/id\":65802,\":part\":{\":db/id\":65800}},"
+   "\":spec\":{\":db/id\":65800}},"
+   "\":spec\":{\":db/id\":65801,\":part\":{\":db/id\":65802,\":part\":{\":db/id\":65800}},"
+   "\":spec\":{\":db/id\":65800}}}"},
+  /* Q2: two levels of :friend with names, the third ids only. */
+  {"[:name {:friend 2}]", LUCY, 0,
+   "{\":name\":\"lucy\",\":friend\":[{\":name\":\"eliz\",\":friend\":[{\":name\":\"matt\","
+   "\":friend\":[{\":db/id\":65813}]}]}]}"},
+  /* Q3: the ring back to lucy shows her id. */
+  {"[:name {:friend ...}]", LUCY, 0,
+   "{\":name\":\"lucy\",\":friend\":[{\":name\":\"eliz\",\":friend\":[{\":name\":\"matt\","
+   "\":friend\":[{\":name\":\"eunan\",\":friend\":[{\":name\":\"kerri\","
+   "\":friend\":[{\":db/id\":65810}]}]}]}]}]}"},
+  /* Q4: component cycle: c2 expanded, c1 again as an id. */
+  {"[*]", CC1, 0,
+   "{\":db/id\":65820,\":name\":\"c1\",\":c/child\":{\":db/id\":65821,\":name\":\"c2\","
+   "\":c/child\":{\":db/id\":65820}}}"},
+  /* Q5: wildcard plus one level of :friend. */
+  {"[* {:friend 1}]", LUCY, 0,
+   "{\":db/id\":65810,\":name\":\"lucy\",\":friend\":[{\":db/id\":65811,\":name\":\"eliz\","
+   "\":friend\":[{\":db/id\":65812}]}]}"},
+  /* Bounded recursion on the acceptance data. */
+  {"[:person/id {:person/friend 1}]", P1, 0,
+   "{\":person/id\":1,\":person/friend\":[{\":person/id\":2,\":person/friend\":[{\":db/id\":65538}]},"
+   "{\":person/id\":3,\":person/friend\":[{\":db/id\":65539}]}]}"},
+  /* Reverse recursion. */
+  {"[:person/id {:person/_parent ...}]", P1, 0,
+   "{\":person/id\":1,\":person/_parent\":[{\":person/id\":2},{\":person/id\":3}]}"},
+  {"[:person/id {:person/_parent ...}]", P4, 0,
+   "{\":person/id\":4,\":person/_parent\":[{\":person/id\":5}]}"},
+};
+
+START_TEST(test_b18_cycles) {
+  tRunCases(aB18, (int)(sizeof(aB18) / sizeof(aB18[0])), 0);
+  tRunCases(aB18, (int)(sizeof(aB18) / sizeof(aB18[0])), 1);
+}
+END_TEST
+
+/* ---- values, options, forms ------------------------------------------ */
+
+static const PullCase aForms[] = {
+  /* Leaf values in pull form (SPEC §2.3). */
+  {"[:person/vegetarian :person/color :person/salary :person/born]", P1, 0,
+   "{\":person/vegetarian\":true,\":person/color\":\":color/red\",\":person/salary\":1500.5,"
+   "\":person/born\":1267401600000000}"},
+  {"[:person/vegetarian :person/born]", P2, 0,
+   "{\":person/vegetarian\":false,\":person/born\":961070400000000}"},
+  {"[:person/parent]", P2, 0, "{\":person/parent\":{\":db/id\":65536}}"},
+  {"[:person/friend]", P1, 0, "{\":person/friend\":[{\":db/id\":65537},{\":db/id\":65538}]}"},
+  {"[:person/_parent]", P1, 0, "{\":person/_parent\":[{\":db/id\":65537},{\":db/id\":65538}]}"},
+  {"[:doc/text :x/uuid]", DOC, 0,
+   "{\":doc/text\":\"hello world\",\":x/uuid\":\"00112233-4455-6677-8899-aabbccddeeff\"}"},
+  /* :db/id where the pattern puts it. */
+  {"[:db/id :person/name]", P3, 0, "{\":db/id\":65538,\":person/name\":\"Oleg\"}"},
+  {"[:person/name :db/id]", P3, 0, "{\":person/name\":\"Oleg\",\":db/id\":65538}"},
+  /* Options. */
+  {"[[:person/alias :limit 1]]", P1, 0, "{\":person/alias\":[\"Jo\"]}"},
+  {"[[:person/friend :limit nil]]", P1, 0,
+   "{\":person/friend\":[{\":db/id\":65537},{\":db/id\":65538}]}"},
+  {"[[:person/_parent :limit 1]]", P1, 0, "{\":person/_parent\":[{\":db/id\":65537}]}"},
+  {"[:person/name :as :nom/name :person/age]", P3, 0, "{\":nom/name\":\"Oleg\",\":person/age\":10}"},
+  {"[:person/height :default 7 :as \"h\"]", P3, 0, "{\"h\":7}"},
+  {"[(:person/name :as \"nm\")]", P3, 0, "{\"nm\":\"Oleg\"}"},
+  {"[(limit :person/alias 1)]", P1, 0, "{\":person/alias\":[\"Jo\"]}"},
+  {"[(default :person/height 7)]", P3, 0, "{\":person/height\":7}"},
+  {"[[:person/name :as nm]]", P3, 0, "{\"nm\":\"Oleg\"}"},
+  {"[{[:person/friend :limit 1 :as :f] [:person/name]}]", P1, 0,
+   "{\":f\":[{\":person/name\":\"Ivan\"}]}"},
+  {"[[:person/_parent :default \"none\"]]", P6, 0, "{\":person/_parent\":\"none\"}"},
+  {"[[:no/such :default \"x\"] :person/name]", P3, 0, "{\":no/such\":\"x\",\":person/name\":\"Oleg\"}"},
+  {"[:no/such :no/_such :person/name]", P3, 0, "{\":person/name\":\"Oleg\"}"},
+  {"[\"*\"]", P6, 0, "{\":db/id\":65541,\":person/id\":6,\":person/name\":\"Ivan\",\":person/age\":20}"},
+  /* Repeated keys are written once; an explicit attribute beats the wildcard. */
+  {"[:person/name :person/name]", P3, 0, "{\":person/name\":\"Oleg\"}"},
+  {"[:person/friend {:person/friend [:person/id]}]", P2, 0,
+   "{\":person/friend\":[{\":person/id\":3}]}"},
+  {"[* :person/name]", P6, 0, "{\":db/id\":65541,\":person/id\":6,\":person/age\":20,\":person/name\":\"Ivan\"}"},
+  {"[:db/id *]", P6, 0, "{\":db/id\":65541,\":person/id\":6,\":person/name\":\"Ivan\",\":person/age\":20}"},
+  /* A sub-pattern on a non-ref attribute reads as the plain attribute. */
+  {"[{:person/name [:person/id]}]", P3, 0, "{\":person/name\":\"Oleg\"}"},
+  /* Nothing to show: the entity's id, so every pulled entity is visible. */
+  {"[:person/name]", 99999, 0, "{\":db/id\":99999}"},
+  {"[*]", 99999, 0, "{\":db/id\":99999}"},
+  {"[]", P3, 0, "{\":db/id\":65538}"},
+  {"[{:person/friend [:person/email]}]", P2, 0, "{\":person/friend\":[{\":db/id\":65538}]}"},
+  /* edn_pull's form: :db/id always, last unless the pattern places it. */
+  {"[:person/name]", P3, PULL_WITH_DBID, "{\":person/name\":\"Oleg\",\":db/id\":65538}"},
+  {"[:db/id :person/name]", P3, PULL_WITH_DBID, "{\":db/id\":65538,\":person/name\":\"Oleg\"}"},
+  {"[*]", P6, PULL_WITH_DBID,
+   "{\":db/id\":65541,\":person/id\":6,\":person/name\":\"Ivan\",\":person/age\":20}"},
+  {"[{:person/friend [:person/name]}]", P2, PULL_WITH_DBID,
+   "{\":person/friend\":[{\":person/name\":\"Oleg\"}],\":db/id\":65537}"},
+  {"[:person/name]", 99999, PULL_WITH_DBID, "{\":db/id\":99999}"},
+};
+
+START_TEST(test_forms) {
+  tRunCases(aForms, (int)(sizeof(aForms) / sizeof(aForms[0])), 0);
+  tRunCases(aForms, (int)(sizeof(aForms) / sizeof(aForms[0])), 1);
+}
+END_TEST
+
+/* ---- bad patterns ---------------------------------------------------- */
+
+static const PullCase aErrors[] = {
+  {"{:person/name [:a]}", P1, 0, "ERROR: pull pattern: line 1 col 1: expected a vector, got a map"},
+  {"[:person/name 1]", P1, 0,
+   "ERROR: pull pattern: line 1 col 15: expected an attribute, *, a map or an attribute with options, got an integer"},
+  {"[[:person/name :as]]", P1, 0, "ERROR: pull pattern: line 1 col 2: expected option/value pairs after :person/name"},
+  {"[[:person/name :limit 0]]", P1, 0,
+   "ERROR: pull pattern: line 1 col 23: :limit expects a positive integer or nil, got an integer"},
+  {"[[:person/name :xform str]]", P1, 0, "ERROR: pull pattern: line 1 col 16: unsupported pull option :xform"},
+  {"[{:person/friend \"x\"}]", P1, 0,
+   "ERROR: pull pattern: line 1 col 18: expected a pattern vector, a positive recursion limit or ... after :person/friend, got a string"},
+  {"[{:person/friend 0}]", P1, 0, "ERROR: pull pattern: line 1 col 18: expected a pattern vector"},
+  {"[{:db/id [:a]}]", P1, 0, "ERROR: pull pattern: line 1 col 3: :db/id cannot take a sub-pattern"},
+  {"[:person/_name]", P1, 0,
+   "ERROR: pull pattern: line 1 col 2: reverse attribute :person/_name needs :person/name to be a ref attribute"},
+  {"[:person/name :as]", P1, 0, "ERROR: pull pattern: line 1 col 15: option :as needs a value"},
+  {"[:as :x]", P1, 0, "ERROR: pull pattern: line 1 col 2: option :as must follow an attribute"},
+  {"[{}]", P1, 0, "ERROR: pull pattern: line 1 col 2: empty map in pull pattern"},
+  {"[[]]", P1, 0, "ERROR: pull pattern: line 1 col 2: empty attribute spec"},
+  {"[[:person/name :as 1]]", P1, 0,
+   "ERROR: pull pattern: line 1 col 20: :as expects a keyword, string or symbol, got an integer"},
+  {"[[\"x\" :as :y]]", P1, 0, "ERROR: pull pattern: line 1 col 3: expected an attribute keyword, got a string"},
+  {"[(limit :person/alias)]", P1, 0, "ERROR: pull pattern: line 1 col 2: expected (limit :attribute value)"},
+  {"[{1 [:a]}]", P1, 0, "ERROR: pull pattern: line 1 col 3: expected an attribute as a map key, got an integer"},
+  {"[[:person/name 5 1]]", P1, 0, "ERROR: pull pattern: line 1 col 16: expected a pull option keyword, got an integer"},
+};
+
+START_TEST(test_errors) {
+  int i;
+  tRunCases(aErrors, (int)(sizeof(aErrors) / sizeof(aErrors[0])), 0);
+  /* pullValidate reports the same errors without reading data. */
+  for (i = 0; i < (int)(sizeof(aErrors) / sizeof(aErrors[0])); i++) {
+    EdnArena arena;
+    EdnValue *pPat = NULL;
+    EdnError err;
+    char *zErr = NULL;
+    ednArenaInit(&arena);
+    ck_assert_int_eq(ednReadOne(&arena, aErrors[i].zPattern, (int)strlen(aErrors[i].zPattern),
+                                &pPat, &err), SQLITE_OK);
+    ck_assert_int_eq(pullValidate(pSchema, pPat, &zErr), SQLITE_ERROR);
+    ck_assert_msg(zErr && strncmp(zErr, aErrors[i].zExpect + 7, strlen(aErrors[i].zExpect) - 7) == 0,
+                  "validate %s: %s", aErrors[i].zPattern, zErr ? zErr : "(null)");
+    sqlite3_free(zErr);
+    ednArenaReset(&arena);
+  }
+}
+END_TEST
+
+START_TEST(test_validate_ok) {
+  static const char *const azOk[] = {
+    "[*]", "[:person/name {:person/friend ...}]", "[{:person/_friend [*]}]",
+    "[[:person/alias :limit nil :as \"a\" :default []]]", "[:no/such]", "[]",
+  };
+  int i;
+  for (i = 0; i < (int)(sizeof(azOk) / sizeof(azOk[0])); i++) {
+    EdnArena arena;
+    EdnValue *pPat = NULL;
+    EdnError err;
+    char *zErr = NULL;
+    ednArenaInit(&arena);
+    ck_assert_int_eq(ednReadOne(&arena, azOk[i], (int)strlen(azOk[i]), &pPat, &err), SQLITE_OK);
+    ck_assert_msg(pullValidate(pSchema, pPat, &zErr) == SQLITE_OK, "%s: %s", azOk[i], zErr);
+    ednArenaReset(&arena);
+  }
+}
+END_TEST
+
+/* ---- limits ---------------------------------------------------------- */
+
+/* B34: a pattern nested 50,000 deep (built in code, as the reader stops at
+** 256) fails with "nesting too deep", without a crash. */
+START_TEST(test_deep_pattern) {
+  EdnArena arena;
+  EdnValue *pRoot = NULL, *pCur;
+  char *zErr = NULL;
+  sqlite3_str *pOut;
+  int i;
+  ednArenaInit(&arena);
+  pCur = ednNewColl(&arena, EDN_VECTOR, 1);
+  ck_assert_ptr_nonnull(pCur);
+  pRoot = pCur;
+  for (i = 0; i < 50000; i++) {
+    EdnValue *pMap = ednNewColl(&arena, EDN_MAP, 2);
+    EdnValue *pVec = ednNewColl(&arena, EDN_VECTOR, 1);
+    ck_assert_ptr_nonnull(pMap);
+    ck_assert_ptr_nonnull(pVec);
+    pMap->u.c.a[0] = ednNewString(&arena, EDN_KEYWORD, ":person/friend", 14);
+    pMap->u.c.a[1] = pVec;
+    pCur->u.c.a[0] = pMap;
+    pCur = pVec;
+  }
+  pCur->u.c.a[0] = ednNewString(&arena, EDN_KEYWORD, ":person/name", 12);
+  ck_assert_int_eq(pullValidate(pSchema, pRoot, &zErr), SQLITE_ERROR);
+  ck_assert_msg(strstr(zErr, "nesting too deep") != NULL, "%s", zErr);
+  sqlite3_free(zErr);
+  zErr = NULL;
+  pOut = sqlite3_str_new(db);
+  ck_assert_int_eq(pullEntity(db, pSchema, pRoot, P1, pOut, &zErr), SQLITE_ERROR);
+  ck_assert_msg(strstr(zErr, "nesting too deep (limit 256)") != NULL, "%s", zErr);
+  sqlite3_free(zErr);
+  sqlite3_free(sqlite3_str_finish(pOut));
+  ednArenaReset(&arena);
+}
+END_TEST
+
+/* Unbounded recursion down a 300-long chain stops at 256 nested maps and
+** shows the next entity as an id; the result is valid JSON. */
+START_TEST(test_deep_data) {
+  char *zGot = tPull("[:db/id {:x/next ...}]", CHAIN, 0, NULL);
+  const char *z = zGot;
+  int nId = 0;
+  char *zValid;
+  ck_assert_msg(strncmp(zGot, "{\":db/id\":70000,", 16) == 0, "%.60s", zGot);
+  while ((z = strstr(z, "\":db/id\"")) != NULL) {
+    nId++;
+    z++;
+  }
+  ck_assert_int_eq(nId, 257);              /* 256 maps and the id that stops them */
+  ck_assert_ptr_nonnull(strstr(zGot, "{\":db/id\":70256}"));
+  zValid = tuQuery(db, "SELECT json_valid(?1)", zGot, NULL);
+  ck_assert_str_eq(zValid, "1");
+  free(zValid);
+  sqlite3_free(zGot);
+  /* Bounded recursion larger than the chain's reach is capped the same way. */
+  zGot = tPull("[:db/id {:x/next 1000}]", CHAIN, 0, NULL);
+  ck_assert_ptr_nonnull(strstr(zGot, "{\":db/id\":70256}"));
+  sqlite3_free(zGot);
+}
+END_TEST
+
+/* The statement cache belongs to one connection. */
+START_TEST(test_cache_connection) {
+  PullCache *pCache = NULL;
+  sqlite3 *db2 = NULL;
+  char *zGot;
+  zGot = tPull("[:person/name]", P3, 0, &pCache);
+  ck_assert_str_eq(zGot, "{\":person/name\":\"Oleg\"}");
+  sqlite3_free(zGot);
+  ck_assert_ptr_nonnull(pCache);
+  ck_assert_int_eq(sqlite3_open(":memory:", &db2), SQLITE_OK);
+  {
+    EdnArena arena;
+    EdnValue *pPat = NULL;
+    EdnError err;
+    char *zErr = NULL;
+    sqlite3_str *pOut = sqlite3_str_new(db2);
+    ednArenaInit(&arena);
+    ck_assert_int_eq(ednReadOne(&arena, "[:person/name]", 14, &pPat, &err), SQLITE_OK);
+    ck_assert_int_eq(pullEntityEx(db2, pSchema, pPat, P3, 0, &pCache, pOut, &zErr), SQLITE_MISUSE);
+    ck_assert_ptr_nonnull(strstr(zErr, "another connection"));
+    sqlite3_free(zErr);
+    sqlite3_free(sqlite3_str_finish(pOut));
+    ednArenaReset(&arena);
+  }
+  sqlite3_close(db2);
+  pullCacheFree(pCache);
+  pullCacheFree(NULL);
+}
+END_TEST
+
+/* A missing store table is an SQL error reported in the user's terms. */
+START_TEST(test_sql_error) {
+  char *zGot;
+  tExec("DROP TABLE datoms");
+  zGot = tPull("[:person/name]", P3, 0, NULL);
+  ck_assert_msg(strncmp(zGot, "ERROR: pull: no such table: datoms", 34) == 0, "%s", zGot);
+  sqlite3_free(zGot);
+}
+END_TEST
+
+static Suite *pullSuite(void) {
+  Suite *s = suite_create("pull");
+  TCase *tc = tcase_create("pull");
+  tcase_add_checked_fixture(tc, tSetup, tTeardown);
+  tcase_add_test(tc, test_acceptance);
+  tcase_add_test(tc, test_acceptance_cached);
+  tcase_add_test(tc, test_b18_cycles);
+  tcase_add_test(tc, test_forms);
+  tcase_add_test(tc, test_errors);
+  tcase_add_test(tc, test_validate_ok);
+  tcase_add_test(tc, test_deep_pattern);
+  tcase_add_test(tc, test_deep_data);
+  tcase_add_test(tc, test_cache_connection);
+  tcase_add_test(tc, test_sql_error);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+TU_MAIN(pullSuite)
