@@ -10,6 +10,7 @@
 */
 #include "testutil.h"
 #include "pull.h"
+#include "tx.h"
 
 /* ---- the store ------------------------------------------------------- */
 
@@ -612,6 +613,181 @@ START_TEST(test_sql_error) {
 }
 END_TEST
 
+
+/* ---- end to end: a real store written by the transactor --------------- */
+
+/* The acceptance cases' schema and data (cases.jsonl, pull-attrs and
+** pull-component-wildcard) and B18's, transacted with edn_t's machinery. */
+static const char *const zSchemaEdn =
+  "[{:db/ident :person/id :db/valueType :db.type/long :db/cardinality :db.cardinality/one"
+  "  :db/unique :db.unique/identity :db/index true}"
+  " {:db/ident :person/name :db/valueType :db.type/string :db/cardinality :db.cardinality/one :db/index true}"
+  " {:db/ident :person/age :db/valueType :db.type/long :db/cardinality :db.cardinality/one}"
+  " {:db/ident :person/friend :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}"
+  " {:db/ident :person/parent :db/valueType :db.type/ref :db/cardinality :db.cardinality/one}"
+  " {:db/ident :person/alias :db/valueType :db.type/string :db/cardinality :db.cardinality/many}"
+  " {:db/ident :person/height :db/valueType :db.type/long :db/cardinality :db.cardinality/one}"
+  " {:db/ident :person/born :db/valueType :db.type/instant :db/cardinality :db.cardinality/one}"
+  " {:db/ident :order/id :db/valueType :db.type/string :db/cardinality :db.cardinality/one"
+  "  :db/unique :db.unique/identity :db/index true}"
+  " {:db/ident :order/items :db/valueType :db.type/ref :db/cardinality :db.cardinality/many :db/isComponent true}"
+  " {:db/ident :order/customer :db/valueType :db.type/ref :db/cardinality :db.cardinality/one}"
+  " {:db/ident :item/sku :db/valueType :db.type/string :db/cardinality :db.cardinality/one}"
+  " {:db/ident :item/qty :db/valueType :db.type/long :db/cardinality :db.cardinality/one}"
+  " {:db/ident :customer/name :db/valueType :db.type/string :db/cardinality :db.cardinality/one"
+  "  :db/unique :db.unique/identity :db/index true}"
+  " {:db/ident :name :db/valueType :db.type/string :db/cardinality :db.cardinality/one"
+  "  :db/unique :db.unique/identity :db/index true}"
+  " {:db/ident :part :db/valueType :db.type/ref :db/cardinality :db.cardinality/one}"
+  " {:db/ident :spec :db/valueType :db.type/ref :db/cardinality :db.cardinality/one}"
+  " {:db/ident :friend :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}"
+  " {:db/ident :c/child :db/valueType :db.type/ref :db/cardinality :db.cardinality/one :db/isComponent true}"
+  " {:db/ident :doc/text :db/valueType :db.type/string :db/cardinality :db.cardinality/one :db/fulltext true :db/index true}]";
+
+static const char *const zDataEdn =
+  "[{:db/id \"p1\" :person/id 1 :person/name \"Ivan\" :person/age 10 :person/friend [\"p2\" \"p3\"]"
+  "  :person/alias [\"Vanya\" \"Jo\"] :person/height 180 :person/born #inst \"2010-03-01T00:00:00.000Z\"}"
+  " {:db/id \"p2\" :person/id 2 :person/name \"Ivan\" :person/age 20 :person/friend [\"p3\"] :person/parent \"p1\"}"
+  " {:db/id \"p3\" :person/id 3 :person/name \"Oleg\" :person/age 10 :person/friend [\"p4\"] :person/parent \"p1\"}"
+  " {:db/id \"p4\" :person/id 4 :person/name \"Oleg\" :person/age 20}"
+  " {:db/id \"p6\" :person/id 6 :person/name \"Ivan\" :person/age 20}"
+  " {:db/id \"c1\" :customer/name \"Acme\"}"
+  " {:db/id \"o2\" :order/id \"o2\" :order/customer \"c1\" :order/items [{:item/sku \"C\" :item/qty 5}]}"
+  " {:db/id \"one\" :name \"one\"} {:db/id \"two\" :name \"two\"} {:db/id \"three\" :name \"three\"}"
+  " [:db/add \"one\" :part \"two\"] [:db/add \"two\" :part \"three\"] [:db/add \"three\" :part \"one\"]"
+  " [:db/add \"one\" :spec \"two\"] [:db/add \"two\" :spec \"one\"]"
+  " {:db/id \"lucy\" :name \"lucy\" :friend \"eliz\"} {:db/id \"eliz\" :name \"eliz\" :friend \"matt\"}"
+  " {:db/id \"matt\" :name \"matt\" :friend \"eunan\"} {:db/id \"eunan\" :name \"eunan\" :friend \"kerri\"}"
+  " {:db/id \"kerri\" :name \"kerri\" :friend \"lucy\"}"
+  " {:db/id \"c1x\" :name \"c1\" :c/child \"c2x\"} {:db/id \"c2x\" :name \"c2\" :c/child \"c1x\"}"
+  " {:db/id \"doc\" :doc/text \"hello world\"}]";
+
+static Store *pStore;
+static StoreConn *pConn;
+static char *zReport;   /* the data tx's report, for tempids */
+
+static void tStoreSetup(void) {
+  char *zErr = NULL;
+  sqlite3_str *pRep;
+  ck_assert_msg(storeAcquire("", &pStore, &zErr) == SQLITE_OK, "storeAcquire: %s", zErr);
+  pRep = sqlite3_str_new(NULL);
+  ck_assert_msg(txTransact(pStore, zSchemaEdn, (int)strlen(zSchemaEdn), pRep, &zErr) == SQLITE_OK,
+                "schema tx: %s", zErr);
+  sqlite3_free(sqlite3_str_finish(pRep));
+  pRep = sqlite3_str_new(NULL);
+  ck_assert_msg(txTransact(pStore, zDataEdn, (int)strlen(zDataEdn), pRep, &zErr) == SQLITE_OK,
+                "data tx: %s", zErr);
+  zReport = sqlite3_str_finish(pRep);
+  ck_assert_msg(storeReader(pStore, &pConn, &pSchema, &zErr) == SQLITE_OK, "storeReader: %s", zErr);
+  db = pConn->db;
+}
+
+static void tStoreTeardown(void) {
+  storeReaderDone(pStore, pConn);
+  schemaUnref(pSchema);
+  storeRelease(pStore);
+  sqlite3_free(zReport);
+  pSchema = NULL;
+  pStore = NULL;
+  pConn = NULL;
+  db = NULL;
+}
+
+/* The entid the data tx gave tempid zName. */
+static sqlite3_int64 tId(const char *zName) {
+  char *zPath = sqlite3_mprintf("$.tempids.%s", zName);
+  char *z = tuQuery(db, "SELECT json_extract(?1, ?2)", zReport, zPath);
+  sqlite3_int64 e = atoll(z);
+  ck_assert_msg(e > 0, "tempid %s: %s in %s", zName, z, zReport);
+  free(z);
+  sqlite3_free(zPath);
+  return e;
+}
+
+/* Expands {name} in zTemplate to the entid of tempid name. */
+static char *tSubst(const char *zTemplate) {
+  sqlite3_str *pOut = sqlite3_str_new(NULL);
+  const char *z = zTemplate;
+  while (*z) {
+    if (*z == '{' && z[1] >= 'a' && z[1] <= 'z') {
+      const char *zEnd = strchr(z, '}');
+      char *zName = sqlite3_mprintf("%.*s", (int)(zEnd - z - 1), z + 1);
+      sqlite3_str_appendf(pOut, "%lld", tId(zName));
+      sqlite3_free(zName);
+      z = zEnd + 1;
+    } else {
+      sqlite3_str_appendchar(pOut, 1, *z++);
+    }
+  }
+  return sqlite3_str_finish(pOut);
+}
+
+typedef struct StoreCase {
+  const char *zPattern;
+  const char *zEntity;     /* tempid name */
+  const char *zExpect;     /* JSON with {tempid} placeholders */
+} StoreCase;
+
+static const StoreCase aStoreCases[] = {
+  {"[:person/name :person/age]", "p1", "{\":person/name\":\"Ivan\",\":person/age\":10}"},
+  {"[:person/alias]", "p1", "{\":person/alias\":[\"Jo\",\"Vanya\"]}"},
+  {"[:person/name :person/height]", "p3", "{\":person/name\":\"Oleg\"}"},
+  {"[:person/name {:person/friend [:person/id]}]", "p1",
+   "{\":person/name\":\"Ivan\",\":person/friend\":[{\":person/id\":2},{\":person/id\":3}]}"},
+  {"[:person/id {:person/_friend [:person/id]}]", "p3",
+   "{\":person/id\":3,\":person/_friend\":[{\":person/id\":1},{\":person/id\":2}]}"},
+  {"[{:person/_parent [:person/id]}]", "p1", "{\":person/_parent\":[{\":person/id\":2},{\":person/id\":3}]}"},
+  {"[:person/name [:person/height :default 0]]", "p3", "{\":person/name\":\"Oleg\",\":person/height\":0}"},
+  {"[[:person/height :default 0]]", "p1", "{\":person/height\":180}"},
+  {"[[:person/name :as :nom/name]]", "p3", "{\":nom/name\":\"Oleg\"}"},
+  {"[*]", "p6", "{\":db/id\":{p6},\":person/id\":6,\":person/name\":\"Ivan\",\":person/age\":20}"},
+  {"[:person/id {:person/friend ...}]", "p2",
+   "{\":person/id\":2,\":person/friend\":[{\":person/id\":3,\":person/friend\":[{\":person/id\":4}]}]}"},
+  {"[:person/born :person/parent]", "p2", "{\":person/parent\":{\":db/id\":{p1}}}"},
+  {"[:person/born]", "p1", "{\":person/born\":1267401600000000}"},
+  {"[[:order/customer :as :c] {:order/items [:item/sku :item/qty]}]", "o2",
+   "{\":c\":{\":db/id\":{c1}},\":order/items\":[{\":item/sku\":\"C\",\":item/qty\":5}]}"},
+  {"[:doc/text]", "doc", "{\":doc/text\":\"hello world\"}"},
+  /* B18 Q1-Q5. */
+  {"[:db/id {:part ...} {:spec ...}]", "one",
+   "{\":db/id\":{one},\":part\":{\":db/id\":{two},\":part\":{\":db/id\":{three},\":part\":{\":db/id\":{one}}},"
+   "\":spec\":{\":db/id\":{one}}},\":spec\":{\":db/id\":{two},\":part\":{\":db/id\":{three},"
+   "\":part\":{\":db/id\":{one}}},\":spec\":{\":db/id\":{one}}}}"},
+  {"[:name {:friend 2}]", "lucy",
+   "{\":name\":\"lucy\",\":friend\":[{\":name\":\"eliz\",\":friend\":[{\":name\":\"matt\","
+   "\":friend\":[{\":db/id\":{eunan}}]}]}]}"},
+  {"[:name {:friend ...}]", "lucy",
+   "{\":name\":\"lucy\",\":friend\":[{\":name\":\"eliz\",\":friend\":[{\":name\":\"matt\","
+   "\":friend\":[{\":name\":\"eunan\",\":friend\":[{\":name\":\"kerri\","
+   "\":friend\":[{\":db/id\":{lucy}}]}]}]}]}]}"},
+  {"[*]", "c1x",
+   "{\":db/id\":{c1x},\":name\":\"c1\",\":c/child\":{\":db/id\":{c2x},\":name\":\"c2\","
+   "\":c/child\":{\":db/id\":{c1x}}}}"},
+  {"[* {:friend 1}]", "lucy",
+   "{\":db/id\":{lucy},\":name\":\"lucy\",\":friend\":[{\":db/id\":{eliz},\":name\":\"eliz\","
+   "\":friend\":[{\":db/id\":{matt}}]}]}"},
+};
+
+START_TEST(test_store_cases) {
+  int i, k;
+  for (k = 0; k < 2; k++) {             /* without, then with a statement cache */
+    PullCache *pCache = NULL;
+    for (i = 0; i < (int)(sizeof(aStoreCases) / sizeof(aStoreCases[0])); i++) {
+      char *zExp = tSubst(aStoreCases[i].zExpect);
+      char *zWant = tNorm(zExp);
+      char *zGot = tPull(aStoreCases[i].zPattern, tId(aStoreCases[i].zEntity), 0,
+                         k ? &pCache : NULL);
+      ck_assert_msg(strcmp(zGot, zWant) == 0, "case %d %s:\n got  %s\n want %s",
+                    i, aStoreCases[i].zPattern, zGot, zWant);
+      sqlite3_free(zGot);
+      sqlite3_free(zWant);
+      sqlite3_free(zExp);
+    }
+    pullCacheFree(pCache);
+  }
+}
+END_TEST
+
 static Suite *pullSuite(void) {
   Suite *s = suite_create("pull");
   TCase *tc = tcase_create("pull");
@@ -626,6 +802,10 @@ static Suite *pullSuite(void) {
   tcase_add_test(tc, test_deep_data);
   tcase_add_test(tc, test_cache_connection);
   tcase_add_test(tc, test_sql_error);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("store");
+  tcase_add_checked_fixture(tc, tStoreSetup, tStoreTeardown);
+  tcase_add_test(tc, test_store_cases);
   suite_add_tcase(s, tc);
   return s;
 }
