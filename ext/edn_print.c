@@ -19,6 +19,14 @@
 #include <string.h>
 #include "edn.h"
 
+/* Significant digits in %g output ("-0.00123e-5" → 3). */
+static int ednSigDigits(const char *z) {
+  int n = 0;
+  while (*z == '-' || *z == '0' || *z == '.') z++;
+  for (; *z && *z != 'e'; z++) if (*z >= '0' && *z <= '9') n++;
+  return n;
+}
+
 /* Shortest round-trip text for a finite double into z (40 bytes). Uses libc
 ** snprintf/strtod: SQLite's own %g is not guaranteed to round-trip. */
 static void ednDoubleText(double d, char *z) {
@@ -27,9 +35,21 @@ static void ednDoubleText(double d, char *z) {
     strcpy(z, signbit(d) ? "-0.0" : "0.0");
     return;
   }
-  for (prec = 15; prec <= 17; prec++) {
-    snprintf(z, 40, "%.*g", prec, d);
-    if (strtod(z, NULL) == d) break;
+  /* Most doubles round-trip at 15 digits, where %g already drops trailing
+  ** zeros, so the text is the shortest; only when all 15 digits show (a
+  ** subnormal such as 5e-324 may need fewer) is a shorter one searched. */
+  snprintf(z, 40, "%.15g", d);
+  if (strtod(z, NULL) == d && ednSigDigits(z) >= 15) {
+    char aTry[40];
+    for (prec = 1; prec < 15; prec++) {
+      snprintf(aTry, sizeof aTry, "%.*g", prec, d);
+      if (strtod(aTry, NULL) == d) { strcpy(z, aTry); break; }
+    }
+  } else {
+    for (prec = 16; prec <= 17; prec++) {
+      snprintf(z, 40, "%.*g", prec, d);
+      if (strtod(z, NULL) == d) break;
+    }
   }
   if (strpbrk(z, ".eEn") == NULL) strcat(z, ".0");
 }

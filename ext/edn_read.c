@@ -474,11 +474,11 @@ static int ednReadChar(EdnReader *r, EdnValue **pp) {
   cp = ednUtf8Decode(z + j, L);
   nCont = L - 1;
   iEnd = j + L;
-  if (L == 1 && (aEdnClass[z[j]] & CC_SYM) && !(aEdnClass[z[j]] & CC_DELIM)) {
+  if (L == 1 && (aEdnClass[z[j]] & CC_SYM)) {
     /* A name such as newline or u00E9 continues while constituents follow. */
     while (iEnd < r->n && (aEdnClass[z[iEnd]] & CC_SYM) && z[iEnd] < 0x80) iEnd++;
   }
-  if (iEnd - j > 1) {
+  if (L == 1 && iEnd - j > 1) {
     int nName = iEnd - j, k;
     cp = -1;
     for (k = 0; k < (int)(sizeof(aName) / sizeof(aName[0])); k++) {
