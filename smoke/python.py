@@ -1,0 +1,192 @@
+#!/usr/bin/python3
+"""smoke/python.py — the built extension in Python's sqlite3 module.
+
+Core checks of the SQL surface (SPEC §2), then what only a real host shows:
+two processes writing one store (the second's attribute is visible to the
+first and no entid is handed out twice, SPEC §4), repeated calls keeping one
+set of open store files (the process-wide cache, not a file per call), and
+loading twice on one connection while an edn_q cursor is open (peer fault
+B29). Expected values are worked out by hand from the data below.
+
+Usage: /usr/bin/python3 smoke/python.py /abs/path/libmentat_sqlite.so
+Prints one line per check and ends with 'N passed, M failed'.
+"""
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+
+EXT = None
+TMP = tempfile.mkdtemp(prefix='mentat-py.')
+RESULTS = []
+
+S = '''[{:db/ident :p/name :db/valueType :db.type/string :db/cardinality :db.cardinality/one :db/unique :db.unique/identity}
+ {:db/ident :p/age :db/valueType :db.type/long :db/cardinality :db.cardinality/one}
+ {:db/ident :p/friend :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}]'''
+T1 = '''[{:db/id "ann" :p/name "Ann" :p/age 30}
+ {:db/id "bob" :p/name "Bob" :p/age 25 :p/friend ["ann"]}]'''
+
+
+def check(name, got, want):
+    ok = got == want
+    RESULTS.append(ok)
+    print('%s %s%s' % ('PASS' if ok else 'FAIL', name, '' if ok else ': got %r, want %r' % (got, want)))
+
+
+def check_error(name, fn, fragment):
+    try:
+        fn()
+        got = 'no error'
+    except sqlite3.Error as e:
+        got = str(e)
+    ok = fragment in got
+    RESULTS.append(ok)
+    print('%s %s%s' % ('PASS' if ok else 'FAIL', name, '' if ok else ': got %r, want %r' % (got, fragment)))
+
+
+def connect(path=':memory:'):
+    con = sqlite3.connect(path)
+    con.enable_load_extension(True)
+    con.load_extension(EXT)
+    return con
+
+
+def one(con, sql, args=()):
+    return con.execute(sql, args).fetchone()[0]
+
+
+def store_fds(path):
+    """Open descriptors of this process on exactly the store file."""
+    n = 0
+    for fd in os.listdir('/proc/self/fd'):
+        try:
+            if os.readlink('/proc/self/fd/' + fd) == path:
+                n += 1
+        except OSError:
+            pass
+    return n
+
+
+def core(con, db):
+    r = json.loads(one(con, 'SELECT edn_t(?, ?)', (db, S)))
+    check('tx schema id', r['tx_id'], 268435457)
+    r = json.loads(one(con, 'SELECT edn_t(?, ?)', (db, T1)))
+    check('tx data tempids', sorted(r['tempids']), ['ann', 'bob'])
+    ann = r['tempids']['ann']
+    rows = con.execute('SELECT c0, c1, value FROM edn_q(?, ?) ORDER BY c0',
+                       (db, '[:find ?n ?a :where [?e :p/name ?n] [?e :p/age ?a]]')).fetchall()
+    check('table rows', rows, [('Ann', 30, '["Ann",30]'), ('Bob', 25, '["Bob",25]')])
+    doc = json.loads(one(con, 'SELECT edn_q(?, ?, ?)', (db, '[:find ?a . :in $ ?n :where [?e :p/name ?n] [?e :p/age ?a]]',
+                                                          json.dumps({'inputs': ['Bob']}))))
+    check('scalar document', doc, {'result': 25})
+    doc = json.loads(one(con, 'SELECT edn_q(?, ?)', (db, '[:find ?n ?a :where [?e :p/name ?n] [?e :p/age ?a]]')))
+    check('relation document', (doc['columns'], sorted(doc['results']), doc['results'] == doc['result']),
+          (['?n', '?a'], [['Ann', 30], ['Bob', 25]], True))
+    p = json.loads(one(con, 'SELECT edn_pull(?, ?, ?)', (db, '[:p/name :p/age]', ann)))
+    check('pull', p, {':p/name': 'Ann', ':p/age': 30, ':db/id': ann})
+    check('int64 through opts', one(con, 'SELECT c0 FROM edn_q(?, ?, ?)',
+                                    (db, '[:find ?x . :in $ ?x :where [_ :p/name _]]',
+                                     json.dumps({'inputs': [9007199254740993]}))), 9007199254740993)
+    check('NULL argument', one(con, 'SELECT edn_t(NULL, ?)', ('[]',)), None)
+    check_error('unknown option', lambda: con.execute('SELECT * FROM edn_q(?, ?, ?)',
+                (db, '[:find ?n :where [_ :p/name ?n]]', '{"limit":1}')).fetchall(), 'edn_q: unknown option "limit"')
+    check_error('missing query', lambda: con.execute('SELECT * FROM edn_q WHERE db_path = ?', (db,)).fetchall(),
+                'edn_q: missing argument query')
+    check_error('pull entity type', lambda: one(con, 'SELECT edn_pull(?, ?, ?)', (db, '[*]', 'x')),
+                'edn_pull: entity must be an INTEGER')
+    check_error('NUL inside tx text', lambda: one(con, 'SELECT edn_t(?, ?)', (db, '[]\x00[{:p/name "Eve"}]')),
+                'edn_t: ')
+    check('NUL: nothing stored', one(con, 'SELECT count(*) FROM edn_q(?, ?)',
+                                     (db, '[:find ?e :where [?e :p/name "Eve"]]')), 0)
+    return ann
+
+
+def child(db):
+    """The second process: adds an attribute and an entity using it."""
+    con = connect()
+    one(con, 'SELECT edn_t(?, ?)', (db, '[{:db/ident :q/color :db/valueType :db.type/string '
+                                        ':db/cardinality :db.cardinality/one}]'))
+    r = json.loads(one(con, 'SELECT edn_t(?, ?)', (db, '[{:db/id "c" :q/color "red"}]')))
+    print(json.dumps(r['tempids']))
+    return 0
+
+
+def two_processes(con, db, ann):
+    before = json.loads(one(con, 'SELECT edn_t(?, ?)', (db, '[{:db/id "d" :p/name "Dee"}]')))['tempids']['d']
+    p = subprocess.run([sys.executable, os.path.abspath(__file__), EXT, '--child', db],
+                       capture_output=True, text=True, timeout=60)
+    check('second process ran', (p.returncode, p.stderr.strip()[-200:]), (0, ''))
+    theirs = json.loads(p.stdout.strip().splitlines()[-1])['c'] if p.returncode == 0 else -1
+    # The first process's cached store must see the new attribute and data...
+    check('their attribute visible to queries', one(con, 'SELECT c0 FROM edn_q(?, ?)',
+          (db, '[:find ?c . :where [_ :q/color ?c]]')), 'red')
+    # ...and to the transactor, and must not reuse their entid.
+    r = json.loads(one(con, 'SELECT edn_t(?, ?)', (db, '[{:db/id "e" :p/name "Eli" :q/color "blue"}]')))
+    mine = r['tempids']['e']
+    check('no entid reused', len({ann, before, theirs, mine}), 4)
+    check('entids keep increasing', before < theirs < mine, True)
+
+
+def open_files(con, db):
+    q = '[:find ?n :where [_ :p/name ?n]]'
+    for _ in range(5):
+        con.execute('SELECT * FROM edn_q(?, ?)', (db, q)).fetchall()
+        one(con, 'SELECT edn_t(?, ?)', (db, '[]'))
+    n5 = store_fds(db)
+    for _ in range(20):
+        con.execute('SELECT * FROM edn_q(?, ?)', (db, q)).fetchall()
+        one(con, 'SELECT edn_q(?, ?)', (db, q))
+        one(con, 'SELECT edn_t(?, ?)', (db, '[]'))
+    n25 = store_fds(db)
+    check('store files stay open, not growing', (n25 == n5, 1 <= n25 <= 4), (True, True))
+
+
+def load_twice(db):
+    con = connect()
+    cur = con.execute('SELECT c0 FROM edn_q(?, ?) ORDER BY c0', (db, '[:find ?n :where [_ :p/name ?n]]'))
+    first = cur.fetchone()
+    try:
+        con.load_extension(EXT)
+        second = 'ok'
+    except sqlite3.Error as e:
+        second = 'error: %s' % e
+    check('second load with an open cursor', second, 'ok')
+    rest = cur.fetchall()
+    check('open cursor undisturbed', [first] + rest, [('Ann',), ('Bob',), ('Dee',), ('Eli',)])
+    check('functions work after the second load',
+          one(con, 'SELECT count(*) FROM edn_q(?, ?)', (db, '[:find ?n :where [_ :p/name ?n]]')), 4)
+    con.close()
+
+
+def main():
+    global EXT
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    EXT = os.path.abspath(sys.argv[1])
+    if EXT.endswith('.so'):
+        EXT = EXT[:-3]
+    if len(sys.argv) > 3 and sys.argv[2] == '--child':
+        return child(sys.argv[3])
+    if not hasattr(sqlite3.Connection, 'enable_load_extension'):
+        print('SKIP: this Python was built without extension loading (use /usr/bin/python3)')
+        return 0
+    db = os.path.join(TMP, 'store.db')
+    con = connect()
+    ann = core(con, db)
+    two_processes(con, db, ann)
+    open_files(con, db)
+    load_twice(db)
+    con.close()
+    for f in os.listdir(TMP):
+        os.unlink(os.path.join(TMP, f))
+    os.rmdir(TMP)
+    passed = sum(RESULTS)
+    print('%d passed, %d failed' % (passed, len(RESULTS) - passed))
+    return 0 if passed == len(RESULTS) else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
