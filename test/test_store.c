@@ -1,0 +1,860 @@
+/*
+** test_store.c — the store file (layout, bootstrap, settings, upgrades,
+** refusals) and the process-wide cache (identity by canonical path and
+** inode, LRU bound, schema revalidation, concurrency).
+** Expected values come from format/mentat-v3.md, counted by hand.
+*/
+#include <pthread.h>
+#include <sys/stat.h>
+#include "testutil.h"
+#include "store.h"
+
+#define FORMAT_DOC "/work/shared/format/mentat-v3.md"
+
+static void exec(sqlite3 *db, const char *zSql) {
+  char *zErr = NULL;
+  int rc = sqlite3_exec(db, zSql, NULL, NULL, &zErr);
+  ck_assert_msg(rc == SQLITE_OK, "%s: %s", zSql, zErr ? zErr : "?");
+}
+
+static sqlite3_int64 qInt(sqlite3 *db, const char *zSql) {
+  sqlite3_stmt *pStmt = NULL;
+  ck_assert_msg(sqlite3_prepare_v2(db, zSql, -1, &pStmt, NULL) == SQLITE_OK, "%s: %s", zSql,
+                sqlite3_errmsg(db));
+  ck_assert_int_eq(sqlite3_step(pStmt), SQLITE_ROW);
+  sqlite3_int64 v = sqlite3_column_int64(pStmt, 0);
+  sqlite3_finalize(pStmt);
+  return v;
+}
+
+/* First column of the first row as text, in a static buffer. */
+static const char *qText(sqlite3 *db, const char *zSql) {
+  static char zBuf[4096];
+  sqlite3_stmt *pStmt = NULL;
+  ck_assert_msg(sqlite3_prepare_v2(db, zSql, -1, &pStmt, NULL) == SQLITE_OK, "%s: %s", zSql,
+                sqlite3_errmsg(db));
+  int rc = sqlite3_step(pStmt);
+  const char *z = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(pStmt, 0) : NULL;
+  snprintf(zBuf, sizeof zBuf, "%s", z ? z : "<none>");
+  sqlite3_finalize(pStmt);
+  return zBuf;
+}
+
+static Store *acquire(const char *zPath) {
+  Store *p = NULL;
+  char *zErr = NULL;
+  int rc = storeAcquire(zPath, &p, &zErr);
+  ck_assert_msg(rc == SQLITE_OK, "acquire %s: %s", zPath, zErr ? zErr : "?");
+  ck_assert_ptr_nonnull(p);
+  sqlite3_free(zErr);
+  return p;
+}
+
+static void removeStore(const char *zPath) {
+  char z[512];
+  unlink(zPath);
+  snprintf(z, sizeof z, "%s-wal", zPath); unlink(z);
+  snprintf(z, sizeof z, "%s-shm", zPath); unlink(z);
+}
+
+/* ------------------------------------------------------------- layout */
+
+/* Every object the format's DDL creates (per-attribute idx_auto_avet_*
+** indexes are checked where they are expected) (plus the `parts` view and what
+** SQLite itself adds: FTS4's five shadow tables and the implicit indexes of
+** the PRIMARY KEYs), sorted as SQLite sorts names. */
+static const char *const azObjects[] = {
+  "index|idx_datoms_aevt", "index|idx_datoms_avet", "index|idx_datoms_eavt",
+  "index|idx_datoms_fulltext", "index|idx_datoms_unique_value", "index|idx_datoms_vaet",
+  "index|idx_idents_unique", "index|idx_schema_unique",
+  "index|idx_timelined_transactions_timeline", "index|idx_transactions_aevt",
+  "index|sqlite_autoindex_fulltext_values_segdir_1",
+  "index|sqlite_autoindex_known_parts_1",
+  "index|sqlite_autoindex_mentat_managed_indexes_1",
+  "table|datoms", "table|fulltext_values", "table|fulltext_values_content",
+  "table|fulltext_values_docsize", "table|fulltext_values_segdir",
+  "table|fulltext_values_segments", "table|fulltext_values_stat", "table|idents",
+  "table|known_parts", "table|mentat_managed_indexes", "table|schema",
+  "table|timelined_transactions",
+  "trigger|insert_fulltext_searchid", "trigger|replace_fulltext_searchid",
+  "view|all_datoms", "view|fulltext_datoms", "view|fulltext_values_view", "view|parts",
+  "view|transactions",
+  NULL
+};
+
+static void checkObjects(sqlite3 *db) {
+  sqlite3_stmt *pStmt = NULL;
+  int i = 0;
+  ck_assert_int_eq(sqlite3_prepare_v2(db,
+      "SELECT type || '|' || name FROM sqlite_master WHERE name NOT LIKE 'idx_auto_avet_%'"
+      " ORDER BY type, name", -1, &pStmt, NULL),
+      SQLITE_OK);
+  while (sqlite3_step(pStmt) == SQLITE_ROW) {
+    const char *z = (const char *)sqlite3_column_text(pStmt, 0);
+    ck_assert_msg(azObjects[i] != NULL, "unexpected object %s", z);
+    ck_assert_str_eq(z, azObjects[i]);
+    i++;
+  }
+  ck_assert_msg(azObjects[i] == NULL, "missing object %s", azObjects[i]);
+  sqlite3_finalize(pStmt);
+}
+
+/* Each CREATE statement of the format document's sql block is stored
+** verbatim in sqlite_master (known_parts is the one ALTERed: checked apart). */
+static void checkDdlText(sqlite3 *db) {
+  FILE *f = fopen(FORMAT_DOC, "r");
+  char zLine[1024];
+  char zStmt[8192] = "";
+  int bIn = 0, nChecked = 0;
+  if (f == NULL) return;                /* the shared docs are not here */
+  while (fgets(zLine, sizeof zLine, f)) {
+    if (!bIn) { bIn = strncmp(zLine, "```sql", 6) == 0; continue; }
+    if (strncmp(zLine, "```", 3) == 0) break;
+    if (strncmp(zLine, "--", 2) == 0) continue;
+    strncat(zStmt, zLine, sizeof zStmt - strlen(zStmt) - 1);
+    size_t n = strlen(zStmt);
+    while (n > 0 && (zStmt[n - 1] == '\n' || zStmt[n - 1] == ' ')) zStmt[--n] = 0;
+    if (n == 0 || zStmt[n - 1] != ';') { strcat(zStmt, "\n"); continue; }
+    zStmt[n - 1] = 0;
+    if (strncmp(zStmt, "CREATE", 6) == 0) {
+      /* The name follows TABLE/INDEX/VIEW/TRIGGER (after UNIQUE/VIRTUAL). */
+      char zName[128];
+      const char *z = zStmt;
+      const char *azKw[] = { " TABLE ", " INDEX ", " VIEW ", " TRIGGER " };
+      const char *zAt = NULL;
+      for (int k = 0; k < 4 && zAt == NULL; k++) {
+        zAt = strstr(z, azKw[k]);
+        if (zAt) zAt += strlen(azKw[k]);
+      }
+      ck_assert_ptr_nonnull(zAt);
+      sscanf(zAt, "%127[a-z_]", zName);
+      char *zSql = sqlite3_mprintf("SELECT sql FROM sqlite_master WHERE name = %Q", zName);
+      const char *zGot = qText(db, zSql);
+      sqlite3_free(zSql);
+      if (strcmp(zName, "known_parts") == 0) {
+        ck_assert_str_eq(zGot,
+            "CREATE TABLE known_parts (part TEXT NOT NULL PRIMARY KEY, start INTEGER NOT NULL,"
+            " end INTEGER NOT NULL, allow_excision SMALLINT NOT NULL, idx INTEGER)");
+      } else {
+        ck_assert_msg(strcmp(zGot, zStmt) == 0, "DDL of %s differs:\n got  %s\n want %s",
+                      zName, zGot, zStmt);
+      }
+      nChecked++;
+    }
+    zStmt[0] = 0;
+  }
+  fclose(f);
+  ck_assert_int_eq(nChecked, 23);
+}
+
+START_TEST(test_new_store_layout) {
+  const char *zPath = tuTempPath("layout.db");
+  Store *p = acquire(zPath);
+  StoreConn *pConn = NULL;
+  Schema *pSchema = NULL;
+  char *zErr = NULL;
+  ck_assert_int_eq(storeReader(p, &pConn, &pSchema, &zErr), SQLITE_OK);
+  sqlite3 *db = pConn->db;
+
+  checkObjects(db);
+  checkDdlText(db);
+  ck_assert_int_eq(qInt(db, "PRAGMA user_version"), 3);
+
+  /* known_parts, exactly the format's table. */
+  ck_assert_str_eq(qText(db,
+      "SELECT group_concat(part || ',' || start || ',' || \"end\" || ',' || idx || ',' || allow_excision, ' ')"
+      " FROM (SELECT * FROM known_parts ORDER BY start)"),
+      ":db.part/db,0,65535,41,0 :db.part/user,65536,268435455,65536,1"
+      " :db.part/tx,268435456,9223372036854775807,268435457,0");
+
+  /* Bootstrap datoms: 40 idents + 37 definitions (ident 4, install/* 3x2,
+  ** txInstant 3, valueType/cardinality/unique 3x2, doc 2, 4 booleans 4x2,
+  ** alter 2, schema/version 2, schema/attribute 4) + 16 schema/attribute
+  ** + 1 schema/version + 1 txInstant = 95. */
+  ck_assert_int_eq(qInt(db, "SELECT count(*) FROM datoms"), 95);
+  ck_assert_int_eq(qInt(db, "SELECT count(*) FROM datoms WHERE tx = 268435456"), 95);
+  ck_assert_int_eq(qInt(db, "SELECT count(*) FROM timelined_transactions"
+                            " WHERE tx = 268435456 AND added = 1 AND timeline = 0"), 95);
+  ck_assert_int_eq(qInt(db, "SELECT count(*) FROM (SELECT e, a, v, value_type_tag FROM datoms"
+                            " EXCEPT SELECT e, a, v, value_type_tag FROM transactions)"), 0);
+  ck_assert_int_eq(qInt(db, "SELECT count(*) FROM datoms WHERE a = 1"), 40);
+  ck_assert_int_eq(qInt(db, "SELECT count(DISTINCT e) FROM datoms WHERE a = 1 AND e BETWEEN 1 AND 40"
+                            " AND value_type_tag = 13 AND typeof(v) = 'text'"), 40);
+  ck_assert_str_eq(qText(db, "SELECT v FROM datoms WHERE a = 1 AND e = 40"), ":db.schema/core");
+  ck_assert_str_eq(qText(db, "SELECT v FROM datoms WHERE a = 1 AND e = 29"), ":db.type/uri");
+  /* Flag columns: avet = :db/index (ident 40 + txInstant 1 + schema/attribute
+  ** 16); vaet = ref attributes 7, 8, 9, 39 (16 + 16 + 2 + 16); unique_value
+  ** = :db/unique attributes 1 and 39 (40 + 16). */
+  ck_assert_int_eq(qInt(db, "SELECT count(*) FROM datoms WHERE index_avet = 1"), 57);
+  ck_assert_int_eq(qInt(db, "SELECT count(*) FROM datoms WHERE index_vaet = 1"), 50);
+  ck_assert_int_eq(qInt(db, "SELECT count(*) FROM datoms WHERE unique_value = 1"), 56);
+  ck_assert_int_eq(qInt(db, "SELECT count(*) FROM datoms WHERE index_fulltext = 1"), 0);
+  /* Encodings: refs tag 0, booleans tag 1, instant tag 4, long tag 5. */
+  ck_assert_str_eq(qText(db, "SELECT group_concat(a || ':' || value_type_tag || ':' || t, ' ')"
+                             " FROM (SELECT DISTINCT a, value_type_tag, typeof(v) AS t FROM datoms ORDER BY a)"),
+                   "1:13:text 3:4:integer 7:0:integer 8:0:integer 9:0:integer 11:1:integer"
+                   " 38:5:integer 39:0:integer");
+  ck_assert_int_eq(qInt(db, "SELECT v FROM datoms WHERE e = 40 AND a = 38"), 1);
+  ck_assert_int_eq(qInt(db, "SELECT count(*) FROM datoms WHERE e = 40 AND a = 39"), 16);
+  ck_assert_int_eq(qInt(db, "SELECT v FROM datoms WHERE e = 1 AND a = 9"), 36);
+  ck_assert_int_eq(qInt(db, "SELECT v FROM datoms WHERE e = 39 AND a = 9"), 35);
+  ck_assert_int_eq(qInt(db, "SELECT v FROM datoms WHERE e = 37 AND a = 7"), 27);
+  ck_assert_int_eq(qInt(db, "SELECT v FROM datoms WHERE e = 6 AND a = 8"), 34);
+  /* The tx's own instant: now, in microseconds. */
+  sqlite3_int64 iNow = (sqlite3_int64)time(NULL) * 1000000;
+  sqlite3_int64 iInst = qInt(db, "SELECT v FROM datoms WHERE e = 268435456 AND a = 3");
+  ck_assert(iInst > iNow - 60000000LL && iInst < iNow + 60000000LL);
+
+  /* Mirrors. */
+  ck_assert_int_eq(qInt(db, "SELECT count(*) FROM idents"), 40);
+  ck_assert_int_eq(qInt(db, "SELECT count(*) FROM idents WHERE a = 1 AND value_type_tag = 13"), 40);
+  ck_assert_int_eq(qInt(db, "SELECT count(*) FROM schema"), 37);
+  ck_assert_int_eq(qInt(db, "SELECT count(*) FROM schema WHERE a BETWEEN 7 AND 12"), 37);
+  ck_assert_int_eq(qInt(db, "SELECT count(*) FROM mentat_managed_indexes"), 0);
+
+  /* The query of the format: 40 rows of [?x :db/ident ?ident]. */
+  ck_assert_int_eq(qInt(db, "SELECT count(*) FROM all_datoms WHERE a = 1"), 40);
+
+  ck_assert_int_eq(schemaAttrCount(pSchema), 16);
+  ck_assert_int_eq(schemaEntid(pSchema, ":db.schema/core", 15), 40);
+  schemaUnref(pSchema);
+  storeReaderDone(p, pConn);
+  storeRelease(p);
+  sqlite3_free(zErr);
+}
+END_TEST
+
+START_TEST(test_connection_settings) {
+  const char *zPath = tuTempPath("settings.db");
+  Store *p = acquire(zPath);
+  StoreConn *pConn = NULL;
+  Schema *pSchema = NULL;
+  char *zErr = NULL;
+  ck_assert_int_eq(storeReader(p, &pConn, &pSchema, &zErr), SQLITE_OK);
+  sqlite3 *db = pConn->db;
+  ck_assert_str_eq(qText(db, "PRAGMA journal_mode"), "wal");
+  ck_assert_int_eq(qInt(db, "PRAGMA wal_autocheckpoint"), 32);
+  ck_assert_int_eq(qInt(db, "PRAGMA journal_size_limit"), 3145728);
+  ck_assert_int_eq(qInt(db, "PRAGMA foreign_keys"), 1);
+  ck_assert_int_eq(qInt(db, "PRAGMA temp_store"), 1);
+  ck_assert_int_eq(qInt(db, "PRAGMA mmap_size"), 1073741824);
+  ck_assert_int_eq(qInt(db, "PRAGMA synchronous"), 2);         /* FULL by default */
+  ck_assert_int_eq(qInt(db, "PRAGMA busy_timeout"), 10000);
+  /* A returned connection holds no transaction. */
+  ck_assert_int_eq(sqlite3_get_autocommit(db), 1);
+  schemaUnref(pSchema);
+  storeReaderDone(p, pConn);
+  storeRelease(p);
+}
+END_TEST
+
+static int nHookCalls = 0;
+static int countingHook(sqlite3 *db) {
+  (void)db;
+  nHookCalls++;
+  return SQLITE_OK;
+}
+
+START_TEST(test_in_memory_store) {
+  Store *p1 = acquire("");
+  Store *p2 = acquire("");
+  StoreConn *pC1 = NULL, *pC2 = NULL, *pW = NULL;
+  Schema *pS1 = NULL, *pS2 = NULL, *pS3 = NULL;
+  char *zErr = NULL;
+  ck_assert_ptr_ne(p1, p2);
+  ck_assert_str_eq(storePath(p1), "");
+  storeSetConnHook(countingHook);
+  Store *p3 = acquire("");
+  ck_assert_int_eq(nHookCalls, 1);
+  storeSetConnHook(NULL);
+  storeRelease(p3);
+  ck_assert_int_eq(storeReader(p1, &pC1, &pS1, &zErr), SQLITE_OK);
+  ck_assert_int_eq(storeReader(p1, &pC2, &pS2, &zErr), SQLITE_OK);
+  ck_assert_ptr_eq(pC1, pC2);                 /* one connection serves all */
+  ck_assert_int_eq(qInt(pC1->db, "SELECT count(*) FROM idents"), 40);
+  ck_assert_int_eq(qInt(pC1->db, "PRAGMA user_version"), 3);
+  storeReaderDone(p1, pC2);
+  storeReaderDone(p1, pC1);
+  /* A write through the writer is what the reader sees. */
+  ck_assert_int_eq(storeWriteBegin(p1, &pW, &pS3, &zErr), SQLITE_OK);
+  ck_assert_ptr_eq(pW, pC1);
+  exec(pW->db, "INSERT INTO idents VALUES (65536, 1, ':m/x', 13)");
+  ck_assert_int_eq(storeWriteEnd(p1, pW, 1, NULL, &zErr), SQLITE_OK);
+  ck_assert_int_eq(qInt(pC1->db, "SELECT count(*) FROM idents"), 41);
+  ck_assert_int_eq(qInt(((StoreConn *)pC1)->db, "SELECT count(*) FROM idents"), 41);
+  schemaUnref(pS1);
+  schemaUnref(pS2);
+  schemaUnref(pS3);
+  storeRelease(p1);
+  /* The second store is separate: its file is untouched by the first. */
+  ck_assert_int_eq(storeReader(p2, &pC1, &pS1, &zErr), SQLITE_OK);
+  ck_assert_int_eq(qInt(pC1->db, "SELECT count(*) FROM idents"), 40);
+  storeReaderDone(p2, pC1);
+  schemaUnref(pS1);
+  storeRelease(p2);
+  ck_assert_int_eq(storeCacheCount() >= 0, 1);
+  sqlite3_free(zErr);
+}
+END_TEST
+
+/* ------------------------------------------------------------ refusals */
+
+static void expectRefusal(const char *zPath, const char *zWant) {
+  Store *p = (Store *)1;
+  char *zErr = NULL;
+  int rc = storeAcquire(zPath, &p, &zErr);
+  ck_assert_int_ne(rc, SQLITE_OK);
+  ck_assert_ptr_null(p);
+  ck_assert_ptr_nonnull(zErr);
+  ck_assert_msg(strstr(zErr, zWant) != NULL, "error \"%s\" lacks \"%s\"", zErr, zWant);
+  sqlite3_free(zErr);
+}
+
+START_TEST(test_refuse_foreign) {
+  const char *zPath = tuTempPath("foreign.db");
+  char zCopy[256];
+  sqlite3 *db = NULL;
+  snprintf(zCopy, sizeof zCopy, "%s", zPath);
+  ck_assert_int_eq(sqlite3_open(zCopy, &db), SQLITE_OK);
+  exec(db, "CREATE TABLE t(x); INSERT INTO t VALUES (1)");
+  sqlite3_close(db);
+  expectRefusal(zCopy, "is not a Mentat store (user_version 0)");
+  /* Untouched: still in rollback-journal mode, still one row, no WAL. */
+  ck_assert_int_eq(sqlite3_open(zCopy, &db), SQLITE_OK);
+  ck_assert_str_eq(qText(db, "PRAGMA journal_mode"), "delete");
+  ck_assert_int_eq(qInt(db, "SELECT count(*) FROM t"), 1);
+  exec(db, "PRAGMA user_version = 7");
+  sqlite3_close(db);
+  expectRefusal(zCopy, "is not a Mentat store (user_version 7)");
+  ck_assert_int_eq(storeCacheCount() >= 0, 1);
+
+  /* Version 4 of an otherwise complete store: refused too. */
+  snprintf(zCopy, sizeof zCopy, "%s", tuTempPath("v4.db"));
+  Store *p = acquire(zCopy);
+  storeRelease(p);
+  storeCacheClear();
+  ck_assert_int_eq(sqlite3_open(zCopy, &db), SQLITE_OK);
+  exec(db, "PRAGMA user_version = 4");
+  sqlite3_close(db);
+  expectRefusal(zCopy, "is not a Mentat store (user_version 4)");
+
+  /* Not a database at all. */
+  snprintf(zCopy, sizeof zCopy, "%s", tuTempPath("text.db"));
+  FILE *f = fopen(zCopy, "w");
+  fputs("this is not a database, just some text that is long enough to matter"
+        " for the header check of sqlite, which reads the first hundred bytes.\n", f);
+  fclose(f);
+  expectRefusal(zCopy, "not a database");
+
+  /* A missing directory. */
+  expectRefusal("/nonexistent-dir-h2/x.db", "cannot open store /nonexistent-dir-h2/x.db");
+}
+END_TEST
+
+/* ------------------------------------------------------------ upgrades */
+
+/* Turns a fresh v3 file into what a version-1 (or -2) store looks like. */
+static void downgrade(const char *zPath, int iVersion) {
+  sqlite3 *db = NULL;
+  ck_assert_int_eq(sqlite3_open(zPath, &db), SQLITE_OK);
+  exec(db, "DROP TABLE mentat_managed_indexes");
+  if (iVersion == 1) {
+    exec(db, "DROP INDEX idx_transactions_aevt; ALTER TABLE known_parts DROP COLUMN idx;"
+             "DROP VIEW parts");
+  }
+  char *zSql = sqlite3_mprintf("PRAGMA user_version = %d", iVersion);
+  exec(db, zSql);
+  sqlite3_free(zSql);
+  sqlite3_close(db);
+}
+
+START_TEST(test_upgrade_v1_v2) {
+  for (int iVersion = 1; iVersion <= 2; iVersion++) {
+    char zPath[256];
+    snprintf(zPath, sizeof zPath, "%s", tuTempPath(iVersion == 1 ? "up1.db" : "up2.db"));
+    Store *p = acquire(zPath);
+    StoreConn *pConn = NULL;
+    Schema *pS = NULL;
+    char *zErr = NULL;
+    /* A user attribute and some entities, so marks come from the log. */
+    ck_assert_int_eq(storeWriteBegin(p, &pConn, &pS, &zErr), SQLITE_OK);
+    exec(pConn->db,
+         "INSERT INTO datoms (e, a, v, tx, value_type_tag, index_avet, unique_value)"
+         " VALUES (65536, 1, ':u/id', 268435457, 13, 1, 1),"
+         " (65536, 7, 25, 268435457, 0, 0, 0), (65536, 8, 33, 268435457, 0, 0, 0),"
+         " (65536, 9, 36, 268435457, 0, 0, 0), (65540, 65536, 7, 268435457, 5, 1, 1),"
+         " (268435457, 3, 1, 268435457, 4, 1, 0);"
+         "INSERT INTO timelined_transactions (e, a, v, tx, value_type_tag)"
+         " SELECT e, a, v, tx, value_type_tag FROM datoms WHERE tx = 268435457;"
+         "INSERT INTO idents VALUES (65536, 1, ':u/id', 13);"
+         "INSERT INTO schema VALUES (65536, 7, 25, 0), (65536, 8, 33, 0), (65536, 9, 36, 0);"
+         "UPDATE known_parts SET idx = 65541 WHERE part = ':db.part/user';"
+         "UPDATE known_parts SET idx = 268435458 WHERE part = ':db.part/tx'");
+    ck_assert_int_eq(storeWriteEnd(p, pConn, 1, NULL, &zErr), SQLITE_OK);
+    schemaUnref(pS);
+    storeRelease(p);
+    storeCacheClear();
+    downgrade(zPath, iVersion);
+
+    p = acquire(zPath);
+    ck_assert_int_eq(storeReader(p, &pConn, &pS, &zErr), SQLITE_OK);
+    sqlite3 *db = pConn->db;
+    ck_assert_int_eq(qInt(db, "PRAGMA user_version"), 3);
+    checkObjects(db);
+    ck_assert_str_eq(qText(db,
+        "SELECT group_concat(part || '=' || idx, ' ') FROM (SELECT * FROM known_parts ORDER BY start)"),
+        ":db.part/db=41 :db.part/user=65541 :db.part/tx=268435458");
+    /* The v3 per-attribute index for the unique user attribute. */
+    ck_assert_str_eq(qText(db, "SELECT name || ',' || a || ',' || kind FROM mentat_managed_indexes"),
+                     "idx_auto_avet_65536,65536,schema");
+    ck_assert_int_eq(qInt(db, "SELECT count(*) FROM sqlite_master WHERE name = 'idx_auto_avet_65536'"), 1);
+    ck_assert_ptr_nonnull(schemaAttrByIdent(pS, ":u/id", 5));
+    storeReaderDone(p, pConn);
+    schemaUnref(pS);
+    storeRelease(p);
+    storeCacheClear();
+    sqlite3_free(zErr);
+  }
+}
+END_TEST
+
+/* --------------------------------------------------------------- cache */
+
+START_TEST(test_same_store_by_any_spelling) {
+  const char *zPath = tuTempPath("same.db");
+  char zA[256], zDot[300], zDotDot[300], zLink[300], zLinkPath[320], zRel[300];
+  snprintf(zA, sizeof zA, "%s", zPath);
+  char *zSlash = strrchr(zA, '/');
+  *zSlash = 0;                                  /* zA = the directory */
+  snprintf(zDot, sizeof zDot, "%s/./same.db", zA);
+  snprintf(zDotDot, sizeof zDotDot, "%s/../%s/same.db", zA, strrchr(zA, '/') + 1);
+  snprintf(zLink, sizeof zLink, "%s-link", zA);
+  unlink(zLink);
+  ck_assert_int_eq(symlink(zA, zLink), 0);
+  snprintf(zLinkPath, sizeof zLinkPath, "%s/same.db", zLink);
+
+  Store *p1 = acquire(zPath);
+  Store *p2 = acquire(zPath);
+  Store *p3 = acquire(zDot);
+  Store *p4 = acquire(zDotDot);
+  Store *p5 = acquire(zLinkPath);
+  ck_assert_ptr_eq(p1, p2);
+  ck_assert_ptr_eq(p1, p3);
+  ck_assert_ptr_eq(p1, p4);
+  ck_assert_ptr_eq(p1, p5);
+  ck_assert_str_eq(storePath(p1), zPath);       /* /tmp has no symlinks here */
+
+  /* A relative spelling from inside the directory. */
+  char zCwd[512];
+  ck_assert_ptr_nonnull(getcwd(zCwd, sizeof zCwd));
+  ck_assert_int_eq(chdir(zA), 0);
+  snprintf(zRel, sizeof zRel, "./same.db");
+  Store *p6 = acquire(zRel);
+  Store *p7 = acquire("same.db");
+  ck_assert_int_eq(chdir(zCwd), 0);
+  ck_assert_ptr_eq(p1, p6);
+  ck_assert_ptr_eq(p1, p7);
+
+  /* A store that does not exist yet, named two ways before it exists. */
+  char zNew1[300], zNew2[320];
+  snprintf(zNew1, sizeof zNew1, "%s/fresh.db", zA);
+  snprintf(zNew2, sizeof zNew2, "%s/fresh.db", zLink);
+  Store *q1 = acquire(zNew2);
+  Store *q2 = acquire(zNew1);
+  ck_assert_ptr_eq(q1, q2);
+  ck_assert_ptr_ne(q1, p1);
+
+  Store *a[] = { p1, p2, p3, p4, p5, p6, p7, q1, q2 };
+  for (size_t i = 0; i < sizeof a / sizeof a[0]; i++) storeRelease(a[i]);
+  unlink(zLink);
+}
+END_TEST
+
+START_TEST(test_replaced_file_is_new_store) {
+  const char *zPath = tuTempPath("replaced.db");
+  char zCopy[256];
+  snprintf(zCopy, sizeof zCopy, "%s", zPath);
+  Store *p1 = acquire(zCopy);
+  StoreConn *pW = NULL;
+  Schema *pS = NULL;
+  char *zErr = NULL;
+  ck_assert_int_eq(storeWriteBegin(p1, &pW, &pS, &zErr), SQLITE_OK);
+  exec(pW->db, "INSERT INTO idents VALUES (65536, 1, ':old/x', 13)");
+  ck_assert_int_eq(storeWriteEnd(p1, pW, 1, NULL, &zErr), SQLITE_OK);
+  schemaUnref(pS);
+
+  /* Replace the file while p1 is still held. */
+  removeStore(zCopy);
+  Store *p2 = acquire(zCopy);
+  ck_assert_ptr_ne(p1, p2);
+  StoreConn *pC = NULL;
+  ck_assert_int_eq(storeReader(p2, &pC, &pS, &zErr), SQLITE_OK);
+  ck_assert_int_eq(qInt(pC->db, "SELECT count(*) FROM idents"), 40);   /* a fresh store */
+  ck_assert_int_eq(schemaEntid(pS, ":old/x", 6), 0);
+  storeReaderDone(p2, pC);
+  schemaUnref(pS);
+  Store *p3 = acquire(zCopy);
+  ck_assert_ptr_eq(p2, p3);
+  storeRelease(p1);                             /* the old one closes now */
+  storeRelease(p2);
+  storeRelease(p3);
+  sqlite3_free(zErr);
+}
+END_TEST
+
+START_TEST(test_cache_disabled_and_lru) {
+  char zA[256], zB[256], zC[256];
+  snprintf(zA, sizeof zA, "%s", tuTempPath("lru-a.db"));
+  snprintf(zB, sizeof zB, "%s", tuTempPath("lru-b.db"));
+  snprintf(zC, sizeof zC, "%s", tuTempPath("lru-c.db"));
+  storeCacheClear();
+  int nOld = storeCacheSetLimit(0);
+  ck_assert_int_eq(nOld, 16);                   /* the default */
+  Store *p1 = acquire(zA);
+  Store *p2 = acquire(zA);
+  ck_assert_ptr_ne(p1, p2);                     /* each acquire opens */
+  ck_assert_int_eq(storeCacheCount(), 0);
+  storeRelease(p1);
+  storeRelease(p2);
+  ck_assert_int_eq(storeCacheCount(), 0);
+
+  storeCacheSetLimit(2);
+  storeRelease(acquire(zA));
+  storeRelease(acquire(zB));
+  ck_assert_int_eq(storeCacheCount(), 2);
+  Store *pA = acquire(zA);                      /* A is now the most recent */
+  storeRelease(pA);
+  storeRelease(acquire(zC));                    /* evicts B, the LRU */
+  ck_assert_int_eq(storeCacheCount(), 2);
+  Store *pA2 = acquire(zA);
+  ck_assert_ptr_eq(pA, pA2);                    /* A survived */
+  /* Held stores are never evicted, even over the bound. */
+  Store *pB = acquire(zB);
+  Store *pC = acquire(zC);
+  ck_assert_int_eq(storeCacheCount(), 3);
+  storeRelease(pB);
+  ck_assert_int_eq(storeCacheCount(), 2);
+  storeRelease(pA2);
+  storeRelease(pC);
+  storeCacheSetLimit(nOld);
+  storeCacheClear();
+  ck_assert_int_eq(storeCacheCount(), 0);
+}
+END_TEST
+
+/* ------------------------------------------------------- revalidation */
+
+START_TEST(test_schema_reload_on_foreign_commit) {
+  const char *zPath = tuTempPath("reload.db");
+  char zCopy[256];
+  snprintf(zCopy, sizeof zCopy, "%s", zPath);
+  Store *p = acquire(zCopy);
+  StoreConn *pC = NULL;
+  Schema *pS1 = NULL, *pS2 = NULL, *pS3 = NULL;
+  char *zErr = NULL;
+  ck_assert_int_eq(storeReader(p, &pC, &pS1, &zErr), SQLITE_OK);
+  ck_assert_int_eq(schemaEntid(pS1, ":x/y", 4), 0);
+  storeReaderDone(p, pC);
+
+  /* Another connection (another process, in effect) adds an attribute. */
+  sqlite3 *raw = NULL;
+  ck_assert_int_eq(sqlite3_open(zCopy, &raw), SQLITE_OK);
+  exec(raw, "INSERT INTO idents VALUES (65536, 1, ':x/y', 13);"
+            "INSERT INTO schema VALUES (65536, 7, 27, 0), (65536, 8, 34, 0)");
+
+  ck_assert_int_eq(storeReader(p, &pC, &pS2, &zErr), SQLITE_OK);
+  ck_assert_int_eq(schemaEntid(pS2, ":x/y", 4), 65536);
+  const Attr *a = schemaAttr(pS2, 65536);
+  ck_assert_ptr_nonnull(a);
+  ck_assert_int_eq(a->type, VT_STRING);
+  ck_assert_int_eq(a->bMany, 1);
+  ck_assert(schemaGeneration(pS2) != schemaGeneration(pS1));
+  ck_assert_int_eq(schemaEntid(pS1, ":x/y", 4), 0);   /* old snapshot unchanged */
+  storeReaderDone(p, pC);
+
+  /* A commit that does not touch the schema keeps the snapshot. */
+  exec(raw, "INSERT INTO datoms (e, a, v, tx, value_type_tag) VALUES (65537, 65536, 'v', 268435457, 10)");
+  ck_assert_int_eq(storeReader(p, &pC, &pS3, &zErr), SQLITE_OK);
+  ck_assert_ptr_eq(pS3, pS2);
+  storeReaderDone(p, pC);
+  schemaUnref(pS3);
+
+  /* The writer sees it too (revalidated inside BEGIN IMMEDIATE). */
+  exec(raw, "INSERT INTO idents VALUES (65538, 1, ':x/z', 13)");
+  ck_assert_int_eq(storeWriteBegin(p, &pC, &pS3, &zErr), SQLITE_OK);
+  ck_assert_int_eq(schemaEntid(pS3, ":x/z", 4), 65538);
+  ck_assert_int_eq(storeWriteEnd(p, pC, 0, NULL, &zErr), SQLITE_OK);
+  schemaUnref(pS3);
+  sqlite3_close(raw);
+
+  schemaUnref(pS1);
+  schemaUnref(pS2);
+  storeRelease(p);
+  sqlite3_free(zErr);
+}
+END_TEST
+
+START_TEST(test_write_publishes_schema_and_rolls_back) {
+  const char *zPath = tuTempPath("write.db");
+  char zCopy[256];
+  snprintf(zCopy, sizeof zCopy, "%s", zPath);
+  Store *p = acquire(zCopy);
+  StoreConn *pW = NULL, *pC = NULL;
+  Schema *pS = NULL, *pNew = NULL, *pR = NULL;
+  char *zErr = NULL;
+
+  /* Rolled back: nothing stays, the schema is not published. */
+  ck_assert_int_eq(storeWriteBegin(p, &pW, &pS, &zErr), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_get_autocommit(pW->db), 0);
+  exec(pW->db, "INSERT INTO idents VALUES (65536, 1, ':w/a', 13);"
+               "INSERT INTO schema VALUES (65536, 7, 25, 0), (65536, 8, 33, 0)");
+  ck_assert_int_eq(schemaLoad(pW->db, &pNew, &zErr), SQLITE_OK);
+  ck_assert_int_eq(storeWriteEnd(p, pW, 0, pNew, &zErr), SQLITE_OK);
+  schemaUnref(pNew);
+  schemaUnref(pS);
+  ck_assert_int_eq(storeReader(p, &pC, &pR, &zErr), SQLITE_OK);
+  ck_assert_int_eq(schemaEntid(pR, ":w/a", 4), 0);
+  ck_assert_int_eq(qInt(pC->db, "SELECT count(*) FROM idents"), 40);
+  storeReaderDone(p, pC);
+  schemaUnref(pR);
+
+  /* Committed with the new snapshot: readers get exactly that snapshot. */
+  ck_assert_int_eq(storeWriteBegin(p, &pW, &pS, &zErr), SQLITE_OK);
+  exec(pW->db, "INSERT INTO idents VALUES (65536, 1, ':w/a', 13);"
+               "INSERT INTO schema VALUES (65536, 7, 25, 0), (65536, 8, 33, 0);"
+               "UPDATE known_parts SET idx = idx + 1 WHERE part = ':db.part/tx'");
+  ck_assert_int_eq(schemaLoad(pW->db, &pNew, &zErr), SQLITE_OK);
+  ck_assert_int_eq(storeWriteEnd(p, pW, 1, pNew, &zErr), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_get_autocommit(pW->db), 1);
+  ck_assert_int_eq(storeReader(p, &pC, &pR, &zErr), SQLITE_OK);
+  ck_assert_ptr_eq(pR, pNew);
+  ck_assert_int_eq(schemaAttrByIdent(pR, ":w/a", 4)->type, VT_LONG);
+  storeReaderDone(p, pC);
+  schemaUnref(pR);
+  schemaUnref(pNew);
+  schemaUnref(pS);
+
+  /* storeWriteEnd after a failed begin is a no-op. */
+  ck_assert_int_eq(storeWriteEnd(p, NULL, 1, NULL, &zErr), SQLITE_OK);
+  storeRelease(p);
+  sqlite3_free(zErr);
+}
+END_TEST
+
+/* A second process's write lock: BEGIN IMMEDIATE waits, then fails
+** cleanly and leaves the write mutex free. */
+START_TEST(test_write_busy) {
+  const char *zPath = tuTempPath("busy.db");
+  char zCopy[256];
+  snprintf(zCopy, sizeof zCopy, "%s", zPath);
+  Store *p = acquire(zCopy);
+  StoreConn *pW = NULL;
+  Schema *pS = NULL;
+  char *zErr = NULL;
+  sqlite3 *raw = NULL;
+  ck_assert_int_eq(sqlite3_open(zCopy, &raw), SQLITE_OK);
+  exec(raw, "BEGIN IMMEDIATE");
+  time_t t0 = time(NULL);
+  int rc = storeWriteBegin(p, &pW, &pS, &zErr);
+  ck_assert_int_eq(rc, SQLITE_BUSY);
+  ck_assert(time(NULL) - t0 >= 9);              /* waited for the busy timeout */
+  ck_assert_ptr_null(pW);
+  ck_assert_msg(strstr(zErr, "database is locked") != NULL, "%s", zErr);
+  ck_assert_int_eq(storeWriteEnd(p, pW, 0, NULL, &zErr), SQLITE_OK);
+  exec(raw, "COMMIT");
+  sqlite3_close(raw);
+  ck_assert_int_eq(storeWriteBegin(p, &pW, &pS, &zErr), SQLITE_OK);
+  ck_assert_int_eq(storeWriteEnd(p, pW, 1, NULL, &zErr), SQLITE_OK);
+  schemaUnref(pS);
+  storeRelease(p);
+  sqlite3_free(zErr);
+}
+END_TEST
+
+/* The WAL restart after a commit once the WAL passes the threshold (set
+** through the environment before the cache's first use, in main). */
+START_TEST(test_wal_restart) {
+  const char *zPath = tuTempPath("wal.db");
+  char zCopy[256], zWal[270];
+  snprintf(zCopy, sizeof zCopy, "%s", zPath);
+  snprintf(zWal, sizeof zWal, "%s-wal", zCopy);
+  Store *p = acquire(zCopy);
+  StoreConn *pW = NULL;
+  Schema *pS = NULL;
+  char *zErr = NULL;
+  struct stat st;
+  /* Fill the WAL well past the default autocheckpoint's reach. */
+  ck_assert_int_eq(storeWriteBegin(p, &pW, &pS, &zErr), SQLITE_OK);
+  exec(pW->db, "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)"
+               " INSERT INTO datoms (e, a, v, tx, value_type_tag)"
+               " SELECT 100000 + i, 37, printf('%0200d', i), 268435457, 10 FROM n");
+  ck_assert_int_eq(storeWriteEnd(p, pW, 1, NULL, &zErr), SQLITE_OK);
+  schemaUnref(pS);
+  /* After the restart checkpoint, the next commit writes from the start of
+  ** the WAL, and journal_size_limit truncates it to at most 3 MiB. */
+  ck_assert_int_eq(storeWriteBegin(p, &pW, &pS, &zErr), SQLITE_OK);
+  exec(pW->db, "UPDATE known_parts SET idx = idx + 1 WHERE part = ':db.part/tx'");
+  ck_assert_int_eq(storeWriteEnd(p, pW, 1, NULL, &zErr), SQLITE_OK);
+  schemaUnref(pS);
+  ck_assert_int_eq(stat(zWal, &st), 0);
+  ck_assert_msg(st.st_size <= 3145728 + 65536, "wal is %lld bytes", (long long)st.st_size);
+  storeRelease(p);
+  sqlite3_free(zErr);
+}
+END_TEST
+
+/* ---------------------------------------------------------- concurrency */
+
+typedef struct ThreadArg {
+  Store *p;
+  int nIter;
+  int nErr;
+  int bWrite;
+} ThreadArg;
+
+static void *readerThread(void *pArg) {
+  ThreadArg *a = pArg;
+  for (int i = 0; i < a->nIter; i++) {
+    StoreConn *pC = NULL;
+    Schema *pS = NULL;
+    char *zErr = NULL;
+    if (storeReader(a->p, &pC, &pS, &zErr) != SQLITE_OK) {
+      a->nErr++;
+    } else {
+      sqlite3_stmt *pStmt = NULL;
+      if (sqlite3_prepare_v2(pC->db, "SELECT count(*) FROM idents", -1, &pStmt, NULL) != SQLITE_OK
+          || sqlite3_step(pStmt) != SQLITE_ROW || sqlite3_column_int(pStmt, 0) < 40
+          || schemaEntid(pS, ":db/ident", 9) != 1) {
+        a->nErr++;
+      }
+      sqlite3_finalize(pStmt);
+      schemaUnref(pS);
+      storeReaderDone(a->p, pC);
+    }
+    sqlite3_free(zErr);
+  }
+  return NULL;
+}
+
+static void *writerThread(void *pArg) {
+  ThreadArg *a = pArg;
+  for (int i = 0; i < a->nIter; i++) {
+    StoreConn *pW = NULL;
+    Schema *pS = NULL, *pNew = NULL;
+    char *zErr = NULL;
+    if (storeWriteBegin(a->p, &pW, &pS, &zErr) != SQLITE_OK) {
+      a->nErr++;
+    } else {
+      char *zSql = sqlite3_mprintf(
+          "INSERT INTO idents VALUES (%d, 1, ':t/a%d', 13);"
+          "UPDATE known_parts SET idx = idx + 1 WHERE part = ':db.part/tx'", 65536 + i, i);
+      int rc = sqlite3_exec(pW->db, zSql, NULL, NULL, NULL);
+      sqlite3_free(zSql);
+      if (rc == SQLITE_OK) rc = schemaLoad(pW->db, &pNew, &zErr);
+      if (rc != SQLITE_OK) a->nErr++;
+      if (storeWriteEnd(a->p, pW, rc == SQLITE_OK, pNew, &zErr) != SQLITE_OK) a->nErr++;
+      schemaUnref(pNew);
+      schemaUnref(pS);
+    }
+    sqlite3_free(zErr);
+  }
+  return NULL;
+}
+
+START_TEST(test_threads) {
+  const char *zPath = tuTempPath("threads.db");
+  char zCopy[256];
+  snprintf(zCopy, sizeof zCopy, "%s", zPath);
+  Store *p = acquire(zCopy);
+  pthread_t aT[3];
+  ThreadArg aArg[3] = { { p, 1000, 0, 0 }, { p, 1000, 0, 0 }, { p, 200, 0, 1 } };
+  for (int i = 0; i < 3; i++) {
+    ck_assert_int_eq(pthread_create(&aT[i], NULL, aArg[i].bWrite ? writerThread : readerThread,
+                                    &aArg[i]), 0);
+  }
+  for (int i = 0; i < 3; i++) pthread_join(aT[i], NULL);
+  for (int i = 0; i < 3; i++) ck_assert_int_eq(aArg[i].nErr, 0);
+
+  /* Every thread's acquire of the same path shares one Store. */
+  StoreConn *pC = NULL;
+  Schema *pS = NULL;
+  char *zErr = NULL;
+  ck_assert_int_eq(storeReader(p, &pC, &pS, &zErr), SQLITE_OK);
+  ck_assert_int_eq(schemaEntid(pS, ":t/a199", 7), 65536 + 199);
+  ck_assert_int_eq(qInt(pC->db, "SELECT count(*) FROM idents"), 240);
+  storeReaderDone(p, pC);
+  schemaUnref(pS);
+  storeRelease(p);
+}
+END_TEST
+
+static void *acquireThread(void *pArg) {
+  ThreadArg *a = pArg;
+  const char *zPath = (const char *)a->p;
+  for (int i = 0; i < a->nIter; i++) {
+    Store *p = NULL;
+    char *zErr = NULL;
+    if (storeAcquire(zPath, &p, &zErr) != SQLITE_OK) a->nErr++;
+    storeRelease(p);
+    sqlite3_free(zErr);
+  }
+  return NULL;
+}
+
+START_TEST(test_threads_acquire_new_store) {
+  static char zPath[256];
+  snprintf(zPath, sizeof zPath, "%s", tuTempPath("race.db"));
+  pthread_t aT[4];
+  ThreadArg aArg[4];
+  for (int i = 0; i < 4; i++) {
+    aArg[i].p = (Store *)zPath;
+    aArg[i].nIter = 200;
+    aArg[i].nErr = 0;
+    ck_assert_int_eq(pthread_create(&aT[i], NULL, acquireThread, &aArg[i]), 0);
+  }
+  for (int i = 0; i < 4; i++) pthread_join(aT[i], NULL);
+  for (int i = 0; i < 4; i++) ck_assert_int_eq(aArg[i].nErr, 0);
+  Store *p = acquire(zPath);
+  StoreConn *pC = NULL;
+  Schema *pS = NULL;
+  char *zErr = NULL;
+  ck_assert_int_eq(storeReader(p, &pC, &pS, &zErr), SQLITE_OK);
+  ck_assert_int_eq(qInt(pC->db, "SELECT count(*) FROM datoms"), 95);   /* bootstrapped once */
+  storeReaderDone(p, pC);
+  schemaUnref(pS);
+  storeRelease(p);
+}
+END_TEST
+
+static Suite *storeSuite(void) {
+  Suite *s = suite_create("store");
+  TCase *tc = tcase_create("file");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_new_store_layout);
+  tcase_add_test(tc, test_connection_settings);
+  tcase_add_test(tc, test_in_memory_store);
+  tcase_add_test(tc, test_refuse_foreign);
+  tcase_add_test(tc, test_upgrade_v1_v2);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("cache");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, test_same_store_by_any_spelling);
+  tcase_add_test(tc, test_replaced_file_is_new_store);
+  tcase_add_test(tc, test_cache_disabled_and_lru);
+  tcase_add_test(tc, test_schema_reload_on_foreign_commit);
+  tcase_add_test(tc, test_write_publishes_schema_and_rolls_back);
+  tcase_add_test(tc, test_write_busy);
+  tcase_add_test(tc, test_wal_restart);
+  tcase_add_test(tc, test_threads);
+  tcase_add_test(tc, test_threads_acquire_new_store);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+/* A small WAL threshold so test_wal_restart needs little data; set before
+** the cache reads the environment (it does so once). */
+__attribute__((constructor)) static void setWalThreshold(void) {
+  setenv("MENTAT_WAL_RESTART_BYTES", "1048576", 1);
+}
+
+TU_MAIN(storeSuite)
