@@ -278,6 +278,25 @@ static int txPlace(Tx *p, const EdnValue *pV, TxPlace *pPl, int bEntity) {
   return SQLITE_OK;
 }
 
+/* True if the tx-data itself asserts :db/ident pKw (a top-level map or
+** :db/add), to explain why using it in the same transaction fails. Only
+** reached on the error path. */
+static int txDefinedHere(Tx *p, const EdnValue *pKw) {
+  int i, j;
+  for (i = 0; i < p->pRoot->u.c.n; i++) {
+    const EdnValue *pF = p->pRoot->u.c.a[i];
+    if (pF->type == EDN_MAP) {
+      for (j = 0; j < pF->u.c.n; j += 2) {
+        if (ednIsKeyword(pF->u.c.a[j], ":db/ident") && ednEqual(pF->u.c.a[j + 1], pKw)) return 1;
+      }
+    } else if (pF->type == EDN_VECTOR && pF->u.c.n == 4 && ednIsKeyword(pF->u.c.a[0], ":db/add")
+               && ednIsKeyword(pF->u.c.a[2], ":db/ident") && ednEqual(pF->u.c.a[3], pKw)) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
 /* The attribute named by keyword pK; *pbReverse for `:ns/_name`. */
 static int txAttr(Tx *p, const EdnValue *pK, const Attr **ppAttr, int *pbReverse) {
   const char *z, *zSlash;
@@ -303,6 +322,10 @@ static int txAttr(Tx *p, const EdnValue *pK, const Attr **ppAttr, int *pbReverse
       *pbReverse = 1;
       return SQLITE_OK;
     }
+  }
+  if (txDefinedHere(p, pK)) {
+    return txErr(p, pK->line, pK->col,
+                 "attribute %s is defined in this same transaction; transact the schema first", z);
   }
   return txErr(p, pK->line, pK->col, "unknown attribute %s", z);
 }

@@ -84,12 +84,13 @@ int txSchemaCheckOp(Tx *p, const TxOp *pOp) {
   if (a == ENTID_DB_IDENT) return SQLITE_OK;
   pOld = schemaAttr(p->pSchema, pOp->e.e);
   if (pOld == NULL) return SQLITE_OK;
-  if (a == ENTID_DB_VALUETYPE) {
+  if (a == ENTID_DB_VALUETYPE && pOp->eOp == TXOP_ADD) {
     return txErr(p, pOp->line, pOp->col, "cannot change the value type of attribute %s",
                  pOld->zIdent ? pOld->zIdent : "?");
   }
-  return txErr(p, pOp->line, pOp->col, "schema alteration of %s (%s) is not supported yet",
-               pOld->zIdent ? pOld->zIdent : "?", pOp->pAttr->zIdent ? pOp->pAttr->zIdent : "?");
+  return txErr(p, pOp->line, pOp->col, "schema alteration of %s (%s%s) is not supported yet",
+               pOld->zIdent ? pOld->zIdent : "?", pOp->eOp == TXOP_RETRACT ? "retracting " : "",
+               pOp->pAttr->zIdent ? pOp->pAttr->zIdent : "?");
 }
 
 static int txCmpEntid(const void *pA, const void *pB) {

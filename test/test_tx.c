@@ -1,0 +1,669 @@
+/*
+** test_tx.c — the transactor (tx*.c) against real store files.
+**
+** Each test opens a fresh store through the store cache, transacts with
+** txTransact, and reads the tables back with plain SQL on a second raw
+** connection: exact datoms and log rows, tempid maps, errors and their
+** messages, and — for every failing input — a byte-identical dump of
+** datoms, log, partitions and mirrors before and after. Expected values are
+** worked out by hand from the format document: on a fresh store the first
+** schema transaction is tx 268435457 and user entids start at 65536.
+*/
+#include <stdarg.h>
+#include "testutil.h"
+#include "tx.h"
+
+#define TX1 268435457LL
+/* The common schema below takes 65536..65548; the first data entity is U0. */
+#define U0 65549
+
+static Store *gStore;
+static sqlite3 *gDb;
+static int gnStore;
+
+static const char *zSchema =
+  "[{:db/ident :p/name :db/valueType :db.type/string :db/cardinality :db.cardinality/one}\n"
+  " {:db/ident :p/id :db/valueType :db.type/string :db/cardinality :db.cardinality/one"
+  "  :db/unique :db.unique/identity}\n"
+  " {:db/ident :p/tags :db/valueType :db.type/string :db/cardinality :db.cardinality/many}\n"
+  " {:db/ident :p/friend :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}\n"
+  " {:db/ident :p/parent :db/valueType :db.type/ref :db/cardinality :db.cardinality/one}\n"
+  " {:db/ident :p/ssn :db/valueType :db.type/string :db/cardinality :db.cardinality/one"
+  "  :db/unique :db.unique/value}\n"
+  " {:db/ident :p/age :db/valueType :db.type/long :db/cardinality :db.cardinality/one}\n"
+  " {:db/ident :o/items :db/valueType :db.type/ref :db/cardinality :db.cardinality/many"
+  "  :db/isComponent true}\n"
+  " {:db/ident :i/sku :db/valueType :db.type/string :db/cardinality :db.cardinality/one}\n"
+  " {:db/ident :p/bio :db/valueType :db.type/string :db/cardinality :db.cardinality/one"
+  "  :db/fulltext true}\n"
+  " {:db/ident :p/seen :db/valueType :db.type/long :db/cardinality :db.cardinality/one"
+  "  :db/noHistory true}\n"
+  " {:db/ident :tx/note :db/valueType :db.type/string :db/cardinality :db.cardinality/one}\n"
+  " {:db/ident :p/email :db/valueType :db.type/string :db/cardinality :db.cardinality/one"
+  "  :db/unique :db.unique/identity}]";
+
+/* Opens a fresh store (and a raw reader on its file). */
+static void openStore(void) {
+  char zName[32];
+  char *zErr = NULL;
+  const char *zPath;
+  snprintf(zName, sizeof zName, "tx%d.db", gnStore++);
+  zPath = tuTempPath(zName);
+  ck_assert_msg(storeAcquire(zPath, &gStore, &zErr) == SQLITE_OK, "acquire: %s", zErr);
+  ck_assert_int_eq(sqlite3_open(zPath, &gDb), SQLITE_OK);
+}
+
+static void closeStore(void) {
+  sqlite3_close(gDb);
+  gDb = NULL;
+  storeRelease(gStore);
+  gStore = NULL;
+  storeCacheClear();
+}
+
+/* Transacts; the report, or "ERROR: <message>" (malloc'd). */
+static char *T(const char *zEdn) {
+  sqlite3_str *pOut = sqlite3_str_new(NULL);
+  char *zErr = NULL, *zRep, *zRet;
+  int rc = txTransact(gStore, zEdn, (int)strlen(zEdn), pOut, &zErr);
+  zRep = sqlite3_str_finish(pOut);
+  if (rc == SQLITE_OK) {
+    zRet = strdup(zRep ? zRep : "");
+  } else {
+    zRet = malloc(strlen(zErr ? zErr : "?") + 8);
+    sprintf(zRet, "ERROR: %s", zErr ? zErr : "?");
+  }
+  sqlite3_free(zRep);
+  sqlite3_free(zErr);
+  return zRet;
+}
+
+/* Transacts and requires success. */
+static void Tok(const char *zEdn) {
+  char *z = T(zEdn);
+  ck_assert_msg(strncmp(z, "ERROR", 5) != 0, "%s -> %s", zEdn, z);
+  free(z);
+}
+
+/* All rows of zSql: columns joined by '|', rows by ';' (malloc'd). */
+static char *Q(const char *zSql) {
+  sqlite3_stmt *pStmt = NULL;
+  sqlite3_str *pOut = sqlite3_str_new(NULL);
+  char *z, *zRet;
+  int nRow = 0, i;
+  ck_assert_msg(sqlite3_prepare_v2(gDb, zSql, -1, &pStmt, NULL) == SQLITE_OK, "%s: %s",
+                zSql, sqlite3_errmsg(gDb));
+  while (sqlite3_step(pStmt) == SQLITE_ROW) {
+    if (nRow++) sqlite3_str_appendchar(pOut, 1, ';');
+    for (i = 0; i < sqlite3_column_count(pStmt); i++) {
+      const char *zCol = (const char *)sqlite3_column_text(pStmt, i);
+      if (i) sqlite3_str_appendchar(pOut, 1, '|');
+      sqlite3_str_appendall(pOut, zCol ? zCol : "NULL");
+    }
+  }
+  sqlite3_finalize(pStmt);
+  z = sqlite3_str_finish(pOut);
+  zRet = strdup(z ? z : "");
+  sqlite3_free(z);
+  return zRet;
+}
+
+#define CHECK_Q(SQL, EXPECT) do { char *zGot_ = Q(SQL); \
+  ck_assert_msg(strcmp(zGot_, EXPECT) == 0, "%s\n  got:  %s\n  want: %s", SQL, zGot_, EXPECT); \
+  free(zGot_); } while (0)
+
+/* Everything a transaction may change, quoted. */
+static char *dump(void) {
+  return Q("SELECT 'D', e, a, quote(v), tx, value_type_tag, index_avet, index_vaet, index_fulltext,"
+           " unique_value FROM datoms"
+           " UNION ALL SELECT 'L', e, a, quote(v), tx, added, value_type_tag, timeline, 0, 0"
+           " FROM timelined_transactions"
+           " UNION ALL SELECT 'P', part, start, \"end\", idx, allow_excision, 0, 0, 0, 0 FROM known_parts"
+           " UNION ALL SELECT 'I', e, a, quote(v), value_type_tag, 0, 0, 0, 0, 0 FROM idents"
+           " UNION ALL SELECT 'S', e, a, quote(v), value_type_tag, 0, 0, 0, 0, 0 FROM schema"
+           " UNION ALL SELECT 'M', name, a, kind, 0, 0, 0, 0, 0, 0 FROM mentat_managed_indexes"
+           " UNION ALL SELECT 'F', rowid, text, 0, 0, 0, 0, 0, 0, 0 FROM fulltext_values"
+           " UNION ALL SELECT 'X', name, sql, 0, 0, 0, 0, 0, 0, 0 FROM sqlite_master"
+           " ORDER BY 1, 2, 3, 4, 5, 6");
+}
+
+/* The transaction must fail with a message containing zWant, and leave the
+** store exactly as it was. */
+static void Tfail(const char *zEdn, const char *zWant) {
+  char *zBefore = dump(), *zAfter, *z;
+  z = T(zEdn);
+  ck_assert_msg(strncmp(z, "ERROR: ", 7) == 0, "%s should fail, got %s", zEdn, z);
+  ck_assert_msg(strstr(z, zWant) != NULL, "%s\n  got:  %s\n  want: ...%s...", zEdn, z, zWant);
+  zAfter = dump();
+  ck_assert_msg(strcmp(zBefore, zAfter) == 0, "%s changed the store", zEdn);
+  free(z);
+  free(zBefore);
+  free(zAfter);
+}
+
+/* json_extract(report, path) as text. */
+static char *J(const char *zRep, const char *zPath) {
+  sqlite3_stmt *pStmt = NULL;
+  char *zRet;
+  ck_assert_int_eq(sqlite3_prepare_v2(gDb, "SELECT json_extract(?1, ?2)", -1, &pStmt, NULL), SQLITE_OK);
+  sqlite3_bind_text(pStmt, 1, zRep, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pStmt, 2, zPath, -1, SQLITE_STATIC);
+  ck_assert_int_eq(sqlite3_step(pStmt), SQLITE_ROW);
+  zRet = strdup(sqlite3_column_text(pStmt, 0) ? (const char *)sqlite3_column_text(pStmt, 0) : "NULL");
+  sqlite3_finalize(pStmt);
+  return zRet;
+}
+
+#define CHECK_J(REP, PATH, EXPECT) do { char *zGot_ = J(REP, PATH); \
+  ck_assert_msg(strcmp(zGot_, EXPECT) == 0, "%s %s: got %s want %s", REP, PATH, zGot_, EXPECT); \
+  free(zGot_); } while (0)
+
+static void setupSchema(void) {
+  openStore();
+  Tok(zSchema);
+}
+
+/* ---- schema ----------------------------------------------------------- */
+
+START_TEST(test_schema_install) {
+  char *zRep, *zDump1, *zDump2;
+  openStore();
+  zRep = T(zSchema);
+  CHECK_J(zRep, "$.tx_id", "268435457");
+  CHECK_J(zRep, "$.tempids", "{}");
+  free(zRep);
+  /* :p/id: ident, string, one, identity, and the implied :db/index true. */
+  CHECK_Q("SELECT a, quote(v), tx, value_type_tag FROM datoms WHERE e = 65537 ORDER BY a",
+          "1|':p/id'|268435457|13;7|27|268435457|0;8|33|268435457|0;9|36|268435457|0;"
+          "11|1|268435457|1");
+  /* :p/tags: cardinality many; no :db/index. */
+  CHECK_Q("SELECT a, v FROM datoms WHERE e = 65538 ORDER BY a", "1|:p/tags;7|27;8|34");
+  /* mirrors */
+  CHECK_Q("SELECT e, a, v, value_type_tag FROM idents WHERE e IN (65536, 65537) ORDER BY e",
+          "65536|1|:p/name|13;65537|1|:p/id|13");
+  CHECK_Q("SELECT a, v, value_type_tag FROM schema WHERE e = 65537 ORDER BY a",
+          "7|27|0;8|33|0;9|36|0;11|1|1");
+  CHECK_Q("SELECT count(*) FROM schema WHERE e = 65545 AND a = 12", "1");
+  /* value indexes: unique attributes >= 65536 only (not fulltext ones) */
+  CHECK_Q("SELECT name, a, kind FROM mentat_managed_indexes ORDER BY a",
+          "idx_auto_avet_65537|65537|schema;idx_auto_avet_65541|65541|schema;"
+          "idx_auto_avet_65548|65548|schema");
+  CHECK_Q("SELECT sql FROM sqlite_master WHERE name = 'idx_auto_avet_65537'",
+          "CREATE INDEX idx_auto_avet_65537 ON datoms (a, v, e) WHERE a = 65537");
+  CHECK_Q("SELECT part, idx FROM known_parts ORDER BY part",
+          ":db.part/db|41;:db.part/tx|268435458;:db.part/user|65549");
+  /* the new attribute is usable by the next transaction */
+  Tok("[{:p/name \"x\" :p/tags [\"a\" \"b\"]}]");
+  /* re-running the identical schema (three times) changes no schema datom */
+  zDump1 = Q("SELECT e, a, quote(v), tx FROM datoms WHERE e < 268435456 ORDER BY e, a, v");
+  Tok(zSchema);
+  Tok(zSchema);
+  zRep = T(zSchema);
+  CHECK_J(zRep, "$.tempids", "{}");
+  free(zRep);
+  zDump2 = Q("SELECT e, a, quote(v), tx FROM datoms WHERE e < 268435456 ORDER BY e, a, v");
+  ck_assert_str_eq(zDump1, zDump2);
+  free(zDump1);
+  free(zDump2);
+  /* those re-runs logged only their :db/txInstant */
+  CHECK_Q("SELECT count(*), min(a), max(a) FROM timelined_transactions WHERE tx > 268435458", "3|3|3");
+  closeStore();
+}
+END_TEST
+
+START_TEST(test_schema_legacy_and_errors) {
+  setupSchema();
+  /* Datomic's legacy form: #db/id [:db.part/db] allocates from :db.part/db
+  ** (idx 41 on a new store); :db.install/_attribute is recorded as a datom. */
+  Tok("[{:db/id #db/id [:db.part/db] :db/ident :l/x :db/valueType :db.type/long"
+      "  :db/cardinality :db.cardinality/one :db.install/_attribute :db.part/db}]");
+  CHECK_Q("SELECT e, a, v FROM datoms WHERE a = 6", "2|6|41");
+  CHECK_Q("SELECT v FROM idents WHERE e = 41", ":l/x");
+  CHECK_Q("SELECT part, idx FROM known_parts WHERE part = ':db.part/db'", ":db.part/db|42");
+  Tok("[[:db/add \"n\" :l/x 5]]");
+  Tfail("[{:db/ident :p/age :db/cardinality :db.cardinality/many}]",
+        "schema alteration of :p/age (:db/cardinality) is not supported yet");
+  Tfail("[{:db/ident :p/age :db/valueType :db.type/string}]",
+        "cannot change the value type of attribute :p/age");
+  Tfail("[{:db/ident :z/z :db/cardinality :db.cardinality/one}]",
+        "attribute :z/z needs a :db/valueType");
+  Tfail("[{:db/ident :z/z :db/valueType :db.cardinality/one}]",
+        "attribute :z/z: :db/valueType must be one of the :db.type/* idents");
+  /* unchanged values are fine (not an alteration) */
+  Tok("[{:db/ident :p/age :db/cardinality :db.cardinality/one :db/doc \"years\"}]");
+  CHECK_Q("SELECT v FROM datoms WHERE e = 65542 AND a = 37", "years");
+  /* defined and used in the same transaction: refused, clearly (B24 T3) */
+  Tfail("[{:db/ident :q/new :db/valueType :db.type/string :db/cardinality :db.cardinality/one}\n"
+        " {:p/id \"B\" :q/new \"v\"}]",
+        "line 2 col 13: attribute :q/new is defined in this same transaction; transact the schema first");
+  Tfail("[{:p/id \"C\" :q/new \"v\"}]", "line 1 col 13: unknown attribute :q/new");
+  Tok("[{:db/ident :q/new :db/valueType :db.type/string :db/cardinality :db.cardinality/one}]");
+  Tok("[{:p/id \"C\" :q/new \"v\"}]");
+  /* enum idents are entities with only :db/ident; usable as ref values */
+  Tok("[{:db/ident :size/small} {:db/ident :size/large}]");
+  Tok("[{:p/id \"s\" :p/parent :size/large}]");
+  CHECK_Q("SELECT d.v = i.e FROM datoms d, idents i WHERE d.a = 65540 AND i.v = ':size/large'", "1");
+  closeStore();
+}
+END_TEST
+
+/* ---- list and map forms --------------------------------------------- */
+
+START_TEST(test_add_list_form) {
+  char *zRep, *zInst;
+  setupSchema();
+  zRep = T("[[:db/add \"x\" :p/name \"X\"] [:db/add \"x\" :p/age 7]]");
+  CHECK_J(zRep, "$.tx_id", "268435458");
+  CHECK_J(zRep, "$.tempids.x", "65549");
+  zInst = J(zRep, "$.tx_instant");
+  ck_assert_int_eq((int)strlen(zInst), 27);     /* 2025-03-04T05:06:00.000000Z */
+  ck_assert_int_eq(zInst[26], 'Z');
+  free(zInst);
+  free(zRep);
+  CHECK_Q("SELECT e, a, v, tx, value_type_tag, index_avet, index_vaet, index_fulltext, unique_value"
+          " FROM datoms WHERE e = 65549 ORDER BY a",
+          "65549|65536|X|268435458|10|0|0|0|0;65549|65542|7|268435458|5|0|0|0|0");
+  CHECK_Q("SELECT e, a, v, added, value_type_tag, timeline FROM timelined_transactions"
+          " WHERE tx = 268435458 AND a <> 3 ORDER BY a",
+          "65549|65536|X|1|10|0;65549|65542|7|1|5|0");
+  /* the tx's own :db/txInstant datom, in datoms and the log */
+  CHECK_Q("SELECT e, value_type_tag, index_avet FROM datoms WHERE a = 3 AND tx = 268435458",
+          "268435458|4|1");
+  CHECK_Q("SELECT count(*) FROM timelined_transactions WHERE tx = 268435458 AND a = 3 AND added = 1", "1");
+  CHECK_Q("SELECT part, idx FROM known_parts ORDER BY part",
+          ":db.part/db|41;:db.part/tx|268435459;:db.part/user|65550");
+  /* typed values: ref by entid, keyword ident, instant, double as REAL */
+  Tok("[[:db/add 65549 :p/friend 65549] [:db/add 65549 :p/parent :p/name]]");
+  CHECK_Q("SELECT a, v, value_type_tag, index_vaet FROM datoms WHERE e = 65549 AND a IN (65539, 65540)"
+          " ORDER BY a", "65539|65549|0|1;65540|65536|0|1");
+  closeStore();
+}
+END_TEST
+
+START_TEST(test_map_forms) {
+  char *zRep;
+  setupSchema();
+  zRep = T("[{:p/name \"Anon\"} {:p/name \"Anon\"}]");
+  CHECK_J(zRep, "$.tempids", "{}");
+  free(zRep);
+  CHECK_Q("SELECT e FROM datoms WHERE a = 65536 ORDER BY e", "65549;65550");
+  /* string tempids across maps, negative ints, #db/id with a number */
+  zRep = T("[{:db/id \"a\" :p/id \"A\" :p/friend \"b\"} {:db/id \"b\" :p/id \"B\"}"
+           " {:db/id -100 :p/id \"C\"} {:db/id #db/id [:db.part/user -1] :p/id \"D\" :p/friend -100}]");
+  CHECK_J(zRep, "$.tempids.a", "65551");
+  CHECK_J(zRep, "$.tempids.b", "65552");
+  CHECK_J(zRep, "$.tempids.\"-100\"", "65553");
+  CHECK_J(zRep, "$.tempids.\"-1\"", "65554");
+  free(zRep);
+  CHECK_Q("SELECT e, v FROM datoms WHERE a = 65539 ORDER BY e", "65551|65552;65554|65553");
+  /* a map's cardinality-many values from a vector and a set */
+  Tok("[{:p/id \"T\" :p/tags [\"x\" \"y\"]} {:p/id \"T\" :p/tags #{\"z\"}}]");
+  CHECK_Q("SELECT group_concat(v) FROM (SELECT v FROM datoms WHERE a = 65538 ORDER BY v)", "x,y,z");
+  /* a vector under a cardinality-one attribute */
+  Tfail("[[:db/add \"x\" :p/age [1 2]]]", "line 1 col 22: a collection is not a valid value for "
+        "cardinality-one attribute :p/age");
+  Tfail("[{:p/age [1 2]}]", "line 1 col 10: a collection is not a valid value");
+  closeStore();
+}
+END_TEST
+
+START_TEST(test_nested_maps) {
+  setupSchema();
+  /* nested map with an identity attribute under a plain ref */
+  Tok("[{:p/id \"o\" :p/name \"P\" :p/parent {:p/id \"q\" :p/name \"Q\"}}]");
+  CHECK_Q("SELECT p.v FROM datoms c, datoms i, datoms p WHERE i.a = 65537 AND i.v = 'o'"
+          " AND c.e = i.e AND c.a = 65540 AND p.e = c.v AND p.a = 65536", "Q");
+  /* vector of nested maps under cardinality many */
+  Tok("[{:p/id \"m\" :p/friend [{:p/id \"m1\"} {:p/id \"m2\"}]}]");
+  CHECK_Q("SELECT count(*) FROM datoms WHERE a = 65539", "2");
+  /* components need no identity */
+  Tok("[{:p/id \"ord\" :o/items [{:i/sku \"A\"} {:i/sku \"B\"}]}]");
+  CHECK_Q("SELECT group_concat(v) FROM (SELECT s.v FROM datoms o, datoms s WHERE o.a = 65543"
+          " AND s.e = o.v AND s.a = 65544 ORDER BY s.v)", "A,B");
+  Tfail("[{:p/id \"x\" :p/parent {:p/name \"NoUnique\"}}]", "nested entity would dangle");
+  /* an explicit :db/id makes it fine */
+  Tok("[{:p/id \"y\" :p/parent {:db/id \"pp\" :p/name \"Named\"}}]");
+  closeStore();
+}
+END_TEST
+
+START_TEST(test_reverse_refs) {
+  setupSchema();
+  Tok("[{:db/id \"c\" :p/id \"c\"} {:db/id \"p\" :p/id \"p\" :p/_friend \"c\"}]");
+  CHECK_Q("SELECT e, v FROM datoms WHERE a = 65539", "65549|65550");
+  Tok("[[:db/add \"k\" :p/id \"k\"] [:db/add \"par\" :p/id \"par\"] [:db/add \"par\" :p/_parent \"k\"]]");
+  CHECK_Q("SELECT e, v FROM datoms WHERE a = 65540", "65551|65552");
+  Tfail("[{:p/_age \"x\"}]", "line 1 col 3: reverse attribute :p/_age: :p/age is not a ref attribute");
+  Tfail("[[:db/add \"x\" :p/_age 1]]", "is not a ref attribute");
+  closeStore();
+}
+END_TEST
+
+/* ---- places ------------------------------------------------------------ */
+
+START_TEST(test_lookup_refs) {
+  setupSchema();
+  Tok("[{:p/id \"a\" :p/email \"a@x\"} {:p/id \"b\"}]");
+  Tok("[[:db/add [:p/email \"a@x\"] :p/age 1]]");
+  Tok("[[:db/add (lookup-ref :p/id \"b\") :p/age 2]]");
+  CHECK_Q("SELECT e, v FROM datoms WHERE a = 65542 ORDER BY e", "65549|1;65550|2");
+  /* lookup refs as ref values, single and in a vector */
+  Tok("[[:db/add [:p/id \"a\"] :p/parent [:p/id \"b\"]] {:db/id [:p/id \"b\"] :p/friend [[:p/id \"a\"] [:p/id \"b\"]]}]");
+  CHECK_Q("SELECT e, a, v FROM datoms WHERE a IN (65539, 65540) ORDER BY a, e, v",
+          "65550|65539|65549;65550|65539|65550;65549|65540|65550");
+  Tfail("[[:db/add [:p/id \"missing\"] :p/name \"x\"]]",
+        "line 1 col 11: lookup ref [:p/id \"missing\"] does not resolve");
+  Tfail("[[:db/add (lookup-ref :p/id \"missing\") :p/name \"x\"]]", "does not resolve");
+  Tfail("[[:db/add [:p/name \"x\"] :p/age 1]]", "lookup ref attribute :p/name is not :db/unique");
+  Tfail("[[:db/add :no/such :p/age 1]]", "line 1 col 11: unknown ident :no/such");
+  Tfail("[[:db/add \"x\" :p/parent :no/such]]", "line 1 col 25: unknown ident :no/such");
+  closeStore();
+}
+END_TEST
+
+START_TEST(test_tx_entity) {
+  char *zRep, *zTx;
+  setupSchema();
+  zRep = T("[{:db/id \"datomic.tx\" :tx/note \"import\"} {:p/id \"t\"}]");
+  CHECK_Q("SELECT e, v FROM datoms WHERE a = 65547", "268435458|import");
+  CHECK_J(zRep, "$.tempids", "{}");
+  free(zRep);
+  Tok("[[:db/add (transaction-tx) :tx/note \"batch\"] [:db/add \"u\" :p/id \"u\"]]");
+  CHECK_Q("SELECT e FROM datoms WHERE a = 65547 AND v = 'batch'", "268435459");
+  /* an explicit later :db/txInstant wins; an earlier one is refused */
+  zRep = T("[{:db/id \"datomic.tx\" :db/txInstant #inst \"2100-01-02T03:04:05.5Z\"}]");
+  CHECK_J(zRep, "$.tx_instant", "2100-01-02T03:04:05.500000Z");
+  zTx = J(zRep, "$.tx_id");
+  ck_assert_str_eq(zTx, "268435460");
+  free(zTx);
+  free(zRep);
+  CHECK_Q("SELECT count(*), v FROM datoms WHERE e = 268435460 AND a = 3", "1|4102542245500000");
+  Tfail("[{:db/id \"datomic.tx\" :db/txInstant #inst \"2000-01-01T00:00:00Z\"}]",
+        "is earlier than the previous transaction's");
+  closeStore();
+}
+END_TEST
+
+/* ---- upserts ------------------------------------------------------------ */
+
+START_TEST(test_upserts) {
+  char *zRep;
+  setupSchema();
+  Tok("[{:p/id \"a\" :p/name \"A\" :p/email \"a@x\"} {:p/id \"b\" :p/email \"b@x\"}]");
+  /* a map upserts through its identity value: no new entity */
+  zRep = T("[{:p/email \"a@x\" :p/age 11}]");
+  CHECK_J(zRep, "$.tempids", "{}");
+  free(zRep);
+  CHECK_Q("SELECT e, v FROM datoms WHERE a = 65542", "65549|11");
+  CHECK_Q("SELECT idx FROM known_parts WHERE part = ':db.part/user'", "65551");
+  /* a tempid resolves to the upserted entity and is reported */
+  zRep = T("[[:db/add \"t\" :p/email \"b@x\"] [:db/add \"t\" :p/tags \"Vanka\"]]");
+  CHECK_J(zRep, "$.tempids.t", "65550");
+  free(zRep);
+  /* cascade: "q" upserts, and the ref to it follows (B09 T3's shape) */
+  zRep = T("[{:p/id \"new\" :p/parent \"q\"} {:db/id \"q\" :p/id \"a\"}]");
+  CHECK_J(zRep, "$.tempids.q", "65549");
+  free(zRep);
+  CHECK_Q("SELECT v FROM datoms WHERE a = 65540", "65549");
+  /* two identity values naming different entities */
+  Tfail("[{:p/id \"a\" :p/email \"b@x\"}]", "would resolve to two different entities, 65549 and 65550");
+  /* two tempids sharing a new identity value are one entity */
+  zRep = T("[[:db/add \"foo\" :p/id \"n\"] [:db/add \"foo\" :p/tags \"x\"]"
+           " [:db/add \"bar\" :p/id \"n\"] [:db/add \"bar\" :p/tags \"y\"]]");
+  CHECK_J(zRep, "$.tempids.foo", "65552");
+  CHECK_J(zRep, "$.tempids.bar", "65552");
+  free(zRep);
+  CHECK_Q("SELECT count(DISTINCT e) FROM datoms WHERE a = 65537 AND v = 'n'", "1");
+  CHECK_Q("SELECT group_concat(v) FROM (SELECT v FROM datoms WHERE e = 65552 AND a = 65538 ORDER BY v)", "x,y");
+  closeStore();
+}
+END_TEST
+
+/* ---- cardinality, conflicts, no-ops (B05, B07) --------------------------- */
+
+START_TEST(test_b05_conflicts) {
+  char *zRep;
+  openStore();
+  Tok("[{:db/ident :p/name :db/valueType :db.type/string :db/cardinality :db.cardinality/one}"
+      " {:db/ident :p/id :db/valueType :db.type/string :db/cardinality :db.cardinality/one"
+      "  :db/unique :db.unique/identity}]");
+  Tfail("[[:db/add \"x\" :p/name \"a\"] [:db/add \"x\" :p/name \"b\"]]",
+        "line 1 col 41: conflicting datoms for a cardinality-one attribute: [65538 :p/name \"a\"] and "
+        "[65538 :p/name \"b\"]");
+  Tfail("[{:p/id \"k\" :p/name \"a\"} {:p/id \"k\" :p/name \"b\"}]", "conflicting datoms");
+  Tfail("[{:db/ident :p/name :db/doc \"one\"} {:db/ident :p/name :db/doc \"two\"}]", "conflicting datoms");
+  zRep = T("[[:db/add \"y\" :p/name \"same\"] [:db/add \"y\" :p/name \"same\"] {:db/id \"y\" :p/name \"same\"}]");
+  CHECK_J(zRep, "$.tempids.y", "65538");
+  free(zRep);
+  CHECK_Q("SELECT e, v FROM datoms WHERE a = 65536", "65538|same");
+  CHECK_Q("SELECT count(*) FROM timelined_transactions WHERE a = 65536", "1");
+  /* asserting and retracting one datom */
+  Tfail("[[:db/add 65538 :p/id \"Z\"] [:db/retract 65538 :p/id \"Z\"]]",
+        "a datom cannot be both asserted and retracted in one transaction: [65538 :p/id \"Z\"]");
+  closeStore();
+}
+END_TEST
+
+START_TEST(test_b07_noops) {
+  char *zRep;
+  openStore();
+  Tok("[{:db/ident :p/name :db/valueType :db.type/string :db/cardinality :db.cardinality/one}"
+      " {:db/ident :p/tags :db/valueType :db.type/string :db/cardinality :db.cardinality/many}"
+      " {:db/ident :p/key :db/valueType :db.type/string :db/cardinality :db.cardinality/one"
+      "  :db/unique :db.unique/identity}]");
+  /* attributes 65536..65538; tx1 = 268435458, E = 65539 */
+  zRep = T("[{:db/id \"e\" :p/name \"A\" :p/tags [\"t1\"] :p/key \"One\"}]");
+  CHECK_J(zRep, "$.tempids.e", "65539");
+  free(zRep);
+  Tok("[[:db/add 65539 :p/name \"A\"] [:db/add 65539 :p/tags \"t1\"]]");            /* tx2 */
+  CHECK_Q("SELECT a FROM timelined_transactions WHERE tx = 268435459", "3");
+  CHECK_Q("SELECT a, tx FROM datoms WHERE e = 65539 ORDER BY a",
+          "65536|268435458;65537|268435458;65538|268435458");
+  Tok("[[:db/add 65539 :p/name \"B\"]]");                                         /* tx3 */
+  CHECK_Q("SELECT e, a, v, added FROM timelined_transactions WHERE tx = 268435460 AND a <> 3"
+          " ORDER BY added", "65539|65536|A|0;65539|65536|B|1");
+  CHECK_Q("SELECT v, tx FROM datoms WHERE e = 65539 AND a = 65536", "B|268435460");
+  Tok("[[:db/add 65539 :p/key \"Two\"] [:db/retract 65539 :p/key \"One\"]]");      /* tx4 */
+  CHECK_Q("SELECT v, added FROM timelined_transactions WHERE tx = 268435461 AND a <> 3"
+          " ORDER BY added", "One|0;Two|1");
+  Tok("[[:db/retract 65539 :p/name \"Nope\"] [:db/retract 65539 :p/tags \"zzz\"]]"); /* tx5 */
+  CHECK_Q("SELECT a FROM timelined_transactions WHERE tx = 268435462", "3");
+  /* retracting all values of an attribute */
+  Tok("[[:db/add 65539 :p/tags \"t2\"]]");
+  Tok("[[:db/retract 65539 :p/tags]]");
+  CHECK_Q("SELECT count(*) FROM datoms WHERE a = 65537", "0");
+  CHECK_Q("SELECT v, added FROM timelined_transactions WHERE tx = 268435464 AND a = 65537 ORDER BY v",
+          "t1|0;t2|0");
+  closeStore();
+}
+END_TEST
+
+START_TEST(test_unique_value) {
+  setupSchema();
+  Tok("[{:p/id \"a\" :p/ssn \"123\"}]");
+  Tfail("[{:p/id \"b\" :p/ssn \"123\"}]",
+        "unique value conflict: :p/ssn \"123\" is already held by entity 65549");
+  Tfail("[{:p/id \"c\" :p/ssn \"9\"} {:p/id \"d\" :p/ssn \"9\"}]", "unique value conflict: :p/ssn \"9\"");
+  /* a value may move between entities in one transaction */
+  Tok("[{:p/id \"e\"}]");
+  Tok("[[:db/retract [:p/id \"a\"] :p/ssn \"123\"] [:db/add [:p/id \"e\"] :p/ssn \"123\"]]");
+  CHECK_Q("SELECT e FROM datoms WHERE a = 65541", "65550");
+  closeStore();
+}
+END_TEST
+
+/* ---- retractEntity, cas ---------------------------------------------- */
+
+START_TEST(test_retract_entity) {
+  setupSchema();
+  /* 65549 a (friend b, items i1 i2), 65550 b (friend a), components 65551/65552 */
+  Tok("[{:db/id \"a\" :p/id \"a\" :p/friend \"b\" :o/items [{:i/sku \"1\"} {:i/sku \"2\"}]}"
+      " {:db/id \"b\" :p/id \"b\" :p/friend \"a\"}]");
+  CHECK_Q("SELECT count(*) FROM datoms WHERE e BETWEEN 65549 AND 65560", "8");
+  Tok("[[:db/retractEntity [:p/id \"a\"]]]");
+  CHECK_Q("SELECT e, a, v FROM datoms WHERE e BETWEEN 65549 AND 65560", "65550|65537|b");
+  CHECK_Q("SELECT count(*) FROM timelined_transactions WHERE tx = 268435459 AND added = 0", "7");
+  /* component cycle: retraction terminates, both removed; plain refs kept */
+  Tok("[{:db/id \"x\" :p/id \"x\" :o/items \"y\" :p/parent \"z\"} {:db/id \"y\" :i/sku \"y\" :o/items \"x\"}"
+      " {:db/id \"z\" :p/id \"z\"}]");
+  Tok("[[:db.fn/retractEntity [:p/id \"x\"]]]");
+  CHECK_Q("SELECT count(*) FROM datoms WHERE a IN (65543, 65544, 65540)", "0");
+  CHECK_Q("SELECT count(*) FROM datoms WHERE a = 65537 AND v = 'z'", "1");
+  /* an entity with no datoms: nothing to do */
+  Tok("[[:db/retractEntity 99999]]");
+  closeStore();
+}
+END_TEST
+
+START_TEST(test_cas) {
+  setupSchema();
+  Tok("[{:p/id \"a\" :p/age 10}]");
+  Tok("[[:db/cas [:p/id \"a\"] :p/age 10 11]]");
+  CHECK_Q("SELECT v FROM datoms WHERE a = 65542", "11");
+  CHECK_Q("SELECT v, added FROM timelined_transactions WHERE a = 65542 AND tx = 268435459 ORDER BY added",
+          "10|0;11|1");
+  Tfail("[[:db/cas [:p/id \"a\"] :p/age 99 12]]", "line 1 col 23: cas failed on :p/age of entity 65549: "
+        "expected 99, found 11");
+  Tok("[[:db.fn/cas [:p/id \"a\"] :p/name nil \"N\"]]");
+  CHECK_Q("SELECT v FROM datoms WHERE a = 65536", "N");
+  Tfail("[[:db/cas [:p/id \"a\"] :p/name nil \"M\"]]", "expected nil, found \"N\"");
+  Tfail("[[:db/cas [:p/id \"a\"] :p/ssn \"x\" \"y\"]]", "expected \"x\", found nil");
+  closeStore();
+}
+END_TEST
+
+/* ---- B09 ------------------------------------------------------------------ */
+
+START_TEST(test_b09_before_tx) {
+  char *zRep;
+  openStore();
+  Tok("[{:db/ident :e/id :db/valueType :db.type/string :db/cardinality :db.cardinality/one"
+      "  :db/unique :db.unique/identity}"
+      " {:db/ident :e/child :db/valueType :db.type/ref :db/cardinality :db.cardinality/one}"
+      " {:db/ident :e/name :db/valueType :db.type/string :db/cardinality :db.cardinality/one}"
+      " {:db/ident :m/id :db/valueType :db.type/long :db/cardinality :db.cardinality/one"
+      "  :db/unique :db.unique/identity}"
+      " {:db/ident :m/user :db/valueType :db.type/ref :db/cardinality :db.cardinality/one}]");
+  zRep = T("[{:db/id \"u1\" :e/id \"u1\" :e/name \"one\"} {:db/id \"u2\" :e/id \"u2\" :e/child \"u1\"}]");
+  CHECK_J(zRep, "$.tempids.u1", "65541");
+  CHECK_J(zRep, "$.tempids.u2", "65542");
+  free(zRep);
+  Tok("[[:db/retract [:e/id \"u1\"] :e/id \"u1\"] [:db/retract [:e/id \"u2\"] :e/child [:e/id \"u1\"]]]");
+  CHECK_Q("SELECT e, a, v FROM datoms WHERE e IN (65541, 65542) ORDER BY e, a",
+          "65541|65538|one;65542|65536|u2");
+  zRep = T("[{:db/id \"user\" :e/id \"u2\"} {:m/id 1234 :m/user \"user\"}]");
+  CHECK_J(zRep, "$.tempids.user", "65542");
+  free(zRep);
+  CHECK_Q("SELECT e, v FROM datoms WHERE a = 65540", "65543|65542");
+  Tfail("[[:db/add \"parent\" :e/name \"p\"] [:db/add \"other\" :e/child \"nobody\"]]",
+        "line 1 col 59: tempid \"nobody\" is used only as a value");
+  Tfail("[[:db/add [:e/id \"missing\"] :e/name \"x\"]]",
+        "line 1 col 11: lookup ref [:e/id \"missing\"] does not resolve");
+  closeStore();
+}
+END_TEST
+
+/* ---- fulltext, noHistory ------------------------------------------- */
+
+START_TEST(test_fulltext_nohistory) {
+  setupSchema();
+  Tok("[{:p/id \"f\" :p/bio \"hello world\"} {:p/id \"g\" :p/bio \"hello world\"}]");
+  CHECK_Q("SELECT count(*), min(rowid) = max(rowid) FROM fulltext_values", "1|1");
+  CHECK_Q("SELECT d.e, typeof(d.v), d.v = f.rowid, d.value_type_tag, d.index_fulltext FROM datoms d,"
+          " fulltext_values f WHERE d.a = 65545 ORDER BY d.e",
+          "65549|integer|1|10|1;65550|integer|1|10|1");
+  CHECK_Q("SELECT typeof(v) FROM timelined_transactions WHERE a = 65545 LIMIT 1", "integer");
+  Tok("[[:db/add [:p/id \"f\"] :p/bio \"hello world\"]]");   /* no-op */
+  CHECK_Q("SELECT count(*) FROM timelined_transactions WHERE a = 65545", "2");
+  Tok("[[:db/retract [:p/id \"f\"] :p/bio \"hello world\"] [:db/retract [:p/id \"g\"] :p/bio \"absent\"]]");
+  CHECK_Q("SELECT e FROM datoms WHERE a = 65545", "65550");
+  Tok("[[:db/add [:p/id \"g\"] :p/bio \"bye\"]]");
+  CHECK_Q("SELECT f.text FROM datoms d, fulltext_values f WHERE d.a = 65545 AND d.v = f.rowid", "bye");
+  /* noHistory: datoms but no log rows */
+  Tok("[{:p/id \"h\" :p/seen 5}]");
+  Tok("[{:p/id \"h\" :p/seen 6}]");
+  CHECK_Q("SELECT v FROM datoms WHERE a = 65546", "6");
+  CHECK_Q("SELECT count(*) FROM timelined_transactions WHERE a = 65546", "0");
+  closeStore();
+}
+END_TEST
+
+/* ---- errors leave nothing behind ---------------------------------- */
+
+static const struct { const char *zEdn, *zWant; } aBad[] = {
+  { "[[:db/add \"x\" :p/name \"a\"", "line 1 col" },
+  { "{:p/name \"a\"}", "line 1 col 1: transaction data must be a vector" },
+  { "[[:db/add \"x\" :p/nmae \"q\"]]", "line 1 col 15: unknown attribute :p/nmae" },
+  { "[\n  [:db/add \"x\" :p/age \"old\"]]", "line 2 col 23: :p/age: expected :db.type/long" },
+  { "[[:db/frob 1 2]]", "line 1 col 3: unknown operation :db/frob" },
+  { "[[:db/add \"x\" :p/name]]", "wrong number of arguments for :db/add" },
+  { "[42]", "a transaction form must be a vector or a map" },
+  { "[{:p/name nil}]", "nil is not a valid value for :p/name" },
+  { "[[:db/add \"x\" :p/name \"n\"] [:db/add [:p/id \"zzz\"] :p/name \"q\"]]", "does not resolve" },
+  { "[[:db/add \"a\" :p/friend \"ghost\"]]", "tempid \"ghost\" is used only as a value" },
+  { "[{:p/id \"w\" :p/parent {:p/name \"dangling\"}}]", "nested entity would dangle" },
+  { "[{:p/id \"w\" :p/ssn \"123\"}]", "unique value conflict" },
+  { "[[:db/add [:p/id \"a\"] :p/name \"n1\"] [:db/add [:p/id \"a\"] :p/name \"n2\"]]", "conflicting datoms" },
+  { "[[:db/cas [:p/id \"a\"] :p/age 1 2]]", "cas failed on :p/age" },
+  { "[{:db/id #db/id [:db.part/nope] :p/name \"x\"}]", "unknown partition :db.part/nope" },
+  { "[{:db/ident :z/z :db/valueType :db.type/long} {:p/id \"v\"} [:db/add [:p/id \"nobody\"] :p/tags \"z\"]]",
+    "does not resolve" },
+  { "[{:db/ident :p/age :db/unique :db.unique/value}]", "schema alteration of :p/age" },
+  { "[[:db/retractEntity :p/age]]", "schema alteration of :p/age" },
+};
+
+START_TEST(test_errors_change_nothing) {
+  setupSchema();
+  Tok("[{:p/id \"a\" :p/ssn \"123\" :p/age 10 :p/bio \"text\" :p/tags [\"t\"]}]");
+  Tfail(aBad[_i].zEdn, aBad[_i].zWant);
+  /* the store and its cached schema are still usable */
+  Tok("[{:p/id \"a\" :p/age 11}]");
+  CHECK_Q("SELECT v FROM datoms WHERE a = 65542", "11");
+  closeStore();
+}
+END_TEST
+
+/* ---- speed: one small transaction, statements cached --------------- */
+
+START_TEST(test_many_small_transactions) {
+  int i;
+  char zTx[128];
+  setupSchema();
+  for (i = 0; i < 300; i++) {
+    snprintf(zTx, sizeof zTx, "[{:p/id \"k%d\" :p/age %d}]", i % 50, i);
+    Tok(zTx);
+  }
+  CHECK_Q("SELECT count(*) FROM datoms WHERE a = 65537", "50");
+  CHECK_Q("SELECT count(*), sum(v) FROM datoms WHERE a = 65542", "50|13725");
+  CHECK_Q("SELECT idx FROM known_parts WHERE part = ':db.part/tx'", "268435758");
+  closeStore();
+}
+END_TEST
+
+static Suite *txSuite(void) {
+  Suite *s = suite_create("tx");
+  TCase *tc = tcase_create("tx");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_schema_install);
+  tcase_add_test(tc, test_schema_legacy_and_errors);
+  tcase_add_test(tc, test_add_list_form);
+  tcase_add_test(tc, test_map_forms);
+  tcase_add_test(tc, test_nested_maps);
+  tcase_add_test(tc, test_reverse_refs);
+  tcase_add_test(tc, test_lookup_refs);
+  tcase_add_test(tc, test_tx_entity);
+  tcase_add_test(tc, test_upserts);
+  tcase_add_test(tc, test_b05_conflicts);
+  tcase_add_test(tc, test_b07_noops);
+  tcase_add_test(tc, test_unique_value);
+  tcase_add_test(tc, test_retract_entity);
+  tcase_add_test(tc, test_cas);
+  tcase_add_test(tc, test_b09_before_tx);
+  tcase_add_test(tc, test_fulltext_nohistory);
+  tcase_add_loop_test(tc, test_errors_change_nothing, 0, (int)(sizeof(aBad) / sizeof(aBad[0])));
+  tcase_add_test(tc, test_many_small_transactions);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+TU_MAIN(txSuite)
