@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# smoke/demo.sh — `make demo`: the Learn Datalog Today movie data set,
+# loaded UNCHANGED (Datomic's legacy schema syntax and #db/id tempids) through
+# the sqlite3 shell into a fresh store under build/, then the tutorial's
+# questions asked in SQL. Each answer with a known result (the data set's
+# README) is checked; the script fails on a wrong answer, so `make smoke`
+# runs it too.
+#
+# Usage: SO=/abs/path/libmentat_sqlite.so SHARED=../shared bash smoke/demo.sh
+set -euo pipefail
+: "${SO:?set SO to the absolute path of the built .so}"
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+SHARED=${SHARED:-$ROOT/../shared}
+DATA=$(cd "$SHARED/data/movies" && pwd)
+SQLITE=${SQLITE:-sqlite3}
+LIB=${SO%.so}
+DB=$ROOT/build/demo/movies.db
+mkdir -p "$(dirname "$DB")"
+rm -f "$DB" "$DB-wal" "$DB-shm"
+fails=0
+
+sql() { "$SQLITE" -batch -noheader -list :memory: ".load $LIB" "$@" </dev/null; }
+
+# show TITLE EXPECTED SQL: prints the answer lines; EXPECTED "" = no check.
+show() {
+  local title=$1 want=$2 got
+  got=$(sql "$3" 2>&1) || true
+  printf '\n== %s\n%s\n' "$title" "$got" | sed '3,$s/^/   /'
+  if [ -n "$want" ]; then
+    if [ "$got" = "$want" ]; then echo "   (as the data set's README says)"
+    else printf '   MISMATCH, expected:\n%s\n' "$want" | sed '2,$s/^/   /'; fails=$((fails + 1)); fi
+  fi
+}
+
+echo "== loading $DATA/schema.edn and data.edn into $DB"
+sql "SELECT 'schema tx ' || json_extract(edn_t('$DB', CAST(readfile('$DATA/schema.edn') AS TEXT)), '\$.tx_id')"
+sql "SELECT 'data tx   ' || json_extract(r, '\$.tx_id') || ', ' ||
+            (SELECT count(*) FROM json_each(r, '\$.tempids')) || ' tempids resolved'
+     FROM (SELECT edn_t('$DB', CAST(readfile('$DATA/data.edn') AS TEXT)) AS r)"
+
+show "Titles of movies made before 1984" "$(printf '%s\n' Alien 'First Blood' 'Mad Max' 'Mad Max 2')" \
+"SELECT c0 FROM edn_q('$DB', '[:find ?title
+                               :where [?m :movie/title ?title]
+                                      [?m :movie/year ?year]
+                                      [(< ?year 1984)]]') ORDER BY c0"
+
+show "Who directed the movies Arnold Schwarzenegger acted in" \
+"$(printf '%s\n' 'Commando: Mark L. Lester' 'Predator: John McTiernan' \
+  'Terminator 2: Judgment Day: James Cameron' 'Terminator 3: Rise of the Machines: Jonathan Mostow' \
+  'The Terminator: James Cameron')" \
+"SELECT c0 || ': ' || c1 FROM edn_q('$DB', '[:find ?title ?director
+                               :where [?a :person/name \"Arnold Schwarzenegger\"]
+                                      [?m :movie/cast ?a]
+                                      [?m :movie/title ?title]
+                                      [?m :movie/director ?d]
+                                      [?d :person/name ?director]]') ORDER BY 1"
+
+show "The sequel chain from \"The Terminator\" (two hops)" \
+"The Terminator -> Terminator 2: Judgment Day -> Terminator 3: Rise of the Machines" \
+"SELECT 'The Terminator -> ' || c0 || ' -> ' || c1 FROM edn_q('$DB', '[:find ?t1 ?t2
+                               :where [?m :movie/title \"The Terminator\"]
+                                      [?m :movie/sequel ?s1] [?s1 :movie/title ?t1]
+                                      [?s1 :movie/sequel ?s2] [?s2 :movie/title ?t2]]')"
+
+show "A pull of \"The Terminator\" (title, year, directors' and cast's names)" "" \
+"SELECT edn_pull('$DB', '[:movie/title :movie/year {:movie/director [:person/name]} {:movie/cast [:person/name]}]', c0)
+ FROM edn_q('$DB', '[:find ?m . :where [?m :movie/title \"The Terminator\"]]')"
+
+show "Movies per director (count aggregate)" "" \
+"SELECT c1 || '  ' || c0 FROM edn_q('$DB', '[:find ?name (count ?m)
+                               :where [?m :movie/director ?d]
+                                      [?d :person/name ?name]]') ORDER BY c1 DESC, c0"
+
+show "The same as one JSON document (scalar edn_q)" "" \
+"SELECT edn_q('$DB', '[:find ?title . :where [?m :movie/title ?title] [?m :movie/year 1987]
+                                            [?m :movie/director ?d] [?d :person/name \"Paul Verhoeven\"]]')"
+
+echo
+if [ "$fails" -ne 0 ]; then
+  echo "demo: $fails answer(s) differ from the data set's README" >&2
+  exit 1
+fi
+echo "demo: all checked answers match (store kept at $DB)"
