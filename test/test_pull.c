@@ -614,6 +614,90 @@ START_TEST(test_sql_error) {
 END_TEST
 
 
+/* ---- property: random patterns never crash ---------------------------- */
+
+/* A small deterministic generator (no libc rand: its sequence differs
+** between platforms) of pattern-like EDN text. */
+static unsigned tRandState;
+static unsigned tRand(unsigned n) {
+  tRandState = tRandState * 1103515245u + 12345u;
+  return (tRandState >> 16) % n;
+}
+
+static void tGen(sqlite3_str *pOut, int iDepth) {
+  static const char *const azAtom[] = {
+    ":person/name", ":person/friend", ":person/_friend", ":person/parent", ":person/_parent",
+    ":person/alias", ":person/born", ":db/id", ":no/such", ":no/_such", ":as", ":limit",
+    ":default", "*", "...", "1", "2", "0", "-1", "300", "nil", "\"s\"", ":x/y", ":friend",
+    ":_friend", ":c/child", ":order/items", "limit", "default", ":xform",
+  };
+  unsigned k = tRand(iDepth > 4 ? 1 : 5);
+  int i, n;
+  if (k == 0 || iDepth > 6) {
+    sqlite3_str_appendall(pOut, azAtom[tRand(sizeof(azAtom) / sizeof(azAtom[0]))]);
+    return;
+  }
+  n = (int)tRand(4);
+  sqlite3_str_appendall(pOut, k == 1 || k == 4 ? "[" : k == 2 ? "{" : "(");
+  for (i = 0; i < (k == 2 ? 2 * n : n); i++) {
+    if (i) sqlite3_str_appendchar(pOut, 1, ' ');
+    tGen(pOut, iDepth + 1);
+  }
+  sqlite3_str_appendall(pOut, k == 1 || k == 4 ? "]" : k == 2 ? "}" : ")");
+}
+
+START_TEST(test_random_patterns) {
+  static const sqlite3_int64 aE[] = {P1, P2, P3, O1, ONE, LUCY, CC1, 99999, CHAIN};
+  int i, nOk = 0, nErr = 0;
+  tRandState = 20261130u;
+  for (i = 0; i < 3000; i++) {
+    sqlite3_str *pText = sqlite3_str_new(NULL);
+    char *zPat, *zErr = NULL, *zValErr = NULL;
+    EdnArena arena;
+    EdnValue *pPat = NULL;
+    EdnError err;
+    sqlite3_str *pOut;
+    char *zJson;
+    int rc, rcVal;
+    sqlite3_str_appendchar(pText, 1, '[');
+    tGen(pText, 1);
+    sqlite3_str_appendchar(pText, 1, ' ');
+    tGen(pText, 1);
+    sqlite3_str_appendchar(pText, 1, ']');
+    zPat = sqlite3_str_finish(pText);
+    ednArenaInit(&arena);
+    if (ednReadOne(&arena, zPat, (int)strlen(zPat), &pPat, &err) != SQLITE_OK) {
+      ednArenaReset(&arena);         /* e.g. a duplicate map key */
+      sqlite3_free(zPat);
+      continue;
+    }
+    rcVal = pullValidate(pSchema, pPat, &zValErr);
+    pOut = sqlite3_str_new(db);
+    rc = pullEntityEx(db, pSchema, pPat, aE[i % 9], (unsigned)(i & 1), NULL, pOut, &zErr);
+    zJson = sqlite3_str_finish(pOut);
+    ck_assert_msg(rc == rcVal, "%s: validate %d, pull %d (%s)", zPat, rcVal, rc, zErr ? zErr : "");
+    if (rc == SQLITE_OK) {
+      char *zValid = tuQuery(db, "SELECT json_valid(?1)", zJson, NULL);
+      ck_assert_msg(strcmp(zValid, "1") == 0, "%s gave invalid JSON %s", zPat, zJson);
+      free(zValid);
+      nOk++;
+    } else {
+      ck_assert_int_eq(rc, SQLITE_ERROR);
+      ck_assert_msg(strncmp(zErr, "pull pattern: ", 14) == 0, "%s: %s", zPat, zErr);
+      nErr++;
+    }
+    sqlite3_free(zJson);
+    sqlite3_free(zErr);
+    sqlite3_free(zValErr);
+    sqlite3_free(zPat);
+    ednArenaReset(&arena);
+  }
+  /* Both outcomes are exercised. */
+  ck_assert_int_gt(nOk, 30);
+  ck_assert_int_gt(nErr, 100);
+}
+END_TEST
+
 /* ---- end to end: a real store written by the transactor --------------- */
 
 /* The acceptance cases' schema and data (cases.jsonl, pull-attrs and
@@ -802,6 +886,7 @@ static Suite *pullSuite(void) {
   tcase_add_test(tc, test_deep_data);
   tcase_add_test(tc, test_cache_connection);
   tcase_add_test(tc, test_sql_error);
+  tcase_add_test(tc, test_random_patterns);
   suite_add_tcase(s, tc);
   tc = tcase_create("store");
   tcase_add_checked_fixture(tc, tStoreSetup, tStoreTeardown);
