@@ -209,7 +209,7 @@ static int txPlace(Tx *p, const EdnValue *pV, TxPlace *pPl, int bEntity) {
         return SQLITE_OK;
       } else {
         /* DataScript's negative tempids, reported under their decimal text. */
-        char *zKey = ednArenaStrdup(p->pArena, "", 24);
+        char *zKey = ednArenaAlloc(p->pArena, 24);
         if (zKey == NULL) return SQLITE_NOMEM;
         sqlite3_snprintf(24, zKey, "%lld", pV->u.i);
         rc = txTempKeyed(p, zKey, (int)strlen(zKey), txUserPart(p), pV->line, pV->col, &iTemp);
@@ -244,7 +244,7 @@ static int txPlace(Tx *p, const EdnValue *pV, TxPlace *pPl, int bEntity) {
         if (pN->type != EDN_INT) {
           return txErr(p, pN->line, pN->col, "#db/id expects a negative integer after the partition");
         }
-        zKey = ednArenaStrdup(p->pArena, "", 24);
+        zKey = ednArenaAlloc(p->pArena, 24);
         if (zKey == NULL) return SQLITE_NOMEM;
         sqlite3_snprintf(24, zKey, "%lld", pN->u.i);
         rc = txTempKeyed(p, zKey, (int)strlen(zKey), ePart, pV->line, pV->col, &iTemp);
