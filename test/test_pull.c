@@ -573,6 +573,32 @@ START_TEST(test_deep_data) {
 }
 END_TEST
 
+/* Datomic's default :limit of 1000 for cardinality-many and reverse
+** attributes; :limit nil lifts it. */
+START_TEST(test_default_limit) {
+  char *zGot, *zN;
+  tExec("WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 1004)"
+        " INSERT INTO datoms (e, a, v, tx, value_type_tag)"
+        " SELECT 66000, 107, printf('a%04d', i), 268435457, 10 FROM n;"
+        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 1004)"
+        " INSERT INTO datoms (e, a, v, tx, value_type_tag, index_vaet)"
+        " SELECT 67000 + i, 106, 66000, 268435457, 0, 1 FROM n");
+  zGot = tPull("[:person/alias :person/_parent]", 66000, 0, NULL);
+  zN = tuQuery(db, "SELECT json_array_length(?1, '$.\":person/alias\"') || ' '"
+                   " || json_array_length(?1, '$.\":person/_parent\"')", zGot, NULL);
+  ck_assert_str_eq(zN, "1000 1000");
+  free(zN);
+  ck_assert_ptr_nonnull(strstr(zGot, "[\"a0000\",\"a0001\","));
+  sqlite3_free(zGot);
+  zGot = tPull("[[:person/alias :limit nil] [:person/_parent :limit nil]]", 66000, 0, NULL);
+  zN = tuQuery(db, "SELECT json_array_length(?1, '$.\":person/alias\"') || ' '"
+                   " || json_array_length(?1, '$.\":person/_parent\"')", zGot, NULL);
+  ck_assert_str_eq(zN, "1005 1005");
+  free(zN);
+  sqlite3_free(zGot);
+}
+END_TEST
+
 /* The statement cache belongs to one connection. */
 START_TEST(test_cache_connection) {
   PullCache *pCache = NULL;
@@ -884,6 +910,7 @@ static Suite *pullSuite(void) {
   tcase_add_test(tc, test_validate_ok);
   tcase_add_test(tc, test_deep_pattern);
   tcase_add_test(tc, test_deep_data);
+  tcase_add_test(tc, test_default_limit);
   tcase_add_test(tc, test_cache_connection);
   tcase_add_test(tc, test_sql_error);
   tcase_add_test(tc, test_random_patterns);
