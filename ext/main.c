@@ -35,6 +35,27 @@ SQLITE_EXTENSION_INIT1
 
 static pthread_once_t mainHookOnce = PTHREAD_ONCE_INIT;
 
+/* Host connections that have the extension registered. When the last one
+** closes, the cached stores are closed too: the host may unload the library
+** right after (sqlite3_close dlcloses extensions), and stores left open
+** would be leaked connections holding files, with function pointers into
+** unmapped code. A host that keeps one connection keeps its cache. */
+static pthread_mutex_t mainMutex = PTHREAD_MUTEX_INITIALIZER;
+static int mainHosts = 0;
+
+/* The edn_q module's destructor: runs when a host connection closes (or
+** the module is replaced, which we avoid; see mainRegistered). */
+static void mainHostGone(void *pUnused) {
+  int n;
+  (void)pUnused;
+  pthread_mutex_lock(&mainMutex);
+  n = --mainHosts;
+  pthread_mutex_unlock(&mainMutex);
+  /* Only stores no caller holds are dropped, so a connection opened
+  ** meanwhile loses nothing but a warm cache. */
+  if (n == 0) storeCacheClear();
+}
+
 /* Every store connection gets the query layer's helper functions. The hook
 ** is process-wide state, so it is set exactly once. */
 static void mainSetHook(void) {
@@ -69,7 +90,13 @@ int mentatRegister(sqlite3 *db, char **pzErr) {
   rc = funcRegister(db);
   /* BUSY: our functions exist and a statement is running; they stay. */
   if (rc == SQLITE_BUSY) rc = SQLITE_OK;
-  if (rc == SQLITE_OK) rc = ednqTableRegister(db);
+  if (rc == SQLITE_OK) {
+    pthread_mutex_lock(&mainMutex);
+    mainHosts++;
+    pthread_mutex_unlock(&mainMutex);
+    /* On failure SQLite calls mainHostGone itself, undoing the count. */
+    rc = ednqTableRegister(db, mainHostGone);
+  }
   if (rc != SQLITE_OK) {
     sqlite3_free(*pzErr);
     *pzErr = sqlite3_mprintf("libmentat_sqlite: cannot register its functions: %s",

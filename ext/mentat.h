@@ -12,8 +12,11 @@
 ** *pzErr (sqlite3_malloc'd) on failure. */
 int mentatRegister(sqlite3 *db, char **pzErr);
 
-/* SQL functions (func_*.c) and the table module (vtab/edn_q.c). */
+/* SQL functions (func_*.c) and the table module (vtab/edn_q.c).
+** xGone, if not NULL, is called (with NULL) when the module leaves the
+** connection — when it closes — or at once if registration fails; main.c
+** uses it to know when the last host connection is gone. */
 int funcRegister(sqlite3 *db);
-int ednqTableRegister(sqlite3 *db);
+int ednqTableRegister(sqlite3 *db, void (*xGone)(void *));
 
 #endif /* MENTAT_MENTAT_H */

@@ -317,6 +317,6 @@ static sqlite3_module ednqModule = {
   .xRowid = ednqRowid,
 };
 
-int ednqTableRegister(sqlite3 *db) {
-  return sqlite3_create_module_v2(db, "edn_q", &ednqModule, NULL, NULL);
+int ednqTableRegister(sqlite3 *db, void (*xGone)(void *)) {
+  return sqlite3_create_module_v2(db, "edn_q", &ednqModule, NULL, xGone);
 }
