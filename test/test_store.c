@@ -830,6 +830,7 @@ static Suite *storeSuite(void) {
   Suite *s = suite_create("store");
   TCase *tc = tcase_create("file");
   tcase_set_timeout(tc, 120);
+  tcase_add_checked_fixture(tc, NULL, storeCacheClear);   /* no store outlives its test */
   tcase_add_test(tc, test_new_store_layout);
   tcase_add_test(tc, test_connection_settings);
   tcase_add_test(tc, test_in_memory_store);
@@ -838,6 +839,7 @@ static Suite *storeSuite(void) {
   suite_add_tcase(s, tc);
   tc = tcase_create("cache");
   tcase_set_timeout(tc, 300);
+  tcase_add_checked_fixture(tc, NULL, storeCacheClear);
   tcase_add_test(tc, test_same_store_by_any_spelling);
   tcase_add_test(tc, test_replaced_file_is_new_store);
   tcase_add_test(tc, test_cache_disabled_and_lru);
