@@ -112,7 +112,7 @@ static const char *const azBootIdent[40] = {
   ":db.schema/attribute", ":db.schema/core"
 };
 
-/* The 16 core attributes' definitions: entid, :db.type/* entid, cardinality
+/* The 16 core attributes' definitions: entid, :db.type/... entid, cardinality
 ** entid, :db/index true?, :db/unique entid (0 = none). */
 typedef struct BootAttr {
   int e, eType, eCard, bIndex, eUnique;
@@ -144,7 +144,7 @@ static const BootAttr *storeBootAttr(int a) {
   return NULL;
 }
 
-/* Value tag of a :db.type/* entid (format "Value encoding"). */
+/* Value tag of a :db.type/... entid (format "Value encoding"). */
 static int storeTypeTag(int eType) {
   switch (eType) {
     case 23: return 0;   /* ref */

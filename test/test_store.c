@@ -167,7 +167,7 @@ START_TEST(test_new_store_layout) {
       ":db.part/db,0,65535,41,0 :db.part/user,65536,268435455,65536,1"
       " :db.part/tx,268435456,9223372036854775807,268435457,0");
 
-  /* Bootstrap datoms: 40 idents + 37 definitions (ident 4, install/* 3x2,
+  /* Bootstrap datoms: 40 idents + 37 definitions (ident 4, install/... 3x2,
   ** txInstant 3, valueType/cardinality/unique 3x2, doc 2, 4 booleans 4x2,
   ** alter 2, schema/version 2, schema/attribute 4) + 16 schema/attribute
   ** + 1 schema/version + 1 txInstant = 95. */
