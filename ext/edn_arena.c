@@ -4,8 +4,9 @@
 **
 ** HOW IT WORKS: an arena is a singly linked list of chunks from
 ** sqlite3_malloc64, newest first. Allocation bumps a pointer in the newest
-** chunk; a request that does not fit opens a new chunk (at least
-** EDN_CHUNK_MIN bytes, or exactly the request for big strings). Reset walks
+** chunk; a request that does not fit opens a new chunk (twice the previous
+** one, from EDN_CHUNK_MIN up to EDN_CHUNK_MAX bytes), or a chunk of exactly
+** the request's size for big strings. Reset walks
 ** the list and frees every chunk, so freeing a tree never recurses however
 ** deep the tree was (peer-fault B34).
 */
@@ -22,6 +23,7 @@ struct EdnChunk {
 /* 16 KiB amortises malloc calls for typical transactions and queries while
 ** keeping a one-form parse (a short query) small. */
 #define EDN_CHUNK_MIN 16384
+#define EDN_CHUNK_MAX (1024 * 1024)
 
 void ednArenaInit(EdnArena *p) {
   p->pChunk = NULL;
@@ -44,11 +46,15 @@ void *ednArenaAlloc(EdnArena *p, size_t n) {
   n = (n + 7) & ~(size_t)7;
   if (n == 0) n = 8;
   if (n > p->nFree) {
-    size_t nPayload = n > EDN_CHUNK_MIN ? n : EDN_CHUNK_MIN;
+    /* Chunks double (up to EDN_CHUNK_MAX) so a big transaction costs few
+    ** mallocs while a short query stays at one small chunk. */
+    size_t nChunk = p->pChunk && p->pChunk->nAlloc < EDN_CHUNK_MAX ? p->pChunk->nAlloc * 2
+                  : p->pChunk ? EDN_CHUNK_MAX : EDN_CHUNK_MIN;
+    size_t nPayload = n > nChunk ? n : nChunk;
     EdnChunk *pNew = sqlite3_malloc64(sizeof(EdnChunk) + nPayload);
     if (pNew == NULL) return NULL;
     pNew->nAlloc = nPayload;
-    if (nPayload > EDN_CHUNK_MIN && p->pChunk) {
+    if (nPayload > nChunk && p->pChunk) {
       /* An oversized request gets its own chunk behind the current one, so
       ** the free space left in the current chunk is not wasted. */
       pNew->pNext = p->pChunk->pNext;

@@ -214,6 +214,11 @@ static int ednScanToken(EdnReader *r, int iStart, int *piEnd, int *pnCont) {
     if (r->z[j] >= 0x80) {
       int L = ednUtf8Len(r->z, r->n, j);
       if (L == 0) return ednErrAt(r, j, "invalid UTF-8");
+      if (L == 3 && r->z[j] == 0xEF && r->z[j + 1] == 0xBB && r->z[j + 2] == 0xBF) {
+        /* Only a leading BOM is skipped; elsewhere it would make a symbol
+        ** that prints the same as the text without it. */
+        return ednErrAt(r, j, "unexpected byte order mark (U+FEFF)");
+      }
       nCont += L - 1;
       j += L;
     } else {

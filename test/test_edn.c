@@ -315,6 +315,7 @@ START_TEST(test_nul_utf8) {
     {"; \xFF\n1", -1, "!invalid UTF-8", 1, 3},
     {"\x01", -1, "!unexpected control character", 1, 1},
     {"\xEF\xBB\xBF[1]", -1, "[1]", 0, 0},
+    {"[1 \xEF\xBB\xBF:a]", -1, "!byte order mark", 1, 4},
     {"[\"\\uD83D\\uDE00\"]", -1, "[\"\xF0\x9F\x98\x80\"]", 0, 0},
     {"[[\\newline \\space \\u00E9 \\a]]", -1, "[[\\newline \\space \\\xC3\xA9 \\a]]", 0, 0},
     {"[[\\ ]]", -1, "!whitespace", 1, 3},
