@@ -1,0 +1,1048 @@
+/*
+** query_compile.c — a parsed Datalog query → one SQL statement on the store
+** (data patterns, inputs, find columns, :order/:limit/:offset); predicates,
+** functions, not/or and rules are in query_compile_clause.c, aggregates in
+** query_compile_agg.c.
+**
+** HOW IT WORKS (see also query_compile.h)
+** Each data pattern is a `datoms dN` alias. Attribute constants are
+** INLINED as integers (`dN.a = 65537`) so the per-attribute partial indexes
+** `idx_auto_avet_<a> ... WHERE a = <a>` match; an unknown attribute makes the
+** pattern empty (`0` in WHERE), never an error. Every other constant and
+** every input is a parameter. A variable met again becomes an equality; when
+** one side is the BLOB-declared `v` and the other an INTEGER column (e, tx),
+** the integer side is written `+dI.e` — with plain `dJ.v = dI.e` SQLite
+** applies numeric affinity to v and cannot use the (a, v, e) index
+** (BENCH.md "affinity trap") — and the reverse term `dI.e = dJ.v` is added
+** so the planner may drive the join from either side. Patterns are emitted
+** most selective first (constant entity, then constant value of an indexed
+** attribute, then input-bound ones), as plain inner joins so SQLite's
+** planner stays free to reorder. The result is `SELECT DISTINCT` over the
+** find (and :with) variables: Datalog results are sets, and DISTINCT
+** streams, so LIMIT 1 costs one row.
+*/
+#include <string.h>
+#include <stdarg.h>
+#include "query_compile.h"
+#include "pull.h"
+
+/* ------------------------------------------------------------ helpers */
+
+int qcNoMem(QComp *pC) {
+  if (pC->rc == SQLITE_OK) pC->rc = SQLITE_NOMEM;
+  return pC->rc;
+}
+
+int qcErr(QComp *pC, const EdnValue *p, const char *zFmt, ...) {
+  va_list ap;
+  char *zMsg;
+  if (pC->rc != SQLITE_OK) return pC->rc;
+  if (p == NULL || p->line <= 0) p = pC->pAt;
+  va_start(ap, zFmt);
+  zMsg = sqlite3_vmprintf(zFmt, ap);
+  va_end(ap);
+  if (zMsg == NULL) return qcNoMem(pC);
+  sqlite3_free(*pC->pzErr);
+  if (p && p->line > 0) {
+    *pC->pzErr = sqlite3_mprintf("line %d col %d: %s", p->line, p->col, zMsg);
+    sqlite3_free(zMsg);
+    if (*pC->pzErr == NULL) return qcNoMem(pC);
+  } else {
+    *pC->pzErr = zMsg;
+  }
+  pC->rc = SQLITE_ERROR;
+  return pC->rc;
+}
+
+void qcWhere(QCtx *pX, char *zTerm) {
+  if (zTerm == NULL) { qcNoMem(pX->pC); return; }
+  if (pX->nWhere++) sqlite3_str_appendall(pX->pWhere, " AND ");
+  sqlite3_str_appendall(pX->pWhere, zTerm);
+  sqlite3_free(zTerm);
+}
+
+void qcFrom(QCtx *pX, char *zItem) {
+  if (zItem == NULL) { qcNoMem(pX->pC); return; }
+  if (pX->nFrom++) sqlite3_str_appendall(pX->pFrom, ", ");
+  sqlite3_str_appendall(pX->pFrom, zItem);
+  sqlite3_free(zItem);
+}
+
+int qcParam(QComp *pC, const EdnValue *pConst, int iInput, int i1, int i2,
+            QConv eConv, ValueType vt) {
+  QParam *pP;
+  if (pC->rc) return 0;
+  if (pC->nParam >= 32000) {
+    qcErr(pC, NULL, "query has too many values (more than 32000 parameters)");
+    return 0;
+  }
+  if (pC->nParam == pC->nParamAlloc) {
+    int nNew = pC->nParamAlloc ? pC->nParamAlloc * 2 : 16;
+    QParam *aNew = sqlite3_realloc64(pC->aParam, sizeof(QParam) * nNew);
+    if (aNew == NULL) { qcNoMem(pC); return 0; }
+    pC->aParam = aNew;
+    pC->nParamAlloc = nNew;
+  }
+  pP = &pC->aParam[pC->nParam++];
+  pP->pConst = pConst;
+  pP->iInput = iInput;
+  pP->i1 = i1;
+  pP->i2 = i2;
+  pP->eConv = eConv;
+  pP->vt = vt;
+  return pC->nParam;
+}
+
+void qcCtxInit(QCtx *pX, QComp *pC, QCtx *pParent) {
+  memset(pX, 0, sizeof *pX);
+  pX->pC = pC;
+  pX->pParent = pParent;
+  pX->nVisible = -1;
+  pX->pFrom = sqlite3_str_new(NULL);
+  pX->pWhere = sqlite3_str_new(NULL);
+}
+
+void qcCtxReset(QCtx *pX) {
+  int i;
+  for (i = 0; i < pX->nVar; i++) {
+    sqlite3_free(pX->aVar[i].zExpr);
+    sqlite3_free(pX->aVar[i].zTag);
+    sqlite3_free(pX->aVar[i].zInList);
+    sqlite3_free(pX->aVar[i].aParam);
+  }
+  sqlite3_free(pX->aVar);
+  sqlite3_free(sqlite3_str_finish(pX->pFrom));
+  sqlite3_free(sqlite3_str_finish(pX->pWhere));
+  memset(pX, 0, sizeof *pX);
+}
+
+char *qcBody(QCtx *pX) {
+  const char *zFrom = sqlite3_str_value(pX->pFrom);
+  const char *zWhere = sqlite3_str_value(pX->pWhere);
+  if (sqlite3_str_errcode(pX->pFrom) || sqlite3_str_errcode(pX->pWhere)) {
+    qcNoMem(pX->pC);
+    return NULL;
+  }
+  return sqlite3_mprintf("%s%s%s%s", pX->nFrom ? " FROM " : "", pX->nFrom ? zFrom : "",
+                         pX->nWhere ? " WHERE " : "", pX->nWhere ? zWhere : "");
+}
+
+int qcTypeClass(ValueType vt) {
+  switch (vt) {
+    case VT_LONG: case VT_DOUBLE: case VT_REF: return 1;
+    case VT_STRING: return 2;
+    case VT_INSTANT: return 3;
+    case VT_KEYWORD: return 4;
+    case VT_BOOLEAN: return 5;
+    case VT_UUID: return 6;
+    default: return 0;
+  }
+}
+
+char *qcVarTag(const QVar *pV) {
+  if (pV->zTag) return sqlite3_mprintf("%s", pV->zTag);
+  if (pV->vt == VT_NONE || pV->vt == QVT_JSON) return sqlite3_mprintf("NULL");
+  return sqlite3_mprintf("%d", vtTag(pV->vt));
+}
+
+QVar *qcVarFind(QCtx *pX, const char *zName) {
+  int i;
+  for (i = 0; i < pX->nVar; i++) {
+    if (strcmp(pX->aVar[i].zName, zName) == 0) return &pX->aVar[i];
+  }
+  if (pX->pParent == NULL) return NULL;
+  if (pX->nVisible >= 0) {
+    for (i = 0; i < pX->nVisible; i++) {
+      if (strcmp(pX->aVisible[i]->u.s.z, zName) == 0) break;
+    }
+    if (i == pX->nVisible) return NULL;
+  }
+  return qcVarFind(pX->pParent, zName);
+}
+
+static QVar *qcVarAdd(QCtx *pX, const char *zName) {
+  QVar *pV;
+  if (pX->nVar == pX->nVarAlloc) {
+    int nNew = pX->nVarAlloc ? pX->nVarAlloc * 2 : 8;
+    QVar *aNew = sqlite3_realloc64(pX->aVar, sizeof(QVar) * nNew);
+    if (aNew == NULL) { qcNoMem(pX->pC); return NULL; }
+    pX->aVar = aNew;
+    pX->nVarAlloc = nNew;
+  }
+  pV = &pX->aVar[pX->nVar++];
+  memset(pV, 0, sizeof *pV);
+  pV->zName = zName;
+  return pV;
+}
+
+/* Is z a plain column reference "dN.v" (so it can drive an index)? */
+static int qcIsColumn(const char *z) {
+  if (z == NULL || z[0] != 'd') return 0;
+  z++;
+  while (*z >= '0' && *z <= '9') z++;
+  return z[0] == '.' && (strcmp(z, ".v") == 0 || strcmp(z, ".e") == 0 || strcmp(z, ".tx") == 0
+                         || strcmp(z, ".a") == 0);
+}
+
+/* The first typed place a variable meets types its lazy parameters. */
+static void qcTypeParams(QCtx *pX, QVar *pV, ValueType vt) {
+  int i;
+  if (vt == VT_NONE || vt == QVT_JSON) return;
+  for (i = 0; i < pV->nParam; i++) {
+    QParam *pP = &pX->pC->aParam[pV->aParam[i] - 1];
+    if (pP->eConv == QV_NATURAL) {
+      pP->eConv = QV_TYPED;
+      pP->vt = vt;
+    }
+  }
+  if (pV->nParam) {
+    pV->vt = vt;
+    sqlite3_free(pV->aParam);
+    pV->aParam = NULL;
+    pV->nParam = 0;
+  }
+}
+
+void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTag,
+               int bIntCol) {
+  QVar *pV;
+  if (zExpr == NULL || pX->pC->rc) {
+    if (zExpr == NULL) qcNoMem(pX->pC);
+    sqlite3_free(zExpr);
+    sqlite3_free(zTag);
+    return;
+  }
+  pV = qcVarFind(pX, zName);
+  if (pV == NULL) {
+    pV = qcVarAdd(pX, zName);
+    if (pV == NULL) { sqlite3_free(zExpr); sqlite3_free(zTag); return; }
+    pV->zExpr = zExpr;
+    pV->zTag = vt == VT_NONE ? zTag : NULL;
+    if (vt != VT_NONE) sqlite3_free(zTag);
+    pV->vt = vt;
+    pV->bIntCol = (unsigned char)bIntCol;
+    return;
+  }
+  if (pV->zInList) {
+    /* A pending collection input meets its first place: an IN list on the
+    ** column, so the column's index serves every element. */
+    qcWhere(pX, sqlite3_mprintf("%s IN (%s)", zExpr, pV->zInList));
+    sqlite3_free(pV->zInList);
+    pV->zInList = NULL;
+    if (vt != VT_NONE) qcTypeParams(pX, pV, vt);
+    else if (zTag && pV->vt != VT_NONE) qcWhere(pX, sqlite3_mprintf("%s = %d", zTag, vtTag(pV->vt)));
+    pV->zExpr = zExpr;
+    pV->bIntCol = (unsigned char)bIntCol;
+    sqlite3_free(zTag);
+    return;
+  }
+  if (!bIntCol && pV->bIntCol) {
+    qcWhere(pX, sqlite3_mprintf("%s = +%s", zExpr, pV->zExpr));
+    if (qcIsColumn(zExpr)) qcWhere(pX, sqlite3_mprintf("%s = %s", pV->zExpr, zExpr));
+  } else if (bIntCol && !pV->bIntCol && qcIsColumn(pV->zExpr)) {
+    qcWhere(pX, sqlite3_mprintf("%s = %s", zExpr, pV->zExpr));
+    qcWhere(pX, sqlite3_mprintf("%s = +%s", pV->zExpr, zExpr));
+  } else {
+    qcWhere(pX, sqlite3_mprintf("%s = %s", zExpr, pV->zExpr));
+  }
+  if (vt != VT_NONE && pV->nParam) {
+    qcTypeParams(pX, pV, vt);
+  } else if (vt != VT_NONE && vt != QVT_JSON && pV->vt == VT_NONE && pV->zTag) {
+    qcWhere(pX, sqlite3_mprintf("%s = %d", pV->zTag, vtTag(vt)));
+  } else if (vt == VT_NONE && zTag && pV->vt != VT_NONE && pV->vt != QVT_JSON) {
+    qcWhere(pX, sqlite3_mprintf("%s = %d", zTag, vtTag(pV->vt)));
+  } else if (vt == VT_NONE && zTag && pV->zTag) {
+    qcWhere(pX, sqlite3_mprintf("%s = %s", zTag, pV->zTag));
+  }
+  sqlite3_free(zExpr);
+  sqlite3_free(zTag);
+}
+
+/* A literal as an SQL parameter of its natural type (predicates, rules). */
+char *qcConstExpr(QCtx *pX, const EdnValue *p, ValueType vt, ValueType *pvt) {
+  int iP;
+  ValueType nt = vt != VT_NONE ? vt : valueNaturalType(p);
+  if (p->type == EDN_VECTOR || p->type == EDN_LIST || p->type == EDN_MAP
+      || p->type == EDN_SET) {
+    iP = qcParam(pX->pC, p, -1, -1, -1, QV_JSON, QVT_JSON);
+    *pvt = QVT_JSON;
+    return iP ? sqlite3_mprintf("?%d", iP) : NULL;
+  }
+  if (nt == VT_NONE) {
+    qcErr(pX->pC, p, "unsupported constant %s", p->type == EDN_NIL ? "nil" : "value");
+    return NULL;
+  }
+  iP = qcParam(pX->pC, p, -1, -1, -1, vt != VT_NONE ? QV_TYPED : QV_NATURAL, nt);
+  *pvt = nt;
+  return iP ? sqlite3_mprintf("?%d", iP) : NULL;
+}
+
+char *qcTermExpr(QCtx *pX, const EdnValue *p, ValueType *pvt, char **pzTag,
+                 const char *zWhat) {
+  if (pzTag) *pzTag = NULL;
+  if (ednIsVar(p)) {
+    QVar *pV = qcVarFind(pX, p->u.s.z);
+    if (pV == NULL || pV->zExpr == NULL) {
+      qcErr(pX->pC, p, "unbound variable %s in %s", p->u.s.z, zWhat);
+      return NULL;
+    }
+    *pvt = pV->vt;
+    if (pzTag && pV->zTag) *pzTag = sqlite3_mprintf("%s", pV->zTag);
+    return sqlite3_mprintf("%s", pV->zExpr);
+  }
+  if (qIsBlank(p)) {
+    qcErr(pX->pC, p, "_ is not allowed in %s", zWhat);
+    return NULL;
+  }
+  return qcConstExpr(pX, p, VT_NONE, pvt);
+}
+
+/* ------------------------------------------------------ data patterns */
+
+/* Is p a lookup ref [:attr value]? */
+static int qcIsLookupRef(const EdnValue *p) {
+  return p->type == EDN_VECTOR && p->u.c.n == 2 && p->u.c.a[0]->type == EDN_KEYWORD;
+}
+
+/* Constant pTerm in a place of type vt at column zCol (VT_NONE with zTag:
+** the attribute is not known, so the constant matches only its natural
+** type, peer fault B13). */
+static void qcPlaceConst(QCtx *pX, const EdnValue *pTerm, const char *zCol, ValueType vt,
+                         const char *zTag) {
+  QComp *pC = pX->pC;
+  int iP;
+  if (vt == VT_REF) {
+    if (pTerm->type == EDN_INT) {
+      iP = qcParam(pC, pTerm, -1, -1, -1, QV_TYPED, VT_REF);
+      qcWhere(pX, sqlite3_mprintf("%s = ?%d", zCol, iP));
+    } else if (pTerm->type == EDN_KEYWORD) {
+      if (schemaEntid(pC->pSchema, pTerm->u.s.z, pTerm->u.s.n) == 0) {
+        qcWhere(pX, sqlite3_mprintf("0"));
+      } else {
+        iP = qcParam(pC, pTerm, -1, -1, -1, QV_TYPED, VT_REF);
+        qcWhere(pX, sqlite3_mprintf("%s = ?%d", zCol, iP));
+      }
+    } else if (qcIsLookupRef(pTerm)) {
+      const EdnValue *pK = pTerm->u.c.a[0];
+      const Attr *pA = schemaAttrByIdent(pC->pSchema, pK->u.s.z, pK->u.s.n);
+      if (pA == NULL) {
+        qcWhere(pX, sqlite3_mprintf("0"));
+      } else {
+        iP = qcParam(pC, pTerm->u.c.a[1], -1, -1, -1, QV_TYPED, pA->type);
+        qcWhere(pX, sqlite3_mprintf(
+            "%s = (SELECT e FROM datoms WHERE a = %lld AND v = ?%d AND value_type_tag = %d)",
+            zCol, pA->e, iP, vtTag(pA->type)));
+      }
+    } else {
+      qcWhere(pX, sqlite3_mprintf("0"));
+    }
+    return;
+  }
+  if (vt == VT_NONE) {
+    ValueType nt = valueNaturalType(pTerm);
+    if (nt == VT_NONE) {
+      qcErr(pC, pTerm, "unsupported constant in data pattern");
+      return;
+    }
+    iP = qcParam(pC, pTerm, -1, -1, -1, QV_NATURAL, nt);
+    qcWhere(pX, sqlite3_mprintf("%s = ?%d AND %s = %d", zCol, iP, zTag, vtTag(nt)));
+    /* Long 12 and double 12.0 share tag 5; Datomic keeps them apart. */
+    if (nt == VT_LONG) qcWhere(pX, sqlite3_mprintf("typeof(%s) = 'integer'", zCol));
+    if (nt == VT_DOUBLE) qcWhere(pX, sqlite3_mprintf("typeof(%s) = 'real'", zCol));
+    return;
+  }
+  {
+    /* Check the conversion now: a constant of the wrong type matches nothing. */
+    TypedValue tv;
+    char *zErr = NULL;
+    int rc = valueFromEdn(pTerm, vt, &tv, &zErr);
+    sqlite3_free(zErr);
+    if (rc == SQLITE_NOMEM) { qcNoMem(pC); return; }
+    if (rc != SQLITE_OK) {
+      qcWhere(pX, sqlite3_mprintf("0"));
+      return;
+    }
+    iP = qcParam(pC, pTerm, -1, -1, -1, QV_TYPED, vt);
+    qcWhere(pX, sqlite3_mprintf("%s = ?%d", zCol, iP));
+  }
+}
+
+static void qcPlace(QCtx *pX, const EdnValue *pTerm, const char *zAlias, const char *zCol,
+                    ValueType vt, const char *zTagCol, int bIntCol) {
+  char *zExpr;
+  if (pTerm == NULL || qIsBlank(pTerm)) return;
+  zExpr = sqlite3_mprintf("%s.%s", zAlias, zCol);
+  if (zExpr == NULL) { qcNoMem(pX->pC); return; }
+  if (ednIsVar(pTerm)) {
+    char *zTag = zTagCol ? sqlite3_mprintf("%s.%s", zAlias, zTagCol) : NULL;
+    if (zTagCol && zTag == NULL) { sqlite3_free(zExpr); qcNoMem(pX->pC); return; }
+    qcBindVar(pX, pTerm->u.s.z, zExpr, vt, zTag, bIntCol);
+    return;
+  }
+  {
+    char *zTag = zTagCol ? sqlite3_mprintf("%s.%s", zAlias, zTagCol) : NULL;
+    qcPlaceConst(pX, pTerm, zExpr, vt, zTag);
+    sqlite3_free(zTag);
+  }
+  sqlite3_free(zExpr);
+}
+
+static int qcPattern(QCtx *pX, const QClause *pCl) {
+  QComp *pC = pX->pC;
+  char zAlias[24];
+  const EdnValue *pE = pCl->aArg[0];
+  const EdnValue *pA = pCl->nArg > 1 ? pCl->aArg[1] : NULL;
+  const EdnValue *pV = pCl->nArg > 2 ? pCl->aArg[2] : NULL;
+  const EdnValue *pTx = pCl->nArg > 3 ? pCl->aArg[3] : NULL;
+  const EdnValue *pAdded = pCl->nArg > 4 ? pCl->aArg[4] : NULL;
+  const Attr *pAttr = NULL;
+  int bEmpty = 0;
+
+  if (pCl->pSrc && !ednIsSymbol(pCl->pSrc, "$")) {
+    return qcErr(pC, pCl->pSrc, "unknown source %s (only $ is supported)", pCl->pSrc->u.s.z);
+  }
+  sqlite3_snprintf(sizeof zAlias, zAlias, "d%d", ++pC->nAlias);
+  qcFrom(pX, sqlite3_mprintf("datoms %s", zAlias));
+
+  if (pA && !qIsBlank(pA) && !ednIsVar(pA)) {
+    if (pA->type == EDN_KEYWORD) {
+      pAttr = schemaAttrByIdent(pC->pSchema, pA->u.s.z, pA->u.s.n);
+    } else if (pA->type == EDN_INT) {
+      pAttr = schemaAttr(pC->pSchema, pA->u.i);
+    } else {
+      return qcErr(pC, pA, "expected an attribute keyword in data pattern");
+    }
+    if (pAttr == NULL) bEmpty = 1;
+    else qcWhere(pX, sqlite3_mprintf("%s.a = %lld", zAlias, pAttr->e));
+  } else {
+    qcPlace(pX, pA, zAlias, "a", VT_REF, NULL, 1);
+  }
+  qcPlace(pX, pE, zAlias, "e", VT_REF, NULL, 1);
+  if (pV && pAttr && pAttr->bFulltext && pAttr->type == VT_STRING) {
+    /* Fulltext values are rowids into fulltext_values. */
+    if (ednIsVar(pV)) {
+      qcBindVar(pX, pV->u.s.z,
+                sqlite3_mprintf("(SELECT text FROM fulltext_values WHERE rowid = %s.v)", zAlias),
+                VT_STRING, NULL, 0);
+    } else if (!qIsBlank(pV)) {
+      int iP = qcParam(pC, pV, -1, -1, -1, QV_TYPED, VT_STRING);
+      qcWhere(pX, sqlite3_mprintf(
+          "%s.v IN (SELECT rowid FROM fulltext_values WHERE text = ?%d)", zAlias, iP));
+    }
+  } else if (pAttr) {
+    qcPlace(pX, pV, zAlias, "v", pAttr->type, NULL, 0);
+  } else {
+    qcPlace(pX, pV, zAlias, "v", VT_NONE, "value_type_tag", 0);
+  }
+  qcPlace(pX, pTx, zAlias, "tx", VT_REF, NULL, 1);
+  if (pAdded && !qIsBlank(pAdded)) {
+    if (ednIsVar(pAdded)) {
+      qcBindVar(pX, pAdded->u.s.z, sqlite3_mprintf("1"), VT_BOOLEAN, NULL, 0);
+    } else if (pAdded->type == EDN_BOOL) {
+      if (!pAdded->u.b) bEmpty = 1;   /* the current database holds assertions only */
+    } else {
+      return qcErr(pC, pAdded, "the added place takes true, false or a variable");
+    }
+  }
+  if (bEmpty) qcWhere(pX, sqlite3_mprintf("0"));
+  return pC->rc;
+}
+
+/* Lower is more selective (the brief's join order). */
+static int qcPatternScore(QCtx *pX, const QClause *pCl) {
+  const EdnValue *pE = pCl->aArg[0];
+  const EdnValue *pA = pCl->nArg > 1 ? pCl->aArg[1] : NULL;
+  const EdnValue *pV = pCl->nArg > 2 ? pCl->aArg[2] : NULL;
+  const Attr *pAttr = NULL;
+  if (!ednIsVar(pE) && !qIsBlank(pE)) return 0;
+  if (pA && pA->type == EDN_KEYWORD) {
+    pAttr = schemaAttrByIdent(pX->pC->pSchema, pA->u.s.z, pA->u.s.n);
+  }
+  if (pV && !ednIsVar(pV) && !qIsBlank(pV)) {
+    if (pAttr && (pAttr->eUnique || pAttr->bIndex)) return 1;
+    return 3;
+  }
+  if (ednIsVar(pE) && qcVarFind(pX, pE->u.s.z)) return 2;
+  if (pV && ednIsVar(pV) && qcVarFind(pX, pV->u.s.z)) return 2;
+  return 4;
+}
+
+/* ------------------------------------------------------------- inputs */
+
+/* An EDN leaf as SQL: lookup ref → subquery, collection → JSON, else a
+** parameter typed lazily. *piParam gets the lazy parameter (or 0). */
+static char *qcLeafExpr(QCtx *pX, const EdnValue *pVal, const EdnValue *pConst, int iInput,
+                        int i1, int i2, ValueType *pvt, int *piParam) {
+  QComp *pC = pX->pC;
+  int iP;
+  *piParam = 0;
+  if (qcIsLookupRef(pVal)) {
+    int iA = qcParam(pC, pConst, iInput, i1, i2, QV_LOOKUP_A, VT_NONE);
+    int iV = qcParam(pC, pConst, iInput, i1, i2, QV_LOOKUP_V, VT_NONE);
+    int iT = qcParam(pC, pConst, iInput, i1, i2, QV_LOOKUP_TAG, VT_NONE);
+    *pvt = VT_REF;
+    return sqlite3_mprintf(
+        "(SELECT e FROM datoms WHERE a = ?%d AND v = ?%d AND value_type_tag = ?%d)", iA, iV, iT);
+  }
+  if (pVal->type == EDN_VECTOR || pVal->type == EDN_LIST || pVal->type == EDN_SET
+      || pVal->type == EDN_MAP) {
+    iP = qcParam(pC, pConst, iInput, i1, i2, QV_JSON, QVT_JSON);
+    *pvt = QVT_JSON;
+    return sqlite3_mprintf("?%d", iP);
+  }
+  *pvt = valueNaturalType(pVal);
+  if (*pvt == VT_NONE) {
+    qcErr(pC, NULL, "input %d: unsupported value (nil or tagged)", iInput + 1);
+    return NULL;
+  }
+  iP = qcParam(pC, pConst, iInput, i1, i2, QV_NATURAL, *pvt);
+  *piParam = iP;
+  return sqlite3_mprintf("?%d", iP);
+}
+
+static void qcBindScalar(QCtx *pX, const EdnValue *pVar, const EdnValue *pVal,
+                         const EdnValue *pConst, int iInput, int i1, int i2) {
+  ValueType vt;
+  int iP;
+  char *zExpr;
+  QVar *pV;
+  if (qIsBlank(pVar)) return;
+  zExpr = qcLeafExpr(pX, pVal, pConst, iInput, i1, i2, &vt, &iP);
+  if (zExpr == NULL) { qcNoMem(pX->pC); return; }
+  pV = qcVarFind(pX, pVar->u.s.z);
+  if (pV) {
+    qcBindVar(pX, pVar->u.s.z, zExpr, vt, NULL, 0);
+    return;
+  }
+  qcBindVar(pX, pVar->u.s.z, zExpr, vt, NULL, 0);
+  pV = qcVarFind(pX, pVar->u.s.z);
+  if (pV && iP) {
+    pV->aParam = sqlite3_malloc64(sizeof(int));
+    if (pV->aParam == NULL) { qcNoMem(pX->pC); return; }
+    pV->aParam[0] = iP;
+    pV->nParam = 1;
+  }
+}
+
+static const EdnValue *qcElem(const EdnValue *p, int i) {
+  return p->u.c.a[i];
+}
+
+static int qcIsColl(const EdnValue *p) {
+  return p->type == EDN_VECTOR || p->type == EDN_LIST || p->type == EDN_SET;
+}
+
+/* Binds binding form pB to value pVal: from input iInput (pConst NULL) or
+** from the constant pVal (iInput -1, e.g. ground). zWhat names the source
+** in errors ("input 2", "ground"). */
+int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
+                const char *zWhat);
+int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
+                const char *zWhat) {
+  QComp *pC = pX->pC;
+  int bConst = iInput < 0;
+  int i, j;
+  switch (pB->kind) {
+    case QB_SCALAR:
+      qcBindScalar(pX, pB->aVar[0], pVal, bConst ? pVal : NULL, iInput, -1, -1);
+      break;
+    case QB_TUPLE:
+      if (!qcIsColl(pVal) || pVal->u.c.n != pB->nVar) {
+        return qcErr(pC, NULL, "%s: expected a tuple of %d value(s)", zWhat, pB->nVar);
+      }
+      for (i = 0; i < pB->nVar; i++) {
+        qcBindScalar(pX, pB->aVar[i], qcElem(pVal, i), bConst ? qcElem(pVal, i) : NULL,
+                     iInput, i, -1);
+      }
+      break;
+    case QB_COLL: {
+      sqlite3_str *pList;
+      QVar *pV;
+      int nP = 0;
+      int *aP;
+      ValueType vt0 = VT_NONE;
+      if (!qcIsColl(pVal)) return qcErr(pC, NULL, "%s: expected a collection", zWhat);
+      if (qIsBlank(pB->aVar[0])) break;
+      aP = sqlite3_malloc64(sizeof(int) * (pVal->u.c.n + 1));
+      pList = sqlite3_str_new(NULL);
+      if (aP == NULL) { sqlite3_free(sqlite3_str_finish(pList)); return qcNoMem(pC); }
+      for (i = 0; i < pVal->u.c.n; i++) {
+        ValueType vt;
+        int iP;
+        const EdnValue *pE = qcElem(pVal, i);
+        char *z = qcLeafExpr(pX, pE, bConst ? pE : NULL, iInput, i, -1, &vt, &iP);
+        if (z == NULL) { qcNoMem(pC); break; }
+        if (i == 0) vt0 = vt;
+        if (iP) aP[nP++] = iP;
+        if (i) sqlite3_str_appendchar(pList, 1, ',');
+        sqlite3_str_appendall(pList, z);
+        sqlite3_free(z);
+      }
+      if (qcVarFind(pX, pB->aVar[0]->u.s.z)) {
+        /* Already bound: a membership test. */
+        QVar *pOld = qcVarFind(pX, pB->aVar[0]->u.s.z);
+        char *zList = sqlite3_str_finish(pList);
+        if (zList == NULL && pVal->u.c.n) qcNoMem(pC);
+        else qcWhere(pX, sqlite3_mprintf("%s IN (%s)", pOld->zExpr ? pOld->zExpr : "NULL",
+                                         zList ? zList : ""));
+        sqlite3_free(zList);
+        sqlite3_free(aP);
+        break;
+      }
+      pV = qcVarAdd(pX, pB->aVar[0]->u.s.z);
+      if (pV == NULL) { sqlite3_free(aP); sqlite3_free(sqlite3_str_finish(pList)); break; }
+      pV->zInList = sqlite3_str_finish(pList);
+      if (pV->zInList == NULL) pV->zInList = sqlite3_mprintf("%s", "");
+      if (pV->zInList == NULL) qcNoMem(pC);
+      pV->nInElem = pVal->u.c.n;
+      pV->vt = vt0 == VT_NONE ? VT_LONG : vt0;
+      pV->aParam = aP;
+      pV->nParam = nP;
+      break;
+    }
+    case QB_REL: {
+      sqlite3_str *pCte = pC->pCte;
+      char zName[24];
+      sqlite3_snprintf(sizeof zName, zName, "in%d", ++pC->nAlias);
+      for (i = 0; i < pVal->u.c.n || !qcIsColl(pVal); i++) {
+        if (!qcIsColl(pVal) || !qcIsColl(qcElem(pVal, i)) || qcElem(pVal, i)->u.c.n != pB->nVar) {
+          return qcErr(pC, NULL, "%s: expected a relation of %d-tuples", zWhat, pB->nVar);
+        }
+      }
+      if (pC->nCte++) sqlite3_str_appendall(pCte, ", ");
+      sqlite3_str_appendf(pCte, "%s(", zName);
+      for (j = 0; j < pB->nVar; j++) sqlite3_str_appendf(pCte, "%sc%d", j ? "," : "", j);
+      sqlite3_str_appendall(pCte, ") AS (");
+      if (pVal->u.c.n == 0) {
+        sqlite3_str_appendall(pCte, "SELECT ");
+        for (j = 0; j < pB->nVar; j++) sqlite3_str_appendf(pCte, "%sNULL", j ? "," : "");
+        sqlite3_str_appendall(pCte, " WHERE 0");
+      } else {
+        sqlite3_str_appendall(pCte, "VALUES ");
+      }
+      {
+        /* Column j's lazy parameters, typed together by the column's first place. */
+        int **aaP = sqlite3_malloc64(sizeof(int*) * pB->nVar);
+        ValueType *aVt = sqlite3_malloc64(sizeof(ValueType) * pB->nVar);
+        if (aaP == NULL || aVt == NULL) { sqlite3_free(aaP); sqlite3_free(aVt); return qcNoMem(pC); }
+        for (j = 0; j < pB->nVar; j++) {
+          aaP[j] = sqlite3_malloc64(sizeof(int) * (pVal->u.c.n + 1));
+          aVt[j] = VT_NONE;
+          if (aaP[j] == NULL) qcNoMem(pC);
+        }
+        for (i = 0; pC->rc == SQLITE_OK && i < pVal->u.c.n; i++) {
+          const EdnValue *pRow = qcElem(pVal, i);
+          sqlite3_str_appendf(pCte, "%s(", i ? "," : "");
+          for (j = 0; j < pB->nVar; j++) {
+            ValueType vt;
+            int iP;
+            const EdnValue *pE = qcElem(pRow, j);
+            char *z = qcLeafExpr(pX, pE, bConst ? pE : NULL, iInput, i, j, &vt, &iP);
+            if (z == NULL) { qcNoMem(pC); break; }
+            if (i == 0) aVt[j] = vt;
+            aaP[j][i] = iP;
+            sqlite3_str_appendf(pCte, "%s%s", j ? "," : "", z);
+            sqlite3_free(z);
+          }
+          sqlite3_str_appendall(pCte, ")");
+        }
+        sqlite3_str_appendall(pCte, ")");
+        qcFrom(pX, sqlite3_mprintf("%s", zName));
+        for (j = 0; j < pB->nVar; j++) {
+          const EdnValue *pVar = pB->aVar[j];
+          if (pC->rc == SQLITE_OK && !qIsBlank(pVar)) {
+            int bNew = qcVarFind(pX, pVar->u.s.z) == NULL;
+            qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.c%d", zName, j),
+                      aVt[j] == VT_NONE ? VT_LONG : aVt[j], NULL, 0);
+            if (bNew && pC->rc == SQLITE_OK) {
+              QVar *pV = qcVarFind(pX, pVar->u.s.z);
+              int k, n = 0;
+              for (k = 0; k < pVal->u.c.n; k++) if (aaP[j][k]) aaP[j][n++] = aaP[j][k];
+              pV->aParam = aaP[j];
+              pV->nParam = n;
+              aaP[j] = NULL;
+            }
+          }
+          sqlite3_free(aaP[j]);
+        }
+        sqlite3_free(aaP);
+        sqlite3_free(aVt);
+      }
+      break;
+    }
+  }
+  return pC->rc;
+}
+
+/* A collection input no pattern used: a VALUES CTE in FROM. */
+static void qcMaterialize(QCtx *pX) {
+  QComp *pC = pX->pC;
+  int i;
+  for (i = 0; i < pX->nVar && pC->rc == SQLITE_OK; i++) {
+    QVar *pV = &pX->aVar[i];
+    char zName[24];
+    if (pV->zInList == NULL) continue;
+    sqlite3_snprintf(sizeof zName, zName, "in%d", ++pC->nAlias);
+    if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");
+    if (pV->nInElem == 0) {
+      sqlite3_str_appendf(pC->pCte, "%s(c0) AS (SELECT NULL WHERE 0)", zName);
+    } else {
+      /* "?1,?2" → "(?1),(?2)": elements never contain a top-level comma
+      ** except inside lookup-ref subqueries, which are parenthesised. */
+      const char *z = pV->zInList;
+      int depth = 0;
+      sqlite3_str_appendf(pC->pCte, "%s(c0) AS (VALUES (", zName);
+      for (; *z; z++) {
+        if (*z == '(') depth++;
+        if (*z == ')') depth--;
+        if (*z == ',' && depth == 0) sqlite3_str_appendall(pC->pCte, "),(");
+        else sqlite3_str_appendchar(pC->pCte, 1, *z);
+      }
+      sqlite3_str_appendall(pC->pCte, "))");
+    }
+    sqlite3_free(pV->zInList);
+    pV->zInList = NULL;
+    qcFrom(pX, sqlite3_mprintf("%s", zName));
+    pV->zExpr = sqlite3_mprintf("%s.c0", zName);
+    if (pV->zExpr == NULL) qcNoMem(pC);
+  }
+}
+
+/* -------------------------------------------------------- clause order */
+
+static int qcFnReady(QCtx *pX, const QClause *pCl) {
+  int i;
+  for (i = 0; i < pCl->nArg; i++) {
+    if (ednIsVar(pCl->aArg[i])) {
+      QVar *pV = qcVarFind(pX, pCl->aArg[i]->u.s.z);
+      if (pV == NULL || pV->zExpr == NULL) return 0;
+    }
+  }
+  return 1;
+}
+
+int qcClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
+  QComp *pC = pX->pC;
+  unsigned char *aDone;
+  int i, bProgress, iScore;
+  if (n == 0) {
+    if (pX->pParent == NULL) qcMaterialize(pX);
+    return pC->rc;
+  }
+  if (iDepth > EDN_MAX_DEPTH) return qcErr(pC, NULL, "clauses nested too deep");
+  aDone = sqlite3_malloc64(n);
+  if (aDone == NULL) return qcNoMem(pC);
+  memset(aDone, 0, n);
+  /* 1. ground: constant bindings, like inputs. */
+  for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
+    if (a[i]->kind == QC_FN && strcmp(a[i]->zName, "ground") == 0) {
+      pC->pAt = a[i]->pForm;
+      qcFunction(pX, a[i]);
+      aDone[i] = 1;
+    }
+  }
+  /* 2. data patterns, most selective first. */
+  for (iScore = 0; iScore <= 4 && pC->rc == SQLITE_OK; iScore++) {
+    for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
+      if (aDone[i] || a[i]->kind != QC_PATTERN) continue;
+      if (qcPatternScore(pX, a[i]) > iScore) continue;
+      pC->pAt = a[i]->pForm;
+      qcPattern(pX, a[i]);
+      aDone[i] = 1;
+    }
+  }
+  if (pX->pParent == NULL) qcMaterialize(pX);
+  /* 3. binding clauses (rules, or, functions) as their inputs are bound. */
+  do {
+    bProgress = 0;
+    for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
+      if (aDone[i]) continue;
+      pC->pAt = a[i]->pForm;
+      if (a[i]->kind == QC_RULE) qcRuleCall(pX, a[i], iDepth);
+      else if (a[i]->kind == QC_OR || a[i]->kind == QC_OR_JOIN) qcOr(pX, a[i], iDepth);
+      else if (a[i]->kind == QC_FN && qcFnReady(pX, a[i])) qcFunction(pX, a[i]);
+      else continue;
+      aDone[i] = 1;
+      bProgress = 1;
+    }
+  } while (bProgress && pC->rc == SQLITE_OK);
+  /* 4. filters; anything left unbound now is an error naming it. */
+  for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
+    if (aDone[i]) continue;
+    pC->pAt = a[i]->pForm;
+    switch (a[i]->kind) {
+      case QC_PRED: qcPredicate(pX, a[i]); break;
+      case QC_FN: qcFunction(pX, a[i]); break;
+      case QC_NOT: case QC_NOT_JOIN: qcNot(pX, a[i], iDepth); break;
+      case QC_AND: qcClauses(pX, a[i]->aSub, a[i]->nSub, iDepth + 1); break;
+      default: break;
+    }
+    aDone[i] = 1;
+  }
+  sqlite3_free(aDone);
+  return pC->rc;
+}
+
+/* --------------------------------------------------------- the query */
+
+/* A deep copy of p into pArena (rule sets outlive the call's inputs). */
+static EdnValue *qcCopy(EdnArena *pArena, const EdnValue *p, int iDepth) {
+  EdnValue *pNew;
+  int i;
+  if (iDepth > EDN_MAX_DEPTH) return NULL;
+  pNew = ednArenaAlloc(pArena, sizeof(EdnValue));
+  if (pNew == NULL) return NULL;
+  *pNew = *p;
+  switch (p->type) {
+    case EDN_STRING: case EDN_KEYWORD: case EDN_SYMBOL:
+      pNew->u.s.z = ednArenaStrdup(pArena, p->u.s.z, p->u.s.n);
+      if (pNew->u.s.z == NULL) return NULL;
+      break;
+    case EDN_LIST: case EDN_VECTOR: case EDN_MAP: case EDN_SET:
+      pNew->u.c.a = ednArenaAlloc(pArena, sizeof(EdnValue*) * (p->u.c.n ? p->u.c.n : 1));
+      if (pNew->u.c.a == NULL) return NULL;
+      for (i = 0; i < p->u.c.n; i++) {
+        pNew->u.c.a[i] = qcCopy(pArena, p->u.c.a[i], iDepth + 1);
+        if (pNew->u.c.a[i] == NULL) return NULL;
+      }
+      break;
+    case EDN_TAGGED:
+      pNew->u.t.zTag = ednArenaStrdup(pArena, p->u.t.zTag, (int)strlen(p->u.t.zTag));
+      pNew->u.t.p = qcCopy(pArena, p->u.t.p, iDepth + 1);
+      if (pNew->u.t.zTag == NULL || pNew->u.t.p == NULL) return NULL;
+      break;
+    default:
+      break;
+  }
+  return pNew;
+}
+
+static int qcInputs(QCtx *pX) {
+  QComp *pC = pX->pC;
+  const QQuery *pQ = pC->pQ;
+  int i, nNeed = 0, iInput = 0;
+  int nHave = pC->pOpts ? pC->pOpts->nInput : 0;
+  for (i = 0; i < pQ->nIn; i++) if (pQ->aIn[i].kind != QIN_SRC) nNeed++;
+  if (nNeed != nHave) {
+    return qcErr(pC, NULL, "query has %d :in binding(s) but \"inputs\" has %d value(s)",
+                 nNeed, nHave);
+  }
+  for (i = 0; i < pQ->nIn && pC->rc == SQLITE_OK; i++) {
+    const QIn *pIn = &pQ->aIn[i];
+    const EdnValue *pVal;
+    char zWhat[32];
+    if (pIn->kind == QIN_SRC) {
+      if (!ednIsSymbol(pIn->pForm, "$")) {
+        return qcErr(pC, pIn->pForm, "unknown source %s (only $ is supported)",
+                     pIn->pForm->u.s.z);
+      }
+      continue;
+    }
+    pVal = pC->pOpts->aInput[iInput];
+    sqlite3_snprintf(sizeof zWhat, zWhat, "input %d", iInput + 1);
+    if (pIn->kind == QIN_RULES) {
+      EdnValue *pCopy = qcCopy(pC->pArena, pVal, 0);
+      if (pCopy == NULL) return qcNoMem(pC);
+      if (pC->bRules) return qcErr(pC, pIn->pForm, "only one rule set (%%) is supported");
+      pC->rc = qParseRules(pC->pArena, pCopy, &pC->rules, pC->pzErr);
+      pC->bRules = 1;
+    } else {
+      pC->pAt = pIn->pForm;
+      qcBindValue(pX, &pIn->bind, pVal, iInput, zWhat);
+    }
+    iInput++;
+  }
+  return pC->rc;
+}
+
+/* A column of the select list: value and, when the type is not static, tag. */
+static void qcSelectVar(QComp *pC, sqlite3_str *pSel, int *pnCol, const QVar *pV,
+                        QPlanCol *pCol) {
+  if (*pnCol) sqlite3_str_appendall(pSel, ", ");
+  sqlite3_str_appendf(pSel, "%s AS c%d", pV->zExpr, *pnCol);
+  pCol->iCol = (*pnCol)++;
+  pCol->vt = pV->vt;
+  pCol->iTagCol = -1;
+  if (pV->vt == VT_NONE) {
+    sqlite3_str_appendf(pSel, ", %s AS c%d", pV->zTag ? pV->zTag : "NULL", *pnCol);
+    pCol->iTagCol = (*pnCol)++;
+  }
+  (void)pC;
+}
+
+static int qcFindVar(QComp *pC, QCtx *pX, const EdnValue *pVar, const char *zWhat,
+                     QVar **ppV) {
+  QVar *pV = qcVarFind(pX, pVar->u.s.z);
+  if (pV == NULL || pV->zExpr == NULL) {
+    return qcErr(pC, pVar, "unbound variable %s in %s", pVar->u.s.z, zWhat);
+  }
+  *ppV = pV;
+  return SQLITE_OK;
+}
+
+/* :limit / :offset as a parameter. */
+static int qcLimitParam(QComp *pC, QCtx *pX, const EdnValue *p) {
+  if (p->type == EDN_INT) return qcParam(pC, p, -1, -1, -1, QV_INT, VT_LONG);
+  {
+    QVar *pV = qcVarFind(pX, p->u.s.z);
+    QParam *pSrc;
+    if (pV == NULL || pV->nParam != 1) {
+      qcErr(pC, p, "%s must be an integer or a scalar :in variable", p->u.s.z);
+      return 0;
+    }
+    pSrc = &pC->aParam[pV->aParam[0] - 1];
+    return qcParam(pC, NULL, pSrc->iInput, pSrc->i1, pSrc->i2, QV_INT, VT_LONG);
+  }
+}
+
+static int qcHasAggregate(const QQuery *pQ) {
+  int i;
+  for (i = 0; i < pQ->nFind; i++) if (pQ->aFind[i].kind == QF_AGG) return 1;
+  return 0;
+}
+
+static int qcAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
+  const QQuery *pQ = pC->pQ;
+  sqlite3_str *pSql = sqlite3_str_new(NULL);
+  int i, nCol = 0;
+  char *zBody = NULL;
+
+  pPlan->eFind = pQ->eFind;
+  pPlan->nCol = pQ->nFind;
+  pPlan->aCol = ednArenaAlloc(&pPlan->arena, sizeof(QPlanCol) * pQ->nFind);
+  if (pPlan->aCol == NULL) { qcNoMem(pC); goto cleanup; }
+  memset(pPlan->aCol, 0, sizeof(QPlanCol) * pQ->nFind);
+  for (i = 0; i < pQ->nFind; i++) {
+    QPlanCol *pCol = &pPlan->aCol[i];
+    pCol->zName = pQ->aFind[i].zName;
+    if (pQ->eKeys != QK_NONE) {
+      pCol->zKey = ednArenaAlloc(&pPlan->arena, strlen(pQ->azKey[i]) + 2);
+      if (pCol->zKey == NULL) { qcNoMem(pC); goto cleanup; }
+      sqlite3_snprintf((int)strlen(pQ->azKey[i]) + 2, pCol->zKey, "%s%s",
+                       pQ->eKeys == QK_KEYS ? ":" : "", pQ->azKey[i]);
+      pPlan->bKeys = 1;
+    }
+  }
+  pPlan->bSingleAgg = pQ->eFind == FIND_REL && pQ->nFind == 1 && pQ->aFind[0].kind == QF_AGG;
+
+  if (qcHasAggregate(pQ)) {
+    qcAggregate(pC, pX, pPlan, pSql);
+    goto finish;
+  }
+  if (pC->nCte) {
+    sqlite3_str_appendf(pSql, "WITH %s%s ", pC->bRecursive ? "RECURSIVE " : "",
+                        sqlite3_str_value(pC->pCte));
+  }
+  sqlite3_str_appendall(pSql, "SELECT DISTINCT ");
+  for (i = 0; i < pQ->nFind && pC->rc == SQLITE_OK; i++) {
+    const QFindElem *pE = &pQ->aFind[i];
+    QVar *pV;
+    if (qcFindVar(pC, pX, pE->pVar, ":find", &pV)) break;
+    qcSelectVar(pC, pSql, &nCol, pV, &pPlan->aCol[i]);
+    if (pE->kind == QF_PULL) {
+      char *zErr = NULL;
+      int rc = pullValidate(pC->pSchema, pE->pPattern, &zErr);
+      if (rc != SQLITE_OK) {
+        sqlite3_free(*pC->pzErr);
+        *pC->pzErr = zErr;
+        pC->rc = rc;
+        break;
+      }
+      pPlan->aCol[i].kind = QCOL_PULL;
+      pPlan->aCol[i].pPattern = pE->pPattern;
+    }
+  }
+  for (i = 0; i < pQ->nWith && pC->rc == SQLITE_OK; i++) {
+    QVar *pV;
+    QPlanCol tmp;
+    if (qcFindVar(pC, pX, pQ->aWith[i], ":with", &pV)) break;
+    qcSelectVar(pC, pSql, &nCol, pV, &tmp);
+  }
+  if (pC->rc) goto cleanup;
+  zBody = qcBody(pX);
+  if (zBody == NULL) { qcNoMem(pC); goto cleanup; }
+  sqlite3_str_appendall(pSql, zBody);
+  for (i = 0; i < pQ->nOrder && pC->rc == SQLITE_OK; i++) {
+    QVar *pV;
+    if (qcFindVar(pC, pX, pQ->aOrder[i].pVar, ":order", &pV)) break;
+    sqlite3_str_appendf(pSql, "%s%s%s", i ? ", " : " ORDER BY ", pV->zExpr,
+                        pQ->aOrder[i].bDesc ? " DESC" : "");
+  }
+finish:
+  if (pC->rc) goto cleanup;
+  if (pQ->pLimit) {
+    int iP = qcLimitParam(pC, pX, pQ->pLimit);
+    sqlite3_str_appendf(pSql, " LIMIT ?%d", iP);
+  } else if (pQ->eFind == FIND_TUPLE || pQ->eFind == FIND_SCALAR) {
+    sqlite3_str_appendall(pSql, " LIMIT 1");
+  } else if (pQ->pOffset) {
+    sqlite3_str_appendall(pSql, " LIMIT -1");
+  }
+  if (pQ->pOffset) {
+    int iP = qcLimitParam(pC, pX, pQ->pOffset);
+    sqlite3_str_appendf(pSql, " OFFSET ?%d", iP);
+  }
+cleanup:
+  sqlite3_free(zBody);
+  if (pC->rc == SQLITE_OK) {
+    pPlan->zSql = sqlite3_str_finish(pSql);
+    if (pPlan->zSql == NULL) qcNoMem(pC);
+  } else {
+    sqlite3_free(sqlite3_str_finish(pSql));
+  }
+  return pC->rc;
+}
+
+void qPlanFree(QueryPlan *p) {
+  if (p == NULL) return;
+  sqlite3_finalize(p->pStmt);
+  sqlite3_free(p->zSql);
+  sqlite3_free(p->zKey);
+  sqlite3_free(p->aParam);
+  ednArenaReset(&p->arena);
+  sqlite3_free(p);
+}
+
+int qCompile(Schema *pSchema, const char *zQuery, int nQuery, const QueryOpts *pOpts,
+             QueryPlan **ppPlan, char **pzErr) {
+  QueryPlan *pPlan;
+  QQuery *pQ = NULL;
+  QComp c;
+  QCtx x;
+  int rc, i;
+  *ppPlan = NULL;
+  pPlan = sqlite3_malloc64(sizeof(QueryPlan));
+  if (pPlan == NULL) return SQLITE_NOMEM;
+  memset(pPlan, 0, sizeof *pPlan);
+  ednArenaInit(&pPlan->arena);
+  rc = qParse(&pPlan->arena, zQuery, nQuery, &pQ, pzErr);
+  if (rc != SQLITE_OK) {
+    qPlanFree(pPlan);
+    return rc;
+  }
+  memset(&c, 0, sizeof c);
+  c.pQ = pQ;
+  c.pSchema = pSchema;
+  c.pOpts = pOpts;
+  c.pArena = &pPlan->arena;
+  c.pzErr = pzErr;
+  c.pCte = sqlite3_str_new(NULL);
+  qcCtxInit(&x, &c, NULL);
+  for (i = 0; i < pQ->nIn; i++) if (pQ->aIn[i].kind != QIN_SRC) pPlan->nInputNeeded++;
+  if (qcInputs(&x) == SQLITE_OK && qcClauses(&x, pQ->aWhere, pQ->nWhere, 0) == SQLITE_OK) {
+    qcAssemble(&c, &x, pPlan);
+  }
+  if (c.rc == SQLITE_OK && sqlite3_str_errcode(c.pCte)) c.rc = SQLITE_NOMEM;
+  rc = c.rc;
+  qcCtxReset(&x);
+  sqlite3_free(sqlite3_str_finish(c.pCte));
+  if (rc != SQLITE_OK) {
+    sqlite3_free(c.aParam);
+    qPlanFree(pPlan);
+    return rc;
+  }
+  pPlan->aParam = c.aParam;
+  pPlan->nParam = c.nParam;
+  *ppPlan = pPlan;
+  return SQLITE_OK;
+}

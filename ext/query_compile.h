@@ -1,0 +1,195 @@
+/*
+** query_compile.h — internal to the query layer: the compile context shared
+** by query_compile*.c, and the QueryPlan that query_run.c executes.
+**
+** HOW IT WORKS
+** A query compiles to ONE SQL statement. Each scope (the query, a not/or
+** body, a rule body) is a QCtx holding its FROM items, WHERE terms and the
+** variables it binds; a variable is an SQL expression (a datoms column, a
+** parameter, a CTE column) plus its value type — static when the attribute
+** fixes it, else an SQL expression giving the value_type_tag. Every user
+** value is a parameter (?N); a QParam says where its value comes from (a
+** query constant or a path into the `inputs`) and how to convert it when
+** bound (so a cached plan only rebinds). Parameters of input variables are
+** typed lazily: the first typed place the variable meets decides.
+*/
+#ifndef MENTAT_QUERY_COMPILE_H
+#define MENTAT_QUERY_COMPILE_H
+
+#include "query_ast.h"
+
+/* How a parameter's EDN value becomes an SQL value at bind time. */
+typedef enum QConv {
+  QV_NATURAL = 0,   /* the literal's own type (valueNaturalType) */
+  QV_TYPED,         /* converted to vt; VT_REF takes entids and idents */
+  QV_TAG,           /* the store tag of the literal's natural type */
+  QV_LOOKUP_A,      /* lookup ref [:attr v]: the attribute's entid */
+  QV_LOOKUP_V,      /* ... the value, typed by the attribute */
+  QV_LOOKUP_TAG,    /* ... the attribute's tag */
+  QV_INT,           /* :limit / :offset */
+  QV_JSON           /* any value as JSON text (tuple values) */
+} QConv;
+
+/* One parameter ?N (N = index + 1). Source: pConst, or aInput[iInput]
+** followed by up to two element indexes (i1, i2; -1 when unused). */
+typedef struct QParam {
+  const EdnValue *pConst;
+  int iInput, i1, i2;
+  QConv eConv;
+  ValueType vt;
+} QParam;
+
+/* Pseudo value type for expressions holding JSON text (tuple). */
+#define QVT_JSON ((ValueType)100)
+
+/* A variable bound in a scope. */
+typedef struct QVar {
+  const char *zName;
+  char *zExpr;            /* SQL for the value; NULL while an IN list is pending */
+  char *zTag;             /* SQL for the tag when vt is VT_NONE, else NULL */
+  ValueType vt;
+  unsigned char bIntCol;  /* zExpr is an INTEGER-affinity column (e, a, tx) */
+  char *zInList;          /* pending collection: "?1,?2" (NULL when none) */
+  int nInElem;
+  int nParam;             /* params typed lazily with this variable */
+  int *aParam;
+} QVar;
+
+typedef struct QComp QComp;
+typedef struct QCtx QCtx;
+
+struct QCtx {
+  QComp *pC;
+  QCtx *pParent;          /* enclosing scope for correlated lookups, or NULL */
+  int nVisible;           /* -1: every parent variable is visible */
+  const EdnValue **aVisible;
+  int nVar, nVarAlloc;
+  QVar *aVar;
+  sqlite3_str *pFrom;     /* "datoms d1, datoms d2" */
+  int nFrom;
+  sqlite3_str *pWhere;    /* "t1 AND t2" */
+  int nWhere;
+};
+
+/* State of one compilation. */
+struct QComp {
+  const QQuery *pQ;
+  Schema *pSchema;
+  const QueryOpts *pOpts;
+  EdnArena *pArena;        /* the plan's arena (AST, constants) */
+  char **pzErr;
+  int rc;
+  int nAlias;              /* d1, d2, ... unique across the statement */
+  int nParam, nParamAlloc;
+  QParam *aParam;
+  sqlite3_str *pCte;       /* "name(cols) AS (...), ..." */
+  int nCte;
+  int bRecursive;
+  QRuleSet rules;
+  int bRules;
+  int bRulesCte;           /* the rules CTE has been emitted */
+  int nRuleCols;
+  const EdnValue *pAt;     /* current clause, for error positions */
+};
+
+/* Kinds of result columns. */
+typedef enum QColKind { QCOL_VALUE = 0, QCOL_PULL, QCOL_JSON } QColKind;
+
+typedef struct QPlanCol {
+  QColKind kind;
+  int iCol;               /* statement column of the value (entity for pull) */
+  int iTagCol;            /* column of the tag, or -1 when vt is static */
+  ValueType vt;
+  const EdnValue *pPattern;  /* QCOL_PULL */
+  const char *zName;
+  char *zKey;             /* JSON key for :keys/:strs/:syms, or NULL */
+} QPlanCol;
+
+/* A compiled query: the SQL, its parameters, its result columns. Owned by
+** the connection's plan cache (or by one run when uncached). */
+typedef struct QueryPlan QueryPlan;
+struct QueryPlan {
+  EdnArena arena;          /* AST and constants the params point at */
+  char *zKey;              /* cache key: generation, input shape, query text */
+  int nKey;
+  unsigned hKey;           /* hash of zKey, checked before comparing */
+  char *zSql;
+  sqlite3_stmt *pStmt;     /* prepared on the owning connection, or NULL */
+  int nParam;
+  QParam *aParam;
+  FindKind eFind;
+  int nCol;
+  QPlanCol *aCol;
+  int bKeys;
+  int bSingleAgg;
+  int nInputNeeded;        /* :in bindings that consume a value */
+  QueryPlan *pNext, *pPrev;   /* cache LRU list */
+};
+
+void qPlanFree(QueryPlan *p);
+
+/* Parses and compiles zQuery for the inputs in pOpts (their shape shapes
+** the SQL). *ppPlan is new (no statement yet). Errors in *pzErr. */
+int qCompile(Schema *pSchema, const char *zQuery, int nQuery, const QueryOpts *pOpts,
+             QueryPlan **ppPlan, char **pzErr);
+
+/* The text that, with the query, keys the plan cache: one letter per input
+** leaf type and brackets for vectors, e.g. "i,[s s],k". */
+char *qInputShape(const QueryOpts *pOpts);
+
+/* Binds every parameter of p on pStmt from pOpts. */
+int qPlanBind(const QueryPlan *p, sqlite3_stmt *pStmt, const Schema *pSchema,
+              const QueryOpts *pOpts, char **pzErr);
+
+/* ---- shared helpers between query_compile*.c ---- */
+
+/* Error at form p ("line L col C: ...") unless one is set; returns the rc. */
+int qcErr(QComp *pC, const EdnValue *p, const char *zFmt, ...);
+int qcNoMem(QComp *pC);
+/* Appends " AND term" to the scope's WHERE. zTerm is sqlite3_malloc'd and
+** taken over (NULL means OOM). */
+void qcWhere(QCtx *pX, char *zTerm);
+/* Adds a FROM item; zItem taken over. */
+void qcFrom(QCtx *pX, char *zItem);
+/* A new parameter; returns its number (1-based) or 0 on OOM. */
+int qcParam(QComp *pC, const EdnValue *pConst, int iInput, int i1, int i2,
+            QConv eConv, ValueType vt);
+/* Looks a variable up in this scope and the visible enclosing ones. */
+QVar *qcVarFind(QCtx *pX, const char *zName);
+/* Binds variable zName in scope pX to SQL zExpr (taken over), or when it is
+** already bound adds the equality, reconciling types. */
+void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTag,
+               int bIntCol);
+/* A constant as an SQL expression typed vt (VT_NONE: natural). Sets *pvt. */
+char *qcConstExpr(QCtx *pX, const EdnValue *p, ValueType vt, ValueType *pvt);
+/* The SQL expression and type of a bound variable or constant term;
+** unbound variables are an error naming zWhat ("predicate"). */
+char *qcTermExpr(QCtx *pX, const EdnValue *p, ValueType *pvt, char **pzTag,
+                 const char *zWhat);
+void qcCtxInit(QCtx *pX, QComp *pC, QCtx *pParent);
+void qcCtxReset(QCtx *pX);
+/* Compiles clauses into scope pX (binding ones first, then filters). */
+int qcClauses(QCtx *pX, QClause *const *a, int n, int iDepth);
+/* SELECT body "FROM ... WHERE ..." (or just "WHERE ...") of a scope. */
+char *qcBody(QCtx *pX);
+/* The tag SQL for a variable (its tag expression or its static tag). */
+char *qcVarTag(const QVar *pV);
+/* Value type class for comparisons: 1 numbers, 2 strings, 3 instants,
+** 4 keywords, 5 booleans, 6 uuids, 0 other. */
+int qcTypeClass(ValueType vt);
+
+/* query_compile_clause.c */
+int qcPredicate(QCtx *pX, const QClause *pCl);
+int qcFunction(QCtx *pX, const QClause *pCl);
+int qcNot(QCtx *pX, const QClause *pCl, int iDepth);
+int qcOr(QCtx *pX, const QClause *pCl, int iDepth);
+int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth);
+/* Variables a clause mentions (for ordering and or checks), into a[] up
+** to nMax; returns the count (may exceed nMax: then a[] is truncated). */
+int qcClauseVars(const QClause *pCl, const char **a, int nMax, int iDepth);
+
+/* query_compile_agg.c: wraps zInner (SELECT DISTINCT ...) into the
+** aggregate query, filling the plan's columns. */
+int qcAggregate(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *pSql);
+
+#endif /* MENTAT_QUERY_COMPILE_H */

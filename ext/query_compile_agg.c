@@ -1,0 +1,197 @@
+/*
+** query_compile_agg.c — find specs with aggregates.
+**
+** HOW IT WORKS
+** Datomic aggregates over the SET of bindings of the find and :with
+** variables, so the body becomes an inner
+**   SELECT DISTINCT <grouping vars, :with vars, aggregated vars> FROM ...
+** and the outer query groups by the non-aggregate find elements:
+**   SELECT g, count(v1), ... FROM (inner) GROUP BY g
+** With no grouping element, `HAVING count(*) > 0` keeps an aggregate over no
+** rows from producing a row (Datomic returns nothing). SQLite's own
+** aggregates serve count, sum, avg, min and max; median, variance, stddev
+** (population), distinct, (min n ?x), (max n ?x) and (sample n ?x) are SQL
+** functions registered by qRegisterStoreFunctions (query_funcs.c).
+** Mentat's (the ?x) is a bare column: with exactly one min/max aggregate
+** SQLite takes it from the row that holds the extreme value.
+*/
+#include <string.h>
+#include "query_compile.h"
+#include "pull.h"
+
+/* Index of variable zName among the inner columns, adding it if new. */
+static int qcInnerCol(QComp *pC, QCtx *pX, sqlite3_str *pInner, const char **azCol,
+                      QVar **apVar, int *pnCol, const EdnValue *pVar, const char *zWhat) {
+  int i;
+  QVar *pV;
+  for (i = 0; i < *pnCol; i++) if (strcmp(azCol[i], pVar->u.s.z) == 0) return i;
+  pV = qcVarFind(pX, pVar->u.s.z);
+  if (pV == NULL || pV->zExpr == NULL) {
+    qcErr(pC, pVar, "unbound variable %s in %s", pVar->u.s.z, zWhat);
+    return -1;
+  }
+  sqlite3_str_appendf(pInner, "%s%s AS v%d", *pnCol ? ", " : "", pV->zExpr, *pnCol);
+  {
+    char *zTag = qcVarTag(pV);
+    sqlite3_str_appendf(pInner, ", %s AS t%d", zTag ? zTag : "NULL", *pnCol);
+    sqlite3_free(zTag);
+  }
+  azCol[*pnCol] = pVar->u.s.z;
+  apVar[*pnCol] = pV;
+  return (*pnCol)++;
+}
+
+int qcAggregate(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *pSql) {
+  const QQuery *pQ = pC->pQ;
+  sqlite3_str *pInner = sqlite3_str_new(NULL);
+  sqlite3_str *pOuter = sqlite3_str_new(NULL);
+  sqlite3_str *pGroup = sqlite3_str_new(NULL);
+  const char **azCol = NULL;
+  QVar **apVar = NULL;
+  int *aiElem = NULL;
+  int nCol = 0, nOut = 0, nGroup = 0, nExtreme = 0, bThe = 0, i;
+  int nMax = pQ->nFind + pQ->nWith + 1;
+  char *zBody = NULL;
+
+  azCol = sqlite3_malloc64(sizeof(char*) * nMax);
+  apVar = sqlite3_malloc64(sizeof(QVar*) * nMax);
+  aiElem = sqlite3_malloc64(sizeof(int) * nMax);
+  if (azCol == NULL || apVar == NULL || aiElem == NULL) { qcNoMem(pC); goto cleanup; }
+
+  for (i = 0; i < pQ->nFind && pC->rc == SQLITE_OK; i++) {
+    const QFindElem *pE = &pQ->aFind[i];
+    aiElem[i] = qcInnerCol(pC, pX, pInner, azCol, apVar, &nCol, pE->pVar, ":find");
+    if (pE->kind == QF_AGG) {
+      if (strcmp(pE->zAgg, "min") == 0 || strcmp(pE->zAgg, "max") == 0) {
+        if (pE->pAggN == NULL) nExtreme++;
+      }
+      if (strcmp(pE->zAgg, "the") == 0) bThe = 1;
+    }
+  }
+  for (i = 0; i < pQ->nWith && pC->rc == SQLITE_OK; i++) {
+    qcInnerCol(pC, pX, pInner, azCol, apVar, &nCol, pQ->aWith[i], ":with");
+  }
+  if (pC->rc) goto cleanup;
+  if (bThe && nExtreme != 1) {
+    qcErr(pC, pQ->pForm, "(the ?x) needs exactly one (min ?y) or (max ?y) beside it");
+    goto cleanup;
+  }
+
+  for (i = 0; i < pQ->nFind && pC->rc == SQLITE_OK; i++) {
+    const QFindElem *pE = &pQ->aFind[i];
+    QPlanCol *pCol = &pPlan->aCol[i];
+    int k = aiElem[i];
+    const QVar *pV = apVar[k];
+    const char *zA = pE->zAgg;
+    ValueType vt = pV->vt;
+    if (nOut) sqlite3_str_appendall(pOuter, ", ");
+    pCol->iTagCol = -1;
+    if (pE->kind != QF_AGG || strcmp(zA, "the") == 0) {
+      sqlite3_str_appendf(pOuter, "v%d AS c%d", k, nOut);
+      pCol->iCol = nOut++;
+      pCol->vt = vt;
+      if (vt == VT_NONE) {
+        sqlite3_str_appendf(pOuter, ", t%d AS c%d", k, nOut);
+        pCol->iTagCol = nOut++;
+      }
+      if (pE->kind == QF_PULL) {
+        char *zErr = NULL;
+        int rc = pullValidate(pC->pSchema, pE->pPattern, &zErr);
+        if (rc != SQLITE_OK) {
+          sqlite3_free(*pC->pzErr);
+          *pC->pzErr = zErr;
+          pC->rc = rc;
+          break;
+        }
+        pCol->kind = QCOL_PULL;
+        pCol->pPattern = pE->pPattern;
+      }
+      if (pE->kind != QF_AGG) {
+        sqlite3_str_appendf(pGroup, "%sv%d", nGroup++ ? ", " : "", k);
+        if (vt == VT_NONE) sqlite3_str_appendf(pGroup, ", t%d", k);
+      }
+      continue;
+    }
+    pCol->iCol = nOut;
+    if (strcmp(zA, "count") == 0) {
+      sqlite3_str_appendf(pOuter, "count(v%d)", k);
+      pCol->vt = VT_LONG;
+    } else if (strcmp(zA, "count-distinct") == 0) {
+      sqlite3_str_appendf(pOuter, "count(DISTINCT v%d)", k);
+      pCol->vt = VT_LONG;
+    } else if (strcmp(zA, "sum") == 0) {
+      sqlite3_str_appendf(pOuter, "sum(v%d)", k);
+      pCol->vt = vt == VT_DOUBLE ? VT_DOUBLE : VT_LONG;
+    } else if (strcmp(zA, "avg") == 0) {
+      sqlite3_str_appendf(pOuter, "avg(v%d)", k);
+      pCol->vt = VT_DOUBLE;
+    } else if ((strcmp(zA, "min") == 0 || strcmp(zA, "max") == 0) && pE->pAggN == NULL) {
+      sqlite3_str_appendf(pOuter, "%s(v%d)", zA, k);
+      pCol->vt = vt;
+    } else if (strcmp(zA, "median") == 0 || strcmp(zA, "variance") == 0
+               || strcmp(zA, "stddev") == 0) {
+      sqlite3_str_appendf(pOuter, "mentat_%s(v%d)", zA, k);
+      pCol->vt = strcmp(zA, "median") == 0 && vt == VT_LONG ? VT_LONG : VT_DOUBLE;
+    } else if (strcmp(zA, "distinct") == 0) {
+      sqlite3_str_appendf(pOuter, "mentat_agg_json(-1, v%d, t%d)", k, k);
+      pCol->kind = QCOL_JSON;
+    } else if (strcmp(zA, "min") == 0 || strcmp(zA, "max") == 0 || strcmp(zA, "sample") == 0
+               || strcmp(zA, "rand") == 0) {
+      int iP = pE->pAggN ? qcParam(pC, pE->pAggN, -1, -1, -1, QV_INT, VT_LONG) : 0;
+      int iMode = zA[0] == 'm' ? (zA[1] == 'i' ? 1 : 2) : 3;
+      if (iP) sqlite3_str_appendf(pOuter, "mentat_agg_json(%d, v%d, t%d, ?%d)", iMode, k, k, iP);
+      else sqlite3_str_appendf(pOuter, "mentat_agg_json(%d, v%d, t%d, 1)", iMode, k, k);
+      pCol->kind = QCOL_JSON;
+    } else {
+      qcErr(pC, pE->pForm, "unsupported aggregate %s", zA);
+      break;
+    }
+    sqlite3_str_appendf(pOuter, " AS c%d", nOut++);
+    if (pCol->kind == QCOL_VALUE && pCol->vt == VT_NONE) {
+      /* min/max over mixed types: a bare column gives the tag of the row
+      ** holding the extreme value. */
+      sqlite3_str_appendf(pOuter, ", t%d AS c%d", k, nOut);
+      pCol->iTagCol = nOut++;
+    }
+  }
+  if (pC->rc) goto cleanup;
+  zBody = qcBody(pX);
+  if (zBody == NULL) { qcNoMem(pC); goto cleanup; }
+  if (pC->nCte) {
+    sqlite3_str_appendf(pSql, "WITH %s%s ", pC->bRecursive ? "RECURSIVE " : "",
+                        sqlite3_str_value(pC->pCte));
+  }
+  sqlite3_str_appendf(pSql, "SELECT %s FROM (SELECT DISTINCT %s%s)",
+                      sqlite3_str_value(pOuter), sqlite3_str_value(pInner), zBody);
+  if (nGroup) sqlite3_str_appendf(pSql, " GROUP BY %s", sqlite3_str_value(pGroup));
+  else sqlite3_str_appendall(pSql, " HAVING count(*) > 0");
+  for (i = 0; i < pQ->nOrder && pC->rc == SQLITE_OK; i++) {
+    int j, iCol = -1;
+    for (j = 0; j < pQ->nFind; j++) {
+      if (pQ->aFind[j].kind != QF_AGG
+          && strcmp(pQ->aFind[j].pVar->u.s.z, pQ->aOrder[i].pVar->u.s.z) == 0) {
+        iCol = pPlan->aCol[j].iCol;
+      }
+    }
+    if (iCol < 0) {
+      qcErr(pC, pQ->aOrder[i].pVar, "unbound variable %s in :order (order by a find variable)",
+            pQ->aOrder[i].pVar->u.s.z);
+      break;
+    }
+    sqlite3_str_appendf(pSql, "%sc%d%s", i ? ", " : " ORDER BY ", iCol,
+                        pQ->aOrder[i].bDesc ? " DESC" : "");
+  }
+cleanup:
+  if (pC->rc == SQLITE_OK && (sqlite3_str_errcode(pInner) || sqlite3_str_errcode(pOuter)
+                              || sqlite3_str_errcode(pGroup))) {
+    qcNoMem(pC);
+  }
+  sqlite3_free(zBody);
+  sqlite3_free(sqlite3_str_finish(pInner));
+  sqlite3_free(sqlite3_str_finish(pOuter));
+  sqlite3_free(sqlite3_str_finish(pGroup));
+  sqlite3_free(azCol);
+  sqlite3_free(apVar);
+  sqlite3_free(aiElem);
+  return pC->rc;
+}

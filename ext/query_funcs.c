@@ -1,0 +1,244 @@
+/*
+** query_funcs.c — SQL helper functions that compiled query plans call on a
+** store connection (registered by qRegisterStoreFunctions, the store's
+** connection hook).
+**
+**   mentat_json(v, tag)            a stored value as JSON (subtype J), for tuple
+**   mentat_ends_with(s, suffix)    clojure.string/ends-with?
+**   mentat_median(x)               aggregates with Datomic's definitions:
+**   mentat_variance(x)             median (middle value, or the mean of the two
+**   mentat_stddev(x)               middle ones), population variance and stddev
+**   mentat_agg_json(mode, v, tag [, n])
+**        mode -1: (distinct ?x) — the set of values as a JSON array
+**        mode 1/2: (min n ?x) / (max n ?x) — the n smallest / largest
+**        mode 3: (sample n ?x) — n distinct values chosen at random
+**
+** The helpers are internal (SQLITE_INNOCUOUS is not set; the store
+** connections are private to the extension, so nothing else sees them).
+*/
+#include <string.h>
+#include <math.h>
+#include <stdlib.h>
+#include "query_compile.h"
+
+static void qfJson(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  sqlite3_str *pOut;
+  int n;
+  char *z;
+  (void)argc;
+  if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL) {
+    sqlite3_result_null(pCtx);
+    return;
+  }
+  pOut = sqlite3_str_new(NULL);
+  valueJsonFromStored(pOut, argv[0], sqlite3_value_int(argv[1]), 0);
+  n = sqlite3_str_length(pOut);
+  z = sqlite3_str_finish(pOut);
+  if (z == NULL) { sqlite3_result_error_nomem(pCtx); return; }
+  sqlite3_result_text(pCtx, z, n, sqlite3_free);
+  sqlite3_result_subtype(pCtx, MENTAT_JSON_SUBTYPE);
+}
+
+static void qfEndsWith(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  const unsigned char *z = sqlite3_value_text(argv[0]);
+  const unsigned char *zS = sqlite3_value_text(argv[1]);
+  int n = sqlite3_value_bytes(argv[0]), nS = sqlite3_value_bytes(argv[1]);
+  (void)argc;
+  if (z == NULL || zS == NULL) { sqlite3_result_null(pCtx); return; }
+  sqlite3_result_int(pCtx, nS <= n && memcmp(z + n - nS, zS, nS) == 0);
+}
+
+/* ------------------------------------------------- numeric aggregates */
+
+typedef struct QfNums {
+  double *a;
+  sqlite3_int64 n, nAlloc;
+  int bAllInt;
+  int bOom;
+} QfNums;
+
+static void qfNumsStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  QfNums *p = sqlite3_aggregate_context(pCtx, sizeof(QfNums));
+  int t = sqlite3_value_numeric_type(argv[0]);
+  (void)argc;
+  if (p == NULL) { sqlite3_result_error_nomem(pCtx); return; }
+  if (p->n == 0 && p->nAlloc == 0) p->bAllInt = 1;
+  if (t != SQLITE_INTEGER && t != SQLITE_FLOAT) return;
+  if (t != SQLITE_INTEGER) p->bAllInt = 0;
+  if (p->n == p->nAlloc) {
+    sqlite3_int64 nNew = p->nAlloc ? p->nAlloc * 2 : 16;
+    double *aNew = sqlite3_realloc64(p->a, sizeof(double) * nNew);
+    if (aNew == NULL) { p->bOom = 1; return; }
+    p->a = aNew;
+    p->nAlloc = nNew;
+  }
+  p->a[p->n++] = sqlite3_value_double(argv[0]);
+}
+
+static int qfCmpDouble(const void *a, const void *b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+static void qfMedianFinal(sqlite3_context *pCtx) {
+  QfNums *p = sqlite3_aggregate_context(pCtx, 0);
+  if (p == NULL || p->n == 0) { if (p) sqlite3_free(p->a); sqlite3_result_null(pCtx); return; }
+  if (p->bOom) { sqlite3_free(p->a); sqlite3_result_error_nomem(pCtx); return; }
+  qsort(p->a, (size_t)p->n, sizeof(double), qfCmpDouble);
+  if (p->n % 2) {
+    double m = p->a[p->n / 2];
+    if (p->bAllInt) sqlite3_result_int64(pCtx, (sqlite3_int64)m);
+    else sqlite3_result_double(pCtx, m);
+  } else {
+    sqlite3_result_double(pCtx, (p->a[p->n / 2 - 1] + p->a[p->n / 2]) / 2.0);
+  }
+  sqlite3_free(p->a);
+}
+
+static void qfVarianceOf(sqlite3_context *pCtx, int bStddev) {
+  QfNums *p = sqlite3_aggregate_context(pCtx, 0);
+  double mean = 0, ss = 0;
+  sqlite3_int64 i;
+  if (p == NULL || p->n == 0) { if (p) sqlite3_free(p->a); sqlite3_result_null(pCtx); return; }
+  if (p->bOom) { sqlite3_free(p->a); sqlite3_result_error_nomem(pCtx); return; }
+  for (i = 0; i < p->n; i++) mean += p->a[i];
+  mean /= (double)p->n;
+  for (i = 0; i < p->n; i++) ss += (p->a[i] - mean) * (p->a[i] - mean);
+  ss /= (double)p->n;
+  sqlite3_result_double(pCtx, bStddev ? sqrt(ss) : ss);
+  sqlite3_free(p->a);
+}
+
+static void qfVarianceFinal(sqlite3_context *pCtx) { qfVarianceOf(pCtx, 0); }
+static void qfStddevFinal(sqlite3_context *pCtx) { qfVarianceOf(pCtx, 1); }
+
+/* -------------------------------------------------- JSON aggregates */
+
+typedef struct QfVal {
+  sqlite3_value *pV;
+  int tag;
+} QfVal;
+
+typedef struct QfVals {
+  QfVal *a;
+  int n, nAlloc;
+  int iMode;
+  sqlite3_int64 nWant;
+  int bOom;
+} QfVals;
+
+static void qfValsStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  QfVals *p = sqlite3_aggregate_context(pCtx, sizeof(QfVals));
+  if (p == NULL) { sqlite3_result_error_nomem(pCtx); return; }
+  p->iMode = sqlite3_value_int(argv[0]);
+  p->nWant = argc > 3 ? sqlite3_value_int64(argv[3]) : -1;
+  if (sqlite3_value_type(argv[1]) == SQLITE_NULL || p->bOom) return;
+  if (p->n == p->nAlloc) {
+    int nNew = p->nAlloc ? p->nAlloc * 2 : 16;
+    QfVal *aNew = sqlite3_realloc64(p->a, sizeof(QfVal) * nNew);
+    if (aNew == NULL) { p->bOom = 1; return; }
+    p->a = aNew;
+    p->nAlloc = nNew;
+  }
+  p->a[p->n].pV = sqlite3_value_dup(argv[1]);
+  p->a[p->n].tag = sqlite3_value_int(argv[2]);
+  if (p->a[p->n].pV == NULL) { p->bOom = 1; return; }
+  p->n++;
+}
+
+/* SQLite's order across storage classes: numbers, then text, then blobs. */
+static int qfCmpVal(const void *a, const void *b) {
+  sqlite3_value *x = ((const QfVal*)a)->pV, *y = ((const QfVal*)b)->pV;
+  int tx = sqlite3_value_type(x), ty = sqlite3_value_type(y);
+  int cx = (tx == SQLITE_INTEGER || tx == SQLITE_FLOAT) ? 1 : tx == SQLITE_TEXT ? 2 : 3;
+  int cy = (ty == SQLITE_INTEGER || ty == SQLITE_FLOAT) ? 1 : ty == SQLITE_TEXT ? 2 : 3;
+  if (cx != cy) return cx - cy;
+  if (cx == 1) {
+    if (tx == SQLITE_INTEGER && ty == SQLITE_INTEGER) {
+      sqlite3_int64 i = sqlite3_value_int64(x), j = sqlite3_value_int64(y);
+      return i < j ? -1 : i > j;
+    } else {
+      double d = sqlite3_value_double(x), e = sqlite3_value_double(y);
+      return d < e ? -1 : d > e;
+    }
+  }
+  {
+    int n = sqlite3_value_bytes(x), m = sqlite3_value_bytes(y);
+    const void *zx = cx == 2 ? (const void*)sqlite3_value_text(x) : sqlite3_value_blob(x);
+    const void *zy = cx == 2 ? (const void*)sqlite3_value_text(y) : sqlite3_value_blob(y);
+    int c = memcmp(zx ? zx : "", zy ? zy : "", (size_t)(n < m ? n : m));
+    return c ? c : n - m;
+  }
+}
+
+static void qfValsFinal(sqlite3_context *pCtx) {
+  QfVals *p = sqlite3_aggregate_context(pCtx, 0);
+  sqlite3_str *pOut;
+  int i, nOut = 0, n;
+  char *z;
+  if (p == NULL) {
+    sqlite3_result_text(pCtx, "[]", 2, SQLITE_STATIC);
+    sqlite3_result_subtype(pCtx, MENTAT_JSON_SUBTYPE);
+    return;
+  }
+  if (p->bOom) {
+    sqlite3_result_error_nomem(pCtx);
+    goto cleanup;
+  }
+  if (p->n > 1) qsort(p->a, (size_t)p->n, sizeof(QfVal), qfCmpVal);
+  /* Drop duplicates: results are sets of values. */
+  n = 0;
+  for (i = 0; i < p->n; i++) {
+    if (n > 0 && qfCmpVal(&p->a[n - 1], &p->a[i]) == 0 && p->a[n - 1].tag == p->a[i].tag) {
+      sqlite3_value_free(p->a[i].pV);
+      continue;
+    }
+    p->a[n++] = p->a[i];
+  }
+  p->n = n;
+  if (p->iMode == 3) {
+    /* Fisher-Yates with SQLite's PRNG. */
+    for (i = p->n - 1; i > 0; i--) {
+      unsigned r;
+      QfVal t;
+      int j;
+      sqlite3_randomness(sizeof r, &r);
+      j = (int)(r % (unsigned)(i + 1));
+      t = p->a[i];
+      p->a[i] = p->a[j];
+      p->a[j] = t;
+    }
+  }
+  pOut = sqlite3_str_new(NULL);
+  sqlite3_str_appendchar(pOut, 1, '[');
+  for (i = 0; i < p->n; i++) {
+    int k = p->iMode == 2 ? p->n - 1 - i : i;
+    if (p->nWant >= 0 && p->iMode != -1 && nOut >= p->nWant) break;
+    if (nOut++) sqlite3_str_appendchar(pOut, 1, ',');
+    valueJsonFromStored(pOut, p->a[k].pV, p->a[k].tag, 0);
+  }
+  sqlite3_str_appendchar(pOut, 1, ']');
+  n = sqlite3_str_length(pOut);
+  z = sqlite3_str_finish(pOut);
+  if (z == NULL) sqlite3_result_error_nomem(pCtx);
+  else {
+    sqlite3_result_text(pCtx, z, n, sqlite3_free);
+    sqlite3_result_subtype(pCtx, MENTAT_JSON_SUBTYPE);
+  }
+cleanup:
+  for (i = 0; i < p->n; i++) sqlite3_value_free(p->a[i].pV);
+  sqlite3_free(p->a);
+}
+
+int qRegisterStoreFunctions(sqlite3 *db) {
+  int rc = SQLITE_OK;
+  const int f = SQLITE_UTF8;
+  if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_json", 2, f | SQLITE_DETERMINISTIC, 0, qfJson, 0, 0);
+  if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_ends_with", 2, f | SQLITE_DETERMINISTIC, 0, qfEndsWith, 0, 0);
+  if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_median", 1, f, 0, 0, qfNumsStep, qfMedianFinal);
+  if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_variance", 1, f, 0, 0, qfNumsStep, qfVarianceFinal);
+  if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_stddev", 1, f, 0, 0, qfNumsStep, qfStddevFinal);
+  if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_agg_json", 3, f, 0, 0, qfValsStep, qfValsFinal);
+  if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_agg_json", 4, f, 0, 0, qfValsStep, qfValsFinal);
+  return rc;
+}

@@ -1,0 +1,458 @@
+/*
+** query_run.c — running a compiled query: the per-connection plan cache,
+** binding inputs, stepping, and decoding result columns (query.h).
+**
+** HOW IT WORKS
+** qRunOpen() keys the plan cache of the checked-out connection by (schema
+** generation, input shape, query text). A hit reuses the plan and its
+** persistent prepared statement, so a repeated call costs a lookup, the
+** binds and the steps; a miss parses, compiles and prepares, then keeps the
+** plan (at most Q_CACHE_MAX per connection, least recently used evicted).
+** Rows stream from the store statement; result columns decode through the
+** static value type the plan knows or the tag column it selected.
+** qRunClose() resets the statement so no read snapshot outlives the run.
+*/
+#include <string.h>
+#include "query_compile.h"
+#include "pull.h"
+
+/* Plans kept per connection: enough for an application's working set of
+** queries, small enough that a scan of the list stays cheap. */
+#define Q_CACHE_MAX 64
+
+typedef struct QCache {
+  QueryPlan *pHead;      /* most recently used first */
+  int n;
+  PullCache *pPull;      /* pull statements on this connection */
+} QCache;
+
+struct QueryRun {
+  StoreConn *pConn;
+  Schema *pSchema;
+  QueryPlan *pPlan;
+  int bOwnPlan;          /* not in the cache: freed by qRunClose */
+  sqlite3_stmt *pStmt;
+  QCache *pCache;
+};
+
+static void qCacheFree(void *p) {
+  QCache *pCache = (QCache*)p;
+  QueryPlan *pPlan, *pNext;
+  if (pCache == NULL) return;
+  for (pPlan = pCache->pHead; pPlan; pPlan = pNext) {
+    pNext = pPlan->pNext;
+    qPlanFree(pPlan);
+  }
+  pullCacheFree(pCache->pPull);
+  sqlite3_free(pCache);
+}
+
+static void qCacheUnlink(QCache *pCache, QueryPlan *p) {
+  if (p->pPrev) p->pPrev->pNext = p->pNext;
+  else pCache->pHead = p->pNext;
+  if (p->pNext) p->pNext->pPrev = p->pPrev;
+  p->pNext = p->pPrev = NULL;
+  pCache->n--;
+}
+
+static void qCachePushFront(QCache *pCache, QueryPlan *p) {
+  p->pPrev = NULL;
+  p->pNext = pCache->pHead;
+  if (pCache->pHead) pCache->pHead->pPrev = p;
+  pCache->pHead = p;
+  pCache->n++;
+}
+
+/* ------------------------------------------------------------ shapes */
+
+static void qShapeOf(sqlite3_str *pOut, const EdnValue *p, int iDepth) {
+  int i;
+  if (iDepth > EDN_MAX_DEPTH) return;
+  switch (p->type) {
+    case EDN_NIL: sqlite3_str_appendchar(pOut, 1, 'n'); break;
+    case EDN_BOOL: sqlite3_str_appendchar(pOut, 1, 'b'); break;
+    case EDN_INT: sqlite3_str_appendchar(pOut, 1, 'i'); break;
+    case EDN_DOUBLE: sqlite3_str_appendchar(pOut, 1, 'd'); break;
+    case EDN_STRING: sqlite3_str_appendchar(pOut, 1, 's'); break;
+    case EDN_KEYWORD: sqlite3_str_appendchar(pOut, 1, 'k'); break;
+    case EDN_INST: sqlite3_str_appendchar(pOut, 1, 't'); break;
+    case EDN_UUID: sqlite3_str_appendchar(pOut, 1, 'u'); break;
+    case EDN_VECTOR: case EDN_SET:
+      /* A rule set shapes the SQL itself: its whole text is the shape. */
+      if (p->u.c.n > 0 && p->u.c.a[0]->type == EDN_VECTOR && p->u.c.a[0]->u.c.n > 0
+          && p->u.c.a[0]->u.c.a[0]->type == EDN_LIST) {
+        ednPrint(pOut, p);
+        break;
+      }
+      sqlite3_str_appendchar(pOut, 1, '[');
+      for (i = 0; i < p->u.c.n; i++) qShapeOf(pOut, p->u.c.a[i], iDepth + 1);
+      sqlite3_str_appendchar(pOut, 1, ']');
+      break;
+    default:
+      ednPrint(pOut, p);
+      break;
+  }
+}
+
+char *qInputShape(const QueryOpts *pOpts) {
+  sqlite3_str *pOut = sqlite3_str_new(NULL);
+  int i;
+  sqlite3_str_appendf(pOut, "%d:", pOpts ? pOpts->nInput : 0);
+  for (i = 0; pOpts && i < pOpts->nInput; i++) {
+    if (i) sqlite3_str_appendchar(pOut, 1, ',');
+    qShapeOf(pOut, pOpts->aInput[i], 0);
+  }
+  return sqlite3_str_finish(pOut);
+}
+
+/* ------------------------------------------------------------ binding */
+
+static const EdnValue *qParamValue(const QParam *pP, const QueryOpts *pOpts) {
+  const EdnValue *p;
+  if (pP->iInput < 0) return pP->pConst;
+  if (pOpts == NULL || pP->iInput >= pOpts->nInput) return NULL;
+  p = pOpts->aInput[pP->iInput];
+  if (pP->i1 >= 0) {
+    if (p->type < EDN_LIST || p->type > EDN_SET || p->u.c.n <= pP->i1) return NULL;
+    p = p->u.c.a[pP->i1];
+  }
+  if (pP->i2 >= 0) {
+    if (p->type < EDN_LIST || p->type > EDN_SET || p->u.c.n <= pP->i2) return NULL;
+    p = p->u.c.a[pP->i2];
+  }
+  return p;
+}
+
+/* Binds p converted to vt; a value that cannot convert binds NULL, which
+** matches nothing (a wrongly typed constant finds no datoms). */
+static int qBindTyped(sqlite3_stmt *pStmt, int i, const EdnValue *p, ValueType vt,
+                      const Schema *pSchema) {
+  TypedValue tv;
+  char *zErr = NULL;
+  int rc;
+  if (vt == VT_REF) {
+    if (p->type == EDN_INT) return sqlite3_bind_int64(pStmt, i, p->u.i);
+    if (p->type == EDN_KEYWORD) {
+      sqlite3_int64 e = schemaEntid(pSchema, p->u.s.z, p->u.s.n);
+      return e ? sqlite3_bind_int64(pStmt, i, e) : sqlite3_bind_null(pStmt, i);
+    }
+    return sqlite3_bind_null(pStmt, i);
+  }
+  if (vt == VT_NONE) return sqlite3_bind_null(pStmt, i);
+  rc = valueFromEdn(p, vt, &tv, &zErr);
+  sqlite3_free(zErr);
+  if (rc == SQLITE_NOMEM) return rc;
+  if (rc != SQLITE_OK) return sqlite3_bind_null(pStmt, i);
+  return valueBind(pStmt, i, &tv);
+}
+
+int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pSchema,
+              const QueryOpts *pOpts, char **pzErr) {
+  int i, rc = SQLITE_OK;
+  for (i = 0; i < pPlan->nParam && rc == SQLITE_OK; i++) {
+    const QParam *pP = &pPlan->aParam[i];
+    const EdnValue *p = qParamValue(pP, pOpts);
+    const Attr *pA = NULL;
+    int iArg = i + 1;
+    if (p == NULL) {
+      rc = sqlite3_bind_null(pStmt, iArg);
+      continue;
+    }
+    if (pP->eConv >= QV_LOOKUP_A && pP->eConv <= QV_LOOKUP_TAG) {
+      if (p->type == EDN_VECTOR && p->u.c.n == 2 && p->u.c.a[0]->type == EDN_KEYWORD) {
+        pA = schemaAttrByIdent(pSchema, p->u.c.a[0]->u.s.z, p->u.c.a[0]->u.s.n);
+      }
+      if (pA == NULL) {
+        rc = sqlite3_bind_null(pStmt, iArg);
+        continue;
+      }
+    }
+    switch (pP->eConv) {
+      case QV_NATURAL:
+        rc = qBindTyped(pStmt, iArg, p, valueNaturalType(p), pSchema);
+        break;
+      case QV_TYPED:
+        rc = qBindTyped(pStmt, iArg, p, pP->vt, pSchema);
+        break;
+      case QV_TAG:
+        rc = sqlite3_bind_int(pStmt, iArg, vtTag(valueNaturalType(p)));
+        break;
+      case QV_LOOKUP_A:
+        rc = sqlite3_bind_int64(pStmt, iArg, pA->e);
+        break;
+      case QV_LOOKUP_V:
+        rc = qBindTyped(pStmt, iArg, p->u.c.a[1], pA->type, pSchema);
+        break;
+      case QV_LOOKUP_TAG:
+        rc = sqlite3_bind_int(pStmt, iArg, vtTag(pA->type));
+        break;
+      case QV_INT:
+        if (p->type != EDN_INT || p->u.i < 0) {
+          sqlite3_free(*pzErr);
+          *pzErr = sqlite3_mprintf(":limit and :offset take a non-negative integer");
+          return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+        }
+        rc = sqlite3_bind_int64(pStmt, iArg, p->u.i);
+        break;
+      case QV_JSON: {
+        sqlite3_str *pOut = sqlite3_str_new(NULL);
+        char *z;
+        int n;
+        ednPrintJson(pOut, p);
+        n = sqlite3_str_length(pOut);
+        z = sqlite3_str_finish(pOut);
+        if (z == NULL) return SQLITE_NOMEM;
+        rc = sqlite3_bind_text(pStmt, iArg, z, n, sqlite3_free);
+        break;
+      }
+    }
+  }
+  if (rc != SQLITE_OK && rc != SQLITE_NOMEM) {
+    sqlite3_free(*pzErr);
+    *pzErr = sqlite3_mprintf("cannot bind query value %d", i);
+  }
+  return rc;
+}
+
+/* ---------------------------------------------------------------- open */
+
+static unsigned qHash(const char *z, int n) {
+  unsigned h = 2166136261u;
+  int i;
+  for (i = 0; i < n; i++) h = (h ^ (unsigned char)z[i]) * 16777619u;
+  return h;
+}
+
+int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
+             const QueryOpts *pOpts, QueryRun **ppRun, char **pzErr) {
+  QueryRun *pRun = NULL;
+  QCache *pCache = (QCache*)pConn->pQueryCache;
+  QueryPlan *pPlan = NULL;
+  sqlite3_str *pKey = NULL;
+  char *zKey = NULL, *zShape = NULL;
+  int nKey = 0, rc = SQLITE_OK, bOwn = 0;
+
+  *ppRun = NULL;
+  if (pCache == NULL) {
+    pCache = sqlite3_malloc64(sizeof(QCache));
+    if (pCache == NULL) return SQLITE_NOMEM;
+    memset(pCache, 0, sizeof *pCache);
+    pConn->pQueryCache = pCache;
+    pConn->xQueryCacheFree = qCacheFree;
+  }
+  zShape = qInputShape(pOpts);
+  if (zShape == NULL) { rc = SQLITE_NOMEM; goto cleanup; }
+  pKey = sqlite3_str_new(NULL);
+  sqlite3_str_appendf(pKey, "%lld\x1f%s\x1f", schemaGeneration(pSchema), zShape);
+  sqlite3_str_append(pKey, zQuery, nQuery);
+  nKey = sqlite3_str_length(pKey);
+  zKey = sqlite3_str_finish(pKey);
+  if (zKey == NULL) { rc = SQLITE_NOMEM; goto cleanup; }
+
+  {
+    unsigned h = qHash(zKey, nKey);
+    for (pPlan = pCache->pHead; pPlan; pPlan = pPlan->pNext) {
+      if (pPlan->hKey == h && pPlan->nKey == nKey && memcmp(pPlan->zKey, zKey, nKey) == 0) break;
+    }
+    if (pPlan && sqlite3_stmt_busy(pPlan->pStmt)) {
+      pPlan = NULL;      /* in use by an open run on this connection */
+      bOwn = 1;
+    }
+    if (pPlan) {
+      qCacheUnlink(pCache, pPlan);
+      qCachePushFront(pCache, pPlan);
+    } else {
+      rc = qCompile(pSchema, zQuery, nQuery, pOpts, &pPlan, pzErr);
+      if (rc != SQLITE_OK) goto cleanup;
+      rc = sqlite3_prepare_v3(pConn->db, pPlan->zSql, -1, SQLITE_PREPARE_PERSISTENT,
+                              &pPlan->pStmt, NULL);
+      if (rc != SQLITE_OK) {
+        sqlite3_free(*pzErr);
+        *pzErr = sqlite3_mprintf("cannot compile query: %s", sqlite3_errmsg(pConn->db));
+        qPlanFree(pPlan);
+        pPlan = NULL;
+        if (*pzErr == NULL) rc = SQLITE_NOMEM;
+        goto cleanup;
+      }
+      if (!bOwn) {
+        pPlan->zKey = zKey;
+        pPlan->nKey = nKey;
+        pPlan->hKey = h;
+        zKey = NULL;
+        qCachePushFront(pCache, pPlan);
+        while (pCache->n > Q_CACHE_MAX) {
+          QueryPlan *pLast = pCache->pHead;
+          while (pLast->pNext) pLast = pLast->pNext;
+          qCacheUnlink(pCache, pLast);
+          qPlanFree(pLast);
+        }
+      }
+    }
+  }
+  pRun = sqlite3_malloc64(sizeof(QueryRun));
+  if (pRun == NULL) { rc = SQLITE_NOMEM; goto cleanup; }
+  memset(pRun, 0, sizeof *pRun);
+  pRun->pConn = pConn;
+  pRun->pSchema = pSchema;
+  schemaRef(pSchema);
+  pRun->pPlan = pPlan;
+  pRun->bOwnPlan = bOwn;
+  pRun->pStmt = pPlan->pStmt;
+  pRun->pCache = pCache;
+  pPlan = NULL;
+  sqlite3_reset(pRun->pStmt);
+  rc = qPlanBind(pRun->pPlan, pRun->pStmt, pSchema, pOpts, pzErr);
+  if (rc != SQLITE_OK) {
+    qRunClose(pRun);
+    pRun = NULL;
+  }
+cleanup:
+  if (pPlan && bOwn) qPlanFree(pPlan);
+  sqlite3_free(zKey);
+  sqlite3_free(zShape);
+  *ppRun = pRun;
+  return rc;
+}
+
+int qRunStep(QueryRun *p, char **pzErr) {
+  int rc = sqlite3_step(p->pStmt);
+  if (rc == SQLITE_ROW || rc == SQLITE_DONE) return rc;
+  sqlite3_free(*pzErr);
+  *pzErr = sqlite3_mprintf("%s", sqlite3_errmsg(p->pConn->db));
+  sqlite3_reset(p->pStmt);
+  return rc == SQLITE_NOMEM ? SQLITE_NOMEM : (*pzErr ? rc : SQLITE_NOMEM);
+}
+
+FindKind qRunFindKind(const QueryRun *p) { return p->pPlan->eFind; }
+int qRunColumnCount(const QueryRun *p) { return p->pPlan->nCol; }
+
+const char *qRunColumnName(const QueryRun *p, int i) {
+  if (i < 0 || i >= p->pPlan->nCol) return NULL;
+  return p->pPlan->aCol[i].zName;
+}
+
+const char *qRunKeyName(const QueryRun *p, int i) {
+  if (i < 0 || i >= p->pPlan->nCol) return NULL;
+  return p->pPlan->aCol[i].zKey;
+}
+
+int qRunIsSingleAggregate(const QueryRun *p) { return p->pPlan->bSingleAgg; }
+
+static int qColTag(const QueryRun *p, const QPlanCol *pCol) {
+  if (pCol->iTagCol >= 0) {
+    if (sqlite3_column_type(p->pStmt, pCol->iTagCol) == SQLITE_NULL) return -1;
+    return sqlite3_column_int(p->pStmt, pCol->iTagCol);
+  }
+  if (pCol->vt == VT_NONE || pCol->vt == QVT_JSON) return -1;
+  return vtTag(pCol->vt);
+}
+
+/* The pull map of the entity in column pCol, appended to pOut. */
+static int qPull(QueryRun *p, const QPlanCol *pCol, sqlite3_str *pOut, char **pzErr) {
+  sqlite3_int64 e = sqlite3_column_int64(p->pStmt, pCol->iCol);
+  return pullEntityEx(p->pConn->db, p->pSchema, pCol->pPattern, e, 0, &p->pCache->pPull,
+                      pOut, pzErr);
+}
+
+int qRunColumnResult(QueryRun *p, int i, sqlite3_context *pCtx) {
+  const QPlanCol *pCol;
+  if (i < 0 || i >= p->pPlan->nCol) {
+    sqlite3_result_null(pCtx);
+    return SQLITE_OK;
+  }
+  pCol = &p->pPlan->aCol[i];
+  if (pCol->kind == QCOL_VALUE && pCol->vt != QVT_JSON) {
+    sqlite3_value *pV = sqlite3_column_value(p->pStmt, pCol->iCol);
+    int tag = qColTag(p, pCol);
+    if (sqlite3_value_type(pV) == SQLITE_NULL || tag < 0) {
+      if (tag < 0 && sqlite3_value_type(pV) != SQLITE_NULL) sqlite3_result_value(pCtx, pV);
+      else sqlite3_result_null(pCtx);
+    } else {
+      valueResultFromStored(pCtx, pV, tag);
+    }
+    return SQLITE_OK;
+  }
+  {
+    sqlite3_str *pOut = sqlite3_str_new(NULL);
+    char *zErr = NULL;
+    int rc = qRunColumnJson(p, i, pOut);
+    int n = sqlite3_str_length(pOut);
+    char *z = sqlite3_str_finish(pOut);
+    (void)zErr;
+    if (rc != SQLITE_OK || z == NULL) {
+      sqlite3_free(z);
+      if (rc == SQLITE_NOMEM || z == NULL) sqlite3_result_error_nomem(pCtx);
+      else sqlite3_result_error(pCtx, "pull failed", -1);
+      return rc ? rc : SQLITE_NOMEM;
+    }
+    sqlite3_result_text(pCtx, z, n, sqlite3_free);
+    sqlite3_result_subtype(pCtx, MENTAT_JSON_SUBTYPE);
+    return SQLITE_OK;
+  }
+}
+
+int qRunColumnJson(QueryRun *p, int i, sqlite3_str *pOut) {
+  const QPlanCol *pCol;
+  if (i < 0 || i >= p->pPlan->nCol) {
+    sqlite3_str_appendall(pOut, "null");
+    return SQLITE_OK;
+  }
+  pCol = &p->pPlan->aCol[i];
+  if (sqlite3_column_type(p->pStmt, pCol->iCol) == SQLITE_NULL) {
+    sqlite3_str_appendall(pOut, "null");
+    return SQLITE_OK;
+  }
+  if (pCol->kind == QCOL_PULL) {
+    char *zErr = NULL;
+    int rc = qPull(p, pCol, pOut, &zErr);
+    sqlite3_free(zErr);
+    return rc;
+  }
+  if (pCol->kind == QCOL_JSON || pCol->vt == QVT_JSON) {
+    sqlite3_str_appendall(pOut, (const char*)sqlite3_column_text(p->pStmt, pCol->iCol));
+    return SQLITE_OK;
+  }
+  {
+    int tag = qColTag(p, pCol);
+    if (tag < 0) sqlite3_str_appendall(pOut, "null");
+    else valueJsonFromStored(pOut, sqlite3_column_value(p->pStmt, pCol->iCol), tag, 0);
+  }
+  return sqlite3_str_errcode(pOut);
+}
+
+int qRunRowJson(QueryRun *p, sqlite3_str *pOut) {
+  const QueryPlan *pPlan = p->pPlan;
+  int i, rc = SQLITE_OK;
+  if (pPlan->bKeys) {
+    sqlite3_str_appendchar(pOut, 1, '{');
+    for (i = 0; i < pPlan->nCol && rc == SQLITE_OK; i++) {
+      if (i) sqlite3_str_appendchar(pOut, 1, ',');
+      ednJsonString(pOut, pPlan->aCol[i].zKey, (int)strlen(pPlan->aCol[i].zKey));
+      sqlite3_str_appendchar(pOut, 1, ':');
+      rc = qRunColumnJson(p, i, pOut);
+    }
+    sqlite3_str_appendchar(pOut, 1, '}');
+    return rc;
+  }
+  if (pPlan->eFind == FIND_COLL || pPlan->eFind == FIND_SCALAR) {
+    return qRunColumnJson(p, 0, pOut);
+  }
+  sqlite3_str_appendchar(pOut, 1, '[');
+  for (i = 0; i < pPlan->nCol && rc == SQLITE_OK; i++) {
+    if (i) sqlite3_str_appendchar(pOut, 1, ',');
+    rc = qRunColumnJson(p, i, pOut);
+  }
+  sqlite3_str_appendchar(pOut, 1, ']');
+  return rc;
+}
+
+void qRunClose(QueryRun *p) {
+  if (p == NULL) return;
+  if (p->pStmt) {
+    sqlite3_reset(p->pStmt);
+    sqlite3_clear_bindings(p->pStmt);
+  }
+  if (p->bOwnPlan) qPlanFree(p->pPlan);
+  schemaUnref(p->pSchema);
+  sqlite3_free(p);
+}
