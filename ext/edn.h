@@ -34,7 +34,10 @@ typedef enum EdnType {
   EDN_SET,       /* u.c: #{ ... } */
   EDN_INST,      /* u.i: #inst, microseconds since the Unix epoch (UTC) */
   EDN_UUID,      /* u.uuid: #uuid, 16 bytes in RFC 4122 order */
-  EDN_TAGGED     /* u.t: any other #tag value, e.g. #db/id [:db.part/user -1] */
+  EDN_TAGGED     /* u.t: any other #tag value, e.g. #db/id [:db.part/user -1].
+                 ** #bytes "hex" is checked and decoded by the reader: zTag
+                 ** "bytes", p an EDN_STRING holding the raw bytes (any bytes,
+                 ** n counts them); the printers write it back as hex. */
 } EdnType;
 
 typedef struct EdnValue EdnValue;

@@ -161,6 +161,27 @@ static void ednPrintChar(sqlite3_str *pOut, sqlite3_int64 cp) {
   sqlite3_str_appendall(pOut, aBuf);
 }
 
+/* A #bytes literal as the reader builds it: the tag and a string node of
+** decoded bytes. */
+static int ednIsBytes(const EdnValue *p) {
+  return strcmp(p->u.t.zTag, "bytes") == 0 && p->u.t.p && p->u.t.p->type == EDN_STRING;
+}
+
+/* The bytes of string node p as a quoted lowercase hex string. */
+static void ednAppendHex(sqlite3_str *pOut, const EdnValue *p) {
+  static const char aHex[] = "0123456789abcdef";
+  int k;
+  sqlite3_str_appendchar(pOut, 1, '"');
+  for (k = 0; k < p->u.s.n; k++) {
+    unsigned char c = (unsigned char)p->u.s.z[k];
+    char a2[2];
+    a2[0] = aHex[c >> 4];
+    a2[1] = aHex[c & 15];
+    sqlite3_str_append(pOut, a2, 2);
+  }
+  sqlite3_str_appendchar(pOut, 1, '"');
+}
+
 static void ednPrintDepth(sqlite3_str *pOut, const EdnValue *p, int depth) {
   int i;
   char aBuf[48];
@@ -201,8 +222,13 @@ static void ednPrintDepth(sqlite3_str *pOut, const EdnValue *p, int depth) {
       sqlite3_str_appendf(pOut, "#uuid \"%s\"", aBuf);
       break;
     case EDN_TAGGED:
-      sqlite3_str_appendf(pOut, "#%s ", p->u.t.zTag);
-      ednPrintDepth(pOut, p->u.t.p, depth + 1);
+      if (ednIsBytes(p)) {
+        sqlite3_str_appendall(pOut, "#bytes ");
+        ednAppendHex(pOut, p->u.t.p);
+      } else {
+        sqlite3_str_appendf(pOut, "#%s ", p->u.t.zTag);
+        ednPrintDepth(pOut, p->u.t.p, depth + 1);
+      }
       break;
   }
 }
@@ -276,6 +302,10 @@ static void ednPrintJsonDepth(sqlite3_str *pOut, const EdnValue *p, int depth) {
       sqlite3_str_appendf(pOut, "\"%s\"", aBuf);
       break;
     case EDN_TAGGED: {
+      if (ednIsBytes(p)) {           /* SPEC §2.3: bytes are a hex string */
+        ednAppendHex(pOut, p->u.t.p);
+        break;
+      }
       /* No JSON form: the EDN text, as a string, loses nothing. */
       sqlite3_str *pTag = sqlite3_str_new(NULL);
       char *zTag;

@@ -23,6 +23,8 @@
 **  - Integers are 64-bit; out of range is an error (never a wrap or a double);
 **    leading zeros and the N / M suffixes are errors.
 **  - `:foo/`, `:/x`, `:` and `::x` are errors (empty or auto-resolved parts).
+**  - #bytes "hex" is decoded at read time (see edn.h); an odd number of
+**    digits or a non-hex digit is an error.
 **  - #_ discards the next form without validating its tags (#inst is not
 **    parsed, duplicate keys are not checked), like edamame and unlike
 **    clojure.edn; #_ with nothing after it is an error.
@@ -375,15 +377,19 @@ static int ednReadToken(EdnReader *r, EdnValue **pp) {
   return rc;
 }
 
+static int ednHexNibble(unsigned char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
 static int ednHex4(const unsigned char *z) {
   int k, v = 0;
   for (k = 0; k < 4; k++) {
-    unsigned char c = z[k];
-    v <<= 4;
-    if (c >= '0' && c <= '9') v |= c - '0';
-    else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-    else return -1;
+    int d = ednHexNibble(z[k]);
+    if (d < 0) return -1;
+    v = v << 4 | d;
   }
   return v;
 }
@@ -671,6 +677,46 @@ static int ednReadColl(EdnReader *r, int depth, int bDiscard, EdnType type, EdnV
   return SQLITE_OK;
 }
 
+/* #bytes "hex": replaces *ppInner (the hex string) by a string node holding
+** the decoded bytes, so the value bridge and the printers never see hex
+** (edn.h). An odd count or a non-hex digit is an error. */
+static int ednDecodeBytes(EdnReader *r, int iHash, EdnValue **ppInner) {
+  const EdnValue *pHex = *ppInner;
+  EdnValue *pRaw;
+  char *zRaw;
+  int k;
+  if (pHex->type != EDN_STRING) return ednErrAt(r, iHash, "#bytes needs a string of hex digits");
+  if (pHex->u.s.n & 1) {
+    r->pErr->line = pHex->line;
+    r->pErr->col = pHex->col;
+    sqlite3_snprintf((int)sizeof(r->pErr->zMsg), r->pErr->zMsg,
+                     "invalid #bytes: an even number of hex digits is needed");
+    return SQLITE_ERROR;
+  }
+  zRaw = ednArenaAlloc(r->pArena, (size_t)pHex->u.s.n / 2 + 1);
+  pRaw = ednNew(r->pArena, EDN_STRING);
+  if (zRaw == NULL || pRaw == NULL) return ednNoMem(r);
+  for (k = 0; k < pHex->u.s.n; k += 2) {
+    int hi = ednHexNibble((unsigned char)pHex->u.s.z[k]);
+    int lo = ednHexNibble((unsigned char)pHex->u.s.z[k + 1]);
+    if (hi < 0 || lo < 0) {
+      r->pErr->line = pHex->line;
+      r->pErr->col = pHex->col;
+      sqlite3_snprintf((int)sizeof(r->pErr->zMsg), r->pErr->zMsg,
+                       "invalid #bytes: \"%.60s\" is not hex", pHex->u.s.z);
+      return SQLITE_ERROR;
+    }
+    zRaw[k / 2] = (char)(hi << 4 | lo);
+  }
+  zRaw[pHex->u.s.n / 2] = 0;
+  pRaw->u.s.z = zRaw;
+  pRaw->u.s.n = pHex->u.s.n / 2;
+  pRaw->line = pHex->line;
+  pRaw->col = pHex->col;
+  *ppInner = pRaw;
+  return SQLITE_OK;
+}
+
 /* #tag value: #inst and #uuid become EDN_INST / EDN_UUID, others
 ** EDN_TAGGED. Inside a discard the literal is not validated. */
 static int ednReadTagged(EdnReader *r, int depth, int bDiscard, EdnValue **pp) {
@@ -714,6 +760,10 @@ static int ednReadTagged(EdnReader *r, int depth, int bDiscard, EdnValue **pp) {
       return SQLITE_ERROR;
     }
   } else {
+    if (!bDiscard && nTag == 5 && memcmp(r->z + iHash + 1, "bytes", 5) == 0) {
+      rc = ednDecodeBytes(r, iHash, &pInner);
+      if (rc) return rc;
+    }
     if ((pV = ednNew(r->pArena, EDN_TAGGED)) == NULL) return ednNoMem(r);
     pV->u.t.zTag = ednArenaStrdup(r->pArena, (const char *)r->z + iHash + 1, nTag);
     if (pV->u.t.zTag == NULL) return ednNoMem(r);

@@ -10,8 +10,7 @@
 **    NULL; B31). -0.0 becomes 0.0 so that 0.0 and -0.0 are one value for
 **    uniqueness, lookups and `=` (B31). Infinities are stored as REAL.
 **  - :db.type/bytes is written #bytes "hex" (even number of hex digits, any
-**    case). TypedValue keeps the hex text (it has no buffer of its own for
-**    decoded bytes); valueBind decodes it to the BLOB.
+**    case); the reader decodes it, so TypedValue holds the raw bytes.
 **  - :db.type/ref takes only an integer entid here; idents, tempids and lookup
 **    refs are resolved by the caller (header contract).
 **  - :db.type/uri (entid 29) has no storage tag in Mentat's format, so
@@ -89,15 +88,9 @@ static const char *valueEdnDesc(const EdnValue *p) {
   return "a value";
 }
 
-static int valueHexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 static int valueIsBytesLiteral(const EdnValue *p) {
-  return p->type == EDN_TAGGED && strcmp(p->u.t.zTag, "bytes") == 0;
+  return p->type == EDN_TAGGED && strcmp(p->u.t.zTag, "bytes") == 0
+      && p->u.t.p && p->u.t.p->type == EDN_STRING;
 }
 
 static int valueErr(char **pzErr, int rc, const char *zFmt, const char *zA, const char *zB) {
@@ -146,25 +139,12 @@ int valueFromEdn(const EdnValue *p, ValueType want, TypedValue *pOut, char **pzE
       if (p->type != EDN_UUID) break;
       memcpy(pOut->uuid, p->u.uuid, 16);
       return SQLITE_OK;
-    case VT_BYTES: {
-      const EdnValue *pHex;
-      int k;
+    case VT_BYTES:
+      /* The reader has checked and decoded the hex (edn.h). */
       if (!valueIsBytesLiteral(p)) break;
-      pHex = p->u.t.p;
-      if (pHex == NULL || pHex->type != EDN_STRING || (pHex->u.s.n & 1)) {
-        return valueErr(pzErr, SQLITE_ERROR,
-                        "expected %s as #bytes \"hex\" with an even number of hex digits", vtName(want), 0);
-      }
-      for (k = 0; k < pHex->u.s.n; k++) {
-        if (valueHexDigit(pHex->u.s.z[k]) < 0) {
-          return valueErr(pzErr, SQLITE_ERROR,
-                          "expected %s as #bytes \"hex\", got a non-hex character", vtName(want), 0);
-        }
-      }
-      pOut->z = pHex->u.s.z;
-      pOut->n = pHex->u.s.n;
+      pOut->z = p->u.t.p->u.s.z;
+      pOut->n = p->u.t.p->u.s.n;
       return SQLITE_OK;
-    }
     case VT_NONE:
       return valueErr(pzErr, SQLITE_ERROR, "value of unknown type", 0, 0);
   }
@@ -199,17 +179,9 @@ int valueBind(sqlite3_stmt *pStmt, int i, const TypedValue *pVal) {
                                  SQLITE_TRANSIENT, SQLITE_UTF8);
     case VT_UUID:
       return sqlite3_bind_blob(pStmt, i, pVal->uuid, 16, SQLITE_TRANSIENT);
-    case VT_BYTES: {
-      int nByte = pVal->n / 2, k;
-      unsigned char *a = sqlite3_malloc64((sqlite3_uint64)nByte + 1);
-      if (a == NULL) return SQLITE_NOMEM;
-      for (k = 0; k < nByte; k++) {
-        int hi = valueHexDigit(pVal->z[2 * k]), lo = valueHexDigit(pVal->z[2 * k + 1]);
-        a[k] = (unsigned char)((hi < 0 ? 0 : hi) << 4 | (lo < 0 ? 0 : lo));
-      }
-      /* SQLite calls sqlite3_free on a even when the bind fails. */
-      return sqlite3_bind_blob64(pStmt, i, a, (sqlite3_uint64)nByte, sqlite3_free);
-    }
+    case VT_BYTES:
+      return sqlite3_bind_blob64(pStmt, i, pVal->z ? pVal->z : "", (sqlite3_uint64)pVal->n,
+                                 SQLITE_TRANSIENT);
     case VT_NONE: break;
   }
   return sqlite3_bind_null(pStmt, i);

@@ -45,9 +45,8 @@ const char *vtName(ValueType t);
 
 /* One datom value ready to bind. For STRING/KEYWORD/BYTES z,n point into
 ** memory owned by whoever built it (usually an EdnArena); UUID uses a[16].
-** i holds REF/BOOLEAN/INSTANT/LONG; d holds DOUBLE. For BYTES, z,n hold the
-** validated hex digits of the #bytes "hex" literal (there is no buffer for
-** decoded bytes here); valueBind decodes them into the BLOB. */
+** i holds REF/BOOLEAN/INSTANT/LONG; d holds DOUBLE. For BYTES z,n are the
+** raw bytes (the reader decodes #bytes "hex", see edn.h). */
 typedef struct TypedValue {
   ValueType type;
   sqlite3_int64 i;

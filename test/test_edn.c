@@ -257,6 +257,11 @@ START_TEST(test_tags) {
     {"#db/id [:db.part/user -1]", -1, "#db/id [:db.part/user -1]", 0, 0},
     {"#db/id[:db.part/db]", -1, "#db/id [:db.part/db]", 0, 0},
     {"#bytes \"00ff\"", -1, "#bytes \"00ff\"", 0, 0},
+    {"#bytes \"00FFab\" #bytes \"\"", -1, "#bytes \"00ffab\" #bytes \"\"", 0, 0},
+    {"[1 #bytes \"0\"]", -1, "!invalid #bytes: an even number", 1, 11},
+    {"#bytes \"zz\"", -1, "!invalid #bytes: \"zz\" is not hex", 1, 8},
+    {"#bytes 12", -1, "!#bytes needs a string", 1, 1},
+    {"[#_ #bytes \"0\"]", -1, "[]", 0, 0},
     {"#a #b 1", -1, "#a #b 1", 0, 0},
     {"#foo", -1, "!tag #foo has no value", 1, 1},
     {"[#foo]", -1, "!tag #foo has no value", 1, 2},
@@ -365,6 +370,12 @@ START_TEST(test_string_bytes) {
   ck_assert_int_eq(p->type, EDN_TAGGED);
   ck_assert_str_eq(p->u.t.zTag, "db/id");
   ck_assert_int_eq(p->u.t.p->type, EDN_VECTOR);
+  ck_assert_int_eq(ednReadOne(&arena, "#bytes \"00fF\"", -1, &p, &err), SQLITE_OK);
+  ck_assert_int_eq(p->type, EDN_TAGGED);
+  ck_assert_str_eq(p->u.t.zTag, "bytes");
+  ck_assert_int_eq(p->u.t.p->type, EDN_STRING);
+  ck_assert_int_eq(p->u.t.p->u.s.n, 2);
+  ck_assert(memcmp(p->u.t.p->u.s.z, "\x00\xff", 2) == 0);
   ck_assert_int_eq(ednReadOne(&arena, "-0.0", -1, &p, &err), SQLITE_OK);
   ck_assert(p->type == EDN_DOUBLE && p->u.d == 0.0 && signbit(p->u.d));
   ck_assert_int_eq(ednReadOne(&arena, "##NaN", -1, &p, &err), SQLITE_OK);
@@ -535,6 +546,7 @@ START_TEST(test_print_json) {
     {"\\newline", "\"\\n\""},
     {"\\\xC3\xA9", "\"\xC3\xA9\""},
     {"#db/id [:db.part/user -1]", "\"#db/id [:db.part/user -1]\""},
+    {"#bytes \"00FF7f\"", "\"00ff7f\""},
     {"{:a {:b [#{}]}}", "{\":a\":{\":b\":[[]]}}"},
   };
   int i;
@@ -566,6 +578,7 @@ START_TEST(test_roundtrip) {
     "{:a/b [1 2] #{:x :y} (a b c) \"s\" {:n nil}}",
     "[#inst \"1969-12-31T23:59:59.999999Z\" #uuid \"00000000-0000-0000-0000-000000000000\" #db/id [:db.part/user -1]]",
     "[+ - . ... ?x _ $ % / a/b :a->b/c?]",
+    "[#bytes \"00ff10\" #bytes \"\" #a/b #c [1]]",
   };
   int i;
   for (i = 0; i < NCASE(az); i++) {
