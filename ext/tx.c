@@ -272,6 +272,7 @@ static int txLoadParts(Tx *p) {
     pPart->iEnd = sqlite3_column_int64(pStmt, 2);
     pPart->iIdx = sqlite3_column_type(pStmt, 3) == SQLITE_NULL
                   ? pPart->iStart : sqlite3_column_int64(pStmt, 3);
+    pPart->iIdx0 = pPart->iIdx;
     if (strcmp(zName, ":db.part/tx") == 0) p->iPartTx = p->nPart;
     if (strcmp(zName, ":db.part/user") == 0) p->iPartUser = p->nPart;
     if (strcmp(zName, ":db.part/db") == 0) p->iPartDb = p->nPart;
@@ -289,6 +290,16 @@ static int txLoadParts(Tx *p) {
     pTx->bDirty = 1;
   }
   return SQLITE_OK;
+}
+
+/* True when e was allocated by this transaction (it has no datoms in the
+** store yet, so existence and old-value probes can be skipped). */
+int txIsFresh(const Tx *p, sqlite3_int64 e) {
+  int i;
+  for (i = 0; i < p->nPart; i++) {
+    if (e >= p->aPart[i].iIdx0 && e < p->aPart[i].iIdx) return 1;
+  }
+  return 0;
 }
 
 /* Persists the marks of every partition that moved. */

@@ -190,7 +190,10 @@ static int txPartByKeyword(Tx *p, const EdnValue *pKw, sqlite3_int64 *pePart) {
   }
   for (i = 0; i < p->nPart; i++) {
     if (strcmp(p->aPart[i].zName, pKw->u.s.z) == 0 && p->aPart[i].ePart) {
-      if (i == p->iPartTx) break;
+      if (i == p->iPartTx) {
+        return txErr(p, pKw->line, pKw->col,
+                     "entities cannot be allocated in :db.part/tx; use \"datomic.tx\" for the transaction");
+      }
       *pePart = p->aPart[i].ePart;
       return SQLITE_OK;
     }

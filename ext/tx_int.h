@@ -69,6 +69,7 @@ typedef struct TxPart {
   char zName[64];
   sqlite3_int64 ePart;      /* the partition's ident entid, 0 if none */
   sqlite3_int64 iStart, iEnd, iIdx;
+  sqlite3_int64 iIdx0;      /* idx when the transaction began */
   int bDirty;
 } TxPart;
 
@@ -104,6 +105,7 @@ int txNewOp(Tx *p, TxOp **ppOp);
 int txValueBindStored(Tx *p, sqlite3_stmt *pStmt, int i, const TxOp *pOp);
 void txValuePrint(sqlite3_str *pOut, const Schema *pSchema, const TypedValue *pV);
 int txValueCmp(const TypedValue *a, const TypedValue *b);
+int txIsFresh(const Tx *p, sqlite3_int64 e);
 int txValueFromStored(Tx *p, const Attr *pAttr, sqlite3_stmt *pStmt, int iCol,
                       TypedValue *pOut, sqlite3_int64 *piFts, unsigned char *pbFts);
 

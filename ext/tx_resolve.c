@@ -102,8 +102,11 @@ static int txCmpIdentOp(const void *pA, const void *pB) {
   return txValueCmp(&a->v, &b->v);
 }
 
-/* Tempids asserting the same new identity value become one entity. */
-static int txMergeNewIdentities(Tx *p) {
+/* Tempids asserting the same identity value become one entity: two
+** unresolved ones are merged; an unresolved one joins a resolved one (it
+** asserts the same value the resolved entity will hold). *pbChanged is set
+** when some tempid became resolved, since refs to it may upsert further. */
+static int txMergeNewIdentities(Tx *p, int *pbChanged) {
   TxOp **ap;
   int i, n = 0;
   for (i = 0; i < p->nOp; i++) {
@@ -124,11 +127,13 @@ static int txMergeNewIdentities(Tx *p) {
   for (i = 1; i < n; i++) {
     if (txCmpIdentOp(&ap[i - 1], &ap[i]) == 0) {
       int r1 = txTempRoot(p, ap[i - 1]->e.iTemp), r2 = txTempRoot(p, ap[i]->e.iTemp);
-      if (r1 != r2 && p->aTemp[r1].e == 0 && p->aTemp[r2].e == 0) {
-        if (r2 < r1) { int t = r1; r1 = r2; r2 = t; }
-        p->aTemp[r2].iAlias = r1;
-        p->aTemp[r1].bEntity |= p->aTemp[r2].bEntity;
-      }
+      sqlite3_int64 e1 = p->aTemp[r1].e, e2 = p->aTemp[r2].e;
+      if (r1 == r2 || (e1 != 0 && e2 != 0)) continue;  /* distinct: unique check reports it */
+      if (e2 != 0 || (e1 == 0 && r2 < r1)) { int t = r1; r1 = r2; r2 = t; }
+      /* r1 survives: the resolved one, else the older one */
+      p->aTemp[r2].iAlias = r1;
+      p->aTemp[r1].bEntity |= p->aTemp[r2].bEntity;
+      if (p->aTemp[r1].e != 0) *pbChanged = 1;
     }
   }
   sqlite3_free(ap);
@@ -165,10 +170,14 @@ static int txAllocate(Tx *p) {
 
 int txResolve(Tx *p) {
   int i, rc;
-  rc = txUpserts(p);
-  if (rc) return rc;
-  rc = txMergeNewIdentities(p);
-  if (rc) return rc;
+  int bChanged;
+  do {
+    bChanged = 0;
+    rc = txUpserts(p);
+    if (rc) return rc;
+    rc = txMergeNewIdentities(p, &bChanged);
+    if (rc) return rc;
+  } while (bChanged);
   rc = txAllocate(p);
   if (rc) return rc;
   for (i = 0; i < p->nOp; i++) {

@@ -174,18 +174,21 @@ static int txRetract(Tx *p, TxOp *pOp) {
 /* Decides whether an ADD is new; if so retracts a cardinality-one value. */
 static int txPrepareAdd(Tx *p, TxOp *pOp) {
   sqlite3_stmt *pStmt = NULL;
-  int rc, bFound = 0;
+  int rc, bFound = 0, bFresh;
   if (pOp->pAttr->bFulltext && pOp->pAttr->type == VT_STRING) {
     rc = txFts(p, pOp, 1, &bFound);
     if (rc) return rc;
   }
-  rc = txStepEAV(p, TXS_EXISTS, pOp, &bFound, NULL);
-  if (rc) return rc;
-  if (bFound) { pOp->bDrop = 1; return SQLITE_OK; }
+  bFresh = txIsFresh(p, pOp->e.e);
+  if (!bFresh) {
+    rc = txStepEAV(p, TXS_EXISTS, pOp, &bFound, NULL);
+    if (rc) return rc;
+    if (bFound) { pOp->bDrop = 1; return SQLITE_OK; }
+  }
   rc = txSchemaCheckOp(p, pOp);
   if (rc) return rc;
   pOp->bNew = 1;
-  if (pOp->pAttr->bMany) return SQLITE_OK;
+  if (pOp->pAttr->bMany || bFresh) return SQLITE_OK;
   if (!pOp->pAttr->bNoHistory) {
     rc = txStmt(p, TXS_LOG_OLD, &pStmt);
     if (rc) return rc;

@@ -415,6 +415,13 @@ START_TEST(test_upserts) {
   free(zRep);
   CHECK_Q("SELECT count(DISTINCT e) FROM datoms WHERE a = 65537 AND v = 'n'", "1");
   CHECK_Q("SELECT group_concat(v) FROM (SELECT v FROM datoms WHERE e = 65552 AND a = 65538 ORDER BY v)", "x,y");
+  /* a tempid sharing a new identity value with one that upserts joins it */
+  zRep = T("[{:db/id \"n1\" :p/id \"new2\" :p/name \"x\"} {:db/id \"n2\" :p/id \"new2\" :p/email \"a@x\"}]");
+  CHECK_J(zRep, "$.tempids.n1", "65549");
+  CHECK_J(zRep, "$.tempids.n2", "65549");
+  free(zRep);
+  CHECK_Q("SELECT v FROM datoms WHERE e = 65549 AND a IN (65536, 65537) ORDER BY a", "x;new2");
+  CHECK_Q("SELECT idx FROM known_parts WHERE part = ':db.part/user'", "65553");
   closeStore();
 }
 END_TEST
@@ -606,6 +613,7 @@ static const struct { const char *zEdn, *zWant; } aBad[] = {
   { "[[:db/add [:p/id \"a\"] :p/name \"n1\"] [:db/add [:p/id \"a\"] :p/name \"n2\"]]", "conflicting datoms" },
   { "[[:db/cas [:p/id \"a\"] :p/age 1 2]]", "cas failed on :p/age" },
   { "[{:db/id #db/id [:db.part/nope] :p/name \"x\"}]", "unknown partition :db.part/nope" },
+  { "[{:db/id #db/id [:db.part/tx] :p/name \"x\"}]", "entities cannot be allocated in :db.part/tx" },
   { "[{:db/ident :z/z :db/valueType :db.type/long} {:p/id \"v\"} [:db/add [:p/id \"nobody\"] :p/tags \"z\"]]",
     "does not resolve" },
   { "[{:db/ident :p/age :db/unique :db.unique/value}]", "schema alteration of :p/age" },
