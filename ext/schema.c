@@ -118,20 +118,30 @@ static void schemaSetErr(char **pzErr, sqlite3 *db, const char *zWhat) {
                            sqlite3_errmsg(db));
 }
 
-int schemaFingerprint(sqlite3 *db, sqlite3_uint64 *pFp, char **pzErr) {
-  sqlite3_stmt *pStmt = NULL;
+const char *schemaFingerprintSql(void) {
+  return zLoadSql;
+}
+
+int schemaFingerprintStmt(sqlite3_stmt *pStmt, sqlite3_uint64 *pFp) {
   sqlite3_uint64 fp = 0, n = 0;
-  int rc = sqlite3_prepare_v2(db, zLoadSql, -1, &pStmt, NULL);
-  if (rc != SQLITE_OK) goto cleanup;
+  int rc;
   while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
     fp += schemaRowHash(pStmt);
     n++;
   }
   if (rc == SQLITE_DONE) rc = SQLITE_OK;
-cleanup:
+  sqlite3_reset(pStmt);
+  *pFp = fp + schemaMix(n);
+  return rc;
+}
+
+int schemaFingerprint(sqlite3 *db, sqlite3_uint64 *pFp, char **pzErr) {
+  sqlite3_stmt *pStmt = NULL;
+  int rc = sqlite3_prepare_v2(db, zLoadSql, -1, &pStmt, NULL);
+  *pFp = 0;
+  if (rc == SQLITE_OK) rc = schemaFingerprintStmt(pStmt, pFp);
   if (rc != SQLITE_OK) schemaSetErr(pzErr, db, "fingerprint");
   sqlite3_finalize(pStmt);
-  *pFp = fp + schemaMix(n);
   return rc;
 }
 

@@ -95,5 +95,10 @@ sqlite3_int64 schemaGeneration(const Schema *p);
 ** schemaLoad it decides on); schemaFingerprintOf is the loaded one's. */
 int schemaFingerprint(sqlite3 *db, sqlite3_uint64 *pFp, char **pzErr);
 sqlite3_uint64 schemaFingerprintOf(const Schema *p);
+/* The same, for callers that revalidate often and keep the statement:
+** pStmt is prepared from schemaFingerprintSql() on the connection; it is
+** stepped to the end and reset. Returns an SQLite code. */
+const char *schemaFingerprintSql(void);
+int schemaFingerprintStmt(sqlite3_stmt *pStmt, sqlite3_uint64 *pFp);
 
 #endif /* MENTAT_SCHEMA_H */

@@ -208,15 +208,26 @@ void storeSetConnHook(int (*xHook)(sqlite3 *db)) {
 
 static pthread_once_t gSyncOnce = PTHREAD_ONCE_INIT;
 static const char *gzSynchronous = "FULL";
+static sqlite3_int64 gnMmap = 1073741824;     /* 1 GiB, the format's setting */
 
-/* MENTAT_SYNCHRONOUS is read once: a process has one durability policy.
-** Unknown values keep FULL, the safe default (SPEC §3). */
+/* The environment is read once: a process has one durability policy.
+** MENTAT_SYNCHRONOUS: unknown values keep FULL, the safe default (SPEC §3).
+** MENTAT_MMAP_SIZE (bytes, 0 disables, format "Connection settings"): SQLite
+** unmaps a connection's whole mapping whenever another connection changed
+** the file, so under frequent writes mmap can cost more than it saves. */
 static void storeReadSyncEnv(void) {
   const char *z = getenv("MENTAT_SYNCHRONOUS");
   static const char *const az[] = { "OFF", "NORMAL", "FULL", "EXTRA" };
-  if (z == NULL) return;
-  for (int i = 0; i < 4; i++) {
-    if (strcasecmp(z, az[i]) == 0) gzSynchronous = az[i];
+  if (z != NULL) {
+    for (int i = 0; i < 4; i++) {
+      if (strcasecmp(z, az[i]) == 0) gzSynchronous = az[i];
+    }
+  }
+  z = getenv("MENTAT_MMAP_SIZE");
+  if (z != NULL && z[0] >= '0' && z[0] <= '9') {
+    char *zEnd = NULL;
+    long long n = strtoll(z, &zEnd, 10);
+    if (zEnd && *zEnd == 0 && n >= 0) gnMmap = n;
   }
 }
 
@@ -245,7 +256,11 @@ int storeConfigure(sqlite3 *db, int bMemory, char **pzErr) {
     }
     sqlite3_finalize(pStmt);
     if (rc != SQLITE_OK) goto cleanup;
-    rc = sqlite3_exec(db, "PRAGMA mmap_size=1073741824", NULL, NULL, NULL);
+    zSql = sqlite3_mprintf("PRAGMA mmap_size=%lld", gnMmap);
+    if (zSql == NULL) { rc = SQLITE_NOMEM; goto cleanup; }
+    rc = sqlite3_exec(db, zSql, NULL, NULL, NULL);
+    sqlite3_free(zSql);
+    zSql = NULL;
     if (rc != SQLITE_OK) goto cleanup;
   }
   zSql = sqlite3_mprintf(

@@ -50,6 +50,7 @@ typedef struct StoreConnImpl {
   StoreConn base;
   sqlite3_stmt *pDataVersion;   /* PRAGMA data_version */
   sqlite3_stmt *pTxMark;        /* idx of :db.part/tx */
+  sqlite3_stmt *pFingerprint;   /* schemaFingerprintSql() */
 } StoreConnImpl;
 
 struct Store {
@@ -121,6 +122,7 @@ static void storeConnClose(StoreConn *pConn) {
   if (p->base.xTxCacheFree && p->base.pTxCache) p->base.xTxCacheFree(p->base.pTxCache);
   sqlite3_finalize(p->pDataVersion);
   sqlite3_finalize(p->pTxMark);
+  sqlite3_finalize(p->pFingerprint);
   /* close_v2: anything the upper layers failed to finalize cannot keep the
   ** file open forever or crash us; it is released with them. */
   sqlite3_close_v2(p->base.db);
@@ -148,6 +150,10 @@ static int storeConnOpen(Store *pStore, int bValidate, StoreConn **ppConn, char 
   if (rc == SQLITE_OK) {
     rc = sqlite3_prepare_v3(db, "SELECT idx FROM known_parts WHERE part = ':db.part/tx'", -1,
                             SQLITE_PREPARE_PERSISTENT, &p->pTxMark, NULL);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_prepare_v3(db, schemaFingerprintSql(), -1, SQLITE_PREPARE_PERSISTENT,
+                            &p->pFingerprint, NULL);
   }
   if (rc != SQLITE_OK) {
     storeErr(pzErr, sqlite3_mprintf("cannot open store %s: %s", pStore->zPath, sqlite3_errmsg(db)));
@@ -207,7 +213,7 @@ static int storeRevalidate(Store *p, StoreConn *pConn, int bInTx, char **pzErr) 
     bBegun = 1;
   }
   rc = storeStepInt(pImpl->pTxMark, &iMark);
-  if (rc == SQLITE_OK) rc = schemaFingerprint(db, &fp, pzErr);
+  if (rc == SQLITE_OK) rc = schemaFingerprintStmt(pImpl->pFingerprint, &fp);
   if (rc != SQLITE_OK) goto cleanup;
 
   pthread_mutex_lock(&p->mutex);
