@@ -417,6 +417,20 @@ static int qcPattern(QCtx *pX, const QClause *pCl) {
   } else {
     qcPlace(pX, pA, zAlias, "a", VT_REF, NULL, 1);
   }
+  if (pAttr && pV && !qIsBlank(pV)
+      && (!ednIsVar(pV) || (qcVarFind(pX, pV->u.s.z) && qcVarFind(pX, pV->u.s.z)->zExpr))) {
+    /* The value is bound: state the flags that make the format's partial
+    ** value indexes usable when no per-attribute index serves (format
+    ** "Per-attribute value indexes"). */
+    int bAuto = pAttr->e >= PART_USER_START && !pAttr->bFulltext
+                && (pAttr->eUnique || (pAttr->bIndex && pAttr->type == VT_REF));
+    if (!bAuto && pAttr->type == VT_REF) {
+      qcWhere(pX, sqlite3_mprintf("%s.index_vaet IS NOT 0", zAlias));
+    } else if (!bAuto && pAttr->bIndex && !pAttr->bFulltext) {
+      qcWhere(pX, sqlite3_mprintf("%s.index_avet IS NOT 0 AND %s.value_type_tag = %d",
+                                  zAlias, zAlias, vtTag(pAttr->type)));
+    }
+  }
   qcPlace(pX, pE, zAlias, "e", VT_REF, NULL, 1);
   if (pV && pAttr && pAttr->bFulltext && pAttr->type == VT_STRING) {
     /* Fulltext values are rowids into fulltext_values. */
