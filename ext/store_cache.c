@@ -553,13 +553,24 @@ int storeReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
   return SQLITE_OK;
 }
 
-void storeReaderDone(Store *p, StoreConn *pConn) {
-  if (pConn == NULL || p->bMemory) return;
-  /* Between calls a pooled connection holds no transaction (B25): a
-  ** snapshot left open would pin the WAL. */
+/* Between calls a store connection holds no transaction (B25, B32): a
+** statement left un-reset or an open BEGIN keeps a read snapshot, which
+** pins the WAL so no checkpoint can restart it. The callers reset their
+** statements; this sweep makes a forgotten one harmless. It walks only the
+** connection's own prepared statements (bounded by its caches). */
+static void storeConnQuiesce(StoreConn *pConn) {
+  for (sqlite3_stmt *pStmt = sqlite3_next_stmt(pConn->db, NULL); pStmt;
+       pStmt = sqlite3_next_stmt(pConn->db, pStmt)) {
+    if (sqlite3_stmt_busy(pStmt)) sqlite3_reset(pStmt);
+  }
   if (sqlite3_get_autocommit(pConn->db) == 0) {
     sqlite3_exec(pConn->db, "ROLLBACK", NULL, NULL, NULL);
   }
+}
+
+void storeReaderDone(Store *p, StoreConn *pConn) {
+  if (pConn == NULL || p->bMemory) return;
+  storeConnQuiesce(pConn);
   pthread_mutex_lock(&p->mutex);
   pConn->pNext = p->pIdle;
   p->pIdle = pConn;
@@ -627,9 +638,7 @@ int storeWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, c
                                       sqlite3_errmsg(pConn->db)));
     }
   }
-  if (sqlite3_get_autocommit(pConn->db) == 0) {
-    sqlite3_exec(pConn->db, "ROLLBACK", NULL, NULL, NULL);
-  }
+  storeConnQuiesce(pConn);
   if (bCommit && rc == SQLITE_OK) {
     if (pNewSchema) storePublish(p, pNewSchema, iMark);
     storeMaybeRestartWal(p, pConn->db);

@@ -248,6 +248,41 @@ START_TEST(test_connection_settings) {
 }
 END_TEST
 
+/* A caller that forgets to reset a statement (or leaves a BEGIN open)
+** must not pin the WAL once the connection is back in the pool (B25). */
+START_TEST(test_no_snapshot_between_calls) {
+  char zPath[256];
+  snprintf(zPath, sizeof zPath, "%s", tuTempPath("snapshot.db"));
+  Store *p = acquire(zPath);
+  StoreConn *pC = NULL, *pW = NULL;
+  Schema *pS = NULL;
+  char *zErr = NULL;
+  sqlite3_stmt *pStmt = NULL;
+  ck_assert_int_eq(storeReader(p, &pC, &pS, &zErr), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_prepare_v2(pC->db, "SELECT e FROM datoms", -1, &pStmt, NULL), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_step(pStmt), SQLITE_ROW);          /* left mid-scan */
+  storeReaderDone(p, pC);
+  schemaUnref(pS);
+  ck_assert_int_eq(sqlite3_stmt_busy(pStmt), 0);
+  ck_assert_int_eq(storeWriteBegin(p, &pW, &pS, &zErr), SQLITE_OK);
+  exec(pW->db, "INSERT INTO datoms (e, a, v, tx, value_type_tag) VALUES (70000, 37, 'x', 268435457, 10)");
+  ck_assert_int_eq(storeWriteEnd(p, pW, 1, NULL, &zErr), SQLITE_OK);
+  schemaUnref(pS);
+  sqlite3 *raw = NULL;
+  ck_assert_int_eq(sqlite3_open(zPath, &raw), SQLITE_OK);
+  ck_assert_int_eq(qInt(raw, "PRAGMA wal_checkpoint(TRUNCATE)"), 0);   /* busy = 0 */
+  struct stat st;
+  char zWal[300];
+  snprintf(zWal, sizeof zWal, "%s-wal", zPath);
+  ck_assert_int_eq(stat(zWal, &st), 0);
+  ck_assert_int_eq(st.st_size, 0);
+  sqlite3_close(raw);
+  sqlite3_finalize(pStmt);
+  storeRelease(p);
+  sqlite3_free(zErr);
+}
+END_TEST
+
 static int nHookCalls = 0;
 static int countingHook(sqlite3 *db) {
   (void)db;
@@ -833,6 +868,7 @@ static Suite *storeSuite(void) {
   tcase_add_checked_fixture(tc, NULL, storeCacheClear);   /* no store outlives its test */
   tcase_add_test(tc, test_new_store_layout);
   tcase_add_test(tc, test_connection_settings);
+  tcase_add_test(tc, test_no_snapshot_between_calls);
   tcase_add_test(tc, test_in_memory_store);
   tcase_add_test(tc, test_refuse_foreign);
   tcase_add_test(tc, test_upgrade_v1_v2);
