@@ -476,7 +476,7 @@ static int ednReadChar(EdnReader *r, EdnValue **pp) {
   int iStart = r->i, j = iStart + 1, L, cp, iEnd, nCont = 0;
   EdnValue *pV;
   if (j >= r->n) return ednErrAt(r, iStart, "backslash at end of input");
-  if (aEdnClass[z[j]] & CC_WS) {
+  if ((aEdnClass[z[j]] & CC_WS) && z[j] != ',') {   /* \, is the comma character */
     return ednErrAt(r, iStart, "a backslash followed by whitespace is not a character");
   }
   if (z[j] == 0) return ednErrAt(r, j, "NUL byte outside a string");

@@ -116,6 +116,7 @@ START_TEST(test_scalars) {
     {"[\\a\\b]", -1, "[\\a \\b]", 0, 0},
     {"\\( \\) \\\" \\\\ \\;", -1, "\\( \\) \\\" \\\\ \\;", 0, 0},
     {"\\1", -1, "\\1", 0, 0},
+    {"[\\, \\,]", -1, "[\\, \\,]", 0, 0},
     {"\\u0000", -1, "\\u0000", 0, 0},
     {"\\ ", -1, "!whitespace", 1, 1},
     {"[\\ ]", -1, "!whitespace", 1, 2},
@@ -743,6 +744,164 @@ START_TEST(test_predicates_builders) {
 }
 END_TEST
 
+/* ---- generated trees: print → read back → equal; JSON is valid JSON ---- */
+
+static sqlite3_uint64 rngState = 0x2545F4914F6CDD1DULL;
+static sqlite3_uint64 rng(void) {   /* xorshift64*: deterministic across runs */
+  rngState ^= rngState >> 12;
+  rngState ^= rngState << 25;
+  rngState ^= rngState >> 27;
+  return rngState * 0x2545F4914F6CDD1DULL;
+}
+
+static int genCodePoint(void) {
+  int cp;
+  switch (rng() % 4) {
+    case 0: cp = (int)(rng() % 0x20); break;                 /* controls, NUL */
+    case 1: cp = " \"\\;,()[]{}#:'ab/"[rng() % 17]; break;    /* syntax */
+    case 2: cp = 0x80 + (int)(rng() % 0x800); break;
+    default: cp = (int)(rng() % 0x110000); break;
+  }
+  if (cp >= 0xD800 && cp <= 0xDFFF) cp = 0xE9;
+  return cp;
+}
+
+static int encodeCp(int cp, char *z) {
+  if (cp < 0x80) { z[0] = (char)cp; return 1; }
+  if (cp < 0x800) { z[0] = (char)(0xC0 | cp >> 6); z[1] = (char)(0x80 | (cp & 63)); return 2; }
+  if (cp < 0x10000) {
+    z[0] = (char)(0xE0 | cp >> 12); z[1] = (char)(0x80 | (cp >> 6 & 63)); z[2] = (char)(0x80 | (cp & 63));
+    return 3;
+  }
+  z[0] = (char)(0xF0 | cp >> 18); z[1] = (char)(0x80 | (cp >> 12 & 63));
+  z[2] = (char)(0x80 | (cp >> 6 & 63)); z[3] = (char)(0x80 | (cp & 63));
+  return 4;
+}
+
+static EdnValue *genTree(EdnArena *pA, int depth) {
+  static const char *azSym[] = {"a", "?x", "_", "+", "-", ".", "...", "a/b", "clojure.string/blank?",
+                                "-a", "+b", "nil?", "/", "$", "%", "a#b", "x'"};
+  static const char *azKw[] = {":a", ":a/b", ":a->b/c?", ":foo_bar", ":1", ":-1", ":x.y/z-1", ":<>"};
+  static const char *azTag[] = {"db/id", "foo", "a.b/c", "bytes"};
+  EdnValue *p;
+  int t = (int)(rng() % (depth > 5 ? 11 : 15)), i, n;
+  static const EdnType aLeaf[] = {EDN_NIL, EDN_BOOL, EDN_INT, EDN_DOUBLE, EDN_STRING, EDN_CHAR,
+                                  EDN_KEYWORD, EDN_SYMBOL, EDN_INST, EDN_UUID, EDN_TAGGED,
+                                  EDN_LIST, EDN_VECTOR, EDN_MAP, EDN_SET};
+  EdnType type = aLeaf[t];
+  switch (type) {
+    case EDN_STRING: {
+      char aBuf[200];
+      int k = 0;
+      n = (int)(rng() % 12);
+      for (i = 0; i < n; i++) k += encodeCp(genCodePoint(), aBuf + k);
+      return ednNewString(pA, EDN_STRING, aBuf, k);
+    }
+    case EDN_KEYWORD: return ednNewString(pA, EDN_KEYWORD, azKw[rng() % 8], -1);
+    case EDN_SYMBOL: return ednNewString(pA, EDN_SYMBOL, azSym[rng() % 17], -1);
+    case EDN_LIST: case EDN_VECTOR: case EDN_MAP: case EDN_SET: {
+      EdnValue *aKid[16];
+      int nKid = 0;
+      n = (int)(rng() % 6) * (type == EDN_MAP ? 2 : 1);
+      for (i = 0; i < n; i++) {
+        EdnValue *pKid = genTree(pA, depth + 1);
+        int j, bDup = 0;
+        if (type == EDN_SET || (type == EDN_MAP && (i & 1) == 0)) {
+          for (j = 0; j < nKid; j += (type == EDN_MAP ? 2 : 1)) if (ednEqual(aKid[j], pKid)) bDup = 1;
+        }
+        if (bDup) {
+          if (type == EDN_MAP) i++;      /* drop the pair */
+          continue;
+        }
+        aKid[nKid++] = pKid;
+      }
+      if (type == EDN_MAP && (nKid & 1)) nKid--;
+      p = ednNewColl(pA, type, nKid);
+      for (i = 0; i < nKid; i++) p->u.c.a[i] = aKid[i];
+      return p;
+    }
+    default: break;
+  }
+  p = ednNew(pA, type);
+  switch (type) {
+    case EDN_BOOL: p->u.b = (int)(rng() & 1); break;
+    case EDN_INT:
+      p->u.i = (sqlite3_int64)rng();
+      if (rng() % 4 == 0) p->u.i %= 1000;
+      break;
+    case EDN_DOUBLE: {
+      sqlite3_uint64 u = rng();
+      double d;
+      switch (rng() % 5) {
+        case 0: d = (double)(sqlite3_int64)(u % 2000) / 8.0 - 100; break;
+        case 1: d = (u & 1) ? HUGE_VAL : -HUGE_VAL; break;
+        case 2: d = (u & 1) ? -0.0 : 5e-324; break;
+        default: memcpy(&d, &u, sizeof d); break;
+      }
+      if (isnan(d)) d = 1.5;
+      p->u.d = d;
+      break;
+    }
+    case EDN_CHAR: p->u.i = genCodePoint(); break;
+    case EDN_INST:
+      p->u.i = -62167219200000000LL + (sqlite3_int64)(rng() % 315537897600000000ULL);
+      break;
+    case EDN_UUID:
+      for (i = 0; i < 16; i++) p->u.uuid[i] = (unsigned char)rng();
+      break;
+    case EDN_TAGGED: {
+      const char *zTag = azTag[rng() % 4];
+      p->u.t.zTag = zTag;
+      if (strcmp(zTag, "bytes") == 0) {
+        char aBuf[8];
+        for (i = 0; i < 8; i++) aBuf[i] = (char)rng();
+        p->u.t.p = ednNewString(pA, EDN_STRING, aBuf, (int)(rng() % 8));
+      } else {
+        p->u.t.p = genTree(pA, depth + 1);
+      }
+      break;
+    }
+    default: break;
+  }
+  return p;
+}
+
+START_TEST(test_generated_roundtrip) {
+  sqlite3 *db = NULL;
+  sqlite3_stmt *pValid = NULL;
+  int i;
+  ck_assert_int_eq(sqlite3_open(":memory:", &db), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT json_valid(?1)", -1, &pValid, NULL), SQLITE_OK);
+  for (i = 0; i < 3000; i++) {
+    EdnArena arena;
+    EdnValue *p, *pBack = NULL;
+    EdnError err;
+    sqlite3_str *pStr = sqlite3_str_new(NULL), *pJson = sqlite3_str_new(NULL);
+    char *zText, *zJson;
+    int nText;
+    ednArenaInit(&arena);
+    p = genTree(&arena, 0);
+    ednPrint(pStr, p);
+    nText = sqlite3_str_length(pStr);
+    zText = sqlite3_str_finish(pStr);
+    ck_assert_msg(ednReadOne(&arena, zText, nText, &pBack, &err) == SQLITE_OK,
+                  "tree %d: %s reads back with error %s at %d:%d", i, zText, err.zMsg, err.line, err.col);
+    ck_assert_msg(ednEqual(p, pBack), "tree %d: %s reads back different", i, zText);
+    ednPrintJson(pJson, p);
+    zJson = sqlite3_str_finish(pJson);
+    sqlite3_bind_text(pValid, 1, zJson, -1, SQLITE_STATIC);
+    ck_assert_int_eq(sqlite3_step(pValid), SQLITE_ROW);
+    ck_assert_msg(sqlite3_column_int(pValid, 0) == 1, "tree %d: invalid JSON %s", i, zJson);
+    sqlite3_reset(pValid);
+    sqlite3_free(zText);
+    sqlite3_free(zJson);
+    ednArenaReset(&arena);
+  }
+  sqlite3_finalize(pValid);
+  sqlite3_close(db);
+}
+END_TEST
+
 static Suite *ednSuite(void) {
   Suite *s = suite_create("edn");
   TCase *tc = tcase_create("reader");
@@ -766,6 +925,7 @@ static Suite *ednSuite(void) {
   tcase_add_test(tc, test_format_instant);
   tcase_add_test(tc, test_uuid);
   tcase_add_test(tc, test_predicates_builders);
+  tcase_add_test(tc, test_generated_roundtrip);
   suite_add_tcase(s, tc);
   return s;
 }
