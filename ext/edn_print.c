@@ -51,7 +51,11 @@ static void ednDoubleText(double d, char *z) {
       if (strtod(z, NULL) == d) break;
     }
   }
-  if (strpbrk(z, ".eEn") == NULL) strcat(z, ".0");
+  /* snprintf follows LC_NUMERIC; EDN and JSON always want '.'. */
+  for (prec = 0; z[prec]; prec++) {
+    if (strchr("0123456789+-eE", z[prec]) == NULL) z[prec] = '.';
+  }
+  if (strpbrk(z, ".eE") == NULL) strcat(z, ".0");
 }
 
 /* Appends z[0..n) as a JSON string literal. Control characters (NUL too)

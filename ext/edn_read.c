@@ -31,6 +31,7 @@
 **  - Duplicate map keys and set elements are errors naming the key, as the
 **    EDN spec says each key appears once.
 */
+#include <locale.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -316,7 +317,7 @@ static int ednReadNumber(EdnReader *r, int iStart, int iEnd, EdnValue **pp) {
     pV->u.i = bNeg ? (sqlite3_int64)(0 - u) : (sqlite3_int64)u;
   } else {
     char aBuf[64];
-    char *zNum = aBuf;
+    char *zNum = aBuf, *zEnd = NULL;
     double d;
     if (nTok >= (int)sizeof(aBuf)) {
       zNum = ednArenaAlloc(r->pArena, (size_t)nTok + 1);
@@ -324,7 +325,15 @@ static int ednReadNumber(EdnReader *r, int iStart, int iEnd, EdnValue **pp) {
     }
     memcpy(zNum, z + iStart, (size_t)nTok);
     zNum[nTok] = 0;
-    d = strtod(zNum, NULL);
+    d = strtod(zNum, &zEnd);
+    if (*zEnd != 0) {
+      /* strtod follows LC_NUMERIC: a host that set a locale with a decimal
+      ** comma stops at '.'; spell the point its way and parse again. */
+      char *zDot = strchr(zNum, '.');
+      const char *zPoint = localeconv()->decimal_point;
+      if (zDot && zPoint && zPoint[0] && zPoint[1] == 0) *zDot = zPoint[0];
+      d = strtod(zNum, NULL);
+    }
     if (isinf(d)) return ednErrAt(r, iStart, "double %.*s out of range", nTok, z + iStart);
     pV = ednNew(r->pArena, EDN_DOUBLE);
     if (pV == NULL) return ednNoMem(r);

@@ -5,6 +5,7 @@
 ** Expected values are written by hand from the EDN spec, the brief and the
 ** peer faults B01, B02, B03, B33, B34 (/work/shared/acceptance).
 */
+#include <locale.h>
 #include <math.h>
 #include <time.h>
 #include "testutil.h"
@@ -902,6 +903,30 @@ START_TEST(test_generated_roundtrip) {
 }
 END_TEST
 
+/* A host with a decimal-comma LC_NUMERIC (setlocale in a GUI app) must not
+** change how doubles read or print. Skipped when no such locale exists
+** (e.g. localedef -i de_DE -f UTF-8 /tmp/loc/de_DE.UTF-8, LOCPATH=/tmp/loc). */
+START_TEST(test_locale_independent) {
+  EdnArena arena;
+  EdnValue *p = NULL;
+  EdnError err;
+  sqlite3_str *pStr;
+  char *zOut;
+  if (setlocale(LC_NUMERIC, "de_DE.UTF-8") == NULL && setlocale(LC_NUMERIC, "de_DE.utf8") == NULL) return;
+  ednArenaInit(&arena);
+  ck_assert_int_eq(ednReadOne(&arena, "[1.5 -2.25e3 0.1]", -1, &p, &err), SQLITE_OK);
+  pStr = sqlite3_str_new(NULL);
+  ednPrint(pStr, p);
+  sqlite3_str_appendchar(pStr, 1, ' ');
+  ednPrintJson(pStr, p);
+  zOut = sqlite3_str_finish(pStr);
+  setlocale(LC_NUMERIC, "C");
+  ck_assert_str_eq(zOut, "[1.5 -2250.0 0.1] [1.5,-2250.0,0.1]");
+  sqlite3_free(zOut);
+  ednArenaReset(&arena);
+}
+END_TEST
+
 static Suite *ednSuite(void) {
   Suite *s = suite_create("edn");
   TCase *tc = tcase_create("reader");
@@ -926,6 +951,7 @@ static Suite *ednSuite(void) {
   tcase_add_test(tc, test_uuid);
   tcase_add_test(tc, test_predicates_builders);
   tcase_add_test(tc, test_generated_roundtrip);
+  tcase_add_test(tc, test_locale_independent);
   suite_add_tcase(s, tc);
   return s;
 }
