@@ -74,6 +74,35 @@ void funcResultJson(sqlite3_context *pCtx, const char *zFunc, sqlite3_str *pOut)
   sqlite3_result_subtype(pCtx, MENTAT_JSON_SUBTYPE);
 }
 
+/* VM instructions between two looks at the host's interrupt flag: a probe
+** costs about as much as a few dozen instructions, so this keeps the
+** overhead well under 1% while reacting within microseconds. */
+#define FUNC_WATCH_OPS 10000
+
+static int funcWatchCheck(void *pArg) {
+  FuncWatch *pWatch = (FuncWatch *)pArg;
+  sqlite3_step(pWatch->pProbe);
+  return sqlite3_reset(pWatch->pProbe) == SQLITE_INTERRUPT;
+}
+
+void funcWatchBegin(FuncWatch *pWatch, sqlite3 *host, sqlite3 *pStoreDb) {
+  funcWatchEnd(pWatch);
+  if (sqlite3_prepare_v2(host, "SELECT 1", -1, &pWatch->pProbe, NULL) != SQLITE_OK) {
+    sqlite3_finalize(pWatch->pProbe);
+    pWatch->pProbe = NULL;
+    return;
+  }
+  pWatch->pStoreDb = pStoreDb;
+  sqlite3_progress_handler(pStoreDb, FUNC_WATCH_OPS, funcWatchCheck, pWatch);
+}
+
+void funcWatchEnd(FuncWatch *pWatch) {
+  if (pWatch->pStoreDb) sqlite3_progress_handler(pWatch->pStoreDb, 0, NULL, NULL);
+  pWatch->pStoreDb = NULL;
+  sqlite3_finalize(pWatch->pProbe);
+  pWatch->pProbe = NULL;
+}
+
 /* edn_q is registered for 2 and 3 arguments (opts optional), like the
 ** table; SQLite then reports a wrong argument count itself. */
 int funcRegister(sqlite3 *db) {

@@ -24,6 +24,7 @@ void funcEdnPull(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   StoreConn *pConn = NULL;
   Schema *pSchema = NULL;
   sqlite3_str *pOut = NULL;
+  FuncWatch watch = {NULL, NULL};
   (void)argc;
 
   ednArenaInit(&arena);
@@ -64,6 +65,7 @@ void funcEdnPull(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   if (rc != SQLITE_OK) goto cleanup;
   rc = storeReader(pStore, &pConn, &pSchema, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
+  funcWatchBegin(&watch, sqlite3_context_db_handle(pCtx), pConn->db);
   pOut = sqlite3_str_new(sqlite3_context_db_handle(pCtx));
   /* PULL_WITH_DBID: edn_pull's map always carries :db/id (SPEC §2.2). No
   ** statement cache: the connection's slots belong to the query layer. */
@@ -75,6 +77,7 @@ void funcEdnPull(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
 cleanup:
   if (rc != SQLITE_OK) funcResultError(pCtx, "edn_pull", rc, zErr);
   sqlite3_free(sqlite3_str_finish(pOut));
+  funcWatchEnd(&watch);
   if (pConn) storeReaderDone(pStore, pConn);
   schemaUnref(pSchema);
   if (pStore) storeRelease(pStore);

@@ -125,6 +125,7 @@ void funcEdnQ(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   Schema *pSchema = NULL;
   QueryRun *pRun = NULL;
   sqlite3_str *pOut = NULL;
+  FuncWatch watch = {NULL, NULL};
 
   qOptsInit(&opts);
   if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL)
@@ -153,6 +154,7 @@ void funcEdnQ(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   if (rc != SQLITE_OK) goto cleanup;
   rc = storeReader(pStore, &pConn, &pSchema, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
+  funcWatchBegin(&watch, host, pConn->db);
   rc = qRunOpen(pConn, pSchema, zQuery, nQuery, &opts, &pRun, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
   pOut = sqlite3_str_new(host);
@@ -165,6 +167,7 @@ cleanup:
   if (rc != SQLITE_OK) funcResultError(pCtx, "edn_q", rc, zErr);
   sqlite3_free(sqlite3_str_finish(pOut));
   qRunClose(pRun);
+  funcWatchEnd(&watch);
   if (pConn) storeReaderDone(pStore, pConn);
   schemaUnref(pSchema);
   if (pStore) storeRelease(pStore);

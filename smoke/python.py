@@ -143,6 +143,36 @@ def open_files(con, db):
     check('store files stay open, not growing', (n25 == n5, 1 <= n25 <= 4), (True, True))
 
 
+def interrupt(db):
+    """Peer fault B32: the host's interrupt stops a long query on the store's
+    own connection, and everything is released afterwards."""
+    import threading
+    import time
+    con = connect()
+    one(con, 'SELECT edn_t(?, ?)', (db, '[{:db/ident :n/id :db/valueType :db.type/long '
+                                        ':db/cardinality :db.cardinality/one}]'))
+    one(con, 'SELECT edn_t(?, ?)', (db, '[' + ' '.join('{:n/id %d}' % i for i in range(2000)) + ']'))
+    slow = '[:find (count ?a) :where [?a :n/id ?x] [?b :n/id ?y] [?c :n/id ?z] [(< ?x ?y)] [(< ?y ?z)]]'
+    for form, sql in (('scalar', 'SELECT edn_q(?, ?)'), ('table', 'SELECT * FROM edn_q(?, ?)')):
+        timer = threading.Timer(0.2, con.interrupt)
+        timer.start()
+        t0 = time.time()
+        try:
+            con.execute(sql, (db, slow)).fetchall()
+            got = 'finished'
+        except sqlite3.Error as e:
+            got = str(e)
+        timer.cancel()
+        check('interrupt stops the %s edn_q' % form, ('interrupted' in got, time.time() - t0 < 5), (True, True))
+        check('next query after the interrupt (%s)' % form,
+              one(con, 'SELECT count(*) FROM edn_q(?, ?)', (db, '[:find ?x :where [_ :n/id ?x]]')), 2000)
+    raw = sqlite3.connect(db)
+    busy = raw.execute('PRAGMA wal_checkpoint(TRUNCATE)').fetchone()[0]
+    raw.close()
+    check('no read transaction left open after interrupts', busy, 0)
+    con.close()
+
+
 def load_twice(db):
     con = connect()
     cur = con.execute('SELECT c0 FROM edn_q(?, ?) ORDER BY c0', (db, '[:find ?n :where [_ :p/name ?n]]'))
@@ -179,6 +209,7 @@ def main():
     two_processes(con, db, ann)
     open_files(con, db)
     load_twice(db)
+    interrupt(os.path.join(TMP, 'interrupt.db'))
     con.close()
     for f in os.listdir(TMP):
         os.unlink(os.path.join(TMP, f))

@@ -67,6 +67,7 @@ typedef struct EdnqCursor {
   StoreConn *pConn;
   Schema *pSchema;
   QueryRun *pRun;
+  FuncWatch watch;                  /* host interrupts reach pConn */
 } EdnqCursor;
 
 /* Moves zErr (an internal message, may be NULL) into the vtab's error with
@@ -107,6 +108,7 @@ static int ednqDisconnect(sqlite3_vtab *pVtab) {
 static void ednqRelease(EdnqCursor *pCur) {
   qRunClose(pCur->pRun);
   pCur->pRun = NULL;
+  funcWatchEnd(&pCur->watch);
   if (pCur->pConn) storeReaderDone(pCur->pStore, pCur->pConn);
   pCur->pConn = NULL;
   schemaUnref(pCur->pSchema);
@@ -212,6 +214,7 @@ static int ednqFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
   if (rc == SQLITE_OK) rc = qOptsParse(&pCur->opts, zOpts, nOpts, &zErr);
   if (rc == SQLITE_OK) rc = storeAcquire(zPath, &pCur->pStore, &zErr);
   if (rc == SQLITE_OK) rc = storeReader(pCur->pStore, &pCur->pConn, &pCur->pSchema, &zErr);
+  if (rc == SQLITE_OK) funcWatchBegin(&pCur->watch, pTab->db, pCur->pConn->db);
   if (rc == SQLITE_OK)
     rc = qRunOpen(pCur->pConn, pCur->pSchema, zQuery, nQuery, &pCur->opts, &pCur->pRun, &zErr);
   if (rc != SQLITE_OK) {
