@@ -1,0 +1,229 @@
+/*
+** test_surface.c — the SQL surface (main.c, func_*.c, vtab/edn_q.c) driven
+** through a host connection in-process, so the ASan/UBSan and valgrind
+** builds of the unit tests cover it too (smoke/ covers the real .so).
+**
+** Table-driven: (SQL with ?1 = the store path, expected first column) —
+** expected values worked out by hand from SPEC §2 and the data below.
+*/
+#include "testutil.h"
+
+static const char *zSchema =
+    "[{:db/ident :p/name :db/valueType :db.type/string :db/cardinality :db.cardinality/one}"
+    " {:db/ident :p/nick :db/valueType :db.type/string :db/cardinality :db.cardinality/one}"
+    " {:db/ident :p/age :db/valueType :db.type/long :db/cardinality :db.cardinality/one}]";
+static const char *zData = "[{:p/name \"x\" :p/age 1} {:p/name \"y\" :p/nick \"z\" :p/age 2}]";
+
+#define QN "'[:find ?n :where [_ :p/name ?n]]'"
+#define QK "'[:find ?n :where [_ :p/nick ?n]]'"
+#define JOBS "CREATE TEMP TABLE IF NOT EXISTS jobs(id INTEGER PRIMARY KEY, db TEXT, q TEXT);" \
+             "DELETE FROM jobs; INSERT INTO jobs VALUES (1, ?1, " QN "), (2, ?1 || '.empty', " QN \
+             "), (3, ?1, " QK ")"
+
+/* A host with the extension and a store holding zData (and an empty one
+** with the schema only, at <path>.empty). */
+static sqlite3 *tHost(const char **pzPath) {
+  static int iStore = 0;
+  char zName[32];
+  char *zEmpty, *z;
+  sqlite3 *db = tuOpenHost();
+  snprintf(zName, sizeof zName, "surface%d.db", ++iStore);
+  *pzPath = strdup(tuTempPath(zName));
+  zEmpty = malloc(strlen(*pzPath) + 8);
+  sprintf(zEmpty, "%s.empty", *pzPath);
+  z = tuQuery(db, "SELECT json_extract(edn_t(?1, ?2), '$.tx_id')", *pzPath, zSchema);
+  ck_assert_str_eq(z, "268435457");
+  free(z);
+  z = tuQuery(db, "SELECT json_extract(edn_t(?1, ?2), '$.tx_id')", *pzPath, zData);
+  ck_assert_str_eq(z, "268435458");
+  free(z);
+  z = tuQuery(db, "SELECT json_extract(edn_t(?1, ?2), '$.tx_id')", zEmpty, zSchema);
+  ck_assert_str_eq(z, "268435457");
+  free(z);
+  free(zEmpty);
+  return db;
+}
+
+/* Runs the statements of zSql (all but the last for effect) with ?1 bound
+** to the store path; the last one's first column as tuQuery gives it. */
+static char *tRun(sqlite3 *db, const char *zSql, const char *zPath) {
+  const char *zTail = zSql;
+  for (;;) {
+    const char *zNext = NULL;
+    sqlite3_stmt *pStmt = NULL;
+    int rc = sqlite3_prepare_v2(db, zTail, -1, &pStmt, &zNext);
+    if (rc != SQLITE_OK || zNext == NULL || zNext[strspn(zNext, " ;\n")] == 0) {
+      sqlite3_finalize(pStmt);
+      return tuQuery(db, zTail, zPath, NULL);   /* the last one (or the failing one) */
+    }
+    if (sqlite3_bind_parameter_count(pStmt) > 0) sqlite3_bind_text(pStmt, 1, zPath, -1, SQLITE_TRANSIENT);
+    while (sqlite3_step(pStmt) == SQLITE_ROW) {}
+    sqlite3_finalize(pStmt);
+    zTail = zNext;
+  }
+}
+
+static const struct {
+  const char *zSql;
+  const char *zWant;
+} aCase[] = {
+  /* the table: rows, native columns, value JSON, hidden columns */
+  {"SELECT group_concat(c0, ',') FROM (SELECT c0 FROM edn_q(?1, " QN ") ORDER BY 1)", "x,y"},
+  {"SELECT group_concat(value, ',') FROM (SELECT value FROM edn_q(?1, " QN ") ORDER BY 1)", "[\"x\"],[\"y\"]"},
+  {"SELECT typeof(c0) || typeof(c1) || typeof(c15) || (query = " QN ") || typeof(opts)"
+   " FROM edn_q(?1, " QN ") LIMIT 1", "textnullnull1null"},
+  {"SELECT count(*) FROM edn_q(?1, " QN ") LIMIT 1", "2"},
+  {"SELECT count(*) FROM (SELECT * FROM edn_q(?1, " QN ") LIMIT 1)", "1"},
+  {"SELECT max(rowid) FROM edn_q(?1, " QN ")", "2"},
+  /* NULL arguments: NULL result / no rows; NULL opts = none */
+  {"SELECT count(*) FROM edn_q(NULL, " QN ")", "0"},
+  {"SELECT count(*) FROM edn_q(?1, NULL)", "0"},
+  {"SELECT count(*) FROM edn_q(?1, " QN ", NULL)", "2"},
+  {"SELECT edn_t(NULL, '[]') IS NULL AND edn_t(?1, NULL) IS NULL AND edn_q(NULL, 'x') IS NULL"
+   " AND edn_q(?1, NULL, '{}') IS NULL AND edn_pull(?1, '[*]', NULL) IS NULL"
+   " AND edn_pull(?1, NULL, 1) IS NULL", "1"},
+  /* the scalar documents */
+  {"SELECT edn_q(?1, '[:find ?a . :where [?e :p/name \"y\"] [?e :p/age ?a]]')", "{\"result\":2}"},
+  {"SELECT edn_q(?1, '[:find ?a . :where [?e :p/name \"w\"] [?e :p/age ?a]]')", "{\"result\":null}"},
+  {"SELECT edn_q(?1, '[:find [?n ?a] :where [?e :p/nick \"z\"] [?e :p/name ?n] [?e :p/age ?a]]')",
+   "{\"result\":[\"y\",2]}"},
+  {"SELECT edn_q(?1, '[:find ?n ?a :where [?e :p/name ?n] [?e :p/age ?a] :order ?a]')",
+   "{\"columns\":[\"?n\",\"?a\"],\"results\":[[\"x\",1],[\"y\",2]],\"result\":[[\"x\",1],[\"y\",2]]}"},
+  {"SELECT edn_q(?1, '[:find ?n :where [_ :p/name ?n] [(= ?n \"none\")]]')",
+   "{\"columns\":[\"?n\"],\"results\":[],\"result\":[]}"},
+  /* JSON subtype: the document nests */
+  {"SELECT json_object('r', edn_q(?1, '[:find ?a . :where [?e :p/name \"x\"] [?e :p/age ?a]]'))",
+   "{\"r\":{\"result\":1}}"},
+  {"SELECT json_type(json_object('r', edn_t('', '[]')), '$.r')", "object"},
+  /* edn_pull */
+  {"SELECT json_extract(edn_pull(?1, '[:p/name :p/age]', c0), '$.\":p/age\"') FROM edn_q(?1, "
+   "'[:find ?e . :where [?e :p/name \"y\"]]')", "2"},
+  {"SELECT edn_pull(?1, '[:p/name]', 1.5)", "ERROR: edn_pull: entity must be an INTEGER"},
+  {"SELECT edn_pull(?1, '{:a 1}', 1)", "ERROR: edn_pull: pattern: line 1 col 1: a pull pattern must be a vector"},
+  /* missing arguments: planner errors naming them (B27 (5)) */
+  {"SELECT * FROM edn_q", "ERROR: edn_q: missing arguments db_path and query"},
+  {"SELECT * FROM edn_q(?1)", "ERROR: edn_q: missing argument query"},
+  {"SELECT * FROM edn_q WHERE query = " QN, "ERROR: edn_q: missing argument db_path"},
+  /* opts errors arrive with the prefix */
+  {"SELECT edn_q(?1, " QN ", '{\"x\":1}')", "ERROR: edn_q: unknown option \"x\""},
+  {"SELECT * FROM edn_q(?1, " QN ", '[')", "ERROR: edn_q: opts: not valid JSON"},
+  {"SELECT * FROM edn_q(?1, " QN ", '[]')", "ERROR: edn_q: opts must be a JSON object"},
+  /* B27 (1)-(4), (6) */
+  {JOBS "; SELECT group_concat(x, ',') FROM (SELECT j.id || r.c0 AS x FROM jobs j, edn_q(j.db, j.q) r ORDER BY 1)",
+   "1x,1y,3z"},
+  {JOBS "; SELECT group_concat(x, ',') FROM (SELECT j.id || r.c0 AS x FROM edn_q(j.db, j.q) r, jobs j ORDER BY 1)",
+   "1x,1y,3z"},
+  {JOBS "; SELECT group_concat(x, ',') FROM (SELECT j.id || coalesce(r.c0, '-') AS x FROM jobs j"
+   " LEFT JOIN edn_q(j.db, j.q) r ORDER BY 1)", "1x,1y,2-,3z"},
+  {"SELECT group_concat(c0, ',') FROM (SELECT c0 FROM edn_q WHERE db_path = ?1 AND query IN (" QN ", " QK ") ORDER BY 1)",
+   "x,y,z"},
+  {"SELECT group_concat(a.c0 || b.c0, ',') FROM edn_q(?1, " QN ") a JOIN edn_q(?1, " QN ") b ON a.c0 = b.c0",
+   "xx,yy"},
+  /* correlated inputs, nested cursors */
+  {"SELECT group_concat(a.c0 || b.c0, ',') FROM (SELECT c0 FROM edn_q(?1, " QN ") ORDER BY 1) a,"
+   " edn_q(?1, '[:find ?g . :in $ ?n :where [?e :p/name ?n] [?e :p/age ?g]]', json_object('inputs', json_array(a.c0))) b",
+   "x1,y2"},
+};
+
+START_TEST(test_surface_cases) {
+  const char *zPath;
+  sqlite3 *db = tHost(&zPath);
+  char *z = tRun(db, aCase[_i].zSql, zPath);
+  ck_assert_msg(strcmp(z, aCase[_i].zWant) == 0, "%s\n  got  %s\n  want %s", aCase[_i].zSql, z, aCase[_i].zWant);
+  free(z);
+  free((void *)zPath);
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
+/* A cursor finalized before its end gives its store connection back: a
+** TRUNCATE checkpoint then finds no reader (busy = 0). */
+START_TEST(test_surface_early_finalize) {
+  const char *zPath;
+  sqlite3 *db = tHost(&zPath), *raw = NULL;
+  sqlite3_stmt *pStmt = NULL;
+  char *z;
+  ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT c0 FROM edn_q(?1, " QN ")", -1, &pStmt, NULL), SQLITE_OK);
+  sqlite3_bind_text(pStmt, 1, zPath, -1, SQLITE_TRANSIENT);
+  ck_assert_int_eq(sqlite3_step(pStmt), SQLITE_ROW);
+  sqlite3_finalize(pStmt);
+  ck_assert_int_eq(sqlite3_open(zPath, &raw), SQLITE_OK);
+  z = tuQuery(raw, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL);
+  ck_assert_str_eq(z, "0");
+  free(z);
+  sqlite3_close(raw);
+  free((void *)zPath);
+  sqlite3_close(db);
+}
+END_TEST
+
+/* Registering again, even with a statement running, is harmless (B29). */
+START_TEST(test_surface_register_twice) {
+  const char *zPath;
+  sqlite3 *db = tHost(&zPath);
+  sqlite3_stmt *pStmt = NULL;
+  char *zErr = NULL, *z;
+  ck_assert_int_eq(mentatRegister(db, &zErr), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT c0 FROM edn_q(?1, " QN ") ORDER BY 1", -1, &pStmt, NULL), SQLITE_OK);
+  sqlite3_bind_text(pStmt, 1, zPath, -1, SQLITE_TRANSIENT);
+  ck_assert_int_eq(sqlite3_step(pStmt), SQLITE_ROW);
+  ck_assert_int_eq(mentatRegister(db, &zErr), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_step(pStmt), SQLITE_ROW);
+  ck_assert_str_eq((const char *)sqlite3_column_text(pStmt, 0), "y");
+  ck_assert_int_eq(sqlite3_step(pStmt), SQLITE_DONE);
+  sqlite3_finalize(pStmt);
+  z = tuQuery(db, "SELECT count(*) FROM edn_q(?1, " QN ")", zPath, NULL);
+  ck_assert_str_eq(z, "2");
+  free(z);
+  sqlite3_free(zErr);
+  free((void *)zPath);
+  sqlite3_close(db);
+}
+END_TEST
+
+/* Arguments are read with their length: a NUL inside tx text reaches the
+** reader and fails the whole call; nothing is stored (B33). The host's own
+** database file is refused. */
+START_TEST(test_surface_nul_and_own_db) {
+  static const char zTx[] = "[{:p/name \"ok\"}]\0[{:p/name \"smuggled\"}]";
+  const char *zPath;
+  sqlite3 *db = tHost(&zPath), *host = NULL;
+  sqlite3_stmt *pStmt = NULL;
+  char *z, *zErr = NULL;
+  ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT edn_t(?1, ?2)", -1, &pStmt, NULL), SQLITE_OK);
+  sqlite3_bind_text(pStmt, 1, zPath, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(pStmt, 2, zTx, (int)sizeof zTx - 1, SQLITE_STATIC);
+  ck_assert_int_eq(sqlite3_step(pStmt), SQLITE_ERROR);
+  ck_assert_msg(strncmp(sqlite3_errmsg(db), "edn_t: ", 7) == 0, "%s", sqlite3_errmsg(db));
+  sqlite3_finalize(pStmt);
+  z = tuQuery(db, "SELECT count(*) FROM edn_q(?1, '[:find ?e :where [?e :p/name \"ok\"]]')", zPath, NULL);
+  ck_assert_str_eq(z, "0");
+  free(z);
+
+  ck_assert_int_eq(sqlite3_open(tuTempPath("own.db"), &host), SQLITE_OK);
+  ck_assert_int_eq(mentatRegister(host, &zErr), SQLITE_OK);
+  z = tuQuery(host, "SELECT edn_t(?1, '[]')", tuTempPath("own.db"), NULL);
+  ck_assert_msg(strstr(z, "ERROR: edn_t: db_path ") == z && strstr(z, "is the host's own database"), "%s", z);
+  free(z);
+  z = tuQuery(host, "SELECT count(*) FROM edn_q(?1, " QN ")", tuTempPath("own.db"), NULL);
+  ck_assert_msg(strstr(z, "ERROR: edn_q: db_path ") == z, "%s", z);
+  free(z);
+  sqlite3_close(host);
+  free((void *)zPath);
+  sqlite3_close(db);
+}
+END_TEST
+
+static Suite *surfaceSuite(void) {
+  Suite *s = suite_create("surface");
+  TCase *tc = tcase_create("sql");
+  tcase_set_timeout(tc, 60);
+  tcase_add_loop_test(tc, test_surface_cases, 0, (int)(sizeof aCase / sizeof aCase[0]));
+  tcase_add_test(tc, test_surface_early_finalize);
+  tcase_add_test(tc, test_surface_register_twice);
+  tcase_add_test(tc, test_surface_nul_and_own_db);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+TU_MAIN(surfaceSuite)
