@@ -24,36 +24,42 @@
 
 /* The SQL of each TXS_* statement. Attribute entids are bound, not inlined:
 ** these statements are generic; the unique lookup states
-** `unique_value IS NOT 0` so idx_datoms_unique_value serves it. */
+** `unique_value IS NOT 0` so idx_datoms_unique_value serves it.
+** The attribute is compared as `a = (?N + 0)`, not `a = ?N`: with the
+** per-attribute partial indexes (`... WHERE a = <entid>`) in the schema,
+** SQLite's planner tests a bare parameter against each index's WHERE and
+** then re-prepares the statement whenever that binding changes — which
+** here is every other step. The expression keeps the plan (EAVT / the
+** unique-value index) and the statement prepared once. */
 static const char *const azTxSql[TXS_COUNT] = {
   /* TXS_PARTS */
   "SELECT part, start, \"end\", idx FROM known_parts",
   /* TXS_SET_PART */
   "UPDATE known_parts SET idx = ?2 WHERE part = ?1",
   /* TXS_LOOKUP_UNIQUE */
-  "SELECT e FROM datoms WHERE a = ?1 AND value_type_tag = ?2 AND v = ?3"
+  "SELECT e FROM datoms WHERE a = (?1 + 0) AND value_type_tag = ?2 AND v = ?3"
   " AND unique_value IS NOT 0 LIMIT 1",
   /* TXS_EXISTS */
-  "SELECT tx FROM datoms WHERE e = ?1 AND a = ?2 AND value_type_tag = ?3 AND v = ?4",
+  "SELECT tx FROM datoms WHERE e = ?1 AND a = (?2 + 0) AND value_type_tag = ?3 AND v = ?4",
   /* TXS_INSERT */
   "INSERT INTO datoms (e, a, v, tx, value_type_tag, index_avet, index_vaet,"
   " index_fulltext, unique_value) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
   /* TXS_DELETE */
-  "DELETE FROM datoms WHERE e = ?1 AND a = ?2 AND value_type_tag = ?3 AND v = ?4",
+  "DELETE FROM datoms WHERE e = ?1 AND a = (?2 + 0) AND value_type_tag = ?3 AND v = ?4",
   /* TXS_LOG */
   "INSERT INTO timelined_transactions (e, a, v, tx, added, value_type_tag, timeline)"
   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0)",
   /* TXS_LOG_OLD: the implicit retractions of a cardinality-one replacement */
   "INSERT INTO timelined_transactions (e, a, v, tx, added, value_type_tag, timeline)"
-  " SELECT e, a, v, ?3, 0, value_type_tag, 0 FROM datoms WHERE e = ?1 AND a = ?2",
+  " SELECT e, a, v, ?3, 0, value_type_tag, 0 FROM datoms WHERE e = ?1 AND a = (?2 + 0)",
   /* TXS_DELETE_OLD */
-  "DELETE FROM datoms WHERE e = ?1 AND a = ?2",
+  "DELETE FROM datoms WHERE e = ?1 AND a = (?2 + 0)",
   /* TXS_ENTITY_DATOMS */
   "SELECT a, v, value_type_tag FROM datoms WHERE e = ?1",
   /* TXS_REFS_TO: VAET */
   "SELECT e, a FROM datoms WHERE v = ?1 AND index_vaet IS NOT 0",
   /* TXS_ATTR_VALUES */
-  "SELECT v, value_type_tag FROM datoms WHERE e = ?1 AND a = ?2",
+  "SELECT v, value_type_tag FROM datoms WHERE e = ?1 AND a = (?2 + 0)",
   /* TXS_FTS_FIND */
   "SELECT rowid FROM fulltext_values WHERE text = ?1",
   /* TXS_FTS_ADD: the view's triggers de-duplicate by text */
