@@ -927,6 +927,78 @@ START_TEST(test_locale_independent) {
 }
 END_TEST
 
+/* ---- out of memory: every allocation failure gives SQLITE_NOMEM ---- */
+
+static sqlite3_mem_methods memOrig;
+static int nAllocLeft = -1;        /* allocations still allowed; -1: no limit */
+
+static void *faultMalloc(int n) {
+  if (nAllocLeft == 0) return NULL;
+  if (nAllocLeft > 0) nAllocLeft--;
+  return memOrig.xMalloc(n);
+}
+
+static void *faultRealloc(void *p, int n) {
+  if (nAllocLeft == 0) return NULL;
+  if (nAllocLeft > 0) nAllocLeft--;
+  return memOrig.xRealloc(p, n);
+}
+
+START_TEST(test_oom) {
+  static const char *azIn[] = {
+    /* a big map (hash-sorted duplicate check), strings, tags, nesting */
+    "[{:a0 0 :a1 1 :a2 2 :a3 3 :a4 4 :a5 5 :a6 6 :a7 7 :a8 8 :a9 9 :b0 0 :b1 1 :b2 2 :b3 3 :b4 4"
+    " :b5 5 :b6 6 :b7 7 :b8 8 :b9 9} \"a string\" #inst \"2018-01-01\" #db/id [:db.part/user -1]"
+    " #bytes \"00ff\" [[[[1.5]]]] #{1 2 3}]",
+    "{:p/name 1 :p/name 2}",        /* the duplicate message is built with sqlite3_str */
+  };
+  sqlite3_mem_methods fault;
+  int i, n, bDone, nNoMem;
+  sqlite3_shutdown();
+  ck_assert_int_eq(sqlite3_config(SQLITE_CONFIG_GETMALLOC, &memOrig), SQLITE_OK);
+  fault = memOrig;
+  fault.xMalloc = faultMalloc;
+  fault.xRealloc = faultRealloc;
+  ck_assert_int_eq(sqlite3_config(SQLITE_CONFIG_MALLOC, &fault), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_initialize(), SQLITE_OK);
+  for (i = 0; i < (int)(sizeof(azIn) / sizeof(azIn[0])); i++) {
+    bDone = nNoMem = 0;
+    for (n = 0; n < 1000 && !bDone; n++) {
+      EdnArena arena;
+      EdnValue *p = NULL;
+      EdnError err;
+      int rc;
+      ednArenaInit(&arena);
+      nAllocLeft = n;
+      rc = ednReadOne(&arena, azIn[i], -1, &p, &err);
+      if (rc == SQLITE_OK) {
+        sqlite3_str *pStr = sqlite3_str_new(NULL);
+        char *z;
+        ednPrintJson(pStr, p);
+        ednPrint(pStr, p);
+        z = sqlite3_str_finish(pStr);   /* NULL when an append ran out */
+        sqlite3_free(z);
+        bDone = (z != NULL);
+      } else if (rc == SQLITE_ERROR) {
+        ck_assert_msg(i == 1, "input %d, %d allocations: unexpected error %s", i, n, err.zMsg);
+        ck_assert(strstr(err.zMsg, "duplicate key") != NULL);
+        bDone = 1;
+      } else {
+        ck_assert_int_eq(rc, SQLITE_NOMEM);
+        nNoMem++;
+      }
+      nAllocLeft = -1;
+      ednArenaReset(&arena);
+    }
+    ck_assert_msg(bDone, "input %d never succeeded", i);
+    ck_assert_msg(nNoMem >= 1, "input %d: no allocation failure was injected", i);
+  }
+  sqlite3_shutdown();
+  ck_assert_int_eq(sqlite3_config(SQLITE_CONFIG_MALLOC, &memOrig), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_initialize(), SQLITE_OK);
+}
+END_TEST
+
 static Suite *ednSuite(void) {
   Suite *s = suite_create("edn");
   TCase *tc = tcase_create("reader");
@@ -952,6 +1024,7 @@ static Suite *ednSuite(void) {
   tcase_add_test(tc, test_predicates_builders);
   tcase_add_test(tc, test_generated_roundtrip);
   tcase_add_test(tc, test_locale_independent);
+  tcase_add_test(tc, test_oom);
   suite_add_tcase(s, tc);
   return s;
 }
