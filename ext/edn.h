@@ -109,8 +109,8 @@ void ednPrint(sqlite3_str *pOut, const EdnValue *p);
 ** NaN as null (see ednJsonDouble). */
 void ednPrintJson(sqlite3_str *pOut, const EdnValue *p);
 
-/* Appends a double as a JSON number: the fewest significant digits (15..17)
-** that read back to the same double, always with '.' or 'e' (so 2.0 stays a
+/* Appends a double as a JSON number: the fewest significant digits (at most
+** 17) that read back to the same double, always with '.' or 'e' (so 2.0 stays a
 ** double), ±infinity as ±1e999 (JSON readers give back infinity), NaN as null
 ** (JSON has no NaN). */
 void ednJsonDouble(sqlite3_str *pOut, double d);

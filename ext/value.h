@@ -66,7 +66,7 @@ int valueFromEdn(const EdnValue *p, ValueType want, TypedValue *pOut, char **pzE
 
 /* The natural type of an EDN literal with no attribute to guide it (query
 ** constants and inputs): INT → LONG, DOUBLE → DOUBLE, STRING, KEYWORD, BOOL,
-** INST, UUID. Returns VT_NONE for anything else. */
+** INST, UUID, and #bytes "hex" → BYTES. Returns VT_NONE for anything else. */
 ValueType valueNaturalType(const EdnValue *p);
 
 /* Binds the stored encoding of pVal (v column) to parameter i. */
