@@ -5,10 +5,8 @@
 ** (the input is passed with its exact length, not NUL-terminated). When it
 ** reads, every form must print, and the printed text must read back to an
 ** equal tree (NaN excepted: it equals nothing); the JSON printer must not
-** crash either. Build and run (outputs stay out of the tree):
-**   clang -g -O1 -fsanitize=fuzzer,address,undefined -DMENTAT_STATIC -Iext \
-**     fuzz/fuzz_edn.c ext/edn_*.c -lsqlite3 -lm -o /tmp/fuzz_edn
-**   /tmp/fuzz_edn -max_total_time=120 -max_len=4096
+** crash either. `sh fuzz/run.sh [SECONDS]` builds it with ASan+UBSan into
+** build/fuzz/ and runs it from the seeds in fuzz/corpus/.
 */
 #include <stdint.h>
 #include <stdlib.h>
