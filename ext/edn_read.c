@@ -231,6 +231,7 @@ static int ednScanToken(EdnReader *r, int iStart, int *piEnd, int *pnCont) {
   if (j < r->n && !(aEdnClass[r->z[j]] & CC_DELIM)) {
     unsigned char c = r->z[j];
     if (c == 0) return ednErrAt(r, j, "NUL byte outside a string");
+    if (c < 0x20 || c == 0x7F) return ednErrAt(r, j, "unexpected control character 0x%02X", c);
     return ednErrAt(r, j, "unexpected character '%c'", c);
   }
   *piEnd = j;
