@@ -63,6 +63,14 @@ show "The sequel chain from \"The Terminator\" (two hops)" \
                                       [?m :movie/sequel ?s1] [?s1 :movie/title ?t1]
                                       [?s1 :movie/sequel ?s2] [?s2 :movie/title ?t2]]')"
 
+show "Every sequel of \"The Terminator\" (a recursive rule, passed as an input)" \
+"$(printf '%s\n' 'Terminator 2: Judgment Day' 'Terminator 3: Rise of the Machines')" \
+"SELECT c0 FROM edn_q('$DB', '[:find ?title :in \$ % :where [?m :movie/title \"The Terminator\"]
+                                                     (sequel ?m ?s) [?s :movie/title ?title]]',
+       json_object('inputs', json_array(json_object('edn',
+         '[[(sequel ?a ?b) [?a :movie/sequel ?b]]
+           [(sequel ?a ?b) [?a :movie/sequel ?x] (sequel ?x ?b)]]')))) ORDER BY c0"
+
 show "A pull of \"The Terminator\" (title, year, directors' and cast's names)" "" \
 "SELECT edn_pull('$DB', '[:movie/title :movie/year {:movie/director [:person/name]} {:movie/cast [:person/name]}]', c0)
  FROM edn_q('$DB', '[:find ?m . :where [?m :movie/title \"The Terminator\"]]')"
