@@ -173,6 +173,44 @@ def interrupt(db):
     con.close()
 
 
+def threads(db):
+    """8 host connections on 8 threads share the process-wide store cache:
+    every call succeeds, every write is seen, no entid is handed out twice
+    (what the Go pool case of peer fault B29 asks, in Python)."""
+    import threading
+    errors, ids = [], []
+    lock = threading.Lock()
+    con0 = connect()
+    one(con0, 'SELECT edn_t(?, ?)', (db, '[{:db/ident :t/n :db/valueType :db.type/long '
+                                         ':db/cardinality :db.cardinality/one}]'))
+
+    def work(k):
+        try:
+            con = connect()
+            for i in range(25):
+                r = json.loads(one(con, 'SELECT edn_t(?, ?)', (db, '[{:db/id "x" :t/n %d}]' % (k * 100 + i))))
+                n = one(con, 'SELECT count(*) FROM edn_q(?, ?)', (db, '[:find ?e :where [?e :t/n _]]'))
+                doc = json.loads(one(con, 'SELECT edn_q(?, ?)', (db, '[:find (count ?e) . :where [?e :t/n _]]')))
+                with lock:
+                    ids.append(r['tempids']['x'])
+                    if n < i + 1 or doc['result'] < n:
+                        errors.append('thread %d saw %d then %r' % (k, n, doc))
+            con.close()
+        except Exception as e:
+            with lock:
+                errors.append('thread %d: %s' % (k, e))
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    check('8 threads, 200 writes and 400 reads: no error', errors[:3], [])
+    check('no entid handed out twice across threads', len(set(ids)), 200)
+    check('all writes visible', one(con0, 'SELECT edn_q(?, ?)', (db, '[:find (count ?e) . :where [?e :t/n _]]')),
+          '{"result":200}')
+    con0.close()
+
+
 def load_twice(db):
     con = connect()
     cur = con.execute('SELECT c0 FROM edn_q(?, ?) ORDER BY c0', (db, '[:find ?n :where [_ :p/name ?n]]'))
@@ -210,6 +248,7 @@ def main():
     open_files(con, db)
     load_twice(db)
     interrupt(os.path.join(TMP, 'interrupt.db'))
+    threads(os.path.join(TMP, 'threads.db'))
     con.close()
     for f in os.listdir(TMP):
         os.unlink(os.path.join(TMP, f))
