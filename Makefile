@@ -16,12 +16,16 @@ SHARED  ?= ../shared
 
 SRC      = $(wildcard ext/*.c) $(wildcard vtab/*.c)
 HDR      = $(wildcard ext/*.h) $(wildcard vtab/*.h)
+# B is the build folder: build/ for the normal build, build/asan for the sanitizer one.
+B       ?= build
 OBJ      = $(SRC:%.c=build/obj/%.o)
-TOBJ     = $(SRC:%.c=build/tobj/%.o)
-TESTS    = $(patsubst test/%.c,build/%,$(filter-out test/testutil.c,$(wildcard test/test_*.c)))
+TOBJ     = $(SRC:%.c=$(B)/tobj/%.o)
+TESTS    = $(patsubst test/%.c,$(B)/%,$(wildcard test/test_*.c))
 SO       = build/libmentat_sqlite.so
 
 .PHONY: all test unit smoke acceptance demo asan valgrind bench fuzz clean deps
+# Objects are not intermediates to throw away: keep them so rebuilds stay incremental.
+.SECONDARY:
 all: $(SO)
 
 # Debian packages the build and the tests need; installed only when missing.
@@ -40,16 +44,17 @@ $(SO): $(OBJ)
 	$(CC) $(CFLAGS) -shared -o $@ $(OBJ) $(LIBS)
 
 # Unit tests link the same sources straight against libsqlite3 (MENTAT_STATIC).
-build/tobj/%.o: %.c $(HDR)
+$(B)/tobj/%.o: %.c $(HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(XCFLAGS) -DMENTAT_STATIC -Iext -c $< -o $@
 
-build/test_%: test/test_%.c test/testutil.h $(TOBJ)
+$(B)/test_%: test/test_%.c test/testutil.h $(TOBJ)
 	$(CC) $(CFLAGS) $(XCFLAGS) $(CHECK_CFLAGS) -DMENTAT_STATIC -Iext -Itest -o $@ $< $(TOBJ) \
 	  -lsqlite3 $(LIBS) $(CHECK_LIBS)
 
+# Every suite runs even when an earlier one fails; the target fails at the end.
 unit: $(TESTS)
-	@set -e; for t in $(TESTS); do echo "== $$t"; $$t; done
+	@fail=0; for t in $(TESTS); do echo "== $$t"; $$t || fail=1; done; exit $$fail
 
 smoke: $(SO)
 	@set -e; for s in smoke/*.sh; do echo "== $$s"; SO=$(abspath $(SO)) SHARED=$(SHARED) bash $$s; done
@@ -66,11 +71,11 @@ demo: deps
 	$(MAKE) all
 	@SO=$(abspath $(SO)) SHARED=$(SHARED) bash smoke/demo.sh
 
-# Sanitizers: the unit tests built with ASan+UBSan (clang), no fork so leaks show.
+# Sanitizers: the unit tests built with ASan+UBSan (clang) in build/asan, no fork so
+# LeakSanitizer sees every test's allocations.
 asan: deps
-	$(MAKE) clean-build-tests
-	$(MAKE) unit CC=clang CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-	  BUILDTAG=asan CK_FORK=no
+	CK_FORK=no $(MAKE) unit B=build/asan CC=clang \
+	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 
 valgrind: deps
 	$(MAKE) all unit-bins
@@ -79,9 +84,6 @@ valgrind: deps
 	@SO=$(abspath $(SO)) SHARED=$(SHARED) VALGRIND=1 bash smoke/valgrind.sh
 
 unit-bins: $(TESTS)
-
-clean-build-tests:
-	rm -rf build/tobj build/test_*
 
 bench: all
 	$(MAKE) -C bench SCALE=$(or $(SCALE),xs)
