@@ -111,6 +111,7 @@ void qcCtxReset(QCtx *pX) {
     sqlite3_free(pX->aVar[i].aParam);
   }
   sqlite3_free(pX->aVar);
+  sqlite3_free(pX->aKey);
   sqlite3_free(sqlite3_str_finish(pX->pFrom));
   sqlite3_free(sqlite3_str_finish(pX->pWhere));
   memset(pX, 0, sizeof *pX);
@@ -238,9 +239,8 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
   }
   if (!bIntCol && pV->bIntCol) {
     qcWhere(pX, sqlite3_mprintf("%s = +%s", zExpr, pV->zExpr));
-    if (qcIsColumn(zExpr)) qcWhere(pX, sqlite3_mprintf("%s = %s", pV->zExpr, zExpr));
   } else if (bIntCol && !pV->bIntCol && qcIsColumn(pV->zExpr)) {
-    qcWhere(pX, sqlite3_mprintf("%s = %s", zExpr, pV->zExpr));
+    /* The value column was bound first: keep it the driving side. */
     qcWhere(pX, sqlite3_mprintf("%s = +%s", pV->zExpr, zExpr));
   } else {
     qcWhere(pX, sqlite3_mprintf("%s = %s", zExpr, pV->zExpr));
@@ -387,6 +387,49 @@ static void qcPlace(QCtx *pX, const EdnValue *pTerm, const char *zAlias, const c
   sqlite3_free(zExpr);
 }
 
+/* How a place determines the datom: see QKey. */
+static const char *qcKeyPlace(QCtx *pX, const EdnValue *p) {
+  QVar *pV;
+  if (p == NULL || qIsBlank(p)) return "";
+  if (!ednIsVar(p)) return NULL;
+  pV = qcVarFind(pX, p->u.s.z);
+  /* Already bound to a parameter, lookup or IN list: one value per row. */
+  if (pV && (pV->zInList || (pV->zExpr && (pV->zExpr[0] == '?' || pV->zExpr[0] == '(')))) {
+    return NULL;
+  }
+  return p->u.s.z;
+}
+
+static void qcRecordKey(QCtx *pX, const EdnValue *pE, const EdnValue *pA, const EdnValue *pV) {
+  QKey *pK;
+  if (pX->nKey == pX->nKeyAlloc) {
+    int nNew = pX->nKeyAlloc ? pX->nKeyAlloc * 2 : 8;
+    QKey *aNew = sqlite3_realloc64(pX->aKey, sizeof(QKey) * nNew);
+    if (aNew == NULL) { qcNoMem(pX->pC); return; }
+    pX->aKey = aNew;
+    pX->nKeyAlloc = nNew;
+  }
+  pK = &pX->aKey[pX->nKey++];
+  pK->az[0] = qcKeyPlace(pX, pE);
+  pK->az[1] = qcKeyPlace(pX, pA);
+  pK->az[2] = qcKeyPlace(pX, pV);
+}
+
+int qcRowsUnique(const QCtx *pX, const char *const *azVar, int nVar) {
+  int i, j, k;
+  if (pX->nFrom != pX->nPatternFrom || pX->nKey != pX->nPatternFrom) return 0;
+  for (i = 0; i < pX->nKey; i++) {
+    for (j = 0; j < 3; j++) {
+      const char *z = pX->aKey[i].az[j];
+      if (z == NULL) continue;
+      if (z[0] == 0) return 0;
+      for (k = 0; k < nVar; k++) if (strcmp(azVar[k], z) == 0) break;
+      if (k == nVar) return 0;
+    }
+  }
+  return 1;
+}
+
 static int qcPattern(QCtx *pX, const QClause *pCl) {
   QComp *pC = pX->pC;
   char zAlias[24];
@@ -403,6 +446,8 @@ static int qcPattern(QCtx *pX, const QClause *pCl) {
   }
   sqlite3_snprintf(sizeof zAlias, zAlias, "d%d", ++pC->nAlias);
   qcFrom(pX, sqlite3_mprintf("datoms %s", zAlias));
+  pX->nPatternFrom++;
+  qcRecordKey(pX, pE, pA, pV);
 
   if (pA && !qIsBlank(pA) && !ednIsVar(pA)) {
     if (pA->type == EDN_KEYWORD) {
@@ -506,7 +551,15 @@ static char *qcLeafExpr(QCtx *pX, const EdnValue *pVal, const EdnValue *pConst, 
   }
   *pvt = valueNaturalType(pVal);
   if (*pvt == VT_NONE) {
-    qcErr(pC, NULL, "input %d: unsupported value (nil or tagged)", iInput + 1);
+    /* Symbols, nil and unknown tags have no stored form: name the value. */
+    sqlite3_str *pTxt = sqlite3_str_new(NULL);
+    char *zTxt;
+    ednPrint(pTxt, pVal);
+    zTxt = sqlite3_str_finish(pTxt);
+    qcErr(pC, NULL, "%s%d: unsupported value %s (a %s)", iInput >= 0 ? "input " : "ground",
+          iInput >= 0 ? iInput + 1 : 0, zTxt ? zTxt : "?",
+          pVal->type == EDN_SYMBOL ? "symbol" : pVal->type == EDN_NIL ? "nil" : "tagged value");
+    sqlite3_free(zTxt);
     return NULL;
   }
   iP = qcParam(pC, pConst, iInput, i1, i2, QV_NATURAL, *pvt);
@@ -947,10 +1000,18 @@ static int qcAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
     sqlite3_str_appendf(pSql, "WITH %s%s ", pC->bRecursive ? "RECURSIVE " : "",
                         sqlite3_str_value(pC->pCte));
   }
-  sqlite3_str_appendall(pSql, "SELECT DISTINCT ");
+  {
+    /* DISTINCT only when rows could repeat: it costs a temp b-tree. */
+    const char *azVar[64];
+    int nVar = 0, bUnique;
+    for (i = 0; i < pQ->nFind && nVar < 64; i++) azVar[nVar++] = pQ->aFind[i].pVar->u.s.z;
+    for (i = 0; i < pQ->nWith && nVar < 64; i++) azVar[nVar++] = pQ->aWith[i]->u.s.z;
+    bUnique = nVar < 64 && qcRowsUnique(pX, azVar, nVar);
+    sqlite3_str_appendall(pSql, bUnique ? "SELECT " : "SELECT DISTINCT ");
+  }
   for (i = 0; i < pQ->nFind && pC->rc == SQLITE_OK; i++) {
     const QFindElem *pE = &pQ->aFind[i];
-    QVar *pV;
+    QVar *pV = NULL;
     if (qcFindVar(pC, pX, pE->pVar, ":find", &pV)) break;
     qcSelectVar(pC, pSql, &nCol, pV, &pPlan->aCol[i]);
     if (pE->kind == QF_PULL) {
@@ -967,7 +1028,7 @@ static int qcAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
     }
   }
   for (i = 0; i < pQ->nWith && pC->rc == SQLITE_OK; i++) {
-    QVar *pV;
+    QVar *pV = NULL;
     QPlanCol tmp;
     if (qcFindVar(pC, pX, pQ->aWith[i], ":with", &pV)) break;
     qcSelectVar(pC, pSql, &nCol, pV, &tmp);
@@ -977,7 +1038,7 @@ static int qcAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
   if (zBody == NULL) { qcNoMem(pC); goto cleanup; }
   sqlite3_str_appendall(pSql, zBody);
   for (i = 0; i < pQ->nOrder && pC->rc == SQLITE_OK; i++) {
-    QVar *pV;
+    QVar *pV = NULL;
     if (qcFindVar(pC, pX, pQ->aOrder[i].pVar, ":order", &pV)) break;
     sqlite3_str_appendf(pSql, "%s%s%s", i ? ", " : " ORDER BY ", pV->zExpr,
                         pQ->aOrder[i].bDesc ? " DESC" : "");

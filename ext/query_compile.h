@@ -55,6 +55,13 @@ typedef struct QVar {
   int *aParam;
 } QVar;
 
+/* The e, a, v places of one data pattern, for deciding whether the rows
+** of a scope are already distinct: a variable name, NULL for a constant (or
+** a single-valued input), "" for a blank or missing place. */
+typedef struct QKey {
+  const char *az[3];
+} QKey;
+
 typedef struct QComp QComp;
 typedef struct QCtx QCtx;
 
@@ -69,6 +76,9 @@ struct QCtx {
   int nFrom;
   sqlite3_str *pWhere;    /* "t1 AND t2" */
   int nWhere;
+  int nPatternFrom;       /* FROM items that are data patterns */
+  int nKey, nKeyAlloc;    /* per pattern: what determines its datom */
+  QKey *aKey;
 };
 
 /* State of one compilation. */
@@ -172,6 +182,10 @@ void qcCtxReset(QCtx *pX);
 int qcClauses(QCtx *pX, QClause *const *a, int n, int iDepth);
 /* SELECT body "FROM ... WHERE ..." (or just "WHERE ...") of a scope. */
 char *qcBody(QCtx *pX);
+/* True when the rows of scope pX are distinct over the variables azVar
+** without DISTINCT: every FROM item is a data pattern whose e, a and v are
+** constants or among azVar ((e, a, v) identifies a datom). */
+int qcRowsUnique(const QCtx *pX, const char *const *azVar, int nVar);
 /* The tag SQL for a variable (its tag expression or its static tag). */
 char *qcVarTag(const QVar *pV);
 /* Value type class for comparisons: 1 numbers, 2 strings, 3 instants,

@@ -161,8 +161,10 @@ int qcAggregate(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *pSql) {
     sqlite3_str_appendf(pSql, "WITH %s%s ", pC->bRecursive ? "RECURSIVE " : "",
                         sqlite3_str_value(pC->pCte));
   }
-  sqlite3_str_appendf(pSql, "SELECT %s FROM (SELECT DISTINCT %s%s)",
-                      sqlite3_str_value(pOuter), sqlite3_str_value(pInner), zBody);
+  sqlite3_str_appendf(pSql, "SELECT %s FROM (SELECT %s%s%s)",
+                      sqlite3_str_value(pOuter),
+                      qcRowsUnique(pX, azCol, nCol) ? "" : "DISTINCT ",
+                      sqlite3_str_value(pInner), zBody);
   if (nGroup) sqlite3_str_appendf(pSql, " GROUP BY %s", sqlite3_str_value(pGroup));
   else sqlite3_str_appendall(pSql, " HAVING count(*) > 0");
   for (i = 0; i < pQ->nOrder && pC->rc == SQLITE_OK; i++) {
