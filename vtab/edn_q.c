@@ -163,6 +163,7 @@ static int ednqStep(EdnqCursor *pCur) {
   } else {
     pCur->bEof = 1;
     rc = ednqError(pCur->base.pVtab, rc, zErr);
+    ednqRelease(pCur);   /* an interrupted or failed run holds nothing */
   }
   sqlite3_free(zErr);
   return rc;
