@@ -238,6 +238,92 @@ START_TEST(test_load_error) {
 }
 END_TEST
 
+/* ---------------------------------------------------------------- OOM */
+
+/* SQLite's allocator wrapped so the Nth allocation from now fails: every
+** failure point of schemaLoad and of creating/opening a store must give an
+** error (not a crash, not a leak: run under valgrind). */
+static sqlite3_mem_methods gRealMem;
+static int nAllocsLeft = -1;          /* -1: never fail */
+
+static void *oomMalloc(int n) {
+  if (nAllocsLeft == 0) return NULL;
+  if (nAllocsLeft > 0) nAllocsLeft--;
+  return gRealMem.xMalloc(n);
+}
+static void *oomRealloc(void *p, int n) {
+  if (nAllocsLeft == 0) return NULL;
+  if (nAllocsLeft > 0) nAllocsLeft--;
+  return gRealMem.xRealloc(p, n);
+}
+
+static void oomInstall(void) {
+  static int bInstalled = 0;            /* once per process (CK_FORK=no) */
+  sqlite3_mem_methods m;
+  if (bInstalled) return;
+  bInstalled = 1;
+  sqlite3_shutdown();
+  ck_assert_int_eq(sqlite3_config(SQLITE_CONFIG_GETMALLOC, &gRealMem), SQLITE_OK);
+  m = gRealMem;
+  m.xMalloc = oomMalloc;
+  m.xRealloc = oomRealloc;
+  ck_assert_int_eq(sqlite3_config(SQLITE_CONFIG_MALLOC, &m), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_initialize(), SQLITE_OK);
+}
+
+START_TEST(test_oom_schema_load) {
+  oomInstall();
+  sqlite3 *db = openBootstrapped();
+  exec(db, "INSERT INTO idents VALUES (65536, 1, ':p/name', 13);"
+           "INSERT INTO schema VALUES (65536, 7, 27, 0), (65536, 8, 33, 0);"
+           "INSERT INTO datoms (e, a, v, tx, value_type_tag) VALUES (65536, 13, 1, 268435457, 1)");
+  int bDone = 0;
+  for (int n = 0; !bDone && n < 2000; n++) {
+    Schema *p = NULL;
+    char *zErr = NULL;
+    nAllocsLeft = n;
+    int rc = schemaLoad(db, &p, &zErr);
+    nAllocsLeft = -1;
+    if (rc == SQLITE_OK) {
+      ck_assert_int_eq(schemaEntid(p, ":p/name", 7), 65536);
+      ck_assert_int_eq(schemaAttr(p, 65536)->bNoHistory, 1);
+      bDone = 1;
+    } else {
+      ck_assert_ptr_null(p);
+    }
+    schemaUnref(p);
+    sqlite3_free(zErr);
+  }
+  ck_assert(bDone);
+  sqlite3_close(db);
+}
+END_TEST
+
+START_TEST(test_oom_store_open) {
+  oomInstall();
+  int bDone = 0;
+  for (int n = 0; !bDone && n < 20000; n += (n < 400 ? 1 : 7)) {
+    Store *p = NULL;
+    StoreConn *pC = NULL;
+    Schema *pS = NULL;
+    char *zErr = NULL;
+    nAllocsLeft = n;
+    int rc = storeAcquire("", &p, &zErr);
+    if (rc == SQLITE_OK) rc = storeReader(p, &pC, &pS, &zErr);
+    nAllocsLeft = -1;
+    if (rc == SQLITE_OK) {
+      ck_assert_int_eq(schemaAttrCount(pS), 16);
+      bDone = 1;
+    }
+    if (pC) storeReaderDone(p, pC);
+    schemaUnref(pS);
+    storeRelease(p);
+    sqlite3_free(zErr);
+  }
+  ck_assert(bDone);
+}
+END_TEST
+
 static Suite *schemaSuite(void) {
   Suite *s = suite_create("schema");
   TCase *tc = tcase_create("core");
@@ -248,6 +334,11 @@ static Suite *schemaSuite(void) {
   tcase_add_test(tc, test_fingerprint_and_generation);
   tcase_add_test(tc, test_many_idents);
   tcase_add_test(tc, test_load_error);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("oom");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, test_oom_schema_load);
+  tcase_add_test(tc, test_oom_store_open);
   suite_add_tcase(s, tc);
   return s;
 }
