@@ -22,7 +22,7 @@ int funcCheckDbPath(sqlite3 *host, const char *zPath, int n, char **pzErr) {
   if ((int)strlen(zPath) != n) {
     sqlite3_free(*pzErr);
     *pzErr = sqlite3_mprintf("db_path contains a NUL byte");
-    return SQLITE_ERROR;
+    return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
   }
   if (n == 0) return SQLITE_OK;   /* the private in-memory store */
   zMain = sqlite3_db_filename(host, "main");
