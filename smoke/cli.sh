@@ -166,6 +166,8 @@ q err_tx_unknown_attr "SELECT edn_t($DA, '[{:p/nmae \"x\"}]')"
 qn err_tx_nul_byte "SELECT edn_t($DA, '[{:p/name \"Dee\"}]' || char(0) || '[{:p/name \"Eve\"}]')"
 q after_nul_nothing_stored "SELECT (SELECT count(*) FROM edn_q($DA, '[:find ?e :where [?e :p/name \"Dee\"]]')),
                                   (SELECT count(*) FROM edn_q($DA, '[:find ?e :where [?e :p/name \"Eve\"]]'))"
+q err_db_path_nul "SELECT edn_t('$T/x' || char(0) || '.db', '[]')"
+qn err_query_nul_byte "SELECT * FROM edn_q($DA, '[:find ?e :where [?e :p/name _]]' || char(0) || ' junk')"
 qn err_tx_deep "SELECT edn_t($DA, printf('%.*c', 300, '[') || printf('%.*c', 300, ']'))"
 # The compiler's wording is its own; the check is that the error names ?x.
 out=$(q err_query_unbound "SELECT * FROM edn_q($DA, '[:find ?x :where [?e :p/name ?n]]')")
