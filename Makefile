@@ -88,5 +88,9 @@ unit-bins: $(TESTS)
 bench: all
 	$(MAKE) -C bench SCALE=$(or $(SCALE),xs)
 
+# libFuzzer on the EDN reader (FUZZ_SECONDS, default 60).
+fuzz:
+	bash fuzz/run.sh $(or $(FUZZ_SECONDS),60)
+
 clean:
 	rm -rf build
