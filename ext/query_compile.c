@@ -445,7 +445,20 @@ static int qcPattern(QCtx *pX, const QClause *pCl) {
     return qcErr(pC, pCl->pSrc, "unknown source %s (only $ is supported)", pCl->pSrc->u.s.z);
   }
   sqlite3_snprintf(sizeof zAlias, zAlias, "d%d", ++pC->nAlias);
-  qcFrom(pX, sqlite3_mprintf("datoms %s", zAlias));
+  if (pC->eHist == 1) {
+    /* As of T: the log's assertions up to T not retracted by T. The log's
+    ** columns have the datoms' names; idx_transactions_aevt serves both. */
+    qcFrom(pX, sqlite3_mprintf("timelined_transactions %s", zAlias));
+    qcWhere(pX, sqlite3_mprintf(
+        "%s.timeline IS 0 AND %s.added = 1 AND %s.tx <= %s AND NOT EXISTS (SELECT 1 FROM"
+        " timelined_transactions r WHERE r.a = %s.a AND r.e = %s.e AND r.value_type_tag ="
+        " %s.value_type_tag AND r.v = %s.v AND r.tx > %s.tx AND r.tx <= %s AND r.timeline IS 0)",
+        zAlias, zAlias, zAlias, pC->zHistTx, zAlias, zAlias, zAlias, zAlias, zAlias,
+        pC->zHistTx));
+  } else {
+    qcFrom(pX, sqlite3_mprintf("datoms %s", zAlias));
+    if (pC->eHist == 2) qcWhere(pX, sqlite3_mprintf("%s.tx > %s", zAlias, pC->zHistTx));
+  }
   pX->nPatternFrom++;
   qcRecordKey(pX, pE, pA, pV);
 
@@ -462,7 +475,7 @@ static int qcPattern(QCtx *pX, const QClause *pCl) {
   } else {
     qcPlace(pX, pA, zAlias, "a", VT_REF, NULL, 1);
   }
-  if (pAttr && pV && !qIsBlank(pV)
+  if (pAttr && pV && !qIsBlank(pV) && pC->eHist != 1
       && (!ednIsVar(pV) || (qcVarFind(pX, pV->u.s.z) && qcVarFind(pX, pV->u.s.z)->zExpr))) {
     /* The value is bound: state the flags that make the format's partial
     ** value indexes usable when no per-attribute index serves (format
@@ -1104,13 +1117,29 @@ int qCompile(Schema *pSchema, const char *zQuery, int nQuery, const QueryOpts *p
   c.pCte = sqlite3_str_new(NULL);
   qcCtxInit(&x, &c, NULL);
   for (i = 0; i < pQ->nIn; i++) if (pQ->aIn[i].kind != QIN_SRC) pPlan->nInputNeeded++;
-  if (qcInputs(&x) == SQLITE_OK && qcClauses(&x, pQ->aWhere, pQ->nWhere, 0) == SQLITE_OK) {
+  if (pOpts && (pOpts->bAsOf || pOpts->bSince)) {
+    /* asOf/since (SPEC §6): the tx is a parameter; an instant names the
+    ** last transaction at or before it. */
+    const EdnValue *pInst = pOpts->bAsOf ? pOpts->pAsOfInst : pOpts->pSinceInst;
+    int iP = qcParam(&c, NULL, -1, -1, -1, pInst ? QV_HIST_INST : QV_HIST_TX, VT_NONE);
+    c.eHist = pOpts->bAsOf ? 1 : 2;
+    if (pInst) {
+      c.zHistTx = sqlite3_mprintf(
+          "(SELECT coalesce(max(e), 0) FROM datoms WHERE a = %d AND v <= ?%d)",
+          ENTID_DB_TXINSTANT, iP);
+    } else {
+      c.zHistTx = sqlite3_mprintf("?%d", iP);
+    }
+    if (c.zHistTx == NULL) qcNoMem(&c);
+  }
+  if (c.rc == SQLITE_OK && qcInputs(&x) == SQLITE_OK && qcClauses(&x, pQ->aWhere, pQ->nWhere, 0) == SQLITE_OK) {
     qcAssemble(&c, &x, pPlan);
   }
   if (c.rc == SQLITE_OK && sqlite3_str_errcode(c.pCte)) c.rc = SQLITE_NOMEM;
   rc = c.rc;
   qcCtxReset(&x);
   sqlite3_free(sqlite3_str_finish(c.pCte));
+  sqlite3_free(c.zHistTx);
   if (rc != SQLITE_OK) {
     sqlite3_free(c.aParam);
     qPlanFree(pPlan);

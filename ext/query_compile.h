@@ -27,7 +27,9 @@ typedef enum QConv {
   QV_LOOKUP_V,      /* ... the value, typed by the attribute */
   QV_LOOKUP_TAG,    /* ... the attribute's tag */
   QV_INT,           /* :limit / :offset */
-  QV_JSON           /* any value as JSON text (tuple values) */
+  QV_JSON,          /* any value as JSON text (tuple values) */
+  QV_HIST_TX,       /* opts asOf/since as a tx id */
+  QV_HIST_INST      /* opts asOf/since as an instant (µs) */
 } QConv;
 
 /* One parameter ?N (N = index + 1). Source: pConst, or aInput[iInput]
@@ -100,6 +102,8 @@ struct QComp {
   int bRulesCte;           /* the rules CTE has been emitted */
   int nRuleCols;
   const EdnValue *pAt;     /* current clause, for error positions */
+  int eHist;               /* 0 current, 1 asOf (the log), 2 since */
+  char *zHistTx;           /* SQL giving the asOf/since tx id */
 };
 
 /* Kinds of result columns. */

@@ -97,7 +97,9 @@ static void qShapeOf(sqlite3_str *pOut, const EdnValue *p, int iDepth) {
 char *qInputShape(const QueryOpts *pOpts) {
   sqlite3_str *pOut = sqlite3_str_new(NULL);
   int i;
-  sqlite3_str_appendf(pOut, "%d:", pOpts ? pOpts->nInput : 0);
+  sqlite3_str_appendf(pOut, "%d%s%s:", pOpts ? pOpts->nInput : 0,
+                      pOpts && pOpts->bAsOf ? "A" : pOpts && pOpts->bSince ? "S" : "",
+                      pOpts && (pOpts->pAsOfInst || pOpts->pSinceInst) ? "t" : "");
   for (i = 0; pOpts && i < pOpts->nInput; i++) {
     if (i) sqlite3_str_appendchar(pOut, 1, ',');
     qShapeOf(pOut, pOpts->aInput[i], 0);
@@ -109,6 +111,10 @@ char *qInputShape(const QueryOpts *pOpts) {
 
 static const EdnValue *qParamValue(const QParam *pP, const QueryOpts *pOpts) {
   const EdnValue *p;
+  if (pP->eConv == QV_HIST_INST) {
+    if (pOpts == NULL) return NULL;
+    return pOpts->bAsOf ? pOpts->pAsOfInst : pOpts->pSinceInst;
+  }
   if (pP->iInput < 0) return pP->pConst;
   if (pOpts == NULL || pP->iInput >= pOpts->nInput) return NULL;
   p = pOpts->aInput[pP->iInput];
@@ -154,6 +160,11 @@ int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pSchema
     const EdnValue *p = qParamValue(pP, pOpts);
     const Attr *pA = NULL;
     int iArg = i + 1;
+    if (pP->eConv == QV_HIST_TX) {
+      rc = sqlite3_bind_int64(pStmt, iArg, pOpts == NULL ? 0
+                              : pOpts->bAsOf ? pOpts->iAsOf : pOpts->iSince);
+      continue;
+    }
     if (p == NULL) {
       rc = sqlite3_bind_null(pStmt, iArg);
       continue;
@@ -193,6 +204,12 @@ int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pSchema
           return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
         }
         rc = sqlite3_bind_int64(pStmt, iArg, p->u.i);
+        break;
+      case QV_HIST_TX:
+        break;
+      case QV_HIST_INST:
+        if (p->type == EDN_INST) rc = sqlite3_bind_int64(pStmt, iArg, p->u.i);
+        else rc = sqlite3_bind_null(pStmt, iArg);
         break;
       case QV_JSON: {
         sqlite3_str *pOut = sqlite3_str_new(NULL);

@@ -377,6 +377,45 @@ START_TEST(test_plan_cache) {
 }
 END_TEST
 
+/* asOf/since read the log (SPEC §6): person 1's age changes 10 -> 11 in a
+** later transaction. */
+START_TEST(test_history) {
+  sqlite3_str *pRep = sqlite3_str_new(NULL);
+  char *zErr = NULL, *zRep, *zOpts, *zGot;
+  const char *zTx = "[[:db/add [:person/id 1] :person/age 11]]";
+  const char *zQ = "[:find ?a . :where [?e :person/id 1] [?e :person/age ?a]]";
+  long long tx2 = 0;
+  int rc = txTransact(pStore, zTx, (int)strlen(zTx), pRep, &zErr);
+  ck_assert_msg(rc == SQLITE_OK, "%s", zErr ? zErr : "?");
+  zRep = sqlite3_str_finish(pRep);
+  ck_assert(sscanf(strstr(zRep, "\"tx_id\":") + 8, "%lld", &tx2) == 1);
+  zGot = runQuery(zQ, NULL, 0);
+  ck_assert_str_eq(zGot, "11");
+  sqlite3_free(zGot);
+  zOpts = sqlite3_mprintf("{\"asOf\":%lld}", tx2 - 1);
+  zGot = runQuery(zQ, zOpts, 0);
+  ck_assert_str_eq(zGot, "10");
+  sqlite3_free(zGot);
+  sqlite3_free(zOpts);
+  zOpts = sqlite3_mprintf("{\"asOf\":%lld}", tx2);
+  zGot = runQuery(zQ, zOpts, 0);
+  ck_assert_str_eq(zGot, "11");
+  sqlite3_free(zGot);
+  sqlite3_free(zOpts);
+  /* since the data tx: only the new age; :person/id 1 is older, so the
+  ** entity is found through the value alone. */
+  zOpts = sqlite3_mprintf("{\"since\":%lld}", tx2 - 1);
+  zGot = runQuery("[:find ?a :where [_ :person/age ?a]]", zOpts, 0);
+  ck_assert_str_eq(zGot, "[11]");
+  sqlite3_free(zGot);
+  zGot = runQuery(zQ, zOpts, 0);
+  ck_assert_str_eq(zGot, "");
+  sqlite3_free(zGot);
+  sqlite3_free(zOpts);
+  sqlite3_free(zRep);
+}
+END_TEST
+
 static Suite *qcompileSuite(void) {
   Suite *s = suite_create("qcompile");
   TCase *tc = tcase_create("core");
@@ -387,6 +426,7 @@ static Suite *qcompileSuite(void) {
   tcase_add_test(tc, test_plan_shapes);
   tcase_add_test(tc, test_sql_text);
   tcase_add_test(tc, test_plan_cache);
+  tcase_add_test(tc, test_history);
   suite_add_tcase(s, tc);
   return s;
 }
