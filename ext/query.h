@@ -77,6 +77,12 @@ int qRunColumnJson(QueryRun *p, int i, sqlite3_str *pOut);
 ** itself for COLL/SCALAR, an object for :keys. */
 int qRunRowJson(QueryRun *p, sqlite3_str *pOut);
 
+/* Added (H4): the message of the last failed qRunColumnJson /
+** qRunColumnResult / qRunRowJson on this run (a pull error such as
+** "pull pattern: ..."), or NULL. Owned by the run; valid until the next
+** call on it. Those three functions have no pzErr, so callers read this. */
+const char *qRunErrMsg(const QueryRun *p);
+
 /* Resets the statement (so it holds no read snapshot) and frees the run.
 ** NULL is a no-op. Does not return pConn to the pool. */
 void qRunClose(QueryRun *p);

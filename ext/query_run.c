@@ -33,6 +33,7 @@ struct QueryRun {
   int bOwnPlan;          /* not in the cache: freed by qRunClose */
   sqlite3_stmt *pStmt;
   QCache *pCache;
+  char *zErr;            /* last column error, see qRunErrMsg */
 };
 
 static void qCacheFree(void *p) {
@@ -391,15 +392,13 @@ int qRunColumnResult(QueryRun *p, int i, sqlite3_context *pCtx) {
   }
   {
     sqlite3_str *pOut = sqlite3_str_new(NULL);
-    char *zErr = NULL;
     int rc = qRunColumnJson(p, i, pOut);
     int n = sqlite3_str_length(pOut);
     char *z = sqlite3_str_finish(pOut);
-    (void)zErr;
     if (rc != SQLITE_OK || z == NULL) {
       sqlite3_free(z);
       if (rc == SQLITE_NOMEM || z == NULL) sqlite3_result_error_nomem(pCtx);
-      else sqlite3_result_error(pCtx, "pull failed", -1);
+      else sqlite3_result_error(pCtx, p->zErr ? p->zErr : "pull failed", -1);
       return rc ? rc : SQLITE_NOMEM;
     }
     sqlite3_result_text(pCtx, z, n, sqlite3_free);
@@ -422,7 +421,12 @@ int qRunColumnJson(QueryRun *p, int i, sqlite3_str *pOut) {
   if (pCol->kind == QCOL_PULL) {
     char *zErr = NULL;
     int rc = qPull(p, pCol, pOut, &zErr);
-    sqlite3_free(zErr);
+    if (rc != SQLITE_OK) {
+      sqlite3_free(p->zErr);
+      p->zErr = zErr;
+    } else {
+      sqlite3_free(zErr);
+    }
     return rc;
   }
   if (pCol->kind == QCOL_JSON || pCol->vt == QVT_JSON) {
@@ -463,8 +467,13 @@ int qRunRowJson(QueryRun *p, sqlite3_str *pOut) {
   return rc;
 }
 
+const char *qRunErrMsg(const QueryRun *p) {
+  return p ? p->zErr : NULL;
+}
+
 void qRunClose(QueryRun *p) {
   if (p == NULL) return;
+  sqlite3_free(p->zErr);
   if (p->pStmt) {
     sqlite3_reset(p->pStmt);
     sqlite3_clear_bindings(p->pStmt);
