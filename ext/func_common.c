@@ -79,10 +79,19 @@ void funcResultJson(sqlite3_context *pCtx, const char *zFunc, sqlite3_str *pOut)
 ** overhead well under 1% while reacting within microseconds. */
 #define FUNC_WATCH_OPS 10000
 
+/* The innermost thread watch of this thread (edn_t during txTransact). */
+static _Thread_local FuncWatch *funcThreadWatch = NULL;
+
+/* pArg: a reader watch, or NULL for the thread's watch. */
 static int funcWatchCheck(void *pArg) {
-  FuncWatch *pWatch = (FuncWatch *)pArg;
+  FuncWatch *pWatch = pArg ? (FuncWatch *)pArg : funcThreadWatch;
+  if (pWatch == NULL || pWatch->pProbe == NULL) return 0;
   sqlite3_step(pWatch->pProbe);
   return sqlite3_reset(pWatch->pProbe) == SQLITE_INTERRUPT;
+}
+
+void funcWatchInstall(sqlite3 *pStoreDb) {
+  sqlite3_progress_handler(pStoreDb, FUNC_WATCH_OPS, funcWatchCheck, NULL);
 }
 
 void funcWatchBegin(FuncWatch *pWatch, sqlite3 *host, sqlite3 *pStoreDb) {
@@ -92,13 +101,25 @@ void funcWatchBegin(FuncWatch *pWatch, sqlite3 *host, sqlite3 *pStoreDb) {
     pWatch->pProbe = NULL;
     return;
   }
-  pWatch->pStoreDb = pStoreDb;
-  sqlite3_progress_handler(pStoreDb, FUNC_WATCH_OPS, funcWatchCheck, pWatch);
+  if (pStoreDb) {
+    pWatch->pStoreDb = pStoreDb;
+    sqlite3_progress_handler(pStoreDb, FUNC_WATCH_OPS, funcWatchCheck, pWatch);
+  } else {
+    pWatch->pPrev = funcThreadWatch;
+    pWatch->bThread = 1;
+    funcThreadWatch = pWatch;
+  }
 }
 
 void funcWatchEnd(FuncWatch *pWatch) {
-  if (pWatch->pStoreDb) sqlite3_progress_handler(pWatch->pStoreDb, 0, NULL, NULL);
+  if (pWatch->pStoreDb) funcWatchInstall(pWatch->pStoreDb);
   pWatch->pStoreDb = NULL;
+  if (pWatch->bThread) {
+    /* Watches nest like the calls that own them. */
+    if (funcThreadWatch == pWatch) funcThreadWatch = pWatch->pPrev;
+    pWatch->bThread = 0;
+    pWatch->pPrev = NULL;
+  }
   sqlite3_finalize(pWatch->pProbe);
   pWatch->pProbe = NULL;
 }

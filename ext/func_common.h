@@ -35,23 +35,34 @@ void funcResultError(sqlite3_context *pCtx, const char *zFunc, int rc, const cha
 ** when the builder failed (OOM, too big). Always consumes pOut. */
 void funcResultJson(sqlite3_context *pCtx, const char *zFunc, sqlite3_str *pOut);
 
-/* Passes sqlite3_interrupt() on the host connection on to a store
-** connection, whose long statements (aggregates, recursive rules) would
-** otherwise ignore it: the store connection runs its own VM, and the host's
-** VM only looks at its flag between our calls (peer fault B32). While
-** watched, a progress handler on the store connection steps a trivial
-** statement on the host, which fails with SQLITE_INTERRUPT once the host
+/* Passes sqlite3_interrupt() on the host connection on to the store's
+** connections, whose long statements (aggregates, recursive rules, big
+** transactions) would otherwise ignore it: a store connection runs its own
+** VM, and the host's VM only looks at its flag between our calls (peer
+** fault B32). A progress handler on the store connection steps a trivial
+** "SELECT 1" on the host, which fails with SQLITE_INTERRUPT once the host
 ** is interrupted (SQLite checks the flag when a statement starts; 3.41's
-** sqlite3_is_interrupted is not available on older hosts); the store
-** statement then stops with SQLITE_INTERRUPT. Init zeroes; End removes the
-** handler (always before the connection goes back to the pool) and is
-** idempotent. If the probe cannot be prepared nothing is watched. */
-typedef struct FuncWatch {
-  sqlite3 *pStoreDb;        /* watched store connection, or NULL */
+** sqlite3_is_interrupted is not available on older hosts), and the store
+** statement then stops with SQLITE_INTERRUPT.
+**
+** Two ways to attach a watch: to a checked-out reader (pStoreDb, the
+** queries and pulls), or, with pStoreDb NULL, to the calling thread (edn_t:
+** the transactor picks the writer connection itself). Every store
+** connection carries funcWatchInstall()'s handler, which serves the
+** thread's watch; a reader watch replaces it while active and End puts it
+** back. Zero-initialise; End is idempotent and must run before the
+** connection goes back to the pool. Without a probe nothing is watched. */
+typedef struct FuncWatch FuncWatch;
+struct FuncWatch {
+  sqlite3 *pStoreDb;        /* watched reader connection, or NULL */
   sqlite3_stmt *pProbe;     /* "SELECT 1" on the host */
-} FuncWatch;
+  FuncWatch *pPrev;         /* thread watch: the one it covers */
+  int bThread;              /* a thread watch is active */
+};
 void funcWatchBegin(FuncWatch *pWatch, sqlite3 *host, sqlite3 *pStoreDb);
 void funcWatchEnd(FuncWatch *pWatch);
+/* The store connection hook's part: the handler serving thread watches. */
+void funcWatchInstall(sqlite3 *pStoreDb);
 
 /* The SQL function implementations, registered by funcRegister(). */
 void funcEdnT(sqlite3_context *pCtx, int argc, sqlite3_value **argv);

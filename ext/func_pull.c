@@ -24,9 +24,10 @@ void funcEdnPull(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   StoreConn *pConn = NULL;
   Schema *pSchema = NULL;
   sqlite3_str *pOut = NULL;
-  FuncWatch watch = {NULL, NULL};
+  FuncWatch watch;
   (void)argc;
 
+  memset(&watch, 0, sizeof watch);
   ednArenaInit(&arena);
   if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL
       || sqlite3_value_type(argv[2]) == SQLITE_NULL)

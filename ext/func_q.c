@@ -125,8 +125,9 @@ void funcEdnQ(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   Schema *pSchema = NULL;
   QueryRun *pRun = NULL;
   sqlite3_str *pOut = NULL;
-  FuncWatch watch = {NULL, NULL};
+  FuncWatch watch;
 
+  memset(&watch, 0, sizeof watch);
   qOptsInit(&opts);
   if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL)
     return;

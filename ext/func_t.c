@@ -10,6 +10,7 @@
 ** "edn_t: " prefix. A failed transaction leaves the store unchanged (the
 ** transactor rolls back), so there is nothing to undo here.
 */
+#include <string.h>
 #include "func_common.h"
 #include "tx.h"
 
@@ -19,8 +20,10 @@ void funcEdnT(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   char *zErr = NULL;
   Store *pStore = NULL;
   sqlite3_str *pOut = NULL;
+  FuncWatch watch;
   (void)argc;
 
+  memset(&watch, 0, sizeof watch);
   /* SQL NULL in a required argument gives NULL, as SQL functions do. */
   if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL)
     return;
@@ -39,12 +42,17 @@ void funcEdnT(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   rc = storeAcquire(zPath, &pStore, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
   pOut = sqlite3_str_new(sqlite3_context_db_handle(pCtx));
+  /* The transactor picks the writer connection itself, so the watch goes
+  ** with this thread: an interrupt of the host rolls the transaction back. */
+  funcWatchBegin(&watch, sqlite3_context_db_handle(pCtx), NULL);
   rc = txTransact(pStore, zEdn, nEdn, pOut, &zErr);
+  funcWatchEnd(&watch);
   if (rc != SQLITE_OK) goto cleanup;
   funcResultJson(pCtx, "edn_t", pOut);
   pOut = NULL;
 
 cleanup:
+  funcWatchEnd(&watch);
   if (rc != SQLITE_OK) funcResultError(pCtx, "edn_t", rc, zErr);
   sqlite3_free(sqlite3_str_finish(pOut));
   if (pStore) storeRelease(pStore);

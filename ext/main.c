@@ -28,6 +28,7 @@ SQLITE_EXTENSION_INIT1
 #endif
 #include "mentat.h"
 #include "query.h"
+#include "func_common.h"
 
 /* SPEC §1: 3.30 brought SQLITE_DIRECTONLY and the introspection pragmas
 ** this file relies on. */
@@ -56,10 +57,17 @@ static void mainHostGone(void *pUnused) {
   if (n == 0) storeCacheClear();
 }
 
-/* Every store connection gets the query layer's helper functions. The hook
-** is process-wide state, so it is set exactly once. */
+/* Runs on every new store connection: the query layer's helper functions,
+** and the progress handler through which host interrupts reach it. */
+static int mainConnHook(sqlite3 *db) {
+  int rc = qRegisterStoreFunctions(db);
+  if (rc == SQLITE_OK) funcWatchInstall(db);
+  return rc;
+}
+
+/* The hook is process-wide state, so it is set exactly once. */
 static void mainSetHook(void) {
-  storeSetConnHook(qRegisterStoreFunctions);
+  storeSetConnHook(mainConnHook);
 }
 
 /* True when edn_t and the edn_q module are already on db. Any failure of

@@ -166,6 +166,23 @@ def interrupt(db):
         check('interrupt stops the %s edn_q' % form, ('interrupted' in got, time.time() - t0 < 5), (True, True))
         check('next query after the interrupt (%s)' % form,
               one(con, 'SELECT count(*) FROM edn_q(?, ?)', (db, '[:find ?x :where [_ :n/id ?x]]')), 2000)
+    # A big transaction interrupted midway leaves nothing behind (B32).
+    one(con, 'SELECT edn_t(?, ?)', (db, '[{:db/ident :n/big :db/valueType :db.type/long '
+                                        ':db/cardinality :db.cardinality/one :db/unique :db.unique/identity}]'))
+    big = '[' + ' '.join('{:n/big %d}' % i for i in range(150000)) + ']'
+    timer = threading.Timer(0.2, con.interrupt)
+    timer.start()
+    try:
+        one(con, 'SELECT edn_t(?, ?)', (db, big))
+        got = 'finished'
+    except sqlite3.Error as e:
+        got = str(e)
+    timer.cancel()
+    check('interrupt stops edn_t', got.startswith('edn_t: ') and 'interrupted' in got, True)
+    check('interrupted edn_t stored nothing',
+          one(con, 'SELECT count(*) FROM edn_q(?, ?)', (db, '[:find ?e :where [?e :n/big _]]')), 0)
+    r = json.loads(one(con, 'SELECT edn_t(?, ?)', (db, '[{:n/big -1}]')))
+    check('next edn_t after the interrupt', sorted(r), ['tempids', 'tx_id', 'tx_instant'])
     raw = sqlite3.connect(db)
     busy = raw.execute('PRAGMA wal_checkpoint(TRUNCATE)').fetchone()[0]
     raw.close()
