@@ -89,6 +89,8 @@ q table_rel "SELECT group_concat(c0 || ':' || c1, ',') FROM (SELECT c0, c1 FROM 
 q table_value "SELECT group_concat(value, ';') FROM (SELECT value FROM edn_q($DA, $(sq "$QNA")) ORDER BY c0)"
 q table_types "SELECT typeof(c0), typeof(c1), c2 IS NULL, c15 IS NULL, typeof(value), db_path = $DA, opts
                FROM edn_q($DA, '[:find ?n ?a :in \$ ?n :where [?e :p/name ?n] [?e :p/age ?a]]', '{\"inputs\":[\"Ann\"]}')"
+q table_value_nests "SELECT json_object('r', value)
+               FROM edn_q($DA, '[:find ?n ?a :in \$ ?n :where [?e :p/name ?n] [?e :p/age ?a]]', '{\"inputs\":[\"Ann\"]}')"
 q table_instant "SELECT c0, value FROM edn_q($DA, '[:find ?b . :where [?e :p/name \"Ann\"] [?e :p/born ?b]]')"
 q table_keyword_coll "SELECT group_concat(c0 || '=' || value, ',') FROM (SELECT c0, value FROM edn_q($DA, '[:find [?t ...] :where [_ :p/tag ?t]]') ORDER BY c0)"
 q table_scalar_none "SELECT count(*) FROM edn_q($DA, '[:find ?a . :where [?e :p/name \"Zed\"] [?e :p/age ?a]]')"
