@@ -21,11 +21,17 @@
 **
 ** Revalidation: every connection remembers the last `PRAGMA data_version`
 ** it saw. When it changed, some other connection committed; in one read
-** transaction we read the tx partition mark (monotonic across commits) and
-** the schema fingerprint (schema.c). Only if the fingerprint differs from
-** the published snapshot's, and the snapshot read is not older than the
-** published one, is the schema reloaded and swapped in whole. Snapshots
-** are refcounted, so callers holding the old one keep using it safely.
+** transaction we read a cheap signature (StoreSig: the tx partition mark,
+** which every Mentat commit bumps, and the mirrors' row counts and largest
+** rowids). If it equals the state the published schema is known to be
+** exact for (set by our writer's commits and by full checks), nothing more
+** is read: that is the common case of a commit by this process's writer.
+** Otherwise the schema fingerprint (schema.c) is read; only if it differs
+** from the published snapshot's, and the state read is not older than the
+** published one's (tx mark), is the schema reloaded and swapped in whole.
+** Snapshots are refcounted: callers holding the old one keep using it.
+** Blind spot, by design: a non-Mentat edit that rewrites mirror rows in
+** place without bumping the tx mark, right after one of our own commits.
 **
 ** The in-memory store "" is never cached; its one connection serves as
 ** writer and reader, and it is freed at its last release.
@@ -45,11 +51,26 @@
 #define STORE_CHECKPOINT_BUSY_MS 100
 #define STORE_BUSY_TIMEOUT_MS 10000
 
+/* A cheap signature of the state the schema is read from: the tx
+** partition's mark (every Mentat commit bumps it) and the row count and
+** largest rowid of the `idents` and `schema` mirrors (which a plain insert
+** or delete changes). Equal signatures are taken to mean an unchanged
+** schema; anything else is settled by the full fingerprint. */
+typedef struct StoreSig {
+  sqlite3_int64 iMark;
+  sqlite3_int64 a[4];
+} StoreSig;
+
+static const char zSigSql[] =
+  "SELECT (SELECT idx FROM known_parts WHERE part = ':db.part/tx'),"
+  " (SELECT count(*) FROM idents), (SELECT max(rowid) FROM idents),"
+  " (SELECT count(*) FROM schema), (SELECT max(rowid) FROM schema)";
+
 /* A pooled connection: the public StoreConn first, then our statements. */
 typedef struct StoreConnImpl {
   StoreConn base;
   sqlite3_stmt *pDataVersion;   /* PRAGMA data_version */
-  sqlite3_stmt *pTxMark;        /* idx of :db.part/tx */
+  sqlite3_stmt *pSig;           /* zSigSql */
   sqlite3_stmt *pFingerprint;   /* schemaFingerprintSql() */
 } StoreConnImpl;
 
@@ -62,12 +83,14 @@ struct Store {
   int nRef;                     /* guarded by the cache mutex */
   int bCached;                  /* in the cache list; cache mutex */
   Store *pPrev, *pNext;         /* LRU links; cache mutex */
-  pthread_mutex_t mutex;        /* pIdle, pSchema, iSchemaMark */
+  pthread_mutex_t mutex;        /* pIdle, pSchema, iSchemaMark, known */
   pthread_mutex_t writeMutex;   /* one writer at a time in-process */
   StoreConn *pWriter;
   StoreConn *pIdle;             /* idle readers, a stack */
   Schema *pSchema;              /* published snapshot */
   sqlite3_int64 iSchemaMark;    /* tx mark of the snapshot it was read from */
+  StoreSig known;               /* a state at which pSchema is known exact */
+  int bKnown;
 };
 
 typedef struct StoreCache {
@@ -121,7 +144,7 @@ static void storeConnClose(StoreConn *pConn) {
   if (p->base.xQueryCacheFree && p->base.pQueryCache) p->base.xQueryCacheFree(p->base.pQueryCache);
   if (p->base.xTxCacheFree && p->base.pTxCache) p->base.xTxCacheFree(p->base.pTxCache);
   sqlite3_finalize(p->pDataVersion);
-  sqlite3_finalize(p->pTxMark);
+  sqlite3_finalize(p->pSig);
   sqlite3_finalize(p->pFingerprint);
   /* close_v2: anything the upper layers failed to finalize cannot keep the
   ** file open forever or crash us; it is released with them. */
@@ -148,8 +171,7 @@ static int storeConnOpen(Store *pStore, int bValidate, StoreConn **ppConn, char 
   rc = sqlite3_prepare_v3(db, "PRAGMA data_version", -1, SQLITE_PREPARE_PERSISTENT,
                           &p->pDataVersion, NULL);
   if (rc == SQLITE_OK) {
-    rc = sqlite3_prepare_v3(db, "SELECT idx FROM known_parts WHERE part = ':db.part/tx'", -1,
-                            SQLITE_PREPARE_PERSISTENT, &p->pTxMark, NULL);
+    rc = sqlite3_prepare_v3(db, zSigSql, -1, SQLITE_PREPARE_PERSISTENT, &p->pSig, NULL);
   }
   if (rc == SQLITE_OK) {
     rc = sqlite3_prepare_v3(db, schemaFingerprintSql(), -1, SQLITE_PREPARE_PERSISTENT,
@@ -170,6 +192,34 @@ static int storeStepInt(sqlite3_stmt *pStmt, sqlite3_int64 *piOut) {
   if (rc == SQLITE_ROW || rc == SQLITE_DONE) rc = SQLITE_OK;
   sqlite3_reset(pStmt);
   return rc;
+}
+
+static int storeReadSig(StoreConnImpl *pImpl, StoreSig *pSig) {
+  sqlite3_stmt *pStmt = pImpl->pSig;
+  int rc = sqlite3_step(pStmt);
+  memset(pSig, 0, sizeof *pSig);
+  if (rc == SQLITE_ROW) {
+    pSig->iMark = sqlite3_column_int64(pStmt, 0);
+    for (int i = 0; i < 4; i++) pSig->a[i] = sqlite3_column_int64(pStmt, i + 1);
+    rc = SQLITE_OK;
+  } else if (rc == SQLITE_DONE) {
+    rc = SQLITE_OK;
+  }
+  sqlite3_reset(pStmt);
+  return rc;
+}
+
+static int storeSigEqual(const StoreSig *a, const StoreSig *b) {
+  return a->iMark == b->iMark && memcmp(a->a, b->a, sizeof a->a) == 0;
+}
+
+/* Records that the published schema is exact at state sig (unless a newer
+** state is already recorded). Store mutex held. */
+static void storeSetKnown(Store *p, const StoreSig *pSig) {
+  if (!p->bKnown || pSig->iMark >= p->known.iMark) {
+    p->known = *pSig;
+    p->bKnown = 1;
+  }
 }
 
 /* Swaps in pNew (read at tx mark iMark) unless the published snapshot was
@@ -195,11 +245,12 @@ static void storePublish(Store *p, Schema *pNew, sqlite3_int64 iMark) {
 static int storeRevalidate(Store *p, StoreConn *pConn, int bInTx, char **pzErr) {
   StoreConnImpl *pImpl = (StoreConnImpl *)pConn;
   sqlite3 *db = pConn->db;
-  sqlite3_int64 iVersion = 0, iMark = 0;
+  sqlite3_int64 iVersion = 0, iMark;
   sqlite3_uint64 fp = 0, fpPub;
   sqlite3_int64 iMarkPub;
+  StoreSig sig;
   Schema *pNew = NULL;
-  int bBegun = 0;
+  int bBegun = 0, bSame;
   int rc;
 
   if (p->bMemory) return SQLITE_OK;      /* one connection: nobody else commits */
@@ -212,19 +263,32 @@ static int storeRevalidate(Store *p, StoreConn *pConn, int bInTx, char **pzErr) 
     if (rc != SQLITE_OK) goto cleanup;
     bBegun = 1;
   }
-  rc = storeStepInt(pImpl->pTxMark, &iMark);
-  if (rc == SQLITE_OK) rc = schemaFingerprintStmt(pImpl->pFingerprint, &fp);
+  rc = storeReadSig(pImpl, &sig);
   if (rc != SQLITE_OK) goto cleanup;
+  iMark = sig.iMark;
 
+  /* The common case: the commit was our own writer's (which published any
+  ** schema change it made), so the state is one the schema is known for. */
   pthread_mutex_lock(&p->mutex);
-  fpPub = schemaFingerprintOf(p->pSchema);
-  iMarkPub = p->iSchemaMark;
+  bSame = p->bKnown && storeSigEqual(&sig, &p->known);
   pthread_mutex_unlock(&p->mutex);
-
-  if (fp != fpPub && iMark >= iMarkPub) {
-    rc = schemaLoad(db, &pNew, pzErr);
+  if (!bSame) {
+    rc = schemaFingerprintStmt(pImpl->pFingerprint, &fp);
     if (rc != SQLITE_OK) goto cleanup;
-    storePublish(p, pNew, iMark);
+
+    pthread_mutex_lock(&p->mutex);
+    fpPub = schemaFingerprintOf(p->pSchema);
+    iMarkPub = p->iSchemaMark;
+    pthread_mutex_unlock(&p->mutex);
+
+    if (fp != fpPub && iMark >= iMarkPub) {
+      rc = schemaLoad(db, &pNew, pzErr);
+      if (rc != SQLITE_OK) goto cleanup;
+      storePublish(p, pNew, iMark);
+    }
+    pthread_mutex_lock(&p->mutex);
+    if (fp == schemaFingerprintOf(p->pSchema)) storeSetKnown(p, &sig);
+    pthread_mutex_unlock(&p->mutex);
   }
   pConn->iDataVersion = iVersion;
 
@@ -291,8 +355,12 @@ static int storeOpen(char *zCanon, Store **ppStore, char **pzErr) {
   rc = sqlite3_exec(pW->base.db, "BEGIN", NULL, NULL, NULL);
   if (rc == SQLITE_OK) {
     rc = storeStepInt(pW->pDataVersion, &pW->base.iDataVersion);
-    if (rc == SQLITE_OK) rc = storeStepInt(pW->pTxMark, &p->iSchemaMark);
+    if (rc == SQLITE_OK) rc = storeReadSig(pW, &p->known);
     if (rc == SQLITE_OK) rc = schemaLoad(pW->base.db, &p->pSchema, pzErr);
+    if (rc == SQLITE_OK) {
+      p->iSchemaMark = p->known.iMark;
+      p->bKnown = 1;
+    }
     sqlite3_exec(pW->base.db, "COMMIT", NULL, NULL, NULL);
   }
 
@@ -624,13 +692,15 @@ static void storeMaybeRestartWal(Store *p, sqlite3 *db) {
 
 int storeWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, char **pzErr) {
   StoreConnImpl *pImpl = (StoreConnImpl *)pConn;
-  sqlite3_int64 iMark = 0;
+  StoreSig sig;
   int rc = SQLITE_OK;
 
   if (pConn == NULL) return SQLITE_OK;    /* storeWriteBegin failed */
   if (bCommit) {
-    /* The mark the new schema belongs to, read inside the transaction. */
-    if (pNewSchema) rc = storeStepInt(pImpl->pTxMark, &iMark);
+    /* The state being committed, read inside the transaction: the new
+    ** schema belongs to it, or (no schema change) the published one does,
+    ** as storeWriteBegin made it current under the write lock. */
+    rc = storeReadSig(pImpl, &sig);
     if (rc == SQLITE_OK) rc = sqlite3_exec(pConn->db, "COMMIT", NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
       storeErr(pzErr, sqlite3_mprintf("cannot commit to store %s: %s",
@@ -640,7 +710,10 @@ int storeWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, c
   }
   storeConnQuiesce(pConn);
   if (bCommit && rc == SQLITE_OK) {
-    if (pNewSchema) storePublish(p, pNewSchema, iMark);
+    if (pNewSchema) storePublish(p, pNewSchema, sig.iMark);
+    pthread_mutex_lock(&p->mutex);
+    if (pNewSchema == NULL || p->pSchema == pNewSchema) storeSetKnown(p, &sig);
+    pthread_mutex_unlock(&p->mutex);
     storeMaybeRestartWal(p, pConn->db);
   }
   pthread_mutex_unlock(&p->writeMutex);

@@ -620,6 +620,31 @@ START_TEST(test_schema_reload_on_foreign_commit) {
   ck_assert_int_eq(schemaEntid(pS3, ":x/z", 4), 65538);
   ck_assert_int_eq(storeWriteEnd(p, pC, 0, NULL, &zErr), SQLITE_OK);
   schemaUnref(pS3);
+
+  /* After one of our own commits (the fast path: readers trust the state
+  ** the writer committed), a raw insert is still seen... */
+  ck_assert_int_eq(storeWriteBegin(p, &pC, &pS3, &zErr), SQLITE_OK);
+  exec(pC->db, "UPDATE known_parts SET idx = idx + 1 WHERE part = ':db.part/tx'");
+  ck_assert_int_eq(storeWriteEnd(p, pC, 1, NULL, &zErr), SQLITE_OK);
+  schemaUnref(pS3);
+  Schema *pS4 = NULL;
+  ck_assert_int_eq(storeReader(p, &pC, &pS4, &zErr), SQLITE_OK);
+  storeReaderDone(p, pC);
+  exec(raw, "INSERT INTO idents VALUES (65539, 1, ':x/w', 13)");
+  ck_assert_int_eq(storeReader(p, &pC, &pS3, &zErr), SQLITE_OK);
+  ck_assert_int_eq(schemaEntid(pS3, ":x/w", 4), 65539);
+  ck_assert_ptr_ne(pS3, pS4);
+  storeReaderDone(p, pC);
+  schemaUnref(pS3);
+  schemaUnref(pS4);
+  /* ...and so is another writer's in-place alteration that bumps the tx
+  ** mark as every Mentat commit does (counts and rowids unchanged). */
+  exec(raw, "UPDATE schema SET v = 33 WHERE e = 65536 AND a = 8;"
+            "UPDATE known_parts SET idx = idx + 1 WHERE part = ':db.part/tx'");
+  ck_assert_int_eq(storeReader(p, &pC, &pS3, &zErr), SQLITE_OK);
+  ck_assert_int_eq(schemaAttr(pS3, 65536)->bMany, 0);
+  storeReaderDone(p, pC);
+  schemaUnref(pS3);
   sqlite3_close(raw);
 
   schemaUnref(pS1);
