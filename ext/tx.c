@@ -68,7 +68,27 @@ static const char *const azTxSql[TXS_COUNT] = {
   "SELECT text FROM fulltext_values WHERE rowid = ?1",
   /* TXS_LAST_INSTANT */
   "SELECT v FROM datoms WHERE e = ?1 AND a = 3",
+  /* TXS_INSERT_BATCH, TXS_LOG_BATCH: built by txBatchSql */
+  NULL, NULL,
 };
+
+/* The multi-row INSERTs: TX_BATCH rows of anonymous parameters. */
+static char *txBatchSql(int eStmt) {
+  sqlite3_str *pSql = sqlite3_str_new(NULL);
+  int i;
+  if (eStmt == TXS_INSERT_BATCH) {
+    sqlite3_str_appendall(pSql, "INSERT INTO datoms (e, a, v, tx, value_type_tag, index_avet,"
+                                " index_vaet, index_fulltext, unique_value) VALUES ");
+  } else {
+    sqlite3_str_appendall(pSql, "INSERT INTO timelined_transactions (e, a, v, tx, added,"
+                                " value_type_tag, timeline) VALUES ");
+  }
+  for (i = 0; i < TX_BATCH; i++) {
+    if (i) sqlite3_str_appendchar(pSql, 1, ',');
+    sqlite3_str_appendall(pSql, eStmt == TXS_INSERT_BATCH ? "(?,?,?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,0)");
+  }
+  return sqlite3_str_finish(pSql);
+}
 
 typedef struct TxCache {
   sqlite3_stmt *aStmt[TXS_COUNT];
@@ -95,8 +115,14 @@ int txStmt(Tx *p, int eStmt, sqlite3_stmt **ppStmt) {
     p->pConn->xTxCacheFree = txCacheFree;
   }
   if (pCache->aStmt[eStmt] == NULL) {
-    rc = sqlite3_prepare_v3(p->db, azTxSql[eStmt], -1, SQLITE_PREPARE_PERSISTENT,
+    char *zBatch = NULL;
+    if (azTxSql[eStmt] == NULL) {
+      zBatch = txBatchSql(eStmt);
+      if (zBatch == NULL) return SQLITE_NOMEM;
+    }
+    rc = sqlite3_prepare_v3(p->db, zBatch ? zBatch : azTxSql[eStmt], -1, SQLITE_PREPARE_PERSISTENT,
                             &pCache->aStmt[eStmt], NULL);
+    sqlite3_free(zBatch);
     if (rc != SQLITE_OK) {
       return txErr(p, 0, 0, "cannot prepare the transactor's SQL: %s", sqlite3_errmsg(p->db));
     }

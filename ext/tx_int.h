@@ -78,8 +78,13 @@ enum {
   TXS_PARTS = 0, TXS_SET_PART, TXS_LOOKUP_UNIQUE, TXS_EXISTS, TXS_INSERT,
   TXS_DELETE, TXS_LOG, TXS_LOG_OLD, TXS_DELETE_OLD, TXS_ENTITY_DATOMS,
   TXS_REFS_TO, TXS_ATTR_VALUES, TXS_FTS_FIND, TXS_FTS_ADD, TXS_FTS_TEXT,
-  TXS_LAST_INSTANT, TXS_COUNT
+  TXS_LAST_INSTANT,
+  TXS_INSERT_BATCH, TXS_LOG_BATCH,   /* TX_BATCH rows per statement */
+  TXS_COUNT
 };
+/* Rows per multi-row INSERT: each statement start/halt opens and closes a
+** cursor per index and a statement journal, which dominated bulk loads. */
+#define TX_BATCH 16
 
 typedef struct Tx {
   StoreConn *pConn;

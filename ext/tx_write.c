@@ -118,18 +118,23 @@ static int txFts(Tx *p, TxOp *pOp, int bCreate, int *pbFound) {
   return bCreate ? txErr(p, 0, 0, "fulltext value was not stored") : SQLITE_OK;
 }
 
+/* Binds one log row (6 parameters from iBase + 1). */
+static void txBindLog(Tx *p, sqlite3_stmt *pStmt, int iBase, const TxOp *pOp, int bAdded) {
+  sqlite3_bind_int64(pStmt, iBase + 1, pOp->e.e);
+  sqlite3_bind_int64(pStmt, iBase + 2, pOp->pAttr->e);
+  txValueBindStored(p, pStmt, iBase + 3, pOp);
+  sqlite3_bind_int64(pStmt, iBase + 4, p->iTx);
+  sqlite3_bind_int(pStmt, iBase + 5, bAdded);
+  sqlite3_bind_int(pStmt, iBase + 6, vtTag(pOp->pAttr->type));
+}
+
 static int txLog(Tx *p, const TxOp *pOp, int bAdded) {
   sqlite3_stmt *pStmt = NULL;
   int rc;
   if (pOp->pAttr->bNoHistory) return SQLITE_OK;
   rc = txStmt(p, TXS_LOG, &pStmt);
   if (rc) return rc;
-  sqlite3_bind_int64(pStmt, 1, pOp->e.e);
-  sqlite3_bind_int64(pStmt, 2, pOp->pAttr->e);
-  txValueBindStored(p, pStmt, 3, pOp);
-  sqlite3_bind_int64(pStmt, 4, p->iTx);
-  sqlite3_bind_int(pStmt, 5, bAdded);
-  sqlite3_bind_int(pStmt, 6, vtTag(pOp->pAttr->type));
+  txBindLog(p, pStmt, 0, pOp, bAdded);
   rc = sqlite3_step(pStmt);
   sqlite3_reset(pStmt);
   return rc == SQLITE_DONE ? SQLITE_OK : txErr(p, 0, 0, "cannot write the log: %s", sqlite3_errmsg(p->db));
@@ -234,25 +239,66 @@ static int txUniqueConflict(Tx *p, const TxOp *pOp) {
   return rc;
 }
 
+/* Binds one datoms row (9 parameters from iBase + 1); the flag columns
+** come from the attribute (format/mentat-v3.md). */
+static void txBindDatom(Tx *p, sqlite3_stmt *pStmt, int iBase, const TxOp *pOp) {
+  const Attr *pA = pOp->pAttr;
+  sqlite3_bind_int64(pStmt, iBase + 1, pOp->e.e);
+  sqlite3_bind_int64(pStmt, iBase + 2, pA->e);
+  txValueBindStored(p, pStmt, iBase + 3, pOp);
+  sqlite3_bind_int64(pStmt, iBase + 4, p->iTx);
+  sqlite3_bind_int(pStmt, iBase + 5, vtTag(pA->type));
+  sqlite3_bind_int(pStmt, iBase + 6, pA->bIndex || pA->eUnique != UNIQUE_NONE);
+  sqlite3_bind_int(pStmt, iBase + 7, pA->type == VT_REF);
+  sqlite3_bind_int(pStmt, iBase + 8, pA->bFulltext);
+  sqlite3_bind_int(pStmt, iBase + 9, pA->eUnique != UNIQUE_NONE);
+}
+
 static int txInsert(Tx *p, TxOp *pOp) {
   sqlite3_stmt *pStmt = NULL;
   const Attr *pA = pOp->pAttr;
   int rc = txStmt(p, TXS_INSERT, &pStmt);
   if (rc) return rc;
-  sqlite3_bind_int64(pStmt, 1, pOp->e.e);
-  sqlite3_bind_int64(pStmt, 2, pA->e);
-  txValueBindStored(p, pStmt, 3, pOp);
-  sqlite3_bind_int64(pStmt, 4, p->iTx);
-  sqlite3_bind_int(pStmt, 5, vtTag(pA->type));
-  sqlite3_bind_int(pStmt, 6, pA->bIndex || pA->eUnique != UNIQUE_NONE);
-  sqlite3_bind_int(pStmt, 7, pA->type == VT_REF);
-  sqlite3_bind_int(pStmt, 8, pA->bFulltext);
-  sqlite3_bind_int(pStmt, 9, pA->eUnique != UNIQUE_NONE);
+  txBindDatom(p, pStmt, 0, pOp);
   rc = sqlite3_step(pStmt);
   sqlite3_reset(pStmt);
   if (rc == SQLITE_CONSTRAINT && pA->eUnique != UNIQUE_NONE) return txUniqueConflict(p, pOp);
   if (rc != SQLITE_DONE) return txErr(p, 0, 0, "cannot write datoms: %s", sqlite3_errmsg(p->db));
   return txLog(p, pOp, 1);
+}
+
+/* Inserts TX_BATCH new datoms and their log rows with the multi-row
+** statements. On a constraint failure (the statement's rows are undone)
+** the batch is replayed row by row to name the offending datom. */
+static int txInsertBatch(Tx *p, TxOp **aBatch) {
+  sqlite3_stmt *pStmt = NULL;
+  int i, n = 0, rc = txStmt(p, TXS_INSERT_BATCH, &pStmt);
+  if (rc) return rc;
+  for (i = 0; i < TX_BATCH; i++) txBindDatom(p, pStmt, i * 9, aBatch[i]);
+  rc = sqlite3_step(pStmt);
+  sqlite3_reset(pStmt);
+  if (rc == SQLITE_CONSTRAINT) {
+    for (i = 0; i < TX_BATCH; i++) {
+      rc = txInsert(p, aBatch[i]);
+      if (rc) return rc;
+    }
+    return SQLITE_OK;
+  }
+  if (rc != SQLITE_DONE) return txErr(p, 0, 0, "cannot write datoms: %s", sqlite3_errmsg(p->db));
+  for (i = 0; i < TX_BATCH; i++) n += !aBatch[i]->pAttr->bNoHistory;
+  if (n < TX_BATCH) {
+    for (i = 0; i < TX_BATCH; i++) {
+      rc = txLog(p, aBatch[i], 1);
+      if (rc) return rc;
+    }
+    return SQLITE_OK;
+  }
+  rc = txStmt(p, TXS_LOG_BATCH, &pStmt);
+  if (rc) return rc;
+  for (i = 0; i < TX_BATCH; i++) txBindLog(p, pStmt, i * 6, aBatch[i], 1);
+  rc = sqlite3_step(pStmt);
+  sqlite3_reset(pStmt);
+  return rc == SQLITE_DONE ? SQLITE_OK : txErr(p, 0, 0, "cannot write the log: %s", sqlite3_errmsg(p->db));
 }
 
 /* The tx's :db/txInstant: an explicit one (on "datomic.tx") wins but may not
@@ -323,8 +369,18 @@ int txWrite(Tx *p) {
   for (i = 0; rc == SQLITE_OK && i < n; i++) {
     if (!ap[i]->bDrop && ap[i]->eOp == TXOP_ADD) rc = txPrepareAdd(p, ap[i]);
   }
-  for (i = 0; rc == SQLITE_OK && i < n; i++) {
-    if (!ap[i]->bDrop && ap[i]->bNew) rc = txInsert(p, ap[i]);
+  {
+    TxOp *aBatch[TX_BATCH];
+    int nBatch = 0;
+    for (i = 0; rc == SQLITE_OK && i < n; i++) {
+      if (ap[i]->bDrop || !ap[i]->bNew) continue;
+      aBatch[nBatch++] = ap[i];
+      if (nBatch == TX_BATCH) {
+        rc = txInsertBatch(p, aBatch);
+        nBatch = 0;
+      }
+    }
+    for (i = 0; rc == SQLITE_OK && i < nBatch; i++) rc = txInsert(p, aBatch[i]);
   }
   sqlite3_free(ap);
   return rc;

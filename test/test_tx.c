@@ -648,6 +648,46 @@ START_TEST(test_many_small_transactions) {
 }
 END_TEST
 
+/* ---- large transactions: the multi-row insert path ---------------- */
+
+START_TEST(test_bulk_batches) {
+  sqlite3_str *pTx = sqlite3_str_new(NULL);
+  char *zTx;
+  int i;
+  setupSchema();
+  /* 100 entities x 3 datoms (+ txInstant) = 301 rows: 18 full batches and
+  ** a tail; :p/seen (noHistory) in every 10th entity takes the row-by-row
+  ** log path for its batch. */
+  sqlite3_str_appendall(pTx, "[");
+  for (i = 0; i < 100; i++) {
+    sqlite3_str_appendf(pTx, "{:p/id \"b%d\" :p/age %d %s}", i, i,
+                        i % 10 == 0 ? ":p/seen 1" : ":p/name \"n\"");
+  }
+  sqlite3_str_appendall(pTx, "]");
+  zTx = sqlite3_str_finish(pTx);
+  Tok(zTx);
+  CHECK_Q("SELECT count(*) FROM datoms WHERE tx = 268435458", "301");
+  CHECK_Q("SELECT count(*) FROM timelined_transactions WHERE tx = 268435458", "291");
+  CHECK_Q("SELECT count(*) FROM datoms d WHERE tx = 268435458 AND a <> 65546 AND NOT EXISTS"
+          " (SELECT 1 FROM timelined_transactions l WHERE l.e = d.e AND l.a = d.a AND l.v = d.v"
+          "  AND l.tx = d.tx AND l.added = 1 AND l.value_type_tag = d.value_type_tag)", "0");
+  CHECK_Q("SELECT min(e), max(e), count(DISTINCT e) FROM datoms WHERE a = 65542", "65549|65648|100");
+  sqlite3_free(zTx);
+  /* a unique-value conflict inside a full batch is still named */
+  Tok("[{:p/id \"holder\" :p/ssn \"777\"}]");
+  pTx = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(pTx, "[");
+  for (i = 0; i < 40; i++) {
+    sqlite3_str_appendf(pTx, "{:p/id \"c%d\" :p/ssn \"%s%d\"}", i, i == 17 ? "" : "s", i == 17 ? 777 : i);
+  }
+  sqlite3_str_appendall(pTx, "]");
+  zTx = sqlite3_str_finish(pTx);
+  Tfail(zTx, "unique value conflict: :p/ssn \"777\" is already held by entity 65649");
+  sqlite3_free(zTx);
+  closeStore();
+}
+END_TEST
+
 static Suite *txSuite(void) {
   Suite *s = suite_create("tx");
   TCase *tc = tcase_create("tx");
@@ -670,6 +710,7 @@ static Suite *txSuite(void) {
   tcase_add_test(tc, test_fulltext_nohistory);
   tcase_add_loop_test(tc, test_errors_change_nothing, 0, (int)(sizeof(aBad) / sizeof(aBad[0])));
   tcase_add_test(tc, test_many_small_transactions);
+  tcase_add_test(tc, test_bulk_batches);
   suite_add_tcase(s, tc);
   return s;
 }
