@@ -567,11 +567,16 @@ static char *qcLeafExpr(QCtx *pX, const EdnValue *pVal, const EdnValue *pConst, 
     /* Symbols, nil and unknown tags have no stored form: name the value. */
     sqlite3_str *pTxt = sqlite3_str_new(NULL);
     char *zTxt;
+    char zWhere[32];
     ednPrint(pTxt, pVal);
     zTxt = sqlite3_str_finish(pTxt);
-    qcErr(pC, NULL, "%s%d: unsupported value %s (a %s)", iInput >= 0 ? "input " : "ground",
-          iInput >= 0 ? iInput + 1 : 0, zTxt ? zTxt : "?",
-          pVal->type == EDN_SYMBOL ? "symbol" : pVal->type == EDN_NIL ? "nil" : "tagged value");
+    if (iInput >= 0) {
+      sqlite3_snprintf(sizeof zWhere, zWhere, "input %d", iInput + 1);
+    } else {
+      sqlite3_snprintf(sizeof zWhere, zWhere, "ground");
+    }
+    qcErr(pC, NULL, "%s: unsupported value %s (%s)", zWhere, zTxt ? zTxt : "?",
+          pVal->type == EDN_SYMBOL ? "a symbol" : pVal->type == EDN_NIL ? "nil" : "a tagged value");
     sqlite3_free(zTxt);
     return NULL;
   }
@@ -1140,6 +1145,7 @@ int qCompile(Schema *pSchema, const char *zQuery, int nQuery, const QueryOpts *p
   qcCtxReset(&x);
   sqlite3_free(sqlite3_str_finish(c.pCte));
   sqlite3_free(c.zHistTx);
+  qcRulesFree(&c);
   if (rc != SQLITE_OK) {
     sqlite3_free(c.aParam);
     qPlanFree(pPlan);

@@ -99,8 +99,8 @@ struct QComp {
   int bRecursive;
   QRuleSet rules;
   int bRules;
-  int bRulesCte;           /* the rules CTE has been emitted */
-  int nRuleCols;
+  struct QRuleInfo *pRi;   /* rule heads and their recursion groups */
+  int nSelfRef;            /* references to the group being built */
   const EdnValue *pAt;     /* current clause, for error positions */
   int eHist;               /* 0 current, 1 asOf (the log), 2 since */
   char *zHistTx;           /* SQL giving the asOf/since tx id */
@@ -141,6 +141,8 @@ struct QueryPlan {
 };
 
 void qPlanFree(QueryPlan *p);
+/* Frees pC->pRi (query_compile_clause.c). */
+void qcRulesFree(QComp *pC);
 
 /* Parses and compiles zQuery for the inputs in pOpts (their shape shapes
 ** the SQL). *ppPlan is new (no statement yet). Errors in *pzErr. */

@@ -156,7 +156,10 @@ static int qBindTyped(sqlite3_stmt *pStmt, int i, const EdnValue *p, ValueType v
 int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pSchema,
               const QueryOpts *pOpts, char **pzErr) {
   int i, rc = SQLITE_OK;
-  for (i = 0; i < pPlan->nParam && rc == SQLITE_OK; i++) {
+  /* Parameters the SQL dropped (a comparison decided at compile time) are
+  ** past the statement's last one: binding them would be SQLITE_RANGE. */
+  int nStmt = sqlite3_bind_parameter_count(pStmt);
+  for (i = 0; i < pPlan->nParam && i < nStmt && rc == SQLITE_OK; i++) {
     const QParam *pP = &pPlan->aParam[i];
     const EdnValue *p = qParamValue(pP, pOpts);
     const Attr *pA = NULL;

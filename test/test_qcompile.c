@@ -202,6 +202,17 @@ static const QCase aCase[] = {
   { "[:find [?bid ...] :in $ % ?start :where [?a :node/id ?start] (reach ?a ?b) [?b :node/id ?bid]]",
     "{\"inputs\":[{\"edn\":\"[[(reach ?x ?y) [?x :node/follow ?y]] [(reach ?x ?y) [?x :node/follow ?z] (reach ?z ?y)]]\"},2]}",
     "1;2;3;4" },
+  { "[:find ?a ?b :in $ % :where (conn ?x ?y) [?x :node/id ?a] [?y :node/id ?b] [(<= ?a 2)] [(<= ?b 2)]]",
+    "{\"inputs\":[{\"edn\":\"[[(conn ?x ?y) [?x :node/follow ?y]] [(conn ?x ?y) (conn ?y ?x)]]\"}]}",
+    "[1,2];[2,1]" },
+  /* two groups: a rule calling another (non-recursive) rule twice */
+  { "[:find [?i ...] :in $ % :where [?a :node/id 1] (two ?a ?b) [?b :node/id ?i]]",
+    "{\"inputs\":[{\"edn\":\"[[(one ?x ?y) [?x :node/follow ?y]] [(two ?x ?z) (one ?x ?y) (one ?y ?z)]]\"}]}",
+    "3" },
+  /* non-linear recursion: refused clearly (peer fault B15), never run */
+  { "[:find ?a :in $ % :where (tc ?a ?b)]",
+    "{\"inputs\":[{\"edn\":\"[[(tc ?x ?y) [?x :node/follow ?y]] [(tc ?x ?y) (tc ?x ?z) (tc ?z ?y)]]\"}]}",
+    "ERROR: line 1 col 36: unsupported recursion" },
   /* aggregates */
   { "[:find ?a (count ?e) :where [?e :person/age ?a]]", NULL, "[10,3];[20,3]" },
   { "[:find ?a (count ?a) :where [?e :person/age ?a]]", NULL, "[10,1];[20,1]" },
