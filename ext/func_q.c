@@ -160,7 +160,11 @@ void funcEdnQ(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   if (rc != SQLITE_OK) goto cleanup;
   pOut = sqlite3_str_new(host);
   rc = funcQDocument(host, pRun, pOut, &zErr);
-  if (rc != SQLITE_OK) goto cleanup;
+  if (rc != SQLITE_OK) {
+    /* Column functions (pulls in :find) report through the run. */
+    if (zErr == NULL && qRunErrMsg(pRun) != NULL) zErr = sqlite3_mprintf("%s", qRunErrMsg(pRun));
+    goto cleanup;
+  }
   funcResultJson(pCtx, "edn_q", pOut);
   pOut = NULL;
 

@@ -242,15 +242,18 @@ static int ednqColumn(sqlite3_vtab_cursor *cur, sqlite3_context *pCtx, int iCol)
     rc = qRunRowJson(pCur->pRun, pOut);
     if (rc != SQLITE_OK) {
       sqlite3_free(sqlite3_str_finish(pOut));
-      return ednqError(cur->pVtab, rc, NULL);
+    } else {
+      funcResultJson(pCtx, "edn_q", pOut);
     }
-    funcResultJson(pCtx, "edn_q", pOut);
-    return SQLITE_OK;
+  } else {
+    assert(iCol >= EDNQ_COL_C0 && iCol < EDNQ_COL_C0 + EDNQ_NC);
+    if (iCol - EDNQ_COL_C0 < qRunColumnCount(pCur->pRun))
+      rc = qRunColumnResult(pCur->pRun, iCol - EDNQ_COL_C0, pCtx);
   }
-  assert(iCol >= EDNQ_COL_C0 && iCol < EDNQ_COL_C0 + EDNQ_NC);
-  if (iCol - EDNQ_COL_C0 < qRunColumnCount(pCur->pRun))
-    rc = qRunColumnResult(pCur->pRun, iCol - EDNQ_COL_C0, pCtx);
-  return rc == SQLITE_OK ? SQLITE_OK : ednqError(cur->pVtab, rc, NULL);
+  /* A pull in :find can fail here (its message is kept by the run); the
+  ** message travels as the column's error result. */
+  if (rc != SQLITE_OK) funcResultError(pCtx, "edn_q", rc, qRunErrMsg(pCur->pRun));
+  return rc;
 }
 
 static int ednqRowid(sqlite3_vtab_cursor *cur, sqlite_int64 *pRowid) {
