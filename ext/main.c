@@ -96,8 +96,10 @@ int mentatRegister(sqlite3 *db, char **pzErr) {
   if (pthread_once(&mainHookOnce, mainSetHook) != 0) return SQLITE_ERROR;
   if (mainRegistered(db)) return SQLITE_OK;
   rc = funcRegister(db);
-  /* BUSY: our functions exist and a statement is running; they stay. */
-  if (rc == SQLITE_BUSY) rc = SQLITE_OK;
+  /* BUSY: the functions exist and a statement is running (a host without
+  ** the introspection pragmas). Then the module is left alone as well:
+  ** replacing it would drop the eponymous table under a running cursor. */
+  if (rc == SQLITE_BUSY) return SQLITE_OK;
   if (rc == SQLITE_OK) {
     pthread_mutex_lock(&mainMutex);
     mainHosts++;
