@@ -442,7 +442,7 @@ static int qcPattern(QCtx *pX, const QClause *pCl) {
   int bEmpty = 0;
 
   if (pCl->pSrc && !ednIsSymbol(pCl->pSrc, "$")) {
-    return qcErr(pC, pCl->pSrc, "unknown source %s (only $ is supported)", pCl->pSrc->u.s.z);
+    return qcErr(pC, pCl->pSrc, "unknown source %s: multiple sources are not supported (only $)", pCl->pSrc->u.s.z);
   }
   sqlite3_snprintf(sizeof zAlias, zAlias, "d%d", ++pC->nAlias);
   if (pC->eHist == 1) {
@@ -918,7 +918,7 @@ static int qcInputs(QCtx *pX) {
     char zWhat[32];
     if (pIn->kind == QIN_SRC) {
       if (!ednIsSymbol(pIn->pForm, "$")) {
-        return qcErr(pC, pIn->pForm, "unknown source %s (only $ is supported)",
+        return qcErr(pC, pIn->pForm, "unknown source %s: multiple sources are not supported (only $)",
                      pIn->pForm->u.s.z);
       }
       continue;
