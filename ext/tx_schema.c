@@ -150,7 +150,10 @@ static int txSchemaEntity(Tx *p, sqlite3_int64 e) {
       return txErr(p, 0, 0, "attribute %s needs a :db/valueType", zName);
     }
     if (vtFromTypeEntid(aV[ENTID_DB_VALUETYPE]) == VT_NONE) {
-      return txErr(p, 0, 0, "attribute %s: :db/valueType must be one of the :db.type/* idents", zName);
+      const char *zType = schemaIdent(p->pSchema, aV[ENTID_DB_VALUETYPE]);
+      return txErr(p, 0, 0, "attribute %s: unsupported :db/valueType %s; use one of the :db.type/* "
+                   "idents ref, keyword, long, double, string, uuid, boolean, instant, bytes",
+                   zName, zType ? zType : "(not a type)");
     }
     if (aHas[ENTID_DB_CARDINALITY] && aV[ENTID_DB_CARDINALITY] != ENTID_DB_CARD_ONE
         && aV[ENTID_DB_CARDINALITY] != ENTID_DB_CARD_MANY) {

@@ -228,7 +228,8 @@ START_TEST(test_schema_legacy_and_errors) {
   Tfail("[{:db/ident :z/z :db/cardinality :db.cardinality/one}]",
         "attribute :z/z needs a :db/valueType");
   Tfail("[{:db/ident :z/z :db/valueType :db.cardinality/one}]",
-        "attribute :z/z: :db/valueType must be one of the :db.type/* idents");
+        "attribute :z/z: unsupported :db/valueType :db.cardinality/one; use one of");
+  Tfail("[{:db/ident :z/z :db/valueType :db.type/uri}]", "unsupported :db/valueType :db.type/uri");
   /* unchanged values are fine (not an alteration) */
   Tok("[{:db/ident :p/age :db/cardinality :db.cardinality/one :db/doc \"years\"}]");
   CHECK_Q("SELECT v FROM datoms WHERE e = 65542 AND a = 37", "years");
