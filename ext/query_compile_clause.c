@@ -796,12 +796,44 @@ static int qcRulesPrepare(QComp *pC) {
   return pC->rc;
 }
 
+/* A transitive-closure definition [(r ?a ?b) (r ?a ?c) (r ?c ?b)] (in
+** either clause order) in a group of one binary head: non-linear, but its
+** fixpoint equals the linear [(r ?a ?b) (base ?a ?c) (r ?c ?b)] where base
+** is r's non-recursive definitions, which SQLite can iterate. */
+static int qcIsChain(const QRuleInfo *pRi, int g, const QRule *pR) {
+  const QClause *c1, *c2;
+  const char *zH0, *zH1;
+  int i;
+  for (i = 0; i < pRi->nHead; i++) {
+    if (pRi->aHead[i].iGroup == g && strcmp(pRi->aHead[i].zName, pR->zName) != 0) return 0;
+  }
+  if (pR->nHead != 2 || pR->nClause != 2) return 0;
+  c1 = pR->aClause[0];
+  c2 = pR->aClause[1];
+  if (c1->kind != QC_RULE || c2->kind != QC_RULE || c1->nArg != 2 || c2->nArg != 2) return 0;
+  if (strcmp(c1->zName, pR->zName) || strcmp(c2->zName, pR->zName)) return 0;
+  for (i = 0; i < 2; i++) {
+    if (!ednIsVar(c1->aArg[i]) || !ednIsVar(c2->aArg[i])) return 0;
+  }
+  zH0 = pR->aHead[0]->u.s.z;
+  zH1 = pR->aHead[1]->u.s.z;
+  if (strcmp(zH0, zH1) == 0) return 0;
+  if (strcmp(c2->aArg[0]->u.s.z, zH0) == 0) {   /* written right to left */
+    const QClause *t = c1;
+    c1 = c2;
+    c2 = t;
+  }
+  return strcmp(c1->aArg[0]->u.s.z, zH0) == 0 && strcmp(c2->aArg[1]->u.s.z, zH1) == 0
+      && strcmp(c1->aArg[1]->u.s.z, c2->aArg[0]->u.s.z) == 0
+      && strcmp(c1->aArg[1]->u.s.z, zH0) != 0 && strcmp(c1->aArg[1]->u.s.z, zH1) != 0;
+}
+
 /* Compiles every definition of group g into the CTE rules<g>. */
 static int qcRulesGroup(QComp *pC, int g, int iDepth) {
   QRuleInfo *pRi = pC->pRi;
   sqlite3_str *pBase = sqlite3_str_new(NULL);
   sqlite3_str *pRec = sqlite3_str_new(NULL);
-  int i, j, nBase = 0, nRec = 0, nMax = pRi->aHead[g].nCols;
+  int i, j, nBase = 0, nRec = 0, nChain = 0, iChainHead = 0, nMax = pRi->aHead[g].nCols;
   int nSelfSave = pC->nSelfRef;
   const char *zFirst = pRi->aHead[g].zName;
   if (iDepth > EDN_MAX_DEPTH) return qcErr(pC, NULL, "rules nested too deep");
@@ -813,6 +845,11 @@ static int qcRulesGroup(QComp *pC, int g, int iDepth) {
     sqlite3_str *pSel;
     char *zBody = NULL, *zSel;
     if (pRi->aHead[h].iGroup != g) continue;
+    if (qcIsChain(pRi, g, pR)) {
+      nChain++;
+      iChainHead = h;
+      continue;
+    }
     pSel = sqlite3_str_new(NULL);
     qcCtxInit(&sub, pC, NULL);
     pC->nSelfRef = 0;
@@ -860,6 +897,22 @@ static int qcRulesGroup(QComp *pC, int g, int iDepth) {
   if (pC->rc == SQLITE_OK && nBase == 0) {
     qcErr(pC, NULL, "unsupported recursion: rule %s has no definition without recursion"
           " (it could never produce a row)", zFirst);
+  }
+  if (pC->rc == SQLITE_OK && nChain && nRec) {
+    qcErr(pC, NULL, "unsupported recursion: rule %s mixes a transitive definition with other"
+          " recursive ones", zFirst);
+  }
+  if (pC->rc == SQLITE_OK && nChain) {
+    /* rulesb<g>: the base relation; the chain becomes base ∘ rules. */
+    if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");
+    sqlite3_str_appendf(pC->pCte, "rulesb%d(r, c0, c1, t0, t1) AS (%s)", g,
+                        sqlite3_str_value(pBase));
+    sqlite3_str_reset(pBase);
+    sqlite3_str_appendf(pBase, "SELECT * FROM rulesb%d", g);
+    sqlite3_str_appendf(pRec, "SELECT %d, b.c0, x.c1, b.t0, x.t1 FROM rulesb%d b, rules%d x"
+                        " WHERE b.r = %d AND x.r = %d AND x.c0 = b.c1 AND x.t0 IS b.t1",
+                        iChainHead, g, g, iChainHead, iChainHead);
+    nRec = 1;
   }
   if (pC->rc == SQLITE_OK) {
     if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");

@@ -209,9 +209,17 @@ static const QCase aCase[] = {
   { "[:find [?i ...] :in $ % :where [?a :node/id 1] (two ?a ?b) [?b :node/id ?i]]",
     "{\"inputs\":[{\"edn\":\"[[(one ?x ?y) [?x :node/follow ?y]] [(two ?x ?z) (one ?x ?y) (one ?y ?z)]]\"}]}",
     "3" },
-  /* non-linear recursion: refused clearly (peer fault B15), never run */
-  { "[:find ?a :in $ % :where (tc ?a ?b)]",
+  /* non-linear transitive closure (peer fault B15): terminates, same set
+  ** as the linear form; n1->n2->n3->{n1,n4} */
+  { "[:find ?a ?b :in $ % :where (tc ?x ?y) [?x :node/id ?a] [?y :node/id ?b] [(= ?a 4)]]",
     "{\"inputs\":[{\"edn\":\"[[(tc ?x ?y) [?x :node/follow ?y]] [(tc ?x ?y) (tc ?x ?z) (tc ?z ?y)]]\"}]}",
+    "" },
+  { "[:find [?b ...] :in $ % :where [?x :node/id 1] (tc ?x ?y) [?y :node/id ?b]]",
+    "{\"inputs\":[{\"edn\":\"[[(tc ?x ?y) [?x :node/follow ?y]] [(tc ?x ?y) (tc ?z ?y) (tc ?x ?z)]]\"}]}",
+    "1;2;3;4" },
+  /* other non-linear shapes: refused clearly, never run */
+  { "[:find ?a :in $ % :where (tc ?a ?b)]",
+    "{\"inputs\":[{\"edn\":\"[[(tc ?x ?y) [?x :node/follow ?y]] [(tc ?x ?y) (tc ?x ?z) (tc ?z ?y) [?y :node/id _]]]\"}]}",
     "ERROR: line 1 col 36: unsupported recursion" },
   /* aggregates */
   { "[:find ?a (count ?e) :where [?e :person/age ?a]]", NULL, "[10,3];[20,3]" },
