@@ -489,6 +489,101 @@ static int qcFulltext(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg,
   return pC->rc;
 }
 
+/* (tx-ids $ ?from ?to): the transactions with from <= tx < to, from the
+** log; bound as a collection [?tx ...]. */
+static int qcTxIds(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
+  QComp *pC = pX->pC;
+  ValueType vt;
+  char *zFrom, *zTo = NULL;
+  char zAlias[24];
+  if (nArg != 2) return qcErr(pC, pCl->pForm, "tx-ids takes $, a start and an end tx");
+  if (pCl->bind.kind != QB_COLL && pCl->bind.kind != QB_SCALAR) {
+    return qcErr(pC, pCl->pForm, "tx-ids binds a collection [?tx ...]");
+  }
+  zFrom = qcTermExpr(pX, aArg[0], &vt, NULL, "function");
+  if (zFrom) zTo = qcTermExpr(pX, aArg[1], &vt, NULL, "function");
+  if (zTo) {
+    sqlite3_snprintf(sizeof zAlias, zAlias, "x%d", ++pC->nAlias);
+    /* A plain join (a derived table could not see ?from/?to): rows repeat
+    ** per datom, and the query's DISTINCT makes them a set again. */
+    qcFrom(pX, sqlite3_mprintf("timelined_transactions %s", zAlias));
+    qcWhere(pX, sqlite3_mprintf("%s.timeline IS 0 AND %s.tx >= %s AND %s.tx < %s",
+                                zAlias, zAlias, zFrom, zAlias, zTo));
+    if (!qIsBlank(pCl->bind.aVar[0])) {
+      qcBindVar(pX, pCl->bind.aVar[0]->u.s.z, sqlite3_mprintf("%s.tx", zAlias), VT_REF, NULL, 0);
+    }
+  }
+  sqlite3_free(zFrom);
+  sqlite3_free(zTo);
+  return pC->rc;
+}
+
+/* (tx-data $ ?tx): the log rows of one transaction, bound as a relation
+** [[?e ?a ?v ?tx ?added]]. */
+static int qcTxData(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
+  QComp *pC = pX->pC;
+  ValueType vt;
+  char *zTx;
+  char zAlias[24];
+  int i;
+  if (nArg != 1) return qcErr(pC, pCl->pForm, "tx-data takes $ and a tx");
+  if (pCl->bind.kind != QB_REL || pCl->bind.nVar > 5) {
+    return qcErr(pC, pCl->pForm, "tx-data binds a relation [[?e ?a ?v ?tx ?added]]");
+  }
+  zTx = qcTermExpr(pX, aArg[0], &vt, NULL, "function");
+  if (zTx == NULL) return pC->rc;
+  sqlite3_snprintf(sizeof zAlias, zAlias, "x%d", ++pC->nAlias);
+  qcFrom(pX, sqlite3_mprintf("timelined_transactions %s", zAlias));
+  qcWhere(pX, sqlite3_mprintf("%s.timeline IS 0 AND %s.tx = %s", zAlias, zAlias, zTx));
+  sqlite3_free(zTx);
+  for (i = 0; i < pCl->bind.nVar && pC->rc == SQLITE_OK; i++) {
+    const EdnValue *pVar = pCl->bind.aVar[i];
+    if (qIsBlank(pVar)) continue;
+    switch (i) {
+      case 0: qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.e", zAlias), VT_REF, NULL, 1); break;
+      case 1: qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.a", zAlias), VT_REF, NULL, 1); break;
+      case 2:
+        qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.v", zAlias), VT_NONE,
+                  sqlite3_mprintf("%s.value_type_tag", zAlias), 0);
+        break;
+      case 3: qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.tx", zAlias), VT_REF, NULL, 1); break;
+      default:
+        qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.added", zAlias), VT_BOOLEAN, NULL, 0);
+        break;
+    }
+  }
+  return pC->rc;
+}
+
+/* (type ?v): the value type keyword of a value, e.g. :db.type/long. */
+static int qcType(QCtx *pX, const QClause *pCl) {
+  QComp *pC = pX->pC;
+  ValueType vt;
+  char *zTag = NULL, *zV, *zExpr;
+  if (pCl->nArg != 1) return qcErr(pC, pCl->pForm, "type takes one value");
+  zV = qcTermExpr(pX, pCl->aArg[0], &vt, &zTag, "function");
+  if (zV == NULL) return pC->rc;
+  if (vt != VT_NONE && vt != QVT_JSON) {
+    zExpr = sqlite3_mprintf("'%q'", vt == VT_LONG || vt == VT_DOUBLE ? "" : vtName(vt));
+    if (vt == VT_LONG || vt == VT_DOUBLE) {
+      sqlite3_free(zExpr);
+      zExpr = sqlite3_mprintf("(CASE typeof(%s) WHEN 'integer' THEN ':db.type/long'"
+                              " ELSE ':db.type/double' END)", zV);
+    }
+  } else {
+    zExpr = sqlite3_mprintf(
+        "(CASE %s WHEN 0 THEN ':db.type/ref' WHEN 1 THEN ':db.type/boolean' WHEN 4 THEN"
+        " ':db.type/instant' WHEN 5 THEN (CASE typeof(%s) WHEN 'integer' THEN ':db.type/long'"
+        " ELSE ':db.type/double' END) WHEN 10 THEN ':db.type/string' WHEN 11 THEN"
+        " ':db.type/uuid' WHEN 13 THEN ':db.type/keyword' WHEN 15 THEN ':db.type/bytes' END)",
+        zTag ? zTag : "NULL", zV);
+  }
+  sqlite3_free(zV);
+  sqlite3_free(zTag);
+  if (zExpr == NULL) return qcNoMem(pC);
+  return qcBindResult(pX, pCl, zExpr, VT_KEYWORD, NULL);
+}
+
 int qcFunction(QCtx *pX, const QClause *pCl) {
   QComp *pC = pX->pC;
   const EdnValue *const *aArg;
@@ -509,6 +604,9 @@ int qcFunction(QCtx *pX, const QClause *pCl) {
   if (strcmp(z, "get-some") == 0) return qcGetSome(pX, pCl, aArg, nArg);
   if (strcmp(z, "untuple") == 0) return qcUntuple(pX, pCl);
   if (strcmp(z, "fulltext") == 0) return qcFulltext(pX, pCl, aArg, nArg);
+  if (strcmp(z, "tx-ids") == 0) return qcTxIds(pX, pCl, aArg, nArg);
+  if (strcmp(z, "tx-data") == 0) return qcTxData(pX, pCl, aArg, nArg);
+  if (strcmp(z, "type") == 0) return qcType(pX, pCl);
   if (strcmp(z, "missing?") == 0) {
     return qcErr(pC, pCl->pForm, "missing? is a predicate: write [(missing? $ ?e :attr)]");
   }
