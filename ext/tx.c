@@ -124,7 +124,7 @@ int txStmt(Tx *p, int eStmt, sqlite3_stmt **ppStmt) {
                             &pCache->aStmt[eStmt], NULL);
     sqlite3_free(zBatch);
     if (rc != SQLITE_OK) {
-      return txErr(p, 0, 0, "cannot prepare the transactor's SQL: %s", sqlite3_errmsg(p->db));
+      return txSqlErr(p, "cannot prepare the transactor's SQL: ");
     }
   } else {
     sqlite3_reset(pCache->aStmt[eStmt]);
@@ -152,6 +152,19 @@ int txErr(Tx *p, int line, int col, const char *zFmt, ...) {
     *p->pzErr = zMsg;
   }
   return SQLITE_ERROR;
+}
+
+/* An error from an SQLite call on the writer: "<zWhat><sqlite message>",
+** returning SQLite's own primary code (SQLITE_NOMEM, SQLITE_BUSY, SQLITE_IOERR
+** ... reach the caller as such; other failures are SQLITE_ERROR). */
+int txSqlErr(Tx *p, const char *zWhat) {
+  int ec = sqlite3_errcode(p->db) & 0xff;
+  int rc;
+  if (ec == SQLITE_NOMEM) return SQLITE_NOMEM;
+  rc = txErr(p, 0, 0, "%s%s", zWhat ? zWhat : "", sqlite3_errmsg(p->db));
+  if (rc != SQLITE_ERROR) return rc;
+  return (ec == SQLITE_OK || ec == SQLITE_ROW || ec == SQLITE_DONE || ec == SQLITE_CONSTRAINT)
+         ? SQLITE_ERROR : ec;
 }
 
 /* Appends a zeroed op. The pointer is valid until the next txNewOp. */
@@ -247,7 +260,12 @@ int txValueFromStored(Tx *p, const Attr *pAttr, sqlite3_stmt *pStmt, int iCol,
     rc = txStmt(p, TXS_FTS_TEXT, &pText);
     if (rc) return rc;
     sqlite3_bind_int64(pText, 1, *piFts);
-    if (sqlite3_step(pText) == SQLITE_ROW) {
+    rc = sqlite3_step(pText);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+      sqlite3_reset(pText);
+      return txSqlErr(p, "cannot read fulltext_values: ");
+    }
+    if (rc == SQLITE_ROW) {
       n = sqlite3_column_bytes(pText, 0);
       z = sqlite3_column_text(pText, 0);
       pOut->z = ednArenaStrdup(p->pArena, z ? (const char *)z : "", n);
@@ -311,7 +329,7 @@ static int txLoadParts(Tx *p) {
     p->nPart++;
   }
   sqlite3_reset(pStmt);
-  if (rc != SQLITE_DONE) return txErr(p, 0, 0, "cannot read known_parts: %s", sqlite3_errmsg(p->db));
+  if (rc != SQLITE_DONE) return txSqlErr(p, "cannot read known_parts: ");
   if (p->iPartTx < 0 || p->iPartUser < 0 || p->iPartDb < 0) {
     return txErr(p, 0, 0, "the store's known_parts table lacks a core partition");
   }
@@ -347,7 +365,7 @@ static int txSaveParts(Tx *p) {
     rc = sqlite3_step(pStmt);
     sqlite3_reset(pStmt);
     if (rc != SQLITE_DONE) {
-      return txErr(p, 0, 0, "cannot update known_parts: %s", sqlite3_errmsg(p->db));
+      return txSqlErr(p, "cannot update known_parts: ");
     }
   }
   return SQLITE_OK;
@@ -428,6 +446,12 @@ int txTransact(Store *pStore, const char *zEdn, int nEdn,
   }
   if (rc == SQLITE_OK && tx.bSchema) rc = txSchemaFinish(&tx, &pNew);
   if (rc == SQLITE_OK) rc = txSaveParts(&tx);
+  if (rc == SQLITE_OK && sqlite3_get_autocommit(tx.db)) {
+    /* SQLite ends a transaction by itself after some errors (e.g. out of
+    ** memory); every step is checked, so this is a last guard against
+    ** committing half a transaction. */
+    rc = txErr(&tx, 0, 0, "the store's write transaction ended unexpectedly; nothing was written");
+  }
 
 cleanup:
   if (bBegun) {

@@ -158,8 +158,10 @@ static int txLookupRef(Tx *p, const EdnValue *pForm, const EdnValue *pA,
     rc = txStmt(p, TXS_FTS_FIND, &pStmt);
     if (rc) return rc;
     sqlite3_bind_text(pStmt, 1, v.z, v.n, SQLITE_STATIC);
-    if (sqlite3_step(pStmt) != SQLITE_ROW) {
+    rc = sqlite3_step(pStmt);
+    if (rc != SQLITE_ROW) {
       sqlite3_reset(pStmt);
+      if (rc != SQLITE_DONE) return txSqlErr(p, "lookup failed: ");
       return txErr(p, pForm->line, pForm->col, "lookup ref %s does not resolve", txEdnText(p, pForm));
     }
     v.type = VT_LONG;
@@ -170,7 +172,8 @@ static int txLookupRef(Tx *p, const EdnValue *pForm, const EdnValue *pA,
   if (rc) return rc;
   sqlite3_bind_int64(pStmt, 1, pAttr->e);
   sqlite3_bind_int(pStmt, 2, vtTag(pAttr->type));
-  valueBind(pStmt, 3, &v);
+  rc = valueBind(pStmt, 3, &v);
+  if (rc != SQLITE_OK) return rc;
   rc = sqlite3_step(pStmt);
   if (rc == SQLITE_ROW) {
     *pE = sqlite3_column_int64(pStmt, 0);
@@ -178,7 +181,7 @@ static int txLookupRef(Tx *p, const EdnValue *pForm, const EdnValue *pA,
     return SQLITE_OK;
   }
   sqlite3_reset(pStmt);
-  if (rc != SQLITE_DONE) return txErr(p, 0, 0, "lookup failed: %s", sqlite3_errmsg(p->db));
+  if (rc != SQLITE_DONE) return txSqlErr(p, "lookup failed: ");
   return txErr(p, pForm->line, pForm->col, "lookup ref %s does not resolve", txEdnText(p, pForm));
 }
 

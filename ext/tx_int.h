@@ -106,6 +106,7 @@ typedef struct Tx {
 /* tx.c */
 int txStmt(Tx *p, int eStmt, sqlite3_stmt **ppStmt);
 int txErr(Tx *p, int line, int col, const char *zFmt, ...);
+int txSqlErr(Tx *p, const char *zWhat);
 int txNewOp(Tx *p, TxOp **ppOp);
 int txValueBindStored(Tx *p, sqlite3_stmt *pStmt, int i, const TxOp *pOp);
 void txValuePrint(sqlite3_str *pOut, const Schema *pSchema, const TypedValue *pV);

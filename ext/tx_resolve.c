@@ -41,12 +41,13 @@ static int txProbe(Tx *p, TxOp *pOp, const TypedValue *pV) {
   if (rc) return rc;
   sqlite3_bind_int64(pStmt, 1, pOp->pAttr->e);
   sqlite3_bind_int(pStmt, 2, vtTag(pOp->pAttr->type));
-  valueBind(pStmt, 3, pV);
+  rc = valueBind(pStmt, 3, pV);
+  if (rc != SQLITE_OK) return rc;
   rc = sqlite3_step(pStmt);
   pOp->eUpsert = rc == SQLITE_ROW ? sqlite3_column_int64(pStmt, 0) : 0;
   sqlite3_reset(pStmt);
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-    return txErr(p, 0, 0, "upsert lookup failed: %s", sqlite3_errmsg(p->db));
+    return txSqlErr(p, "upsert lookup failed: ");
   }
   pOp->bUpsertSeen = 1;
   return SQLITE_OK;
@@ -224,7 +225,7 @@ static int txRetractAttr(Tx *p, int iOp) {
     if (rc) { sqlite3_reset(pStmt); return rc; }
   }
   sqlite3_reset(pStmt);
-  return rc == SQLITE_DONE ? SQLITE_OK : txErr(p, 0, 0, "%s", sqlite3_errmsg(p->db));
+  return rc == SQLITE_DONE ? SQLITE_OK : txSqlErr(p, NULL);
 }
 
 /* retractEntity: the entity's datoms, datoms referring to it, and its
@@ -266,7 +267,7 @@ static int txRetractEntity(Tx *p, int iOp) {
       }
     }
     sqlite3_reset(pStmt);
-    if (rc != SQLITE_DONE) { rc = txErr(p, 0, 0, "%s", sqlite3_errmsg(p->db)); goto cleanup; }
+    if (rc != SQLITE_DONE) { rc = txSqlErr(p, NULL); goto cleanup; }
     rc = txStmt(p, TXS_REFS_TO, &pStmt);
     if (rc) goto cleanup;
     sqlite3_bind_int64(pStmt, 1, x);
@@ -285,7 +286,7 @@ static int txRetractEntity(Tx *p, int iOp) {
       pOp->v.i = x;
     }
     sqlite3_reset(pStmt);
-    if (rc != SQLITE_DONE) { rc = txErr(p, 0, 0, "%s", sqlite3_errmsg(p->db)); goto cleanup; }
+    if (rc != SQLITE_DONE) { rc = txSqlErr(p, NULL); goto cleanup; }
     rc = SQLITE_OK;
   }
 cleanup:
@@ -319,7 +320,7 @@ static int txCas(Tx *p, int iOp) {
     if (!pOp->bOldNil && txValueCmp(&v, &pOp->vOld) == 0) bFound = 1;
   }
   sqlite3_reset(pStmt);
-  if (rc != SQLITE_DONE) return txErr(p, 0, 0, "%s", sqlite3_errmsg(p->db));
+  if (rc != SQLITE_DONE) return txSqlErr(p, NULL);
   if (pOp->bOldNil ? nRow == 0 : bFound) {
     pOp->eOp = TXOP_ADD;
     return SQLITE_OK;

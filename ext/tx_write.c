@@ -105,27 +105,28 @@ static int txFts(Tx *p, TxOp *pOp, int bCreate, int *pbFound) {
       return SQLITE_OK;
     }
     sqlite3_reset(pStmt);
-    if (rc != SQLITE_DONE) return txErr(p, 0, 0, "fulltext lookup failed: %s", sqlite3_errmsg(p->db));
+    if (rc != SQLITE_DONE) return txSqlErr(p, "fulltext lookup failed: ");
     if (!bCreate || k == 1) break;
     rc = txStmt(p, TXS_FTS_ADD, &pStmt);
     if (rc) return rc;
     sqlite3_bind_text(pStmt, 1, pOp->v.z, pOp->v.n, SQLITE_STATIC);
     rc = sqlite3_step(pStmt);
     sqlite3_reset(pStmt);
-    if (rc != SQLITE_DONE) return txErr(p, 0, 0, "fulltext insert failed: %s", sqlite3_errmsg(p->db));
+    if (rc != SQLITE_DONE) return txSqlErr(p, "fulltext insert failed: ");
   }
   *pbFound = 0;
   return bCreate ? txErr(p, 0, 0, "fulltext value was not stored") : SQLITE_OK;
 }
 
-/* Binds one log row (6 parameters from iBase + 1). */
-static void txBindLog(Tx *p, sqlite3_stmt *pStmt, int iBase, const TxOp *pOp, int bAdded) {
+/* Binds one log row (6 parameters from iBase + 1). Only the value bind
+** can fail (it copies text/blobs): its code is returned. */
+static int txBindLog(Tx *p, sqlite3_stmt *pStmt, int iBase, const TxOp *pOp, int bAdded) {
   sqlite3_bind_int64(pStmt, iBase + 1, pOp->e.e);
   sqlite3_bind_int64(pStmt, iBase + 2, pOp->pAttr->e);
-  txValueBindStored(p, pStmt, iBase + 3, pOp);
   sqlite3_bind_int64(pStmt, iBase + 4, p->iTx);
   sqlite3_bind_int(pStmt, iBase + 5, bAdded);
   sqlite3_bind_int(pStmt, iBase + 6, vtTag(pOp->pAttr->type));
+  return txValueBindStored(p, pStmt, iBase + 3, pOp);
 }
 
 static int txLog(Tx *p, const TxOp *pOp, int bAdded) {
@@ -134,10 +135,11 @@ static int txLog(Tx *p, const TxOp *pOp, int bAdded) {
   if (pOp->pAttr->bNoHistory) return SQLITE_OK;
   rc = txStmt(p, TXS_LOG, &pStmt);
   if (rc) return rc;
-  txBindLog(p, pStmt, 0, pOp, bAdded);
+  rc = txBindLog(p, pStmt, 0, pOp, bAdded);
+  if (rc != SQLITE_OK) return rc;
   rc = sqlite3_step(pStmt);
   sqlite3_reset(pStmt);
-  return rc == SQLITE_DONE ? SQLITE_OK : txErr(p, 0, 0, "cannot write the log: %s", sqlite3_errmsg(p->db));
+  return rc == SQLITE_DONE ? SQLITE_OK : txSqlErr(p, "cannot write the log: ");
 }
 
 /* Runs a cached statement binding (e, a, tag, v) as ?1..?4. */
@@ -148,13 +150,14 @@ static int txStepEAV(Tx *p, int eStmt, const TxOp *pOp, int *pbRow, int *pnChang
   sqlite3_bind_int64(pStmt, 1, pOp->e.e);
   sqlite3_bind_int64(pStmt, 2, pOp->pAttr->e);
   sqlite3_bind_int(pStmt, 3, vtTag(pOp->pAttr->type));
-  txValueBindStored(p, pStmt, 4, pOp);
+  rc = txValueBindStored(p, pStmt, 4, pOp);
+  if (rc != SQLITE_OK) return rc;
   rc = sqlite3_step(pStmt);
   if (pbRow) *pbRow = rc == SQLITE_ROW;
   if (pnChange) *pnChange = sqlite3_changes(p->db);
   sqlite3_reset(pStmt);
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-    return txErr(p, 0, 0, "cannot write datoms: %s", sqlite3_errmsg(p->db));
+    return txSqlErr(p, "cannot write datoms: ");
   }
   return SQLITE_OK;
 }
@@ -202,7 +205,7 @@ static int txPrepareAdd(Tx *p, TxOp *pOp) {
     sqlite3_bind_int64(pStmt, 3, p->iTx);
     rc = sqlite3_step(pStmt);
     sqlite3_reset(pStmt);
-    if (rc != SQLITE_DONE) return txErr(p, 0, 0, "cannot write the log: %s", sqlite3_errmsg(p->db));
+    if (rc != SQLITE_DONE) return txSqlErr(p, "cannot write the log: ");
   }
   rc = txStmt(p, TXS_DELETE_OLD, &pStmt);
   if (rc) return rc;
@@ -210,7 +213,7 @@ static int txPrepareAdd(Tx *p, TxOp *pOp) {
   sqlite3_bind_int64(pStmt, 2, pOp->pAttr->e);
   rc = sqlite3_step(pStmt);
   sqlite3_reset(pStmt);
-  if (rc != SQLITE_DONE) return txErr(p, 0, 0, "cannot write datoms: %s", sqlite3_errmsg(p->db));
+  if (rc != SQLITE_DONE) return txSqlErr(p, "cannot write datoms: ");
   return SQLITE_OK;
 }
 
@@ -224,7 +227,8 @@ static int txUniqueConflict(Tx *p, const TxOp *pOp) {
   if (rc) return rc;
   sqlite3_bind_int64(pStmt, 1, pOp->pAttr->e);
   sqlite3_bind_int(pStmt, 2, vtTag(pOp->pAttr->type));
-  txValueBindStored(p, pStmt, 3, pOp);
+  rc = txValueBindStored(p, pStmt, 3, pOp);
+  if (rc != SQLITE_OK) return rc;
   if (sqlite3_step(pStmt) == SQLITE_ROW) eHolder = sqlite3_column_int64(pStmt, 0);
   sqlite3_reset(pStmt);
   pMsg = sqlite3_str_new(p->db);
@@ -240,18 +244,19 @@ static int txUniqueConflict(Tx *p, const TxOp *pOp) {
 }
 
 /* Binds one datoms row (9 parameters from iBase + 1); the flag columns
-** come from the attribute (format/mentat-v3.md). */
-static void txBindDatom(Tx *p, sqlite3_stmt *pStmt, int iBase, const TxOp *pOp) {
+** come from the attribute (format/mentat-v3.md). Returns the value bind's
+** code (the only one that can fail). */
+static int txBindDatom(Tx *p, sqlite3_stmt *pStmt, int iBase, const TxOp *pOp) {
   const Attr *pA = pOp->pAttr;
   sqlite3_bind_int64(pStmt, iBase + 1, pOp->e.e);
   sqlite3_bind_int64(pStmt, iBase + 2, pA->e);
-  txValueBindStored(p, pStmt, iBase + 3, pOp);
   sqlite3_bind_int64(pStmt, iBase + 4, p->iTx);
   sqlite3_bind_int(pStmt, iBase + 5, vtTag(pA->type));
   sqlite3_bind_int(pStmt, iBase + 6, pA->bIndex || pA->eUnique != UNIQUE_NONE);
   sqlite3_bind_int(pStmt, iBase + 7, pA->type == VT_REF);
   sqlite3_bind_int(pStmt, iBase + 8, pA->bFulltext);
   sqlite3_bind_int(pStmt, iBase + 9, pA->eUnique != UNIQUE_NONE);
+  return txValueBindStored(p, pStmt, iBase + 3, pOp);
 }
 
 static int txInsert(Tx *p, TxOp *pOp) {
@@ -259,11 +264,12 @@ static int txInsert(Tx *p, TxOp *pOp) {
   const Attr *pA = pOp->pAttr;
   int rc = txStmt(p, TXS_INSERT, &pStmt);
   if (rc) return rc;
-  txBindDatom(p, pStmt, 0, pOp);
+  rc = txBindDatom(p, pStmt, 0, pOp);
+  if (rc != SQLITE_OK) return rc;
   rc = sqlite3_step(pStmt);
   sqlite3_reset(pStmt);
   if (rc == SQLITE_CONSTRAINT && pA->eUnique != UNIQUE_NONE) return txUniqueConflict(p, pOp);
-  if (rc != SQLITE_DONE) return txErr(p, 0, 0, "cannot write datoms: %s", sqlite3_errmsg(p->db));
+  if (rc != SQLITE_DONE) return txSqlErr(p, "cannot write datoms: ");
   return txLog(p, pOp, 1);
 }
 
@@ -274,7 +280,10 @@ static int txInsertBatch(Tx *p, TxOp **aBatch) {
   sqlite3_stmt *pStmt = NULL;
   int i, n = 0, rc = txStmt(p, TXS_INSERT_BATCH, &pStmt);
   if (rc) return rc;
-  for (i = 0; i < TX_BATCH; i++) txBindDatom(p, pStmt, i * 9, aBatch[i]);
+  for (i = 0; i < TX_BATCH; i++) {
+    rc = txBindDatom(p, pStmt, i * 9, aBatch[i]);
+    if (rc != SQLITE_OK) return rc;
+  }
   rc = sqlite3_step(pStmt);
   sqlite3_reset(pStmt);
   if (rc == SQLITE_CONSTRAINT) {
@@ -284,7 +293,7 @@ static int txInsertBatch(Tx *p, TxOp **aBatch) {
     }
     return SQLITE_OK;
   }
-  if (rc != SQLITE_DONE) return txErr(p, 0, 0, "cannot write datoms: %s", sqlite3_errmsg(p->db));
+  if (rc != SQLITE_DONE) return txSqlErr(p, "cannot write datoms: ");
   for (i = 0; i < TX_BATCH; i++) n += !aBatch[i]->pAttr->bNoHistory;
   if (n < TX_BATCH) {
     for (i = 0; i < TX_BATCH; i++) {
@@ -295,10 +304,13 @@ static int txInsertBatch(Tx *p, TxOp **aBatch) {
   }
   rc = txStmt(p, TXS_LOG_BATCH, &pStmt);
   if (rc) return rc;
-  for (i = 0; i < TX_BATCH; i++) txBindLog(p, pStmt, i * 6, aBatch[i], 1);
+  for (i = 0; i < TX_BATCH; i++) {
+    rc = txBindLog(p, pStmt, i * 6, aBatch[i], 1);
+    if (rc != SQLITE_OK) return rc;
+  }
   rc = sqlite3_step(pStmt);
   sqlite3_reset(pStmt);
-  return rc == SQLITE_DONE ? SQLITE_OK : txErr(p, 0, 0, "cannot write the log: %s", sqlite3_errmsg(p->db));
+  return rc == SQLITE_DONE ? SQLITE_OK : txSqlErr(p, "cannot write the log: ");
 }
 
 /* The tx's :db/txInstant: an explicit one (on "datomic.tx") wins but may not
@@ -320,11 +332,13 @@ static int txInstant(Tx *p) {
   rc = txStmt(p, TXS_LAST_INSTANT, &pStmt);
   if (rc) return rc;
   sqlite3_bind_int64(pStmt, 1, p->iTx - 1);
-  if (sqlite3_step(pStmt) == SQLITE_ROW) {
+  rc = sqlite3_step(pStmt);
+  if (rc == SQLITE_ROW) {
     iPrev = sqlite3_column_int64(pStmt, 0);
     bPrev = 1;
   }
   sqlite3_reset(pStmt);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return txSqlErr(p, "cannot read the last :db/txInstant: ");
   if (pOp) {
     if (bPrev && pOp->v.i < iPrev) {
       char zA[48], zB[48];
