@@ -27,4 +27,23 @@
 int txTransact(Store *pStore, const char *zEdn, int nEdn,
                sqlite3_str *pReport, char **pzErr);
 
+/* Behaviour where SPEC §5 leaves a choice (follows Datomic unless noted):
+** - An attribute cannot be used in the transaction that defines it: ops are
+**   checked against the schema from before the transaction; the error says
+**   "attribute :a/b is defined in this same transaction; transact the
+**   schema first".
+** - A new attribute without :db/cardinality gets :db.cardinality/one, and
+**   :db/unique without :db/index gets :db/index true, both as datoms.
+** - Altering an existing attribute (any change to :db/valueType,
+**   :db/cardinality, :db/unique, :db/isComponent, :db/index, :db/fulltext,
+**   :db/noHistory) is refused; renaming via :db/ident and :db/doc are fine.
+** - Tempids are keyed by their text: "x", "-1" for -1 and for
+**   #db/id [:db.part/user -1] alike (the first use's partition wins).
+** - Tempids in retractions or cas name fresh entities (so they retract
+**   nothing / fail the cas) rather than being an error.
+** - :db/txInstant may be set on the transaction entity, not earlier than
+**   the previous transaction's; otherwise it is now, kept monotonic.
+** Return codes: SQLITE_ERROR for bad tx-data, else SQLite's own code
+** (SQLITE_NOMEM, SQLITE_BUSY, SQLITE_IOERR ...). */
+
 #endif /* MENTAT_TX_H */
