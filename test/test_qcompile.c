@@ -448,6 +448,89 @@ START_TEST(test_history) {
 }
 END_TEST
 
+/* ---- OOM: every allocation of compile + run may fail: SQLITE_NOMEM (or
+** an SQLite error), never a crash or a leak (run under valgrind). */
+static sqlite3_mem_methods memDefault;
+static int nAllocLeft = -1;     /* allocations until the next fails; -1 never */
+
+static void *oomMalloc(int n) {
+  if (nAllocLeft == 0) return NULL;
+  if (nAllocLeft > 0) nAllocLeft--;
+  return memDefault.xMalloc(n);
+}
+static void *oomRealloc(void *p, int n) {
+  if (nAllocLeft == 0) return NULL;
+  if (nAllocLeft > 0) nAllocLeft--;
+  return memDefault.xRealloc(p, n);
+}
+
+START_TEST(test_oom) {
+  static const char *const azQ[] = {
+    "[:find ?n (count ?e) :in $ [?a ...] :where [?e :person/age ?a] [?e :person/name ?n]"
+    " (not [?e :person/id 3]) (or [?e :person/age 10] [?e :person/age 20])]",
+    "[:find [?bid ...] :in $ % :where [?a :node/id 1] (reach ?a ?b) [?b :node/id ?bid]]",
+    "[:find (pull ?e [:person/name]) ?t :where [?e :person/id 4] [?e :person/name ?n]"
+    " [?e :person/age ?a] [(tuple ?n ?a) ?t] [(get-else $ ?e :person/height 0) ?h]]",
+  };
+  static const char *const azOpts[] = {
+    "{\"inputs\":[[10,20]]}",
+    "{\"inputs\":[{\"edn\":\"[[(reach ?x ?y) [?x :node/follow ?y]] [(reach ?x ?y) [?x :node/follow ?z] (reach ?z ?y)]]\"}]}",
+    NULL,
+  };
+  sqlite3_mem_methods m;
+  int iQ, n;
+  teardown();
+  sqlite3_shutdown();
+  ck_assert_int_eq(sqlite3_config(SQLITE_CONFIG_GETMALLOC, &memDefault), SQLITE_OK);
+  m = memDefault;
+  m.xMalloc = oomMalloc;
+  m.xRealloc = oomRealloc;
+  ck_assert_int_eq(sqlite3_config(SQLITE_CONFIG_MALLOC, &m), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_initialize(), SQLITE_OK);
+  setup();
+  for (iQ = 0; iQ < 3; iQ++) {
+    int bDone = 0;
+    for (n = 0; n < 5000 && !bDone; n += (n < 400 ? 1 : 7)) {
+      QueryOpts opts;
+      StoreConn *pConn = NULL;
+      Schema *pSchema = NULL;
+      QueryRun *pRun = NULL;
+      char *zErr = NULL;
+      int rc;
+      qOptsInit(&opts);
+      rc = qOptsParse(&opts, azOpts[iQ], azOpts[iQ] ? (int)strlen(azOpts[iQ]) : 0, &zErr);
+      ck_assert_int_eq(rc, SQLITE_OK);
+      rc = storeReader(pStore, &pConn, &pSchema, &zErr);
+      ck_assert_int_eq(rc, SQLITE_OK);
+      /* Drop cached plans so every round compiles again. */
+      if (pConn->pQueryCache) {
+        pConn->xQueryCacheFree(pConn->pQueryCache);
+        pConn->pQueryCache = NULL;
+      }
+      nAllocLeft = n;
+      rc = qRunOpen(pConn, pSchema, azQ[iQ], (int)strlen(azQ[iQ]), &opts, &pRun, &zErr);
+      while (rc == SQLITE_OK) {
+        sqlite3_str *pRow = sqlite3_str_new(NULL);
+        rc = qRunStep(pRun, &zErr);
+        if (rc == SQLITE_ROW) rc = qRunRowJson(pRun, pRow);
+        sqlite3_free(sqlite3_str_finish(pRow));
+      }
+      if (nAllocLeft > 0 && rc == SQLITE_DONE) bDone = 1;   /* ran to the end */
+      nAllocLeft = -1;
+      ck_assert_msg(rc == SQLITE_DONE || rc == SQLITE_NOMEM || rc == SQLITE_ERROR
+                    || rc == SQLITE_IOERR_NOMEM || (rc & 0xff) == SQLITE_NOMEM,
+                    "query %d, failing allocation %d: rc %d %s", iQ, n, rc, zErr ? zErr : "");
+      qRunClose(pRun);
+      storeReaderDone(pStore, pConn);
+      schemaUnref(pSchema);
+      qOptsReset(&opts);
+      sqlite3_free(zErr);
+    }
+    ck_assert_msg(bDone, "query %d never completed", iQ);
+  }
+}
+END_TEST
+
 static Suite *qcompileSuite(void) {
   Suite *s = suite_create("qcompile");
   TCase *tc = tcase_create("core");
@@ -459,6 +542,7 @@ static Suite *qcompileSuite(void) {
   tcase_add_test(tc, test_sql_text);
   tcase_add_test(tc, test_plan_cache);
   tcase_add_test(tc, test_history);
+  tcase_add_test(tc, test_oom);
   suite_add_tcase(s, tc);
   return s;
 }
