@@ -343,7 +343,9 @@ static int txLoadParts(Tx *p) {
 }
 
 /* True when e was allocated by this transaction (it has no datoms in the
-** store yet, so existence and old-value probes can be skipped). */
+** store yet, so existence and old-value probes can be skipped). Relies on
+** the marks covering every entid in use, which txBumpPart maintains for
+** explicit entids. */
 int txIsFresh(const Tx *p, sqlite3_int64 e) {
   int i;
   for (i = 0; i < p->nPart; i++) {

@@ -141,8 +141,33 @@ static int txMergeNewIdentities(Tx *p, int *pbChanged) {
   return SQLITE_OK;
 }
 
+/* An explicit entid at or past its partition's mark (the user may name any
+** entid) moves the mark past it, so a later allocation never hands out an
+** id that already has datoms. The tx partition is left alone: its mark is
+** the next transaction's id. */
+static void txBumpPart(Tx *p, const TxPlace *pPl) {
+  int j;
+  if (pPl->eKind != TXP_ENTID) return;
+  for (j = 0; j < p->nPart; j++) {
+    TxPart *pPart = &p->aPart[j];
+    if (j == p->iPartTx || pPl->e < pPart->iStart || pPl->e > pPart->iEnd) continue;
+    if (pPl->e >= pPart->iIdx && pPl->e < pPart->iEnd) {
+      pPart->iIdx = pPl->e + 1;
+      pPart->bDirty = 1;
+    }
+  }
+}
+
 static int txAllocate(Tx *p) {
   int i, j;
+  for (i = 0; i < p->nOp; i++) {
+    if (p->aOp[i].eOp != TXOP_ADD && p->aOp[i].eOp != TXOP_CAS) continue;  /* retractions add nothing */
+    txBumpPart(p, &p->aOp[i].e);
+    if (p->aOp[i].pAttr && p->aOp[i].pAttr->type == VT_REF) {
+      txBumpPart(p, &p->aOp[i].vRef);
+      txBumpPart(p, &p->aOp[i].vOldRef);
+    }
+  }
   for (i = 0; i < p->nTemp; i++) {
     if (p->aTemp[i].bEntity) p->aTemp[txTempRoot(p, i)].bEntity = 1;
   }

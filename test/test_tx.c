@@ -273,6 +273,12 @@ START_TEST(test_add_list_form) {
   CHECK_Q("SELECT count(*) FROM timelined_transactions WHERE tx = 268435458 AND a = 3 AND added = 1", "1");
   CHECK_Q("SELECT part, idx FROM known_parts ORDER BY part",
           ":db.part/db|41;:db.part/tx|268435459;:db.part/user|65550");
+  /* an explicit entid past the user mark moves the mark, so it is never
+  ** handed out again; the entity keeps cardinality one */
+  Tok("[[:db/add 70000 :p/name \"explicit\"]]");
+  CHECK_Q("SELECT idx FROM known_parts WHERE part = ':db.part/user'", "70001");
+  Tok("[[:db/add 70000 :p/name \"again\"] [:db/add \"fresh\" :p/name \"f\"]]");
+  CHECK_Q("SELECT e, v FROM datoms WHERE a = 65536 AND e >= 70000 ORDER BY e", "70000|again;70001|f");
   /* typed values: ref by entid, keyword ident, instant, double as REAL */
   Tok("[[:db/add 65549 :p/friend 65549] [:db/add 65549 :p/parent :p/name]]");
   CHECK_Q("SELECT a, v, value_type_tag, index_vaet FROM datoms WHERE e = 65549 AND a IN (65539, 65540)"
