@@ -242,7 +242,16 @@ int storeConfigure(sqlite3 *db, int bMemory, char **pzErr) {
     sqlite3_stmt *pStmt = NULL;
     rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &pStmt, NULL);
     if (rc == SQLITE_OK) {
-      rc = sqlite3_step(pStmt);
+      /* Switching a new file to WAL upgrades a shared lock to exclusive;
+      ** SQLite answers BUSY at once there, without the busy handler (it
+      ** would deadlock with another connection doing the same), so
+      ** connections opening a new store together retry here instead. */
+      for (int nWait = 0; nWait < STORE_BUSY_TIMEOUT_MS; nWait += 10) {
+        rc = sqlite3_step(pStmt);
+        if (rc != SQLITE_BUSY && rc != SQLITE_LOCKED) break;
+        sqlite3_reset(pStmt);
+        sqlite3_sleep(10);
+      }
       if (rc == SQLITE_ROW) {
         const char *zMode = (const char *)sqlite3_column_text(pStmt, 0);
         rc = (zMode && strcasecmp(zMode, "wal") == 0) ? SQLITE_OK : SQLITE_ERROR;

@@ -6,6 +6,7 @@
 */
 #include <pthread.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include "testutil.h"
 #include "store.h"
 
@@ -280,6 +281,60 @@ START_TEST(test_no_snapshot_between_calls) {
   sqlite3_finalize(pStmt);
   storeRelease(p);
   sqlite3_free(zErr);
+}
+END_TEST
+
+/* The environment is read once per process, so each setting is checked in
+** a fresh child: MENTAT_SYNCHRONOUS, MENTAT_MMAP_SIZE, MENTAT_STORE_CACHE. */
+static int childSettings(const char *zSync, const char *zMmap, const char *zCache,
+                         int iWantSync, sqlite3_int64 iWantMmap, int bWantShared) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    char zPath[256];
+    int bad = 0;
+    if (zSync) setenv("MENTAT_SYNCHRONOUS", zSync, 1);
+    if (zMmap) setenv("MENTAT_MMAP_SIZE", zMmap, 1);
+    if (zCache) setenv("MENTAT_STORE_CACHE", zCache, 1);
+    snprintf(zPath, sizeof zPath, "%s", tuTempPath("env.db"));
+    Store *p = NULL, *p2 = NULL;
+    StoreConn *pC = NULL;
+    Schema *pS = NULL;
+    char *zErr = NULL;
+    if (storeAcquire(zPath, &p, &zErr) != SQLITE_OK) _exit(10);
+    if (storeAcquire(zPath, &p2, &zErr) != SQLITE_OK) _exit(11);
+    if ((p == p2) != bWantShared) bad |= 1;
+    if (storeReader(p, &pC, &pS, &zErr) != SQLITE_OK) _exit(12);
+    sqlite3_stmt *pStmt = NULL;
+    sqlite3_prepare_v2(pC->db, "PRAGMA synchronous", -1, &pStmt, NULL);
+    if (sqlite3_step(pStmt) != SQLITE_ROW) _exit(13);
+    if (sqlite3_column_int(pStmt, 0) != iWantSync) bad |= 2;
+    sqlite3_finalize(pStmt);
+    sqlite3_prepare_v2(pC->db, "PRAGMA mmap_size", -1, &pStmt, NULL);
+    if (sqlite3_step(pStmt) != SQLITE_ROW) _exit(14);
+    if (sqlite3_column_int64(pStmt, 0) != iWantMmap) bad |= 4;
+    sqlite3_finalize(pStmt);
+    storeReaderDone(p, pC);
+    schemaUnref(pS);
+    storeRelease(p);
+    storeRelease(p2);
+    _exit(bad);
+  }
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert(WIFEXITED(status));
+  return WEXITSTATUS(status);
+}
+
+START_TEST(test_environment_settings) {
+  /* Without Check's fork this process has read the environment already
+  ** (children would inherit the values), so there is nothing to test. */
+  const char *zFork = getenv("CK_FORK");
+  if (zFork && strcmp(zFork, "no") == 0) return;
+  ck_assert_int_eq(childSettings(NULL, NULL, NULL, 2, 1073741824, 1), 0);
+  ck_assert_int_eq(childSettings("normal", "0", "0", 1, 0, 0), 0);
+  ck_assert_int_eq(childSettings("OFF", "4096", "3", 0, 4096, 1), 0);
+  ck_assert_int_eq(childSettings("EXTRA", NULL, NULL, 3, 1073741824, 1), 0);
+  ck_assert_int_eq(childSettings("bogus", "-5", "x", 2, 1073741824, 1), 0);  /* defaults */
 }
 END_TEST
 
@@ -854,7 +909,10 @@ static void *acquireThread(void *pArg) {
   for (int i = 0; i < a->nIter; i++) {
     Store *p = NULL;
     char *zErr = NULL;
-    if (storeAcquire(zPath, &p, &zErr) != SQLITE_OK) a->nErr++;
+    if (storeAcquire(zPath, &p, &zErr) != SQLITE_OK) {
+      a->nErr++;
+      fprintf(stderr, "acquire: %s\n", zErr ? zErr : "?");
+    }
     storeRelease(p);
     sqlite3_free(zErr);
   }
@@ -894,6 +952,7 @@ static Suite *storeSuite(void) {
   tcase_add_test(tc, test_new_store_layout);
   tcase_add_test(tc, test_connection_settings);
   tcase_add_test(tc, test_no_snapshot_between_calls);
+  tcase_add_test(tc, test_environment_settings);
   tcase_add_test(tc, test_in_memory_store);
   tcase_add_test(tc, test_refuse_foreign);
   tcase_add_test(tc, test_upgrade_v1_v2);
