@@ -346,6 +346,192 @@ def B34(con):
     check(n == 20000, 'large flat tx: %d entities' % n)
 
 
+def B10(con):
+    db = store('b10')
+    tx(con, db, schema('[:n/type keyword one] [:n/ref long one] [:b/id long one] [:p/age long one] [:p/knows string many]'))
+    F = tx(con, db, '[{:db/id "f" :n/type :foo :n/ref 123}]')['tempids']['f']
+    q1 = '[:find ?f ?id :where [?f :n/ref ?id] (not-join [?id] [?b :n/type :bar] [?b :b/id ?id])]'
+    check(qset(con, db, q1) == {(F, 123)}, 'Q1 after T1')
+    tx(con, db, '[{:n/type :bar :b/id 456}]')
+    check(qset(con, db, q1) == {(F, 123)}, 'Q1 after T2')
+    tx(con, db, '[{:n/type :bar :b/id 123}]')
+    check(qset(con, db, q1) == set(), 'Q1 after T3')
+    r = tx(con, db, '[{:db/id "p1" :p/age 20 :p/knows ["John"]} {:db/id "p2" :p/age 21 :p/knows ["John" "Daphne"]}'
+                    ' {:db/id "p3" :p/age 22 :p/knows ["Daphne"]} {:db/id "p4" :p/age 40}]')['tempids']
+    got = qset(con, db, '[:find ?x :where [?x :p/age ?a] [(< ?a 30)] (not [?x :p/knows "John"] [?x :p/knows "Daphne"])]')
+    check(got == {(r['p1'],), (r['p3'],)}, 'Q2 got %r' % got)
+
+
+def B11(con):
+    db = store('b11')
+    tx(con, db, schema('[:a/name string one] [:r/artists ref many] [:r/year long one] [:x/id keyword one unique-id] [:x/n long one]'))
+    t = tx(con, db, '[{:db/id "sussi" :a/name "Sussi"} {:db/id "leo" :a/name "Leo"}'
+                    ' {:db/id "r1" :r/artists ["sussi"] :r/year 1969} {:db/id "r2" :r/artists ["leo"] :r/year 1970}'
+                    ' {:db/id "xa" :x/id :a :x/n 1} {:db/id "xb" :x/id :b}]')['tempids']
+    got = qset(con, db, '[:find ?n :in $ ?rel :where [?ar :a/name ?n] (not-join [?ar] [?rel :r/artists ?ar] [?rel :r/year 1970])]',
+               [t['r1']])
+    check(got == {('Sussi',)}, 'Q1 got %r' % got)
+    got = qset(con, db, '[:find ?id :in $ ?max :where [?e :x/id ?id] (or-join [?e ?max] (not [?e :x/n _]) '
+                        '(and [?e :x/n ?n] [(< ?n ?max)]))]', [1000])
+    check(got == {(':a',), (':b',)}, 'Q2 got %r' % got)
+    q3 = '[:find ?e :where (or-join [?e] (and [?pg :a/name "Nobody"] [?e :x/id _]))]'
+    check(qset(con, db, q3) == set(), 'Q3 before Nobody')
+    got = qset(con, db, '[:find ?e :where [?e :x/id _] (or [?e :x/n 999] [?e :x/n 1])]')
+    check(got == {(t['xa'],)}, 'Q4 got %r' % got)
+    msg = q_err(con, db, '[:find ?e :where (or [?e :x/n 1] [?f :x/n 2])]')
+    check('?f' in msg or '?e' in msg, 'Q5 error must name the variables: %s' % msg)
+    tx(con, db, '[{:a/name "Nobody"}]')
+    check(qset(con, db, q3) == {(t['xa'],), (t['xb'],)}, 'Q3 after Nobody')
+
+
+def B13(con):
+    db = store('b13')
+    tx(con, db, schema('[:t/name string one] [:t/weight double one] [:t/key keyword one] [:t/count long one] '
+                       '[:t/id uuid one] [:t/date instant one] [:t/flag boolean one] [:t/ref ref one]'))
+    A = tx(con, db, '[{:db/id "a" :t/name "foo" :t/weight 0.3 :t/key :foo/bar :t/count 12'
+                    ' :t/id #uuid "ff62d552-6569-4d1b-b667-04703041dfc4" :t/date #inst "2018-01-01T11:00:00Z"'
+                    ' :t/flag true :t/ref "b"} {:db/id "b" :t/name "bar"}]')['tempids']['a']
+    check(qset(con, db, '[:find ?v :in $ ?e :where [?e _ ?v] [(> ?v 0)]]', [A]) == {(0.3,), (12,)}, 'Q1')
+    check(qset(con, db, '[:find ?v :in $ ?e :where [?e _ ?v] [(< ?v 1)]]', [A]) == {(0.3,)}, 'Q2')
+    # an attribute variable yields the attribute's entid, as in Datomic
+    count_attr = raw(db, "SELECT e FROM idents WHERE v = ':t/count'")[0][0]
+    check(qset(con, db, '[:find ?a :in $ ?e :where [?e ?a 12]]', [A]) in ({(count_attr,)}, {(':t/count',)}), 'Q3')
+    check(qset(con, db, '[:find ?a :in $ ?e :where [?e ?a 1]]', [A]) == set(), 'Q4')
+
+
+B15_RULES = ('[[(friends ?a ?b) [?i :e/left ?a] [?i :e/right ?b]]'
+             ' [(friends ?a ?b) (friends ?a ?c) (friends ?c ?b)]'
+             ' [(reach ?s ?e) [?s :n/next ?e]]'
+             ' [(reach ?s ?e) [?s :n/next ?m] (reach ?m ?e)]'
+             ' [(peer ?a ?b) [?g :g/member ?a] [?g :g/member ?b]]'
+             ' [(flag-is ?e ?v) [?e :f/on ?v]]]')
+
+
+def B15(con):
+    db = store('b15')
+    tx(con, db, schema('[:e/left string one] [:e/right string one] [:n/id keyword one unique-id] [:n/next ref one] '
+                       '[:g/name string one] [:g/member string many] [:f/on boolean one]'))
+    t = tx(con, db, '[{:e/left "aaron" :e/right "barbara"} {:e/left "aaron" :e/right "chris"} {:e/left "barbara" :e/right "dora"}'
+                    ' {:db/id "a1" :n/id :a1 :n/next "a2"} {:db/id "a2" :n/id :a2 :n/next "a3"} {:db/id "a3" :n/id :a3 :n/next "a1"}'
+                    ' {:db/id "b1" :n/id :b1 :n/next "b2"} {:db/id "b2" :n/id :b2 :n/next "b1"}'
+                    ' {:g/name "G1" :g/member ["x"]} {:g/name "G2" :g/member ["x" "y"]}'
+                    ' {:db/id "on" :f/on true} {:db/id "off" :f/on false}]')['tempids']
+    r = {'edn': B15_RULES}
+    got = qset(con, db, '[:find ?a ?b :in $ % :where (friends ?a ?b)]', [r])
+    check(got == {('aaron', 'barbara'), ('aaron', 'chris'), ('barbara', 'dora'), ('aaron', 'dora')}, 'Q1 got %r' % got)
+    got = qset(con, db, '[:find ?id :in $ % :where [?end :n/id :a1] (reach ?n ?end) [?n :n/id ?id]]', [r])
+    check(got == {(':a1',), (':a2',), (':a3',)}, 'Q2 got %r' % got)
+    got = qset(con, db, '[:find ?y :in $ % :where [?g :g/name "G1"] [?g :g/member "x"] (peer "x" ?y)]', [r])
+    check(got == {('x',), ('y',)}, 'Q3 got %r' % got)
+    got = qset(con, db, '[:find ?e :in $ % :where (flag-is ?e false)]', [r])
+    check(got == {(t['off'],)}, 'Q4 got %r' % got)
+
+
+def B16(con):
+    db = store('b16')
+    tx(con, db, schema('[:h/x long one] [:h/g keyword one]'))
+    t = tx(con, db, '[{:db/id "e1" :h/x 3 :h/g :g1} {:db/id "e2" :h/x 3 :h/g :g1} {:db/id "e3" :h/x 2 :h/g :g2}]')['tempids']
+    check(q(con, db, '[:find (sum ?x) :where [?e :h/x ?x]]') == [(5,)], 'Q1')
+    check(q(con, db, '[:find (sum ?x) :with ?e :where [?e :h/x ?x]]') == [(8,)], 'Q2')
+    check(q(con, db, '[:find (count ?x) :where [?e :h/x ?x]]') == [(2,)], 'Q3')
+    check(q(con, db, '[:find (count ?x) (count-distinct ?x) :with ?e :where [?e :h/x ?x]]') == [(3, 2)], 'Q4')
+    got = qset(con, db, '[:find ?e (count ?e) :where [?e :h/x _]]')
+    check(got == {(t['e1'], 1), (t['e2'], 1), (t['e3'], 1)}, 'Q5 got %r' % got)
+    got = qset(con, db, '[:find ?g (sum ?x) (avg ?x) :with ?e :where [?e :h/g ?g] [?e :h/x ?x]]')
+    check(got == {(':g1', 6, 3.0), (':g2', 2, 2.0)}, 'Q6 got %r' % got)
+
+
+def B18(con):
+    db = store('b18')
+    tx(con, db, schema('[:name string one unique-id] [:part ref one] [:spec ref one] [:friend ref many] [:c/child ref one component]'))
+    t = tx(con, db, '[{:db/id "one" :name "one" :part "two" :spec "two"} {:db/id "two" :name "two" :part "three" :spec "one"}'
+                    ' {:db/id "three" :name "three" :part "one"}'
+                    ' {:db/id "lucy" :name "lucy" :friend ["eliz"]} {:db/id "eliz" :name "eliz" :friend ["matt"]}'
+                    ' {:db/id "matt" :name "matt" :friend ["eunan"]} {:db/id "eunan" :name "eunan" :friend ["kerri"]}'
+                    ' {:db/id "kerri" :name "kerri" :friend ["lucy"]}'
+                    ' {:db/id "c1" :name "c1" :c/child "c2"} {:db/id "c2" :name "c2" :c/child "c1"}]')['tempids']
+
+    def pull1(query):
+        rows = q(con, db, query)
+        check(len(rows) == 1, '%s: %r' % (query, rows))
+        return rows[0][0]
+    p = pull1('[:find (pull ?e [:db/id {:part ...} {:spec ...}]) :where [?e :name "one"]]')
+    check(p[':part'][':part'][':part'] == {':db/id': t['one']}, 'Q1 part chain: %r' % p)
+    p = pull1('[:find (pull ?e [:name {:friend 2}]) :where [?e :name "lucy"]]')
+    l2 = p[':friend'][0][':friend'][0]
+    check(p[':friend'][0][':name'] == 'eliz' and l2[':name'] == 'matt' and l2[':friend'] == [{':db/id': t['eunan']}],
+          'Q2: %r' % p)
+    p = pull1('[:find (pull ?e [:name {:friend ...}]) :where [?e :name "lucy"]]')
+    k = p[':friend'][0][':friend'][0][':friend'][0][':friend'][0]
+    check(k[':name'] == 'kerri' and k[':friend'] == [{':db/id': t['lucy']}], 'Q3: %r' % p)
+    p = pull1('[:find (pull ?e [*]) :where [?e :name "c1"]]')
+    check(p[':c/child'][':name'] == 'c2' and p[':c/child'][':c/child'] == {':db/id': t['c1']}, 'Q4: %r' % p)
+    p = pull1('[:find (pull ?e [* {:friend 1}]) :where [?e :name "lucy"]]')
+    check(p[':name'] == 'lucy' and p[':friend'][0][':name'] == 'eliz', 'Q5: %r' % p)
+
+
+def B20(con):
+    db = store('b20')
+    tx(con, db, schema('[:item/id string one unique-id] [:item/count long one]'))
+    r1 = tx(con, db, '[{:item/id "D" :item/count 100} {:item/id "X"}]')
+    r2 = tx(con, db, '[{:item/id "D" :item/count 250}]')
+    r3 = tx(con, db, '[[:db/retractEntity [:item/id "X"]]]')
+    t1, t2, t3 = r1['tx_id'], r2['tx_id'], r3['tx_id']
+    qd = '[:find ?c :where [?e :item/id "D"] [?e :item/count ?c]]'
+    check(qset(con, db, qd, asOf=t1) == {(100,)}, 'Q1')
+    check(qset(con, db, qd, asOf=t2) == {(250,)}, 'Q2 tx')
+    check(qset(con, db, qd, asOf={'edn': '#inst "%s"' % r2['tx_instant']}) == {(250,)}, 'Q2 inst')
+    qc = '[:find ?c :where [_ :item/count ?c]]'
+    check(qset(con, db, qc, since=t1) == {(250,)}, 'Q3 since tx1')
+    check(qset(con, db, qc, since=t2) == set(), 'Q3 since tx2')
+    check(qset(con, db, qd, since=t1) == set(), 'Q4 the since trap')
+    qx = '[:find ?e :where [?e :item/id "X"]]'
+    check(len(qset(con, db, qx, asOf=t2)) == 1, 'Q6 X as of tx2')
+    check(qset(con, db, qx, asOf=t3) == set(), 'Q6 X as of tx3')
+    check(qset(con, db, qx, asOf={'edn': '#inst "2999-01-01"'}) == set(), 'Q6 far future')
+    check(qset(con, db, '[:find ?e :where [?e :item/id _]]', asOf={'edn': '#inst "2000-01-01"'}) == set(), 'Q7')
+
+
+def B22(con):
+    db = store('b22')
+    tx(con, db, schema('[:item/id string one unique-id] [:item/count long one]'))
+    t1 = tx(con, db, '[{:item/id "D" :item/count 100}]')['tx_id']
+    t2 = tx(con, db, '[{:item/id "D" :item/count 250}]')['tx_id']
+    t3 = tx(con, db, '[{:item/id "D" :item/count 50}]')['tx_id']
+    q1 = '[:find ?c ?tx ?added :where [?e :item/id "D"] [?e :item/count ?c ?tx ?added]]'
+    want = {(100, t1, True), (100, t2, False), (250, t2, True), (250, t3, False), (50, t3, True)}
+    check(qset(con, db, q1) == want, 'Q1 got %r' % qset(con, db, q1))
+    rows = q(con, db, '[:find ?inst ?c :where [?e :item/count ?c ?tx true] [?tx :db/txInstant ?inst]]')
+    check(sorted(rows) == sorted(rows, key=lambda r: [100, 250, 50].index(r[1])) and len(rows) == 3, 'Q2 %r' % rows)
+    got = qset(con, db, '[:find ?c ?tx ?added :where [_ :item/count ?c ?tx ?added]]', since=t1)
+    check(got == {(100, t2, False), (250, t2, True), (250, t3, False), (50, t3, True)}, 'Q4 since-of-history %r' % got)
+
+
+def B24(con):
+    db = store('b24')
+    tx(con, db, schema('[:p/name string one unique-id] [:p/tags string many]'))
+    tx(con, db, '[{:p/name "A" :p/tags ["x" "y"]}]')
+    q1 = '[:find (pull ?e [:p/tags]) :where [?e :p/name "A"]]'
+    q(con, db, q1), q(con, db, q1)
+    tx(con, db, '[[:db/retract [:p/name "A"] :p/tags "x"]]')
+    check(q(con, db, q1) == [({':p/tags': ['y']},)], 'Q1 after retraction: %r' % q(con, db, q1))
+    before = dump(db)
+    tx_err(con, db, '[{:db/ident :q/new :db/valueType :db.type/string :db/cardinality :db.cardinality/one}'
+                    ' {:p/name "B" :q/new "v"} [:db/add [:p/name "nobody"] :p/tags "z"]]')
+    check(dump(db) == before, 'T3 left something behind')
+    check(qset(con, db, '[:find ?e :where [?e :p/name "B"]]') == set(), 'Q2')
+    msg = tx_err(con, db, '[{:p/name "C" :q/new "v"}]')
+    check(':q/new' in msg, 'first T4 must name the unknown attribute: %s' % msg)
+    other = connect()
+    tx(other, db, '[{:db/ident :q/new :db/valueType :db.type/string :db/cardinality :db.cardinality/one}]')
+    other.close()
+    tx(con, db, '[{:p/name "C" :q/new "v"}]')
+    q3 = '[:find ?t :in $ ?n :where [?e :p/name ?n] [?e :p/tags ?t]]'
+    check(qset(con, db, q3, ['A']) == {('y',)}, 'Q3 A')
+    check(qset(con, db, q3, ['B']) == set(), 'Q3 B')
+
+
+
 ENTRIES = {name: fn for name, fn in globals().items() if name[0] == 'B' and name[1:].isdigit()}
 
 
