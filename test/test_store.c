@@ -944,6 +944,62 @@ START_TEST(test_threads_acquire_new_store) {
 }
 END_TEST
 
+/* Four processes open one new store at once and write 100 transactions
+** each through storeWriteBegin (BEGIN IMMEDIATE under the busy timeout):
+** created once, every write lands, no "database is locked" (B26). */
+START_TEST(test_processes_write) {
+  const char *zFork = getenv("CK_FORK");
+  if (zFork && strcmp(zFork, "no") == 0) return;   /* children need a fresh process */
+  char zPath[256];
+  snprintf(zPath, sizeof zPath, "%s", tuTempPath("procs.db"));
+  pid_t aPid[4];
+  for (int k = 0; k < 4; k++) {
+    aPid[k] = fork();
+    if (aPid[k] == 0) {
+      Store *p = NULL;
+      char *zErr = NULL;
+      int nErr = 0;
+      if (storeAcquire(zPath, &p, &zErr) != SQLITE_OK) _exit(100);
+      for (int i = 0; i < 100; i++) {
+        StoreConn *pW = NULL;
+        Schema *pS = NULL;
+        if (storeWriteBegin(p, &pW, &pS, &zErr) != SQLITE_OK) { nErr++; continue; }
+        char *zSql = sqlite3_mprintf(
+            "INSERT INTO datoms (e, a, v, tx, value_type_tag)"
+            " SELECT 100000 + %d, 37, 'x', idx, 10 FROM known_parts WHERE part = ':db.part/tx';"
+            "UPDATE known_parts SET idx = idx + 1 WHERE part = ':db.part/tx'", k * 1000 + i);
+        int rc = sqlite3_exec(pW->db, zSql, NULL, NULL, NULL);
+        sqlite3_free(zSql);
+        if (rc != SQLITE_OK) nErr++;
+        if (storeWriteEnd(p, pW, rc == SQLITE_OK, NULL, &zErr) != SQLITE_OK) nErr++;
+        schemaUnref(pS);
+      }
+      storeRelease(p);
+      sqlite3_free(zErr);
+      _exit(nErr > 99 ? 99 : nErr);
+    }
+  }
+  for (int k = 0; k < 4; k++) {
+    int status = 0;
+    ck_assert_int_eq(waitpid(aPid[k], &status, 0), aPid[k]);
+    ck_assert(WIFEXITED(status));
+    ck_assert_int_eq(WEXITSTATUS(status), 0);
+  }
+  Store *p = acquire(zPath);
+  StoreConn *pC = NULL;
+  Schema *pS = NULL;
+  char *zErr = NULL;
+  ck_assert_int_eq(storeReader(p, &pC, &pS, &zErr), SQLITE_OK);
+  ck_assert_int_eq(qInt(pC->db, "SELECT count(*) FROM datoms"), 95 + 400);
+  ck_assert_int_eq(qInt(pC->db, "SELECT count(DISTINCT tx) FROM datoms WHERE a = 37 AND e >= 100000"), 400);
+  ck_assert_int_eq(qInt(pC->db, "SELECT idx FROM known_parts WHERE part = ':db.part/tx'"),
+                   268435457 + 400);
+  storeReaderDone(p, pC);
+  schemaUnref(pS);
+  storeRelease(p);
+}
+END_TEST
+
 static Suite *storeSuite(void) {
   Suite *s = suite_create("store");
   TCase *tc = tcase_create("file");
@@ -969,6 +1025,7 @@ static Suite *storeSuite(void) {
   tcase_add_test(tc, test_wal_restart);
   tcase_add_test(tc, test_threads);
   tcase_add_test(tc, test_threads_acquire_new_store);
+  tcase_add_test(tc, test_processes_write);
   suite_add_tcase(s, tc);
   return s;
 }
