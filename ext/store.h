@@ -54,7 +54,10 @@ const char *storePath(const Store *p);
 
 /* Checks out a reader connection, revalidated (see HOW IT WORKS).
 ** *ppSchema gets the schema current for it, with a reference the caller
-** drops with schemaUnref(). Return it with storeReaderDone(). */
+** drops with schemaUnref(). Return it with storeReaderDone(), which resets
+** any statement still running on it and ends any open transaction, so a
+** pooled connection never pins the WAL (SPEC §3, B25). For the in-memory
+** store the one shared connection is returned as is. */
 int storeReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr);
 void storeReaderDone(Store *p, StoreConn *pConn);
 
@@ -73,7 +76,11 @@ int storeWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzEr
 ** MENTAT_WAL_RESTART_BYTES (default 64 MiB), SPEC §3. */
 int storeWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, char **pzErr);
 
-/* Applies the connection settings of format/mentat-v3.md to db. */
+/* Applies the connection settings of format/mentat-v3.md to db, then runs
+** the connection hook. Environment, read once per process:
+** MENTAT_SYNCHRONOUS (OFF/NORMAL/FULL/EXTRA, default FULL),
+** MENTAT_MMAP_SIZE (bytes, default 1 GiB, 0 disables). bMemory skips WAL
+** and mmap. */
 int storeConfigure(sqlite3 *db, int bMemory, char **pzErr);
 
 /* Creates the v3 layout and bootstrap transaction on an empty database, in
