@@ -25,7 +25,9 @@
 ** (so nested and correlated cursors are independent), opens the compiled
 ** query and steps to the first row; xNext steps the store's statement, so
 ** rows stream and LIMIT 1 costs one row. The connection goes back to the
-** pool at EOF, on the next xFilter and in xClose.
+** pool at EOF, on an error, on the next xFilter and in xClose. While a
+** cursor holds it, a progress handler lets sqlite3_interrupt() on the host
+** stop the store's statement (FuncWatch, func_common.h).
 */
 #include <assert.h>
 #include <string.h>
