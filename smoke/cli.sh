@@ -123,6 +123,12 @@ q opts_none_forms "SELECT edn_q($DA, $(sq "$QNA"), NULL) = edn_q($DA, $(sq "$QNA
                       AND edn_q($DA, $(sq "$QNA"), '') = edn_q($DA, $(sq "$QNA"))
                       AND edn_q($DA, $(sq "$QNA"), 'null') = edn_q($DA, $(sq "$QNA"))
                       AND edn_q($DA, $(sq "$QNA"), '{}') = edn_q($DA, $(sq "$QNA"))"
+QN3='[:find ?n :where [_ :p/name ?n]]'
+q opts_asof "SELECT (SELECT count(*) FROM edn_q($DA, $(sq "$QN3"), '{\"asOf\":268435457}')),
+                    (SELECT count(*) FROM edn_q($DA, $(sq "$QN3"), '{\"asOf\":268435458}')),
+                    (SELECT count(*) FROM edn_q($DA, $(sq "$QN3"), '{\"asOf\":{\"edn\":\"#inst \\\"2000-01-01T00:00:00Z\\\"\"}}'))"
+q opts_since "SELECT (SELECT count(*) FROM edn_q($DA, $(sq "$QN3"), '{\"since\":268435457}')),
+                     (SELECT count(*) FROM edn_q($DA, $(sq "$QN3"), '{\"since\":268435458}'))"
 q pull_plain "SELECT json_extract(p, '\$.\":p/name\"') || ',' || json_extract(p, '\$.\":p/age\"') || ','
                      || (json_extract(p, '\$.\":db/id\"') = e)
               FROM (SELECT edn_pull($DA, '[:p/name :p/age]', e) AS p, e
