@@ -347,11 +347,14 @@ static int qcGetElse(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, 
   if (ednIsVar(aArg[2])) {
     ValueType vtD;
     char *zD = qcTermExpr(pX, aArg[2], &vtD, NULL, "function");
-    if (zD == NULL) { sqlite3_free(zE); return pC->rc; }
-    iP = 0;
-    return qcBindResult(pX, pCl, sqlite3_mprintf(
-        "COALESCE((SELECT v FROM datoms WHERE e = %s AND a = %lld), %s)", zE, pA->e, zD),
-        pA->type, NULL) | (sqlite3_free(zE), sqlite3_free(zD), pC->rc);
+    if (zD) {
+      qcBindResult(pX, pCl, sqlite3_mprintf(
+          "COALESCE((SELECT v FROM datoms WHERE e = %s AND a = %lld), %s)", zE, pA->e, zD),
+          pA->type, NULL);
+    }
+    sqlite3_free(zE);
+    sqlite3_free(zD);
+    return pC->rc;
   }
   iP = qcParam(pC, aArg[2], -1, -1, -1, QV_TYPED, pA->type);
   qcBindResult(pX, pCl, sqlite3_mprintf(
@@ -455,7 +458,6 @@ static int qcFulltext(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg,
   ValueType vt;
   char *zQ;
   char zD[24], zF[24];
-  static const char *const azCol[] = { "e", "v", "tx", "score" };
   int i;
   if (nArg != 2) return qcErr(pC, pCl->pForm, "fulltext takes $, an attribute and a search string");
   if (pCl->bind.kind != QB_REL || pCl->bind.nVar > 4) {
@@ -480,7 +482,6 @@ static int qcFulltext(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg,
   for (i = 0; i < pCl->bind.nVar && pC->rc == SQLITE_OK; i++) {
     const EdnValue *pVar = pCl->bind.aVar[i];
     if (qIsBlank(pVar)) continue;
-    (void)azCol;
     if (i == 0) qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.e", zD), VT_REF, NULL, 1);
     else if (i == 1) qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.text", zF), VT_STRING, NULL, 0);
     else if (i == 2) qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.tx", zD), VT_REF, NULL, 1);
@@ -687,22 +688,12 @@ int qcOr(QCtx *pX, const QClause *pCl, int iDepth) {
                      " shared ones)");
       }
     }
-    /* The variables as EDN symbols: find them in the first branch's terms. */
+    /* The variables as EDN symbols, for the same code path as or-join. */
     nJoin = 0;
-    {
-      const char *azSeen[64];
-      int nSeen = 0;
-      QClause *const *aSub;
-      int nSub;
-      qcBranch(pCl, 0, &aSub, &nSub);
-      (void)aSub;
-      for (i = 0; i < nFirst; i++) {
-        EdnValue *pSym = ednNewString(pC->pArena, EDN_SYMBOL, azFirst[i], (int)strlen(azFirst[i]));
-        if (pSym == NULL) return qcNoMem(pC);
-        aJoinLocal[nJoin++] = pSym;
-        azSeen[nSeen++] = azFirst[i];
-      }
-      (void)azSeen;
+    for (i = 0; i < nFirst; i++) {
+      EdnValue *pSym = ednNewString(pC->pArena, EDN_SYMBOL, azFirst[i], (int)strlen(azFirst[i]));
+      if (pSym == NULL) return qcNoMem(pC);
+      aJoinLocal[nJoin++] = pSym;
     }
     aJoin = aJoinLocal;
   }
