@@ -70,6 +70,11 @@ static const char *const azTxSql[TXS_COUNT] = {
   "SELECT v FROM datoms WHERE e = ?1 AND a = 3",
   /* TXS_INSERT_BATCH, TXS_LOG_BATCH: built by txBatchSql */
   NULL, NULL,
+  /* TXS_FTS_MATCH: the phrase narrows through the FTS index, text = ?1
+  ** decides */
+  "SELECT rowid FROM fulltext_values WHERE fulltext_values MATCH ?2 AND text = ?1",
+  /* TXS_FTS_INSERT: only after TXS_FTS_MATCH proved the text absent */
+  "INSERT INTO fulltext_values (text, searchid) VALUES (?1, NULL)",
 };
 
 /* The multi-row INSERTs: TX_BATCH rows of anonymous parameters. */
@@ -301,6 +306,78 @@ int txValueFromStored(Tx *p, const Attr *pAttr, sqlite3_stmt *pStmt, int iCol,
       break;
   }
   return SQLITE_OK;
+}
+
+/* Builds in pOut an FTS phrase query "t1 t2 ..." of the first 8 tokens of
+** z[0..n): every ASCII character other than a letter or digit is a
+** separator for the unicode61 tokenizer, so it becomes a space; other
+** bytes are left for the tokenizer, which treats both sides alike. An
+** identical text contains that phrase, so MATCH finds it. Returns 0 when
+** the text has no ASCII letter or digit (it may have no token at all):
+** the caller then scans. */
+static int txFtsPhrase(const char *z, int n, sqlite3_str *pOut) {
+  int i, nTok = 0, bInTok = 0, bAlnum = 0;
+  sqlite3_str_appendchar(pOut, 1, '"');
+  for (i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)z[i];
+    int bTok = c >= 0x80 || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    if (bTok && c < 0x80) bAlnum = 1;
+    if (bTok && !bInTok) {
+      if (nTok == 8) break;
+      if (nTok) sqlite3_str_appendchar(pOut, 1, ' ');
+      nTok++;
+    }
+    if (bTok) sqlite3_str_appendchar(pOut, 1, (char)c);
+    bInTok = bTok;
+  }
+  sqlite3_str_appendchar(pOut, 1, '"');
+  return bAlnum;
+}
+
+/* The fulltext_values rowid of text z[0..n): *pbFound, *piRowid. With
+** bCreate an absent text is inserted (and found). The format's view
+** de-duplicates by scanning the table for the text on every insert, which
+** made fulltext loads quadratic; so when the text has an indexable phrase
+** the lookup goes through the FTS index and an absent text is inserted into
+** the table directly — the same de-duplicated outcome. Texts without one
+** take the scan and the view. */
+int txFtsFind(Tx *p, const char *z, int n, int bCreate, sqlite3_int64 *piRowid, int *pbFound) {
+  sqlite3_stmt *pStmt = NULL;
+  sqlite3_str *pPhrase = sqlite3_str_new(p->db);
+  char *zPhrase;
+  int bPhrase = txFtsPhrase(z, n, pPhrase), rc, k;
+  zPhrase = sqlite3_str_finish(pPhrase);
+  if (zPhrase == NULL) return SQLITE_NOMEM;
+  *pbFound = 0;
+  for (k = 0; k < 2; k++) {
+    rc = txStmt(p, bPhrase ? TXS_FTS_MATCH : TXS_FTS_FIND, &pStmt);
+    if (rc) goto done;
+    sqlite3_bind_text(pStmt, 1, z, n, SQLITE_STATIC);
+    if (bPhrase) sqlite3_bind_text(pStmt, 2, zPhrase, -1, SQLITE_STATIC);
+    rc = sqlite3_step(pStmt);
+    if (rc == SQLITE_ROW) *piRowid = sqlite3_column_int64(pStmt, 0);
+    sqlite3_reset(pStmt);
+    if (rc == SQLITE_ROW) { *pbFound = 1; rc = SQLITE_OK; goto done; }
+    if (rc != SQLITE_DONE) { rc = txSqlErr(p, "fulltext lookup failed: "); goto done; }
+    rc = SQLITE_OK;
+    if (!bCreate || k == 1) break;
+    rc = txStmt(p, bPhrase ? TXS_FTS_INSERT : TXS_FTS_ADD, &pStmt);
+    if (rc) goto done;
+    sqlite3_bind_text(pStmt, 1, z, n, SQLITE_STATIC);
+    rc = sqlite3_step(pStmt);
+    sqlite3_reset(pStmt);
+    if (rc != SQLITE_DONE) { rc = txSqlErr(p, "fulltext insert failed: "); goto done; }
+    rc = SQLITE_OK;
+    if (bPhrase) {
+      *piRowid = sqlite3_last_insert_rowid(p->db);
+      *pbFound = 1;
+      goto done;
+    }
+  }
+  if (bCreate) rc = txErr(p, 0, 0, "fulltext value was not stored");
+done:
+  sqlite3_free(zPhrase);
+  return rc;
 }
 
 /* Reads known_parts and takes this transaction's id from :db.part/tx. */

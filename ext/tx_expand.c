@@ -155,18 +155,15 @@ static int txLookupRef(Tx *p, const EdnValue *pForm, const EdnValue *pA,
     }
   }
   if (pAttr->bFulltext && pAttr->type == VT_STRING) {
-    rc = txStmt(p, TXS_FTS_FIND, &pStmt);
+    sqlite3_int64 iRowid = 0;
+    int bFound = 0;
+    rc = txFtsFind(p, v.z, v.n, 0, &iRowid, &bFound);
     if (rc) return rc;
-    sqlite3_bind_text(pStmt, 1, v.z, v.n, SQLITE_STATIC);
-    rc = sqlite3_step(pStmt);
-    if (rc != SQLITE_ROW) {
-      sqlite3_reset(pStmt);
-      if (rc != SQLITE_DONE) return txSqlErr(p, "lookup failed: ");
+    if (!bFound) {
       return txErr(p, pForm->line, pForm->col, "lookup ref %s does not resolve", txEdnText(p, pForm));
     }
     v.type = VT_LONG;
-    v.i = sqlite3_column_int64(pStmt, 0);
-    sqlite3_reset(pStmt);
+    v.i = iRowid;
   }
   rc = txStmt(p, TXS_LOOKUP_UNIQUE, &pStmt);
   if (rc) return rc;

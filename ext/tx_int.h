@@ -80,6 +80,7 @@ enum {
   TXS_REFS_TO, TXS_ATTR_VALUES, TXS_FTS_FIND, TXS_FTS_ADD, TXS_FTS_TEXT,
   TXS_LAST_INSTANT,
   TXS_INSERT_BATCH, TXS_LOG_BATCH,   /* TX_BATCH rows per statement */
+  TXS_FTS_MATCH, TXS_FTS_INSERT,
   TXS_COUNT
 };
 /* Rows per multi-row INSERT: each statement start/halt opens and closes a
@@ -112,6 +113,7 @@ int txValueBindStored(Tx *p, sqlite3_stmt *pStmt, int i, const TxOp *pOp);
 void txValuePrint(sqlite3_str *pOut, const Schema *pSchema, const TypedValue *pV);
 int txValueCmp(const TypedValue *a, const TypedValue *b);
 int txIsFresh(const Tx *p, sqlite3_int64 e);
+int txFtsFind(Tx *p, const char *z, int n, int bCreate, sqlite3_int64 *piRowid, int *pbFound);
 int txValueFromStored(Tx *p, const Attr *pAttr, sqlite3_stmt *pStmt, int iCol,
                       TypedValue *pOut, sqlite3_int64 *piFts, unsigned char *pbFts);
 

@@ -97,33 +97,12 @@ static int txCheckSet(Tx *p, TxOp **ap, int n) {
 /* For fulltext string values: the rowid of the text, inserting it when
 ** bCreate. *pbFound is 0 when the text is absent and not created. */
 static int txFts(Tx *p, TxOp *pOp, int bCreate, int *pbFound) {
-  sqlite3_stmt *pStmt = NULL;
-  int rc, k;
+  int rc;
   *pbFound = 1;
   if (pOp->bFts) return SQLITE_OK;
-  for (k = 0; k < 2; k++) {
-    rc = txStmt(p, TXS_FTS_FIND, &pStmt);
-    if (rc) return rc;
-    sqlite3_bind_text(pStmt, 1, pOp->v.z, pOp->v.n, SQLITE_STATIC);
-    rc = sqlite3_step(pStmt);
-    if (rc == SQLITE_ROW) {
-      pOp->iFts = sqlite3_column_int64(pStmt, 0);
-      pOp->bFts = 1;
-      sqlite3_reset(pStmt);
-      return SQLITE_OK;
-    }
-    sqlite3_reset(pStmt);
-    if (rc != SQLITE_DONE) return txSqlErr(p, "fulltext lookup failed: ");
-    if (!bCreate || k == 1) break;
-    rc = txStmt(p, TXS_FTS_ADD, &pStmt);
-    if (rc) return rc;
-    sqlite3_bind_text(pStmt, 1, pOp->v.z, pOp->v.n, SQLITE_STATIC);
-    rc = sqlite3_step(pStmt);
-    sqlite3_reset(pStmt);
-    if (rc != SQLITE_DONE) return txSqlErr(p, "fulltext insert failed: ");
-  }
-  *pbFound = 0;
-  return bCreate ? txErr(p, 0, 0, "fulltext value was not stored") : SQLITE_OK;
+  rc = txFtsFind(p, pOp->v.z, pOp->v.n, bCreate, &pOp->iFts, pbFound);
+  if (rc == SQLITE_OK && *pbFound) pOp->bFts = 1;
+  return rc;
 }
 
 /* Binds one log row (6 parameters from iBase + 1). Only the value bind

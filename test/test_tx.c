@@ -593,6 +593,32 @@ START_TEST(test_fulltext_nohistory) {
   CHECK_Q("SELECT e FROM datoms WHERE a = 65545", "65550");
   Tok("[[:db/add [:p/id \"g\"] :p/bio \"bye\"]]");
   CHECK_Q("SELECT f.text FROM datoms d, fulltext_values f WHERE d.a = 65545 AND d.v = f.rowid", "bye");
+  /* texts the FTS phrase lookup must tell apart or find: case, quotes and
+  ** stars, a shared 8-token prefix, and texts without a letter or digit
+  ** (scanned instead) */
+  Tok("[{:p/id \"t1\" :p/bio \"Hello World\"} {:p/id \"t2\" :p/bio \"hello world\"}"
+      " {:p/id \"t3\" :p/bio \"say \\\"hi\\\"* (or NOT) near\"} {:p/id \"t4\" :p/bio \"!!!\"}"
+      " {:p/id \"t5\" :p/bio \"\"} {:p/id \"t6\" :p/bio \"a b c d e f g h one\"}"
+      " {:p/id \"t7\" :p/bio \"a b c d e f g h two\"} {:p/id \"t8\" :p/bio \"caf\u00e9 \u2014 na\u00efve\"}]");
+  Tok("[{:p/id \"u1\" :p/bio \"Hello World\"} {:p/id \"u3\" :p/bio \"say \\\"hi\\\"* (or NOT) near\"}"
+      " {:p/id \"u4\" :p/bio \"!!!\"} {:p/id \"u5\" :p/bio \"\"} {:p/id \"u7\" :p/bio \"a b c d e f g h two\"}"
+      " {:p/id \"u8\" :p/bio \"caf\u00e9 \u2014 na\u00efve\"}]");
+  /* before: "hello world", "bye"; new: 7 distinct texts */
+  CHECK_Q("SELECT count(*), count(DISTINCT text) FROM fulltext_values", "9|9");
+  CHECK_Q("SELECT group_concat(x, '|') FROM (SELECT i.v || '=' || f.text AS x FROM datoms i, datoms b,"
+          " fulltext_values f WHERE i.a = 65537 AND b.e = i.e AND b.a = 65545 AND f.rowid = b.v"
+          " AND i.v IN ('t1', 't2', 't3', 't4', 't5', 't7', 'u1', 'u3', 'u4', 'u5', 'u7') ORDER BY i.v)",
+          "t1=Hello World|t2=hello world|t3=say \"hi\"* (or NOT) near|t4=!!!|t5=|t7=a b c d e f g h two|"
+          "u1=Hello World|u3=say \"hi\"* (or NOT) near|u4=!!!|u5=|u7=a b c d e f g h two");
+  /* the same text shares one row */
+  CHECK_Q("SELECT count(DISTINCT b.v) FROM datoms i, datoms b WHERE i.a = 65537 AND i.v IN ('t1', 'u1')"
+          " AND b.e = i.e AND b.a = 65545", "1");
+  CHECK_Q("SELECT count(DISTINCT b.v) FROM datoms i, datoms b WHERE i.a = 65537 AND i.v IN ('t8', 'u8')"
+          " AND b.e = i.e AND b.a = 65545", "1");
+  Tok("[[:db/retract [:p/id \"t7\"] :p/bio \"a b c d e f g h two\"] [:db/retract [:p/id \"t4\"] :p/bio \"!!!\"]"
+      " [:db/retract [:p/id \"t6\"] :p/bio \"a b c d e f g h two\"]]");
+  CHECK_Q("SELECT group_concat(i.v) FROM (SELECT i.v FROM datoms i WHERE i.a = 65537 AND i.v IN ('t4', 't6', 't7')"
+          " AND EXISTS (SELECT 1 FROM datoms b WHERE b.e = i.e AND b.a = 65545) ORDER BY i.v) i", "t6");
   /* noHistory: datoms but no log rows */
   Tok("[{:p/id \"h\" :p/seen 5}]");
   Tok("[{:p/id \"h\" :p/seen 6}]");
