@@ -445,7 +445,14 @@ static int qcPattern(QCtx *pX, const QClause *pCl) {
     return qcErr(pC, pCl->pSrc, "unknown source %s: multiple sources are not supported (only $)", pCl->pSrc->u.s.z);
   }
   sqlite3_snprintf(sizeof zAlias, zAlias, "d%d", ++pC->nAlias);
-  if (pC->eHist == 1) {
+  if (pAdded) {
+    /* A 5-place pattern [e a v tx added] reads history: every assertion
+    ** and retraction in the log (SPEC §6), within asOf/since when given. */
+    qcFrom(pX, sqlite3_mprintf("timelined_transactions %s", zAlias));
+    qcWhere(pX, sqlite3_mprintf("%s.timeline IS 0", zAlias));
+    if (pC->eHist == 1) qcWhere(pX, sqlite3_mprintf("%s.tx <= %s", zAlias, pC->zHistTx));
+    if (pC->eHist == 2) qcWhere(pX, sqlite3_mprintf("%s.tx > %s", zAlias, pC->zHistTx));
+  } else if (pC->eHist == 1) {
     /* As of T: the log's assertions up to T not retracted by T. The log's
     ** columns have the datoms' names; idx_transactions_aevt serves both. */
     qcFrom(pX, sqlite3_mprintf("timelined_transactions %s", zAlias));
@@ -475,7 +482,7 @@ static int qcPattern(QCtx *pX, const QClause *pCl) {
   } else {
     qcPlace(pX, pA, zAlias, "a", VT_REF, NULL, 1);
   }
-  if (pAttr && pV && !qIsBlank(pV) && pC->eHist != 1
+  if (pAttr && pV && !qIsBlank(pV) && pC->eHist != 1 && pAdded == NULL
       && (!ednIsVar(pV) || (qcVarFind(pX, pV->u.s.z) && qcVarFind(pX, pV->u.s.z)->zExpr))) {
     /* The value is bound: state the flags that make the format's partial
     ** value indexes usable when no per-attribute index serves (format
@@ -509,9 +516,9 @@ static int qcPattern(QCtx *pX, const QClause *pCl) {
   qcPlace(pX, pTx, zAlias, "tx", VT_REF, NULL, 1);
   if (pAdded && !qIsBlank(pAdded)) {
     if (ednIsVar(pAdded)) {
-      qcBindVar(pX, pAdded->u.s.z, sqlite3_mprintf("1"), VT_BOOLEAN, NULL, 0);
+      qcBindVar(pX, pAdded->u.s.z, sqlite3_mprintf("%s.added", zAlias), VT_BOOLEAN, NULL, 0);
     } else if (pAdded->type == EDN_BOOL) {
-      if (!pAdded->u.b) bEmpty = 1;   /* the current database holds assertions only */
+      qcWhere(pX, sqlite3_mprintf("%s.added = %d", zAlias, pAdded->u.b ? 1 : 0));
     } else {
       return qcErr(pC, pAdded, "the added place takes true, false or a variable");
     }

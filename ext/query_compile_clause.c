@@ -683,9 +683,25 @@ int qcOr(QCtx *pX, const QClause *pCl, int iDepth) {
         for (k = 0; k < nFirst; k++) if (strcmp(azVar[j], azFirst[k]) == 0) bSame = 1;
       }
       if (!bSame) {
-        return qcErr(pC, pCl->pForm,
-                     "all branches of or must use the same variables (use or-join to name the"
-                     " shared ones)");
+        /* Name the variables that differ between the first branch and this one. */
+        sqlite3_str *pDiff = sqlite3_str_new(NULL);
+        char *zDiff;
+        int k, m, nDiff = 0;
+        for (k = 0; k < n && k < 64; k++) {
+          for (m = 0; m < nFirst && strcmp(azVar[k], azFirst[m]); m++) {}
+          if (m == nFirst) sqlite3_str_appendf(pDiff, "%s%s", nDiff++ ? ", " : "", azVar[k]);
+        }
+        for (m = 0; m < nFirst; m++) {
+          for (k = 0; k < n && k < 64 && strcmp(azVar[k], azFirst[m]); k++) {}
+          if (k == n || k == 64) sqlite3_str_appendf(pDiff, "%s%s", nDiff++ ? ", " : "", azFirst[m]);
+        }
+        zDiff = sqlite3_str_finish(pDiff);
+        qcErr(pC, pCl->pForm,
+              "all branches of or must use the same variables, but %s %s not in every branch"
+              " (use or-join to name the shared ones)", zDiff ? zDiff : "?",
+              nDiff == 1 ? "is" : "are");
+        sqlite3_free(zDiff);
+        return pC->rc;
       }
     }
     /* The variables as EDN symbols, for the same code path as or-join. */

@@ -444,6 +444,14 @@ START_TEST(test_history) {
   ck_assert_str_eq(zGot, "");
   sqlite3_free(zGot);
   sqlite3_free(zOpts);
+  /* A 5-place pattern reads the log: the assertion, its retraction and
+  ** the new assertion. */
+  zGot = runQuery("[:find ?a ?added :where [?e :person/id 1] [?e :person/age ?a _ ?added]]", NULL, 0);
+  ck_assert_str_eq(zGot, "[10,false];[10,true];[11,true]");
+  sqlite3_free(zGot);
+  zGot = runQuery("[:find ?a :where [?e :person/id 1] [?e :person/age ?a _ false]]", NULL, 0);
+  ck_assert_str_eq(zGot, "[10]");
+  sqlite3_free(zGot);
   sqlite3_free(zRep);
 }
 END_TEST
