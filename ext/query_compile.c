@@ -1,8 +1,9 @@
 /*
 ** query_compile.c — a parsed Datalog query → one SQL statement on the store
-** (data patterns, inputs, find columns, :order/:limit/:offset); predicates,
-** functions, not/or and rules are in query_compile_clause.c, aggregates in
-** query_compile_agg.c.
+** (data patterns, inputs, find columns, :order/:limit/:offset, asOf/since
+** and history); predicates and functions are in query_compile_pred.c,
+** not/or in query_compile_clause.c, rules in query_compile_rules.c,
+** aggregates in query_compile_agg.c.
 **
 ** HOW IT WORKS (see also query_compile.h)
 ** Each data pattern is a `datoms dN` alias. Attribute constants are
@@ -624,11 +625,6 @@ static int qcIsColl(const EdnValue *p) {
   return p->type == EDN_VECTOR || p->type == EDN_LIST || p->type == EDN_SET;
 }
 
-/* Binds binding form pB to value pVal: from input iInput (pConst NULL) or
-** from the constant pVal (iInput -1, e.g. ground). zWhat names the source
-** in errors ("input 2", "ground"). */
-int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
-                const char *zWhat);
 int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
                 const char *zWhat) {
   QComp *pC = pX->pC;

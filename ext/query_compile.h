@@ -141,7 +141,7 @@ struct QueryPlan {
 };
 
 void qPlanFree(QueryPlan *p);
-/* Frees pC->pRi (query_compile_clause.c). */
+/* Frees pC->pRi (query_compile_rules.c). */
 void qcRulesFree(QComp *pC);
 
 /* Parses and compiles zQuery for the inputs in pOpts (their shape shapes
@@ -198,11 +198,19 @@ char *qcVarTag(const QVar *pV);
 ** 4 keywords, 5 booleans, 6 uuids, 0 other. */
 int qcTypeClass(ValueType vt);
 
-/* query_compile_clause.c */
+/* Binds binding form pB to value pVal: from input iInput, or from the
+** constant pVal when iInput < 0 (ground). zWhat names the source in errors
+** ("input 2", "ground"). */
+int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
+                const char *zWhat);
+
+/* query_compile_pred.c */
 int qcPredicate(QCtx *pX, const QClause *pCl);
 int qcFunction(QCtx *pX, const QClause *pCl);
+/* query_compile_clause.c */
 int qcNot(QCtx *pX, const QClause *pCl, int iDepth);
 int qcOr(QCtx *pX, const QClause *pCl, int iDepth);
+/* query_compile_rules.c */
 int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth);
 /* Variables a clause mentions (for ordering and or checks), into a[] up
 ** to nMax; returns the count (may exceed nMax: then a[] is truncated). */
