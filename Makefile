@@ -29,7 +29,8 @@ SO       = build/libmentat_sqlite.so
 all: $(SO)
 
 # Debian packages the build and the tests need; installed only when missing.
-DEB_PKGS = libsqlite3-dev sqlite3 libcjson-dev check pkg-config
+# asan and valgrind add their tools (make deps DEB_EXTRA="clang valgrind").
+DEB_PKGS = libsqlite3-dev sqlite3 libcjson-dev check pkg-config gcc make binutils python3 $(DEB_EXTRA)
 deps:
 	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
@@ -73,11 +74,13 @@ demo: deps
 
 # Sanitizers: the unit tests built with ASan+UBSan (clang) in build/asan, no fork so
 # LeakSanitizer sees every test's allocations.
-asan: deps
+asan:
+	$(MAKE) deps DEB_EXTRA="clang libclang-rt-14-dev"
 	CK_FORK=no $(MAKE) unit B=build/asan CC=clang \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 
-valgrind: deps
+valgrind:
+	$(MAKE) deps DEB_EXTRA=valgrind
 	$(MAKE) all unit-bins
 	@set -e; for t in $(TESTS); do echo "== valgrind $$t"; CK_FORK=no valgrind -q --error-exitcode=1 --leak-check=full \
 	  --errors-for-leak-kinds=definite $$t; done

@@ -6,13 +6,13 @@
 # README) is checked; the script fails on a wrong answer, so `make smoke`
 # runs it too.
 #
-# Usage: SO=/abs/path/libmentat_sqlite.so SHARED=../shared bash smoke/demo.sh
+# Usage: SO=/abs/path/libmentat_sqlite.so bash smoke/demo.sh
+# The data ships in data/movies/ (MOVIES=/other/folder to use another copy).
 set -euo pipefail
 : "${SO:?set SO to the absolute path of the built .so}"
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
-SHARED=${SHARED:-$ROOT/../shared}
-DATA=$(cd "$SHARED/data/movies" && pwd)
+DATA=$(cd "${MOVIES:-$ROOT/data/movies}" && pwd)
 SQLITE=${SQLITE:-sqlite3}
 LIB=${SO%.so}
 DB=$ROOT/build/demo/movies.db
