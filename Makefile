@@ -67,6 +67,8 @@ test: deps
 	$(MAKE) all
 	$(MAKE) unit
 	$(MAKE) smoke
+	@if [ -f $(SHARED)/acceptance/run.py ]; then $(MAKE) acceptance; \
+	 else echo "acceptance: $(SHARED)/acceptance/run.py not found, skipped"; fi
 
 demo: deps
 	$(MAKE) all
