@@ -34,9 +34,17 @@ int txTransact(Store *pStore, const char *zEdn, int nEdn,
 **   schema first".
 ** - A new attribute without :db/cardinality gets :db.cardinality/one, and
 **   :db/unique without :db/index gets :db/index true, both as datoms.
-** - Altering an existing attribute (any change to :db/valueType,
-**   :db/cardinality, :db/unique, :db/isComponent, :db/index, :db/fulltext,
-**   :db/noHistory) is refused; renaming via :db/ident and :db/doc are fine.
+** - Altering an existing attribute (plain assertions on the attribute
+**   entity or Datomic's :db.alter/_attribute form; Datomic's rules):
+**   :db/ident renames; cardinality one -> many always, many -> one only when
+**   no entity holds two values; :db/unique added only when the stored
+**   values are unique (it implies :db/index true, asserted), identity <->
+**   value freely, retracted freely; :db/index, :db/isComponent (refs only),
+**   :db/noHistory and :db/doc toggle. The datoms' index_avet/unique_value
+**   columns and the idx_auto_avet_<a> value index follow. Changing
+**   :db/valueType or :db/fulltext, or retracting :db/cardinality, is an
+**   error naming the attribute. The data checks see the transaction's own
+**   datoms; those datoms themselves use the definition from before it.
 ** - Tempids are keyed by their text: "x", "-1" for -1 and for
 **   #db/id [:db.part/user -1] alike (the first use's partition wins).
 ** - Tempids in retractions or cas name fresh entities (so they retract

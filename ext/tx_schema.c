@@ -10,12 +10,14 @@
 ** :db/index true for :db/unique, as the Rust engine demands). Re-running an
 ** identical schema transaction upserts on :db/ident and every datom is a
 ** no-op, so nothing changes (peer fault B07). txSchemaCheckOp is called
-** for every datom that will really change: altering an existing
-** attribute's definition is refused (the value type always; the other
-** flags until schema alteration is implemented). txSchemaFinish validates
-** the touched entities' final state, rewrites their mirror rows, creates
-** `idx_auto_avet_<a>` where format/mentat-v3.md asks, and loads the new
-** snapshot on the writer connection inside the transaction.
+** for every datom that will really change: of an existing attribute's
+** definition, the value type and fulltext flag cannot change (Datomic).
+** txSchemaFinish validates the touched entities' final state; for an
+** altered attribute it checks the stored values allow the change (many ->
+** one, a new :db/unique) and rewrites the flag columns of its datoms; it
+** rewrites their mirror rows, creates or drops `idx_auto_avet_<a>` where
+** format/mentat-v3.md asks, and loads the new snapshot on the writer
+** connection inside the transaction.
 **
 ** An attribute defined in a transaction cannot be used in that same
 ** transaction: ops are checked against the snapshot from before it, so the
@@ -55,9 +57,13 @@ int txSchemaPrepare(Tx *p) {
     TxOp *pOp = &p->aOp[i];
     sqlite3_int64 e = pOp->e.e;
     int bIndex = 0, bCard = 0, line = pOp->line, col = pOp->col;
+    const Attr *pOld;
     if (pOp->eOp != TXOP_ADD || pOp->bDrop) continue;
     if (pOp->pAttr->e != ENTID_DB_VALUETYPE && pOp->pAttr->e != ENTID_DB_UNIQUE) continue;
-    if (schemaAttr(p->pSchema, e) != NULL) continue;   /* existing attribute */
+    pOld = schemaAttr(p->pSchema, e);
+    /* An existing attribute keeps its cardinality; one becoming unique gets
+    ** the implied :db/index like a new one (unless it is indexed already). */
+    if (pOld != NULL && (pOp->pAttr->e == ENTID_DB_VALUETYPE || pOld->bIndex)) continue;
     for (j = 0; j < p->nOp; j++) {
       const TxOp *q = &p->aOp[j];
       if (q->eOp != TXOP_ADD || q->bDrop || q->e.e != e) continue;
@@ -79,18 +85,29 @@ int txSchemaPrepare(Tx *p) {
 int txSchemaCheckOp(Tx *p, const TxOp *pOp) {
   sqlite3_int64 a = pOp->pAttr->e;
   const Attr *pOld;
+  const char *zName;
   if (a != ENTID_DB_IDENT && !txIsSchemaAttr(a)) return SQLITE_OK;
   p->bSchema = 1;
   if (a == ENTID_DB_IDENT) return SQLITE_OK;
   pOld = schemaAttr(p->pSchema, pOp->e.e);
   if (pOld == NULL) return SQLITE_OK;
-  if (a == ENTID_DB_VALUETYPE && pOp->eOp == TXOP_ADD) {
-    return txErr(p, pOp->line, pOp->col, "cannot change the value type of attribute %s",
-                 pOld->zIdent ? pOld->zIdent : "?");
+  zName = pOld->zIdent ? pOld->zIdent : "?";
+  /* Datomic refuses these: the stored encoding of every value depends on
+  ** them (value_type_tag, fulltext rowids). */
+  if (a == ENTID_DB_VALUETYPE) {
+    return txErr(p, pOp->line, pOp->col, "cannot change the value type of attribute %s", zName);
   }
-  return txErr(p, pOp->line, pOp->col, "schema alteration of %s (%s%s) is not supported yet",
-               pOld->zIdent ? pOld->zIdent : "?", pOp->eOp == TXOP_RETRACT ? "retracting " : "",
-               pOp->pAttr->zIdent ? pOp->pAttr->zIdent : "?");
+  if (a == ENTID_DB_FULLTEXT) {
+    return txErr(p, pOp->line, pOp->col, "cannot change :db/fulltext of attribute %s", zName);
+  }
+  if (a == ENTID_DB_CARDINALITY && pOp->eOp == TXOP_RETRACT) {
+    return txErr(p, pOp->line, pOp->col,
+                 "cannot retract :db/cardinality of attribute %s; assert the new cardinality instead",
+                 zName);
+  }
+  /* :db/cardinality, :db/unique, :db/index, :db/isComponent and
+  ** :db/noHistory may change; txSchemaFinish checks the data allows it. */
+  return SQLITE_OK;
 }
 
 static int txCmpEntid(const void *pA, const void *pB) {
@@ -107,25 +124,154 @@ static int txExecE(Tx *p, const char *zSql, sqlite3_int64 e) {
     rc = sqlite3_step(pStmt);
     if (rc == SQLITE_DONE || rc == SQLITE_ROW) rc = SQLITE_OK;
   }
-  if (rc != SQLITE_OK) rc = txErr(p, 0, 0, "cannot update the schema tables: %s", sqlite3_errmsg(p->db));
+  if (rc != SQLITE_OK) rc = txSqlErr(p, "cannot update the schema tables: ");
   sqlite3_finalize(pStmt);
   return rc;
 }
 
-/* Validates entity e's final definition, rewrites its mirror rows and
-** creates its value index when needed. */
+/* Runs zSql binding ?1 = e; *pbRow says whether it gave a row, whose
+** columns 0 and 1 go to *pi0 and *pi1 (either may be NULL). */
+static int txProbeE(Tx *p, const char *zSql, sqlite3_int64 e, int *pbRow,
+                    sqlite3_int64 *pi0, sqlite3_int64 *pi1) {
+  sqlite3_stmt *pStmt = NULL;
+  int rc = sqlite3_prepare_v2(p->db, zSql, -1, &pStmt, NULL);
+  *pbRow = 0;
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_int64(pStmt, 1, e);
+    rc = sqlite3_step(pStmt);
+    if (rc == SQLITE_ROW) {
+      *pbRow = 1;
+      if (pi0) *pi0 = sqlite3_column_int64(pStmt, 0);
+      if (pi1) *pi1 = sqlite3_column_int64(pStmt, 1);
+      rc = SQLITE_OK;
+    } else if (rc == SQLITE_DONE) {
+      rc = SQLITE_OK;
+    }
+  }
+  if (rc != SQLITE_OK) rc = txSqlErr(p, "cannot check the attribute's values: ");
+  sqlite3_finalize(pStmt);
+  return rc;
+}
+
+/* An existing attribute's definition changed from pOld to (bMany, eUnique,
+** bIndex): checks the stored values allow it — as Datomic does, a switch to
+** cardinality one needs no entity with two values and a new :db/unique
+** needs the values unique — then rewrites the flag columns of its datoms
+** (index_avet, unique_value; format/mentat-v3.md) to the new definition.
+** Runs after the transaction's own datoms are written, so they count. */
+static int txAlter(Tx *p, const Attr *pOld, const char *zName, int bMany, int eUnique, int bIndex) {
+  sqlite3_int64 e = pOld->e, x0 = 0, x1 = 0;
+  int rc = SQLITE_OK, bRow = 0;
+  int bAvetOld = pOld->bIndex || pOld->eUnique != UNIQUE_NONE;
+  int bAvetNew = bIndex || eUnique != UNIQUE_NONE;
+
+  if (pOld->bMany && !bMany) {
+    rc = txProbeE(p, "SELECT e, count(*) FROM datoms WHERE a = ?1 GROUP BY e HAVING count(*) > 1"
+                     " LIMIT 1", e, &bRow, &x0, &x1);
+    if (rc) return rc;
+    if (bRow) {
+      return txErr(p, 0, 0, "cannot change %s to :db.cardinality/one: entity %lld has %lld values",
+                   zName, x0, x1);
+    }
+  }
+  if (pOld->eUnique == UNIQUE_NONE && eUnique != UNIQUE_NONE) {
+    rc = txProbeE(p, "SELECT min(e), max(e) FROM datoms WHERE a = ?1 GROUP BY value_type_tag, v"
+                     " HAVING count(*) > 1 LIMIT 1", e, &bRow, &x0, &x1);
+    if (rc) return rc;
+    if (bRow) {
+      return txErr(p, 0, 0, "cannot make %s :db/unique: entities %lld and %lld hold the same value",
+                   zName, x0, x1);
+    }
+  }
+  if (bAvetOld != bAvetNew || (pOld->eUnique != UNIQUE_NONE) != (eUnique != UNIQUE_NONE)) {
+    char *zSql = sqlite3_mprintf("UPDATE datoms SET index_avet = %d, unique_value = %d WHERE a = ?1",
+                                 bAvetNew, eUnique != UNIQUE_NONE);
+    if (zSql == NULL) return SQLITE_NOMEM;
+    rc = txExecE(p, zSql, e);
+    sqlite3_free(zSql);
+  }
+  return rc;
+}
+
+/* Keeps idx_auto_avet_<e> (format/mentat-v3.md, kind 'schema') in step
+** with the attribute's definition: created and recorded when bWant, dropped
+** and unrecorded when it was a schema index and no longer qualifies. */
+static int txValueIndex(Tx *p, sqlite3_int64 e, int bWant) {
+  sqlite3_stmt *pStmt = NULL;
+  char *zName = sqlite3_mprintf("idx_auto_avet_%lld", e);
+  char *zSql = NULL;
+  int rc = SQLITE_OK, bRow = 0;
+  if (zName == NULL) return SQLITE_NOMEM;
+  if (bWant) {
+    /* The entid is a schema constant, inlined so the partial index matches
+    ** the SQL that names it. */
+    zSql = sqlite3_mprintf("CREATE INDEX IF NOT EXISTS %s ON datoms (a, v, e) WHERE a = %lld", zName, e);
+    if (zSql == NULL) { rc = SQLITE_NOMEM; goto cleanup; }
+    rc = sqlite3_exec(p->db, zSql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK) {
+      rc = sqlite3_prepare_v2(p->db,
+          "INSERT OR IGNORE INTO mentat_managed_indexes (name, a, created, last_used, kind) "
+          "VALUES (?1, ?2, ?3, ?3, 'schema')", -1, &pStmt, NULL);
+    }
+    if (rc == SQLITE_OK) {
+      sqlite3_bind_text(pStmt, 1, zName, -1, SQLITE_STATIC);
+      sqlite3_bind_int64(pStmt, 2, e);
+      sqlite3_bind_int64(pStmt, 3, (sqlite3_int64)time(NULL));
+      rc = sqlite3_step(pStmt);
+      if (rc == SQLITE_DONE) rc = SQLITE_OK;
+    }
+    if (rc != SQLITE_OK) rc = txSqlErr(p, "cannot create the attribute's value index: ");
+    goto cleanup;
+  }
+  /* Only an index this module recorded as the schema's is dropped; an
+  ** adaptive one of the same attribute belongs to the query side. */
+  rc = sqlite3_prepare_v2(p->db,
+      "SELECT 1 FROM mentat_managed_indexes WHERE name = ?1 AND kind = 'schema'", -1, &pStmt, NULL);
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_text(pStmt, 1, zName, -1, SQLITE_STATIC);
+    rc = sqlite3_step(pStmt);
+    bRow = rc == SQLITE_ROW;
+    rc = (rc == SQLITE_ROW || rc == SQLITE_DONE) ? SQLITE_OK : rc;
+  }
+  sqlite3_finalize(pStmt);
+  pStmt = NULL;
+  if (rc != SQLITE_OK) { rc = txSqlErr(p, "cannot read mentat_managed_indexes: "); goto cleanup; }
+  if (!bRow) goto cleanup;
+  zSql = sqlite3_mprintf("DROP INDEX IF EXISTS %s", zName);
+  if (zSql == NULL) { rc = SQLITE_NOMEM; goto cleanup; }
+  rc = sqlite3_exec(p->db, zSql, NULL, NULL, NULL);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_prepare_v2(p->db, "DELETE FROM mentat_managed_indexes WHERE name = ?1", -1, &pStmt, NULL);
+  }
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_text(pStmt, 1, zName, -1, SQLITE_STATIC);
+    rc = sqlite3_step(pStmt);
+    if (rc == SQLITE_DONE) rc = SQLITE_OK;
+  }
+  if (rc != SQLITE_OK) rc = txSqlErr(p, "cannot drop the attribute's value index: ");
+cleanup:
+  sqlite3_finalize(pStmt);
+  sqlite3_free(zSql);
+  sqlite3_free(zName);
+  return rc;
+}
+
+/* Validates entity e's final definition, applies a changed definition to
+** the stored datoms, rewrites its mirror rows and keeps its value index. */
 static int txSchemaEntity(Tx *p, sqlite3_int64 e) {
   sqlite3_stmt *pStmt = NULL;
   sqlite3_int64 aV[ENTID_DB_NOHISTORY + 1];
   int aHas[ENTID_DB_NOHISTORY + 1];
   char zIdent[256] = "";
-  int rc, bAttr = 0, i;
+  const Attr *pOld = schemaAttr(p->pSchema, e);
+  int rc, bAttr = 0, i, bMany, eUnique, bIndex, bFulltext;
+  ValueType type;
 
   memset(aV, 0, sizeof(aV));
   memset(aHas, 0, sizeof(aHas));
   rc = sqlite3_prepare_v2(p->db,
       "SELECT a, v FROM datoms WHERE e = ?1 AND (a = 1 OR a BETWEEN 7 AND 13)", -1, &pStmt, NULL);
-  if (rc) return txErr(p, 0, 0, "%s", sqlite3_errmsg(p->db));
+  if (rc) return txSqlErr(p, NULL);
   sqlite3_bind_int64(pStmt, 1, e);
   while (sqlite3_step(pStmt) == SQLITE_ROW) {
     int a = sqlite3_column_int(pStmt, 0);
@@ -138,8 +284,14 @@ static int txSchemaEntity(Tx *p, sqlite3_int64 e) {
     }
   }
   rc = sqlite3_finalize(pStmt);
-  if (rc) return txErr(p, 0, 0, "%s", sqlite3_errmsg(p->db));
+  if (rc) return txSqlErr(p, NULL);
   for (i = ENTID_DB_VALUETYPE; i <= ENTID_DB_NOHISTORY; i++) bAttr |= aHas[i];
+  type = vtFromTypeEntid(aV[ENTID_DB_VALUETYPE]);
+  bMany = aHas[ENTID_DB_CARDINALITY] && aV[ENTID_DB_CARDINALITY] == ENTID_DB_CARD_MANY;
+  eUnique = !aHas[ENTID_DB_UNIQUE] ? UNIQUE_NONE
+            : aV[ENTID_DB_UNIQUE] == ENTID_DB_UNIQUE_IDENTITY ? UNIQUE_IDENTITY : UNIQUE_VALUE;
+  bIndex = aHas[ENTID_DB_INDEX] && aV[ENTID_DB_INDEX];
+  bFulltext = aHas[ENTID_DB_FULLTEXT] && aV[ENTID_DB_FULLTEXT];
 
   if (bAttr) {
     const char *zName = zIdent[0] ? zIdent : "?";
@@ -149,7 +301,7 @@ static int txSchemaEntity(Tx *p, sqlite3_int64 e) {
     if (!aHas[ENTID_DB_VALUETYPE]) {
       return txErr(p, 0, 0, "attribute %s needs a :db/valueType", zName);
     }
-    if (vtFromTypeEntid(aV[ENTID_DB_VALUETYPE]) == VT_NONE) {
+    if (type == VT_NONE) {
       const char *zType = schemaIdent(p->pSchema, aV[ENTID_DB_VALUETYPE]);
       return txErr(p, 0, 0, "attribute %s: unsupported :db/valueType %s; use one of the :db.type/* "
                    "idents ref, keyword, long, double, string, uuid, boolean, instant, bytes",
@@ -163,9 +315,15 @@ static int txSchemaEntity(Tx *p, sqlite3_int64 e) {
         && aV[ENTID_DB_UNIQUE] != ENTID_DB_UNIQUE_IDENTITY) {
       return txErr(p, 0, 0, "attribute %s: :db/unique must be :db.unique/value or :db.unique/identity", zName);
     }
-    if (aHas[ENTID_DB_FULLTEXT] && aV[ENTID_DB_FULLTEXT]
-        && vtFromTypeEntid(aV[ENTID_DB_VALUETYPE]) != VT_STRING) {
+    if (bFulltext && type != VT_STRING) {
       return txErr(p, 0, 0, "attribute %s: :db/fulltext needs :db.type/string", zName);
+    }
+    if (aHas[ENTID_DB_ISCOMPONENT] && aV[ENTID_DB_ISCOMPONENT] && type != VT_REF) {
+      return txErr(p, 0, 0, "attribute %s: :db/isComponent needs :db.type/ref", zName);
+    }
+    if (pOld != NULL) {
+      rc = txAlter(p, pOld, zName, bMany, eUnique, bIndex);
+      if (rc) return rc;
     }
   }
 
@@ -179,34 +337,9 @@ static int txSchemaEntity(Tx *p, sqlite3_int64 e) {
       "SELECT e, a, v, value_type_tag FROM datoms WHERE e = ?1 AND a BETWEEN 7 AND 12", e);
   if (rc) return rc;
 
-  if (bAttr && e >= PART_USER_START && !(aHas[ENTID_DB_FULLTEXT] && aV[ENTID_DB_FULLTEXT])
-      && ((aHas[ENTID_DB_UNIQUE])
-          || (aHas[ENTID_DB_INDEX] && aV[ENTID_DB_INDEX]
-              && vtFromTypeEntid(aV[ENTID_DB_VALUETYPE]) == VT_REF))) {
-    char *zSql = sqlite3_mprintf(
-        "CREATE INDEX IF NOT EXISTS idx_auto_avet_%lld ON datoms (a, v, e) WHERE a = %lld", e, e);
-    char *zName = sqlite3_mprintf("idx_auto_avet_%lld", e);
-    if (zSql == NULL || zName == NULL) {
-      rc = SQLITE_NOMEM;
-    } else {
-      rc = sqlite3_exec(p->db, zSql, NULL, NULL, NULL);
-      if (rc == SQLITE_OK) {
-        rc = sqlite3_prepare_v2(p->db,
-            "INSERT OR IGNORE INTO mentat_managed_indexes (name, a, created, last_used, kind) "
-            "VALUES (?1, ?2, ?3, ?3, 'schema')", -1, &pStmt, NULL);
-        if (rc == SQLITE_OK) {
-          sqlite3_bind_text(pStmt, 1, zName, -1, SQLITE_STATIC);
-          sqlite3_bind_int64(pStmt, 2, e);
-          sqlite3_bind_int64(pStmt, 3, (sqlite3_int64)time(NULL));
-          rc = sqlite3_step(pStmt);
-          if (rc == SQLITE_DONE) rc = SQLITE_OK;
-        }
-        sqlite3_finalize(pStmt);
-      }
-      if (rc != SQLITE_OK) rc = txErr(p, 0, 0, "cannot create index %s: %s", zName, sqlite3_errmsg(p->db));
-    }
-    sqlite3_free(zSql);
-    sqlite3_free(zName);
+  if (e >= PART_USER_START && (bAttr || pOld != NULL)) {
+    rc = txValueIndex(p, e, bAttr && !bFulltext
+                            && (eUnique != UNIQUE_NONE || (bIndex && type == VT_REF)));
   }
   return rc;
 }

@@ -221,8 +221,6 @@ START_TEST(test_schema_legacy_and_errors) {
   CHECK_Q("SELECT v FROM idents WHERE e = 41", ":l/x");
   CHECK_Q("SELECT part, idx FROM known_parts WHERE part = ':db.part/db'", ":db.part/db|42");
   Tok("[[:db/add \"n\" :l/x 5]]");
-  Tfail("[{:db/ident :p/age :db/cardinality :db.cardinality/many}]",
-        "schema alteration of :p/age (:db/cardinality) is not supported yet");
   Tfail("[{:db/ident :p/age :db/valueType :db.type/string}]",
         "cannot change the value type of attribute :p/age");
   Tfail("[{:db/ident :z/z :db/cardinality :db.cardinality/one}]",
@@ -244,6 +242,137 @@ START_TEST(test_schema_legacy_and_errors) {
   Tok("[{:db/ident :size/small} {:db/ident :size/large}]");
   Tok("[{:p/id \"s\" :p/parent :size/large}]");
   CHECK_Q("SELECT d.v = i.e FROM datoms d, idents i WHERE d.a = 65540 AND i.v = ':size/large'", "1");
+  closeStore();
+}
+END_TEST
+
+/* ---- schema alteration (issue 4 item 7) ------------------------------ */
+
+
+START_TEST(test_alter_rename) {
+  setupSchema();
+  /* tx 2: :p/age (65542) becomes :p/years through a plain assertion */
+  Tok("[{:db/id :p/age :db/ident :p/years}]");
+  CHECK_Q("SELECT v, tx FROM datoms WHERE e = 65542 AND a = 1", ":p/years|268435458");
+  CHECK_Q("SELECT e, a, v, added FROM timelined_transactions WHERE tx = 268435458 AND a = 1 ORDER BY added",
+          "65542|1|:p/age|0;65542|1|:p/years|1");
+  CHECK_Q("SELECT v FROM idents WHERE e = 65542", ":p/years");
+  /* the published snapshot knows the new name and not the old one */
+  Tok("[{:p/id \"a\" :p/years 5}]");
+  CHECK_Q("SELECT e, v, tx FROM datoms WHERE a = 65542", "65549|5|268435459");
+  Tfail("[{:p/id \"a\" :p/age 6}]", "unknown attribute :p/age");
+  /* a rename onto a taken ident is a unique conflict */
+  Tfail("[[:db/add :p/years :db/ident :p/name]]", "unique value conflict: :db/ident :p/name");
+  closeStore();
+}
+END_TEST
+
+START_TEST(test_alter_cardinality) {
+  setupSchema();
+  Tok("[{:p/id \"a\" :p/name \"x\"}]");                                 /* tx 2, a = 65549 */
+  /* tx 3: one -> many, Datomic's :db.alter/_attribute form */
+  Tok("[{:db/id :p/name :db/cardinality :db.cardinality/many :db.alter/_attribute :db.part/db}]");
+  CHECK_Q("SELECT v, tx FROM datoms WHERE e = 65536 AND a = 8", "34|268435459");
+  CHECK_Q("SELECT e, a, v, added FROM timelined_transactions WHERE tx = 268435459 AND a <> 3"
+          " ORDER BY a, added", "65536|8|33|0;65536|8|34|1;2|22|65536|1");
+  CHECK_Q("SELECT v FROM schema WHERE e = 65536 AND a = 8", "34");
+  /* tx 4: a second value is kept, not a replacement */
+  Tok("[[:db/add [:p/id \"a\"] :p/name \"y\"]]");
+  CHECK_Q("SELECT e, v, tx FROM datoms WHERE a = 65536 ORDER BY v", "65549|x|268435458;65549|y|268435460");
+  CHECK_Q("SELECT v, added FROM timelined_transactions WHERE tx = 268435460 AND a = 65536", "y|1");
+  /* many -> one refused while an entity has two values */
+  Tfail("[{:db/id :p/name :db/cardinality :db.cardinality/one}]",
+        "cannot change :p/name to :db.cardinality/one: entity 65549 has 2 values");
+  Tfail("[[:db/retract :p/name :db/cardinality :db.cardinality/many]]",
+        "cannot retract :db/cardinality of attribute :p/name");
+  /* tx 5: retracting one value in the same transaction makes it allowed */
+  Tok("[[:db/retract 65549 :p/name \"y\"] [:db/add :p/name :db/cardinality :db.cardinality/one]]");
+  CHECK_Q("SELECT e, a, v, added FROM timelined_transactions WHERE tx = 268435461 AND a <> 3"
+          " ORDER BY a, added", "65536|8|34|0;65536|8|33|1;65549|65536|y|0");
+  /* tx 6: cardinality one again: a new value replaces */
+  Tok("[[:db/add 65549 :p/name \"z\"]]");
+  CHECK_Q("SELECT v, added FROM timelined_transactions WHERE tx = 268435462 AND a = 65536 ORDER BY added",
+          "x|0;z|1");
+  CHECK_Q("SELECT v FROM datoms WHERE a = 65536", "z");
+  closeStore();
+}
+END_TEST
+
+START_TEST(test_alter_unique) {
+  setupSchema();
+  Tok("[{:db/id \"a\" :p/id \"a\" :p/name \"x\"} {:db/id \"b\" :p/id \"b\" :p/name \"x\"}]"); /* tx 2 */
+  CHECK_Q("SELECT e, index_avet, unique_value FROM datoms WHERE a = 65536 ORDER BY e", "65549|0|0;65550|0|0");
+  Tfail("[[:db/add :p/name :db/unique :db.unique/value]]",
+        "cannot make :p/name :db/unique: entities 65549 and 65550 hold the same value");
+  /* tx 3: values made distinct and the attribute unique in one transaction;
+  ** the implied :db/index true is asserted as for a new attribute */
+  Tok("[[:db/add 65550 :p/name \"w\"] [:db/add :p/name :db/unique :db.unique/value]]");
+  CHECK_Q("SELECT a, v, tx FROM datoms WHERE e = 65536 AND a IN (9, 11) ORDER BY a",
+          "9|35|268435459;11|1|268435459");
+  CHECK_Q("SELECT e, v, index_avet, unique_value FROM datoms WHERE a = 65536 ORDER BY e",
+          "65549|x|1|1;65550|w|1|1");
+  CHECK_Q("SELECT a, v FROM schema WHERE e = 65536 ORDER BY a", "7|27;8|33;9|35;11|1");
+  CHECK_Q("SELECT name, a, kind FROM mentat_managed_indexes WHERE a = 65536",
+          "idx_auto_avet_65536|65536|schema");
+  CHECK_Q("SELECT count(*) FROM sqlite_master WHERE name = 'idx_auto_avet_65536'", "1");
+  Tfail("[[:db/add 65550 :p/name \"x\"]]", "unique value conflict: :p/name \"x\" is already held by entity 65549");
+  /* tx 4: value -> identity: now a map upserts through it */
+  Tok("[[:db/add :p/name :db/unique :db.unique/identity]]");
+  CHECK_Q("SELECT e, a, v, added FROM timelined_transactions WHERE tx = 268435460 AND a <> 3"
+          " ORDER BY added", "65536|9|35|0;65536|9|36|1");
+  Tok("[{:p/name \"x\" :p/age 3}]");                                     /* tx 5 */
+  CHECK_Q("SELECT e, v FROM datoms WHERE a = 65542", "65549|3");
+  /* tx 6: uniqueness retracted: flags cleared (the explicit index stays),
+  ** the value index dropped and unrecorded */
+  Tok("[[:db/retract :p/name :db/unique :db.unique/identity]]");
+  CHECK_Q("SELECT e, index_avet, unique_value FROM datoms WHERE a = 65536 ORDER BY e", "65549|1|0;65550|1|0");
+  CHECK_Q("SELECT count(*) FROM mentat_managed_indexes WHERE a = 65536", "0");
+  CHECK_Q("SELECT count(*) FROM sqlite_master WHERE name = 'idx_auto_avet_65536'", "0");
+  CHECK_Q("SELECT a FROM schema WHERE e = 65536 ORDER BY a", "7;8;11");
+  Tok("[[:db/add 65550 :p/name \"x\"]]");                                /* duplicates allowed again */
+  /* an index on a non-fulltext unique attribute survives a rename */
+  Tok("[[:db/add :p/ssn :db/ident :p/ssn2]]");
+  CHECK_Q("SELECT count(*) FROM mentat_managed_indexes WHERE a = 65541", "1");
+  closeStore();
+}
+END_TEST
+
+START_TEST(test_alter_flags) {
+  setupSchema();
+  Tok("[{:db/id \"a\" :p/id \"a\" :p/parent \"b\" :p/friend \"b\" :p/tags \"t\"} {:db/id \"b\" :p/id \"b\"}]");
+  CHECK_Q("SELECT index_avet, index_vaet FROM datoms WHERE a = 65540", "0|1");
+  /* :db/index on a ref attribute: flag column and value index follow */
+  Tok("[[:db/add :p/parent :db/index true]]");
+  CHECK_Q("SELECT index_avet, index_vaet, unique_value FROM datoms WHERE a = 65540", "1|1|0");
+  CHECK_Q("SELECT name, kind FROM mentat_managed_indexes WHERE a = 65540", "idx_auto_avet_65540|schema");
+  Tok("[[:db/add :p/parent :db/index false]]");
+  CHECK_Q("SELECT index_avet FROM datoms WHERE a = 65540", "0");
+  CHECK_Q("SELECT count(*) FROM mentat_managed_indexes WHERE a = 65540", "0");
+  CHECK_Q("SELECT count(*) FROM sqlite_master WHERE name = 'idx_auto_avet_65540'", "0");
+  /* :db/index on a string attribute: index_avet only, no value index */
+  Tok("[[:db/add :p/tags :db/index true]]");
+  CHECK_Q("SELECT index_avet FROM datoms WHERE a = 65538", "1");
+  CHECK_Q("SELECT count(*) FROM mentat_managed_indexes WHERE a = 65538", "0");
+  /* :db/isComponent on: retractEntity now follows :p/friend */
+  Tok("[[:db/add :p/friend :db/isComponent true]]");
+  CHECK_Q("SELECT v FROM schema WHERE e = 65539 AND a = 10", "1");
+  Tfail("[[:db/add :p/tags :db/isComponent true]]", "attribute :p/tags: :db/isComponent needs :db.type/ref");
+  Tok("[[:db/retractEntity [:p/id \"a\"]]]");
+  CHECK_Q("SELECT count(*) FROM datoms WHERE e IN (65549, 65550)", "0");
+  /* :db/noHistory on: later values of :p/tags write no log rows; off again */
+  Tok("[{:p/id \"c\" :p/tags \"u\"}]");
+  Tok("[[:db/add :p/tags :db/noHistory true]]");
+  Tok("[[:db/add [:p/id \"c\"] :p/tags \"v\"]]");
+  CHECK_Q("SELECT count(*) FROM timelined_transactions WHERE a = 65538 AND v = 'v'", "0");
+  CHECK_Q("SELECT count(*) FROM datoms WHERE a = 65538 AND v = 'v'", "1");
+  Tok("[[:db/retract :p/tags :db/noHistory true]]");
+  Tok("[[:db/add [:p/id \"c\"] :p/tags \"w\"]]");
+  CHECK_Q("SELECT count(*) FROM timelined_transactions WHERE a = 65538 AND v = 'w'", "1");
+  /* value type and fulltext cannot change */
+  Tfail("[[:db/add :p/tags :db/fulltext true]]", "cannot change :db/fulltext of attribute :p/tags");
+  Tfail("[[:db/retract :p/bio :db/fulltext true]]", "cannot change :db/fulltext of attribute :p/bio");
+  Tfail("[[:db/retract :p/tags :db/valueType :db.type/string]]",
+        "cannot change the value type of attribute :p/tags");
   closeStore();
 }
 END_TEST
@@ -649,8 +778,16 @@ static const struct { const char *zEdn, *zWant; } aBad[] = {
   { "[{:db/id #db/id [:db.part/tx] :p/name \"x\"}]", "entities cannot be allocated in :db.part/tx" },
   { "[{:db/ident :z/z :db/valueType :db.type/long} {:p/id \"v\"} [:db/add [:p/id \"nobody\"] :p/tags \"z\"]]",
     "does not resolve" },
-  { "[{:db/ident :p/age :db/unique :db.unique/value}]", "schema alteration of :p/age" },
-  { "[[:db/retractEntity :p/age]]", "schema alteration of :p/age" },
+  { "[{:db/ident :p/age :db/cardinality :db.cardinality/one :db/fulltext true}]",
+    "cannot change :db/fulltext of attribute :p/age" },
+  { "[{:p/id \"b\" :p/age 10} [:db/add :p/age :db/unique :db.unique/value]]",
+    "cannot make :p/age :db/unique: entities 65549 and 65550 hold the same value" },
+  /* the value index of :p/age is made, then :p/email's change fails */
+  { "[[:db/add :p/age :db/unique :db.unique/value] [:db/add :p/email :db/isComponent true]]",
+    ":db/isComponent needs :db.type/ref" },
+  { "[[:db/add :p/tags :db/cardinality :db.cardinality/one] [:db/add [:p/id \"a\"] :p/tags \"u\"]]",
+    "cannot change :p/tags to :db.cardinality/one: entity 65549 has 2 values" },
+  { "[[:db/retractEntity :p/age]]", "cannot change the value type of attribute :p/age" },
 };
 
 START_TEST(test_errors_change_nothing) {
@@ -727,6 +864,10 @@ static Suite *txSuite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_schema_install);
   tcase_add_test(tc, test_schema_legacy_and_errors);
+  tcase_add_test(tc, test_alter_rename);
+  tcase_add_test(tc, test_alter_cardinality);
+  tcase_add_test(tc, test_alter_unique);
+  tcase_add_test(tc, test_alter_flags);
   tcase_add_test(tc, test_add_list_form);
   tcase_add_test(tc, test_map_forms);
   tcase_add_test(tc, test_nested_maps);
