@@ -7,7 +7,8 @@ labels in txs of 2,000 entities, issues in txs of 500, issues named by tempids
 "i<n>" so the loader learns their entids from the tx reports);
 OUTDIR/history-NNNNN.json, the later state changes as [issue position, state]
 pairs (the loader turns them into [:db/add e :issue/state s] txs of 500); and
-OUTDIR/expect.json, the answers the checks compare against.
+OUTDIR/expect.json, the answers the checks compare against; and OUTDIR/ds.json, the
+same data as JSON for the DataScript runner (bench/ds.js), so Node never parses EDN.
 
 Same seed, same output on every machine: Python's Mersenne Twister with an
 integer seed is stable across platforms and versions.
@@ -58,6 +59,7 @@ def main():
     prio = []
     assignee = []
     batch = []
+    ds_issues = []
     for n in range(n_issues):
         s = rnd.randrange(5)
         p = rnd.randint(1, 5)
@@ -68,11 +70,13 @@ def main():
         state.append(s)
         prio.append(p)
         assignee.append(a)
+        word = WORDS[rnd.randrange(5)]
+        ds_issues.append([n, 'Issue %d: %s' % (n, word), STATES[s], p, a, r, labels, minutes_to_inst(created)])
         lab = ' '.join('[:label/name "label-%d"]' % l for l in labels)
         batch.append('{:db/id "i%d" :issue/title "Issue %d: %s" :issue/state %s :issue/priority %d '
                      ':issue/assignee [:user/email "user%d@example.com"] :issue/reporter [:user/email "user%d@example.com"] '
                      '%s:issue/created-at #inst "%s"}' % (
-                         n, n, WORDS[rnd.randrange(5)], STATES[s], p, a, r,
+                         n, n, word, STATES[s], p, a, r,
                          (':issue/label [%s] ' % lab) if labels else '', minutes_to_inst(created)))
         if len(batch) == 500:
             files.append(('load', '[' + '\n'.join(batch) + ']'))
@@ -101,11 +105,15 @@ def main():
         'per_state': per_state,
         'open_prio_ge4': sum(1 for n in range(n_issues) if state[n] == 0 and prio[n] >= 4),
         'last_history': sorted(n for n, _ in history[-1]) if history else [],
-        'assignee': assignee, 'initial_state': [STATES[s] for s in initial],
+        'assignee': assignee, 'priority': prio, 'initial_state': [STATES[s] for s in initial],
         'final_state': [STATES[s] for s in state],
     }
     with open(os.path.join(out, 'expect.json'), 'w') as fh:
         json.dump(expect, fh)
+    # issues as [n, title, state, priority, assignee, reporter, [labels], created-at]
+    with open(os.path.join(out, 'ds.json'), 'w') as fh:
+        json.dump({'users': n_users, 'labels': n_labels, 'issues': ds_issues,
+                   'history': [[[n, STATES[s]] for n, s in h] for h in history]}, fh)
     print('%s: %d load txs, %d history txs, %d changes' % (scale, len(files), len(history), len(changes)))
 
 
