@@ -133,5 +133,8 @@ int ednIsKeyword(const EdnValue *p, const char *zKw);    /* exact ":a/b" */
 int ednIsSymbol(const EdnValue *p, const char *zSym);
 int ednIsVar(const EdnValue *p);                         /* symbol starting '?' */
 int ednEqual(const EdnValue *a, const EdnValue *b);      /* structural */
+/* "a string", "an integer", "a map" ...: the kind of a form, for error
+** messages ("expected :db.type/long, got a string"). Static text. */
+const char *ednKindName(const EdnValue *p);
 
 #endif /* MENTAT_EDN_H */

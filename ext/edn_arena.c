@@ -129,6 +129,27 @@ int ednIsSymbol(const EdnValue *p, const char *zSym) {
       && (int)strlen(zSym) == p->u.s.n;
 }
 
+const char *ednKindName(const EdnValue *p) {
+  switch (p->type) {
+    case EDN_NIL: return "nil";
+    case EDN_BOOL: return "a boolean";
+    case EDN_INT: return "an integer";
+    case EDN_DOUBLE: return "a double";
+    case EDN_STRING: return "a string";
+    case EDN_CHAR: return "a character";
+    case EDN_KEYWORD: return "a keyword";
+    case EDN_SYMBOL: return "a symbol";
+    case EDN_LIST: return "a list";
+    case EDN_VECTOR: return "a vector";
+    case EDN_MAP: return "a map";
+    case EDN_SET: return "a set";
+    case EDN_INST: return "an instant";
+    case EDN_UUID: return "a uuid";
+    case EDN_TAGGED: return "a tagged value";
+  }
+  return "a value";
+}
+
 int ednIsVar(const EdnValue *p) {
   return p && p->type == EDN_SYMBOL && p->u.s.n > 0 && p->u.s.z[0] == '?';
 }

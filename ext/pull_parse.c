@@ -50,27 +50,6 @@ static int pullParseErr(PullParse *p, const EdnValue *pAt, const char *zFmt, ...
   return *p->pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
 }
 
-/* A short description of a form for messages ("a string", "the map"). */
-static const char *pullParseWhat(const EdnValue *pV) {
-  switch (pV->type) {
-    case EDN_NIL: return "nil";
-    case EDN_BOOL: return "a boolean";
-    case EDN_INT: return "an integer";
-    case EDN_DOUBLE: return "a number";
-    case EDN_STRING: return "a string";
-    case EDN_CHAR: return "a character";
-    case EDN_KEYWORD: return "a keyword";
-    case EDN_SYMBOL: return "a symbol";
-    case EDN_LIST: return "a list";
-    case EDN_VECTOR: return "a vector";
-    case EDN_MAP: return "a map";
-    case EDN_SET: return "a set";
-    case EDN_INST: return "an instant";
-    case EDN_UUID: return "a uuid";
-    default: return "a tagged value";
-  }
-}
-
 static int pullIsWildcard(const EdnValue *pV) {
   return (pV->type == EDN_SYMBOL || pV->type == EDN_STRING)
       && pV->u.s.n == 1 && pV->u.s.z[0] == '*';
@@ -139,7 +118,7 @@ static int pullApplyOption(PullParse *p, PullItem *pItem,
   if (ednIsKeyword(pOpt, ":as")) {
     if (pVal->type != EDN_KEYWORD && pVal->type != EDN_STRING && pVal->type != EDN_SYMBOL) {
       return pullParseErr(p, pVal, ":as expects a keyword, string or symbol, got %s",
-                          pullParseWhat(pVal));
+                          ednKindName(pVal));
     }
     pItem->zKey = pVal->u.s.z;
     pItem->nKey = pVal->u.s.n;
@@ -150,7 +129,7 @@ static int pullApplyOption(PullParse *p, PullItem *pItem,
       pItem->nLimit = pVal->u.i;
     } else {
       return pullParseErr(p, pVal, ":limit expects a positive integer or nil, got %s",
-                          pullParseWhat(pVal));
+                          ednKindName(pVal));
     }
   } else if (ednIsKeyword(pOpt, ":default")) {
     pItem->pDefault = pVal;
@@ -158,7 +137,7 @@ static int pullApplyOption(PullParse *p, PullItem *pItem,
     return pullParseErr(p, pOpt, "unsupported pull option %s (expected :as, :limit or :default)",
                         pOpt->u.s.z);
   } else {
-    return pullParseErr(p, pOpt, "expected a pull option keyword, got %s", pullParseWhat(pOpt));
+    return pullParseErr(p, pOpt, "expected a pull option keyword, got %s", ednKindName(pOpt));
   }
   return SQLITE_OK;
 }
@@ -185,7 +164,7 @@ static int pullItemWithOptions(PullParse *p, const EdnValue *pSpec, PullItem *pI
     return pullApplyOption(p, pItem, &opt, a[2]);
   }
   if (a[0]->type != EDN_KEYWORD) {
-    return pullParseErr(p, a[0], "expected an attribute keyword, got %s", pullParseWhat(a[0]));
+    return pullParseErr(p, a[0], "expected an attribute keyword, got %s", ednKindName(a[0]));
   }
   rc = pullItemFromKeyword(p, a[0], pItem);
   if (rc != SQLITE_OK) return rc;
@@ -230,7 +209,7 @@ static int pullParseMapSpec(PullParse *p, const EdnValue *pMap, int iDepth, Pull
       rc = pullItemWithOptions(p, pKey, &item);
     } else {
       return pullParseErr(p, pKey, "expected an attribute as a map key, got %s",
-                          pullParseWhat(pKey));
+                          ednKindName(pKey));
     }
     if (rc != SQLITE_OK) return rc;
     if (item.eKind == PULL_KIND_DBID) {
@@ -248,7 +227,7 @@ static int pullParseMapSpec(PullParse *p, const EdnValue *pMap, int iDepth, Pull
     } else {
       return pullParseErr(p, pVal,
                           "expected a pattern vector, a positive recursion limit or ... "
-                          "after %.*s, got %s", item.nKey, item.zKey, pullParseWhat(pVal));
+                          "after %.*s, got %s", item.nKey, item.zKey, ednKindName(pVal));
     }
     pullAddItem(pPat, &item);
   }
@@ -262,7 +241,7 @@ static int pullParsePattern(PullParse *p, const EdnValue *pVec, int iDepth, Pull
 
   if (pVec == NULL) return pullParseErr(p, NULL, "missing pattern");
   if (pVec->type != EDN_VECTOR) {
-    return pullParseErr(p, pVec, "expected a vector, got %s", pullParseWhat(pVec));
+    return pullParseErr(p, pVec, "expected a vector, got %s", ednKindName(pVec));
   }
   if (iDepth >= PULL_MAX_DEPTH) {
     return pullParseErr(p, pVec, "nesting too deep (limit %d)", PULL_MAX_DEPTH);
@@ -318,7 +297,7 @@ static int pullParsePattern(PullParse *p, const EdnValue *pVec, int iDepth, Pull
         break;
       default:
         return pullParseErr(p, pEl, "expected an attribute, *, a map or an attribute "
-                            "with options, got %s", pullParseWhat(pEl));
+                            "with options, got %s", ednKindName(pEl));
     }
   }
   *ppOut = pPat;

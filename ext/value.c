@@ -66,28 +66,6 @@ const char *vtName(ValueType t) {
   return "unknown";
 }
 
-/* "a string", "an integer" ... for type-mismatch messages. */
-static const char *valueEdnDesc(const EdnValue *p) {
-  switch (p->type) {
-    case EDN_NIL: return "nil";
-    case EDN_BOOL: return "a boolean";
-    case EDN_INT: return "an integer";
-    case EDN_DOUBLE: return "a double";
-    case EDN_STRING: return "a string";
-    case EDN_CHAR: return "a character";
-    case EDN_KEYWORD: return "a keyword";
-    case EDN_SYMBOL: return "a symbol";
-    case EDN_LIST: return "a list";
-    case EDN_VECTOR: return "a vector";
-    case EDN_MAP: return "a map";
-    case EDN_SET: return "a set";
-    case EDN_INST: return "an instant";
-    case EDN_UUID: return "a uuid";
-    case EDN_TAGGED: return "a tagged value";
-  }
-  return "a value";
-}
-
 static int valueIsBytesLiteral(const EdnValue *p) {
   return p->type == EDN_TAGGED && strcmp(p->u.t.zTag, "bytes") == 0
       && p->u.t.p && p->u.t.p->type == EDN_STRING;
@@ -148,7 +126,7 @@ int valueFromEdn(const EdnValue *p, ValueType want, TypedValue *pOut, char **pzE
     case VT_NONE:
       return valueErr(pzErr, SQLITE_ERROR, "value of unknown type", 0, 0);
   }
-  return valueErr(pzErr, SQLITE_ERROR, "expected %s, got %s", vtName(want), valueEdnDesc(p));
+  return valueErr(pzErr, SQLITE_ERROR, "expected %s, got %s", vtName(want), ednKindName(p));
 }
 
 ValueType valueNaturalType(const EdnValue *p) {
