@@ -58,17 +58,19 @@ static void ednDoubleText(double d, char *z) {
   if (strpbrk(z, ".eE") == NULL) strcat(z, ".0");
 }
 
-/* Appends z[0..n) as a JSON string literal. Control characters (NUL too)
-** are escaped, so the output is valid JSON whatever bytes a string holds. */
-void ednJsonString(sqlite3_str *pOut, const char *z, int n) {
-  static const char aHex[] = "0123456789abcdef";
+/* Appends z[0..n) as a quoted literal with the escapes JSON and the EDN
+** reader share; other control characters (NUL included) as \u00XX. EDN
+** also escapes DEL and writes hex digits upper case, as its printer always
+** has; JSON leaves DEL alone. Either way the output reads back as the bytes. */
+static void ednQuoted(sqlite3_str *pOut, const char *z, int n, int bEdn) {
+  const char *aHex = bEdn ? "0123456789ABCDEF" : "0123456789abcdef";
   int i, iRun = 0;
   sqlite3_str_appendchar(pOut, 1, '"');
   for (i = 0; i < n; i++) {
     unsigned char c = (unsigned char)z[i];
     const char *zEsc;
     char aU[7];
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    if (c >= 0x20 && c != '"' && c != '\\' && !(bEdn && c == 0x7F)) continue;
     if (i > iRun) sqlite3_str_append(pOut, z + iRun, i - iRun);
     iRun = i + 1;
     switch (c) {
@@ -93,39 +95,15 @@ void ednJsonString(sqlite3_str *pOut, const char *z, int n) {
   sqlite3_str_appendchar(pOut, 1, '"');
 }
 
-/* EDN string literal: the escapes the reader understands, \uXXXX for other
-** control characters (NUL included). */
+/* Appends z[0..n) as a JSON string literal; valid JSON whatever bytes a
+** string holds. */
+void ednJsonString(sqlite3_str *pOut, const char *z, int n) {
+  ednQuoted(pOut, z, n, 0);
+}
+
+/* EDN string literal. */
 static void ednPrintString(sqlite3_str *pOut, const char *z, int n) {
-  static const char aHex[] = "0123456789ABCDEF";
-  int i, iRun = 0;
-  sqlite3_str_appendchar(pOut, 1, '"');
-  for (i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)z[i];
-    const char *zEsc;
-    char aU[7];
-    if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7F) continue;
-    if (i > iRun) sqlite3_str_append(pOut, z + iRun, i - iRun);
-    iRun = i + 1;
-    switch (c) {
-      case '"': zEsc = "\\\""; break;
-      case '\\': zEsc = "\\\\"; break;
-      case '\n': zEsc = "\\n"; break;
-      case '\r': zEsc = "\\r"; break;
-      case '\t': zEsc = "\\t"; break;
-      case '\b': zEsc = "\\b"; break;
-      case '\f': zEsc = "\\f"; break;
-      default:
-        memcpy(aU, "\\u00", 4);
-        aU[4] = aHex[c >> 4];
-        aU[5] = aHex[c & 15];
-        aU[6] = 0;
-        zEsc = aU;
-        break;
-    }
-    sqlite3_str_appendall(pOut, zEsc);
-  }
-  if (n > iRun) sqlite3_str_append(pOut, z + iRun, n - iRun);
-  sqlite3_str_appendchar(pOut, 1, '"');
+  ednQuoted(pOut, z, n, 1);
 }
 
 /* UTF-8 bytes of code point cp into z (5 bytes); returns the length. */
