@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# smoke/node/run.sh — runs smoke/node/node.js (the extension in Node through
+# better-sqlite3 12) after installing better-sqlite3 from the npm registry
+# into build/node once (package.json and package-lock.json from this folder;
+# reinstalled only when they change). The first install compiles
+# better-sqlite3's bundled SQLite when no prebuilt binary can be fetched,
+# which takes about two minutes on two cores; later runs take seconds.
+#
+# Usage: SO=/abs/path/libmentat_sqlite.so bash smoke/node/run.sh
+# Prints PASS/FAIL lines and 'N passed, M failed'; exits non-zero on any
+# failure, when node or npm is missing, and when node itself crashes (the
+# tally then counts the crash as one more failure).
+set -uo pipefail
+: "${SO:?set SO to the absolute path of the built .so}"
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/../.." && pwd)
+NODE_DIR=${NODE_DIR:-$TOP/build/node}
+
+for tool in node npm; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "FAIL host missing: '$tool' is not installed (Debian: apt-get install nodejs npm; .ci/run installs them)"
+    echo "0 passed, 1 failed"
+    exit 1
+  fi
+done
+
+# Install (or reinstall) when the pinned manifest changed since the last one.
+if ! cmp -s "$HERE/package.json" "$NODE_DIR/package.json" ||
+   ! cmp -s "$HERE/package-lock.json" "$NODE_DIR/package-lock.json.pinned" ||
+   [ ! -f "$NODE_DIR/node_modules/better-sqlite3/package.json" ]; then
+  echo "installing better-sqlite3 into $NODE_DIR (once)"
+  mkdir -p "$NODE_DIR"
+  rm -f "$NODE_DIR/package.json"
+  cp "$HERE/package.json" "$HERE/package-lock.json" "$NODE_DIR/"
+  if ! (cd "$NODE_DIR" && npm ci --no-audit --no-fund --cache "$NODE_DIR/.npm-cache" >npm.log 2>&1); then
+    tail -20 "$NODE_DIR/npm.log"
+    rm -f "$NODE_DIR/package.json"
+    echo "FAIL npm ci of better-sqlite3 (log: $NODE_DIR/npm.log)"
+    echo "0 passed, 1 failed"
+    exit 1
+  fi
+  cp "$HERE/package-lock.json" "$NODE_DIR/package-lock.json.pinned"
+fi
+
+OUT=$(mktemp /tmp/mentat-node-out.XXXXXX)
+trap 'rm -f "$OUT"' EXIT
+NODE_PATH="$NODE_DIR/node_modules" node "$HERE/node.js" "$SO" 2>&1 | tee "$OUT"
+rc=${PIPESTATUS[0]}
+if [ "$rc" -gt 128 ]; then
+  # A crash inside the extension kills node before it prints the tally.
+  pass=$(grep -c '^PASS ' "$OUT")
+  fail=$(grep -c '^FAIL ' "$OUT")
+  echo "FAIL node crashed with signal $((rc - 128)) after the last check above"
+  echo "$pass passed, $((fail + 1)) failed"
+fi
+exit "$rc"
