@@ -384,8 +384,12 @@ def main():
     for s in ('', '-wal', '-shm'):
         if os.path.exists(db + s):
             os.unlink(db + s)
-    if os.path.exists(P['writes']):
-        os.unlink(P['writes'])
+    # a new store: the later steps' outputs of an earlier run at this scale are stale now
+    for name in [P['writes'], P['results'], P['state']] + [os.path.join(out, x % scale) for x in (
+            'transact-%s-FULL.json', 'transact-%s-NORMAL.json', 'threads-%s-1.json', 'threads-%s-2.json',
+            'mixed-%s.json', 'ds-%s.json')]:
+        if os.path.exists(name):
+            os.unlink(name)
     con = connect(ext)
     L = Loader(con, db, P['data'])
     load_s = L.load()

@@ -1,0 +1,333 @@
+#!/usr/bin/python3
+"""Writes OUTDIR/report.md, OUTDIR/report.csv and PNG charts (gnuplot) from every scale's
+results found in OUTDIR, and judges them against BENCH.md's targets and checks.
+
+Usage: /usr/bin/python3 bench/report.py OUTDIR SCALE
+
+Reads results-<scale>.json (run.py), ds-<scale>.json (ds.js), transact-<scale>-FULL/NORMAL.json
+(write.py), threads-<scale>-1/2.json (threads.c), mixed-<scale>.json (mixed.py),
+stream-mmap-default.json / stream-mmap-0.json (stream.py), and bench/findings.md (the
+profiling notes, written by hand) which is appended as is. Exits 1 when a check of the
+run just made (SCALE) failed — BENCH.md: a failed check fails the run, after the report
+is written. A missed target is reported as "miss" and does not fail the run.
+"""
+import csv
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCALES = ['xs', 's', 'm']
+SCEN = ['point_lookup', 'ref_traversal', 'as_of', 'aggregate', 'predicate_scan', 'since',
+        'input_bindings', 'pull']
+# BENCH.md: p50 targets at scale s, ms; Rust mentat_sqlite_ext published figures at s and m
+TARGET_S = {'point_lookup': 0.020, 'pull': 0.030, 'input_bindings': 0.30, 'ref_traversal': 1,
+            'as_of': 3, 'since': 3, 'predicate_scan': 15, 'aggregate': 10}
+RUST_S = {'point_lookup': 0.083, 'pull': 0.047, 'input_bindings': 0.485, 'ref_traversal': 37.4,
+          'as_of': 84.8, 'since': 4.67, 'predicate_scan': 31.2, 'aggregate': 89.4}
+RATIO = 1.25
+
+
+def load(out, name):
+    p = os.path.join(out, name)
+    return json.load(open(p)) if os.path.exists(p) else None
+
+
+def f(x, d=3):
+    if x is None:
+        return 'n/a'
+    if x >= 100:
+        return '%.0f' % x
+    if x >= 10:
+        return '%.1f' % x
+    return ('%.' + str(d) + 'f') % x
+
+
+def judge(scale, name, m, ds, res_by_scale):
+    """(target text, pass/miss text, list of misses)."""
+    misses = []
+    r = m['table'][0] / max(m['sql'][0], 1e-9)
+    rs = m['scalar'][0] / max(m['sql'][0], 1e-9)
+    if r > RATIO or rs > RATIO:
+        misses.append('ratio')
+    tgt = ''
+    if scale == 's' and name in TARGET_S:
+        tgt = '≤ %g ms' % TARGET_S[name]
+        if m['table'][0] > TARGET_S[name]:
+            misses.append('p50')
+    elif scale == 'm' and res_by_scale.get('s') and name in res_by_scale['s']['scenarios']:
+        lim = 10 * res_by_scale['s']['scenarios'][name]['table'][0]
+        tgt = '≤ %s ms (10× s)' % f(lim)
+        if m['table'][0] > lim:
+            misses.append('growth')
+    elif name in TARGET_S:
+        tgt = '(s: ≤ %g ms)' % TARGET_S[name]
+    if ds is not None and scale in ('xs', 's'):
+        if ds.get(name) is not None and m['table'][0] >= ds[name][0]:
+            misses.append('vs DataScript')
+    return tgt, ('pass' if not misses else 'miss: ' + ', '.join(misses)), misses
+
+
+def gnuplot(script):
+    gp = shutil.which('gnuplot')
+    if not gp:
+        return 'gnuplot not found (apt-get install -y gnuplot-nox)'
+    p = subprocess.run([gp], input=script.encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return p.stderr.decode().strip() if p.returncode else ''
+
+
+def charts(out, res_by_scale, ds_by_scale):
+    notes = []
+    for scale, res in res_by_scale.items():
+        ds = (ds_by_scale.get(scale) or {}).get('scenarios') or {}
+        dat = os.path.join(out, 'latency-%s.dat' % scale)
+        with open(dat, 'w') as fh:
+            fh.write('# scenario ours_table ours_scalar sql datascript (p50 ms)\n')
+            for n in SCEN:
+                m = res['scenarios'].get(n)
+                if not m:
+                    continue
+                d = ds.get(n)
+                fh.write('%s %.6f %.6f %.6f %s\n' % (n, m['table'][0], m['scalar'][0], m['sql'][0],
+                                                     '%.6f' % d[0] if d else '?'))
+        png = os.path.join(out, 'latency-%s.png' % scale)
+        err = gnuplot('''set terminal pngcairo size 1100,600 noenhanced
+set output '%s'
+set title 'p50 latency per scenario, scale %s (ms, log scale; lower is better)'
+set datafile missing '?'
+set style data histogram
+set style histogram cluster gap 1
+set style fill solid 0.85 border -1
+set logscale y
+set yrange [0.001:*]
+set grid ytics
+set xtics rotate by -20
+set key top left
+plot '%s' using 2:xtic(1) title 'ours (edn_q table)', '' using 3 title 'ours (scalar edn_q)', \\
+     '' using 4 title 'hand-written SQL', '' using 5 title 'DataScript (Node)'
+''' % (png, scale, dat))
+        if err:
+            notes.append('latency-%s.png: %s' % (scale, err))
+    have = [s for s in SCALES if s in res_by_scale]
+    if len(have) >= 2:
+        dat = os.path.join(out, 'growth.dat')
+        with open(dat, 'w') as fh:
+            fh.write('# scale ' + ' '.join(SCEN) + ' (ours table p50 ms)\n')
+            for s in have:
+                sc = res_by_scale[s]['scenarios']
+                fh.write(s + ' ' + ' '.join('%.6f' % sc[n]['table'][0] if n in sc else '?' for n in SCEN) + '\n')
+        png = os.path.join(out, 'growth.png')
+        plots = ', '.join("'%s' using %d:xtic(1) with linespoints title '%s'" % (dat if i == 0 else '', i + 2, n)
+                          for i, n in enumerate(SCEN))
+        err = gnuplot('''set terminal pngcairo size 900,600 noenhanced
+set output '%s'
+set title 'ours (edn_q table) p50 by scale (ms, log scale); data grows 10x per step'
+set datafile missing '?'
+set logscale y
+set grid
+set key outside right
+plot %s
+''' % (png, plots))
+        if err:
+            notes.append('growth.png: %s' % err)
+    return notes
+
+
+def main():
+    out, scale = sys.argv[1], sys.argv[2]
+    res_by_scale = {s: load(out, 'results-%s.json' % s) for s in SCALES}
+    res_by_scale = {s: r for s, r in res_by_scale.items() if r}
+    ds_by_scale = {s: load(out, 'ds-%s.json' % s) for s in SCALES}
+    L = []
+    w = L.append
+    w('# libmentat_sqlite benchmark report')
+    w('')
+    w('Generated %s by `make bench` (bench/report.py) on %s, %d cores, load average %s; SQLite %s. '
+      'Workload, method and targets: ../shared/BENCH.md. Times are p50/p95/p99 in ms per call '
+      '(nearest rank; median of 3 repetitions), measured from Python for ours and the SQL baseline '
+      'alike; ratio = ours p50 / SQL p50 (table form, scalar form). This 2-core machine is shared '
+      'with other developers\' builds and tests: absolute figures are noisy, ratios from one run '
+      'less so.' % (time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()), platform.node(),
+                    os.cpu_count(), ', '.join('%.1f' % x for x in os.getloadavg()),
+                    next(iter(res_by_scale.values()))['sqlite'] if res_by_scale else '?'))
+    failed = []
+    rows_csv = []
+    for s in SCALES:
+        res = res_by_scale.get(s)
+        if not res:
+            continue
+        ds = (ds_by_scale.get(s) or {}).get('scenarios')
+        w('')
+        w('## Scale %s — %d datoms' % (s, res['datoms']))
+        w('')
+        w('| scenario | ours table p50/p95/p99 | ours scalar p50/p95/p99 | SQL p50/p95/p99 | ratio table, scalar | '
+          'DataScript p50 | Rust ext (s) | target | result |')
+        w('|---|---|---|---|---|---|---|---|---|')
+        for n in SCEN:
+            m = res['scenarios'].get(n)
+            if not m:
+                w('| %s | not run | | | | | | | miss: not run |' % n)
+                continue
+            tgt, verdict, _ = judge(s, n, m, ds, res_by_scale)
+            d = ds.get(n) if ds else None
+            dtxt = f(d[0]) if d else ('n/a (no history)' if n in ('as_of', 'since') else 'not run')
+            samples = m['sql'][3]
+            w('| %s | %s / %s / %s | %s / %s / %s | %s / %s / %s | %.2f, %.2f | %s | %s | %s | %s%s |' % (
+                n, f(m['table'][0]), f(m['table'][1]), f(m['table'][2]), f(m['scalar'][0]), f(m['scalar'][1]),
+                f(m['scalar'][2]), f(m['sql'][0]), f(m['sql'][1]), f(m['sql'][2]),
+                m['table'][0] / max(m['sql'][0], 1e-9), m['scalar'][0] / max(m['sql'][0], 1e-9), dtxt,
+                f(RUST_S.get(n)) if s == 's' else '', tgt, verdict,
+                '' if samples >= 30 else ' (%d samples/rep: capped)' % samples))
+            for form in ('table', 'scalar', 'sql'):
+                rows_csv.append([s, n, form] + ['%.5f' % x for x in m[form][:3]] + [m[form][3]])
+            if d:
+                rows_csv.append([s, n, 'datascript'] + ['%.5f' % x for x in d[:3]] + [d[3]])
+        w('')
+        w('Bulk load (initial load through edn_t, txs of 2,000 / 500 entities): %d datoms in %.1f s = '
+          '**%.0f datoms/s** (target at s ≥ 150,000: %s).' % (
+              res['load_datoms'], res['load_seconds'], res['bulk_datoms_per_s'],
+              'pass' if res['bulk_datoms_per_s'] >= 150000 else 'miss'))
+        dsr = ds_by_scale.get(s)
+        if dsr:
+            w('DataScript %s (%s) loaded the same data in %.1f s (%.0f datoms/s).' % (
+                dsr['engine'], dsr['node'], dsr['load_ms'] / 1000, dsr['load_datoms_per_s']))
+        rows_csv.append([s, 'bulk_load', 'datoms_per_s', '%.1f' % res['bulk_datoms_per_s'], '', '', res['load_datoms']])
+        # transact
+        tr = [(k, load(out, 'transact-%s-%s.json' % (s, k))) for k in ('FULL', 'NORMAL')]
+        if any(t for _, t in tr):
+            w('')
+            w('| transact_one | txs | tx/s | p50 / p95 / p99 ms | target | result |')
+            w('|---|---|---|---|---|---|')
+            for k, t in tr:
+                if not t:
+                    continue
+                tg = 1500 if k == 'FULL' else 10000
+                w('| synchronous=%s | %d | %.0f | %s / %s / %s | ≥ %d tx/s | %s |' % (
+                    k, t['txs'], t['tx_per_s'], f(t['p50_ms']), f(t['p95_ms']), f(t['p99_ms']), tg,
+                    'pass' if t['tx_per_s'] >= tg else 'miss'))
+                rows_csv.append([s, 'transact_one', k, '%.4f' % t['p50_ms'], '%.4f' % t['p95_ms'],
+                                 '%.4f' % t['p99_ms'], t['txs']])
+        th = [load(out, 'threads-%s-%d.json' % (s, k)) for k in (1, 2)]
+        if all(th):
+            ratio = th[1]['ops_per_s'] / max(th[0]['ops_per_s'], 1e-9)
+            w('')
+            w('threads (C program, one host connection per thread, shared store cache; '
+              'point_lookup/ref_traversal/pull round robin): 1 thread %.1f ops/s, 2 threads %.1f ops/s, '
+              '**%.2f×** (target ≥ 1.7×: %s); errors %d/%d. Mean ms per kind, 1 thread: %s; 2 threads: %s.' % (
+                  th[0]['ops_per_s'], th[1]['ops_per_s'], ratio, 'pass' if ratio >= 1.7 else 'miss',
+                  th[0]['errors'], th[1]['errors'],
+                  ', '.join('%s %s' % (k, f(v, 4)) for k, v in th[0]['mean_ms'].items()),
+                  ', '.join('%s %s' % (k, f(v, 4)) for k, v in th[1]['mean_ms'].items())))
+            rows_csv.append([s, 'threads', 'ratio_2_vs_1', '%.3f' % ratio, '', '', ''])
+        mx = load(out, 'mixed-%s.json' % s)
+        if mx:
+            ok = mx['errors'] == 0 and mx['wal_max_bytes'] < 64 * 1048576
+            w('')
+            w('mixed (8 reader processes point_lookup/ref_traversal + 1 writer transact_one, %.0f s): '
+              '%.0f reads/s, %.1f writes/s, **%d errors**, **WAL max %.1f MiB** (target 0 errors, '
+              'WAL < 64 MiB: %s).%s' % (mx['seconds'], mx['reads_per_s'], mx['writes_per_s'], mx['errors'],
+                                        mx['wal_max_bytes'] / 1048576.0, 'pass' if ok else 'miss',
+                                        (' Errors: ' + '; '.join(mx['error_messages'])) if mx['errors'] else ''))
+            rows_csv.append([s, 'mixed', 'wal_max_mib', '%.2f' % (mx['wal_max_bytes'] / 1048576.0), '', '', mx['errors']])
+        # baselines
+        w('')
+        w('<details><summary>Baselines at %s: chosen SQL candidate and its EXPLAIN QUERY PLAN</summary>' % s)
+        w('')
+        for n in SCEN:
+            b = res['baselines'].get(n)
+            if not b:
+                continue
+            cands = '; '.join('%s: %s' % (c['label'] or 'only candidate',
+                                          ('%.3f ms' % c['ms']) if c['ms'] is not None else 'WRONG ROWS ' + c['mismatch'])
+                              for c in b['candidates'])
+            w('- **%s** — %s. Candidates (best of 3 probes): %s. Plan: `%s`%s' % (
+                n, b['chosen'] or 'the only candidate', cands, ' / '.join(b['plan']),
+                (' — PLAN PROBLEM: ' + '; '.join(b['plan_problems'])) if b['plan_problems'] else ''))
+        w('')
+        w('</details>')
+        # checks
+        w('')
+        w('Checks at %s:' % s)
+        cl = res.get('checks_after_load', [])
+        w('- after load: %s' % ('all pass' if not cl else 'FAILED: ' + '; '.join(cl)))
+        if mx:
+            cm = mx.get('checks_after_mixed', [])
+            w('- after mixed: %s' % ('all pass' if not cm else 'FAILED: ' + '; '.join(cm)))
+        else:
+            cm = []
+        w('- baselines return ours rows: %s' % ('yes' if not res.get('problems') else
+                                               'NO: ' + '; '.join(res['problems'])))
+        if dsr:
+            w('- DataScript answers: %s' % ('all pass' if not dsr['checks_failed'] else
+                                            'FAILED: ' + '; '.join(dsr['checks_failed'])))
+        if s == scale:
+            failed += ['after load: ' + x for x in cl] + ['after mixed: ' + x for x in cm]
+            failed += res.get('problems', [])
+            if mx and mx['errors']:
+                failed.append('mixed: %d errors' % mx['errors'])
+            if dsr and dsr['checks_failed']:
+                failed += ['DataScript: ' + x for x in dsr['checks_failed']]
+            if not res['scenarios'] or len(res['scenarios']) < len(SCEN):
+                failed.append('not every scenario ran')
+        if os.path.exists(os.path.join(out, 'latency-%s.png' % s)) or shutil.which('gnuplot'):
+            w('')
+            w('![latency %s](latency-%s.png)' % (s, s))
+    st = [load(out, 'stream-mmap-default.json'), load(out, 'stream-mmap-0.json')]
+    if any(st):
+        w('')
+        w('## Streaming 1M rows through the edn_q table')
+        w('')
+        w('| MENTAT_MMAP_SIZE | LIMIT 1 p50 / max ms | rows | full scan s | VmRSS growth MiB | RssAnon (heap) MiB | '
+          'RssFile (mmap pages) MiB | target: RSS grows < 16 MiB |')
+        w('|---|---|---|---|---|---|---|---|')
+        for t in st:
+            if not t:
+                continue
+            grow = t['rss_growth_mib'] if t['setting'] == 'mmap-0' else t['anon_growth_mib']
+            w('| %s | %s / %s | %d | %.2f | %.1f | %.1f | %.1f | %s |' % (
+                'default (1 GiB)' if t['setting'] == 'mmap-default' else '0', f(t['limit1_ms_p50']),
+                f(t['limit1_ms_max']), t['rows'], t['full_seconds'], t['rss_growth_mib'], t['anon_growth_mib'],
+                t['file_growth_mib'], ('pass' if grow < 16 else 'miss') + (
+                    ' (heap; VmRSS counts the mmap\'d store)' if t['setting'] != 'mmap-0' else '')))
+    if len(res_by_scale) >= 2:
+        w('')
+        w('## Growth across scales')
+        w('')
+        have = [s for s in SCALES if s in res_by_scale]
+        w('| scenario | ' + ' | '.join('ours p50 %s' % s for s in have) + ' |')
+        w('|---|' + '---|' * len(have))
+        for n in SCEN:
+            w('| %s | %s |' % (n, ' | '.join(f(res_by_scale[s]['scenarios'][n]['table'][0])
+                                             if n in res_by_scale[s]['scenarios'] else '' for s in have)))
+        w('')
+        w('![growth](growth.png)')
+    notes = charts(out, res_by_scale, ds_by_scale)
+    for n in notes:
+        w('')
+        w('Chart problem: ' + n)
+    fnd = os.path.join(HERE, 'findings.md')
+    if os.path.exists(fnd):
+        w('')
+        w(open(fnd).read().rstrip())
+    w('')
+    w('## Run result (%s)' % scale)
+    w('')
+    w('%s' % ('All checks pass.' if not failed else 'FAILED checks:\n' + '\n'.join('- ' + x for x in failed)))
+    with open(os.path.join(out, 'report.md'), 'w') as fh:
+        fh.write('\n'.join(L) + '\n')
+    with open(os.path.join(out, 'report.csv'), 'w', newline='') as fh:
+        cw = csv.writer(fh)
+        cw.writerow(['scale', 'scenario', 'form', 'p50_ms', 'p95_ms', 'p99_ms', 'samples'])
+        cw.writerows(rows_csv)
+    print('wrote %s' % os.path.join(out, 'report.md'))
+    for x in failed:
+        print('CHECK FAILED: ' + x)
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,182 @@
+/*
+** threads.c — the `threads` scenario of BENCH.md: N threads in one process, each with
+** its own host connection (":memory:" with the extension loaded), sharing the
+** extension's process-wide store cache, running a point_lookup / ref_traversal / pull
+** mix on one store for a fixed time.
+**
+** HOW IT WORKS
+** main() reads the issues' entids from the store, starts N threads that wait on a
+** barrier, lets them run for SECONDS, raises a stop flag and sums the operations each
+** thread completed (round robin over the three kinds, inputs from a per-thread
+** xorshift generator). Every operation steps its statement to the end. A C program
+** rather than Python threads, so the GIL cannot serialise the callers. It also
+** reports the mean latency per kind, a figure free of Python's call overhead.
+**
+** Usage: threads EXT DB NTHREADS SECONDS NUSERS  → one JSON line on stdout.
+** Bench code, not part of the extension: it uses <sqlite3.h> directly and libc malloc.
+*/
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PL_Q "[:find ?e ?name :in $ ?email :where [?e :user/email ?email] [?e :user/name ?name]]"
+#define RT_Q "[:find ?i ?title ?state :in $ ?email :where [?u :user/email ?email] " \
+             "[?i :issue/assignee ?u] [?i :issue/title ?title] [?i :issue/state ?state]]"
+
+static const char *zExt, *zDb;
+static int nUser;
+static sqlite3_int64 *aIssue;
+static int nIssue;
+static atomic_int bStop;
+static pthread_barrier_t barrier;
+
+typedef struct Worker {
+  pthread_t tid;
+  int k;
+  long nOp[3];
+  double secOp[3];
+  long nErr;
+  char zErr[200];
+} Worker;
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static unsigned long long xorshift(unsigned long long *s) {
+  *s ^= *s << 13;
+  *s ^= *s >> 7;
+  *s ^= *s << 17;
+  return *s;
+}
+
+/* Steps pStmt to the end; 0 on success. */
+static int runStmt(sqlite3_stmt *pStmt) {
+  int rc;
+  while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
+  }
+  sqlite3_reset(pStmt);
+  return rc == SQLITE_DONE ? 0 : rc;
+}
+
+static void *workerMain(void *pArg) {
+  Worker *w = pArg;
+  sqlite3 *db = 0;
+  sqlite3_stmt *aStmt[3] = {0, 0, 0};
+  char *zErr = 0;
+  unsigned long long seed = 0x9E3779B97F4A7C15ull * (unsigned long long)(w->k + 1);
+  int ready = 0;
+  if (sqlite3_open(":memory:", &db) == SQLITE_OK &&
+      sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 1, (int *)0) == SQLITE_OK &&
+      sqlite3_load_extension(db, zExt, 0, &zErr) == SQLITE_OK &&
+      sqlite3_prepare_v2(db, "SELECT value FROM edn_q(?1, '" PL_Q "', ?2)", -1, &aStmt[0], 0) == SQLITE_OK &&
+      sqlite3_prepare_v2(db, "SELECT value FROM edn_q(?1, '" RT_Q "', ?2)", -1, &aStmt[1], 0) == SQLITE_OK &&
+      sqlite3_prepare_v2(db, "SELECT edn_pull(?1, '[*]', ?2)", -1, &aStmt[2], 0) == SQLITE_OK) {
+    ready = 1;
+  } else {
+    snprintf(w->zErr, sizeof w->zErr, "%s", zErr ? zErr : sqlite3_errmsg(db));
+  }
+  sqlite3_free(zErr);
+  pthread_barrier_wait(&barrier);
+  for (long n = 0; ready && !atomic_load(&bStop); n++) {
+    int kind = (int)(n % 3);
+    sqlite3_stmt *p = aStmt[kind];
+    char zOpts[100];
+    sqlite3_bind_text(p, 1, zDb, -1, SQLITE_STATIC);
+    if (kind < 2) {
+      snprintf(zOpts, sizeof zOpts, "{\"inputs\":[\"user%d@example.com\"]}",
+               (int)(xorshift(&seed) % (unsigned long long)nUser));
+      sqlite3_bind_text(p, 2, zOpts, -1, SQLITE_TRANSIENT);
+    } else {
+      sqlite3_bind_int64(p, 2, aIssue[xorshift(&seed) % (unsigned long long)nIssue]);
+    }
+    double t0 = now();
+    int rc = runStmt(p);
+    w->secOp[kind] += now() - t0;
+    if (rc) {
+      if (!w->nErr) snprintf(w->zErr, sizeof w->zErr, "%s", sqlite3_errmsg(db));
+      w->nErr++;
+    } else {
+      w->nOp[kind]++;
+    }
+  }
+  for (int i = 0; i < 3; i++) sqlite3_finalize(aStmt[i]);
+  sqlite3_close(db);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 6) {
+    fprintf(stderr, "usage: threads EXT DB NTHREADS SECONDS NUSERS\n");
+    return 2;
+  }
+  zExt = argv[1];
+  zDb = argv[2];
+  int nThread = atoi(argv[3]);
+  double secs = atof(argv[4]);
+  nUser = atoi(argv[5]);
+  sqlite3 *raw = 0;
+  sqlite3_stmt *p = 0;
+  if (sqlite3_open_v2(zDb, &raw, SQLITE_OPEN_READONLY, 0) != SQLITE_OK ||
+      sqlite3_prepare_v2(raw, "SELECT e FROM datoms WHERE a = (SELECT e FROM idents WHERE v = "
+                              "':issue/title')", -1, &p, 0) != SQLITE_OK) {
+    fprintf(stderr, "threads: cannot read %s: %s\n", zDb, sqlite3_errmsg(raw));
+    return 1;
+  }
+  int nAlloc = 1024;
+  aIssue = malloc(sizeof *aIssue * (size_t)nAlloc);
+  while (aIssue && sqlite3_step(p) == SQLITE_ROW) {
+    if (nIssue == nAlloc) {
+      nAlloc *= 2;
+      aIssue = realloc(aIssue, sizeof *aIssue * (size_t)nAlloc);
+      if (!aIssue) break;
+    }
+    aIssue[nIssue++] = sqlite3_column_int64(p, 0);
+  }
+  sqlite3_finalize(p);
+  sqlite3_close(raw);
+  if (!aIssue || nIssue == 0 || nThread < 1) {
+    fprintf(stderr, "threads: no issues in %s\n", zDb);
+    return 1;
+  }
+  Worker *aW = calloc((size_t)nThread, sizeof *aW);
+  if (!aW) return 1;
+  pthread_barrier_init(&barrier, 0, (unsigned)nThread + 1);
+  for (int i = 0; i < nThread; i++) {
+    aW[i].k = i;
+    pthread_create(&aW[i].tid, 0, workerMain, &aW[i]);
+  }
+  pthread_barrier_wait(&barrier);
+  double t0 = now();
+  struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
+  nanosleep(&ts, 0);
+  atomic_store(&bStop, 1);
+  for (int i = 0; i < nThread; i++) pthread_join(aW[i].tid, 0);
+  double el = now() - t0;
+  long nOp[3] = {0, 0, 0}, nErr = 0;
+  double sec[3] = {0, 0, 0};
+  const char *zErr = "";
+  for (int i = 0; i < nThread; i++) {
+    for (int k = 0; k < 3; k++) {
+      nOp[k] += aW[i].nOp[k];
+      sec[k] += aW[i].secOp[k];
+    }
+    nErr += aW[i].nErr;
+    if (aW[i].zErr[0]) zErr = aW[i].zErr;
+  }
+  long total = nOp[0] + nOp[1] + nOp[2];
+  printf("{\"threads\":%d,\"seconds\":%.3f,\"ops\":%ld,\"ops_per_s\":%.1f,\"errors\":%ld,"
+         "\"mean_ms\":{\"point_lookup\":%.4f,\"ref_traversal\":%.4f,\"pull\":%.4f},\"error\":\"%s\"}\n",
+         nThread, el, total, (double)total / el, nErr,
+         nOp[0] ? 1000 * sec[0] / (double)nOp[0] : 0, nOp[1] ? 1000 * sec[1] / (double)nOp[1] : 0,
+         nOp[2] ? 1000 * sec[2] / (double)nOp[2] : 0, zErr);
+  free(aW);
+  free(aIssue);
+  return nErr ? 1 : 0;
+}
