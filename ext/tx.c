@@ -75,6 +75,8 @@ static const char *const azTxSql[TXS_COUNT] = {
   "SELECT rowid FROM fulltext_values WHERE fulltext_values MATCH ?2 AND text = ?1",
   /* TXS_FTS_INSERT: only after TXS_FTS_MATCH proved the text absent */
   "INSERT INTO fulltext_values (text, searchid) VALUES (?1, NULL)",
+  /* TXS_LOOKUP_BATCH: built by txLookupBatchSql */
+  NULL,
 };
 
 /* The multi-row INSERTs: TX_BATCH rows of anonymous parameters. */
@@ -82,10 +84,10 @@ static char *txBatchSql(int eStmt) {
   sqlite3_str *pSql = sqlite3_str_new(NULL);
   int i;
   if (eStmt == TXS_INSERT_BATCH) {
-    sqlite3_str_appendall(pSql, "INSERT INTO datoms (e, a, v, tx, value_type_tag, index_avet,"
+    sqlite3_str_appendall(pSql, "INSERT OR ROLLBACK INTO datoms (e, a, v, tx, value_type_tag, index_avet,"
                                 " index_vaet, index_fulltext, unique_value) VALUES ");
   } else {
-    sqlite3_str_appendall(pSql, "INSERT INTO timelined_transactions (e, a, v, tx, added,"
+    sqlite3_str_appendall(pSql, "INSERT OR ROLLBACK INTO timelined_transactions (e, a, v, tx, added,"
                                 " value_type_tag, timeline) VALUES ");
   }
   for (i = 0; i < TX_BATCH; i++) {
@@ -94,6 +96,9 @@ static char *txBatchSql(int eStmt) {
   }
   return sqlite3_str_finish(pSql);
 }
+
+/* The writer connection's page cache, KiB (PRAGMA cache_size=-N). */
+#define TX_WRITER_CACHE_KIB "65536"
 
 typedef struct TxCache {
   sqlite3_stmt *aStmt[TXS_COUNT];
@@ -118,11 +123,18 @@ int txStmt(Tx *p, int eStmt, sqlite3_stmt **ppStmt) {
     memset(pCache, 0, sizeof(*pCache));
     p->pConn->pTxCache = pCache;
     p->pConn->xTxCacheFree = txCacheFree;
+    /* The writer's page cache holds the hot pages of every index a bulk
+    ** transaction inserts into (values land at random places in AVET, VAET
+    ** and the value indexes); at SQLite's default 2 MiB they spill to the
+    ** WAL and are read back within one transaction. Pages are allocated
+    ** only as used, so small stores pay nothing. Measured on bench scale s
+    ** (40 load transactions): 2.85 s -> 2.09 s CPU. */
+    sqlite3_exec(p->db, "PRAGMA cache_size=-" TX_WRITER_CACHE_KIB, NULL, NULL, NULL);
   }
   if (pCache->aStmt[eStmt] == NULL) {
     char *zBatch = NULL;
     if (azTxSql[eStmt] == NULL) {
-      zBatch = txBatchSql(eStmt);
+      zBatch = eStmt == TXS_LOOKUP_BATCH ? txLookupBatchSql() : txBatchSql(eStmt);
       if (zBatch == NULL) return SQLITE_NOMEM;
     }
     rc = sqlite3_prepare_v3(p->db, zBatch ? zBatch : azTxSql[eStmt], -1, SQLITE_PREPARE_PERSISTENT,
@@ -516,6 +528,7 @@ int txTransact(Store *pStore, const char *zEdn, int nEdn,
 
   rc = txLoadParts(&tx);
   if (rc == SQLITE_OK) rc = txExpand(&tx, pRoot);
+  if (rc == SQLITE_OK) rc = txLookupResolve(&tx);
   if (rc == SQLITE_OK) rc = txResolve(&tx);
   if (rc == SQLITE_OK) rc = txResolveDerived(&tx);
   if (rc == SQLITE_OK) rc = txSchemaPrepare(&tx);
@@ -551,6 +564,8 @@ cleanup:
   sqlite3_free(tx.aOp);
   sqlite3_free(tx.aTemp);
   sqlite3_free(tx.aHash);
+  sqlite3_free(tx.aLook);
+  sqlite3_free(tx.aLookHash);
   ednArenaReset(&arena);
   return rc;
 }

@@ -12,8 +12,9 @@
 ** :db/id or a :db.unique/identity attribute, else they would dangle, as in
 ** Datomic). Entity places become TxPlaces: entids, idents (resolved through
 ** the snapshot), tempids (interned by key in a small hash table), #db/id
-** tagged ids, the current tx, and lookup refs — resolved right here, against
-** the store as it was before the transaction (Datomic; peer fault B09).
+** tagged ids, the current tx, and lookup refs — queued for tx_lookup.c,
+** which resolves them in bulk against the store as it was before the
+** transaction (Datomic; peer fault B09).
 ** Recursion follows only the nesting of the input, which the reader caps at
 ** EDN_MAX_DEPTH.
 */
@@ -121,10 +122,12 @@ static const char *txEdnText(Tx *p, const EdnValue *pV) {
   return zOut ? zOut : "?";
 }
 
-/* Resolves a lookup ref (attribute keyword pA, value pV; pForm for the
-** message) to an entid against the store before the transaction. */
+/* A lookup ref (attribute keyword pA, value pV; pForm for the message):
+** checked and queued for txLookupResolve (a TXP_LOOKUP place), which looks
+** all of them up in bulk against the store before the transaction.
+** Fulltext attributes (values are rowids) are resolved here. */
 static int txLookupRef(Tx *p, const EdnValue *pForm, const EdnValue *pA,
-                       const EdnValue *pV, sqlite3_int64 *pE) {
+                       const EdnValue *pV, TxPlace *pPl) {
   const Attr *pAttr;
   TypedValue v;
   sqlite3_stmt *pStmt = NULL;
@@ -164,6 +167,9 @@ static int txLookupRef(Tx *p, const EdnValue *pForm, const EdnValue *pA,
     }
     v.type = VT_LONG;
     v.i = iRowid;
+  } else {
+    pPl->eKind = TXP_LOOKUP;
+    return txLookupAdd(p, pForm, pAttr, &v, &pPl->iTemp);
   }
   rc = txStmt(p, TXS_LOOKUP_UNIQUE, &pStmt);
   if (rc) return rc;
@@ -173,7 +179,7 @@ static int txLookupRef(Tx *p, const EdnValue *pForm, const EdnValue *pA,
   if (rc != SQLITE_OK) return rc;
   rc = sqlite3_step(pStmt);
   if (rc == SQLITE_ROW) {
-    *pE = sqlite3_column_int64(pStmt, 0);
+    pPl->e = sqlite3_column_int64(pStmt, 0);
     sqlite3_reset(pStmt);
     return SQLITE_OK;
   }
@@ -256,13 +262,13 @@ static int txPlace(Tx *p, const EdnValue *pV, TxPlace *pPl, int bEntity) {
     }
     case EDN_VECTOR:
       if (pV->u.c.n == 2 && pV->u.c.a[0]->type == EDN_KEYWORD) {
-        return txLookupRef(p, pV, pV->u.c.a[0], pV->u.c.a[1], &pPl->e);
+        return txLookupRef(p, pV, pV->u.c.a[0], pV->u.c.a[1], pPl);
       }
       return txErr(p, pV->line, pV->col, "expected an entity id, ident, tempid or lookup ref, got %s",
                    txEdnText(p, pV));
     case EDN_LIST:
       if (pV->u.c.n == 3 && ednIsSymbol(pV->u.c.a[0], "lookup-ref")) {
-        return txLookupRef(p, pV, pV->u.c.a[1], pV->u.c.a[2], &pPl->e);
+        return txLookupRef(p, pV, pV->u.c.a[1], pV->u.c.a[2], pPl);
       }
       if (pV->u.c.n == 1 && ednIsSymbol(pV->u.c.a[0], "transaction-tx")) {
         pPl->e = p->iTx;

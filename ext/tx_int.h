@@ -15,12 +15,14 @@
 
 #include "tx.h"
 
-/* Where an entity (or a ref value) is: a known entid or a tempid. */
-#define TXP_ENTID 0
-#define TXP_TEMP  1
+/* Where an entity (or a ref value) is: a known entid, a tempid, or a lookup
+** ref waiting for the batched store lookup (tx_lookup.c). */
+#define TXP_ENTID  0
+#define TXP_TEMP   1
+#define TXP_LOOKUP 2
 typedef struct TxPlace {
   int eKind;            /* TXP_* */
-  int iTemp;            /* index into Tx.aTemp when TXP_TEMP */
+  int iTemp;            /* index into Tx.aTemp (TXP_TEMP) or Tx.aLook (TXP_LOOKUP) */
   sqlite3_int64 e;      /* entid when TXP_ENTID (after resolution, always) */
 } TxPlace;
 
@@ -63,6 +65,15 @@ typedef struct TxTemp {
   sqlite3_int64 e;          /* resolved entid or 0 */
 } TxTemp;
 
+/* A distinct lookup ref [attr value] of the transaction. Equal ones share
+** one entry, so each is looked up once. */
+typedef struct TxLookup {
+  const Attr *pAttr;        /* a :db/unique attribute, not fulltext */
+  TypedValue v;             /* stored encoding; text in the arena or input */
+  const EdnValue *pForm;    /* the first form naming it, for messages */
+  sqlite3_int64 e;          /* the entity holding it, 0 until found */
+} TxLookup;
+
 /* A row of known_parts. */
 #define TX_MAX_PARTS 32
 typedef struct TxPart {
@@ -81,11 +92,15 @@ enum {
   TXS_LAST_INSTANT,
   TXS_INSERT_BATCH, TXS_LOG_BATCH,   /* TX_BATCH rows per statement */
   TXS_FTS_MATCH, TXS_FTS_INSERT,
+  TXS_LOOKUP_BATCH,                  /* TX_LOOKUP_BATCH values per statement */
   TXS_COUNT
 };
 /* Rows per multi-row INSERT: each statement start/halt opens and closes a
 ** cursor per index and a statement journal, which dominated bulk loads. */
 #define TX_BATCH 16
+/* Lookup-ref values resolved per statement (a VALUES list joined to the
+** unique-value index). */
+#define TX_LOOKUP_BATCH 64
 
 typedef struct Tx {
   StoreConn *pConn;
@@ -96,6 +111,8 @@ typedef struct Tx {
   TxOp *aOp; int nOp, nOpAlloc;
   TxTemp *aTemp; int nTemp, nTempAlloc;
   int *aHash; int nHash;    /* keyed tempids: slot -> index+1 */
+  TxLookup *aLook; int nLook, nLookAlloc;
+  int *aLookHash; int nLookHash;   /* lookup refs: slot -> index+1 */
   TxPart aPart[TX_MAX_PARTS]; int nPart;
   int iPartTx, iPartUser, iPartDb;   /* indexes into aPart, -1 if absent */
   sqlite3_int64 iTx;        /* this transaction's entid */
@@ -120,6 +137,12 @@ int txValueFromStored(Tx *p, const Attr *pAttr, sqlite3_stmt *pStmt, int iCol,
 /* tx_expand.c: forms -> ops. */
 int txExpand(Tx *p, const EdnValue *pRoot);
 int txTempRoot(Tx *p, int i);
+
+/* tx_lookup.c: lookup refs, collected while expanding, resolved in bulk. */
+int txLookupAdd(Tx *p, const EdnValue *pForm, const Attr *pAttr, const TypedValue *pV,
+                int *piLook);
+int txLookupResolve(Tx *p);
+char *txLookupBatchSql(void);   /* TXS_LOOKUP_BATCH's SQL, sqlite3_malloc'd */
 
 /* tx_resolve.c: tempids -> entids; derived ops -> plain ops. */
 int txResolve(Tx *p);

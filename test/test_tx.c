@@ -818,6 +818,64 @@ START_TEST(test_many_small_transactions) {
 }
 END_TEST
 
+/* ---- bulk: 10,000 entities with lookup refs and tempids in one call -- */
+
+START_TEST(test_bulk_lookup_refs) {
+  sqlite3_str *pTx = sqlite3_str_new(NULL);
+  char *zTx, *zRep;
+  int i;
+  setupSchema();
+  /* tx 2: users u0..u99 are 65549..65648 (map order) */
+  sqlite3_str_appendall(pTx, "[");
+  for (i = 0; i < 100; i++) sqlite3_str_appendf(pTx, "{:p/id \"u%d\" :p/email \"u%d@x\"}", i, i);
+  sqlite3_str_appendall(pTx, "]");
+  zTx = sqlite3_str_finish(pTx);
+  Tok(zTx);
+  sqlite3_free(zTx);
+  /* tx 3: t0..t9999 = 65649..75648; each names a user by :p/email (parent)
+  ** and by :p/id plus the next tempid (friends): 40,000 datoms, 20,000
+  ** lookup refs over 200 distinct ones */
+  pTx = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(pTx, "[");
+  for (i = 0; i < 10000; i++) {
+    sqlite3_str_appendf(pTx, "{:db/id \"t%d\" :p/name \"n%d\" :p/parent [:p/email \"u%d@x\"]"
+                        " :p/friend [[:p/id \"u%d\"] \"t%d\"]}\n", i, i, i % 100, (i + 1) % 100,
+                        (i + 1) % 10000);
+  }
+  sqlite3_str_appendall(pTx, "]");
+  zTx = sqlite3_str_finish(pTx);
+  zRep = T(zTx);
+  sqlite3_free(zTx);
+  CHECK_J(zRep, "$.tx_id", "268435459");
+  CHECK_J(zRep, "$.tempids.t0", "65649");
+  CHECK_J(zRep, "$.tempids.t9999", "75648");
+  free(zRep);
+  CHECK_Q("SELECT count(*), min(e), max(e) FROM datoms WHERE tx = 268435459 AND a <> 3", "40000|65649|75648");
+  CHECK_Q("SELECT count(*) FROM timelined_transactions WHERE tx = 268435459 AND added = 1 AND a <> 3", "40000");
+  CHECK_Q("SELECT count(*) FROM datoms WHERE a = 65540 AND v = 65549 + (e - 65649) % 100", "10000");
+  CHECK_Q("SELECT count(*) FROM datoms WHERE a = 65539"
+          " AND (v = 65549 + (e - 65649 + 1) % 100 OR v = 65649 + (e - 65649 + 1) % 10000)", "20000");
+  CHECK_Q("SELECT count(*) FROM datoms WHERE a = 65539 AND index_vaet = 1", "20000");
+  CHECK_Q("SELECT idx FROM known_parts WHERE part = ':db.part/user'", "75649");
+  /* a lookup ref that resolves nowhere: named at its first form */
+  Tfail("[{:p/name \"a\" :p/parent [:p/email \"u0@x\"]}\n"
+        " {:p/name \"b\" :p/parent [:p/email \"nobody\"]}\n"
+        " {:p/name \"c\" :p/parent [:p/email \"nobody\"]}]",
+        "line 2 col 25: lookup ref [:p/email \"nobody\"] does not resolve");
+  Tfail("[[:db/add (lookup-ref :p/id \"zz\") :p/name \"x\"]]",
+        "line 1 col 11: lookup ref (lookup-ref :p/id \"zz\") does not resolve");
+  /* unique values in a bulk transaction still name the conflict */
+  pTx = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(pTx, "[");
+  for (i = 0; i < 100; i++) sqlite3_str_appendf(pTx, "{:p/name \"m%d\" :p/ssn \"s%d\"}", i, i % 99);
+  sqlite3_str_appendall(pTx, "]");
+  zTx = sqlite3_str_finish(pTx);
+  Tfail(zTx, "unique value conflict: :p/ssn \"s0\"");
+  sqlite3_free(zTx);
+  closeStore();
+}
+END_TEST
+
 /* ---- large transactions: the multi-row insert path ---------------- */
 
 START_TEST(test_bulk_batches) {
@@ -885,6 +943,7 @@ static Suite *txSuite(void) {
   tcase_add_loop_test(tc, test_errors_change_nothing, 0, (int)(sizeof(aBad) / sizeof(aBad[0])));
   tcase_add_test(tc, test_many_small_transactions);
   tcase_add_test(tc, test_bulk_batches);
+  tcase_add_test(tc, test_bulk_lookup_refs);
   suite_add_tcase(s, tc);
   return s;
 }

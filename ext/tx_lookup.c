@@ -1,0 +1,197 @@
+/*
+** tx_lookup.c — lookup refs ([:attr value], (lookup-ref :attr value)) in
+** entity and ref-value places, resolved in bulk.
+**
+** HOW IT WORKS
+** While the forms are expanded, every lookup ref becomes a TXP_LOOKUP place
+** naming an entry of Tx.aLook; equal refs (same attribute and value) share
+** one entry through a small hash table, so a bulk load naming the same user
+** a thousand times looks it up once. txLookupResolve then resolves all of
+** them against the store as it was before the transaction (Datomic; peer
+** fault B09): the entries are ordered by attribute, and each run of up to
+** TX_LOOKUP_BATCH values of one attribute is one statement — a VALUES list
+** of (slot, value) joined to idx_datoms_unique_value (a, value_type_tag, v)
+** — instead of one query per reference. Finally every TXP_LOOKUP place of
+** every op becomes the entid found; a ref that found nothing is an error
+** at the first form that named it.
+**
+** Fulltext attributes store rowids, so their lookup refs are resolved on
+** the spot by the caller (txFtsFind then one probe) and never come here.
+*/
+#include <stdlib.h>
+#include <string.h>
+#include "tx_int.h"
+
+/* FNV-1a over the attribute and the value's encoding. */
+static unsigned int txLookupHash(const Attr *pAttr, const TypedValue *pV) {
+  unsigned int h = 2166136261u;
+  const unsigned char *z;
+  int i, n;
+  unsigned char aNum[8];
+  sqlite3_int64 x = pAttr->e;
+  for (i = 0; i < 8; i++) { h ^= (unsigned char)(x >> (8 * i)); h *= 16777619u; }
+  switch (pV->type) {
+    case VT_STRING: case VT_KEYWORD: case VT_BYTES:
+      z = (const unsigned char *)pV->z;
+      n = pV->n;
+      break;
+    case VT_UUID:
+      z = pV->uuid;
+      n = 16;
+      break;
+    case VT_DOUBLE:
+      memcpy(aNum, &pV->d, 8);
+      z = aNum;
+      n = 8;
+      break;
+    default:
+      for (i = 0; i < 8; i++) aNum[i] = (unsigned char)(pV->i >> (8 * i));
+      z = aNum;
+      n = 8;
+      break;
+  }
+  for (i = 0; i < n; i++) { h ^= z[i]; h *= 16777619u; }
+  return h;
+}
+
+/* Rebuilds the hash with twice the slots (at most half full). */
+static int txLookupGrow(Tx *p) {
+  int nNew = p->nLookHash ? p->nLookHash * 2 : 64;
+  int *aNew = sqlite3_malloc64((sqlite3_uint64)nNew * sizeof(int));
+  int i;
+  if (aNew == NULL) return SQLITE_NOMEM;
+  memset(aNew, 0, (size_t)nNew * sizeof(int));
+  for (i = 0; i < p->nLook; i++) {
+    unsigned int h = txLookupHash(p->aLook[i].pAttr, &p->aLook[i].v) & (unsigned)(nNew - 1);
+    while (aNew[h]) h = (h + 1) & (unsigned)(nNew - 1);
+    aNew[h] = i + 1;
+  }
+  sqlite3_free(p->aLookHash);
+  p->aLookHash = aNew;
+  p->nLookHash = nNew;
+  return SQLITE_OK;
+}
+
+/* The entry for lookup ref [pAttr *pV] (pForm names it for messages),
+** created on first use: *piLook. The value's text must outlive the Tx
+** (arena or input memory). */
+int txLookupAdd(Tx *p, const EdnValue *pForm, const Attr *pAttr, const TypedValue *pV,
+                int *piLook) {
+  unsigned int h;
+  TxLookup *pL;
+  int rc;
+  if (p->nLook * 2 + 2 > p->nLookHash) {
+    rc = txLookupGrow(p);
+    if (rc) return rc;
+  }
+  h = txLookupHash(pAttr, pV) & (unsigned)(p->nLookHash - 1);
+  while (p->aLookHash[h]) {
+    pL = &p->aLook[p->aLookHash[h] - 1];
+    if (pL->pAttr == pAttr && txValueCmp(&pL->v, pV) == 0) {
+      *piLook = p->aLookHash[h] - 1;
+      return SQLITE_OK;
+    }
+    h = (h + 1) & (unsigned)(p->nLookHash - 1);
+  }
+  if (p->nLook == p->nLookAlloc) {
+    int nNew = p->nLookAlloc ? p->nLookAlloc * 2 : 32;
+    TxLookup *aNew = sqlite3_realloc64(p->aLook, (sqlite3_uint64)nNew * sizeof(TxLookup));
+    if (aNew == NULL) return SQLITE_NOMEM;
+    p->aLook = aNew;
+    p->nLookAlloc = nNew;
+  }
+  pL = &p->aLook[p->nLook];
+  memset(pL, 0, sizeof(*pL));
+  pL->pAttr = pAttr;
+  pL->v = *pV;
+  pL->pForm = pForm;
+  p->aLookHash[h] = p->nLook + 1;
+  *piLook = p->nLook++;
+  return SQLITE_OK;
+}
+
+/* The batched statement: TX_LOOKUP_BATCH (slot, value) rows from ?3 on,
+** joined to the unique-value index. The attribute is `(?1 + 0)` for the
+** reason given in tx.c (no re-prepare with the per-attribute indexes). */
+char *txLookupBatchSql(void) {
+  sqlite3_str *pSql = sqlite3_str_new(NULL);
+  int i;
+  sqlite3_str_appendall(pSql, "SELECT k.column1, d.e FROM (VALUES ");
+  for (i = 0; i < TX_LOOKUP_BATCH; i++) {
+    sqlite3_str_appendf(pSql, "%s(%d, ?%d)", i ? "," : "", i, i + 3);
+  }
+  sqlite3_str_appendall(pSql, ") AS k CROSS JOIN datoms AS d ON d.a = (?1 + 0)"
+                              " AND d.value_type_tag = ?2 AND d.v = k.column2"
+                              " AND d.unique_value IS NOT 0");
+  return sqlite3_str_finish(pSql);
+}
+
+static int txCmpLookupAttr(const void *pA, const void *pB) {
+  const TxLookup *a = *(const TxLookup *const *)pA, *b = *(const TxLookup *const *)pB;
+  if (a->pAttr->e != b->pAttr->e) return a->pAttr->e < b->pAttr->e ? -1 : 1;
+  return a < b ? -1 : (a > b ? 1 : 0);
+}
+
+/* Resolves ap[0..n) (one attribute, n <= TX_LOOKUP_BATCH) in one step
+** sequence of the batched statement; unused slots are NULL (match nothing). */
+static int txLookupRun(Tx *p, TxLookup **ap, int n) {
+  sqlite3_stmt *pStmt = NULL;
+  int rc = txStmt(p, TXS_LOOKUP_BATCH, &pStmt), i;
+  if (rc) return rc;
+  sqlite3_bind_int64(pStmt, 1, ap[0]->pAttr->e);
+  sqlite3_bind_int(pStmt, 2, vtTag(ap[0]->pAttr->type));
+  for (i = 0; i < n; i++) {
+    rc = valueBind(pStmt, i + 3, &ap[i]->v);
+    if (rc != SQLITE_OK) return rc;
+  }
+  while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
+    int k = sqlite3_column_int(pStmt, 0);
+    if (k >= 0 && k < n) ap[k]->e = sqlite3_column_int64(pStmt, 1);
+  }
+  sqlite3_reset(pStmt);
+  return rc == SQLITE_DONE ? SQLITE_OK : txSqlErr(p, "lookup failed: ");
+}
+
+/* The place's entid once its lookup ref is resolved. */
+static void txLookupPlace(Tx *p, TxPlace *pPl) {
+  if (pPl->eKind != TXP_LOOKUP) return;
+  pPl->e = p->aLook[pPl->iTemp].e;
+  pPl->eKind = TXP_ENTID;
+  pPl->iTemp = 0;
+}
+
+int txLookupResolve(Tx *p) {
+  TxLookup **ap;
+  int i, j, rc = SQLITE_OK;
+  if (p->nLook == 0) return SQLITE_OK;
+  ap = sqlite3_malloc64((sqlite3_uint64)p->nLook * sizeof(TxLookup *));
+  if (ap == NULL) return SQLITE_NOMEM;
+  for (i = 0; i < p->nLook; i++) ap[i] = &p->aLook[i];
+  qsort(ap, (size_t)p->nLook, sizeof(TxLookup *), txCmpLookupAttr);
+  for (i = 0; i < p->nLook && rc == SQLITE_OK; i = j) {
+    for (j = i + 1; j < p->nLook && j - i < TX_LOOKUP_BATCH && ap[j]->pAttr == ap[i]->pAttr; j++) {}
+    rc = txLookupRun(p, ap + i, j - i);
+  }
+  sqlite3_free(ap);
+  if (rc) return rc;
+  for (i = 0; i < p->nLook; i++) {
+    if (p->aLook[i].e == 0) {
+      const EdnValue *pF = p->aLook[i].pForm;
+      sqlite3_str *pText = sqlite3_str_new(p->db);
+      char *z;
+      ednPrint(pText, pF);
+      z = sqlite3_str_finish(pText);
+      if (z == NULL) return SQLITE_NOMEM;
+      rc = txErr(p, pF->line, pF->col, "lookup ref %s does not resolve", z);
+      sqlite3_free(z);
+      return rc;
+    }
+  }
+  for (i = 0; i < p->nOp; i++) {
+    TxOp *pOp = &p->aOp[i];
+    txLookupPlace(p, &pOp->e);
+    txLookupPlace(p, &pOp->vRef);
+    txLookupPlace(p, &pOp->vOldRef);
+  }
+  return SQLITE_OK;
+}
