@@ -164,6 +164,9 @@ def main():
         w('')
         w('## Scale %s — %d datoms' % (s, res['datoms']))
         w('')
+        if res.get('build'):
+            w('Build: %s.' % res['build'])
+            w('')
         w('| scenario | ours table p50/p95/p99 | ours scalar p50/p95/p99 | SQL p50/p95/p99 | ratio table, scalar | '
           'DataScript p50 | Rust ext (s) | target | result |')
         w('|---|---|---|---|---|---|---|---|---|')

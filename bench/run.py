@@ -369,6 +369,26 @@ def checks(con, db, st, exp, cur=None, touched=()):
     return bad
 
 
+def build_id(ext):
+    """The commit and the extension file's hash: other developers change ext/ while benches
+    run, so each scale's figures say which build made them."""
+    import hashlib
+    so = ext if ext.endswith('.so') else ext + '.so'
+    try:
+        h = hashlib.sha1(open(so, 'rb').read()).hexdigest()[:10]
+    except OSError:
+        h = '?'
+    try:
+        head = subprocess.run(['git', '-C', HERE, 'rev-parse', '--short', 'HEAD'], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL).stdout.decode().strip()
+        dirty = subprocess.run(['git', '-C', HERE, 'status', '--porcelain', '--', '../ext', '../vtab'],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout.decode().split('\n')
+        dirty = len([x for x in dirty if x.strip()])
+    except OSError:
+        head, dirty = '?', 0
+    return '%s%s, .so sha1 %s' % (head, ' + %d uncommitted ext/vtab files' % dirty if dirty else '', h)
+
+
 # ---- main -----------------------------------------------------------------------------
 
 def main():
@@ -404,7 +424,7 @@ def main():
     write_json(P['state'], st)
     res = {'scale': scale, 'datoms': n_datoms, 'load_datoms': n_load, 'load_seconds': load_s,
            'bulk_datoms_per_s': n_load / load_s, 'scenarios': {}, 'baselines': {},
-           'sqlite': sqlite3.sqlite_version}
+           'sqlite': sqlite3.sqlite_version, 'build': build_id(ext)}
     print('loaded %d datoms (initial load, log rows incl. tx instants) in %.1f s: %.0f datoms/s; '
           'store has %d datoms' % (n_load, load_s, n_load / load_s, n_datoms), flush=True)
     bad = checks(con, db, st, exp)
