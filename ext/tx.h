@@ -47,8 +47,9 @@ int txTransact(Store *pStore, const char *zEdn, int nEdn,
 **   datoms; those datoms themselves use the definition from before it.
 ** - Tempids are keyed by their text: "x", "-1" for -1 and for
 **   #db/id [:db.part/user -1] alike (the first use's partition wins).
-** - Tempids in retractions or cas name fresh entities (so they retract
-**   nothing / fail the cas) rather than being an error.
+** - A tempid named only in retractions or cas (no assertion makes it an
+**   entity) is an error, as in Datomic; one that is also asserted about is
+**   a new entity, so retracting its datoms is a no-op.
 ** - :db/txInstant may be set on the transaction entity, not earlier than
 **   the previous transaction's; otherwise it is now, kept monotonic.
 ** Return codes: SQLITE_ERROR for bad tx-data, else SQLite's own code

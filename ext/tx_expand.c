@@ -495,8 +495,11 @@ static int txList(Tx *p, const EdnValue *pF) {
       || (eOp == TXOP_CAS && n != 5)) {
     return txErr(p, pF->line, pF->col, "wrong number of arguments for %s", pOpKw->u.s.z);
   }
-  rc = txPlace(p, a[1], &e, 1);
+  /* Only an assertion makes a tempid an entity (Datomic): one named only by
+  ** retractions or cas is an error in txAllocate. */
+  rc = txPlace(p, a[1], &e, eOp == TXOP_ADD);
   if (rc) return rc;
+  if (e.eKind == TXP_TEMP && eOp != TXOP_ADD) p->aTemp[e.iTemp].bRetract = 1;
   if (eOp == TXOP_RETRACT_ENTITY) {
     rc = txNewOp(p, &pOp);
     if (rc) return rc;

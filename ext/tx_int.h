@@ -59,7 +59,8 @@ typedef struct TxTemp {
   const char *zKey;         /* NULL if anonymous; arena-owned */
   int nKey;
   int iAlias;               /* self when a root */
-  int bEntity;              /* used in an entity position */
+  int bEntity;              /* the entity of an assertion (or reverse ref) */
+  int bRetract;             /* the entity of a retraction or cas */
   int line, col;            /* first appearance */
   sqlite3_int64 iPart;      /* partition entid it is allocated from */
   sqlite3_int64 e;          /* resolved entid or 0 */

@@ -9,8 +9,9 @@
 ** store probe is made once). A tempid reaching two different entities is an
 ** error. Tempids still unresolved that assert the same NEW identity value
 ** are merged into one entity (union-find). The rest get fresh entids from
-** their partition; a tempid never used in an entity position is an error,
-** as in Datomic ("used only as a value"). Every place then holds an entid.
+** their partition; a tempid that no assertion makes an entity is an error,
+** as in Datomic ("used only as a value", or only in a retraction or cas).
+** Every place then holds an entid.
 **
 ** txResolveDerived then reads the store (still as it was before the
 ** transaction: nothing is written yet) to turn [:db/retract e a],
@@ -170,6 +171,7 @@ static int txAllocate(Tx *p) {
   }
   for (i = 0; i < p->nTemp; i++) {
     if (p->aTemp[i].bEntity) p->aTemp[txTempRoot(p, i)].bEntity = 1;
+    if (p->aTemp[i].bRetract) p->aTemp[txTempRoot(p, i)].bRetract = 1;
   }
   for (i = 0; i < p->nTemp; i++) {
     TxTemp *pT = &p->aTemp[i];
@@ -177,7 +179,10 @@ static int txAllocate(Tx *p) {
     if (pT->iAlias != i || pT->e != 0) continue;
     if (!pT->bEntity) {
       char *zName = txTempName(p, i);
-      int rc = txErr(p, pT->line, pT->col, "%s is used only as a value", zName ? zName : "a tempid");
+      int rc = txErr(p, pT->line, pT->col, pT->bRetract
+                     ? "%s is used only in a retraction or cas, so it names no entity; "
+                       "assert something about it or use an existing entity"
+                     : "%s is used only as a value", zName ? zName : "a tempid");
       sqlite3_free(zName);
       return rc;
     }

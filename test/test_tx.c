@@ -818,6 +818,61 @@ START_TEST(test_many_small_transactions) {
 }
 END_TEST
 
+/* ---- tempids in retractions and cas; conflicts within one tx -------- */
+
+START_TEST(test_tempid_retract_cas) {
+  char *zRep;
+  setupSchema();
+  Tok("[{:p/id \"a\" :p/name \"A\" :p/email \"a@x\"}]");                  /* 65549 */
+  Tfail("[[:db/retract \"x\" :p/name \"A\"]]",
+        "line 1 col 15: tempid \"x\" is used only in a retraction or cas, so it names no entity");
+  Tfail("[[:db/retract \"x\" :p/tags]]", "tempid \"x\" is used only in a retraction or cas");
+  Tfail("[[:db/retractEntity -7]]", "tempid \"-7\" is used only in a retraction or cas");
+  Tfail("[[:db/cas \"x\" :p/age nil 3]]", "tempid \"x\" is used only in a retraction or cas");
+  Tfail("[[:db/cas #db/id [:db.part/user -3] :p/age nil 3] [:db/add 65549 :p/age 1]]",
+        "tempid \"-3\" is used only in a retraction or cas");
+  /* a tempid used as a value and in a retraction is still no entity */
+  Tfail("[[:db/add 65549 :p/friend \"y\"] [:db/retract \"y\" :p/name \"q\"]]",
+        "tempid \"y\" is used only in a retraction or cas");
+  /* asserted about as well: a new entity, the retraction a no-op (tx 3) */
+  zRep = T("[[:db/add \"z\" :p/name \"Z\"] [:db/retract \"z\" :p/age 4] [:db/cas \"z\" :p/tags nil \"t\"]]");
+  CHECK_J(zRep, "$.tempids.z", "65550");
+  free(zRep);
+  CHECK_Q("SELECT e, a, v, added FROM timelined_transactions WHERE tx = 268435459 AND a <> 3 ORDER BY a",
+          "65550|65536|Z|1;65550|65538|t|1");
+  closeStore();
+}
+END_TEST
+
+START_TEST(test_conflicts_after_upsert) {
+  char *zRep;
+  setupSchema();
+  Tok("[{:p/id \"a\" :p/name \"A\" :p/email \"a@x\"} {:p/id \"b\" :p/email \"b@x\"}]"); /* 65549, 65550 */
+  /* two tempids that upsert to one entity then give it two names */
+  Tfail("[{:db/id \"t1\" :p/email \"a@x\" :p/name \"x\"} {:db/id \"t2\" :p/id \"a\" :p/name \"y\"}]",
+        "conflicting datoms for a cardinality-one attribute: [65549 :p/name \"x\"] and [65549 :p/name \"y\"]");
+  /* a tempid and a lookup ref naming one entity: the same conflict */
+  Tfail("[{:p/email \"a@x\" :p/age 1} [:db/add [:p/id \"a\"] :p/age 2]]",
+        "conflicting datoms for a cardinality-one attribute: [65549 :p/age 1] and [65549 :p/age 2]");
+  /* one tempid whose two identity values are held by two entities */
+  Tfail("[{:db/id \"t\" :p/id \"a\" :p/email \"b@x\"}]",
+        "tempid \"t\" would resolve to two different entities, 65549 and 65550");
+  /* two tempids sharing a new identity value but upserting apart: the
+  ** value cannot go to both entities */
+  Tfail("[{:db/id \"m\" :p/ssn \"1\" :p/id \"new\" :p/email \"a@x\"} {:db/id \"n\" :p/id \"new\" :p/email \"b@x\"}]",
+        "unique value conflict: :p/id \"new\"");
+  /* add and retract of one datom after an upsert */
+  Tfail("[{:p/email \"a@x\" :p/tags \"t\"} [:db/retract 65549 :p/tags \"t\"]]",
+        "a datom cannot be both asserted and retracted in one transaction: [65549 :p/tags \"t\"]");
+  /* the same value asserted through two names of one entity is one datom (tx 3) */
+  zRep = T("[{:db/id \"t\" :p/email \"b@x\" :p/name \"B\"} [:db/add [:p/id \"b\"] :p/name \"B\"]]");
+  CHECK_J(zRep, "$.tempids.t", "65550");
+  free(zRep);
+  CHECK_Q("SELECT e, a, v, added FROM timelined_transactions WHERE tx = 268435459 AND a <> 3", "65550|65536|B|1");
+  closeStore();
+}
+END_TEST
+
 /* ---- bulk: 10,000 entities with lookup refs and tempids in one call -- */
 
 START_TEST(test_bulk_lookup_refs) {
@@ -943,6 +998,8 @@ static Suite *txSuite(void) {
   tcase_add_loop_test(tc, test_errors_change_nothing, 0, (int)(sizeof(aBad) / sizeof(aBad[0])));
   tcase_add_test(tc, test_many_small_transactions);
   tcase_add_test(tc, test_bulk_batches);
+  tcase_add_test(tc, test_tempid_retract_cas);
+  tcase_add_test(tc, test_conflicts_after_upsert);
   tcase_add_test(tc, test_bulk_lookup_refs);
   suite_add_tcase(s, tc);
   return s;
