@@ -24,6 +24,15 @@ for tool in node npm; do
   fi
 done
 
+# better-sqlite3 12 supports Node 20 and later (package.json "engines");
+# Debian 12's own nodejs is 18.
+major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "$major" -lt 20 ]; then
+  echo "FAIL host too old: node $(node --version 2>/dev/null) (better-sqlite3 12 needs Node 20 or later)"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+
 # Install (or reinstall) when the pinned manifest changed since the last one.
 if ! cmp -s "$HERE/package.json" "$NODE_DIR/package.json" ||
    ! cmp -s "$HERE/package-lock.json" "$NODE_DIR/package-lock.json.pinned" ||
