@@ -153,4 +153,10 @@ int qIsBlank(const EdnValue *p);
 /* True for a source variable "$" or "$name". */
 int qIsSrc(const EdnValue *p);
 
+/* query_funcs.c, for the compiler: compiles regular expression zPat in the
+** dialect of the mentat_regex SQL function (POSIX extended, regcomp with
+** REG_EXTENDED) and sets *pnGroup to its number of groups. Errors: SQLITE_ERROR
+** with "invalid regular expression \"...\": <reason>" in *pzErr; SQLITE_NOMEM. */
+int qfRegexGroups(const char *zPat, int *pnGroup, char **pzErr);
+
 #endif /* MENTAT_QUERY_AST_H */

@@ -87,197 +87,442 @@ static const Attr *qcAttrArg(QCtx *pX, const EdnValue *p, const char *zFn) {
   return schemaAttrByIdent(pX->pC->pSchema, p->u.s.z, p->u.s.n);
 }
 
-int qcPredicate(QCtx *pX, const QClause *pCl) {
+/* ------------------------------------------------- boolean predicates */
+
+/* Clojure predicates of one or two arguments: SQL format and arity. */
+static const struct { const char *zName; const char *zFmt; int nArg; } aQcPred[] = {
+  { "even?", "((%s) %% 2 = 0)", 1 },
+  { "odd?", "((%s) %% 2 != 0)", 1 },
+  { "zero?", "((%s) = 0)", 1 },
+  { "pos?", "((%s) > 0)", 1 },
+  { "neg?", "((%s) < 0)", 1 },
+  { "nil?", "((%s) IS NULL)", 1 },
+  { "some?", "((%s) IS NOT NULL)", 1 },
+  { "true?", "((%s) IS 1)", 1 },
+  { "false?", "((%s) IS 0)", 1 },
+  { "clojure.string/blank?", "(trim(coalesce(%s, '')) = '')", 1 },
+  { "clojure.string/starts-with?", "(substr(%s, 1, length(%s)) = %s)", 2 },
+  { "clojure.string/ends-with?", "mentat_ends_with(%s, %s)", 2 },
+  { "clojure.string/includes?", "(instr(%s, %s) > 0)", 2 },
+};
+
+static const struct { const char *zName, *zOp; int bNe; } aQcCmp[] = {
+  { "=", "=", 0 }, { "==", "=", 0 }, { "!=", "!=", 1 }, { "not=", "!=", 1 },
+  { "<", "<", 0 }, { "<=", "<=", 0 }, { ">", ">", 0 }, { ">=", ">=", 0 },
+};
+
+/* Appends the terms of a chain of comparisons joined by zJoin. */
+static void qcCompareChain(QCtx *pX, sqlite3_str *pOut, const EdnValue *const *aA,
+                           const EdnValue *const *aB, int n, const char *zOp, int bNe,
+                           const char *zJoin) {
+  int j;
+  for (j = 0; j < n && pX->pC->rc == SQLITE_OK; j++) {
+    char *zT = qcCompare(pX, aA[j], aB[j], zOp, bNe);
+    if (zT) sqlite3_str_appendf(pOut, "%s%s", j ? zJoin : "", zT);
+    sqlite3_free(zT);
+  }
+}
+
+/* The SQL truth value of pCl when its name is a boolean predicate (Datomic's
+** comparison, Clojure predicates, missing?, differ?). Returns 1 when the name
+** is one (then *pzOut is the expression, or NULL on error: see pC->rc), 0 when
+** it is not a predicate name (then the caller tries value functions). */
+static int qcPredExpr(QCtx *pX, const QClause *pCl, char **pzOut) {
   QComp *pC = pX->pC;
   const char *z = pCl->zName;
   const EdnValue *const *aArg;
   int nArg, i;
-  static const struct { const char *zName, *zOp; int bNe; } aCmp[] = {
-    { "=", "=", 0 }, { "==", "=", 0 }, { "!=", "!=", 1 }, { "not=", "!=", 1 },
-    { "<", "<", 0 }, { "<=", "<=", 0 }, { ">", ">", 0 }, { ">=", ">=", 0 },
-  };
-  for (i = 0; i < (int)(sizeof aCmp / sizeof aCmp[0]); i++) {
-    if (strcmp(z, aCmp[i].zName) == 0) {
-      int j;
-      if (pCl->nArg < 2) return qcErr(pC, pCl->pForm, "%s needs at least two arguments", z);
-      for (j = 0; j + 1 < pCl->nArg && pC->rc == SQLITE_OK; j++) {
-        char *zT = qcCompare(pX, pCl->aArg[j], pCl->aArg[j + 1], aCmp[i].zOp, aCmp[i].bNe);
-        if (zT) qcWhere(pX, zT);
-      }
-      return pC->rc;
+  *pzOut = NULL;
+  for (i = 0; i < (int)(sizeof aQcCmp / sizeof aQcCmp[0]); i++) {
+    sqlite3_str *pOut;
+    int n = pCl->nArg;
+    if (strcmp(z, aQcCmp[i].zName) != 0) continue;
+    if (n < 2) {
+      qcErr(pC, pCl->pForm, "%s needs at least two arguments", z);
+      return 1;
     }
+    pOut = sqlite3_str_new(NULL);
+    sqlite3_str_appendall(pOut, "(");
+    if (aQcCmp[i].bNe && n > 2) {
+      /* (not= a b c) is (not (= a b c)): true unless all are equal. */
+      sqlite3_str_appendall(pOut, "NOT (");
+      qcCompareChain(pX, pOut, pCl->aArg, pCl->aArg + 1, n - 1, "=", 0, " AND ");
+      sqlite3_str_appendall(pOut, ")");
+    } else {
+      qcCompareChain(pX, pOut, pCl->aArg, pCl->aArg + 1, n - 1, aQcCmp[i].zOp,
+                     aQcCmp[i].bNe, " AND ");
+    }
+    sqlite3_str_appendall(pOut, ")");
+    *pzOut = sqlite3_str_finish(pOut);
+    if (pC->rc) { sqlite3_free(*pzOut); *pzOut = NULL; }
+    else if (*pzOut == NULL) qcNoMem(pC);
+    return 1;
+  }
+  if (strcmp(z, "differ?") == 0 || strcmp(z, "-differ?") == 0) {
+    /* DataScript's -differ?: the first half of the arguments differs from
+    ** the second half in some place. */
+    sqlite3_str *pOut;
+    int h = pCl->nArg / 2;
+    if (pCl->nArg < 2 || pCl->nArg % 2) {
+      qcErr(pC, pCl->pForm, "%s takes an even number of arguments (two halves to compare)", z);
+      return 1;
+    }
+    pOut = sqlite3_str_new(NULL);
+    sqlite3_str_appendall(pOut, "(");
+    qcCompareChain(pX, pOut, pCl->aArg, pCl->aArg + h, h, "!=", 1, " OR ");
+    sqlite3_str_appendall(pOut, ")");
+    *pzOut = sqlite3_str_finish(pOut);
+    if (pC->rc) { sqlite3_free(*pzOut); *pzOut = NULL; }
+    else if (*pzOut == NULL) qcNoMem(pC);
+    return 1;
   }
   qcSkipSrc(pCl, &aArg, &nArg);
   if (strcmp(z, "missing?") == 0) {
     ValueType vt;
     const Attr *pA;
     char *zE;
-    if (nArg != 2) return qcErr(pC, pCl->pForm, "missing? takes $, an entity and an attribute");
-    pA = qcAttrArg(pX, aArg[1], z);
-    if (pC->rc) return pC->rc;
-    zE = qcTermExpr(pX, aArg[0], &vt, NULL, "predicate");
-    if (zE == NULL) return pC->rc;
-    if (pA) {
-      qcWhere(pX, sqlite3_mprintf("NOT EXISTS (SELECT 1 FROM datoms WHERE e = %s AND a = %lld)",
-                                  zE, pA->e));
+    if (nArg != 2) {
+      qcErr(pC, pCl->pForm, "missing? takes $, an entity and an attribute");
+      return 1;
     }
+    pA = qcAttrArg(pX, aArg[1], z);
+    if (pC->rc) return 1;
+    zE = qcTermExpr(pX, aArg[0], &vt, NULL, "predicate");
+    if (zE == NULL) return 1;
+    if (pA) {
+      *pzOut = sqlite3_mprintf("NOT EXISTS (SELECT 1 FROM datoms WHERE e = %s AND a = %lld)",
+                               zE, pA->e);
+    } else {
+      *pzOut = sqlite3_mprintf("1");
+    }
+    if (*pzOut == NULL) qcNoMem(pC);
     sqlite3_free(zE);
+    return 1;
+  }
+  for (i = 0; i < (int)(sizeof aQcPred / sizeof aQcPred[0]); i++) {
+    ValueType vt;
+    char *zA, *zB = NULL;
+    if (strcmp(z, aQcPred[i].zName) != 0) continue;
+    if (pCl->nArg != aQcPred[i].nArg) {
+      qcErr(pC, pCl->pForm, "%s takes %d argument(s), got %d", z, aQcPred[i].nArg, pCl->nArg);
+      return 1;
+    }
+    zA = qcTermExpr(pX, pCl->aArg[0], &vt, NULL, "predicate");
+    if (zA && pCl->nArg == 2) zB = qcTermExpr(pX, pCl->aArg[1], &vt, NULL, "predicate");
+    if (pC->rc == SQLITE_OK) {
+      if (strcmp(z, "clojure.string/starts-with?") == 0) {
+        *pzOut = sqlite3_mprintf(aQcPred[i].zFmt, zA, zB, zB);
+      } else if (pCl->nArg == 2) {
+        *pzOut = sqlite3_mprintf(aQcPred[i].zFmt, zA, zB);
+      } else {
+        *pzOut = sqlite3_mprintf(aQcPred[i].zFmt, zA);
+      }
+      if (*pzOut == NULL) qcNoMem(pC);
+    }
+    sqlite3_free(zA);
+    sqlite3_free(zB);
+    return 1;
+  }
+  return 0;
+}
+
+static int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt,
+                     char **pzTag);
+
+int qcPredicate(QCtx *pX, const QClause *pCl) {
+  QComp *pC = pX->pC;
+  char *zExpr = NULL, *zTag = NULL;
+  ValueType vt;
+  if (qcPredExpr(pX, pCl, &zExpr)) {
+    if (zExpr) qcWhere(pX, zExpr);
     return pC->rc;
   }
-  {
-    static const struct { const char *zName; const char *zFmt; int nArg; } aFn[] = {
-      { "even?", "((%s) %% 2 = 0)", 1 },
-      { "odd?", "((%s) %% 2 != 0)", 1 },
-      { "zero?", "((%s) = 0)", 1 },
-      { "pos?", "((%s) > 0)", 1 },
-      { "neg?", "((%s) < 0)", 1 },
-      { "nil?", "((%s) IS NULL)", 1 },
-      { "some?", "((%s) IS NOT NULL)", 1 },
-      { "true?", "((%s) = 1)", 1 },
-      { "false?", "((%s) = 0)", 1 },
-      { "clojure.string/blank?", "(trim(%s) = '')", 1 },
-      { "clojure.string/starts-with?", "(substr(%s, 1, length(%s)) = %s)", 2 },
-      { "clojure.string/ends-with?", "mentat_ends_with(%s, %s)", 2 },
-      { "clojure.string/includes?", "(instr(%s, %s) > 0)", 2 },
-    };
-    for (i = 0; i < (int)(sizeof aFn / sizeof aFn[0]); i++) {
-      ValueType vt;
-      char *zA, *zB = NULL;
-      if (strcmp(z, aFn[i].zName) != 0) continue;
-      if (nArg != aFn[i].nArg) {
-        return qcErr(pC, pCl->pForm, "%s takes %d argument(s)", z, aFn[i].nArg);
-      }
-      zA = qcTermExpr(pX, aArg[0], &vt, NULL, "predicate");
-      if (zA && nArg == 2) zB = qcTermExpr(pX, aArg[1], &vt, NULL, "predicate");
-      if (pC->rc == SQLITE_OK) {
-        if (strcmp(z, "clojure.string/starts-with?") == 0) {
-          qcWhere(pX, sqlite3_mprintf(aFn[i].zFmt, zA, zB, zB));
-        } else if (nArg == 2) {
-          qcWhere(pX, sqlite3_mprintf(aFn[i].zFmt, zA, zB));
-        } else {
-          qcWhere(pX, sqlite3_mprintf(aFn[i].zFmt, zA));
-        }
-      }
-      sqlite3_free(zA);
-      sqlite3_free(zB);
-      return pC->rc;
-    }
+  /* Any other function is a predicate by Clojure truthiness: nil and false
+  ** fail, everything else (0 and "" too) holds. */
+  if (qcValueFn(pX, pCl, &zExpr, &vt, &zTag)) {
+    sqlite3_free(zTag);
+    if (zExpr == NULL) return pC->rc;
+    if (vt == VT_BOOLEAN) qcWhere(pX, sqlite3_mprintf("coalesce(%s, 0) != 0", zExpr));
+    else qcWhere(pX, sqlite3_mprintf("(%s) IS NOT NULL", zExpr));
+    sqlite3_free(zExpr);
+    return pC->rc;
   }
-  return qcErr(pC, pCl->pForm, "unknown predicate %s", z);
+  if (pC->rc) return pC->rc;
+  return qcErr(pC, pCl->pForm, "unknown function %s", pCl->zName);
 }
 
 /* ----------------------------------------------------------- functions */
 
-static int qcBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt, char *zTag) {
-  if (pCl->bind.kind != QB_SCALAR) {
-    sqlite3_free(zExpr);
-    sqlite3_free(zTag);
-    return qcErr(pX->pC, pCl->pForm, "%s returns one value: bind it to a variable", pCl->zName);
-  }
-  if (qIsBlank(pCl->bind.aVar[0])) {
-    sqlite3_free(zExpr);
-    sqlite3_free(zTag);
-    return pX->pC->rc;
-  }
-  qcBindVar(pX, pCl->bind.aVar[0]->u.s.z, zExpr, vt, zTag, 0);
-  return pX->pC->rc;
+/* The type tag of a JSON element (tuples carry values as JSON): numbers 5,
+** booleans 1, text starting with ':' a keyword (13), other text 10. zType
+** is the SQL giving json_type's answer, zVal the element's SQL value. */
+static char *qcJsonTag(const char *zType, const char *zVal) {
+  return sqlite3_mprintf("(CASE %s WHEN 'integer' THEN 5 WHEN 'real' THEN 5 WHEN 'true'"
+                         " THEN 1 WHEN 'false' THEN 1 WHEN 'text' THEN (CASE WHEN"
+                         " substr(%s, 1, 1) = ':' THEN 13 ELSE 10 END) END)", zType, zVal);
 }
 
-/* Arithmetic and string functions: name, SQL operator or function, arity
-** (-1: any, joined by the operator). */
-static int qcScalarFn(QCtx *pX, const QClause *pCl) {
+/* Binds element k of the JSON array zDoc to variable pVar (blank: skipped). */
+static void qcBindJsonElem(QCtx *pX, const EdnValue *pVar, const char *zDoc, int k) {
+  char *zType, *zVal;
+  if (qIsBlank(pVar)) return;
+  zType = sqlite3_mprintf("json_type(%s, '$[%d]')", zDoc, k);
+  zVal = sqlite3_mprintf("json_extract(%s, '$[%d]')", zDoc, k);
+  if (zType && zVal) {
+    qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s", zVal), VT_NONE, qcJsonTag(zType, zVal), 0);
+  } else {
+    qcNoMem(pX->pC);
+  }
+  sqlite3_free(zType);
+  sqlite3_free(zVal);
+}
+
+/* Binds a function's result (SQL zExpr of type vt, tag zTag when vt is
+** VT_NONE; both taken over) through the clause's binding form. A scalar
+** binds anything; tuple, collection and relation forms need a result that
+** is a collection (JSON: tuple, ground of a vector): [?a ?b] takes its
+** elements, [?x ...] joins json_each over it (one row per element) and
+** [[?a ?b]] joins json_each and takes each row's elements. */
+static int qcBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt, char *zTag) {
+  QComp *pC = pX->pC;
+  const QBinding *pB = &pCl->bind;
+  char zAlias[24];
+  int i;
+  if (zExpr == NULL) {
+    sqlite3_free(zTag);
+    return qcNoMem(pC);
+  }
+  if (pB->kind == QB_SCALAR) {
+    if (qIsBlank(pB->aVar[0])) {
+      sqlite3_free(zExpr);
+      sqlite3_free(zTag);
+      return pC->rc;
+    }
+    qcBindVar(pX, pB->aVar[0]->u.s.z, zExpr, vt, zTag, 0);
+    return pC->rc;
+  }
+  sqlite3_free(zTag);
+  if (vt != QVT_JSON) {
+    sqlite3_free(zExpr);
+    return qcErr(pC, pCl->pForm, "bad binding form for %s: it returns one value, bind it to a"
+                 " variable (not %s)", pCl->zName,
+                 pB->kind == QB_TUPLE ? "a tuple [?a ?b]" : pB->kind == QB_COLL
+                 ? "a collection [?x ...]" : "a relation [[?a ?b]]");
+  }
+  switch (pB->kind) {
+    case QB_TUPLE:
+      for (i = 0; i < pB->nVar && pC->rc == SQLITE_OK; i++) {
+        qcBindJsonElem(pX, pB->aVar[i], zExpr, i);
+      }
+      /* A shorter collection cannot fill the tuple: no binding. */
+      qcWhere(pX, sqlite3_mprintf("json_array_length(%s) >= %d", zExpr, pB->nVar));
+      break;
+    case QB_COLL:
+      sqlite3_snprintf(sizeof zAlias, zAlias, "j%d", ++pC->nAlias);
+      qcFrom(pX, sqlite3_mprintf("json_each(%s) %s", zExpr, zAlias));
+      if (!qIsBlank(pB->aVar[0]) && pC->rc == SQLITE_OK) {
+        char *zType = sqlite3_mprintf("%s.type", zAlias);
+        char *zVal = sqlite3_mprintf("%s.value", zAlias);
+        if (zType && zVal) {
+          qcBindVar(pX, pB->aVar[0]->u.s.z, sqlite3_mprintf("%s", zVal), VT_NONE,
+                    qcJsonTag(zType, zVal), 0);
+        } else {
+          qcNoMem(pC);
+        }
+        sqlite3_free(zType);
+        sqlite3_free(zVal);
+      }
+      break;
+    default: {
+      char zDoc[32];
+      sqlite3_snprintf(sizeof zAlias, zAlias, "j%d", ++pC->nAlias);
+      sqlite3_snprintf(sizeof zDoc, zDoc, "%s.value", zAlias);
+      qcFrom(pX, sqlite3_mprintf("json_each(%s) %s", zExpr, zAlias));
+      qcWhere(pX, sqlite3_mprintf("%s.type = 'array' AND json_array_length(%s) >= %d",
+                                  zAlias, zDoc, pB->nVar));
+      for (i = 0; i < pB->nVar && pC->rc == SQLITE_OK; i++) {
+        qcBindJsonElem(pX, pB->aVar[i], zDoc, i);
+      }
+      break;
+    }
+  }
+  sqlite3_free(zExpr);
+  return pC->rc;
+}
+
+/* A regular expression constant is checked (and its groups counted) when
+** the query compiles; *pnGroup is -1 when the pattern is not a constant. */
+static int qcRegexCheck(QCtx *pX, const EdnValue *pPat, const char *zFn, int *pnGroup) {
+  char *zErr = NULL;
+  *pnGroup = -1;
+  if (pPat->type != EDN_STRING) return SQLITE_OK;
+  if (qfRegexGroups(pPat->u.s.z, pnGroup, &zErr) != SQLITE_OK) {
+    int rc = zErr ? qcErr(pX->pC, pPat, "%s: %s", zFn, zErr) : qcNoMem(pX->pC);
+    sqlite3_free(zErr);
+    return rc;
+  }
+  return SQLITE_OK;
+}
+
+/* Value functions: Clojure's arithmetic, comparison and string functions
+** Datomic documents. Returns 1 when pCl names one (then *pzExpr is its SQL,
+** or NULL on error in pC->rc, *pvt its type and, when that is VT_NONE, *pzTag
+** the SQL of its tag), 0 otherwise. */
+static int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt,
+                     char **pzTag) {
+  static const struct { const char *zName; int nMin, nMax; } aFn[] = {
+    { "+", 1, 16 }, { "-", 1, 16 }, { "*", 1, 16 }, { "/", 2, 2 }, { "quot", 2, 2 },
+    { "rem", 2, 2 }, { "mod", 2, 2 }, { "inc", 1, 1 }, { "dec", 1, 1 }, { "max", 1, 16 },
+    { "min", 1, 16 }, { "abs", 1, 1 }, { "compare", 2, 2 }, { "count", 1, 1 },
+    { "str", 0, 16 }, { "subs", 2, 3 }, { "identity", 1, 1 }, { "tuple", 1, 16 },
+    { "clojure.string/upper-case", 1, 1 }, { "clojure.string/lower-case", 1, 1 },
+    { "re-find", 2, 2 }, { "re-matches", 2, 2 }, { "re-pattern", 1, 1 },
+  };
   QComp *pC = pX->pC;
   const char *z = pCl->zName;
   sqlite3_str *pOut;
-  char *azA[8];
-  ValueType aVt[8];
-  int i, n = pCl->nArg, bDouble = 0;
-  char *zExpr;
+  char *azA[16], *azTag[16];
+  ValueType aVt[16];
+  int i, iFn, n = pCl->nArg, bDouble = 0;
   ValueType vtOut = VT_LONG;
-  if (n > 8) return qcErr(pC, pCl->pForm, "%s: too many arguments", z);
+  *pzExpr = NULL;
+  *pzTag = NULL;
+  for (iFn = 0; iFn < (int)(sizeof aFn / sizeof aFn[0]); iFn++) {
+    if (strcmp(z, aFn[iFn].zName) == 0) break;
+  }
+  if (iFn == (int)(sizeof aFn / sizeof aFn[0])) return 0;
+  if (n < aFn[iFn].nMin || n > aFn[iFn].nMax) {
+    if (aFn[iFn].nMin == aFn[iFn].nMax) {
+      qcErr(pC, pCl->pForm, "%s takes %d argument(s), got %d", z, aFn[iFn].nMin, n);
+    } else {
+      qcErr(pC, pCl->pForm, "%s takes %d to %d arguments, got %d", z, aFn[iFn].nMin,
+            aFn[iFn].nMax, n);
+    }
+    return 1;
+  }
   memset(azA, 0, sizeof azA);
+  memset(azTag, 0, sizeof azTag);
   for (i = 0; i < n; i++) {
-    azA[i] = qcTermExpr(pX, pCl->aArg[i], &aVt[i], NULL, "function");
+    azA[i] = qcTermExpr(pX, pCl->aArg[i], &aVt[i], &azTag[i], "function");
     if (azA[i] == NULL) goto cleanup;
     if (aVt[i] == VT_DOUBLE) bDouble = 1;
   }
   pOut = sqlite3_str_new(NULL);
-  if ((strcmp(z, "+") == 0 || strcmp(z, "-") == 0 || strcmp(z, "*") == 0) && n >= 1) {
+  if (strcmp(z, "+") == 0 || strcmp(z, "-") == 0 || strcmp(z, "*") == 0) {
     sqlite3_str_appendall(pOut, "(");
     if (n == 1 && z[0] == '-') sqlite3_str_appendall(pOut, "-");
     for (i = 0; i < n; i++) sqlite3_str_appendf(pOut, "%s(%s)", i ? z : "", azA[i]);
     sqlite3_str_appendall(pOut, ")");
     vtOut = bDouble ? VT_DOUBLE : VT_LONG;
-  } else if (strcmp(z, "/") == 0 && n == 2) {
+  } else if (strcmp(z, "/") == 0) {
     sqlite3_str_appendf(pOut, "(CAST((%s) AS REAL) / (%s))", azA[0], azA[1]);
     vtOut = VT_DOUBLE;
-  } else if (strcmp(z, "quot") == 0 && n == 2) {
-    sqlite3_str_appendf(pOut, "((%s) / (%s))", azA[0], azA[1]);
-  } else if (strcmp(z, "rem") == 0 && n == 2) {
+  } else if (strcmp(z, "quot") == 0) {
+    sqlite3_str_appendf(pOut, "CAST((%s) / (%s) AS INTEGER)", azA[0], azA[1]);
+  } else if (strcmp(z, "rem") == 0) {
     sqlite3_str_appendf(pOut, "((%s) %% (%s))", azA[0], azA[1]);
-  } else if (strcmp(z, "mod") == 0 && n == 2) {
+  } else if (strcmp(z, "mod") == 0) {
+    /* Clojure's mod takes the divisor's sign: (mod -7 3) = 2. */
     sqlite3_str_appendf(pOut, "((((%s) %% (%s)) + (%s)) %% (%s))", azA[0], azA[1], azA[1], azA[1]);
-  } else if (strcmp(z, "inc") == 0 && n == 1) {
-    sqlite3_str_appendf(pOut, "((%s) + 1)", azA[0]);
+  } else if (strcmp(z, "inc") == 0 || strcmp(z, "dec") == 0) {
+    sqlite3_str_appendf(pOut, "((%s) %s 1)", azA[0], z[0] == 'i' ? "+" : "-");
     vtOut = bDouble ? VT_DOUBLE : VT_LONG;
-  } else if (strcmp(z, "dec") == 0 && n == 1) {
-    sqlite3_str_appendf(pOut, "((%s) - 1)", azA[0]);
-    vtOut = bDouble ? VT_DOUBLE : VT_LONG;
-  } else if ((strcmp(z, "max") == 0 || strcmp(z, "min") == 0) && n >= 2) {
-    sqlite3_str_appendf(pOut, "%s(", z);
-    for (i = 0; i < n; i++) sqlite3_str_appendf(pOut, "%s%s", i ? ", " : "", azA[i]);
-    sqlite3_str_appendall(pOut, ")");
-    vtOut = bDouble ? VT_DOUBLE : VT_LONG;
-  } else if (strcmp(z, "abs") == 0 && n == 1) {
+  } else if (strcmp(z, "max") == 0 || strcmp(z, "min") == 0) {
+    if (n == 1) {
+      sqlite3_str_appendf(pOut, "(%s)", azA[0]);
+      vtOut = aVt[0];
+      *pzTag = azTag[0];
+      azTag[0] = NULL;
+    } else {
+      sqlite3_str_appendf(pOut, "%s(", z);
+      for (i = 0; i < n; i++) sqlite3_str_appendf(pOut, "%s%s", i ? ", " : "", azA[i]);
+      sqlite3_str_appendall(pOut, ")");
+      vtOut = bDouble ? VT_DOUBLE : aVt[0];
+      for (i = 1; i < n; i++) if (aVt[i] != aVt[0] && !bDouble) vtOut = VT_LONG;
+    }
+  } else if (strcmp(z, "abs") == 0) {
     sqlite3_str_appendf(pOut, "abs(%s)", azA[0]);
     vtOut = bDouble ? VT_DOUBLE : VT_LONG;
-  } else if (strcmp(z, "count") == 0 && n == 1) {
+  } else if (strcmp(z, "compare") == 0) {
+    /* Clojure's compare as its sign: -1, 0 or 1. */
+    sqlite3_str_appendf(pOut, "(CASE WHEN (%s) < (%s) THEN -1 WHEN (%s) > (%s) THEN 1 ELSE 0 END)",
+                        azA[0], azA[1], azA[0], azA[1]);
+  } else if (strcmp(z, "count") == 0) {
     if (aVt[0] == QVT_JSON) sqlite3_str_appendf(pOut, "json_array_length(%s)", azA[0]);
     else sqlite3_str_appendf(pOut, "length(%s)", azA[0]);
   } else if (strcmp(z, "str") == 0) {
+    /* Each value printed as Clojure's str does (true, instants, uuids). */
     sqlite3_str_appendall(pOut, "(''");
-    for (i = 0; i < n; i++) sqlite3_str_appendf(pOut, " || CAST((%s) AS TEXT)", azA[i]);
+    for (i = 0; i < n; i++) {
+      if (aVt[i] == QVT_JSON) sqlite3_str_appendf(pOut, " || (%s)", azA[i]);
+      else if (aVt[i] == VT_NONE) {
+        sqlite3_str_appendf(pOut, " || mentat_str(%s, %s)", azA[i], azTag[i] ? azTag[i] : "NULL");
+      } else {
+        sqlite3_str_appendf(pOut, " || mentat_str(%s, %d)", azA[i], vtTag(aVt[i]));
+      }
+    }
     sqlite3_str_appendall(pOut, ")");
     vtOut = VT_STRING;
-  } else if (strcmp(z, "clojure.string/upper-case") == 0 && n == 1) {
+  } else if (strcmp(z, "clojure.string/upper-case") == 0) {
     sqlite3_str_appendf(pOut, "upper(%s)", azA[0]);
     vtOut = VT_STRING;
-  } else if (strcmp(z, "clojure.string/lower-case") == 0 && n == 1) {
+  } else if (strcmp(z, "clojure.string/lower-case") == 0) {
     sqlite3_str_appendf(pOut, "lower(%s)", azA[0]);
     vtOut = VT_STRING;
-  } else if (strcmp(z, "subs") == 0 && (n == 2 || n == 3)) {
+  } else if (strcmp(z, "subs") == 0) {
     if (n == 2) sqlite3_str_appendf(pOut, "substr(%s, (%s) + 1)", azA[0], azA[1]);
     else sqlite3_str_appendf(pOut, "substr(%s, (%s) + 1, (%s) - (%s))", azA[0], azA[1], azA[2], azA[1]);
     vtOut = VT_STRING;
-  } else if (strcmp(z, "identity") == 0 && n == 1) {
+  } else if (strcmp(z, "identity") == 0 || strcmp(z, "re-pattern") == 0) {
     sqlite3_str_appendall(pOut, azA[0]);
     vtOut = aVt[0];
-  } else if (strcmp(z, "tuple") == 0 && n >= 1) {
+    *pzTag = azTag[0];    /* the tag travels with the value */
+    azTag[0] = NULL;
+  } else if (strcmp(z, "re-find") == 0 || strcmp(z, "re-matches") == 0) {
+    /* Clojure: the match, or with groups a vector [whole g1 ...]; the
+    ** groups are known when the pattern is a constant. */
+    int nGroup, iMode = z[3] == 'm' ? 1 : 0;
+    if (qcRegexCheck(pX, pCl->aArg[0], z, &nGroup) == SQLITE_OK) {
+      if (nGroup > 0) {
+        sqlite3_str_appendf(pOut, "mentat_regex(%d, %s, %s)", iMode + 2, azA[0], azA[1]);
+        vtOut = QVT_JSON;
+      } else {
+        sqlite3_str_appendf(pOut, "mentat_regex(%d, %s, %s)", iMode, azA[0], azA[1]);
+        vtOut = VT_STRING;
+      }
+    }
+  } else {   /* tuple */
     sqlite3_str_appendall(pOut, "json_array(");
     for (i = 0; i < n; i++) {
-      char *zTag = NULL;
-      ValueType vt;
-      char *zE = qcTermExpr(pX, pCl->aArg[i], &vt, &zTag, "function");
-      if (zE == NULL) break;
-      if (vt == QVT_JSON) sqlite3_str_appendf(pOut, "%sjson(%s)", i ? ", " : "", zE);
-      else if (vt == VT_NONE) sqlite3_str_appendf(pOut, "%smentat_json(%s, %s)", i ? ", " : "", zE, zTag);
-      else sqlite3_str_appendf(pOut, "%smentat_json(%s, %d)", i ? ", " : "", zE, vtTag(vt));
-      sqlite3_free(zE);
-      sqlite3_free(zTag);
+      if (aVt[i] == QVT_JSON) sqlite3_str_appendf(pOut, "%sjson(%s)", i ? ", " : "", azA[i]);
+      else if (aVt[i] == VT_NONE) {
+        sqlite3_str_appendf(pOut, "%smentat_json(%s, %s)", i ? ", " : "", azA[i],
+                            azTag[i] ? azTag[i] : "NULL");
+      } else {
+        sqlite3_str_appendf(pOut, "%smentat_json(%s, %d)", i ? ", " : "", azA[i], vtTag(aVt[i]));
+      }
     }
     sqlite3_str_appendall(pOut, ")");
     vtOut = QVT_JSON;
-  } else {
-    sqlite3_free(sqlite3_str_finish(pOut));
-    qcErr(pC, pCl->pForm, "unknown function %s (or wrong number of arguments)", z);
-    goto cleanup;
   }
-  zExpr = sqlite3_str_finish(pOut);
-  if (zExpr == NULL) { qcNoMem(pC); goto cleanup; }
-  qcBindResult(pX, pCl, zExpr, vtOut, NULL);
+  *pzExpr = sqlite3_str_finish(pOut);
+  if (pC->rc) {
+    sqlite3_free(*pzExpr);
+    *pzExpr = NULL;
+  } else if (*pzExpr == NULL) {
+    qcNoMem(pC);
+  }
+  *pvt = vtOut;
+  if (vtOut != VT_NONE || *pzExpr == NULL) {
+    sqlite3_free(*pzTag);
+    *pzTag = NULL;
+  }
 cleanup:
-  for (i = 0; i < n; i++) sqlite3_free(azA[i]);
-  return pC->rc;
+  for (i = 0; i < n; i++) {
+    sqlite3_free(azA[i]);
+    sqlite3_free(azTag[i]);
+  }
+  return 1;
 }
 
 static int qcGetElse(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
@@ -385,27 +630,18 @@ static int qcGetSome(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, 
   return pC->rc;
 }
 
+/* (untuple ?t) [?a ?b]: the elements of a tuple value. */
 static int qcUntuple(QCtx *pX, const QClause *pCl) {
   QComp *pC = pX->pC;
   ValueType vt;
   char *zT;
-  int i;
-  if (pCl->nArg != 1 || pCl->bind.kind != QB_TUPLE) {
-    return qcErr(pC, pCl->pForm, "untuple takes one tuple and binds [?a ?b ...]");
+  if (pCl->nArg != 1) return qcErr(pC, pCl->pForm, "untuple takes 1 argument(s), got %d", pCl->nArg);
+  if (pCl->bind.kind != QB_TUPLE) {
+    return qcErr(pC, pCl->pForm, "bad binding form for untuple: bind a tuple [?a ?b ...]");
   }
   zT = qcTermExpr(pX, pCl->aArg[0], &vt, NULL, "function");
   if (zT == NULL) return pC->rc;
-  for (i = 0; i < pCl->bind.nVar && pC->rc == SQLITE_OK; i++) {
-    if (qIsBlank(pCl->bind.aVar[i])) continue;
-    qcBindVar(pX, pCl->bind.aVar[i]->u.s.z,
-              sqlite3_mprintf("json_extract(%s, '$[%d]')", zT, i), VT_NONE,
-              sqlite3_mprintf("CASE json_type(%s, '$[%d]') WHEN 'integer' THEN 5 WHEN 'real'"
-                              " THEN 5 WHEN 'true' THEN 1 WHEN 'false' THEN 1 WHEN 'text'"
-                              " THEN (CASE WHEN substr(json_extract(%s, '$[%d]'), 1, 1) = ':'"
-                              " THEN 13 ELSE 10 END) END", zT, i, zT, i), 0);
-  }
-  sqlite3_free(zT);
-  return pC->rc;
+  return qcBindResult(pX, pCl, zT, QVT_JSON, NULL);
 }
 
 static int qcFulltext(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
@@ -546,14 +782,15 @@ int qcFunction(QCtx *pX, const QClause *pCl) {
   const EdnValue *const *aArg;
   int nArg;
   const char *z = pCl->zName;
+  char *zExpr = NULL, *zTag = NULL;
+  ValueType vt;
   qcSkipSrc(pCl, &aArg, &nArg);
   if (strcmp(z, "ground") == 0) {
-    if (pCl->nArg != 1) return qcErr(pC, pCl->pForm, "ground takes one value");
+    if (pCl->nArg != 1) return qcErr(pC, pCl->pForm, "ground takes 1 argument(s), got %d", pCl->nArg);
     if (ednIsVar(pCl->aArg[0])) {
-      ValueType vt;
-      char *zE = qcTermExpr(pX, pCl->aArg[0], &vt, NULL, "function");
-      if (zE == NULL) return pC->rc;
-      return qcBindResult(pX, pCl, zE, vt, NULL);
+      zExpr = qcTermExpr(pX, pCl->aArg[0], &vt, &zTag, "function");
+      if (zExpr == NULL) return pC->rc;
+      return qcBindResult(pX, pCl, zExpr, vt, zTag);
     }
     return qcBindValue(pX, &pCl->bind, pCl->aArg[0], -1, "ground");
   }
@@ -564,8 +801,18 @@ int qcFunction(QCtx *pX, const QClause *pCl) {
   if (strcmp(z, "tx-ids") == 0) return qcTxIds(pX, pCl, aArg, nArg);
   if (strcmp(z, "tx-data") == 0) return qcTxData(pX, pCl, aArg, nArg);
   if (strcmp(z, "type") == 0) return qcType(pX, pCl);
-  if (strcmp(z, "missing?") == 0) {
-    return qcErr(pC, pCl->pForm, "missing? is a predicate: write [(missing? $ ?e :attr)]");
+  /* A predicate bound to a variable gives its truth as a boolean. */
+  if (qcPredExpr(pX, pCl, &zExpr)) {
+    char *zBool;
+    if (zExpr == NULL) return pC->rc;
+    zBool = sqlite3_mprintf("(CASE WHEN %s THEN 1 ELSE 0 END)", zExpr);
+    sqlite3_free(zExpr);
+    return qcBindResult(pX, pCl, zBool, VT_BOOLEAN, NULL);
   }
-  return qcScalarFn(pX, pCl);
+  if (qcValueFn(pX, pCl, &zExpr, &vt, &zTag)) {
+    if (zExpr == NULL) return pC->rc;
+    return qcBindResult(pX, pCl, zExpr, vt, zTag);
+  }
+  if (pC->rc) return pC->rc;
+  return qcErr(pC, pCl->pForm, "unknown function %s", z);
 }

@@ -5,6 +5,13 @@
 **
 **   mentat_json(v, tag)            a stored value as JSON (subtype J), for tuple
 **   mentat_ends_with(s, suffix)    clojure.string/ends-with?
+**   mentat_str(v, tag)             a value as Clojure's str prints it
+**   mentat_regex(mode, re, s)      re-find (mode 0) and re-matches (1): the
+**        match or NULL; modes 2 and 3 give [whole g1 ...] as JSON, the
+**        vector Clojure returns for a pattern with groups. The dialect is
+**        POSIX extended (regcomp REG_EXTENDED): no \\d, no lazy or
+**        look-around; [[:digit:]] and friends instead. A pattern is
+**        compiled once per statement (sqlite3_get_auxdata).
 **   mentat_median(x)               aggregates with Datomic's definitions:
 **   mentat_variance(x)             median (middle value, or the mean of the two
 **   mentat_stddev(x)               middle ones), population variance and stddev
@@ -19,6 +26,7 @@
 #include <string.h>
 #include <math.h>
 #include <stdlib.h>
+#include <regex.h>
 #include "query_compile.h"
 
 static void qfJson(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
@@ -46,6 +54,150 @@ static void qfEndsWith(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   (void)argc;
   if (z == NULL || zS == NULL) { sqlite3_result_null(pCtx); return; }
   sqlite3_result_int(pCtx, nS <= n && memcmp(z + n - nS, zS, nS) == 0);
+}
+
+/* Clojure's str of one value: text as is, booleans true/false, instants,
+** uuids and bytes as their JSON text without the quotes, nil as "". */
+static void qfStr(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  int tag = sqlite3_value_type(argv[1]) == SQLITE_NULL ? -1 : sqlite3_value_int(argv[1]);
+  (void)argc;
+  if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {
+    sqlite3_result_text(pCtx, "", 0, SQLITE_STATIC);
+  } else if (tag == TAG_BOOLEAN) {
+    sqlite3_result_text(pCtx, sqlite3_value_int(argv[0]) ? "true" : "false", -1, SQLITE_STATIC);
+  } else if (tag == TAG_INSTANT || tag == TAG_UUID || tag == TAG_BYTES) {
+    sqlite3_str *pOut = sqlite3_str_new(NULL);
+    char *z;
+    int n;
+    valueJsonFromStored(pOut, argv[0], tag, 0);
+    n = sqlite3_str_length(pOut);
+    z = sqlite3_str_finish(pOut);
+    if (z == NULL) { sqlite3_result_error_nomem(pCtx); return; }
+    if (n >= 2 && z[0] == '"') sqlite3_result_text(pCtx, z + 1, n - 2, SQLITE_TRANSIENT);
+    else sqlite3_result_text(pCtx, z, n, SQLITE_TRANSIENT);
+    sqlite3_free(z);
+  } else {
+    const unsigned char *z = sqlite3_value_text(argv[0]);
+    if (z == NULL) { sqlite3_result_error_nomem(pCtx); return; }
+    sqlite3_result_text(pCtx, (const char*)z, sqlite3_value_bytes(argv[0]), SQLITE_TRANSIENT);
+  }
+}
+
+/* ------------------------------------------------- regular expressions */
+
+static void qfRegexFree(void *p) {
+  if (p) {
+    regfree((regex_t*)p);
+    sqlite3_free(p);
+  }
+}
+
+/* Compiles zPat into a new regex_t (*ppRe) or reports why not. */
+static int qfRegexCompile(const char *zPat, regex_t **ppRe, char **pzErr) {
+  regex_t *pRe = sqlite3_malloc64(sizeof(regex_t));
+  int rc;
+  *ppRe = NULL;
+  if (pRe == NULL) return SQLITE_NOMEM;
+  rc = regcomp(pRe, zPat, REG_EXTENDED);
+  if (rc != 0) {
+    char zWhy[128];
+    regerror(rc, pRe, zWhy, sizeof zWhy);
+    sqlite3_free(pRe);
+    if (rc == REG_ESPACE) return SQLITE_NOMEM;
+    sqlite3_free(*pzErr);
+    *pzErr = sqlite3_mprintf("invalid regular expression \"%s\": %s", zPat, zWhy);
+    return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+  }
+  *ppRe = pRe;
+  return SQLITE_OK;
+}
+
+int qfRegexGroups(const char *zPat, int *pnGroup, char **pzErr) {
+  regex_t *pRe = NULL;
+  int rc = qfRegexCompile(zPat, &pRe, pzErr);
+  *pnGroup = 0;
+  if (rc == SQLITE_OK) {
+    *pnGroup = (int)pRe->re_nsub;
+    qfRegexFree(pRe);
+  }
+  return rc;
+}
+
+/* mentat_regex(mode, pattern, s); see the file comment. NULL inputs give
+** NULL (no match). */
+static void qfRegex(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  int iMode = sqlite3_value_int(argv[0]);
+  const char *zPat = (const char*)sqlite3_value_text(argv[1]);
+  const char *z = (const char*)sqlite3_value_text(argv[2]);
+  regex_t *pRe;
+  regmatch_t aM[10];
+  int bOwn = 0, n, i;
+  (void)argc;
+  if (zPat == NULL || z == NULL) return;
+  n = sqlite3_value_bytes(argv[2]);
+  pRe = sqlite3_get_auxdata(pCtx, 1);
+  if (pRe == NULL) {
+    char *zErr = NULL;
+    int rc = qfRegexCompile(zPat, &pRe, &zErr);
+    if (rc != SQLITE_OK) {
+      if (rc == SQLITE_NOMEM) sqlite3_result_error_nomem(pCtx);
+      else sqlite3_result_error(pCtx, zErr, -1);
+      sqlite3_free(zErr);
+      return;
+    }
+    /* SQLite keeps it while the pattern argument stays the same (a
+    ** constant or bound parameter), else frees it after this call. */
+    sqlite3_set_auxdata(pCtx, 1, pRe, qfRegexFree);
+    pRe = sqlite3_get_auxdata(pCtx, 1);
+    if (pRe == NULL) {
+      /* Not kept (out of memory there): compile a private copy. */
+      char *zErr2 = NULL;
+      if (qfRegexCompile(zPat, &pRe, &zErr2) != SQLITE_OK) {
+        sqlite3_free(zErr2);
+        sqlite3_result_error_nomem(pCtx);
+        return;
+      }
+      bOwn = 1;
+    }
+  }
+  if (regexec(pRe, z, 10, aM, 0) != 0) goto done;
+  if ((iMode & 1) && (aM[0].rm_so != 0 || aM[0].rm_eo != n)) goto done;   /* re-matches */
+  if (iMode < 2) {
+    sqlite3_result_text(pCtx, z + aM[0].rm_so, (int)(aM[0].rm_eo - aM[0].rm_so), SQLITE_TRANSIENT);
+  } else {
+    sqlite3_str *pOut = sqlite3_str_new(NULL);
+    char *zJson;
+    int nJson;
+    int nGroup = (int)pRe->re_nsub < 9 ? (int)pRe->re_nsub : 9;
+    sqlite3_str_appendchar(pOut, 1, '[');
+    for (i = 0; i <= nGroup; i++) {
+      if (i) sqlite3_str_appendchar(pOut, 1, ',');
+      if (aM[i].rm_so < 0) {
+        sqlite3_str_appendall(pOut, "null");
+      } else {
+        /* a JSON string: quote, backslash and control characters escaped */
+        int k;
+        sqlite3_str_appendchar(pOut, 1, '"');
+        for (k = (int)aM[i].rm_so; k < (int)aM[i].rm_eo; k++) {
+          unsigned char c = (unsigned char)z[k];
+          if (c == '"' || c == '\\') sqlite3_str_appendf(pOut, "\\%c", c);
+          else if (c < 0x20) sqlite3_str_appendf(pOut, "\\u%04x", c);
+          else sqlite3_str_appendchar(pOut, 1, (char)c);
+        }
+        sqlite3_str_appendchar(pOut, 1, '"');
+      }
+    }
+    sqlite3_str_appendchar(pOut, 1, ']');
+    nJson = sqlite3_str_length(pOut);
+    zJson = sqlite3_str_finish(pOut);
+    if (zJson == NULL) sqlite3_result_error_nomem(pCtx);
+    else {
+      sqlite3_result_text(pCtx, zJson, nJson, sqlite3_free);
+      sqlite3_result_subtype(pCtx, MENTAT_JSON_SUBTYPE);
+    }
+  }
+done:
+  if (bOwn) qfRegexFree(pRe);
 }
 
 /* ------------------------------------------------- numeric aggregates */
@@ -235,6 +387,8 @@ int qRegisterStoreFunctions(sqlite3 *db) {
   const int f = SQLITE_UTF8;
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_json", 2, f | SQLITE_DETERMINISTIC, 0, qfJson, 0, 0);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_ends_with", 2, f | SQLITE_DETERMINISTIC, 0, qfEndsWith, 0, 0);
+  if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_str", 2, f | SQLITE_DETERMINISTIC, 0, qfStr, 0, 0);
+  if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_regex", 3, f | SQLITE_DETERMINISTIC, 0, qfRegex, 0, 0);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_median", 1, f, 0, 0, qfNumsStep, qfMedianFinal);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_variance", 1, f, 0, 0, qfNumsStep, qfVarianceFinal);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_stddev", 1, f, 0, 0, qfNumsStep, qfStddevFinal);
