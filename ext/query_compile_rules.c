@@ -10,6 +10,23 @@
 ** body calls its own group, so recursion, several definitions and mutual
 ** recursion become UNION branches SQLite iterates to a fixpoint; UNION's
 ** set semantics make cyclic data terminate. A call is a join with the CTE.
+**
+** BOUND ARGUMENTS. A call in the query's own scope whose arguments are
+** partly bound (constants, inputs, variables the patterns bound) and whose
+** rule fits the "pass-through" shape is specialised instead (a magic-set
+** rewrite, qcMagicCall): the rule is one head whose recursive definitions
+** call it once, handing every unbound head variable through unchanged —
+** (reach ?x ?y) :- [?x :follow ?z] (reach ?z ?y). Then reach(S, y) is
+** base(z, y) for every z in seeds(S), seeds(S) = {S} ∪ step(seeds(S)), so
+**   ruleso<N>(o.., ot..)           the caller's bound values (origins)
+**   rulesm<N>(o.., ot.., s.., st..) recursive: seeds per origin
+**   rulesa<N>(c.., t..)            base definitions applied to the seeds
+** and only the part of the closure reachable from the bound values is
+** computed (a 100,000-node chain from its head: 100,000 seeds, not 5e9
+** pairs). Integer and keyword constants (and inputs still untyped) may
+** name an entity or be a value: both readings seed, as Datomic's places
+** decide per use. Calls in not/or bodies or rule bodies, rules of other
+** shapes and the transitive form keep the whole-closure CTE.
 */
 #include <string.h>
 #include "query_compile.h"
@@ -258,6 +275,391 @@ static int qcRulesGroup(QComp *pC, int g, int iDepth) {
   return pC->rc;
 }
 
+/* ------------------------------------------------- bound-argument calls */
+
+/* Is any rule body being compiled (a call from a rule body)? */
+static int qcRulesBuilding(const QRuleInfo *pRi) {
+  int i;
+  for (i = 0; i < pRi->nHead; i++) if (pRi->aHead[i].eState == 1) return 1;
+  return 0;
+}
+
+/* Does clause list a[0..n) call head h (at any depth)? */
+static int qcCallsHead(const QRuleInfo *pRi, QClause *const *a, int n, int h, int iDepth) {
+  int i;
+  if (iDepth > EDN_MAX_DEPTH) return 1;
+  for (i = 0; i < n; i++) {
+    if (a[i]->kind == QC_RULE) {
+      if (qcHeadFind(pRi, a[i]->zName, a[i]->nArg, NULL) == h) return 1;
+    } else if (a[i]->nSub && qcCallsHead(pRi, a[i]->aSub, a[i]->nSub, h, iDepth + 1)) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* The index of the one top-level self call of definition pR, -1 for none,
+** -2 when the shape does not fit (several, or one nested in not/or). */
+static int qcSelfCall(const QRuleInfo *pRi, const QRule *pR, int h) {
+  int i, iRec = -1;
+  for (i = 0; i < pR->nClause; i++) {
+    const QClause *pCl = pR->aClause[i];
+    if (pCl->kind == QC_RULE && qcHeadFind(pRi, pCl->zName, pCl->nArg, NULL) == h) {
+      if (iRec >= 0) return -2;
+      iRec = i;
+    } else if (pCl->nSub && qcCallsHead(pRi, pCl->aSub, pCl->nSub, h, 1)) {
+      return -2;
+    }
+  }
+  return iRec;
+}
+
+/* Is place j of recursive definition pR (self call at clause iRec) a
+** pass-through: the self call hands head variable j on unchanged, and
+** nothing else in the definition mentions it? */
+static int qcPassThrough(const QRule *pR, int iRec, int j) {
+  const char *zVar = pR->aHead[j]->u.s.z;
+  const QClause *pRec = pR->aClause[iRec];
+  int k, m;
+  if (!ednIsVar(pRec->aArg[j]) || strcmp(pRec->aArg[j]->u.s.z, zVar) != 0) return 0;
+  for (k = 0; k < pR->nHead; k++) {
+    if (k != j && strcmp(pR->aHead[k]->u.s.z, zVar) == 0) return 0;
+    if (k != j && ednIsVar(pRec->aArg[k]) && strcmp(pRec->aArg[k]->u.s.z, zVar) == 0) return 0;
+  }
+  for (k = 0; k < pR->nClause; k++) {
+    const char *az[64];
+    int n;
+    if (k == iRec) continue;
+    n = qcClauseVars(pR->aClause[k], az, 64, 1);
+    if (n > 64) return 0;
+    for (m = 0; m < n; m++) if (strcmp(az[m], zVar) == 0) return 0;
+  }
+  return 1;
+}
+
+/* Classifies head h for the rewrite. Returns 0 when it does not fit (other
+** heads in its recursion group, the transitive form, several or nested self
+** calls, no recursive or no base definition); else 1, with aePlace[j] = 1
+** for the places every recursive definition passes through and 0 for the
+** places the recursion changes. */
+static int qcMagicShape(QComp *pC, int h, unsigned char *aePlace) {
+  const QRuleInfo *pRi = pC->pRi;
+  int g = pRi->aHead[h].iGroup, i, j, nBase = 0, nRec = 0;
+  for (i = 0; i < pRi->nHead; i++) if (i != h && pRi->aHead[i].iGroup == g) return 0;
+  for (j = 0; j < pRi->aHead[h].nArity; j++) aePlace[j] = 1;
+  for (i = 0; i < pC->rules.nRule; i++) {
+    const QRule *pR = pC->rules.aRule[i];
+    int iRec;
+    if (pRi->aiHeadOf[i] != h) continue;
+    if (qcIsChain(pRi, g, pR)) return 0;
+    iRec = qcSelfCall(pRi, pR, h);
+    if (iRec == -2) return 0;
+    if (iRec == -1) { nBase++; continue; }
+    nRec++;
+    for (j = 0; j < pR->nHead; j++) {
+      if (!qcPassThrough(pR, iRec, j)) {
+        if (qIsBlank(pR->aClause[iRec]->aArg[j])) return 0;
+        aePlace[j] = 0;
+      }
+    }
+  }
+  return nBase > 0 && nRec > 0;
+}
+
+/* A definition body with the bound head places pre-bound to the seed
+** columns m.sK/m.stK (K counts bound places), skipping clause iSkip. */
+static void qcMagicBody(QComp *pC, QCtx *pSub, int iN, const QRule *pR,
+                        const unsigned char *abBound, int iSkip, int iDepth) {
+  QClause *aLocal[16];
+  QClause **a = aLocal;
+  int i, k = 0, n = 0;
+  qcFrom(pSub, sqlite3_mprintf("rulesm%d m", iN));
+  for (i = 0; i < pR->nHead && pC->rc == SQLITE_OK; i++) {
+    if (!abBound[i]) continue;
+    qcBindVar(pSub, pR->aHead[i]->u.s.z, sqlite3_mprintf("m.s%d", k),
+              VT_NONE, sqlite3_mprintf("m.st%d", k), 0);
+    k++;
+  }
+  if (pR->nClause > 16) {
+    a = sqlite3_malloc64(sizeof(QClause*) * pR->nClause);
+    if (a == NULL) { qcNoMem(pC); return; }
+  }
+  for (i = 0; i < pR->nClause; i++) if (i != iSkip) a[n++] = pR->aClause[i];
+  if (pC->rc == SQLITE_OK) qcClauses(pSub, a, n, iDepth + 1);
+  if (a != aLocal) sqlite3_free(a);
+}
+
+/* Appends ", <value>, <tag>" of a term of scope pSub (a rule body). */
+static void qcMagicTerm(QCtx *pSub, sqlite3_str *pVal, sqlite3_str *pTag, const EdnValue *p,
+                        const char *zRule) {
+  QComp *pC = pSub->pC;
+  if (ednIsVar(p)) {
+    QVar *pV = qcVarFind(pSub, p->u.s.z);
+    char *zTag;
+    if (pV == NULL || pV->zExpr == NULL) {
+      qcErr(pC, p, "rule %s does not bind %s", zRule, p->u.s.z);
+      return;
+    }
+    zTag = qcVarTag(pV);
+    sqlite3_str_appendf(pVal, ", %s", pV->zExpr);
+    sqlite3_str_appendf(pTag, ", %s", zTag ? zTag : "NULL");
+    if (zTag == NULL) qcNoMem(pC);
+    sqlite3_free(zTag);
+  } else {
+    ValueType vt;
+    char *zC = qcConstExpr(pSub, p, VT_NONE, &vt);
+    if (zC == NULL) return;
+    sqlite3_str_appendf(pVal, ", %s", zC);
+    sqlite3_str_appendf(pTag, ", %d", vt == QVT_JSON ? -1 : vtTag(vt));
+    sqlite3_free(zC);
+  }
+}
+
+/* Origins from the caller: "SELECT DISTINCT <bound values>, <tags> FROM
+** <the scope's rows>" into pOut. Integer and keyword values that may name
+** an entity get both readings (abAmb[i] = 1). */
+static void qcOriginsCaller(QCtx *pX, const QClause *pCl, const unsigned char *abBound,
+                            unsigned char *abAmb, sqlite3_str *pOut) {
+  QComp *pC = pX->pC;
+  sqlite3_str *pVal = sqlite3_str_new(NULL), *pTag = sqlite3_str_new(NULL);
+  sqlite3_str *pAlt = sqlite3_str_new(NULL);
+  int i, nAmb = 0;
+  for (i = 0; i < pCl->nArg && pC->rc == SQLITE_OK; i++) {
+    const EdnValue *pA = pCl->aArg[i];
+    char *zE = NULL, *zTag = NULL;
+    ValueType vt = VT_NONE;
+    if (!abBound[i]) continue;
+    if (ednIsVar(pA)) {
+      QVar *pV = qcVarFind(pX, pA->u.s.z);
+      zE = sqlite3_mprintf("%s", pV->zExpr);
+      zTag = qcVarTag(pV);
+      if (pV->nParam > 0) vt = pV->vt;   /* an input not yet typed by a place */
+    } else {
+      zE = qcConstExpr(pX, pA, VT_NONE, &vt);
+      if (zE) zTag = sqlite3_mprintf("%d", vtTag(vt));
+    }
+    if (zE == NULL || zTag == NULL) {
+      qcNoMem(pC);
+    } else if (vt == VT_LONG || vt == VT_KEYWORD) {
+      /* Both readings: the value itself, and the entity it names. */
+      abAmb[i] = 1;
+      nAmb++;
+      sqlite3_str_appendf(pAlt, ", (SELECT 0 AS k UNION ALL SELECT 1) a%d", i);
+      if (vt == VT_LONG) {
+        sqlite3_str_appendf(pVal, ", %s", zE);
+      } else {
+        sqlite3_str_appendf(pVal, ", CASE a%d.k WHEN 0 THEN %s ELSE (SELECT e FROM datoms"
+                            " WHERE a = %d AND v = %s AND value_type_tag = 13) END",
+                            i, zE, ENTID_DB_IDENT, zE);
+      }
+      sqlite3_str_appendf(pTag, ", CASE a%d.k WHEN 0 THEN %s ELSE 0 END", i, zTag);
+    } else {
+      sqlite3_str_appendf(pVal, ", %s", zE);
+      sqlite3_str_appendf(pTag, ", %s", zTag);
+    }
+    sqlite3_free(zE);
+    sqlite3_free(zTag);
+  }
+  if (sqlite3_str_errcode(pVal) || sqlite3_str_errcode(pTag) || sqlite3_str_errcode(pAlt)) {
+    qcNoMem(pC);
+  }
+  if (pC->rc == SQLITE_OK) {
+    const char *zAlt = nAmb ? sqlite3_str_value(pAlt) : "";
+    sqlite3_str_appendf(pOut, "SELECT DISTINCT %s%s", sqlite3_str_value(pVal) + 2,
+                        sqlite3_str_value(pTag));
+    if (pX->nFrom) sqlite3_str_appendf(pOut, " FROM %s%s", sqlite3_str_value(pX->pFrom), zAlt);
+    else if (nAmb) sqlite3_str_appendf(pOut, " FROM %s", zAlt + 2);
+    if (pX->nWhere) sqlite3_str_appendf(pOut, " WHERE %s", sqlite3_str_value(pX->pWhere));
+  }
+  sqlite3_free(sqlite3_str_finish(pVal));
+  sqlite3_free(sqlite3_str_finish(pTag));
+  sqlite3_free(sqlite3_str_finish(pAlt));
+}
+
+/* Origins from the rule itself, when the caller binds nothing useful:
+** every value a definition's body (without its self call) accepts in the
+** changing places — a superset of the places' values in any answer. */
+static void qcOriginsBodies(QComp *pC, int h, const unsigned char *abBound, int iDepth,
+                            sqlite3_str *pOut) {
+  QRuleInfo *pRi = pC->pRi;
+  int i, j, n = 0;
+  for (i = 0; i < pC->rules.nRule && pC->rc == SQLITE_OK; i++) {
+    const QRule *pR = pC->rules.aRule[i];
+    int iRec, m = 0;
+    QClause *aLocal[16];
+    QClause **a = aLocal;
+    sqlite3_str *pVal, *pTag;
+    QCtx sub;
+    char *zBody = NULL;
+    if (pRi->aiHeadOf[i] != h) continue;
+    iRec = qcSelfCall(pRi, pR, h);
+    if (pR->nClause > 16) {
+      a = sqlite3_malloc64(sizeof(QClause*) * pR->nClause);
+      if (a == NULL) { qcNoMem(pC); return; }
+    }
+    for (j = 0; j < pR->nClause; j++) if (j != iRec) a[m++] = pR->aClause[j];
+    pVal = sqlite3_str_new(NULL);
+    pTag = sqlite3_str_new(NULL);
+    qcCtxInit(&sub, pC, NULL);
+    qcClauses(&sub, a, m, iDepth + 1);
+    for (j = 0; j < pR->nHead && pC->rc == SQLITE_OK; j++) {
+      if (abBound[j]) qcMagicTerm(&sub, pVal, pTag, pR->aHead[j], pR->zName);
+    }
+    if (pC->rc == SQLITE_OK) zBody = qcBody(&sub);
+    if (zBody && !sqlite3_str_errcode(pVal) && !sqlite3_str_errcode(pTag)) {
+      sqlite3_str_appendf(pOut, "%sSELECT %s%s%s", n++ ? " UNION " : "",
+                          sqlite3_str_value(pVal) + 2, sqlite3_str_value(pTag), zBody);
+    } else if (pC->rc == SQLITE_OK) {
+      qcNoMem(pC);
+    }
+    sqlite3_free(zBody);
+    sqlite3_free(sqlite3_str_finish(pVal));
+    sqlite3_free(sqlite3_str_finish(pTag));
+    qcCtxReset(&sub);
+    if (a != aLocal) sqlite3_free(a);
+  }
+}
+
+/* The call pCl of head h with the places abBound seeded: from the caller's
+** rows (bCaller) or from the rule's bodies. Emits the origins, seeds and
+** answers CTEs of the file comment, then joins the answers. */
+static int qcMagicCall(QCtx *pX, const QClause *pCl, int h, const unsigned char *abBound,
+                       int bCaller, int iDepth) {
+  QComp *pC = pX->pC;
+  QRuleInfo *pRi = pC->pRi;
+  sqlite3_str *pOrig = sqlite3_str_new(NULL);
+  sqlite3_str *pSeed = sqlite3_str_new(NULL), *pAns = sqlite3_str_new(NULL);
+  unsigned char *abAmb = NULL;
+  int i, k, nB = 0, nRec = 0, nBase = 0, iN, nArity = pCl->nArg;
+  unsigned char eSave = pRi->aHead[h].eState;
+  int nSelfSave = pC->nSelfRef;
+  char zAlias[24];
+
+  abAmb = sqlite3_malloc64(nArity + 1);
+  if (abAmb == NULL) { qcNoMem(pC); goto cleanup; }
+  memset(abAmb, 0, nArity + 1);
+  for (i = 0; i < nArity; i++) nB += abBound[i];
+  /* 1. origins */
+  pRi->aHead[h].eState = 1;
+  if (bCaller) qcOriginsCaller(pX, pCl, abBound, abAmb, pOrig);
+  else qcOriginsBodies(pC, h, abBound, iDepth, pOrig);
+  if (pC->rc) goto cleanup;
+  iN = ++pC->nAlias;
+
+  /* 2. seeds and 3. answers, one definition at a time */
+  for (i = 0; i < pC->rules.nRule && pC->rc == SQLITE_OK; i++) {
+    const QRule *pR = pC->rules.aRule[i];
+    int iRec;
+    QCtx sub;
+    sqlite3_str *pVal, *pTag;
+    char *zBody;
+    if (pRi->aiHeadOf[i] != h) continue;
+    iRec = qcSelfCall(pRi, pR, h);
+    pVal = sqlite3_str_new(NULL);
+    pTag = sqlite3_str_new(NULL);
+    qcCtxInit(&sub, pC, NULL);
+    qcMagicBody(pC, &sub, iN, pR, abBound, iRec, iDepth);
+    if (iRec >= 0) {
+      /* step: (origin, next seed) */
+      const QClause *pRec = pR->aClause[iRec];
+      for (k = 0; k < nB; k++) sqlite3_str_appendf(pVal, ", m.o%d", k);
+      for (k = 0; k < nB; k++) sqlite3_str_appendf(pVal, ", m.ot%d", k);
+      for (k = 0; k < nArity && pC->rc == SQLITE_OK; k++) {
+        if (abBound[k]) qcMagicTerm(&sub, pVal, pTag, pRec->aArg[k], pR->zName);
+      }
+    } else {
+      /* answer: the origins in seeded places, the body's values elsewhere */
+      int kb = 0;
+      for (k = 0; k < nArity && pC->rc == SQLITE_OK; k++) {
+        if (abBound[k]) {
+          sqlite3_str_appendf(pVal, ", m.o%d", kb);
+          sqlite3_str_appendf(pTag, ", m.ot%d", kb);
+          kb++;
+        } else {
+          qcMagicTerm(&sub, pVal, pTag, pR->aHead[k], pR->zName);
+        }
+      }
+    }
+    zBody = pC->rc == SQLITE_OK ? qcBody(&sub) : NULL;
+    if (zBody && !sqlite3_str_errcode(pVal) && !sqlite3_str_errcode(pTag)) {
+      sqlite3_str *pTo = iRec >= 0 ? pSeed : pAns;
+      int *pn = iRec >= 0 ? &nRec : &nBase;
+      /* pVal starts with ", " */
+      sqlite3_str_appendf(pTo, "%sSELECT %s%s%s", (*pn)++ ? " UNION " : "",
+                          sqlite3_str_value(pVal) + 2, sqlite3_str_value(pTag), zBody);
+    } else if (pC->rc == SQLITE_OK) {
+      qcNoMem(pC);
+    }
+    sqlite3_free(zBody);
+    sqlite3_free(sqlite3_str_finish(pVal));
+    sqlite3_free(sqlite3_str_finish(pTag));
+    qcCtxReset(&sub);
+  }
+  if (pC->rc) goto cleanup;
+  if (sqlite3_str_errcode(pOrig) || sqlite3_str_errcode(pSeed) || sqlite3_str_errcode(pAns)) {
+    qcNoMem(pC);
+    goto cleanup;
+  }
+  if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");
+  sqlite3_str_appendf(pC->pCte, "ruleso%d(", iN);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pC->pCte, "%so%d", k ? ", " : "", k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pC->pCte, ", ot%d", k);
+  sqlite3_str_appendf(pC->pCte, ") AS (%s), rulesm%d(", sqlite3_str_value(pOrig), iN);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pC->pCte, "%so%d", k ? ", " : "", k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pC->pCte, ", ot%d", k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pC->pCte, ", s%d", k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pC->pCte, ", st%d", k);
+  sqlite3_str_appendf(pC->pCte, ") AS (SELECT ");
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pC->pCte, "%so%d", k ? ", " : "", k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pC->pCte, ", ot%d", k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pC->pCte, ", o%d", k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pC->pCte, ", ot%d", k);
+  /* UNION: a seed met again (a cycle) is not followed twice. */
+  sqlite3_str_appendf(pC->pCte, " FROM ruleso%d UNION %s)", iN, sqlite3_str_value(pSeed));
+  pC->bRecursive = 1;
+  sqlite3_str_appendf(pC->pCte, ", rulesa%d(", iN);
+  for (k = 0; k < nArity; k++) sqlite3_str_appendf(pC->pCte, "%sc%d", k ? ", " : "", k);
+  for (k = 0; k < nArity; k++) sqlite3_str_appendf(pC->pCte, ", t%d", k);
+  sqlite3_str_appendf(pC->pCte, ") AS (%s)", sqlite3_str_value(pAns));
+  pC->nCte += 2;
+
+  /* 4. the call: a join with the answers */
+  sqlite3_snprintf(sizeof zAlias, zAlias, "r%d", ++pC->nAlias);
+  qcFrom(pX, sqlite3_mprintf("rulesa%d %s", iN, zAlias));
+  for (i = 0; i < nArity && pC->rc == SQLITE_OK; i++) {
+    const EdnValue *pA = pCl->aArg[i];
+    QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
+    if (qIsBlank(pA)) continue;
+    if (!ednIsVar(pA)) {
+      /* A constant: the caller's origins are it already. */
+      ValueType vt;
+      char *zC;
+      if (bCaller && abBound[i]) continue;
+      zC = qcConstExpr(pX, pA, VT_NONE, &vt);
+      if (zC) qcWhere(pX, sqlite3_mprintf("%s.c%d = %s", zAlias, i, zC));
+      sqlite3_free(zC);
+    } else if (pV && pV->zExpr) {
+      qcWhere(pX, sqlite3_mprintf("%s.c%d = %s", zAlias, i, pV->zExpr));
+      if (!abAmb[i] && pV->nParam == 0 && pV->vt != VT_NONE && pV->vt != QVT_JSON) {
+        qcWhere(pX, sqlite3_mprintf("%s.t%d = %d", zAlias, i, vtTag(pV->vt)));
+      } else if (!abAmb[i] && pV->zTag) {
+        qcWhere(pX, sqlite3_mprintf("%s.t%d = %s", zAlias, i, pV->zTag));
+      }
+    } else {
+      qcBindVar(pX, pA->u.s.z, sqlite3_mprintf("%s.c%d", zAlias, i), VT_NONE,
+                sqlite3_mprintf("%s.t%d", zAlias, i), 0);
+    }
+  }
+cleanup:
+  pRi->aHead[h].eState = eSave;
+  pC->nSelfRef = nSelfSave;
+  sqlite3_free(abAmb);
+  sqlite3_free(sqlite3_str_finish(pOrig));
+  sqlite3_free(sqlite3_str_finish(pSeed));
+  sqlite3_free(sqlite3_str_finish(pAns));
+  return pC->rc;
+}
+
 int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth) {
   QComp *pC = pX->pC;
   int h, g, bArity, i;
@@ -268,10 +670,37 @@ int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth) {
   if (pC->pRi == NULL && qcRulesPrepare(pC)) return pC->rc;
   h = qcHeadFind(pC->pRi, pCl->zName, pCl->nArg, &bArity);
   if (h < 0) {
-    return qcErr(pC, pCl->pForm, bArity ? "rule %s called with the wrong number of arguments"
-                                        : "unknown rule %s", pCl->zName);
+    if (!bArity) return qcErr(pC, pCl->pForm, "unknown rule %s", pCl->zName);
+    for (i = 0; i < pC->pRi->nHead; i++) {
+      if (strcmp(pC->pRi->aHead[i].zName, pCl->zName) == 0) break;
+    }
+    return qcErr(pC, pCl->pForm, "rule %s takes %d argument(s), called with %d", pCl->zName,
+                 pC->pRi->aHead[i].nArity, pCl->nArg);
   }
   g = pC->pRi->aHead[h].iGroup;
+  if (pCl->nArg <= 64) {
+    unsigned char aePlace[64], abBound[64];
+    int nBound = 0, nChange = 0;
+    if (qcMagicShape(pC, h, aePlace)) {
+      /* Bound arguments in the changing places seed the rule; bound
+      ** pass-through places prune nothing there and are joined after. The
+      ** caller's rows are the origins only in the query's own scope (a
+      ** CTE cannot see a not/or or rule body's rows). */
+      int bTop = pX->pParent == NULL && !qcRulesBuilding(pC->pRi);
+      for (i = 0; i < pCl->nArg; i++) {
+        const EdnValue *pA = pCl->aArg[i];
+        QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
+        abBound[i] = (unsigned char)(!aePlace[i] && (pV ? pV->zExpr != NULL
+                                     : !ednIsVar(pA) && !qIsBlank(pA)
+                                       && valueNaturalType(pA) != VT_NONE));
+        nBound += abBound[i];
+        nChange += !aePlace[i];
+      }
+      if (bTop && nBound == nChange) return qcMagicCall(pX, pCl, h, abBound, 1, iDepth);
+      for (i = 0; i < pCl->nArg; i++) abBound[i] = (unsigned char)!aePlace[i];
+      if (nChange) return qcMagicCall(pX, pCl, h, abBound, 0, iDepth);
+    }
+  }
   if (pC->pRi->aHead[h].eState == 0) {
     if (qcRulesGroup(pC, g, iDepth)) return pC->rc;
   } else if (pC->pRi->aHead[h].eState == 1) {
