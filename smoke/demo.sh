@@ -71,6 +71,42 @@ show "Every sequel of \"The Terminator\" (a recursive rule, passed as an input)"
          '[[(sequel ?a ?b) [?a :movie/sequel ?b]]
            [(sequel ?a ?b) [?a :movie/sequel ?x] (sequel ?x ?b)]]')))) ORDER BY c0"
 
+RULES="json_object('inputs', json_array(json_object('edn',
+         '[[(sequel ?a ?b) [?a :movie/sequel ?b]]
+           [(sequel ?a ?b) [?a :movie/sequel ?x] (sequel ?x ?b)]]')))"
+
+# data.edn: The Terminator -> Terminator 2 -> Terminator 3 (two :movie/sequel hops); Alien's
+# sequel is Aliens, which has none.
+show "Is \"Terminator 3\" a sequel of \"The Terminator\"? Of \"Alien\"? (the rule with both ends bound)" \
+"$(printf '%s\n' 'The Terminator: yes' 'Alien: no')" \
+"SELECT t || ': ' || CASE WHEN json_extract(edn_q('$DB', '[:find ?yes . :in \$ % ?t :where [?a :movie/title ?t]
+                                   [?b :movie/title \"Terminator 3: Rise of the Machines\"]
+                                   (sequel ?a ?b) [(ground true) ?yes]]',
+       json_object('inputs', json_array(json_extract($RULES, '\$.inputs[0]'), t))), '\$.result')
+       = 1 THEN 'yes' ELSE 'no' END
+ FROM (SELECT 'The Terminator' AS t UNION ALL SELECT 'Alien') ORDER BY t DESC"
+
+# data.edn: Mel Gibson (-112) directs Braveheart and is in its cast (and in the Lethal Weapon
+# and Mad Max films); no other director appears in a cast.
+show "Directors who also acted" "Mel Gibson" \
+"SELECT c0 FROM edn_q('$DB', '[:find ?name :where [_ :movie/director ?p] [_ :movie/cast ?p]
+                                              [?p :person/name ?name]]') ORDER BY c0"
+
+# data.edn: 20 movies whose years add up to 39743 -> 1987.15 per movie. Without :with the
+# years form a set first: 14 distinct years averaging 1988.0.
+show "Average movie year, per movie (:with ?m) and over the set of years" "1987.15 1988.0" \
+"SELECT json_extract(edn_q('$DB', '[:find (avg ?y) . :with ?m :where [?m :movie/year ?y]]'), '\$.result')
+        || ' ' || json_extract(edn_q('$DB', '[:find (avg ?y) . :where [_ :movie/year ?y]]'), '\$.result')"
+
+# data.edn: The Terminator's cast is Arnold Schwarzenegger, Linda Hamilton, Michael Biehn.
+show "A nested pull in :find: \"The Terminator\" with its cast's names" \
+"The Terminator: Arnold Schwarzenegger, Linda Hamilton, Michael Biehn" \
+"SELECT json_extract(p, '\$.\":movie/title\"') || ': ' ||
+        (SELECT group_concat(n, ', ') FROM (SELECT json_extract(value, '\$.\":person/name\"') AS n
+                                             FROM json_each(p, '\$.\":movie/cast\"') ORDER BY n))
+ FROM (SELECT c0 AS p FROM edn_q('$DB', '[:find (pull ?m [:movie/title {:movie/cast [:person/name]}]) .
+                                       :where [?m :movie/title \"The Terminator\"]]'))"
+
 show "A pull of \"The Terminator\" (title, year, directors' and cast's names)" "" \
 "SELECT edn_pull('$DB', '[:movie/title :movie/year {:movie/director [:person/name]} {:movie/cast [:person/name]}]', c0)
  FROM edn_q('$DB', '[:find ?m . :where [?m :movie/title \"The Terminator\"]]')"
