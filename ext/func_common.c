@@ -90,7 +90,17 @@ static int funcWatchCheck(void *pArg) {
   return sqlite3_reset(pWatch->pProbe) == SQLITE_INTERRUPT;
 }
 
+/* Hosts whose SQLite is built with SQLITE_OMIT_PROGRESS_CALLBACK (the one
+** better-sqlite3 bundles) leave that entry of the API table NULL: calling it
+** would jump to address 0, so interrupt polling is simply off there. */
+#ifdef MENTAT_STATIC
+# define FUNC_HAS_PROGRESS 1
+#else
+# define FUNC_HAS_PROGRESS (sqlite3_api->progress_handler != 0)
+#endif
+
 void funcWatchInstall(sqlite3 *pStoreDb) {
+  if (!FUNC_HAS_PROGRESS) return;
   sqlite3_progress_handler(pStoreDb, FUNC_WATCH_OPS, funcWatchCheck, NULL);
 }
 
@@ -103,7 +113,7 @@ void funcWatchBegin(FuncWatch *pWatch, sqlite3 *host, sqlite3 *pStoreDb) {
   }
   if (pStoreDb) {
     pWatch->pStoreDb = pStoreDb;
-    sqlite3_progress_handler(pStoreDb, FUNC_WATCH_OPS, funcWatchCheck, pWatch);
+    if (FUNC_HAS_PROGRESS) sqlite3_progress_handler(pStoreDb, FUNC_WATCH_OPS, funcWatchCheck, pWatch);
   } else {
     pWatch->pPrev = funcThreadWatch;
     pWatch->bThread = 1;
