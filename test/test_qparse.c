@@ -42,6 +42,13 @@ static const PCase aCase[] = {
     "find=rel(?e) where=(or(pat(?e :a 1) and(pat(?e :b 2) pat(?e :c 3))) or-join([[?e] ?f] pat(?e :d ?f)))" },
   { "[:find ?e :in $ % :where (reach ?e 3) [[:a/b \"x\"] :c ?e]]",
     "find=rel(?e) in=($,%) where=(rule(reach ?e 3) pat([:a/b \"x\"] :c ?e))" },
+  /* function binding forms: scalar, tuple, collection, relation, blanks */
+  { "[:find ?x :where [(f ?a) ?x] [(g) [?b _]] [(h 1) [?c ...]] [(k \"s\") [[_ ?d]]]]",
+    "find=rel(?x) where=(fn(f ?a -> ?x) fn(g -> [?b _]) fn(h 1 -> [?c ...]) fn(k \"s\" -> [[_ ?d]]))" },
+  { "[:find ?x :where [(f ?a) [?x 1]]]", "ERROR: line 1 col 30: expected a variable or _ in function binding, got value 1" },
+  { "[:find ?x :where [(f ?a) ?x ?y]]", "ERROR: line 1 col 18: a function expression takes one binding form" },
+  { "[:find ?x :where [(f ?a) []]]", "ERROR: line 1 col 26: expected a binding form (?x, [?a ?b], [?x ...] or [[?a ?b]]) in function binding, got vector []" },
+  { "[:find ?x :where [(f ?a) [[]]]]", "ERROR: line 1 col 27: empty relation binding in function binding" },
   /* :order :limit :offset, and the map form */
   { "[:find ?a ?b :where [?a :x ?b] :order ?a (desc ?b) :limit 10 :offset 5]",
     "find=rel(?a,?b) where=(pat(?a :x ?b)) order=(?a asc,?b desc) limit=10 offset=5" },
