@@ -709,6 +709,88 @@ START_TEST(test_acceptance_plans) {
 }
 END_TEST
 
+/* ---- OOM: every allocation of compile + run of the new constructs may
+** fail: SQLITE_NOMEM or an error, never a crash or a leak (valgrind). */
+static sqlite3_mem_methods memDefault;
+static int nAllocLeft = -1;     /* allocations until the next fails; -1 never */
+
+static void *oomMalloc(int n) {
+  if (nAllocLeft == 0) return NULL;
+  if (nAllocLeft > 0) nAllocLeft--;
+  return memDefault.xMalloc(n);
+}
+static void *oomRealloc(void *p, int n) {
+  if (nAllocLeft == 0) return NULL;
+  if (nAllocLeft > 0) nAllocLeft--;
+  return memDefault.xRealloc(p, n);
+}
+
+START_TEST(test_oom) {
+  static const char *zR =
+    "{\"inputs\":[{\"edn\":\"[[(reach ?x ?y) [?x :node/follow ?y]] [(reach ?x ?y) [?x :node/follow ?z] (reach ?z ?y)]"
+    " [(rid ?i ?j) [?x :node/id ?i] [?x :node/follow ?y] [?y :node/id ?j]]"
+    " [(rid ?i ?j) [?x :node/id ?i] [?x :node/follow ?y] [?y :node/id ?k] (rid ?k ?j)]]\"}]}";
+  static const char *const azQ[] = {
+    "[:find [?j ...] :in $ % :where (rid 3 ?j)]",
+    "[:find [?i ...] :in $ % :where [?a :node/id 2] (reach ?a ?b) [?b :node/id ?i]]",
+    "[:find (count ?b) . :with ?a :in $ % :where (reach ?a ?b)]",
+    "[:find ?x ?g ?s :where [?e :person/id 3] [?e :person/name ?n] [(re-find \"(O)(l)\" ?n) [?w ?g]]"
+    " [(tuple ?n 1) ?t] [(identity ?t) [?x ...]] [(str ?n ?e) ?s] [(re-matches \"O.*\" ?n)]]",
+  };
+  sqlite3_mem_methods m;
+  int iQ, n;
+  teardown();
+  sqlite3_shutdown();
+  ck_assert_int_eq(sqlite3_config(SQLITE_CONFIG_GETMALLOC, &memDefault), SQLITE_OK);
+  m = memDefault;
+  m.xMalloc = oomMalloc;
+  m.xRealloc = oomRealloc;
+  ck_assert_int_eq(sqlite3_config(SQLITE_CONFIG_MALLOC, &m), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_initialize(), SQLITE_OK);
+  setup();
+  for (iQ = 0; iQ < (int)(sizeof azQ / sizeof azQ[0]); iQ++) {
+    const char *zOpts = iQ < 3 ? zR : NULL;
+    int bDone = 0;
+    for (n = 0; n < 8000 && !bDone; n += (n < 400 ? 1 : 7)) {
+      QueryOpts opts;
+      StoreConn *pConn = NULL;
+      Schema *pSchema = NULL;
+      QueryRun *pRun = NULL;
+      char *zErr = NULL;
+      int rc;
+      qOptsInit(&opts);
+      rc = qOptsParse(&opts, zOpts, zOpts ? (int)strlen(zOpts) : 0, &zErr);
+      ck_assert_int_eq(rc, SQLITE_OK);
+      rc = storeReader(pStore, &pConn, &pSchema, &zErr);
+      ck_assert_int_eq(rc, SQLITE_OK);
+      /* Drop cached plans so every round compiles again. */
+      if (pConn->pQueryCache) {
+        pConn->xQueryCacheFree(pConn->pQueryCache);
+        pConn->pQueryCache = NULL;
+      }
+      nAllocLeft = n;
+      rc = qRunOpen(pConn, pSchema, azQ[iQ], (int)strlen(azQ[iQ]), &opts, &pRun, &zErr);
+      while (rc == SQLITE_OK) {
+        sqlite3_str *pRow = sqlite3_str_new(NULL);
+        rc = qRunStep(pRun, &zErr);
+        if (rc == SQLITE_ROW) rc = qRunRowJson(pRun, pRow);
+        sqlite3_free(sqlite3_str_finish(pRow));
+      }
+      if (nAllocLeft > 0 && rc == SQLITE_DONE) bDone = 1;   /* ran to the end */
+      nAllocLeft = -1;
+      ck_assert_msg(rc == SQLITE_DONE || rc == SQLITE_ERROR || (rc & 0xff) == SQLITE_NOMEM,
+                    "query %d, failing allocation %d: rc %d %s", iQ, n, rc, zErr ? zErr : "");
+      qRunClose(pRun);
+      storeReaderDone(pStore, pConn);
+      schemaUnref(pSchema);
+      qOptsReset(&opts);
+      sqlite3_free(zErr);
+    }
+    ck_assert_msg(bDone, "query %d never completed", iQ);
+  }
+}
+END_TEST
+
 static Suite *qlangSuite(void) {
   Suite *s = suite_create("qlang");
   TCase *tc = tcase_create("core");
@@ -720,6 +802,7 @@ static Suite *qlangSuite(void) {
   tcase_add_loop_test(tc, test_aggregates, 0, (int)(sizeof aAgg / sizeof aAgg[0]));
   tcase_add_loop_test(tc, test_errors, 0, (int)(sizeof aErr / sizeof aErr[0]));
   tcase_add_test(tc, test_sample_rand);
+  tcase_add_test(tc, test_oom);
   suite_add_tcase(s, tc);
   tcase_add_checked_fixture(tcRules, setup, teardown);
   tcase_set_timeout(tcRules, 600);
