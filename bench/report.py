@@ -166,7 +166,12 @@ def main():
         w('')
         w('## Scale %s — %d datoms' % (s, res['datoms']))
         w('')
-        if res.get('build'):
+        if res.get('retimed'):
+            w('Query scenarios re-timed %s (`make -C bench retime`) on this store after its transact_one '
+              'and mixed writes, build %s; the load and the other steps were run by build %s.' % (
+                  res['retimed'], res['build'], res.get('load_build')))
+            w('')
+        elif res.get('build'):
             w('Build: %s.' % res['build'])
             w('')
         w('| scenario | ours table p50/p95/p99 | ours scalar p50/p95/p99 | SQL p50/p95/p99 | ratio table, scalar | '
@@ -273,6 +278,7 @@ def main():
                                             'FAILED: ' + '; '.join(dsr['checks_failed'])))
         if s == scale:
             failed += ['after load: ' + x for x in cl] + ['after mixed: ' + x for x in cm]
+            failed += ['on re-timing: ' + x for x in res.get('checks_on_retime', [])]
             failed += res.get('problems', [])
             if mx and mx['errors']:
                 failed.append('mixed: %d errors' % mx['errors'])
