@@ -455,7 +455,9 @@ static int qcPattern(QCtx *pX, const QClause *pCl) {
     if (pC->eHist == 2) qcWhere(pX, sqlite3_mprintf("%s.tx > %s", zAlias, pC->zHistTx));
   } else if (pC->eHist == 1) {
     /* As of T: the log's assertions up to T not retracted by T. The log's
-    ** columns have the datoms' names; idx_transactions_aevt serves both. */
+    ** columns have the datoms' names; idx_transactions_aevt serves patterns
+    ** bound by entity, and a tuned store's idx_mentat_log_avet
+    ** (store_index.c) those bound by value and the retraction probe. */
     qcFrom(pX, sqlite3_mprintf("timelined_transactions %s", zAlias));
     qcWhere(pX, sqlite3_mprintf(
         "%s.timeline IS 0 AND %s.added = 1 AND %s.tx <= %s AND NOT EXISTS (SELECT 1 FROM"
@@ -465,7 +467,13 @@ static int qcPattern(QCtx *pX, const QClause *pCl) {
         pC->zHistTx));
   } else {
     qcFrom(pX, sqlite3_mprintf("datoms %s", zAlias));
-    if (pC->eHist == 2) qcWhere(pX, sqlite3_mprintf("%s.tx > %s", zAlias, pC->zHistTx));
+    /* Since T: a recent slice, read through the store's (a, tx, e) index
+    ** (store_index.c). Without the hint SQLite guesses a quarter of the
+    ** attribute for `tx > ?` and prefers the (a, e) index, which needs no
+    ** DISTINCT sort but reads every datom of the attribute. */
+    if (pC->eHist == 2) {
+      qcWhere(pX, sqlite3_mprintf("likelihood(%s.tx > %s, 0.01)", zAlias, pC->zHistTx));
+    }
   }
   pX->nPatternFrom++;
   qcRecordKey(pX, pE, pA, pV);
@@ -487,9 +495,14 @@ static int qcPattern(QCtx *pX, const QClause *pCl) {
       && (!ednIsVar(pV) || (qcVarFind(pX, pV->u.s.z) && qcVarFind(pX, pV->u.s.z)->zExpr))) {
     /* The value is bound: state the flags that make the format's partial
     ** value indexes usable when no per-attribute index serves (format
-    ** "Per-attribute value indexes"). */
-    int bAuto = pAttr->e >= PART_USER_START && !pAttr->bFulltext
-                && (pAttr->eUnique || (pAttr->bIndex && pAttr->type == VT_REF));
+    ** "Per-attribute value indexes"). Other :db/index attributes get
+    ** idx_mentat_avet_<a> once the store is big enough to need it
+    ** (store_index.c, Attr.bValueIndex); there the flags would steer
+    ** SQLite to idx_datoms_avet, which reads every matching table row on
+    ** SQLite 3.40, or make the covering index read them to test the flag. */
+    int bAuto = pAttr->bValueIndex
+                || (pAttr->e >= PART_USER_START && !pAttr->bFulltext
+                    && (pAttr->eUnique || (pAttr->bIndex && pAttr->type == VT_REF)));
     if (!bAuto && pAttr->type == VT_REF) {
       qcWhere(pX, sqlite3_mprintf("%s.index_vaet IS NOT 0", zAlias));
     } else if (!bAuto && pAttr->bIndex && !pAttr->bFulltext) {

@@ -385,6 +385,27 @@ static int schemaBuild(Schema *p, SchemaLoader *pL) {
   return SQLITE_OK;
 }
 
+/* Marks the attributes the store gave a covering value index
+** idx_mentat_avet_<a> (store_index.c), so compiled queries look values up
+** there. A store without the table (not v3) or the rows has none. Not part
+** of the fingerprint: an index made by another process is seen at this
+** process's next reload; until then queries use the format's indexes,
+** which is slower but gives the same rows. */
+static int schemaReadValueIndexes(sqlite3 *db, Schema *p) {
+  sqlite3_stmt *pStmt = NULL;
+  int rc = sqlite3_prepare_v2(db,
+      "SELECT m.a FROM mentat_managed_indexes m JOIN sqlite_master s ON s.name = m.name"
+      " WHERE s.type = 'index' AND m.kind = 'adaptive' AND m.name = 'idx_mentat_avet_' || m.a",
+      -1, &pStmt, NULL);
+  if (rc != SQLITE_OK) return rc == SQLITE_NOMEM ? rc : SQLITE_OK;
+  while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
+    int iEnt = schemaFindEnt(p, sqlite3_column_int64(pStmt, 0));
+    if (iEnt >= 0 && p->aEnt[iEnt].iAttr >= 0) p->aAttr[p->aEnt[iEnt].iAttr].bValueIndex = 1;
+  }
+  sqlite3_finalize(pStmt);
+  return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
 static void schemaFree(Schema *p) {
   if (p == NULL) return;
   sqlite3_free(p->aEnt);
@@ -414,7 +435,11 @@ int schemaLoad(sqlite3 *db, Schema **ppOut, char **pzErr) {
     goto cleanup;
   }
   rc = schemaBuild(p, &loader);
-  if (rc != SQLITE_OK) goto cleanup;
+  if (rc == SQLITE_OK) rc = schemaReadValueIndexes(db, p);
+  if (rc != SQLITE_OK) {
+    if (rc != SQLITE_NOMEM) schemaSetErr(pzErr, db, "load");
+    goto cleanup;
+  }
   p->iGeneration = atomic_fetch_add(&gGeneration, 1) + 1;
 
 cleanup:

@@ -59,13 +59,16 @@ typedef struct Attr {
   unsigned char bComponent; /* :db/isComponent */
   unsigned char bFulltext;  /* :db/fulltext */
   unsigned char bNoHistory; /* :db/noHistory */
+  unsigned char bValueIndex; /* the store has idx_mentat_avet_<e> (store_index.c),
+                            ** a covering (a, v, e) index of this attribute */
 } Attr;
 
 typedef struct Schema Schema;
 
 /* Loads a snapshot from the store connection db (reads `idents`, `schema`
-** and the :db/noHistory datoms). *ppOut has one reference. Returns an SQLite
-** code; on error *pzErr (sqlite3_malloc'd) says why. */
+** and the :db/noHistory datoms, and which attributes have a managed value
+** index in `mentat_managed_indexes`). *ppOut has one reference. Returns an
+** SQLite code; on error *pzErr (sqlite3_malloc'd) says why. */
 int schemaLoad(sqlite3 *db, Schema **ppOut, char **pzErr);
 
 void schemaRef(Schema *p);

@@ -108,4 +108,25 @@ int storeCacheCount(void);
 ** Used by the cache (store_cache.c); *pDb is the caller's to close. */
 int storeOpenDb(const char *zPath, int bValidate, sqlite3 **pDb, char **pzErr);
 
+/* Size-driven tuning of a store (store_index.c): once the store holds
+** storeSetTuneMin() datoms (default 8192), creates the managed extra
+** indexes (idx_mentat_log_avet for as-of, idx_mentat_datoms_atx for since,
+** idx_mentat_avet_<a> per :db/index attribute without a format index),
+** recorded in mentat_managed_indexes, and refreshes the planner statistics
+** whenever the datoms doubled since the last analysis (bounded ANALYZE plus
+** corrected per-attribute averages). db is the writer connection, outside
+** any transaction, with the store's write serialisation held; pSchema the
+** current snapshot. *pnAnalyzed: the datoms count at the last analysis,
+** -1 when not known yet (read back from sqlite_stat1). bCheckIndexes: look
+** for missing or stale managed indexes (after a schema change).
+** *pbIndexesChanged: set when managed indexes were created or dropped, so
+** the caller reloads the schema (Attr.bValueIndex). Returns an SQLite
+** code; failures change nothing and may be retried later. */
+int storeTune(sqlite3 *db, const Schema *pSchema, sqlite3_int64 *pnAnalyzed, int bCheckIndexes,
+              int *pbIndexesChanged);
+
+/* Tests: the datoms count from which storeTune acts (default 8192, or
+** MENTAT_TUNE_MIN_DATOMS from the environment); returns the old one. */
+sqlite3_int64 storeSetTuneMin(sqlite3_int64 n);
+
 #endif /* MENTAT_STORE_H */

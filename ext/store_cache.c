@@ -91,6 +91,7 @@ struct Store {
   sqlite3_int64 iSchemaMark;    /* tx mark of the snapshot it was read from */
   StoreSig known;               /* a state at which pSchema is known exact */
   int bKnown;
+  sqlite3_int64 nAnalyzed;      /* storeTune's; under writeMutex */
 };
 
 typedef struct StoreCache {
@@ -301,6 +302,44 @@ cleanup:
   return rc;
 }
 
+/* Runs storeTune on the writer (write mutex held, or the Store not yet
+** shared). When it changed the managed indexes, the schema is reloaded and
+** published even though its fingerprint is unchanged: the new snapshot's
+** Attr.bValueIndex lets compiled queries use the new indexes, and its new
+** generation retires the plans cached without them. Errors are dropped:
+** tuning is retried after a later commit. */
+static void storeTuneWriter(Store *p, int bCheckIndexes) {
+  StoreConnImpl *pW = (StoreConnImpl *)p->pWriter;
+  sqlite3 *db = pW->base.db;
+  Schema *pCur, *pNew = NULL, *pOld = NULL;
+  StoreSig sig;
+  int bChanged = 0, rc;
+
+  pthread_mutex_lock(&p->mutex);
+  pCur = p->pSchema;
+  schemaRef(pCur);
+  pthread_mutex_unlock(&p->mutex);
+  rc = storeTune(db, pCur, &p->nAnalyzed, bCheckIndexes, &bChanged);
+  schemaUnref(pCur);
+  if (rc != SQLITE_OK || !bChanged) return;
+  if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) return;
+  rc = storeReadSig(pW, &sig);
+  if (rc == SQLITE_OK) rc = schemaLoad(db, &pNew, NULL);
+  sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+  if (rc != SQLITE_OK) return;
+  pthread_mutex_lock(&p->mutex);
+  if (sig.iMark >= p->iSchemaMark) {
+    pOld = p->pSchema;
+    p->pSchema = pNew;
+    p->iSchemaMark = sig.iMark;
+    storeSetKnown(p, &sig);
+    pNew = NULL;
+  }
+  pthread_mutex_unlock(&p->mutex);
+  schemaUnref(pOld);
+  schemaUnref(pNew);
+}
+
 /* --------------------------------------------------------------- stores */
 
 static void storeFree(Store *p) {
@@ -339,6 +378,7 @@ static int storeOpen(char *zCanon, Store **ppStore, char **pzErr) {
   p->zPath = zCanon;
   p->bMemory = (zCanon[0] == 0);
   p->nRef = 1;
+  p->nAnalyzed = -1;
   if (!p->bMemory) {
     p->zWalPath = sqlite3_mprintf("%s-wal", zCanon);
     if (p->zWalPath == NULL) { rc = SQLITE_NOMEM; goto cleanup; }
@@ -363,6 +403,9 @@ static int storeOpen(char *zCanon, Store **ppStore, char **pzErr) {
     }
     sqlite3_exec(pW->base.db, "COMMIT", NULL, NULL, NULL);
   }
+  /* A big store opened for the first time in this process gets its
+  ** managed indexes and statistics (a no-op when they are current). */
+  if (rc == SQLITE_OK) storeTuneWriter(p, 1);
 
 cleanup:
   if (rc != SQLITE_OK) {
@@ -715,6 +758,8 @@ int storeWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, c
     if (pNewSchema == NULL || p->pSchema == pNewSchema) storeSetKnown(p, &sig);
     pthread_mutex_unlock(&p->mutex);
     storeMaybeRestartWal(p, pConn->db);
+    /* Still under the write mutex: tuning writes on this connection. */
+    storeTuneWriter(p, pNewSchema != NULL);
   }
   pthread_mutex_unlock(&p->writeMutex);
   return rc;

@@ -456,6 +456,66 @@ START_TEST(test_history) {
 }
 END_TEST
 
+/* Once the store is tuned (store_index.c: managed indexes, statistics),
+** as-of patterns bound by value read the log through idx_mentat_log_avet,
+** since patterns read idx_mentat_datoms_atx, aggregates and value lookups
+** on a :db/index attribute read its covering idx_mentat_avet_<a> (without
+** the format-index flags that would send SQLite to the table), and the
+** answers of test_history stay the same. */
+START_TEST(test_tuned_plans) {
+  sqlite3_int64 nOld = storeSetTuneMin(0);
+  sqlite3_str *pRep = sqlite3_str_new(NULL);
+  char *zErr = NULL, *zRep, *zOpts, *zSql = NULL, *zPlan, *zGot;
+  const char *zTx = "[[:db/add [:person/id 1] :person/age 11]]";
+  long long tx2 = 0;
+  int rc = txTransact(pStore, zTx, (int)strlen(zTx), pRep, &zErr);
+  ck_assert_msg(rc == SQLITE_OK, "%s", zErr ? zErr : "?");
+  zRep = sqlite3_str_finish(pRep);
+  ck_assert(sscanf(strstr(zRep, "\"tx_id\":") + 8, "%lld", &tx2) == 1);
+  sqlite3_free(zRep);
+
+  zOpts = sqlite3_mprintf("{\"asOf\":%lld,\"inputs\":[\"ivan1@example.com\"]}", tx2 - 1);
+  zPlan = explain("[:find ?a . :in $ ?m :where [?e :person/email ?m] [?e :person/age ?a]]", zOpts, &zSql);
+  ck_assert_msg(strstr(zPlan, "SEARCH d1 USING COVERING INDEX idx_mentat_log_avet (a=? AND v=?)") != NULL,
+                "as-of by value: %s\n  sql: %s", zPlan, zSql);
+  ck_assert_msg(strstr(zPlan, "SCAN") == NULL, "as-of scans: %s", zPlan);
+  sqlite3_free(zPlan);
+  sqlite3_free(zSql);
+  zGot = runQuery("[:find ?a . :in $ ?m :where [?e :person/email ?m] [?e :person/age ?a]]", zOpts, 0);
+  ck_assert_str_eq(zGot, "10");
+  sqlite3_free(zGot);
+  sqlite3_free(zOpts);
+
+  zOpts = sqlite3_mprintf("{\"since\":%lld}", tx2 - 1);
+  zPlan = explain("[:find ?a :where [_ :person/age ?a]]", zOpts, &zSql);
+  ck_assert_msg(strstr(zPlan, "INDEX idx_mentat_datoms_atx (a=? AND tx>?)") != NULL,
+                "since: %s\n  sql: %s", zPlan, zSql);
+  sqlite3_free(zPlan);
+  sqlite3_free(zSql);
+  zGot = runQuery("[:find ?a :where [_ :person/age ?a]]", zOpts, 0);
+  ck_assert_str_eq(zGot, "[11]");
+  sqlite3_free(zGot);
+  sqlite3_free(zOpts);
+
+  /* :person/name is :db/index, neither unique nor a ref. */
+  zPlan = explain("[:find ?n (count ?e) :where [?e :person/name ?n]]", NULL, &zSql);
+  ck_assert_msg(strstr(zPlan, "COVERING INDEX idx_mentat_avet_") != NULL, "aggregate: %s\n  sql: %s",
+                zPlan, zSql);
+  sqlite3_free(zPlan);
+  sqlite3_free(zSql);
+  zPlan = explain("[:find ?e :where [?e :person/name \"Oleg\"]]", NULL, &zSql);
+  ck_assert_msg(strstr(zPlan, "COVERING INDEX idx_mentat_avet_") != NULL, "lookup: %s\n  sql: %s",
+                zPlan, zSql);
+  ck_assert_msg(strstr(zSql, "index_avet") == NULL, "flags stated: %s", zSql);
+  sqlite3_free(zPlan);
+  sqlite3_free(zSql);
+  zGot = runQuery("[:find ?n (count ?e) :where [?e :person/name ?n]]", NULL, 0);
+  ck_assert_str_eq(zGot, "[\"Ivan\",4];[\"Oleg\",2]");
+  sqlite3_free(zGot);
+  storeSetTuneMin(nOld);
+}
+END_TEST
+
 /* ---- OOM: every allocation of compile + run may fail: SQLITE_NOMEM (or
 ** an SQLite error), never a crash or a leak (run under valgrind). */
 static sqlite3_mem_methods memDefault;
@@ -550,6 +610,7 @@ static Suite *qcompileSuite(void) {
   tcase_add_test(tc, test_sql_text);
   tcase_add_test(tc, test_plan_cache);
   tcase_add_test(tc, test_history);
+  tcase_add_test(tc, test_tuned_plans);
   tcase_add_test(tc, test_oom);
   suite_add_tcase(s, tc);
   return s;

@@ -41,6 +41,21 @@ static const char *qText(sqlite3 *db, const char *zSql) {
   return zBuf;
 }
 
+/* EXPLAIN QUERY PLAN's first detail line for zSql, in a static buffer. */
+static const char *qPlanDetail(sqlite3 *db, const char *zSql) {
+  static char zBuf[512];
+  sqlite3_stmt *pStmt = NULL;
+  char *zEqp = sqlite3_mprintf("EXPLAIN QUERY PLAN %s", zSql);
+  ck_assert_msg(sqlite3_prepare_v2(db, zEqp, -1, &pStmt, NULL) == SQLITE_OK, "%s: %s", zEqp,
+                sqlite3_errmsg(db));
+  int rc = sqlite3_step(pStmt);
+  const char *z = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(pStmt, 3) : NULL;
+  snprintf(zBuf, sizeof zBuf, "%s", z ? z : "<none>");
+  sqlite3_finalize(pStmt);
+  sqlite3_free(zEqp);
+  return zBuf;
+}
+
 static Store *acquire(const char *zPath) {
   Store *p = NULL;
   char *zErr = NULL;
@@ -756,6 +771,115 @@ START_TEST(test_write_publishes_schema_and_rolls_back) {
 }
 END_TEST
 
+/* Size-driven tuning (store_index.c): past the threshold a commit creates
+** the managed indexes, records them, analyzes, and publishes a schema that
+** knows the value index; a schema change drops an index that no longer
+** applies. Expected figures: 3 attributes + the 16 core ones = 19. */
+static void writeRaw(Store *p, const char *zSql, int bSchema) {
+  StoreConn *pW = NULL;
+  Schema *pS = NULL, *pNew = NULL;
+  char *zErr = NULL;
+  ck_assert_int_eq(storeWriteBegin(p, &pW, &pS, &zErr), SQLITE_OK);
+  exec(pW->db, zSql);
+  exec(pW->db, "UPDATE known_parts SET idx = idx + 1 WHERE part = ':db.part/tx'");
+  if (bSchema) ck_assert_int_eq(schemaLoad(pW->db, &pNew, &zErr), SQLITE_OK);
+  ck_assert_int_eq(storeWriteEnd(p, pW, 1, pNew, &zErr), SQLITE_OK);
+  schemaUnref(pNew);
+  schemaUnref(pS);
+  sqlite3_free(zErr);
+}
+
+START_TEST(test_tune_indexes_and_stats) {
+  const char *zPath = tuTempPath("tune.db");
+  sqlite3_int64 nOldMin = storeSetTuneMin(300);
+  Store *p;
+  StoreConn *pC = NULL;
+  Schema *pR = NULL;
+  char *zErr = NULL;
+  sqlite3 *db = NULL;
+  char zWant[64];
+  removeStore(zPath);
+  p = acquire(zPath);
+  ck_assert_int_eq(sqlite3_open(zPath, &db), SQLITE_OK);
+
+  /* :k/state keyword indexed, :k/email string unique, :k/n long; 400
+  ** states in datoms and the log: ~500 datoms, past the threshold. */
+  writeRaw(p,
+      "INSERT INTO idents VALUES (65536, 1, ':k/state', 13), (65537, 1, ':k/email', 13),"
+      " (65538, 1, ':k/n', 13);"
+      "INSERT INTO schema VALUES (65536, 7, 24, 0), (65536, 8, 33, 0), (65536, 11, 1, 1),"
+      " (65537, 7, 27, 0), (65537, 8, 33, 0), (65537, 9, 36, 0), (65537, 11, 1, 1),"
+      " (65538, 7, 25, 0), (65538, 8, 33, 0);"
+      "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 399)"
+      " INSERT INTO datoms (e, a, v, tx, value_type_tag, index_avet)"
+      " SELECT 70000 + i, 65536, CASE i % 4 WHEN 0 THEN ':s/a' ELSE ':s/b' END, 268435457, 13, 1 FROM n;"
+      "INSERT INTO timelined_transactions (e, a, v, tx, added, value_type_tag)"
+      " SELECT e, a, v, tx, 1, value_type_tag FROM datoms WHERE a = 65536", 1);
+  ck_assert_str_eq(qText(db, "SELECT group_concat(x, ';') FROM (SELECT name || '|' || a || '|' || kind AS x"
+                             " FROM mentat_managed_indexes ORDER BY name)"),
+                   "idx_mentat_avet_65536|65536|adaptive;idx_mentat_datoms_atx|0|store;"
+                   "idx_mentat_log_avet|0|store");
+  ck_assert_str_eq(qText(db, "SELECT sql FROM sqlite_master WHERE name = 'idx_mentat_avet_65536'"),
+                   "CREATE INDEX idx_mentat_avet_65536 ON datoms (a, v, e) WHERE a = 65536");
+  ck_assert_str_eq(qText(db, "SELECT sql FROM sqlite_master WHERE name = 'idx_mentat_log_avet'"),
+                   "CREATE INDEX idx_mentat_log_avet ON timelined_transactions"
+                   " (a, v, e, value_type_tag, tx, added, timeline) WHERE timeline IS 0");
+  /* Statistics: the row count is the datoms'; rows per attribute the
+  ** largest attribute's (:k/state's 400, more than the datoms / 19
+  ** attributes); the per-attribute index holds 400 rows of one attribute,
+  ** so its first two figures agree. */
+  sqlite3_int64 nDatoms = qInt(db, "SELECT max(rowid) FROM datoms");
+  ck_assert_int_eq(qInt(db, "SELECT CAST(stat AS INTEGER) FROM sqlite_stat1 WHERE idx = 'idx_datoms_eavt'"),
+                   nDatoms);
+  ck_assert_int_lt(nDatoms / 19, 400);
+  snprintf(zWant, sizeof zWant, "%lld 400 ", (long long)nDatoms);
+  ck_assert_msg(strncmp(qText(db, "SELECT stat FROM sqlite_stat1 WHERE idx = 'idx_datoms_aevt'"),
+                        zWant, strlen(zWant)) == 0, "aevt stat %s, want %s...",
+                qText(db, "SELECT stat FROM sqlite_stat1 WHERE idx = 'idx_datoms_aevt'"), zWant);
+  ck_assert_str_eq(qText(db, "SELECT substr(stat, 1, 8) FROM sqlite_stat1 WHERE idx = 'idx_mentat_avet_65536'"),
+                   "400 400 ");
+  /* Readers get a schema that knows the value index, and use it. */
+  ck_assert_int_eq(storeReader(p, &pC, &pR, &zErr), SQLITE_OK);
+  ck_assert_int_eq(schemaAttr(pR, 65536)->bValueIndex, 1);
+  ck_assert_int_eq(schemaAttr(pR, 65537)->bValueIndex, 0);
+  ck_assert_int_eq(schemaAttr(pR, 65538)->bValueIndex, 0);
+  ck_assert_str_eq(qPlanDetail(pC->db, "SELECT v, count(*) FROM datoms WHERE a = 65536 GROUP BY v"),
+                   "SEARCH datoms USING COVERING INDEX idx_mentat_avet_65536 (a=?)");
+  storeReaderDone(p, pC);
+  schemaUnref(pR);
+
+  /* A small commit does not analyze again (the datoms did not double). */
+  char zStat[256];
+  snprintf(zStat, sizeof zStat, "%s", qText(db, "SELECT stat FROM sqlite_stat1 WHERE idx = 'idx_datoms_eavt'"));
+  writeRaw(p, "INSERT INTO datoms (e, a, v, tx, value_type_tag) VALUES (70500, 65538, 1, 268435458, 5)", 0);
+  ck_assert_str_eq(qText(db, "SELECT stat FROM sqlite_stat1 WHERE idx = 'idx_datoms_eavt'"), zStat);
+
+  /* :k/state loses :db/index: its value index and record go. */
+  writeRaw(p, "DELETE FROM schema WHERE e = 65536 AND a = 11", 1);
+  ck_assert_int_eq(qInt(db, "SELECT count(*) FROM sqlite_master WHERE name = 'idx_mentat_avet_65536'"), 0);
+  ck_assert_str_eq(qText(db, "SELECT group_concat(name, ';') FROM (SELECT name FROM mentat_managed_indexes"
+                             " ORDER BY name)"), "idx_mentat_datoms_atx;idx_mentat_log_avet");
+  ck_assert_int_eq(storeReader(p, &pC, &pR, &zErr), SQLITE_OK);
+  ck_assert_int_eq(schemaAttr(pR, 65536)->bValueIndex, 0);
+  storeReaderDone(p, pC);
+  schemaUnref(pR);
+
+  sqlite3_close(db);
+  storeRelease(p);
+  storeCacheClear();
+  /* Reopened: the process-wide state comes back from the file. */
+  p = acquire(zPath);
+  ck_assert_int_eq(storeReader(p, &pC, &pR, &zErr), SQLITE_OK);
+  ck_assert_int_eq(schemaAttr(pR, 65536)->bValueIndex, 0);
+  ck_assert_int_eq(schemaAttr(pR, 65537)->bIndex, 1);
+  storeReaderDone(p, pC);
+  schemaUnref(pR);
+  storeRelease(p);
+  storeSetTuneMin(nOldMin);
+  sqlite3_free(zErr);
+}
+END_TEST
+
 /* A second process's write lock: BEGIN IMMEDIATE waits, then fails
 ** cleanly and leaves the write mutex free. */
 START_TEST(test_write_busy) {
@@ -1021,6 +1145,7 @@ static Suite *storeSuite(void) {
   tcase_add_test(tc, test_cache_disabled_and_lru);
   tcase_add_test(tc, test_schema_reload_on_foreign_commit);
   tcase_add_test(tc, test_write_publishes_schema_and_rolls_back);
+  tcase_add_test(tc, test_tune_indexes_and_stats);
   tcase_add_test(tc, test_write_busy);
   tcase_add_test(tc, test_wal_restart);
   tcase_add_test(tc, test_threads);

@@ -1,0 +1,409 @@
+/*
+** store_index.c — the store's size-driven tuning: the extra indexes it
+** manages and the planner statistics it keeps (SPEC §3: extra indexes are
+** created IF NOT EXISTS and recorded in mentat_managed_indexes).
+**
+** HOW IT WORKS
+** storeTune() runs on the writer connection when a store is opened and
+** after each commit. Below STORE_TUNE_MIN_DATOMS datoms it does nothing:
+** scans of a small store are cheap, and its file stays exactly the format's.
+** Above it, in one short write transaction:
+**  1. Extra indexes (created once, then kept in step with the schema):
+**     idx_mentat_log_avet   timelined_transactions (a, v, e, tag, tx, added,
+**                           timeline) WHERE timeline IS 0 — as-of patterns
+**                           bound by value read an attribute's history
+**                           through it (the format's log index is keyed by
+**                           entity only: as_of at s went 27 s -> ms);
+**     idx_mentat_datoms_atx datoms (a, tx, e) — `since` patterns read only
+**                           the datoms of an attribute newer than T;
+**     idx_mentat_avet_<a>   datoms (a, v, e) WHERE a = <a>, for each
+**                           :db/index attribute the format's own
+**                           idx_auto_avet_<a> does not cover (not unique,
+**                           not ref, not fulltext): covering value lookups,
+**                           ranges and GROUP BY v (aggregates) read one
+**                           small index instead of the table.
+**     Recorded with a = 0 and kind 'store' (store-wide) or a = <a> and kind
+**     'adaptive' (per attribute); dropped again when the attribute stops
+**     qualifying.
+**  2. Statistics: when the datoms have doubled since the last analysis (the
+**     count at that time is read back from sqlite_stat1, so the policy
+**     survives restarts and other processes), `ANALYZE` with
+**     analysis_limit=STORE_ANALYSIS_LIMIT, so the cost stays bounded (~0.3 s
+**     cold at 1M datoms, where a full ANALYZE takes 2 s and grows with the
+**     store). analysis_limit reads a prefix of each index, which makes the
+**     per-attribute averages of the `a`-first indexes wrong (at 1M datoms it
+**     claimed 112 datoms per attribute, so the planner started joins with a
+**     whole-attribute scan); those figures are rewritten from cheap numbers:
+**     rows (max rowid), and per attribute the largest attribute known (see
+**     storeFixStats) or rows / attributes if larger. The partial
+**     per-attribute indexes hold one attribute, so their rows-per-attribute
+**     is their row count. Other connections see the new statistics at their
+**     next statement: ANALYZE changes the schema cookie and SQLite
+**     re-prepares.
+** Tuning is an optimisation: any failure (read-only file, busy writer,
+** out of memory) rolls back and is retried at a later commit; it never
+** fails the caller's transaction, which is already committed.
+*/
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "store.h"
+
+/* Below this many datoms (max rowid) a store is left exactly as the format
+** creates it. Tests lower it with storeSetTuneMin(). */
+#define STORE_TUNE_MIN_DATOMS 8192
+/* Rows per index ANALYZE reads (PRAGMA analysis_limit). */
+#define STORE_ANALYSIS_LIMIT 1000
+/* Tuning must not stall the committing caller behind another process's
+** long write: it waits this long for the lock, then tries next time. */
+#define STORE_TUNE_BUSY_MS 200
+#define STORE_BUSY_TIMEOUT_MS 10000
+
+static sqlite3_int64 gnTuneMin = STORE_TUNE_MIN_DATOMS;
+static pthread_once_t gTuneOnce = PTHREAD_ONCE_INIT;
+
+/* MENTAT_TUNE_MIN_DATOMS overrides the threshold (0: tune every store), so
+** the acceptance cases can run against tuned stores. Read once. */
+static void storeReadTuneEnv(void) {
+  const char *z = getenv("MENTAT_TUNE_MIN_DATOMS");
+  char *zEnd = NULL;
+  if (z && z[0] >= '0' && z[0] <= '9') {
+    long long n = strtoll(z, &zEnd, 10);
+    if (zEnd && *zEnd == 0 && n >= 0) gnTuneMin = n;
+  }
+}
+
+sqlite3_int64 storeSetTuneMin(sqlite3_int64 n) {
+  sqlite3_int64 nOld;
+  pthread_once(&gTuneOnce, storeReadTuneEnv);
+  nOld = gnTuneMin;
+  gnTuneMin = n < 0 ? 0 : n;
+  return nOld;
+}
+
+/* The store-wide extra indexes: name, DDL. */
+static const char *const azStoreIdx[][2] = {
+  { "idx_mentat_log_avet",
+    "CREATE INDEX IF NOT EXISTS idx_mentat_log_avet ON timelined_transactions"
+    " (a, v, e, value_type_tag, tx, added, timeline) WHERE timeline IS 0" },
+  { "idx_mentat_datoms_atx",
+    "CREATE INDEX IF NOT EXISTS idx_mentat_datoms_atx ON datoms (a, tx, e)" },
+};
+#define STORE_N_IDX ((int)(sizeof azStoreIdx / sizeof azStoreIdx[0]))
+
+/* Indexes whose first column is `a` over (nearly) the whole table: their
+** row count is the table's and their second figure is rows per attribute. */
+static const char *const azAFirst[] = {
+  "idx_datoms_aevt", "idx_transactions_aevt", "idx_mentat_log_avet", "idx_mentat_datoms_atx",
+  NULL
+};
+/* Partial `a`-first indexes: keep ANALYZE's row count, fix the average. */
+static const char *const azAFirstPartial[] = {
+  "idx_datoms_avet", "idx_datoms_unique_value", NULL
+};
+/* Whole-table indexes not led by `a`: only the row count is fixed. */
+static const char *const azWhole[] = {
+  "idx_datoms_eavt", "idx_timelined_transactions_timeline", NULL
+};
+
+static int storeInList(const char *z, const char *const *az) {
+  for (int i = 0; az[i]; i++) if (strcmp(z, az[i]) == 0) return 1;
+  return 0;
+}
+
+/* Does attribute pA get an idx_mentat_avet_<a>? (:db/index and not already
+** served by the format's idx_auto_avet_<a>.) */
+static int storeWantsAvet(const Attr *pA) {
+  return pA->e >= PART_USER_START && pA->bIndex && !pA->bFulltext && pA->eUnique == UNIQUE_NONE
+         && pA->type != VT_REF;
+}
+
+static int storeInt(sqlite3 *db, const char *zSql, sqlite3_int64 *piOut) {
+  sqlite3_stmt *pStmt = NULL;
+  int rc = sqlite3_prepare_v2(db, zSql, -1, &pStmt, NULL);
+  *piOut = 0;
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_step(pStmt);
+    if (rc == SQLITE_ROW) *piOut = sqlite3_column_int64(pStmt, 0);
+    rc = (rc == SQLITE_ROW || rc == SQLITE_DONE) ? SQLITE_OK : rc;
+  }
+  sqlite3_finalize(pStmt);
+  return rc;
+}
+
+/* Row count of the last analysis (sqlite_stat1's first figure for the
+** EAVT index, which storeFixStats sets to the datoms count); 0 if none. */
+static int storeAnalyzedRows(sqlite3 *db, sqlite3_int64 *pn) {
+  sqlite3_int64 bHas = 0;
+  int rc = storeInt(db, "SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_stat1'", &bHas);
+  *pn = 0;
+  if (rc == SQLITE_OK && bHas) {
+    rc = storeInt(db, "SELECT CAST(stat AS INTEGER) FROM sqlite_stat1"
+                      " WHERE tbl = 'datoms' AND idx = 'idx_datoms_eavt'", pn);
+  }
+  return rc;
+}
+
+/* ---------------------------------------------------------- indexes */
+
+static int storeRecord(sqlite3 *db, const char *zName, sqlite3_int64 a, const char *zKind) {
+  sqlite3_stmt *pStmt = NULL;
+  sqlite3_int64 now = (sqlite3_int64)time(NULL);
+  int rc = sqlite3_prepare_v2(db,
+      "INSERT OR IGNORE INTO mentat_managed_indexes (name, a, created, last_used, kind)"
+      " VALUES (?1, ?2, ?3, ?3, ?4)", -1, &pStmt, NULL);
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_text(pStmt, 1, zName, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(pStmt, 2, a);
+    sqlite3_bind_int64(pStmt, 3, now);
+    sqlite3_bind_text(pStmt, 4, zKind, -1, SQLITE_STATIC);
+    rc = sqlite3_step(pStmt);
+    rc = rc == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
+  }
+  sqlite3_finalize(pStmt);
+  return rc;
+}
+
+/* Is there a schema object called zName? */
+static int storeHasIndex(sqlite3 *db, const char *zName, int *pbHas) {
+  sqlite3_stmt *pStmt = NULL;
+  int rc = sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?1",
+                              -1, &pStmt, NULL);
+  *pbHas = 0;
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_text(pStmt, 1, zName, -1, SQLITE_STATIC);
+    rc = sqlite3_step(pStmt);
+    *pbHas = (rc == SQLITE_ROW);
+    rc = (rc == SQLITE_ROW || rc == SQLITE_DONE) ? SQLITE_OK : rc;
+  }
+  sqlite3_finalize(pStmt);
+  return rc;
+}
+
+/* Creates the missing managed indexes and drops per-attribute ones whose
+** attribute no longer qualifies. *pnMade: indexes created or dropped.
+** bDry: only count them (a read, so the common case takes no write lock). */
+static int storeEnsureIndexes(sqlite3 *db, const Schema *pSchema, int bDry, int *pnMade) {
+  sqlite3_stmt *pSel = NULL;
+  int rc = SQLITE_OK, bHas;
+  *pnMade = 0;
+  for (int i = 0; i < STORE_N_IDX && rc == SQLITE_OK; i++) {
+    rc = storeHasIndex(db, azStoreIdx[i][0], &bHas);
+    if (rc != SQLITE_OK || bHas) continue;
+    (*pnMade)++;
+    if (bDry) continue;
+    rc = sqlite3_exec(db, azStoreIdx[i][1], NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = storeRecord(db, azStoreIdx[i][0], 0, "store");
+  }
+  for (int i = 0; i < schemaAttrCount(pSchema) && rc == SQLITE_OK; i++) {
+    const Attr *pA = schemaAttrAt(pSchema, i);
+    char zName[64];
+    if (!storeWantsAvet(pA)) continue;
+    sqlite3_snprintf(sizeof zName, zName, "idx_mentat_avet_%lld", pA->e);
+    rc = storeHasIndex(db, zName, &bHas);
+    if (rc != SQLITE_OK || bHas) continue;
+    (*pnMade)++;
+    if (bDry) continue;
+    {
+      /* The entid is a schema constant, inlined so the partial index
+      ** matches the compiled queries' `dN.a = <a>`. */
+      char *zSql = sqlite3_mprintf(
+          "CREATE INDEX IF NOT EXISTS idx_mentat_avet_%lld ON datoms (a, v, e) WHERE a = %lld",
+          pA->e, pA->e);
+      if (zSql == NULL) { rc = SQLITE_NOMEM; break; }
+      rc = sqlite3_exec(db, zSql, NULL, NULL, NULL);
+      sqlite3_free(zSql);
+    }
+    if (rc == SQLITE_OK) rc = storeRecord(db, zName, pA->e, "adaptive");
+  }
+  /* Per-attribute indexes of attributes that changed (lost :db/index,
+  ** became unique or were retyped): drop them and their records. */
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_prepare_v2(db,
+        "SELECT name, a FROM mentat_managed_indexes WHERE kind = 'adaptive'"
+        " AND name LIKE 'idx_mentat_avet_%'", -1, &pSel, NULL);
+  }
+  while (rc == SQLITE_OK && sqlite3_step(pSel) == SQLITE_ROW) {
+    const Attr *pA = schemaAttr(pSchema, sqlite3_column_int64(pSel, 1));
+    char *zSql;
+    if (pA && storeWantsAvet(pA)) continue;
+    (*pnMade)++;
+    if (bDry) break;
+    zSql = sqlite3_mprintf("DROP INDEX IF EXISTS \"%w\"; DELETE FROM mentat_managed_indexes"
+                           " WHERE name = %Q", sqlite3_column_text(pSel, 0),
+                           sqlite3_column_text(pSel, 0));
+    if (zSql == NULL) { rc = SQLITE_NOMEM; break; }
+    /* Reset first: dropping a schema object under a running statement on
+    ** the same connection is refused (SQLITE_LOCKED). The list shrinks,
+    ** so restarting the scan terminates. */
+    sqlite3_reset(pSel);
+    rc = sqlite3_exec(db, zSql, NULL, NULL, NULL);
+    sqlite3_free(zSql);
+  }
+  if (pSel) {
+    int rc2 = sqlite3_finalize(pSel);
+    if (rc == SQLITE_OK) rc = rc2;
+  }
+  return rc;
+}
+
+/* ------------------------------------------------------- statistics */
+
+/* Rewrites one sqlite_stat1 figure list (see HOW IT WORKS). zStat:
+** "N a b ..." optionally followed by non-numeric options. */
+static char *storeFixStat(const char *zIdx, const char *zStat, sqlite3_int64 nRows,
+                          sqlite3_int64 nPerAttr) {
+  sqlite3_int64 aN[32];
+  int n = 0;
+  const char *z = zStat;
+  sqlite3_str *pOut;
+  while (n < 32) {
+    char *zEnd;
+    while (*z == ' ') z++;
+    if (*z < '0' || *z > '9') break;
+    aN[n++] = strtoll(z, &zEnd, 10);
+    z = zEnd;
+  }
+  if (n < 2) return NULL;
+  if (strncmp(zIdx, "idx_auto_avet_", 14) == 0 || strncmp(zIdx, "idx_mentat_avet_", 16) == 0) {
+    aN[1] = aN[0];
+  } else if (storeInList(zIdx, azAFirst)) {
+    aN[0] = nRows;
+    aN[1] = nPerAttr;
+  } else if (storeInList(zIdx, azAFirstPartial)) {
+    aN[1] = nPerAttr < aN[0] ? nPerAttr : aN[0];
+  } else if (storeInList(zIdx, azWhole)) {
+    aN[0] = nRows;
+  } else {
+    return NULL;
+  }
+  /* Each later figure averages over a longer key prefix: never more rows
+  ** than the figure before it, never less than one. */
+  for (int i = 1; i < n; i++) {
+    if (aN[i] > aN[i - 1]) aN[i] = aN[i - 1];
+    if (aN[i] < 1) aN[i] = 1;
+  }
+  pOut = sqlite3_str_new(NULL);
+  for (int i = 0; i < n; i++) sqlite3_str_appendf(pOut, "%s%lld", i ? " " : "", aN[i]);
+  sqlite3_str_appendall(pOut, z);
+  return sqlite3_str_finish(pOut);
+}
+
+static int storeFixStats(sqlite3 *db, const Schema *pSchema, sqlite3_int64 nDatoms) {
+  sqlite3_stmt *pSel = NULL, *pUpd = NULL;
+  sqlite3_int64 nLog = 0, nAttr = schemaAttrCount(pSchema), nBig = 0, nPerD, nPerL;
+  sqlite3_str *pNew = sqlite3_str_new(NULL);
+  char *zAll = NULL;
+  int rc = storeInt(db, "SELECT max(rowid) FROM timelined_transactions", &nLog);
+  /* Rows per attribute: the figure SQLite expects is an average, but an
+  ** average over a few huge and many tiny attributes makes a scan of a big
+  ** attribute look cheap, and the planner then starts joins with it. The
+  ** largest attribute known (per-attribute index counts), or the average
+  ** if larger, errs the safe way: joins start from bound values, as a
+  ** Datalog engine would, and the per-attribute indexes hold exact counts. */
+  if (rc == SQLITE_OK) {
+    rc = storeInt(db, "SELECT max(CAST(stat AS INTEGER)) FROM sqlite_stat1 WHERE tbl = 'datoms'"
+                      " AND (idx LIKE 'idx_auto_avet_%' OR idx LIKE 'idx_mentat_avet_%')", &nBig);
+  }
+  if (nAttr < 1) nAttr = 1;
+  nPerD = nDatoms / nAttr > nBig ? nDatoms / nAttr : nBig;
+  nPerL = nDatoms > 0 ? (sqlite3_int64)((double)nPerD * (double)nLog / (double)nDatoms) : nLog;
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_prepare_v2(db,
+        "SELECT tbl, idx, stat FROM sqlite_stat1 WHERE tbl IN ('datoms', 'timelined_transactions')"
+        " AND idx IS NOT NULL", -1, &pSel, NULL);
+  }
+  /* The new figures are gathered first and written after the scan, so the
+  ** table is never changed under its own reader: "idx\tstat\n" lines
+  ** (names and figures hold no tab or newline). */
+  while (rc == SQLITE_OK && sqlite3_step(pSel) == SQLITE_ROW) {
+    const char *zTbl = (const char *)sqlite3_column_text(pSel, 0);
+    const char *zIdx = (const char *)sqlite3_column_text(pSel, 1);
+    const char *zStat = (const char *)sqlite3_column_text(pSel, 2);
+    char *zFixed;
+    if (zTbl == NULL || zIdx == NULL || zStat == NULL) continue;
+    zFixed = strcmp(zTbl, "datoms") == 0 ? storeFixStat(zIdx, zStat, nDatoms, nPerD)
+                                          : storeFixStat(zIdx, zStat, nLog, nPerL);
+    if (zFixed == NULL) continue;
+    sqlite3_str_appendf(pNew, "%s\t%s\n", zIdx, zFixed);
+    sqlite3_free(zFixed);
+  }
+  if (pSel) {
+    int rc2 = sqlite3_finalize(pSel);
+    if (rc == SQLITE_OK) rc = rc2;
+  }
+  if (rc == SQLITE_OK && sqlite3_str_errcode(pNew)) rc = SQLITE_NOMEM;
+  zAll = sqlite3_str_finish(pNew);
+  if (rc == SQLITE_OK && zAll) {
+    rc = sqlite3_prepare_v2(db, "UPDATE sqlite_stat1 SET stat = ?2 WHERE idx = ?1"
+                            " AND tbl IN ('datoms', 'timelined_transactions')", -1, &pUpd, NULL);
+  }
+  for (char *z = zAll; rc == SQLITE_OK && z && *z;) {
+    char *zTab = strchr(z, '\t'), *zNl = zTab ? strchr(zTab, '\n') : NULL;
+    if (zNl == NULL) break;
+    sqlite3_bind_text(pUpd, 1, z, (int)(zTab - z), SQLITE_STATIC);
+    sqlite3_bind_text(pUpd, 2, zTab + 1, (int)(zNl - zTab - 1), SQLITE_STATIC);
+    rc = sqlite3_step(pUpd) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
+    sqlite3_reset(pUpd);
+    z = zNl + 1;
+  }
+  sqlite3_finalize(pUpd);
+  sqlite3_free(zAll);
+  return rc;
+}
+
+/* -------------------------------------------------------------- tune */
+
+int storeTune(sqlite3 *db, const Schema *pSchema, sqlite3_int64 *pnAnalyzed, int bCheckIndexes,
+              int *pbIndexesChanged) {
+  sqlite3_int64 nDatoms = 0;
+  int rc, nMade = 0, bBegun = 0;
+  char zSql[64];
+
+  *pbIndexesChanged = 0;
+  pthread_once(&gTuneOnce, storeReadTuneEnv);
+  if (pSchema == NULL) return SQLITE_OK;
+  rc = storeInt(db, "SELECT max(rowid) FROM datoms", &nDatoms);
+  if (rc != SQLITE_OK || nDatoms < gnTuneMin) return rc;
+  if (*pnAnalyzed < 0) {
+    rc = storeAnalyzedRows(db, pnAnalyzed);
+    if (rc != SQLITE_OK) return rc;
+    bCheckIndexes = 1;                  /* first look at this store */
+  }
+  if (bCheckIndexes) {
+    rc = storeEnsureIndexes(db, pSchema, 1, &nMade);
+    if (rc != SQLITE_OK) return rc;
+  }
+  if (nMade == 0 && nDatoms < 2 * *pnAnalyzed) return SQLITE_OK;
+
+  sqlite3_busy_timeout(db, STORE_TUNE_BUSY_MS);
+  rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+  if (rc != SQLITE_OK) goto cleanup;
+  bBegun = 1;
+  if (nMade > 0) {
+    /* Counted again: another process may have made them meanwhile. */
+    rc = storeEnsureIndexes(db, pSchema, 0, &nMade);
+    if (rc != SQLITE_OK) goto cleanup;
+  }
+  if (nMade > 0 || nDatoms >= 2 * *pnAnalyzed) {
+    sqlite3_snprintf(sizeof zSql, zSql, "PRAGMA analysis_limit=%d", STORE_ANALYSIS_LIMIT);
+    rc = sqlite3_exec(db, zSql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db, "ANALYZE", NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = storeFixStats(db, pSchema, nDatoms);
+    /* Reload this connection's statistics from the table just rewritten. */
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db, "ANALYZE sqlite_master", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) goto cleanup;
+  }
+  rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+  if (rc == SQLITE_OK) {
+    bBegun = 0;
+    *pbIndexesChanged = nMade > 0;
+    if (nMade > 0 || nDatoms >= 2 * *pnAnalyzed) *pnAnalyzed = nDatoms;
+  }
+
+cleanup:
+  if (bBegun && sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+  sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
+  return rc;
+}
