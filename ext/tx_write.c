@@ -27,9 +27,8 @@
 ** attributes, whose conflicts are the user's error to name, are inserted
 ** one per (single-row, journal-free) statement.
 **
-** Known cost: looking a fulltext string up by text (fulltext_values has no
-** index on text, and the view's triggers scan it too) is linear in the
-** number of distinct fulltext strings.
+** Known cost: a fulltext text with no ASCII letter or digit has no FTS
+** phrase to find it by, so its lookup (txFtsFind) scans fulltext_values.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +43,27 @@ static int txCmpDatom(const void *pA, const void *pB) {
   if (c) return c;
   if (a->eOp != b->eOp) return a->eOp < b->eOp ? -1 : 1;
   return a < b ? -1 : (a > b ? 1 : 0);
+}
+
+/* The order new datoms are inserted in: attribute, value, entity. The
+** indexes keyed by value (AVET, VAET, idx_auto_avet_<a>, unique value) then
+** take their new entries in key order, one sweep per attribute, instead of
+** at random places; the entity-keyed ones (EAVT, AEVT) barely mind, as new
+** entities all sort at their end. Bench scale s, 100 load transactions:
+** 10.0-11.2 s -> 7.7-9.7 s CPU. */
+static int txCmpAVE(const void *pA, const void *pB) {
+  const TxOp *a = *(const TxOp *const *)pA, *b = *(const TxOp *const *)pB;
+  int c;
+  if (a->pAttr->e != b->pAttr->e) return a->pAttr->e < b->pAttr->e ? -1 : 1;
+  if (a->bFts != b->bFts) return a->bFts < b->bFts ? -1 : 1;
+  if (a->bFts) {
+    if (a->iFts != b->iFts) return a->iFts < b->iFts ? -1 : 1;
+  } else {
+    c = txValueCmp(&a->v, &b->v);
+    if (c) return c;
+  }
+  if (a->e.e != b->e.e) return a->e.e < b->e.e ? -1 : 1;
+  return 0;
 }
 
 /* "[e :a v]" for messages, appended to pOut. */
@@ -369,11 +389,15 @@ int txWrite(Tx *p) {
   for (i = 0; rc == SQLITE_OK && i < n; i++) {
     if (!ap[i]->bDrop && ap[i]->eOp == TXOP_ADD) rc = txPrepareAdd(p, ap[i]);
   }
-  {
+  if (rc == SQLITE_OK) {
     TxOp *aBatch[TX_BATCH];
-    int nBatch = 0;
+    int nBatch = 0, m = 0;
+    for (i = 0; i < n; i++) {
+      if (!ap[i]->bDrop && ap[i]->bNew) ap[m++] = ap[i];
+    }
+    n = m;
+    qsort(ap, (size_t)n, sizeof(TxOp *), txCmpAVE);
     for (i = 0; rc == SQLITE_OK && i < n; i++) {
-      if (ap[i]->bDrop || !ap[i]->bNew) continue;
       if (ap[i]->pAttr->eUnique != UNIQUE_NONE) {
         rc = txInsert(p, ap[i]);
         continue;
