@@ -203,6 +203,15 @@ int txNewOp(Tx *p, TxOp **ppOp) {
 int txValueBindStored(Tx *p, sqlite3_stmt *pStmt, int i, const TxOp *pOp) {
   (void)p;
   if (pOp->bFts) return sqlite3_bind_int64(pStmt, i, pOp->iFts);
+  /* Text and bytes live in the arena or the input until the transaction
+  ** ends, and every use of a cached statement rebinds it (txStmt clears the
+  ** bindings), so SQLite need not copy them (valueBind does). */
+  if ((pOp->v.type == VT_STRING || pOp->v.type == VT_KEYWORD) && pOp->v.z) {
+    return sqlite3_bind_text64(pStmt, i, pOp->v.z, (sqlite3_uint64)pOp->v.n, SQLITE_STATIC, SQLITE_UTF8);
+  }
+  if (pOp->v.type == VT_BYTES && pOp->v.z) {
+    return sqlite3_bind_blob64(pStmt, i, pOp->v.z, (sqlite3_uint64)pOp->v.n, SQLITE_STATIC);
+  }
   return valueBind(pStmt, i, &pOp->v);
 }
 
