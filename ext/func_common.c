@@ -16,9 +16,23 @@ int funcFlags(void) {
   return flags;
 }
 
-int funcCheckDbPath(sqlite3 *host, const char *zPath, int n, char **pzErr) {
+int funcCheckDbPath(sqlite3 *host, int eType, const char *zPath, int n, char **pzErr) {
   const char *zMain;
   struct stat a, b;
+  /* A number or blob would silently become a file named "1" or "Inf". */
+  if (eType != SQLITE_TEXT) {
+    sqlite3_free(*pzErr);
+    *pzErr = sqlite3_mprintf("db_path must be TEXT (a file name)");
+    return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+  }
+  /* The store is opened as a plain file name, so these would create files
+  ** literally named ":memory:" or "file:..."; say what to use instead. */
+  if (strcmp(zPath, ":memory:") == 0 || strncmp(zPath, "file:", 5) == 0) {
+    sqlite3_free(*pzErr);
+    *pzErr = sqlite3_mprintf("db_path %s is not supported: give a file name, or '' for an "
+                             "in-memory store", zPath);
+    return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+  }
   if ((int)strlen(zPath) != n) {
     sqlite3_free(*pzErr);
     *pzErr = sqlite3_mprintf("db_path contains a NUL byte");
@@ -99,9 +113,32 @@ static int funcWatchCheck(void *pArg) {
 # define FUNC_HAS_PROGRESS (sqlite3_api->progress_handler != 0)
 #endif
 
+#ifdef MENTAT_STATIC
+# define FUNC_HAS_COMMIT_HOOK 1
+#else
+# define FUNC_HAS_COMMIT_HOOK (sqlite3_api->commit_hook != 0)
+#endif
+
+/* The progress handler fires only inside long statements; a transaction of
+** many small statements can run to its COMMIT without one. The commit hook
+** is the last word: when the host was interrupted meanwhile, returning
+** non-zero turns the COMMIT into a ROLLBACK, so an interrupted edn_t never
+** stores anything (peer fault B32). */
+static int funcCommitCheck(void *pArg) {
+  (void)pArg;
+  return funcWatchCheck(NULL);
+}
+
 void funcWatchInstall(sqlite3 *pStoreDb) {
+  if (FUNC_HAS_COMMIT_HOOK) sqlite3_commit_hook(pStoreDb, funcCommitCheck, NULL);
   if (!FUNC_HAS_PROGRESS) return;
   sqlite3_progress_handler(pStoreDb, FUNC_WATCH_OPS, funcWatchCheck, NULL);
+}
+
+int funcWatchInterrupted(FuncWatch *pWatch) {
+  if (pWatch->pProbe == NULL) return 0;
+  sqlite3_step(pWatch->pProbe);
+  return sqlite3_reset(pWatch->pProbe) == SQLITE_INTERRUPT;
 }
 
 void funcWatchBegin(FuncWatch *pWatch, sqlite3 *host, sqlite3 *pStoreDb) {

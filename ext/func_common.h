@@ -17,12 +17,14 @@
 int funcFlags(void);
 
 /* Checks that zPath (the `db_path` argument, NUL-terminated, n bytes) may
-** be used as a store from host connection `host`: no NUL byte inside, and
+** be used as a store from host connection `host`: TEXT (eType is the
+** argument's sqlite3_value_type, taken before any sqlite3_value_text call
+** converts it), not ":memory:" or a "file:" URI, no NUL byte inside, and
 ** not the file of the host's own `main` database (compared by device and
 ** inode, so relative paths, symlinks and hard links are caught).
 ** Returns SQLITE_OK, or SQLITE_ERROR with *pzErr (sqlite3_malloc'd, any
 ** previous one freed) like "db_path /x.db is the host's own database". */
-int funcCheckDbPath(sqlite3 *host, const char *zPath, int n, char **pzErr);
+int funcCheckDbPath(sqlite3 *host, int eType, const char *zPath, int n, char **pzErr);
 
 /* Sets an error result "<zFunc>: <zErr>". rc SQLITE_NOMEM gives the
 ** host's out-of-memory error, SQLITE_TOOBIG its too-big error; any other
@@ -61,6 +63,8 @@ struct FuncWatch {
 };
 void funcWatchBegin(FuncWatch *pWatch, sqlite3 *host, sqlite3 *pStoreDb);
 void funcWatchEnd(FuncWatch *pWatch);
+/* True when the host connection of a begun watch has been interrupted. */
+int funcWatchInterrupted(FuncWatch *pWatch);
 /* The store connection hook's part: the handler serving thread watches. */
 void funcWatchInstall(sqlite3 *pStoreDb);
 

@@ -14,7 +14,7 @@
 
 void funcEdnPull(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   const char *zPath, *zPat;
-  int nPath, nPat, rc;
+  int nPath, nPat, rc, eTypePath;
   sqlite3_int64 e;
   char *zErr = NULL;
   EdnArena arena;
@@ -39,6 +39,7 @@ void funcEdnPull(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     goto cleanup;
   }
   e = sqlite3_value_int64(argv[2]);
+  eTypePath = sqlite3_value_type(argv[0]);   /* before text conversion */
   zPath = (const char *)sqlite3_value_text(argv[0]);
   nPath = sqlite3_value_bytes(argv[0]);
   zPat = (const char *)sqlite3_value_text(argv[1]);
@@ -47,7 +48,7 @@ void funcEdnPull(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     rc = SQLITE_NOMEM;
     goto cleanup;
   }
-  rc = funcCheckDbPath(sqlite3_context_db_handle(pCtx), zPath, nPath, &zErr);
+  rc = funcCheckDbPath(sqlite3_context_db_handle(pCtx), eTypePath, zPath, nPath, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
   memset(&err, 0, sizeof err);
   rc = ednReadOne(&arena, zPat, nPat, &pPattern, &err);

@@ -117,7 +117,7 @@ static int funcQDocument(sqlite3 *host, QueryRun *pRun, sqlite3_str *pOut, char 
 void funcEdnQ(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   sqlite3 *host = sqlite3_context_db_handle(pCtx);
   const char *zPath, *zQuery, *zOpts = NULL;
-  int nPath, nQuery, nOpts = 0, rc;
+  int nPath, nQuery, nOpts = 0, rc, eTypePath;
   char *zErr = NULL;
   QueryOpts opts;
   Store *pStore = NULL;
@@ -131,6 +131,7 @@ void funcEdnQ(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   qOptsInit(&opts);
   if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL)
     return;
+  eTypePath = sqlite3_value_type(argv[0]);   /* before text conversion */
   zPath = (const char *)sqlite3_value_text(argv[0]);
   nPath = sqlite3_value_bytes(argv[0]);
   zQuery = (const char *)sqlite3_value_text(argv[1]);
@@ -147,7 +148,7 @@ void funcEdnQ(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     rc = SQLITE_NOMEM;
     goto cleanup;
   }
-  rc = funcCheckDbPath(host, zPath, nPath, &zErr);
+  rc = funcCheckDbPath(host, eTypePath, zPath, nPath, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
   rc = qOptsParse(&opts, zOpts, nOpts, &zErr);
   if (rc != SQLITE_OK) goto cleanup;

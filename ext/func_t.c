@@ -16,7 +16,7 @@
 
 void funcEdnT(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   const char *zPath, *zEdn;
-  int nPath, nEdn, rc;
+  int nPath, nEdn, rc, eTypePath;
   char *zErr = NULL;
   Store *pStore = NULL;
   sqlite3_str *pOut = NULL;
@@ -27,6 +27,7 @@ void funcEdnT(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   /* SQL NULL in a required argument gives NULL, as SQL functions do. */
   if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL)
     return;
+  eTypePath = sqlite3_value_type(argv[0]);   /* before text conversion */
   zPath = (const char *)sqlite3_value_text(argv[0]);
   nPath = sqlite3_value_bytes(argv[0]);
   /* Explicit length: a NUL inside the text reaches the reader, which
@@ -37,7 +38,7 @@ void funcEdnT(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     rc = SQLITE_NOMEM;
     goto cleanup;
   }
-  rc = funcCheckDbPath(sqlite3_context_db_handle(pCtx), zPath, nPath, &zErr);
+  rc = funcCheckDbPath(sqlite3_context_db_handle(pCtx), eTypePath, zPath, nPath, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
   rc = storeAcquire(zPath, &pStore, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
@@ -46,6 +47,12 @@ void funcEdnT(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   ** with this thread: an interrupt of the host rolls the transaction back. */
   funcWatchBegin(&watch, sqlite3_context_db_handle(pCtx), NULL);
   rc = txTransact(pStore, zEdn, nEdn, pOut, &zErr);
+  if (rc != SQLITE_OK && funcWatchInterrupted(&watch)) {
+    /* The store rolled back (its commit hook saw the interrupt). */
+    rc = SQLITE_INTERRUPT;
+    sqlite3_free(zErr);
+    zErr = sqlite3_mprintf("interrupted; nothing was stored");
+  }
   funcWatchEnd(&watch);
   if (rc != SQLITE_OK) goto cleanup;
   funcResultJson(pCtx, "edn_t", pOut);

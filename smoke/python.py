@@ -70,6 +70,9 @@ def store_fds(path):
 
 
 def core(con, db):
+    for bad in (1, 1.5, b'x', ':memory:', 'file:x.db'):
+        check_error('db_path %r refused' % (bad,), lambda: one(con, 'SELECT edn_t(?, ?)', (bad, '[]')),
+                    'edn_t: db_path')
     r = json.loads(one(con, 'SELECT edn_t(?, ?)', (db, S)))
     check('tx schema id', r['tx_id'], 268435457)
     r = json.loads(one(con, 'SELECT edn_t(?, ?)', (db, T1)))
@@ -181,6 +184,24 @@ def interrupt(db):
     check('interrupt stops edn_t', got.startswith('edn_t: ') and 'interrupted' in got, True)
     check('interrupted edn_t stored nothing',
           one(con, 'SELECT count(*) FROM edn_q(?, ?)', (db, '[:find ?e :where [?e :n/big _]]')), 0)
+    # Interrupts early and midway through a transaction of many small forms
+    # (the progress handler alone never fires there, and such a transaction
+    # used to commit anyway): the call fails as edn_t's and stores nothing.
+    for k, delay in enumerate((0.1, 0.4)):
+        batch = '[' + ' '.join('{:n/big %d}' % (1000000 * (k + 1) + i) for i in range(60000)) + ']'
+        timer = threading.Timer(delay, con.interrupt)
+        timer.start()
+        try:
+            one(con, 'SELECT edn_t(?, ?)', (db, batch))
+            got = 'finished'
+        except sqlite3.Error as e:
+            got = str(e)
+        timer.cancel()
+        n = one(con, 'SELECT count(*) FROM edn_q(?, ?, ?)',
+                (db, '[:find ?e :in $ ?lo ?hi :where [?e :n/big ?v] [(>= ?v ?lo)] [(< ?v ?hi)]]',
+                 json.dumps({'inputs': [1000000 * (k + 1), 1000000 * (k + 2)]})))
+        check('interrupt at %.1f s: edn_t fails, nothing stored' % delay,
+              (got.startswith('edn_t: ') and 'interrupted' in got, n), (True, 0))
     r = json.loads(one(con, 'SELECT edn_t(?, ?)', (db, '[{:n/big -1}]')))
     check('next edn_t after the interrupt', sorted(r), ['tempids', 'tx_id', 'tx_instant'])
     raw = sqlite3.connect(db)

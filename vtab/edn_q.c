@@ -213,7 +213,7 @@ static int ednqFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
     nOpts = sqlite3_value_bytes(argv[2]);
     if (zOpts == NULL) return SQLITE_NOMEM;
   }
-  rc = funcCheckDbPath(pTab->db, zPath, nPath, &zErr);
+  rc = funcCheckDbPath(pTab->db, sqlite3_value_type(pCur->apArg[0]), zPath, nPath, &zErr);
   if (rc == SQLITE_OK) rc = qOptsParse(&pCur->opts, zOpts, nOpts, &zErr);
   if (rc == SQLITE_OK) rc = storeAcquire(zPath, &pCur->pStore, &zErr);
   if (rc == SQLITE_OK) rc = storeReader(pCur->pStore, &pCur->pConn, &pCur->pSchema, &zErr);
