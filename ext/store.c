@@ -208,13 +208,20 @@ void storeSetConnHook(int (*xHook)(sqlite3 *db)) {
 
 static pthread_once_t gSyncOnce = PTHREAD_ONCE_INIT;
 static const char *gzSynchronous = "FULL";
-static sqlite3_int64 gnMmap = 1073741824;     /* 1 GiB, the format's setting */
+/* mmap is off by default, where the format suggests 1 GiB: a reader whose
+** mapping was invalidated by another connection's commit (the file grew
+** at a checkpoint) remaps and refaults every page it touches. Measured at
+** bench scale s, point lookups through edn_q in one process while another
+** process commits one-datom transactions: 1 GiB p50 85 us / p90 812 us,
+** off p50 61 us / p90 249 us; with no writer both 27 us. mmap only wins on
+** long scans (aggregate 14-19 ms with, 20-24 ms without), so stores that
+** are read-mostly and scanned may set MENTAT_MMAP_SIZE=1073741824. */
+static sqlite3_int64 gnMmap = 0;
 
 /* The environment is read once: a process has one durability policy.
 ** MENTAT_SYNCHRONOUS: unknown values keep FULL, the safe default (SPEC §3).
-** MENTAT_MMAP_SIZE (bytes, 0 disables, format "Connection settings"): SQLite
-** unmaps a connection's whole mapping whenever another connection changed
-** the file, so under frequent writes mmap can cost more than it saves. */
+** MENTAT_MMAP_SIZE (bytes, 0 disables, format "Connection settings"): see
+** gnMmap for the default. */
 static void storeReadSyncEnv(void) {
   const char *z = getenv("MENTAT_SYNCHRONOUS");
   static const char *const az[] = { "OFF", "NORMAL", "FULL", "EXTRA" };
@@ -411,13 +418,17 @@ static int storeCreateInTx(sqlite3 *db, char **pzErr) {
   return storeBootstrap(db, pzErr);
 }
 
-/* Reads the version and whether the database holds any schema object. */
+/* Reads the version and whether the database holds any schema object, in
+** one statement so both come from one snapshot: read apart, another
+** process's layout commit could land between them (version 0, objects
+** present) and a new store be refused as foreign. */
 static int storeReadVersion(sqlite3 *db, int *piVersion, int *pbEmpty) {
-  sqlite3_int64 v = 0, n = 0;
-  int rc = storeQueryInt(db, "PRAGMA user_version", &v);
-  if (rc == SQLITE_OK) rc = storeQueryInt(db, "SELECT count(*) FROM sqlite_master", &n);
-  *piVersion = (int)v;
-  *pbEmpty = (n == 0);
+  sqlite3_int64 v = 0;
+  int rc = storeQueryInt(db,
+      "SELECT (SELECT user_version FROM pragma_user_version) * 2"
+      " + ((SELECT count(*) FROM sqlite_master) > 0)", &v);
+  *piVersion = (int)(v >> 1);
+  *pbEmpty = (v & 1) == 0;
   return rc;
 }
 
