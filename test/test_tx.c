@@ -931,6 +931,103 @@ START_TEST(test_bulk_lookup_refs) {
 }
 END_TEST
 
+/* ---- OOM: every allocation of a transaction may fail ----------------- */
+
+static sqlite3_mem_methods memDefault;
+static int nAllocLeft = -1;     /* allocations until the one that fails; -1 none */
+
+/* One-shot failure (a transient OOM): the allocation after nAllocLeft
+** others fails, later ones succeed, so cleanup paths (ROLLBACK) can run. */
+static void *oomMalloc(int n) {
+  if (nAllocLeft == 0) { nAllocLeft = -1; return NULL; }
+  if (nAllocLeft > 0) nAllocLeft--;
+  return memDefault.xMalloc(n);
+}
+static void *oomRealloc(void *p, int n) {
+  if (nAllocLeft == 0) { nAllocLeft = -1; return NULL; }
+  if (nAllocLeft > 0) nAllocLeft--;
+  return memDefault.xRealloc(p, n);
+}
+
+static void oomStore(void) {
+  setupSchema();
+  Tok("[{:p/id \"a\" :p/email \"a@x\" :p/name \"A\"} {:p/id \"b\" :p/email \"b@x\"}]");
+}
+
+/* A transaction altering the schema, with lookup refs, tempids, batches
+** and a unique value; the n-th allocation fails, for every n until the
+** transaction needs fewer. A failed call returns SQLITE_NOMEM (or an SQLite
+** error) and leaves the store byte-identical; one that got past the failure
+** must have written the whole transaction (run under valgrind for leaks). */
+START_TEST(test_oom_sweep) {
+  sqlite3_mem_methods m;
+  sqlite3_str *pTx;
+  char *zTx, *zBefore;
+  int n, i, bDone = 0, nFail = 0;
+  closeStore();
+  sqlite3_shutdown();
+  ck_assert_int_eq(sqlite3_config(SQLITE_CONFIG_GETMALLOC, &memDefault), SQLITE_OK);
+  m = memDefault;
+  m.xMalloc = oomMalloc;
+  m.xRealloc = oomRealloc;
+  ck_assert_int_eq(sqlite3_config(SQLITE_CONFIG_MALLOC, &m), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_initialize(), SQLITE_OK);
+  oomStore();
+  zBefore = dump();
+  pTx = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(pTx, "[[:db/add :p/name :db/cardinality :db.cardinality/many]"
+                             " [:db/add :p/age :db/unique :db.unique/value]"
+                             " {:db/id \"s\" :p/ssn \"9\" :p/friend [:p/id \"b\"]}");
+  for (i = 0; i < 40; i++) {
+    sqlite3_str_appendf(pTx, " {:db/id \"t%d\" :p/tags \"x%d\" :p/parent [:p/email \"%s\"]}",
+                        i, i, i % 2 ? "a@x" : "b@x");
+  }
+  sqlite3_str_appendall(pTx, "]");
+  zTx = sqlite3_str_finish(pTx);
+  for (n = 0; n < 50000 && !bDone; n += (n < 1500 ? 1 : 7)) {
+    sqlite3_str *pOut = sqlite3_str_new(NULL);
+    char *zErr = NULL, *zAfter;
+    int rc, bReached;
+    nAllocLeft = n;
+    rc = txTransact(gStore, zTx, (int)strlen(zTx), pOut, &zErr);
+    bReached = nAllocLeft == -1;
+    nAllocLeft = -1;
+    sqlite3_free(sqlite3_str_finish(pOut));
+    ck_assert_msg(rc == SQLITE_OK || rc == SQLITE_NOMEM || rc == SQLITE_ERROR || (rc & 0xff) == SQLITE_NOMEM,
+                  "failing allocation %d: rc %d %s", n, rc, zErr ? zErr : "");
+    if (!bReached) {
+      ck_assert_msg(rc == SQLITE_OK, "no failure injected, rc %d %s", rc, zErr ? zErr : "");
+      bDone = 1;
+    }
+    if (rc == SQLITE_OK) {
+      CHECK_Q("SELECT count(*) FROM datoms WHERE a = 65540 AND tx = 268435459", "40");
+      CHECK_Q("SELECT v FROM schema WHERE e = 65536 AND a = 8", "34");
+      CHECK_Q("SELECT count(*) FROM mentat_managed_indexes WHERE a = 65542", "1");
+      if (!bDone) {                       /* SQLite absorbed the failure: start again */
+        closeStore();
+        oomStore();
+        free(zBefore);
+        zBefore = dump();
+      }
+    } else {
+      nFail++;
+      zAfter = dump();
+      ck_assert_msg(strcmp(zBefore, zAfter) == 0, "failing allocation %d (rc %d %s) changed the store",
+                    n, rc, zErr ? zErr : "");
+      free(zAfter);
+    }
+    sqlite3_free(zErr);
+  }
+  ck_assert_msg(bDone && nFail > 100, "sweep ended at %d with %d failures", n, nFail);
+  free(zBefore);
+  sqlite3_free(zTx);
+  closeStore();
+  sqlite3_shutdown();
+  sqlite3_config(SQLITE_CONFIG_MALLOC, &memDefault);
+  sqlite3_initialize();
+}
+END_TEST
+
 /* ---- large transactions: the multi-row insert path ---------------- */
 
 START_TEST(test_bulk_batches) {
@@ -1001,6 +1098,7 @@ static Suite *txSuite(void) {
   tcase_add_test(tc, test_tempid_retract_cas);
   tcase_add_test(tc, test_conflicts_after_upsert);
   tcase_add_test(tc, test_bulk_lookup_refs);
+  tcase_add_test(tc, test_oom_sweep);
   suite_add_tcase(s, tc);
   return s;
 }
