@@ -5,7 +5,8 @@
 ** HOW IT WORKS
 ** The input is read whole (a read error writes nothing), then inside one
 ** storeWriteBegin/storeWriteEnd pair: known_parts gives this transaction's
-** id (the :db.part/tx mark) -> txExpand (forms to ops) -> txResolve (tempids
+** id (the :db.part/tx mark) -> txExpand (forms to ops) -> txLookupResolve
+** (every lookup ref, in bulk) -> txResolve (tempids
 ** to entids, against the store as it was before the transaction, as Datomic
 ** does) -> txResolveDerived (retractEntity, retract-attribute, cas) ->
 ** txSchemaPrepare -> txWrite (checks and writes) -> txSchemaFinish (mirrors,

@@ -3,7 +3,8 @@
 **
 ** A transaction is a Tx: the EDN forms are expanded (tx_expand.c) into a flat
 ** array of TxOp, whose entity and ref-value places are either known entids or
-** indexes into the tempid table. tx_resolve.c turns every place into an entid
+** indexes into the tempid table or the lookup-ref table; tx_lookup.c resolves
+** the lookup refs in bulk. tx_resolve.c turns every place into an entid
 ** (upserts, allocation) and expands retractEntity / retract-attribute / cas
 ** against the database as it was before the transaction; tx_write.c checks
 ** the ops against each other and the store and writes them; tx_schema.c keeps
