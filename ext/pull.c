@@ -3,7 +3,7 @@
 ** writes its JSON map (SPEC §2.2, §2.3; Datomic's pull semantics).
 **
 ** HOW IT WORKS
-** pullEntityEx() compiles the pattern (pull_parse.c) into an arena, then
+** pullEntityAt() compiles the pattern (pull_parse.c) into an arena, then
 ** pullMap() writes one entity's map: the items in the pattern's order, the
 ** wildcard's attributes (entid order, with ":db/id" first as Datomic shows
 ** it) at the place of `*`. Values come from three prepared statements on
@@ -12,6 +12,12 @@
 ** a PullCache when the caller has one. A statement is always reset before
 ** the executor descends into a nested entity, so the same three statements
 ** serve every level.
+** Time (pullEntityAt, SPEC §6): each of the three has an as-of form that
+** reads the log (timelined_transactions) and a since form that reads the
+** datoms newer than T, with the semantics query_compile.c gives as-of and
+** since patterns; the mode is fixed for a whole pull, so every read —
+** forward values, the wildcard's attributes, reverse refs, and through them
+** components, recursion and fulltext text — sees the same database.
 ** Nesting: a sub-pattern pulls the referenced entity with that pattern;
 ** a recursion spec {:a N} / {:a ...} pulls it with the pattern holding the
 ** spec, one recursion level deeper; a wildcard expands component refs with
@@ -25,15 +31,36 @@
 #include <string.h>
 #include "pull_int.h"
 
-/* Statement slots of a PullCache. */
-#define PULL_STMT_VALUES  0   /* ?1 e, ?2 a, ?3 limit -> v (text for fulltext), tag */
-#define PULL_STMT_ATTRS   1   /* ?1 e -> distinct a, ascending */
-#define PULL_STMT_REVERSE 2   /* ?1 v (the entity), ?2 a, ?3 limit -> e */
-#define PULL_NSTMT        3
+#define PULL_STR2(X) #X
+#define PULL_STR(X) PULL_STR2(X)
+
+/* Statement kinds; a PullCache holds one of each per time mode, so a
+** connection that pulls now, as of T and since T keeps three sets. */
+#define PULL_STMT_VALUES  0   /* e, a, limit -> v (text for fulltext), tag */
+#define PULL_STMT_ATTRS   1   /* e -> distinct a, ascending */
+#define PULL_STMT_REVERSE 2   /* v (the entity), a, limit -> e */
+#define PULL_NKIND        3
+
+/* Time modes (PullTime): the current datoms, the log as of a tx, or the
+** current datoms asserted after a tx. */
+#define PULL_TIME_NOW   0
+#define PULL_TIME_ASOF  1
+#define PULL_TIME_SINCE 2
+#define PULL_NSTMT      (3 * PULL_NKIND)
+
+/* Every statement numbers its parameters alike (unused ones are gaps):
+** ?1 e (or v for reverse), ?2 a, ?3 limit, ?4 as-of tx, ?5 since tx,
+** ?6 1 when the attribute is fulltext (the log has no index_fulltext). */
+#define PULL_AS_OF_LIVE(A) \
+  A ".timeline IS 0 AND " A ".added = 1 AND " A ".tx <= ?4 AND " A ".tx > ?5" \
+  " AND NOT EXISTS (SELECT 1 FROM timelined_transactions r WHERE r.a = " A ".a" \
+  " AND r.e = " A ".e AND r.value_type_tag = " A ".value_type_tag AND r.v = " A ".v" \
+  " AND r.tx > " A ".tx AND r.tx <= ?4 AND r.timeline IS 0)"
 
 static const char *const azPullSql[PULL_NSTMT] = {
-  /* Fulltext values are rowids into fulltext_values (format/mentat-v3.md);
-  ** EAVT order gives Datomic's index order for cardinality-many values. */
+  /* ---- now. Fulltext values are rowids into fulltext_values
+  ** (format/mentat-v3.md); EAVT order gives Datomic's index order for
+  ** cardinality-many values. */
   ("SELECT CASE WHEN index_fulltext IS NOT 0"
    " THEN (SELECT text FROM fulltext_values WHERE rowid = datoms.v) ELSE v END,"
    " value_type_tag FROM datoms WHERE e = ?1 AND a = ?2"
@@ -43,6 +70,43 @@ static const char *const azPullSql[PULL_NSTMT] = {
   ** partial VAET index instead of scanning the attribute. */
   ("SELECT e FROM datoms WHERE v = ?1 AND a = ?2 AND index_vaet IS NOT 0"
    " AND value_type_tag = 0 ORDER BY e LIMIT ?3"),
+
+  /* ---- as of ?4 (and after ?5, 0 when not asked): SPEC §6 and the same
+  ** rule query_compile.c uses for as-of patterns — an assertion in the
+  ** log with tx <= T that no later log row of the same datom (its
+  ** retraction, or a re-assertion that then stands for it) precedes T.
+  ** Forward reads go through idx_transactions_aevt (a, e, ...), which also
+  ** serves the probe; reverse reads through a tuned store's
+  ** idx_mentat_log_avet (a, v, e, ...) (store_index.c). :db/noHistory
+  ** attributes have no log rows, so they show nothing as of any T, as in
+  ** as-of queries. */
+  ("SELECT CASE WHEN ?6 THEN (SELECT text FROM fulltext_values WHERE rowid = l.v)"
+   " ELSE l.v END, l.value_type_tag FROM timelined_transactions l"
+   " WHERE l.a = ?2 AND l.e = ?1 AND " PULL_AS_OF_LIVE("l")
+   " ORDER BY l.value_type_tag, l.v LIMIT ?3"),
+  /* The log has no entity-first index: walk its attributes through the
+  ** (a, ...) index one seek at a time (a hand-made skip-scan: a few hundred
+  ** seeks at most) and keep those e has a live assertion of. */
+  ("WITH RECURSIVE la(a) AS ("
+   " SELECT (SELECT min(a) FROM timelined_transactions WHERE timeline IS 0)"
+   " UNION ALL SELECT (SELECT min(t.a) FROM timelined_transactions t"
+   " WHERE t.a > la.a AND t.timeline IS 0) FROM la WHERE la.a IS NOT NULL)"
+   " SELECT la.a FROM la WHERE la.a IS NOT NULL AND EXISTS (SELECT 1 FROM"
+   " timelined_transactions l WHERE l.a = la.a AND l.e = ?1 AND " PULL_AS_OF_LIVE("l") ")"
+   " ORDER BY la.a"),
+  ("SELECT l.e FROM timelined_transactions l WHERE l.a = ?2 AND l.v = ?1"
+   " AND l.value_type_tag = 0 AND " PULL_AS_OF_LIVE("l")
+   " ORDER BY l.e LIMIT ?3"),
+
+  /* ---- since ?5: the current datoms asserted after T, as a Datomic
+  ** since-db holds them and query_compile.c reads them for `since`. */
+  ("SELECT CASE WHEN index_fulltext IS NOT 0"
+   " THEN (SELECT text FROM fulltext_values WHERE rowid = datoms.v) ELSE v END,"
+   " value_type_tag FROM datoms WHERE e = ?1 AND a = ?2 AND tx > ?5"
+   " ORDER BY value_type_tag, v LIMIT ?3"),
+  ("SELECT DISTINCT a FROM datoms WHERE e = ?1 AND tx > ?5 ORDER BY a"),
+  ("SELECT e FROM datoms WHERE v = ?1 AND a = ?2 AND index_vaet IS NOT 0"
+   " AND value_type_tag = 0 AND tx > ?5 ORDER BY e LIMIT ?3"),
 };
 
 struct PullCache {
@@ -57,12 +121,14 @@ void pullCacheFree(PullCache *p) {
   sqlite3_free(p);
 }
 
-/* State of one pullEntityEx call. aPath holds the entities from the root to
+/* State of one pullEntityAt call. aPath holds the entities from the root to
 ** the map being written (cycle detection). */
 typedef struct PullRun {
   sqlite3 *db;
   const Schema *pSchema;
   PullCache *pCache;
+  int eTime;                         /* PULL_TIME_* */
+  sqlite3_int64 iAsOf, iSince;       /* ?4 and ?5 of every statement */
   sqlite3_str *pOut;
   char **pzErr;
   PullPattern wildcard;              /* [*], for component expansion */
@@ -77,15 +143,29 @@ static int pullSqlErr(PullRun *p, int rc) {
   return rc == SQLITE_OK ? SQLITE_ERROR : rc;
 }
 
-/* The statement in slot i, prepared on first use. */
-static int pullStmt(PullRun *p, int i, sqlite3_stmt **ppStmt) {
+/* The statement of kind iKind (PULL_STMT_*) for the run's time mode,
+** prepared on first use, bound to (x1, a, nLimit) and the run's times. */
+static int pullStmt(PullRun *p, int iKind, sqlite3_int64 x1, sqlite3_int64 a,
+                    sqlite3_int64 nLimit, int bFulltext, sqlite3_stmt **ppStmt) {
   PullCache *pC = p->pCache;
+  int i = p->eTime * PULL_NKIND + iKind;
+  int n;
   if (pC->apStmt[i] == NULL) {
     int rc = sqlite3_prepare_v3(p->db, azPullSql[i], -1, SQLITE_PREPARE_PERSISTENT,
                                 &pC->apStmt[i], NULL);
     if (rc != SQLITE_OK) return pullSqlErr(p, rc);
   }
   *ppStmt = pC->apStmt[i];
+  /* Only the parameters the statement has: others would be SQLITE_RANGE. */
+  n = sqlite3_bind_parameter_count(*ppStmt);
+  sqlite3_bind_int64(*ppStmt, 1, x1);
+  if (n >= 3) {
+    sqlite3_bind_int64(*ppStmt, 2, a);
+    sqlite3_bind_int64(*ppStmt, 3, nLimit);
+  }
+  if (n >= 4) sqlite3_bind_int64(*ppStmt, 4, p->iAsOf);
+  if (n >= 5) sqlite3_bind_int64(*ppStmt, 5, p->iSince);
+  if (n >= 6) sqlite3_bind_int(*ppStmt, 6, bFulltext);
   return SQLITE_OK;
 }
 
@@ -140,13 +220,8 @@ static int pullIdsAdd(PullIds *p, sqlite3_int64 e) {
 static int pullCollect(PullRun *p, int iStmt, sqlite3_int64 x1, sqlite3_int64 x2,
                        sqlite3_int64 nLimit, int bTagged, PullIds *pIds) {
   sqlite3_stmt *pStmt = NULL;
-  int rc = pullStmt(p, iStmt, &pStmt);
+  int rc = pullStmt(p, iStmt, x1, x2, nLimit, 0, &pStmt);
   if (rc != SQLITE_OK) return rc;
-  sqlite3_bind_int64(pStmt, 1, x1);
-  if (iStmt != PULL_STMT_ATTRS) {
-    sqlite3_bind_int64(pStmt, 2, x2);
-    sqlite3_bind_int64(pStmt, 3, nLimit);
-  }
   while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
     /* Forward values: only refs (tag 0) are entities; others are skipped. */
     if (bTagged && sqlite3_column_int(pStmt, 1) != TAG_REF) continue;
@@ -208,11 +283,9 @@ static int pullWriteValues(PullRun *p, const PullItem *pItem, sqlite3_int64 e,
   const Attr *pAttr = pItem->pAttr;
   sqlite3_stmt *pStmt = NULL;
   int n = 0;
-  int rc = pullStmt(p, PULL_STMT_VALUES, &pStmt);
+  int rc = pullStmt(p, PULL_STMT_VALUES, e, pItem->a, pAttr->bMany ? pItem->nLimit : 1,
+                    pAttr->bFulltext && pAttr->type == VT_STRING, &pStmt);
   if (rc != SQLITE_OK) return rc;
-  sqlite3_bind_int64(pStmt, 1, e);
-  sqlite3_bind_int64(pStmt, 2, pItem->a);
-  sqlite3_bind_int64(pStmt, 3, pAttr->bMany ? pItem->nLimit : 1);
   while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
     if (n == 0) {
       pullKey(p, pnKey, pItem->zKey, pItem->nKey);
@@ -354,9 +427,9 @@ static int pullMap(PullRun *p, const PullPattern *pPat, int iLevel, sqlite3_int6
   return rc;
 }
 
-int pullEntityEx(sqlite3 *db, const Schema *pSchema, const EdnValue *pPattern,
-                 sqlite3_int64 e, unsigned flags, PullCache **ppCache,
-                 sqlite3_str *pOut, char **pzErr) {
+int pullEntityAt(sqlite3 *db, const Schema *pSchema, const EdnValue *pPattern,
+                 sqlite3_int64 e, unsigned flags, const PullTime *pTime,
+                 PullCache **ppCache, sqlite3_str *pOut, char **pzErr) {
   EdnArena arena;
   PullCache local;
   PullPattern *pPat = NULL;
@@ -378,6 +451,14 @@ int pullEntityEx(sqlite3 *db, const Schema *pSchema, const EdnValue *pPattern,
   memset(pRun, 0, sizeof(*pRun));
   pRun->db = db;
   pRun->pSchema = pSchema;
+  if (pTime && pTime->bAsOf) {
+    pRun->eTime = PULL_TIME_ASOF;
+    pRun->iAsOf = pTime->iAsOf;
+    pRun->iSince = pTime->bSince ? pTime->iSince : 0;   /* tx ids are > 0 */
+  } else if (pTime && pTime->bSince) {
+    pRun->eTime = PULL_TIME_SINCE;
+    pRun->iSince = pTime->iSince;
+  }
   pRun->pOut = pOut;
   pRun->pzErr = pzErr;
   pRun->wildcard.bWildcard = 1;
@@ -416,7 +497,39 @@ cleanup:
   return rc;
 }
 
+int pullEntityEx(sqlite3 *db, const Schema *pSchema, const EdnValue *pPattern,
+                 sqlite3_int64 e, unsigned flags, PullCache **ppCache,
+                 sqlite3_str *pOut, char **pzErr) {
+  return pullEntityAt(db, pSchema, pPattern, e, flags, NULL, ppCache, pOut, pzErr);
+}
+
 int pullEntity(sqlite3 *db, const Schema *pSchema, const EdnValue *pPattern,
                sqlite3_int64 e, sqlite3_str *pOut, char **pzErr) {
-  return pullEntityEx(db, pSchema, pPattern, e, 0, NULL, pOut, pzErr);
+  return pullEntityAt(db, pSchema, pPattern, e, 0, NULL, NULL, pOut, pzErr);
+}
+
+int pullTxAtInstant(sqlite3 *db, const EdnValue *pInst, sqlite3_int64 *piTx, char **pzErr) {
+  sqlite3_stmt *pStmt = NULL;
+  int rc;
+  *piTx = 0;
+  /* The rule query_compile.c compiles for an instant asOf/since. */
+  rc = sqlite3_prepare_v2(db, "SELECT coalesce(max(e), 0) FROM datoms WHERE a = "
+                          PULL_STR(ENTID_DB_TXINSTANT) " AND v <= ?1", -1, &pStmt, NULL);
+  if (rc == SQLITE_OK) {
+    /* Not an instant: NULL, which names no transaction (as the query's bind). */
+    if (pInst && pInst->type == EDN_INST) sqlite3_bind_int64(pStmt, 1, pInst->u.i);
+    rc = sqlite3_step(pStmt);
+    if (rc == SQLITE_ROW) {
+      *piTx = sqlite3_column_int64(pStmt, 0);
+      rc = SQLITE_OK;
+    }
+  }
+  if (rc != SQLITE_OK && rc != SQLITE_NOMEM) {
+    sqlite3_free(*pzErr);
+    *pzErr = sqlite3_mprintf("pull: %s", sqlite3_errmsg(db));
+    if (*pzErr == NULL) rc = SQLITE_NOMEM;
+    else if (rc == SQLITE_DONE) rc = SQLITE_ERROR;
+  }
+  sqlite3_finalize(pStmt);
+  return rc;
 }

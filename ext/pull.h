@@ -47,4 +47,41 @@ int pullEntityEx(sqlite3 *db, const Schema *pSchema, const EdnValue *pPattern,
                  sqlite3_int64 e, unsigned flags, PullCache **ppCache,
                  sqlite3_str *pOut, char **pzErr);
 
+/* --- Additions (H12): pull under time travel (SPEC §6). pullEntity and
+** pullEntityEx keep their behaviour: they pull the current database. */
+
+/* Which database a pull reads, in tx ids (not instants: see
+** pullTxAtInstant). bAsOf: Datomic's as-of db — every assertion in the log
+** with tx <= iAsOf that no later log row of that datom up to iAsOf undoes
+** (the rule query_compile.c compiles for an as-of data pattern).
+** bSince: Datomic's since db — the current datoms asserted with
+** tx > iSince. Both set: the since db of the as-of db (the as-of live
+** assertions with tx > iSince), as Datomic composes them; edn_q refuses
+** both together before this is reached. */
+typedef struct PullTime {
+  int bAsOf;
+  sqlite3_int64 iAsOf;     /* inclusive */
+  int bSince;
+  sqlite3_int64 iSince;    /* exclusive */
+} PullTime;
+
+/* pullEntityEx reading the database pTime names (NULL: the current one).
+** Every read follows pTime: forward attributes, the wildcard's attribute
+** list, reverse refs, component expansion, recursion, fulltext text.
+** An entity with nothing visible at that time gives {":db/id": e}, as a
+** missing entity does now (both flag settings). :db/noHistory attributes
+** write no log, so an as-of pull never shows them (as as-of queries).
+** ppCache as in pullEntityEx; one cache serves every mode (each mode has
+** its own statements in it). */
+int pullEntityAt(sqlite3 *db, const Schema *pSchema, const EdnValue *pPattern,
+                 sqlite3_int64 e, unsigned flags, const PullTime *pTime,
+                 PullCache **ppCache, sqlite3_str *pOut, char **pzErr);
+
+/* The tx id an asOf/since instant names, the rule query_compile.c uses:
+** the last transaction whose :db/txInstant is at or before pInst (epoch
+** µs), 0 when there is none or pInst is not an EDN_INST. Read it in the
+** same read transaction as the query it goes with. Errors: SQLite's, in
+** *pzErr with "pull: ". */
+int pullTxAtInstant(sqlite3 *db, const EdnValue *pInst, sqlite3_int64 *piTx, char **pzErr);
+
 #endif /* MENTAT_PULL_H */

@@ -8,6 +8,7 @@
 ** Cases are (pattern, entity) -> the exact JSON, worked out by hand from the
 ** public acceptance cases (feature "pull: ...") and peer fault B18.
 */
+#include <stdarg.h>
 #include "testutil.h"
 #include "pull.h"
 #include "tx.h"
@@ -898,6 +899,333 @@ START_TEST(test_store_cases) {
 }
 END_TEST
 
+/* ---- time travel (pullEntityAt, SPEC §6) ---------------------------- */
+
+/* A store whose history was written by the transactor, one tx at a time:
+**  T1  a: name A, age 1, tag x y, bio "old text"
+**  T2  a: age 2 (age 1 retracted)          c: name C, next a
+**  T3  a: tag z added, tag x retracted     b: name B, friend a
+**  T4  b: friend a retracted   a: bio "new text" (old retracted), child k
+**      (component)  k: name K
+**  T5  a: tag x asserted again, next c
+**  T6  a: child k retracted
+** T0 is the schema tx: nothing of a exists as of T0. Attribute entids
+** follow the schema's order (checked below), which is the wildcard's. */
+static const char *const zHistSchema =
+  "[{:db/ident :p/name :db/valueType :db.type/string :db/unique :db.unique/identity}"
+  " {:db/ident :p/age :db/valueType :db.type/long}"
+  " {:db/ident :p/tag :db/valueType :db.type/string :db/cardinality :db.cardinality/many}"
+  " {:db/ident :p/friend :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}"
+  " {:db/ident :p/child :db/valueType :db.type/ref :db/isComponent true}"
+  " {:db/ident :p/bio :db/valueType :db.type/string :db/fulltext true}"
+  " {:db/ident :p/next :db/valueType :db.type/ref}]";
+
+static sqlite3_int64 aHistTx[7];            /* T0..T6 */
+static sqlite3_int64 hA, hB, hC, hK;        /* entities */
+
+/* The integer after "zKey": in a tx report. */
+static sqlite3_int64 tReportInt(const char *zRep, const char *zKey) {
+  char zPat[64];
+  const char *z;
+  snprintf(zPat, sizeof zPat, "\"%s\":", zKey);
+  z = strstr(zRep, zPat);
+  ck_assert_msg(z != NULL, "no %s in %s", zKey, zRep);
+  return atoll(z + strlen(zPat));
+}
+
+/* Transacts zFmt (with %lld for the entities given) and records its tx. */
+static char *tHistTx(int iTx, const char *zFmt, ...) {
+  char *zErr = NULL, *zEdn, *zRep;
+  sqlite3_str *pRep = sqlite3_str_new(NULL);
+  va_list ap;
+  va_start(ap, zFmt);
+  zEdn = sqlite3_vmprintf(zFmt, ap);
+  va_end(ap);
+  ck_assert_msg(txTransact(pStore, zEdn, (int)strlen(zEdn), pRep, &zErr) == SQLITE_OK,
+                "T%d %s: %s", iTx, zEdn, zErr);
+  zRep = sqlite3_str_finish(pRep);
+  aHistTx[iTx] = tReportInt(zRep, "tx_id");
+  sqlite3_free(zEdn);
+  return zRep;
+}
+
+static void tHistOpen(int bTune) {
+  char *zErr = NULL, *zRep;
+  sqlite3_int64 nOldMin = storeSetTuneMin(bTune ? 0 : 1000000000);
+  int i;
+  ck_assert_msg(storeAcquire("", &pStore, &zErr) == SQLITE_OK, "storeAcquire: %s", zErr);
+  sqlite3_free(tHistTx(0, "%s", zHistSchema));
+  zRep = tHistTx(1, "[{:db/id \"a\" :p/name \"A\" :p/age 1 :p/tag [\"x\" \"y\"] :p/bio \"old text\"}]");
+  hA = tReportInt(zRep, "a");
+  sqlite3_free(zRep);
+  zRep = tHistTx(2, "[{:p/name \"A\" :p/age 2} {:db/id \"c\" :p/name \"C\" :p/next %lld}]", hA);
+  hC = tReportInt(zRep, "c");
+  sqlite3_free(zRep);
+  zRep = tHistTx(3, "[[:db/add \"b\" :p/name \"B\"] [:db/add \"b\" :p/friend %lld]"
+                 " [:db/add %lld :p/tag \"z\"] [:db/retract %lld :p/tag \"x\"]]", hA, hA, hA);
+  hB = tReportInt(zRep, "b");
+  sqlite3_free(zRep);
+  zRep = tHistTx(4, "[[:db/retract %lld :p/friend %lld] [:db/add %lld :p/bio \"new text\"]"
+                 " [:db/add %lld :p/child \"k\"] [:db/add \"k\" :p/name \"K\"]]", hB, hA, hA, hA);
+  hK = tReportInt(zRep, "k");
+  sqlite3_free(zRep);
+  sqlite3_free(tHistTx(5, "[[:db/add %lld :p/tag \"x\"] [:db/add %lld :p/next %lld]]", hA, hA, hC));
+  sqlite3_free(tHistTx(6, "[[:db/retract %lld :p/child %lld]]", hA, hK));
+  storeSetTuneMin(nOldMin);
+  for (i = 1; i < 7; i++) ck_assert(aHistTx[i] > aHistTx[i - 1]);
+  ck_assert_msg(storeReader(pStore, &pConn, &pSchema, &zErr) == SQLITE_OK, "storeReader: %s", zErr);
+  db = pConn->db;
+  {
+    /* The wildcard cases list attributes in schema order. */
+    static const char *const azOrder[] = {":p/name", ":p/age", ":p/tag", ":p/friend",
+                                          ":p/child", ":p/bio", ":p/next"};
+    sqlite3_int64 ePrev = 0;
+    for (i = 0; i < 7; i++) {
+      const Attr *pA = schemaAttrByIdent(pSchema, azOrder[i], (int)strlen(azOrder[i]));
+      ck_assert_msg(pA != NULL && pA->e > ePrev, "%s out of order", azOrder[i]);
+      ePrev = pA->e;
+    }
+  }
+}
+
+static void tHistClose(void) {
+  storeReaderDone(pStore, pConn);
+  schemaUnref(pSchema);
+  storeRelease(pStore);
+  pSchema = NULL;
+  pStore = NULL;
+  pConn = NULL;
+  db = NULL;
+}
+
+/* Expands {a} {b} {c} {k} to the entities' ids. */
+static char *tHistSubst(const char *zTemplate) {
+  sqlite3_str *pOut = sqlite3_str_new(NULL);
+  const char *z;
+  for (z = zTemplate; *z; z++) {
+    if (z[0] == '{' && z[1] && strchr("abck", z[1]) && z[2] == '}') {
+      sqlite3_str_appendf(pOut, "%lld", z[1] == 'a' ? hA : z[1] == 'b' ? hB : z[1] == 'c' ? hC : hK);
+      z += 2;
+    } else {
+      sqlite3_str_appendchar(pOut, 1, *z);
+    }
+  }
+  return sqlite3_str_finish(pOut);
+}
+
+static char *tPullAt(const char *zPat, sqlite3_int64 e, unsigned flags, const PullTime *pTime,
+                     PullCache **ppCache) {
+  EdnArena arena;
+  EdnValue *pPat = NULL;
+  EdnError err;
+  char *zErr = NULL, *zJson, *zRet;
+  sqlite3_str *pOut;
+  int rc;
+
+  ednArenaInit(&arena);
+  memset(&err, 0, sizeof err);
+  rc = ednReadOne(&arena, zPat, (int)strlen(zPat), &pPat, &err);
+  ck_assert_msg(rc == SQLITE_OK, "read %s: %s", zPat, err.zMsg);
+  pOut = sqlite3_str_new(db);
+  rc = pullEntityAt(db, pSchema, pPat, e, flags, pTime, ppCache, pOut, &zErr);
+  zJson = sqlite3_str_finish(pOut);
+  if (rc != SQLITE_OK) {
+    zRet = sqlite3_mprintf("ERROR: %s", zErr ? zErr : "(no message)");
+  } else {
+    char *zNorm = tuQuery(db, "SELECT json(?1)", zJson ? zJson : "", NULL);
+    zRet = sqlite3_mprintf("%s", zNorm);
+    free(zNorm);
+  }
+  sqlite3_free(zJson);
+  sqlite3_free(zErr);
+  ednArenaReset(&arena);
+  return zRet;
+}
+
+/* A case: pattern, entity, flags, asOf Tn (-1: none), since Tn (-1: none),
+** expected JSON with {a}-style placeholders. */
+typedef struct HistCase {
+  const char *zPattern;
+  char cEntity;
+  unsigned flags;
+  int iAsOf, iSince;
+  const char *zExpect;
+} HistCase;
+
+static const HistCase aHistCases[] = {
+  /* The tester's repro: asOf the first data tx sees age 1, not 2. */
+  {"[:p/age]", 'a', 0, 1, -1, "{\":p/age\":1}"},
+  {"[:p/age]", 'a', 0, 2, -1, "{\":p/age\":2}"},
+  {"[:p/age]", 'a', 0, -1, -1, "{\":p/age\":2}"},
+  /* As of T0 the entity did not exist: what a missing entity gives now. */
+  {"[:p/age]", 'a', 0, 0, -1, "{\":db/id\":{a}}"},
+  {"[:p/age]", 'a', PULL_WITH_DBID, 0, -1, "{\":db/id\":{a}}"},
+  {"[*]", 'a', 0, 0, -1, "{\":db/id\":{a}}"},
+  {"[:p/name {:p/_friend [:p/name]}]", 'a', 0, 0, -1, "{\":db/id\":{a}}"},
+  /* Cardinality-many values added and retracted across txs. */
+  {"[:p/tag]", 'a', 0, 1, -1, "{\":p/tag\":[\"x\",\"y\"]}"},
+  {"[:p/tag]", 'a', 0, 2, -1, "{\":p/tag\":[\"x\",\"y\"]}"},
+  {"[:p/tag]", 'a', 0, 3, -1, "{\":p/tag\":[\"y\",\"z\"]}"},
+  {"[:p/tag]", 'a', 0, 4, -1, "{\":p/tag\":[\"y\",\"z\"]}"},
+  {"[:p/tag]", 'a', 0, 5, -1, "{\":p/tag\":[\"x\",\"y\",\"z\"]}"},
+  {"[:p/tag]", 'a', 0, -1, -1, "{\":p/tag\":[\"x\",\"y\",\"z\"]}"},
+  {"[[:p/tag :limit 1]]", 'a', 0, 3, -1, "{\":p/tag\":[\"y\"]}"},
+  /* A reverse ref retracted later (T4). */
+  {"[:p/name {:p/_friend [:p/name]}]", 'a', 0, 2, -1, "{\":p/name\":\"A\"}"},
+  {"[:p/name {:p/_friend [:p/name]}]", 'a', 0, 3, -1,
+   "{\":p/name\":\"A\",\":p/_friend\":[{\":p/name\":\"B\"}]}"},
+  {"[:p/name {:p/_friend [:p/name]}]", 'a', 0, 4, -1, "{\":p/name\":\"A\"}"},
+  {"[:p/name {:p/_friend [:p/name]}]", 'a', 0, -1, -1, "{\":p/name\":\"A\"}"},
+  {"[:p/_friend]", 'a', 0, 3, -1, "{\":p/_friend\":[{\":db/id\":{b}}]}"},
+  /* Forward refs, with the nested entity read at the same time. */
+  {"[{:p/friend [:p/name :p/age :p/tag]}]", 'b', 0, 3, -1,
+   "{\":p/friend\":[{\":p/name\":\"A\",\":p/age\":2,\":p/tag\":[\"y\",\"z\"]}]}"},
+  {"[{:p/friend [:p/name]}]", 'b', PULL_WITH_DBID, 4, -1, "{\":db/id\":{b}}"},
+  {"[:p/name :p/friend]", 'b', 0, 2, -1, "{\":db/id\":{b}}"},
+  /* Fulltext text: the value as it was. */
+  {"[:p/bio]", 'a', 0, 3, -1, "{\":p/bio\":\"old text\"}"},
+  {"[:p/bio]", 'a', 0, 4, -1, "{\":p/bio\":\"new text\"}"},
+  {"[:p/bio]", 'a', 0, -1, -1, "{\":p/bio\":\"new text\"}"},
+  /* Wildcard: the attribute list and component expansion as of T. */
+  {"[*]", 'a', 0, 1, -1,
+   "{\":db/id\":{a},\":p/name\":\"A\",\":p/age\":1,\":p/tag\":[\"x\",\"y\"],\":p/bio\":\"old text\"}"},
+  {"[*]", 'a', 0, 4, -1,
+   "{\":db/id\":{a},\":p/name\":\"A\",\":p/age\":2,\":p/tag\":[\"y\",\"z\"],"
+   "\":p/child\":{\":db/id\":{k},\":p/name\":\"K\"},\":p/bio\":\"new text\"}"},
+  {"[*]", 'a', 0, 6, -1,
+   "{\":db/id\":{a},\":p/name\":\"A\",\":p/age\":2,\":p/tag\":[\"x\",\"y\",\"z\"],"
+   "\":p/bio\":\"new text\",\":p/next\":{\":db/id\":{c}}}"},
+  {"[*]", 'a', 0, -1, -1,
+   "{\":db/id\":{a},\":p/name\":\"A\",\":p/age\":2,\":p/tag\":[\"x\",\"y\",\"z\"],"
+   "\":p/bio\":\"new text\",\":p/next\":{\":db/id\":{c}}}"},
+  {"[:p/name {:p/_child [:p/name]}]", 'k', 0, 4, -1,
+   "{\":p/name\":\"K\",\":p/_child\":[{\":p/name\":\"A\"}]}"},
+  {"[:p/name {:p/_child [:p/name]}]", 'k', 0, 6, -1, "{\":p/name\":\"K\"}"},
+  /* Recursion: the cycle c -> a -> c exists only from T5. */
+  {"[:p/name {:p/next ...}]", 'c', 0, 2, -1, "{\":p/name\":\"C\",\":p/next\":{\":p/name\":\"A\"}}"},
+  {"[:p/name {:p/next ...}]", 'c', 0, 4, -1, "{\":p/name\":\"C\",\":p/next\":{\":p/name\":\"A\"}}"},
+  {"[:p/name {:p/next ...}]", 'c', 0, 5, -1,
+   "{\":p/name\":\"C\",\":p/next\":{\":p/name\":\"A\",\":p/next\":{\":db/id\":{c}}}}"},
+  {"[:p/name {:p/next ...}]", 'c', 0, 1, -1, "{\":db/id\":{c}}"},
+  /* Since T: the current datoms asserted after T. */
+  {"[:p/name :p/age]", 'a', 0, -1, 1, "{\":p/age\":2}"},
+  {"[:p/name :p/age]", 'a', 0, -1, 2, "{\":db/id\":{a}}"},
+  {"[:p/name :p/age]", 'a', PULL_WITH_DBID, -1, 2, "{\":db/id\":{a}}"},
+  {"[:p/tag]", 'a', 0, -1, 3, "{\":p/tag\":[\"x\"]}"},
+  {"[:p/tag]", 'a', 0, -1, 0, "{\":p/tag\":[\"x\",\"y\",\"z\"]}"},
+  {"[:p/bio]", 'a', 0, -1, 3, "{\":p/bio\":\"new text\"}"},
+  {"[*]", 'a', 0, -1, 3,
+   "{\":db/id\":{a},\":p/tag\":[\"x\"],\":p/bio\":\"new text\",\":p/next\":{\":db/id\":{c}}}"},
+  {"[*]", 'a', 0, -1, 6, "{\":db/id\":{a}}"},
+  {"[{:p/_next [:p/name]}]", 'a', 0, -1, 1, "{\":p/_next\":[{\":p/name\":\"C\"}]}"},
+  {"[{:p/_next [:p/name]}]", 'a', 0, -1, 2, "{\":db/id\":{a}}"},
+  {"[:p/name {:p/next [:p/name]}]", 'a', 0, -1, 4, "{\":p/next\":{\":db/id\":{c}}}"},
+  {"[:p/age {:p/next [:p/name :p/age]}]", 'a', 0, -1, 1,
+   "{\":p/age\":2,\":p/next\":{\":p/name\":\"C\"}}"},
+  /* As of T5 and since T3 together: the as-of database's newer datoms. */
+  {"[:p/name :p/tag :p/bio]", 'a', 0, 5, 3, "{\":p/tag\":[\"x\"],\":p/bio\":\"new text\"}"},
+  {"[*]", 'k', 0, 4, 3, "{\":db/id\":{k},\":p/name\":\"K\"}"},
+};
+
+static void tHistCases(void) {
+  int i, k;
+  for (k = 0; k < 2; k++) {             /* without, then with one cache for all modes */
+    PullCache *pCache = NULL;
+    for (i = 0; i < (int)(sizeof(aHistCases) / sizeof(aHistCases[0])); i++) {
+      const HistCase *pC = &aHistCases[i];
+      PullTime t;
+      char *zExp = tHistSubst(pC->zExpect);
+      char *zWant = tNorm(zExp);
+      char *zGot;
+      sqlite3_int64 e = pC->cEntity == 'a' ? hA : pC->cEntity == 'b' ? hB
+                        : pC->cEntity == 'c' ? hC : hK;
+      memset(&t, 0, sizeof t);
+      t.bAsOf = pC->iAsOf >= 0;
+      t.iAsOf = t.bAsOf ? aHistTx[pC->iAsOf] : 0;
+      t.bSince = pC->iSince >= 0;
+      t.iSince = t.bSince ? aHistTx[pC->iSince] : 0;
+      zGot = tPullAt(pC->zPattern, e, pC->flags, (t.bAsOf || t.bSince) ? &t : NULL,
+                     k ? &pCache : NULL);
+      ck_assert_msg(strcmp(zGot, zWant) == 0, "case %d %s asOf T%d since T%d:\n got  %s\n want %s",
+                    i, pC->zPattern, pC->iAsOf, pC->iSince, zGot, zWant);
+      sqlite3_free(zGot);
+      sqlite3_free(zWant);
+      sqlite3_free(zExp);
+    }
+    pullCacheFree(pCache);
+  }
+}
+
+START_TEST(test_history) {
+  tHistOpen(0);
+  tHistCases();
+  tHistClose();
+}
+END_TEST
+
+/* The same with the store's managed log index (idx_mentat_log_avet), which
+** reverse as-of reads may take. */
+START_TEST(test_history_tuned) {
+  char *z;
+  tHistOpen(1);
+  z = tuQuery(db, "SELECT count(*) FROM sqlite_master WHERE name = 'idx_mentat_log_avet'", NULL, NULL);
+  ck_assert_str_eq(z, "1");
+  free(z);
+  tHistCases();
+  tHistClose();
+}
+END_TEST
+
+/* pullEntity/pullEntityEx are the current database; a NULL time is too. */
+START_TEST(test_history_now) {
+  char *zA, *zB;
+  tHistOpen(0);
+  zA = tPull("[* {:p/_friend [*]}]", hA, PULL_WITH_DBID, NULL);
+  zB = tPullAt("[* {:p/_friend [*]}]", hA, PULL_WITH_DBID, NULL, NULL);
+  ck_assert_str_eq(zA, zB);
+  sqlite3_free(zA);
+  sqlite3_free(zB);
+  tHistClose();
+}
+END_TEST
+
+/* An instant names the last tx at or before it (query_compile.c's rule). */
+START_TEST(test_tx_at_instant) {
+  EdnValue inst;
+  sqlite3_int64 iTx = -1, aInst[7];
+  char *zErr = NULL;
+  int i;
+  tHistOpen(0);
+  for (i = 0; i < 7; i++) {
+    char zTx[32];
+    char *z;
+    snprintf(zTx, sizeof zTx, "%lld", aHistTx[i]);
+    z = tuQuery(db, "SELECT v FROM datoms WHERE e = ?1 AND a = 3", zTx, NULL);
+    aInst[i] = atoll(z);
+    ck_assert(aInst[i] > 0);
+    free(z);
+  }
+  memset(&inst, 0, sizeof inst);
+  inst.type = EDN_INST;
+  for (i = 1; i < 7; i++) {
+    inst.u.i = aInst[i];
+    ck_assert_int_eq(pullTxAtInstant(db, &inst, &iTx, &zErr), SQLITE_OK);
+    /* Transactions in the same microsecond: the instant names the last. */
+    if (i == 6 || aInst[i + 1] > aInst[i]) ck_assert_int_eq(iTx, aHistTx[i]);
+    else ck_assert_int_ge(iTx, aHistTx[i]);
+  }
+  inst.u.i = 0;           /* 1970: before every transaction */
+  ck_assert_int_eq(pullTxAtInstant(db, &inst, &iTx, &zErr), SQLITE_OK);
+  ck_assert_int_eq(iTx, 0);
+  inst.type = EDN_INT;    /* not an instant: no transaction */
+  inst.u.i = aInst[6];
+  ck_assert_int_eq(pullTxAtInstant(db, &inst, &iTx, &zErr), SQLITE_OK);
+  ck_assert_int_eq(iTx, 0);
+  ck_assert_ptr_null(zErr);
+  tHistClose();
+}
+END_TEST
+
 static Suite *pullSuite(void) {
   Suite *s = suite_create("pull");
   TCase *tc = tcase_create("pull");
@@ -918,6 +1246,12 @@ static Suite *pullSuite(void) {
   tc = tcase_create("store");
   tcase_add_checked_fixture(tc, tStoreSetup, tStoreTeardown);
   tcase_add_test(tc, test_store_cases);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("history");
+  tcase_add_test(tc, test_history);
+  tcase_add_test(tc, test_history_tuned);
+  tcase_add_test(tc, test_history_now);
+  tcase_add_test(tc, test_tx_at_instant);
   suite_add_tcase(s, tc);
   return s;
 }
