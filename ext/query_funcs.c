@@ -19,6 +19,9 @@
 **        mode -1: (distinct ?x) — the set of values as a JSON array
 **        mode 1/2: (min n ?x) / (max n ?x) — the n smallest / largest
 **        mode 3: (sample n ?x) — n distinct values chosen at random
+**        mode 4: (rand n ?x) — n values drawn with replacement (Datomic's
+**                rand may repeat a value); the compiler passes 3 for rand
+**                today (query_compile_agg.c), which gives distinct values
 **
 ** The helpers are internal (SQLITE_INNOCUOUS is not set; the store
 ** connections are private to the extension, so nothing else sees them).
@@ -363,7 +366,18 @@ static void qfValsFinal(sqlite3_context *pCtx) {
   }
   pOut = sqlite3_str_new(NULL);
   sqlite3_str_appendchar(pOut, 1, '[');
-  for (i = 0; i < p->n; i++) {
+  if (p->iMode == 4) {
+    /* n draws with replacement from the set */
+    sqlite3_int64 k;
+    for (k = 0; p->n > 0 && k < p->nWant; k++) {
+      unsigned r;
+      sqlite3_randomness(sizeof r, &r);
+      if (k) sqlite3_str_appendchar(pOut, 1, ',');
+      i = (int)(r % (unsigned)p->n);
+      valueJsonFromStored(pOut, p->a[i].pV, p->a[i].tag, 0);
+    }
+  }
+  for (i = 0; p->iMode != 4 && i < p->n; i++) {
     int k = p->iMode == 2 ? p->n - 1 - i : i;
     if (p->nWant >= 0 && p->iMode != -1 && nOut >= p->nWant) break;
     if (nOut++) sqlite3_str_appendchar(pOut, 1, ',');

@@ -358,6 +358,35 @@ START_TEST(test_sample_rand) {
 }
 END_TEST
 
+/* The SQL helpers straight: rand's with-replacement mode (4) draws n
+** values of the set (repeats allowed); mentat_str and mentat_regex. */
+START_TEST(test_helpers) {
+  sqlite3 *db = NULL;
+  char *z;
+  int k;
+  ck_assert_int_eq(sqlite3_open(":memory:", &db), SQLITE_OK);
+  ck_assert_int_eq(qRegisterStoreFunctions(db), SQLITE_OK);
+  for (k = 0; k < 10; k++) {
+    z = tuQuery(db, "SELECT mentat_agg_json(4, column1, 5, 3) FROM (VALUES (1), (2), (2))", NULL, NULL);
+    ck_assert_msg(strlen(z) == 7 && z[0] == '[' && (z[1] == '1' || z[1] == '2') && z[2] == ','
+                  && (z[3] == '1' || z[3] == '2') && (z[5] == '1' || z[5] == '2'), "%s", z);
+    free(z);
+  }
+  z = tuQuery(db, "SELECT mentat_str(1, 1) || mentat_str(NULL, 10) || mentat_str('x', 10) || mentat_str(2.5, 5)", NULL, NULL);
+  ck_assert_str_eq(z, "truex2.5");
+  free(z);
+  z = tuQuery(db, "SELECT mentat_regex(0, '[0-9]+', 'ab123c') || '|' || coalesce(mentat_regex(1, '[0-9]+', 'ab123c'), 'nil')"
+              " || '|' || mentat_regex(1, 'a.*c', 'ab123c') || '|' || mentat_regex(3, '(a)(x)?', 'a')", NULL, NULL);
+  ck_assert_str_eq(z, "123|nil|ab123c|[\"a\",\"a\",null]");
+  free(z);
+  z = tuQuery(db, "SELECT mentat_regex(0, '(', 'x')", NULL, NULL);
+  ck_assert_msg(strncmp(z, "ERROR: invalid regular expression \"(\": ",
+                        strlen("ERROR: invalid regular expression \"(\": ")) == 0, "%s", z);
+  free(z);
+  sqlite3_close(db);
+}
+END_TEST
+
 /* ------------------------------------------------------------- rules */
 
 static const char *zReach =
@@ -548,12 +577,29 @@ START_TEST(test_rule_shapes) {
     { "[:find ?i ?j :in $ % :where [?a :node/id 1] [?c :node/id 4] (reach ?a ?b) (reach ?c ?d)"
       " [?b :node/id ?i] [?d :node/id ?j]]", "" },
   };
+  /* the start as an input: a lookup ref (an entity), an entid found first */
+  static const char *zRIn =
+    "{\"inputs\":[{\"edn\":\"[[(reach ?x ?y) [?x :node/follow ?y]] [(reach ?x ?y) [?x :node/follow ?z] (reach ?z ?y)]]\"},%s]}";
+  char zOpts[512], *z;
   int i;
   for (i = 0; i < (int)(sizeof a / sizeof a[0]); i++) {
-    char *z = runQuery(a[i].zQ, zR);
+    z = runQuery(a[i].zQ, zR);
     ck_assert_msg(strcmp(z, a[i].zWant) == 0, "%s\n got %s want %s", a[i].zQ, z, a[i].zWant);
     sqlite3_free(z);
   }
+  snprintf(zOpts, sizeof zOpts, zRIn, "{\"edn\":\"[:node/id 3]\"}");
+  z = runQuery("[:find [?i ...] :in $ % ?a :where (reach ?a ?b) [?b :node/id ?i]]", zOpts);
+  ck_assert_str_eq(z, "1;2;3;4");
+  sqlite3_free(z);
+  z = runQuery("[:find ?e . :where [?e :node/id 3]]", NULL);
+  snprintf(zOpts, sizeof zOpts, zRIn, z);
+  sqlite3_free(z);
+  z = runQuery("[:find [?i ...] :in $ % ?a :where (reach ?a ?b) [?b :node/id ?i]]", zOpts);
+  ck_assert_str_eq(z, "1;2;3;4");
+  sqlite3_free(z);
+  z = runQuery("[:find [?i ...] :in $ % ?a :where [?x :node/follow ?a] (reach ?a ?b) [?b :node/id ?i]]", zOpts);
+  ck_assert_str_eq(z, "1;2;3;4");
+  sqlite3_free(z);
 }
 END_TEST
 
@@ -802,6 +848,7 @@ static Suite *qlangSuite(void) {
   tcase_add_loop_test(tc, test_aggregates, 0, (int)(sizeof aAgg / sizeof aAgg[0]));
   tcase_add_loop_test(tc, test_errors, 0, (int)(sizeof aErr / sizeof aErr[0]));
   tcase_add_test(tc, test_sample_rand);
+  tcase_add_test(tc, test_helpers);
   tcase_add_test(tc, test_oom);
   suite_add_tcase(s, tc);
   tcase_add_checked_fixture(tcRules, setup, teardown);
