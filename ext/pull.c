@@ -86,11 +86,15 @@ static const char *const azPullSql[PULL_NSTMT] = {
    " ORDER BY l.value_type_tag, l.v LIMIT ?3"),
   /* The log has no entity-first index: walk its attributes through the
   ** (a, ...) index one seek at a time (a hand-made skip-scan: a few hundred
-  ** seeks at most) and keep those e has a live assertion of. */
+  ** seeks at most) and keep those e has a live assertion of. INDEXED BY:
+  ** without statistics SQLite takes the format's timeline index for
+  ** `timeline IS 0`, which reads the whole log per step. */
   ("WITH RECURSIVE la(a) AS ("
-   " SELECT (SELECT min(a) FROM timelined_transactions WHERE timeline IS 0)"
+   " SELECT (SELECT min(a) FROM timelined_transactions INDEXED BY idx_transactions_aevt"
+   " WHERE timeline IS 0)"
    " UNION ALL SELECT (SELECT min(t.a) FROM timelined_transactions t"
-   " WHERE t.a > la.a AND t.timeline IS 0) FROM la WHERE la.a IS NOT NULL)"
+   " INDEXED BY idx_transactions_aevt WHERE t.a > la.a AND t.timeline IS 0)"
+   " FROM la WHERE la.a IS NOT NULL)"
    " SELECT la.a FROM la WHERE la.a IS NOT NULL AND EXISTS (SELECT 1 FROM"
    " timelined_transactions l WHERE l.a = la.a AND l.e = ?1 AND " PULL_AS_OF_LIVE("l") ")"
    " ORDER BY la.a"),
