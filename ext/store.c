@@ -208,15 +208,16 @@ void storeSetConnHook(int (*xHook)(sqlite3 *db)) {
 
 static pthread_once_t gSyncOnce = PTHREAD_ONCE_INIT;
 static const char *gzSynchronous = "FULL";
-/* mmap is off by default, where the format suggests 1 GiB: a reader whose
-** mapping was invalidated by another connection's commit (the file grew
-** at a checkpoint) remaps and refaults every page it touches. Measured at
-** bench scale s, point lookups through edn_q in one process while another
-** process commits one-datom transactions: 1 GiB p50 85 us / p90 812 us,
-** off p50 61 us / p90 249 us; with no writer both 27 us. mmap only wins on
-** long scans (aggregate 14-19 ms with, 20-24 ms without), so stores that
-** are read-mostly and scanned may set MENTAT_MMAP_SIZE=1073741824. */
-static sqlite3_int64 gnMmap = 0;
+/* mmap keeps the format's 1 GiB. Measured at bench scale s: with another
+** process committing one-datom transactions, point lookups through edn_q
+** took p50 85 us / p90 812 us with it and 61 / 249 us without (a reader
+** remaps and refaults after a commit grew the file); with no writer both
+** 27 us. But without it every page a query touches beyond the 2 MiB page
+** cache is a pread: ref_traversal ~500 us with, 700-970 us without;
+** aggregate 14-19 ms with, 20-24 ms without. Reads dominate the workload
+** and the p50 after a foreign write stays under 0.1 ms either way, so the
+** default favours them; write-heavy mixes may set MENTAT_MMAP_SIZE=0. */
+static sqlite3_int64 gnMmap = 1073741824;
 
 /* The environment is read once: a process has one durability policy.
 ** MENTAT_SYNCHRONOUS: unknown values keep FULL, the safe default (SPEC §3).

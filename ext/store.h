@@ -79,10 +79,9 @@ int storeWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, c
 /* Applies the connection settings of format/mentat-v3.md to db, then runs
 ** the connection hook. Environment, read once per process:
 ** MENTAT_SYNCHRONOUS (OFF/NORMAL/FULL/EXTRA, default FULL),
-** MENTAT_MMAP_SIZE (bytes, default 0 = off, where the format suggests
-** 1 GiB: remapping after other connections' commits costs more than mmap
-** saves, see store.c). bMemory skips WAL and mmap. The store's writer
-** connection then raises wal_autocheckpoint (store_cache.c). */
+** MENTAT_MMAP_SIZE (bytes, default 1 GiB as the format says, 0 disables;
+** the trade-off is measured in store.c). bMemory skips WAL and mmap. The
+** store's writer connection then raises wal_autocheckpoint (store_cache.c). */
 int storeConfigure(sqlite3 *db, int bMemory, char **pzErr);
 
 /* Creates the v3 layout and bootstrap transaction on an empty database, in

@@ -253,7 +253,7 @@ START_TEST(test_connection_settings) {
   ck_assert_int_eq(qInt(db, "PRAGMA journal_size_limit"), 3145728);
   ck_assert_int_eq(qInt(db, "PRAGMA foreign_keys"), 1);
   ck_assert_int_eq(qInt(db, "PRAGMA temp_store"), 1);
-  ck_assert_int_eq(qInt(db, "PRAGMA mmap_size"), 0);           /* off by default (store.c) */
+  ck_assert_int_eq(qInt(db, "PRAGMA mmap_size"), 1073741824);
   ck_assert_int_eq(qInt(db, "PRAGMA synchronous"), 2);         /* FULL by default */
   ck_assert_int_eq(qInt(db, "PRAGMA busy_timeout"), 10000);
   /* A returned connection holds no transaction. */
@@ -350,11 +350,11 @@ START_TEST(test_environment_settings) {
   ** (children would inherit the values), so there is nothing to test. */
   const char *zFork = getenv("CK_FORK");
   if (zFork && strcmp(zFork, "no") == 0) return;
-  ck_assert_int_eq(childSettings(NULL, NULL, NULL, 2, 0, 1), 0);
+  ck_assert_int_eq(childSettings(NULL, NULL, NULL, 2, 1073741824, 1), 0);
   ck_assert_int_eq(childSettings("normal", "0", "0", 1, 0, 0), 0);
   ck_assert_int_eq(childSettings("OFF", "4096", "3", 0, 4096, 1), 0);
   ck_assert_int_eq(childSettings("EXTRA", "1073741824", NULL, 3, 1073741824, 1), 0);
-  ck_assert_int_eq(childSettings("bogus", "-5", "x", 2, 0, 1), 0);  /* defaults */
+  ck_assert_int_eq(childSettings("bogus", "-5", "x", 2, 1073741824, 1), 0);  /* defaults */
 }
 END_TEST
 
