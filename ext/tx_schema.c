@@ -83,9 +83,28 @@ int txSchemaPrepare(Tx *p) {
 }
 
 int txSchemaCheckOp(Tx *p, const TxOp *pOp) {
-  sqlite3_int64 a = pOp->pAttr->e;
+  sqlite3_int64 a = pOp->pAttr->e, e = pOp->e.e;
   const Attr *pOld;
   const char *zName;
+  /* The bootstrap entities (1..40: core idents and attributes) are the
+  ** store's own vocabulary; renaming or redefining one makes every later
+  ** transaction fail. Only :db/doc and the legacy :db.install/... and
+  ** :db.alter/attribute datoms (which name :db.part/db) may change there,
+  ** as Datomic protects its own schema. */
+  if (e >= 1 && e <= ENTID_DB_SCHEMA_CORE && a != ENTID_DB_DOC && a != ENTID_DB_ALTER_ATTRIBUTE
+      && !(a >= ENTID_DB_INSTALL_PARTITION && a <= ENTID_DB_INSTALL_ATTRIBUTE)) {
+    const char *zE = schemaIdent(p->pSchema, e), *zA = schemaIdent(p->pSchema, a);
+    return txErr(p, pOp->line, pOp->col, "cannot %s %s of the built-in %s",
+                 pOp->eOp == TXOP_RETRACT ? "retract" : "change", zA ? zA : "an attribute",
+                 zE ? zE : "entity");
+  }
+  /* A past transaction's instant is history that as-of by #inst relies on:
+  ** only the running transaction's :db/txInstant may be set. */
+  if (a == ENTID_DB_TXINSTANT && e != p->iTx) {
+    return txErr(p, pOp->line, pOp->col,
+                 "cannot %s :db/txInstant of transaction %lld: only the current transaction's "
+                 "may be set", pOp->eOp == TXOP_RETRACT ? "retract" : "change", (long long)e);
+  }
   if (a != ENTID_DB_IDENT && !txIsSchemaAttr(a)) return SQLITE_OK;
   p->bSchema = 1;
   if (a == ENTID_DB_IDENT) return SQLITE_OK;

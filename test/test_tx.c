@@ -801,6 +801,33 @@ START_TEST(test_errors_change_nothing) {
 }
 END_TEST
 
+/* The bootstrap vocabulary and past transactions' instants are read-only
+** (a bad-input run renamed :db/ident and broke every later transaction);
+** :db/doc on a built-in and the running transaction's instant stay allowed. */
+START_TEST(test_builtins_protected) {
+  setupSchema();
+  Tfail("[[:db/add :db/ident :db/ident :oops/ident]]",
+        "cannot change :db/ident of the built-in :db/ident");
+  Tfail("[[:db/add :db.cardinality/many :db/ident :oops/many]]",
+        "cannot change :db/ident of the built-in :db.cardinality/many");
+  Tfail("[[:db/retract :db.type/string :db/ident :db.type/string]]",
+        "cannot retract :db/ident of the built-in :db.type/string");
+  Tfail("[[:db/add :db/txInstant :db/cardinality :db.cardinality/many]]",
+        "cannot change :db/cardinality of the built-in :db/txInstant");
+  Tfail("[[:db/add 268435456 :db/txInstant #inst \"2000-01-01T00:00:00Z\"]]",
+        "cannot change :db/txInstant of transaction 268435456");
+  Tfail("[[:db/retract 268435456 :db/txInstant]]",
+        "cannot retract :db/txInstant of transaction 268435456");
+  Tok("[{:db/ident :db/ident :db/doc \"names an entity\"}]");
+  CHECK_Q("SELECT v FROM datoms WHERE e = 1 AND a = 37", "names an entity");
+  Tok("[{:db/id \"datomic.tx\" :db/txInstant #inst \"2031-01-01T00:00:00Z\"}]");
+  CHECK_Q("SELECT count(*) FROM datoms WHERE a = 3 AND v = 1924992000000000", "1");
+  /* still a working store */
+  Tok("[{:db/ident :q/x :db/valueType :db.type/long}]");
+  closeStore();
+}
+END_TEST
+
 /* ---- speed: one small transaction, statements cached --------------- */
 
 START_TEST(test_many_small_transactions) {
@@ -1096,6 +1123,7 @@ static Suite *txSuite(void) {
   tcase_add_test(tc, test_many_small_transactions);
   tcase_add_test(tc, test_bulk_batches);
   tcase_add_test(tc, test_tempid_retract_cas);
+  tcase_add_test(tc, test_builtins_protected);
   tcase_add_test(tc, test_conflicts_after_upsert);
   tcase_add_test(tc, test_bulk_lookup_refs);
   tcase_add_test(tc, test_oom_sweep);
