@@ -298,6 +298,10 @@ static int qcBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt,
       sqlite3_free(zTag);
       return pC->rc;
     }
+    /* A nil result binds nothing, as in Datomic: (/ ?a 0), (untuple 5) or
+    ** a missing value drop the row instead of binding a NULL no Datalog
+    ** value can stand for. */
+    qcWhere(pX, sqlite3_mprintf("(%s) IS NOT NULL", zExpr));
     qcBindVar(pX, pB->aVar[0]->u.s.z, zExpr, vt, zTag, 0);
     return pC->rc;
   }
