@@ -302,6 +302,14 @@ static int qpKeys(QParse *pP, QQuery *pQ, const EdnValue *pAt, QKeysKind eKind,
     else if (p->type == EDN_KEYWORD) pQ->azKey[i] = p->u.s.z + 1;
     else if (p->type == EDN_STRING) pQ->azKey[i] = p->u.s.z;
     else return qpErr(pP, p, "expected a key name, got %s", qpDescribe(pP, p));
+    {
+      int j;   /* each row becomes a map: a repeated name would repeat a key */
+      for (j = 0; j < i; j++) {
+        if (strcmp(pQ->azKey[j], pQ->azKey[i]) == 0) {
+          return qpErr(pP, p, "duplicate key %s in %s", pQ->azKey[i], pAt->u.s.z);
+        }
+      }
+    }
   }
   pQ->nKey = n;   /* checked against :find once every section is read */
   return n == 0 ? qpErr(pP, pAt, "%s with no names", pAt->u.s.z) : SQLITE_OK;

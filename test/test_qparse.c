@@ -66,6 +66,7 @@ static const PCase aCase[] = {
   { "[:find ?e :where (and [?e :a])]", "ERROR: line 1 col 18: (and ...) is only allowed inside or" },
   { "[:find ?e :where [?e :a 1 2 3 4]]", "ERROR: line 1 col 18: a data pattern has at most 5 places" },
   { "[:find ?a ?b :keys x :where [?a :x ?b]]", "ERROR: line 1 col 1: :find has 2 element(s) but 1 key name(s)" },
+  { "[:find ?a ?b :keys x x :where [?a :x ?b]]", "ERROR: line 1 col 22: duplicate key x in :keys" },
   { "[:find (frob ?x) :where [?x :a]]", "ERROR: line 1 col 9: unknown aggregate function frob" },
   { "[:where [?e :a]]", "ERROR: line 1 col 1: query has no :find" },
   { "[:find ?e :where [?e :a] (not-join ?e [?e :b])]", "ERROR: line 1 col 36: not-join needs a vector of join variables" },
