@@ -34,6 +34,10 @@ struct QueryRun {
   sqlite3_stmt *pStmt;
   QCache *pCache;
   char *zErr;            /* last column error, see qRunErrMsg */
+  PullTime time;         /* the run's asOf/since, for pulls (SPEC §6) */
+  int bTime;             /* time applies to pulls */
+  int bTimeInst;         /* time's tx is still timeInst, to resolve */
+  EdnValue timeInst;     /* copy of the opts' instant (only type, u.i read) */
 };
 
 static void qCacheFree(void *p) {
@@ -320,6 +324,18 @@ int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
   pRun->bOwnPlan = bOwn;
   pRun->pStmt = pPlan->pStmt;
   pRun->pCache = pCache;
+  if (pOpts && (pOpts->bAsOf || pOpts->bSince)) {
+    const EdnValue *pInst = pOpts->bAsOf ? pOpts->pAsOfInst : pOpts->pSinceInst;
+    pRun->bTime = 1;
+    pRun->time.bAsOf = pOpts->bAsOf;
+    pRun->time.iAsOf = pOpts->iAsOf;
+    pRun->time.bSince = pOpts->bSince;
+    pRun->time.iSince = pOpts->iSince;
+    if (pInst) {
+      pRun->bTimeInst = 1;
+      pRun->timeInst = *pInst;
+    }
+  }
   pPlan = NULL;
   sqlite3_reset(pRun->pStmt);
   rc = qPlanBind(pRun->pPlan, pRun->pStmt, pSchema, pOpts, pzErr);
@@ -371,8 +387,17 @@ static int qColTag(const QueryRun *p, const QPlanCol *pCol) {
 /* The pull map of the entity in column pCol, appended to pOut. */
 static int qPull(QueryRun *p, const QPlanCol *pCol, sqlite3_str *pOut, char **pzErr) {
   sqlite3_int64 e = sqlite3_column_int64(p->pStmt, pCol->iCol);
-  return pullEntityEx(p->pConn->db, p->pSchema, pCol->pPattern, e, 0, &p->pCache->pPull,
-                      pOut, pzErr);
+  if (p->bTimeInst) {
+    /* Resolved inside the query's read transaction, as its own SQL does. */
+    sqlite3_int64 iTx = 0;
+    int rc = pullTxAtInstant(p->pConn->db, &p->timeInst, &iTx, pzErr);
+    if (rc != SQLITE_OK) return rc;
+    if (p->time.bAsOf) p->time.iAsOf = iTx;
+    else p->time.iSince = iTx;
+    p->bTimeInst = 0;
+  }
+  return pullEntityAt(p->pConn->db, p->pSchema, pCol->pPattern, e, 0,
+                      p->bTime ? &p->time : NULL, &p->pCache->pPull, pOut, pzErr);
 }
 
 int qRunColumnResult(QueryRun *p, int i, sqlite3_context *pCtx) {

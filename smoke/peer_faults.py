@@ -479,6 +479,9 @@ def B20(con):
     t1, t2, t3 = r1['tx_id'], r2['tx_id'], r3['tx_id']
     qd = '[:find ?c :where [?e :item/id "D"] [?e :item/count ?c]]'
     check(qset(con, db, qd, asOf=t1) == {(100,)}, 'Q1')
+    # pull in :find sees the same as-of database as the patterns
+    got = q(con, db, '[:find (pull ?e [:item/count]) . :where [?e :item/id "D"]]', asOf=t1)
+    check(got == [({':item/count': 100},)], 'Q1 pull as of tx1: %r' % got)
     check(qset(con, db, qd, asOf=t2) == {(250,)}, 'Q2 tx')
     check(qset(con, db, qd, asOf={'edn': '#inst "%s"' % r2['tx_instant']}) == {(250,)}, 'Q2 inst')
     qc = '[:find ?c :where [_ :item/count ?c]]'
