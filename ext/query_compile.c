@@ -241,8 +241,11 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
   if (!bIntCol && pV->bIntCol) {
     qcWhere(pX, sqlite3_mprintf("%s = +%s", zExpr, pV->zExpr));
   } else if (bIntCol && !pV->bIntCol && qcIsColumn(pV->zExpr)) {
-    /* The value column was bound first: keep it the driving side. */
+    /* The value column was bound first. Both directions are stated so the
+    ** planner may drive from either side: `v = +e` keeps the value index
+    ** usable (no affinity on v), `e = v` lets it look the entity up by e. */
     qcWhere(pX, sqlite3_mprintf("%s = +%s", pV->zExpr, zExpr));
+    qcWhere(pX, sqlite3_mprintf("%s = %s", zExpr, pV->zExpr));
   } else {
     qcWhere(pX, sqlite3_mprintf("%s = %s", zExpr, pV->zExpr));
   }

@@ -138,7 +138,8 @@ int qcAggregate(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *pSql) {
     } else if (strcmp(zA, "min") == 0 || strcmp(zA, "max") == 0 || strcmp(zA, "sample") == 0
                || strcmp(zA, "rand") == 0) {
       int iP = pE->pAggN ? qcParam(pC, pE->pAggN, -1, -1, -1, QV_INT, VT_LONG) : 0;
-      int iMode = zA[0] == 'm' ? (zA[1] == 'i' ? 1 : 2) : 3;
+      /* min n, max n, sample n (distinct), rand n (with replacement) */
+      int iMode = zA[0] == 'm' ? (zA[1] == 'i' ? 1 : 2) : (zA[0] == 'r' ? 4 : 3);
       if (iP) sqlite3_str_appendf(pOuter, "mentat_agg_json(%d, v%d, t%d, ?%d)", iMode, k, k, iP);
       else sqlite3_str_appendf(pOuter, "mentat_agg_json(%d, v%d, t%d, 1)", iMode, k, k);
       pCol->kind = QCOL_JSON;

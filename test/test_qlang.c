@@ -358,6 +358,15 @@ START_TEST(test_sample_rand) {
       sqlite3_free(zGot);
     }
   }
+  {
+    /* rand draws with replacement: 3 values from a set of 2 */
+    char *zGot = runQuery("[:find (rand 3 ?a) . :where [_ :person/age ?a]]", NULL);
+    int nComma = 0;
+    const char *z;
+    for (z = zGot; *z; z++) nComma += *z == ',';
+    ck_assert_msg(nComma == 2, "(rand 3 ?a) over {10 20}: %s", zGot);
+    sqlite3_free(zGot);
+  }
 }
 END_TEST
 
