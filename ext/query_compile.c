@@ -253,6 +253,11 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
     qcTypeParams(pX, pV, vt);
   } else if (vt != VT_NONE && vt != QVT_JSON && pV->vt == VT_NONE && pV->zTag) {
     qcWhere(pX, sqlite3_mprintf("%s = %d", pV->zTag, vtTag(vt)));
+  } else if (vt == VT_NONE && zTag && pV->nParam && pV->vt == VT_LONG) {
+    /* An integer input meeting a column of unknown type (a rule's output)
+    ** before any typed place: an entid or a long, as SPEC 2.4 reads an
+    ** integer in an entity place "including inside rules". */
+    qcWhere(pX, sqlite3_mprintf("%s IN (%d, %d)", zTag, TAG_REF, TAG_NUMBER));
   } else if (vt == VT_NONE && zTag && pV->vt != VT_NONE && pV->vt != QVT_JSON) {
     qcWhere(pX, sqlite3_mprintf("%s = %d", zTag, vtTag(pV->vt)));
   } else if (vt == VT_NONE && zTag && pV->zTag) {

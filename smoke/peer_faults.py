@@ -425,6 +425,10 @@ def B15(con):
     check(got == {('x',), ('y',)}, 'Q3 got %r' % got)
     got = qset(con, db, '[:find ?e :in $ % :where (flag-is ?e false)]', [r])
     check(got == {(t['off'],)}, 'Q4 got %r' % got)
+    # an integer input passed to a rule's entity place is an entid (SPEC 2.4)
+    got = qset(con, db, '[:find ?e :in $ % ?s :where (step ?s ?e)]',
+               [{'edn': '[[(step ?s ?e) [?s :n/next ?e]]]'}, t['a1']])
+    check(got == {(t['a2'],)}, 'integer input into a rule got %r' % got)
 
 
 def B16(con):
