@@ -336,6 +336,8 @@ static void qcPlaceConst(QCtx *pX, const EdnValue *pTerm, const char *zCol, Valu
       const Attr *pA = schemaAttrByIdent(pC->pSchema, pK->u.s.z, pK->u.s.n);
       if (pA == NULL) {
         qcWhere(pX, sqlite3_mprintf("0"));
+      } else if (pA->eUnique == UNIQUE_NONE) {
+        qcErr(pC, pTerm, "lookup ref attribute %s is not :db/unique", pA->zIdent);
       } else {
         iP = qcParam(pC, pTerm->u.c.a[1], -1, -1, -1, QV_TYPED, pA->type);
         qcWhere(pX, sqlite3_mprintf(

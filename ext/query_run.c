@@ -185,6 +185,12 @@ int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pSchema
         rc = sqlite3_bind_null(pStmt, iArg);
         continue;
       }
+      /* As edn_t refuses it: a non-unique attribute names no one entity. */
+      if (pA->eUnique == UNIQUE_NONE) {
+        sqlite3_free(*pzErr);
+        *pzErr = sqlite3_mprintf("lookup ref attribute %s is not :db/unique", pA->zIdent);
+        return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+      }
     }
     switch (pP->eConv) {
       case QV_NATURAL:

@@ -293,6 +293,12 @@ static const QCase aAgg[] = {
 
 /* The errors that name the problem (messages exact). */
 static const QCase aErr[] = {
+  /* a lookup ref names one entity only through a unique attribute (as edn_t) */
+  { "[:find ?n . :where [[:person/age 20] :person/name ?n]]", NULL,
+    "ERROR: line 1 col 21: lookup ref attribute :person/age is not :db/unique" },
+  { "[:find ?n . :in $ ?e :where [?e :person/name ?n]]",
+    "{\"inputs\":[{\"edn\":\"[:person/age 20]\"}]}",
+    "ERROR: lookup ref attribute :person/age is not :db/unique" },
   { "[:find ?e :where [?e :person/age ?a] [(> ?x 1)]]", NULL,
     "ERROR: line 1 col 42: unbound variable ?x in predicate" },
   { "[:find ?y :where [?e :person/age ?a] [(+ ?x 1) ?y]]", NULL,
