@@ -113,6 +113,10 @@ int txSchemaCheckOp(Tx *p, const TxOp *pOp) {
   zName = pOld->zIdent ? pOld->zIdent : "?";
   /* Datomic refuses these: the stored encoding of every value depends on
   ** them (value_type_tag, fulltext rowids). */
+  if (a == ENTID_DB_VALUETYPE && pOp->eOp == TXOP_RETRACT) {
+    /* e.g. [:db/retractEntity :p/name]: datoms still use the attribute */
+    return txErr(p, pOp->line, pOp->col, "cannot retract the definition of attribute %s", zName);
+  }
   if (a == ENTID_DB_VALUETYPE) {
     return txErr(p, pOp->line, pOp->col, "cannot change the value type of attribute %s", zName);
   }

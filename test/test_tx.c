@@ -372,7 +372,7 @@ START_TEST(test_alter_flags) {
   Tfail("[[:db/add :p/tags :db/fulltext true]]", "cannot change :db/fulltext of attribute :p/tags");
   Tfail("[[:db/retract :p/bio :db/fulltext true]]", "cannot change :db/fulltext of attribute :p/bio");
   Tfail("[[:db/retract :p/tags :db/valueType :db.type/string]]",
-        "cannot change the value type of attribute :p/tags");
+        "cannot retract the definition of attribute :p/tags");
   closeStore();
 }
 END_TEST
@@ -787,7 +787,7 @@ static const struct { const char *zEdn, *zWant; } aBad[] = {
     ":db/isComponent needs :db.type/ref" },
   { "[[:db/add :p/tags :db/cardinality :db.cardinality/one] [:db/add [:p/id \"a\"] :p/tags \"u\"]]",
     "cannot change :p/tags to :db.cardinality/one: entity 65549 has 2 values" },
-  { "[[:db/retractEntity :p/age]]", "cannot change the value type of attribute :p/age" },
+  { "[[:db/retractEntity :p/age]]", "cannot retract the definition of attribute :p/age" },
 };
 
 START_TEST(test_errors_change_nothing) {
