@@ -11,6 +11,7 @@
 #include <string.h>
 #include "func_common.h"
 #include "pull.h"
+#include "query.h"
 
 void funcEdnPull(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   const char *zPath, *zPat;
@@ -71,7 +72,8 @@ void funcEdnPull(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   pOut = sqlite3_str_new(sqlite3_context_db_handle(pCtx));
   /* PULL_WITH_DBID: edn_pull's map always carries :db/id (SPEC §2.2). No
   ** statement cache: the connection's slots belong to the query layer. */
-  rc = pullEntityEx(pConn->db, pSchema, pPattern, e, PULL_WITH_DBID, NULL, pOut, &zErr);
+  rc = pullEntityEx(pConn->db, pSchema, pPattern, e, PULL_WITH_DBID, qConnPullCache(pConn),
+                    pOut, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
   funcResultJson(pCtx, "edn_pull", pOut);
   pOut = NULL;

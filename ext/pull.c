@@ -63,12 +63,12 @@ static const char *const azPullSql[PULL_NSTMT] = {
   ** cardinality-many values. */
   ("SELECT CASE WHEN index_fulltext IS NOT 0"
    " THEN (SELECT text FROM fulltext_values WHERE rowid = datoms.v) ELSE v END,"
-   " value_type_tag FROM datoms WHERE e = ?1 AND a = ?2"
+   " value_type_tag FROM datoms WHERE e = ?1 AND a = (?2 + 0)"
    " ORDER BY value_type_tag, v LIMIT ?3"),
   ("SELECT DISTINCT a FROM datoms WHERE e = ?1 ORDER BY a"),
   /* index_vaet is set on every ref datom; stating it lets SQLite use the
   ** partial VAET index instead of scanning the attribute. */
-  ("SELECT e FROM datoms WHERE v = ?1 AND a = ?2 AND index_vaet IS NOT 0"
+  ("SELECT e FROM datoms WHERE v = ?1 AND a = (?2 + 0) AND index_vaet IS NOT 0"
    " AND value_type_tag = 0 ORDER BY e LIMIT ?3"),
 
   /* ---- as of ?4 (and after ?5, 0 when not asked): SPEC §6 and the same
@@ -106,10 +106,10 @@ static const char *const azPullSql[PULL_NSTMT] = {
   ** since-db holds them and query_compile.c reads them for `since`. */
   ("SELECT CASE WHEN index_fulltext IS NOT 0"
    " THEN (SELECT text FROM fulltext_values WHERE rowid = datoms.v) ELSE v END,"
-   " value_type_tag FROM datoms WHERE e = ?1 AND a = ?2 AND tx > ?5"
+   " value_type_tag FROM datoms WHERE e = ?1 AND a = (?2 + 0) AND tx > ?5"
    " ORDER BY value_type_tag, v LIMIT ?3"),
   ("SELECT DISTINCT a FROM datoms WHERE e = ?1 AND tx > ?5 ORDER BY a"),
-  ("SELECT e FROM datoms WHERE v = ?1 AND a = ?2 AND index_vaet IS NOT 0"
+  ("SELECT e FROM datoms WHERE v = ?1 AND a = (?2 + 0) AND index_vaet IS NOT 0"
    " AND value_type_tag = 0 AND tx > ?5 ORDER BY e LIMIT ?3"),
 };
 

@@ -87,6 +87,12 @@ const char *qRunErrMsg(const QueryRun *p);
 ** NULL is a no-op. Does not return pConn to the pool. */
 void qRunClose(QueryRun *p);
 
+/* The pull statements cached on a checked-out store connection (kept with
+** its compiled plans and freed with them), so edn_pull prepares nothing on
+** a repeated call. NULL on OOM; pass the result to pullEntityEx. */
+struct PullCache;
+struct PullCache **qConnPullCache(StoreConn *pConn);
+
 /* Registers the SQL helper functions compiled plans call (median, regex,
 ** string functions, ...) on a store connection. Used as the store's
 ** connection hook. */

@@ -254,6 +254,24 @@ static unsigned qHash(const char *z, int n) {
   return h;
 }
 
+/* The connection's cache, created on first use; NULL on OOM. */
+static QCache *qCacheOf(StoreConn *pConn) {
+  QCache *pCache = (QCache*)pConn->pQueryCache;
+  if (pCache == NULL) {
+    pCache = sqlite3_malloc64(sizeof(QCache));
+    if (pCache == NULL) return NULL;
+    memset(pCache, 0, sizeof *pCache);
+    pConn->pQueryCache = pCache;
+    pConn->xQueryCacheFree = qCacheFree;
+  }
+  return pCache;
+}
+
+PullCache **qConnPullCache(StoreConn *pConn) {
+  QCache *pCache = qCacheOf(pConn);
+  return pCache ? &pCache->pPull : NULL;
+}
+
 int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
              const QueryOpts *pOpts, QueryRun **ppRun, char **pzErr) {
   QueryRun *pRun = NULL;
@@ -264,13 +282,8 @@ int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
   int nKey = 0, rc = SQLITE_OK, bOwn = 0;
 
   *ppRun = NULL;
-  if (pCache == NULL) {
-    pCache = sqlite3_malloc64(sizeof(QCache));
-    if (pCache == NULL) return SQLITE_NOMEM;
-    memset(pCache, 0, sizeof *pCache);
-    pConn->pQueryCache = pCache;
-    pConn->xQueryCacheFree = qCacheFree;
-  }
+  pCache = qCacheOf(pConn);
+  if (pCache == NULL) return SQLITE_NOMEM;
   zShape = qInputShape(pOpts);
   if (zShape == NULL) { rc = SQLITE_NOMEM; goto cleanup; }
   pKey = sqlite3_str_new(NULL);
