@@ -281,23 +281,6 @@ cleanup:
   return rc;
 }
 
-/* :db.type/... entid -> ValueType. Mapped here rather than through value.c
-** so the schema has no dependency above it. :db.type/uri (29) has an ident
-** but, as in Mentat, no value type: such an attribute gets VT_NONE. */
-static ValueType schemaTypeOf(sqlite3_int64 e) {
-  switch (e) {
-    case 23: return VT_REF;
-    case 24: return VT_KEYWORD;
-    case 25: return VT_LONG;
-    case 26: return VT_DOUBLE;
-    case 27: return VT_STRING;
-    case 28: return VT_UUID;
-    case 30: return VT_BOOLEAN;
-    case 31: return VT_INSTANT;
-    case 32: return VT_BYTES;
-    default: return VT_NONE;
-  }
-}
 
 /* Builds the snapshot's tables from the loaded rows. */
 static int schemaBuild(Schema *p, SchemaLoader *pL) {
@@ -353,7 +336,7 @@ static int schemaBuild(Schema *p, SchemaLoader *pL) {
     for (; j < pL->nDef && pL->aDef[j].e == attr.e; j++) {
       sqlite3_int64 v = pL->aDef[j].v;
       switch (pL->aDef[j].a) {
-        case ENTID_DB_VALUETYPE: attr.type = schemaTypeOf(v); bHasType = 1; break;
+        case ENTID_DB_VALUETYPE: attr.type = vtFromTypeEntid(v); bHasType = 1; break;
         case ENTID_DB_CARDINALITY: attr.bMany = (v == ENTID_DB_CARD_MANY); break;
         case ENTID_DB_UNIQUE:
           if (v == ENTID_DB_UNIQUE_IDENTITY) attr.eUnique = UNIQUE_IDENTITY;
