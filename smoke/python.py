@@ -186,9 +186,13 @@ def interrupt(db):
           one(con, 'SELECT count(*) FROM edn_q(?, ?)', (db, '[:find ?e :where [?e :n/big _]]')), 0)
     # Interrupts early and midway through a transaction of many small forms
     # (the progress handler alone never fires there, and such a transaction
-    # used to commit anyway): the call fails as edn_t's and stores nothing.
-    for k, delay in enumerate((0.1, 0.4)):
-        batch = '[' + ' '.join('{:n/big %d}' % (1000000 * (k + 1) + i) for i in range(60000)) + ']'
+    # used to commit anyway): each attempt stores all or nothing, an edn_t
+    # error means nothing was stored, and at least the early one lands.
+    n_forms = 200000
+    interrupted = 0
+    for k, delay in enumerate((0.05, 0.3)):
+        lo = 1000000 * (k + 1)
+        batch = '[' + ' '.join('{:n/big %d}' % (lo + i) for i in range(n_forms)) + ']'
         timer = threading.Timer(delay, con.interrupt)
         timer.start()
         try:
@@ -199,9 +203,13 @@ def interrupt(db):
         timer.cancel()
         n = one(con, 'SELECT count(*) FROM edn_q(?, ?, ?)',
                 (db, '[:find ?e :in $ ?lo ?hi :where [?e :n/big ?v] [(>= ?v ?lo)] [(< ?v ?hi)]]',
-                 json.dumps({'inputs': [1000000 * (k + 1), 1000000 * (k + 2)]})))
-        check('interrupt at %.1f s: edn_t fails, nothing stored' % delay,
-              (got.startswith('edn_t: ') and 'interrupted' in got, n), (True, 0))
+                 json.dumps({'inputs': [lo, lo + n_forms]})))
+        if got.startswith('edn_t: '):
+            interrupted += 1
+            check('interrupt at %.2f s: edn_t fails, nothing stored' % delay, ('interrupted' in got, n), (True, 0))
+        else:
+            check('interrupt at %.2f s: all or nothing' % delay, n in (0, n_forms), True)
+    check('an interrupt landed inside a %d-form transaction' % n_forms, interrupted >= 1, True)
     r = json.loads(one(con, 'SELECT edn_t(?, ?)', (db, '[{:n/big -1}]')))
     check('next edn_t after the interrupt', sorted(r), ['tempids', 'tx_id', 'tx_instant'])
     raw = sqlite3.connect(db)
