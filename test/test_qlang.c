@@ -797,8 +797,8 @@ START_TEST(test_oom) {
     "[:find [?j ...] :in $ % :where (rid 3 ?j)]",
     "[:find [?i ...] :in $ % :where [?a :node/id 2] (reach ?a ?b) [?b :node/id ?i]]",
     "[:find (count ?b) . :with ?a :in $ % :where (reach ?a ?b)]",
-    "[:find ?x ?g ?s :where [?e :person/id 3] [?e :person/name ?n] [(re-find \"(O)(l)\" ?n) [?w ?g]]"
-    " [(tuple ?n 1) ?t] [(identity ?t) [?x ...]] [(str ?n ?e) ?s] [(re-matches \"O.*\" ?n)]]",
+    ("[:find ?x ?g ?s :where [?e :person/id 3] [?e :person/name ?n] [(re-find \"(O)(l)\" ?n) [?w ?g]]"
+     " [(tuple ?n 1) ?t] [(identity ?t) [?x ...]] [(str ?n ?e) ?s] [(re-matches \"O.*\" ?n)]]"),
   };
   sqlite3_mem_methods m;
   int iQ, n;
