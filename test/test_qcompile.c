@@ -518,19 +518,6 @@ END_TEST
 
 /* ---- OOM: every allocation of compile + run may fail: SQLITE_NOMEM (or
 ** an SQLite error), never a crash or a leak (run under valgrind). */
-static sqlite3_mem_methods memDefault;
-static int nAllocLeft = -1;     /* allocations until the next fails; -1 never */
-
-static void *oomMalloc(int n) {
-  if (nAllocLeft == 0) return NULL;
-  if (nAllocLeft > 0) nAllocLeft--;
-  return memDefault.xMalloc(n);
-}
-static void *oomRealloc(void *p, int n) {
-  if (nAllocLeft == 0) return NULL;
-  if (nAllocLeft > 0) nAllocLeft--;
-  return memDefault.xRealloc(p, n);
-}
 
 START_TEST(test_oom) {
   static const char *const azQ[] = {
@@ -545,16 +532,9 @@ START_TEST(test_oom) {
     "{\"inputs\":[{\"edn\":\"[[(reach ?x ?y) [?x :node/follow ?y]] [(reach ?x ?y) [?x :node/follow ?z] (reach ?z ?y)]]\"}]}",
     NULL,
   };
-  sqlite3_mem_methods m;
   int iQ, n;
   teardown();
-  sqlite3_shutdown();
-  ck_assert_int_eq(sqlite3_config(SQLITE_CONFIG_GETMALLOC, &memDefault), SQLITE_OK);
-  m = memDefault;
-  m.xMalloc = oomMalloc;
-  m.xRealloc = oomRealloc;
-  ck_assert_int_eq(sqlite3_config(SQLITE_CONFIG_MALLOC, &m), SQLITE_OK);
-  ck_assert_int_eq(sqlite3_initialize(), SQLITE_OK);
+  tuOomInstall();
   setup();
   for (iQ = 0; iQ < 3; iQ++) {
     int bDone = 0;
@@ -575,7 +555,7 @@ START_TEST(test_oom) {
         pConn->xQueryCacheFree(pConn->pQueryCache);
         pConn->pQueryCache = NULL;
       }
-      nAllocLeft = n;
+      tuOomLeft = n;
       rc = qRunOpen(pConn, pSchema, azQ[iQ], (int)strlen(azQ[iQ]), &opts, &pRun, &zErr);
       while (rc == SQLITE_OK) {
         sqlite3_str *pRow = sqlite3_str_new(NULL);
@@ -583,8 +563,8 @@ START_TEST(test_oom) {
         if (rc == SQLITE_ROW) rc = qRunRowJson(pRun, pRow);
         sqlite3_free(sqlite3_str_finish(pRow));
       }
-      if (nAllocLeft > 0 && rc == SQLITE_DONE) bDone = 1;   /* ran to the end */
-      nAllocLeft = -1;
+      if (tuOomLeft > 0 && rc == SQLITE_DONE) bDone = 1;   /* ran to the end */
+      tuOomLeft = -1;
       ck_assert_msg(rc == SQLITE_DONE || rc == SQLITE_NOMEM || rc == SQLITE_ERROR
                     || rc == SQLITE_IOERR_NOMEM || (rc & 0xff) == SQLITE_NOMEM,
                     "query %d, failing allocation %d: rc %d %s", iQ, n, rc, zErr ? zErr : "");

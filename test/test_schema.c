@@ -240,39 +240,12 @@ END_TEST
 
 /* ---------------------------------------------------------------- OOM */
 
-/* SQLite's allocator wrapped so the Nth allocation from now fails: every
-** failure point of schemaLoad and of creating/opening a store must give an
-** error (not a crash, not a leak: run under valgrind). */
-static sqlite3_mem_methods gRealMem;
-static int nAllocsLeft = -1;          /* -1: never fail */
-
-static void *oomMalloc(int n) {
-  if (nAllocsLeft == 0) return NULL;
-  if (nAllocsLeft > 0) nAllocsLeft--;
-  return gRealMem.xMalloc(n);
-}
-static void *oomRealloc(void *p, int n) {
-  if (nAllocsLeft == 0) return NULL;
-  if (nAllocsLeft > 0) nAllocsLeft--;
-  return gRealMem.xRealloc(p, n);
-}
-
-static void oomInstall(void) {
-  static int bInstalled = 0;            /* once per process (CK_FORK=no) */
-  sqlite3_mem_methods m;
-  if (bInstalled) return;
-  bInstalled = 1;
-  sqlite3_shutdown();
-  ck_assert_int_eq(sqlite3_config(SQLITE_CONFIG_GETMALLOC, &gRealMem), SQLITE_OK);
-  m = gRealMem;
-  m.xMalloc = oomMalloc;
-  m.xRealloc = oomRealloc;
-  ck_assert_int_eq(sqlite3_config(SQLITE_CONFIG_MALLOC, &m), SQLITE_OK);
-  ck_assert_int_eq(sqlite3_initialize(), SQLITE_OK);
-}
+/* With testutil.h's allocation-failure hooks, every failure point of
+** schemaLoad and of creating/opening a store must give an error (not a
+** crash, not a leak: run under valgrind). */
 
 START_TEST(test_oom_schema_load) {
-  oomInstall();
+  tuOomInstall();
   sqlite3 *db = openBootstrapped();
   exec(db, "INSERT INTO idents VALUES (65536, 1, ':p/name', 13);"
            "INSERT INTO schema VALUES (65536, 7, 27, 0), (65536, 8, 33, 0);"
@@ -281,9 +254,9 @@ START_TEST(test_oom_schema_load) {
   for (int n = 0; !bDone && n < 2000; n++) {
     Schema *p = NULL;
     char *zErr = NULL;
-    nAllocsLeft = n;
+    tuOomLeft = n;
     int rc = schemaLoad(db, &p, &zErr);
-    nAllocsLeft = -1;
+    tuOomLeft = -1;
     if (rc == SQLITE_OK) {
       ck_assert_int_eq(schemaEntid(p, ":p/name", 7), 65536);
       ck_assert_int_eq(schemaAttr(p, 65536)->bNoHistory, 1);
@@ -300,17 +273,17 @@ START_TEST(test_oom_schema_load) {
 END_TEST
 
 START_TEST(test_oom_store_open) {
-  oomInstall();
+  tuOomInstall();
   int bDone = 0;
   for (int n = 0; !bDone && n < 20000; n += (n < 400 ? 1 : 7)) {
     Store *p = NULL;
     StoreConn *pC = NULL;
     Schema *pS = NULL;
     char *zErr = NULL;
-    nAllocsLeft = n;
+    tuOomLeft = n;
     int rc = storeAcquire("", &p, &zErr);
     if (rc == SQLITE_OK) rc = storeReader(p, &pC, &pS, &zErr);
-    nAllocsLeft = -1;
+    tuOomLeft = -1;
     if (rc == SQLITE_OK) {
       ck_assert_int_eq(schemaAttrCount(pS), 16);
       bDone = 1;

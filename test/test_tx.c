@@ -960,22 +960,6 @@ END_TEST
 
 /* ---- OOM: every allocation of a transaction may fail ----------------- */
 
-static sqlite3_mem_methods memDefault;
-static int nAllocLeft = -1;     /* allocations until the one that fails; -1 none */
-
-/* One-shot failure (a transient OOM): the allocation after nAllocLeft
-** others fails, later ones succeed, so cleanup paths (ROLLBACK) can run. */
-static void *oomMalloc(int n) {
-  if (nAllocLeft == 0) { nAllocLeft = -1; return NULL; }
-  if (nAllocLeft > 0) nAllocLeft--;
-  return memDefault.xMalloc(n);
-}
-static void *oomRealloc(void *p, int n) {
-  if (nAllocLeft == 0) { nAllocLeft = -1; return NULL; }
-  if (nAllocLeft > 0) nAllocLeft--;
-  return memDefault.xRealloc(p, n);
-}
-
 static void oomStore(void) {
   setupSchema();
   Tok("[{:p/id \"a\" :p/email \"a@x\" :p/name \"A\"} {:p/id \"b\" :p/email \"b@x\"}]");
@@ -987,18 +971,12 @@ static void oomStore(void) {
 ** error) and leaves the store byte-identical; one that got past the failure
 ** must have written the whole transaction (run under valgrind for leaks). */
 START_TEST(test_oom_sweep) {
-  sqlite3_mem_methods m;
   sqlite3_str *pTx;
   char *zTx, *zBefore;
   int n, i, bDone = 0, nFail = 0;
   closeStore();
-  sqlite3_shutdown();
-  ck_assert_int_eq(sqlite3_config(SQLITE_CONFIG_GETMALLOC, &memDefault), SQLITE_OK);
-  m = memDefault;
-  m.xMalloc = oomMalloc;
-  m.xRealloc = oomRealloc;
-  ck_assert_int_eq(sqlite3_config(SQLITE_CONFIG_MALLOC, &m), SQLITE_OK);
-  ck_assert_int_eq(sqlite3_initialize(), SQLITE_OK);
+  tuOomOnce = 1;   /* transient failures: the sweep checks recovery too */
+  tuOomInstall();
   oomStore();
   zBefore = dump();
   pTx = sqlite3_str_new(NULL);
@@ -1015,10 +993,10 @@ START_TEST(test_oom_sweep) {
     sqlite3_str *pOut = sqlite3_str_new(NULL);
     char *zErr = NULL, *zAfter;
     int rc, bReached;
-    nAllocLeft = n;
+    tuOomLeft = n;
     rc = txTransact(gStore, zTx, (int)strlen(zTx), pOut, &zErr);
-    bReached = nAllocLeft == -1;
-    nAllocLeft = -1;
+    bReached = tuOomLeft == -1;
+    tuOomLeft = -1;
     sqlite3_free(sqlite3_str_finish(pOut));
     ck_assert_msg(rc == SQLITE_OK || rc == SQLITE_NOMEM || rc == SQLITE_ERROR || (rc & 0xff) == SQLITE_NOMEM,
                   "failing allocation %d: rc %d %s", n, rc, zErr ? zErr : "");
@@ -1049,9 +1027,8 @@ START_TEST(test_oom_sweep) {
   free(zBefore);
   sqlite3_free(zTx);
   closeStore();
-  sqlite3_shutdown();
-  sqlite3_config(SQLITE_CONFIG_MALLOC, &memDefault);
-  sqlite3_initialize();
+  tuOomRemove();
+  tuOomOnce = 0;
 }
 END_TEST
 

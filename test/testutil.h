@@ -62,6 +62,58 @@ static inline char *tuQuery(sqlite3 *db, const char *zSql, const char *z1, const
   return zOut;
 }
 
+/* Allocation failures injected through SQLite's allocator (our code
+** allocates only with sqlite3_malloc): after tuOomLeft more allocations one
+** fails (-1: none). With tuOomOnce set the failure is transient (the next
+** allocation succeeds again); otherwise every allocation fails until the
+** test resets tuOomLeft. tuOomInstall() puts the hooks in (SQLite restarted;
+** once per process, since CK_FORK=no runs every test in one), tuOomRemove()
+** takes them out. Callers close their connections first. */
+static sqlite3_mem_methods tuMemDefault __attribute__((unused));
+static int tuOomLeft __attribute__((unused)) = -1;
+static int tuOomOnce __attribute__((unused)) = 0;
+static int tuOomInstalled __attribute__((unused)) = 0;
+
+static inline void *tuOomMalloc(int n) {
+  if (tuOomLeft == 0) {
+    if (tuOomOnce) tuOomLeft = -1;
+    return NULL;
+  }
+  if (tuOomLeft > 0) tuOomLeft--;
+  return tuMemDefault.xMalloc(n);
+}
+
+static inline void *tuOomRealloc(void *p, int n) {
+  if (tuOomLeft == 0) {
+    if (tuOomOnce) tuOomLeft = -1;
+    return NULL;
+  }
+  if (tuOomLeft > 0) tuOomLeft--;
+  return tuMemDefault.xRealloc(p, n);
+}
+
+static inline void tuOomInstall(void) {
+  sqlite3_mem_methods m;
+  if (tuOomInstalled) return;
+  tuOomInstalled = 1;
+  sqlite3_shutdown();
+  ck_assert_int_eq(sqlite3_config(SQLITE_CONFIG_GETMALLOC, &tuMemDefault), SQLITE_OK);
+  m = tuMemDefault;
+  m.xMalloc = tuOomMalloc;
+  m.xRealloc = tuOomRealloc;
+  ck_assert_int_eq(sqlite3_config(SQLITE_CONFIG_MALLOC, &m), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_initialize(), SQLITE_OK);
+}
+
+static inline void tuOomRemove(void) {
+  if (!tuOomInstalled) return;
+  tuOomInstalled = 0;
+  tuOomLeft = -1;
+  sqlite3_shutdown();
+  sqlite3_config(SQLITE_CONFIG_MALLOC, &tuMemDefault);
+  sqlite3_initialize();
+}
+
 /* One test program per suite: TU_MAIN(ednSuite) gives main(). */
 #define TU_MAIN(SUITE_FN)                                        \
   int main(void) {                                               \
