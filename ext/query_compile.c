@@ -55,6 +55,20 @@ int qcErr(QComp *pC, const EdnValue *p, const char *zFmt, ...) {
   return pC->rc;
 }
 
+int qcPullColumn(QComp *pC, const QFindElem *pE, QPlanCol *pCol) {
+  char *zErr = NULL;
+  int rc = pullValidate(pC->pSchema, pE->pPattern, &zErr);
+  if (rc != SQLITE_OK) {
+    sqlite3_free(*pC->pzErr);
+    *pC->pzErr = zErr;
+    pC->rc = rc;
+    return rc;
+  }
+  pCol->kind = QCOL_PULL;
+  pCol->pPattern = pE->pPattern;
+  return SQLITE_OK;
+}
+
 void qcWhere(QCtx *pX, char *zTerm) {
   if (zTerm == NULL) { qcNoMem(pX->pC); return; }
   if (pX->nWhere++) sqlite3_str_appendall(pX->pWhere, " AND ");
@@ -1058,18 +1072,7 @@ static int qcAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
     QVar *pV = NULL;
     if (qcFindVar(pC, pX, pE->pVar, ":find", &pV)) break;
     qcSelectVar(pC, pSql, &nCol, pV, &pPlan->aCol[i]);
-    if (pE->kind == QF_PULL) {
-      char *zErr = NULL;
-      int rc = pullValidate(pC->pSchema, pE->pPattern, &zErr);
-      if (rc != SQLITE_OK) {
-        sqlite3_free(*pC->pzErr);
-        *pC->pzErr = zErr;
-        pC->rc = rc;
-        break;
-      }
-      pPlan->aCol[i].kind = QCOL_PULL;
-      pPlan->aCol[i].pPattern = pE->pPattern;
-    }
+    if (pE->kind == QF_PULL && qcPullColumn(pC, pE, &pPlan->aCol[i])) break;
   }
   for (i = 0; i < pQ->nWith && pC->rc == SQLITE_OK; i++) {
     QVar *pV = NULL;

@@ -161,6 +161,11 @@ int qPlanBind(const QueryPlan *p, sqlite3_stmt *pStmt, const Schema *pSchema,
 
 /* Error at form p ("line L col C: ...") unless one is set; returns the rc. */
 int qcErr(QComp *pC, const EdnValue *p, const char *zFmt, ...);
+
+/* Makes find column pCol the pull of element pE after checking its pattern
+** (a bad pattern fails the compile, before any row). SQLite code; on error
+** pC->rc and *pC->pzErr are set. */
+int qcPullColumn(QComp *pC, const QFindElem *pE, QPlanCol *pCol);
 int qcNoMem(QComp *pC);
 /* Appends " AND term" to the scope's WHERE. zTerm is sqlite3_malloc'd and
 ** taken over (NULL means OOM). */

@@ -17,7 +17,6 @@
 */
 #include <string.h>
 #include "query_compile.h"
-#include "pull.h"
 
 /* Index of variable zName among the inner columns, adding it if new. */
 static int qcInnerCol(QComp *pC, QCtx *pX, sqlite3_str *pInner, const char **azCol,
@@ -94,18 +93,7 @@ int qcAggregate(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *pSql) {
         sqlite3_str_appendf(pOuter, ", t%d AS c%d", k, nOut);
         pCol->iTagCol = nOut++;
       }
-      if (pE->kind == QF_PULL) {
-        char *zErr = NULL;
-        int rc = pullValidate(pC->pSchema, pE->pPattern, &zErr);
-        if (rc != SQLITE_OK) {
-          sqlite3_free(*pC->pzErr);
-          *pC->pzErr = zErr;
-          pC->rc = rc;
-          break;
-        }
-        pCol->kind = QCOL_PULL;
-        pCol->pPattern = pE->pPattern;
-      }
+      if (pE->kind == QF_PULL && qcPullColumn(pC, pE, pCol)) break;
       if (pE->kind != QF_AGG) {
         sqlite3_str_appendf(pGroup, "%sv%d", nGroup++ ? ", " : "", k);
         if (vt == VT_NONE) sqlite3_str_appendf(pGroup, ", t%d", k);
