@@ -12,6 +12,7 @@
 #ifndef MENTAT_EDN_H
 #define MENTAT_EDN_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include "sqlite_api.h"
 
@@ -97,6 +98,13 @@ int ednReadAll(EdnArena *pArena, const char *z, int n,
 ** / "no EDN form in input" otherwise). */
 int ednReadOne(EdnArena *pArena, const char *z, int n,
                EdnValue **ppForm, EdnError *pErr);
+
+/* Replaces *pzErr (freeing the previous message) with "<zPrefix>line L col
+** C: <message>", the position left out when line <= 0, zPrefix may be "".
+** The one way every stage reports an error at a place in EDN input.
+** Returns SQLITE_ERROR, or SQLITE_NOMEM (with *pzErr NULL) when the message
+** cannot be built. */
+int ednErrorV(char **pzErr, const char *zPrefix, int line, int col, const char *zFmt, va_list ap);
 
 /* Appends EDN text for p (round-trips through ednReadOne). */
 void ednPrint(sqlite3_str *pOut, const EdnValue *p);

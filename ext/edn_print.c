@@ -312,3 +312,14 @@ void ednJsonDouble(sqlite3_str *pOut, double d) {
   else if (isinf(d)) sqlite3_str_appendall(pOut, d > 0 ? "1e999" : "-1e999");
   else { ednDoubleText(d, aBuf); sqlite3_str_appendall(pOut, aBuf); }
 }
+
+int ednErrorV(char **pzErr, const char *zPrefix, int line, int col, const char *zFmt, va_list ap) {
+  char *zMsg = sqlite3_vmprintf(zFmt, ap);
+  sqlite3_free(*pzErr);
+  *pzErr = NULL;
+  if (zMsg == NULL) return SQLITE_NOMEM;
+  if (line > 0) *pzErr = sqlite3_mprintf("%sline %d col %d: %s", zPrefix, line, col, zMsg);
+  else *pzErr = sqlite3_mprintf("%s%s", zPrefix, zMsg);
+  sqlite3_free(zMsg);
+  return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+}

@@ -35,19 +35,11 @@ typedef struct PullParse {
 ** message itself cannot be allocated). */
 static int pullParseErr(PullParse *p, const EdnValue *pAt, const char *zFmt, ...) {
   va_list ap;
-  char *zMsg;
+  int rc;
   va_start(ap, zFmt);
-  zMsg = sqlite3_vmprintf(zFmt, ap);
+  rc = ednErrorV(p->pzErr, "pull pattern: ", pAt ? pAt->line : 0, pAt ? pAt->col : 0, zFmt, ap);
   va_end(ap);
-  if (zMsg == NULL) return SQLITE_NOMEM;
-  sqlite3_free(*p->pzErr);
-  if (pAt && pAt->line > 0) {
-    *p->pzErr = sqlite3_mprintf("pull pattern: line %d col %d: %s", pAt->line, pAt->col, zMsg);
-  } else {
-    *p->pzErr = sqlite3_mprintf("pull pattern: %s", zMsg);
-  }
-  sqlite3_free(zMsg);
-  return *p->pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+  return rc;
 }
 
 static int pullIsWildcard(const EdnValue *pV) {

@@ -36,22 +36,14 @@ int qcNoMem(QComp *pC) {
 
 int qcErr(QComp *pC, const EdnValue *p, const char *zFmt, ...) {
   va_list ap;
-  char *zMsg;
+  int rc;
   if (pC->rc != SQLITE_OK) return pC->rc;
   if (p == NULL || p->line <= 0) p = pC->pAt;
   va_start(ap, zFmt);
-  zMsg = sqlite3_vmprintf(zFmt, ap);
+  rc = ednErrorV(pC->pzErr, "", p ? p->line : 0, p ? p->col : 0, zFmt, ap);
   va_end(ap);
-  if (zMsg == NULL) return qcNoMem(pC);
-  sqlite3_free(*pC->pzErr);
-  if (p && p->line > 0) {
-    *pC->pzErr = sqlite3_mprintf("line %d col %d: %s", p->line, p->col, zMsg);
-    sqlite3_free(zMsg);
-    if (*pC->pzErr == NULL) return qcNoMem(pC);
-  } else {
-    *pC->pzErr = zMsg;
-  }
-  pC->rc = SQLITE_ERROR;
+  if (rc == SQLITE_NOMEM) return qcNoMem(pC);
+  pC->rc = rc;
   return pC->rc;
 }
 

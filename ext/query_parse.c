@@ -40,26 +40,10 @@ int qIsSrc(const EdnValue *p) {
 ** unless an error is already set. Returns SQLITE_ERROR. */
 static int qpErr(QParse *pP, const EdnValue *p, const char *zFmt, ...) {
   va_list ap;
-  char *zMsg;
   if (pP->rc != SQLITE_OK) return pP->rc;
   va_start(ap, zFmt);
-  zMsg = sqlite3_vmprintf(zFmt, ap);
+  pP->rc = ednErrorV(pP->pzErr, "", p ? p->line : 0, p ? p->col : 0, zFmt, ap);
   va_end(ap);
-  sqlite3_free(*pP->pzErr);
-  if (zMsg == NULL) {
-    *pP->pzErr = NULL;
-    pP->rc = SQLITE_NOMEM;
-    return pP->rc;
-  }
-  if (p && p->line > 0) {
-    *pP->pzErr = sqlite3_mprintf("line %d col %d: %s", p->line, p->col, zMsg);
-    sqlite3_free(zMsg);
-    if (*pP->pzErr == NULL) pP->rc = SQLITE_NOMEM;
-    else pP->rc = SQLITE_ERROR;
-  } else {
-    *pP->pzErr = zMsg;
-    pP->rc = SQLITE_ERROR;
-  }
   return pP->rc;
 }
 

@@ -156,20 +156,11 @@ int txStmt(Tx *p, int eStmt, sqlite3_stmt **ppStmt) {
 ** and returns SQLITE_ERROR (SQLITE_NOMEM if the message cannot be built). */
 int txErr(Tx *p, int line, int col, const char *zFmt, ...) {
   va_list ap;
-  char *zMsg;
+  int rc;
   va_start(ap, zFmt);
-  zMsg = sqlite3_vmprintf(zFmt, ap);
+  rc = ednErrorV(p->pzErr, "", line, col, zFmt, ap);
   va_end(ap);
-  if (zMsg == NULL) return SQLITE_NOMEM;
-  sqlite3_free(*p->pzErr);
-  if (line > 0) {
-    *p->pzErr = sqlite3_mprintf("line %d col %d: %s", line, col, zMsg);
-    sqlite3_free(zMsg);
-    if (*p->pzErr == NULL) return SQLITE_NOMEM;
-  } else {
-    *p->pzErr = zMsg;
-  }
-  return SQLITE_ERROR;
+  return rc;
 }
 
 /* An error from an SQLite call on the writer: "<zWhat><sqlite message>",
