@@ -42,72 +42,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "store.h"
 
-#define STORE_CACHE_DEFAULT 16
-#define STORE_WAL_RESTART_DEFAULT (64LL * 1024 * 1024)
-/* The post-commit checkpoint must not stall the writer behind readers:
-** it tries briefly and leaves the WAL for a later commit otherwise. */
-#define STORE_CHECKPOINT_BUSY_MS 100
-#define STORE_BUSY_TIMEOUT_MS 10000
-/* The writer checkpoints after this many WAL pages, where the format's
-** connection setting is 32: at 32 a checkpoint ran every few small commits
-** (bench s, one-datom edn_t with readers in another process: 54 -> 402
-** tx/s at synchronous=NORMAL, 80 -> 155 at FULL with 1000). Only the
-** committing connection checkpoints automatically, so readers keep the
-** format's value; the WAL stays bounded by storeMaybeRestartWal (SPEC §3). */
-#define STORE_WRITER_AUTOCHECKPOINT 1000
+#include "store_int.h"
 
-/* A cheap signature of the state the schema is read from: the tx
-** partition's mark (every Mentat commit bumps it) and the row count and
-** largest rowid of the `idents` and `schema` mirrors (which a plain insert
-** or delete changes). Equal signatures are taken to mean an unchanged
-** schema; anything else is settled by the full fingerprint. */
-typedef struct StoreSig {
-  sqlite3_int64 iMark;
-  sqlite3_int64 a[4];
-} StoreSig;
-
+/* The state signature (StoreSig), one row. */
 static const char zSigSql[] =
   "SELECT (SELECT idx FROM known_parts WHERE part = ':db.part/tx'),"
   " (SELECT count(*) FROM idents), (SELECT max(rowid) FROM idents),"
   " (SELECT count(*) FROM schema), (SELECT max(rowid) FROM schema)";
-
-/* A pooled connection: the public StoreConn first, then our statements. */
-typedef struct StoreConnImpl {
-  StoreConn base;
-  sqlite3_stmt *pDataVersion;   /* PRAGMA data_version */
-  sqlite3_stmt *pSig;           /* zSigSql */
-  sqlite3_stmt *pFingerprint;   /* schemaFingerprintSql() */
-} StoreConnImpl;
-
-struct Store {
-  char *zPath;                  /* canonical path, "" in memory */
-  char *zWalPath;               /* zPath + "-wal", NULL in memory */
-  dev_t dev;
-  ino_t ino;
-  int bMemory;
-  int nRef;                     /* guarded by the cache mutex */
-  int bCached;                  /* in the cache list; cache mutex */
-  Store *pPrev, *pNext;         /* LRU links; cache mutex */
-  pthread_mutex_t mutex;        /* pIdle, pSchema, iSchemaMark, known */
-  pthread_mutex_t writeMutex;   /* one writer at a time in-process */
-  StoreConn *pWriter;
-  StoreConn *pIdle;             /* idle readers, a stack */
-  Schema *pSchema;              /* published snapshot */
-  sqlite3_int64 iSchemaMark;    /* tx mark of the snapshot it was read from */
-  StoreSig known;               /* a state at which pSchema is known exact */
-  int bKnown;
-  sqlite3_int64 nAnalyzed;      /* storeTune's; under writeMutex */
-};
-
-typedef struct StoreCache {
-  pthread_mutex_t mutex;
-  Store *pFirst, *pLast;        /* most / least recently used */
-  int nStore;
-  int nMax;                     /* MENTAT_STORE_CACHE */
-  sqlite3_int64 nWalRestart;    /* MENTAT_WAL_RESTART_BYTES */
-} StoreCache;
 
 static pthread_mutex_t gInitMutex = PTHREAD_MUTEX_INITIALIZER;
 static StoreCache *gpCache = NULL;
@@ -125,7 +67,7 @@ static sqlite3_int64 storeEnvInt(const char *zName, sqlite3_int64 iDefault) {
 
 /* The cache, created on first use; its settings are read from the
 ** environment once, as a process has one policy. */
-static StoreCache *storeCache(void) {
+StoreCache *storeCache(void) {
   pthread_mutex_lock(&gInitMutex);
   if (gpCache == NULL) {
     pthread_mutex_init(&gCache.mutex, NULL);
@@ -138,7 +80,7 @@ static StoreCache *storeCache(void) {
   return gpCache;
 }
 
-static void storeErr(char **pzErr, char *zMsg) {
+void storeErr(char **pzErr, char *zMsg) {
   if (pzErr == NULL) { sqlite3_free(zMsg); return; }
   sqlite3_free(*pzErr);
   *pzErr = zMsg;
@@ -194,7 +136,7 @@ static int storeConnOpen(Store *pStore, int bValidate, StoreConn **ppConn, char 
   return SQLITE_OK;
 }
 
-static int storeStepInt(sqlite3_stmt *pStmt, sqlite3_int64 *piOut) {
+int storeStepInt(sqlite3_stmt *pStmt, sqlite3_int64 *piOut) {
   int rc = sqlite3_step(pStmt);
   *piOut = (rc == SQLITE_ROW) ? sqlite3_column_int64(pStmt, 0) : 0;
   if (rc == SQLITE_ROW || rc == SQLITE_DONE) rc = SQLITE_OK;
@@ -202,7 +144,7 @@ static int storeStepInt(sqlite3_stmt *pStmt, sqlite3_int64 *piOut) {
   return rc;
 }
 
-static int storeReadSig(StoreConnImpl *pImpl, StoreSig *pSig) {
+int storeReadSig(StoreConnImpl *pImpl, StoreSig *pSig) {
   sqlite3_stmt *pStmt = pImpl->pSig;
   int rc = sqlite3_step(pStmt);
   memset(pSig, 0, sizeof *pSig);
@@ -217,13 +159,13 @@ static int storeReadSig(StoreConnImpl *pImpl, StoreSig *pSig) {
   return rc;
 }
 
-static int storeSigEqual(const StoreSig *a, const StoreSig *b) {
+int storeSigEqual(const StoreSig *a, const StoreSig *b) {
   return a->iMark == b->iMark && memcmp(a->a, b->a, sizeof a->a) == 0;
 }
 
 /* Records that the published schema is exact at state sig (unless a newer
 ** state is already recorded). Store mutex held. */
-static void storeSetKnown(Store *p, const StoreSig *pSig) {
+void storeSetKnown(Store *p, const StoreSig *pSig) {
   if (!p->bKnown || pSig->iMark >= p->known.iMark) {
     p->known = *pSig;
     p->bKnown = 1;
@@ -232,7 +174,7 @@ static void storeSetKnown(Store *p, const StoreSig *pSig) {
 
 /* Swaps in pNew (read at tx mark iMark) unless the published snapshot was
 ** read from a newer state. Takes its own reference. */
-static void storePublish(Store *p, Schema *pNew, sqlite3_int64 iMark) {
+void storePublish(Store *p, Schema *pNew, sqlite3_int64 iMark) {
   Schema *pOld = NULL;
   pthread_mutex_lock(&p->mutex);
   if (p->pSchema == NULL || iMark > p->iSchemaMark
@@ -250,7 +192,7 @@ static void storePublish(Store *p, Schema *pNew, sqlite3_int64 iMark) {
 /* Makes sure the published schema is at least as new as what pConn's next
 ** statement will see (see HOW IT WORKS). bInTx: pConn is already inside a
 ** transaction (the writer after BEGIN IMMEDIATE). */
-static int storeRevalidate(Store *p, StoreConn *pConn, int bInTx, char **pzErr) {
+int storeRevalidate(Store *p, StoreConn *pConn, int bInTx, char **pzErr) {
   StoreConnImpl *pImpl = (StoreConnImpl *)pConn;
   sqlite3 *db = pConn->db;
   sqlite3_int64 iVersion = 0, iMark;
@@ -307,44 +249,6 @@ cleanup:
   }
   schemaUnref(pNew);
   return rc;
-}
-
-/* Runs storeTune on the writer (write mutex held, or the Store not yet
-** shared). When it changed the managed indexes, the schema is reloaded and
-** published even though its fingerprint is unchanged: the new snapshot's
-** Attr.bValueIndex lets compiled queries use the new indexes, and its new
-** generation retires the plans cached without them. Errors are dropped:
-** tuning is retried after a later commit. */
-static void storeTuneWriter(Store *p, int bCheckIndexes) {
-  StoreConnImpl *pW = (StoreConnImpl *)p->pWriter;
-  sqlite3 *db = pW->base.db;
-  Schema *pCur, *pNew = NULL, *pOld = NULL;
-  StoreSig sig;
-  int bChanged = 0, rc;
-
-  pthread_mutex_lock(&p->mutex);
-  pCur = p->pSchema;
-  schemaRef(pCur);
-  pthread_mutex_unlock(&p->mutex);
-  rc = storeTune(db, pCur, &p->nAnalyzed, bCheckIndexes, &bChanged);
-  schemaUnref(pCur);
-  if (rc != SQLITE_OK || !bChanged) return;
-  if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) return;
-  rc = storeReadSig(pW, &sig);
-  if (rc == SQLITE_OK) rc = schemaLoad(db, &pNew, NULL);
-  sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-  if (rc != SQLITE_OK) return;
-  pthread_mutex_lock(&p->mutex);
-  if (sig.iMark >= p->iSchemaMark) {
-    pOld = p->pSchema;
-    p->pSchema = pNew;
-    p->iSchemaMark = sig.iMark;
-    storeSetKnown(p, &sig);
-    pNew = NULL;
-  }
-  pthread_mutex_unlock(&p->mutex);
-  schemaUnref(pOld);
-  schemaUnref(pNew);
 }
 
 /* --------------------------------------------------------------- stores */
@@ -700,7 +604,7 @@ int storeReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
 ** pins the WAL so no checkpoint can restart it. The callers reset their
 ** statements; this sweep makes a forgotten one harmless. It walks only the
 ** connection's own prepared statements (bounded by its caches). */
-static void storeConnQuiesce(StoreConn *pConn) {
+void storeConnQuiesce(StoreConn *pConn) {
   for (sqlite3_stmt *pStmt = sqlite3_next_stmt(pConn->db, NULL); pStmt;
        pStmt = sqlite3_next_stmt(pConn->db, pStmt)) {
     if (sqlite3_stmt_busy(pStmt)) sqlite3_reset(pStmt);
@@ -717,81 +621,4 @@ void storeReaderDone(Store *p, StoreConn *pConn) {
   pConn->pNext = p->pIdle;
   p->pIdle = pConn;
   pthread_mutex_unlock(&p->mutex);
-}
-
-/* --------------------------------------------------------------- writes */
-
-int storeWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
-  StoreConn *pConn = p->pWriter;
-  int rc;
-
-  *ppConn = NULL;
-  *ppSchema = NULL;
-  pthread_mutex_lock(&p->writeMutex);
-  rc = sqlite3_exec(pConn->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-  if (rc != SQLITE_OK) {
-    storeErr(pzErr, sqlite3_mprintf("cannot begin a write on store %s: %s",
-                                    p->bMemory ? "(in memory)" : p->zPath,
-                                    sqlite3_errmsg(pConn->db)));
-    goto cleanup;
-  }
-  rc = storeRevalidate(p, pConn, 1, pzErr);
-  if (rc != SQLITE_OK) {
-    sqlite3_exec(pConn->db, "ROLLBACK", NULL, NULL, NULL);
-    goto cleanup;
-  }
-  pthread_mutex_lock(&p->mutex);
-  *ppSchema = p->pSchema;
-  schemaRef(p->pSchema);
-  pthread_mutex_unlock(&p->mutex);
-  *ppConn = pConn;
-
-cleanup:
-  if (rc != SQLITE_OK) pthread_mutex_unlock(&p->writeMutex);
-  return rc;
-}
-
-/* After a commit: once the WAL passes the threshold, try to restart it so
-** continuous readers cannot grow it without bound (SPEC §3, B25). Busy is
-** fine: the next commit tries again. */
-static void storeMaybeRestartWal(Store *p, sqlite3 *db) {
-  struct stat st;
-  sqlite3_int64 nLimit = storeCache()->nWalRestart;
-  if (p->bMemory || p->zWalPath == NULL) return;
-  if (stat(p->zWalPath, &st) != 0 || (sqlite3_int64)st.st_size <= nLimit) return;
-  sqlite3_busy_timeout(db, STORE_CHECKPOINT_BUSY_MS);
-  sqlite3_exec(db, "PRAGMA wal_checkpoint(RESTART)", NULL, NULL, NULL);
-  sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
-}
-
-int storeWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, char **pzErr) {
-  StoreConnImpl *pImpl = (StoreConnImpl *)pConn;
-  StoreSig sig;
-  int rc = SQLITE_OK;
-
-  if (pConn == NULL) return SQLITE_OK;    /* storeWriteBegin failed */
-  if (bCommit) {
-    /* The state being committed, read inside the transaction: the new
-    ** schema belongs to it, or (no schema change) the published one does,
-    ** as storeWriteBegin made it current under the write lock. */
-    rc = storeReadSig(pImpl, &sig);
-    if (rc == SQLITE_OK) rc = sqlite3_exec(pConn->db, "COMMIT", NULL, NULL, NULL);
-    if (rc != SQLITE_OK) {
-      storeErr(pzErr, sqlite3_mprintf("cannot commit to store %s: %s",
-                                      p->bMemory ? "(in memory)" : p->zPath,
-                                      sqlite3_errmsg(pConn->db)));
-    }
-  }
-  storeConnQuiesce(pConn);
-  if (bCommit && rc == SQLITE_OK) {
-    if (pNewSchema) storePublish(p, pNewSchema, sig.iMark);
-    pthread_mutex_lock(&p->mutex);
-    if (pNewSchema == NULL || p->pSchema == pNewSchema) storeSetKnown(p, &sig);
-    pthread_mutex_unlock(&p->mutex);
-    storeMaybeRestartWal(p, pConn->db);
-    /* Still under the write mutex: tuning writes on this connection. */
-    storeTuneWriter(p, pNewSchema != NULL);
-  }
-  pthread_mutex_unlock(&p->writeMutex);
-  return rc;
 }

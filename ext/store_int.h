@@ -1,0 +1,92 @@
+/*
+** store_int.h — the store cache's private types, shared by store_cache.c
+** (cache, pool, revalidation) and store_write.c (the writer's begin/commit,
+** checkpoint and tuning policy). Not for other modules: use store.h.
+*/
+#ifndef MENTAT_STORE_INT_H
+#define MENTAT_STORE_INT_H
+#include <pthread.h>
+#include <sys/types.h>
+#include "store.h"
+
+#define STORE_CACHE_DEFAULT 16
+#define STORE_WAL_RESTART_DEFAULT (64LL * 1024 * 1024)
+/* The post-commit checkpoint must not stall the writer behind readers:
+** it tries briefly and leaves the WAL for a later commit otherwise. */
+#define STORE_CHECKPOINT_BUSY_MS 100
+#define STORE_BUSY_TIMEOUT_MS 10000
+/* The writer checkpoints after this many WAL pages, where the format's
+** connection setting is 32: at 32 a checkpoint ran every few small commits
+** (bench s, one-datom edn_t with readers in another process: 54 -> 402
+** tx/s at synchronous=NORMAL, 80 -> 155 at FULL with 1000). Only the
+** committing connection checkpoints automatically, so readers keep the
+** format's value; the WAL stays bounded by storeMaybeRestartWal (SPEC §3). */
+#define STORE_WRITER_AUTOCHECKPOINT 1000
+
+/* A cheap signature of the state the schema is read from: the tx
+** partition's mark (every Mentat commit bumps it) and the row count and
+** largest rowid of the `idents` and `schema` mirrors (which a plain insert
+** or delete changes). Equal signatures are taken to mean an unchanged
+** schema; anything else is settled by the full fingerprint. */
+typedef struct StoreSig {
+  sqlite3_int64 iMark;
+  sqlite3_int64 a[4];
+} StoreSig;
+
+/* A pooled connection: the public StoreConn first, then our statements. */
+typedef struct StoreConnImpl {
+  StoreConn base;
+  sqlite3_stmt *pDataVersion;   /* PRAGMA data_version */
+  sqlite3_stmt *pSig;           /* zSigSql */
+  sqlite3_stmt *pFingerprint;   /* schemaFingerprintSql() */
+} StoreConnImpl;
+
+struct Store {
+  char *zPath;                  /* canonical path, "" in memory */
+  char *zWalPath;               /* zPath + "-wal", NULL in memory */
+  dev_t dev;
+  ino_t ino;
+  int bMemory;
+  int nRef;                     /* guarded by the cache mutex */
+  int bCached;                  /* in the cache list; cache mutex */
+  Store *pPrev, *pNext;         /* LRU links; cache mutex */
+  pthread_mutex_t mutex;        /* pIdle, pSchema, iSchemaMark, known */
+  pthread_mutex_t writeMutex;   /* one writer at a time in-process */
+  StoreConn *pWriter;
+  StoreConn *pIdle;             /* idle readers, a stack */
+  Schema *pSchema;              /* published snapshot */
+  sqlite3_int64 iSchemaMark;    /* tx mark of the snapshot it was read from */
+  StoreSig known;               /* a state at which pSchema is known exact */
+  int bKnown;
+  sqlite3_int64 nAnalyzed;      /* storeTune's; under writeMutex */
+};
+
+typedef struct StoreCache {
+  pthread_mutex_t mutex;
+  Store *pFirst, *pLast;        /* most / least recently used */
+  int nStore;
+  int nMax;                     /* MENTAT_STORE_CACHE */
+  sqlite3_int64 nWalRestart;    /* MENTAT_WAL_RESTART_BYTES */
+} StoreCache;
+
+/* The process-wide cache, created on first use. */
+StoreCache *storeCache(void);
+/* Replaces *pzErr (if pzErr) with zMsg (sqlite3_malloc'd, taken). */
+void storeErr(char **pzErr, char *zMsg);
+/* Steps a one-integer statement and resets it; *piOut 0 when no row. */
+int storeStepInt(sqlite3_stmt *pStmt, sqlite3_int64 *piOut);
+/* Reads the state signature on pImpl's connection (inside its transaction). */
+int storeReadSig(StoreConnImpl *pImpl, StoreSig *pSig);
+int storeSigEqual(const StoreSig *a, const StoreSig *b);
+/* Records that the published schema is exact at *pSig. Store mutex held. */
+void storeSetKnown(Store *p, const StoreSig *pSig);
+/* Publishes pNew (read at tx mark iMark) unless a newer one is published. */
+void storePublish(Store *p, Schema *pNew, sqlite3_int64 iMark);
+/* Makes the published schema current for pConn's next statement. */
+int storeRevalidate(Store *p, StoreConn *pConn, int bInTx, char **pzErr);
+/* Resets pConn's busy statements and ends any open transaction. */
+void storeConnQuiesce(StoreConn *pConn);
+/* storeTune on the writer (write mutex held, or the Store not yet shared). */
+void storeTuneWriter(Store *p, int bCheckIndexes);
+
+#endif
