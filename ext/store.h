@@ -61,6 +61,30 @@ const char *storePath(const Store *p);
 int storeReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr);
 void storeReaderDone(Store *p, StoreConn *pConn);
 
+/* A host cursor that keeps a store read snapshot open between host calls
+** (an edn_q cursor with rows left). A snapshot pins the WAL: no checkpoint
+** can copy or rewind past it, so an idle, un-exhausted host cursor would
+** let the WAL grow with every later commit (B25). Holders register here;
+** when the writer's post-commit checkpoint is blocked it calls
+** storeHoldsRelease, which runs each hold's xRelease on the writer's
+** thread: xRelease must end the snapshot (the edn_q cursor spills its
+** remaining rows to a temp table and resets its store statement) and must
+** not call back into the store's list. Each holder serialises its own
+** uses of the snapshot with xRelease (its own mutex). Register with
+** storeHoldAdd after the snapshot is open; storeHoldRemove before the
+** hold's memory goes, never while holding the holder's own mutex. */
+typedef struct StoreHold StoreHold;
+struct StoreHold {
+  void (*xRelease)(StoreHold *pHold);
+  StoreHold *pHoldPrev, *pHoldNext;   /* the store's list; store-private */
+};
+void storeHoldAdd(Store *p, StoreHold *pHold);
+void storeHoldRemove(Store *p, StoreHold *pHold);
+/* Asks every registered hold to let go of its snapshot (each is removed
+** from the list first, so it is asked once); returns how many were asked.
+** Called by the writer (store_write.c) under the write mutex. */
+int storeHoldsRelease(Store *p);
+
 /* Begins a write: takes the store's write mutex, BEGIN IMMEDIATE on the
 ** writer connection (waiting under the busy timeout), revalidates the
 ** schema. *ppSchema as for storeReader. Always pair with storeWriteEnd.

@@ -264,6 +264,7 @@ static void storeFree(Store *p) {
   schemaUnref(p->pSchema);
   pthread_mutex_destroy(&p->mutex);
   pthread_mutex_destroy(&p->writeMutex);
+  pthread_mutex_destroy(&p->holdMutex);
   sqlite3_free(p->zPath);
   sqlite3_free(p->zWalPath);
   sqlite3_free(p);
@@ -286,6 +287,7 @@ static int storeOpen(char *zCanon, Store **ppStore, char **pzErr) {
   memset(p, 0, sizeof *p);
   pthread_mutex_init(&p->mutex, NULL);
   pthread_mutex_init(&p->writeMutex, NULL);
+  pthread_mutex_init(&p->holdMutex, NULL);
   p->zPath = zCanon;
   p->bMemory = (zCanon[0] == 0);
   p->nRef = 1;
@@ -621,4 +623,47 @@ void storeReaderDone(Store *p, StoreConn *pConn) {
   pConn->pNext = p->pIdle;
   p->pIdle = pConn;
   pthread_mutex_unlock(&p->mutex);
+}
+
+/* ---------------------------------------------------------------- holds */
+
+/* The list is guarded by holdMutex, which storeHoldsRelease keeps across
+** the xRelease calls: a holder removing itself (to free its memory) waits
+** until a release in progress is over, so xRelease never runs on freed
+** memory. Holders never take holdMutex while holding their own mutex, and
+** xRelease takes only its holder's, so the two cannot deadlock. */
+void storeHoldAdd(Store *p, StoreHold *pHold) {
+  pthread_mutex_lock(&p->holdMutex);
+  pHold->pHoldPrev = NULL;
+  pHold->pHoldNext = p->pHolds;
+  if (p->pHolds) p->pHolds->pHoldPrev = pHold;
+  p->pHolds = pHold;
+  pthread_mutex_unlock(&p->holdMutex);
+}
+
+static void storeHoldUnlink(Store *p, StoreHold *pHold) {
+  if (pHold->pHoldPrev) pHold->pHoldPrev->pHoldNext = pHold->pHoldNext;
+  else if (p->pHolds == pHold) p->pHolds = pHold->pHoldNext;
+  else return;                              /* not in the list (released) */
+  if (pHold->pHoldNext) pHold->pHoldNext->pHoldPrev = pHold->pHoldPrev;
+  pHold->pHoldPrev = pHold->pHoldNext = NULL;
+}
+
+void storeHoldRemove(Store *p, StoreHold *pHold) {
+  pthread_mutex_lock(&p->holdMutex);
+  storeHoldUnlink(p, pHold);
+  pthread_mutex_unlock(&p->holdMutex);
+}
+
+int storeHoldsRelease(Store *p) {
+  int n = 0;
+  pthread_mutex_lock(&p->holdMutex);
+  while (p->pHolds) {
+    StoreHold *pHold = p->pHolds;
+    storeHoldUnlink(p, pHold);
+    pHold->xRelease(pHold);
+    n++;
+  }
+  pthread_mutex_unlock(&p->holdMutex);
+  return n;
 }

@@ -59,6 +59,8 @@ struct Store {
   StoreSig known;               /* a state at which pSchema is known exact */
   int bKnown;
   sqlite3_int64 nAnalyzed;      /* storeTune's; under writeMutex */
+  pthread_mutex_t holdMutex;    /* pHolds, and every xRelease call */
+  StoreHold *pHolds;            /* open host cursors' snapshots (B25) */
 };
 
 typedef struct StoreCache {
