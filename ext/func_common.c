@@ -96,12 +96,33 @@ void funcResultJson(sqlite3_context *pCtx, const char *zFunc, sqlite3_str *pOut)
 /* The innermost thread watch of this thread (edn_t during txTransact). */
 static _Thread_local FuncWatch *funcThreadWatch = NULL;
 
+/* Whether the watched host was interrupted: a step of "SELECT 1" on the
+** host fails with SQLITE_INTERRUPT exactly then (this works on hosts older
+** than sqlite3_is_interrupted). The probe is prepared at the first look,
+** not when the watch begins: most calls end before the first look, and a
+** prepare per call was 5% of a point lookup. */
+static int funcWatchProbe(FuncWatch *pWatch) {
+  if (pWatch->pProbe == NULL) {
+    if (pWatch->pHost == NULL || pWatch->bProbeFailed) return 0;
+    int rc = sqlite3_prepare_v2(pWatch->pHost, "SELECT 1", -1, &pWatch->pProbe, NULL);
+    if (rc != SQLITE_OK) {
+      sqlite3_finalize(pWatch->pProbe);
+      pWatch->pProbe = NULL;
+      /* The parser itself stops on an interrupted connection. */
+      if (rc == SQLITE_INTERRUPT) return 1;
+      pWatch->bProbeFailed = 1;
+      return 0;
+    }
+  }
+  sqlite3_step(pWatch->pProbe);
+  return sqlite3_reset(pWatch->pProbe) == SQLITE_INTERRUPT;
+}
+
 /* pArg: a reader watch, or NULL for the thread's watch. */
 static int funcWatchCheck(void *pArg) {
   FuncWatch *pWatch = pArg ? (FuncWatch *)pArg : funcThreadWatch;
-  if (pWatch == NULL || pWatch->pProbe == NULL) return 0;
-  sqlite3_step(pWatch->pProbe);
-  return sqlite3_reset(pWatch->pProbe) == SQLITE_INTERRUPT;
+  if (pWatch == NULL) return 0;
+  return funcWatchProbe(pWatch);
 }
 
 /* Hosts whose SQLite is built with SQLITE_OMIT_PROGRESS_CALLBACK (the one
@@ -136,18 +157,13 @@ void funcWatchInstall(sqlite3 *pStoreDb) {
 }
 
 int funcWatchInterrupted(FuncWatch *pWatch) {
-  if (pWatch->pProbe == NULL) return 0;
-  sqlite3_step(pWatch->pProbe);
-  return sqlite3_reset(pWatch->pProbe) == SQLITE_INTERRUPT;
+  return funcWatchProbe(pWatch);
 }
 
 void funcWatchBegin(FuncWatch *pWatch, sqlite3 *host, sqlite3 *pStoreDb) {
   funcWatchEnd(pWatch);
-  if (sqlite3_prepare_v2(host, "SELECT 1", -1, &pWatch->pProbe, NULL) != SQLITE_OK) {
-    sqlite3_finalize(pWatch->pProbe);
-    pWatch->pProbe = NULL;
-    return;
-  }
+  pWatch->pHost = host;
+  pWatch->bProbeFailed = 0;
   if (pStoreDb) {
     pWatch->pStoreDb = pStoreDb;
     if (FUNC_HAS_PROGRESS) sqlite3_progress_handler(pStoreDb, FUNC_WATCH_OPS, funcWatchCheck, pWatch);
@@ -169,6 +185,7 @@ void funcWatchEnd(FuncWatch *pWatch) {
   }
   sqlite3_finalize(pWatch->pProbe);
   pWatch->pProbe = NULL;
+  pWatch->pHost = NULL;
 }
 
 /* edn_q is registered for 2 and 3 arguments (opts optional), like the

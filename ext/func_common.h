@@ -57,7 +57,9 @@ void funcResultJson(sqlite3_context *pCtx, const char *zFunc, sqlite3_str *pOut)
 typedef struct FuncWatch FuncWatch;
 struct FuncWatch {
   sqlite3 *pStoreDb;        /* watched reader connection, or NULL */
-  sqlite3_stmt *pProbe;     /* "SELECT 1" on the host */
+  sqlite3 *pHost;           /* the host connection watched */
+  sqlite3_stmt *pProbe;     /* "SELECT 1" on the host, prepared at first use */
+  int bProbeFailed;         /* could not prepare it: polling is off */
   FuncWatch *pPrev;         /* thread watch: the one it covers */
   int bThread;              /* a thread watch is active */
 };
