@@ -39,7 +39,10 @@
 #define PULL_STMT_VALUES  0   /* e, a, limit -> v (text for fulltext), tag */
 #define PULL_STMT_ATTRS   1   /* e -> distinct a, ascending */
 #define PULL_STMT_REVERSE 2   /* v (the entity), a, limit -> e */
-#define PULL_NKIND        3
+#define PULL_STMT_ENTITY  3   /* e -> every (a, v, tag) of e in EAVT order, for
+                              ** the wildcard in one read (NULL as of T) */
+#define PULL_STMT_TEXT    4   /* fulltext rowid -> text */
+#define PULL_NKIND        5
 
 /* Time modes (PullTime): the current datoms, the log as of a tx, or the
 ** current datoms asserted after a tx. */
@@ -47,6 +50,8 @@
 #define PULL_TIME_ASOF  1
 #define PULL_TIME_SINCE 2
 #define PULL_NSTMT      (3 * PULL_NKIND)
+
+#define PULL_TEXT_SQL "SELECT text FROM fulltext_values WHERE rowid = ?1"
 
 /* Every statement numbers its parameters alike (unused ones are gaps):
 ** ?1 e (or v for reverse), ?2 a, ?3 limit, ?4 as-of tx, ?5 since tx,
@@ -70,6 +75,12 @@ static const char *const azPullSql[PULL_NSTMT] = {
   ** partial VAET index instead of scanning the attribute. */
   ("SELECT e FROM datoms WHERE v = ?1 AND a = (?2 + 0) AND index_vaet IS NOT 0"
    " AND value_type_tag = 0 ORDER BY e LIMIT ?3"),
+  /* The wildcard's one read: covered by idx_datoms_eavt (e, a, tag, v), in
+  ** the order the map is written; fulltext rowids are turned into text
+  ** from the schema's flag (it cannot change, tx_schema.c), so no table
+  ** row is read. */
+  ("SELECT a, v, value_type_tag FROM datoms WHERE e = ?1 ORDER BY a, value_type_tag, v"),
+  PULL_TEXT_SQL,
 
   /* ---- as of ?4 (and after ?5, 0 when not asked): SPEC §6 and the same
   ** rule query_compile.c uses for as-of patterns — an assertion in the
@@ -101,6 +112,8 @@ static const char *const azPullSql[PULL_NSTMT] = {
   ("SELECT l.e FROM timelined_transactions l WHERE l.a = ?2 AND l.v = ?1"
    " AND l.value_type_tag = 0 AND " PULL_AS_OF_LIVE("l")
    " ORDER BY l.e LIMIT ?3"),
+  NULL,   /* as of T the wildcard walks the attributes (PULL_STMT_ATTRS) */
+  PULL_TEXT_SQL,
 
   /* ---- since ?5: the current datoms asserted after T, as a Datomic
   ** since-db holds them and query_compile.c reads them for `since`. */
@@ -111,6 +124,9 @@ static const char *const azPullSql[PULL_NSTMT] = {
   ("SELECT DISTINCT a FROM datoms WHERE e = ?1 AND tx > ?5 ORDER BY a"),
   ("SELECT e FROM datoms WHERE v = ?1 AND a = (?2 + 0) AND index_vaet IS NOT 0"
    " AND value_type_tag = 0 AND tx > ?5 ORDER BY e LIMIT ?3"),
+  ("SELECT a, v, value_type_tag FROM datoms WHERE e = ?1 AND tx > ?5"
+   " ORDER BY a, value_type_tag, v"),
+  PULL_TEXT_SQL,
 };
 
 struct PullCache {
@@ -365,8 +381,139 @@ static int pullHasKey(const PullPattern *pPat, const char *zKey) {
   return 0;
 }
 
+/* The wildcard item of attribute pAttr, as the per-attribute walk and the
+** one-read scan both write it: Datomic's default limit for many values,
+** component refs expanded with [*]. */
+static void pullWildcardItem(PullRun *p, const Attr *pAttr, PullItem *pItem) {
+  memset(pItem, 0, sizeof(*pItem));
+  pItem->eKind = PULL_KIND_ATTR;
+  pItem->a = pAttr->e;
+  pItem->pAttr = pAttr;
+  pItem->zKey = pAttr->zIdent;
+  pItem->nKey = (int)strlen(pAttr->zIdent);
+  pItem->nLimit = PULL_DEFAULT_LIMIT;
+  if (pAttr->type == VT_REF && pAttr->bComponent) {
+    pItem->pSub = &p->wildcard;
+    pItem->bComponent = 1;
+  }
+}
+
+/* Writes the fulltext value with rowid pRowid (a datom's v) as its text. */
+static int pullWriteText(PullRun *p, sqlite3_value *pRowid, int tag) {
+  sqlite3_stmt *pStmt = NULL;
+  int rc = pullStmt(p, PULL_STMT_TEXT, sqlite3_value_int64(pRowid), 0, 0, 0, &pStmt);
+  if (rc != SQLITE_OK) return rc;
+  rc = sqlite3_step(pStmt);
+  if (rc == SQLITE_ROW) {
+    valueJsonFromStored(p->pOut, sqlite3_column_value(pStmt, 0), tag, 1);
+    rc = SQLITE_OK;
+  } else if (rc == SQLITE_DONE) {
+    sqlite3_str_appendall(p->pOut, "null");   /* a rowid the store lost: as the subquery */
+    rc = SQLITE_OK;
+  } else {
+    rc = pullSqlErr(p, rc);
+  }
+  sqlite3_reset(pStmt);
+  return rc;
+}
+
+/* Ends the attribute group the scan was writing: closes a many array, or
+** writes the collected component refs (nested maps; they read through the
+** other statements, since the scan's is still open). */
+static int pullScanEnd(PullRun *p, const PullPattern *pPat, const PullItem *pItem, int iLevel,
+                       int n, PullIds *pComp, int *pnKey) {
+  int rc = SQLITE_OK;
+  if (pItem->bComponent) {
+    if (pComp->n > 0) {
+      pullKey(p, pnKey, pItem->zKey, pItem->nKey);
+      rc = pullWriteRefs(p, pPat, pItem, iLevel, pComp, pItem->pAttr->bMany);
+    }
+    pComp->n = 0;
+  } else if (n > 0 && pItem->pAttr->bMany) {
+    sqlite3_str_appendchar(p->pOut, 1, ']');
+  }
+  return rc;
+}
+
+/* The wildcard's attributes from one statement over e's datoms in EAVT
+** order (grouped here by attribute), instead of one statement for the
+** attribute list and one per attribute: one read of adjacent index
+** entries, and one read transaction for edn_pull [*]. Writes what
+** pullWildcard's walk writes, in the same order. */
+static int pullWildcardScan(PullRun *p, const PullPattern *pPat, int iLevel, sqlite3_int64 e,
+                            int *pnKey) {
+  sqlite3_stmt *pStmt = NULL;
+  PullIds comp = {NULL, 0, 0};
+  PullItem item;
+  int bOpen = 0;          /* item holds the attribute being written */
+  int bSkip = 1;          /* the current attribute is not written here */
+  int n = 0;              /* values of the current attribute seen */
+  sqlite3_int64 aCur = 0, nMax = 0;
+  int rc = pullStmt(p, PULL_STMT_ENTITY, e, 0, 0, 0, &pStmt);
+  if (rc != SQLITE_OK) return rc;
+
+  while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
+    sqlite3_int64 a = sqlite3_column_int64(pStmt, 0);
+    int tag;
+    if (!bOpen || a != aCur) {
+      const Attr *pAttr;
+      if (bOpen && !bSkip) {
+        rc = pullScanEnd(p, pPat, &item, iLevel, n, &comp, pnKey);
+        if (rc != SQLITE_OK) goto cleanup;
+      }
+      bOpen = 1;
+      aCur = a;
+      n = 0;
+      pAttr = schemaAttr(p->pSchema, a);
+      bSkip = pAttr == NULL || pAttr->zIdent == NULL || pullHasKey(pPat, pAttr->zIdent);
+      if (bSkip) continue;
+      pullWildcardItem(p, pAttr, &item);
+      nMax = pAttr->bMany ? item.nLimit : 1;
+    }
+    if (bSkip || n >= nMax) continue;
+    tag = sqlite3_column_int(pStmt, 2);
+    if (item.bComponent) {
+      n++;
+      if (tag == TAG_REF) {
+        rc = pullIdsAdd(&comp, sqlite3_column_int64(pStmt, 1));
+        if (rc != SQLITE_OK) goto cleanup;
+      }
+      continue;
+    }
+    if (n++ == 0) {
+      pullKey(p, pnKey, item.zKey, item.nKey);
+      if (item.pAttr->bMany) sqlite3_str_appendchar(p->pOut, 1, '[');
+    } else {
+      sqlite3_str_appendchar(p->pOut, 1, ',');
+    }
+    if (item.pAttr->bFulltext && item.pAttr->type == VT_STRING) {
+      rc = pullWriteText(p, sqlite3_column_value(pStmt, 1), tag);
+      if (rc != SQLITE_OK) goto cleanup;
+    } else {
+      valueJsonFromStored(p->pOut, sqlite3_column_value(pStmt, 1), tag, 1);
+    }
+  }
+  if (rc == SQLITE_DONE) {
+    /* Reset first: the last group's component maps may run this statement
+    ** again for the child (it is no longer busy), which needs new bindings. */
+    sqlite3_reset(pStmt);
+    rc = SQLITE_OK;
+    if (bOpen && !bSkip) rc = pullScanEnd(p, pPat, &item, iLevel, n, &comp, pnKey);
+  } else if (rc != SQLITE_NOMEM) {
+    rc = pullSqlErr(p, rc);   /* sqlite3_step failed */
+  }
+
+cleanup:
+  sqlite3_reset(pStmt);
+  sqlite3_free(comp.a);
+  return rc;
+}
+
 /* The wildcard: ":db/id", then every attribute e has, in entid order.
-** Component refs expand with [*] (Datomic); other refs show {":db/id": n}. */
+** Component refs expand with [*] (Datomic); other refs show {":db/id": n}.
+** The current and since databases read e's datoms in one statement
+** (pullWildcardScan) unless a component map further up the path is being
+** written from it; as of T, and there, the attributes are walked. */
 static int pullWildcard(PullRun *p, const PullPattern *pPat, int iLevel, sqlite3_int64 e,
                         int *pnKey) {
   PullIds attrs = {NULL, 0, 0};
@@ -376,22 +523,16 @@ static int pullWildcard(PullRun *p, const PullPattern *pPat, int iLevel, sqlite3
     pullKey(p, pnKey, ":db/id", 6);
     sqlite3_str_appendf(p->pOut, "%lld", e);
   }
+  if (p->eTime != PULL_TIME_ASOF) {
+    sqlite3_stmt *pScan = p->pCache->apStmt[p->eTime * PULL_NKIND + PULL_STMT_ENTITY];
+    if (pScan == NULL || !sqlite3_stmt_busy(pScan)) return pullWildcardScan(p, pPat, iLevel, e, pnKey);
+  }
   rc = pullCollect(p, PULL_STMT_ATTRS, e, 0, 0, 0, &attrs);
   for (i = 0; i < attrs.n && rc == SQLITE_OK; i++) {
     const Attr *pAttr = schemaAttr(p->pSchema, attrs.a[i]);
     PullItem item;
     if (pAttr == NULL || pAttr->zIdent == NULL || pullHasKey(pPat, pAttr->zIdent)) continue;
-    memset(&item, 0, sizeof(item));
-    item.eKind = PULL_KIND_ATTR;
-    item.a = pAttr->e;
-    item.pAttr = pAttr;
-    item.zKey = pAttr->zIdent;
-    item.nKey = (int)strlen(pAttr->zIdent);
-    item.nLimit = PULL_DEFAULT_LIMIT;
-    if (pAttr->type == VT_REF && pAttr->bComponent) {
-      item.pSub = &p->wildcard;
-      item.bComponent = 1;
-    }
+    pullWildcardItem(p, pAttr, &item);
     rc = pullItem(p, pPat, &item, iLevel, e, pnKey);
   }
   sqlite3_free(attrs.a);

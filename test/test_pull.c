@@ -394,6 +394,15 @@ static const PullCase aForms[] = {
   {"[:person/_parent]", P1, 0, "{\":person/_parent\":[{\":db/id\":65537},{\":db/id\":65538}]}"},
   {"[:doc/text :x/uuid]", DOC, 0,
    "{\":doc/text\":\"hello world\",\":x/uuid\":\"00112233-4455-6677-8899-aabbccddeeff\"}"},
+  /* The wildcard reads e's datoms in one statement: fulltext rowids still
+  ** become text, and an explicit item keeps its key out of the wildcard. */
+  {"[*]", DOC, 0,
+   "{\":db/id\":65700,\":doc/text\":\"hello world\","
+   "\":x/uuid\":\"00112233-4455-6677-8899-aabbccddeeff\"}"},
+  {"[:person/name *]", P6, 0,
+   "{\":person/name\":\"Ivan\",\":db/id\":65541,\":person/id\":6,\":person/age\":20}"},
+  {"[* [:person/name :as :n]]", P6, 0,
+   "{\":db/id\":65541,\":person/id\":6,\":person/name\":\"Ivan\",\":person/age\":20,\":n\":\"Ivan\"}"},
   /* :db/id where the pattern puts it. */
   {"[:db/id :person/name]", P3, 0, "{\":db/id\":65538,\":person/name\":\"Oleg\"}"},
   {"[:person/name :db/id]", P3, 0, "{\":person/name\":\"Oleg\",\":db/id\":65538}"},
@@ -595,6 +604,13 @@ START_TEST(test_default_limit) {
   zN = tuQuery(db, "SELECT json_array_length(?1, '$.\":person/alias\"') || ' '"
                    " || json_array_length(?1, '$.\":person/_parent\"')", zGot, NULL);
   ck_assert_str_eq(zN, "1005 1005");
+  free(zN);
+  sqlite3_free(zGot);
+  /* The wildcard keeps the first 1000 values in EAVT order too. */
+  zGot = tPull("[*]", 66000, 0, NULL);
+  zN = tuQuery(db, "SELECT json_array_length(?1, '$.\":person/alias\"') || ' '"
+                   " || json_extract(?1, '$.\":person/alias\"[999]')", zGot, NULL);
+  ck_assert_str_eq(zN, "1000 a0999");
   free(zN);
   sqlite3_free(zGot);
 }
