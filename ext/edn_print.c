@@ -174,7 +174,7 @@ static void ednPrintDepth(sqlite3_str *pOut, const EdnValue *p, int depth) {
   switch (p->type) {
     case EDN_NIL: sqlite3_str_appendall(pOut, "nil"); break;
     case EDN_BOOL: sqlite3_str_appendall(pOut, p->u.b ? "true" : "false"); break;
-    case EDN_INT: sqlite3_str_appendf(pOut, "%lld", p->u.i); break;
+    case EDN_INT: ednAppendInt(pOut, p->u.i); break;
     case EDN_DOUBLE:
       if (isnan(p->u.d)) sqlite3_str_appendall(pOut, "##NaN");
       else if (isinf(p->u.d)) sqlite3_str_appendall(pOut, p->u.d > 0 ? "##Inf" : "##-Inf");
@@ -247,7 +247,7 @@ static void ednPrintJsonDepth(sqlite3_str *pOut, const EdnValue *p, int depth) {
   switch (p->type) {
     case EDN_NIL: sqlite3_str_appendall(pOut, "null"); break;
     case EDN_BOOL: sqlite3_str_appendall(pOut, p->u.b ? "true" : "false"); break;
-    case EDN_INT: sqlite3_str_appendf(pOut, "%lld", p->u.i); break;
+    case EDN_INT: ednAppendInt(pOut, p->u.i); break;
     case EDN_DOUBLE: ednJsonDouble(pOut, p->u.d); break;
     case EDN_STRING: case EDN_KEYWORD: case EDN_SYMBOL:
       ednJsonString(pOut, p->u.s.z, p->u.s.n);
@@ -322,4 +322,17 @@ int ednErrorV(char **pzErr, const char *zPrefix, int line, int col, const char *
   else *pzErr = sqlite3_mprintf("%s%s", zPrefix, zMsg);
   sqlite3_free(zMsg);
   return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+}
+
+void ednAppendInt(sqlite3_str *pOut, sqlite3_int64 v) {
+  char aBuf[24];
+  int i = (int)sizeof aBuf;
+  /* Through unsigned, so the most negative value negates without overflow. */
+  sqlite3_uint64 u = v < 0 ? (sqlite3_uint64)0 - (sqlite3_uint64)v : (sqlite3_uint64)v;
+  do {
+    aBuf[--i] = (char)('0' + (int)(u % 10));
+    u /= 10;
+  } while (u);
+  if (v < 0) aBuf[--i] = '-';
+  sqlite3_str_append(pOut, aBuf + i, (int)sizeof aBuf - i);
 }

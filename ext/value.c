@@ -182,7 +182,7 @@ static void valueAppendHex(sqlite3_str *pOut, const unsigned char *a, int n) {
 static void valueJsonByClass(sqlite3_str *pOut, sqlite3_value *pV) {
   switch (sqlite3_value_type(pV)) {
     case SQLITE_INTEGER:
-      sqlite3_str_appendf(pOut, "%lld", sqlite3_value_int64(pV));
+      ednAppendInt(pOut, sqlite3_value_int64(pV));
       break;
     case SQLITE_FLOAT:
       ednJsonDouble(pOut, sqlite3_value_double(pV));
@@ -213,8 +213,12 @@ void valueJsonFromStored(sqlite3_str *pOut, sqlite3_value *pV, int tag, int bPul
   switch (tag) {
     case TAG_REF:
       if (eType != SQLITE_INTEGER) break;
-      if (bPull) sqlite3_str_appendf(pOut, "{\":db/id\":%lld}", sqlite3_value_int64(pV));
-      else sqlite3_str_appendf(pOut, "%lld", sqlite3_value_int64(pV));
+      if (bPull) {
+        sqlite3_str_appendall(pOut, "{\":db/id\":");
+        ednAppendInt(pOut, sqlite3_value_int64(pV));
+        sqlite3_str_appendchar(pOut, 1, '}');
+      }
+      else ednAppendInt(pOut, sqlite3_value_int64(pV));
       return;
     case TAG_BOOLEAN:
       if (eType != SQLITE_INTEGER) break;
@@ -223,7 +227,7 @@ void valueJsonFromStored(sqlite3_str *pOut, sqlite3_value *pV, int tag, int bPul
     case TAG_INSTANT:
       if (eType != SQLITE_INTEGER) break;
       if (bPull) {
-        sqlite3_str_appendf(pOut, "%lld", sqlite3_value_int64(pV));
+        ednAppendInt(pOut, sqlite3_value_int64(pV));
       } else {
         ednFormatInstant(sqlite3_value_int64(pV), aBuf);
         sqlite3_str_appendf(pOut, "\"%s\"", aBuf);

@@ -909,6 +909,22 @@ END_TEST
 /* A host with a decimal-comma LC_NUMERIC (setlocale in a GUI app) must not
 ** change how doubles read or print. Skipped when no such locale exists
 ** (e.g. localedef -i de_DE -f UTF-8 /tmp/loc/de_DE.UTF-8, LOCPATH=/tmp/loc). */
+/* ednAppendInt against the values printf gives, edges included. */
+START_TEST(test_append_int) {
+  static const struct { sqlite3_int64 v; const char *z; } a[] = {
+    {0, "0"}, {7, "7"}, {-7, "-7"}, {10, "10"}, {65536, "65536"}, {-1000000, "-1000000"},
+    {INT64_MAX, "9223372036854775807"}, {INT64_MIN, "-9223372036854775808"},
+  };
+  for (size_t i = 0; i < sizeof a / sizeof a[0]; i++) {
+    sqlite3_str *p = sqlite3_str_new(NULL);
+    ednAppendInt(p, a[i].v);
+    char *z = sqlite3_str_finish(p);
+    ck_assert_str_eq(z, a[i].z);
+    sqlite3_free(z);
+  }
+}
+END_TEST
+
 START_TEST(test_locale_independent) {
   EdnArena arena;
   EdnValue *p = NULL;
@@ -1026,6 +1042,7 @@ static Suite *ednSuite(void) {
   tcase_add_test(tc, test_uuid);
   tcase_add_test(tc, test_predicates_builders);
   tcase_add_test(tc, test_generated_roundtrip);
+  tcase_add_test(tc, test_append_int);
   tcase_add_test(tc, test_locale_independent);
   tcase_add_test(tc, test_oom);
   suite_add_tcase(s, tc);
