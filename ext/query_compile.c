@@ -417,7 +417,14 @@ static const char *qcKeyPlace(QCtx *pX, const EdnValue *p) {
   return p->u.s.z;
 }
 
-static void qcRecordKey(QCtx *pX, const EdnValue *pE, const EdnValue *pA, const EdnValue *pV) {
+/* Records pattern pCl's key places (QKey); pAttr is its constant attribute
+** or NULL. Called before its places are bound, so a variable already bound
+** to a parameter or an IN list counts as a constant. */
+static void qcRecordKey(QCtx *pX, const QClause *pCl, const Attr *pAttr) {
+  const EdnValue *pE = pCl->aArg[0];
+  const EdnValue *pA = pCl->nArg > 1 ? pCl->aArg[1] : NULL;
+  const EdnValue *pV = pCl->nArg > 2 ? pCl->aArg[2] : NULL;
+  int bHist = pCl->nArg > 4;
   QKey *pK;
   if (pX->nKey == pX->nKeyAlloc) {
     int nNew = pX->nKeyAlloc ? pX->nKeyAlloc * 2 : 8;
@@ -427,24 +434,80 @@ static void qcRecordKey(QCtx *pX, const EdnValue *pE, const EdnValue *pA, const 
     pX->nKeyAlloc = nNew;
   }
   pK = &pX->aKey[pX->nKey++];
+  memset(pK, 0, sizeof(*pK));
   pK->az[0] = qcKeyPlace(pX, pE);
   pK->az[1] = qcKeyPlace(pX, pA);
   pK->az[2] = qcKeyPlace(pX, pV);
+  /* A fulltext variable is the text, which two values may share: it does
+  ** not tell datoms apart. */
+  if (pAttr && pAttr->bFulltext && pK->az[2] && pK->az[2][0]) pK->az[2] = "";
+  pK->bHist = (unsigned char)bHist;
+  if (bHist) {
+    pK->az[3] = qcKeyPlace(pX, pCl->aArg[3]);
+    pK->az[4] = qcKeyPlace(pX, pCl->aArg[4]);
+  } else if (pCl->nArg > 3) {
+    /* The tx of a current (or as-of live) datom is the datom's: it is
+    ** determined once e, a and v are. */
+    pK->az[3] = qcKeyPlace(pX, pCl->aArg[3]);
+    if (pK->az[3] && pK->az[3][0] == 0) pK->az[3] = NULL;
+  }
+  if (pAttr && !bHist) {
+    pK->bOne = !pAttr->bMany;
+    pK->bUniq = pAttr->eUnique != UNIQUE_NONE;
+  }
+}
+
+/* Is variable z in the set (or a constant: NULL)? */
+static int qcInSet(const char *z, const char *const *az, int n) {
+  int k;
+  if (z == NULL) return 1;
+  if (z[0] == 0) return 0;
+  for (k = 0; k < n; k++) if (strcmp(az[k], z) == 0) return 1;
+  return 0;
 }
 
 int qcRowsUnique(const QCtx *pX, const char *const *azVar, int nVar) {
-  int i, j, k;
+  const char **azSet;
+  int nSet = nVar, i, j, bGrew, bUnique = 1;
   if (pX->nFrom != pX->nPatternFrom || pX->nKey != pX->nPatternFrom) return 0;
-  for (i = 0; i < pX->nKey; i++) {
-    for (j = 0; j < 3; j++) {
-      const char *z = pX->aKey[i].az[j];
-      if (z == NULL) continue;
-      if (z[0] == 0) return 0;
-      for (k = 0; k < nVar; k++) if (strcmp(azVar[k], z) == 0) break;
-      if (k == nVar) return 0;
+  /* The variables the find set determines: the find variables, then by
+  ** functional dependency (Datomic's schema, as DataScript's and Mentat's
+  ** planners know it): e fixes a cardinality-one attribute's v, a unique
+  ** attribute's v fixes e, and a datom fixes its tx. */
+  azSet = sqlite3_malloc64(sizeof(char*) * (sqlite3_uint64)(nVar + 5 * pX->nKey + 1));
+  if (azSet == NULL) return 0;   /* DISTINCT is always correct */
+  for (i = 0; i < nVar; i++) azSet[i] = azVar[i];
+  do {
+    bGrew = 0;
+    for (i = 0; i < pX->nKey; i++) {
+      const QKey *pK = &pX->aKey[i];
+      const char *zAdd[2] = {NULL, NULL};
+      int bE = qcInSet(pK->az[0], azSet, nSet), bA = qcInSet(pK->az[1], azSet, nSet);
+      int bV = qcInSet(pK->az[2], azSet, nSet);
+      if (pK->bOne && bE && !bV && pK->az[2][0]) zAdd[0] = pK->az[2];
+      if (pK->bUniq && bV && !bE && pK->az[0][0]) zAdd[0] = pK->az[0];
+      if (!pK->bHist && bE && bA && bV && !qcInSet(pK->az[3], azSet, nSet)) zAdd[1] = pK->az[3];
+      for (j = 0; j < 2; j++) {
+        if (zAdd[j]) {
+          azSet[nSet++] = zAdd[j];
+          bGrew = 1;
+        }
+      }
+    }
+  } while (bGrew);
+  /* Unique when every pattern's datom (log row for history) is fixed. */
+  for (i = 0; i < pX->nKey && bUnique; i++) {
+    const QKey *pK = &pX->aKey[i];
+    int nPlace = pK->bHist ? 5 : 3;
+    for (j = 0; j < nPlace && bUnique; j++) {
+      if (qcInSet(pK->az[j], azSet, nSet)) continue;
+      /* A blank v of a cardinality-one attribute is fixed by e. */
+      if (j == 2 && pK->bOne && pK->az[2][0] == 0 && qcInSet(pK->az[0], azSet, nSet)) continue;
+      bUnique = 0;
     }
   }
-  return 1;
+  sqlite3_free(azSet);
+  return bUnique;
 }
 
 static int qcPattern(QCtx *pX, const QClause *pCl) {
@@ -492,7 +555,6 @@ static int qcPattern(QCtx *pX, const QClause *pCl) {
     }
   }
   pX->nPatternFrom++;
-  qcRecordKey(pX, pE, pA, pV);
 
   if (pA && !qIsBlank(pA) && !ednIsVar(pA)) {
     if (pA->type == EDN_KEYWORD) {
@@ -504,7 +566,9 @@ static int qcPattern(QCtx *pX, const QClause *pCl) {
     }
     if (pAttr == NULL) bEmpty = 1;
     else qcWhere(pX, sqlite3_mprintf("%s.a = %lld", zAlias, pAttr->e));
+    qcRecordKey(pX, pCl, pAttr);
   } else {
+    qcRecordKey(pX, pCl, NULL);
     qcPlace(pX, pA, zAlias, "a", VT_REF, NULL, 1);
   }
   if (pAttr && pV && !qIsBlank(pV) && pC->eHist != 1 && pAdded == NULL

@@ -57,11 +57,19 @@ typedef struct QVar {
   int *aParam;
 } QVar;
 
-/* The e, a, v places of one data pattern, for deciding whether the rows
-** of a scope are already distinct: a variable name, NULL for a constant (or
-** a single-valued input), "" for a blank or missing place. */
+/* The e, a, v, tx, added places of one data pattern, for deciding whether
+** the rows of a scope are already distinct (qcRowsUnique): a variable name,
+** NULL for a constant (or a single-valued input) or a place the datom fixes
+** anyway, "" for a blank or missing place that does not.
+** A current or as-of datom is identified by (e, a, v); a 5-place history
+** pattern reads log rows, identified only with tx and added too. */
 typedef struct QKey {
-  const char *az[3];
+  const char *az[5];
+  unsigned char bOne;    /* constant cardinality-one attribute, not history:
+                         ** e determines v */
+  unsigned char bUniq;   /* constant :db/unique attribute, not history:
+                         ** v determines e */
+  unsigned char bHist;   /* 5-place history pattern */
 } QKey;
 
 typedef struct QComp QComp;
@@ -194,8 +202,9 @@ int qcClauses(QCtx *pX, QClause *const *a, int n, int iDepth);
 /* SELECT body "FROM ... WHERE ..." (or just "WHERE ...") of a scope. */
 char *qcBody(QCtx *pX);
 /* True when the rows of scope pX are distinct over the variables azVar
-** without DISTINCT: every FROM item is a data pattern whose e, a and v are
-** constants or among azVar ((e, a, v) identifies a datom). */
+** without DISTINCT: every FROM item is a data pattern whose datom (QKey) is
+** fixed by constants, azVar, and what those determine through the schema
+** (cardinality one, uniqueness). */
 int qcRowsUnique(const QCtx *pX, const char *const *azVar, int nVar);
 /* The tag SQL for a variable (its tag expression or its static tag). */
 char *qcVarTag(const QVar *pV);

@@ -384,6 +384,43 @@ START_TEST(test_sql_text) {
 }
 END_TEST
 
+/* DISTINCT is left out only where the schema proves rows distinct: a
+** :db/unique value fixes its entity, an entity fixes a cardinality-one
+** value (even a blank one), and so on through refs; cardinality-many and
+** non-unique places keep it. Rows are worked out from the people above
+** (p1 has two aliases and two friends; p2 and p3 have parent p1, p5 has p4). */
+START_TEST(test_distinct_fd) {
+  static const struct { const char *zQ, *zWant; int bDistinct; } a[] = {
+    { "[:find ?id :where [?e :person/id ?id] [?e :person/name _]]",
+      "[1];[2];[3];[4];[5];[6]", 0 },
+    { "[:find ?id :where [?e :person/id ?id] [?e :person/alias _]]", "[1]", 1 },
+    { "[:find ?id :where [?e :person/id ?id] [?e :person/friend _]]", "[1];[2];[3]", 1 },
+    { "[:find ?id ?n :where [?e :person/id ?id] [?e :person/name ?n]]",
+      "[1,\"Ivan\"];[2,\"Ivan\"];[3,\"Oleg\"];[4,\"Oleg\"];[5,\"Ivan\"];[6,\"Ivan\"]", 0 },
+    { "[:find ?n :where [?e :person/id ?id] [?e :person/name ?n]]", "[\"Ivan\"];[\"Oleg\"]", 1 },
+    { "[:find ?id ?pn :where [?e :person/id ?id] [?e :person/parent ?p] [?p :person/name ?pn]]",
+      "[2,\"Ivan\"];[3,\"Ivan\"];[5,\"Oleg\"]", 0 },
+    { "[:find ?pid :where [?c :person/parent ?p] [?p :person/id ?pid]]", "[1];[4]", 1 },
+    { "[:find ?e :where [?e :person/alias \"Jo\"] [?e :person/alias _]]", NULL, 1 },
+    { "[:find ?id (count ?a) :where [?e :person/id ?id] [?e :person/alias ?a]]", "[1,2]", 0 },
+  };
+  int i;
+  for (i = 0; i < (int)(sizeof a / sizeof a[0]); i++) {
+    char *zSql = NULL;
+    char *zPlan = explain(a[i].zQ, NULL, &zSql);
+    ck_assert_msg((strstr(zSql, "DISTINCT") != NULL) == a[i].bDistinct, "%s\n  sql: %s", a[i].zQ, zSql);
+    ck_assert_msg(strstr(zPlan, "TEMP B-TREE FOR DISTINCT") == NULL || a[i].bDistinct, "%s", zPlan);
+    if (a[i].zWant) {
+      char *zGot = runQuery(a[i].zQ, NULL, 0);
+      ck_assert_msg(strcmp(zGot, a[i].zWant) == 0, "%s\n got %s want %s", a[i].zQ, zGot, a[i].zWant);
+      sqlite3_free(zGot);
+    }
+    sqlite3_free(zSql);
+    sqlite3_free(zPlan);
+  }
+}
+END_TEST
+
 /* A repeated query reuses its plan and statement. */
 START_TEST(test_plan_cache) {
   StoreConn *pConn = NULL;
@@ -451,6 +488,13 @@ START_TEST(test_history) {
   sqlite3_free(zGot);
   zGot = runQuery("[:find ?a :where [?e :person/id 1] [?e :person/age ?a _ false]]", NULL, 0);
   ck_assert_str_eq(zGot, "[10]");
+  sqlite3_free(zGot);
+  /* Log rows repeat a datom (asserted, retracted): the set has it once. */
+  zGot = runQuery("[:find ?a :where [?e :person/id 1] [?e :person/age ?a _ _]]", NULL, 0);
+  ck_assert_str_eq(zGot, "[10];[11]");
+  sqlite3_free(zGot);
+  zGot = runQuery("[:find ?e ?a :where [?e :person/age ?a ?tx ?added] [?e :person/id 1]]", NULL, 0);
+  ck_assert_msg(strchr(zGot, ';') && strchr(strchr(zGot, ';') + 1, ';') == NULL, "%s", zGot);
   sqlite3_free(zGot);
   sqlite3_free(zRep);
 }
@@ -588,6 +632,7 @@ static Suite *qcompileSuite(void) {
   tcase_add_test(tc, test_b13);
   tcase_add_test(tc, test_plan_shapes);
   tcase_add_test(tc, test_sql_text);
+  tcase_add_test(tc, test_distinct_fd);
   tcase_add_test(tc, test_plan_cache);
   tcase_add_test(tc, test_history);
   tcase_add_test(tc, test_tuned_plans);
