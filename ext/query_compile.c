@@ -192,6 +192,10 @@ static int qcIsColumn(const char *z) {
                          || strcmp(z, ".a") == 0);
 }
 
+int qcVarNotNull(const QVar *pV) {
+  return qcIsColumn(pV->zExpr);
+}
+
 /* The first typed place a variable meets types its lazy parameters. */
 static void qcTypeParams(QCtx *pX, QVar *pV, ValueType vt) {
   int i;

@@ -206,6 +206,9 @@ char *qcBody(QCtx *pX);
 ** fixed by constants, azVar, and what those determine through the schema
 ** (cardinality one, uniqueness). */
 int qcRowsUnique(const QCtx *pX, const char *const *azVar, int nVar);
+/* True when variable pV is a store column (NOT NULL in the format), so it
+** is never NULL in a row: (count ?x) can be count(*). */
+int qcVarNotNull(const QVar *pV);
 /* The tag SQL for a variable (its tag expression or its static tag). */
 char *qcVarTag(const QVar *pV);
 /* Value type class for comparisons: 1 numbers, 2 strings, 3 instants,

@@ -102,7 +102,10 @@ int qcAggregate(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *pSql) {
     }
     pCol->iCol = nOut;
     if (strcmp(zA, "count") == 0) {
-      sqlite3_str_appendf(pOuter, "count(v%d)", k);
+      /* A store column is never NULL: count(*) reads no column (the
+      ** hand-written GROUP BY's shape; ~15 % on a 130k-row group). */
+      if (qcVarNotNull(pV)) sqlite3_str_appendall(pOuter, "count(*)");
+      else sqlite3_str_appendf(pOuter, "count(v%d)", k);
       pCol->vt = VT_LONG;
     } else if (strcmp(zA, "count-distinct") == 0) {
       sqlite3_str_appendf(pOuter, "count(DISTINCT v%d)", k);
