@@ -61,6 +61,17 @@ const char *storePath(const Store *p);
 int storeReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr);
 void storeReaderDone(Store *p, StoreConn *pConn);
 
+/* storeReader hands the connection back INSIDE an open read transaction
+** (BEGIN + the data_version check), so everything the caller runs on it
+** shares one snapshot and one WAL read lock. Resetting a statement
+** therefore no longer ends the snapshot: a StoreHold's xRelease (below)
+** calls storeReaderEndRead after spilling its rows. It resets every busy
+** statement on pConn and ends the transaction with COMMIT (so temp-table
+** writes made inside it stay); pConn stays checked out and usable, each
+** later statement in its own autocommit read. No-op for the in-memory
+** store (its one shared connection pins no WAL). */
+void storeReaderEndRead(Store *p, StoreConn *pConn);
+
 /* A host cursor that keeps a store read snapshot open between host calls
 ** (an edn_q cursor with rows left). A snapshot pins the WAL: no checkpoint
 ** can copy or rewind past it, so an idle, un-exhausted host cursor would

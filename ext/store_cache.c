@@ -20,8 +20,11 @@
 **   store->mutex   the idle pool and the published schema
 **
 ** Revalidation: every connection remembers the last `PRAGMA data_version`
-** it saw. When it changed, some other connection committed; in one read
-** transaction we read a cheap signature (StoreSig: the tx partition mark,
+** it saw. A checked-out reader runs BEGIN and then that pragma, which opens
+** the call's one read transaction: the check, any re-read below and the
+** caller's statements all see that snapshot, and storeReaderDone ends it.
+** When the version changed, some other connection committed; in the same
+** read transaction we read a cheap signature (StoreSig: the tx partition mark,
 ** which every Mentat commit bumps, and the mirrors' row counts and largest
 ** rowids). If it equals the state the published schema is known to be
 ** exact for (set by our writer's commits and by full checks), nothing more
@@ -96,6 +99,8 @@ static void storeConnClose(StoreConn *pConn) {
   sqlite3_finalize(p->pDataVersion);
   sqlite3_finalize(p->pSig);
   sqlite3_finalize(p->pFingerprint);
+  sqlite3_finalize(p->pBegin);
+  sqlite3_finalize(p->pCommit);
   /* close_v2: anything the upper layers failed to finalize cannot keep the
   ** file open forever or crash us; it is released with them. */
   sqlite3_close_v2(p->base.db);
@@ -126,6 +131,12 @@ static int storeConnOpen(Store *pStore, int bValidate, StoreConn **ppConn, char 
   if (rc == SQLITE_OK) {
     rc = sqlite3_prepare_v3(db, schemaFingerprintSql(), -1, SQLITE_PREPARE_PERSISTENT,
                             &p->pFingerprint, NULL);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_prepare_v3(db, "BEGIN", -1, SQLITE_PREPARE_PERSISTENT, &p->pBegin, NULL);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_prepare_v3(db, "COMMIT", -1, SQLITE_PREPARE_PERSISTENT, &p->pCommit, NULL);
   }
   if (rc != SQLITE_OK) {
     storeErr(pzErr, sqlite3_mprintf("cannot open store %s: %s", pStore->zPath, sqlite3_errmsg(db)));
@@ -568,6 +579,24 @@ const char *storePath(const Store *p) {
 
 /* -------------------------------------------------------------- readers */
 
+/* Opens the call's one read transaction on a checked-out reader and makes
+** the published schema current for it. `PRAGMA data_version` after BEGIN
+** is the statement that takes the WAL read lock, so the version check, any
+** schema re-read and the caller's statements share one snapshot and one
+** lock round trip: before, the check was a read transaction of its own
+** (shm lock + fstat + unlock: 3 of the 7 syscalls of a point lookup). */
+static int storeReaderBegin(Store *p, StoreConn *pConn, char **pzErr) {
+  StoreConnImpl *pImpl = (StoreConnImpl *)pConn;
+  int rc = sqlite3_step(pImpl->pBegin);
+  sqlite3_reset(pImpl->pBegin);
+  if (rc != SQLITE_DONE) {
+    storeErr(pzErr, sqlite3_mprintf("cannot read store %s: %s", p->zPath,
+                                    sqlite3_errmsg(pConn->db)));
+    return rc == SQLITE_ROW ? SQLITE_ERROR : rc;
+  }
+  return storeRevalidate(p, pConn, 1, pzErr);
+}
+
 int storeReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
   StoreConn *pConn = NULL;
   int rc = SQLITE_OK;
@@ -586,7 +615,7 @@ int storeReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
       if (rc != SQLITE_OK) return rc;
     }
     pConn->pNext = NULL;
-    rc = storeRevalidate(p, pConn, 0, pzErr);
+    rc = storeReaderBegin(p, pConn, pzErr);
     if (rc != SQLITE_OK) {
       /* A connection that failed here may be broken: do not pool it. */
       storeConnClose(pConn);
@@ -616,9 +645,35 @@ void storeConnQuiesce(StoreConn *pConn) {
   }
 }
 
+/* Ends a reader's read transaction with COMMIT, not ROLLBACK: a holder may
+** have spilled rows into a temp table inside it (B25). A COMMIT that fails
+** (e.g. a late interrupt) falls back to ROLLBACK, so the connection goes
+** back to the pool holding nothing either way. */
+static void storeReaderEnd(StoreConn *pConn) {
+  StoreConnImpl *pImpl = (StoreConnImpl *)pConn;
+  for (sqlite3_stmt *pStmt = sqlite3_next_stmt(pConn->db, NULL); pStmt;
+       pStmt = sqlite3_next_stmt(pConn->db, pStmt)) {
+    if (sqlite3_stmt_busy(pStmt)) sqlite3_reset(pStmt);
+  }
+  if (sqlite3_get_autocommit(pConn->db) == 0) {
+    if (pImpl->pCommit) {
+      sqlite3_step(pImpl->pCommit);
+      sqlite3_reset(pImpl->pCommit);
+    }
+    if (sqlite3_get_autocommit(pConn->db) == 0) {
+      sqlite3_exec(pConn->db, "ROLLBACK", NULL, NULL, NULL);
+    }
+  }
+}
+
+void storeReaderEndRead(Store *p, StoreConn *pConn) {
+  if (pConn == NULL || p->bMemory) return;
+  storeReaderEnd(pConn);
+}
+
 void storeReaderDone(Store *p, StoreConn *pConn) {
   if (pConn == NULL || p->bMemory) return;
-  storeConnQuiesce(pConn);
+  storeReaderEnd(pConn);
   pthread_mutex_lock(&p->mutex);
   pConn->pNext = p->pIdle;
   p->pIdle = pConn;

@@ -39,6 +39,8 @@ typedef struct StoreConnImpl {
   sqlite3_stmt *pDataVersion;   /* PRAGMA data_version */
   sqlite3_stmt *pSig;           /* zSigSql */
   sqlite3_stmt *pFingerprint;   /* schemaFingerprintSql() */
+  sqlite3_stmt *pBegin;         /* BEGIN: a reader's one snapshot per call */
+  sqlite3_stmt *pCommit;        /* COMMIT: ends it (keeps temp-table writes) */
 } StoreConnImpl;
 
 struct Store {

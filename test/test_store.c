@@ -256,10 +256,12 @@ START_TEST(test_connection_settings) {
   ck_assert_int_eq(qInt(db, "PRAGMA mmap_size"), 1073741824);
   ck_assert_int_eq(qInt(db, "PRAGMA synchronous"), 2);         /* FULL by default */
   ck_assert_int_eq(qInt(db, "PRAGMA busy_timeout"), 10000);
-  /* A returned connection holds no transaction. */
-  ck_assert_int_eq(sqlite3_get_autocommit(db), 1);
+  /* Checked out, it is inside the call's read transaction; handed back,
+  ** it holds none. */
+  ck_assert_int_eq(sqlite3_get_autocommit(db), 0);
   schemaUnref(pSchema);
   storeReaderDone(p, pConn);
+  ck_assert_int_eq(sqlite3_get_autocommit(db), 1);
   /* The writer checkpoints less often than the format's 32 pages. */
   ck_assert_int_eq(storeWriteBegin(p, &pConn, &pSchema, &zErr), SQLITE_OK);
   ck_assert_int_eq(qInt(pConn->db, "PRAGMA wal_autocheckpoint"), 1000);
@@ -301,6 +303,115 @@ START_TEST(test_no_snapshot_between_calls) {
   sqlite3_finalize(pStmt);
   storeRelease(p);
   sqlite3_free(zErr);
+}
+END_TEST
+
+/* A checked-out reader sees ONE snapshot for the whole call (the version
+** check and every statement after it), even when a commit lands between
+** two of its statements; the next checkout sees the commit. */
+START_TEST(test_reader_one_snapshot) {
+  char zPath[256];
+  snprintf(zPath, sizeof zPath, "%s", tuTempPath("onesnap.db"));
+  Store *p = acquire(zPath);
+  StoreConn *pC = NULL, *pW = NULL;
+  Schema *pS = NULL;
+  char *zErr = NULL;
+  const char *zCount = "SELECT count(*) FROM datoms WHERE e = 70000";
+  ck_assert_int_eq(storeReader(p, &pC, &pS, &zErr), SQLITE_OK);
+  schemaUnref(pS);
+  ck_assert_int_eq(qInt(pC->db, zCount), 0);
+  ck_assert_int_eq(storeWriteBegin(p, &pW, &pS, &zErr), SQLITE_OK);
+  exec(pW->db, "INSERT INTO datoms (e, a, v, tx, value_type_tag) VALUES (70000, 37, 'x', 268435457, 10)");
+  ck_assert_int_eq(storeWriteEnd(p, pW, 1, NULL, &zErr), SQLITE_OK);
+  schemaUnref(pS);
+  ck_assert_int_eq(qInt(pC->db, zCount), 0);          /* same call, same snapshot */
+  storeReaderDone(p, pC);
+  ck_assert_int_eq(storeReader(p, &pC, &pS, &zErr), SQLITE_OK);
+  schemaUnref(pS);
+  ck_assert_int_eq(qInt(pC->db, zCount), 1);          /* the next call sees it */
+  storeReaderDone(p, pC);
+  storeRelease(p);
+  sqlite3_free(zErr);
+}
+END_TEST
+
+/* storeReaderEndRead drops a checked-out reader's snapshot (what a
+** StoreHold's xRelease needs, B25): a checkpoint then restarts the WAL
+** although the connection is still checked out with a statement mid-scan;
+** temp-table rows written inside the snapshot survive; the connection
+** stays usable. */
+START_TEST(test_reader_end_read) {
+  char zPath[256];
+  snprintf(zPath, sizeof zPath, "%s", tuTempPath("endread.db"));
+  Store *p = acquire(zPath);
+  StoreConn *pC = NULL, *pW = NULL;
+  Schema *pS = NULL;
+  char *zErr = NULL;
+  sqlite3_stmt *pStmt = NULL;
+  ck_assert_int_eq(storeReader(p, &pC, &pS, &zErr), SQLITE_OK);
+  schemaUnref(pS);
+  ck_assert_int_eq(sqlite3_prepare_v2(pC->db, "SELECT e FROM datoms", -1, &pStmt, NULL), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_step(pStmt), SQLITE_ROW);          /* mid-scan */
+  exec(pC->db, "CREATE TEMP TABLE kept(x)");
+  exec(pC->db, "INSERT INTO kept VALUES (1), (2)");
+  ck_assert_int_eq(storeWriteBegin(p, &pW, &pS, &zErr), SQLITE_OK);
+  exec(pW->db, "INSERT INTO datoms (e, a, v, tx, value_type_tag) VALUES (70000, 37, 'x', 268435457, 10)");
+  ck_assert_int_eq(storeWriteEnd(p, pW, 1, NULL, &zErr), SQLITE_OK);
+  schemaUnref(pS);
+  storeReaderEndRead(p, pC);
+  ck_assert_int_eq(sqlite3_stmt_busy(pStmt), 0);
+  ck_assert_int_eq(sqlite3_get_autocommit(pC->db), 1);
+  sqlite3 *raw = NULL;
+  ck_assert_int_eq(sqlite3_open(zPath, &raw), SQLITE_OK);
+  ck_assert_int_eq(qInt(raw, "PRAGMA wal_checkpoint(TRUNCATE)"), 0);   /* busy = 0 */
+  sqlite3_close(raw);
+  ck_assert_int_eq(qInt(pC->db, "SELECT count(*) FROM temp.kept"), 2);
+  ck_assert_int_eq(qInt(pC->db, "SELECT count(*) FROM datoms WHERE e = 70000"), 1);
+  sqlite3_finalize(pStmt);
+  exec(pC->db, "DROP TABLE temp.kept");
+  storeReaderDone(p, pC);
+  storeRelease(p);
+  sqlite3_free(zErr);
+}
+END_TEST
+
+/* The StoreHold registry (B25): storeHoldsRelease asks each registered
+** hold once (and unlinks it first), a removed hold is never asked, and a
+** hold added after a release is asked by the next one. */
+typedef struct TestHold {
+  StoreHold hold;
+  int nRelease;
+} TestHold;
+
+static void testHoldRelease(StoreHold *pHold) {
+  ((TestHold *)pHold)->nRelease++;
+}
+
+START_TEST(test_store_holds) {
+  Store *p = acquire(tuTempPath("holds.db"));
+  TestHold a, b, c;
+  memset(&a, 0, sizeof a);
+  memset(&b, 0, sizeof b);
+  memset(&c, 0, sizeof c);
+  a.hold.xRelease = b.hold.xRelease = c.hold.xRelease = testHoldRelease;
+  ck_assert_int_eq(storeHoldsRelease(p), 0);                /* none yet */
+  storeHoldAdd(p, &a.hold);
+  storeHoldAdd(p, &b.hold);
+  storeHoldAdd(p, &c.hold);
+  storeHoldRemove(p, &b.hold);                              /* gone before the release */
+  ck_assert_int_eq(storeHoldsRelease(p), 2);
+  ck_assert_int_eq(a.nRelease, 1);
+  ck_assert_int_eq(b.nRelease, 0);
+  ck_assert_int_eq(c.nRelease, 1);
+  ck_assert_int_eq(storeHoldsRelease(p), 0);                /* each asked once */
+  ck_assert_int_eq(a.nRelease, 1);
+  storeHoldRemove(p, &a.hold);                              /* already released: no-op */
+  storeHoldRemove(p, &b.hold);                              /* removed twice: no-op */
+  storeHoldAdd(p, &b.hold);
+  ck_assert_int_eq(storeHoldsRelease(p), 1);
+  ck_assert_int_eq(b.nRelease, 1);
+  ck_assert_int_eq(c.nRelease, 1);
+  storeRelease(p);
 }
 END_TEST
 
@@ -1137,6 +1248,9 @@ static Suite *storeSuite(void) {
   tcase_add_test(tc, test_new_store_layout);
   tcase_add_test(tc, test_connection_settings);
   tcase_add_test(tc, test_no_snapshot_between_calls);
+  tcase_add_test(tc, test_reader_one_snapshot);
+  tcase_add_test(tc, test_reader_end_read);
+  tcase_add_test(tc, test_store_holds);
   tcase_add_test(tc, test_environment_settings);
   tcase_add_test(tc, test_in_memory_store);
   tcase_add_test(tc, test_refuse_foreign);
