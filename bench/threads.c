@@ -10,9 +10,15 @@
 ** thread completed (round robin over the three kinds, inputs from a per-thread
 ** xorshift generator). Every operation steps its statement to the end. A C program
 ** rather than Python threads, so the GIL cannot serialise the callers. It also
-** reports the mean latency per kind, a figure free of Python's call overhead.
+** reports the mean latency per kind, a figure free of Python's call overhead, and the
+** process CPU time per operation (getrusage): on this shared 2-core machine a second
+** thread often gets no second core, so throughput alone cannot tell contention from
+** scheduling; equal CPU per operation for 1 and 2 threads means no contention.
 **
-** Usage: threads EXT DB NTHREADS SECONDS NUSERS  → one JSON line on stdout.
+** Usage: threads EXT DB NTHREADS SECONDS NUSERS [KINDS] → one JSON line on stdout.
+** KINDS (default "012") picks the kinds in the round robin: 0 point_lookup,
+** 1 ref_traversal, 2 pull; e.g. "0" runs point lookups only (to see which kind
+** contends).
 ** Bench code, not part of the extension: it uses <sqlite3.h> directly and libc malloc.
 */
 #include <pthread.h>
@@ -21,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #define PL_Q "[:find ?e ?name :in $ ?email :where [?e :user/email ?email] [?e :user/name ?name]]"
@@ -29,6 +36,8 @@
 
 static const char *zExt, *zDb;
 static int nUser;
+static char zKinds[8] = "012";
+static int nKinds = 3;
 static sqlite3_int64 *aIssue;
 static int nIssue;
 static atomic_int bStop;
@@ -47,6 +56,13 @@ static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double cpuNow(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec)
+         + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
 
 static unsigned long long xorshift(unsigned long long *s) {
@@ -85,7 +101,7 @@ static void *workerMain(void *pArg) {
   sqlite3_free(zErr);
   pthread_barrier_wait(&barrier);
   for (long n = 0; ready && !atomic_load(&bStop); n++) {
-    int kind = (int)(n % 3);
+    int kind = zKinds[n % nKinds] - '0';
     sqlite3_stmt *p = aStmt[kind];
     char zOpts[100];
     sqlite3_bind_text(p, 1, zDb, -1, SQLITE_STATIC);
@@ -121,6 +137,17 @@ int main(int argc, char **argv) {
   int nThread = atoi(argv[3]);
   double secs = atof(argv[4]);
   nUser = atoi(argv[5]);
+  if (argc > 6) {
+    nKinds = 0;
+    for (const char *z = argv[6]; *z && nKinds < 7; z++) {
+      if (*z >= '0' && *z <= '2') zKinds[nKinds++] = *z;
+    }
+    zKinds[nKinds] = 0;
+    if (nKinds == 0) {
+      fprintf(stderr, "threads: KINDS is a string of 0 (point_lookup), 1 (ref_traversal), 2 (pull)\n");
+      return 2;
+    }
+  }
   sqlite3 *raw = 0;
   sqlite3_stmt *p = 0;
   if (sqlite3_open_v2(zDb, &raw, SQLITE_OPEN_READONLY, 0) != SQLITE_OK ||
@@ -153,12 +180,12 @@ int main(int argc, char **argv) {
     pthread_create(&aW[i].tid, 0, workerMain, &aW[i]);
   }
   pthread_barrier_wait(&barrier);
-  double t0 = now();
+  double t0 = now(), c0 = cpuNow();
   struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
   nanosleep(&ts, 0);
   atomic_store(&bStop, 1);
   for (int i = 0; i < nThread; i++) pthread_join(aW[i].tid, 0);
-  double el = now() - t0;
+  double el = now() - t0, cpu = cpuNow() - c0;
   long nOp[3] = {0, 0, 0}, nErr = 0;
   double sec[3] = {0, 0, 0};
   const char *zErr = "";
@@ -172,8 +199,8 @@ int main(int argc, char **argv) {
   }
   long total = nOp[0] + nOp[1] + nOp[2];
   printf("{\"threads\":%d,\"seconds\":%.3f,\"ops\":%ld,\"ops_per_s\":%.1f,\"errors\":%ld,"
-         "\"mean_ms\":{\"point_lookup\":%.4f,\"ref_traversal\":%.4f,\"pull\":%.4f},\"error\":\"%s\"}\n",
-         nThread, el, total, (double)total / el, nErr,
+         "\"cpu_s\":%.3f,\"cpu_ms_per_op\":%.4f,\"mean_ms\":{\"point_lookup\":%.4f,\"ref_traversal\":%.4f,\"pull\":%.4f},\"error\":\"%s\"}\n",
+         nThread, el, total, (double)total / el, nErr, cpu, total ? 1000 * cpu / (double)total : 0,
          nOp[0] ? 1000 * sec[0] / (double)nOp[0] : 0, nOp[1] ? 1000 * sec[1] / (double)nOp[1] : 0,
          nOp[2] ? 1000 * sec[2] / (double)nOp[2] : 0, zErr);
   free(aW);
