@@ -17,10 +17,14 @@
 ** (BENCH.md "affinity trap") — and the reverse term `dI.e = dJ.v` is added
 ** so the planner may drive the join from either side. Patterns are emitted
 ** most selective first (constant entity, then constant value of an indexed
-** attribute, then input-bound ones), as plain inner joins so SQLite's
-** planner stays free to reorder. The result is `SELECT DISTINCT` over the
-** find (and :with) variables: Datalog results are sets, and DISTINCT
-** streams, so LIMIT 1 costs one row.
+** attribute, then input-bound ones). When every pattern is reached through
+** an index from what precedes it (qcPatternLinked), the scope joins them
+** with CROSS JOIN in that order, so statistics (stale after a new managed
+** index, absent on a small store) cannot make SQLite drive from a whole
+** attribute; otherwise they are plain inner joins the planner orders. The
+** result is `SELECT DISTINCT` over the find (and :with) variables —
+** Datalog results are sets, and DISTINCT streams, so LIMIT 1 costs one
+** row — unless the schema proves the rows distinct (qcRowsUnique).
 */
 #include <string.h>
 #include <stdarg.h>
@@ -127,12 +131,37 @@ void qcCtxReset(QCtx *pX) {
 char *qcBody(QCtx *pX) {
   const char *zFrom = sqlite3_str_value(pX->pFrom);
   const char *zWhere = sqlite3_str_value(pX->pWhere);
+  char *zJoin = NULL, *zRet;
   if (sqlite3_str_errcode(pX->pFrom) || sqlite3_str_errcode(pX->pWhere)) {
     qcNoMem(pX->pC);
     return NULL;
   }
-  return sqlite3_mprintf("%s%s%s%s", pX->nFrom ? " FROM " : "", pX->nFrom ? zFrom : "",
+  if (pX->nFrom > 1 && pX->nFrom == pX->nPatternFrom && !pX->bUnlinked) {
+    /* Every pattern is reached through an index from what comes before it
+    ** (qcClauses emits them bound-first): CROSS JOIN keeps that order, so
+    ** stale or missing statistics (a new managed index, a small store
+    ** without sqlite_stat1) cannot make SQLite drive from a whole
+    ** attribute. The items are "datoms dN" / "timelined_transactions dN",
+    ** so ", " only ever separates them. */
+    sqlite3_str *pJ = sqlite3_str_new(NULL);
+    const char *z = zFrom, *zSep;
+    while ((zSep = strstr(z, ", ")) != NULL) {
+      sqlite3_str_append(pJ, z, (int)(zSep - z));
+      sqlite3_str_appendall(pJ, " CROSS JOIN ");
+      z = zSep + 2;
+    }
+    sqlite3_str_appendall(pJ, z);
+    zJoin = sqlite3_str_finish(pJ);
+    if (zJoin == NULL) {
+      qcNoMem(pX->pC);
+      return NULL;
+    }
+    zFrom = zJoin;
+  }
+  zRet = sqlite3_mprintf("%s%s%s%s", pX->nFrom ? " FROM " : "", pX->nFrom ? zFrom : "",
                          pX->nWhere ? " WHERE " : "", pX->nWhere ? zWhere : "");
+  sqlite3_free(zJoin);
+  return zRet;
 }
 
 int qcTypeClass(ValueType vt) {
@@ -514,6 +543,36 @@ int qcRowsUnique(const QCtx *pX, const char *const *azVar, int nVar) {
   return bUnique;
 }
 
+/* Is a place bound before its pattern is placed: a constant, or a variable
+** with an expression (a parameter, an IN list, an earlier column)? */
+static int qcPlaceBound(QCtx *pX, const EdnValue *p) {
+  QVar *pV;
+  if (p == NULL || qIsBlank(p)) return 0;
+  if (!ednIsVar(p)) return 1;
+  pV = qcVarFind(pX, p->u.s.z);
+  return pV != NULL && (pV->zExpr != NULL || pV->zInList != NULL);
+}
+
+/* Can pattern pCl be read through an index from what is bound before it:
+** its entity (EAVT/AEVT), or its value where a value index serves it (the
+** attribute is unique or indexed, or a ref read through VAET)? Patterns
+** that are not (a scan of a whole attribute, or a value place without an
+** index) leave the join order to SQLite. */
+static int qcPatternLinked(QCtx *pX, const QClause *pCl) {
+  const EdnValue *pE = pCl->aArg[0];
+  const EdnValue *pA = pCl->nArg > 1 ? pCl->aArg[1] : NULL;
+  const EdnValue *pV = pCl->nArg > 2 ? pCl->aArg[2] : NULL;
+  const Attr *pAttr = NULL;
+  if (qcPlaceBound(pX, pE)) return 1;
+  if (pA && pA->type == EDN_KEYWORD) {
+    pAttr = schemaAttrByIdent(pX->pC->pSchema, pA->u.s.z, pA->u.s.n);
+  }
+  if (pAttr == NULL || pCl->nArg > 4 || (pAttr->bFulltext && pAttr->type == VT_STRING)) return 0;
+  if (!qcPlaceBound(pX, pV)) return 0;
+  return pAttr->eUnique != UNIQUE_NONE || pAttr->bIndex || pAttr->bValueIndex
+         || pAttr->type == VT_REF;
+}
+
 static int qcPattern(QCtx *pX, const QClause *pCl) {
   QComp *pC = pX->pC;
   char zAlias[24];
@@ -528,6 +587,7 @@ static int qcPattern(QCtx *pX, const QClause *pCl) {
   if (pCl->pSrc && !ednIsSymbol(pCl->pSrc, "$")) {
     return qcErr(pC, pCl->pSrc, "unknown source %s: multiple sources are not supported (only $)", pCl->pSrc->u.s.z);
   }
+  if (!qcPatternLinked(pX, pCl)) pX->bUnlinked = 1;
   sqlite3_snprintf(sizeof zAlias, zAlias, "d%d", ++pC->nAlias);
   if (pAdded) {
     /* A 5-place pattern [e a v tx added] reads history: every assertion

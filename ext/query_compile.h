@@ -87,6 +87,9 @@ struct QCtx {
   sqlite3_str *pWhere;    /* "t1 AND t2" */
   int nWhere;
   int nPatternFrom;       /* FROM items that are data patterns */
+  int bUnlinked;          /* a data pattern was not reachable by an index
+                          ** from a constant, an input or an earlier
+                          ** pattern: the planner orders the joins */
   int nKey, nKeyAlloc;    /* per pattern: what determines its datom */
   QKey *aKey;
 };

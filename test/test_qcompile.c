@@ -439,6 +439,36 @@ START_TEST(test_count_star) {
 }
 END_TEST
 
+/* Patterns each reached through an index from what precedes them are
+** joined with CROSS JOIN in the compiler's bound-first order, whatever the
+** statistics say (this store is below the tuning size: no sqlite_stat1);
+** a pattern only a scan can reach (here a non-indexed value) leaves the
+** order to SQLite, as do rules and or-joins (their CTEs are not patterns).
+** Aliases dN are numbered in the order the patterns are emitted. */
+START_TEST(test_join_order) {
+  static const struct { const char *zQ, *zOpts, *zFirst; int bCross; } a[] = {
+    { "[:find ?i :in $ ?email :where [?i :person/friend ?u] [?u :person/email ?email]]",
+      "{\"inputs\":[\"ivan1@example.com\"]}", "SEARCH d1 USING COVERING INDEX idx_auto_avet_", 1 },
+    { "[:find ?n ?a :where [?e :person/id 1] [?e :person/friend ?f] [?f :person/name ?n] [?f :person/age ?a]]",
+      NULL, "SEARCH d1 ", 1 },
+    { "[:find ?e ?f :where [?e :person/id 1] [?e :person/age ?a] [?f :person/age ?a]]", NULL, NULL, 0 },
+    { "[:find ?n :where [?e :person/age 10] [?e :person/name ?n]]", NULL, NULL, 0 },
+    { "[:find ?n :where (or [?e :person/age 10] [?e :person/age 20]) [?e :person/name ?n]]", NULL, NULL, 0 },
+  };
+  int i;
+  for (i = 0; i < (int)(sizeof a / sizeof a[0]); i++) {
+    char *zSql = NULL;
+    char *zPlan = explain(a[i].zQ, a[i].zOpts, &zSql);
+    ck_assert_msg((strstr(zSql, "CROSS JOIN") != NULL) == a[i].bCross, "%s\n  sql: %s", a[i].zQ, zSql);
+    if (a[i].zFirst) {
+      ck_assert_msg(strncmp(zPlan, a[i].zFirst, strlen(a[i].zFirst)) == 0, "%s\n  plan: %s", a[i].zQ, zPlan);
+    }
+    sqlite3_free(zSql);
+    sqlite3_free(zPlan);
+  }
+}
+END_TEST
+
 /* A repeated query reuses its plan and statement. */
 START_TEST(test_plan_cache) {
   StoreConn *pConn = NULL;
@@ -652,6 +682,7 @@ static Suite *qcompileSuite(void) {
   tcase_add_test(tc, test_sql_text);
   tcase_add_test(tc, test_distinct_fd);
   tcase_add_test(tc, test_count_star);
+  tcase_add_test(tc, test_join_order);
   tcase_add_test(tc, test_plan_cache);
   tcase_add_test(tc, test_history);
   tcase_add_test(tc, test_tuned_plans);
