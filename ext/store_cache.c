@@ -414,6 +414,14 @@ static Store *storeFind(StoreCache *c, const char *zPath) {
   return NULL;
 }
 
+/* The cached file store whose file is the inode *pSt names, or NULL. */
+static Store *storeFindInode(StoreCache *c, const struct stat *pSt) {
+  for (Store *p = c->pFirst; p; p = p->pNext) {
+    if (!p->bMemory && p->dev == pSt->st_dev && p->ino == pSt->st_ino) return p;
+  }
+  return NULL;
+}
+
 /* Moves idle stores beyond the limit, LRU first, onto *ppClose (linked
 ** through pNext) for closing after the mutex is released. */
 static void storeEvict(StoreCache *c, Store **ppClose) {
@@ -454,13 +462,21 @@ int storeAcquire(const char *zPath, Store **ppStore, char **pzErr) {
     if (zCanon == NULL) return SQLITE_NOMEM;
     return storeOpen(zCanon, ppStore, pzErr);
   }
-  if (zPath[0] == '/' && stat(zPath, &st) == 0) {
+  if (stat(zPath, &st) == 0) {
     /* The common call names a cached store by its canonical path: then one
     ** stat() proves it is the same file, and realpath (a getcwd, readlink
     ** and stat per component: ~10 us of a 30 us point lookup here) is
-    ** skipped. Any other spelling takes the full path below. */
+    ** skipped. A relative path (the bench passes "out/store-s.db") names
+    ** the cached store whose open file is the inode it resolves to now:
+    ** with a single link that file has one name, the one the store was
+    ** opened by (SQLite does not support renaming a database in use), so
+    ** the canonical path matches too. Anything else takes the full path. */
     pthread_mutex_lock(&c->mutex);
-    p = storeFind(c, zPath);
+    if (zPath[0] == '/') {
+      p = storeFind(c, zPath);
+    } else {
+      p = st.st_nlink == 1 ? storeFindInode(c, &st) : NULL;
+    }
     if (p && p->dev == st.st_dev && p->ino == st.st_ino) {
       p->nRef++;
       storeUnlink(c, p);

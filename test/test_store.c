@@ -716,6 +716,25 @@ START_TEST(test_replaced_file_is_new_store) {
   schemaUnref(pS);
   Store *p3 = acquire(zCopy);
   ck_assert_ptr_eq(p2, p3);
+
+  /* The same through a relative spelling (found by inode, not by name):
+  ** the new file is p2, and replacing it again gives a third store. */
+  char zDir[256], zCwd[512];
+  snprintf(zDir, sizeof zDir, "%s", zCopy);
+  *strrchr(zDir, '/') = 0;
+  ck_assert_ptr_nonnull(getcwd(zCwd, sizeof zCwd));
+  ck_assert_int_eq(chdir(zDir), 0);
+  Store *p4 = acquire("replaced.db");
+  ck_assert_ptr_eq(p4, p2);
+  removeStore(zCopy);
+  Store *p5 = acquire("replaced.db");
+  ck_assert_int_eq(chdir(zCwd), 0);
+  ck_assert_ptr_ne(p5, p2);
+  ck_assert_ptr_ne(p5, p1);
+  ck_assert_str_eq(storePath(p5), zCopy);
+  storeRelease(p4);
+  storeRelease(p5);
+
   storeRelease(p1);                             /* the old one closes now */
   storeRelease(p2);
   storeRelease(p3);
