@@ -83,6 +83,19 @@ int qRunRowJson(QueryRun *p, sqlite3_str *pOut);
 ** call on it. Those three functions have no pzErr, so callers read this. */
 const char *qRunErrMsg(const QueryRun *p);
 
+/* Sets the rest of the result aside so the run no longer needs the store:
+** the current row and every later one (with the JSON of pull elements,
+** which read the store) are copied into a private temporary database, the
+** store statement is reset, and the run goes on from the copy with the
+** same columns. Used when a host cursor left open would otherwise pin the
+** store's WAL (B25). Needs a current row (after qRunStep gave SQLITE_ROW).
+** An error in the store statement after some rows is kept and reported by
+** qRunStep after them, as streaming would. If the copy fails before the
+** store statement moved, the run is unchanged (its snapshot stays);
+** after, the run is finished: its current row stays readable only if the
+** copy succeeded, and later steps report the failure. *pzErr on failure. */
+int qRunSpill(QueryRun *p, char **pzErr);
+
 /* Resets the statement (so it holds no read snapshot) and frees the run.
 ** NULL is a no-op. Does not return pConn to the pool. */
 void qRunClose(QueryRun *p);

@@ -38,6 +38,11 @@ struct QueryRun {
   int bTime;             /* time applies to pulls */
   int bTimeInst;         /* time's tx is still timeInst, to resolve */
   EdnValue timeInst;     /* copy of the opts' instant (only type, u.i read) */
+  /* After qRunSpill: pStmt reads the rest of the result from pSpillDb. */
+  sqlite3 *pSpillDb;     /* private temporary database, or NULL */
+  int *aSpillPull;       /* per find element: spill column of its pull JSON */
+  int rcSpill;           /* the store statement's error after the rows, if any */
+  char *zSpillErr;
 };
 
 static void qCacheFree(void *p) {
@@ -371,10 +376,21 @@ cleanup:
 }
 
 int qRunStep(QueryRun *p, char **pzErr) {
-  int rc = sqlite3_step(p->pStmt);
+  /* A failed qRunSpill left the store statement reset: never re-run it. */
+  int rc = (p->rcSpill != SQLITE_OK && p->pSpillDb == NULL) ? SQLITE_DONE : sqlite3_step(p->pStmt);
+  if (rc == SQLITE_DONE && p->rcSpill != SQLITE_OK) {
+    /* The store statement failed after the rows set aside: as it would
+    ** have when streamed, the error comes after them. */
+    sqlite3_free(*pzErr);
+    *pzErr = p->zSpillErr;
+    p->zSpillErr = NULL;
+    rc = p->rcSpill;
+    p->rcSpill = SQLITE_OK;
+    return (*pzErr || rc == SQLITE_NOMEM) ? rc : SQLITE_NOMEM;
+  }
   if (rc == SQLITE_ROW || rc == SQLITE_DONE) return rc;
   sqlite3_free(*pzErr);
-  *pzErr = sqlite3_mprintf("%s", sqlite3_errmsg(p->pConn->db));
+  *pzErr = sqlite3_mprintf("%s", sqlite3_errmsg(p->pSpillDb ? p->pSpillDb : p->pConn->db));
   sqlite3_reset(p->pStmt);
   return rc == SQLITE_NOMEM ? SQLITE_NOMEM : (*pzErr ? rc : SQLITE_NOMEM);
 }
@@ -465,6 +481,11 @@ int qRunColumnJson(QueryRun *p, int i, sqlite3_str *pOut) {
     sqlite3_str_appendall(pOut, "null");
     return SQLITE_OK;
   }
+  if (pCol->kind == QCOL_PULL && p->aSpillPull) {
+    const char *z = (const char *)sqlite3_column_text(p->pStmt, p->aSpillPull[i]);
+    sqlite3_str_appendall(pOut, z ? z : "null");
+    return sqlite3_str_errcode(pOut);
+  }
   if (pCol->kind == QCOL_PULL) {
     char *zErr = NULL;
     int rc = qPull(p, pCol, pOut, &zErr);
@@ -521,6 +542,13 @@ const char *qRunErrMsg(const QueryRun *p) {
 void qRunClose(QueryRun *p) {
   if (p == NULL) return;
   sqlite3_free(p->zErr);
+  if (p->pSpillDb) {
+    sqlite3_finalize(p->pStmt);       /* the spill's reader; the plan's is reset */
+    p->pStmt = NULL;
+    sqlite3_close_v2(p->pSpillDb);
+    sqlite3_free(p->aSpillPull);
+  }
+  sqlite3_free(p->zSpillErr);
   if (p->pStmt) {
     sqlite3_reset(p->pStmt);
     sqlite3_clear_bindings(p->pStmt);
@@ -528,4 +556,130 @@ void qRunClose(QueryRun *p) {
   if (p->bOwnPlan) qPlanFree(p->pPlan);
   schemaUnref(p->pSchema);
   sqlite3_free(p);
+}
+
+/* ------------------------------------------------------------ spilling */
+
+/* Copies the current row of the store statement, and the pull JSON of its
+** pull elements, into pIns and runs it. */
+static int qSpillRow(QueryRun *p, sqlite3_stmt *pIns, int nStmtCol, char **pzErr) {
+  const QueryPlan *pPlan = p->pPlan;
+  int i, rc = SQLITE_OK;
+  for (i = 0; i < nStmtCol && rc == SQLITE_OK; i++) {
+    rc = sqlite3_bind_value(pIns, i + 1, sqlite3_column_value(p->pStmt, i));
+  }
+  for (i = 0; i < pPlan->nCol && rc == SQLITE_OK; i++) {
+    if (pPlan->aCol[i].kind != QCOL_PULL) continue;
+    if (sqlite3_column_type(p->pStmt, pPlan->aCol[i].iCol) == SQLITE_NULL) {
+      rc = sqlite3_bind_null(pIns, p->aSpillPull[i] + 1);
+      continue;
+    }
+    sqlite3_str *pOut = sqlite3_str_new(NULL);
+    rc = qPull(p, &pPlan->aCol[i], pOut, pzErr);
+    if (rc == SQLITE_OK) rc = sqlite3_str_errcode(pOut);
+    int n = sqlite3_str_length(pOut);
+    char *z = sqlite3_str_finish(pOut);
+    if (rc == SQLITE_OK && z == NULL) rc = SQLITE_NOMEM;
+    if (rc == SQLITE_OK) rc = sqlite3_bind_text(pIns, p->aSpillPull[i] + 1, z, n, sqlite3_free);
+    else sqlite3_free(z);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_step(pIns);
+    rc = (rc == SQLITE_DONE) ? SQLITE_OK : sqlite3_reset(pIns);
+  }
+  sqlite3_reset(pIns);
+  return rc;
+}
+
+int qRunSpill(QueryRun *p, char **pzErr) {
+  sqlite3 *db = NULL;
+  sqlite3_stmt *pIns = NULL, *pSel = NULL;
+  sqlite3_str *pDdl = NULL, *pDml = NULL;
+  char *zDdl = NULL, *zDml = NULL, *zErr = NULL;
+  int nStmtCol, nSpillCol, i, rc, bStepped = 0, rcStore = SQLITE_DONE;
+
+  if (p->pSpillDb) return SQLITE_OK;
+  nStmtCol = sqlite3_column_count(p->pStmt);
+  nSpillCol = nStmtCol;
+  p->aSpillPull = sqlite3_malloc64(sizeof(int) * (size_t)(p->pPlan->nCol + 1));
+  if (p->aSpillPull == NULL) return SQLITE_NOMEM;
+  for (i = 0; i < p->pPlan->nCol; i++) {
+    p->aSpillPull[i] = p->pPlan->aCol[i].kind == QCOL_PULL ? nSpillCol++ : -1;
+  }
+  /* "" is a private temporary database: pages beyond its cache go to a
+  ** temporary file, so a large rest costs disk, not memory. */
+  rc = sqlite3_open_v2("", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+  if (rc != SQLITE_OK) goto cleanup;
+  pDdl = sqlite3_str_new(NULL);
+  pDml = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(pDdl, "CREATE TABLE spill(");
+  sqlite3_str_appendall(pDml, "INSERT INTO spill VALUES(");
+  for (i = 0; i < nSpillCol; i++) {
+    sqlite3_str_appendf(pDdl, "%sc%d", i ? "," : "", i);
+    sqlite3_str_appendf(pDml, "%s?", i ? "," : "");
+  }
+  sqlite3_str_appendchar(pDdl, 1, ')');
+  sqlite3_str_appendchar(pDml, 1, ')');
+  zDdl = sqlite3_str_finish(pDdl);
+  zDml = sqlite3_str_finish(pDml);
+  pDdl = pDml = NULL;
+  if (zDdl == NULL || zDml == NULL) { rc = SQLITE_NOMEM; goto cleanup; }
+  rc = sqlite3_exec(db, zDdl, NULL, NULL, NULL);
+  if (rc == SQLITE_OK) rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+  if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(db, zDml, -1, &pIns, NULL);
+  if (rc != SQLITE_OK) goto cleanup;
+
+  /* The current row first, then the rest; from here the store statement
+  ** moves on, so a failure can no longer leave the run as it was. */
+  bStepped = 1;
+  rc = qSpillRow(p, pIns, nStmtCol, &zErr);
+  while (rc == SQLITE_OK) {
+    rcStore = sqlite3_step(p->pStmt);
+    if (rcStore != SQLITE_ROW) break;
+    rc = qSpillRow(p, pIns, nStmtCol, &zErr);
+  }
+  if (rc == SQLITE_OK && rcStore != SQLITE_DONE) {
+    /* Kept for after the rows (see qRunStep). */
+    p->rcSpill = rcStore;
+    p->zSpillErr = sqlite3_mprintf("%s", sqlite3_errmsg(p->pConn->db));
+  }
+  if (rc == SQLITE_OK) rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+  if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(db, "SELECT * FROM spill ORDER BY rowid", -1, &pSel, NULL);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_step(pSel);     /* back on the current row */
+    rc = (rc == SQLITE_ROW) ? SQLITE_OK : (rc == SQLITE_DONE ? SQLITE_CORRUPT : rc);
+  }
+
+cleanup:
+  if (rc != SQLITE_OK && zErr == NULL) {
+    zErr = sqlite3_mprintf("cannot set the rest of the result aside: %s",
+                           db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  }
+  sqlite3_free(sqlite3_str_finish(pDdl));
+  sqlite3_free(sqlite3_str_finish(pDml));
+  sqlite3_free(zDdl);
+  sqlite3_free(zDml);
+  sqlite3_finalize(pIns);
+  /* The store statement holds the snapshot: it ends here either way once
+  ** stepped (its rows are set aside, or lost with an error reported). */
+  if (bStepped) sqlite3_reset(p->pStmt);
+  if (rc == SQLITE_OK) {
+    p->pStmt = pSel;
+    p->pSpillDb = db;
+  } else {
+    sqlite3_finalize(pSel);
+    sqlite3_close_v2(db);
+    sqlite3_free(p->aSpillPull);
+    p->aSpillPull = NULL;
+    sqlite3_free(p->zSpillErr);
+    p->zSpillErr = NULL;
+    p->rcSpill = SQLITE_OK;
+    if (bStepped) {
+      /* The rest is gone: the next step reports why (see qRunStep). */
+      p->rcSpill = rc;
+      p->zSpillErr = zErr ? sqlite3_mprintf("%s", zErr) : NULL;
+    }
+  }
+  if (pzErr) { sqlite3_free(*pzErr); *pzErr = zErr; } else sqlite3_free(zErr);
+  return rc;
 }

@@ -30,6 +30,8 @@
 ** stop the store's statement (FuncWatch, func_common.h).
 */
 #include <assert.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 #include "sqlite_api.h"
 #include "mentat.h"
@@ -70,6 +72,13 @@ typedef struct EdnqCursor {
   Schema *pSchema;
   QueryRun *pRun;
   FuncWatch watch;                  /* host interrupts reach pConn */
+  /* B25: while rows are left the cursor is registered with the store, so
+  ** a writer blocked by its snapshot can have the rest set aside
+  ** (ednqLetGo). mutex orders that against the cursor's own use of pRun;
+  ** it is never held while calling into the store. */
+  StoreHold hold;
+  int bHold;                        /* hold registered */
+  pthread_mutex_t mutex;
 } EdnqCursor;
 
 /* Moves zErr (an internal message, may be NULL) into the vtab's error with
@@ -105,9 +114,35 @@ static int ednqDisconnect(sqlite3_vtab *pVtab) {
   return SQLITE_OK;
 }
 
+/* StoreHold.xRelease, on the writer's thread (storeHoldsRelease): sets
+** the rest of the rows aside and ends the store read, so the WAL can be
+** checkpointed and restarted while the host keeps this cursor open. The
+** host connection is not touched (its thread may be waiting for our
+** mutex), so the store connection's interrupt polling, which probes the
+** host, is switched off first; the copy is local and short. If the copy
+** cannot start, the cursor keeps its snapshot and streams as before. */
+static void ednqLetGo(StoreHold *pHold) {
+  EdnqCursor *pCur = (EdnqCursor *)((char *)pHold - offsetof(EdnqCursor, hold));
+  pthread_mutex_lock(&pCur->mutex);
+  if (pCur->pRun && !pCur->bEof && pCur->pConn) {
+    sqlite3 *db = pCur->pConn->db;
+    sqlite3_progress_handler(db, 0, NULL, NULL);
+    if (qRunSpill(pCur->pRun, NULL) == SQLITE_OK && sqlite3_get_autocommit(db) == 0) {
+      sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    }
+  }
+  pthread_mutex_unlock(&pCur->mutex);
+}
+
 /* Gives the store connection and everything tied to it back; keeps the
-** argument copies (the hidden columns still echo them). Idempotent. */
+** argument copies (the hidden columns still echo them). Idempotent. Not
+** called with the cursor's mutex held. */
 static void ednqRelease(EdnqCursor *pCur) {
+  if (pCur->bHold) {
+    /* Waits for a release in progress; after it none can start. */
+    storeHoldRemove(pCur->pStore, &pCur->hold);
+    pCur->bHold = 0;
+  }
   qRunClose(pCur->pRun);
   pCur->pRun = NULL;
   funcWatchEnd(&pCur->watch);
@@ -138,6 +173,8 @@ static int ednqOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
   memset(pCur, 0, sizeof *pCur);
   qOptsInit(&pCur->opts);
   pCur->bEof = 1;
+  pCur->hold.xRelease = ednqLetGo;
+  pthread_mutex_init(&pCur->mutex, NULL);
   *ppCur = &pCur->base;
   return SQLITE_OK;
 }
@@ -145,6 +182,7 @@ static int ednqOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
 static int ednqClose(sqlite3_vtab_cursor *cur) {
   EdnqCursor *pCur = (EdnqCursor *)cur;
   ednqReset(pCur);
+  pthread_mutex_destroy(&pCur->mutex);
   sqlite3_free(pCur);
   return SQLITE_OK;
 }
@@ -153,7 +191,10 @@ static int ednqClose(sqlite3_vtab_cursor *cur) {
 ** once, so a host that keeps a finished statement holds no snapshot. */
 static int ednqStep(EdnqCursor *pCur) {
   char *zErr = NULL;
-  int rc = qRunStep(pCur->pRun, &zErr);
+  int rc;
+  pthread_mutex_lock(&pCur->mutex);
+  rc = qRunStep(pCur->pRun, &zErr);
+  pthread_mutex_unlock(&pCur->mutex);
   if (rc == SQLITE_ROW) {
     pCur->iRowid++;
     pCur->bEof = 0;
@@ -225,6 +266,12 @@ static int ednqFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
     ednqRelease(pCur);
   } else {
     rc = ednqStep(pCur);
+    /* Rows left: the host may keep us open indefinitely (B25). The
+    ** in-memory store has no WAL and its one connection is the writer. */
+    if (rc == SQLITE_OK && !pCur->bEof && storePath(pCur->pStore)[0] != 0) {
+      storeHoldAdd(pCur->pStore, &pCur->hold);
+      pCur->bHold = 1;
+    }
   }
   sqlite3_free(zErr);
   return rc;
@@ -239,6 +286,7 @@ static int ednqColumn(sqlite3_vtab_cursor *cur, sqlite3_context *pCtx, int iCol)
     return SQLITE_OK;
   }
   if (pCur->pRun == NULL) return SQLITE_OK;   /* at EOF: NULL */
+  pthread_mutex_lock(&pCur->mutex);
   if (iCol == EDNQ_COL_VALUE) {
     sqlite3_str *pOut = sqlite3_str_new(sqlite3_context_db_handle(pCtx));
     rc = qRunRowJson(pCur->pRun, pOut);
@@ -255,6 +303,7 @@ static int ednqColumn(sqlite3_vtab_cursor *cur, sqlite3_context *pCtx, int iCol)
   /* A pull in :find can fail here (its message is kept by the run); the
   ** message travels as the column's error result. */
   if (rc != SQLITE_OK) funcResultError(pCtx, "edn_q", rc, qRunErrMsg(pCur->pRun));
+  pthread_mutex_unlock(&pCur->mutex);
   return rc;
 }
 
