@@ -90,10 +90,11 @@ const char *qRunErrMsg(const QueryRun *p);
 ** same columns. Used when a host cursor left open would otherwise pin the
 ** store's WAL (B25). Needs a current row (after qRunStep gave SQLITE_ROW).
 ** An error in the store statement after some rows is kept and reported by
-** qRunStep after them, as streaming would. If the copy fails before the
-** store statement moved, the run is unchanged (its snapshot stays);
-** after, the run is finished: its current row stays readable only if the
-** copy succeeded, and later steps report the failure. *pzErr on failure. */
+** qRunStep after them, as streaming would. SQLITE_OK: the run no longer
+** needs the store (the caller may end its read transaction) — either the
+** rest was copied, or the copy failed after the store statement moved on,
+** and the next qRunStep reports that failure (*pzErr says it too). An
+** error code: the copy could not start and the run is unchanged. */
 int qRunSpill(QueryRun *p, char **pzErr);
 
 /* Resets the statement (so it holds no read snapshot) and frees the run.

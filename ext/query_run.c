@@ -681,5 +681,6 @@ cleanup:
     }
   }
   if (pzErr) { sqlite3_free(*pzErr); *pzErr = zErr; } else sqlite3_free(zErr);
-  return rc;
+  /* Once stepped the run no longer needs the store either way. */
+  return bStepped ? SQLITE_OK : rc;
 }

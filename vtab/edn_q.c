@@ -127,9 +127,7 @@ static void ednqLetGo(StoreHold *pHold) {
   if (pCur->pRun && !pCur->bEof && pCur->pConn) {
     sqlite3 *db = pCur->pConn->db;
     sqlite3_progress_handler(db, 0, NULL, NULL);
-    if (qRunSpill(pCur->pRun, NULL) == SQLITE_OK && sqlite3_get_autocommit(db) == 0) {
-      sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-    }
+    if (qRunSpill(pCur->pRun, NULL) == SQLITE_OK) storeReaderEndRead(pCur->pStore, pCur->pConn);
   }
   pthread_mutex_unlock(&pCur->mutex);
 }
