@@ -5,8 +5,10 @@
 **   SELECT edn_pull('/data/app.db', '[:person/name {:person/friend [*]}]', 65536);
 **   -> {":person/name":"Ann",":person/friend":[{...}],":db/id":65536}
 **
-** The pattern is read here (it must be one EDN vector); pull.c walks it on a
-** reader connection checked out from the store's pool.
+** pull.c reads the pattern (one EDN vector) and walks it on a reader
+** connection checked out from the store's pool, keeping the compiled
+** pattern and the statements in that connection's pull cache, so a
+** repeated call parses and prepares nothing.
 */
 #include <string.h>
 #include "func_common.h"
@@ -18,9 +20,6 @@ void funcEdnPull(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   int nPath, nPat, rc, eTypePath;
   sqlite3_int64 e;
   char *zErr = NULL;
-  EdnArena arena;
-  EdnValue *pPattern = NULL;
-  EdnError err;
   Store *pStore = NULL;
   StoreConn *pConn = NULL;
   Schema *pSchema = NULL;
@@ -29,7 +28,6 @@ void funcEdnPull(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   (void)argc;
 
   memset(&watch, 0, sizeof watch);
-  ednArenaInit(&arena);
   if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL
       || sqlite3_value_type(argv[2]) == SQLITE_NULL)
     return;
@@ -51,29 +49,16 @@ void funcEdnPull(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   }
   rc = funcCheckDbPath(sqlite3_context_db_handle(pCtx), eTypePath, zPath, nPath, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
-  memset(&err, 0, sizeof err);
-  rc = ednReadOne(&arena, zPat, nPat, &pPattern, &err);
-  if (rc == SQLITE_ERROR) {
-    zErr = sqlite3_mprintf("pattern: line %d col %d: %s", err.line, err.col, err.zMsg);
-    goto cleanup;
-  }
-  if (rc != SQLITE_OK) goto cleanup;
-  if (pPattern->type != EDN_VECTOR) {
-    rc = SQLITE_ERROR;
-    zErr = sqlite3_mprintf("pattern: line %d col %d: a pull pattern must be a vector",
-                           pPattern->line, pPattern->col);
-    goto cleanup;
-  }
   rc = storeAcquire(zPath, &pStore, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
   rc = storeReader(pStore, &pConn, &pSchema, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
   funcWatchBegin(&watch, sqlite3_context_db_handle(pCtx), pConn->db);
   pOut = sqlite3_str_new(sqlite3_context_db_handle(pCtx));
-  /* PULL_WITH_DBID: edn_pull's map always carries :db/id (SPEC §2.2). No
-  ** statement cache: the connection's slots belong to the query layer. */
-  rc = pullEntityEx(pConn->db, pSchema, pPattern, e, PULL_WITH_DBID, qConnPullCache(pConn),
-                    pOut, &zErr);
+  /* PULL_WITH_DBID: edn_pull's map always carries :db/id (SPEC §2.2). The
+  ** connection's pull cache is kept with its compiled plans (query.h). */
+  rc = pullEntityText(pConn->db, pSchema, zPat, nPat, e, PULL_WITH_DBID, qConnPullCache(pConn),
+                      pOut, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
   funcResultJson(pCtx, "edn_pull", pOut);
   pOut = NULL;
@@ -85,6 +70,5 @@ cleanup:
   if (pConn) storeReaderDone(pStore, pConn);
   schemaUnref(pSchema);
   if (pStore) storeRelease(pStore);
-  ednArenaReset(&arena);
   sqlite3_free(zErr);
 }

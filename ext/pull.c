@@ -3,15 +3,19 @@
 ** writes its JSON map (SPEC §2.2, §2.3; Datomic's pull semantics).
 **
 ** HOW IT WORKS
-** pullEntityAt() compiles the pattern (pull_parse.c) into an arena, then
+** pullEntityAt() compiles the pattern (pull_parse.c) into an arena
+** (pullEntityText, edn_pull's entry, keeps the last compiled text pattern in
+** the PullCache instead, so a repeated call reads and resolves nothing), then
 ** pullMap() writes one entity's map: the items in the pattern's order, the
 ** wildcard's attributes (entid order, with ":db/id" first as Datomic shows
-** it) at the place of `*`. Values come from three prepared statements on
-** the caller's connection (all datoms of e:a with fulltext rowids turned into
-** text; the attributes of e; the entities pointing at e through a), kept in
-** a PullCache when the caller has one. A statement is always reset before
-** the executor descends into a nested entity, so the same three statements
-** serve every level.
+** it) at the place of `*`. Values come from prepared statements on the
+** caller's connection (all datoms of e:a with fulltext rowids turned into
+** text; the attributes of e; the entities pointing at e through a; for the
+** wildcard, all of e's datoms in EAVT order in one read), kept in a
+** PullCache when the caller has one. A statement is always reset before
+** the executor descends into a nested entity, so the same statements serve
+** every level — except the wildcard's one read, which stays open while its
+** component maps are written: those walk the attributes instead.
 ** Time (pullEntityAt, SPEC §6): each of the three has an as-of form that
 ** reads the log (timelined_transactions) and a since form that reads the
 ** datoms newer than T, with the semantics query_compile.c gives as-of and
@@ -132,12 +136,31 @@ static const char *const azPullSql[PULL_NSTMT] = {
 struct PullCache {
   sqlite3 *db;                       /* the connection the statements belong to */
   sqlite3_stmt *apStmt[PULL_NSTMT];  /* prepared on first use */
+  /* The last pattern pullEntityText compiled: its text, the snapshot it
+  ** was resolved against, and its EDN tree and compiled form in textArena. */
+  EdnArena textArena;
+  char *zText;
+  int nText;
+  const Schema *pTextSchema;
+  sqlite3_int64 iTextGen;
+  PullPattern *pTextPat;
 };
+
+/* Forgets the cached text pattern. */
+static void pullCacheTextReset(PullCache *p) {
+  ednArenaReset(&p->textArena);
+  sqlite3_free(p->zText);
+  p->zText = NULL;
+  p->nText = 0;
+  p->pTextSchema = NULL;
+  p->pTextPat = NULL;
+}
 
 void pullCacheFree(PullCache *p) {
   int i;
   if (p == NULL) return;
   for (i = 0; i < PULL_NSTMT; i++) sqlite3_finalize(p->apStmt[i]);
+  pullCacheTextReset(p);
   sqlite3_free(p);
 }
 
@@ -572,27 +595,41 @@ static int pullMap(PullRun *p, const PullPattern *pPat, int iLevel, sqlite3_int6
   return rc;
 }
 
-int pullEntityAt(sqlite3 *db, const Schema *pSchema, const EdnValue *pPattern,
-                 sqlite3_int64 e, unsigned flags, const PullTime *pTime,
-                 PullCache **ppCache, sqlite3_str *pOut, char **pzErr) {
-  EdnArena arena;
+/* The cache a call uses: *ppCache (created for db when NULL), or NULL
+** with rc SQLITE_OK when the caller keeps none. */
+static int pullCacheFor(sqlite3 *db, PullCache **ppCache, PullCache **ppOut, char **pzErr) {
+  *ppOut = NULL;
+  if (ppCache == NULL) return SQLITE_OK;
+  if (*ppCache == NULL) {
+    *ppCache = sqlite3_malloc64(sizeof(PullCache));
+    if (*ppCache == NULL) return SQLITE_NOMEM;
+    memset(*ppCache, 0, sizeof(PullCache));
+    ednArenaInit(&(*ppCache)->textArena);
+    (*ppCache)->db = db;
+  } else if ((*ppCache)->db != db) {
+    sqlite3_free(*pzErr);
+    *pzErr = sqlite3_mprintf("pull: statement cache used with another connection");
+    return SQLITE_MISUSE;
+  }
+  *ppOut = *ppCache;
+  return SQLITE_OK;
+}
+
+/* Pulls e with the compiled pattern pPat through pCache (NULL: statements
+** for this call only). */
+static int pullRunCompiled(sqlite3 *db, const Schema *pSchema, const PullPattern *pPat,
+                           sqlite3_int64 e, unsigned flags, const PullTime *pTime,
+                           PullCache *pCache, sqlite3_str *pOut, char **pzErr) {
   PullCache local;
-  PullPattern *pPat = NULL;
   PullRun *pRun = NULL;
-  int rc;
+  int rc, i;
 
   memset(&local, 0, sizeof(local));
+  ednArenaInit(&local.textArena);
   local.db = db;
-  ednArenaInit(&arena);
-  rc = pullCompile(&arena, pSchema, pPattern, &pPat, pzErr);
-  if (rc != SQLITE_OK) goto cleanup;
-
   /* The run holds the path (about 2 KiB): on the heap, not the host's stack. */
   pRun = sqlite3_malloc64(sizeof(PullRun));
-  if (pRun == NULL) {
-    rc = SQLITE_NOMEM;
-    goto cleanup;
-  }
+  if (pRun == NULL) return SQLITE_NOMEM;
   memset(pRun, 0, sizeof(*pRun));
   pRun->db = db;
   pRun->pSchema = pSchema;
@@ -607,38 +644,85 @@ int pullEntityAt(sqlite3 *db, const Schema *pSchema, const EdnValue *pPattern,
   pRun->pOut = pOut;
   pRun->pzErr = pzErr;
   pRun->wildcard.bWildcard = 1;
-  if (ppCache == NULL) {
-    pRun->pCache = &local;
-  } else {
-    if (*ppCache == NULL) {
-      *ppCache = sqlite3_malloc64(sizeof(PullCache));
-      if (*ppCache == NULL) {
-        rc = SQLITE_NOMEM;
-        goto cleanup;
-      }
-      memset(*ppCache, 0, sizeof(PullCache));
-      (*ppCache)->db = db;
-    } else if ((*ppCache)->db != db) {
-      sqlite3_free(*pzErr);
-      *pzErr = sqlite3_mprintf("pull: statement cache used with another connection");
-      rc = SQLITE_MISUSE;
-      goto cleanup;
-    }
-    pRun->pCache = *ppCache;
-  }
+  pRun->pCache = pCache ? pCache : &local;
 
   rc = pullMap(pRun, pPat, 0, e, flags);
   if (rc == SQLITE_OK && sqlite3_str_errcode(pOut) != SQLITE_OK) {
     rc = sqlite3_str_errcode(pOut) == SQLITE_TOOBIG ? SQLITE_TOOBIG : SQLITE_NOMEM;
   }
-
-cleanup:
-  {
-    int i;
-    for (i = 0; i < PULL_NSTMT; i++) sqlite3_finalize(local.apStmt[i]);
-  }
+  for (i = 0; i < PULL_NSTMT; i++) sqlite3_finalize(local.apStmt[i]);
   sqlite3_free(pRun);
+  return rc;
+}
+
+int pullEntityAt(sqlite3 *db, const Schema *pSchema, const EdnValue *pPattern,
+                 sqlite3_int64 e, unsigned flags, const PullTime *pTime,
+                 PullCache **ppCache, sqlite3_str *pOut, char **pzErr) {
+  EdnArena arena;
+  PullPattern *pPat = NULL;
+  PullCache *pCache = NULL;
+  int rc;
+
+  ednArenaInit(&arena);
+  rc = pullCompile(&arena, pSchema, pPattern, &pPat, pzErr);
+  if (rc == SQLITE_OK) rc = pullCacheFor(db, ppCache, &pCache, pzErr);
+  if (rc == SQLITE_OK) rc = pullRunCompiled(db, pSchema, pPat, e, flags, pTime, pCache, pOut, pzErr);
   ednArenaReset(&arena);
+  return rc;
+}
+
+int pullEntityText(sqlite3 *db, const Schema *pSchema, const char *zPattern, int nPattern,
+                   sqlite3_int64 e, unsigned flags, PullCache **ppCache, sqlite3_str *pOut,
+                   char **pzErr) {
+  PullCache *pCache = NULL;
+  EdnArena local;
+  EdnArena *pArena = &local;
+  EdnValue *pTree = NULL;
+  PullPattern *pPat = NULL;
+  EdnError err;
+  int rc;
+
+  ednArenaInit(&local);
+  rc = pullCacheFor(db, ppCache, &pCache, pzErr);
+  if (rc != SQLITE_OK) return rc;
+  if (pCache && pCache->pTextPat && pCache->nText == nPattern && pCache->pTextSchema == pSchema
+      && pCache->iTextGen == schemaGeneration(pSchema)
+      && memcmp(pCache->zText, zPattern, (size_t)nPattern) == 0) {
+    return pullRunCompiled(db, pSchema, pCache->pTextPat, e, flags, NULL, pCache, pOut, pzErr);
+  }
+  if (pCache) {
+    pullCacheTextReset(pCache);
+    pArena = &pCache->textArena;
+  }
+  memset(&err, 0, sizeof err);
+  rc = ednReadOne(pArena, zPattern, nPattern, &pTree, &err);
+  if (rc == SQLITE_ERROR) {
+    sqlite3_free(*pzErr);
+    *pzErr = sqlite3_mprintf("pattern: line %d col %d: %s", err.line, err.col, err.zMsg);
+    if (*pzErr == NULL) rc = SQLITE_NOMEM;
+  } else if (rc == SQLITE_OK && pTree->type != EDN_VECTOR) {
+    sqlite3_free(*pzErr);
+    *pzErr = sqlite3_mprintf("pattern: line %d col %d: a pull pattern must be a vector",
+                             pTree->line, pTree->col);
+    rc = *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+  }
+  if (rc == SQLITE_OK) rc = pullCompile(pArena, pSchema, pTree, &pPat, pzErr);
+  if (rc == SQLITE_OK && pCache) {
+    pCache->zText = sqlite3_malloc64((sqlite3_uint64)nPattern + 1);
+    if (pCache->zText == NULL) {
+      rc = SQLITE_NOMEM;
+    } else {
+      memcpy(pCache->zText, zPattern, (size_t)nPattern);
+      pCache->zText[nPattern] = 0;
+      pCache->nText = nPattern;
+      pCache->pTextSchema = pSchema;
+      pCache->iTextGen = schemaGeneration(pSchema);
+      pCache->pTextPat = pPat;
+    }
+  }
+  if (rc == SQLITE_OK) rc = pullRunCompiled(db, pSchema, pPat, e, flags, NULL, pCache, pOut, pzErr);
+  if (rc != SQLITE_OK && pCache) pullCacheTextReset(pCache);
+  ednArenaReset(&local);
   return rc;
 }
 

@@ -84,4 +84,16 @@ int pullEntityAt(sqlite3 *db, const Schema *pSchema, const EdnValue *pPattern,
 ** *pzErr with "pull: ". */
 int pullTxAtInstant(sqlite3 *db, const EdnValue *pInst, sqlite3_int64 *piTx, char **pzErr);
 
+/* --- Addition (H14): edn_pull's entry point. */
+
+/* pullEntityEx with the pattern as EDN text (one vector). With a cache the
+** compiled pattern is kept there, so a repeated call with the same text on
+** the same schema snapshot reads and resolves nothing (only the last text
+** is kept). Errors: unreadable EDN or a non-vector give SQLITE_ERROR with
+** "pattern: line L col C: ..."; a bad shape pullCompile's "pull pattern:
+** line L col C: ...". Always the current database. */
+int pullEntityText(sqlite3 *db, const Schema *pSchema, const char *zPattern, int nPattern,
+                   sqlite3_int64 e, unsigned flags, PullCache **ppCache, sqlite3_str *pOut,
+                   char **pzErr);
+
 #endif /* MENTAT_PULL_H */

@@ -646,6 +646,57 @@ START_TEST(test_cache_connection) {
 }
 END_TEST
 
+/* pullEntityText (edn_pull): the pattern as text, compiled once per cache
+** while the text and the schema snapshot stay the same; errors as edn_pull
+** words them. */
+static char *tPullText(const char *zPat, sqlite3_int64 e, const Schema *pS, PullCache **ppCache) {
+  char *zErr = NULL, *zJson, *zRet;
+  sqlite3_str *pOut = sqlite3_str_new(db);
+  int rc = pullEntityText(db, pS, zPat, (int)strlen(zPat), e, PULL_WITH_DBID, ppCache, pOut, &zErr);
+  zJson = sqlite3_str_finish(pOut);
+  zRet = rc == SQLITE_OK ? sqlite3_mprintf("%s", zJson) : sqlite3_mprintf("ERROR: %s", zErr ? zErr : "?");
+  sqlite3_free(zJson);
+  sqlite3_free(zErr);
+  return zRet;
+}
+
+START_TEST(test_text_cache) {
+  static const struct { const char *zPat; sqlite3_int64 e; const char *zWant; } a[] = {
+    {"[:person/name]", P3, "{\":person/name\":\"Oleg\",\":db/id\":65538}"},
+    {"[:person/name]", P4, "{\":person/name\":\"Oleg\",\":db/id\":65539}"},
+    {"[:person/age]", P3, "{\":person/age\":10,\":db/id\":65538}"},
+    {"[:person/name", P3, "ERROR: pattern: line 1 col"},
+    {"{:person/name [:a]}", P3, "ERROR: pattern: line 1 col 1: a pull pattern must be a vector"},
+    {"[[:person/name :as]]", P3, "ERROR: pull pattern: line 1 col 2: expected option/value pairs"},
+    {"[[:person/height :default 0]]", P3, "{\":person/height\":0,\":db/id\":65538}"},
+    {"[[:person/height :default 0]]", P1, "{\":person/height\":180,\":db/id\":65536}"},
+    {"[*]", P6, "{\":db/id\":65541,\":person/id\":6,\":person/name\":\"Ivan\",\":person/age\":20}"},
+  };
+  PullCache *pCache = NULL;
+  Schema *pS2 = NULL;
+  char *zErr = NULL;
+  int i, k;
+  for (k = 0; k < 2; k++) {
+    /* k = 1: a new snapshot of the same schema (a new pointer and
+    ** generation): the cached pattern is compiled again against it. */
+    const Schema *pS = k ? pS2 : pSchema;
+    for (i = 0; i < (int)(sizeof a / sizeof a[0]); i++) {
+      char *zGot = tPullText(a[i].zPat, a[i].e, pS, &pCache);
+      ck_assert_msg(strncmp(zGot, a[i].zWant, strlen(a[i].zWant)) == 0, "%d %s: got %s want %s",
+                    i, a[i].zPat, zGot, a[i].zWant);
+      sqlite3_free(zGot);
+      zGot = tPullText(a[i].zPat, a[i].e, pS, NULL);   /* no cache: the same */
+      ck_assert_msg(strncmp(zGot, a[i].zWant, strlen(a[i].zWant)) == 0, "%d %s uncached: %s",
+                    i, a[i].zPat, zGot);
+      sqlite3_free(zGot);
+    }
+    if (k == 0) ck_assert_int_eq(schemaLoad(db, &pS2, &zErr), SQLITE_OK);
+  }
+  pullCacheFree(pCache);
+  schemaUnref(pS2);
+}
+END_TEST
+
 /* A missing store table is an SQL error reported in the user's terms. */
 START_TEST(test_sql_error) {
   char *zGot;
@@ -1256,6 +1307,7 @@ static Suite *pullSuite(void) {
   tcase_add_test(tc, test_deep_data);
   tcase_add_test(tc, test_default_limit);
   tcase_add_test(tc, test_cache_connection);
+  tcase_add_test(tc, test_text_cache);
   tcase_add_test(tc, test_sql_error);
   tcase_add_test(tc, test_random_patterns);
   suite_add_tcase(s, tc);
