@@ -149,7 +149,7 @@ def main():
     w('Generated %s by `make bench` (bench/report.py) on %s, %d cores, load average %s; SQLite %s. '
       'Workload, method and targets: ../shared/BENCH.md. Times are p50/p95/p99 in ms per call '
       '(nearest rank; median of 3 repetitions), measured from Python for ours and the SQL baseline '
-      'alike; ratio = ours p50 / SQL p50 (table form, scalar form), judged against 1.25; "ratio by CPU time" is the same '
+      'alike; the table form is `SELECT c0, c1, ... FROM edn_q(...)` (native columns, the shape of the SQL\'s rows), the scalar form `SELECT edn_q(...)` (one JSON document); ratio = ours p50 / SQL p50 (table form, scalar form), judged against 1.25; "ratio by CPU time" is the same '
       'from the calling thread\'s CPU time (time.thread_time), which leaves out preemption and is the '
       'steadier figure on this machine. This 2-core machine is shared '
       'with other developers\' builds and tests: absolute figures are noisy, ratios from one run '
