@@ -966,6 +966,31 @@ static int qcFnReady(QCtx *pX, const QClause *pCl) {
   return 1;
 }
 
+/* Does pattern pPat complete a predicate among a[] (not yet done): one
+** whose variables are all bound once pPat's are, at least one by pPat? */
+static int qcPatternFilters(QCtx *pX, QClause *const *a, int n, const unsigned char *aDone,
+                            const QClause *pPat) {
+  const char *azPat[8], *azPred[16];
+  int nPat = qcClauseVars(pPat, azPat, 8, 0);
+  int i, j, k;
+  if (nPat > 8) nPat = 8;
+  for (i = 0; i < n; i++) {
+    int nPred, bNew = 0, bAll = 1;
+    if (aDone[i] || a[i]->kind != QC_PRED) continue;
+    nPred = qcClauseVars(a[i], azPred, 16, 0);
+    if (nPred > 16) continue;
+    for (j = 0; j < nPred && bAll; j++) {
+      QVar *pV = qcVarFind(pX, azPred[j]);
+      if (pV && (pV->zExpr || pV->zInList)) continue;
+      for (k = 0; k < nPat && strcmp(azPat[k], azPred[j]) != 0; k++) {}
+      if (k < nPat) bNew = 1;
+      else bAll = 0;
+    }
+    if (bAll && bNew) return 1;
+  }
+  return 0;
+}
+
 int qcClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
   QComp *pC = pX->pC;
   unsigned char *aDone;
@@ -986,15 +1011,24 @@ int qcClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
       aDone[i] = 1;
     }
   }
-  /* 2. data patterns, most selective first. */
-  for (iScore = 0; iScore <= 4 && pC->rc == SQLITE_OK; iScore++) {
-    for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
+  /* 2. data patterns, one at a time: the most selective given what is
+  ** bound so far, and among equals one that lets a predicate filter the
+  ** rows early, then clause order (the joins are emitted in this order,
+  ** and CROSS JOIN keeps it: see qcBody). */
+  while (pC->rc == SQLITE_OK) {
+    int iBest = -1, iBestScore = 0;
+    for (i = 0; i < n; i++) {
       if (aDone[i] || a[i]->kind != QC_PATTERN) continue;
-      if (qcPatternScore(pX, a[i]) > iScore) continue;
-      pC->pAt = a[i]->pForm;
-      qcPattern(pX, a[i]);
-      aDone[i] = 1;
+      iScore = 2 * qcPatternScore(pX, a[i]) + !qcPatternFilters(pX, a, n, aDone, a[i]);
+      if (iBest < 0 || iScore < iBestScore) {
+        iBest = i;
+        iBestScore = iScore;
+      }
     }
+    if (iBest < 0) break;
+    pC->pAt = a[iBest]->pForm;
+    qcPattern(pX, a[iBest]);
+    aDone[iBest] = 1;
   }
   if (pX->pParent == NULL) qcMaterialize(pX);
   /* 3. binding clauses (rules, or, functions) as their inputs are bound. */
