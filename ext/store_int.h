@@ -41,6 +41,9 @@ typedef struct StoreConnImpl {
   sqlite3_stmt *pFingerprint;   /* schemaFingerprintSql() */
   sqlite3_stmt *pBegin;         /* BEGIN: a reader's one snapshot per call */
   sqlite3_stmt *pCommit;        /* COMMIT: ends it (keeps temp-table writes) */
+  sqlite3_int64 iMmap;          /* mmap_size storeConfigure set; 0 = none */
+  unsigned mChanged;            /* reader: bit k = a foreign commit seen k checkouts ago */
+  int bMmapOff;                 /* reader: mmap switched off (store_cache.c) */
 } StoreConnImpl;
 
 struct Store {

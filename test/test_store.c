@@ -375,6 +375,51 @@ START_TEST(test_reader_end_read) {
 }
 END_TEST
 
+/* A reader's mmap follows the commits it sees (store_cache.c): on while
+** other connections' commits are rare, off once 2 of its last 8 checkouts
+** saw one (each commit would unmap the whole file), on again after 32
+** quiet checkouts. */
+static sqlite3_int64 readerMmap(Store *p) {
+  StoreConn *pC = NULL;
+  Schema *pS = NULL;
+  char *zErr = NULL;
+  ck_assert_int_eq(storeReader(p, &pC, &pS, &zErr), SQLITE_OK);
+  schemaUnref(pS);
+  sqlite3_int64 n = qInt(pC->db, "PRAGMA mmap_size");
+  storeReaderDone(p, pC);
+  return n;
+}
+
+static void commitOne(Store *p, int i) {
+  StoreConn *pW = NULL;
+  Schema *pS = NULL;
+  char *zErr = NULL;
+  char zSql[160];
+  ck_assert_int_eq(storeWriteBegin(p, &pW, &pS, &zErr), SQLITE_OK);
+  snprintf(zSql, sizeof zSql, "INSERT INTO datoms (e, a, v, tx, value_type_tag)"
+           " VALUES (%d, 37, 'x', 268435457, 10)", 70000 + i);
+  exec(pW->db, zSql);
+  ck_assert_int_eq(storeWriteEnd(p, pW, 1, NULL, &zErr), SQLITE_OK);
+  schemaUnref(pS);
+}
+
+START_TEST(test_reader_mmap_policy) {
+  Store *p = acquire(tuTempPath("mmappolicy.db"));
+  const sqlite3_int64 nGiB = 1073741824;
+  ck_assert_int_eq(readerMmap(p), nGiB);        /* first checkout: the format's */
+  ck_assert_int_eq(readerMmap(p), nGiB);
+  commitOne(p, 0);
+  ck_assert_int_eq(readerMmap(p), nGiB);        /* one commit seen: still on */
+  commitOne(p, 1);
+  (void)readerMmap(p);                          /* the second: off from the next call */
+  ck_assert_int_eq(readerMmap(p), 0);
+  for (int i = 0; i < 31; i++) ck_assert_int_eq(readerMmap(p), 0);
+  (void)readerMmap(p);                          /* 32 quiet checkouts: on again */
+  ck_assert_int_eq(readerMmap(p), nGiB);
+  storeRelease(p);
+}
+END_TEST
+
 /* The StoreHold registry (B25): storeHoldsRelease asks each registered
 ** hold once (and unlinks it first), a removed hold is never asked, and a
 ** hold added after a release is asked by the next one. */
@@ -1270,6 +1315,7 @@ static Suite *storeSuite(void) {
   tcase_add_test(tc, test_reader_one_snapshot);
   tcase_add_test(tc, test_reader_end_read);
   tcase_add_test(tc, test_store_holds);
+  tcase_add_test(tc, test_reader_mmap_policy);
   tcase_add_test(tc, test_environment_settings);
   tcase_add_test(tc, test_in_memory_store);
   tcase_add_test(tc, test_refuse_foreign);
