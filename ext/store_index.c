@@ -48,7 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "store.h"
+#include "store_write.h"
 
 /* Below this many datoms (max rowid) a store is left exactly as the format
 ** creates it. Tests lower it with storeSetTuneMin(). */
@@ -80,6 +80,11 @@ sqlite3_int64 storeSetTuneMin(sqlite3_int64 n) {
   nOld = gnTuneMin;
   gnTuneMin = n < 0 ? 0 : n;
   return nOld;
+}
+
+sqlite3_int64 storeTuneMinDatoms(void) {
+  pthread_once(&gTuneOnce, storeReadTuneEnv);
+  return gnTuneMin;
 }
 
 /* The store-wide extra indexes: name, DDL. */

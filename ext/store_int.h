@@ -66,6 +66,13 @@ struct Store {
   sqlite3_int64 nAnalyzed;      /* storeTune's; under writeMutex */
   pthread_mutex_t holdMutex;    /* pHolds, and every xRelease call */
   StoreHold *pHolds;            /* open host cursors' snapshots (B25) */
+  int bWalPolicy;               /* store_write.c: writer's WAL hook set, autocheckpoint off; writeMutex */
+  int szFrame;                  /* store_write.c: bytes per WAL frame (page size + 24); writeMutex */
+  sqlite3_int64 nWalFrames;     /* store_write.c: WAL frames after the writer's last commit (hook) */
+  sqlite3_int64 nWalCkpt;       /* store_write.c: of those, frames a checkpoint copied; writeMutex */
+  sqlite3_int64 nNoteDatoms;    /* store_write.c: datoms max rowid noted by this write, 0 none */
+  sqlite3_int64 nWalRetryBytes; /* store_write.c: WAL size before which a timed-out RESTART waits */
+  sqlite3_int64 nWalLastTx;     /* store_write.c: WAL frames the writer's last commit added */
 };
 
 typedef struct StoreCache {

@@ -2,10 +2,68 @@
 ** store_write.c — the writer side of a cached store: BEGIN IMMEDIATE under
 ** the store's write mutex, commit and publication of a new schema, the
 ** post-commit WAL policy (SPEC §3) and managed-index tuning (store_index.c).
+**
+** HOW THE WAL POLICY WORKS
+** SQLite's automatic checkpoint runs inside COMMIT on the committing
+** connection: with the format's wal_autocheckpoint=32 (pages) nearly every
+** small commit paid a checkpoint and its fsyncs. The writer therefore turns
+** it off (a WAL hook of its own replaces SQLite's and records the WAL's
+** frame count after each commit), and storeWriteEnd decides after the
+** commit, in this order:
+**  - WAL past STORE_HOLD_BYTES (4 MiB) and an in-process host cursor keeps
+**    a snapshot (StoreHold, B25): the holds are asked to let go, then a
+**    RESTART checkpoint, so an open cursor cannot grow the WAL;
+**  - WAL past half of MENTAT_WAL_RESTART_BYTES (default 64 MiB): a RESTART
+**    checkpoint that waits up to STORE_RESTART_BUSY_MS for readers of
+**    older snapshots (new readers start from the checkpointed database and
+**    do not hold it up), so continuous readers in other processes cannot
+**    grow the WAL past the bound (bench `mixed`: max 32 MiB). Starting at
+**    half leaves room for the commits made while readers are waited for.
+**    One that times out is retried only after 4 MiB more, so a reader that
+**    never lets go costs one wait per 4 MiB, not one per commit;
+**  - STORE_WAL_CKPT_BYTES (6 MiB; MENTAT_WAL_CHECKPOINT_BYTES) of frames
+**    not yet checkpointed, and at least two commits' worth: a PASSIVE
+**    checkpoint (never waits). Pages rewritten by many commits (the log's
+**    and the indexes' tails, known_parts) are copied once per interval,
+**    and the checkpoint's two fsyncs are paid once per interval. When it
+**    copied everything, the next write starts the WAL again from its
+**    beginning (SQLite does so when no reader uses the old frames).
+** The writer's journal_size_limit is one interval (never above half the
+** restart bound, never below the format's 3 MiB): the WAL file is reused
+** from its start instead of being cut and extended again. The interval is
+** 6 MiB, not more, because B25 wants the WAL "a few MiB" with a cursor
+** open (16 MiB measured the same tx/s within noise on bench s).
+** Nothing here fails the caller: its transaction is committed; a busy
+** checkpoint is retried after a later commit.
 */
 #include <string.h>
-#include <sys/stat.h>
+#include <stdlib.h>
 #include "store_int.h"
+#include "store_write.h"
+
+/* PASSIVE checkpoint after this many bytes of new WAL frames. */
+#define STORE_WAL_CKPT_BYTES (6LL * 1024 * 1024)
+/* Host cursors are asked to release their snapshots past this WAL size. */
+#define STORE_HOLD_BYTES (4LL * 1024 * 1024)
+/* The format's journal_size_limit (every connection). */
+#define STORE_JOURNAL_SIZE_LIMIT (3LL * 1024 * 1024)
+/* How long the RESTART checkpoint waits for readers of old snapshots. */
+#define STORE_RESTART_BUSY_MS 400
+
+static sqlite3_int64 gnCkptBytes = STORE_WAL_CKPT_BYTES;
+static pthread_once_t gCkptOnce = PTHREAD_ONCE_INIT;
+
+/* MENTAT_WAL_CHECKPOINT_BYTES, read once: 0 checkpoints after every commit. */
+static void storeReadCkptEnv(void) {
+  const char *z = getenv("MENTAT_WAL_CHECKPOINT_BYTES");
+  char *zEnd = NULL;
+  if (z && z[0] >= '0' && z[0] <= '9') {
+    long long n = strtoll(z, &zEnd, 10);
+    if (zEnd && *zEnd == 0 && n >= 0) gnCkptBytes = n;
+  }
+}
+
+static void storeWalPolicyInit(Store *p, sqlite3 *db);
 
 /* Runs storeTune on the writer (write mutex held, or the Store not yet
 ** shared). When it changed the managed indexes, the schema is reloaded and
@@ -52,6 +110,8 @@ int storeWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzEr
   *ppConn = NULL;
   *ppSchema = NULL;
   pthread_mutex_lock(&p->writeMutex);
+  storeWalPolicyInit(p, pConn->db);
+  p->nNoteDatoms = 0;
   rc = sqlite3_exec(pConn->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
   if (rc != SQLITE_OK) {
     storeErr(pzErr, sqlite3_mprintf("cannot begin a write on store %s: %s",
@@ -75,17 +135,116 @@ cleanup:
   return rc;
 }
 
-/* After a commit: once the WAL passes the threshold, try to restart it so
-** continuous readers cannot grow it without bound (SPEC §3, B25). Busy is
-** fine: the next commit tries again. */
-static void storeMaybeRestartWal(Store *p, sqlite3 *db) {
-  struct stat st;
-  sqlite3_int64 nLimit = storeCache()->nWalRestart;
-  if (p->bMemory || p->zWalPath == NULL) return;
-  if (stat(p->zWalPath, &st) != 0 || (sqlite3_int64)st.st_size <= nLimit) return;
-  sqlite3_busy_timeout(db, STORE_CHECKPOINT_BUSY_MS);
-  sqlite3_exec(db, "PRAGMA wal_checkpoint(RESTART)", NULL, NULL, NULL);
-  sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
+/* The writer's WAL hook: SQLite calls it after each commit on the writer
+** with the number of frames in the WAL. Replacing SQLite's own hook turns
+** the automatic checkpoint off (see HOW THE WAL POLICY WORKS). */
+static int storeWalHook(void *pArg, sqlite3 *db, const char *zDb, int nFrame) {
+  Store *p = (Store *)pArg;
+  (void)db;
+  (void)zDb;
+  p->nWalLastTx = nFrame >= p->nWalFrames ? nFrame - p->nWalFrames : nFrame;
+  p->nWalFrames = nFrame;
+  if (nFrame < p->nWalCkpt) p->nWalCkpt = 0;   /* the WAL started again */
+  return SQLITE_OK;
+}
+
+/* Once per store, before its first write: the writer's WAL hook and frame
+** size. Write mutex held. */
+static void storeWalPolicyInit(Store *p, sqlite3 *db) {
+  sqlite3_stmt *pStmt = NULL;
+  sqlite3_int64 nKeep;
+  int szPage = 4096;
+  if (p->bWalPolicy) return;
+  p->bWalPolicy = 1;
+  if (p->bMemory) return;
+  pthread_once(&gCkptOnce, storeReadCkptEnv);
+  if (sqlite3_prepare_v2(db, "PRAGMA page_size", -1, &pStmt, NULL) == SQLITE_OK
+      && sqlite3_step(pStmt) == SQLITE_ROW) {
+    szPage = sqlite3_column_int(pStmt, 0);
+  }
+  sqlite3_finalize(pStmt);
+  p->szFrame = (szPage > 0 ? szPage : 4096) + 24;
+  sqlite3_wal_hook(db, storeWalHook, p);
+  nKeep = gnCkptBytes < storeCache()->nWalRestart / 2 ? gnCkptBytes : storeCache()->nWalRestart / 2;
+  if (nKeep > STORE_JOURNAL_SIZE_LIMIT) {
+    /* After each new start the WAL is written again from its beginning;
+    ** trimming the file below one checkpoint interval only makes the next
+    ** commits extend it again (block allocation, and at FULL an fdatasync
+    ** that must also write the inode). */
+    char zSql[64];
+    sqlite3_snprintf(sizeof zSql, zSql, "PRAGMA journal_size_limit=%lld", nKeep);
+    sqlite3_exec(db, zSql, NULL, NULL, NULL);
+  }
+}
+
+/* One checkpoint of mode eMode on the writer; *pbDone when it copied every
+** frame (and, for RESTART, made sure the next write starts the WAL again). */
+static int storeCheckpoint(Store *p, sqlite3 *db, int eMode, int *pbDone) {
+  int nLog = 0, nCkpt = 0, rc;
+  if (eMode != SQLITE_CHECKPOINT_PASSIVE) sqlite3_busy_timeout(db, STORE_RESTART_BUSY_MS);
+  rc = sqlite3_wal_checkpoint_v2(db, NULL, eMode, &nLog, &nCkpt);
+  if (eMode != SQLITE_CHECKPOINT_PASSIVE) sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
+  if (nCkpt > 0) p->nWalCkpt = nCkpt;
+  *pbDone = rc == SQLITE_OK && nLog >= 0 && nCkpt >= nLog;
+  return rc;
+}
+
+/* Does an in-process host cursor hold a snapshot (B25)? */
+static int storeHasHolds(Store *p) {
+  int bHas;
+  pthread_mutex_lock(&p->holdMutex);
+  bHas = p->pHolds != NULL;
+  pthread_mutex_unlock(&p->holdMutex);
+  return bHas;
+}
+
+/* After a commit (write mutex held): the WAL policy of the header comment.
+** A RESTART that timed out is not retried before the WAL grew by another
+** STORE_HOLD_BYTES, so a reader that never lets go (another process's open
+** transaction) costs the writer one wait per that many bytes, not one per
+** commit. */
+static void storeWalAfterCommit(Store *p, sqlite3 *db) {
+  sqlite3_int64 nBytes, nNew, nRestart = storeCache()->nWalRestart / 2;
+  int eMode, bDone = 0;
+  if (p->bMemory || p->szFrame == 0) return;
+  nBytes = p->nWalFrames * p->szFrame;
+  nNew = (p->nWalFrames - p->nWalCkpt) * p->szFrame;
+  if (nBytes < p->nWalRetryBytes) p->nWalRetryBytes = 0;   /* the WAL started again */
+  if (nBytes >= STORE_HOLD_BYTES && storeHasHolds(p)) {
+    /* Host cursors pin the WAL for as long as they stay open: let them go
+    ** before they cost a restart (B25). */
+    storeHoldsRelease(p);
+    eMode = SQLITE_CHECKPOINT_RESTART;
+  } else if (nBytes >= nRestart && nBytes >= p->nWalRetryBytes) {
+    eMode = SQLITE_CHECKPOINT_RESTART;
+  } else if (nNew >= gnCkptBytes && nNew >= 2 * p->nWalLastTx * p->szFrame) {
+    /* Big commits (bulk loads) checkpoint every second commit or so: the
+    ** pages they share (index tails) are copied once per two. */
+    eMode = SQLITE_CHECKPOINT_PASSIVE;
+  } else {
+    return;
+  }
+  storeCheckpoint(p, db, eMode, &bDone);
+  if (!bDone && nBytes >= STORE_HOLD_BYTES && storeHoldsRelease(p) > 0) {
+    /* A cursor opened since the look above. */
+    storeCheckpoint(p, db, SQLITE_CHECKPOINT_RESTART, &bDone);
+  }
+  if (!bDone && eMode == SQLITE_CHECKPOINT_RESTART) p->nWalRetryBytes = nBytes + STORE_HOLD_BYTES;
+}
+
+void storeWriteNoteDatoms(Store *p, sqlite3_int64 iMaxRowid) {
+  if (iMaxRowid > p->nNoteDatoms) p->nNoteDatoms = iMaxRowid;
+}
+
+/* Should this commit retune? Only when it changed the schema, or inserted
+** datoms taking the store past the tuning threshold or to twice the size
+** of the last analysis: storeTune itself starts with a query of its own,
+** a read transaction per commit that one-datom writes could not afford. */
+static int storeWantsTune(Store *p, int bSchema) {
+  sqlite3_int64 n = p->nNoteDatoms;
+  if (bSchema) return 1;
+  if (n == 0 || n < storeTuneMinDatoms()) return 0;
+  return p->nAnalyzed < 0 || n >= 2 * p->nAnalyzed;
 }
 
 int storeWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, char **pzErr) {
@@ -112,10 +271,11 @@ int storeWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, c
     pthread_mutex_lock(&p->mutex);
     if (pNewSchema == NULL || p->pSchema == pNewSchema) storeSetKnown(p, &sig);
     pthread_mutex_unlock(&p->mutex);
-    storeMaybeRestartWal(p, pConn->db);
+    storeWalAfterCommit(p, pConn->db);
     /* Still under the write mutex: tuning writes on this connection. */
-    storeTuneWriter(p, pNewSchema != NULL);
+    if (storeWantsTune(p, pNewSchema != NULL)) storeTuneWriter(p, pNewSchema != NULL);
   }
+  p->nNoteDatoms = 0;
   pthread_mutex_unlock(&p->writeMutex);
   return rc;
 }

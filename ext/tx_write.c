@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tx_int.h"
+#include "store_write.h"
 
 static int txCmpDatom(const void *pA, const void *pB) {
   const TxOp *a = *(const TxOp *const *)pA, *b = *(const TxOp *const *)pB;
@@ -284,6 +285,7 @@ static int txInsert(Tx *p, TxOp *pOp) {
   sqlite3_reset(pStmt);
   if (rc == SQLITE_CONSTRAINT && pA->eUnique != UNIQUE_NONE) return txUniqueConflict(p, pOp);
   if (rc != SQLITE_DONE) return txSqlErr(p, "cannot write datoms: ");
+  storeWriteNoteDatoms(p->pConn->pStore, sqlite3_last_insert_rowid(p->db));
   return txLog(p, pOp, 1);
 }
 
@@ -300,6 +302,7 @@ static int txInsertBatch(Tx *p, TxOp **aBatch) {
   rc = sqlite3_step(pStmt);
   sqlite3_reset(pStmt);
   if (rc != SQLITE_DONE) return txSqlErr(p, "cannot write datoms: ");
+  storeWriteNoteDatoms(p->pConn->pStore, sqlite3_last_insert_rowid(p->db));
   for (i = 0; i < TX_BATCH; i++) n += !aBatch[i]->pAttr->bNoHistory;
   if (n < TX_BATCH) {
     for (i = 0; i < TX_BATCH; i++) {

@@ -10,6 +10,7 @@
 ** schema transaction is tx 268435457 and user entids start at 65536.
 */
 #include <stdarg.h>
+#include <sys/stat.h>
 #include "testutil.h"
 #include "tx.h"
 
@@ -1072,6 +1073,120 @@ START_TEST(test_bulk_batches) {
 }
 END_TEST
 
+/* ---- the writer's WAL policy and tuning (store_write.c) ------------- */
+
+/* A host cursor's snapshot, as edn_q keeps one: here an open read
+** transaction on the raw connection; xRelease ends it. */
+typedef struct TestHold {
+  StoreHold base;
+  sqlite3 *db;
+  int nRelease;
+} TestHold;
+
+static void testHoldRelease(StoreHold *pHold) {
+  TestHold *p = (TestHold *)pHold;
+  p->nRelease++;
+  sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL);
+}
+
+static sqlite3_int64 walSize(void) {
+  char zWal[300];
+  struct stat st;
+  snprintf(zWal, sizeof zWal, "%s-wal", sqlite3_db_filename(gDb, "main"));
+  return stat(zWal, &st) == 0 ? (sqlite3_int64)st.st_size : 0;
+}
+
+/* Runs n transactions of one ~60 KB string each (with its index entries
+** and log row, ~5 times that in WAL frames); returns the largest WAL size
+** seen after a commit. */
+static sqlite3_int64 bigTxs(int iFirst, int n) {
+  sqlite3_int64 nMax = 0;
+  char *zTx = malloc(60100);
+  int i;
+  for (i = iFirst; i < iFirst + n; i++) {
+    snprintf(zTx, 60100, "[{:p/id \"w%d\" :p/name \"%08d%060000d\"}]", i, i, 0);
+    Tok(zTx);
+    if (walSize() > nMax) nMax = walSize();
+  }
+  free(zTx);
+  return nMax;
+}
+
+/* Without readers the WAL is checkpointed every 6 MiB of new frames and
+** started again (the format's journal_size_limit, 3 MiB, trims it after
+** each new start), so it stays near one checkpoint interval however much
+** is written: 150 x ~60 KB transactions write ~40 MiB of frames. */
+START_TEST(test_wal_bounded) {
+  sqlite3_int64 nMax;
+  setupSchema();
+  nMax = bigTxs(0, 150);
+  ck_assert_msg(nMax > 3 * 1024 * 1024, "the WAL never reached 3 MiB (%lld): the test wrote too little",
+                (long long)nMax);
+  ck_assert_msg(nMax <= 7 * 1024 * 1024, "WAL reached %lld bytes", (long long)nMax);
+  CHECK_Q("SELECT count(*) FROM datoms WHERE a = 65536", "150");
+  closeStore();
+}
+END_TEST
+
+/* A snapshot held open pins the WAL: without a hold registered it grows
+** past the checkpoint interval; with one, the writer asks it to let go
+** once the WAL passes 4 MiB (B25), exactly once, and the WAL then stays a
+** few MiB. */
+START_TEST(test_wal_hold_released) {
+  TestHold hold;
+  sqlite3_int64 nMax;
+  setupSchema();
+  /* control: a raw snapshot nobody can release */
+  ck_assert_int_eq(sqlite3_exec(gDb, "BEGIN; SELECT count(*) FROM datoms", NULL, NULL, NULL), SQLITE_OK);
+  nMax = bigTxs(0, 60);
+  ck_assert_msg(nMax > 8 * 1024 * 1024, "a pinned WAL stayed at %lld bytes", (long long)nMax);
+  ck_assert_int_eq(sqlite3_exec(gDb, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+  Tok("[{:p/id \"after\"}]");
+  ck_assert_int_eq(sqlite3_exec(gDb, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL), SQLITE_OK);
+  /* the same with the snapshot registered as a hold */
+  memset(&hold, 0, sizeof hold);
+  hold.base.xRelease = testHoldRelease;
+  hold.db = gDb;
+  ck_assert_int_eq(sqlite3_exec(gDb, "BEGIN; SELECT count(*) FROM datoms", NULL, NULL, NULL), SQLITE_OK);
+  storeHoldAdd(gStore, &hold.base);
+  nMax = bigTxs(2000, 120);
+  ck_assert_int_eq(hold.nRelease, 1);
+  ck_assert_int_eq(sqlite3_get_autocommit(gDb), 1);
+  ck_assert_msg(nMax <= 7 * 1024 * 1024, "WAL reached %lld bytes with the hold released",
+                (long long)nMax);
+  storeHoldRemove(gStore, &hold.base);
+  CHECK_Q("SELECT count(*) FROM datoms WHERE a = 65536", "180");   /* 60 + 120 names */
+  closeStore();
+}
+END_TEST
+
+/* storeWriteEnd retunes only after a commit that inserted datoms past the
+** threshold (the transactor notes the datoms rowid), not after every
+** commit: below it nothing is created; the commit that crosses it creates
+** the managed indexes; a retraction-only commit on a big store does not
+** need to look. */
+START_TEST(test_tune_on_growth) {
+  sqlite3_int64 nOld = storeSetTuneMin(200);
+  int i;
+  char zTx[96];
+  setupSchema();
+  /* the schema and bootstrap: ~150 datoms, below 200 */
+  CHECK_Q("SELECT count(*) FROM sqlite_master WHERE name LIKE 'idx_mentat_%'", "0");
+  for (i = 0; i < 30; i++) {
+    snprintf(zTx, sizeof zTx, "[{:p/id \"g%d\" :p/age %d :p/name \"n%d\"}]", i, i, i);
+    Tok(zTx);
+  }
+  CHECK_Q("SELECT count(*) > 0 FROM datoms WHERE rowid >= 200", "1");
+  CHECK_Q("SELECT count(*) FROM sqlite_master WHERE name IN"
+          " ('idx_mentat_log_avet', 'idx_mentat_datoms_atx')", "2");
+  CHECK_Q("SELECT count(*) FROM mentat_managed_indexes WHERE kind = 'store'", "2");
+  Tok("[[:db/retract [:p/id \"g3\"] :p/age 3]]");
+  CHECK_Q("SELECT count(*) FROM datoms WHERE a = 65542", "29");
+  closeStore();
+  storeSetTuneMin(nOld);
+}
+END_TEST
+
 static Suite *txSuite(void) {
   Suite *s = suite_create("tx");
   TCase *tc = tcase_create("tx");
@@ -1104,6 +1219,9 @@ static Suite *txSuite(void) {
   tcase_add_test(tc, test_conflicts_after_upsert);
   tcase_add_test(tc, test_bulk_lookup_refs);
   tcase_add_test(tc, test_oom_sweep);
+  tcase_add_test(tc, test_wal_bounded);
+  tcase_add_test(tc, test_wal_hold_released);
+  tcase_add_test(tc, test_tune_on_growth);
   suite_add_tcase(s, tc);
   return s;
 }

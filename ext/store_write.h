@@ -1,0 +1,22 @@
+/*
+** store_write.h — what the transactor tells the store's writer side
+** (store_write.c) about a write in progress, beyond store.h's begin/end.
+*/
+#ifndef MENTAT_STORE_WRITE_H
+#define MENTAT_STORE_WRITE_H
+
+#include "store.h"
+
+/* Inside storeWriteBegin/storeWriteEnd: the largest datoms rowid this write
+** inserted (sqlite3_last_insert_rowid after an insert into `datoms`; rowids
+** grow, so it is the table's row high-water mark). storeWriteEnd uses it to
+** decide, without a query of its own, whether the store grew enough for
+** storeTune to run (managed indexes, statistics). A write that notes
+** nothing inserted no datoms and does not retune (unless it changed the
+** schema). */
+void storeWriteNoteDatoms(Store *p, sqlite3_int64 iMaxRowid);
+
+/* The datoms count from which storeTune acts (store_index.c). */
+sqlite3_int64 storeTuneMinDatoms(void);
+
+#endif /* MENTAT_STORE_WRITE_H */
