@@ -38,11 +38,26 @@ static int funcQRows(QueryRun *pRun, int rc, sqlite3_str *pRows, int *pnRow, cha
   return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-/* The relation document; handles the single-aggregate shape. */
+/* Appends the names of the find elements as a JSON array. */
+static void funcQColumns(QueryRun *pRun, sqlite3_str *pOut) {
+  int i, nCol = qRunColumnCount(pRun);
+  sqlite3_str_appendchar(pOut, 1, '[');
+  for (i = 0; i < nCol; i++) {
+    const char *zName = qRunColumnName(pRun, i);
+    if (i > 0) sqlite3_str_appendchar(pOut, 1, ',');
+    if (zName == NULL) zName = "";
+    ednJsonString(pOut, zName, (int)strlen(zName));
+  }
+  sqlite3_str_appendchar(pOut, 1, ']');
+}
+
+/* The relation document; handles the single-aggregate shape. The rows are
+** written once into pOut under "results" and then copied within pOut for
+** "result" (no second string: every string grows through reallocations
+** under SQLite's global allocator mutex). */
 static int funcQRelation(sqlite3 *host, QueryRun *pRun, sqlite3_str *pOut, char **pzErr) {
-  sqlite3_str *pRows = sqlite3_str_new(host);
   sqlite3_str *pOne = NULL;
-  int rc, i, nRow = 0, nCol = qRunColumnCount(pRun);
+  int rc, nRow = 0, iRows, nRows;
   /* Datomic returns a lone aggregate as a plain value; with :keys the row
   ** is a map, so the document keeps the relation form. */
   int bAgg = qRunIsSingleAggregate(pRun) && qRunKeyName(pRun, 0) == NULL;
@@ -51,7 +66,7 @@ static int funcQRelation(sqlite3 *host, QueryRun *pRun, sqlite3_str *pOut, char 
   if (rc == SQLITE_ROW && bAgg) {
     pOne = sqlite3_str_new(host);
     rc = qRunColumnJson(pRun, 0, pOne);
-    if (rc == SQLITE_OK) rc = qRunRowJson(pRun, pRows);
+    if (rc == SQLITE_OK) rc = sqlite3_str_errcode(pOne);
     if (rc != SQLITE_OK) goto cleanup;
     nRow = 1;
     rc = qRunStep(pRun, pzErr);
@@ -59,29 +74,39 @@ static int funcQRelation(sqlite3 *host, QueryRun *pRun, sqlite3_str *pOut, char 
       sqlite3_str_appendall(pOut, "{\"result\":");
       sqlite3_str_append(pOut, sqlite3_str_value(pOne), sqlite3_str_length(pOne));
       sqlite3_str_appendchar(pOut, 1, '}');
-      rc = sqlite3_str_errcode(pOne);
+      rc = sqlite3_str_errcode(pOut);
       goto cleanup;
     }
   }
-  rc = funcQRows(pRun, rc, pRows, &nRow, pzErr);
-  if (rc != SQLITE_OK) goto cleanup;
-  rc = sqlite3_str_errcode(pRows);
-  if (rc != SQLITE_OK) goto cleanup;
-  sqlite3_str_appendall(pOut, "{\"columns\":[");
-  for (i = 0; i < nCol; i++) {
-    const char *zName = qRunColumnName(pRun, i);
-    if (i > 0) sqlite3_str_appendchar(pOut, 1, ',');
-    if (zName == NULL) zName = "";
-    ednJsonString(pOut, zName, (int)strlen(zName));
+  sqlite3_str_appendall(pOut, "{\"columns\":");
+  funcQColumns(pRun, pOut);
+  sqlite3_str_appendall(pOut, ",\"results\":[");
+  iRows = sqlite3_str_length(pOut);
+  if (pOne) {
+    /* The lone aggregate had a second row after all: its first row. */
+    sqlite3_str_appendchar(pOut, 1, '[');
+    sqlite3_str_append(pOut, sqlite3_str_value(pOne), sqlite3_str_length(pOne));
+    sqlite3_str_appendchar(pOut, 1, ']');
   }
-  sqlite3_str_appendall(pOut, "],\"results\":[");
-  sqlite3_str_append(pOut, sqlite3_str_value(pRows), sqlite3_str_length(pRows));
+  rc = funcQRows(pRun, rc, pOut, &nRow, pzErr);
+  if (rc != SQLITE_OK) goto cleanup;
+  rc = sqlite3_str_errcode(pOut);
+  if (rc != SQLITE_OK) goto cleanup;
+  nRows = sqlite3_str_length(pOut) - iRows;
   sqlite3_str_appendall(pOut, "],\"result\":[");
-  sqlite3_str_append(pOut, sqlite3_str_value(pRows), sqlite3_str_length(pRows));
+  {
+    /* Room first, then the copy: appending from the string's own buffer
+    ** could read it after a reallocation moved it. */
+    int iDst = sqlite3_str_length(pOut);
+    sqlite3_str_appendchar(pOut, nRows, ' ');
+    rc = sqlite3_str_errcode(pOut);
+    if (rc != SQLITE_OK) goto cleanup;
+    memcpy(sqlite3_str_value(pOut) + iDst, sqlite3_str_value(pOut) + iRows, (size_t)nRows);
+  }
   sqlite3_str_appendall(pOut, "]}");
+  rc = sqlite3_str_errcode(pOut);
 
 cleanup:
-  sqlite3_free(sqlite3_str_finish(pRows));
   sqlite3_free(sqlite3_str_finish(pOne));
   return rc;
 }

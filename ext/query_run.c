@@ -75,46 +75,112 @@ static void qCachePushFront(QCache *pCache, QueryPlan *p) {
 
 /* ------------------------------------------------------------ shapes */
 
-static void qShapeOf(sqlite3_str *pOut, const EdnValue *p, int iDepth) {
+/* A cache key under construction: in aBuf while it fits (the common
+** case: no allocation per call), then on the heap. */
+typedef struct QCacheKey {
+  char *z;
+  size_t n, nAlloc;
+  int bOom;
+  char aBuf[512];
+} QCacheKey;
+
+static void qckInit(QCacheKey *k) {
+  k->z = k->aBuf;
+  k->n = 0;
+  k->nAlloc = sizeof k->aBuf;
+  k->bOom = 0;
+}
+
+static void qckFree(QCacheKey *k) {
+  if (k->z != k->aBuf) sqlite3_free(k->z);
+  qckInit(k);
+}
+
+static void qckAppend(QCacheKey *k, const char *z, size_t n) {
+  if (k->bOom) return;
+  if (k->n + n > k->nAlloc) {
+    size_t nNew = (k->n + n) * 2;
+    char *zNew = sqlite3_malloc64(nNew);
+    if (zNew == NULL) { k->bOom = 1; return; }
+    memcpy(zNew, k->z, k->n);
+    if (k->z != k->aBuf) sqlite3_free(k->z);
+    k->z = zNew;
+    k->nAlloc = nNew;
+  }
+  memcpy(k->z + k->n, z, n);
+  k->n += n;
+}
+
+static void qckChar(QCacheKey *k, char c) { qckAppend(k, &c, 1); }
+
+static void qckInt(QCacheKey *k, sqlite3_int64 v) {
+  char aBuf[24];
+  int i = (int)sizeof aBuf;
+  sqlite3_uint64 u = v < 0 ? (sqlite3_uint64)0 - (sqlite3_uint64)v : (sqlite3_uint64)v;
+  do { aBuf[--i] = (char)('0' + (int)(u % 10)); u /= 10; } while (u);
+  if (v < 0) aBuf[--i] = '-';
+  qckAppend(k, aBuf + i, sizeof aBuf - (size_t)i);
+}
+
+/* EDN text of p appended to the key (rare shapes: rule sets, odd values). */
+static void qckEdn(QCacheKey *k, const EdnValue *p) {
+  sqlite3_str *pStr = sqlite3_str_new(NULL);
+  ednPrint(pStr, p);
+  if (sqlite3_str_errcode(pStr) != SQLITE_OK) k->bOom = 1;
+  else qckAppend(k, sqlite3_str_value(pStr), (size_t)sqlite3_str_length(pStr));
+  sqlite3_free(sqlite3_str_finish(pStr));
+}
+
+static void qShapeOf(QCacheKey *pOut, const EdnValue *p, int iDepth) {
   int i;
   if (iDepth > EDN_MAX_DEPTH) return;
   switch (p->type) {
-    case EDN_NIL: sqlite3_str_appendchar(pOut, 1, 'n'); break;
-    case EDN_BOOL: sqlite3_str_appendchar(pOut, 1, 'b'); break;
-    case EDN_INT: sqlite3_str_appendchar(pOut, 1, 'i'); break;
-    case EDN_DOUBLE: sqlite3_str_appendchar(pOut, 1, 'd'); break;
-    case EDN_STRING: sqlite3_str_appendchar(pOut, 1, 's'); break;
-    case EDN_KEYWORD: sqlite3_str_appendchar(pOut, 1, 'k'); break;
-    case EDN_INST: sqlite3_str_appendchar(pOut, 1, 't'); break;
-    case EDN_UUID: sqlite3_str_appendchar(pOut, 1, 'u'); break;
+    case EDN_NIL: qckChar(pOut, 'n'); break;
+    case EDN_BOOL: qckChar(pOut, 'b'); break;
+    case EDN_INT: qckChar(pOut, 'i'); break;
+    case EDN_DOUBLE: qckChar(pOut, 'd'); break;
+    case EDN_STRING: qckChar(pOut, 's'); break;
+    case EDN_KEYWORD: qckChar(pOut, 'k'); break;
+    case EDN_INST: qckChar(pOut, 't'); break;
+    case EDN_UUID: qckChar(pOut, 'u'); break;
     case EDN_VECTOR: case EDN_SET:
       /* A rule set shapes the SQL itself: its whole text is the shape. */
       if (p->u.c.n > 0 && p->u.c.a[0]->type == EDN_VECTOR && p->u.c.a[0]->u.c.n > 0
           && p->u.c.a[0]->u.c.a[0]->type == EDN_LIST) {
-        ednPrint(pOut, p);
+        qckEdn(pOut, p);
         break;
       }
-      sqlite3_str_appendchar(pOut, 1, '[');
+      qckChar(pOut, '[');
       for (i = 0; i < p->u.c.n; i++) qShapeOf(pOut, p->u.c.a[i], iDepth + 1);
-      sqlite3_str_appendchar(pOut, 1, ']');
+      qckChar(pOut, ']');
       break;
     default:
-      ednPrint(pOut, p);
+      qckEdn(pOut, p);
       break;
   }
 }
 
-char *qInputShape(const QueryOpts *pOpts) {
-  sqlite3_str *pOut = sqlite3_str_new(NULL);
+static void qShapeInto(QCacheKey *pOut, const QueryOpts *pOpts) {
   int i;
-  sqlite3_str_appendf(pOut, "%d%s%s:", pOpts ? pOpts->nInput : 0,
-                      pOpts && pOpts->bAsOf ? "A" : pOpts && pOpts->bSince ? "S" : "",
-                      pOpts && (pOpts->pAsOfInst || pOpts->pSinceInst) ? "t" : "");
+  qckInt(pOut, pOpts ? pOpts->nInput : 0);
+  if (pOpts && pOpts->bAsOf) qckChar(pOut, 'A');
+  else if (pOpts && pOpts->bSince) qckChar(pOut, 'S');
+  if (pOpts && (pOpts->pAsOfInst || pOpts->pSinceInst)) qckChar(pOut, 't');
+  qckChar(pOut, ':');
   for (i = 0; pOpts && i < pOpts->nInput; i++) {
-    if (i) sqlite3_str_appendchar(pOut, 1, ',');
+    if (i) qckChar(pOut, ',');
     qShapeOf(pOut, pOpts->aInput[i], 0);
   }
-  return sqlite3_str_finish(pOut);
+}
+
+char *qInputShape(const QueryOpts *pOpts) {
+  QCacheKey k;
+  char *z = NULL;
+  qckInit(&k);
+  qShapeInto(&k, pOpts);
+  if (!k.bOom) z = sqlite3_mprintf("%.*s", (int)k.n, k.z);
+  qckFree(&k);
+  return z;
 }
 
 /* ------------------------------------------------------------ binding */
@@ -282,26 +348,28 @@ int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
   QueryRun *pRun = NULL;
   QCache *pCache = (QCache*)pConn->pQueryCache;
   QueryPlan *pPlan = NULL;
-  sqlite3_str *pKey = NULL;
-  char *zKey = NULL, *zShape = NULL;
+  QCacheKey key;
+  char *zKey = NULL;
   int nKey = 0, rc = SQLITE_OK, bOwn = 0;
 
   *ppRun = NULL;
+  qckInit(&key);
   pCache = qCacheOf(pConn);
   if (pCache == NULL) return SQLITE_NOMEM;
-  zShape = qInputShape(pOpts);
-  if (zShape == NULL) { rc = SQLITE_NOMEM; goto cleanup; }
-  pKey = sqlite3_str_new(NULL);
-  sqlite3_str_appendf(pKey, "%lld\x1f%s\x1f", schemaGeneration(pSchema), zShape);
-  sqlite3_str_append(pKey, zQuery, nQuery);
-  nKey = sqlite3_str_length(pKey);
-  zKey = sqlite3_str_finish(pKey);
-  if (zKey == NULL) { rc = SQLITE_NOMEM; goto cleanup; }
+  /* Key: schema generation, input shape, query text. Built without an
+  ** allocation when it fits, as every call builds it. */
+  qckInt(&key, schemaGeneration(pSchema));
+  qckChar(&key, '\x1f');
+  qShapeInto(&key, pOpts);
+  qckChar(&key, '\x1f');
+  qckAppend(&key, zQuery, (size_t)nQuery);
+  if (key.bOom || key.n > 0x7fffffff) { rc = SQLITE_NOMEM; goto cleanup; }
+  nKey = (int)key.n;
 
   {
-    unsigned h = qHash(zKey, nKey);
+    unsigned h = qHash(key.z, nKey);
     for (pPlan = pCache->pHead; pPlan; pPlan = pPlan->pNext) {
-      if (pPlan->hKey == h && pPlan->nKey == nKey && memcmp(pPlan->zKey, zKey, nKey) == 0) break;
+      if (pPlan->hKey == h && pPlan->nKey == nKey && memcmp(pPlan->zKey, key.z, nKey) == 0) break;
     }
     if (pPlan && sqlite3_stmt_busy(pPlan->pStmt)) {
       pPlan = NULL;      /* in use by an open run on this connection */
@@ -323,7 +391,16 @@ int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
         if (*pzErr == NULL) rc = SQLITE_NOMEM;
         goto cleanup;
       }
+      if (!bOwn) zKey = sqlite3_malloc64((size_t)nKey + 1);
+      if (!bOwn && zKey == NULL) {
+        qPlanFree(pPlan);
+        pPlan = NULL;
+        rc = SQLITE_NOMEM;
+        goto cleanup;
+      }
       if (!bOwn) {
+        memcpy(zKey, key.z, (size_t)nKey);
+        zKey[nKey] = 0;
         pPlan->zKey = zKey;
         pPlan->nKey = nKey;
         pPlan->hKey = h;
@@ -370,7 +447,7 @@ int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
 cleanup:
   if (pPlan && bOwn) qPlanFree(pPlan);
   sqlite3_free(zKey);
-  sqlite3_free(zShape);
+  qckFree(&key);
   *ppRun = pRun;
   return rc;
 }
