@@ -157,6 +157,36 @@ START_TEST(test_surface_early_finalize) {
 }
 END_TEST
 
+/* The plan cache key (query text, input shape, schema generation) built in
+** a stack buffer, and past it on the heap: a query longer than that buffer
+** is cached and rebound like a short one, and a new input shape (string
+** instead of long) gets its own plan. Expected rows from zData by hand:
+** age 1 -> "x", age 2 -> "y", the string "1" and the vector [1] match no long. */
+START_TEST(test_surface_plan_cache_key) {
+  const char *zPath;
+  sqlite3 *db = tHost(&zPath);
+  char zQuery[1200];
+  char zSql[1400];
+  static const struct { const char *zOpts, *zWant; } a[] = {
+    {"{\"inputs\":[1]}", "x"}, {"{\"inputs\":[2]}", "y"}, {"{\"inputs\":[\"1\"]}", "NULL"},
+    {"{\"inputs\":[1]}", "x"}, {"{\"inputs\":[[1]]}", "NULL"},
+  };
+  for (int bLong = 0; bLong < 2; bLong++) {
+    snprintf(zQuery, sizeof zQuery, "[:find ?n . :in $ ?a :where [?e :p/age ?a] [?e :p/name ?n]%*s]",
+             bLong ? 900 : 0, "");
+    for (size_t i = 0; i < sizeof a / sizeof a[0]; i++) {
+      snprintf(zSql, sizeof zSql, "SELECT json_extract(edn_q(?1, '%s', '%s'), '$.result')", zQuery,
+               a[i].zOpts);
+      char *z = tuQuery(db, zSql, zPath, NULL);
+      ck_assert_msg(strcmp(z, a[i].zWant) == 0, "long=%d case %zu: %s", bLong, i, z);
+      free(z);
+    }
+  }
+  free((void *)zPath);
+  sqlite3_close(db);
+}
+END_TEST
+
 /* Registering again, even with a statement running, is harmless (B29). */
 START_TEST(test_surface_register_twice) {
   const char *zPath;
@@ -221,6 +251,7 @@ static Suite *surfaceSuite(void) {
   tcase_add_loop_test(tc, test_surface_cases, 0, (int)(sizeof aCase / sizeof aCase[0]));
   tcase_add_test(tc, test_surface_early_finalize);
   tcase_add_test(tc, test_surface_register_twice);
+  tcase_add_test(tc, test_surface_plan_cache_key);
   tcase_add_test(tc, test_surface_nul_and_own_db);
   suite_add_tcase(s, tc);
   return s;
