@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # smoke/qplan.sh — EXPLAIN QUERY PLAN of every public acceptance query (test_qlang's
 # "qplan" case compiles each on a store loaded with the case's schema and tx), summarised
-# by smoke/qplan.py: no full scan of datoms where an attribute is a constant.
+# by smoke/qplan.py: no full scan of datoms where an attribute is a constant, no automatic
+# index over datoms; counts the plans joined in the compiler's order and those sorting for DISTINCT.
 # Skipped when the acceptance cases are not beside the clone (SHARED, default ../shared).
 # Usage: SHARED=/path/to/shared bash smoke/qplan.sh
 set -euo pipefail
