@@ -1016,16 +1016,22 @@ int qcClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
   ** rows early, then clause order (the joins are emitted in this order,
   ** and CROSS JOIN keeps it: see qcBody). */
   while (pC->rc == SQLITE_OK) {
-    int iBest = -1, iBestScore = 0;
+    int iBest = -1, iBestScore = 0, nTie = 0;
     for (i = 0; i < n; i++) {
       if (aDone[i] || a[i]->kind != QC_PATTERN) continue;
       iScore = 2 * qcPatternScore(pX, a[i]) + !qcPatternFilters(pX, a, n, aDone, a[i]);
+      if (iBest < 0 || iScore / 2 < iBestScore / 2) nTie = 0;
+      else if (iScore / 2 == iBestScore / 2) nTie++;
       if (iBest < 0 || iScore < iBestScore) {
         iBest = i;
         iBestScore = iScore;
       }
     }
     if (iBest < 0) break;
+    /* Two equally good places to start (two constant values, say): which
+    ** selects fewer rows is the statistics' business, so the planner
+    ** orders this scope (qcBody). */
+    if (pX->nPatternFrom == 0 && nTie > 0) pX->bUnlinked = 1;
     pC->pAt = a[iBest]->pForm;
     qcPattern(pX, a[iBest]);
     aDone[iBest] = 1;

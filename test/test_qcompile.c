@@ -442,8 +442,9 @@ END_TEST
 /* Patterns each reached through an index from what precedes them are
 ** joined with CROSS JOIN in the compiler's bound-first order, whatever the
 ** statistics say (this store is below the tuning size: no sqlite_stat1);
-** a pattern only a scan can reach (here a non-indexed value) leaves the
-** order to SQLite, as do rules and or-joins (their CTEs are not patterns).
+** a pattern only a scan can reach (here a non-indexed value), or two equally
+** good places to start, leave the order to SQLite, as do rules and or-joins
+** (their CTEs are not patterns).
 ** Aliases dN are numbered in the order the patterns are emitted. */
 START_TEST(test_join_order) {
   static const struct { const char *zQ, *zOpts, *zFirst; int bCross; } a[] = {
@@ -453,6 +454,9 @@ START_TEST(test_join_order) {
       NULL, "SEARCH d1 ", 1 },
     { "[:find ?e ?f :where [?e :person/id 1] [?e :person/age ?a] [?f :person/age ?a]]", NULL, NULL, 0 },
     { "[:find ?n :where [?e :person/age 10] [?e :person/name ?n]]", NULL, NULL, 0 },
+    /* two indexed constants: which is more selective is for the statistics */
+    { "[:find ?id :where [?e :person/name \"Ivan\"] [?e :person/email \"ivan1@example.com\"] [?e :person/id ?id]]",
+      NULL, NULL, 0 },
     { "[:find ?n :where (or [?e :person/age 10] [?e :person/age 20]) [?e :person/name ?n]]", NULL, NULL, 0 },
   };
   int i;
