@@ -991,35 +991,50 @@ static int qcPatternFilters(QCtx *pX, QClause *const *a, int n, const unsigned c
   return 0;
 }
 
-int qcClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
-  QComp *pC = pX->pC;
-  unsigned char *aDone;
-  int i, bProgress, iScore;
-  if (n == 0) {
-    if (pX->pParent == NULL) qcMaterialize(pX);
-    return pC->rc;
-  }
-  if (iDepth > EDN_MAX_DEPTH) return qcErr(pC, NULL, "clauses nested too deep");
-  aDone = sqlite3_malloc64(n);
-  if (aDone == NULL) return qcNoMem(pC);
-  memset(aDone, 0, n);
-  /* 1. ground: constant bindings, like inputs. */
-  for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
-    if (a[i]->kind == QC_FN && strcmp(a[i]->zName, "ground") == 0) {
-      pC->pAt = a[i]->pForm;
-      qcFunction(pX, a[i]);
-      aDone[i] = 1;
+/* May pattern pPat wait until the binding clauses among a[] ran: does none
+** of them want its variables bound first (an or, or a function, that
+** mentions one; a rule call with one in a place that seeds it)? */
+static int qcPatternCanWait(QCtx *pX, QClause *const *a, int n, const unsigned char *aDone,
+                            const QClause *pPat) {
+  const char *azPat[8], *azCl[64];
+  int nPat = qcClauseVars(pPat, azPat, 8, 0);
+  int i, j, k;
+  if (nPat > 8) return 0;
+  for (i = 0; i < n; i++) {
+    if (aDone[i]) continue;
+    if (a[i]->kind == QC_RULE) {
+      for (k = 0; k < nPat; k++) if (qcRuleSeedPlace(pX, a[i], azPat[k])) return 0;
+    } else if (a[i]->kind == QC_OR || a[i]->kind == QC_OR_JOIN || a[i]->kind == QC_FN) {
+      int nCl = qcClauseVars(a[i], azCl, 64, 0);
+      if (nCl > 64) return 0;
+      for (j = 0; j < nCl; j++) {
+        for (k = 0; k < nPat; k++) if (strcmp(azCl[j], azPat[k]) == 0) return 0;
+      }
     }
   }
-  /* 2. data patterns, one at a time: the most selective given what is
-  ** bound so far, and among equals one that lets a predicate filter the
-  ** rows early, then clause order (the joins are emitted in this order,
-  ** and CROSS JOIN keeps it: see qcBody). */
+  return 1;
+}
+
+/* Emits the data patterns of a[] one at a time: the most selective given
+** what is bound so far, and among equals one that lets a predicate filter
+** the rows early, then clause order (the joins are emitted in this order,
+** and CROSS JOIN keeps it: see qcBody). With bDefer, once the scope has a
+** pattern, patterns joined to nothing bound (score 4) that no binding
+** clause needs (qcPatternCanWait) are left for later: emitted now they
+** would be a cartesian product, in a rule's origins too (a 100,000-datom
+** scan for a 3-answer reach in test_qlang's chain). */
+static void qcEmitPatterns(QCtx *pX, QClause *const *a, int n, unsigned char *aDone, int bDefer) {
+  QComp *pC = pX->pC;
+  int i, iScore;
   while (pC->rc == SQLITE_OK) {
     int iBest = -1, iBestScore = 0, nTie = 0;
     for (i = 0; i < n; i++) {
       if (aDone[i] || a[i]->kind != QC_PATTERN) continue;
-      iScore = 2 * qcPatternScore(pX, a[i]) + !qcPatternFilters(pX, a, n, aDone, a[i]);
+      iScore = 2 * qcPatternScore(pX, a[i]);
+      if (bDefer && iScore >= 8 && pX->nPatternFrom > 0 && qcPatternCanWait(pX, a, n, aDone, a[i])) {
+        continue;
+      }
+      iScore += !qcPatternFilters(pX, a, n, aDone, a[i]);
       if (iBest < 0 || iScore / 2 < iBestScore / 2) nTie = 0;
       else if (iScore / 2 == iBestScore / 2) nTie++;
       if (iBest < 0 || iScore < iBestScore) {
@@ -1036,6 +1051,35 @@ int qcClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
     qcPattern(pX, a[iBest]);
     aDone[iBest] = 1;
   }
+}
+
+int qcClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
+  QComp *pC = pX->pC;
+  unsigned char *aDone;
+  int i, bProgress, bBinders = 0;
+  if (n == 0) {
+    if (pX->pParent == NULL) qcMaterialize(pX);
+    return pC->rc;
+  }
+  if (iDepth > EDN_MAX_DEPTH) return qcErr(pC, NULL, "clauses nested too deep");
+  aDone = sqlite3_malloc64(n);
+  if (aDone == NULL) return qcNoMem(pC);
+  memset(aDone, 0, n);
+  /* 1. ground: constant bindings, like inputs. */
+  for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
+    if (a[i]->kind == QC_FN && strcmp(a[i]->zName, "ground") == 0) {
+      pC->pAt = a[i]->pForm;
+      qcFunction(pX, a[i]);
+      aDone[i] = 1;
+    }
+  }
+  /* 2. data patterns (qcEmitPatterns), those joined to nothing bound
+  ** waiting while a rule, or, or function may bind their variables. */
+  for (i = 0; i < n && !bBinders; i++) {
+    bBinders = a[i]->kind == QC_RULE || a[i]->kind == QC_OR || a[i]->kind == QC_OR_JOIN
+               || (a[i]->kind == QC_FN && !aDone[i]);
+  }
+  qcEmitPatterns(pX, a, n, aDone, bBinders);
   if (pX->pParent == NULL) qcMaterialize(pX);
   /* 3. binding clauses (rules, or, functions) as their inputs are bound. */
   do {
@@ -1051,6 +1095,8 @@ int qcClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
       bProgress = 1;
     }
   } while (bProgress && pC->rc == SQLITE_OK);
+  /* 2'. the patterns that waited, now joined to what those bound. */
+  if (bBinders) qcEmitPatterns(pX, a, n, aDone, 0);
   /* 4. filters; anything left unbound now is an error naming it. */
   for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
     if (aDone[i]) continue;

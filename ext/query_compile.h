@@ -232,6 +232,10 @@ int qcNot(QCtx *pX, const QClause *pCl, int iDepth);
 int qcOr(QCtx *pX, const QClause *pCl, int iDepth);
 /* query_compile_rules.c */
 int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth);
+/* Could binding zVar before rule call pCl seed it (zVar is an argument in
+** a place the recursion changes, or the call is not one the magic rewrite
+** takes)? Used to order patterns around rule calls; 1 when unsure. */
+int qcRuleSeedPlace(QCtx *pX, const QClause *pCl, const char *zVar);
 /* Variables a clause mentions (for ordering and or checks), into a[] up
 ** to nMax; returns the count (may exceed nMax: then a[] is truncated). */
 int qcClauseVars(const QClause *pCl, const char **a, int nMax, int iDepth);

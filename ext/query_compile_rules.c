@@ -660,6 +660,22 @@ cleanup:
   return pC->rc;
 }
 
+int qcRuleSeedPlace(QCtx *pX, const QClause *pCl, const char *zVar) {
+  QComp *pC = pX->pC;
+  int h, bArity, i;
+  unsigned char aePlace[64];
+  if (!pC->bRules || pCl->nArg > 64) return 1;
+  if (pC->pRi == NULL && qcRulesPrepare(pC)) return 1;
+  h = qcHeadFind(pC->pRi, pCl->zName, pCl->nArg, &bArity);
+  /* Not a rule the rewrite takes (or an error qcRuleCall will report):
+  ** every argument may matter. */
+  if (h < 0 || !qcMagicShape(pC, h, aePlace)) return 1;
+  for (i = 0; i < pCl->nArg; i++) {
+    if (!aePlace[i] && ednIsVar(pCl->aArg[i]) && strcmp(pCl->aArg[i]->u.s.z, zVar) == 0) return 1;
+  }
+  return 0;
+}
+
 int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth) {
   QComp *pC = pX->pC;
   int h, g, bArity, i;

@@ -486,6 +486,25 @@ START_TEST(test_join_order) {
     sqlite3_free(zSql);
     sqlite3_free(zPlan);
   }
+  {
+    /* A pattern joined only through a rule's answer waits for the rule:
+    ** the rule's origins (ruleso) read the start node alone, not its
+    ** product with every :node/id. n1 reaches n2, n3, n1 (a cycle), n4. */
+    const char *zQ = "[:find ?id :in $ % ?s :where [?a :node/id ?s] (reach ?a ?b) [?b :node/id ?id]]";
+    const char *zOpts = "{\"inputs\":[{\"edn\":\"[[(reach ?x ?y) [?x :node/follow ?y]]"
+                        " [(reach ?x ?y) [?x :node/follow ?z] (reach ?z ?y)]]\"},1]}";
+    char *zSql = NULL;
+    char *zPlan = explain(zQ, zOpts, &zSql);
+    char *zGot = runQuery(zQ, zOpts, 0);
+    const char *zOrig = strstr(zSql, "ruleso");
+    const char *zEnd = zOrig ? strstr(zOrig, "rulesm") : NULL;
+    ck_assert_msg(zOrig && zEnd && strstr(zOrig, "datoms d2") == NULL
+                  && (strstr(zOrig, ", datoms") == NULL || strstr(zOrig, ", datoms") > zEnd), "%s", zSql);
+    ck_assert_str_eq(zGot, "[1];[2];[3];[4]");
+    sqlite3_free(zGot);
+    sqlite3_free(zSql);
+    sqlite3_free(zPlan);
+  }
 }
 END_TEST
 
