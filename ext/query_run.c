@@ -519,6 +519,16 @@ int qRunColumnResult(QueryRun *p, int i, sqlite3_context *pCtx) {
     return SQLITE_OK;
   }
   pCol = &p->pPlan->aCol[i];
+  if (pCol->kind == QCOL_VALUE && pCol->iTagCol < 0 && pCol->vt != QVT_JSON && pCol->vt != VT_NONE) {
+    /* A statically typed column whose stored form is its SQL value (ref,
+    ** long, double, string, keyword, bytes): straight through, as
+    ** valueResultFromStored would, without its per-row tests. */
+    int tag = vtTag(pCol->vt);
+    if (tag != TAG_INSTANT && tag != TAG_UUID && tag != TAG_BOOLEAN) {
+      sqlite3_result_value(pCtx, sqlite3_column_value(p->pStmt, pCol->iCol));
+      return SQLITE_OK;
+    }
+  }
   if (pCol->kind == QCOL_VALUE && pCol->vt != QVT_JSON) {
     sqlite3_value *pV = sqlite3_column_value(p->pStmt, pCol->iCol);
     int tag = qColTag(p, pCol);
