@@ -8,7 +8,8 @@
 ** canonical path (realpath of the directory + the file name, so a file that
 ** does not exist yet still has one name) and the file's dev/inode, read
 ** with stat() on every acquire: a file replaced at the same path has a new
-** inode and becomes a new Store. The old inode cannot be recycled for the
+** inode and becomes a new Store. The common call skips realpath: an
+** absolute path is looked up as is, a relative one by the inode it names. The old inode cannot be recycled for the
 ** new file while the cached Store keeps its writer connection open on it.
 ** A Store with references is never evicted; idle ones beyond
 ** MENTAT_STORE_CACHE (default 16, 0 = no caching) are closed, LRU first.
@@ -35,6 +36,11 @@
 ** Snapshots are refcounted: callers holding the old one keep using it.
 ** Blind spot, by design: a non-Mentat edit that rewrites mirror rows in
 ** place without bumping the tx mark, right after one of our own commits.
+**
+** The same data_version check drives each reader's mmap (the format's
+** 1 GiB): SQLite unmaps and refaults the whole file after every commit by
+** another connection, so a reader that sees such commits every few calls
+** turns its mapping off until they stop (storeReaderMmapPolicy).
 **
 ** The in-memory store "" is never cached; its one connection serves as
 ** writer and reader, and it is freed at its last release.
