@@ -22,7 +22,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
-#include "store.h"
+#include "store_write.h"
 
 /* Writers wait this long for another process's write lock (SPEC §4). */
 #define STORE_BUSY_TIMEOUT_MS 10000
@@ -570,7 +570,8 @@ int storeOpenDb(const char *zPath, int bValidate, sqlite3 **pDb, char **pzErr) {
   /* NOMUTEX: a connection is used by one caller at a time (checked out
   ** from the store's pool), so SQLite's per-connection mutex is not needed. */
   rc = sqlite3_open_v2(bMemory ? ":memory:" : zPath, &db,
-                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                       bMemory ? NULL : storeWriteVfs());
   if (rc != SQLITE_OK) {
     storeErr(pzErr, sqlite3_mprintf("cannot open store %s: %s", zPath,
                                     db ? sqlite3_errmsg(db) : "out of memory"));

@@ -19,4 +19,10 @@ void storeWriteNoteDatoms(Store *p, sqlite3_int64 iMaxRowid);
 /* The datoms count from which storeTune acts (store_index.c). */
 sqlite3_int64 storeTuneMinDatoms(void);
 
+/* The name of the VFS store connections are opened with (store_write_vfs.c:
+** the default VFS, with WAL frames gathered into few large writes) when
+** MENTAT_WAL_GATHER=1, else NULL: the default VFS (also when the default
+** VFS is not unix). Registered on first call. */
+const char *storeWriteVfs(void);
+
 #endif /* MENTAT_STORE_WRITE_H */
