@@ -88,6 +88,40 @@ void funcResultJson(sqlite3_context *pCtx, const char *zFunc, sqlite3_str *pOut)
   sqlite3_result_subtype(pCtx, MENTAT_JSON_SUBTYPE);
 }
 
+sqlite3_str *funcOutBegin(sqlite3_str **ppBuf, int *piStart) {
+  *piStart = 0;
+  if (ppBuf == NULL) return NULL;
+  if (*ppBuf && (sqlite3_str_errcode(*ppBuf) != SQLITE_OK
+                 || sqlite3_str_length(*ppBuf) > FUNC_OUT_KEEP)) {
+    sqlite3_free(sqlite3_str_finish(*ppBuf));
+    *ppBuf = NULL;
+  }
+  if (*ppBuf == NULL) *ppBuf = sqlite3_str_new(NULL);
+  *piStart = sqlite3_str_length(*ppBuf);
+  return *ppBuf;
+}
+
+void funcOutResultJson(sqlite3_context *pCtx, const char *zFunc, sqlite3_str **ppBuf, int iStart) {
+  sqlite3_str *pOut = *ppBuf;
+  int rc = sqlite3_str_errcode(pOut);
+  int n = sqlite3_str_length(pOut) - iStart;
+  if (rc != SQLITE_OK) {
+    sqlite3_free(sqlite3_str_finish(pOut));
+    *ppBuf = NULL;
+    funcResultError(pCtx, zFunc, rc, NULL);
+    return;
+  }
+  if (iStart == 0 && n > FUNC_OUT_KEEP) {
+    /* Too big to keep around: no copy, the string goes to SQLite. */
+    *ppBuf = NULL;
+    funcResultJson(pCtx, zFunc, pOut);
+    return;
+  }
+  sqlite3_result_text64(pCtx, n > 0 ? sqlite3_str_value(pOut) + iStart : "", (sqlite3_uint64)n,
+                        SQLITE_TRANSIENT, SQLITE_UTF8);
+  sqlite3_result_subtype(pCtx, MENTAT_JSON_SUBTYPE);
+}
+
 /* VM instructions between two looks at the host's interrupt flag: a probe
 ** costs about as much as a few dozen instructions, so this keeps the
 ** overhead well under 1% while reacting within microseconds. */

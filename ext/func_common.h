@@ -37,6 +37,20 @@ void funcResultError(sqlite3_context *pCtx, const char *zFunc, int rc, const cha
 ** when the builder failed (OOM, too big). Always consumes pOut. */
 void funcResultJson(sqlite3_context *pCtx, const char *zFunc, sqlite3_str *pOut);
 
+/* Results built in a reusable string (*ppBuf, e.g. qConnOutBuf's slot):
+** every string grows through reallocations, each under SQLite's global
+** allocator mutex when memory statistics are on (Debian's build), which
+** two threads contend for. funcOutBegin returns the string to append to
+** (a new one when the slot is empty or past FUNC_OUT_KEEP bytes) and the
+** offset where this result starts; NULL on OOM. funcOutResultJson sets
+** the text appended since then as the JSON result (subtype 74): copied,
+** or for a large result the whole string is handed to SQLite and the slot
+** emptied. On a string error it reports it (as funcResultError) and
+** empties the slot. */
+#define FUNC_OUT_KEEP 65536
+sqlite3_str *funcOutBegin(sqlite3_str **ppBuf, int *piStart);
+void funcOutResultJson(sqlite3_context *pCtx, const char *zFunc, sqlite3_str **ppBuf, int iStart);
+
 /* Passes sqlite3_interrupt() on the host connection on to the store's
 ** connections, whose long statements (aggregates, recursive rules, big
 ** transactions) would otherwise ignore it: a store connection runs its own

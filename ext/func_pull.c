@@ -23,7 +23,8 @@ void funcEdnPull(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   Store *pStore = NULL;
   StoreConn *pConn = NULL;
   Schema *pSchema = NULL;
-  sqlite3_str *pOut = NULL;
+  sqlite3_str *pOut = NULL, **ppBuf = NULL;
+  int iStart = 0;
   FuncWatch watch;
   (void)argc;
 
@@ -54,18 +55,21 @@ void funcEdnPull(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   rc = storeReader(pStore, &pConn, &pSchema, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
   funcWatchBegin(&watch, sqlite3_context_db_handle(pCtx), pConn->db);
-  pOut = sqlite3_str_new(sqlite3_context_db_handle(pCtx));
+  ppBuf = qConnOutBuf(pConn);
+  pOut = funcOutBegin(ppBuf, &iStart);
+  if (pOut == NULL) {
+    rc = SQLITE_NOMEM;
+    goto cleanup;
+  }
   /* PULL_WITH_DBID: edn_pull's map always carries :db/id (SPEC §2.2). The
   ** connection's pull cache is kept with its compiled plans (query.h). */
   rc = pullEntityText(pConn->db, pSchema, zPat, nPat, e, PULL_WITH_DBID, qConnPullCache(pConn),
                       pOut, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
-  funcResultJson(pCtx, "edn_pull", pOut);
-  pOut = NULL;
+  funcOutResultJson(pCtx, "edn_pull", ppBuf, iStart);
 
 cleanup:
   if (rc != SQLITE_OK) funcResultError(pCtx, "edn_pull", rc, zErr);
-  sqlite3_free(sqlite3_str_finish(pOut));
   funcWatchEnd(&watch);
   if (pConn) storeReaderDone(pStore, pConn);
   schemaUnref(pSchema);

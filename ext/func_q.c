@@ -149,7 +149,8 @@ void funcEdnQ(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   StoreConn *pConn = NULL;
   Schema *pSchema = NULL;
   QueryRun *pRun = NULL;
-  sqlite3_str *pOut = NULL;
+  sqlite3_str *pOut = NULL, **ppBuf = NULL;
+  int iStart = 0;
   FuncWatch watch;
 
   memset(&watch, 0, sizeof watch);
@@ -184,19 +185,22 @@ void funcEdnQ(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   funcWatchBegin(&watch, host, pConn->db);
   rc = qRunOpen(pConn, pSchema, zQuery, nQuery, &opts, &pRun, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
-  pOut = sqlite3_str_new(host);
+  ppBuf = qConnOutBuf(pConn);
+  pOut = funcOutBegin(ppBuf, &iStart);
+  if (pOut == NULL) {
+    rc = SQLITE_NOMEM;
+    goto cleanup;
+  }
   rc = funcQDocument(host, pRun, pOut, &zErr);
   if (rc != SQLITE_OK) {
     /* Column functions (pulls in :find) report through the run. */
     if (zErr == NULL && qRunErrMsg(pRun) != NULL) zErr = sqlite3_mprintf("%s", qRunErrMsg(pRun));
     goto cleanup;
   }
-  funcResultJson(pCtx, "edn_q", pOut);
-  pOut = NULL;
+  funcOutResultJson(pCtx, "edn_q", ppBuf, iStart);
 
 cleanup:
   if (rc != SQLITE_OK) funcResultError(pCtx, "edn_q", rc, zErr);
-  sqlite3_free(sqlite3_str_finish(pOut));
   qRunClose(pRun);
   funcWatchEnd(&watch);
   if (pConn) storeReaderDone(pStore, pConn);

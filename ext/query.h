@@ -107,6 +107,12 @@ void qRunClose(QueryRun *p);
 struct PullCache;
 struct PullCache **qConnPullCache(StoreConn *pConn);
 
+/* A result string kept with a checked-out store connection (freed with its
+** plans), so the SQL functions build each JSON result at its end and copy
+** it out instead of growing a new string per call (see funcOutBegin). NULL
+** on OOM. The slot may hold NULL; its owner replaces the string at will. */
+sqlite3_str **qConnOutBuf(StoreConn *pConn);
+
 /* Registers the SQL helper functions compiled plans call (median, regex,
 ** string functions, ...) on a store connection. Used as the store's
 ** connection hook. */

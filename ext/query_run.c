@@ -24,6 +24,7 @@ typedef struct QCache {
   QueryPlan *pHead;      /* most recently used first */
   int n;
   PullCache *pPull;      /* pull statements on this connection */
+  sqlite3_str *pOut;     /* reusable result string (qConnOutBuf) */
 } QCache;
 
 struct QueryRun {
@@ -54,6 +55,7 @@ static void qCacheFree(void *p) {
     qPlanFree(pPlan);
   }
   pullCacheFree(pCache->pPull);
+  sqlite3_free(sqlite3_str_finish(pCache->pOut));
   sqlite3_free(pCache);
 }
 
@@ -341,6 +343,11 @@ static QCache *qCacheOf(StoreConn *pConn) {
 PullCache **qConnPullCache(StoreConn *pConn) {
   QCache *pCache = qCacheOf(pConn);
   return pCache ? &pCache->pPull : NULL;
+}
+
+sqlite3_str **qConnOutBuf(StoreConn *pConn) {
+  QCache *pCache = qCacheOf(pConn);
+  return pCache ? &pCache->pOut : NULL;
 }
 
 int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,

@@ -187,6 +187,40 @@ START_TEST(test_surface_plan_cache_key) {
 }
 END_TEST
 
+/* Results are built in a string kept with the store connection and copied
+** out, or handed over whole past 64 KiB (funcOutBegin): alternate large and
+** small documents on one connection and check each against its hand sum
+** (0 + 1 + ... + 19999 = 199990000; 2 + 3 = 5), and edn_pull in between. */
+START_TEST(test_surface_result_buffer) {
+  const char *zPath;
+  sqlite3 *db = tHost(&zPath);
+  sqlite3_str *pBig = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(pBig, "{\"inputs\":[[");
+  for (int i = 0; i < 20000; i++) sqlite3_str_appendf(pBig, "%s%d", i ? "," : "", i);
+  sqlite3_str_appendall(pBig, "]]}");
+  char *zBig = sqlite3_str_finish(pBig);
+  for (int round = 0; round < 3; round++) {
+    char *z = tuQuery(db, "SELECT sum(value) FROM json_each(json_extract("
+                          "edn_q(?1, '[:find [?x ...] :in $ [?x ...]]', ?2), '$.result'))", zPath, zBig);
+    ck_assert_str_eq(z, "199990000");
+    free(z);
+    z = tuQuery(db, "SELECT sum(value) FROM json_each(json_extract("
+                    "edn_q(?1, '[:find [?x ...] :in $ [?x ...]]', '{\"inputs\":[[2,3]]}'), '$.result'))",
+                zPath, NULL);
+    ck_assert_str_eq(z, "5");
+    free(z);
+    z = tuQuery(db, "SELECT json_extract(edn_pull(?1, '[:p/name]', "
+                    "json_extract(edn_q(?1, '[:find ?e . :where [?e :p/age 2]]'), '$.result')), '$.\":p/name\"')",
+                zPath, NULL);
+    ck_assert_str_eq(z, "y");
+    free(z);
+  }
+  sqlite3_free(zBig);
+  free((void *)zPath);
+  sqlite3_close(db);
+}
+END_TEST
+
 /* Registering again, even with a statement running, is harmless (B29). */
 START_TEST(test_surface_register_twice) {
   const char *zPath;
@@ -252,6 +286,7 @@ static Suite *surfaceSuite(void) {
   tcase_add_test(tc, test_surface_early_finalize);
   tcase_add_test(tc, test_surface_register_twice);
   tcase_add_test(tc, test_surface_plan_cache_key);
+  tcase_add_test(tc, test_surface_result_buffer);
   tcase_add_test(tc, test_surface_nul_and_own_db);
   suite_add_tcase(s, tc);
   return s;
