@@ -272,13 +272,41 @@ START_TEST(test_connection_settings) {
 }
 END_TEST
 
+/* Commits datom [70000+i 37 "x"] through the store's writer. */
+static void commitOne(Store *p, int i) {
+  StoreConn *pW = NULL;
+  Schema *pS = NULL;
+  char *zErr = NULL;
+  char zSql[160];
+  ck_assert_int_eq(storeWriteBegin(p, &pW, &pS, &zErr), SQLITE_OK);
+  snprintf(zSql, sizeof zSql, "INSERT INTO datoms (e, a, v, tx, value_type_tag)"
+           " VALUES (%d, 37, 'x', 268435457, 10)", 70000 + i);
+  exec(pW->db, zSql);
+  ck_assert_int_eq(storeWriteEnd(p, pW, 1, NULL, &zErr), SQLITE_OK);
+  schemaUnref(pS);
+}
+
+/* A TRUNCATE checkpoint from a plain connection finds no reader in the
+** way (busy = 0) and empties the -wal file. */
+static void assertWalTruncates(const char *zPath) {
+  sqlite3 *raw = NULL;
+  struct stat st;
+  char zWal[300];
+  ck_assert_int_eq(sqlite3_open(zPath, &raw), SQLITE_OK);
+  ck_assert_int_eq(qInt(raw, "PRAGMA wal_checkpoint(TRUNCATE)"), 0);   /* busy = 0 */
+  sqlite3_close(raw);
+  snprintf(zWal, sizeof zWal, "%s-wal", zPath);
+  ck_assert_int_eq(stat(zWal, &st), 0);
+  ck_assert_int_eq(st.st_size, 0);
+}
+
 /* A caller that forgets to reset a statement (or leaves a BEGIN open)
 ** must not pin the WAL once the connection is back in the pool (B25). */
 START_TEST(test_no_snapshot_between_calls) {
   char zPath[256];
   snprintf(zPath, sizeof zPath, "%s", tuTempPath("snapshot.db"));
   Store *p = acquire(zPath);
-  StoreConn *pC = NULL, *pW = NULL;
+  StoreConn *pC = NULL;
   Schema *pS = NULL;
   char *zErr = NULL;
   sqlite3_stmt *pStmt = NULL;
@@ -288,19 +316,8 @@ START_TEST(test_no_snapshot_between_calls) {
   storeReaderDone(p, pC);
   schemaUnref(pS);
   ck_assert_int_eq(sqlite3_stmt_busy(pStmt), 0);
-  ck_assert_int_eq(storeWriteBegin(p, &pW, &pS, &zErr), SQLITE_OK);
-  exec(pW->db, "INSERT INTO datoms (e, a, v, tx, value_type_tag) VALUES (70000, 37, 'x', 268435457, 10)");
-  ck_assert_int_eq(storeWriteEnd(p, pW, 1, NULL, &zErr), SQLITE_OK);
-  schemaUnref(pS);
-  sqlite3 *raw = NULL;
-  ck_assert_int_eq(sqlite3_open(zPath, &raw), SQLITE_OK);
-  ck_assert_int_eq(qInt(raw, "PRAGMA wal_checkpoint(TRUNCATE)"), 0);   /* busy = 0 */
-  struct stat st;
-  char zWal[300];
-  snprintf(zWal, sizeof zWal, "%s-wal", zPath);
-  ck_assert_int_eq(stat(zWal, &st), 0);
-  ck_assert_int_eq(st.st_size, 0);
-  sqlite3_close(raw);
+  commitOne(p, 0);
+  assertWalTruncates(zPath);
   sqlite3_finalize(pStmt);
   storeRelease(p);
   sqlite3_free(zErr);
@@ -314,17 +331,14 @@ START_TEST(test_reader_one_snapshot) {
   char zPath[256];
   snprintf(zPath, sizeof zPath, "%s", tuTempPath("onesnap.db"));
   Store *p = acquire(zPath);
-  StoreConn *pC = NULL, *pW = NULL;
+  StoreConn *pC = NULL;
   Schema *pS = NULL;
   char *zErr = NULL;
   const char *zCount = "SELECT count(*) FROM datoms WHERE e = 70000";
   ck_assert_int_eq(storeReader(p, &pC, &pS, &zErr), SQLITE_OK);
   schemaUnref(pS);
   ck_assert_int_eq(qInt(pC->db, zCount), 0);
-  ck_assert_int_eq(storeWriteBegin(p, &pW, &pS, &zErr), SQLITE_OK);
-  exec(pW->db, "INSERT INTO datoms (e, a, v, tx, value_type_tag) VALUES (70000, 37, 'x', 268435457, 10)");
-  ck_assert_int_eq(storeWriteEnd(p, pW, 1, NULL, &zErr), SQLITE_OK);
-  schemaUnref(pS);
+  commitOne(p, 0);
   ck_assert_int_eq(qInt(pC->db, zCount), 0);          /* same call, same snapshot */
   storeReaderDone(p, pC);
   ck_assert_int_eq(storeReader(p, &pC, &pS, &zErr), SQLITE_OK);
@@ -345,7 +359,7 @@ START_TEST(test_reader_end_read) {
   char zPath[256];
   snprintf(zPath, sizeof zPath, "%s", tuTempPath("endread.db"));
   Store *p = acquire(zPath);
-  StoreConn *pC = NULL, *pW = NULL;
+  StoreConn *pC = NULL;
   Schema *pS = NULL;
   char *zErr = NULL;
   sqlite3_stmt *pStmt = NULL;
@@ -355,17 +369,11 @@ START_TEST(test_reader_end_read) {
   ck_assert_int_eq(sqlite3_step(pStmt), SQLITE_ROW);          /* mid-scan */
   exec(pC->db, "CREATE TEMP TABLE kept(x)");
   exec(pC->db, "INSERT INTO kept VALUES (1), (2)");
-  ck_assert_int_eq(storeWriteBegin(p, &pW, &pS, &zErr), SQLITE_OK);
-  exec(pW->db, "INSERT INTO datoms (e, a, v, tx, value_type_tag) VALUES (70000, 37, 'x', 268435457, 10)");
-  ck_assert_int_eq(storeWriteEnd(p, pW, 1, NULL, &zErr), SQLITE_OK);
-  schemaUnref(pS);
+  commitOne(p, 0);
   storeReaderEndRead(p, pC);
   ck_assert_int_eq(sqlite3_stmt_busy(pStmt), 0);
   ck_assert_int_eq(sqlite3_get_autocommit(pC->db), 1);
-  sqlite3 *raw = NULL;
-  ck_assert_int_eq(sqlite3_open(zPath, &raw), SQLITE_OK);
-  ck_assert_int_eq(qInt(raw, "PRAGMA wal_checkpoint(TRUNCATE)"), 0);   /* busy = 0 */
-  sqlite3_close(raw);
+  assertWalTruncates(zPath);
   ck_assert_int_eq(qInt(pC->db, "SELECT count(*) FROM temp.kept"), 2);
   ck_assert_int_eq(qInt(pC->db, "SELECT count(*) FROM datoms WHERE e = 70000"), 1);
   sqlite3_finalize(pStmt);
@@ -389,19 +397,6 @@ static sqlite3_int64 readerMmap(Store *p) {
   sqlite3_int64 n = qInt(pC->db, "PRAGMA mmap_size");
   storeReaderDone(p, pC);
   return n;
-}
-
-static void commitOne(Store *p, int i) {
-  StoreConn *pW = NULL;
-  Schema *pS = NULL;
-  char *zErr = NULL;
-  char zSql[160];
-  ck_assert_int_eq(storeWriteBegin(p, &pW, &pS, &zErr), SQLITE_OK);
-  snprintf(zSql, sizeof zSql, "INSERT INTO datoms (e, a, v, tx, value_type_tag)"
-           " VALUES (%d, 37, 'x', 268435457, 10)", 70000 + i);
-  exec(pW->db, zSql);
-  ck_assert_int_eq(storeWriteEnd(p, pW, 1, NULL, &zErr), SQLITE_OK);
-  schemaUnref(pS);
 }
 
 START_TEST(test_reader_mmap_policy) {
