@@ -231,12 +231,7 @@ static void storeReadSyncEnv(void) {
       if (strcasecmp(z, az[i]) == 0) gzSynchronous = az[i];
     }
   }
-  z = getenv("MENTAT_MMAP_SIZE");
-  if (z != NULL && z[0] >= '0' && z[0] <= '9') {
-    char *zEnd = NULL;
-    long long n = strtoll(z, &zEnd, 10);
-    if (zEnd && *zEnd == 0 && n >= 0) gnMmap = n;
-  }
+  gnMmap = storeEnvInt("MENTAT_MMAP_SIZE", gnMmap);
 }
 
 int storeConfigure(sqlite3 *db, int bMemory, char **pzErr) {

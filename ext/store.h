@@ -111,6 +111,11 @@ int storeWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzEr
 ** MENTAT_WAL_RESTART_BYTES (default 64 MiB), SPEC §3. */
 int storeWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, char **pzErr);
 
+/* The non-negative integer in environment variable zName (decimal, the
+** whole value), or iDefault when it is unset, empty, malformed, negative or
+** out of range. Every MENTAT_* size and count setting is read through it. */
+sqlite3_int64 storeEnvInt(const char *zName, sqlite3_int64 iDefault);
+
 /* Applies the connection settings of format/mentat-v3.md to db, then runs
 ** the connection hook. Environment, read once per process:
 ** MENTAT_SYNCHRONOUS (OFF/NORMAL/FULL/EXTRA, default FULL),

@@ -64,7 +64,7 @@ static pthread_mutex_t gInitMutex = PTHREAD_MUTEX_INITIALIZER;
 static StoreCache *gpCache = NULL;
 static StoreCache gCache;
 
-static sqlite3_int64 storeEnvInt(const char *zName, sqlite3_int64 iDefault) {
+sqlite3_int64 storeEnvInt(const char *zName, sqlite3_int64 iDefault) {
   const char *z = getenv(zName);
   char *zEnd = NULL;
   if (z == NULL || z[0] == 0) return iDefault;

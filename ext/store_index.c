@@ -66,12 +66,7 @@ static pthread_once_t gTuneOnce = PTHREAD_ONCE_INIT;
 /* MENTAT_TUNE_MIN_DATOMS overrides the threshold (0: tune every store), so
 ** the acceptance cases can run against tuned stores. Read once. */
 static void storeReadTuneEnv(void) {
-  const char *z = getenv("MENTAT_TUNE_MIN_DATOMS");
-  char *zEnd = NULL;
-  if (z && z[0] >= '0' && z[0] <= '9') {
-    long long n = strtoll(z, &zEnd, 10);
-    if (zEnd && *zEnd == 0 && n >= 0) gnTuneMin = n;
-  }
+  gnTuneMin = storeEnvInt("MENTAT_TUNE_MIN_DATOMS", STORE_TUNE_MIN_DATOMS);
 }
 
 sqlite3_int64 storeSetTuneMin(sqlite3_int64 n) {

@@ -55,12 +55,7 @@ static pthread_once_t gCkptOnce = PTHREAD_ONCE_INIT;
 
 /* MENTAT_WAL_CHECKPOINT_BYTES, read once: 0 checkpoints after every commit. */
 static void storeReadCkptEnv(void) {
-  const char *z = getenv("MENTAT_WAL_CHECKPOINT_BYTES");
-  char *zEnd = NULL;
-  if (z && z[0] >= '0' && z[0] <= '9') {
-    long long n = strtoll(z, &zEnd, 10);
-    if (zEnd && *zEnd == 0 && n >= 0) gnCkptBytes = n;
-  }
+  gnCkptBytes = storeEnvInt("MENTAT_WAL_CHECKPOINT_BYTES", STORE_WAL_CKPT_BYTES);
 }
 
 static void storeWalPolicyInit(Store *p, sqlite3 *db);

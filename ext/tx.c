@@ -109,12 +109,7 @@ static sqlite3_int64 gnTxCacheBytes = TX_WRITER_CACHE_BYTES;
 static pthread_once_t gTxCacheOnce = PTHREAD_ONCE_INIT;
 
 static void txReadCacheEnv(void) {
-  const char *z = getenv("MENTAT_CACHE_SIZE");
-  char *zEnd = NULL;
-  if (z && z[0] >= '0' && z[0] <= '9') {
-    long long n = strtoll(z, &zEnd, 10);
-    if (zEnd && *zEnd == 0 && n >= 0) gnTxCacheBytes = n;
-  }
+  gnTxCacheBytes = storeEnvInt("MENTAT_CACHE_SIZE", TX_WRITER_CACHE_BYTES);
 }
 
 typedef struct TxCache {
