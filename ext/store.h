@@ -107,8 +107,11 @@ int storeWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzEr
 /* Ends the write begun above: COMMIT if bCommit else ROLLBACK, then releases
 ** the mutex. pNewSchema, if not NULL, is the snapshot after a committed
 ** schema change; the store takes a reference and publishes it. After a
-** commit, checkpoints (RESTART, short busy timeout) once the WAL passes
-** MENTAT_WAL_RESTART_BYTES (default 64 MiB), SPEC §3. */
+** commit the writer's WAL policy runs (store_write.c, SPEC §3): PASSIVE
+** checkpoints every MENTAT_WAL_CHECKPOINT_BYTES (6 MiB) of new frames, host
+** cursors asked to let go of their snapshots past 4 MiB (StoreHold), and a
+** RESTART waiting briefly for readers from half of
+** MENTAT_WAL_RESTART_BYTES (64 MiB). */
 int storeWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, char **pzErr);
 
 /* The non-negative integer in environment variable zName (decimal, the
@@ -120,8 +123,10 @@ sqlite3_int64 storeEnvInt(const char *zName, sqlite3_int64 iDefault);
 ** the connection hook. Environment, read once per process:
 ** MENTAT_SYNCHRONOUS (OFF/NORMAL/FULL/EXTRA, default FULL),
 ** MENTAT_MMAP_SIZE (bytes, default 1 GiB as the format says, 0 disables;
-** the trade-off is measured in store.c). bMemory skips WAL and mmap. The
-** store's writer connection then raises wal_autocheckpoint (store_cache.c). */
+** the trade-off is measured in store.c; readers switch it off while
+** foreign commits are frequent, store_cache.c). bMemory skips WAL and mmap.
+** The writer connection replaces SQLite's automatic checkpoint with its
+** own policy (store_write.c, storeWriteEnd). */
 int storeConfigure(sqlite3 *db, int bMemory, char **pzErr);
 
 /* Creates the v3 layout and bootstrap transaction on an empty database, in

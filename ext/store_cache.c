@@ -324,12 +324,6 @@ static int storeOpen(char *zCanon, Store **ppStore, char **pzErr) {
   rc = storeConnOpen(p, 1, &p->pWriter, pzErr);
   if (rc != SQLITE_OK) goto cleanup;
   pW = (StoreConnImpl *)p->pWriter;
-  if (!p->bMemory) {
-    char zSql[64];
-    sqlite3_snprintf(sizeof zSql, zSql, "PRAGMA wal_autocheckpoint=%d", STORE_WRITER_AUTOCHECKPOINT);
-    rc = sqlite3_exec(pW->base.db, zSql, NULL, NULL, NULL);
-    if (rc != SQLITE_OK) goto cleanup;
-  }
   if (!p->bMemory && stat(zCanon, &st) == 0) {
     p->dev = st.st_dev;
     p->ino = st.st_ino;

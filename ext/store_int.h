@@ -15,14 +15,6 @@
 ** it tries briefly and leaves the WAL for a later commit otherwise. */
 #define STORE_CHECKPOINT_BUSY_MS 100
 #define STORE_BUSY_TIMEOUT_MS 10000
-/* The writer checkpoints after this many WAL pages, where the format's
-** connection setting is 32: at 32 a checkpoint ran every few small commits
-** (bench s, one-datom edn_t with readers in another process: 54 -> 402
-** tx/s at synchronous=NORMAL, 80 -> 155 at FULL with 1000). Only the
-** committing connection checkpoints automatically, so readers keep the
-** format's value; the WAL stays bounded by storeMaybeRestartWal (SPEC §3). */
-#define STORE_WRITER_AUTOCHECKPOINT 1000
-
 /* A cheap signature of the state the schema is read from: the tx
 ** partition's mark (every Mentat commit bumps it) and the row count and
 ** largest rowid of the `idents` and `schema` mirrors (which a plain insert
