@@ -7,12 +7,14 @@
 #   early  — 0.3 s after it starts the call (expanding / resolving / writing)
 #   wal    — as soon as the WAL grows by 1 MiB (the commit is writing frames)
 #   late   — 0.8 s after the call starts
-# (the whole call takes 1-2 s here; a timed trial whose transaction was
-# already done is retried with half the delay, up to three times)
+# (the whole call takes 0.5-2 s here; a timed trial whose transaction was
+# already done, or committed as the kill landed, is retried with half the
+# delay, up to three times)
 # After each kill the store must pass PRAGMA integrity_check, hold none of the
 # killed transaction's datoms or log rows and everything from before, and give
 # the next edn_t the next fresh tx id (kill9_tx.py check). A trial whose
-# transaction finished before the kill fails: the kill proved nothing.
+# transaction still finished before the kill after three tries fails: the
+# kill proved nothing.
 # Used by `make smoke` (SO = absolute path of the built .so). About 10-20 s.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -55,8 +57,9 @@ trial() {
   kill -9 "$pid"
   wait "$pid" 2>/dev/null || true
   if grep -q 'big finished' "$WORK/$mode.out"; then
-    echo "FAIL [$mode]: the transaction committed before the kill"
-    return 1
+    # the commit returned just before the kill landed: proved nothing, try earlier
+    echo "[$mode] the transaction committed before the kill"
+    return 2
   fi
   echo "[$mode] killed pid $pid (WAL $(fsize "$db-wal") bytes)"
   local r=0
