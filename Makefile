@@ -95,7 +95,7 @@ valgrind:
 unit-bins: $(TESTS)
 
 bench: all
-	$(MAKE) -C bench SCALE=$(or $(SCALE),xs)
+	$(MAKE) -C bench all SCALE=$(or $(SCALE),xs)
 
 # libFuzzer on the EDN reader (FUZZ_SECONDS, default 60).
 fuzz:
