@@ -366,12 +366,13 @@ def measure(con, raw, db, sc, fac, min_samples, min_secs, cap):
                 break
             if el >= cap and n >= 5:
                 break
-            x = gen()
-            # The first form to run on a new input pays for bringing its data into the CPU
-            # caches (~0.13 ms of a 0.12 ms ref_traversal here); rotating the order gives each
-            # form that place equally often.
+            # Each form gets its own random input: the first call to touch an input's data
+            # pays for bringing it into memory caches (at m, 0.7-0.9 ms of a 0.2 ms
+            # ref_traversal), and ours' two forms share a connection's page cache while the
+            # SQL has its own, so a shared input favoured whichever of ours ran second.
             k = n % len(forms)
             for f, fn in forms[k:] + forms[:k]:
+                x = gen()
                 w, c = timed(fn, x)
                 samples[f].append(w)
                 samples[f + '_cpu'].append(c)
