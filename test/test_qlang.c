@@ -16,6 +16,7 @@
 #include <cJSON.h>
 #include "testutil.h"
 #include "query_compile.h"
+#include "tuquery.h"
 #include "tx.h"
 
 static Store *pStore = NULL;
@@ -795,38 +796,10 @@ START_TEST(test_oom) {
     const char *zOpts = iQ < 3 ? zR : NULL;
     int bDone = 0;
     for (n = 0; n < 8000 && !bDone; n += (n < 400 ? 1 : 7)) {
-      QueryOpts opts;
-      StoreConn *pConn = NULL;
-      Schema *pSchema = NULL;
-      QueryRun *pRun = NULL;
       char *zErr = NULL;
-      int rc;
-      qOptsInit(&opts);
-      rc = qOptsParse(&opts, zOpts, zOpts ? (int)strlen(zOpts) : 0, &zErr);
-      ck_assert_int_eq(rc, SQLITE_OK);
-      rc = storeReader(pStore, &pConn, &pSchema, &zErr);
-      ck_assert_int_eq(rc, SQLITE_OK);
-      /* Drop cached plans so every round compiles again. */
-      if (pConn->pQueryCache) {
-        pConn->xQueryCacheFree(pConn->pQueryCache);
-        pConn->pQueryCache = NULL;
-      }
-      tuOomLeft = n;
-      rc = qRunOpen(pConn, pSchema, azQ[iQ], (int)strlen(azQ[iQ]), &opts, &pRun, &zErr);
-      while (rc == SQLITE_OK) {
-        sqlite3_str *pRow = sqlite3_str_new(NULL);
-        rc = qRunStep(pRun, &zErr);
-        if (rc == SQLITE_ROW) rc = qRunRowJson(pRun, pRow);
-        sqlite3_free(sqlite3_str_finish(pRow));
-      }
-      if (tuOomLeft > 0 && rc == SQLITE_DONE) bDone = 1;   /* ran to the end */
-      tuOomLeft = -1;
+      int rc = tuOomQueryRound(pStore, azQ[iQ], zOpts, n, &bDone, &zErr);
       ck_assert_msg(rc == SQLITE_DONE || rc == SQLITE_ERROR || (rc & 0xff) == SQLITE_NOMEM,
                     "query %d, failing allocation %d: rc %d %s", iQ, n, rc, zErr ? zErr : "");
-      qRunClose(pRun);
-      storeReaderDone(pStore, pConn);
-      schemaUnref(pSchema);
-      qOptsReset(&opts);
       sqlite3_free(zErr);
     }
     ck_assert_msg(bDone, "query %d never completed", iQ);
