@@ -52,7 +52,7 @@ $(B)/tobj/%.o: %.c $(HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(XCFLAGS) -DMENTAT_STATIC -Iext -c $< -o $@
 
-$(B)/test_%: test/test_%.c test/testutil.h $(TOBJ)
+$(B)/test_%: test/test_%.c test/testutil.h test/tuquery.h $(TOBJ)
 	$(CC) $(CFLAGS) $(XCFLAGS) $(CHECK_CFLAGS) -DMENTAT_STATIC -Iext -Itest -o $@ $< $(TOBJ) \
 	  -lsqlite3 $(LIBS) $(CHECK_LIBS)
 
