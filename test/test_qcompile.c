@@ -84,50 +84,10 @@ static void teardown(void) {
   storeCacheClear();
 }
 
-static int cmpStr(const void *a, const void *b) {
-  return strcmp(*(char *const*)a, *(char *const*)b);
-}
-
 /* Runs zQuery with opts zOpts; returns rows (qRunRowJson) joined by ";",
 ** sorted unless bOrdered, or "ERROR: <message>". sqlite3_malloc'd. */
 static char *runQuery(const char *zQuery, const char *zOpts, int bOrdered) {
-  QueryOpts opts;
-  StoreConn *pConn = NULL;
-  Schema *pSchema = NULL;
-  QueryRun *pRun = NULL;
-  char *zErr = NULL, *zOut = NULL;
-  char *azRow[64];
-  int nRow = 0, rc, i;
-  sqlite3_str *pAll;
-  qOptsInit(&opts);
-  rc = qOptsParse(&opts, zOpts, zOpts ? (int)strlen(zOpts) : 0, &zErr);
-  if (rc == SQLITE_OK) rc = storeReader(pStore, &pConn, &pSchema, &zErr);
-  if (rc == SQLITE_OK) rc = qRunOpen(pConn, pSchema, zQuery, (int)strlen(zQuery), &opts, &pRun, &zErr);
-  while (rc == SQLITE_OK) {
-    sqlite3_str *pRow;
-    rc = qRunStep(pRun, &zErr);
-    if (rc != SQLITE_ROW) break;
-    pRow = sqlite3_str_new(NULL);
-    rc = qRunRowJson(pRun, pRow);
-    ck_assert_int_lt(nRow, 64);
-    azRow[nRow++] = sqlite3_str_finish(pRow);
-  }
-  if (rc == SQLITE_DONE) rc = SQLITE_OK;
-  qRunClose(pRun);
-  if (pConn) storeReaderDone(pStore, pConn);
-  schemaUnref(pSchema);
-  qOptsReset(&opts);
-  if (!bOrdered) qsort(azRow, nRow, sizeof(char*), cmpStr);
-  pAll = sqlite3_str_new(NULL);
-  if (rc != SQLITE_OK) {
-    sqlite3_str_appendf(pAll, "ERROR: %s", zErr ? zErr : "?");
-  } else {
-    for (i = 0; i < nRow; i++) sqlite3_str_appendf(pAll, "%s%s", i ? ";" : "", azRow[i]);
-  }
-  for (i = 0; i < nRow; i++) sqlite3_free(azRow[i]);
-  sqlite3_free(zErr);
-  zOut = sqlite3_str_finish(pAll);
-  return zOut ? zOut : sqlite3_mprintf("%s", "");
+  return tuRunQuery(pStore, zQuery, zOpts, bOrdered);
 }
 
 typedef struct QCase {
