@@ -389,6 +389,24 @@ static void qcMagicBody(QComp *pC, QCtx *pSub, int iN, const QRule *pR,
   if (a != aLocal) sqlite3_free(a);
 }
 
+/* Ends one branch of a magic-set UNION: appends "SELECT <values><tags>
+** <body of pSub>" to pTo (" UNION " before all but the first, counted in
+** *pn; pVal starts with ", "), then frees pVal, pTag and pSub's state. */
+static void qcMagicBranch(QComp *pC, QCtx *pSub, sqlite3_str *pVal, sqlite3_str *pTag,
+                          sqlite3_str *pTo, int *pn) {
+  char *zBody = pC->rc == SQLITE_OK ? qcBody(pSub) : NULL;
+  if (zBody && !sqlite3_str_errcode(pVal) && !sqlite3_str_errcode(pTag)) {
+    sqlite3_str_appendf(pTo, "%sSELECT %s%s%s", (*pn)++ ? " UNION " : "",
+                        sqlite3_str_value(pVal) + 2, sqlite3_str_value(pTag), zBody);
+  } else if (pC->rc == SQLITE_OK) {
+    qcNoMem(pC);
+  }
+  sqlite3_free(zBody);
+  sqlite3_free(sqlite3_str_finish(pVal));
+  sqlite3_free(sqlite3_str_finish(pTag));
+  qcCtxReset(pSub);
+}
+
 /* Appends ", <value>, <tag>" of a term of scope pSub (a rule body). */
 static void qcMagicTerm(QCtx *pSub, sqlite3_str *pVal, sqlite3_str *pTag, const EdnValue *p,
                         const char *zRule) {
@@ -490,7 +508,6 @@ static void qcOriginsBodies(QComp *pC, int h, const unsigned char *abBound, int 
     QClause **a = aLocal;
     sqlite3_str *pVal, *pTag;
     QCtx sub;
-    char *zBody = NULL;
     if (pRi->aiHeadOf[i] != h) continue;
     iRec = qcSelfCall(pRi, pR, h);
     if (pR->nClause > 16) {
@@ -505,17 +522,7 @@ static void qcOriginsBodies(QComp *pC, int h, const unsigned char *abBound, int 
     for (j = 0; j < pR->nHead && pC->rc == SQLITE_OK; j++) {
       if (abBound[j]) qcMagicTerm(&sub, pVal, pTag, pR->aHead[j], pR->zName);
     }
-    if (pC->rc == SQLITE_OK) zBody = qcBody(&sub);
-    if (zBody && !sqlite3_str_errcode(pVal) && !sqlite3_str_errcode(pTag)) {
-      sqlite3_str_appendf(pOut, "%sSELECT %s%s%s", n++ ? " UNION " : "",
-                          sqlite3_str_value(pVal) + 2, sqlite3_str_value(pTag), zBody);
-    } else if (pC->rc == SQLITE_OK) {
-      qcNoMem(pC);
-    }
-    sqlite3_free(zBody);
-    sqlite3_free(sqlite3_str_finish(pVal));
-    sqlite3_free(sqlite3_str_finish(pTag));
-    qcCtxReset(&sub);
+    qcMagicBranch(pC, &sub, pVal, pTag, pOut, &n);
     if (a != aLocal) sqlite3_free(a);
   }
 }
@@ -552,7 +559,6 @@ static int qcMagicCall(QCtx *pX, const QClause *pCl, int h, const unsigned char 
     int iRec;
     QCtx sub;
     sqlite3_str *pVal, *pTag;
-    char *zBody;
     if (pRi->aiHeadOf[i] != h) continue;
     iRec = qcSelfCall(pRi, pR, h);
     pVal = sqlite3_str_new(NULL);
@@ -580,20 +586,7 @@ static int qcMagicCall(QCtx *pX, const QClause *pCl, int h, const unsigned char 
         }
       }
     }
-    zBody = pC->rc == SQLITE_OK ? qcBody(&sub) : NULL;
-    if (zBody && !sqlite3_str_errcode(pVal) && !sqlite3_str_errcode(pTag)) {
-      sqlite3_str *pTo = iRec >= 0 ? pSeed : pAns;
-      int *pn = iRec >= 0 ? &nRec : &nBase;
-      /* pVal starts with ", " */
-      sqlite3_str_appendf(pTo, "%sSELECT %s%s%s", (*pn)++ ? " UNION " : "",
-                          sqlite3_str_value(pVal) + 2, sqlite3_str_value(pTag), zBody);
-    } else if (pC->rc == SQLITE_OK) {
-      qcNoMem(pC);
-    }
-    sqlite3_free(zBody);
-    sqlite3_free(sqlite3_str_finish(pVal));
-    sqlite3_free(sqlite3_str_finish(pTag));
-    qcCtxReset(&sub);
+    qcMagicBranch(pC, &sub, pVal, pTag, iRec >= 0 ? pSeed : pAns, iRec >= 0 ? &nRec : &nBase);
   }
   if (pC->rc) goto cleanup;
   if (sqlite3_str_errcode(pOrig) || sqlite3_str_errcode(pSeed) || sqlite3_str_errcode(pAns)) {
