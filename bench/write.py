@@ -12,7 +12,7 @@ and SECONDS (default 5) seconds; reports tx/s and per-tx latency percentiles in
 OUTDIR/transact-SCALE-<setting>.json, with the disk's floor beside them: plain SQLite one-row
 commits (WAL, same synchronous setting, a fresh file in OUTDIR) for 2 s right after, since the
 FULL figure is mostly this disk's fdatasync latency, which varies 0.2-3.7 ms here with the other
-sessions' I/O. MENTAT_WAL_GATHER=1 turns on the WAL-gathering VFS (ext/store_write_vfs.c).
+sessions' I/O. MENTAT_WAL_GATHER=0 turns off the WAL-gathering VFS (ext/store_write_vfs.c).
 """
 import json
 import os

@@ -20,9 +20,9 @@ void storeWriteNoteDatoms(Store *p, sqlite3_int64 iMaxRowid);
 sqlite3_int64 storeTuneMinDatoms(void);
 
 /* The name of the VFS store connections are opened with (store_write_vfs.c:
-** the default VFS, with WAL frames gathered into few large writes) when
-** MENTAT_WAL_GATHER=1, else NULL: the default VFS (also when the default
-** VFS is not unix). Registered on first call. */
+** the default VFS, with WAL frames gathered into few large writes), or NULL
+** for the default VFS when MENTAT_WAL_GATHER=0 or the default VFS is not
+** unix. Registered on first call. */
 const char *storeWriteVfs(void);
 
 #endif /* MENTAT_STORE_WRITE_H */

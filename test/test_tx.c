@@ -1227,9 +1227,10 @@ static Suite *txSuite(void) {
 }
 
 /* The whole suite runs with the WAL-gathering VFS on (store_write_vfs.c;
-** off by default): every check reads the store back through a plain raw
-** connection right after each commit, so frames left in the buffer would
-** show. Set before the store reads the environment (it does so once). */
+** the default, forced here in case the environment says otherwise): every
+** check reads the store back through a plain raw connection right after
+** each commit, so frames left in the buffer would show. Set before the
+** store reads the environment (it does so once). */
 __attribute__((constructor)) static void setWalGather(void) {
   setenv("MENTAT_WAL_GATHER", "1", 1);
 }
