@@ -74,6 +74,17 @@ static const struct {
   {"SELECT typeof(c0) || typeof(c1) || typeof(c15) || (query = " QN ") || typeof(opts)"
    " FROM edn_q(?1, " QN ") LIMIT 1", "textnullnull1null"},
   {"SELECT count(*) FROM edn_q(?1, " QN ") LIMIT 1", "2"},
+  /* hidden columns echo each execution's own arguments with the host's
+  ** types, also when two cursors are open at once and when a correlated
+  ** argument changes per outer row (cursors are kept for reuse) */
+  {"SELECT (db_path = ?1) || '|' || opts || '|' || typeof(opts) FROM edn_q(?1, "
+   "'[:find ?a . :in $ ?n :where [?e :p/name ?n] [?e :p/age ?a]]', '{\"inputs\":[\"y\"]}')",
+   "1|{\"inputs\":[\"y\"]}|text"},
+  {"SELECT count(*) || ',' || sum(a.c0 = b.c0) FROM edn_q(?1, " QN ") a, edn_q(?1, " QN ") b", "4,2"},
+  {"SELECT group_concat(t.n || '=' || b.c0 || ':' || json_extract(b.opts, '$.inputs[0]'), ',')"
+   " FROM (SELECT 'x' AS n UNION ALL SELECT 'y' UNION ALL SELECT 'w') t,"
+   " edn_q(?1, '[:find ?a :in $ ?n :where [?e :p/name ?n] [?e :p/age ?a]]',"
+   " json_object('inputs', json_array(t.n))) b", "x=1:x,y=2:y"},
   {"SELECT count(*) FROM (SELECT * FROM edn_q(?1, " QN ") LIMIT 1)", "1"},
   {"SELECT max(rowid) FROM edn_q(?1, " QN ")", "2"},
   /* NULL arguments: NULL result / no rows; NULL opts = none */

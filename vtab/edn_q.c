@@ -58,14 +58,33 @@ static const char ednqDecl[] =
     " c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15,"
     " db_path HIDDEN, query HIDDEN, opts HIDDEN)";
 
+typedef struct EdnqCursor EdnqCursor;
+
 typedef struct EdnqVtab {
   sqlite3_vtab base;
   sqlite3 *db;              /* the host connection (for the db_path check) */
+  /* A closed cursor kept for the next xOpen: a prepared host statement
+  ** opens and closes one cursor per execution, and a kept one comes with
+  ** its argument and row buffers already grown (no allocation per call).
+  ** The host connection serialises xOpen/xClose, so no lock. */
+  EdnqCursor *pSpare;
 } EdnqVtab;
 
-typedef struct EdnqCursor {
+/* One argument as the host gave it, echoed by its hidden column: its type
+** and number, or its bytes at iOfs in the cursor's aArgBuf. */
+typedef struct EdnqArg {
+  int eType;                        /* SQLITE_NULL when not given */
+  int n;                            /* bytes (text, blob) */
+  size_t iOfs;
+  sqlite3_int64 i;
+  double r;
+} EdnqArg;
+
+struct EdnqCursor {
   sqlite3_vtab_cursor base;
-  sqlite3_value *apArg[EDNQ_NARG];  /* copies of the arguments (echoed) */
+  EdnqArg aArg[EDNQ_NARG];          /* the arguments, echoed */
+  char *aArgBuf;                    /* their bytes, sqlite3_malloc'd */
+  size_t nArgBuf;                   /* allocated */
   sqlite3_int64 iRowid;             /* 1 for the first row */
   int bEof;
   QueryOpts opts;
@@ -87,7 +106,7 @@ typedef struct EdnqCursor {
   ** string and ~5 reallocations per row, each taking SQLite's global
   ** allocator mutex (the contention of two threads streaming rows). */
   sqlite3_str *pRowBuf;
-} EdnqCursor;
+};
 
 #define EDNQ_ROWBUF_MAX 65536
 
@@ -119,7 +138,11 @@ static int ednqConnect(sqlite3 *db, void *pAux, int argc, const char *const *arg
   return SQLITE_OK;
 }
 
+static void ednqFreeCursor(EdnqCursor *pCur);
+
 static int ednqDisconnect(sqlite3_vtab *pVtab) {
+  EdnqVtab *pTab = (EdnqVtab *)pVtab;
+  if (pTab->pSpare) ednqFreeCursor(pTab->pSpare);
   sqlite3_free(pVtab);
   return SQLITE_OK;
 }
@@ -191,32 +214,108 @@ static void ednqRelease(EdnqCursor *pCur) {
 static void ednqReset(EdnqCursor *pCur) {
   int i;
   ednqRelease(pCur);
-  for (i = 0; i < EDNQ_NARG; i++) {
-    sqlite3_value_free(pCur->apArg[i]);
-    pCur->apArg[i] = NULL;
-  }
+  for (i = 0; i < EDNQ_NARG; i++) pCur->aArg[i].eType = SQLITE_NULL;
   pCur->iRowid = 0;
   pCur->bEof = 1;
 }
 
+/* Copies the arguments xFilter got (valid only during the call) for the
+** hidden columns: types and numbers in aArg, bytes in one buffer that the
+** cursor keeps between executions. */
+static int ednqSaveArgs(EdnqCursor *pCur, int idxNum, int argc, sqlite3_value **argv) {
+  sqlite3_value *apIn[EDNQ_NARG] = {NULL, NULL, NULL};
+  size_t nNeed = 0, iOfs = 0;
+  int i, j = 0;
+  for (i = 0; i < EDNQ_NARG && j < argc; i++) {
+    if (idxNum & (1 << i)) apIn[i] = argv[j++];
+  }
+  for (i = 0; i < EDNQ_NARG; i++) {
+    int e = apIn[i] ? sqlite3_value_type(apIn[i]) : SQLITE_NULL;
+    if (e == SQLITE_TEXT || e == SQLITE_BLOB) {
+      /* text first: its bytes are what the host gave, in UTF-8 */
+      if (e == SQLITE_TEXT && sqlite3_value_text(apIn[i]) == NULL) return SQLITE_NOMEM;
+      nNeed += (size_t)sqlite3_value_bytes(apIn[i]) + 1;
+    }
+  }
+  if (nNeed > pCur->nArgBuf) {
+    char *aNew = sqlite3_realloc64(pCur->aArgBuf, nNeed);
+    if (aNew == NULL) return SQLITE_NOMEM;
+    pCur->aArgBuf = aNew;
+    pCur->nArgBuf = nNeed;
+  }
+  for (i = 0; i < EDNQ_NARG; i++) {
+    EdnqArg *pArg = &pCur->aArg[i];
+    pArg->eType = apIn[i] ? sqlite3_value_type(apIn[i]) : SQLITE_NULL;
+    switch (pArg->eType) {
+      case SQLITE_INTEGER: pArg->i = sqlite3_value_int64(apIn[i]); break;
+      case SQLITE_FLOAT: pArg->r = sqlite3_value_double(apIn[i]); break;
+      case SQLITE_TEXT:
+      case SQLITE_BLOB: {
+        const void *p = pArg->eType == SQLITE_TEXT ? (const void *)sqlite3_value_text(apIn[i])
+                                                   : sqlite3_value_blob(apIn[i]);
+        pArg->n = sqlite3_value_bytes(apIn[i]);
+        pArg->iOfs = iOfs;
+        if (pArg->n > 0) memcpy(pCur->aArgBuf + iOfs, p, (size_t)pArg->n);
+        pCur->aArgBuf[iOfs + (size_t)pArg->n] = 0;
+        iOfs += (size_t)pArg->n + 1;
+        break;
+      }
+      default: break;
+    }
+  }
+  return SQLITE_OK;
+}
+
+static void ednqArgResult(EdnqCursor *pCur, int iArg, sqlite3_context *pCtx) {
+  const EdnqArg *pArg = &pCur->aArg[iArg];
+  switch (pArg->eType) {
+    case SQLITE_INTEGER: sqlite3_result_int64(pCtx, pArg->i); break;
+    case SQLITE_FLOAT: sqlite3_result_double(pCtx, pArg->r); break;
+    case SQLITE_TEXT:
+      sqlite3_result_text64(pCtx, pCur->aArgBuf + pArg->iOfs, (sqlite3_uint64)pArg->n,
+                            SQLITE_TRANSIENT, SQLITE_UTF8);
+      break;
+    case SQLITE_BLOB:
+      sqlite3_result_blob64(pCtx, pCur->aArgBuf + pArg->iOfs, (sqlite3_uint64)pArg->n,
+                            SQLITE_TRANSIENT);
+      break;
+    default: sqlite3_result_null(pCtx); break;
+  }
+}
+
 static int ednqOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
-  EdnqCursor *pCur = sqlite3_malloc64(sizeof *pCur);
-  (void)pVtab;
-  if (pCur == NULL) return SQLITE_NOMEM;
-  memset(pCur, 0, sizeof *pCur);
-  qOptsInit(&pCur->opts);
-  pCur->bEof = 1;
-  pCur->hold.xRelease = ednqLetGo;
-  atomic_init(&pCur->lock, 0);
+  EdnqVtab *pTab = (EdnqVtab *)pVtab;
+  EdnqCursor *pCur = pTab->pSpare;
+  if (pCur) {
+    pTab->pSpare = NULL;          /* reset when it was closed */
+  } else {
+    pCur = sqlite3_malloc64(sizeof *pCur);
+    if (pCur == NULL) return SQLITE_NOMEM;
+    memset(pCur, 0, sizeof *pCur);
+    qOptsInit(&pCur->opts);
+    pCur->bEof = 1;
+    pCur->hold.xRelease = ednqLetGo;
+    atomic_init(&pCur->lock, 0);
+  }
   *ppCur = &pCur->base;
   return SQLITE_OK;
 }
 
+static void ednqFreeCursor(EdnqCursor *pCur) {
+  sqlite3_free(sqlite3_str_finish(pCur->pRowBuf));
+  sqlite3_free(pCur->aArgBuf);
+  sqlite3_free(pCur);
+}
+
 static int ednqClose(sqlite3_vtab_cursor *cur) {
   EdnqCursor *pCur = (EdnqCursor *)cur;
+  EdnqVtab *pTab = (EdnqVtab *)cur->pVtab;
   ednqReset(pCur);
-  sqlite3_free(sqlite3_str_finish(pCur->pRowBuf));
-  sqlite3_free(pCur);
+  if (pTab->pSpare == NULL && pCur->nArgBuf <= EDNQ_ROWBUF_MAX) {
+    pTab->pSpare = pCur;
+  } else {
+    ednqFreeCursor(pCur);
+  }
   return SQLITE_OK;
 }
 
@@ -260,34 +359,28 @@ static int ednqFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
   EdnqCursor *pCur = (EdnqCursor *)cur;
   EdnqVtab *pTab = (EdnqVtab *)cur->pVtab;
   const char *zPath, *zQuery, *zOpts = NULL;
-  int nPath, nQuery, nOpts = 0, i, j = 0, rc = SQLITE_OK;
+  int nPath, nQuery, nOpts = 0, rc = SQLITE_OK;
   char *zErr = NULL;
   (void)idxStr;
 
   ednqReset(pCur);
-  for (i = 0; i < EDNQ_NARG; i++) {
-    if ((idxNum & (1 << i)) == 0) continue;
-    if (j >= argc) break;
-    pCur->apArg[i] = sqlite3_value_dup(argv[j++]);
-    if (pCur->apArg[i] == NULL) return SQLITE_NOMEM;
-  }
+  rc = ednqSaveArgs(pCur, idxNum, argc, argv);
+  if (rc != SQLITE_OK) return rc;
   /* NULL in a required argument: no rows (SPEC §2). */
-  if (pCur->apArg[0] == NULL || pCur->apArg[1] == NULL
-      || sqlite3_value_type(pCur->apArg[0]) == SQLITE_NULL
-      || sqlite3_value_type(pCur->apArg[1]) == SQLITE_NULL)
-    return SQLITE_OK;
-  /* Text is read from the originals so the echoed copies keep their type. */
+  if (pCur->aArg[0].eType == SQLITE_NULL || pCur->aArg[1].eType == SQLITE_NULL) return SQLITE_OK;
+  /* Text is read after the copies were taken, so they keep the host's type
+  ** (a number given as db_path is echoed as a number). */
   zPath = (const char *)sqlite3_value_text(argv[0]);
   nPath = sqlite3_value_bytes(argv[0]);
   zQuery = (const char *)sqlite3_value_text(argv[1]);
   nQuery = sqlite3_value_bytes(argv[1]);
   if (zPath == NULL || zQuery == NULL) return SQLITE_NOMEM;
-  if (pCur->apArg[2] && sqlite3_value_type(argv[2]) != SQLITE_NULL) {
+  if (pCur->aArg[2].eType != SQLITE_NULL) {
     zOpts = (const char *)sqlite3_value_text(argv[2]);
     nOpts = sqlite3_value_bytes(argv[2]);
     if (zOpts == NULL) return SQLITE_NOMEM;
   }
-  rc = funcCheckDbPath(pTab->db, sqlite3_value_type(pCur->apArg[0]), zPath, nPath, &zErr);
+  rc = funcCheckDbPath(pTab->db, pCur->aArg[0].eType, zPath, nPath, &zErr);
   if (rc == SQLITE_OK) rc = qOptsParse(&pCur->opts, zOpts, nOpts, &zErr);
   if (rc == SQLITE_OK) rc = storeAcquire(zPath, &pCur->pStore, &zErr);
   if (rc == SQLITE_OK) rc = storeReader(pCur->pStore, &pCur->pConn, &pCur->pSchema, &zErr);
@@ -314,8 +407,7 @@ static int ednqColumn(sqlite3_vtab_cursor *cur, sqlite3_context *pCtx, int iCol)
   EdnqCursor *pCur = (EdnqCursor *)cur;
   int rc = SQLITE_OK;
   if (iCol >= EDNQ_COL_DBPATH) {
-    sqlite3_value *pArg = pCur->apArg[iCol - EDNQ_COL_DBPATH];
-    if (pArg) sqlite3_result_value(pCtx, pArg);
+    ednqArgResult(pCur, iCol - EDNQ_COL_DBPATH, pCtx);
     return SQLITE_OK;
   }
   if (pCur->pRun == NULL) return SQLITE_OK;   /* at EOF: NULL */
