@@ -91,13 +91,18 @@ static const char *const azPullSql[PULL_NSTMT] = {
   ** log with tx <= T that no later log row of the same datom (its
   ** retraction, or a re-assertion that then stands for it) precedes T.
   ** Forward reads go through idx_transactions_aevt (a, e, ...), which also
-  ** serves the probe; reverse reads through a tuned store's
-  ** idx_mentat_log_avet (a, v, e, ...) (store_index.c). :db/noHistory
-  ** attributes have no log rows, so they show nothing as of any T, as in
-  ** as-of queries. */
+  ** serves the probe; `(?2 + 0)` keeps SQLite from weighing the per-
+  ** attribute partial log indexes, which would make it re-prepare the
+  ** statement at every new binding of ?2. Reverse reads go through a tuned
+  ** store's idx_mentat_log_avet_<a> (a, v, e, ...) (store_index.c): there
+  ** the plain `l.a = ?2` is wanted, SQLite re-prepares for each new ?2 and
+  ** picks that attribute's index (the alternative, all of the attribute's
+  ** history through the (a, e) index, costs far more than a prepare).
+  ** :db/noHistory attributes have no log rows, so they show nothing as of
+  ** any T, as in as-of queries. */
   ("SELECT CASE WHEN ?6 THEN (SELECT text FROM fulltext_values WHERE rowid = l.v)"
    " ELSE l.v END, l.value_type_tag FROM timelined_transactions l"
-   " WHERE l.a = ?2 AND l.e = ?1 AND " PULL_AS_OF_LIVE("l")
+   " WHERE l.a = (?2 + 0) AND l.e = ?1 AND " PULL_AS_OF_LIVE("l")
    " ORDER BY l.value_type_tag, l.v LIMIT ?3"),
   /* The log has no entity-first index: walk its attributes through the
   ** (a, ...) index one seek at a time (a hand-made skip-scan: a few hundred

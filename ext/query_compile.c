@@ -599,8 +599,9 @@ static int qcPattern(QCtx *pX, const QClause *pCl) {
   } else if (pC->eHist == 1) {
     /* As of T: the log's assertions up to T not retracted by T. The log's
     ** columns have the datoms' names; idx_transactions_aevt serves patterns
-    ** bound by entity, and a tuned store's idx_mentat_log_avet
-    ** (store_index.c) those bound by value and the retraction probe. */
+    ** bound by entity and the retraction probe, and a tuned store's
+    ** idx_mentat_log_avet_<a> (store_index.c) those of indexed, unique and
+    ** ref attributes bound by value (`dN.a = <a>` matches its WHERE). */
     qcFrom(pX, sqlite3_mprintf("timelined_transactions %s", zAlias));
     qcWhere(pX, sqlite3_mprintf(
         "%s.timeline IS 0 AND %s.added = 1 AND %s.tx <= %s AND NOT EXISTS (SELECT 1 FROM"

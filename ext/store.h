@@ -156,8 +156,9 @@ int storeOpenDb(const char *zPath, int bValidate, sqlite3 **pDb, char **pzErr);
 
 /* Size-driven tuning of a store (store_index.c): once the store holds
 ** storeSetTuneMin() datoms (default 8192), creates the managed extra
-** indexes (idx_mentat_log_avet for as-of, idx_mentat_datoms_atx for since,
-** idx_mentat_avet_<a> per :db/index attribute without a format index),
+** indexes (idx_mentat_log_avet_<a> per indexed, unique or ref attribute for
+** as-of, idx_mentat_datoms_atx for since, idx_mentat_avet_<a> per :db/index
+** attribute without a format index),
 ** recorded in mentat_managed_indexes, and refreshes the planner statistics
 ** whenever the datoms doubled since the last analysis (bounded ANALYZE plus
 ** corrected per-attribute averages). db is the writer connection, outside

@@ -9,11 +9,24 @@
 ** scans of a small store are cheap, and its file stays exactly the format's.
 ** Above it, in one short write transaction:
 **  1. Extra indexes (created once, then kept in step with the schema):
-**     idx_mentat_log_avet   timelined_transactions (a, v, e, tag, tx, added,
-**                           timeline) WHERE timeline IS 0 — as-of patterns
-**                           bound by value read an attribute's history
-**                           through it (the format's log index is keyed by
-**                           entity only: as_of at s went 27 s -> ms);
+**     idx_mentat_log_avet_<a> timelined_transactions (a, v, e, tag, tx,
+**                           added, timeline) WHERE a = <a> AND timeline IS
+**                           0, for each user attribute the datoms index by
+**                           value (:db/index, :db/unique or ref; not
+**                           fulltext) —
+**                           as-of patterns bound by value read the
+**                           attribute's history through it (the format's
+**                           log index is keyed by entity only: as_of at s
+**                           went 27 s -> ms). Only those attributes, as
+**                           Datomic's AVET/VAET hold only them: a store-wide
+**                           log value index also took every title, instant
+**                           and other unindexed value, inserts spread over
+**                           the whole index that made bulk loads ~20 %
+**                           slower (bench s, 200 txs: 21-23 s -> 17-18 s);
+**                           by-value history reads of other attributes scan
+**                           that attribute's history (idx_transactions_aevt).
+**                           A store-wide idx_mentat_log_avet of earlier
+**                           versions is dropped;
 **     idx_mentat_datoms_atx datoms (a, tx, e) — `since` patterns read only
 **                           the datoms of an attribute newer than T;
 **     idx_mentat_avet_<a>   datoms (a, v, e) WHERE a = <a>, for each
@@ -24,7 +37,10 @@
 **                           small index instead of the table.
 **     Recorded with a = 0 and kind 'store' (store-wide) or a = <a> and kind
 **     'adaptive' (per attribute); dropped again when the attribute stops
-**     qualifying.
+**     qualifying. The attribute is inlined in each partial index's WHERE
+**     (compiled queries state `dN.a = <a>`); statements that bind the
+**     attribute as a parameter (pull's as-of reads) are re-prepared by
+**     SQLite per attribute to use them.
 **  2. Statistics: when the datoms have doubled since the last analysis (the
 **     count at that time is read back from sqlite_stat1, so the policy
 **     survives restarts and other processes), `ANALYZE` with
@@ -84,9 +100,6 @@ sqlite3_int64 storeTuneMinDatoms(void) {
 
 /* The store-wide extra indexes: name, DDL. */
 static const char *const azStoreIdx[][2] = {
-  { "idx_mentat_log_avet",
-    "CREATE INDEX IF NOT EXISTS idx_mentat_log_avet ON timelined_transactions"
-    " (a, v, e, value_type_tag, tx, added, timeline) WHERE timeline IS 0" },
   { "idx_mentat_datoms_atx",
     "CREATE INDEX IF NOT EXISTS idx_mentat_datoms_atx ON datoms (a, tx, e)" },
 };
@@ -95,7 +108,7 @@ static const char *const azStoreIdx[][2] = {
 /* Indexes whose first column is `a` over (nearly) the whole table: their
 ** row count is the table's and their second figure is rows per attribute. */
 static const char *const azAFirst[] = {
-  "idx_datoms_aevt", "idx_transactions_aevt", "idx_mentat_log_avet", "idx_mentat_datoms_atx",
+  "idx_datoms_aevt", "idx_transactions_aevt", "idx_mentat_datoms_atx",
   NULL
 };
 /* Partial `a`-first indexes: keep ANALYZE's row count, fix the average. */
@@ -118,6 +131,35 @@ static int storeWantsAvet(const Attr *pA) {
   return pA->e >= PART_USER_START && pA->bIndex && !pA->bFulltext && pA->eUnique == UNIQUE_NONE
          && pA->type != VT_REF;
 }
+
+/* Does attribute pA get an idx_mentat_log_avet_<a>? (The datoms index its
+** values: :db/index, :db/unique or ref, not fulltext; see HOW IT WORKS.)
+** User attributes only, as for the value indexes: the bootstrap ones have
+** short histories (schema datoms; :db/txInstant one per tx). */
+static int storeWantsLogAvet(const Attr *pA) {
+  return pA->e >= PART_USER_START && !pA->bFulltext
+         && (pA->bIndex || pA->eUnique != UNIQUE_NONE || pA->type == VT_REF);
+}
+
+/* The per-attribute managed indexes: name prefix, DDL (the attribute's
+** entid twice, inlined so the partial index matches `dN.a = <a>`), and
+** whether an attribute gets one. */
+static const struct {
+  const char *zPrefix;
+  const char *zDdl;
+  int (*xWants)(const Attr *);
+} aAttrIdx[] = {
+  { "idx_mentat_avet_",
+    "CREATE INDEX IF NOT EXISTS idx_mentat_avet_%lld ON datoms (a, v, e) WHERE a = %lld",
+    storeWantsAvet },
+  { "idx_mentat_log_avet_",
+    "CREATE INDEX IF NOT EXISTS idx_mentat_log_avet_%lld ON timelined_transactions"
+    " (a, v, e, value_type_tag, tx, added, timeline) WHERE a = %lld AND timeline IS 0",
+    storeWantsLogAvet },
+};
+#define STORE_N_ATTR_IDX ((int)(sizeof aAttrIdx / sizeof aAttrIdx[0]))
+/* The store-wide log value index of earlier versions (dropped). */
+#define STORE_OLD_LOG_AVET "idx_mentat_log_avet"
 
 static int storeInt(sqlite3 *db, const char *zSql, sqlite3_int64 *piOut) {
   sqlite3_stmt *pStmt = NULL;
@@ -196,38 +238,52 @@ static int storeEnsureIndexes(sqlite3 *db, const Schema *pSchema, int bDry, int 
     rc = sqlite3_exec(db, azStoreIdx[i][1], NULL, NULL, NULL);
     if (rc == SQLITE_OK) rc = storeRecord(db, azStoreIdx[i][0], 0, "store");
   }
+  if (rc == SQLITE_OK) rc = storeHasIndex(db, STORE_OLD_LOG_AVET, &bHas);
+  if (rc == SQLITE_OK && bHas) {
+    (*pnMade)++;
+    if (!bDry) {
+      rc = sqlite3_exec(db, "DROP INDEX IF EXISTS " STORE_OLD_LOG_AVET "; DELETE FROM"
+                            " mentat_managed_indexes WHERE name = '" STORE_OLD_LOG_AVET "'",
+                        NULL, NULL, NULL);
+    }
+  }
   for (int i = 0; i < schemaAttrCount(pSchema) && rc == SQLITE_OK; i++) {
     const Attr *pA = schemaAttrAt(pSchema, i);
-    char zName[64];
-    if (!storeWantsAvet(pA)) continue;
-    sqlite3_snprintf(sizeof zName, zName, "idx_mentat_avet_%lld", pA->e);
-    rc = storeHasIndex(db, zName, &bHas);
-    if (rc != SQLITE_OK || bHas) continue;
-    (*pnMade)++;
-    if (bDry) continue;
-    {
-      /* The entid is a schema constant, inlined so the partial index
-      ** matches the compiled queries' `dN.a = <a>`. */
-      char *zSql = sqlite3_mprintf(
-          "CREATE INDEX IF NOT EXISTS idx_mentat_avet_%lld ON datoms (a, v, e) WHERE a = %lld",
-          pA->e, pA->e);
+    for (int k = 0; k < STORE_N_ATTR_IDX && rc == SQLITE_OK; k++) {
+      char zName[64];
+      char *zSql;
+      if (!aAttrIdx[k].xWants(pA)) continue;
+      sqlite3_snprintf(sizeof zName, zName, "%s%lld", aAttrIdx[k].zPrefix, pA->e);
+      rc = storeHasIndex(db, zName, &bHas);
+      if (rc != SQLITE_OK || bHas) continue;
+      (*pnMade)++;
+      if (bDry) continue;
+      zSql = sqlite3_mprintf(aAttrIdx[k].zDdl, pA->e, pA->e);
       if (zSql == NULL) { rc = SQLITE_NOMEM; break; }
       rc = sqlite3_exec(db, zSql, NULL, NULL, NULL);
       sqlite3_free(zSql);
+      if (rc == SQLITE_OK) rc = storeRecord(db, zName, pA->e, "adaptive");
     }
-    if (rc == SQLITE_OK) rc = storeRecord(db, zName, pA->e, "adaptive");
   }
   /* Per-attribute indexes of attributes that changed (lost :db/index,
   ** became unique or were retyped): drop them and their records. */
   if (rc == SQLITE_OK) {
     rc = sqlite3_prepare_v2(db,
-        "SELECT name, a FROM mentat_managed_indexes WHERE kind = 'adaptive'"
-        " AND name LIKE 'idx_mentat_avet_%'", -1, &pSel, NULL);
+        "SELECT name, a FROM mentat_managed_indexes WHERE kind = 'adaptive'", -1, &pSel, NULL);
   }
   while (rc == SQLITE_OK && sqlite3_step(pSel) == SQLITE_ROW) {
     const Attr *pA = schemaAttr(pSchema, sqlite3_column_int64(pSel, 1));
+    const char *zName = (const char *)sqlite3_column_text(pSel, 0);
     char *zSql;
-    if (pA && storeWantsAvet(pA)) continue;
+    int k, bKeep = 0;
+    if (zName == NULL) continue;
+    for (k = 0; k < STORE_N_ATTR_IDX; k++) {
+      if (strncmp(zName, aAttrIdx[k].zPrefix, strlen(aAttrIdx[k].zPrefix)) == 0) break;
+    }
+    /* A prefix this version does not manage: leave it. */
+    if (k == STORE_N_ATTR_IDX) continue;
+    bKeep = pA && aAttrIdx[k].xWants(pA);
+    if (bKeep) continue;
     (*pnMade)++;
     if (bDry) break;
     zSql = sqlite3_mprintf("DROP INDEX IF EXISTS \"%w\"; DELETE FROM mentat_managed_indexes"
@@ -266,7 +322,8 @@ static char *storeFixStat(const char *zIdx, const char *zStat, sqlite3_int64 nRo
     z = zEnd;
   }
   if (n < 2) return NULL;
-  if (strncmp(zIdx, "idx_auto_avet_", 14) == 0 || strncmp(zIdx, "idx_mentat_avet_", 16) == 0) {
+  if (strncmp(zIdx, "idx_auto_avet_", 14) == 0 || strncmp(zIdx, "idx_mentat_avet_", 16) == 0
+      || strncmp(zIdx, "idx_mentat_log_avet_", 20) == 0) {
     aN[1] = aN[0];
   } else if (storeInList(zIdx, azAFirst)) {
     aN[0] = nRows;

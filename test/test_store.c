@@ -994,12 +994,21 @@ START_TEST(test_tune_indexes_and_stats) {
   ck_assert_str_eq(qText(db, "SELECT group_concat(x, ';') FROM (SELECT name || '|' || a || '|' || kind AS x"
                              " FROM mentat_managed_indexes ORDER BY name)"),
                    "idx_mentat_avet_65536|65536|adaptive;idx_mentat_datoms_atx|0|store;"
-                   "idx_mentat_log_avet|0|store");
+                   "idx_mentat_log_avet_65536|65536|adaptive;idx_mentat_log_avet_65537|65537|adaptive");
   ck_assert_str_eq(qText(db, "SELECT sql FROM sqlite_master WHERE name = 'idx_mentat_avet_65536'"),
                    "CREATE INDEX idx_mentat_avet_65536 ON datoms (a, v, e) WHERE a = 65536");
-  ck_assert_str_eq(qText(db, "SELECT sql FROM sqlite_master WHERE name = 'idx_mentat_log_avet'"),
-                   "CREATE INDEX idx_mentat_log_avet ON timelined_transactions"
-                   " (a, v, e, value_type_tag, tx, added, timeline) WHERE timeline IS 0");
+  /* log value indexes for the indexed and the unique attribute, not :k/n */
+  ck_assert_str_eq(qText(db, "SELECT sql FROM sqlite_master WHERE name = 'idx_mentat_log_avet_65537'"),
+                   "CREATE INDEX idx_mentat_log_avet_65537 ON timelined_transactions"
+                   " (a, v, e, value_type_tag, tx, added, timeline) WHERE a = 65537 AND timeline IS 0");
+  /* A store tuned by an earlier version: its store-wide log value index
+  ** (every attribute's values) is dropped at the next tuning. */
+  writeRaw(p, "CREATE INDEX idx_mentat_log_avet ON timelined_transactions"
+              " (a, v, e, value_type_tag, tx, added, timeline) WHERE timeline IS 0;"
+              "INSERT INTO mentat_managed_indexes (name, a, created, last_used, kind)"
+              " VALUES ('idx_mentat_log_avet', 0, 1, 1, 'store')", 1);
+  ck_assert_int_eq(qInt(db, "SELECT count(*) FROM sqlite_master WHERE name = 'idx_mentat_log_avet'"), 0);
+  ck_assert_int_eq(qInt(db, "SELECT count(*) FROM mentat_managed_indexes WHERE name = 'idx_mentat_log_avet'"), 0);
   /* Statistics: the row count is the datoms'; rows per attribute the
   ** largest attribute's (:k/state's 400, more than the datoms / 19
   ** attributes); the per-attribute index holds 400 rows of one attribute,
@@ -1030,11 +1039,11 @@ START_TEST(test_tune_indexes_and_stats) {
   writeRaw(p, "INSERT INTO datoms (e, a, v, tx, value_type_tag) VALUES (70500, 65538, 1, 268435458, 5)", 0);
   ck_assert_str_eq(qText(db, "SELECT stat FROM sqlite_stat1 WHERE idx = 'idx_datoms_eavt'"), zStat);
 
-  /* :k/state loses :db/index: its value index and record go. */
+  /* :k/state loses :db/index: its value indexes and records go. */
   writeRaw(p, "DELETE FROM schema WHERE e = 65536 AND a = 11", 1);
   ck_assert_int_eq(qInt(db, "SELECT count(*) FROM sqlite_master WHERE name = 'idx_mentat_avet_65536'"), 0);
   ck_assert_str_eq(qText(db, "SELECT group_concat(name, ';') FROM (SELECT name FROM mentat_managed_indexes"
-                             " ORDER BY name)"), "idx_mentat_datoms_atx;idx_mentat_log_avet");
+                             " ORDER BY name)"), "idx_mentat_datoms_atx;idx_mentat_log_avet_65537");
   ck_assert_int_eq(storeReader(p, &pC, &pR, &zErr), SQLITE_OK);
   ck_assert_int_eq(schemaAttr(pR, 65536)->bValueIndex, 0);
   storeReaderDone(p, pC);
