@@ -95,43 +95,50 @@ IB_Q = '[:find ?e ?name :in $ [?email ...] :where [?e :user/email ?email] [?e :u
 PULL_SCALAR_Q = '[:find (pull ?e [*]) . :in $ ?e]'
 
 
-def log_value_index(db):
-    """An index on the log led by (a, v) serving timeline 0, if the store has one (the format
-    has none; the extension may add one, and the baseline may use what ours uses)."""
+def log_value_index(db, a):
+    """An index on the log led by (a, v) serving timeline 0 for attribute a, if the store has
+    one (the format has none; the extension adds one per indexed, unique or ref attribute,
+    partial on `a = <a> AND timeline IS 0`, and the baseline may use what ours uses)."""
     raw = sqlite3.connect(db)
     try:
         for _, name, _, _, partial in raw.execute("PRAGMA index_list('timelined_transactions')"):
             cols = [r[2] for r in raw.execute('PRAGMA index_info(%s)' % json.dumps(name))]
             sql = raw.execute('SELECT sql FROM sqlite_master WHERE name = ?', (name,)).fetchone()[0] or ''
-            if cols[:2] == ['a', 'v'] and (not partial or 'timeline IS 0' in sql):
+            where = sql.split(' WHERE ', 1)[1] if ' WHERE ' in sql else ''
+            if cols[:2] != ['a', 'v']:
+                continue
+            if not partial or where == 'timeline IS 0' or where == 'a = %d AND timeline IS 0' % a:
                 return name
     finally:
         raw.close()
     return None
 
 
-def asof_sql(A, log_av=None):
+def asof_sql(A, log_av):
     """ref_traversal as of ?2 by hand: a datom is visible at T when it is current with
     tx <= T, or its first log event after T is a retraction. Each step takes the previous
     step's entities (a CTE) through IN (SELECT ...) and reads the current datoms and the log.
     Every table names its index (INDEXED BY): with the sqlite_stat1 the extension writes,
     SQLite 3.40 otherwise picked Bloom filters built over the whole log or an (a, tx) index
     (350 ms to 1 s per call at s instead of a few ms). The log is read by value through
-    log_av when the store has such an index, else through idx_transactions_aevt."""
+    log_av(a) (an index name or None) when the store has such an index for attribute a, else
+    through idx_transactions_aevt."""
     def later(r):
         return ('NOT EXISTS (SELECT 1 FROM timelined_transactions x INDEXED BY idx_transactions_aevt '
                 'WHERE x.timeline IS 0 AND x.a = %s.a AND x.e = %s.e AND x.value_type_tag = %s.value_type_tag '
                 'AND x.v = %s.v AND x.tx > ?2 AND x.tx < %s.tx)' % (r, r, r, r, r))
     em, asg, ti, st = A[':user/email'], A[':issue/assignee'], A[':issue/title'], A[':issue/state']
-    lv = 'INDEXED BY %s' % log_av if log_av else 'INDEXED BY idx_transactions_aevt'
+    def lv(a):
+        name = log_av(a)
+        return 'INDEXED BY %s' % (name or 'idx_transactions_aevt')
     return (
         'WITH u AS (SELECT d.e FROM datoms d INDEXED BY idx_auto_avet_%(em)d WHERE d.a = %(em)d AND d.v = ?1 '
         '  AND d.tx <= ?2 '
-        '  UNION ALL SELECT r.e FROM timelined_transactions r %(lv)s WHERE r.timeline IS 0 AND r.a = %(em)d '
+        '  UNION ALL SELECT r.e FROM timelined_transactions r %(lvem)s WHERE r.timeline IS 0 AND r.a = %(em)d '
         '  AND r.v = ?1 AND r.added = 0 AND r.tx > ?2 AND %(lr)s), '
         'i AS (SELECT d.e FROM datoms d INDEXED BY idx_auto_avet_%(asg)d WHERE d.a = %(asg)d '
         '  AND d.v IN (SELECT +e FROM u) AND d.tx <= ?2 '
-        '  UNION ALL SELECT r.e FROM timelined_transactions r %(lv)s WHERE r.timeline IS 0 AND r.a = %(asg)d '
+        '  UNION ALL SELECT r.e FROM timelined_transactions r %(lvasg)s WHERE r.timeline IS 0 AND r.a = %(asg)d '
         '  AND r.v IN (SELECT +e FROM u) AND r.added = 0 AND r.tx > ?2 AND %(lr)s), '
         't AS (SELECT d.e, d.v FROM datoms d INDEXED BY idx_datoms_aevt WHERE d.a = %(ti)d '
         '  AND d.e IN (SELECT e FROM i) AND d.tx <= ?2 '
@@ -144,7 +151,7 @@ def asof_sql(A, log_av=None):
         '  WHERE r.timeline IS 0 AND r.a = %(st)d AND r.e IN (SELECT e FROM i) AND r.added = 0 AND r.tx > ?2 '
         '  AND %(lr)s) '
         'SELECT DISTINCT t.e, t.v, s.v FROM t CROSS JOIN s ON s.e = t.e'
-        % {'em': em, 'asg': asg, 'ti': ti, 'st': st, 'lr': later('r'), 'lv': lv})
+        % {'em': em, 'asg': asg, 'ti': ti, 'st': st, 'lr': later('r'), 'lvem': lv(em), 'lvasg': lv(asg)})
 
 
 def asof_log_sql(A):
@@ -182,7 +189,7 @@ def scenarios(db, st, exp, rnd):
     rt = ('SELECT d2.e, d3.v, d4.v FROM datoms d1 CROSS JOIN datoms d2 ON d2.a = %d AND d2.v = +d1.e '
           'CROSS JOIN datoms d3 ON d3.e = d2.e AND d3.a = %d CROSS JOIN datoms d4 ON d4.e = d2.e AND d4.a = %d '
           'WHERE d1.a = %d AND d1.v = ?' % (asg, ti, sta, em))
-    ao = asof_sql(A, log_value_index(db))
+    ao = asof_sql(A, lambda a: log_value_index(db, a))
     ao2 = asof_log_sql(A)
     ag = [('aevt, count(*)', 'SELECT v, count(*) FROM datoms WHERE a = %d GROUP BY v' % sta),
           ('avet (index_avet IS NOT 0)', 'SELECT v, count(*) FROM datoms WHERE a = %d AND index_avet IS NOT 0 '
