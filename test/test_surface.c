@@ -81,6 +81,10 @@ static const struct {
    "'[:find ?a . :in $ ?n :where [?e :p/name ?n] [?e :p/age ?a]]', '{\"inputs\":[\"y\"]}')",
    "1|{\"inputs\":[\"y\"]}|text"},
   {"SELECT count(*) || ',' || sum(a.c0 = b.c0) FROM edn_q(?1, " QN ") a, edn_q(?1, " QN ") b", "4,2"},
+  /* opts made by SQLite's JSON functions echo as JSON (subtype kept), so
+  ** they nest as an object, not a quoted string */
+  {"SELECT json_object('o', opts) FROM edn_q(?1, " QN ", json_object('inputs', json_array())) LIMIT 1",
+   "{\"o\":{\"inputs\":[]}}"},
   {"SELECT group_concat(t.n || '=' || b.c0 || ':' || json_extract(b.opts, '$.inputs[0]'), ',')"
    " FROM (SELECT 'x' AS n UNION ALL SELECT 'y' UNION ALL SELECT 'w') t,"
    " edn_q(?1, '[:find ?a :in $ ?n :where [?e :p/name ?n] [?e :p/age ?a]]',"

@@ -70,10 +70,12 @@ typedef struct EdnqVtab {
   EdnqCursor *pSpare;
 } EdnqVtab;
 
-/* One argument as the host gave it, echoed by its hidden column: its type
-** and number, or its bytes at iOfs in the cursor's aArgBuf. */
+/* One argument as the host gave it, echoed by its hidden column: its type,
+** subtype (json_object()'s JSON stays JSON) and number, or its bytes at
+** iOfs in the cursor's aArgBuf. */
 typedef struct EdnqArg {
   int eType;                        /* SQLITE_NULL when not given */
+  unsigned int eSubtype;            /* sqlite3_value_subtype, 0 none */
   int n;                            /* bytes (text, blob) */
   size_t iOfs;
   sqlite3_int64 i;
@@ -246,6 +248,7 @@ static int ednqSaveArgs(EdnqCursor *pCur, int idxNum, int argc, sqlite3_value **
   for (i = 0; i < EDNQ_NARG; i++) {
     EdnqArg *pArg = &pCur->aArg[i];
     pArg->eType = apIn[i] ? sqlite3_value_type(apIn[i]) : SQLITE_NULL;
+    pArg->eSubtype = apIn[i] ? sqlite3_value_subtype(apIn[i]) : 0;
     switch (pArg->eType) {
       case SQLITE_INTEGER: pArg->i = sqlite3_value_int64(apIn[i]); break;
       case SQLITE_FLOAT: pArg->r = sqlite3_value_double(apIn[i]); break;
@@ -281,6 +284,7 @@ static void ednqArgResult(EdnqCursor *pCur, int iArg, sqlite3_context *pCtx) {
       break;
     default: sqlite3_result_null(pCtx); break;
   }
+  if (pArg->eSubtype) sqlite3_result_subtype(pCtx, pArg->eSubtype);
 }
 
 static int ednqOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
