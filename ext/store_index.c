@@ -13,19 +13,18 @@
 **                           added, timeline) WHERE a = <a> AND timeline IS
 **                           0, for each user attribute the datoms index by
 **                           value (:db/index, :db/unique or ref; not
-**                           fulltext) —
-**                           as-of patterns bound by value read the
-**                           attribute's history through it (the format's
-**                           log index is keyed by entity only: as_of at s
-**                           went 27 s -> ms). Only those attributes, as
-**                           Datomic's AVET/VAET hold only them: a store-wide
-**                           log value index also took every title, instant
-**                           and other unindexed value, inserts spread over
-**                           the whole index that made bulk loads ~20 %
-**                           slower (bench s, 200 txs: 21-23 s -> 17-18 s);
-**                           by-value history reads of other attributes scan
-**                           that attribute's history (idx_transactions_aevt).
-**                           A store-wide idx_mentat_log_avet of earlier
+**                           fulltext) — as-of patterns bound by value read
+**                           the attribute's history through it (the
+**                           format's log index is keyed by entity only:
+**                           as_of at s went 27 s -> ms). Only those
+**                           attributes, as Datomic's AVET/VAET hold only
+**                           them: one store-wide log value index also took
+**                           every title, instant and other unindexed value
+**                           at random places (bench s, 200 load txs: 4.60
+**                           -> 4.13 GB written, 20.1 -> 17.6 s); by-value
+**                           history reads of other attributes scan that
+**                           attribute's history (idx_transactions_aevt).
+**                           The store-wide idx_mentat_log_avet of earlier
 **                           versions is dropped;
 **     idx_mentat_datoms_atx datoms (a, tx, e) — `since` patterns read only
 **                           the datoms of an attribute newer than T;
