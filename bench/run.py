@@ -192,6 +192,11 @@ def scenarios(db, st, exp, rnd):
     ao = asof_sql(A, lambda a: log_value_index(db, a))
     ao2 = asof_log_sql(A)
     ag = [('aevt, count(*)', 'SELECT v, count(*) FROM datoms WHERE a = %d GROUP BY v' % sta),
+          ('skip-scan values, count each',
+           'WITH RECURSIVE vs(v) AS (SELECT (SELECT min(v) FROM datoms WHERE a = %d) '
+           'UNION ALL SELECT (SELECT min(v) FROM datoms WHERE a = %d AND v > vs.v) FROM vs '
+           'WHERE vs.v IS NOT NULL) SELECT v, (SELECT count(*) FROM datoms WHERE a = %d AND v = vs.v) '
+           'FROM vs WHERE v IS NOT NULL' % (sta, sta, sta)),
           ('avet (index_avet IS NOT 0)', 'SELECT v, count(*) FROM datoms WHERE a = %d AND index_avet IS NOT 0 '
            'AND value_type_tag = 13 GROUP BY v' % sta)]
     ps = [('state then priority',

@@ -14,6 +14,15 @@
 ** functions registered by qRegisterStoreFunctions (query_funcs.c).
 ** Mentat's (the ?x) is a bare column: with exactly one min/max aggregate
 ** SQLite takes it from the row that holds the extreme value.
+**
+** One shape gets its own plan: [:find ?v (count ?e) :where [?e :a ?v]] on
+** the current database, :a having a covering value index (a, v, e). The
+** general plan walks every datom of :a and compares each row's v with the
+** group's; instead the distinct values are found by skip-scan (one seek per
+** value: min(v) > the previous) and each value's datoms are counted by a
+** range count, which steps the index without decoding rows: 31 % less CPU
+** on the bench's 130k-datom attribute (9.2 -> 6.3 ms). (e, v) pairs are
+** unique in datoms, so the count is Datomic's count over the set.
 */
 #include <string.h>
 #include "query_compile.h"
@@ -40,7 +49,69 @@ static int qcInnerCol(QComp *pC, QCtx *pX, sqlite3_str *pInner, const char **azC
   return (*pnCol)++;
 }
 
-int qcAggregate(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *pSql) {
+/* The value-count plan of HOW IT WORKS, when pQ has that shape: 1 and the
+** SQL in pSql, else 0 and nothing written. */
+static int qcValueCounts(QComp *pC, QueryPlan *pPlan, sqlite3_str *pSql) {
+  const QQuery *pQ = pC->pQ;
+  const QClause *pCl;
+  const QFindElem *pVal = NULL, *pCount = NULL;
+  const Attr *pAttr;
+  const EdnValue *pA;
+  int i;
+  if (pC->eHist != 0 || pC->nCte || pQ->eFind != FIND_REL || pQ->nFind != 2 || pQ->nWith
+      || pQ->nOrder || pQ->nWhere != 1 || pQ->nIn > 1) {
+    return 0;
+  }
+  if (pQ->nIn == 1 && pQ->aIn[0].kind != QIN_SRC) return 0;
+  pCl = pQ->aWhere[0];
+  /* (a source other than $ was refused when the body was compiled) */
+  if (pCl->kind != QC_PATTERN || pCl->nArg != 3) return 0;
+  for (i = 0; i < 2; i++) {
+    const QFindElem *pE = &pQ->aFind[i];
+    if (pE->kind == QF_VAR) pVal = pE;
+    else if (pE->kind == QF_AGG && strcmp(pE->zAgg, "count") == 0 && pE->pAggN == NULL) pCount = pE;
+  }
+  if (pVal == NULL || pCount == NULL) return 0;
+  pA = pCl->aArg[1];
+  if (qVarName(pCl->aArg[0]) == NULL || qVarName(pCl->aArg[2]) == NULL || pA->type != EDN_KEYWORD
+      || strcmp(qVarName(pCl->aArg[0]), pCount->pVar->u.s.z) != 0
+      || strcmp(qVarName(pCl->aArg[2]), pVal->pVar->u.s.z) != 0
+      || strcmp(pCount->pVar->u.s.z, pVal->pVar->u.s.z) == 0) {
+    return 0;
+  }
+  pAttr = schemaAttrByIdent(pC->pSchema, pA->u.s.z, pA->u.s.n);
+  /* The covering (a, v, e) indexes: store_index.c's idx_mentat_avet_<a>,
+  ** the format's idx_auto_avet_<a> (query_compile.c's rule for them). */
+  if (pAttr == NULL || pAttr->bFulltext
+      || !(pAttr->bValueIndex
+           || (pAttr->e >= PART_USER_START
+               && (pAttr->eUnique || (pAttr->bIndex && pAttr->type == VT_REF))))) {
+    return 0;
+  }
+  for (i = 0; i < 2; i++) {
+    QPlanCol *pCol = &pPlan->aCol[i];
+    pCol->iCol = i;
+    pCol->iTagCol = -1;
+    pCol->vt = &pQ->aFind[i] == pVal ? pAttr->type : VT_LONG;
+  }
+  sqlite3_str_appendf(pSql,
+      "WITH RECURSIVE vs(v) AS (SELECT (SELECT min(v) FROM datoms WHERE a = %lld)"
+      " UNION ALL SELECT (SELECT min(v) FROM datoms WHERE a = %lld AND v > vs.v)"
+      " FROM vs WHERE vs.v IS NOT NULL) SELECT ", pAttr->e, pAttr->e);
+  for (i = 0; i < 2; i++) {
+    if (&pQ->aFind[i] == pVal) {
+      sqlite3_str_appendf(pSql, "%sv AS c%d", i ? ", " : "", i);
+    } else {
+      sqlite3_str_appendf(pSql, "%s(SELECT count(*) FROM datoms WHERE a = %lld AND v = vs.v) AS c%d",
+                          i ? ", " : "", pAttr->e, i);
+    }
+  }
+  sqlite3_str_appendall(pSql, " FROM vs WHERE v IS NOT NULL");
+  return 1;
+}
+
+/* The general plan of HOW IT WORKS. */
+static int qcAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *pSql) {
   const QQuery *pQ = pC->pQ;
   sqlite3_str *pInner = sqlite3_str_new(NULL);
   sqlite3_str *pOuter = sqlite3_str_new(NULL);
@@ -188,4 +259,9 @@ cleanup:
   sqlite3_free(apVar);
   sqlite3_free(aiElem);
   return pC->rc;
+}
+
+int qcAggregate(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *pSql) {
+  if (qcValueCounts(pC, pPlan, pSql)) return pC->rc;
+  return qcAggregateSets(pC, pX, pPlan, pSql);
 }
