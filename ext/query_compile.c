@@ -573,6 +573,12 @@ static int qcPatternLinked(QCtx *pX, const QClause *pCl) {
          || pAttr->type == VT_REF;
 }
 
+int qcAttrValueIndexed(const Attr *pAttr) {
+  return pAttr->bValueIndex
+         || (pAttr->e >= PART_USER_START && !pAttr->bFulltext
+             && (pAttr->eUnique || (pAttr->bIndex && pAttr->type == VT_REF)));
+}
+
 static int qcPattern(QCtx *pX, const QClause *pCl) {
   QComp *pC = pX->pC;
   char zAlias[24];
@@ -645,9 +651,7 @@ static int qcPattern(QCtx *pX, const QClause *pCl) {
     ** (store_index.c, Attr.bValueIndex); there the flags would steer
     ** SQLite to idx_datoms_avet, which reads every matching table row on
     ** SQLite 3.40, or make the covering index read them to test the flag. */
-    int bAuto = pAttr->bValueIndex
-                || (pAttr->e >= PART_USER_START && !pAttr->bFulltext
-                    && (pAttr->eUnique || (pAttr->bIndex && pAttr->type == VT_REF)));
+    int bAuto = qcAttrValueIndexed(pAttr);
     if (!bAuto && pAttr->type == VT_REF) {
       qcWhere(pX, sqlite3_mprintf("%s.index_vaet IS NOT 0", zAlias));
     } else if (!bAuto && pAttr->bIndex && !pAttr->bFulltext) {

@@ -243,5 +243,10 @@ int qcClauseVars(const QClause *pCl, const char **a, int nMax, int iDepth);
 /* query_compile_agg.c: wraps zInner (SELECT DISTINCT ...) into the
 ** aggregate query, filling the plan's columns. */
 int qcAggregate(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *pSql);
+/* Does pAttr have a covering per-attribute (a, v, e) index the compiled
+** SQL reaches by stating `dN.a = <a>`: store_index.c's idx_mentat_avet_<a>
+** (Attr.bValueIndex) or the format's idx_auto_avet_<a> (unique, or an
+** indexed ref; not fulltext)? */
+int qcAttrValueIndexed(const Attr *pAttr);
 
 #endif /* MENTAT_QUERY_COMPILE_H */

@@ -80,14 +80,8 @@ static int qcValueCounts(QComp *pC, QueryPlan *pPlan, sqlite3_str *pSql) {
     return 0;
   }
   pAttr = schemaAttrByIdent(pC->pSchema, pA->u.s.z, pA->u.s.n);
-  /* The covering (a, v, e) indexes: store_index.c's idx_mentat_avet_<a>,
-  ** the format's idx_auto_avet_<a> (query_compile.c's rule for them). */
-  if (pAttr == NULL || pAttr->bFulltext
-      || !(pAttr->bValueIndex
-           || (pAttr->e >= PART_USER_START
-               && (pAttr->eUnique || (pAttr->bIndex && pAttr->type == VT_REF))))) {
-    return 0;
-  }
+  /* (fulltext values are rowids: their counts would be by rowid) */
+  if (pAttr == NULL || pAttr->bFulltext || !qcAttrValueIndexed(pAttr)) return 0;
   for (i = 0; i < 2; i++) {
     QPlanCol *pCol = &pPlan->aCol[i];
     pCol->iCol = i;
