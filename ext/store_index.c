@@ -274,15 +274,14 @@ static int storeEnsureIndexes(sqlite3 *db, const Schema *pSchema, int bDry, int 
     const Attr *pA = schemaAttr(pSchema, sqlite3_column_int64(pSel, 1));
     const char *zName = (const char *)sqlite3_column_text(pSel, 0);
     char *zSql;
-    int k, bKeep = 0;
+    int k;
     if (zName == NULL) continue;
     for (k = 0; k < STORE_N_ATTR_IDX; k++) {
       if (strncmp(zName, aAttrIdx[k].zPrefix, strlen(aAttrIdx[k].zPrefix)) == 0) break;
     }
     /* A prefix this version does not manage: leave it. */
     if (k == STORE_N_ATTR_IDX) continue;
-    bKeep = pA && aAttrIdx[k].xWants(pA);
-    if (bKeep) continue;
+    if (pA && aAttrIdx[k].xWants(pA)) continue;
     (*pnMade)++;
     if (bDry) break;
     zSql = sqlite3_mprintf("DROP INDEX IF EXISTS \"%w\"; DELETE FROM mentat_managed_indexes"

@@ -65,7 +65,8 @@ static sqlite3_vfs *gpRealVfs;
 static pthread_once_t gStoreVfsOnce = PTHREAD_ONCE_INIT;
 static int gStoreVfsRc = SQLITE_ERROR;
 
-/* Writes the gathered bytes out. */
+/* Writes the gathered bytes out. Only WAL files gather, so for any other
+** file (or NULL) there is nothing to write. */
 static int storeVfsFlush(StoreVfsFile *p) {
   int rc;
   if (p == NULL || p->nBuf == 0) return SQLITE_OK;
@@ -87,7 +88,7 @@ static int storeVfsClose(sqlite3_file *pFile) {
 
 static int storeVfsRead(sqlite3_file *pFile, void *pOut, int n, sqlite3_int64 iOfst) {
   StoreVfsFile *p = (StoreVfsFile *)pFile;
-  int rc = p->bWal ? storeVfsFlush(p) : SQLITE_OK;
+  int rc = storeVfsFlush(p);
   if (rc != SQLITE_OK) return rc;
   return p->pReal->pMethods->xRead(p->pReal, pOut, n, iOfst);
 }
@@ -96,7 +97,7 @@ static int storeVfsWrite(sqlite3_file *pFile, const void *pData, int n, sqlite3_
   StoreVfsFile *p = (StoreVfsFile *)pFile;
   int rc;
   if (!p->bWal || n > STORE_WAL_BUF) {
-    rc = p->bWal ? storeVfsFlush(p) : SQLITE_OK;
+    rc = storeVfsFlush(p);
     if (rc != SQLITE_OK) return rc;
     return p->pReal->pMethods->xWrite(p->pReal, pData, n, iOfst);
   }
@@ -116,21 +117,21 @@ static int storeVfsWrite(sqlite3_file *pFile, const void *pData, int n, sqlite3_
 
 static int storeVfsTruncate(sqlite3_file *pFile, sqlite3_int64 size) {
   StoreVfsFile *p = (StoreVfsFile *)pFile;
-  int rc = p->bWal ? storeVfsFlush(p) : SQLITE_OK;
+  int rc = storeVfsFlush(p);
   if (rc != SQLITE_OK) return rc;
   return p->pReal->pMethods->xTruncate(p->pReal, size);
 }
 
 static int storeVfsSync(sqlite3_file *pFile, int flags) {
   StoreVfsFile *p = (StoreVfsFile *)pFile;
-  int rc = p->bWal ? storeVfsFlush(p) : SQLITE_OK;
+  int rc = storeVfsFlush(p);
   if (rc != SQLITE_OK) return rc;
   return p->pReal->pMethods->xSync(p->pReal, flags);
 }
 
 static int storeVfsFileSize(sqlite3_file *pFile, sqlite3_int64 *pSize) {
   StoreVfsFile *p = (StoreVfsFile *)pFile;
-  int rc = p->bWal ? storeVfsFlush(p) : SQLITE_OK;
+  int rc = storeVfsFlush(p);
   if (rc != SQLITE_OK) return rc;
   return p->pReal->pMethods->xFileSize(p->pReal, pSize);
 }
@@ -165,7 +166,7 @@ static int storeVfsFileControl(sqlite3_file *pFile, int op, void *pArg) {
     }
     return rc;
   }
-  rc = p->bWal ? storeVfsFlush(p) : SQLITE_OK;
+  rc = storeVfsFlush(p);
   if (rc != SQLITE_OK) return rc;
   return p->pReal->pMethods->xFileControl(p->pReal, op, pArg);
 }

@@ -45,7 +45,6 @@ trial() {
       # commit writes its frames in 64 KiB pieces within a few ms)
       # (exit 0: it sent the kill; bash reaps the child at once, so the
       # check below must not ask kill -0)
-      killed=0
       "$PY" - "$db-wal" "$base" "$pid" <<'PYEOF' && killed=1
 import os, signal, sys, time
 path, base, pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
