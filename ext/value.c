@@ -165,6 +165,14 @@ int valueBind(sqlite3_stmt *pStmt, int i, const TypedValue *pVal) {
   return sqlite3_bind_null(pStmt, i);
 }
 
+int valueBindStatic(sqlite3_stmt *pStmt, int i, const TypedValue *pVal) {
+  if ((pVal->type == VT_STRING || pVal->type == VT_KEYWORD) && pVal->z) {
+    return sqlite3_bind_text64(pStmt, i, pVal->z, (sqlite3_uint64)pVal->n, SQLITE_STATIC,
+                               SQLITE_UTF8);
+  }
+  return valueBind(pStmt, i, pVal);
+}
+
 static void valueAppendHex(sqlite3_str *pOut, const unsigned char *a, int n) {
   static const char aHex[] = "0123456789abcdef";
   int k;
