@@ -368,6 +368,8 @@ static int qcRegexCheck(QCtx *pX, const EdnValue *pPat, const char *zFn, int *pn
   return SQLITE_OK;
 }
 
+#define QC_FN_LAST_NUMERIC 11   /* aFn[0..11]: + - * / quot rem mod inc dec max min abs */
+
 /* Value functions: Clojure's arithmetic, comparison and string functions
 ** Datomic documents. Returns 1 when pCl names one (then *pzExpr is its SQL,
 ** or NULL on error in pC->rc, *pvt its type and, when that is VT_NONE, *pzTag
@@ -377,7 +379,8 @@ static int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt
   static const struct { const char *zName; int nMin, nMax; } aFn[] = {
     { "+", 1, 16 }, { "-", 1, 16 }, { "*", 1, 16 }, { "/", 2, 2 }, { "quot", 2, 2 },
     { "rem", 2, 2 }, { "mod", 2, 2 }, { "inc", 1, 1 }, { "dec", 1, 1 }, { "max", 1, 16 },
-    { "min", 1, 16 }, { "abs", 1, 1 }, { "compare", 2, 2 }, { "count", 1, 1 },
+    { "min", 1, 16 }, { "abs", 1, 1 }, /* the numeric ones above (QC_FN_LAST_NUMERIC) */
+    { "compare", 2, 2 }, { "count", 1, 1 },
     { "str", 0, 16 }, { "subs", 2, 3 }, { "identity", 1, 1 }, { "tuple", 1, 16 },
     { "clojure.string/upper-case", 1, 1 }, { "clojure.string/lower-case", 1, 1 },
     { "re-find", 2, 2 }, { "re-matches", 2, 2 }, { "re-pattern", 1, 1 },
@@ -410,6 +413,31 @@ static int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt
     azA[i] = qcTermExpr(pX, pCl->aArg[i], &aVt[i], &azTag[i], "function");
     if (azA[i] == NULL) goto cleanup;
     if (aVt[i] == VT_DOUBLE) bDouble = 1;
+  }
+  if (iFn <= QC_FN_LAST_NUMERIC) {
+    /* Clojure's arithmetic takes numbers only (Datomic throws a
+    ** ClassCastException): SQLite would read "ann" as 0 and "7" as 7. A
+    ** place whose type is known is checked here; one of unknown type
+    ** (a rule's output, an attribute variable) yields NULL unless it holds a
+    ** number or an entity id, which binds nothing, as a nil result does. */
+    for (i = 0; i < n; i++) {
+      if (aVt[i] == VT_LONG || aVt[i] == VT_DOUBLE || aVt[i] == VT_REF) continue;
+      if (aVt[i] != VT_NONE) {
+        qcErr(pC, pCl->pForm, "%s: argument %d is a %s, not a number", z, i + 1,
+              aVt[i] == QVT_JSON ? "collection" : vtName(aVt[i]));
+        goto cleanup;
+      }
+      {
+        char *zNum = azTag[i]
+            ? sqlite3_mprintf("(CASE WHEN (%s) IN (%d, %d) THEN (%s) END)", azTag[i], TAG_REF,
+                              TAG_NUMBER, azA[i])
+            : sqlite3_mprintf("(CASE WHEN typeof(%s) IN ('integer', 'real') THEN (%s) END)",
+                              azA[i], azA[i]);
+        if (zNum == NULL) { pC->rc = SQLITE_NOMEM; goto cleanup; }
+        sqlite3_free(azA[i]);
+        azA[i] = zNum;
+      }
+    }
   }
   pOut = sqlite3_str_new(NULL);
   if (strcmp(z, "+") == 0 || strcmp(z, "-") == 0 || strcmp(z, "*") == 0) {

@@ -537,7 +537,11 @@ int qRunColumnResult(QueryRun *p, int i, sqlite3_context *pCtx) {
       ** ~340 instructions a column (bench input_bindings: 100 rows),
       ** result_text reuses the output register's buffer. */
       /* One column_value, then the value_* accessors: each column_* call
-      ** takes the connection's mutex and checks for a malloc failure. */
+      ** takes the connection's mutex and checks for a malloc failure. The
+      ** value is "unprotected" in SQLite's terms, which matters only for a
+      ** connection with a mutex: store connections are opened NOMUTEX and
+      ** used by one cursor at a time, where SQLite's documentation says
+      ** protected and unprotected values can be used interchangeably. */
       sqlite3_value *pV = sqlite3_column_value(p->pStmt, pCol->iCol);
       switch (sqlite3_value_type(pV)) {
         case SQLITE_INTEGER: sqlite3_result_int64(pCtx, sqlite3_value_int64(pV)); break;
@@ -778,6 +782,10 @@ cleanup:
   ** stepped (its rows are set aside, or lost with an error reported). */
   if (bStepped) sqlite3_reset(p->pStmt);
   if (rc == SQLITE_OK) {
+    /* qRunClose will finalize the spill reader, not this statement: its
+    ** bindings point into the caller's inputs (valueBindStatic), so they
+    ** go now, before the inputs can. */
+    sqlite3_clear_bindings(p->pStmt);
     p->pStmt = pSel;
     p->pSpillDb = db;
   } else {

@@ -165,6 +165,10 @@ static const QCase aFn[] = {
     " [(rem ?n 3) ?r] [(mod ?n 3) ?mo] [(inc ?a) ?i] [(dec ?a) ?de]]", NULL,
     "[23,15,-20,40,2.5,6,-1,2,21,19]" },
   { "[:find ?x . :where [?e :person/id 4] [?e :person/salary ?s] [(+ ?s 0.5) ?x]]", NULL, "900.75" },
+  /* a value of unknown type takes part only when it is a number (or an
+  ** entity id): p4's id 4, age 20 and salary 900.25; its name and its
+  ** vegetarian flag bind nothing */
+  { "[:find ?z :where [?e :person/id 4] [?e ?a ?v] [(+ ?v 1) ?z]]", NULL, "[21];[5];[901.25]" },
   /* compare, max, min */
   { "[:find ?c1 ?c2 ?c3 :where [?e :person/id 4] [?e :person/age ?a] [(compare ?a 15) ?c1]"
     " [(compare \"a\" \"b\") ?c2] [(compare ?a ?a) ?c3]]", NULL, "[1,-1,0]" },
@@ -258,6 +262,13 @@ static const QCase aErr[] = {
     "ERROR: line 1 col 42: unbound variable ?x in predicate" },
   { "[:find ?y :where [?e :person/age ?a] [(+ ?x 1) ?y]]", NULL,
     "ERROR: line 1 col 42: unbound variable ?x in function" },
+  /* arithmetic takes numbers (Clojure, Datomic): SQLite read "Ivan" + 1 as 1 */
+  { "[:find ?y :where [?e :person/name ?n] [(+ ?n 1) ?y]]", NULL,
+    "ERROR: line 1 col 39: +: argument 1 is a :db.type/string, not a number" },
+  { "[:find ?y :where [?e :person/color ?c] [?c :db/ident ?k] [(* 2 ?k) ?y]]", NULL,
+    "ERROR: line 1 col 58: *: argument 2 is a :db.type/keyword, not a number" },
+  { "[:find ?y :where [?e :person/vegetarian ?b] [(inc ?b) ?y]]", NULL,
+    "ERROR: line 1 col 45: inc: argument 1 is a :db.type/boolean, not a number" },
   { "[:find ?z :where [?e :person/age ?a]]", NULL,
     "ERROR: line 1 col 8: unbound variable ?z in :find" },
   { "[:find ?e :where [?e :person/age ?a] :order ?q]", NULL,
@@ -761,6 +772,46 @@ START_TEST(test_oom) {
 }
 END_TEST
 
+/* A run set aside by qRunSpill (B25) reads its rest from a private copy;
+** the store statement it leaves behind in the plan cache must not keep its
+** uncopied string bindings (valueBindStatic), which point into the inputs
+** the caller frees next. Rows by hand: Ivan p1 p2 p5 p6, Oleg p3 p4. */
+START_TEST(test_spill_bindings) {
+  static const char *zQ = "[:find ?e :in $ [?n ...] :where [?e :person/name ?n]]";
+  static const char *zOpts = "{\"inputs\":[[\"Ivan\",\"Oleg\"]]}";
+  QueryOpts opts;
+  StoreConn *pConn = NULL;
+  Schema *pSchema = NULL;
+  QueryRun *pRun = NULL;
+  sqlite3_stmt *pStmt;
+  char *zErr = NULL;
+  int rc, nRow = 0;
+  qOptsInit(&opts);
+  ck_assert_int_eq(qOptsParse(&opts, zOpts, (int)strlen(zOpts), &zErr), SQLITE_OK);
+  ck_assert_int_eq(storeReader(pStore, &pConn, &pSchema, &zErr), SQLITE_OK);
+  rc = qRunOpen(pConn, pSchema, zQ, (int)strlen(zQ), &opts, &pRun, &zErr);
+  ck_assert_msg(rc == SQLITE_OK, "open: %s", zErr ? zErr : "?");
+  ck_assert_int_eq(qRunStep(pRun, &zErr), SQLITE_ROW);
+  nRow++;
+  ck_assert_int_eq(qRunSpill(pRun, &zErr), SQLITE_OK);
+  while ((rc = qRunStep(pRun, &zErr)) == SQLITE_ROW) nRow++;
+  ck_assert_int_eq(rc, SQLITE_DONE);
+  ck_assert_int_eq(nRow, 6);
+  qRunClose(pRun);
+  /* the inputs are still alive here: a binding left over would show */
+  for (pStmt = sqlite3_next_stmt(pConn->db, NULL); pStmt; pStmt = sqlite3_next_stmt(pConn->db, pStmt)) {
+    char *zSql = sqlite3_expanded_sql(pStmt);
+    ck_assert_msg(zSql == NULL || (strstr(zSql, "'Ivan'") == NULL && strstr(zSql, "'Oleg'") == NULL),
+                  "bound after the run closed: %s", zSql);
+    sqlite3_free(zSql);
+  }
+  storeReaderDone(pStore, pConn);
+  schemaUnref(pSchema);
+  qOptsReset(&opts);
+  sqlite3_free(zErr);
+}
+END_TEST
+
 static Suite *qlangSuite(void) {
   Suite *s = suite_create("qlang");
   TCase *tc = tcase_create("core");
@@ -774,6 +825,7 @@ static Suite *qlangSuite(void) {
   tcase_add_test(tc, test_sample_rand);
   tcase_add_test(tc, test_helpers);
   tcase_add_test(tc, test_oom);
+  tcase_add_test(tc, test_spill_bindings);
   suite_add_tcase(s, tc);
   tcase_add_checked_fixture(tcRules, setup, teardown);
   tcase_set_timeout(tcRules, 600);
