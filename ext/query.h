@@ -50,8 +50,9 @@ typedef struct QueryRun QueryRun;
 
 /* Compiles (or finds in pConn's cache) and starts zQuery on pConn.
 ** pConn must stay checked out until qRunClose(). pSchema is the snapshot
-** storeReader() returned; the run keeps its own reference. pOpts is only
-** read during the call (values are bound, not kept).
+** storeReader() returned; the run keeps its own reference. pOpts must
+** outlive the run: its strings are bound without a copy (valueBindStatic),
+** so qOptsReset() it only after qRunClose(), which clears the bindings.
 ** Errors in *pzErr (sqlite3_malloc'd) without the "edn_q: " prefix, e.g.
 ** "line 1 col 30: unbound variable ?x in predicate". */
 int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
