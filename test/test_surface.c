@@ -370,11 +370,12 @@ START_TEST(test_surface_native_columns) {
     " {:db/ident :t/k :db/valueType :db.type/keyword :db/cardinality :db.cardinality/one}"
     " {:db/ident :t/d :db/valueType :db.type/double :db/cardinality :db.cardinality/one}"
     " {:db/ident :t/b :db/valueType :db.type/bytes :db/cardinality :db.cardinality/one}"
-    " {:db/ident :t/r :db/valueType :db.type/ref :db/cardinality :db.cardinality/one}]";
+    " {:db/ident :t/r :db/valueType :db.type/ref :db/cardinality :db.cardinality/one}"
+    " {:db/ident :t/n :db/valueType :db.type/string :db/cardinality :db.cardinality/one}]";
   static const char *zRows =
     "[{:db/id \"a\" :t/s \"alpha\" :t/k :k/one :t/d 1.5 :t/b #bytes \"00ff\"}"
     " {:t/s \"beta\" :t/k :k/two :t/d -2.5 :t/b #bytes \"\" :t/r \"a\"}"
-    " {:t/s \"gamma-longer-than-the-others\" :t/k :k/three :t/d 0.0}]";
+    " {:t/s \"gamma-longer-than-the-others\" :t/k :k/three :t/d 0.0 :t/n \"x\\u0000y\"}]";
   static const struct { const char *zSql; const char *zWant; } aNative[] = {
     {"SELECT group_concat(typeof(c0) || typeof(c1) || typeof(c2) || typeof(c3), ',') FROM "
      "(SELECT * FROM edn_q(?1, '[:find ?s ?k ?d ?b :where [?e :t/s ?s] [?e :t/k ?k] [?e :t/d ?d] [?e :t/b ?b]]') ORDER BY c0)",
@@ -386,6 +387,9 @@ START_TEST(test_surface_native_columns) {
      "gamma-longer-than-the-others,alpha,28"},
     {"SELECT group_concat(typeof(r.c0) || ':' || (r.c0 = e.c0), ',') FROM edn_q(?1, '[:find ?r :where [_ :t/r ?r]]') r,"
      " edn_q(?1, '[:find ?e . :where [?e :t/s \"alpha\"]]') e", "integer:1"},
+    /* text goes out whole with a NUL inside (the length is then explicit) */
+    {"SELECT group_concat(hex(c0) || ':' || typeof(c0), ',') FROM edn_q(?1, '[:find ?n :where [_ :t/n ?n]]')",
+     "780079:text"},
   };
   static const char *azIn[][2] = {
     {"{\"inputs\":[[\"beta\",\"alpha\",\"nobody\"]]}", "alpha=1.5,beta=-2.5"},
