@@ -77,14 +77,16 @@ void funcResultError(sqlite3_context *pCtx, const char *zFunc, int rc, const cha
 
 void funcResultJson(sqlite3_context *pCtx, const char *zFunc, sqlite3_str *pOut) {
   int rc = sqlite3_str_errcode(pOut);
-  int n = sqlite3_str_length(pOut);
   char *z = sqlite3_str_finish(pOut);
   if (rc != SQLITE_OK || z == NULL) {
     sqlite3_free(z);
     funcResultError(pCtx, zFunc, rc == SQLITE_OK ? SQLITE_NOMEM : rc, NULL);
     return;
   }
-  sqlite3_result_text64(pCtx, z, (sqlite3_uint64)n, sqlite3_free, SQLITE_UTF8);
+  /* Length -1 (JSON has no NUL inside: ednPrintJson escapes it): SQLite
+  ** then knows the text is terminated, and the host's sqlite3_column_text()
+  ** does not copy the whole document again to add a terminator. */
+  sqlite3_result_text(pCtx, z, -1, sqlite3_free);
   sqlite3_result_subtype(pCtx, MENTAT_JSON_SUBTYPE);
 }
 
@@ -117,8 +119,9 @@ void funcOutResultJson(sqlite3_context *pCtx, const char *zFunc, sqlite3_str **p
     funcResultJson(pCtx, zFunc, pOut);
     return;
   }
-  sqlite3_result_text64(pCtx, n > 0 ? sqlite3_str_value(pOut) + iStart : "", (sqlite3_uint64)n,
-                        SQLITE_TRANSIENT, SQLITE_UTF8);
+  /* From iStart to the buffer's end, which sqlite3_str_value terminates;
+  ** length -1 as in funcResultJson. */
+  sqlite3_result_text(pCtx, n > 0 ? sqlite3_str_value(pOut) + iStart : "", -1, SQLITE_TRANSIENT);
   sqlite3_result_subtype(pCtx, MENTAT_JSON_SUBTYPE);
 }
 

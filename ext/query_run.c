@@ -581,7 +581,6 @@ int qRunColumnResult(QueryRun *p, int i, sqlite3_context *pCtx) {
   {
     sqlite3_str *pOut = sqlite3_str_new(NULL);
     int rc = qRunColumnJson(p, i, pOut);
-    int n = sqlite3_str_length(pOut);
     char *z = sqlite3_str_finish(pOut);
     if (rc != SQLITE_OK || z == NULL) {
       sqlite3_free(z);
@@ -589,7 +588,8 @@ int qRunColumnResult(QueryRun *p, int i, sqlite3_context *pCtx) {
       else sqlite3_result_error(pCtx, p->zErr ? p->zErr : "pull failed", -1);
       return rc ? rc : SQLITE_NOMEM;
     }
-    sqlite3_result_text(pCtx, z, n, sqlite3_free);
+    /* -1: JSON has no NUL inside, and SQLite learns it is terminated. */
+    sqlite3_result_text(pCtx, z, -1, sqlite3_free);
     sqlite3_result_subtype(pCtx, MENTAT_JSON_SUBTYPE);
     return SQLITE_OK;
   }

@@ -428,9 +428,10 @@ static int ednqColumn(sqlite3_vtab_cursor *cur, sqlite3_context *pCtx, int iCol)
     rc = qRunRowJson(pCur->pRun, pOut);
     if (rc == SQLITE_OK) rc = sqlite3_str_errcode(pOut);
     if (rc == SQLITE_OK) {
-      sqlite3_result_text64(pCtx, sqlite3_str_value(pOut) + iStart,
-                            (sqlite3_uint64)(sqlite3_str_length(pOut) - iStart),
-                            SQLITE_TRANSIENT, SQLITE_UTF8);
+      /* Length -1: the row's JSON (no NUL inside) runs to the buffer's
+      ** end, which sqlite3_str_value terminates; SQLite then copies the
+      ** terminator too, so the host's sqlite3_column_text() need not. */
+      sqlite3_result_text(pCtx, sqlite3_str_value(pOut) + iStart, -1, SQLITE_TRANSIENT);
       sqlite3_result_subtype(pCtx, MENTAT_JSON_SUBTYPE);
     } else {
       /* A string in error keeps failing: start a new one next time. */
