@@ -368,22 +368,21 @@ static int qcRegexCheck(QCtx *pX, const EdnValue *pPat, const char *zFn, int *pn
   return SQLITE_OK;
 }
 
-#define QC_FN_LAST_NUMERIC 11   /* aFn[0..11]: + - * / quot rem mod inc dec max min abs */
-
 /* Value functions: Clojure's arithmetic, comparison and string functions
 ** Datomic documents. Returns 1 when pCl names one (then *pzExpr is its SQL,
 ** or NULL on error in pC->rc, *pvt its type and, when that is VT_NONE, *pzTag
 ** the SQL of its tag), 0 otherwise. */
 static int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt,
                      char **pzTag) {
-  static const struct { const char *zName; int nMin, nMax; } aFn[] = {
-    { "+", 1, 16 }, { "-", 1, 16 }, { "*", 1, 16 }, { "/", 2, 2 }, { "quot", 2, 2 },
-    { "rem", 2, 2 }, { "mod", 2, 2 }, { "inc", 1, 1 }, { "dec", 1, 1 }, { "max", 1, 16 },
-    { "min", 1, 16 }, { "abs", 1, 1 }, /* the numeric ones above (QC_FN_LAST_NUMERIC) */
-    { "compare", 2, 2 }, { "count", 1, 1 },
-    { "str", 0, 16 }, { "subs", 2, 3 }, { "identity", 1, 1 }, { "tuple", 1, 16 },
-    { "clojure.string/upper-case", 1, 1 }, { "clojure.string/lower-case", 1, 1 },
-    { "re-find", 2, 2 }, { "re-matches", 2, 2 }, { "re-pattern", 1, 1 },
+  /* bNum: takes numbers only, as Clojure's arithmetic does. */
+  static const struct { const char *zName; int nMin, nMax, bNum; } aFn[] = {
+    { "+", 1, 16, 1 }, { "-", 1, 16, 1 }, { "*", 1, 16, 1 }, { "/", 2, 2, 1 },
+    { "quot", 2, 2, 1 }, { "rem", 2, 2, 1 }, { "mod", 2, 2, 1 }, { "inc", 1, 1, 1 },
+    { "dec", 1, 1, 1 }, { "max", 1, 16, 1 }, { "min", 1, 16, 1 }, { "abs", 1, 1, 1 },
+    { "compare", 2, 2, 0 }, { "count", 1, 1, 0 }, { "str", 0, 16, 0 }, { "subs", 2, 3, 0 },
+    { "identity", 1, 1, 0 }, { "tuple", 1, 16, 0 }, { "clojure.string/upper-case", 1, 1, 0 },
+    { "clojure.string/lower-case", 1, 1, 0 }, { "re-find", 2, 2, 0 },
+    { "re-matches", 2, 2, 0 }, { "re-pattern", 1, 1, 0 },
   };
   QComp *pC = pX->pC;
   const char *z = pCl->zName;
@@ -414,7 +413,7 @@ static int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt
     if (azA[i] == NULL) goto cleanup;
     if (aVt[i] == VT_DOUBLE) bDouble = 1;
   }
-  if (iFn <= QC_FN_LAST_NUMERIC) {
+  if (aFn[iFn].bNum) {
     /* Clojure's arithmetic takes numbers only (Datomic throws a
     ** ClassCastException): SQLite would read "ann" as 0 and "7" as 7. A
     ** place whose type is known is checked here; one of unknown type

@@ -533,15 +533,14 @@ int qRunColumnResult(QueryRun *p, int i, sqlite3_context *pCtx) {
     ** valueResultFromStored would, without its per-row tests. */
     int tag = vtTag(pCol->vt);
     if (tag != TAG_INSTANT && tag != TAG_UUID && tag != TAG_BOOLEAN) {
-      /* By storage class, not sqlite3_result_value: its generic copy cost
-      ** ~340 instructions a column (bench input_bindings: 100 rows),
-      ** result_text reuses the output register's buffer. */
-      /* One column_value, then the value_* accessors: each column_* call
-      ** takes the connection's mutex and checks for a malloc failure. The
-      ** value is "unprotected" in SQLite's terms, which matters only for a
-      ** connection with a mutex: store connections are opened NOMUTEX and
-      ** used by one cursor at a time, where SQLite's documentation says
-      ** protected and unprotected values can be used interchangeably. */
+      /* By storage class, not sqlite3_result_value (a generic copy, ~340
+      ** instructions a column), from one column_value and the value_*
+      ** accessors (each column_* call takes the connection's mutex and
+      ** checks for a malloc failure). The value is "unprotected" in
+      ** SQLite's terms, which matters only on a connection with a mutex:
+      ** store connections are opened NOMUTEX and used by one cursor at a
+      ** time, where SQLite's documentation says protected and unprotected
+      ** values can be used interchangeably. */
       sqlite3_value *pV = sqlite3_column_value(p->pStmt, pCol->iCol);
       switch (sqlite3_value_type(pV)) {
         case SQLITE_INTEGER: sqlite3_result_int64(pCtx, sqlite3_value_int64(pV)); break;
