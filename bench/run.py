@@ -271,17 +271,19 @@ def ours_args(db, query, opts):
     return table, scalar
 
 
-def ours_fns(con, db, query, opts):
-    """(table, scalar): x -> our rows (the table's rows; the scalar form's one row)."""
-    ta, sa = ours_args(db, query, opts)
+def all_rows(cur):
+    return cur.fetchall()
 
-    def table(x):
-        s, a = ta(x)
-        return con.execute(s, a).fetchall() if query is not None else con.execute(s, a).fetchone()
 
-    def scalar(x):
-        return con.execute(*sa(x)).fetchone()
-    return table, scalar
+def one_row(cur):
+    return cur.fetchone()
+
+
+def ours_rows(con, db, query, opts):
+    """x -> our table form's rows (edn_pull: its one row), fetched as measure times them."""
+    table, _ = ours_args(db, query, opts)
+    fetch = one_row if query is None else all_rows
+    return lambda x: fetch(con.execute(*table(x)))
 
 
 def norm_ours(rows):
@@ -332,7 +334,7 @@ def pick_baseline(con, raw, db, sc, A, inputs):
     """Checks each candidate against ours; returns (label, factory, plan lines, plan problems,
     candidate report, mismatch messages)."""
     name, query, opts, gen, cands = sc
-    table, _ = ours_fns(con, db, query, opts)
+    table = ours_rows(con, db, query, opts)
     report, ok = [], []
     for label, fac in cands:
         mism = None
@@ -376,7 +378,6 @@ def measure(con, raw, db, sc, fac, min_samples, min_secs, cap):
             s, args = make(x)
             return lambda: fetch(c.execute(s, args))
         return prepare
-    all_rows, one_row = (lambda cur: cur.fetchall()), (lambda cur: cur.fetchone())
     # as before: the table form's rows (edn_pull: its one row), the scalar's one document,
     # the baseline's rows
     table = runner(con, targs, one_row if query is None else all_rows)
