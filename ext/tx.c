@@ -100,10 +100,16 @@ static char *txBatchSql(int eStmt) {
   return sqlite3_str_finish(pSql);
 }
 
-/* The writer connection's page cache, bytes; MENTAT_CACHE_SIZE overrides.
-** Larger is not better: bench s full load (261 txs of 500 issues),
-** 64 MiB 40.8-47.1 s against 256 MiB 56.7-62.6 s in interleaved runs. */
+/* The writer connection's page cache for large transactions, bytes;
+** MENTAT_CACHE_SIZE overrides. Larger is not better: bench s full load (261
+** txs of 500 issues), 64 MiB 40.8-47.1 s against 256 MiB 56.7-62.6 s in
+** interleaved runs. */
 #define TX_WRITER_CACHE_BYTES (64LL * 1024 * 1024)
+/* ... and for transactions of at most TX_SMALL_OPS operations, whose dirty
+** pages (about a dozen per datom) fit in it. See txFitCache for why small
+** transactions must not run with the large cache. */
+#define TX_SMALL_CACHE_BYTES (8LL * 1024 * 1024)
+#define TX_SMALL_OPS 128
 
 static sqlite3_int64 gnTxCacheBytes = TX_WRITER_CACHE_BYTES;
 static pthread_once_t gTxCacheOnce = PTHREAD_ONCE_INIT;
@@ -114,6 +120,7 @@ static void txReadCacheEnv(void) {
 
 typedef struct TxCache {
   sqlite3_stmt *aStmt[TXS_COUNT];
+  sqlite3_int64 nCacheBytes;   /* the writer's page cache as last set; 0 unset */
 } TxCache;
 
 static void txCacheFree(void *pArg) {
@@ -135,18 +142,6 @@ int txStmt(Tx *p, int eStmt, sqlite3_stmt **ppStmt) {
     memset(pCache, 0, sizeof(*pCache));
     p->pConn->pTxCache = pCache;
     p->pConn->xTxCacheFree = txCacheFree;
-    /* The writer's page cache holds the hot pages of every index a bulk
-    ** transaction inserts into (values land at random places in AVET, VAET
-    ** and the value indexes); at SQLite's default 2 MiB they spill to the
-    ** WAL and are read back within one transaction. Pages are allocated
-    ** only as used, so small stores pay nothing. Measured on bench scale s
-    ** (40 load transactions): 2.85 s -> 2.09 s CPU. */
-    {
-      char zSql[64];
-      pthread_once(&gTxCacheOnce, txReadCacheEnv);
-      sqlite3_snprintf(sizeof zSql, zSql, "PRAGMA cache_size=-%lld", gnTxCacheBytes / 1024);
-      sqlite3_exec(p->db, zSql, NULL, NULL, NULL);
-    }
   }
   if (pCache->aStmt[eStmt] == NULL) {
     char *zBatch = NULL;
@@ -166,6 +161,34 @@ int txStmt(Tx *p, int eStmt, sqlite3_stmt **ppStmt) {
   }
   *ppStmt = pCache->aStmt[eStmt];
   return SQLITE_OK;
+}
+
+/* Sizes the writer's page cache for this transaction, before its writes.
+** A bulk transaction wants the large cache: it holds the hot pages of every
+** index the transaction inserts into (values land at random places in AVET,
+** VAET and the value indexes); at SQLite's default 2 MiB they spill to the
+** WAL and are read back within the transaction (bench s, 40 load
+** transactions: 2.85 -> 2.09 s CPU). A small one must not keep it: when a
+** B-tree split sorts its new pages, SQLite 3.40 parks a page under the
+** pending-byte page number (balance_nonroot), and the commit's cache
+** truncation then visits every cached page (pcache1TruncateUnsafe). With
+** 64 MiB of cached pages that walk was 11-19% of a one-datom transaction's
+** CPU (perf, bench s); with 8 MiB, 2-3%, and transact_one at NORMAL went
+** from 930-1,020 to 1,230-1,440 tx/s (3 interleaved runs). The PRAGMA runs
+** only when the size changes; shrinking drops clean pages, which a later bulk
+** transaction reads again from the OS cache. Errors are ignored: the size is
+** only a hint. */
+static void txFitCache(Tx *p) {
+  TxCache *pCache = (TxCache *)p->pConn->pTxCache;
+  sqlite3_int64 nBytes;
+  char zSql[64];
+  if (pCache == NULL) return;   /* txLoadParts has run a cached statement */
+  pthread_once(&gTxCacheOnce, txReadCacheEnv);
+  nBytes = gnTxCacheBytes;
+  if (p->nOp <= TX_SMALL_OPS && nBytes > TX_SMALL_CACHE_BYTES) nBytes = TX_SMALL_CACHE_BYTES;
+  if (nBytes == pCache->nCacheBytes) return;
+  sqlite3_snprintf(sizeof zSql, zSql, "PRAGMA cache_size=-%lld", nBytes / 1024);
+  if (sqlite3_exec(p->db, zSql, NULL, NULL, NULL) == SQLITE_OK) pCache->nCacheBytes = nBytes;
 }
 
 /* Sets *p->pzErr to "line L col C: <msg>" (position omitted when line is 0)
@@ -551,6 +574,7 @@ int txTransact(Store *pStore, const char *zEdn, int nEdn,
   if (rc == SQLITE_OK) rc = txSchemaPrepare(&tx);
   if (rc == SQLITE_OK) {
     tx.iInstant = txNowUs();
+    txFitCache(&tx);
     rc = txWrite(&tx);
   }
   if (rc == SQLITE_OK && tx.bSchema) rc = txSchemaFinish(&tx, &pNew);

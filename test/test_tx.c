@@ -1128,6 +1128,47 @@ START_TEST(test_wal_bounded) {
 }
 END_TEST
 
+/* The writer's page cache size (PRAGMA cache_size, KiB, negative), read on
+** the writer connection between transactions. */
+static int writerCacheKiB(void) {
+  StoreConn *pConn = NULL;
+  Schema *pSchema = NULL;
+  sqlite3_stmt *pStmt = NULL;
+  char *zErr = NULL;
+  int n = 0;
+  ck_assert_int_eq(storeWriteBegin(gStore, &pConn, &pSchema, &zErr), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_prepare_v2(pConn->db, "PRAGMA cache_size", -1, &pStmt, NULL), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_step(pStmt), SQLITE_ROW);
+  n = sqlite3_column_int(pStmt, 0);
+  sqlite3_finalize(pStmt);
+  schemaUnref(pSchema);
+  ck_assert_int_eq(storeWriteEnd(gStore, pConn, 0, NULL, &zErr), SQLITE_OK);
+  return n;
+}
+
+/* A transaction of at most 128 operations runs with an 8 MiB writer cache,
+** a larger one with 64 MiB (tx.c, txFitCache), switching both ways; the
+** data of each is all there. */
+START_TEST(test_writer_cache_fits_tx) {
+  sqlite3_str *pTx = sqlite3_str_new(NULL);
+  char *zTx;
+  int i;
+  setupSchema();
+  ck_assert_int_eq(writerCacheKiB(), -8192);          /* the schema: 11 maps, ~40 ops */
+  sqlite3_str_appendall(pTx, "[");
+  for (i = 0; i < 129; i++) sqlite3_str_appendf(pTx, "[:db/add \"t%d\" :p/id \"c%d\"]", i, i);
+  sqlite3_str_appendall(pTx, "]");
+  zTx = sqlite3_str_finish(pTx);
+  Tok(zTx);
+  sqlite3_free(zTx);
+  ck_assert_int_eq(writerCacheKiB(), -65536);
+  Tok("[[:db/add \"x\" :p/id \"small\"]]");
+  ck_assert_int_eq(writerCacheKiB(), -8192);
+  CHECK_Q("SELECT count(*) FROM datoms WHERE a = (SELECT e FROM idents WHERE v = ':p/id')", "130");
+  closeStore();
+}
+END_TEST
+
 /* A snapshot held open pins the WAL: without a hold registered it grows
 ** past the checkpoint interval; with one, the writer asks it to let go
 ** once the WAL passes 4 MiB (B25), exactly once, and the WAL then stays a
@@ -1225,6 +1266,7 @@ static Suite *txSuite(void) {
   tcase_add_test(tc, test_conflicts_after_upsert);
   tcase_add_test(tc, test_bulk_lookup_refs);
   tcase_add_test(tc, test_oom_sweep);
+  tcase_add_test(tc, test_writer_cache_fits_tx);
   tcase_add_test(tc, test_wal_bounded);
   tcase_add_test(tc, test_wal_hold_released);
   tcase_add_test(tc, test_tune_on_growth);
