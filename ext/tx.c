@@ -110,6 +110,8 @@ static char *txBatchSql(int eStmt) {
 ** transactions must not run with the large cache. */
 #define TX_SMALL_CACHE_BYTES (8LL * 1024 * 1024)
 #define TX_SMALL_OPS 128
+/* Small transactions in a row before a large cache is shrunk. */
+#define TX_SMALL_RUN 16
 
 static sqlite3_int64 gnTxCacheBytes = TX_WRITER_CACHE_BYTES;
 static pthread_once_t gTxCacheOnce = PTHREAD_ONCE_INIT;
@@ -121,6 +123,7 @@ static void txReadCacheEnv(void) {
 typedef struct TxCache {
   sqlite3_stmt *aStmt[TXS_COUNT];
   sqlite3_int64 nCacheBytes;   /* the writer's page cache as last set; 0 unset */
+  int nSmallRun;               /* small transactions since the last large one */
 } TxCache;
 
 static void txCacheFree(void *pArg) {
@@ -175,9 +178,10 @@ int txStmt(Tx *p, int eStmt, sqlite3_stmt **ppStmt) {
 ** 64 MiB of cached pages that walk was 11-19% of a one-datom transaction's
 ** CPU (perf, bench s); with 8 MiB, 2-3%, and transact_one at NORMAL went
 ** from 930-1,020 to 1,230-1,440 tx/s (3 interleaved runs). The PRAGMA runs
-** only when the size changes; shrinking drops clean pages, which a later bulk
-** transaction reads again from the OS cache. Errors are ignored: the size is
-** only a hint. */
+** only when the size changes. Shrinking drops clean pages, which a later bulk
+** transaction reads again from the OS cache, so a large cache is shrunk only
+** after TX_SMALL_RUN small transactions in a row: a mix of large and small
+** ones keeps it. Errors are ignored: the size is only a hint. */
 static void txFitCache(Tx *p) {
   TxCache *pCache = (TxCache *)p->pConn->pTxCache;
   sqlite3_int64 nBytes;
@@ -185,7 +189,13 @@ static void txFitCache(Tx *p) {
   if (pCache == NULL) return;   /* txLoadParts has run a cached statement */
   pthread_once(&gTxCacheOnce, txReadCacheEnv);
   nBytes = gnTxCacheBytes;
-  if (p->nOp <= TX_SMALL_OPS && nBytes > TX_SMALL_CACHE_BYTES) nBytes = TX_SMALL_CACHE_BYTES;
+  if (p->nOp > TX_SMALL_OPS) {
+    pCache->nSmallRun = 0;
+  } else if (++pCache->nSmallRun >= TX_SMALL_RUN || pCache->nCacheBytes == 0) {
+    if (nBytes > TX_SMALL_CACHE_BYTES) nBytes = TX_SMALL_CACHE_BYTES;
+  } else {
+    return;                     /* keep the large cache for now */
+  }
   if (nBytes == pCache->nCacheBytes) return;
   sqlite3_snprintf(sizeof zSql, zSql, "PRAGMA cache_size=-%lld", nBytes / 1024);
   if (sqlite3_exec(p->db, zSql, NULL, NULL, NULL) == SQLITE_OK) pCache->nCacheBytes = nBytes;
