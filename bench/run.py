@@ -7,7 +7,8 @@ HOW IT WORKS
 1. Generates the data set (bench/gen.py) unless OUTDIR/data-SCALE has it, and loads it
    through edn_t into a fresh OUTDIR/store-SCALE.db: schema, users+labels, issues (the
    initial load, timed: bulk_load datoms/s), then the history txs. t_mid and t_since and the
-   issues' entids go to OUTDIR/state-SCALE.json for the later steps.
+   issues' entids go to OUTDIR/state-SCALE.json for the later steps. The load's timer stops
+   after one query: bulk transactions defer the managed indexes to the first read.
 2. Runs the checks of BENCH.md (checks(), also used by mixed.py after its run).
 3. For every query scenario, each candidate hand-written SQL baseline is checked against
    ours on three inputs (same set of rows, or the same pulled map); the fastest correct one
@@ -60,6 +61,10 @@ class Loader:
         texts = [open(os.path.join(self.data, f)).read() for f in loads]
         t0 = time.perf_counter()
         reports = [self.tx(t) for t in texts]
+        # Bulk transactions leave the managed indexes to the first read after them
+        # (ext/store_write.c, TUNING AFTER BULK WRITES): that build is part of the load.
+        self.con.execute('SELECT count(*) FROM edn_q(?, ?)',
+                         (self.db, '[:find ?e . :where [?e :db/ident :db.part/db]]')).fetchall()
         load_s = time.perf_counter() - t0
         for r in reports:
             for k, v in r['tempids'].items():

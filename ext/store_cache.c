@@ -53,6 +53,7 @@
 #include <sys/stat.h>
 
 #include "store_int.h"
+#include "store_write.h"
 
 /* The state signature (StoreSig), one row. */
 static const char zSigSql[] =
@@ -668,6 +669,7 @@ int storeReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
   if (p->bMemory) {
     pConn = p->pWriter;
   } else {
+    if (__atomic_load_n(&p->bTunePending, __ATOMIC_ACQUIRE)) storeTunePending(p);
     pthread_mutex_lock(&p->mutex);
     pConn = p->pIdle;
     if (pConn) p->pIdle = pConn->pNext;

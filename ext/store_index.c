@@ -5,7 +5,9 @@
 **
 ** HOW IT WORKS
 ** storeTune() runs on the writer connection when a store is opened and
-** after each commit. Below STORE_TUNE_MIN_DATOMS datoms it does nothing:
+** after each commit that grew the store (after a bulk commit, at the next
+** small commit or read: store_write.c, TUNING AFTER BULK WRITES). Below
+** STORE_TUNE_MIN_DATOMS datoms it does nothing:
 ** scans of a small store are cheap, and its file stays exactly the format's.
 ** Above it, in one short write transaction:
 **  1. Extra indexes (created once, then kept in step with the schema):

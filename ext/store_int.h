@@ -63,6 +63,9 @@ struct Store {
   sqlite3_int64 nWalFrames;     /* store_write.c: WAL frames after the writer's last commit (hook) */
   sqlite3_int64 nWalCkpt;       /* store_write.c: of those, frames a checkpoint copied; writeMutex */
   sqlite3_int64 nNoteDatoms;    /* store_write.c: datoms max rowid noted by this write, 0 none */
+  sqlite3_int64 nNoteInserted;  /* store_write.c: datoms this write inserted; writeMutex */
+  int bTunePending;             /* store_write.c: a bulk commit deferred storeTune; set under
+                                ** writeMutex, read atomically by storeReader */
   sqlite3_int64 nWalRetryBytes; /* store_write.c: WAL size before which a timed-out RESTART waits */
   sqlite3_int64 nWalLastTx;     /* store_write.c: WAL frames the writer's last commit added */
 };

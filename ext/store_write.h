@@ -9,12 +9,20 @@
 
 /* Inside storeWriteBegin/storeWriteEnd: the largest datoms rowid this write
 ** inserted (sqlite3_last_insert_rowid after an insert into `datoms`; rowids
-** grow, so it is the table's row high-water mark). storeWriteEnd uses it to
-** decide, without a query of its own, whether the store grew enough for
-** storeTune to run (managed indexes, statistics). A write that notes
-** nothing inserted no datoms and does not retune (unless it changed the
-** schema). */
-void storeWriteNoteDatoms(Store *p, sqlite3_int64 iMaxRowid);
+** grow, so it is the table's row high-water mark) and how many rows that
+** insert added. storeWriteEnd uses them to decide, without a query of its
+** own, whether the store grew enough for storeTune to run (managed indexes,
+** statistics), and whether this was a bulk write that defers it. A write
+** that notes nothing inserted no datoms and does not retune (unless it
+** changed the schema or a tune is pending). */
+void storeWriteNoteDatoms(Store *p, sqlite3_int64 iMaxRowid, int nInserted);
+
+/* Runs a tune that bulk writes deferred (store_write.c, TUNING AFTER BULK
+** WRITES), if no write is in progress in this process; otherwise leaves it
+** for later. Called by storeReader before
+** it checks out a connection, so the first read after a bulk load gets the
+** managed indexes. Never fails: tuning is an optimisation. */
+void storeTunePending(Store *p);
 
 /* The datoms count from which storeTune acts (store_index.c). */
 sqlite3_int64 storeTuneMinDatoms(void);

@@ -285,7 +285,7 @@ static int txInsert(Tx *p, TxOp *pOp) {
   sqlite3_reset(pStmt);
   if (rc == SQLITE_CONSTRAINT && pA->eUnique != UNIQUE_NONE) return txUniqueConflict(p, pOp);
   if (rc != SQLITE_DONE) return txSqlErr(p, "cannot write datoms: ");
-  storeWriteNoteDatoms(p->pConn->pStore, sqlite3_last_insert_rowid(p->db));
+  storeWriteNoteDatoms(p->pConn->pStore, sqlite3_last_insert_rowid(p->db), 1);
   return txLog(p, pOp, 1);
 }
 
@@ -302,7 +302,7 @@ static int txInsertBatch(Tx *p, TxOp **aBatch) {
   rc = sqlite3_step(pStmt);
   sqlite3_reset(pStmt);
   if (rc != SQLITE_DONE) return txSqlErr(p, "cannot write datoms: ");
-  storeWriteNoteDatoms(p->pConn->pStore, sqlite3_last_insert_rowid(p->db));
+  storeWriteNoteDatoms(p->pConn->pStore, sqlite3_last_insert_rowid(p->db), TX_BATCH);
   for (i = 0; i < TX_BATCH; i++) n += !aBatch[i]->pAttr->bNoHistory;
   if (n < TX_BATCH) {
     for (i = 0; i < TX_BATCH; i++) {

@@ -1240,6 +1240,53 @@ START_TEST(test_tune_on_growth) {
 }
 END_TEST
 
+/* A bulk transaction (1,000 datoms or more) does not build the managed
+** indexes when it takes the store past the threshold; the next read in the
+** process does, before it is served (store_write.c, TUNING AFTER BULK
+** WRITES). A second store gets them from the next small commit instead. */
+static char *bulkPeople(int iFirst, int n) {
+  sqlite3_str *pTx = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(pTx, "[");
+  for (int i = iFirst; i < iFirst + n; i++) {
+    sqlite3_str_appendf(pTx, "{:p/id \"b%d\" :p/age %d :p/name \"n%d\"}", i, i, i);
+  }
+  sqlite3_str_appendall(pTx, "]");
+  return sqlite3_str_finish(pTx);
+}
+
+START_TEST(test_tune_deferred_by_bulk) {
+  sqlite3_int64 nOld = storeSetTuneMin(200);
+  StoreConn *pConn = NULL;
+  Schema *pSchema = NULL;
+  char *zErr = NULL, *zTx;
+  const char *zCount = "SELECT count(*) FROM sqlite_master WHERE name LIKE 'idx_mentat_%'";
+  setupSchema();
+  zTx = bulkPeople(0, 400);                             /* 1,200 datoms */
+  Tok(zTx);
+  sqlite3_free(zTx);
+  CHECK_Q("SELECT count(*) >= 1200 FROM datoms", "1");
+  CHECK_Q(zCount, "0");
+  ck_assert_int_eq(storeReader(gStore, &pConn, &pSchema, &zErr), SQLITE_OK);
+  storeReaderDone(gStore, pConn);
+  schemaUnref(pSchema);
+  CHECK_Q("SELECT count(*) FROM sqlite_master WHERE name IN ('idx_mentat_datoms_atx',"
+          " 'idx_mentat_log_avet_' || (SELECT e FROM idents WHERE v = ':p/id'))", "2");
+  closeStore();
+
+  setupSchema();
+  zTx = bulkPeople(0, 400);
+  Tok(zTx);
+  sqlite3_free(zTx);
+  CHECK_Q(zCount, "0");
+  Tok("[{:p/id \"after\"}]");
+  CHECK_Q("SELECT count(*) FROM sqlite_master WHERE name IN ('idx_mentat_datoms_atx',"
+          " 'idx_mentat_log_avet_' || (SELECT e FROM idents WHERE v = ':p/id'))", "2");
+  CHECK_Q("SELECT count(*) FROM datoms WHERE a = (SELECT e FROM idents WHERE v = ':p/id')", "401");
+  closeStore();
+  storeSetTuneMin(nOld);
+}
+END_TEST
+
 static Suite *txSuite(void) {
   Suite *s = suite_create("tx");
   TCase *tc = tcase_create("tx");
@@ -1276,6 +1323,7 @@ static Suite *txSuite(void) {
   tcase_add_test(tc, test_wal_bounded);
   tcase_add_test(tc, test_wal_hold_released);
   tcase_add_test(tc, test_tune_on_growth);
+  tcase_add_test(tc, test_tune_deferred_by_bulk);
   suite_add_tcase(s, tc);
   return s;
 }
