@@ -415,6 +415,9 @@ static int storeFixStats(sqlite3 *db, const Schema *pSchema, sqlite3_int64 nDato
 int storeTune(sqlite3 *db, const Schema *pSchema, sqlite3_int64 *pnAnalyzed, int bCheckIndexes,
               int *pbIndexesChanged) {
   sqlite3_int64 nDatoms = 0;
+  /* A first look that fails (another connection writing) must stay a first
+  ** look, or the retry would skip the index check and only analyze. */
+  const int bFirstLook = *pnAnalyzed < 0;
   int rc, nMade = 0, bBegun = 0;
   char zSql[64];
 
@@ -423,14 +426,14 @@ int storeTune(sqlite3 *db, const Schema *pSchema, sqlite3_int64 *pnAnalyzed, int
   if (pSchema == NULL) return SQLITE_OK;
   rc = storeInt(db, "SELECT max(rowid) FROM datoms", &nDatoms);
   if (rc != SQLITE_OK || nDatoms < gnTuneMin) return rc;
-  if (*pnAnalyzed < 0) {
+  if (bFirstLook) {
     rc = storeAnalyzedRows(db, pnAnalyzed);
-    if (rc != SQLITE_OK) return rc;
-    bCheckIndexes = 1;                  /* first look at this store */
+    if (rc != SQLITE_OK) goto cleanup;
+    bCheckIndexes = 1;
   }
   if (bCheckIndexes) {
     rc = storeEnsureIndexes(db, pSchema, 1, &nMade);
-    if (rc != SQLITE_OK) return rc;
+    if (rc != SQLITE_OK) goto cleanup;
   }
   if (nMade == 0 && nDatoms < 2 * *pnAnalyzed) return SQLITE_OK;
 
@@ -461,6 +464,7 @@ int storeTune(sqlite3 *db, const Schema *pSchema, sqlite3_int64 *pnAnalyzed, int
 
 cleanup:
   if (bBegun && sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+  if (rc != SQLITE_OK && bFirstLook) *pnAnalyzed = -1;
   sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
   return rc;
 }

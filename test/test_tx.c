@@ -1287,6 +1287,32 @@ START_TEST(test_tune_deferred_by_bulk) {
 }
 END_TEST
 
+/* A deferred tune that finds another connection writing (BEGIN IMMEDIATE
+** busy) must not count as the store's first look: the next commit that
+** grows the store builds the managed indexes, not only the statistics. */
+START_TEST(test_tune_retried_after_busy) {
+  sqlite3_int64 nOld = storeSetTuneMin(200);
+  StoreConn *pConn = NULL;
+  Schema *pSchema = NULL;
+  char *zErr = NULL, *zTx;
+  setupSchema();
+  zTx = bulkPeople(0, 400);
+  Tok(zTx);
+  sqlite3_free(zTx);
+  ck_assert_int_eq(sqlite3_exec(gDb, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+  ck_assert_int_eq(storeReader(gStore, &pConn, &pSchema, &zErr), SQLITE_OK);  /* tune: busy */
+  storeReaderDone(gStore, pConn);
+  schemaUnref(pSchema);
+  ck_assert_int_eq(sqlite3_exec(gDb, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+  CHECK_Q("SELECT count(*) FROM sqlite_master WHERE name LIKE 'idx_mentat_%'", "0");
+  Tok("[{:p/id \"after\" :p/age 1}]");
+  CHECK_Q("SELECT count(*) FROM sqlite_master WHERE name IN ('idx_mentat_datoms_atx',"
+          " 'idx_mentat_log_avet_' || (SELECT e FROM idents WHERE v = ':p/id'))", "2");
+  closeStore();
+  storeSetTuneMin(nOld);
+}
+END_TEST
+
 static Suite *txSuite(void) {
   Suite *s = suite_create("tx");
   TCase *tc = tcase_create("tx");
@@ -1324,6 +1350,7 @@ static Suite *txSuite(void) {
   tcase_add_test(tc, test_wal_hold_released);
   tcase_add_test(tc, test_tune_on_growth);
   tcase_add_test(tc, test_tune_deferred_by_bulk);
+  tcase_add_test(tc, test_tune_retried_after_busy);
   suite_add_tcase(s, tc);
   return s;
 }
