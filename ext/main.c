@@ -125,7 +125,10 @@ int sqlite3_mentatsqlite_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_ro
   char *zErr = NULL;
   int rc;
 #ifndef MENTAT_STATIC
-  SQLITE_EXTENSION_INIT2(pApi);
+  /* Every host connection loads the extension; other threads may be
+  ** running its functions meanwhile. The table is the same each time, so
+  ** only the first load writes it (ThreadSanitizer flagged the rewrite). */
+  if (sqlite3_api != pApi) SQLITE_EXTENSION_INIT2(pApi);
 #else
   (void)pApi;
 #endif

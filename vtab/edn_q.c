@@ -330,17 +330,17 @@ static int ednqStep(EdnqCursor *pCur) {
   int rc;
   ednqLock(pCur);
   rc = qRunStep(pCur->pRun, &zErr);
+  /* Under the lock: a writer's thread asking the cursor to let go of its
+  ** snapshot (ednqLetGo) reads it (ThreadSanitizer found it written after). */
+  pCur->bEof = rc != SQLITE_ROW;
   ednqUnlock(pCur);
   if (rc == SQLITE_ROW) {
     pCur->iRowid++;
-    pCur->bEof = 0;
     rc = SQLITE_OK;
   } else if (rc == SQLITE_DONE) {
-    pCur->bEof = 1;
     ednqRelease(pCur);
     rc = SQLITE_OK;
   } else {
-    pCur->bEof = 1;
     rc = ednqError(pCur->base.pVtab, rc, zErr);
     ednqRelease(pCur);   /* an interrupted or failed run holds nothing */
   }
