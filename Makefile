@@ -1,5 +1,5 @@
 # libmentat_sqlite — a SQLite loadable extension: Datomic-style Datalog on SQLite.
-# Targets: all test smoke demo asan valgrind bench fuzz clean deps
+# Targets: all test smoke demo asan tsan valgrind bench fuzz clean deps
 # Layout: ext/ (reader, transactor, query compiler, store), vtab/ (edn_q), test/ (Check),
 # smoke/ (real hosts), bench/. Outputs go to build/ only.
 
@@ -23,7 +23,7 @@ TOBJ     = $(SRC:%.c=$(B)/tobj/%.o)
 TESTS    = $(patsubst test/%.c,$(B)/%,$(wildcard test/test_*.c))
 SO       = build/libmentat_sqlite.so
 
-.PHONY: all test unit smoke acceptance demo asan valgrind bench fuzz clean deps
+.PHONY: all test unit smoke acceptance demo asan tsan valgrind bench fuzz clean deps
 # Objects are not intermediates to throw away: keep them so rebuilds stay incremental.
 .SECONDARY:
 all: $(SO)
@@ -84,6 +84,15 @@ asan:
 	$(MAKE) deps DEB_EXTRA="clang libclang-rt-14-dev"
 	CK_FORK=no $(MAKE) unit B=build/asan CC=clang \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+
+# ThreadSanitizer on the .so (built whole into build/tsan) in a threaded Python host: the
+# store cache, cursors letting go of their snapshots for a writer's thread, deferred tuning.
+tsan:
+	$(MAKE) deps DEB_EXTRA=libtsan2
+	@mkdir -p build/tsan
+	gcc -O1 -g -fsanitize=thread $(XCFLAGS) -Iext -shared -o build/tsan/libmentat_sqlite.so $(SRC) $(LIBS)
+	LD_PRELOAD=$$(gcc -print-file-name=libtsan.so) TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
+	  $(PY) smoke/tsan.py $(abspath build/tsan/libmentat_sqlite.so)
 
 valgrind:
 	$(MAKE) deps DEB_EXTRA=valgrind
