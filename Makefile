@@ -87,12 +87,15 @@ asan:
 
 # ThreadSanitizer on the .so (built whole into build/tsan) in a threaded Python host: the
 # store cache, cursors letting go of their snapshots for a writer's thread, deferred tuning.
+# The instrumented .so is removed afterwards: loaded without libtsan it cannot run, and tools
+# that look for the newest libmentat_sqlite.so under build/ must not pick it.
 tsan:
 	$(MAKE) deps DEB_EXTRA=libtsan2
 	@mkdir -p build/tsan
 	gcc -O1 -g -fsanitize=thread $(XCFLAGS) -Iext -shared -o build/tsan/libmentat_sqlite.so $(SRC) $(LIBS)
-	LD_PRELOAD=$$(gcc -print-file-name=libtsan.so) TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
-	  $(PY) smoke/tsan.py $(abspath build/tsan/libmentat_sqlite.so)
+	@LD_PRELOAD=$$(gcc -print-file-name=libtsan.so) TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
+	  $(PY) smoke/tsan.py $(abspath build/tsan/libmentat_sqlite.so); rc=$$?; \
+	  rm -f build/tsan/libmentat_sqlite.so; exit $$rc
 
 valgrind:
 	$(MAKE) deps DEB_EXTRA=valgrind

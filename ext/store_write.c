@@ -41,7 +41,7 @@
 ** its threshold, and re-analyzes when the datoms double. Built during a bulk
 ** load, every later insert also goes into each of them at a random place:
 ** the bench s load took 26.6 s with them and 17.6 s without, and building
-** all 15 afterwards took 1.8 s (CREATE INDEX sorts once). So a commit that
+** the 10 afterwards took 1.8 s (CREATE INDEX sorts once). So a commit that
 ** inserted STORE_TUNE_DEFER_DATOMS datoms or more does not tune; it marks
 ** the tune pending, and the next small commit, or the next read in this
 ** process (storeReader -> storeTunePending, unless a write is in progress),
