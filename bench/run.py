@@ -284,11 +284,20 @@ def one_row(cur):
     return cur.fetchone()
 
 
+def runner(c, make, fetch):
+    """x -> the call to time on connection c: make(x) builds its SQL and parameters here,
+    before the timer; fetch reads the rows as they are timed."""
+    def prepare(x):
+        s, args = make(x)
+        return lambda: fetch(c.execute(s, args))
+    return prepare
+
+
 def ours_rows(con, db, query, opts):
     """x -> our table form's rows (edn_pull: its one row), fetched as measure times them."""
     table, _ = ours_args(db, query, opts)
-    fetch = one_row if query is None else all_rows
-    return lambda x: fetch(con.execute(*table(x)))
+    call = runner(con, table, one_row if query is None else all_rows)
+    return lambda x: call(x)()
 
 
 def norm_ours(rows):
@@ -376,13 +385,6 @@ def pick_baseline(con, raw, db, sc, A, inputs):
 def measure(con, raw, db, sc, fac, min_samples, min_secs, cap):
     name, query, opts, gen, _ = sc
     targs, sargs = ours_args(db, query, opts)
-
-    def runner(c, make, fetch):
-        """x -> the call to time: its SQL and parameters are built here, before the timer."""
-        def prepare(x):
-            s, args = make(x)
-            return lambda: fetch(c.execute(s, args))
-        return prepare
     # as before: the table form's rows (edn_pull: its one row), the scalar's one document,
     # the baseline's rows
     table = runner(con, targs, one_row if query is None else all_rows)

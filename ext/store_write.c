@@ -250,15 +250,19 @@ void storeWriteNoteDatoms(Store *p, sqlite3_int64 iMaxRowid, int nInserted) {
   p->nNoteInserted += nInserted;
 }
 
+/* Runs the tune a bulk commit deferred, if any (write mutex held). The flag
+** is cleared first: a tune that fails (another process writing) is not
+** retried by every read; the next commit that grows the store retries it
+** (storeWantsTune). */
+static void storeRunPendingTune(Store *p) {
+  if (!p->bTunePending) return;
+  __atomic_store_n(&p->bTunePending, 0, __ATOMIC_RELEASE);
+  storeTuneWriter(p, 1);
+}
+
 void storeTunePending(Store *p) {
   if (pthread_mutex_trylock(&p->writeMutex) != 0) return;
-  if (p->bTunePending) {
-    /* Cleared first: a tune that fails (another process writing) is not
-    ** retried by every read; the next commit that grows the store retries
-    ** it (storeWantsTune). */
-    __atomic_store_n(&p->bTunePending, 0, __ATOMIC_RELEASE);
-    storeTuneWriter(p, 1);
-  }
+  storeRunPendingTune(p);
   pthread_mutex_unlock(&p->writeMutex);
 }
 
@@ -302,8 +306,7 @@ int storeWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, c
     if (pNewSchema == NULL && p->nNoteInserted >= STORE_TUNE_DEFER_DATOMS) {
       if (storeWantsTune(p, 0)) __atomic_store_n(&p->bTunePending, 1, __ATOMIC_RELEASE);
     } else if (p->bTunePending) {
-      __atomic_store_n(&p->bTunePending, 0, __ATOMIC_RELEASE);
-      storeTuneWriter(p, 1);
+      storeRunPendingTune(p);
     } else if (storeWantsTune(p, pNewSchema != NULL)) {
       storeTuneWriter(p, pNewSchema != NULL);
     }

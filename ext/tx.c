@@ -191,12 +191,11 @@ static void txFitCache(Tx *p) {
   nBytes = gnTxCacheBytes;
   if (p->nOp > TX_SMALL_OPS) {
     pCache->nSmallRun = 0;
-  } else if (pCache->nSmallRun >= TX_SMALL_RUN - 1 || pCache->nCacheBytes == 0) {
-    pCache->nSmallRun = TX_SMALL_RUN;   /* saturates: a long run cannot overflow */
-    if (nBytes > TX_SMALL_CACHE_BYTES) nBytes = TX_SMALL_CACHE_BYTES;
   } else {
-    pCache->nSmallRun++;
-    return;                     /* keep the large cache for now */
+    if (pCache->nSmallRun < TX_SMALL_RUN) pCache->nSmallRun++;   /* saturates */
+    /* A large cache is kept until the run is long enough. */
+    if (pCache->nSmallRun < TX_SMALL_RUN && pCache->nCacheBytes != 0) return;
+    if (nBytes > TX_SMALL_CACHE_BYTES) nBytes = TX_SMALL_CACHE_BYTES;
   }
   if (nBytes == pCache->nCacheBytes) return;
   sqlite3_snprintf(sizeof zSql, zSql, "PRAGMA cache_size=-%lld", nBytes / 1024);
