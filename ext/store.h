@@ -145,6 +145,10 @@ void storeCacheClear(void);
 ** returns the previous bound. storeCacheCount: stores in the cache. */
 int storeCacheSetLimit(int nMax);
 int storeCacheCount(void);
+/* How many schema fingerprints revalidation has read in this process
+** (store_cache.c): lets tests tell a foreign commit the log explained
+** from one that took the full check. */
+int storeFingerprintCount(void);
 
 /* Opens one connection to the store file zPath ("" = a new private
 ** in-memory database) and applies storeConfigure. With bValidate (the

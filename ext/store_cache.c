@@ -30,6 +30,19 @@
 ** rowids). If it equals the state the published schema is known to be
 ** exact for (set by our writer's commits and by full checks), nothing more
 ** is read: that is the common case of a commit by this process's writer.
+** A commit by another Mentat process (ours or the Rust engine) changes the
+** tx mark, so it cannot match; the log then explains it: every Mentat
+** transaction appends its datoms to `timelined_transactions` (rowids only
+** grow), a schema change among them (an attribute, ident or schema-mirror
+** datom, core attributes 1..40 other than :db/txInstant). So when the
+** mirrors' counts and largest rowids are unchanged and the rows appended
+** since the known state are contiguous, hold no such datom and end with
+** the transaction the new mark follows, the schema is unchanged: a scan of
+** those few rows replaces the fingerprint, which reads every ident and
+** schema row (~170k instructions at bench s): a point lookup right after
+** another process's commit went 73 -> 58 us (plain SQLite: 28 us). A mark
+** bumped with no log rows (a raw edit) or more than STORE_LOG_SCAN_MAX new
+** rows takes the full check.
 ** Otherwise the schema fingerprint (schema.c) is read; only if it differs
 ** from the published snapshot's, and the state read is not older than the
 ** published one's (tx mark), is the schema reloaded and swapped in whole.
@@ -55,11 +68,23 @@
 #include "store_int.h"
 #include "store_write.h"
 
-/* The state signature (StoreSig), one row. */
+/* The state signature (StoreSig), one row. Read after every foreign
+** commit, when the reader's page cache starts empty, so each page it
+** touches is a read from the OS: known_parts' three rows are scanned in
+** their one table page rather than found through its key's index (a second
+** page), and the mirrors are counted in the table pages max(rowid) reads. */
 static const char zSigSql[] =
-  "SELECT (SELECT idx FROM known_parts WHERE part = ':db.part/tx'),"
+  "SELECT (SELECT idx FROM known_parts NOT INDEXED WHERE part = ':db.part/tx'),"
   " (SELECT count(*) FROM idents), (SELECT max(rowid) FROM idents),"
-  " (SELECT count(*) FROM schema), (SELECT max(rowid) FROM schema)";
+  " (SELECT count(*) FROM schema), (SELECT max(rowid) FROM schema),"
+  " (SELECT max(rowid) FROM timelined_transactions)";
+
+/* The log rows appended after rowid ?1 up to ?2: how many, the last
+** transaction's id, and how many of them change the schema (core
+** attributes other than :db/txInstant, 3). */
+static const char zLogScanSql[] =
+  "SELECT count(*), max(tx), count(CASE WHEN a <= 40 AND a <> 3 THEN 1 END)"
+  " FROM timelined_transactions WHERE rowid > ?1 AND rowid <= ?2";
 
 static pthread_mutex_t gInitMutex = PTHREAD_MUTEX_INITIALIZER;
 static StoreCache *gpCache = NULL;
@@ -106,6 +131,7 @@ static void storeConnClose(StoreConn *pConn) {
   sqlite3_finalize(p->pDataVersion);
   sqlite3_finalize(p->pSig);
   sqlite3_finalize(p->pFingerprint);
+  sqlite3_finalize(p->pLogScan);
   sqlite3_finalize(p->pBegin);
   sqlite3_finalize(p->pCommit);
   /* close_v2: anything the upper layers failed to finalize cannot keep the
@@ -138,6 +164,9 @@ static int storeConnOpen(Store *pStore, int bValidate, StoreConn **ppConn, char 
   if (rc == SQLITE_OK) {
     rc = sqlite3_prepare_v3(db, schemaFingerprintSql(), -1, SQLITE_PREPARE_PERSISTENT,
                             &p->pFingerprint, NULL);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_prepare_v3(db, zLogScanSql, -1, SQLITE_PREPARE_PERSISTENT, &p->pLogScan, NULL);
   }
   if (rc == SQLITE_OK) {
     rc = sqlite3_prepare_v3(db, "BEGIN", -1, SQLITE_PREPARE_PERSISTENT, &p->pBegin, NULL);
@@ -176,6 +205,7 @@ int storeReadSig(StoreConnImpl *pImpl, StoreSig *pSig) {
   if (rc == SQLITE_ROW) {
     pSig->iMark = sqlite3_column_int64(pStmt, 0);
     for (int i = 0; i < 4; i++) pSig->a[i] = sqlite3_column_int64(pStmt, i + 1);
+    pSig->iLogMax = sqlite3_column_int64(pStmt, 5);
     rc = SQLITE_OK;
   } else if (rc == SQLITE_DONE) {
     rc = SQLITE_OK;
@@ -214,6 +244,42 @@ void storePublish(Store *p, Schema *pNew, sqlite3_int64 iMark) {
   schemaUnref(pOld);
 }
 
+/* Schema fingerprints read since the process started (tests). */
+static int gnFingerprints = 0;
+
+int storeFingerprintCount(void) {
+  return __atomic_load_n(&gnFingerprints, __ATOMIC_RELAXED);
+}
+
+/* Do the log rows appended since state pKnown account for every change
+** between it and state pSig without touching the schema (see HOW IT WORKS)?
+** *pbYes; an error only when the scan itself fails. */
+static int storeLogExplains(StoreConnImpl *pImpl, const StoreSig *pKnown, const StoreSig *pSig,
+                            int *pbYes) {
+  sqlite3_stmt *pStmt = pImpl->pLogScan;
+  sqlite3_int64 nNew = pSig->iLogMax - pKnown->iLogMax;
+  int rc;
+  *pbYes = 0;
+  if (memcmp(pSig->a, pKnown->a, sizeof pSig->a) != 0) return SQLITE_OK;
+  if (pSig->iMark <= pKnown->iMark || nNew <= 0 || nNew > STORE_LOG_SCAN_MAX) return SQLITE_OK;
+  sqlite3_bind_int64(pStmt, 1, pKnown->iLogMax);
+  sqlite3_bind_int64(pStmt, 2, pSig->iLogMax);
+  rc = sqlite3_step(pStmt);
+  if (rc == SQLITE_ROW) {
+    /* Contiguous rows (none deleted or missing), no schema datom, and the
+    ** mark is the one that follows the last transaction logged. */
+    *pbYes = sqlite3_column_int64(pStmt, 0) == nNew
+             && sqlite3_column_type(pStmt, 1) == SQLITE_INTEGER
+             && sqlite3_column_int64(pStmt, 1) + 1 == pSig->iMark
+             && sqlite3_column_int64(pStmt, 2) == 0;
+    rc = SQLITE_OK;
+  } else if (rc == SQLITE_DONE) {
+    rc = SQLITE_OK;
+  }
+  sqlite3_reset(pStmt);
+  return rc;
+}
+
 /* Makes sure the published schema is at least as new as what pConn's next
 ** statement will see (see HOW IT WORKS). bInTx: pConn is already inside a
 ** transaction (the writer after BEGIN IMMEDIATE). */
@@ -224,8 +290,9 @@ int storeRevalidate(Store *p, StoreConn *pConn, int bInTx, char **pzErr) {
   sqlite3_uint64 fp = 0, fpPub;
   sqlite3_int64 iMarkPub;
   StoreSig sig;
+  StoreSig known;
   Schema *pNew = NULL;
-  int bBegun = 0, bSame;
+  int bBegun = 0, bSame, bKnown;
   int rc;
 
   if (p->bMemory) return SQLITE_OK;      /* one connection: nobody else commits */
@@ -246,8 +313,24 @@ int storeRevalidate(Store *p, StoreConn *pConn, int bInTx, char **pzErr) {
   ** schema change it made), so the state is one the schema is known for. */
   pthread_mutex_lock(&p->mutex);
   bSame = p->bKnown && storeSigEqual(&sig, &p->known);
+  bKnown = p->bKnown;
+  known = p->known;
   pthread_mutex_unlock(&p->mutex);
+  if (!bSame && bKnown) {
+    rc = storeLogExplains(pImpl, &known, &sig, &bSame);
+    if (rc != SQLITE_OK) goto cleanup;
+    if (bSame) {
+      /* Only if nothing moved the known state meanwhile: then the
+      ** published schema, exact there, is exact here too. */
+      pthread_mutex_lock(&p->mutex);
+      bSame = p->bKnown && storeSigEqual(&known, &p->known)
+              && known.iLogMax == p->known.iLogMax;
+      if (bSame) storeSetKnown(p, &sig);
+      pthread_mutex_unlock(&p->mutex);
+    }
+  }
   if (!bSame) {
+    __atomic_add_fetch(&gnFingerprints, 1, __ATOMIC_RELAXED);
     rc = schemaFingerprintStmt(pImpl->pFingerprint, &fp);
     if (rc != SQLITE_OK) goto cleanup;
 

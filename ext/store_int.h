@@ -23,7 +23,12 @@
 typedef struct StoreSig {
   sqlite3_int64 iMark;
   sqlite3_int64 a[4];
+  sqlite3_int64 iLogMax;        /* largest rowid of the log; not compared */
 } StoreSig;
+
+/* At most this many log rows since the known state are scanned to explain
+** a foreign commit (storeRevalidate); more, and the fingerprint is read. */
+#define STORE_LOG_SCAN_MAX 4096
 
 /* A pooled connection: the public StoreConn first, then our statements. */
 typedef struct StoreConnImpl {
@@ -31,6 +36,7 @@ typedef struct StoreConnImpl {
   sqlite3_stmt *pDataVersion;   /* PRAGMA data_version */
   sqlite3_stmt *pSig;           /* zSigSql */
   sqlite3_stmt *pFingerprint;   /* schemaFingerprintSql() */
+  sqlite3_stmt *pLogScan;       /* zLogScanSql */
   sqlite3_stmt *pBegin;         /* BEGIN: a reader's one snapshot per call */
   sqlite3_stmt *pCommit;        /* COMMIT: ends it (keeps temp-table writes) */
   sqlite3_int64 iMmap;          /* mmap_size storeConfigure set; 0 = none */

@@ -900,6 +900,132 @@ START_TEST(test_schema_reload_on_foreign_commit) {
 }
 END_TEST
 
+static void writeRaw(Store *p, const char *zSql, int bSchema);
+
+/* As a Mentat transactor in another process commits: zSql (which may name
+** the new tx as TX), the tx's :db/txInstant in the log, and the tx mark
+** moved past the new tx. */
+static void foreignTx(sqlite3 *raw, const char *zSql) {
+  sqlite3_int64 t = qInt(raw, "SELECT idx FROM known_parts WHERE part = ':db.part/tx'");
+  char *zTx = sqlite3_mprintf("%lld", t);
+  char *zBody = NULL, *zAll;
+  /* TX -> the id, in a copy of zSql. */
+  sqlite3_str *pStr = sqlite3_str_new(NULL);
+  for (const char *z = zSql; *z; z++) {
+    if (strncmp(z, "TX", 2) == 0) {
+      sqlite3_str_appendall(pStr, zTx);
+      z++;
+    } else {
+      sqlite3_str_appendchar(pStr, 1, *z);
+    }
+  }
+  zBody = sqlite3_str_finish(pStr);
+  zAll = sqlite3_mprintf(
+      "BEGIN IMMEDIATE; %s;"
+      " INSERT INTO timelined_transactions (e, a, v, tx, added, value_type_tag)"
+      " VALUES (%lld, 3, 1767225600000, %lld, 1, 4);"
+      " UPDATE known_parts SET idx = %lld WHERE part = ':db.part/tx'; COMMIT",
+      zBody, t, t, t + 1);
+  exec(raw, zAll);
+  sqlite3_free(zAll);
+  sqlite3_free(zBody);
+  sqlite3_free(zTx);
+}
+
+/* A reader's schema after revalidation, and whether it read the
+** fingerprint to get it (1) or the log explained the commits (0). */
+static Schema *readSchema(Store *p, int *pbFingerprint) {
+  StoreConn *pC = NULL;
+  Schema *pS = NULL;
+  char *zErr = NULL;
+  int n0 = storeFingerprintCount();
+  ck_assert_int_eq(storeReader(p, &pC, &pS, &zErr), SQLITE_OK);
+  storeReaderDone(p, pC);
+  *pbFingerprint = storeFingerprintCount() - n0;
+  sqlite3_free(zErr);
+  return pS;
+}
+
+/* Another Mentat process's commits are explained by the log rows they
+** appended (no fingerprint read) unless one of them changes the schema or
+** the tx mark moved without them; the answer is right either way. */
+START_TEST(test_log_explains_foreign_commit) {
+  const char *zPath = tuTempPath("logscan.db");
+  char zCopy[256];
+  snprintf(zCopy, sizeof zCopy, "%s", zPath);
+  Store *p = acquire(zCopy);
+  sqlite3 *raw = NULL;
+  Schema *pS0, *pS;
+  int bFp = -1;
+  ck_assert_int_eq(sqlite3_open(zCopy, &raw), SQLITE_OK);
+  exec(raw, "PRAGMA busy_timeout = 5000");
+  /* An attribute :x/y (string, cardinality many), installed by a foreign
+  ** transaction: schema datoms in the log, so it is not explained. */
+  foreignTx(raw, "INSERT INTO idents VALUES (65536, 1, ':x/y', 13);"
+                 " INSERT INTO schema VALUES (65536, 7, 27, 0), (65536, 8, 34, 0);"
+                 " INSERT INTO timelined_transactions (e, a, v, tx, added, value_type_tag)"
+                 " VALUES (65536, 1, ':x/y', TX, 1, 13), (65536, 7, 27, TX, 1, 0),"
+                 " (65536, 8, 34, TX, 1, 0)");
+  pS0 = readSchema(p, &bFp);
+  ck_assert_int_eq(bFp, 1);
+  ck_assert_int_eq(schemaAttr(pS0, 65536)->bMany, 1);
+
+  /* Three data transactions: explained by their log rows. */
+  for (int i = 0; i < 3; i++) {
+    foreignTx(raw, "INSERT INTO datoms (e, a, v, tx, value_type_tag)"
+                   " VALUES (65537 + TX % 1000, 65536, 'v', TX, 10);"
+                   " INSERT INTO timelined_transactions (e, a, v, tx, added, value_type_tag)"
+                   " VALUES (65537 + TX % 1000, 65536, 'v', TX, 1, 10)");
+  }
+  pS = readSchema(p, &bFp);
+  ck_assert_int_eq(bFp, 0);
+  ck_assert_ptr_eq(pS, pS0);
+  schemaUnref(pS);
+
+  /* An in-place alteration with its log rows (counts and rowids of the
+  ** mirrors unchanged): the log shows a schema datom, the full check runs
+  ** and reloads. */
+  foreignTx(raw, "UPDATE schema SET v = 33 WHERE e = 65536 AND a = 8;"
+                 " INSERT INTO timelined_transactions (e, a, v, tx, added, value_type_tag)"
+                 " VALUES (65536, 8, 34, TX, 0, 0), (65536, 8, 33, TX, 1, 0)");
+  pS = readSchema(p, &bFp);
+  ck_assert_int_eq(bFp, 1);
+  ck_assert_int_eq(schemaAttr(pS, 65536)->bMany, 0);
+  schemaUnref(pS0);
+  pS0 = pS;
+
+  /* The mark moved with no log rows (a raw edit): not explained. */
+  exec(raw, "UPDATE schema SET v = 34 WHERE e = 65536 AND a = 8;"
+            "UPDATE known_parts SET idx = idx + 1 WHERE part = ':db.part/tx'");
+  pS = readSchema(p, &bFp);
+  ck_assert_int_eq(bFp, 1);
+  ck_assert_int_eq(schemaAttr(pS, 65536)->bMany, 1);
+  schemaUnref(pS0);
+  pS0 = pS;
+
+  /* More log rows than the scan takes: the full check, same schema. */
+  foreignTx(raw, "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n"
+                 " WHERE i < 5000) INSERT INTO timelined_transactions"
+                 " (e, a, v, tx, added, value_type_tag) SELECT 70000 + i, 65536, 'w', TX, 1, 10"
+                 " FROM n");
+  pS = readSchema(p, &bFp);
+  ck_assert_int_eq(bFp, 1);
+  ck_assert_ptr_eq(pS, pS0);
+  schemaUnref(pS);
+
+  /* Our own writer's commit is known without either. */
+  writeRaw(p, "INSERT INTO datoms (e, a, v, tx, value_type_tag) VALUES (80000, 65536, 'z', 1, 10)", 0);
+  pS = readSchema(p, &bFp);
+  ck_assert_int_eq(bFp, 0);
+  ck_assert_ptr_eq(pS, pS0);
+  schemaUnref(pS);
+
+  schemaUnref(pS0);
+  sqlite3_close(raw);
+  storeRelease(p);
+}
+END_TEST
+
 START_TEST(test_write_publishes_schema_and_rolls_back) {
   const char *zPath = tuTempPath("write.db");
   char zCopy[256];
@@ -1333,6 +1459,7 @@ static Suite *storeSuite(void) {
   tcase_add_test(tc, test_replaced_file_is_new_store);
   tcase_add_test(tc, test_cache_disabled_and_lru);
   tcase_add_test(tc, test_schema_reload_on_foreign_commit);
+  tcase_add_test(tc, test_log_explains_foreign_commit);
   tcase_add_test(tc, test_write_publishes_schema_and_rolls_back);
   tcase_add_test(tc, test_tune_indexes_and_stats);
   tcase_add_test(tc, test_write_busy);
