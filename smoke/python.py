@@ -106,14 +106,23 @@ def core(con, db):
     return ann
 
 
-def child(db):
-    """The second process: adds an attribute and an entity using it."""
+def child(db, tx=None):
+    """The second process: adds an attribute and an entity using it, or transacts tx."""
     con = connect()
+    if tx is not None:
+        print(json.dumps(json.loads(one(con, 'SELECT edn_t(?, ?)', (db, tx)))['tempids']))
+        return 0
     one(con, 'SELECT edn_t(?, ?)', (db, '[{:db/ident :q/color :db/valueType :db.type/string '
                                         ':db/cardinality :db.cardinality/one}]'))
     r = json.loads(one(con, 'SELECT edn_t(?, ?)', (db, '[{:db/id "c" :q/color "red"}]')))
     print(json.dumps(r['tempids']))
     return 0
+
+
+def in_child(db, tx):
+    p = subprocess.run([sys.executable, os.path.abspath(__file__), EXT, '--child', db, tx],
+                       capture_output=True, text=True, timeout=60)
+    check('second process ran %s' % tx[:40], (p.returncode, p.stderr.strip()[-200:]), (0, ''))
 
 
 def two_processes(con, db, ann):
@@ -130,6 +139,17 @@ def two_processes(con, db, ann):
     mine = r['tempids']['e']
     check('no entid reused', len({ann, before, theirs, mine}), 4)
     check('entids keep increasing', before < theirs < mine, True)
+    # Their data-only commit is seen (the schema check takes it from the log rows it added)...
+    in_child(db, '[{:db/id "g" :q/color "green"}]')
+    check('their data visible', sorted(r[0] for r in con.execute(
+        'SELECT c0 FROM edn_q(?, ?)', (db, '[:find ?c :where [_ :q/color ?c]]'))), ['blue', 'green', 'red'])
+    # ...and so is their alteration of an attribute (the mirror's row count unchanged): our
+    # transactor must now keep a second color instead of replacing the first.
+    in_child(db, '[{:db/id :q/color :db/cardinality :db.cardinality/many}]')
+    one(con, 'SELECT edn_t(?, ?)', (db, '[[:db/add %d :q/color "teal"]]' % mine))
+    check('their alteration seen by our transactor', json.loads(one(con, 'SELECT edn_q(?, ?, ?)', (
+        db, '[:find [?c ...] :in $ ?e :where [?e :q/color ?c]]', json.dumps({'inputs': [mine]}))))['result'],
+        ['blue', 'teal'])
 
 
 def open_files(con, db):
@@ -283,7 +303,7 @@ def main():
     if EXT.endswith('.so'):
         EXT = EXT[:-3]
     if len(sys.argv) > 3 and sys.argv[2] == '--child':
-        return child(sys.argv[3])
+        return child(sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None)
     if not hasattr(sqlite3.Connection, 'enable_load_extension'):
         print('SKIP: this Python was built without extension loading (use /usr/bin/python3)')
         return 0
