@@ -24,6 +24,7 @@ typedef struct StoreSig {
   sqlite3_int64 iMark;
   sqlite3_int64 a[4];
   sqlite3_int64 iLogMax;        /* largest rowid of the log; not compared */
+  sqlite3_int64 iLogMaxTx;      /* the tx of that row; not compared */
 } StoreSig;
 
 /* At most this many log rows since the known state are scanned to explain
@@ -98,7 +99,8 @@ void storeSetKnown(Store *p, const StoreSig *pSig);
 /* Publishes pNew (read at tx mark iMark) unless a newer one is published. */
 void storePublish(Store *p, Schema *pNew, sqlite3_int64 iMark);
 /* Makes the published schema current for pConn's next statement. */
-int storeRevalidate(Store *p, StoreConn *pConn, int bInTx, char **pzErr);
+int storeRevalidate(Store *p, StoreConn *pConn, int bInTx, int bLatest, Schema **ppOwn,
+                    char **pzErr);
 /* Resets pConn's busy statements and ends any open transaction. */
 void storeConnQuiesce(StoreConn *pConn);
 /* storeTune on the writer (write mutex held, or the Store not yet shared). */

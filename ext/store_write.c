@@ -132,7 +132,7 @@ int storeWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzEr
                                     sqlite3_errmsg(pConn->db)));
     goto cleanup;
   }
-  rc = storeRevalidate(p, pConn, 1, pzErr);
+  rc = storeRevalidate(p, pConn, 1, 1, NULL, pzErr);
   if (rc != SQLITE_OK) {
     sqlite3_exec(pConn->db, "ROLLBACK", NULL, NULL, NULL);
     goto cleanup;

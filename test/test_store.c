@@ -1013,6 +1013,43 @@ START_TEST(test_log_explains_foreign_commit) {
   ck_assert_ptr_eq(pS, pS0);
   schemaUnref(pS);
 
+  /* The log's last row deleted and its rowid reused by a foreign
+  ** alteration's schema datom, the rows after it innocent: the known last
+  ** row's tx has changed, so not explained. */
+  exec(raw, "DELETE FROM timelined_transactions WHERE rowid = (SELECT max(rowid) FROM"
+            " timelined_transactions)");
+  foreignTx(raw, "UPDATE schema SET v = 33 WHERE e = 65536 AND a = 8;"
+                 " INSERT INTO timelined_transactions (e, a, v, tx, added, value_type_tag)"
+                 " VALUES (65536, 8, 33, TX, 1, 0)");
+  pS = readSchema(p, &bFp);
+  ck_assert_int_eq(bFp, 1);
+  ck_assert_int_eq(schemaAttr(pS, 65536)->bMany, 0);
+  schemaUnref(pS0);
+  pS0 = pS;
+
+  /* A foreign alteration's rows deleted from the end of the log, then a
+  ** foreign data commit reusing their rowids (helper-23's F2): its
+  ** transaction is not the one after the known mark, so not explained. */
+  {
+    sqlite3_int64 iLast = qInt(raw, "SELECT max(rowid) FROM timelined_transactions");
+    char *zDel;
+    pS = readSchema(p, &bFp);                  /* known: the state right now */
+    schemaUnref(pS);
+    foreignTx(raw, "UPDATE schema SET v = 34 WHERE e = 65536 AND a = 8;"
+                   " INSERT INTO timelined_transactions (e, a, v, tx, added, value_type_tag)"
+                   " VALUES (65536, 8, 33, TX, 0, 0), (65536, 8, 34, TX, 1, 0)");
+    zDel = sqlite3_mprintf("DELETE FROM timelined_transactions WHERE rowid > %lld", iLast);
+    exec(raw, zDel);
+    sqlite3_free(zDel);
+    foreignTx(raw, "INSERT INTO timelined_transactions (e, a, v, tx, added, value_type_tag)"
+                   " VALUES (65599, 65536, 'q', TX, 1, 10)");
+    pS = readSchema(p, &bFp);
+    ck_assert_int_eq(bFp, 1);
+    ck_assert_int_eq(schemaAttr(pS, 65536)->bMany, 1);
+    schemaUnref(pS0);
+    pS0 = pS;
+  }
+
   /* Our own writer's commit is known without either. */
   writeRaw(p, "INSERT INTO datoms (e, a, v, tx, value_type_tag) VALUES (80000, 65536, 'z', 1, 10)", 0);
   pS = readSchema(p, &bFp);
@@ -1023,6 +1060,72 @@ START_TEST(test_log_explains_foreign_commit) {
   schemaUnref(pS0);
   sqlite3_close(raw);
   storeRelease(p);
+}
+END_TEST
+
+/* Copies database zFrom over zTo with SQLite's backup API (as a restore
+** of a backup onto a live store does: same path, same inode). */
+static void backupFile(const char *zFrom, const char *zTo) {
+  sqlite3 *pSrc = NULL, *pDst = NULL;
+  ck_assert_int_eq(sqlite3_open(zFrom, &pSrc), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_open(zTo, &pDst), SQLITE_OK);
+  sqlite3_busy_timeout(pDst, 5000);
+  sqlite3_backup *pB = sqlite3_backup_init(pDst, "main", pSrc, "main");
+  ck_assert_ptr_nonnull(pB);
+  ck_assert_int_eq(sqlite3_backup_step(pB, -1), SQLITE_DONE);
+  ck_assert_int_eq(sqlite3_backup_finish(pB), SQLITE_OK);
+  sqlite3_close(pDst);
+  sqlite3_close(pSrc);
+}
+
+/* An older backup restored over the live file (helper-23's F3): its tx
+** mark is lower than the published schema's, which used to keep the newer
+** schema for good, and the writer then committed by it. Readers use the
+** restored file's schema from their next call, and the writer's next
+** BEGIN IMMEDIATE publishes it. */
+START_TEST(test_restored_backup_schema) {
+  const char *zPath = tuTempPath("restore.db");
+  char zCopy[256], zBak[280];
+  snprintf(zCopy, sizeof zCopy, "%s", zPath);
+  snprintf(zBak, sizeof zBak, "%s.bak", zCopy);
+  remove(zBak);
+  Store *p = acquire(zCopy);
+  StoreConn *pC = NULL;
+  Schema *pS = NULL;
+  char *zErr = NULL;
+  writeRaw(p, "INSERT INTO idents VALUES (65536, 1, ':x/y', 13);"
+              "INSERT INTO schema VALUES (65536, 7, 27, 0), (65536, 8, 33, 0)", 1);
+  backupFile(zCopy, zBak);                      /* :x/y cardinality one */
+  writeRaw(p, "UPDATE schema SET v = 34 WHERE e = 65536 AND a = 8", 1);
+  ck_assert_int_eq(storeReader(p, &pC, &pS, &zErr), SQLITE_OK);
+  ck_assert_int_eq(schemaAttr(pS, 65536)->bMany, 1);
+  storeReaderDone(p, pC);
+  schemaUnref(pS);
+
+  backupFile(zBak, zCopy);                      /* back to cardinality one */
+  for (int i = 0; i < 2; i++) {                 /* and on the next call too */
+    ck_assert_int_eq(storeReader(p, &pC, &pS, &zErr), SQLITE_OK);
+    ck_assert_int_eq(schemaAttr(pS, 65536)->bMany, 0);
+    storeReaderDone(p, pC);
+    schemaUnref(pS);
+  }
+  ck_assert_int_eq(storeWriteBegin(p, &pC, &pS, &zErr), SQLITE_OK);
+  ck_assert_int_eq(schemaAttr(pS, 65536)->bMany, 0);
+  ck_assert_int_eq(storeWriteEnd(p, pC, 0, NULL, &zErr), SQLITE_OK);
+  schemaUnref(pS);
+  /* Published now: a reader's call takes the shared snapshot, no reload. */
+  Schema *pPub = NULL;
+  ck_assert_int_eq(storeReader(p, &pC, &pPub, &zErr), SQLITE_OK);
+  storeReaderDone(p, pC);
+  ck_assert_int_eq(storeReader(p, &pC, &pS, &zErr), SQLITE_OK);
+  storeReaderDone(p, pC);
+  ck_assert_ptr_eq(pS, pPub);
+  ck_assert_int_eq(schemaAttr(pS, 65536)->bMany, 0);
+  schemaUnref(pS);
+  schemaUnref(pPub);
+  storeRelease(p);
+  remove(zBak);
+  sqlite3_free(zErr);
 }
 END_TEST
 
@@ -1460,6 +1563,7 @@ static Suite *storeSuite(void) {
   tcase_add_test(tc, test_cache_disabled_and_lru);
   tcase_add_test(tc, test_schema_reload_on_foreign_commit);
   tcase_add_test(tc, test_log_explains_foreign_commit);
+  tcase_add_test(tc, test_restored_backup_schema);
   tcase_add_test(tc, test_write_publishes_schema_and_rolls_back);
   tcase_add_test(tc, test_tune_indexes_and_stats);
   tcase_add_test(tc, test_write_busy);
