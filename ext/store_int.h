@@ -24,7 +24,6 @@ typedef struct StoreSig {
   sqlite3_int64 iMark;
   sqlite3_int64 a[4];
   sqlite3_int64 iLogMax;        /* largest rowid of the log; not compared */
-  sqlite3_int64 iLogMaxTx;      /* the tx of that row; not compared */
 } StoreSig;
 
 /* At most this many log rows since the known state are scanned to explain
