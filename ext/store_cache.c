@@ -39,10 +39,10 @@
 ** since the known state are contiguous, hold no such datom and every
 ** transaction from the known mark to the new one (and the known last row
 ** is still one from before the known mark, so no deleted row's rowid was
-** reused), the schema is unchanged: a scan of
-** those few rows replaces the fingerprint, which reads every ident and
-** schema row (~170k instructions at bench s): a point lookup right after
-** another process's commit went 73 -> 58 us (plain SQLite: 28 us). A mark
+** reused), the schema is unchanged: a scan of those few rows replaces the
+** fingerprint, which reads every ident and schema row (~170k instructions
+** at bench s): a point lookup right after another process's commit went
+** 61-64 -> 52 us (plain SQLite: 27-28 us). A mark
 ** bumped with no log rows (a raw edit) or more than STORE_LOG_SCAN_MAX new
 ** rows takes the full check. What neither way sees: an edit made outside
 ** Mentat that rewrites mirror rows in place and neither logs nor moves the
