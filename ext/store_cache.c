@@ -831,6 +831,7 @@ int storeReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
   }
   if (pOwn) {
     *ppSchema = pOwn;
+    storeWriterRecheck(p);
   } else {
     pthread_mutex_lock(&p->mutex);
     *ppSchema = p->pSchema;

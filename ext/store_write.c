@@ -115,6 +115,19 @@ void storeTuneWriter(Store *p, int bCheckIndexes) {
   schemaUnref(pNew);
 }
 
+void storeWriterRecheck(Store *p) {
+  sqlite3 *db;
+  if (p->bMemory || pthread_mutex_trylock(&p->writeMutex) != 0) return;
+  db = p->pWriter->db;
+  sqlite3_busy_timeout(db, 0);
+  if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK) {
+    storeRevalidate(p, p->pWriter, 1, 1, NULL, NULL);
+    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+  }
+  sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
+  pthread_mutex_unlock(&p->writeMutex);
+}
+
 int storeWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
   StoreConn *pConn = p->pWriter;
   int rc;

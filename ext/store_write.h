@@ -24,6 +24,16 @@ void storeWriteNoteDatoms(Store *p, sqlite3_int64 iMaxRowid, int nInserted);
 ** managed indexes. Never fails: tuning is an optimisation. */
 void storeTunePending(Store *p);
 
+/* A reader met a state older than the published schema's with another
+** schema (storeRevalidate's ppOwn): a reader that began before a newer
+** publish, or the file gone back (a backup restored over it). The writer's
+** BEGIN IMMEDIATE reads the newest state, so it settles which and, for a
+** file gone back, publishes the restored schema: without it, a process
+** that only reads would reload the schema on every call until its tx mark
+** passed the old one. Skipped, to be retried by a later call, when a write
+** is in progress in this process or another holds the write lock. */
+void storeWriterRecheck(Store *p);
+
 /* The datoms count from which storeTune acts (store_index.c). */
 sqlite3_int64 storeTuneMinDatoms(void);
 
