@@ -321,13 +321,13 @@ static void storeRewind(Store *p, Schema *pNew, const StoreSig *pSig) {
 }
 
 /* Makes sure the published schema is at least as new as what pConn's next
-** statement will see (see HOW IT WORKS). bInTx: pConn is already inside a
-** transaction. bLatest: that transaction holds the write lock (the writer
-** after BEGIN IMMEDIATE), so it reads the newest state there is. ppOwn
-** (readers): set, with a reference, when this snapshot's schema differs
-** from the published one and is older; the call then uses it. */
-int storeRevalidate(Store *p, StoreConn *pConn, int bInTx, int bLatest, Schema **ppOwn,
-                    char **pzErr) {
+** statement will see (see HOW IT WORKS). pConn is inside the transaction
+** whose snapshot that statement reads. bLatest: the transaction holds the
+** write lock (the writer after BEGIN IMMEDIATE), so it reads the newest
+** state there is. ppOwn (readers): set, with a reference, when this
+** snapshot's schema differs from the published one and is older; the call
+** then uses it. */
+int storeRevalidate(Store *p, StoreConn *pConn, int bLatest, Schema **ppOwn, char **pzErr) {
   StoreConnImpl *pImpl = (StoreConnImpl *)pConn;
   sqlite3 *db = pConn->db;
   sqlite3_int64 iVersion = 0, iMark;
@@ -336,19 +336,13 @@ int storeRevalidate(Store *p, StoreConn *pConn, int bInTx, int bLatest, Schema *
   StoreSig sig;
   StoreSig known;
   Schema *pNew = NULL;
-  int bBegun = 0, bSame, bKnown;
+  int bSame, bKnown;
   int rc;
 
   if (p->bMemory) return SQLITE_OK;      /* one connection: nobody else commits */
   rc = storeStepInt(pImpl->pDataVersion, &iVersion);
   if (rc != SQLITE_OK || iVersion == pConn->iDataVersion) goto cleanup;
 
-  if (!bInTx) {
-    /* One snapshot for the mark, the fingerprint and any reload. */
-    rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
-    if (rc != SQLITE_OK) goto cleanup;
-    bBegun = 1;
-  }
   rc = storeReadSig(pImpl, &sig);
   if (rc != SQLITE_OK) goto cleanup;
   iMark = sig.iMark;
@@ -383,25 +377,26 @@ int storeRevalidate(Store *p, StoreConn *pConn, int bInTx, int bLatest, Schema *
     iMarkPub = p->iSchemaMark;
     pthread_mutex_unlock(&p->mutex);
 
-    if (fp != fpPub && (iMark >= iMarkPub || bLatest)) {
+    if (fp != fpPub && (iMark >= iMarkPub || bLatest || ppOwn)) {
       rc = schemaLoad(db, &pNew, pzErr);
       if (rc != SQLITE_OK) goto cleanup;
-      /* The newest state with a lower mark than the published schema's:
-      ** the file went back (helper-23's F3), not a slow reader. */
-      if (iMark >= iMarkPub) storePublish(p, pNew, iMark);
-      else storeRewind(p, pNew, &sig);
-    } else if (fp != fpPub && ppOwn) {
-      /* A snapshot older than the published schema's state: a newer one was
-      ** published while this call began, or the file went back. Either way
-      ** this call reads this snapshot, so it gets this snapshot's schema,
-      ** unpublished, and the connection does not note the version: its
-      ** next call checks again (until the writer's next BEGIN IMMEDIATE,
-      ** which sees the newest state, publishes the right one). */
-      rc = schemaLoad(db, &pNew, pzErr);
-      if (rc != SQLITE_OK) goto cleanup;
-      *ppOwn = pNew;
-      pNew = NULL;
-      goto cleanup;
+      if (iMark >= iMarkPub) {
+        storePublish(p, pNew, iMark);
+      } else if (bLatest) {
+        /* The newest state with a lower mark than the published schema's:
+        ** the file went back (helper-23's F3), not a slow reader. */
+        storeRewind(p, pNew, &sig);
+      } else {
+        /* A snapshot older than the published schema's state: a newer one
+        ** was published while this call began, or the file went back.
+        ** Either way this call reads this snapshot, so it gets this
+        ** snapshot's schema, unpublished, and the connection does not note
+        ** the version: its next call checks again (storeWriterRecheck has
+        ** the writer, which sees the newest state, settle which). */
+        *ppOwn = pNew;
+        pNew = NULL;
+        goto cleanup;
+      }
     }
     pthread_mutex_lock(&p->mutex);
     if (fp == schemaFingerprintOf(p->pSchema)) storeSetKnown(p, &sig);
@@ -410,7 +405,6 @@ int storeRevalidate(Store *p, StoreConn *pConn, int bInTx, int bLatest, Schema *
   pConn->iDataVersion = iVersion;
 
 cleanup:
-  if (bBegun) sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
   if (rc != SQLITE_OK && pzErr && *pzErr == NULL) {
     *pzErr = sqlite3_mprintf("cannot read store %s: %s", p->zPath, sqlite3_errmsg(db));
   }
@@ -761,7 +755,7 @@ static int storeReaderBegin(Store *p, StoreConn *pConn, Schema **ppOwn, char **p
                                     sqlite3_errmsg(pConn->db)));
     return rc == SQLITE_ROW ? SQLITE_ERROR : rc;
   }
-  rc = storeRevalidate(p, pConn, 1, 0, ppOwn, pzErr);
+  rc = storeRevalidate(p, pConn, 0, ppOwn, pzErr);
   pImpl->mChanged = (pImpl->mChanged << 1) | (iSeen >= 0 && pConn->iDataVersion != iSeen);
   return rc;
 }

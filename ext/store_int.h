@@ -98,8 +98,7 @@ void storeSetKnown(Store *p, const StoreSig *pSig);
 /* Publishes pNew (read at tx mark iMark) unless a newer one is published. */
 void storePublish(Store *p, Schema *pNew, sqlite3_int64 iMark);
 /* Makes the published schema current for pConn's next statement. */
-int storeRevalidate(Store *p, StoreConn *pConn, int bInTx, int bLatest, Schema **ppOwn,
-                    char **pzErr);
+int storeRevalidate(Store *p, StoreConn *pConn, int bLatest, Schema **ppOwn, char **pzErr);
 /* Resets pConn's busy statements and ends any open transaction. */
 void storeConnQuiesce(StoreConn *pConn);
 /* storeTune on the writer (write mutex held, or the Store not yet shared). */

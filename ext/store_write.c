@@ -121,7 +121,7 @@ void storeWriterRecheck(Store *p) {
   db = p->pWriter->db;
   sqlite3_busy_timeout(db, 0);
   if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK) {
-    storeRevalidate(p, p->pWriter, 1, 1, NULL, NULL);
+    storeRevalidate(p, p->pWriter, 1, NULL, NULL);
     sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
   }
   sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
@@ -145,7 +145,7 @@ int storeWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzEr
                                     sqlite3_errmsg(pConn->db)));
     goto cleanup;
   }
-  rc = storeRevalidate(p, pConn, 1, 1, NULL, pzErr);
+  rc = storeRevalidate(p, pConn, 1, NULL, pzErr);
   if (rc != SQLITE_OK) {
     sqlite3_exec(pConn->db, "ROLLBACK", NULL, NULL, NULL);
     goto cleanup;
