@@ -31,8 +31,8 @@ import subprocess
 import sys
 import time
 
-from common import connect, load_state, percentile, write_json
-from run import PL_Q, attr_ids
+from common import connect, load_state, percentile, time_call, write_json
+from run import PL_Q, attr_ids, point_lookup_sql
 
 
 def point_lookup(con, db, u):
@@ -45,15 +45,11 @@ def point_lookup(con, db, u):
 def long_lived_writer(ext, scale, out, con, db, nusers, rounds=200):
     """p50s of point_lookup (ours and the hand SQL) right after a long-lived writer process
     committed, and after a no-op round trip to it."""
-    A = attr_ids(db)
     raw = sqlite3.connect(db, isolation_level=None)
-    sql = ('SELECT d1.e, d2.v FROM datoms d1 CROSS JOIN datoms d2 ON d2.e = d1.e AND d2.a = %d '
-           'WHERE d1.a = %d AND d1.v = ?' % (A[':user/name'], A[':user/email']))
+    sql = point_lookup_sql(attr_ids(db))
 
     def hand(u):
-        t0 = time.perf_counter()
-        raw.execute(sql, ('user%d@example.com' % u,)).fetchall()
-        return (time.perf_counter() - t0) * 1000.0
+        return time_call(lambda: raw.execute(sql, ('user%d@example.com' % u,)).fetchall())
 
     wp = subprocess.Popen([sys.executable, __file__, ext, scale, out, '--writer-loop'],
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

@@ -180,6 +180,12 @@ def asof_log_sql(A):
                 A[':user/email'], vis('t1')))
 
 
+def point_lookup_sql(A):
+    """point_lookup's hand-written SQL (one parameter: the email), A from attr_ids."""
+    return ('SELECT d1.e, d2.v FROM datoms d1 CROSS JOIN datoms d2 ON d2.e = d1.e AND d2.a = %d '
+            'WHERE d1.a = %d AND d1.v = ?' % (A[':user/name'], A[':user/email']))
+
+
 def scenarios(db, st, exp, rnd):
     """Each: name, query (None: pull), opts factory, input generator, baseline candidates
     [(label, sql factory(x) -> (sql, args))]."""
@@ -192,8 +198,7 @@ def scenarios(db, st, exp, rnd):
     def email():
         return 'user%d@example.com' % rnd.randrange(nu)
 
-    pl = ('SELECT d1.e, d2.v FROM datoms d1 CROSS JOIN datoms d2 ON d2.e = d1.e AND d2.a = %d '
-          'WHERE d1.a = %d AND d1.v = ?' % (nm, em))
+    pl = point_lookup_sql(A)
     rt = ('SELECT d2.e, d3.v, d4.v FROM datoms d1 CROSS JOIN datoms d2 ON d2.a = %d AND d2.v = +d1.e '
           'CROSS JOIN datoms d3 ON d3.e = d2.e AND d3.a = %d CROSS JOIN datoms d4 ON d4.e = d2.e AND d4.a = %d '
           'WHERE d1.a = %d AND d1.v = ?' % (asg, ti, sta, em))
