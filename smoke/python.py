@@ -119,17 +119,18 @@ def child(db, tx=None):
     return 0
 
 
-def in_child(db, tx):
-    p = subprocess.run([sys.executable, os.path.abspath(__file__), EXT, '--child', db, tx],
-                       capture_output=True, text=True, timeout=60)
-    check('second process ran %s' % tx[:40], (p.returncode, p.stderr.strip()[-200:]), (0, ''))
+def in_child(db, tx=None):
+    """Runs child() in a second process; checks it succeeded and returns its result."""
+    p = subprocess.run([sys.executable, os.path.abspath(__file__), EXT, '--child', db]
+                       + ([] if tx is None else [tx]), capture_output=True, text=True, timeout=60)
+    check('second process ran' + ('' if tx is None else ' ' + tx[:40]),
+          (p.returncode, p.stderr.strip()[-200:]), (0, ''))
+    return p
 
 
 def two_processes(con, db, ann):
     before = json.loads(one(con, 'SELECT edn_t(?, ?)', (db, '[{:db/id "d" :p/name "Dee"}]')))['tempids']['d']
-    p = subprocess.run([sys.executable, os.path.abspath(__file__), EXT, '--child', db],
-                       capture_output=True, text=True, timeout=60)
-    check('second process ran', (p.returncode, p.stderr.strip()[-200:]), (0, ''))
+    p = in_child(db)
     theirs = json.loads(p.stdout.strip().splitlines()[-1])['c'] if p.returncode == 0 else -1
     # The first process's cached store must see the new attribute and data...
     check('their attribute visible to queries', one(con, 'SELECT c0 FROM edn_q(?, ?)',
