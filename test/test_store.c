@@ -950,9 +950,8 @@ static Schema *readSchema(Store *p, int *pbFingerprint) {
 ** appended (no fingerprint read) unless one of them changes the schema or
 ** the tx mark moved without them; the answer is right either way. */
 START_TEST(test_log_explains_foreign_commit) {
-  const char *zPath = tuTempPath("logscan.db");
   char zCopy[256];
-  snprintf(zCopy, sizeof zCopy, "%s", zPath);
+  snprintf(zCopy, sizeof zCopy, "%s", tuTempPath("logscan.db"));
   Store *p = acquire(zCopy);
   sqlite3 *raw = NULL;
   Schema *pS0, *pS;
@@ -1084,9 +1083,8 @@ static void backupFile(const char *zFrom, const char *zTo) {
 ** restored file's schema from their next call, and the writer's next
 ** BEGIN IMMEDIATE publishes it. */
 START_TEST(test_restored_backup_schema) {
-  const char *zPath = tuTempPath("restore.db");
   char zCopy[256], zBak[280];
-  snprintf(zCopy, sizeof zCopy, "%s", zPath);
+  snprintf(zCopy, sizeof zCopy, "%s", tuTempPath("restore.db"));
   snprintf(zBak, sizeof zBak, "%s.bak", zCopy);
   remove(zBak);
   Store *p = acquire(zCopy);
