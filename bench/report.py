@@ -203,6 +203,17 @@ def main():
           '**%.0f datoms/s** (target at s ≥ 150,000: %s).' % (
               res['load_datoms'], res['load_seconds'], res['bulk_datoms_per_s'],
               'pass' if res['bulk_datoms_per_s'] >= 150000 else 'miss'))
+        ls = load(out, 'load-sql-%s.json' % s)
+        if ls:
+            w('Hand-written SQL inserting the same issues\' rows into the format\'s tables (load_sql.py; rows '
+              'built before the timer, the same cache and synchronous=FULL): %.0f datoms/s, so ours/SQL '
+              'time per datom **%.2f**%s.' % (
+                  ls['datoms_per_s'], ls['datoms_per_s'] / res['bulk_datoms_per_s'],
+                  '' if ls['check'] == 'ok' else ' (CHECK FAILED: %s)' % ls['check']))
+            rows_csv.append([s, 'bulk_load', 'sql_datoms_per_s', '%.1f' % ls['datoms_per_s'], '', '',
+                             ls['issue_datoms']])
+            if ls['check'] != 'ok' and s == scale:
+                failed.append('load_sql %s: %s' % (s, ls['check']))
         dsr = ds_by_scale.get(s)
         if dsr:
             w('DataScript %s (%s) loaded the same data in %.1f s (%.0f datoms/s).' % (
@@ -212,15 +223,20 @@ def main():
         tr = [(k, load(out, 'transact-%s-%s.json' % (s, k))) for k in ('FULL', 'NORMAL')]
         if any(t for _, t in tr):
             w('')
-            w('| transact_one | txs | tx/s | p50 / p95 / p99 ms | target | result |')
-            w('|---|---|---|---|---|---|')
+            w('| transact_one | txs | tx/s | p50 / p95 / p99 ms | hand SQL tx/s | SQL p50 ms | ours/SQL | '
+              'raw one-row commit tx/s | target | result |')
+            w('|---|---|---|---|---|---|---|---|---|---|')
             for k, t in tr:
                 if not t:
                     continue
                 tg = 1500 if k == 'FULL' else 10000
-                w('| synchronous=%s | %d | %.0f | %s / %s / %s | ≥ %d tx/s | %s |' % (
-                    k, t['txs'], t['tx_per_s'], f(t['p50_ms']), f(t['p95_ms']), f(t['p99_ms']), tg,
-                    'pass' if t['tx_per_s'] >= tg else 'miss'))
+                q = t.get('sql') or {}
+                w('| synchronous=%s | %d | %.0f | %s / %s / %s | %s | %s | %s | %s | ≥ %d tx/s | %s |' % (
+                    k, t['txs'], t['tx_per_s'], f(t['p50_ms']), f(t['p95_ms']), f(t['p99_ms']),
+                    '%.0f' % q['tx_per_s'] if q else '', f(q['p50_ms']) if q else '',
+                    '%.2f' % t['ratio'] if 'ratio' in t else '',
+                    '%.0f' % t['raw_sqlite_one_row_tx_per_s'] if 'raw_sqlite_one_row_tx_per_s' in t else '',
+                    tg, 'pass' if t['tx_per_s'] >= tg else 'miss'))
                 rows_csv.append([s, 'transact_one', k, '%.4f' % t['p50_ms'], '%.4f' % t['p95_ms'],
                                  '%.4f' % t['p99_ms'], t['txs']])
         th = [load(out, 'threads-%s-%d.json' % (s, k)) for k in (1, 2)]
@@ -301,6 +317,10 @@ def main():
             cm = []
         w('- baselines return ours rows: %s' % ('yes' if not res.get('problems') else
                                                'NO: ' + '; '.join(res['problems'])))
+        ls = load(out, 'load-sql-%s.json' % s)
+        if ls:
+            w('- the hand-written SQL load\'s log holds as many datoms as ours\' initial load (%s): %s' % (
+                ls['ours_load_datoms'], ls['check']))
         if dsr:
             w('- DataScript answers: %s' % ('all pass' if not dsr['checks_failed'] else
                                             'FAILED: ' + '; '.join(dsr['checks_failed'])))

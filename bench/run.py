@@ -528,7 +528,7 @@ def fresh_load(ext, scale, out, P, exp, db):
     # a new store: the later steps' outputs of an earlier run at this scale are stale now
     for name in [P['writes'], P['results'], P['state']] + [os.path.join(out, x % scale) for x in (
             'transact-%s-FULL.json', 'transact-%s-NORMAL.json', 'threads-%s-1.json', 'threads-%s-2.json',
-            'mixed-%s.json', 'open-%s.json') + (() if os.environ.get('KEEP_DS') else ('ds-%s.json',))]:
+            'mixed-%s.json', 'open-%s.json', 'load-sql-%s.json') + (() if os.environ.get('KEEP_DS') else ('ds-%s.json',))]:
         if os.path.exists(name):
             os.unlink(name)
     con = connect(ext)
