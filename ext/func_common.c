@@ -193,6 +193,12 @@ void funcWatchInstall(sqlite3 *pStoreDb) {
   sqlite3_progress_handler(pStoreDb, FUNC_WATCH_OPS, funcWatchCheck, NULL);
 }
 
+void funcWatchPause(FuncWatch *pWatch, int bPause) {
+  if (pWatch->pStoreDb == NULL || !FUNC_HAS_PROGRESS) return;
+  if (bPause) sqlite3_progress_handler(pWatch->pStoreDb, 0, NULL, NULL);
+  else sqlite3_progress_handler(pWatch->pStoreDb, FUNC_WATCH_OPS, funcWatchCheck, pWatch);
+}
+
 int funcWatchInterrupted(FuncWatch *pWatch) {
   return funcWatchProbe(pWatch);
 }

@@ -81,6 +81,12 @@ void funcWatchBegin(FuncWatch *pWatch, sqlite3 *host, sqlite3 *pStoreDb);
 void funcWatchEnd(FuncWatch *pWatch);
 /* True when the host connection of a begun watch has been interrupted. */
 int funcWatchInterrupted(FuncWatch *pWatch);
+/* Switches a reader watch's polling off (bPause) or back on. Off while
+** another thread (a writer setting a cursor's rest aside, B25) runs the
+** reader's statement: a probe steps the host connection, whose own thread
+** may be the one waiting for that other thread. No-op where the host's
+** SQLite has no progress handler. */
+void funcWatchPause(FuncWatch *pWatch, int bPause);
 /* The store connection hook's part: the handler serving thread watches. */
 void funcWatchInstall(sqlite3 *pStoreDb);
 

@@ -13,6 +13,7 @@
 ** qRunClose() resets the statement so no read snapshot outlives the run.
 */
 #include <string.h>
+#include <time.h>
 #include "query_compile.h"
 #include "pull.h"
 
@@ -39,8 +40,10 @@ struct QueryRun {
   int bTime;             /* time applies to pulls */
   int bTimeInst;         /* time's tx is still timeInst, to resolve */
   EdnValue timeInst;     /* copy of the opts' instant (only type, u.i read) */
-  /* After qRunSpill: pStmt reads the rest of the result from pSpillDb. */
+  /* After qRunSpill: pStmt reads the rest of the result from pSpillDb;
+  ** after a partial copy the store statement waits in pRest. */
   sqlite3 *pSpillDb;     /* private temporary database, or NULL */
+  sqlite3_stmt *pRest;   /* store statement after the copied rows, or NULL */
   int *aSpillPull;       /* per find element: spill column of its pull JSON */
   int rcSpill;           /* the store statement's error after the rows, if any */
   char *zSpillErr;
@@ -460,9 +463,29 @@ cleanup:
   return rc;
 }
 
+/* A partial copy is used up: back on the store statement, whose current
+** row is the last one copied. */
+static void qSpillEnd(QueryRun *p) {
+  sqlite3_finalize(p->pStmt);
+  sqlite3_close_v2(p->pSpillDb);
+  sqlite3_free(p->aSpillPull);
+  p->aSpillPull = NULL;
+  p->pSpillDb = NULL;
+  p->pStmt = p->pRest;
+  p->pRest = NULL;
+}
+
 int qRunStep(QueryRun *p, char **pzErr) {
+  int rc;
+  if (p->pRest) {
+    rc = sqlite3_step(p->pStmt);
+    if (rc == SQLITE_ROW) return rc;
+    if (rc == SQLITE_DONE) qSpillEnd(p);
+  }
   /* A failed qRunSpill left the store statement reset: never re-run it. */
-  int rc = (p->rcSpill != SQLITE_OK && p->pSpillDb == NULL) ? SQLITE_DONE : sqlite3_step(p->pStmt);
+  if (p->pRest == NULL) {
+    rc = (p->rcSpill != SQLITE_OK && p->pSpillDb == NULL) ? SQLITE_DONE : sqlite3_step(p->pStmt);
+  }
   if (rc == SQLITE_DONE && p->rcSpill != SQLITE_OK) {
     /* The store statement failed after the rows set aside: as it would
     ** have when streamed, the error comes after them. */
@@ -668,7 +691,8 @@ void qRunClose(QueryRun *p) {
   sqlite3_free(p->zErr);
   if (p->pSpillDb) {
     sqlite3_finalize(p->pStmt);       /* the spill's reader; the plan's is reset */
-    p->pStmt = NULL;
+    p->pStmt = p->pRest;              /* after a partial copy, the plan's */
+    p->pRest = NULL;
     sqlite3_close_v2(p->pSpillDb);
     sqlite3_free(p->aSpillPull);
   }
@@ -715,13 +739,22 @@ static int qSpillRow(QueryRun *p, sqlite3_stmt *pIns, int nStmtCol, char **pzErr
   return rc;
 }
 
-int qRunSpill(QueryRun *p, char **pzErr) {
+/* Monotonic milliseconds, for the spill's budget. */
+static sqlite3_int64 qNowMs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (sqlite3_int64)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int qRunSpill(QueryRun *p, sqlite3_int64 nMaxRows, int nMaxMs, int *pbAll, char **pzErr) {
   sqlite3 *db = NULL;
   sqlite3_stmt *pIns = NULL, *pSel = NULL;
   sqlite3_str *pDdl = NULL, *pDml = NULL;
   char *zDdl = NULL, *zDml = NULL, *zErr = NULL;
-  int nStmtCol, nSpillCol, i, rc, bStepped = 0, rcStore = SQLITE_DONE;
+  int nStmtCol, nSpillCol, i, rc, bStepped = 0, bPartial = 0, rcStore = SQLITE_DONE;
+  sqlite3_int64 nRows = 0, tStart = nMaxMs > 0 ? qNowMs() : 0;
 
+  if (pbAll) *pbAll = p->pRest == NULL;
   if (p->pSpillDb) return SQLITE_OK;
   nStmtCol = sqlite3_column_count(p->pStmt);
   nSpillCol = nStmtCol;
@@ -758,11 +791,17 @@ int qRunSpill(QueryRun *p, char **pzErr) {
   bStepped = 1;
   rc = qSpillRow(p, pIns, nStmtCol, &zErr);
   while (rc == SQLITE_OK) {
+    nRows++;
+    if ((nMaxRows > 0 && nRows >= nMaxRows) ||
+        (nMaxMs > 0 && (nRows & 63) == 0 && qNowMs() - tStart >= nMaxMs)) {
+      bPartial = 1;             /* the store statement stays on this row */
+      break;
+    }
     rcStore = sqlite3_step(p->pStmt);
     if (rcStore != SQLITE_ROW) break;
     rc = qSpillRow(p, pIns, nStmtCol, &zErr);
   }
-  if (rc == SQLITE_OK && rcStore != SQLITE_DONE) {
+  if (rc == SQLITE_OK && !bPartial && rcStore != SQLITE_DONE) {
     /* Kept for after the rows (see qRunStep). */
     p->rcSpill = rcStore;
     p->zSpillErr = sqlite3_mprintf("%s", sqlite3_errmsg(p->pConn->db));
@@ -785,9 +824,17 @@ cleanup:
   sqlite3_free(zDml);
   sqlite3_finalize(pIns);
   /* The store statement holds the snapshot: it ends here either way once
-  ** stepped (its rows are set aside, or lost with an error reported). */
-  if (bStepped) sqlite3_reset(p->pStmt);
-  if (rc == SQLITE_OK) {
+  ** stepped (its rows are set aside, or lost with an error reported),
+  ** unless a partial copy leaves the rest to it. */
+  if (bStepped && (rc != SQLITE_OK || !bPartial)) sqlite3_reset(p->pStmt);
+  if (rc == SQLITE_OK && bPartial) {
+    /* It goes on after the copy, with its bindings (the inputs live as
+    ** long as the run). */
+    p->pRest = p->pStmt;
+    p->pStmt = pSel;
+    p->pSpillDb = db;
+    if (pbAll) *pbAll = 0;
+  } else if (rc == SQLITE_OK) {
     /* qRunClose will finalize the spill reader, not this statement: its
     ** bindings point into the caller's inputs (valueBindStatic), so they
     ** go now, before the inputs can. */

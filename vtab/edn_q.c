@@ -112,6 +112,11 @@ struct EdnqCursor {
 
 #define EDNQ_ROWBUF_MAX 65536
 
+/* The most a writer spends setting one cursor's rest aside (ednqLetGo):
+** ~1-3 µs a row without pull elements, so well under a second. */
+#define EDNQ_SPILL_ROWS 200000
+#define EDNQ_SPILL_MS 100
+
 /* Moves zErr (an internal message, may be NULL) into the vtab's error with
 ** the "edn_q: " prefix; frees the previous message (STYLE: never leak or
 ** overwrite zErrMsg). Returns rc, or SQLITE_NOMEM if even that fails. */
@@ -179,15 +184,22 @@ static void ednqUnlock(EdnqCursor *pCur) {
 ** checkpointed and restarted while the host keeps this cursor open. The
 ** host connection is not touched (its thread may be waiting for our
 ** lock), so the store connection's interrupt polling, which probes the
-** host, is switched off first; the copy is local and short. If the copy
-** cannot start, the cursor keeps its snapshot and streams as before. */
+** host, is paused. The writer has committed and waits on this copy, so it
+** has a budget (EDNQ_SPILL_*): a longer rest (a cross product left open)
+** is only partly copied and the cursor keeps its snapshot, as a reader in
+** another process would; the writer's WAL policy copes with those. If the
+** copy cannot start, the cursor keeps its snapshot and streams as before. */
 static void ednqLetGo(StoreHold *pHold) {
   EdnqCursor *pCur = (EdnqCursor *)((char *)pHold - offsetof(EdnqCursor, hold));
   ednqLock(pCur);
   if (pCur->pRun && !pCur->bEof && pCur->pConn) {
-    sqlite3 *db = pCur->pConn->db;
-    sqlite3_progress_handler(db, 0, NULL, NULL);
-    if (qRunSpill(pCur->pRun, NULL) == SQLITE_OK) storeReaderEndRead(pCur->pStore, pCur->pConn);
+    int bAll = 0;
+    funcWatchPause(&pCur->watch, 1);
+    if (qRunSpill(pCur->pRun, EDNQ_SPILL_ROWS, EDNQ_SPILL_MS, &bAll, NULL) == SQLITE_OK && bAll) {
+      storeReaderEndRead(pCur->pStore, pCur->pConn);
+    } else {
+      funcWatchPause(&pCur->watch, 0);
+    }
   }
   ednqUnlock(pCur);
 }
