@@ -144,31 +144,42 @@ static int txMergeNewIdentities(Tx *p, int *pbChanged) {
 
 /* An explicit entid at or past its partition's mark (the user may name any
 ** entid) moves the mark past it, so a later allocation never hands out an
-** id that already has datoms. The tx partition is left alone: its mark is
-** the next transaction's id. */
-static void txBumpPart(Tx *p, const TxPlace *pPl) {
+** id that already has datoms. The tx partition's mark is the next
+** transaction's id: there only given-out ids (past transactions and this
+** one) can be named, or a later transaction would find its own entity
+** already holding datoms (SPEC §4: entids are never reused), as Mentat
+** refuses unallocated entids. */
+static int txBumpPart(Tx *p, const TxOp *pOp, const TxPlace *pPl) {
   int j;
-  if (pPl->eKind != TXP_ENTID) return;
+  if (pPl->eKind != TXP_ENTID) return SQLITE_OK;
   for (j = 0; j < p->nPart; j++) {
     TxPart *pPart = &p->aPart[j];
-    if (j == p->iPartTx || pPl->e < pPart->iStart || pPl->e > pPart->iEnd) continue;
-    if (pPl->e >= pPart->iIdx && pPl->e < pPart->iEnd) {
+    if (pPl->e < pPart->iStart || pPl->e > pPart->iEnd) continue;
+    if (j == p->iPartTx) {
+      if (pPl->e >= pPart->iIdx) {
+        return txErr(p, pOp->line, pOp->col, "entity %lld is a transaction id not given out yet "
+                     "(this transaction is %lld)", (long long)pPl->e, (long long)p->iTx);
+      }
+    } else if (pPl->e >= pPart->iIdx && pPl->e < pPart->iEnd) {
       pPart->iIdx = pPl->e + 1;
       pPart->bDirty = 1;
     }
   }
+  return SQLITE_OK;
 }
 
 static int txAllocate(Tx *p) {
-  int i, j;
-  for (i = 0; i < p->nOp; i++) {
-    if (p->aOp[i].eOp != TXOP_ADD && p->aOp[i].eOp != TXOP_CAS) continue;  /* retractions add nothing */
-    txBumpPart(p, &p->aOp[i].e);
-    if (p->aOp[i].pAttr && p->aOp[i].pAttr->type == VT_REF) {
-      txBumpPart(p, &p->aOp[i].vRef);
-      txBumpPart(p, &p->aOp[i].vOldRef);
+  int i, j, rc = SQLITE_OK;
+  for (i = 0; i < p->nOp && rc == SQLITE_OK; i++) {
+    TxOp *pOp = &p->aOp[i];
+    if (pOp->eOp != TXOP_ADD && pOp->eOp != TXOP_CAS) continue;  /* retractions add nothing */
+    rc = txBumpPart(p, pOp, &pOp->e);
+    if (rc == SQLITE_OK && pOp->pAttr && pOp->pAttr->type == VT_REF) {
+      rc = txBumpPart(p, pOp, &pOp->vRef);
+      if (rc == SQLITE_OK) rc = txBumpPart(p, pOp, &pOp->vOldRef);
     }
   }
+  if (rc != SQLITE_OK) return rc;
   for (i = 0; i < p->nTemp; i++) {
     if (p->aTemp[i].bEntity) p->aTemp[txTempRoot(p, i)].bEntity = 1;
     if (p->aTemp[i].bRetract) p->aTemp[txTempRoot(p, i)].bRetract = 1;

@@ -517,6 +517,15 @@ START_TEST(test_tx_entity) {
   CHECK_Q("SELECT count(*), v FROM datoms WHERE e = 268435460 AND a = 3", "1|4102542245500000");
   Tfail("[{:db/id \"datomic.tx\" :db/txInstant #inst \"2000-01-01T00:00:00Z\"}]",
         "is earlier than the previous transaction's");
+  /* helper-24: the id two transactions ahead, then two transactions; by hand
+  ** the second of them would have been that entity. Past transactions and
+  ** the running one can be named. */
+  Tfail("[[:db/add 268435462 :tx/note \"squatter\"]]", "entity 268435462 is a transaction id not given out yet");
+  Tok("[[:db/add 268435459 :tx/note \"late note\"] [:db/add 268435461 :tx/note \"own\"]]");
+  Tok("[]");
+  CHECK_Q("SELECT group_concat(e || '=' || v, ',') FROM (SELECT e, v FROM datoms WHERE a = 65547 ORDER BY e)",
+          "268435458=import,268435459=late note,268435461=own");
+  CHECK_Q("SELECT count(*) FROM datoms WHERE e = 268435462 AND a = 3", "1");
   closeStore();
 }
 END_TEST
@@ -789,6 +798,13 @@ static const struct { const char *zEdn, *zWant; } aBad[] = {
   { "[[:db/add :p/tags :db/cardinality :db.cardinality/one] [:db/add [:p/id \"a\"] :p/tags \"u\"]]",
     "cannot change :p/tags to :db.cardinality/one: entity 65549 has 2 values" },
   { "[[:db/retractEntity :p/age]]", "cannot retract the definition of attribute :p/age" },
+  /* a transaction id not given out yet would become a later transaction's
+  ** entity too (helper-24); as a value it would point there. The place is
+  ** the datom's (its attribute), as for other datom errors. */
+  { "[[:db/add 269435456 :p/name \"squatter\"]]",
+    "line 1 col 21: entity 269435456 is a transaction id not given out yet" },
+  { "[[:db/add [:p/id \"a\"] :p/friend 269435456]]",
+    "line 1 col 23: entity 269435456 is a transaction id not given out yet" },
 };
 
 START_TEST(test_errors_change_nothing) {
