@@ -10,8 +10,9 @@
 **        match or NULL; modes 2 and 3 give [whole g1 ...] as JSON, the
 **        vector Clojure returns for a pattern with groups. The dialect is
 **        POSIX extended (regcomp REG_EXTENDED): no \\d, no lazy or
-**        look-around; [[:digit:]] and friends instead. A pattern is
-**        compiled once per statement (sqlite3_get_auxdata).
+**        look-around; [[:digit:]] and friends instead; no backreferences
+**        (glibc matches them in exponential time, uninterruptibly). A
+**        pattern is compiled once per statement (sqlite3_get_auxdata).
 **   mentat_median(x)               aggregates with Datomic's definitions:
 **   mentat_variance(x)             median (middle value, or the mean of the two
 **   mentat_stddev(x)               middle ones), population variance and stddev
@@ -95,11 +96,51 @@ static void qfRegexFree(void *p) {
   }
 }
 
+/* Does the POSIX extended pattern z hold a backreference (\1 to \9
+** outside a bracket expression)? glibc matches those by backtracking:
+** time exponential in the text, inside one regexec that no interrupt
+** reaches (helper-24: 8 s for 60 characters), so they are refused. */
+static int qfHasBackref(const char *z) {
+  while (*z) {
+    if (z[0] == '\\') {
+      if (z[1] >= '1' && z[1] <= '9') return 1;
+      z += z[1] ? 2 : 1;
+    } else if (z[0] == '[') {
+      /* a bracket expression: ']' first (after an optional '^') is a
+      ** member; [:class:], [=e=] and [.c.] hold their own ']' */
+      z++;
+      if (*z == '^') z++;
+      if (*z == ']') z++;
+      while (*z && *z != ']') {
+        if (z[0] == '[' && (z[1] == ':' || z[1] == '=' || z[1] == '.')) {
+          char cEnd = z[1];
+          z += 2;
+          while (*z && !(z[0] == cEnd && z[1] == ']')) z++;
+          if (*z) z += 2;
+        } else {
+          z++;
+        }
+      }
+      if (*z) z++;
+    } else {
+      z++;
+    }
+  }
+  return 0;
+}
+
 /* Compiles zPat into a new regex_t (*ppRe) or reports why not. */
 static int qfRegexCompile(const char *zPat, regex_t **ppRe, char **pzErr) {
-  regex_t *pRe = sqlite3_malloc64(sizeof(regex_t));
+  regex_t *pRe;
   int rc;
   *ppRe = NULL;
+  if (qfHasBackref(zPat)) {
+    sqlite3_free(*pzErr);
+    *pzErr = sqlite3_mprintf("invalid regular expression \"%s\": backreferences (\\1 to \\9) are not "
+                             "supported (their matching time can grow exponentially)", zPat);
+    return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+  }
+  pRe = sqlite3_malloc64(sizeof(regex_t));
   if (pRe == NULL) return SQLITE_NOMEM;
   rc = regcomp(pRe, zPat, REG_EXTENDED);
   if (rc != 0) {
@@ -133,7 +174,8 @@ static void qfRegex(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   const char *zPat = (const char*)sqlite3_value_text(argv[1]);
   const char *z = (const char*)sqlite3_value_text(argv[2]);
   regex_t *pRe;
-  regmatch_t aM[10];
+  regmatch_t aOne[1], *aM = aOne;
+  size_t nM = 1;
   int bOwn = 0, n, i;
   (void)argc;
   if (zPat == NULL || z == NULL) return;
@@ -163,7 +205,16 @@ static void qfRegex(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
       bOwn = 1;
     }
   }
-  if (regexec(pRe, z, 10, aM, 0) != 0) goto done;
+  if (iMode >= 2) {
+    /* every group: the whole match and re_nsub more */
+    nM = pRe->re_nsub + 1;
+    aM = sqlite3_malloc64(sizeof(regmatch_t) * nM);
+    if (aM == NULL) {
+      sqlite3_result_error_nomem(pCtx);
+      goto done;
+    }
+  }
+  if (regexec(pRe, z, nM, aM, 0) != 0) goto done;
   if ((iMode & 1) && (aM[0].rm_so != 0 || aM[0].rm_eo != n)) goto done;   /* re-matches */
   if (iMode < 2) {
     sqlite3_result_text(pCtx, z + aM[0].rm_so, (int)(aM[0].rm_eo - aM[0].rm_so), SQLITE_TRANSIENT);
@@ -171,7 +222,7 @@ static void qfRegex(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     sqlite3_str *pOut = sqlite3_str_new(NULL);
     char *zJson;
     int nJson;
-    int nGroup = (int)pRe->re_nsub < 9 ? (int)pRe->re_nsub : 9;
+    int nGroup = (int)pRe->re_nsub;
     sqlite3_str_appendchar(pOut, 1, '[');
     for (i = 0; i <= nGroup; i++) {
       if (i) sqlite3_str_appendchar(pOut, 1, ',');
@@ -200,6 +251,7 @@ static void qfRegex(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     }
   }
 done:
+  if (aM != aOne) sqlite3_free(aM);
   if (bOwn) qfRegexFree(pRe);
 }
 

@@ -199,6 +199,18 @@ static const QCase aFn[] = {
   { "[:find [?id ...] :where [?e :person/name ?n] [(re-matches \"O\" ?n)] [?e :person/id ?id]]", NULL, "" },
   { "[:find ?g . :where [?e :person/id 1] [?e :person/name ?n] [(re-matches \"I(v)an\" ?n) [_ ?g]]]", NULL, "\"v\"" },
   { "[:find [?id ...] :where [?e :person/name ?n] [(re-pattern \"^I\") ?re] [(re-find ?re ?n)] [?e :person/id ?id]]", NULL, "1;2;5;6" },
+  /* every group, not the first nine (helper-24), by hand from "OlegOlegOleg" */
+  { "[:find ?g . :where [?e :person/id 3] [?e :person/name ?n] [(str ?n ?n ?n) ?s]"
+    " [(re-find \"(O)(l)(e)(g)(O)(l)(e)(g)(O)(l)(e)\" ?s) ?g]]", NULL,
+    "[\"OlegOlegOle\",\"O\",\"l\",\"e\",\"g\",\"O\",\"l\",\"e\",\"g\",\"O\",\"l\",\"e\"]" },
+  { "[:find ?x . :where [?e :person/id 3] [?e :person/name ?n] [(str ?n ?n ?n) ?s]"
+    " [(re-find \"(O)(l)(e)(g)(O)(l)(e)(g)(O)(l)(x?)(e)\" ?s) [_ _ _ _ _ _ _ _ _ _ _ _ ?x]]]", NULL, "\"e\"" },
+  /* backreferences make glibc's matcher exponential and uninterruptible
+  ** (helper-24: 8 s for 60 characters): refused; inside brackets \1 is
+  ** two literal characters */
+  { "[:find ?n :where [_ :person/name ?n] [(re-find \"(a)\\\\1\" ?n)]]", NULL,
+    "ERROR~line 1 col 48: re-find: invalid regular expression \"(a)\\1\": backreferences" },
+  { "[:find [?id ...] :where [?e :person/name ?n] [(re-find \"[[:digit:]\\\\1]\" ?n)] [?e :person/id ?id]]", NULL, "" },
   { "[:find ?n :where [_ :person/name ?n] [(re-find \"(\" ?n)]]", NULL,
     "ERROR~line 1 col 48: re-find: invalid regular expression \"(\": " },
   /* Clojure predicates */
