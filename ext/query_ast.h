@@ -159,4 +159,15 @@ int qIsSrc(const EdnValue *p);
 ** with "invalid regular expression \"...\": <reason>" in *pzErr; SQLITE_NOMEM. */
 int qfRegexGroups(const char *zPat, int *pnGroup, char **pzErr);
 
+/* The op argument of the store function mentat_arith (query_funcs.c), which
+** compiled plans call for long arithmetic that must not overflow. */
+#define QF_ADD  1
+#define QF_SUB  2   /* one argument: negation */
+#define QF_MUL  3
+#define QF_INC  4
+#define QF_DEC  5
+#define QF_ABS  6
+#define QF_QUOT 7
+#define QF_MOD  8
+
 #endif /* MENTAT_QUERY_AST_H */

@@ -368,6 +368,19 @@ static int qcRegexCheck(QCtx *pX, const EdnValue *pPat, const char *zFn, int *pn
   return SQLITE_OK;
 }
 
+/* mentat_arith's op for Clojure function z, 0 when it has none. */
+static int qcArithOp(const char *z) {
+  static const struct { const char *zName; int op; } aOp[] = {
+    { "+", QF_ADD }, { "-", QF_SUB }, { "*", QF_MUL }, { "inc", QF_INC }, { "dec", QF_DEC },
+    { "abs", QF_ABS }, { "quot", QF_QUOT }, { "mod", QF_MOD },
+  };
+  int i;
+  for (i = 0; i < (int)(sizeof aOp / sizeof aOp[0]); i++) {
+    if (strcmp(z, aOp[i].zName) == 0) return aOp[i].op;
+  }
+  return 0;
+}
+
 /* Value functions: Clojure's arithmetic, comparison and string functions
 ** Datomic documents. Returns 1 when pCl names one (then *pzExpr is its SQL,
 ** or NULL on error in pC->rc, *pvt its type and, when that is VT_NONE, *pzTag
@@ -439,7 +452,15 @@ static int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt
     }
   }
   pOut = sqlite3_str_new(NULL);
-  if (strcmp(z, "+") == 0 || strcmp(z, "-") == 0 || strcmp(z, "*") == 0) {
+  if (!bDouble && qcArithOp(z) != 0) {
+    /* May be longs: checked, an overflow an error at this clause (SQLite's
+    ** operators would give a double). With a double argument the SQL
+    ** operators below are exact enough: doubles do not overflow. */
+    sqlite3_str_appendf(pOut, "mentat_arith(%d, 'line %d col %d: %q'", qcArithOp(z),
+                        pCl->pForm ? pCl->pForm->line : 0, pCl->pForm ? pCl->pForm->col : 0, z);
+    for (i = 0; i < n; i++) sqlite3_str_appendf(pOut, ", %s", azA[i]);
+    sqlite3_str_appendall(pOut, ")");
+  } else if (strcmp(z, "+") == 0 || strcmp(z, "-") == 0 || strcmp(z, "*") == 0) {
     sqlite3_str_appendall(pOut, "(");
     if (n == 1 && z[0] == '-') sqlite3_str_appendall(pOut, "-");
     for (i = 0; i < n; i++) sqlite3_str_appendf(pOut, "%s(%s)", i ? z : "", azA[i]);

@@ -6,6 +6,7 @@
 **   mentat_json(v, tag)            a stored value as JSON (subtype J), for tuple
 **   mentat_ends_with(s, suffix)    clojure.string/ends-with?
 **   mentat_str(v, tag)             a value as Clojure's str prints it
+**   mentat_arith(op, where, a ...) long arithmetic that errs on overflow
 **   mentat_regex(mode, re, s)      re-find (mode 0) and re-matches (1): the
 **        match or NULL; modes 2 and 3 give [whole g1 ...] as JSON, the
 **        vector Clojure returns for a pattern with groups. The dialect is
@@ -85,6 +86,84 @@ static void qfStr(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     if (z == NULL) { sqlite3_result_error_nomem(pCtx); return; }
     sqlite3_result_text(pCtx, (const char*)z, sqlite3_value_bytes(argv[0]), SQLITE_TRANSIENT);
   }
+}
+
+/* ------------------------------------------------------- arithmetic */
+
+/* mentat_arith(op, where, a [, b ...]): Clojure's long arithmetic, exact or
+** an error ("<where>: integer overflow"; where is "line L col C: fn"),
+** where SQLite's operators turn an overflowing integer into a double (and
+** quot of -2^63 by -1 into 2^63-1). A double argument gives double
+** arithmetic, as Clojure's; NULL gives NULL. quot and mod by zero give
+** NULL (binds nothing), as the SQL did before. */
+static void qfArith(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  int op = sqlite3_value_int(argv[0]), i, bReal = 0, bOver = 0;
+  sqlite3_int64 x, y;
+  for (i = 2; i < argc; i++) {
+    int t = sqlite3_value_type(argv[i]);
+    if (t == SQLITE_NULL) return;
+    if (t == SQLITE_FLOAT) bReal = 1;
+  }
+  if (bReal && op != QF_QUOT && op != QF_MOD) {
+    double d = sqlite3_value_double(argv[2]);
+    if (argc == 3 && op == QF_SUB) d = -d;
+    for (i = 3; i < argc; i++) {
+      double e = sqlite3_value_double(argv[i]);
+      d = op == QF_ADD ? d + e : op == QF_SUB ? d - e : d * e;
+    }
+    if (op == QF_INC) d += 1;
+    else if (op == QF_DEC) d -= 1;
+    else if (op == QF_ABS) d = fabs(d);
+    sqlite3_result_double(pCtx, d);
+    return;
+  }
+  x = sqlite3_value_int64(argv[2]);
+  switch (op) {
+    case QF_ADD: case QF_SUB: case QF_MUL:
+      if (argc == 3 && op == QF_SUB) bOver = __builtin_sub_overflow((sqlite3_int64)0, x, &x);
+      for (i = 3; i < argc && !bOver; i++) {
+        y = sqlite3_value_int64(argv[i]);
+        bOver = op == QF_ADD ? __builtin_add_overflow(x, y, &x)
+              : op == QF_SUB ? __builtin_sub_overflow(x, y, &x) : __builtin_mul_overflow(x, y, &x);
+      }
+      break;
+    case QF_INC: bOver = __builtin_add_overflow(x, (sqlite3_int64)1, &x); break;
+    case QF_DEC: bOver = __builtin_sub_overflow(x, (sqlite3_int64)1, &x); break;
+    case QF_ABS: if (x < 0) bOver = __builtin_sub_overflow((sqlite3_int64)0, x, &x); break;
+    case QF_QUOT:
+      if (bReal) {
+        /* as CAST(a / b AS INTEGER): the quotient truncated */
+        double q, b = sqlite3_value_double(argv[3]);
+        if (b == 0) return;
+        q = trunc(sqlite3_value_double(argv[2]) / b);
+        if (!(q >= -9223372036854775808.0 && q < 9223372036854775808.0)) return;
+        x = (sqlite3_int64)q;
+        break;
+      }
+      y = sqlite3_value_int64(argv[3]);
+      if (y == 0) return;
+      if (y == -1) bOver = __builtin_sub_overflow((sqlite3_int64)0, x, &x);
+      else x /= y;
+      break;
+    case QF_MOD:
+      /* the divisor's sign, as Clojure's mod; doubles as SQLite's %, which
+      ** takes their integer parts */
+      y = sqlite3_value_int64(argv[3]);
+      if (y == 0) return;
+      x = y == -1 ? 0 : x % y;
+      if (x != 0 && (x < 0) != (y < 0)) x += y;   /* opposite signs: no overflow */
+      break;
+    default:
+      return;
+  }
+  if (bOver) {
+    char *zErr = sqlite3_mprintf("%s: integer overflow", (const char *)sqlite3_value_text(argv[1]));
+    if (zErr == NULL) sqlite3_result_error_nomem(pCtx);
+    else sqlite3_result_error(pCtx, zErr, -1);
+    sqlite3_free(zErr);
+    return;
+  }
+  sqlite3_result_int64(pCtx, x);
 }
 
 /* ------------------------------------------------- regular expressions */
@@ -455,6 +534,7 @@ int qRegisterStoreFunctions(sqlite3 *db) {
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_ends_with", 2, f | SQLITE_DETERMINISTIC, 0, qfEndsWith, 0, 0);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_str", 2, f | SQLITE_DETERMINISTIC, 0, qfStr, 0, 0);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_regex", 3, f | SQLITE_DETERMINISTIC, 0, qfRegex, 0, 0);
+  if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_arith", -1, f | SQLITE_DETERMINISTIC, 0, qfArith, 0, 0);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_median", 1, f, 0, 0, qfNumsStep, qfMedianFinal);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_variance", 1, f, 0, 0, qfNumsStep, qfVarianceFinal);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_stddev", 1, f, 0, 0, qfNumsStep, qfStddevFinal);
