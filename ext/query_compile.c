@@ -1070,9 +1070,11 @@ int qcClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
   aDone = sqlite3_malloc64(n);
   if (aDone == NULL) return qcNoMem(pC);
   memset(aDone, 0, n);
-  /* 1. ground: constant bindings, like inputs. */
+  /* 1. ground: constant bindings, like inputs. (ground ?v) is identity
+  ** and waits for ?v with the other functions (step 3). */
   for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
-    if (a[i]->kind == QC_FN && strcmp(a[i]->zName, "ground") == 0) {
+    if (a[i]->kind == QC_FN && strcmp(a[i]->zName, "ground") == 0
+        && !(a[i]->nArg == 1 && ednIsVar(a[i]->aArg[0]))) {
       pC->pAt = a[i]->pForm;
       qcFunction(pX, a[i]);
       aDone[i] = 1;

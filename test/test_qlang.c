@@ -199,6 +199,10 @@ static const QCase aFn[] = {
   { "[:find [?id ...] :where [?e :person/name ?n] [(re-matches \"O\" ?n)] [?e :person/id ?id]]", NULL, "" },
   { "[:find ?g . :where [?e :person/id 1] [?e :person/name ?n] [(re-matches \"I(v)an\" ?n) [_ ?g]]]", NULL, "\"v\"" },
   { "[:find [?id ...] :where [?e :person/name ?n] [(re-pattern \"^I\") ?re] [(re-find ?re ?n)] [?e :person/id ?id]]", NULL, "1;2;5;6" },
+  /* ground of a variable is identity once the variable is bound, here by a
+  ** collection input (helper-24: "unbound variable ?a") or by a pattern */
+  { "[:find ?x :in $ [?a ...] :where [(ground ?a) ?x]]", "{\"inputs\":[[1,2]]}", "[1];[2]" },
+  { "[:find ?x . :where [?e :person/id 3] [(ground ?e) ?f] [?f :person/name ?x]]", NULL, "\"Oleg\"" },
   /* long arithmetic is exact or an error, as Clojure's (helper-24: SQLite
   ** turned an overflow into a double, and quot gave 2^63-1) */
   { "[:find ?x . :where [(inc 9223372036854775807) ?x]]", NULL,
