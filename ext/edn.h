@@ -149,4 +149,10 @@ int ednEqual(const EdnValue *a, const EdnValue *b);      /* structural */
 ** messages ("expected :db.type/long, got a string"). Static text. */
 const char *ednKindName(const EdnValue *p);
 
+/* Length of the valid UTF-8 sequence at z[i] (1..4; i < n), or 0 if it is
+** invalid: overlong forms, UTF-16 surrogates and code points past U+10FFFF
+** are rejected (RFC 3629). The reader's check, shared with the opts
+** parser (cJSON passes any byte through). */
+int ednUtf8Len(const unsigned char *z, int n, int i);
+
 #endif /* MENTAT_EDN_H */

@@ -79,10 +79,7 @@ typedef struct EdnReader {
 
 static int ednReadForm(EdnReader *r, int depth, int bDiscard, EdnValue **pp);
 
-/* Length of the valid UTF-8 sequence at z[i] (1..4), or 0 if invalid:
-** overlong forms, UTF-16 surrogates and code points past U+10FFFF are
-** rejected (RFC 3629). */
-static int ednUtf8Len(const unsigned char *z, int n, int i) {
+int ednUtf8Len(const unsigned char *z, int n, int i) {
   unsigned c = z[i];
   if (c < 0x80) return 1;
   if (c >= 0xC2 && c <= 0xDF) {

@@ -36,6 +36,8 @@ typedef struct OptsScan {
   int *aStart, *aLen;   /* one allocation: aLen = aStart + nAlloc */
   int nMaxDepth;
   int bNulEscape;
+  int iBadUtf8;         /* 1-based byte of the first invalid UTF-8, or 0 */
+  int iLoneSurrogate;   /* 1-based byte of the first lone \uD800-\uDFFF, or 0 */
 } OptsScan;
 
 /* What the conversion needs at hand. */
@@ -88,8 +90,24 @@ static int optsScanPush(OptsScan *s, int iStart, int nLen) {
   return SQLITE_OK;
 }
 
+/* The UTF-16 unit of the \uXXXX escape at z[i] (i at the backslash), or -1. */
+static int optsEscapeUnit(const char *z, int n, int i) {
+  int k, u = 0;
+  if (i + 5 >= n || z[i + 1] != 'u') return -1;
+  for (k = 2; k < 6; k++) {
+    char c = z[i + k];
+    int d = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+          : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+    if (d < 0) return -1;
+    u = u * 16 + d;
+  }
+  return u;
+}
+
 /* One pass over z[0..n): number tokens outside strings, the deepest
-** nesting, and whether a string holds a \u0000 escape. Not a validator:
+** nesting, whether a string holds a \u0000 escape, and the first invalid
+** UTF-8 byte or lone surrogate escape (cJSON passes the first through and
+** reports the second only as "not valid JSON"). Not otherwise a validator:
 ** cJSON decides whether the text is JSON. */
 static int optsScan(const char *z, int n, OptsScan *s) {
   int i = 0, depth = 0;
@@ -97,8 +115,32 @@ static int optsScan(const char *z, int n, OptsScan *s) {
     char ch = z[i];
     if (ch == '"') {
       for (i++; i < n && z[i] != '"'; i++) {
+        if ((unsigned char)z[i] >= 0x80) {
+          int L = ednUtf8Len((const unsigned char *)z, n, i);
+          if (L == 0) {
+            if (s->iBadUtf8 == 0) s->iBadUtf8 = i + 1;
+          } else {
+            i += L - 1;
+          }
+          continue;
+        }
         if (z[i] != '\\') continue;
         if (i + 5 < n && z[i + 1] == 'u' && memcmp(z + i + 2, "0000", 4) == 0) s->bNulEscape = 1;
+        {
+          int u = optsEscapeUnit(z, n, i);
+          if (u >= 0xD800 && u <= 0xDBFF) {
+            int u2 = optsEscapeUnit(z, n, i + 6);
+            if (u2 >= 0xDC00 && u2 <= 0xDFFF) {
+              i += 11;   /* the pair; the loop's i++ passes its last digit */
+              continue;
+            }
+          }
+          if (u >= 0xD800 && u <= 0xDFFF) {
+            if (s->iLoneSurrogate == 0) s->iLoneSurrogate = i + 1;
+            i += 5;
+            continue;
+          }
+        }
         i++;   /* skip the escaped character */
       }
       i++;
@@ -307,6 +349,17 @@ int qOptsParse(QueryOpts *p, const char *zOpts, int nOpts, char **pzErr) {
 
   rc = optsScan(zOpts, nOpts, &c.scan);
   if (rc != SQLITE_OK) goto cleanup;
+  if (c.scan.iBadUtf8 || c.scan.iLoneSurrogate) {
+    /* whichever comes first in the text */
+    if (c.scan.iBadUtf8 && (c.scan.iLoneSurrogate == 0 || c.scan.iBadUtf8 < c.scan.iLoneSurrogate)) {
+      optsError(&c, "opts: invalid UTF-8 at byte %d", c.scan.iBadUtf8);
+    } else {
+      optsError(&c, "opts: lone surrogate %.6s at byte %d", zOpts + c.scan.iLoneSurrogate - 1,
+                c.scan.iLoneSurrogate);
+    }
+    rc = SQLITE_ERROR;
+    goto cleanup;
+  }
   /* The top object and the inputs array sit above the values themselves. */
   if (c.scan.nMaxDepth > EDN_MAX_DEPTH + 2) {
     optsError(&c, "opts: nesting too deep (limit %d)", EDN_MAX_DEPTH);

@@ -66,6 +66,8 @@ static const struct {
   {"{\"inputs\":[\"Ann\"]}", "s:Ann"},
   {"{\"inputs\":[\"\"]}", "s:"},
   {"{\"inputs\":[\"a:b\"]}", "s:a:b"},
+  /* valid UTF-8 and a surrogate pair escape pass the UTF-8 checks: é, 😀 */
+  {"{\"inputs\":[\"\xc3\xa9\\ud83d\\ude00\xf0\x9f\x98\x80\"]}", "s:\xc3\xa9\xf0\x9f\x98\x80\xf0\x9f\x98\x80"},
   /* int64 exact, past 2^53 (peer fault B31) */
   {"{\"inputs\":[9007199254740993]}", "i:9007199254740993"},
   {"{\"inputs\":[9223372036854775807,-9223372036854775808]}",
@@ -116,6 +118,12 @@ static const struct {
   {"{\"inputs\":[1]", "opts: not valid JSON"},
   {"{} {}", "opts: not valid JSON"},
   {"{\"inputs\":[1]} x", "opts: not valid JSON"},
+  /* helper-24: cJSON passes bytes through; EDN input refuses them */
+  {"{\"inputs\":[\"\xff\xfe\"]}", "opts: invalid UTF-8 at byte 13"},
+  {"{\"inputs\":[\"ab\xc3\"]}", "opts: invalid UTF-8 at byte 15"},
+  {"{\"inputs\":[\"\xed\xa0\x80\"]}", "opts: invalid UTF-8 at byte 13"},
+  {"{\"inputs\":[\"\\ud800\"]}", "opts: lone surrogate \\ud800 at byte 13"},
+  {"{\"inputs\":[\"\\udc00x\"]}", "opts: lone surrogate \\udc00 at byte 13"},
   {"[1,2]", "opts must be a JSON object"},
   {"3", "opts must be a JSON object"},
   {"\"s\"", "opts must be a JSON object"},
