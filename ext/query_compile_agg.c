@@ -166,6 +166,15 @@ static int qcAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *p
       continue;
     }
     pCol->iCol = nOut;
+    if ((strcmp(zA, "sum") == 0 || strcmp(zA, "avg") == 0 || strcmp(zA, "median") == 0
+         || strcmp(zA, "variance") == 0 || strcmp(zA, "stddev") == 0)
+        && vt != VT_NONE && vt != VT_LONG && vt != VT_DOUBLE && vt != VT_REF) {
+      /* Datomic's numeric aggregates throw on other values; SQLite's would
+      ** read a string as 0 and an instant as its microseconds. */
+      qcErr(pC, pE->pForm, "%s: %s is a %s, not a number", pE->zName, qVarName(pE->pVar),
+            vt == QVT_JSON ? "collection" : vtName(vt));
+      break;
+    }
     if (strcmp(zA, "count") == 0) {
       /* A store column is never NULL: count(*) reads no column (the
       ** hand-written GROUP BY's shape; ~15 % on a 130k-row group). */

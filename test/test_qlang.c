@@ -281,6 +281,18 @@ static const QCase aFn[] = {
 /* Aggregates over the people: names {Ivan, Oleg}, ages {10, 20}, births
 ** 2010-03-01 (p1) and 2000-06-15 (p2). */
 static const QCase aAgg[] = {
+  /* the numeric aggregates take numbers, as Datomic's (helper-24: sum and
+  ** avg of strings gave 0.0, median and stddev null) */
+  { "[:find (sum ?n) . :where [_ :person/name ?n]]", NULL,
+    "ERROR: line 1 col 8: (sum ?n): ?n is a :db.type/string, not a number" },
+  { "[:find (avg ?n) . :where [_ :person/name ?n]]", NULL,
+    "ERROR: line 1 col 8: (avg ?n): ?n is a :db.type/string, not a number" },
+  { "[:find ?a (median ?b) :where [?e :person/age ?a] [?e :person/born ?b]]", NULL,
+    "ERROR: line 1 col 11: (median ?b): ?b is a :db.type/instant, not a number" },
+  { "[:find (stddev ?n) . :where [_ :person/name ?n]]", NULL,
+    "ERROR: line 1 col 8: (stddev ?n): ?n is a :db.type/string, not a number" },
+  { "[:find (variance ?n) . :where [_ :person/name ?n]]", NULL,
+    "ERROR: line 1 col 8: (variance ?n): ?n is a :db.type/string, not a number" },
   { "[:find (distinct ?a) . :where [_ :person/age ?a]]", NULL, "[10,20]" },
   { "[:find (min ?n) (max ?n) :where [_ :person/name ?n]]", NULL, "[\"Ivan\",\"Oleg\"]" },
   { "[:find (min ?b) (max ?b) :where [_ :person/born ?b]]", NULL,
