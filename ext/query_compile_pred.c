@@ -100,7 +100,10 @@ static const struct { const char *zName; const char *zFmt; int nArg; } aQcPred[]
   { "some?", "((%s) IS NOT NULL)", 1 },
   { "true?", "((%s) IS 1)", 1 },
   { "false?", "((%s) IS 0)", 1 },
-  { "clojure.string/blank?", "(trim(coalesce(%s, '')) = '')", 1 },
+  /* Java's Character.isWhitespace: ASCII space and controls 9-13 and
+  ** 28-31, and Unicode's space separators other than the no-break ones */
+  { "clojure.string/blank?", "(trim(coalesce(%s, ''), char(32, 9, 10, 11, 12, 13, 28, 29, 30, 31, "
+    "5760, 8192, 8193, 8194, 8195, 8196, 8197, 8198, 8200, 8201, 8202, 8232, 8233, 8287, 12288)) = '')", 1 },
   { "clojure.string/starts-with?", "(substr(%s, 1, length(%s)) = %s)", 2 },
   { "clojure.string/ends-with?", "mentat_ends_with(%s, %s)", 2 },
   { "clojure.string/includes?", "(instr(%s, %s) > 0)", 2 },
@@ -516,14 +519,17 @@ static int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt
     sqlite3_str_appendall(pOut, ")");
     vtOut = VT_STRING;
   } else if (strcmp(z, "clojure.string/upper-case") == 0) {
-    sqlite3_str_appendf(pOut, "upper(%s)", azA[0]);
+    sqlite3_str_appendf(pOut, "mentat_case(1, %s)", azA[0]);
     vtOut = VT_STRING;
   } else if (strcmp(z, "clojure.string/lower-case") == 0) {
-    sqlite3_str_appendf(pOut, "lower(%s)", azA[0]);
+    sqlite3_str_appendf(pOut, "mentat_case(0, %s)", azA[0]);
     vtOut = VT_STRING;
   } else if (strcmp(z, "subs") == 0) {
-    if (n == 2) sqlite3_str_appendf(pOut, "substr(%s, (%s) + 1)", azA[0], azA[1]);
-    else sqlite3_str_appendf(pOut, "substr(%s, (%s) + 1, (%s) - (%s))", azA[0], azA[1], azA[2], azA[1]);
+    /* an error out of range, as Clojure's (SQLite's substr clamps) */
+    sqlite3_str_appendf(pOut, "mentat_subs('line %d col %d: subs', %s, %s", pCl->pForm ? pCl->pForm->line : 0,
+                        pCl->pForm ? pCl->pForm->col : 0, azA[0], azA[1]);
+    if (n == 3) sqlite3_str_appendf(pOut, ", %s", azA[2]);
+    sqlite3_str_appendall(pOut, ")");
     vtOut = VT_STRING;
   } else if (strcmp(z, "identity") == 0 || strcmp(z, "re-pattern") == 0) {
     sqlite3_str_appendall(pOut, azA[0]);

@@ -7,6 +7,8 @@
 **   mentat_ends_with(s, suffix)    clojure.string/ends-with?
 **   mentat_str(v, tag)             a value as Clojure's str prints it
 **   mentat_arith(op, where, a ...) long arithmetic that errs on overflow
+**   mentat_case(upper, s)          upper-case/lower-case, Unicode's mapping
+**   mentat_subs(where, s, b [, e]) subs, an error out of range
 **   mentat_regex(mode, re, s)      re-find (mode 0) and re-matches (1): the
 **        match or NULL; modes 2 and 3 give [whole g1 ...] as JSON, the
 **        vector Clojure returns for a pattern with groups. The dialect is
@@ -31,6 +33,10 @@
 #include <string.h>
 #include <math.h>
 #include <stdlib.h>
+#include <ctype.h>
+#include <locale.h>
+#include <pthread.h>
+#include <wctype.h>
 #include <regex.h>
 #include "query_compile.h"
 
@@ -164,6 +170,96 @@ static void qfArith(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     return;
   }
   sqlite3_result_int64(pCtx, x);
+}
+
+/* ---------------------------------------------------------- strings */
+
+/* The C.UTF-8 locale for towupper_l/towlower_l (the host's own locale is
+** usually "C", whose case mapping is ASCII only), made once; NULL when
+** the C library has none (then the mapping stays ASCII). */
+static locale_t gQfLocale = (locale_t)0;
+static pthread_once_t gQfLocaleOnce = PTHREAD_ONCE_INIT;
+static void qfLocaleInit(void) {
+  gQfLocale = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+}
+
+/* mentat_case(upper, s): clojure.string/upper-case (1) and lower-case (0)
+** with Unicode's one-to-one case mapping (SQLite's upper/lower map ASCII
+** only). Java's special cases (ß -> SS, a final sigma) are not made. */
+static void qfCase(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  int bUpper = sqlite3_value_int(argv[0]), n, i;
+  const unsigned char *z = sqlite3_value_text(argv[1]);
+  sqlite3_str *pOut;
+  char *zOut;
+  (void)argc;
+  if (z == NULL) return;
+  n = sqlite3_value_bytes(argv[1]);
+  pthread_once(&gQfLocaleOnce, qfLocaleInit);
+  pOut = sqlite3_str_new(NULL);
+  for (i = 0; i < n;) {
+    int L = ednUtf8Len(z, n, i);
+    unsigned c;
+    char buf[4];
+    if (L == 0) { sqlite3_str_appendchar(pOut, 1, (char)z[i++]); continue; }
+    c = L == 1 ? z[i] : L == 2 ? ((z[i] & 0x1Fu) << 6) | (z[i + 1] & 0x3Fu)
+      : L == 3 ? ((z[i] & 0x0Fu) << 12) | ((z[i + 1] & 0x3Fu) << 6) | (z[i + 2] & 0x3Fu)
+      : ((z[i] & 0x07u) << 18) | ((z[i + 1] & 0x3Fu) << 12) | ((z[i + 2] & 0x3Fu) << 6) | (z[i + 3] & 0x3Fu);
+    i += L;
+    if (gQfLocale) c = (unsigned)(bUpper ? towupper_l((wint_t)c, gQfLocale) : towlower_l((wint_t)c, gQfLocale));
+    else if (c < 0x80) c = (unsigned)(bUpper ? toupper((int)c) : tolower((int)c));
+    if (c < 0x80) { buf[0] = (char)c; L = 1; }
+    else if (c < 0x800) { buf[0] = (char)(0xC0 | (c >> 6)); buf[1] = (char)(0x80 | (c & 0x3F)); L = 2; }
+    else if (c < 0x10000) {
+      buf[0] = (char)(0xE0 | (c >> 12)); buf[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+      buf[2] = (char)(0x80 | (c & 0x3F)); L = 3;
+    } else {
+      buf[0] = (char)(0xF0 | (c >> 18)); buf[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+      buf[2] = (char)(0x80 | ((c >> 6) & 0x3F)); buf[3] = (char)(0x80 | (c & 0x3F)); L = 4;
+    }
+    sqlite3_str_append(pOut, buf, L);
+  }
+  n = sqlite3_str_length(pOut);
+  i = sqlite3_str_errcode(pOut);
+  zOut = sqlite3_str_finish(pOut);
+  if (i != SQLITE_OK) {
+    sqlite3_free(zOut);
+    sqlite3_result_error_nomem(pCtx);
+  } else {
+    sqlite3_result_text(pCtx, zOut ? zOut : "", n, zOut ? sqlite3_free : SQLITE_STATIC);
+  }
+}
+
+/* mentat_subs(where, s, begin [, end]): Clojure's subs, in characters; a
+** range outside 0 <= begin <= end <= length is an error, as Clojure throws
+** (SQLite's substr clamps it). */
+static void qfSubs(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  const unsigned char *z = sqlite3_value_text(argv[1]);
+  sqlite3_int64 nChar = 0, b, e;
+  int n, i, iB = -1, iE = -1;
+  if (z == NULL || sqlite3_value_type(argv[2]) == SQLITE_NULL
+      || (argc > 3 && sqlite3_value_type(argv[3]) == SQLITE_NULL)) return;
+  n = sqlite3_value_bytes(argv[1]);
+  b = sqlite3_value_int64(argv[2]);
+  for (i = 0; i < n; i++) {
+    if ((z[i] & 0xC0) != 0x80) {
+      if (nChar == b) iB = i;
+      if (argc > 3 && nChar == sqlite3_value_int64(argv[3])) iE = i;
+      nChar++;
+    }
+  }
+  e = argc > 3 ? sqlite3_value_int64(argv[3]) : nChar;
+  if (b == nChar) iB = n;
+  if (e == nChar) iE = n;
+  if (b < 0 || e < b || e > nChar) {
+    char *zErr = sqlite3_mprintf("%s: begin %lld, end %lld, length %lld is out of range",
+                                 (const char *)sqlite3_value_text(argv[0]), (long long)b, (long long)e,
+                                 (long long)nChar);
+    if (zErr == NULL) sqlite3_result_error_nomem(pCtx);
+    else sqlite3_result_error(pCtx, zErr, -1);
+    sqlite3_free(zErr);
+    return;
+  }
+  sqlite3_result_text(pCtx, (const char *)z + iB, iE - iB, SQLITE_TRANSIENT);
 }
 
 /* ------------------------------------------------- regular expressions */
@@ -535,6 +631,8 @@ int qRegisterStoreFunctions(sqlite3 *db) {
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_str", 2, f | SQLITE_DETERMINISTIC, 0, qfStr, 0, 0);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_regex", 3, f | SQLITE_DETERMINISTIC, 0, qfRegex, 0, 0);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_arith", -1, f | SQLITE_DETERMINISTIC, 0, qfArith, 0, 0);
+  if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_case", 2, f | SQLITE_DETERMINISTIC, 0, qfCase, 0, 0);
+  if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_subs", -1, f | SQLITE_DETERMINISTIC, 0, qfSubs, 0, 0);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_median", 1, f, 0, 0, qfNumsStep, qfMedianFinal);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_variance", 1, f, 0, 0, qfNumsStep, qfVarianceFinal);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_stddev", 1, f, 0, 0, qfNumsStep, qfStddevFinal);

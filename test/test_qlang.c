@@ -199,6 +199,21 @@ static const QCase aFn[] = {
   { "[:find [?id ...] :where [?e :person/name ?n] [(re-matches \"O\" ?n)] [?e :person/id ?id]]", NULL, "" },
   { "[:find ?g . :where [?e :person/id 1] [?e :person/name ?n] [(re-matches \"I(v)an\" ?n) [_ ?g]]]", NULL, "\"v\"" },
   { "[:find [?id ...] :where [?e :person/name ?n] [(re-pattern \"^I\") ?re] [(re-find ?re ?n)] [?e :person/id ?id]]", NULL, "1;2;5;6" },
+  /* string functions as Clojure's (helper-24): subs out of range throws,
+  ** case mapping is Unicode's, blank? takes any whitespace */
+  { "[:find ?x . :where [(subs \"hello\" 3 1) ?x]]", NULL,
+    "ERROR: line 1 col 20: subs: begin 3, end 1, length 5 is out of range" },
+  { "[:find ?x . :where [(subs \"abc\" 10) ?x]]", NULL,
+    "ERROR: line 1 col 20: subs: begin 10, end 3, length 3 is out of range" },
+  { "[:find ?x . :where [(subs \"hello\" -1) ?x]]", NULL,
+    "ERROR: line 1 col 20: subs: begin -1, end 5, length 5 is out of range" },
+  { "[:find ?x . :where [(subs \"h\xc3\xa9llo\" 1 3) ?x]]", NULL, "\"\xc3\xa9l\"" },
+  { "[:find ?x . :where [(subs \"hello\" 5) ?x]]", NULL, "\"\"" },
+  { "[:find ?x ?y :where [(clojure.string/upper-case \"h\xc3\xa9llo\") ?x]"
+    " [(clojure.string/lower-case \"\xc3\x80\xc3\x89\xc3\x8e\") ?y]]", NULL,
+    "[\"H\xc3\x89LLO\",\"\xc3\xa0\xc3\xa9\xc3\xae\"]" },
+  { "[:find ?a ?b ?c :where [(clojure.string/blank? \"\\t\\n \") ?a] [(clojure.string/blank? \"\xe3\x80\x80\") ?b]"
+    " [(clojure.string/blank? \" x\") ?c]]", NULL, "[true,true,false]" },
   /* ground of a variable is identity once the variable is bound, here by a
   ** collection input (helper-24: "unbound variable ?a") or by a pattern */
   { "[:find ?x :in $ [?a ...] :where [(ground ?a) ?x]]", "{\"inputs\":[[1,2]]}", "[1];[2]" },
