@@ -395,8 +395,15 @@ int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
       rc = sqlite3_prepare_v3(pConn->db, pPlan->zSql, -1, SQLITE_PREPARE_PERSISTENT,
                               &pPlan->pStmt, NULL);
       if (rc != SQLITE_OK) {
+        /* The compiled SQL past SQLite's own limits: say which part of the
+        ** query that is (README, Limits). */
+        const char *zMsg = sqlite3_errmsg(pConn->db);
+        const char *zHint = strstr(zMsg, "tables in a join")
+            ? " (a query or rule body joins at most 64 data patterns)"
+            : strstr(zMsg, "parser stack overflow")
+            ? " (not, not-join and or nest at most 8 deep)" : "";
         sqlite3_free(*pzErr);
-        *pzErr = sqlite3_mprintf("cannot compile query: %s", sqlite3_errmsg(pConn->db));
+        *pzErr = sqlite3_mprintf("cannot compile query: %s%s", zMsg, zHint);
         qPlanFree(pPlan);
         pPlan = NULL;
         if (*pzErr == NULL) rc = SQLITE_NOMEM;

@@ -319,6 +319,31 @@ static const QCase aAgg[] = {
 
 /* The errors that name the problem (messages exact). */
 static const QCase aErr[] = {
+  /* past SQLite's own limits the error says what in the query that is */
+  { "[:find ?e :where "
+    "[?e :person/age ?v0] [?e :person/age ?v1] [?e :person/age ?v2] [?e :person/age ?v3] "
+    "[?e :person/age ?v4] [?e :person/age ?v5] [?e :person/age ?v6] [?e :person/age ?v7] "
+    "[?e :person/age ?v8] [?e :person/age ?v9] [?e :person/age ?v10] [?e :person/age ?v11] "
+    "[?e :person/age ?v12] [?e :person/age ?v13] [?e :person/age ?v14] [?e :person/age ?v15] "
+    "[?e :person/age ?v16] [?e :person/age ?v17] [?e :person/age ?v18] [?e :person/age ?v19] "
+    "[?e :person/age ?v20] [?e :person/age ?v21] [?e :person/age ?v22] [?e :person/age ?v23] "
+    "[?e :person/age ?v24] [?e :person/age ?v25] [?e :person/age ?v26] [?e :person/age ?v27] "
+    "[?e :person/age ?v28] [?e :person/age ?v29] [?e :person/age ?v30] [?e :person/age ?v31] "
+    "[?e :person/age ?v32] [?e :person/age ?v33] [?e :person/age ?v34] [?e :person/age ?v35] "
+    "[?e :person/age ?v36] [?e :person/age ?v37] [?e :person/age ?v38] [?e :person/age ?v39] "
+    "[?e :person/age ?v40] [?e :person/age ?v41] [?e :person/age ?v42] [?e :person/age ?v43] "
+    "[?e :person/age ?v44] [?e :person/age ?v45] [?e :person/age ?v46] [?e :person/age ?v47] "
+    "[?e :person/age ?v48] [?e :person/age ?v49] [?e :person/age ?v50] [?e :person/age ?v51] "
+    "[?e :person/age ?v52] [?e :person/age ?v53] [?e :person/age ?v54] [?e :person/age ?v55] "
+    "[?e :person/age ?v56] [?e :person/age ?v57] [?e :person/age ?v58] [?e :person/age ?v59] "
+    "[?e :person/age ?v60] [?e :person/age ?v61] [?e :person/age ?v62] [?e :person/age ?v63] "
+    "[?e :person/age ?v64]]", NULL,
+    "ERROR: cannot compile query: at most 64 tables in a join (a query or rule body joins at most 64 data patterns)" },
+  { "[:find ?e :where [?e :person/age _] (not [?e :person/age 9] (not [?e :person/age 8] (not "
+    "[?e :person/age 7] (not [?e :person/age 6] (not [?e :person/age 5] (not [?e :person/age "
+    "4] (not [?e :person/age 3] (not [?e :person/age 2] (not [?e :person/age 1] [?e "
+    ":person/age 0])))))))))]", NULL,
+    "ERROR: cannot compile query: parser stack overflow (not, not-join and or nest at most 8 deep)" },
   /* a lookup ref names one entity only through a unique attribute (as edn_t) */
   { "[:find ?n . :where [[:person/age 20] :person/name ?n]]", NULL,
     "ERROR: line 1 col 21: lookup ref attribute :person/age is not :db/unique" },
