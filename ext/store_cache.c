@@ -635,6 +635,15 @@ int storeAcquire(const char *zPath, Store **ppStore, char **pzErr) {
   zCanon = storeCanonical(zPath, pzErr);
   if (zCanon == NULL) return (pzErr && *pzErr) ? SQLITE_CANTOPEN : SQLITE_NOMEM;
   bExists = (stat(zCanon, &st) == 0);
+  if (bExists && !S_ISREG(st.st_mode)) {
+    /* SQLite would open a device or fail on a directory with "disk I/O
+    ** error", after making its journal beside it (/dev/null-journal): a
+    ** write outside any store. */
+    storeErr(pzErr, sqlite3_mprintf("cannot open store %s: %s", zPath,
+                                    S_ISDIR(st.st_mode) ? "a directory" : "not a regular file"));
+    sqlite3_free(zCanon);
+    return SQLITE_CANTOPEN;
+  }
 
   pthread_mutex_lock(&c->mutex);
   p = storeFind(c, zCanon);

@@ -353,6 +353,21 @@ START_TEST(test_surface_nul_and_own_db) {
   ck_assert_msg(strstr(z, "ERROR: edn_q: db_path ") == z, "%s", z);
   free(z);
   sqlite3_close(host);
+
+  /* Only regular files are stores (helper-24: /dev/null failed with "disk
+  ** I/O error" and left /dev/null-journal behind, a write outside the
+  ** store); a directory says so instead of "unable to open database file". */
+  {
+    struct stat st;
+    int bJournal = stat("/dev/null-journal", &st) == 0;
+    z = tuQuery(db, "SELECT edn_t('/dev/null', '[]')", NULL, NULL);
+    ck_assert_str_eq(z, "ERROR: edn_t: cannot open store /dev/null: not a regular file");
+    free(z);
+    ck_assert_msg(bJournal || stat("/dev/null-journal", &st) != 0, "/dev/null-journal was made");
+    z = tuQuery(db, "SELECT edn_q('/tmp', " QN ")", NULL, NULL);
+    ck_assert_str_eq(z, "ERROR: edn_q: cannot open store /tmp: a directory");
+    free(z);
+  }
   free((void *)zPath);
   sqlite3_close(db);
 }
