@@ -386,7 +386,10 @@ static int pullItem(PullRun *p, const PullPattern *pPat, const PullItem *pItem,
       if (rc == SQLITE_OK && ids.n > 0) {
         bAny = 1;
         pullKey(p, pnKey, pItem->zKey, pItem->nKey);
-        rc = pullWriteRefs(p, pPat, pItem, iLevel, &ids, 1);   /* always an array */
+        /* An array, but a component has one owner: one map, as Datomic's
+        ** and DataScript's pull give it. */
+        if (pItem->pAttr->bComponent) ids.n = 1;
+        rc = pullWriteRefs(p, pPat, pItem, iLevel, &ids, !pItem->pAttr->bComponent);
       }
       break;
   }
