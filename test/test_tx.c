@@ -225,7 +225,7 @@ START_TEST(test_schema_legacy_and_errors) {
   Tfail("[{:db/ident :p/age :db/valueType :db.type/string}]",
         "cannot change the value type of attribute :p/age");
   Tfail("[{:db/ident :z/z :db/cardinality :db.cardinality/one}]",
-        "attribute :z/z needs a :db/valueType");
+        "line 1 col 3: attribute :z/z needs a :db/valueType");
   Tfail("[{:db/ident :z/z :db/valueType :db.cardinality/one}]",
         "attribute :z/z: unsupported :db/valueType :db.cardinality/one; use one of");
   Tfail("[{:db/ident :z/z :db/valueType :db.type/uri}]", "unsupported :db/valueType :db.type/uri");
@@ -357,7 +357,8 @@ START_TEST(test_alter_flags) {
   /* :db/isComponent on: retractEntity now follows :p/friend */
   Tok("[[:db/add :p/friend :db/isComponent true]]");
   CHECK_Q("SELECT v FROM schema WHERE e = 65539 AND a = 10", "1");
-  Tfail("[[:db/add :p/tags :db/isComponent true]]", "attribute :p/tags: :db/isComponent needs :db.type/ref");
+  Tfail("[[:db/add :p/tags :db/isComponent true]]",
+        "line 1 col 19: attribute :p/tags: :db/isComponent needs :db.type/ref");
   Tok("[[:db/retractEntity [:p/id \"a\"]]]");
   CHECK_Q("SELECT count(*) FROM datoms WHERE e IN (65549, 65550)", "0");
   /* :db/noHistory on: later values of :p/tags write no log rows; off again */
@@ -791,12 +792,12 @@ static const struct { const char *zEdn, *zWant; } aBad[] = {
   { "[{:db/ident :p/age :db/cardinality :db.cardinality/one :db/fulltext true}]",
     "cannot change :db/fulltext of attribute :p/age" },
   { "[{:p/id \"b\" :p/age 10} [:db/add :p/age :db/unique :db.unique/value]]",
-    "cannot make :p/age :db/unique: entities 65549 and 65550 hold the same value" },
+    "line 1 col 40: cannot make :p/age :db/unique: entities 65549 and 65550 hold the same value" },
   /* the value index of :p/age is made, then :p/email's change fails */
   { "[[:db/add :p/age :db/unique :db.unique/value] [:db/add :p/email :db/isComponent true]]",
     ":db/isComponent needs :db.type/ref" },
   { "[[:db/add :p/tags :db/cardinality :db.cardinality/one] [:db/add [:p/id \"a\"] :p/tags \"u\"]]",
-    "cannot change :p/tags to :db.cardinality/one: entity 65549 has 2 values" },
+    "line 1 col 19: cannot change :p/tags to :db.cardinality/one: entity 65549 has 2 values" },
   { "[[:db/retractEntity :p/age]]", "cannot retract the definition of attribute :p/age" },
   /* a transaction id not given out yet would become a later transaction's
   ** entity too (helper-24); as a value it would point there. The place is
