@@ -718,7 +718,8 @@ static char *qcLeafExpr(QCtx *pX, const EdnValue *pVal, const EdnValue *pConst, 
   QComp *pC = pX->pC;
   int iP;
   *piParam = 0;
-  if (qcIsLookupRef(pVal)) {
+  /* An input [:attr v] names an entity; ground's value stays as written. */
+  if (iInput >= 0 && qcIsLookupRef(pVal)) {
     int iA = qcParam(pC, pConst, iInput, i1, i2, QV_LOOKUP_A, VT_NONE);
     int iV = qcParam(pC, pConst, iInput, i1, i2, QV_LOOKUP_V, VT_NONE);
     int iT = qcParam(pC, pConst, iInput, i1, i2, QV_LOOKUP_TAG, VT_NONE);

@@ -131,6 +131,11 @@ static const QCase aFn[] = {
   /* ground: scalar, tuple, collection, relation */
   { "[:find ?x . :where [(ground 42) ?x]]", NULL, "42" },
   { "[:find ?a ?b :where [(ground [1 \"x\"]) [?a ?b]]]", NULL, "[1,\"x\"]" },
+  /* ground gives its value as written: [:attr v] is a tuple there, not a
+  ** lookup ref (helper-24: "lookup ref attribute :person/age is not
+  ** :db/unique"); inputs still take lookup refs */
+  { "[:find ?x ?y :where [(ground [:person/age \"a\"]) ?t] [(untuple ?t) [?x ?y]]]", NULL,
+    "[\":person/age\",\"a\"]" },
   { "[:find [?x ...] :where [(ground [3 1 2]) [?x ...]]]", NULL, "1;2;3" },
   { "[:find ?s ?n :where [(ground [[\"a\" 1] [\"b\" 2]]) [[?s ?n]]]]", NULL, "[\"a\",1];[\"b\",2]" },
   /* get-else: p1 and p2 have heights */
