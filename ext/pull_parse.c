@@ -119,6 +119,10 @@ static int pullApplyOption(PullParse *p, PullItem *pItem,
       pItem->nLimit = -1;       /* Datomic: nil means no limit */
     } else if (pVal->type == EDN_INT && pVal->u.i > 0) {
       pItem->nLimit = pVal->u.i;
+    } else if (pVal->type == EDN_INT) {
+      /* "got an integer" would read as if integers were refused */
+      return pullParseErr(p, pVal, ":limit expects a positive integer or nil, got %lld",
+                          (long long)pVal->u.i);
     } else {
       return pullParseErr(p, pVal, ":limit expects a positive integer or nil, got %s",
                           ednKindName(pVal));
