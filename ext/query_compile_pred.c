@@ -541,13 +541,11 @@ static int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt
     ** groups are known when the pattern is a constant. */
     int nGroup, iMode = z[3] == 'm' ? 1 : 0;
     if (qcRegexCheck(pX, pCl->aArg[0], z, &nGroup) == SQLITE_OK) {
-      if (nGroup > 0) {
-        sqlite3_str_appendf(pOut, "mentat_regex(%d, %s, %s)", iMode + 2, azA[0], azA[1]);
-        vtOut = QVT_JSON;
-      } else {
-        sqlite3_str_appendf(pOut, "mentat_regex(%d, %s, %s)", iMode, azA[0], azA[1]);
-        vtOut = VT_STRING;
-      }
+      /* the place names a bad pattern that comes from a variable */
+      sqlite3_str_appendf(pOut, "mentat_regex(%d, %s, %s, 'line %d col %d: %q')",
+                          nGroup > 0 ? iMode + 2 : iMode, azA[0], azA[1],
+                          pCl->pForm ? pCl->pForm->line : 0, pCl->pForm ? pCl->pForm->col : 0, z);
+      vtOut = nGroup > 0 ? QVT_JSON : VT_STRING;
     }
   } else {   /* tuple */
     sqlite3_str_appendall(pOut, "json_array(");

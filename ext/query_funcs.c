@@ -9,7 +9,7 @@
 **   mentat_arith(op, where, a ...) long arithmetic that errs on overflow
 **   mentat_case(upper, s)          upper-case/lower-case, Unicode's mapping
 **   mentat_subs(where, s, b [, e]) subs, an error out of range
-**   mentat_regex(mode, re, s)      re-find (mode 0) and re-matches (1): the
+**   mentat_regex(mode, re, s, where) re-find (mode 0) and re-matches (1): the
 **        match or NULL; modes 2 and 3 give [whole g1 ...] as JSON, the
 **        vector Clojure returns for a pattern with groups. The dialect is
 **        POSIX extended (regcomp REG_EXTENDED): no \\d, no lazy or
@@ -342,7 +342,7 @@ int qfRegexGroups(const char *zPat, int *pnGroup, char **pzErr) {
   return rc;
 }
 
-/* mentat_regex(mode, pattern, s); see the file comment. NULL inputs give
+/* mentat_regex(mode, pattern, s, where); see the file comment. NULL inputs give
 ** NULL (no match). */
 static void qfRegex(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   int iMode = sqlite3_value_int(argv[0]);
@@ -360,8 +360,11 @@ static void qfRegex(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     char *zErr = NULL;
     int rc = qfRegexCompile(zPat, &pRe, &zErr);
     if (rc != SQLITE_OK) {
-      if (rc == SQLITE_NOMEM) sqlite3_result_error_nomem(pCtx);
-      else sqlite3_result_error(pCtx, zErr, -1);
+      char *zMsg = rc == SQLITE_NOMEM ? NULL : sqlite3_mprintf("%s: %s", (const char *)sqlite3_value_text(argv[3]),
+                                                               zErr);
+      if (zMsg == NULL) sqlite3_result_error_nomem(pCtx);
+      else sqlite3_result_error(pCtx, zMsg, -1);
+      sqlite3_free(zMsg);
       sqlite3_free(zErr);
       return;
     }
@@ -629,7 +632,7 @@ int qRegisterStoreFunctions(sqlite3 *db) {
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_json", 2, f | SQLITE_DETERMINISTIC, 0, qfJson, 0, 0);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_ends_with", 2, f | SQLITE_DETERMINISTIC, 0, qfEndsWith, 0, 0);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_str", 2, f | SQLITE_DETERMINISTIC, 0, qfStr, 0, 0);
-  if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_regex", 3, f | SQLITE_DETERMINISTIC, 0, qfRegex, 0, 0);
+  if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_regex", 4, f | SQLITE_DETERMINISTIC, 0, qfRegex, 0, 0);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_arith", -1, f | SQLITE_DETERMINISTIC, 0, qfArith, 0, 0);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_case", 2, f | SQLITE_DETERMINISTIC, 0, qfCase, 0, 0);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_subs", -1, f | SQLITE_DETERMINISTIC, 0, qfSubs, 0, 0);

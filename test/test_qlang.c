@@ -259,6 +259,9 @@ static const QCase aFn[] = {
   { "[:find ?n :where [_ :person/name ?n] [(re-find \"(a)\\\\1\" ?n)]]", NULL,
     "ERROR~line 1 col 48: re-find: invalid regular expression \"(a)\\1\": backreferences" },
   { "[:find [?id ...] :where [?e :person/name ?n] [(re-find \"[[:digit:]\\\\1]\" ?n)] [?e :person/id ?id]]", NULL, "" },
+  /* a pattern from an input is checked when it is used: the place too */
+  { "[:find ?n :in $ ?re :where [_ :person/name ?n] [(re-find ?re ?n)]]", "{\"inputs\":[\"(\"]}",
+    "ERROR~line 1 col 48: re-find: invalid regular expression \"(\": " },
   { "[:find ?n :where [_ :person/name ?n] [(re-find \"(\" ?n)]]", NULL,
     "ERROR~line 1 col 48: re-find: invalid regular expression \"(\": " },
   /* Clojure predicates */
@@ -456,13 +459,14 @@ START_TEST(test_helpers) {
   z = tuQuery(db, "SELECT mentat_str(1, 1) || mentat_str(NULL, 10) || mentat_str('x', 10) || mentat_str(2.5, 5)", NULL, NULL);
   ck_assert_str_eq(z, "truex2.5");
   free(z);
-  z = tuQuery(db, "SELECT mentat_regex(0, '[0-9]+', 'ab123c') || '|' || coalesce(mentat_regex(1, '[0-9]+', 'ab123c'), 'nil')"
-              " || '|' || mentat_regex(1, 'a.*c', 'ab123c') || '|' || mentat_regex(3, '(a)(x)?', 'a')", NULL, NULL);
+  z = tuQuery(db, "SELECT mentat_regex(0, '[0-9]+', 'ab123c', 'w') || '|' || "
+              "coalesce(mentat_regex(1, '[0-9]+', 'ab123c', 'w'), 'nil') || '|' || "
+              "mentat_regex(1, 'a.*c', 'ab123c', 'w') || '|' || mentat_regex(3, '(a)(x)?', 'a', 'w')", NULL, NULL);
   ck_assert_str_eq(z, "123|nil|ab123c|[\"a\",\"a\",null]");
   free(z);
-  z = tuQuery(db, "SELECT mentat_regex(0, '(', 'x')", NULL, NULL);
-  ck_assert_msg(strncmp(z, "ERROR: invalid regular expression \"(\": ",
-                        strlen("ERROR: invalid regular expression \"(\": ")) == 0, "%s", z);
+  z = tuQuery(db, "SELECT mentat_regex(0, '(', 'x', 'line 1 col 2: re-find')", NULL, NULL);
+  ck_assert_msg(strncmp(z, "ERROR: line 1 col 2: re-find: invalid regular expression \"(\": ",
+                        strlen("ERROR: line 1 col 2: re-find: invalid regular expression \"(\": ")) == 0, "%s", z);
   free(z);
   sqlite3_close(db);
 }
