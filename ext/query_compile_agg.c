@@ -185,7 +185,8 @@ static int qcAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *p
       sqlite3_str_appendf(pOuter, "count(DISTINCT v%d)", k);
       pCol->vt = VT_LONG;
     } else if (strcmp(zA, "sum") == 0) {
-      sqlite3_str_appendf(pOuter, "sum(v%d)", k);
+      sqlite3_str_appendf(pOuter, "mentat_sum(v%d, 'line %d col %d: %q')", k,
+                          pE->pForm ? pE->pForm->line : 0, pE->pForm ? pE->pForm->col : 0, pE->zName);
       pCol->vt = vt == VT_DOUBLE ? VT_DOUBLE : VT_LONG;
     } else if (strcmp(zA, "avg") == 0) {
       sqlite3_str_appendf(pOuter, "avg(v%d)", k);

@@ -16,6 +16,7 @@
 **        look-around; [[:digit:]] and friends instead; no backreferences
 **        (glibc matches them in exponential time, uninterruptibly). A
 **        pattern is compiled once per statement (sqlite3_get_auxdata).
+**   mentat_sum(x, where)           sum, its long overflow an error saying where
 **   mentat_median(x)               aggregates with Datomic's definitions:
 **   mentat_variance(x)             median (middle value, or the mean of the two
 **   mentat_stddev(x)               middle ones), population variance and stddev
@@ -435,6 +436,53 @@ done:
 
 /* ------------------------------------------------- numeric aggregates */
 
+/* mentat_sum(x, where): SQLite's sum (exact over longs, a double once a
+** double comes, NULL over no rows), but a long overflow stops at once and
+** says where ("line L col C: (sum ?x): integer overflow") instead of a
+** bare "integer overflow". */
+typedef struct QfSum {
+  sqlite3_int64 i;
+  double d;
+  int bAny, bReal, bOver;
+} QfSum;
+
+static void qfSumStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  QfSum *p = sqlite3_aggregate_context(pCtx, sizeof(QfSum));
+  int t = sqlite3_value_numeric_type(argv[0]);
+  (void)argc;
+  if (p == NULL) { sqlite3_result_error_nomem(pCtx); return; }
+  if (t == SQLITE_NULL) return;
+  p->bAny = 1;
+  if (t == SQLITE_INTEGER && !p->bReal) {
+    if (__builtin_add_overflow(p->i, sqlite3_value_int64(argv[0]), &p->i)) {
+      /* the statement stops here, as Clojure's + throws */
+      char *zErr = sqlite3_mprintf("%s: integer overflow", (const char *)sqlite3_value_text(argv[1]));
+      p->bOver = 1;
+      if (zErr == NULL) sqlite3_result_error_nomem(pCtx);
+      else sqlite3_result_error(pCtx, zErr, -1);
+      sqlite3_free(zErr);
+    }
+    return;
+  }
+  if (!p->bReal) {
+    p->bReal = 1;
+    p->d = (double)p->i;
+  }
+  p->d += sqlite3_value_double(argv[0]);
+}
+
+static void qfSumFinal(sqlite3_context *pCtx) {
+  QfSum *p = sqlite3_aggregate_context(pCtx, 0);
+  if (p == NULL || !p->bAny) { sqlite3_result_null(pCtx); return; }
+  if (p->bOver) {
+    sqlite3_result_error(pCtx, "integer overflow", -1);   /* the step said where */
+  } else if (p->bReal) {
+    sqlite3_result_double(pCtx, p->d);
+  } else {
+    sqlite3_result_int64(pCtx, p->i);
+  }
+}
+
 typedef struct QfNums {
   double *a;
   sqlite3_int64 n, nAlloc;
@@ -636,6 +684,7 @@ int qRegisterStoreFunctions(sqlite3 *db) {
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_arith", -1, f | SQLITE_DETERMINISTIC, 0, qfArith, 0, 0);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_case", 2, f | SQLITE_DETERMINISTIC, 0, qfCase, 0, 0);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_subs", -1, f | SQLITE_DETERMINISTIC, 0, qfSubs, 0, 0);
+  if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_sum", 2, f, 0, 0, qfSumStep, qfSumFinal);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_median", 1, f, 0, 0, qfNumsStep, qfMedianFinal);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_variance", 1, f, 0, 0, qfNumsStep, qfVarianceFinal);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_stddev", 1, f, 0, 0, qfNumsStep, qfStddevFinal);

@@ -304,6 +304,13 @@ static const QCase aFn[] = {
 /* Aggregates over the people: names {Ivan, Oleg}, ages {10, 20}, births
 ** 2010-03-01 (p1) and 2000-06-15 (p2). */
 static const QCase aAgg[] = {
+  /* a long sum that overflows is an error at its element (helper-24: a bare
+  ** "integer overflow"); with a double it is a double */
+  { "[:find (sum ?x) . :with ?i :where [(ground [[1 9223372036854775807] [2 1]]) [[?i ?x]]]]", NULL,
+    "ERROR: line 1 col 8: (sum ?x): integer overflow" },
+  { "[:find (sum ?x) . :with ?i :where [(ground [[1 9223372036854775806] [2 1]]) [[?i ?x]]]]", NULL,
+    "9223372036854775807" },
+  { "[:find (sum ?x) . :with ?i :where [(ground [[1 1] [2 0.5]]) [[?i ?x]]]]", NULL, "1.5" },
   /* the numeric aggregates take numbers, as Datomic's (helper-24: sum and
   ** avg of strings gave 0.0, median and stddev null) */
   { "[:find (sum ?n) . :where [_ :person/name ?n]]", NULL,
