@@ -149,6 +149,9 @@ int storeCacheCount(void);
 ** (store_cache.c): lets tests tell a foreign commit the log explained
 ** from one that took the full check. */
 int storeFingerprintCount(void);
+/* Sets the process's MENTAT_WAL_RESTART_BYTES (tests: a small bound makes
+** the RESTART policy reachable with a few MiB); returns the previous one. */
+sqlite3_int64 storeSetWalRestartBytes(sqlite3_int64 n);
 
 /* Opens one connection to the store file zPath ("" = a new private
 ** in-memory database) and applies storeConfigure. With bValidate (the

@@ -126,6 +126,13 @@ StoreCache *storeCache(void) {
   return gpCache;
 }
 
+sqlite3_int64 storeSetWalRestartBytes(sqlite3_int64 n) {
+  StoreCache *c = storeCache();
+  sqlite3_int64 nOld = c->nWalRestart;
+  c->nWalRestart = n;
+  return nOld;
+}
+
 void storeErr(char **pzErr, char *zMsg) {
   if (pzErr == NULL) { sqlite3_free(zMsg); return; }
   sqlite3_free(*pzErr);

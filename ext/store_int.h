@@ -73,6 +73,7 @@ struct Store {
   int bTunePending;             /* store_write.c: a bulk commit deferred storeTune; set under
                                 ** writeMutex, read atomically by storeReader */
   sqlite3_int64 nWalRetryBytes; /* store_write.c: WAL size before which a timed-out RESTART waits */
+  sqlite3_int64 nWalRetryFrom;  /* store_write.c: WAL size when that RESTART timed out */
   sqlite3_int64 nWalLastTx;     /* store_write.c: WAL frames the writer's last commit added */
 };
 

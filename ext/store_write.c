@@ -235,7 +235,10 @@ static void storeWalAfterCommit(Store *p, sqlite3 *db) {
   if (p->bMemory || p->szFrame == 0) return;
   nBytes = p->nWalFrames * p->szFrame;
   nNew = (p->nWalFrames - p->nWalCkpt) * p->szFrame;
-  if (nBytes < p->nWalRetryBytes) p->nWalRetryBytes = 0;   /* the WAL started again */
+  /* Below the size the timed-out RESTART saw: the WAL started again (the
+  ** retry mark itself is always above the size: comparing with it cleared
+  ** the mark at the very next commit, and every commit waited). */
+  if (nBytes < p->nWalRetryFrom) p->nWalRetryBytes = p->nWalRetryFrom = 0;
   if (nBytes >= STORE_HOLD_BYTES && storeHasHolds(p)) {
     /* Host cursors pin the WAL for as long as they stay open: let them go
     ** before they cost a restart (B25). */
@@ -255,7 +258,10 @@ static void storeWalAfterCommit(Store *p, sqlite3 *db) {
     /* A cursor opened since the look above. */
     storeCheckpoint(p, db, SQLITE_CHECKPOINT_RESTART, &bDone);
   }
-  if (!bDone && eMode == SQLITE_CHECKPOINT_RESTART) p->nWalRetryBytes = nBytes + STORE_HOLD_BYTES;
+  if (!bDone && eMode == SQLITE_CHECKPOINT_RESTART) {
+    p->nWalRetryFrom = nBytes;
+    p->nWalRetryBytes = nBytes + STORE_HOLD_BYTES;
+  }
 }
 
 void storeWriteNoteDatoms(Store *p, sqlite3_int64 iMaxRowid, int nInserted) {

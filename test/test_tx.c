@@ -11,6 +11,7 @@
 */
 #include <stdarg.h>
 #include <sys/stat.h>
+#include <time.h>
 #include "testutil.h"
 #include "tx.h"
 
@@ -1145,6 +1146,36 @@ START_TEST(test_wal_bounded) {
 }
 END_TEST
 
+/* A reader in another connection that never lets go (an open transaction)
+** makes the RESTART checkpoint past the bound wait its 400 ms and fail;
+** the writer then waits again only after 4 MiB more, not at every commit
+** (helper-25: the retry mark was cleared by the next commit, so from 32
+** MiB on every commit took 0.4 s). Bound 4 MiB here (RESTART from 2 MiB);
+** 30 commits of ~60 KB past it write < 2 MiB: at most one more wait. */
+START_TEST(test_wal_restart_throttled) {
+  sqlite3_int64 nOld = storeSetWalRestartBytes(4 * 1024 * 1024);
+  sqlite3 *pReader = NULL;
+  int i, nSlow = 0;
+  setupSchema();
+  bigTxs(0, 5);
+  ck_assert_int_eq(sqlite3_open(sqlite3_db_filename(gDb, "main"), &pReader), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_exec(pReader, "BEGIN; SELECT count(*) FROM datoms;", NULL, NULL, NULL), SQLITE_OK);
+  for (i = 5; walSize() < 2 * 1024 * 1024 + 200 * 1024; i++) bigTxs(i, 1);
+  for (int k = 0; k < 30; k++, i++) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    bigTxs(i, 1);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 >= 300) nSlow++;
+  }
+  ck_assert_msg(nSlow <= 2, "%d of 30 commits waited for the reader", nSlow);
+  sqlite3_exec(pReader, "COMMIT", NULL, NULL, NULL);
+  sqlite3_close(pReader);
+  closeStore();
+  storeSetWalRestartBytes(nOld);
+}
+END_TEST
+
 /* The writer's page cache size (PRAGMA cache_size, KiB, negative), read on
 ** the writer connection between transactions. */
 static int writerCacheKiB(void) {
@@ -1364,6 +1395,7 @@ static Suite *txSuite(void) {
   tcase_add_test(tc, test_oom_sweep);
   tcase_add_test(tc, test_writer_cache_fits_tx);
   tcase_add_test(tc, test_wal_bounded);
+  tcase_add_test(tc, test_wal_restart_throttled);
   tcase_add_test(tc, test_wal_hold_released);
   tcase_add_test(tc, test_tune_on_growth);
   tcase_add_test(tc, test_tune_deferred_by_bulk);
