@@ -96,13 +96,13 @@ const char *qRunErrMsg(const QueryRun *p);
 ** rest was copied, or the copy failed after the store statement moved on,
 ** and the next qRunStep reports that failure (*pzErr says it too). An
 ** error code: the copy could not start and the run is unchanged.
-** Budget: at most nMaxRows rows (<= 0: no limit) and about nMaxMs
-** milliseconds (<= 0: no limit), since the caller may be another thread's
-** writer waiting on this run. A rest longer than that is only partly
+** Budget: at most nMaxRows rows (<= 0: no limit) and until tEnd
+** (CLOCK_MONOTONIC milliseconds, checked after each row; <= 0: no limit),
+** since the caller may be another thread's writer waiting on this run. A rest longer than that is only partly
 ** copied: *pbAll (may be NULL) is then 0 and the run still needs the store
 ** — the copied rows come first, then the store statement, still on its
 ** snapshot, gives the rows after them. *pbAll is 1 otherwise. */
-int qRunSpill(QueryRun *p, sqlite3_int64 nMaxRows, int nMaxMs, int *pbAll, char **pzErr);
+int qRunSpill(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, int *pbAll, char **pzErr);
 
 /* Resets the statement (so it holds no read snapshot) and frees the run.
 ** NULL is a no-op. Does not return pConn to the pool. */

@@ -86,15 +86,23 @@ void storeReaderEndRead(Store *p, StoreConn *pConn);
 ** hold's memory goes, never while holding the holder's own mutex. */
 typedef struct StoreHold StoreHold;
 struct StoreHold {
-  void (*xRelease)(StoreHold *pHold);
+  /* tEnd: CLOCK_MONOTONIC milliseconds by which the writer wants its
+  ** thread back, shared by every hold it asks after one commit; a hold
+  ** that cannot let go by then may keep its snapshot. */
+  int (*xRelease)(StoreHold *pHold, sqlite3_int64 tEnd);   /* 1: let go */
   StoreHold *pHoldPrev, *pHoldNext;   /* the store's list; store-private */
 };
 void storeHoldAdd(Store *p, StoreHold *pHold);
 void storeHoldRemove(Store *p, StoreHold *pHold);
-/* Asks every registered hold to let go of its snapshot (each is removed
-** from the list first, so it is asked once); returns how many were asked.
-** Called by the writer (store_write.c) under the write mutex. */
-int storeHoldsRelease(Store *p);
+/* Asks the registered holds to let go of their snapshots (each is removed
+** from the list first, so it is asked once), within STORE_HOLD_RELEASE_MS
+** for all of them: those not reached by then stay registered for a later
+** commit. Returns how many were asked; *pbAll (may be NULL) says whether
+** every hold let go (none left registered, none kept its snapshot), which
+** is when a RESTART checkpoint can succeed. Called by the writer
+** (store_write.c) under the write mutex. */
+int storeHoldsRelease(Store *p, int *pbAll);
+#define STORE_HOLD_RELEASE_MS 100
 
 /* Begins a write: takes the store's write mutex, BEGIN IMMEDIATE on the
 ** writer connection (waiting under the busy timeout), revalidates the

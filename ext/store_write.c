@@ -241,9 +241,11 @@ static void storeWalAfterCommit(Store *p, sqlite3 *db) {
   if (nBytes < p->nWalRetryFrom) p->nWalRetryBytes = p->nWalRetryFrom = 0;
   if (nBytes >= STORE_HOLD_BYTES && storeHasHolds(p)) {
     /* Host cursors pin the WAL for as long as they stay open: let them go
-    ** before they cost a restart (B25). */
-    storeHoldsRelease(p);
-    eMode = SQLITE_CHECKPOINT_RESTART;
+    ** before they cost a restart (B25). One that kept its snapshot (too
+    ** much left to set aside) would only make a RESTART wait in vain. */
+    int bAll = 0;
+    storeHoldsRelease(p, &bAll);
+    eMode = bAll ? SQLITE_CHECKPOINT_RESTART : SQLITE_CHECKPOINT_PASSIVE;
   } else if (nBytes >= nRestart && nBytes >= p->nWalRetryBytes) {
     eMode = SQLITE_CHECKPOINT_RESTART;
   } else if (nNew >= gnCkptBytes && nNew >= 2 * p->nWalLastTx * p->szFrame) {
@@ -254,9 +256,12 @@ static void storeWalAfterCommit(Store *p, sqlite3 *db) {
     return;
   }
   storeCheckpoint(p, db, eMode, &bDone);
-  if (!bDone && nBytes >= STORE_HOLD_BYTES && storeHoldsRelease(p) > 0) {
-    /* A cursor opened since the look above. */
-    storeCheckpoint(p, db, SQLITE_CHECKPOINT_RESTART, &bDone);
+  if (!bDone && eMode == SQLITE_CHECKPOINT_RESTART && nBytes >= STORE_HOLD_BYTES) {
+    int bAll = 0;
+    if (storeHoldsRelease(p, &bAll) > 0 && bAll) {
+      /* A cursor opened since the look above. */
+      storeCheckpoint(p, db, SQLITE_CHECKPOINT_RESTART, &bDone);
+    }
   }
   if (!bDone && eMode == SQLITE_CHECKPOINT_RESTART) {
     p->nWalRetryFrom = nBytes;

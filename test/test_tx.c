@@ -1101,10 +1101,12 @@ typedef struct TestHold {
   int nRelease;
 } TestHold;
 
-static void testHoldRelease(StoreHold *pHold) {
+static int testHoldRelease(StoreHold *pHold, sqlite3_int64 tEnd) {
   TestHold *p = (TestHold *)pHold;
+  (void)tEnd;
   p->nRelease++;
   sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL);
+  return 1;
 }
 
 static sqlite3_int64 walSize(void) {

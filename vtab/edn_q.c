@@ -112,10 +112,9 @@ struct EdnqCursor {
 
 #define EDNQ_ROWBUF_MAX 65536
 
-/* The most a writer spends setting one cursor's rest aside (ednqLetGo):
-** ~1-3 µs a row without pull elements, so well under a second. */
+/* The most rows a writer sets aside for one cursor (ednqLetGo), ~1-3 µs
+** each without pull elements; its time is bounded too (tEnd). */
 #define EDNQ_SPILL_ROWS 200000
-#define EDNQ_SPILL_MS 100
 
 /* Moves zErr (an internal message, may be NULL) into the vtab's error with
 ** the "edn_q: " prefix; frees the previous message (STYLE: never leak or
@@ -189,19 +188,22 @@ static void ednqUnlock(EdnqCursor *pCur) {
 ** is only partly copied and the cursor keeps its snapshot, as a reader in
 ** another process would; the writer's WAL policy copes with those. If the
 ** copy cannot start, the cursor keeps its snapshot and streams as before. */
-static void ednqLetGo(StoreHold *pHold) {
+static int ednqLetGo(StoreHold *pHold, sqlite3_int64 tEnd) {
   EdnqCursor *pCur = (EdnqCursor *)((char *)pHold - offsetof(EdnqCursor, hold));
+  int bLetGo = 1;
   ednqLock(pCur);
   if (pCur->pRun && !pCur->bEof && pCur->pConn) {
     int bAll = 0;
     funcWatchPause(&pCur->watch, 1);
-    if (qRunSpill(pCur->pRun, EDNQ_SPILL_ROWS, EDNQ_SPILL_MS, &bAll, NULL) == SQLITE_OK && bAll) {
+    if (qRunSpill(pCur->pRun, EDNQ_SPILL_ROWS, tEnd, &bAll, NULL) == SQLITE_OK && bAll) {
       storeReaderEndRead(pCur->pStore, pCur->pConn);
     } else {
       funcWatchPause(&pCur->watch, 0);
+      bLetGo = 0;
     }
   }
   ednqUnlock(pCur);
+  return bLetGo;
 }
 
 /* Gives the store connection and everything tied to it back; keeps the
