@@ -169,5 +169,6 @@ int qfRegexGroups(const char *zPat, int *pnGroup, char **pzErr);
 #define QF_ABS  6
 #define QF_QUOT 7
 #define QF_MOD  8
+#define QF_REM  9
 
 #endif /* MENTAT_QUERY_AST_H */

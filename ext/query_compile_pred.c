@@ -375,7 +375,7 @@ static int qcRegexCheck(QCtx *pX, const EdnValue *pPat, const char *zFn, int *pn
 static int qcArithOp(const char *z) {
   static const struct { const char *zName; int op; } aOp[] = {
     { "+", QF_ADD }, { "-", QF_SUB }, { "*", QF_MUL }, { "inc", QF_INC }, { "dec", QF_DEC },
-    { "abs", QF_ABS }, { "quot", QF_QUOT }, { "mod", QF_MOD },
+    { "abs", QF_ABS }, { "quot", QF_QUOT }, { "mod", QF_MOD }, { "rem", QF_REM },
   };
   int i;
   for (i = 0; i < (int)(sizeof aOp / sizeof aOp[0]); i++) {
@@ -392,7 +392,7 @@ static int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt
                      char **pzTag) {
   /* bNum: takes numbers only, as Clojure's arithmetic does. */
   static const struct { const char *zName; int nMin, nMax, bNum; } aFn[] = {
-    { "+", 1, 16, 1 }, { "-", 1, 16, 1 }, { "*", 1, 16, 1 }, { "/", 2, 2, 1 },
+    { "+", 0, 16, 1 }, { "-", 1, 16, 1 }, { "*", 0, 16, 1 }, { "/", 2, 2, 1 },
     { "quot", 2, 2, 1 }, { "rem", 2, 2, 1 }, { "mod", 2, 2, 1 }, { "inc", 1, 1, 1 },
     { "dec", 1, 1, 1 }, { "max", 1, 16, 1 }, { "min", 1, 16, 1 }, { "abs", 1, 1, 1 },
     { "compare", 2, 2, 0 }, { "count", 1, 1, 0 }, { "str", 0, 16, 0 }, { "subs", 2, 3, 0 },
@@ -455,14 +455,17 @@ static int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt
     }
   }
   pOut = sqlite3_str_new(NULL);
-  if (!bDouble && qcArithOp(z) != 0) {
+  if (qcArithOp(z) != 0 && (!bDouble || strcmp(z, "quot") == 0 || strcmp(z, "rem") == 0
+                             || strcmp(z, "mod") == 0)) {
     /* May be longs: checked, an overflow an error at this clause (SQLite's
-    ** operators would give a double). With a double argument the SQL
-    ** operators below are exact enough: doubles do not overflow. */
+    ** operators would give a double). With a double argument +, -, *, inc,
+    ** dec and abs are SQLite's operators below (doubles do not overflow);
+    ** quot, rem and mod are not (SQLite's % and CAST take integer parts). */
     sqlite3_str_appendf(pOut, "mentat_arith(%d, 'line %d col %d: %q'", qcArithOp(z),
                         pCl->pForm ? pCl->pForm->line : 0, pCl->pForm ? pCl->pForm->col : 0, z);
     for (i = 0; i < n; i++) sqlite3_str_appendf(pOut, ", %s", azA[i]);
     sqlite3_str_appendall(pOut, ")");
+    if (bDouble) vtOut = VT_DOUBLE;
   } else if (strcmp(z, "+") == 0 || strcmp(z, "-") == 0 || strcmp(z, "*") == 0) {
     sqlite3_str_appendall(pOut, "(");
     if (n == 1 && z[0] == '-') sqlite3_str_appendall(pOut, "-");

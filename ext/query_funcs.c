@@ -101,17 +101,36 @@ static void qfStr(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
 ** an error ("<where>: integer overflow"; where is "line L col C: fn"),
 ** where SQLite's operators turn an overflowing integer into a double (and
 ** quot of -2^63 by -1 into 2^63-1). A double argument gives double
-** arithmetic, as Clojure's; NULL gives NULL. quot and mod by zero give
+** arithmetic, as Clojure's (quot, rem and mod too: SQLite's % and CAST
+** take integer parts); NULL gives NULL. quot, rem and mod by zero give
 ** NULL (binds nothing), as the SQL did before. */
 static void qfArith(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   int op = sqlite3_value_int(argv[0]), i, bReal = 0, bOver = 0;
   sqlite3_int64 x, y;
+  if (argc == 2) {                      /* (+) and (*), as Clojure's */
+    sqlite3_result_int64(pCtx, op == QF_MUL ? 1 : 0);
+    return;
+  }
   for (i = 2; i < argc; i++) {
     int t = sqlite3_value_type(argv[i]);
     if (t == SQLITE_NULL) return;
     if (t == SQLITE_FLOAT) bReal = 1;
   }
-  if (bReal && op != QF_QUOT && op != QF_MOD) {
+  if (bReal && (op == QF_QUOT || op == QF_REM || op == QF_MOD)) {
+    /* Clojure's double quot (truncated quotient, a double), rem (the
+    ** dividend's sign) and mod (the divisor's); by zero: nothing */
+    double a = sqlite3_value_double(argv[2]), b = sqlite3_value_double(argv[3]), r;
+    if (b == 0) return;
+    if (op == QF_QUOT) {
+      r = trunc(a / b);
+    } else {
+      r = fmod(a, b);
+      if (op == QF_MOD && r != 0 && (r < 0) != (b < 0)) r += b;
+    }
+    sqlite3_result_double(pCtx, r);
+    return;
+  }
+  if (bReal) {
     double d = sqlite3_value_double(argv[2]);
     if (argc == 3 && op == QF_SUB) d = -d;
     for (i = 3; i < argc; i++) {
@@ -138,27 +157,17 @@ static void qfArith(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     case QF_DEC: bOver = __builtin_sub_overflow(x, (sqlite3_int64)1, &x); break;
     case QF_ABS: if (x < 0) bOver = __builtin_sub_overflow((sqlite3_int64)0, x, &x); break;
     case QF_QUOT:
-      if (bReal) {
-        /* as CAST(a / b AS INTEGER): the quotient truncated */
-        double q, b = sqlite3_value_double(argv[3]);
-        if (b == 0) return;
-        q = trunc(sqlite3_value_double(argv[2]) / b);
-        if (!(q >= -9223372036854775808.0 && q < 9223372036854775808.0)) return;
-        x = (sqlite3_int64)q;
-        break;
-      }
       y = sqlite3_value_int64(argv[3]);
       if (y == 0) return;
       if (y == -1) bOver = __builtin_sub_overflow((sqlite3_int64)0, x, &x);
       else x /= y;
       break;
-    case QF_MOD:
-      /* the divisor's sign, as Clojure's mod; doubles as SQLite's %, which
-      ** takes their integer parts */
+    case QF_MOD: case QF_REM:
+      /* rem: the dividend's sign (C's %); mod: the divisor's, as Clojure's */
       y = sqlite3_value_int64(argv[3]);
       if (y == 0) return;
       x = y == -1 ? 0 : x % y;
-      if (x != 0 && (x < 0) != (y < 0)) x += y;   /* opposite signs: no overflow */
+      if (op == QF_MOD && x != 0 && (x < 0) != (y < 0)) x += y;   /* opposite signs: no overflow */
       break;
     default:
       return;

@@ -124,6 +124,8 @@ static const struct {
   {"{\"inputs\":[\"\xed\xa0\x80\"]}", "opts: invalid UTF-8 at byte 13"},
   {"{\"inputs\":[\"\\ud800\"]}", "opts: lone surrogate \\ud800 at byte 13"},
   {"{\"inputs\":[\"\\udc00x\"]}", "opts: lone surrogate \\udc00 at byte 13"},
+  /* the second half must be an escape itself (helper-25: XuDC00 passed) */
+  {"{\"inputs\":[\"\\ud800XuDC00\"]}", "opts: lone surrogate \\ud800 at byte 13"},
   {"[1,2]", "opts must be a JSON object"},
   {"3", "opts must be a JSON object"},
   {"\"s\"", "opts must be a JSON object"},

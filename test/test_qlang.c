@@ -247,6 +247,13 @@ static const QCase aFn[] = {
   { "[:find ?x . :where [(mod 9223372036854775806 9223372036854775807) ?x]]", NULL, "9223372036854775806" },
   { "[:find ?x . :where [(mod -9223372036854775808 -1) ?x]]", NULL, "0" },
   { "[:find ?x . :where [(+ 9223372036854775807 0.5) ?x]]", NULL, "9.223372036854776e+18" },
+  /* with a double, quot/rem/mod are Clojure's double arithmetic (helper-25:
+  ** SQLite's % and CAST took integer parts), by hand */
+  { "[:find [?a ?b ?c ?d] :where [(mod 5.5 2) ?a] [(mod -7.5 2) ?b] [(rem 5.5 2) ?c] [(mod 7 2.5) ?d]]",
+    NULL, "[1.5,0.5,1.5,2.0]" },
+  { "[:find [?a ?b ?c] :where [(mod 5 0.5) ?a] [(mod 5 5.5) ?b] [(quot 7.5 2) ?c]]", NULL, "[0.0,5.0,3.0]" },
+  { "[:find [?a ?b] :where [(quot 1e300 1) ?a] [(rem -7.5 2) ?b]]", NULL, "[1e+300,-1.5]" },
+  { "[:find [?a ?b] :where [(+) ?a] [(*) ?b]]", NULL, "[0,1]" },
   /* every group, not the first nine (helper-24), by hand from "OlegOlegOleg" */
   { "[:find ?g . :where [?e :person/id 3] [?e :person/name ?n] [(str ?n ?n ?n) ?s]"
     " [(re-find \"(O)(l)(e)(g)(O)(l)(e)(g)(O)(l)(e)\" ?s) ?g]]", NULL,
