@@ -376,6 +376,16 @@ static int qpClause(QParse *pP, const EdnValue *p, QClause **ppC, int iDepth) {
       pC->zName = pCall->u.c.a[0]->u.s.z;
       pC->nArg = pCall->u.c.n - 1;
       pC->aArg = (const EdnValue**)(pCall->u.c.a + 1);
+      for (i = 0; i < pC->nArg; i++) {
+        /* Datalog does not evaluate arguments: a call-shaped list would be a
+        ** list constant, silently compared or bound as data. */
+        const EdnValue *pA = pC->aArg[i];
+        if (pA->type == EDN_LIST && pA->u.c.n > 0 && pA->u.c.a[0]->type == EDN_SYMBOL
+            && !qIsSrc(pA->u.c.a[0]) && pA->u.c.a[0]->u.s.z[0] != '?') {
+          const char *zCall = qpText(pP, pA);
+          return qpErr(pP, pA, "%s: function calls do not nest; bind it first: [%s ?x]", zCall, zCall);
+        }
+      }
       if (n == 1) {
         pC->kind = QC_PRED;
       } else if (n == 2) {

@@ -341,6 +341,13 @@ static const QCase aAgg[] = {
 
 /* The errors that name the problem (messages exact). */
 static const QCase aErr[] = {
+  /* Datalog function arguments are not evaluated: a call-shaped list was
+  ** taken as a list constant, so [(> (+ ?a 1) 5)] compared a list
+  ** (helper-25); it is an error that says what to write instead */
+  { "[:find ?a :where [(ground 3) ?a] [(> (+ ?a 1) 5)]]", NULL,
+    "ERROR: line 1 col 38: (+ ?a 1): function calls do not nest; bind it first: [(+ ?a 1) ?x]" },
+  { "[:find ?r . :where [(re-find (re-pattern \"b\") \"abc\") ?r]]", NULL,
+    "ERROR: line 1 col 30: (re-pattern \"b\"): function calls do not nest; bind it first: [(re-pattern \"b\") ?x]" },
   /* past SQLite's own limits the error says what in the query that is */
   { "[:find ?e :where "
     "[?e :person/age ?v0] [?e :person/age ?v1] [?e :person/age ?v2] [?e :person/age ?v3] "
