@@ -178,7 +178,8 @@ int qcTypeClass(ValueType vt) {
 
 char *qcVarTag(const QVar *pV) {
   if (pV->zTag) return sqlite3_mprintf("%s", pV->zTag);
-  if (pV->vt == VT_NONE || pV->vt == QVT_JSON) return sqlite3_mprintf("NULL");
+  if (pV->vt == QVT_JSON) return sqlite3_mprintf("%d", TAG_JSON);
+  if (pV->vt == VT_NONE) return sqlite3_mprintf("NULL");
   return sqlite3_mprintf("%d", vtTag(pV->vt));
 }
 

@@ -428,7 +428,7 @@ static void qcMagicTerm(QCtx *pSub, sqlite3_str *pVal, sqlite3_str *pTag, const 
     char *zC = qcConstExpr(pSub, p, VT_NONE, &vt);
     if (zC == NULL) return;
     sqlite3_str_appendf(pVal, ", %s", zC);
-    sqlite3_str_appendf(pTag, ", %d", vt == QVT_JSON ? -1 : vtTag(vt));
+    sqlite3_str_appendf(pTag, ", %d", vt == QVT_JSON ? TAG_JSON : vtTag(vt));
     sqlite3_free(zC);
   }
 }

@@ -525,12 +525,16 @@ const char *qRunKeyName(const QueryRun *p, int i) {
 
 int qRunIsSingleAggregate(const QueryRun *p) { return p->pPlan->bSingleAgg; }
 
+/* A column's tag when nothing says which: its value goes out as it is. */
+#define Q_TAG_UNKNOWN (-2)
+
 static int qColTag(const QueryRun *p, const QPlanCol *pCol) {
   if (pCol->iTagCol >= 0) {
-    if (sqlite3_column_type(p->pStmt, pCol->iTagCol) == SQLITE_NULL) return -1;
+    if (sqlite3_column_type(p->pStmt, pCol->iTagCol) == SQLITE_NULL) return Q_TAG_UNKNOWN;
     return sqlite3_column_int(p->pStmt, pCol->iTagCol);
   }
-  if (pCol->vt == VT_NONE || pCol->vt == QVT_JSON) return -1;
+  if (pCol->vt == QVT_JSON) return TAG_JSON;
+  if (pCol->vt == VT_NONE) return Q_TAG_UNKNOWN;
   return vtTag(pCol->vt);
 }
 
@@ -599,6 +603,7 @@ int qRunColumnResult(QueryRun *p, int i, sqlite3_context *pCtx) {
   if (pCol->kind == QCOL_VALUE && pCol->vt != QVT_JSON) {
     sqlite3_value *pV = sqlite3_column_value(p->pStmt, pCol->iCol);
     int tag = qColTag(p, pCol);
+    /* unknown, or JSON text (TAG_JSON): the value as it is */
     if (sqlite3_value_type(pV) == SQLITE_NULL || tag < 0) {
       if (tag < 0 && sqlite3_value_type(pV) != SQLITE_NULL) sqlite3_result_value(pCtx, pV);
       else sqlite3_result_null(pCtx);
@@ -657,7 +662,7 @@ int qRunColumnJson(QueryRun *p, int i, sqlite3_str *pOut) {
   }
   {
     int tag = qColTag(p, pCol);
-    if (tag < 0) sqlite3_str_appendall(pOut, "null");
+    if (tag == Q_TAG_UNKNOWN) sqlite3_str_appendall(pOut, "null");
     else valueJsonFromStored(pOut, sqlite3_column_value(p->pStmt, pCol->iCol), tag, 0);
   }
   return sqlite3_str_errcode(pOut);

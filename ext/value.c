@@ -246,6 +246,10 @@ void valueJsonFromStored(sqlite3_str *pOut, sqlite3_value *pV, int tag, int bPul
       ednFormatUuid(sqlite3_value_blob(pV), aBuf);
       sqlite3_str_appendf(pOut, "\"%s\"", aBuf);
       return;
+    case TAG_JSON:
+      if (eType != SQLITE_TEXT) break;
+      sqlite3_str_append(pOut, (const char *)sqlite3_value_text(pV), sqlite3_value_bytes(pV));
+      return;
     default:
       /* Numbers (tag 5: INTEGER long / REAL double), strings, keywords and
       ** bytes all follow their storage class. */

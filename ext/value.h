@@ -35,6 +35,9 @@ typedef enum ValueType {
 #define TAG_UUID    11
 #define TAG_KEYWORD 13
 #define TAG_BYTES   15
+/* Not a stored tag: the value is JSON text a query made (a tuple, ground
+** of a collection), carried through rule results and untyped columns. */
+#define TAG_JSON    (-1)
 
 int vtTag(ValueType t);
 /* The value type from a :db.type/... entid (23..32), or VT_NONE (0) if the
