@@ -757,6 +757,18 @@ static char *qcLeafExpr(QCtx *pX, const EdnValue *pVal, const EdnValue *pConst, 
   return sqlite3_mprintf("?%d", iP);
 }
 
+/* May values of types a and b share one bound variable? The variable gets
+** one static type (the first value's), so only numbers and entity ids mix:
+** a later string or boolean would be read as a number. */
+static int qcVtMix(ValueType a, ValueType b) {
+  if (a == b) return 1;
+  return (a == VT_LONG || a == VT_DOUBLE || a == VT_REF) && (b == VT_LONG || b == VT_DOUBLE || b == VT_REF);
+}
+
+static const char *qcVtLabel(ValueType vt) {
+  return vt == QVT_JSON ? "collection" : vtName(vt);
+}
+
 static void qcBindScalar(QCtx *pX, const EdnValue *pVar, const EdnValue *pVal,
                          const EdnValue *pConst, int iInput, int i1, int i2) {
   ValueType vt;
@@ -825,6 +837,12 @@ int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
         char *z = qcLeafExpr(pX, pE, bConst ? pE : NULL, iInput, i, -1, &vt, &iP);
         if (z == NULL) { qcNoMem(pC); break; }
         if (i == 0) vt0 = vt;
+        else if (!qcVtMix(vt0, vt)) {
+          qcErr(pC, NULL, "%s: value %d is a %s, value 1 a %s: a collection's values must have one type",
+                zWhat, i + 1, qcVtLabel(vt), qcVtLabel(vt0));
+          sqlite3_free(z);
+          break;
+        }
         if (iP) aP[nP++] = iP;
         if (i) sqlite3_str_appendchar(pList, 1, ',');
         sqlite3_str_appendall(pList, z);
@@ -892,6 +910,12 @@ int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
             char *z = qcLeafExpr(pX, pE, bConst ? pE : NULL, iInput, i, j, &vt, &iP);
             if (z == NULL) { qcNoMem(pC); break; }
             if (i == 0) aVt[j] = vt;
+            else if (!qcVtMix(aVt[j], vt)) {
+              qcErr(pC, NULL, "%s: value %d is a %s, value 1 a %s: a relation column's values must have "
+                    "one type", zWhat, i + 1, qcVtLabel(vt), qcVtLabel(aVt[j]));
+              sqlite3_free(z);
+              break;
+            }
             aaP[j][i] = iP;
             sqlite3_str_appendf(pCte, "%s%s", j ? "," : "", z);
             sqlite3_free(z);

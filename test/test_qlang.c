@@ -219,6 +219,8 @@ static const QCase aFn[] = {
     "[\"H\xc3\x89LLO\",\"\xc3\xa0\xc3\xa9\xc3\xae\"]" },
   { "[:find ?a ?b ?c :where [(clojure.string/blank? \"\\t\\n \") ?a] [(clojure.string/blank? \"\xe3\x80\x80\") ?b]"
     " [(clojure.string/blank? \" x\") ?c]]", NULL, "[true,true,false]" },
+  /* numbers of both kinds and entity ids mix in one collection */
+  { "[:find [?r ...] :in $ [?x ...] :where [(* ?x 2) ?r]]", "{\"inputs\":[[1,2.5]]}", "2;5.0" },
   /* a collection made in a rule comes out as itself (helper-25: null in the
   ** JSON forms), from a function and from a constant in the head call */
   { "[:find ?x . :in $ % :where (r ?x)]", RULES("[[(r ?x) [(ground [1 2]) ?x]]]"), "[1,2]" },
@@ -346,6 +348,15 @@ static const QCase aAgg[] = {
 
 /* The errors that name the problem (messages exact). */
 static const QCase aErr[] = {
+  /* a collection or relation column takes its values' type from the first,
+  ** so a later string or boolean was read as a number (helper-25): values
+  ** of one type only (numbers and entities mix) */
+  { "[:find [?r ...] :in $ [?x ...] :where [(+ ?x 1) ?r]]", "{\"inputs\":[[1,\"a\"]]}",
+    "ERROR: line 1 col 23: input 1: value 2 is a :db.type/string, value 1 a :db.type/long: "
+    "a collection's values must have one type" },
+  { "[:find ?a ?b :in $ [[?a ?b]] :where [(identity ?a) ?c]]", "{\"inputs\":[[[1,\"x\"],[true,\"y\"]]]}",
+    "ERROR: line 1 col 20: input 1: value 2 is a :db.type/boolean, value 1 a :db.type/long: "
+    "a relation column's values must have one type" },
   /* Datalog function arguments are not evaluated: a call-shaped list was
   ** taken as a list constant, so [(> (+ ?a 1) 5)] compared a list
   ** (helper-25); it is an error that says what to write instead */
