@@ -49,6 +49,13 @@ static int qcInnerCol(QComp *pC, QCtx *pX, sqlite3_str *pInner, const char **azC
   return (*pnCol)++;
 }
 
+/* Inner column k as a numeric aggregate's argument: as it is, or checked
+** value by value (mentat_num) when zWhere is set (type unknown). */
+static void qcAggValue(sqlite3_str *pOut, int k, const char *zWhere) {
+  if (zWhere[0]) sqlite3_str_appendf(pOut, "mentat_num(v%d, t%d, %Q)", k, k, zWhere);
+  else sqlite3_str_appendf(pOut, "v%d", k);
+}
+
 /* The value-count plan of HOW IT WORKS, when pQ has that shape: 1 and the
 ** SQL in pSql, else 0 and nothing written. */
 static int qcValueCounts(QComp *pC, QueryPlan *pPlan, sqlite3_str *pSql) {
@@ -147,6 +154,7 @@ static int qcAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *p
     int k = aiElem[i];
     const QVar *pV = apVar[k];
     const char *zA = pE->zAgg;
+    char zNum[160];
     ValueType vt = pV->vt;
     if (nOut) sqlite3_str_appendall(pOuter, ", ");
     pCol->iTagCol = -1;
@@ -166,14 +174,21 @@ static int qcAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *p
       continue;
     }
     pCol->iCol = nOut;
-    if ((strcmp(zA, "sum") == 0 || strcmp(zA, "avg") == 0 || strcmp(zA, "median") == 0
-         || strcmp(zA, "variance") == 0 || strcmp(zA, "stddev") == 0)
-        && vt != VT_NONE && vt != VT_LONG && vt != VT_DOUBLE && vt != VT_REF) {
+    zNum[0] = 0;
+    if (strcmp(zA, "sum") == 0 || strcmp(zA, "avg") == 0 || strcmp(zA, "median") == 0
+        || strcmp(zA, "variance") == 0 || strcmp(zA, "stddev") == 0) {
       /* Datomic's numeric aggregates throw on other values; SQLite's would
-      ** read a string as 0 and an instant as its microseconds. */
-      qcErr(pC, pE->pForm, "%s: %s is a %s, not a number", pE->zName, qVarName(pE->pVar),
-            vt == QVT_JSON ? "collection" : vtName(vt));
-      break;
+      ** read a string as 0 and an instant as its microseconds. A known
+      ** type is checked here, an unknown one value by value. */
+      if (vt != VT_NONE && vt != VT_LONG && vt != VT_DOUBLE && vt != VT_REF) {
+        qcErr(pC, pE->pForm, "%s: %s is a %s, not a number", pE->zName, qVarName(pE->pVar),
+              vt == QVT_JSON ? "collection" : vtName(vt));
+        break;
+      }
+      if (vt == VT_NONE) {
+        sqlite3_snprintf(sizeof zNum, zNum, "line %d col %d: %s", pE->pForm ? pE->pForm->line : 0,
+                         pE->pForm ? pE->pForm->col : 0, pE->zName);
+      }
     }
     if (strcmp(zA, "count") == 0) {
       /* A store column is never NULL: count(*) reads no column (the
@@ -185,18 +200,24 @@ static int qcAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *p
       sqlite3_str_appendf(pOuter, "count(DISTINCT v%d)", k);
       pCol->vt = VT_LONG;
     } else if (strcmp(zA, "sum") == 0) {
-      sqlite3_str_appendf(pOuter, "mentat_sum(v%d, 'line %d col %d: %q')", k,
-                          pE->pForm ? pE->pForm->line : 0, pE->pForm ? pE->pForm->col : 0, pE->zName);
+      sqlite3_str_appendf(pOuter, "mentat_sum(");
+      qcAggValue(pOuter, k, zNum);
+      sqlite3_str_appendf(pOuter, ", 'line %d col %d: %q')", pE->pForm ? pE->pForm->line : 0,
+                          pE->pForm ? pE->pForm->col : 0, pE->zName);
       pCol->vt = vt == VT_DOUBLE ? VT_DOUBLE : VT_LONG;
     } else if (strcmp(zA, "avg") == 0) {
-      sqlite3_str_appendf(pOuter, "avg(v%d)", k);
+      sqlite3_str_appendall(pOuter, "avg(");
+      qcAggValue(pOuter, k, zNum);
+      sqlite3_str_appendall(pOuter, ")");
       pCol->vt = VT_DOUBLE;
     } else if ((strcmp(zA, "min") == 0 || strcmp(zA, "max") == 0) && pE->pAggN == NULL) {
       sqlite3_str_appendf(pOuter, "%s(v%d)", zA, k);
       pCol->vt = vt;
     } else if (strcmp(zA, "median") == 0 || strcmp(zA, "variance") == 0
                || strcmp(zA, "stddev") == 0) {
-      sqlite3_str_appendf(pOuter, "mentat_%s(v%d)", zA, k);
+      sqlite3_str_appendf(pOuter, "mentat_%s(", zA);
+      qcAggValue(pOuter, k, zNum);
+      sqlite3_str_appendall(pOuter, ")");
       pCol->vt = strcmp(zA, "median") == 0 && vt == VT_LONG ? VT_LONG : VT_DOUBLE;
     } else if (strcmp(zA, "distinct") == 0) {
       sqlite3_str_appendf(pOuter, "mentat_agg_json(-1, v%d, t%d)", k, k);

@@ -17,6 +17,7 @@
 **        (glibc matches them in exponential time, uninterruptibly). A
 **        pattern is compiled once per statement (sqlite3_get_auxdata).
 **   mentat_sum(x, where)           sum, its long overflow an error saying where
+**   mentat_num(v, tag, where)      v if a number, else an error (aggregates)
 **   mentat_median(x)               aggregates with Datomic's definitions:
 **   mentat_variance(x)             median (middle value, or the mean of the two
 **   mentat_stddev(x)               middle ones), population variance and stddev
@@ -445,6 +446,41 @@ done:
 
 /* ------------------------------------------------- numeric aggregates */
 
+/* mentat_num(v, tag, where): v when it is a number or an entity id, else
+** the error Datomic's numeric aggregates throw ("<where>: a :db.type/string
+** is not a number"). For values whose type the compiler does not know
+** ([?e ?a ?v], rule results): their tag says it. A NULL tag (type unknown
+** there too) goes by the storage class. NULL stays NULL. */
+static void qfNum(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  int t = sqlite3_value_type(argv[0]);
+  const char *zType = NULL;
+  (void)argc;
+  if (t == SQLITE_NULL) return;
+  if (sqlite3_value_type(argv[1]) == SQLITE_NULL) {
+    if (t != SQLITE_INTEGER && t != SQLITE_FLOAT) zType = t == SQLITE_TEXT ? "text" : "blob";
+  } else {
+    switch (sqlite3_value_int(argv[1])) {
+      case TAG_NUMBER: case TAG_REF: break;
+      case TAG_BOOLEAN: zType = ":db.type/boolean"; break;
+      case TAG_INSTANT: zType = ":db.type/instant"; break;
+      case TAG_STRING: zType = ":db.type/string"; break;
+      case TAG_UUID: zType = ":db.type/uuid"; break;
+      case TAG_KEYWORD: zType = ":db.type/keyword"; break;
+      case TAG_BYTES: zType = ":db.type/bytes"; break;
+      case TAG_JSON: zType = "collection"; break;
+      default: zType = "value of unknown type"; break;
+    }
+  }
+  if (zType) {
+    char *zErr = sqlite3_mprintf("%s: a %s is not a number", (const char *)sqlite3_value_text(argv[2]), zType);
+    if (zErr == NULL) sqlite3_result_error_nomem(pCtx);
+    else sqlite3_result_error(pCtx, zErr, -1);
+    sqlite3_free(zErr);
+    return;
+  }
+  sqlite3_result_value(pCtx, argv[0]);
+}
+
 /* mentat_sum(x, where): SQLite's sum (exact over longs, a double once a
 ** double comes, NULL over no rows), but a long overflow stops at once and
 ** says where ("line L col C: (sum ?x): integer overflow") instead of a
@@ -694,6 +730,7 @@ int qRegisterStoreFunctions(sqlite3 *db) {
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_case", 2, f | SQLITE_DETERMINISTIC, 0, qfCase, 0, 0);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_subs", -1, f | SQLITE_DETERMINISTIC, 0, qfSubs, 0, 0);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_sum", 2, f, 0, 0, qfSumStep, qfSumFinal);
+  if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_num", 3, f | SQLITE_DETERMINISTIC, 0, qfNum, 0, 0);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_median", 1, f, 0, 0, qfNumsStep, qfMedianFinal);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_variance", 1, f, 0, 0, qfNumsStep, qfVarianceFinal);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_stddev", 1, f, 0, 0, qfNumsStep, qfStddevFinal);

@@ -318,6 +318,15 @@ static const QCase aFn[] = {
 /* Aggregates over the people: names {Ivan, Oleg}, ages {10, 20}, births
 ** 2010-03-01 (p1) and 2000-06-15 (p2). */
 static const QCase aAgg[] = {
+  /* a value of unknown type (from [?e ?a ?v]) is checked when it comes
+  ** (helper-25: instants, booleans and strings were summed as numbers);
+  ** entity 3 by hand: :person/name "Oleg" comes with :person/age 10 */
+  { "[:find (sum ?v) . :with ?a :where [?e :person/id 3] [?e ?a ?v]]", NULL,
+    "ERROR~line 1 col 8: (sum ?v): a :db.type/" },
+  { "[:find (avg ?v) . :with ?a :where [?e :person/id 3] [?e ?a ?v] [(!= ?a :person/name)]]", NULL,
+    "ERROR~line 1 col 8: (avg ?v): a :db.type/" },
+  { "[:find (sum ?v) . :with ?a :where [?e :person/id 4] [(ground [:person/id :person/age]) [?a ...]]"
+    " [?e ?a ?v]]", NULL, "24" },
   /* a long sum that overflows is an error at its element (helper-24: a bare
   ** "integer overflow"); with a double it is a double */
   { "[:find (sum ?x) . :with ?i :where [(ground [[1 9223372036854775807] [2 1]]) [[?i ?x]]]]", NULL,
