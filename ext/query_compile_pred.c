@@ -506,7 +506,11 @@ static int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt
     sqlite3_str_appendf(pOut, "(CASE WHEN (%s) < (%s) THEN -1 WHEN (%s) > (%s) THEN 1 ELSE 0 END)",
                         azA[0], azA[1], azA[0], azA[1]);
   } else if (strcmp(z, "count") == 0) {
-    if (aVt[0] == QVT_JSON) sqlite3_str_appendf(pOut, "json_array_length(%s)", azA[0]);
+    if (aVt[0] == QVT_JSON) {
+      /* a map counts its entries (json_array_length gives 0 for one) */
+      sqlite3_str_appendf(pOut, "(CASE json_type(%s) WHEN 'object' THEN (SELECT count(*) FROM json_each(%s)) "
+                          "ELSE json_array_length(%s) END)", azA[0], azA[0], azA[0]);
+    }
     else sqlite3_str_appendf(pOut, "length(%s)", azA[0]);
   } else if (strcmp(z, "str") == 0) {
     /* Each value printed as Clojure's str does (true, instants, uuids). */

@@ -219,6 +219,9 @@ static const QCase aFn[] = {
     "[\"H\xc3\x89LLO\",\"\xc3\xa0\xc3\xa9\xc3\xae\"]" },
   { "[:find ?a ?b ?c :where [(clojure.string/blank? \"\\t\\n \") ?a] [(clojure.string/blank? \"\xe3\x80\x80\") ?b]"
     " [(clojure.string/blank? \" x\") ?c]]", NULL, "[true,true,false]" },
+  /* count of a map counts its entries (helper-25: 0) */
+  { "[:find [?c ?d] :where [(ground {:a 1 :b 2}) ?m] [(count ?m) ?c] [(ground [1 2 3]) ?v] [(count ?v) ?d]]",
+    NULL, "[2,3]" },
   /* numbers of both kinds and entity ids mix in one collection */
   { "[:find [?r ...] :in $ [?x ...] :where [(* ?x 2) ?r]]", "{\"inputs\":[[1,2.5]]}", "2;5.0" },
   /* a collection made in a rule comes out as itself (helper-25: null in the
