@@ -17,7 +17,7 @@
 **    checkpoint that waits up to STORE_RESTART_BUSY_MS for readers of
 **    older snapshots (new readers start from the checkpointed database and
 **    do not hold it up), so continuous readers in other processes cannot
-**    grow the WAL past the bound (bench `mixed`: max 32 MiB). Starting at
+**    grow the WAL far past the bound (bench `mixed`: max 44 MiB). Starting at
 **    half leaves room for the commits made while readers are waited for.
 **    One that times out is retried only after 4 MiB more, so a reader that
 **    never lets go costs one wait per 4 MiB, not one per commit;
