@@ -97,6 +97,27 @@ static void qcBranch(const QClause *pOr, int i, QClause *const **paSub, int *pnS
   }
 }
 
+/* Starts branch context pSub from the enclosing query pX so far: its FROM
+** and WHERE text (aliases are local to the derived table the branch
+** becomes) and the join variables pX has bound, under the same
+** expressions. The planner orders the copied joins (bUnlinked). */
+static void qcSeedBranch(QCtx *pSub, QCtx *pX, const EdnValue **aJoin, int nJoin) {
+  int j;
+  sqlite3_str_appendall(pSub->pFrom, sqlite3_str_value(pX->pFrom));
+  pSub->nFrom = pX->nFrom;
+  if (pX->nWhere) {
+    sqlite3_str_appendall(pSub->pWhere, sqlite3_str_value(pX->pWhere));
+    pSub->nWhere = pX->nWhere;
+  }
+  pSub->bUnlinked = 1;
+  for (j = 0; j < nJoin; j++) {
+    QVar *pV = qcVarFind(pX, aJoin[j]->u.s.z);
+    if (pV == NULL || pV->zExpr == NULL) continue;
+    qcBindVar(pSub, aJoin[j]->u.s.z, sqlite3_mprintf("%s", pV->zExpr), pV->vt,
+              pV->zTag ? sqlite3_mprintf("%s", pV->zTag) : NULL, pV->bIntCol);
+  }
+}
+
 int qcOr(QCtx *pX, const QClause *pCl, int iDepth) {
   QComp *pC = pX->pC;
   const EdnValue *aJoinLocal[64];
@@ -181,11 +202,22 @@ int qcOr(QCtx *pX, const QClause *pCl, int iDepth) {
     else sqlite3_free(zOut);
     return pC->rc;
   } else {
-    /* A derived table of the branches' rows, joined on the variables. */
+    /* A derived table of the branches' rows, joined on the variables. A
+    ** derived table cannot see the enclosing query (no LATERAL in SQLite),
+    ** so when some join variables are bound already, each branch starts
+    ** from a copy of the enclosing query so far (its FROM and WHERE): the
+    ** branch's functions and patterns see those variables, as Datomic
+    ** passes bindings into or (helper-25: "unbound variable ?v in
+    ** function"). Only at the top level, whose FROM names nothing outside. */
     char zAlias[24];
+    int bSeed = 0;
     ValueType *aVt = sqlite3_malloc64(sizeof(ValueType) * (nJoin + 1));
     if (aVt == NULL) { sqlite3_free(sqlite3_str_finish(pOut)); return qcNoMem(pC); }
-    for (j = 0; j < nJoin; j++) aVt[j] = (ValueType)-1;
+    for (j = 0; j < nJoin; j++) {
+      QVar *pV = qcVarFind(pX, aJoin[j]->u.s.z);
+      aVt[j] = (ValueType)-1;
+      if (pV && pV->zExpr && pX->pParent == NULL && pX->nFrom > 0) bSeed = 1;
+    }
     sqlite3_str_appendall(pOut, "(");
     for (i = 0; i < pCl->nSub && pC->rc == SQLITE_OK; i++) {
       QCtx sub;
@@ -195,6 +227,7 @@ int qcOr(QCtx *pX, const QClause *pCl, int iDepth) {
       qcBranch(pCl, i, &aSub, &nSub);
       qcCtxInit(&sub, pC, pX);
       sub.nVisible = 0;      /* uncorrelated: a derived table cannot see outside */
+      if (bSeed) qcSeedBranch(&sub, pX, aJoin, nJoin);
       qcClauses(&sub, aSub, nSub, iDepth + 1);
       sqlite3_str_appendf(pOut, "%sSELECT ", i ? " UNION " : "");
       for (j = 0; j < nJoin && pC->rc == SQLITE_OK; j++) {

@@ -219,6 +219,17 @@ static const QCase aFn[] = {
     "[\"H\xc3\x89LLO\",\"\xc3\xa0\xc3\xa9\xc3\xae\"]" },
   { "[:find ?a ?b ?c :where [(clojure.string/blank? \"\\t\\n \") ?a] [(clojure.string/blank? \"\xe3\x80\x80\") ?b]"
     " [(clojure.string/blank? \" x\") ?c]]", NULL, "[true,true,false]" },
+  /* an or branch sees the variables bound before it, as Datomic passes them
+  ** in (helper-25: "unbound variable ?n in function"); by hand: Oleg is
+  ** p3 and p4, names "Oleg" */
+  { "[:find ?y :where [?e :person/id 3] [?e :person/name ?n] (or [(str ?n \"-x\") ?y] [(str ?n \"-z\") ?y])]",
+    NULL, "[\"Oleg-x\"];[\"Oleg-z\"]" },
+  { "[:find ?n ?y :where [?e :person/name \"Oleg\"] [?e :person/age ?a] [?e :person/id ?n]"
+    " (or-join [?a ?y] [(inc ?a) ?y])]", NULL, "[3,11];[4,21]" },
+  /* branches' own patterns join the bound variable too: p3's friend is p4,
+  ** its parent p1 */
+  { "[:find ?f :where [?e :person/id 3] (or-join [?e ?f] (and [?e :person/friend ?x] [?x :person/id ?f])"
+    " (and [?e :person/parent ?p] [?p :person/id ?f]))]", NULL, "[1];[4]" },
   /* count of a map counts its entries (helper-25: 0) */
   { "[:find [?c ?d] :where [(ground {:a 1 :b 2}) ?m] [(count ?m) ?c] [(ground [1 2 3]) ?v] [(count ?v) ?d]]",
     NULL, "[2,3]" },
