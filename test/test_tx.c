@@ -1168,9 +1168,11 @@ START_TEST(test_wal_restart_throttled) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     bigTxs(i, 1);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    if ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 >= 300) nSlow++;
+    if ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 >= 390) nSlow++;
   }
-  ck_assert_msg(nSlow <= 2, "%d of 30 commits waited for the reader", nSlow);
+  /* every commit waits its 400 ms when the mark is lost: 30 of 30; a slow
+  ** machine (valgrind, a busy CI host) may add a few slow commits of its own */
+  ck_assert_msg(nSlow <= 10, "%d of 30 commits waited for the reader", nSlow);
   sqlite3_exec(pReader, "COMMIT", NULL, NULL, NULL);
   sqlite3_close(pReader);
   closeStore();
