@@ -154,5 +154,10 @@ const char *ednKindName(const EdnValue *p);
 ** are rejected (RFC 3629). The reader's check, shared with the opts
 ** parser (cJSON passes any byte through). */
 int ednUtf8Len(const unsigned char *z, int n, int i);
+/* The code point of the valid sequence of length L (from ednUtf8Len) at z. */
+int ednUtf8Decode(const unsigned char *z, int L);
+/* Writes code point cp (at most U+10FFFF) as UTF-8 to zOut (room for 4
+** bytes); returns the bytes written. */
+int ednUtf8Encode(unsigned cp, char *zOut);
 
 #endif /* MENTAT_EDN_H */

@@ -105,8 +105,7 @@ int ednUtf8Len(const unsigned char *z, int n, int i) {
   return 0;
 }
 
-/* The code point of the valid sequence of length L at z. */
-static int ednUtf8Decode(const unsigned char *z, int L) {
+int ednUtf8Decode(const unsigned char *z, int L) {
   switch (L) {
     case 1: return z[0];
     case 2: return (z[0] & 0x1F) << 6 | (z[1] & 0x3F);
@@ -115,7 +114,7 @@ static int ednUtf8Decode(const unsigned char *z, int L) {
   }
 }
 
-static int ednUtf8Encode(unsigned cp, char *zOut) {
+int ednUtf8Encode(unsigned cp, char *zOut) {
   if (cp < 0x80) { zOut[0] = (char)cp; return 1; }
   if (cp < 0x800) {
     zOut[0] = (char)(0xC0 | cp >> 6);

@@ -212,22 +212,11 @@ static void qfCase(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     unsigned c;
     char buf[4];
     if (L == 0) { sqlite3_str_appendchar(pOut, 1, (char)z[i++]); continue; }
-    c = L == 1 ? z[i] : L == 2 ? ((z[i] & 0x1Fu) << 6) | (z[i + 1] & 0x3Fu)
-      : L == 3 ? ((z[i] & 0x0Fu) << 12) | ((z[i + 1] & 0x3Fu) << 6) | (z[i + 2] & 0x3Fu)
-      : ((z[i] & 0x07u) << 18) | ((z[i + 1] & 0x3Fu) << 12) | ((z[i + 2] & 0x3Fu) << 6) | (z[i + 3] & 0x3Fu);
+    c = (unsigned)ednUtf8Decode(z + i, L);
     i += L;
     if (gQfLocale) c = (unsigned)(bUpper ? towupper_l((wint_t)c, gQfLocale) : towlower_l((wint_t)c, gQfLocale));
     else if (c < 0x80) c = (unsigned)(bUpper ? toupper((int)c) : tolower((int)c));
-    if (c < 0x80) { buf[0] = (char)c; L = 1; }
-    else if (c < 0x800) { buf[0] = (char)(0xC0 | (c >> 6)); buf[1] = (char)(0x80 | (c & 0x3F)); L = 2; }
-    else if (c < 0x10000) {
-      buf[0] = (char)(0xE0 | (c >> 12)); buf[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-      buf[2] = (char)(0x80 | (c & 0x3F)); L = 3;
-    } else {
-      buf[0] = (char)(0xF0 | (c >> 18)); buf[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-      buf[2] = (char)(0x80 | ((c >> 6) & 0x3F)); buf[3] = (char)(0x80 | (c & 0x3F)); L = 4;
-    }
-    sqlite3_str_append(pOut, buf, L);
+    sqlite3_str_append(pOut, buf, ednUtf8Encode(c, buf));
   }
   n = sqlite3_str_length(pOut);
   i = sqlite3_str_errcode(pOut);
