@@ -32,6 +32,7 @@
 ** The helpers are internal (SQLITE_INNOCUOUS is not set; the store
 ** connections are private to the extension, so nothing else sees them).
 */
+#include <stdarg.h>
 #include <string.h>
 #include <math.h>
 #include <stdlib.h>
@@ -94,6 +95,21 @@ static void qfStr(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     if (z == NULL) { sqlite3_result_error_nomem(pCtx); return; }
     sqlite3_result_text(pCtx, (const char*)z, sqlite3_value_bytes(argv[0]), SQLITE_TRANSIENT);
   }
+}
+
+/* Fails the call with "<where>: <message>": where is the place argument the
+** compiler passes ("line L col C: fn"), so the message says which clause. */
+static void qfErrorAt(sqlite3_context *pCtx, sqlite3_value *pWhere, const char *zFmt, ...) {
+  va_list ap;
+  char *zMsg, *zErr;
+  va_start(ap, zFmt);
+  zMsg = sqlite3_vmprintf(zFmt, ap);
+  va_end(ap);
+  zErr = zMsg ? sqlite3_mprintf("%s: %s", (const char *)sqlite3_value_text(pWhere), zMsg) : NULL;
+  if (zErr == NULL) sqlite3_result_error_nomem(pCtx);
+  else sqlite3_result_error(pCtx, zErr, -1);
+  sqlite3_free(zErr);
+  sqlite3_free(zMsg);
 }
 
 /* ------------------------------------------------------- arithmetic */
@@ -174,10 +190,7 @@ static void qfArith(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
       return;
   }
   if (bOver) {
-    char *zErr = sqlite3_mprintf("%s: integer overflow", (const char *)sqlite3_value_text(argv[1]));
-    if (zErr == NULL) sqlite3_result_error_nomem(pCtx);
-    else sqlite3_result_error(pCtx, zErr, -1);
-    sqlite3_free(zErr);
+    qfErrorAt(pCtx, argv[1], "integer overflow");
     return;
   }
   sqlite3_result_int64(pCtx, x);
@@ -251,12 +264,8 @@ static void qfSubs(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   if (b == nChar) iB = n;
   if (e == nChar) iE = n;
   if (b < 0 || e < b || e > nChar) {
-    char *zErr = sqlite3_mprintf("%s: begin %lld, end %lld, length %lld is out of range",
-                                 (const char *)sqlite3_value_text(argv[0]), (long long)b, (long long)e,
-                                 (long long)nChar);
-    if (zErr == NULL) sqlite3_result_error_nomem(pCtx);
-    else sqlite3_result_error(pCtx, zErr, -1);
-    sqlite3_free(zErr);
+    qfErrorAt(pCtx, argv[0], "begin %lld, end %lld, length %lld is out of range", (long long)b,
+              (long long)e, (long long)nChar);
     return;
   }
   sqlite3_result_text(pCtx, (const char *)z + iB, iE - iB, SQLITE_TRANSIENT);
@@ -360,11 +369,8 @@ static void qfRegex(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     char *zErr = NULL;
     int rc = qfRegexCompile(zPat, &pRe, &zErr);
     if (rc != SQLITE_OK) {
-      char *zMsg = rc == SQLITE_NOMEM ? NULL : sqlite3_mprintf("%s: %s", (const char *)sqlite3_value_text(argv[3]),
-                                                               zErr);
-      if (zMsg == NULL) sqlite3_result_error_nomem(pCtx);
-      else sqlite3_result_error(pCtx, zMsg, -1);
-      sqlite3_free(zMsg);
+      if (rc == SQLITE_NOMEM) sqlite3_result_error_nomem(pCtx);
+      else qfErrorAt(pCtx, argv[3], "%s", zErr);
       sqlite3_free(zErr);
       return;
     }
@@ -461,10 +467,7 @@ static void qfNum(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     }
   }
   if (zType) {
-    char *zErr = sqlite3_mprintf("%s: a %s is not a number", (const char *)sqlite3_value_text(argv[2]), zType);
-    if (zErr == NULL) sqlite3_result_error_nomem(pCtx);
-    else sqlite3_result_error(pCtx, zErr, -1);
-    sqlite3_free(zErr);
+    qfErrorAt(pCtx, argv[2], "a %s is not a number", zType);
     return;
   }
   sqlite3_result_value(pCtx, argv[0]);
@@ -490,11 +493,8 @@ static void qfSumStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   if (t == SQLITE_INTEGER && !p->bReal) {
     if (__builtin_add_overflow(p->i, sqlite3_value_int64(argv[0]), &p->i)) {
       /* the statement stops here, as Clojure's + throws */
-      char *zErr = sqlite3_mprintf("%s: integer overflow", (const char *)sqlite3_value_text(argv[1]));
       p->bOver = 1;
-      if (zErr == NULL) sqlite3_result_error_nomem(pCtx);
-      else sqlite3_result_error(pCtx, zErr, -1);
-      sqlite3_free(zErr);
+      qfErrorAt(pCtx, argv[1], "integer overflow");
     }
     return;
   }
