@@ -253,14 +253,15 @@ static void qfSubs(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
       || (argc > 3 && sqlite3_value_type(argv[3]) == SQLITE_NULL)) return;
   n = sqlite3_value_bytes(argv[1]);
   b = sqlite3_value_int64(argv[2]);
+  e = argc > 3 ? sqlite3_value_int64(argv[3]) : -1;   /* -1: the end, once counted */
   for (i = 0; i < n; i++) {
     if ((z[i] & 0xC0) != 0x80) {
       if (nChar == b) iB = i;
-      if (argc > 3 && nChar == sqlite3_value_int64(argv[3])) iE = i;
+      if (nChar == e) iE = i;
       nChar++;
     }
   }
-  e = argc > 3 ? sqlite3_value_int64(argv[3]) : nChar;
+  if (argc <= 3) e = nChar;
   if (b == nChar) iB = n;
   if (e == nChar) iE = n;
   if (b < 0 || e < b || e > nChar) {
