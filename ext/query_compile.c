@@ -176,6 +176,14 @@ int qcTypeClass(ValueType vt) {
   }
 }
 
+const char *qcVtName(ValueType vt) {
+  return vt == QVT_JSON ? "collection" : vtName(vt);
+}
+
+char *qcPlaceSql(const EdnValue *p, const char *zWhat) {
+  return sqlite3_mprintf("'line %d col %d: %q'", p ? p->line : 0, p ? p->col : 0, zWhat);
+}
+
 char *qcVarTag(const QVar *pV) {
   if (pV->zTag) return sqlite3_mprintf("%s", pV->zTag);
   if (pV->vt == QVT_JSON) return sqlite3_mprintf("%d", TAG_JSON);
@@ -765,9 +773,6 @@ static int qcVtMix(ValueType a, ValueType b) {
   return (a == VT_LONG || a == VT_DOUBLE || a == VT_REF) && (b == VT_LONG || b == VT_DOUBLE || b == VT_REF);
 }
 
-static const char *qcVtLabel(ValueType vt) {
-  return vt == QVT_JSON ? "collection" : vtName(vt);
-}
 
 static void qcBindScalar(QCtx *pX, const EdnValue *pVar, const EdnValue *pVal,
                          const EdnValue *pConst, int iInput, int i1, int i2) {
@@ -839,7 +844,7 @@ int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
         if (i == 0) vt0 = vt;
         else if (!qcVtMix(vt0, vt)) {
           qcErr(pC, NULL, "%s: value %d is a %s, value 1 a %s: a collection's values must have one type",
-                zWhat, i + 1, qcVtLabel(vt), qcVtLabel(vt0));
+                zWhat, i + 1, qcVtName(vt), qcVtName(vt0));
           sqlite3_free(z);
           break;
         }
@@ -912,7 +917,7 @@ int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
             if (i == 0) aVt[j] = vt;
             else if (!qcVtMix(aVt[j], vt)) {
               qcErr(pC, NULL, "%s: value %d is a %s, value 1 a %s: a relation column's values must have "
-                    "one type", zWhat, i + 1, qcVtLabel(vt), qcVtLabel(aVt[j]));
+                    "one type", zWhat, i + 1, qcVtName(vt), qcVtName(aVt[j]));
               sqlite3_free(z);
               break;
             }

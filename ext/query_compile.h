@@ -214,6 +214,13 @@ int qcRowsUnique(const QCtx *pX, const char *const *azVar, int nVar);
 int qcVarNotNull(const QVar *pV);
 /* The tag SQL for a variable (its tag expression or its static tag). */
 char *qcVarTag(const QVar *pV);
+/* A type's name in messages: ":db.type/string", or "collection" for the
+** JSON values queries make. */
+const char *qcVtName(ValueType vt);
+/* "line L col C: zWhat" for form p (0, 0 without one), as an SQL string
+** literal: the place argument of the store functions that fail at run
+** time (mentat_arith, _subs, _regex, _sum, _num). NULL on OOM. */
+char *qcPlaceSql(const EdnValue *p, const char *zWhat);
 /* Value type class for comparisons: 1 numbers, 2 strings, 3 instants,
 ** 4 keywords, 5 booleans, 6 uuids, 0 other. */
 int qcTypeClass(ValueType vt);

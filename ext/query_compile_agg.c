@@ -49,10 +49,11 @@ static int qcInnerCol(QComp *pC, QCtx *pX, sqlite3_str *pInner, const char **azC
   return (*pnCol)++;
 }
 
-/* Inner column k as a numeric aggregate's argument: as it is, or checked
-** value by value (mentat_num) when zWhere is set (type unknown). */
-static void qcAggValue(sqlite3_str *pOut, int k, const char *zWhere) {
-  if (zWhere[0]) sqlite3_str_appendf(pOut, "mentat_num(v%d, t%d, %Q)", k, k, zWhere);
+/* Inner column k (of type vt) as a numeric aggregate's argument: as it is,
+** or checked value by value (mentat_num, failing at zPlace, an SQL
+** literal) when its type is unknown. */
+static void qcAggValue(sqlite3_str *pOut, int k, ValueType vt, const char *zPlace) {
+  if (vt == VT_NONE) sqlite3_str_appendf(pOut, "mentat_num(v%d, t%d, %s)", k, k, zPlace);
   else sqlite3_str_appendf(pOut, "v%d", k);
 }
 
@@ -154,7 +155,7 @@ static int qcAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *p
     int k = aiElem[i];
     const QVar *pV = apVar[k];
     const char *zA = pE->zAgg;
-    char zNum[160];
+    char *zPlace = NULL;    /* numeric aggregates: the element's place */
     ValueType vt = pV->vt;
     if (nOut) sqlite3_str_appendall(pOuter, ", ");
     pCol->iTagCol = -1;
@@ -174,21 +175,17 @@ static int qcAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *p
       continue;
     }
     pCol->iCol = nOut;
-    zNum[0] = 0;
     if (strcmp(zA, "sum") == 0 || strcmp(zA, "avg") == 0 || strcmp(zA, "median") == 0
         || strcmp(zA, "variance") == 0 || strcmp(zA, "stddev") == 0) {
       /* Datomic's numeric aggregates throw on other values; SQLite's would
       ** read a string as 0 and an instant as its microseconds. A known
       ** type is checked here, an unknown one value by value. */
       if (vt != VT_NONE && vt != VT_LONG && vt != VT_DOUBLE && vt != VT_REF) {
-        qcErr(pC, pE->pForm, "%s: %s is a %s, not a number", pE->zName, qVarName(pE->pVar),
-              vt == QVT_JSON ? "collection" : vtName(vt));
+        qcErr(pC, pE->pForm, "%s: %s is a %s, not a number", pE->zName, qVarName(pE->pVar), qcVtName(vt));
         break;
       }
-      if (vt == VT_NONE) {
-        sqlite3_snprintf(sizeof zNum, zNum, "line %d col %d: %s", pE->pForm ? pE->pForm->line : 0,
-                         pE->pForm ? pE->pForm->col : 0, pE->zName);
-      }
+      zPlace = qcPlaceSql(pE->pForm, pE->zName);
+      if (zPlace == NULL) { qcNoMem(pC); break; }
     }
     if (strcmp(zA, "count") == 0) {
       /* A store column is never NULL: count(*) reads no column (the
@@ -201,13 +198,12 @@ static int qcAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *p
       pCol->vt = VT_LONG;
     } else if (strcmp(zA, "sum") == 0) {
       sqlite3_str_appendf(pOuter, "mentat_sum(");
-      qcAggValue(pOuter, k, zNum);
-      sqlite3_str_appendf(pOuter, ", 'line %d col %d: %q')", pE->pForm ? pE->pForm->line : 0,
-                          pE->pForm ? pE->pForm->col : 0, pE->zName);
+      qcAggValue(pOuter, k, vt, zPlace);
+      sqlite3_str_appendf(pOuter, ", %s)", zPlace);
       pCol->vt = vt == VT_DOUBLE ? VT_DOUBLE : VT_LONG;
     } else if (strcmp(zA, "avg") == 0) {
       sqlite3_str_appendall(pOuter, "avg(");
-      qcAggValue(pOuter, k, zNum);
+      qcAggValue(pOuter, k, vt, zPlace);
       sqlite3_str_appendall(pOuter, ")");
       pCol->vt = VT_DOUBLE;
     } else if ((strcmp(zA, "min") == 0 || strcmp(zA, "max") == 0) && pE->pAggN == NULL) {
@@ -216,7 +212,7 @@ static int qcAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *p
     } else if (strcmp(zA, "median") == 0 || strcmp(zA, "variance") == 0
                || strcmp(zA, "stddev") == 0) {
       sqlite3_str_appendf(pOuter, "mentat_%s(", zA);
-      qcAggValue(pOuter, k, zNum);
+      qcAggValue(pOuter, k, vt, zPlace);
       sqlite3_str_appendall(pOuter, ")");
       pCol->vt = strcmp(zA, "median") == 0 && vt == VT_LONG ? VT_LONG : VT_DOUBLE;
     } else if (strcmp(zA, "distinct") == 0) {
@@ -234,6 +230,7 @@ static int qcAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *p
       qcErr(pC, pE->pForm, "unsupported aggregate %s", zA);
       break;
     }
+    sqlite3_free(zPlace);
     sqlite3_str_appendf(pOuter, " AS c%d", nOut++);
     if (pCol->kind == QCOL_VALUE && pCol->vt == VT_NONE) {
       /* min/max over mixed types: a bare column gives the tag of the row

@@ -405,7 +405,8 @@ static int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt
   sqlite3_str *pOut;
   char *azA[16], *azTag[16];
   ValueType aVt[16];
-  int i, iFn, n = pCl->nArg, bDouble = 0;
+  int i, iFn, op, n = pCl->nArg, bDouble = 0;
+  char *zPlace = NULL;    /* this clause's place, for run-time errors */
   ValueType vtOut = VT_LONG;
   *pzExpr = NULL;
   *pzTag = NULL;
@@ -438,8 +439,7 @@ static int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt
     for (i = 0; i < n; i++) {
       if (aVt[i] == VT_LONG || aVt[i] == VT_DOUBLE || aVt[i] == VT_REF) continue;
       if (aVt[i] != VT_NONE) {
-        qcErr(pC, pCl->pForm, "%s: argument %d is a %s, not a number", z, i + 1,
-              aVt[i] == QVT_JSON ? "collection" : vtName(aVt[i]));
+        qcErr(pC, pCl->pForm, "%s: argument %d is a %s, not a number", z, i + 1, qcVtName(aVt[i]));
         goto cleanup;
       }
       {
@@ -455,14 +455,15 @@ static int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt
     }
   }
   pOut = sqlite3_str_new(NULL);
-  if (qcArithOp(z) != 0 && (!bDouble || strcmp(z, "quot") == 0 || strcmp(z, "rem") == 0
-                             || strcmp(z, "mod") == 0)) {
+  zPlace = qcPlaceSql(pCl->pForm, z);
+  if (zPlace == NULL) { sqlite3_free(sqlite3_str_finish(pOut)); qcNoMem(pC); goto cleanup; }
+  op = qcArithOp(z);
+  if (op != 0 && (!bDouble || op == QF_QUOT || op == QF_REM || op == QF_MOD)) {
     /* May be longs: checked, an overflow an error at this clause (SQLite's
     ** operators would give a double). With a double argument +, -, *, inc,
     ** dec and abs are SQLite's operators below (doubles do not overflow);
     ** quot, rem and mod are not (SQLite's % and CAST take integer parts). */
-    sqlite3_str_appendf(pOut, "mentat_arith(%d, 'line %d col %d: %q'", qcArithOp(z),
-                        pCl->pForm ? pCl->pForm->line : 0, pCl->pForm ? pCl->pForm->col : 0, z);
+    sqlite3_str_appendf(pOut, "mentat_arith(%d, %s", op, zPlace);
     for (i = 0; i < n; i++) sqlite3_str_appendf(pOut, ", %s", azA[i]);
     sqlite3_str_appendall(pOut, ")");
     if (bDouble) vtOut = VT_DOUBLE;
@@ -533,8 +534,7 @@ static int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt
     vtOut = VT_STRING;
   } else if (strcmp(z, "subs") == 0) {
     /* an error out of range, as Clojure's (SQLite's substr clamps) */
-    sqlite3_str_appendf(pOut, "mentat_subs('line %d col %d: subs', %s, %s", pCl->pForm ? pCl->pForm->line : 0,
-                        pCl->pForm ? pCl->pForm->col : 0, azA[0], azA[1]);
+    sqlite3_str_appendf(pOut, "mentat_subs(%s, %s, %s", zPlace, azA[0], azA[1]);
     if (n == 3) sqlite3_str_appendf(pOut, ", %s", azA[2]);
     sqlite3_str_appendall(pOut, ")");
     vtOut = VT_STRING;
@@ -549,9 +549,8 @@ static int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt
     int nGroup, iMode = z[3] == 'm' ? 1 : 0;
     if (qcRegexCheck(pX, pCl->aArg[0], z, &nGroup) == SQLITE_OK) {
       /* the place names a bad pattern that comes from a variable */
-      sqlite3_str_appendf(pOut, "mentat_regex(%d, %s, %s, 'line %d col %d: %q')",
-                          nGroup > 0 ? iMode + 2 : iMode, azA[0], azA[1],
-                          pCl->pForm ? pCl->pForm->line : 0, pCl->pForm ? pCl->pForm->col : 0, z);
+      sqlite3_str_appendf(pOut, "mentat_regex(%d, %s, %s, %s)", nGroup > 0 ? iMode + 2 : iMode,
+                          azA[0], azA[1], zPlace);
       vtOut = nGroup > 0 ? QVT_JSON : VT_STRING;
     }
   } else {   /* tuple */
@@ -585,6 +584,7 @@ cleanup:
     sqlite3_free(azA[i]);
     sqlite3_free(azTag[i]);
   }
+  sqlite3_free(zPlace);
   return 1;
 }
 
