@@ -159,5 +159,7 @@ int ednUtf8Decode(const unsigned char *z, int L);
 /* Writes code point cp (at most U+10FFFF) as UTF-8 to zOut (room for 4
 ** bytes); returns the bytes written. */
 int ednUtf8Encode(unsigned cp, char *zOut);
+/* The value of the 4 hex digits at z (a \uXXXX escape's), or -1. */
+int ednHex4(const unsigned char *z);
 
 #endif /* MENTAT_EDN_H */

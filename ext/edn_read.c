@@ -390,7 +390,7 @@ static int ednHexNibble(unsigned char c) {
   return -1;
 }
 
-static int ednHex4(const unsigned char *z) {
+int ednHex4(const unsigned char *z) {
   int k, v = 0;
   for (k = 0; k < 4; k++) {
     int d = ednHexNibble(z[k]);

@@ -92,16 +92,8 @@ static int optsScanPush(OptsScan *s, int iStart, int nLen) {
 
 /* The UTF-16 unit of the \uXXXX escape at z[i] (i at the backslash), or -1. */
 static int optsEscapeUnit(const char *z, int n, int i) {
-  int k, u = 0;
   if (i + 5 >= n || z[i] != '\\' || z[i + 1] != 'u') return -1;
-  for (k = 2; k < 6; k++) {
-    char c = z[i + k];
-    int d = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-          : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
-    if (d < 0) return -1;
-    u = u * 16 + d;
-  }
-  return u;
+  return ednHex4((const unsigned char *)z + i + 2);
 }
 
 /* One pass over z[0..n): number tokens outside strings, the deepest

@@ -13,7 +13,6 @@
 ** qRunClose() resets the statement so no read snapshot outlives the run.
 */
 #include <string.h>
-#include <time.h>
 #include "query_compile.h"
 #include "pull.h"
 
@@ -751,13 +750,6 @@ static int qSpillRow(QueryRun *p, sqlite3_stmt *pIns, int nStmtCol, char **pzErr
   return rc;
 }
 
-/* Monotonic milliseconds, for the spill's budget. */
-static sqlite3_int64 qNowMs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (sqlite3_int64)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int qRunSpill(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, int *pbAll, char **pzErr) {
   sqlite3 *db = NULL;
   sqlite3_stmt *pIns = NULL, *pSel = NULL;
@@ -806,7 +798,7 @@ int qRunSpill(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, int *pbAl
     nRows++;
     /* every row: one can take long (its pulls), and the clock is a vDSO
     ** read, not a system call */
-    if ((nMaxRows > 0 && nRows >= nMaxRows) || (tEnd > 0 && qNowMs() >= tEnd)) {
+    if ((nMaxRows > 0 && nRows >= nMaxRows) || (tEnd > 0 && storeNowMs() >= tEnd)) {
       bPartial = 1;             /* the store statement stays on this row */
       break;
     }

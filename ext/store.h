@@ -102,6 +102,8 @@ void storeHoldRemove(Store *p, StoreHold *pHold);
 ** is when a RESTART checkpoint can succeed. Called by the writer
 ** (store_write.c) under the write mutex. */
 int storeHoldsRelease(Store *p, int *pbAll);
+/* CLOCK_MONOTONIC milliseconds: the clock of the holds' deadline (tEnd). */
+sqlite3_int64 storeNowMs(void);
 #define STORE_HOLD_RELEASE_MS 100
 
 /* Begins a write: takes the store's write mutex, BEGIN IMMEDIATE on the

@@ -946,7 +946,7 @@ void storeHoldRemove(Store *p, StoreHold *pHold) {
   pthread_mutex_unlock(&p->holdMutex);
 }
 
-static sqlite3_int64 storeNowMs(void) {
+sqlite3_int64 storeNowMs(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (sqlite3_int64)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
