@@ -979,6 +979,27 @@ static Schema *readSchema(Store *p, int *pbFingerprint) {
   return pS;
 }
 
+/* The next read keeps the published schema pS0, having read the
+** fingerprint (bFp 1) or not (0). */
+static void expectKept(Store *p, Schema *pS0, int bFp) {
+  int bRead;
+  Schema *pS = readSchema(p, &bRead);
+  ck_assert_int_eq(bRead, bFp);
+  ck_assert_ptr_eq(pS, pS0);
+  schemaUnref(pS);
+}
+
+/* The next read takes the full check and finds attribute 65536 with
+** cardinality many (bMany 1) or one; *ppS0 becomes that schema. */
+static void expectReloaded(Store *p, Schema **ppS0, int bMany) {
+  int bRead;
+  Schema *pS = readSchema(p, &bRead);
+  ck_assert_int_eq(bRead, 1);
+  ck_assert_int_eq(schemaAttr(pS, 65536)->bMany, bMany);
+  schemaUnref(*ppS0);
+  *ppS0 = pS;
+}
+
 /* Another Mentat process's commits are explained by the log rows they
 ** appended (no fingerprint read) unless one of them changes the schema or
 ** the tx mark moved without them; the answer is right either way. */
@@ -1009,10 +1030,7 @@ START_TEST(test_log_explains_foreign_commit) {
                    " INSERT INTO timelined_transactions (e, a, v, tx, added, value_type_tag)"
                    " VALUES (65537 + TX % 1000, 65536, 'v', TX, 1, 10)");
   }
-  pS = readSchema(p, &bFp);
-  ck_assert_int_eq(bFp, 0);
-  ck_assert_ptr_eq(pS, pS0);
-  schemaUnref(pS);
+  expectKept(p, pS0, 0);
 
   /* An in-place alteration with its log rows (counts and rowids of the
   ** mirrors unchanged): the log shows a schema datom, the full check runs
@@ -1020,30 +1038,19 @@ START_TEST(test_log_explains_foreign_commit) {
   foreignTx(raw, "UPDATE schema SET v = 33 WHERE e = 65536 AND a = 8;"
                  " INSERT INTO timelined_transactions (e, a, v, tx, added, value_type_tag)"
                  " VALUES (65536, 8, 34, TX, 0, 0), (65536, 8, 33, TX, 1, 0)");
-  pS = readSchema(p, &bFp);
-  ck_assert_int_eq(bFp, 1);
-  ck_assert_int_eq(schemaAttr(pS, 65536)->bMany, 0);
-  schemaUnref(pS0);
-  pS0 = pS;
+  expectReloaded(p, &pS0, 0);
 
   /* The mark moved with no log rows (a raw edit): not explained. */
   exec(raw, "UPDATE schema SET v = 34 WHERE e = 65536 AND a = 8;"
             "UPDATE known_parts SET idx = idx + 1 WHERE part = ':db.part/tx'");
-  pS = readSchema(p, &bFp);
-  ck_assert_int_eq(bFp, 1);
-  ck_assert_int_eq(schemaAttr(pS, 65536)->bMany, 1);
-  schemaUnref(pS0);
-  pS0 = pS;
+  expectReloaded(p, &pS0, 1);
 
   /* More log rows than the scan takes: the full check, same schema. */
   foreignTx(raw, "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n"
                  " WHERE i < 5000) INSERT INTO timelined_transactions"
                  " (e, a, v, tx, added, value_type_tag) SELECT 70000 + i, 65536, 'w', TX, 1, 10"
                  " FROM n");
-  pS = readSchema(p, &bFp);
-  ck_assert_int_eq(bFp, 1);
-  ck_assert_ptr_eq(pS, pS0);
-  schemaUnref(pS);
+  expectKept(p, pS0, 1);
 
   /* The log's last row deleted and its rowid reused by a foreign
   ** alteration's schema datom, the rows after it innocent: the known last
@@ -1053,11 +1060,7 @@ START_TEST(test_log_explains_foreign_commit) {
   foreignTx(raw, "UPDATE schema SET v = 33 WHERE e = 65536 AND a = 8;"
                  " INSERT INTO timelined_transactions (e, a, v, tx, added, value_type_tag)"
                  " VALUES (65536, 8, 33, TX, 1, 0)");
-  pS = readSchema(p, &bFp);
-  ck_assert_int_eq(bFp, 1);
-  ck_assert_int_eq(schemaAttr(pS, 65536)->bMany, 0);
-  schemaUnref(pS0);
-  pS0 = pS;
+  expectReloaded(p, &pS0, 0);
 
   /* A foreign alteration's rows deleted from the end of the log, then a
   ** foreign data commit reusing their rowids (helper-23's F2): its
@@ -1075,19 +1078,12 @@ START_TEST(test_log_explains_foreign_commit) {
     sqlite3_free(zDel);
     foreignTx(raw, "INSERT INTO timelined_transactions (e, a, v, tx, added, value_type_tag)"
                    " VALUES (65599, 65536, 'q', TX, 1, 10)");
-    pS = readSchema(p, &bFp);
-    ck_assert_int_eq(bFp, 1);
-    ck_assert_int_eq(schemaAttr(pS, 65536)->bMany, 1);
-    schemaUnref(pS0);
-    pS0 = pS;
+    expectReloaded(p, &pS0, 1);
   }
 
   /* Our own writer's commit is known without either. */
   writeRaw(p, "INSERT INTO datoms (e, a, v, tx, value_type_tag) VALUES (80000, 65536, 'z', 1, 10)", 0);
-  pS = readSchema(p, &bFp);
-  ck_assert_int_eq(bFp, 0);
-  ck_assert_ptr_eq(pS, pS0);
-  schemaUnref(pS);
+  expectKept(p, pS0, 0);
 
   schemaUnref(pS0);
   sqlite3_close(raw);
