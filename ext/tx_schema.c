@@ -23,6 +23,7 @@
 ** transaction: ops are checked against the snapshot from before it, so the
 ** use fails with "unknown attribute" (Datomic behaves the same way).
 */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -176,19 +177,27 @@ static int txProbeE(Tx *p, const char *zSql, sqlite3_int64 e, int *pbRow,
   return rc;
 }
 
-/* The place of the first form of this transaction that states something
-** about entity e (the definition being checked), for messages: 0, 0 when
-** none does. */
-static void txPlaceOf(const Tx *p, sqlite3_int64 e, int *pLine, int *pCol) {
-  int i;
-  *pLine = *pCol = 0;
+/* txErr at the first form of this transaction that states something about
+** entity e (the definition being checked; no place when none does). The
+** forms are searched only for an error, not for every attribute checked. */
+static int txErrAtEntity(Tx *p, sqlite3_int64 e, const char *zFmt, ...) {
+  int i, line = 0, col = 0, rc;
+  va_list ap;
+  char *zMsg;
   for (i = 0; i < p->nOp; i++) {
     if (p->aOp[i].e.eKind == TXP_ENTID && p->aOp[i].e.e == e) {
-      *pLine = p->aOp[i].line;
-      *pCol = p->aOp[i].col;
-      return;
+      line = p->aOp[i].line;
+      col = p->aOp[i].col;
+      break;
     }
   }
+  va_start(ap, zFmt);
+  zMsg = sqlite3_vmprintf(zFmt, ap);
+  va_end(ap);
+  if (zMsg == NULL) return SQLITE_NOMEM;
+  rc = txErr(p, line, col, "%s", zMsg);
+  sqlite3_free(zMsg);
+  return rc;
 }
 
 /* An existing attribute's definition changed from pOld to (bMany, eUnique,
@@ -199,7 +208,7 @@ static void txPlaceOf(const Tx *p, sqlite3_int64 e, int *pLine, int *pCol) {
 ** Runs after the transaction's own datoms are written, so they count. */
 static int txAlter(Tx *p, const Attr *pOld, const char *zName, int bMany, int eUnique, int bIndex) {
   sqlite3_int64 e = pOld->e, x0 = 0, x1 = 0;
-  int rc = SQLITE_OK, bRow = 0, line, col;
+  int rc = SQLITE_OK, bRow = 0;
   int bAvetOld = pOld->bIndex || pOld->eUnique != UNIQUE_NONE;
   int bAvetNew = bIndex || eUnique != UNIQUE_NONE;
 
@@ -208,8 +217,7 @@ static int txAlter(Tx *p, const Attr *pOld, const char *zName, int bMany, int eU
                      " LIMIT 1", e, &bRow, &x0, &x1);
     if (rc) return rc;
     if (bRow) {
-      txPlaceOf(p, e, &line, &col);
-      return txErr(p, line, col, "cannot change %s to :db.cardinality/one: entity %lld has %lld values",
+      return txErrAtEntity(p, e, "cannot change %s to :db.cardinality/one: entity %lld has %lld values",
                    zName, x0, x1);
     }
   }
@@ -218,8 +226,7 @@ static int txAlter(Tx *p, const Attr *pOld, const char *zName, int bMany, int eU
                      " HAVING count(*) > 1 LIMIT 1", e, &bRow, &x0, &x1);
     if (rc) return rc;
     if (bRow) {
-      txPlaceOf(p, e, &line, &col);
-      return txErr(p, line, col, "cannot make %s :db/unique: entities %lld and %lld hold the same value",
+      return txErrAtEntity(p, e, "cannot make %s :db/unique: entities %lld and %lld hold the same value",
                    zName, x0, x1);
     }
   }
@@ -335,33 +342,32 @@ static int txSchemaEntity(Tx *p, sqlite3_int64 e) {
 
   if (bAttr) {
     const char *zName = zIdent[0] ? zIdent : "?";
-    int line, col;
-    txPlaceOf(p, e, &line, &col);
     if (!aHas[ENTID_DB_IDENT]) {
-      return txErr(p, line, col, "attribute entity %lld needs a :db/ident", e);
+      return txErrAtEntity(p, e, "attribute entity %lld needs a :db/ident", e);
     }
     if (!aHas[ENTID_DB_VALUETYPE]) {
-      return txErr(p, line, col, "attribute %s needs a :db/valueType", zName);
+      return txErrAtEntity(p, e, "attribute %s needs a :db/valueType", zName);
     }
     if (type == VT_NONE) {
       const char *zType = schemaIdent(p->pSchema, aV[ENTID_DB_VALUETYPE]);
-      return txErr(p, line, col, "attribute %s: unsupported :db/valueType %s; use one of the :db.type/* "
+      return txErrAtEntity(p, e, "attribute %s: unsupported :db/valueType %s; use one of the :db.type/* "
                    "idents ref, keyword, long, double, string, uuid, boolean, instant, bytes",
                    zName, zType ? zType : "(not a type)");
     }
     if (aHas[ENTID_DB_CARDINALITY] && aV[ENTID_DB_CARDINALITY] != ENTID_DB_CARD_ONE
         && aV[ENTID_DB_CARDINALITY] != ENTID_DB_CARD_MANY) {
-      return txErr(p, line, col, "attribute %s: :db/cardinality must be :db.cardinality/one or /many", zName);
+      return txErrAtEntity(p, e, "attribute %s: :db/cardinality must be :db.cardinality/one or /many", zName);
     }
     if (aHas[ENTID_DB_UNIQUE] && aV[ENTID_DB_UNIQUE] != ENTID_DB_UNIQUE_VALUE
         && aV[ENTID_DB_UNIQUE] != ENTID_DB_UNIQUE_IDENTITY) {
-      return txErr(p, line, col, "attribute %s: :db/unique must be :db.unique/value or :db.unique/identity", zName);
+      return txErrAtEntity(p, e, "attribute %s: :db/unique must be :db.unique/value or :db.unique/identity",
+                           zName);
     }
     if (bFulltext && type != VT_STRING) {
-      return txErr(p, line, col, "attribute %s: :db/fulltext needs :db.type/string", zName);
+      return txErrAtEntity(p, e, "attribute %s: :db/fulltext needs :db.type/string", zName);
     }
     if (aHas[ENTID_DB_ISCOMPONENT] && aV[ENTID_DB_ISCOMPONENT] && type != VT_REF) {
-      return txErr(p, line, col, "attribute %s: :db/isComponent needs :db.type/ref", zName);
+      return txErrAtEntity(p, e, "attribute %s: :db/isComponent needs :db.type/ref", zName);
     }
     if (pOld != NULL) {
       rc = txAlter(p, pOld, zName, bMany, eUnique, bIndex);
