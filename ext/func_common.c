@@ -209,7 +209,7 @@ void funcWatchBegin(FuncWatch *pWatch, sqlite3 *host, sqlite3 *pStoreDb) {
   pWatch->bProbeFailed = 0;
   if (pStoreDb) {
     pWatch->pStoreDb = pStoreDb;
-    if (FUNC_HAS_PROGRESS) sqlite3_progress_handler(pStoreDb, FUNC_WATCH_OPS, funcWatchCheck, pWatch);
+    funcWatchPause(pWatch, 0);
   } else {
     pWatch->pPrev = funcThreadWatch;
     pWatch->bThread = 1;

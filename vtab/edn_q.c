@@ -184,10 +184,13 @@ static void ednqUnlock(EdnqCursor *pCur) {
 ** host connection is not touched (its thread may be waiting for our
 ** lock), so the store connection's interrupt polling, which probes the
 ** host, is paused. The writer has committed and waits on this copy, so it
-** has a budget (EDNQ_SPILL_*): a longer rest (a cross product left open)
-** is only partly copied and the cursor keeps its snapshot, as a reader in
-** another process would; the writer's WAL policy copes with those. If the
-** copy cannot start, the cursor keeps its snapshot and streams as before. */
+** has a budget: EDNQ_SPILL_ROWS, and tEnd, shared by the holds one commit
+** asks (checked between rows: finding one more row, or its pulls, can pass
+** it). A longer rest (a cross product left open) is only partly copied and
+** the cursor keeps its snapshot, as a reader in another process would; the
+** writer's WAL policy copes with those. If the copy cannot start, the
+** cursor keeps its snapshot and streams as before. Returns 1 when the
+** snapshot is let go. */
 static int ednqLetGo(StoreHold *pHold, sqlite3_int64 tEnd) {
   EdnqCursor *pCur = (EdnqCursor *)((char *)pHold - offsetof(EdnqCursor, hold));
   int bLetGo = 1;
