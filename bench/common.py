@@ -72,6 +72,13 @@ def current_states(p, exp):
     return cur, touched
 
 
+def remove_db(path):
+    """Removes a SQLite file and its -wal and -shm, where they exist."""
+    for suffix in ('', '-wal', '-shm'):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+
+
 def read_result(path):
     return json.load(open(path)) if os.path.exists(path) else None
 

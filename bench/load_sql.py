@@ -22,7 +22,7 @@ import sqlite3
 import sys
 import time
 
-from common import connect, paths, read_result, write_json
+from common import connect, paths, read_result, remove_db, write_json
 
 ISSUE_ATTRS = ('title', 'state', 'priority', 'assignee', 'reporter', 'created-at', 'label')
 
@@ -75,9 +75,7 @@ def main():
     ext, scale, out = sys.argv[1], sys.argv[2], sys.argv[3]
     P = paths(out, scale)
     db = os.path.join(out, 'store-%s-sql.db' % scale)
-    for s in ('', '-wal', '-shm'):
-        if os.path.exists(db + s):
-            os.unlink(db + s)
+    remove_db(db)
     data = P['data']
     loads = sorted(f for f in os.listdir(data) if f.startswith('load-'))
     texts = [open(os.path.join(data, f)).read() for f in loads]
@@ -101,9 +99,7 @@ def main():
     n_log = raw.execute('SELECT count(*) FROM transactions WHERE tx > ?', (t_schema,)).fetchone()[0]
     raw.close()
     con.close()
-    for s in ('', '-wal', '-shm'):
-        if os.path.exists(db + s):
-            os.unlink(db + s)
+    remove_db(db)
     ours = read_result(P['results'])
     expect = ours['load_datoms'] if ours else None
     res = {'scale': scale, 'issue_datoms': n, 'issue_seconds': t_issues, 'datoms_per_s': n / t_issues,

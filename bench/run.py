@@ -39,7 +39,7 @@ import subprocess
 import sys
 import time
 
-from common import (HERE, STATES, connect, current_states, paths, percentile, time_call,
+from common import (HERE, STATES, connect, current_states, paths, percentile, remove_db, time_call,
                     write_json)
 
 
@@ -522,9 +522,7 @@ def build_id(ext):
 
 def fresh_load(ext, scale, out, P, exp, db):
     """A new store, loaded and checked; the later steps' old outputs removed."""
-    for s in ('', '-wal', '-shm'):
-        if os.path.exists(db + s):
-            os.unlink(db + s)
+    remove_db(db)
     # a new store: the later steps' outputs of an earlier run at this scale are stale now
     for name in [P['writes'], P['results'], P['state']] + [os.path.join(out, x % scale) for x in (
             'transact-%s-FULL.json', 'transact-%s-NORMAL.json', 'threads-%s-1.json', 'threads-%s-2.json',

@@ -27,7 +27,7 @@ import sqlite3
 import sys
 import time
 
-from common import STATES, connect, current_states, load_state, percentile, write_json
+from common import STATES, connect, current_states, load_state, percentile, remove_db, write_json
 
 
 class Writer:
@@ -80,9 +80,7 @@ class Writer:
 def raw_commit_rate(path, sync, secs=2.0):
     """The same disk's floor: plain SQLite one-row commits in WAL mode at the same synchronous
     setting (a fresh file next to the store), tx/s."""
-    for suffix in ('', '-wal', '-shm'):
-        if os.path.exists(path + suffix):
-            os.remove(path + suffix)
+    remove_db(path)
     raw = sqlite3.connect(path, isolation_level=None)
     raw.execute('PRAGMA journal_mode=WAL')
     raw.execute('PRAGMA synchronous=%s' % sync)
@@ -95,9 +93,7 @@ def raw_commit_rate(path, sync, secs=2.0):
         n += 1
     el = time.perf_counter() - t0
     raw.close()
-    for suffix in ('', '-wal', '-shm'):
-        if os.path.exists(path + suffix):
-            os.remove(path + suffix)
+    remove_db(path)
     return n / el
 
 
