@@ -1,0 +1,396 @@
+/*
+** test_cases.c — one Check driver for the cases kept as data in
+** test/cases/ (files ending .test, in the manner of jq's jq.test and SQLite's
+** do_execsql_test): each file is a script of blocks run in order on a host
+** connection with the extension registered, against a fresh file store.
+**
+** FORMAT (docs in test/cases/README.md). Blocks are separated by blank lines;
+** a line starting with '#' outside a block is a comment. A block is a
+** directive line, body lines, and an expectation that starts with "=>":
+**
+**   store NAME            a fresh store for the blocks after it (no body)
+**   tx                    body: EDN tx-data, run as edn_t(store, body)
+**   query [ordered] [scalar] [table-col N]
+**                         body: a Datalog query; an "opts {...}" line gives
+**                         the opts JSON. Table form: expected lines are the
+**                         rows' `value` column (compared as a sorted list
+**                         unless "ordered"). "scalar": one line, the JSON
+**                         document of the scalar edn_q.
+**   pull                  body: the pattern; "entity <SQL expr>" line,
+**                         optional "opts {...}"; expected: the JSON document
+**   sql                   body: SQL statements; :db is the store's path, the
+**                         last statement's rows are compared, columns joined
+**                         by '|', SQL NULL as NULL, in order
+**
+** Expectations: "=> ok" (tx only: it must succeed), "=> error: TEXT" (the
+** whole error text must equal TEXT), "=> tempids {...}" (tx: the report's
+** tempids object, compared as text), or "=>" followed by the expected lines
+** (none: no rows). Every mismatch is reported with its file and line; a file
+** fails when any of its blocks does.
+*/
+#include <dirent.h>
+#include <ctype.h>
+#include "testutil.h"
+
+#define TC_MAX_FILES 256
+
+static char *azFile[TC_MAX_FILES];
+static int nFile = 0;
+
+static int tcCmp(const void *a, const void *b) {
+  return strcmp(*(char *const*)a, *(char *const*)b);
+}
+
+static const char *tcDir(void) {
+  const char *z = getenv("MENTAT_CASES_DIR");
+  return z && z[0] ? z : "test/cases";
+}
+
+static void tcListFiles(void) {
+  DIR *d = opendir(tcDir());
+  struct dirent *p;
+  if (d == NULL) return;
+  while ((p = readdir(d)) != NULL && nFile < TC_MAX_FILES) {
+    size_t n = strlen(p->d_name);
+    if (n > 5 && strcmp(p->d_name + n - 5, ".test") == 0) azFile[nFile++] = strdup(p->d_name);
+  }
+  closedir(d);
+  qsort(azFile, (size_t)nFile, sizeof(char*), tcCmp);
+}
+
+/* A growable text buffer (malloc'd). */
+typedef struct TcBuf { char *z; size_t n, nAlloc; } TcBuf;
+
+static void tcAppend(TcBuf *p, const char *z, size_t n) {
+  if (p->n + n + 2 > p->nAlloc) {
+    p->nAlloc = (p->n + n + 2) * 2;
+    p->z = realloc(p->z, p->nAlloc);
+    ck_assert_ptr_nonnull(p->z);
+  }
+  memcpy(p->z + p->n, z, n);
+  p->n += n;
+  p->z[p->n] = 0;
+}
+
+static void tcLine(TcBuf *p, const char *z) {
+  if (p->n) tcAppend(p, "\n", 1);
+  tcAppend(p, z, strlen(z));
+}
+
+static void tcReset(TcBuf *p) { p->n = 0; if (p->z) p->z[0] = 0; }
+
+/* One parsed block. */
+typedef struct TcBlock {
+  char zKind[16];          /* tx, query, pull, sql, store */
+  int bOrdered, bScalar;
+  TcBuf body, opts, entity, expect;
+  int bExpect;             /* an "=>" line was seen */
+  int iLine;               /* line of the directive */
+} TcBlock;
+
+typedef struct TcRun {
+  sqlite3 *db;
+  char zStore[512];
+  const char *zFile;
+  int nFail, nCase;
+  TcBuf report;
+} TcRun;
+
+static void tcFail(TcRun *pR, int iLine, const char *zWhat, const char *zWant, const char *zGot) {
+  char zHead[600];
+  pR->nFail++;
+  snprintf(zHead, sizeof zHead, "%s/%s:%d: %s\n  expected: ", tcDir(), pR->zFile, iLine, zWhat);
+  tcAppend(&pR->report, zHead, strlen(zHead));
+  tcAppend(&pR->report, zWant, strlen(zWant));
+  tcAppend(&pR->report, "\n  got:      ", 13);
+  tcAppend(&pR->report, zGot, strlen(zGot));
+  tcAppend(&pR->report, "\n", 1);
+}
+
+static void tcNewStore(TcRun *pR, const char *zName) {
+  char zBase[200];
+  snprintf(zBase, sizeof zBase, "case-%.80s-%.80s.db", pR->zFile, zName);
+  snprintf(pR->zStore, sizeof pR->zStore, "%s", tuTempPath(zBase));
+  unlink(pR->zStore);
+}
+
+/* Runs every statement of zSql with parameter :db (or ?1) bound to the
+** store; returns the last statement's rows as lines, columns joined by '|'
+** (malloc'd), or "error: <message>" when one fails. */
+static char *tcRunSql(TcRun *pR, const char *zSql, int bSort) {
+  const char *zTail = zSql;
+  TcBuf out = {0};
+  char **az = NULL;
+  int nRow = 0, nAlloc = 0, i;
+  tcAppend(&out, "", 0);
+  while (zTail && zTail[strspn(zTail, " \t\n;")]) {
+    sqlite3_stmt *pStmt = NULL;
+    const char *zNext = NULL;
+    int rc = sqlite3_prepare_v2(pR->db, zTail, -1, &pStmt, &zNext);
+    if (rc != SQLITE_OK) goto failed;
+    if (pStmt == NULL) break;
+    for (i = 1; i <= sqlite3_bind_parameter_count(pStmt); i++) {
+      const char *zName = sqlite3_bind_parameter_name(pStmt, i);
+      if (zName == NULL || strcmp(zName, ":db") == 0 || strcmp(zName, "?1") == 0) {
+        sqlite3_bind_text(pStmt, i, pR->zStore, -1, SQLITE_TRANSIENT);
+      }
+    }
+    for (i = 0; i < nRow; i++) free(az[i]);
+    nRow = 0;
+    while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
+      TcBuf row = {0};
+      int j;
+      tcAppend(&row, "", 0);
+      for (j = 0; j < sqlite3_column_count(pStmt); j++) {
+        const char *z = (const char *)sqlite3_column_text(pStmt, j);
+        if (j) tcAppend(&row, "|", 1);
+        if (sqlite3_column_type(pStmt, j) == SQLITE_NULL) z = "NULL";
+        tcAppend(&row, z ? z : "", z ? strlen(z) : 0);
+      }
+      if (nRow == nAlloc) {
+        nAlloc = nAlloc ? nAlloc * 2 : 16;
+        az = realloc(az, sizeof(char*) * (size_t)nAlloc);
+        ck_assert_ptr_nonnull(az);
+      }
+      az[nRow++] = row.z;
+    }
+    sqlite3_finalize(pStmt);
+    if (rc != SQLITE_DONE) goto failed;
+    zTail = zNext;
+  }
+  if (bSort && nRow > 1) qsort(az, (size_t)nRow, sizeof(char*), tcCmp);
+  for (i = 0; i < nRow; i++) tcLine(&out, az[i]);
+  for (i = 0; i < nRow; i++) free(az[i]);
+  free(az);
+  return out.z;
+failed:
+  for (i = 0; i < nRow; i++) free(az[i]);
+  free(az);
+  tcReset(&out);
+  tcAppend(&out, "error: ", 7);
+  tcAppend(&out, sqlite3_errmsg(pR->db), strlen(sqlite3_errmsg(pR->db)));
+  return out.z;
+}
+
+/* Binds the block's texts as ?2.. through a statement built here. */
+static char *tcRunBound(TcRun *pR, const char *zSql, const char *z2, const char *z3, int bSort) {
+  sqlite3_stmt *pStmt = NULL;
+  TcBuf out = {0};
+  char **az = NULL;
+  int nRow = 0, nAlloc = 0, i, rc;
+  tcAppend(&out, "", 0);
+  rc = sqlite3_prepare_v2(pR->db, zSql, -1, &pStmt, NULL);
+  if (rc != SQLITE_OK) goto failed;
+  sqlite3_bind_text(pStmt, 1, pR->zStore, -1, SQLITE_TRANSIENT);
+  if (z2) sqlite3_bind_text(pStmt, 2, z2, -1, SQLITE_TRANSIENT);
+  if (z3) sqlite3_bind_text(pStmt, 3, z3, -1, SQLITE_TRANSIENT);
+  while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
+    const char *z = (const char *)sqlite3_column_text(pStmt, 0);
+    if (sqlite3_column_type(pStmt, 0) == SQLITE_NULL) z = "NULL";
+    if (nRow == nAlloc) {
+      nAlloc = nAlloc ? nAlloc * 2 : 16;
+      az = realloc(az, sizeof(char*) * (size_t)nAlloc);
+      ck_assert_ptr_nonnull(az);
+    }
+    az[nRow++] = strdup(z ? z : "");
+  }
+  sqlite3_finalize(pStmt);
+  pStmt = NULL;
+  if (rc != SQLITE_DONE) goto failed;
+  if (bSort && nRow > 1) qsort(az, (size_t)nRow, sizeof(char*), tcCmp);
+  for (i = 0; i < nRow; i++) tcLine(&out, az[i]);
+  for (i = 0; i < nRow; i++) free(az[i]);
+  free(az);
+  return out.z;
+failed:
+  sqlite3_finalize(pStmt);
+  for (i = 0; i < nRow; i++) free(az[i]);
+  free(az);
+  tcReset(&out);
+  tcAppend(&out, "error: ", 7);
+  tcAppend(&out, sqlite3_errmsg(pR->db), strlen(sqlite3_errmsg(pR->db)));
+  return out.z;
+}
+
+/* Sorts the lines of an expected block so that unordered results compare. */
+static char *tcSortLines(const char *z) {
+  char *zCopy = strdup(z), *zLine, *zSave = NULL;
+  char **az = NULL;
+  int n = 0, i;
+  TcBuf out = {0};
+  tcAppend(&out, "", 0);
+  for (zLine = strtok_r(zCopy, "\n", &zSave); zLine; zLine = strtok_r(NULL, "\n", &zSave)) {
+    az = realloc(az, sizeof(char*) * (size_t)(n + 1));
+    az[n++] = zLine;
+  }
+  if (n > 1) qsort(az, (size_t)n, sizeof(char*), tcCmp);
+  for (i = 0; i < n; i++) tcLine(&out, az[i]);
+  free(az);
+  free(zCopy);
+  return out.z;
+}
+
+static void tcRunBlock(TcRun *pR, TcBlock *pB) {
+  char *zGot = NULL, *zWant = NULL;
+  const char *zExpect = pB->expect.z ? pB->expect.z : "";
+  char zWhat[64];
+  if (strcmp(pB->zKind, "store") == 0) return;
+  pR->nCase++;
+  snprintf(zWhat, sizeof zWhat, "%s block", pB->zKind);
+  if (!pB->bExpect) {
+    tcFail(pR, pB->iLine, zWhat, "an => line", "none");
+    return;
+  }
+  if (strcmp(pB->zKind, "tx") == 0) {
+    if (strncmp(zExpect, "tempids ", 8) == 0) {
+      zGot = tcRunBound(pR, "SELECT coalesce(json_extract(edn_t(?1, ?2), '$.tempids'), 'NULL')",
+                        pB->body.z, NULL, 0);
+      zWant = strdup(zExpect + 8);
+    } else {
+      zGot = tcRunBound(pR, "SELECT CASE WHEN edn_t(?1, ?2) IS NOT NULL THEN 'ok' END",
+                        pB->body.z, NULL, 0);
+      zWant = strdup(zExpect);
+    }
+  } else if (strcmp(pB->zKind, "query") == 0) {
+    const char *zOpts = pB->opts.n ? pB->opts.z : NULL;
+    if (pB->bScalar) {
+      zGot = tcRunBound(pR, "SELECT edn_q(?1, ?2, ?3)", pB->body.z, zOpts, 0);
+      zWant = strdup(zExpect);
+    } else {
+      int bSort = !pB->bOrdered && strncmp(zExpect, "error: ", 7) != 0;
+      zGot = tcRunBound(pR, "SELECT value FROM edn_q(?1, ?2, ?3)", pB->body.z, zOpts, bSort);
+      zWant = bSort ? tcSortLines(zExpect) : strdup(zExpect);
+    }
+  } else if (strcmp(pB->zKind, "pull") == 0) {
+    char *zSql = sqlite3_mprintf("SELECT edn_pull(?1, ?2, %s%s%s)",
+                                 pB->entity.n ? pB->entity.z : "NULL",
+                                 pB->opts.n ? ", ?3" : "", "");
+    zGot = tcRunBound(pR, zSql, pB->body.z, pB->opts.n ? pB->opts.z : NULL, 0);
+    sqlite3_free(zSql);
+    zWant = strdup(zExpect);
+  } else if (strcmp(pB->zKind, "sql") == 0) {
+    zGot = tcRunSql(pR, pB->body.z, 0);
+    zWant = strdup(zExpect);
+  } else {
+    tcFail(pR, pB->iLine, "unknown directive", "tx, query, pull, sql or store", pB->zKind);
+    return;
+  }
+  if (strcmp(zGot, zWant) != 0) tcFail(pR, pB->iLine, zWhat, zWant, zGot);
+  free(zGot);
+  free(zWant);
+}
+
+static void tcBlockReset(TcBlock *pB) {
+  pB->zKind[0] = 0;
+  pB->bOrdered = pB->bScalar = pB->bExpect = 0;
+  tcReset(&pB->body);
+  tcReset(&pB->opts);
+  tcReset(&pB->entity);
+  tcReset(&pB->expect);
+}
+
+static void tcBlockFree(TcBlock *pB) {
+  free(pB->body.z);
+  free(pB->opts.z);
+  free(pB->entity.z);
+  free(pB->expect.z);
+}
+
+/* Parses the directive line of a block into pB; 0 if it is not one. */
+static int tcDirective(TcRun *pR, TcBlock *pB, const char *zLine, int iLine) {
+  char zWord[16];
+  const char *z = zLine;
+  int n = 0;
+  while (z[n] && !isspace((unsigned char)z[n]) && n < 15) n++;
+  memcpy(zWord, z, (size_t)n);
+  zWord[n] = 0;
+  if (strcmp(zWord, "store") == 0) {
+    const char *zName = z + n + strspn(z + n, " \t");
+    tcNewStore(pR, zName[0] ? zName : "default");
+  } else if (strcmp(zWord, "tx") && strcmp(zWord, "query") && strcmp(zWord, "pull")
+             && strcmp(zWord, "sql")) {
+    return 0;
+  }
+  strcpy(pB->zKind, zWord);
+  pB->iLine = iLine;
+  pB->bOrdered = strstr(z + n, "ordered") != NULL;
+  pB->bScalar = strstr(z + n, "scalar") != NULL;
+  return 1;
+}
+
+static void tcRunFile(TcRun *pR, const char *zPath) {
+  FILE *f = fopen(zPath, "r");
+  char *zLine = NULL;
+  size_t nLine = 0;
+  ssize_t n;
+  int iLine = 0, bIn = 0;
+  TcBlock b;
+  memset(&b, 0, sizeof b);
+  ck_assert_msg(f != NULL, "cannot open %s", zPath);
+  tcNewStore(pR, "default");
+  while ((n = getline(&zLine, &nLine, f)) >= 0) {
+    iLine++;
+    while (n > 0 && (zLine[n-1] == '\n' || zLine[n-1] == '\r')) zLine[--n] = 0;
+    if (!bIn) {
+      if (n == 0 || zLine[0] == '#') continue;
+      tcBlockReset(&b);
+      if (!tcDirective(pR, &b, zLine, iLine)) {
+        tcFail(pR, iLine, "not a directive", "tx, query, pull, sql or store", zLine);
+        continue;
+      }
+      bIn = strcmp(b.zKind, "store") != 0;
+      continue;
+    }
+    if (n == 0) {            /* a blank line ends the block */
+      tcRunBlock(pR, &b);
+      bIn = 0;
+      continue;
+    }
+    if (b.bExpect) {
+      tcLine(&b.expect, zLine);
+    } else if (strncmp(zLine, "=>", 2) == 0) {
+      const char *zRest = zLine + 2 + strspn(zLine + 2, " ");
+      b.bExpect = 1;
+      if (zRest[0]) tcLine(&b.expect, zRest);
+    } else if (strncmp(zLine, "opts ", 5) == 0 && strcmp(b.zKind, "sql") && strcmp(b.zKind, "tx")) {
+      tcLine(&b.opts, zLine + 5);
+    } else if (strncmp(zLine, "entity ", 7) == 0 && strcmp(b.zKind, "pull") == 0) {
+      tcLine(&b.entity, zLine + 7);
+    } else {
+      tcLine(&b.body, zLine);
+    }
+  }
+  if (bIn) tcRunBlock(pR, &b);
+  tcBlockFree(&b);
+  free(zLine);
+  fclose(f);
+}
+
+START_TEST(test_case_file) {
+  TcRun r;
+  char zPath[1024];
+  memset(&r, 0, sizeof r);
+  r.db = tuOpenHost();
+  r.zFile = azFile[_i];
+  snprintf(zPath, sizeof zPath, "%s/%s", tcDir(), azFile[_i]);
+  tcAppend(&r.report, "", 0);
+  tcRunFile(&r, zPath);
+  sqlite3_close(r.db);
+  if (r.nFail) fprintf(stderr, "%s", r.report.z);
+  ck_assert_msg(r.nFail == 0, "%s: %d of %d blocks failed (listed above)", azFile[_i], r.nFail, r.nCase);
+  ck_assert_msg(r.nCase > 0, "%s: no blocks", azFile[_i]);
+  free(r.report.z);
+}
+END_TEST
+
+static Suite *casesSuite(void) {
+  Suite *s = suite_create("cases");
+  TCase *tc = tcase_create("files");
+  tcListFiles();
+  tcase_set_timeout(tc, 120);
+  tcase_add_loop_test(tc, test_case_file, 0, nFile);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+TU_MAIN(casesSuite)
