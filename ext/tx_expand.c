@@ -519,6 +519,13 @@ static int txList(Tx *p, const EdnValue *pF) {
       return txErr(p, a[2]->line, a[2]->col, "reverse attribute %s is not allowed in %s",
                    a[2]->u.s.z, pOpKw->u.s.z);
     }
+    if (eOp == TXOP_CAS && pAttr->bMany) {
+      /* Datomic's :db/cas: "the attribute must be :db.cardinality/one"
+      ** (compare-and-swap of one value among many has no meaning) */
+      return txErr(p, a[2]->line, a[2]->col,
+                   "%s: %s is cardinality many; the attribute must be :db.cardinality/one",
+                   pOpKw->u.s.z, a[2]->u.s.z);
+    }
     memset(&vOldPl, 0, sizeof(vOldPl));
     memset(&vOld, 0, sizeof(vOld));
     if (eOp == TXOP_CAS) {
