@@ -1,0 +1,188 @@
+#!/usr/bin/python3
+"""smoke/cases.py — the cases kept as data in test/cases/*.test, run against the
+built .so in Python's sqlite3 module, so every case that the Check driver
+(test/test_cases.c) runs in-process also runs in a real host. The format is
+the one documented in test/test_cases.c; this reader follows it line for line.
+
+Usage: /usr/bin/python3 smoke/cases.py /abs/path/libmentat_sqlite.so [dir]
+Prints one FAIL line per mismatch and ends with 'N passed, M failed'.
+"""
+import glob
+import os
+import sqlite3
+import sys
+import tempfile
+
+TMP = tempfile.mkdtemp(prefix='mentat-cases.')
+# SQLite's own text of a REAL, as sqlite3_column_text gives it in the C driver.
+TEXTER = sqlite3.connect(':memory:')
+DIRECTIVES = ('tx', 'query', 'pull', 'sql', 'store')
+
+
+def rows_of(con, sql, params):
+    """The rows of sql's last statement as text lines (first column only when
+    one is asked), or ['error: <message>']."""
+    try:
+        cur = con.execute(sql, params)
+        out = []
+        for row in cur.fetchall():
+            out.append('|'.join('NULL' if v is None else text(v) for v in row))
+        return out
+    except sqlite3.Error as e:
+        return ['error: ' + str(e)]
+
+
+def text(v):
+    if isinstance(v, bytes):
+        return v.decode('utf-8', 'replace')
+    if isinstance(v, float):
+        return TEXTER.execute('SELECT CAST(? AS TEXT)', (v,)).fetchone()[0]
+    return str(v)
+
+
+def run_sql_script(con, body, store):
+    """Runs each statement of body (':db' bound to the store); the last one's rows."""
+    rest = body
+    last = []
+    while rest.strip(' \t\n;'):
+        stmt_end = find_statement_end(rest)
+        stmt, rest = rest[:stmt_end], rest[stmt_end:]
+        if not stmt.strip(' \t\n;'):
+            continue
+        params = {'db': store} if ':db' in stmt else ()
+        last = rows_of(con, stmt, params)
+        if last and last[0].startswith('error: '):
+            return last
+    return last
+
+
+def find_statement_end(s):
+    i = 0
+    while True:
+        j = s.find(';', i)
+        if j < 0:
+            return len(s)
+        if sqlite3.complete_statement(s[:j + 1]):
+            return j + 1
+        i = j + 1
+
+
+class Block:
+    def __init__(self, kind, flags, line):
+        self.kind, self.flags, self.line = kind, flags, line
+        self.body, self.opts, self.entity, self.expect = [], [], [], []
+        self.has_expect = False
+
+
+def run_block(con, b, store):
+    body = '\n'.join(b.body)
+    opts = '\n'.join(b.opts) if b.opts else None
+    want = b.expect
+    if b.kind == 'tx':
+        if want and want[0].startswith('tempids '):
+            got = rows_of(con, "SELECT coalesce(json_extract(edn_t(?1, ?2), '$.tempids'), 'NULL')",
+                          (store, body))
+            want = [want[0][8:]] + want[1:]
+        else:
+            got = rows_of(con, "SELECT CASE WHEN edn_t(?1, ?2) IS NOT NULL THEN 'ok' END", (store, body))
+    elif b.kind == 'query':
+        if 'scalar' in b.flags:
+            got = rows_of(con, 'SELECT edn_q(?1, ?2, ?3)', (store, body, opts))
+        else:
+            got = rows_of(con, 'SELECT value FROM edn_q(?1, ?2, ?3)', (store, body, opts))
+            if 'ordered' not in b.flags and not (want and want[0].startswith('error: ')):
+                got, want = sorted(got), sorted(want)
+    elif b.kind == 'pull':
+        entity = '\n'.join(b.entity) if b.entity else 'NULL'
+        sql = 'SELECT edn_pull(?1, ?2, %s%s)' % (entity, ', ?3' if opts else '')
+        got = rows_of(con, sql, (store, body, opts) if opts else (store, body))
+    else:
+        got = run_sql_script(con, body, store)
+    return got, want
+
+
+def run_file(path, ext):
+    name = os.path.basename(path)
+    con = sqlite3.connect(':memory:')
+    con.enable_load_extension(True)
+    con.load_extension(ext)
+    counter = [0]
+
+    def new_store(label):
+        counter[0] += 1
+        return os.path.join(TMP, '%s-%s-%d.db' % (name, label, counter[0]))
+
+    store = new_store('default')
+    passed = failed = 0
+    block = None
+    lines = open(path, encoding='utf-8').read().split('\n')
+
+    def finish(b):
+        nonlocal passed, failed
+        if not b.has_expect:
+            print('FAIL %s:%d: %s block has no => line' % (name, b.line, b.kind))
+            failed += 1
+            return
+        got, want = run_block(con, b, store)
+        if got == want:
+            passed += 1
+        else:
+            failed += 1
+            print('FAIL %s:%d: %s block\n  expected: %s\n  got:      %s'
+                  % (name, b.line, b.kind, '\n'.join(want), '\n'.join(got)))
+
+    for no, line in enumerate(lines, 1):
+        line = line.rstrip('\r')
+        if block is None:
+            if not line or line.startswith('#'):
+                continue
+            word, _, flags = line.partition(' ')
+            if word not in DIRECTIVES:
+                print('FAIL %s:%d: not a directive: %s' % (name, no, line))
+                failed += 1
+                continue
+            if word == 'store':
+                store = new_store(flags.strip() or 'default')
+                continue
+            block = Block(word, flags, no)
+            continue
+        if not line:
+            finish(block)
+            block = None
+            continue
+        if block.has_expect:
+            block.expect.append(line)
+        elif line.startswith('=>'):
+            block.has_expect = True
+            rest = line[2:].lstrip(' ')
+            if rest:
+                block.expect.append(rest)
+        elif line.startswith('opts ') and block.kind not in ('sql', 'tx'):
+            block.opts.append(line[5:])
+        elif line.startswith('entity ') and block.kind == 'pull':
+            block.entity.append(line[7:])
+        else:
+            block.body.append(line)
+    if block is not None:
+        finish(block)
+    con.close()
+    return passed, failed
+
+
+def main():
+    ext = os.path.splitext(sys.argv[1])[0]
+    here = os.path.dirname(os.path.abspath(__file__))
+    folder = sys.argv[2] if len(sys.argv) > 2 else os.path.join(here, '..', 'test', 'cases')
+    passed = failed = 0
+    files = sorted(glob.glob(os.path.join(folder, '*.test')))
+    for path in files:
+        p, f = run_file(path, ext)
+        passed += p
+        failed += f
+    print('cases: %d files' % len(files))
+    print('%d passed, %d failed' % (passed, failed))
+    sys.exit(1 if failed or not passed else 0)
+
+
+if __name__ == '__main__':
+    main()
