@@ -11,7 +11,18 @@
 #include "testutil.h"
 #include "store.h"
 
-#define FORMAT_DOC "/work/shared/format/mentat-v3.md"
+/* The format document: under $SHARED (as make passes it), ../shared beside
+** the clone, or /work/shared; NULL when none is there. */
+static const char *formatDoc(void) {
+  static char z[512];
+  const char *azDir[] = { getenv("SHARED"), "../shared", "/work/shared" };
+  for (int i = 0; i < 3; i++) {
+    if (azDir[i] == NULL || azDir[i][0] == 0) continue;
+    snprintf(z, sizeof z, "%s/format/mentat-v3.md", azDir[i]);
+    if (access(z, R_OK) == 0) return z;
+  }
+  return NULL;
+}
 
 static void exec(sqlite3 *db, const char *zSql) {
   char *zErr = NULL;
@@ -119,11 +130,20 @@ static void checkObjects(sqlite3 *db) {
 /* Each CREATE statement of the format document's sql block is stored
 ** verbatim in sqlite_master (known_parts is the one ALTERed: checked apart). */
 static void checkDdlText(sqlite3 *db) {
-  FILE *f = fopen(FORMAT_DOC, "r");
+  const char *zDoc = formatDoc();
+  FILE *f = zDoc ? fopen(zDoc, "r") : NULL;
   char zLine[1024];
   char zStmt[8192] = "";
   int bIn = 0, nChecked = 0;
-  if (f == NULL) return;                /* the shared docs are not here */
+  if (f == NULL) {
+    /* The shared docs are not beside the clone: say so, and under
+    ** MENTAT_REQUIRE_HOSTS=1 (CI, where they must be) fail. */
+    const char *zReq = getenv("MENTAT_REQUIRE_HOSTS");
+    ck_assert_msg(!(zReq && strcmp(zReq, "1") == 0), "format/mentat-v3.md not found (SHARED)");
+    printf("store layout: format/mentat-v3.md not found, DDL text check SKIPPED\n");
+    fflush(stdout);
+    return;
+  }
   while (fgets(zLine, sizeof zLine, f)) {
     if (!bIn) { bIn = strncmp(zLine, "```sql", 6) == 0; continue; }
     if (strncmp(zLine, "```", 3) == 0) break;
@@ -408,10 +428,13 @@ START_TEST(test_reader_mmap_policy) {
   commitOne(p, 0);
   ck_assert_int_eq(readerMmap(p), nGiB);        /* one commit seen: still on */
   commitOne(p, 1);
-  (void)readerMmap(p);                          /* the second: off from the next call */
+  /* The policy is applied when a checkout ends: the one that sees the
+  ** second commit still reads with mmap, the next ones without. */
+  ck_assert_int_eq(readerMmap(p), nGiB);        /* the second: off from the next call */
   ck_assert_int_eq(readerMmap(p), 0);
   for (int i = 0; i < 31; i++) ck_assert_int_eq(readerMmap(p), 0);
-  (void)readerMmap(p);                          /* 32 quiet checkouts: on again */
+  /* The 32nd quiet checkout turned it on as it ended. */
+  ck_assert_int_eq(readerMmap(p), nGiB);
   ck_assert_int_eq(readerMmap(p), nGiB);
   storeRelease(p);
 }
@@ -534,7 +557,11 @@ START_TEST(test_environment_settings) {
   /* Without Check's fork this process has read the environment already
   ** (children would inherit the values), so there is nothing to test. */
   const char *zFork = getenv("CK_FORK");
-  if (zFork && strcmp(zFork, "no") == 0) return;
+  if (zFork && strcmp(zFork, "no") == 0) {
+    printf("environment settings: SKIPPED under CK_FORK=no (make unit runs them)\n");
+    fflush(stdout);
+    return;
+  }
   ck_assert_int_eq(childSettings(NULL, NULL, NULL, 2, 1073741824, 1), 0);
   ck_assert_int_eq(childSettings("normal", "0", "0", 1, 0, 0), 0);
   ck_assert_int_eq(childSettings("OFF", "4096", "3", 0, 4096, 1), 0);
@@ -551,12 +578,15 @@ static int countingHook(sqlite3 *db) {
 }
 
 START_TEST(test_in_memory_store) {
+  ck_assert_int_eq(storeCacheCount(), 0);       /* the fixture cleared it */
   Store *p1 = acquire("");
   Store *p2 = acquire("");
   StoreConn *pC1 = NULL, *pC2 = NULL, *pW = NULL;
   Schema *pS1 = NULL, *pS2 = NULL, *pS3 = NULL;
   char *zErr = NULL;
   ck_assert_ptr_ne(p1, p2);
+  /* An in-memory store has no path to be found by: never cached. */
+  ck_assert_int_eq(storeCacheCount(), 0);
   ck_assert_str_eq(storePath(p1), "");
   storeSetConnHook(countingHook);
   Store *p3 = acquire("");
@@ -587,21 +617,26 @@ START_TEST(test_in_memory_store) {
   storeReaderDone(p2, pC1);
   schemaUnref(pS1);
   storeRelease(p2);
-  ck_assert_int_eq(storeCacheCount() >= 0, 1);
+  ck_assert_int_eq(storeCacheCount(), 0);
   sqlite3_free(zErr);
 }
 END_TEST
 
 /* ------------------------------------------------------------ refusals */
 
-static void expectRefusal(const char *zPath, const char *zWant) {
+/* storeAcquire(zPath) fails with exactly the message zWantFmt, in which
+** %s stands for the path (store.c's storeForeignMsg and "cannot open store
+** %s: ..." wordings). */
+static void expectRefusal(const char *zPath, const char *zWantFmt) {
   Store *p = (Store *)1;
   char *zErr = NULL;
+  char zWant[600];
   int rc = storeAcquire(zPath, &p, &zErr);
+  snprintf(zWant, sizeof zWant, zWantFmt, zPath);
   ck_assert_int_ne(rc, SQLITE_OK);
   ck_assert_ptr_null(p);
   ck_assert_ptr_nonnull(zErr);
-  ck_assert_msg(strstr(zErr, zWant) != NULL, "error \"%s\" lacks \"%s\"", zErr, zWant);
+  ck_assert_msg(strcmp(zErr, zWant) == 0, "error \"%s\", want \"%s\"", zErr, zWant);
   sqlite3_free(zErr);
 }
 
@@ -613,15 +648,15 @@ START_TEST(test_refuse_foreign) {
   ck_assert_int_eq(sqlite3_open(zCopy, &db), SQLITE_OK);
   exec(db, "CREATE TABLE t(x); INSERT INTO t VALUES (1)");
   sqlite3_close(db);
-  expectRefusal(zCopy, "is not a Mentat store (user_version 0)");
+  expectRefusal(zCopy, "%s is not a Mentat store (user_version 0)");
   /* Untouched: still in rollback-journal mode, still one row, no WAL. */
   ck_assert_int_eq(sqlite3_open(zCopy, &db), SQLITE_OK);
   ck_assert_str_eq(qText(db, "PRAGMA journal_mode"), "delete");
   ck_assert_int_eq(qInt(db, "SELECT count(*) FROM t"), 1);
   exec(db, "PRAGMA user_version = 7");
   sqlite3_close(db);
-  expectRefusal(zCopy, "is not a Mentat store (user_version 7)");
-  ck_assert_int_eq(storeCacheCount() >= 0, 1);
+  expectRefusal(zCopy, "%s is not a Mentat store (user_version 7)");
+  ck_assert_int_eq(storeCacheCount(), 0);       /* a refused file is not cached */
 
   /* Version 4 of an otherwise complete store: refused too. */
   snprintf(zCopy, sizeof zCopy, "%s", tuTempPath("v4.db"));
@@ -631,7 +666,7 @@ START_TEST(test_refuse_foreign) {
   ck_assert_int_eq(sqlite3_open(zCopy, &db), SQLITE_OK);
   exec(db, "PRAGMA user_version = 4");
   sqlite3_close(db);
-  expectRefusal(zCopy, "is not a Mentat store (user_version 4)");
+  expectRefusal(zCopy, "%s is not a Mentat store (user_version 4)");
 
   /* Not a database at all. */
   snprintf(zCopy, sizeof zCopy, "%s", tuTempPath("text.db"));
@@ -639,10 +674,10 @@ START_TEST(test_refuse_foreign) {
   fputs("this is not a database, just some text that is long enough to matter"
         " for the header check of sqlite, which reads the first hundred bytes.\n", f);
   fclose(f);
-  expectRefusal(zCopy, "not a database");
+  expectRefusal(zCopy, "cannot open store %s: file is not a database");
 
   /* A missing directory. */
-  expectRefusal("/nonexistent-dir-h2/x.db", "cannot open store /nonexistent-dir-h2/x.db");
+  expectRefusal("/nonexistent-dir-h2/x.db", "cannot open store %s: directory /nonexistent-dir-h2 does not exist");
 }
 END_TEST
 
@@ -1278,11 +1313,25 @@ START_TEST(test_tune_indexes_and_stats) {
                    nDatoms);
   ck_assert_int_lt(nDatoms / 19, 400);
   snprintf(zWant, sizeof zWant, "%lld 400 ", (long long)nDatoms);
-  ck_assert_msg(strncmp(qText(db, "SELECT stat FROM sqlite_stat1 WHERE idx = 'idx_datoms_aevt'"),
-                        zWant, strlen(zWant)) == 0, "aevt stat %s, want %s...",
-                qText(db, "SELECT stat FROM sqlite_stat1 WHERE idx = 'idx_datoms_aevt'"), zWant);
-  ck_assert_str_eq(qText(db, "SELECT substr(stat, 1, 8) FROM sqlite_stat1 WHERE idx = 'idx_mentat_avet_65536'"),
-                   "400 400 ");
+  {
+    /* The first two figures are ours; SQLite's later ones (rows per
+    ** (a, e), (a, e, tag), and 1 for the whole unique key) are clamped to
+    ** never exceed the one before and never drop below 1. */
+    char zAevt[256];
+    long long aFig[8];
+    int nFig = 0, nUsed = 0;
+    const char *z;
+    snprintf(zAevt, sizeof zAevt, "%s", qText(db, "SELECT stat FROM sqlite_stat1 WHERE idx = 'idx_datoms_aevt'"));
+    ck_assert_msg(strncmp(zAevt, zWant, strlen(zWant)) == 0, "aevt stat %s, want %s...", zAevt, zWant);
+    for (z = zAevt; nFig < 8 && sscanf(z, "%lld%n", &aFig[nFig], &nUsed) == 1; z += nUsed) nFig++;
+    ck_assert_msg(nFig == 5 && *z == 0, "aevt stat %s: want 5 figures", zAevt);
+    for (int k = 2; k < nFig; k++) ck_assert(aFig[k] >= 1 && aFig[k] <= aFig[k - 1]);
+    ck_assert_int_eq(aFig[4], 1);
+  }
+  /* 400 rows of one attribute; by (a, v): 100 :s/a and 300 :s/b, SQLite's
+  ** average (400 + 2 - 1) / 2 = 200; (a, v, e) is unique. */
+  ck_assert_str_eq(qText(db, "SELECT stat FROM sqlite_stat1 WHERE idx = 'idx_mentat_avet_65536'"),
+                   "400 400 200 1");
   /* Readers get a schema that knows the value index, and use it. */
   ck_assert_int_eq(storeReader(p, &pC, &pR, &zErr), SQLITE_OK);
   ck_assert_int_eq(schemaAttr(pR, 65536)->bValueIndex, 1);
@@ -1343,7 +1392,11 @@ START_TEST(test_write_busy) {
   ck_assert_int_eq(rc, SQLITE_BUSY);
   ck_assert(time(NULL) - t0 >= 9);              /* waited for the busy timeout */
   ck_assert_ptr_null(pW);
-  ck_assert_msg(strstr(zErr, "database is locked") != NULL, "%s", zErr);
+  {
+    char zWant[400];
+    snprintf(zWant, sizeof zWant, "cannot begin a write on store %s: database is locked", zCopy);
+    ck_assert_str_eq(zErr, zWant);
+  }
   ck_assert_int_eq(storeWriteEnd(p, pW, 0, NULL, &zErr), SQLITE_OK);
   exec(raw, "COMMIT");
   sqlite3_close(raw);
@@ -1518,7 +1571,11 @@ END_TEST
 ** created once, every write lands, no "database is locked" (B26). */
 START_TEST(test_processes_write) {
   const char *zFork = getenv("CK_FORK");
-  if (zFork && strcmp(zFork, "no") == 0) return;   /* children need a fresh process */
+  if (zFork && strcmp(zFork, "no") == 0) {       /* children need a fresh process */
+    printf("processes write: SKIPPED under CK_FORK=no (make unit runs it)\n");
+    fflush(stdout);
+    return;
+  }
   char zPath[256];
   snprintf(zPath, sizeof zPath, "%s", tuTempPath("procs.db"));
   pid_t aPid[4];
