@@ -114,6 +114,13 @@ static inline void tuOomRemove(void) {
   sqlite3_initialize();
 }
 
+/* Is rc what an allocation failure may give: SQLITE_NOMEM, or SQLite's own
+** I/O-layer SQLITE_IOERR_NOMEM? Nothing else is (an SQLITE_ERROR would be
+** an out-of-memory condition reported as something it is not). */
+static inline int tuIsNomem(int rc) {
+  return rc == SQLITE_NOMEM || rc == SQLITE_IOERR_NOMEM;
+}
+
 /* One test program per suite: TU_MAIN(ednSuite) gives main(). */
 #define TU_MAIN(SUITE_FN)                                        \
   int main(void) {                                               \
