@@ -984,20 +984,67 @@ static void oomStore(void) {
   Tok("[{:p/id \"a\" :p/email \"a@x\" :p/name \"A\"} {:p/id \"b\" :p/email \"b@x\"}]");
 }
 
+/* The store's content as dump() has it, without the transactions' own
+** :db/txInstant datoms (the clock's), so two runs of one transaction on two
+** fresh stores compare. */
+static char *dumpNoTime(void) {
+  return Q("SELECT 'D', e, a, quote(v), tx, value_type_tag, index_avet, index_vaet, index_fulltext,"
+           " unique_value FROM datoms WHERE a <> 3"
+           " UNION ALL SELECT 'L', e, a, quote(v), tx, added, value_type_tag, timeline, 0, 0"
+           " FROM timelined_transactions WHERE a <> 3"
+           " UNION ALL SELECT 'P', part, start, \"end\", idx, allow_excision, 0, 0, 0, 0 FROM known_parts"
+           " UNION ALL SELECT 'I', e, a, quote(v), value_type_tag, 0, 0, 0, 0, 0 FROM idents"
+           " UNION ALL SELECT 'S', e, a, quote(v), value_type_tag, 0, 0, 0, 0, 0 FROM schema"
+           " UNION ALL SELECT 'M', name, a, kind, 0, 0, 0, 0, 0, 0 FROM mentat_managed_indexes"
+           " UNION ALL SELECT 'F', rowid, text, 0, 0, 0, 0, 0, 0, 0 FROM fulltext_values"
+           " UNION ALL SELECT 'X', name, sql, 0, 0, 0, 0, 0, 0, 0 FROM sqlite_master"
+           " ORDER BY 1, 2, 3, 4, 5, 6");
+}
+
+/* The sweep's transaction (tx 268435459 on oomStore's store) as written, by
+** hand: :p/name (65536) becomes cardinality many (33 -> 34); :p/age
+** (65542) unique value, with the implied :db/index; "s" = 65551 gets ssn
+** "9" and friend b (65550); t0..t39 = 65552.. get tag "x<i>" and parent a
+** (65549, by "a@x") for odd i, b (65550) for even i. */
+static void checkSweepTx(void) {
+  sqlite3_str *pD = sqlite3_str_new(NULL), *pL = sqlite3_str_new(NULL);
+  char *zD, *zL;
+  int i;
+  sqlite3_str_appendall(pD, "65536|8|34;65542|9|35;65542|11|1;65551|65539|65550;65551|65541|9");
+  sqlite3_str_appendall(pL, "65536|8|33|0;65536|8|34|1;65542|9|35|1;65542|11|1|1;"
+                            "65551|65539|65550|1;65551|65541|9|1");
+  for (i = 0; i < 40; i++) {
+    sqlite3_str_appendf(pD, ";%d|65538|x%d;%d|65540|%d", 65552 + i, i, 65552 + i, i % 2 ? 65549 : 65550);
+    sqlite3_str_appendf(pL, ";%d|65538|x%d|1;%d|65540|%d|1", 65552 + i, i, 65552 + i,
+                        i % 2 ? 65549 : 65550);
+  }
+  zD = sqlite3_str_finish(pD);
+  zL = sqlite3_str_finish(pL);
+  CHECK_Q("SELECT e, a, v FROM datoms WHERE tx = 268435459 AND a <> 3 ORDER BY e, a", zD);
+  CHECK_Q("SELECT e, a, v, added FROM timelined_transactions WHERE tx = 268435459 AND a <> 3"
+          " ORDER BY e, a, added", zL);
+  CHECK_Q("SELECT count(*) FROM datoms WHERE e = 268435459 AND a = 3", "1");
+  CHECK_Q("SELECT e, a, v FROM schema WHERE (e = 65536 AND a = 8) OR e = 65542 ORDER BY e, a",
+          "65536|8|34;65542|7|25;65542|8|33;65542|9|35;65542|11|1");
+  CHECK_Q("SELECT name, a, kind FROM mentat_managed_indexes WHERE a = 65542",
+          "idx_auto_avet_65542|65542|schema");
+  CHECK_Q("SELECT part, idx FROM known_parts ORDER BY part",
+          ":db.part/db|41;:db.part/tx|268435460;:db.part/user|65592");
+  sqlite3_free(zD);
+  sqlite3_free(zL);
+}
+
 /* A transaction altering the schema, with lookup refs, tempids, batches
 ** and a unique value; the n-th allocation fails, for every n until the
-** transaction needs fewer. A failed call returns SQLITE_NOMEM (or an SQLite
-** error) and leaves the store byte-identical; one that got past the failure
-** must have written the whole transaction (run under valgrind for leaks). */
+** transaction needs fewer. A failed call returns SQLITE_NOMEM (nothing
+** else) and leaves the store byte-identical; one that got past the failure
+** must have written exactly the whole transaction: checkSweepTx's datoms
+** by hand, and everything else as a run without failures writes it (run
+** under valgrind for leaks). */
 START_TEST(test_oom_sweep) {
   sqlite3_str *pTx;
-  char *zTx, *zBefore;
+  char *zTx, *zBefore, *zWant;
   int n, i, bDone = 0, nFail = 0;
-  closeStore();
-  tuOomOnce = 1;   /* transient failures: the sweep checks recovery too */
-  tuOomInstall();
-  oomStore();
-  zBefore = dump();
   pTx = sqlite3_str_new(NULL);
   sqlite3_str_appendall(pTx, "[[:db/add :p/name :db/cardinality :db.cardinality/many]"
                              " [:db/add :p/age :db/unique :db.unique/value]"
@@ -1008,6 +1055,18 @@ START_TEST(test_oom_sweep) {
   }
   sqlite3_str_appendall(pTx, "]");
   zTx = sqlite3_str_finish(pTx);
+  /* The store the transaction must leave, from a run without failures
+  ** that gives checkSweepTx's datoms. */
+  closeStore();
+  oomStore();
+  Tok(zTx);
+  checkSweepTx();
+  zWant = dumpNoTime();
+  closeStore();
+  tuOomOnce = 1;   /* transient failures: the sweep checks recovery too */
+  tuOomInstall();
+  oomStore();
+  zBefore = dump();
   for (n = 0; n < 50000 && !bDone; n += (n < 1500 ? 1 : 7)) {
     sqlite3_str *pOut = sqlite3_str_new(NULL);
     char *zErr = NULL, *zAfter;
@@ -1017,16 +1076,18 @@ START_TEST(test_oom_sweep) {
     bReached = tuOomLeft == -1;
     tuOomLeft = -1;
     sqlite3_free(sqlite3_str_finish(pOut));
-    ck_assert_msg(rc == SQLITE_OK || rc == SQLITE_NOMEM || rc == SQLITE_ERROR || (rc & 0xff) == SQLITE_NOMEM,
-                  "failing allocation %d: rc %d %s", n, rc, zErr ? zErr : "");
+    ck_assert_msg(rc == SQLITE_OK || tuIsNomem(rc), "failing allocation %d: rc %d %s", n, rc,
+                  zErr ? zErr : "");
     if (!bReached) {
       ck_assert_msg(rc == SQLITE_OK, "no failure injected, rc %d %s", rc, zErr ? zErr : "");
       bDone = 1;
     }
     if (rc == SQLITE_OK) {
-      CHECK_Q("SELECT count(*) FROM datoms WHERE a = 65540 AND tx = 268435459", "40");
-      CHECK_Q("SELECT v FROM schema WHERE e = 65536 AND a = 8", "34");
-      CHECK_Q("SELECT count(*) FROM mentat_managed_indexes WHERE a = 65542", "1");
+      checkSweepTx();
+      zAfter = dumpNoTime();
+      ck_assert_msg(strcmp(zAfter, zWant) == 0, "failing allocation %d: the store differs from a"
+                    " run without failures", n);
+      free(zAfter);
       if (!bDone) {                       /* SQLite absorbed the failure: start again */
         closeStore();
         oomStore();
@@ -1035,6 +1096,7 @@ START_TEST(test_oom_sweep) {
       }
     } else {
       nFail++;
+      ck_assert_msg(zErr != NULL, "failing allocation %d: rc %d without a message", n, rc);
       zAfter = dump();
       ck_assert_msg(strcmp(zBefore, zAfter) == 0, "failing allocation %d (rc %d %s) changed the store",
                     n, rc, zErr ? zErr : "");
@@ -1044,6 +1106,7 @@ START_TEST(test_oom_sweep) {
   }
   ck_assert_msg(bDone && nFail > 100, "sweep ended at %d with %d failures", n, nFail);
   free(zBefore);
+  free(zWant);
   sqlite3_free(zTx);
   closeStore();
   tuOomRemove();
