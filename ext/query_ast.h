@@ -170,5 +170,6 @@ int qfRegexGroups(const char *zPat, int *pnGroup, char **pzErr);
 #define QF_QUOT 7
 #define QF_MOD  8
 #define QF_REM  9
+#define QF_DIV  10  /* one argument: (/ 1 x) */
 
 #endif /* MENTAT_QUERY_AST_H */

@@ -1127,7 +1127,20 @@ int qcClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
       pC->pAt = a[i]->pForm;
       if (a[i]->kind == QC_RULE) qcRuleCall(pX, a[i], iDepth);
       else if (a[i]->kind == QC_OR || a[i]->kind == QC_OR_JOIN) qcOr(pX, a[i], iDepth);
-      else if (a[i]->kind == QC_FN && qcFnReady(pX, a[i])) qcFunction(pX, a[i]);
+      else if (a[i]->kind == QC_FN && qcFnReady(pX, a[i])) {
+        /* A predicate written before the function filters its rows
+        ** first, as Datomic runs clauses in order: [(pos? ?d)] guards
+        ** [(/ 1 ?d) ?x] (the WHERE terms keep this order). */
+        int j;
+        for (j = 0; j < i && pC->rc == SQLITE_OK; j++) {
+          if (aDone[j] || a[j]->kind != QC_PRED || !qcFnReady(pX, a[j])) continue;
+          pC->pAt = a[j]->pForm;
+          qcPredicate(pX, a[j]);
+          aDone[j] = 1;
+        }
+        pC->pAt = a[i]->pForm;
+        if (pC->rc == SQLITE_OK) qcFunction(pX, a[i]);
+      }
       else continue;
       aDone[i] = 1;
       bProgress = 1;

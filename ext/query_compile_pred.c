@@ -376,6 +376,7 @@ static int qcArithOp(const char *z) {
   static const struct { const char *zName; int op; } aOp[] = {
     { "+", QF_ADD }, { "-", QF_SUB }, { "*", QF_MUL }, { "inc", QF_INC }, { "dec", QF_DEC },
     { "abs", QF_ABS }, { "quot", QF_QUOT }, { "mod", QF_MOD }, { "rem", QF_REM },
+    { "/", QF_DIV },
   };
   int i;
   for (i = 0; i < (int)(sizeof aOp / sizeof aOp[0]); i++) {
@@ -392,7 +393,7 @@ static int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt
                      char **pzTag) {
   /* bNum: takes numbers only, as Clojure's arithmetic does. */
   static const struct { const char *zName; int nMin, nMax, bNum; } aFn[] = {
-    { "+", 0, 16, 1 }, { "-", 1, 16, 1 }, { "*", 0, 16, 1 }, { "/", 2, 2, 1 },
+    { "+", 0, 16, 1 }, { "-", 1, 16, 1 }, { "*", 0, 16, 1 }, { "/", 1, 16, 1 },
     { "quot", 2, 2, 1 }, { "rem", 2, 2, 1 }, { "mod", 2, 2, 1 }, { "inc", 1, 1, 1 },
     { "dec", 1, 1, 1 }, { "max", 1, 16, 1 }, { "min", 1, 16, 1 }, { "abs", 1, 1, 1 },
     { "compare", 2, 2, 0 }, { "count", 1, 1, 0 }, { "str", 0, 16, 0 }, { "subs", 2, 3, 0 },
@@ -458,11 +459,14 @@ static int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt
   zPlace = qcPlaceSql(pCl->pForm, z);
   if (zPlace == NULL) { sqlite3_free(sqlite3_str_finish(pOut)); qcNoMem(pC); goto cleanup; }
   op = qcArithOp(z);
-  if (op != 0 && (!bDouble || op == QF_QUOT || op == QF_REM || op == QF_MOD)) {
+  if (op != 0 && (!bDouble || op == QF_QUOT || op == QF_REM || op == QF_MOD || op == QF_DIV)) {
     /* May be longs: checked, an overflow an error at this clause (SQLite's
     ** operators would give a double). With a double argument +, -, *, inc,
     ** dec and abs are SQLite's operators below (doubles do not overflow);
-    ** quot, rem and mod are not (SQLite's % and CAST take integer parts). */
+    ** quot, rem, mod and / are not (SQLite's % and CAST take integer parts,
+    ** and a zero divisor must be an error, not NULL). / of longs is a long
+    ** when whole, else a double: its static type stays VT_LONG, and the
+    ** storage class says which (numbers share one tag). */
     sqlite3_str_appendf(pOut, "mentat_arith(%d, %s", op, zPlace);
     for (i = 0; i < n; i++) sqlite3_str_appendf(pOut, ", %s", azA[i]);
     sqlite3_str_appendall(pOut, ")");
@@ -473,16 +477,6 @@ static int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt
     for (i = 0; i < n; i++) sqlite3_str_appendf(pOut, "%s(%s)", i ? z : "", azA[i]);
     sqlite3_str_appendall(pOut, ")");
     vtOut = bDouble ? VT_DOUBLE : VT_LONG;
-  } else if (strcmp(z, "/") == 0) {
-    sqlite3_str_appendf(pOut, "(CAST((%s) AS REAL) / (%s))", azA[0], azA[1]);
-    vtOut = VT_DOUBLE;
-  } else if (strcmp(z, "quot") == 0) {
-    sqlite3_str_appendf(pOut, "CAST((%s) / (%s) AS INTEGER)", azA[0], azA[1]);
-  } else if (strcmp(z, "rem") == 0) {
-    sqlite3_str_appendf(pOut, "((%s) %% (%s))", azA[0], azA[1]);
-  } else if (strcmp(z, "mod") == 0) {
-    /* Clojure's mod takes the divisor's sign: (mod -7 3) = 2. */
-    sqlite3_str_appendf(pOut, "((((%s) %% (%s)) + (%s)) %% (%s))", azA[0], azA[1], azA[1], azA[1]);
   } else if (strcmp(z, "inc") == 0 || strcmp(z, "dec") == 0) {
     sqlite3_str_appendf(pOut, "((%s) %s 1)", azA[0], z[0] == 'i' ? "+" : "-");
     vtOut = bDouble ? VT_DOUBLE : VT_LONG;

@@ -6,7 +6,8 @@
 **   mentat_json(v, tag)            a stored value as JSON (subtype J), for tuple
 **   mentat_ends_with(s, suffix)    clojure.string/ends-with?
 **   mentat_str(v, tag)             a value as Clojure's str prints it
-**   mentat_arith(op, where, a ...) long arithmetic that errs on overflow
+**   mentat_arith(op, where, a ...) Clojure's arithmetic: long overflow and
+**        division by zero are errors; / gives a long when whole
 **   mentat_case(upper, s)          upper-case/lower-case, Unicode's mapping
 **   mentat_subs(where, s, b [, e]) subs, an error out of range
 **   mentat_regex(mode, re, s, where) re-find (mode 0) and re-matches (1): the
@@ -42,6 +43,8 @@
 #include <wctype.h>
 #include <regex.h>
 #include "query_compile.h"
+
+#define QF_LONG_MAX ((sqlite3_uint64)0x7fffffffffffffffULL)   /* 2^63 - 1 */
 
 static void qfJson(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   sqlite3_str *pOut;
@@ -114,13 +117,87 @@ static void qfErrorAt(sqlite3_context *pCtx, sqlite3_value *pWhere, const char *
 
 /* ------------------------------------------------------- arithmetic */
 
+/* Clojure's / over argv[0..n-1] (n >= 1; (/ x) is (/ 1 x)), none NULL:
+** longs divide exactly, as Clojure's ratios do, and the result is a long
+** when it is whole ((/ 4 2) is 2, (/ 12 2 3) is 2) and else the double
+** nearest the ratio ((/ 1 2) is 0.5: there are no ratios here). A double
+** argument makes the division a double one. Any zero divisor is an error,
+** as Clojure's Numbers.divide(Object, Object) throws; a whole result past
+** a long ((/ -2^63 -1)) is an overflow, where Clojure's long division
+** wraps it silently. */
+static void qfDivide(sqlite3_context *pCtx, sqlite3_value *pWhere, int n, sqlite3_value **argv) {
+  int i, bReal = 0, bLong = 0;
+  sqlite3_int64 num = 1;           /* the exact value so far: num / den, */
+  sqlite3_uint64 den = 1;          /* den > 0, in lowest terms */
+  long double ld = 0;              /* or, once bLong, its long double */
+  for (i = 0; i < n; i++) {
+    if (sqlite3_value_type(argv[i]) == SQLITE_FLOAT) bReal = 1;
+  }
+  for (i = n == 1 ? 0 : 1; i < n; i++) {
+    if (sqlite3_value_double(argv[i]) == 0) {
+      qfErrorAt(pCtx, pWhere, "divide by zero");
+      return;
+    }
+  }
+  if (bReal) {
+    double d = n == 1 ? 1.0 : sqlite3_value_double(argv[0]);
+    for (i = n == 1 ? 0 : 1; i < n; i++) d /= sqlite3_value_double(argv[i]);
+    sqlite3_result_double(pCtx, d);
+    return;
+  }
+  if (n > 1) num = sqlite3_value_int64(argv[0]);
+  for (i = n == 1 ? 0 : 1; i < n; i++) {
+    sqlite3_int64 y = sqlite3_value_int64(argv[i]);
+    sqlite3_uint64 un, uy, a, b, g, dNew;
+    int bNeg, bDenOver, bNumOver;
+    if (bLong) {
+      ld /= (long double)y;
+      continue;
+    }
+    /* num / (den * y), reduced: num and den share no factor, so dividing
+    ** num and y by their gcd leaves the fraction in lowest terms */
+    un = num < 0 ? (sqlite3_uint64)0 - (sqlite3_uint64)num : (sqlite3_uint64)num;
+    uy = y < 0 ? (sqlite3_uint64)0 - (sqlite3_uint64)y : (sqlite3_uint64)y;
+    bNeg = (num < 0) != (y < 0);
+    for (a = un, b = uy; b != 0;) {
+      sqlite3_uint64 r = a % b;
+      a = b;
+      b = r;
+    }
+    g = a;                                    /* uy > 0, so g > 0 */
+    un /= g;
+    uy /= g;
+    bDenOver = __builtin_mul_overflow(den, uy, &dNew) || dNew > QF_LONG_MAX;
+    bNumOver = un > QF_LONG_MAX && !(bNeg && un == QF_LONG_MAX + 1);
+    if (bNumOver && !bDenOver && dNew == 1) {
+      /* whole, but 2^63: not a long */
+      qfErrorAt(pCtx, pWhere, "integer overflow");
+      return;
+    }
+    if (bDenOver || bNumOver) {
+      /* past a long's range and not whole: the nearest double will do */
+      ld = (long double)un / (long double)den / (long double)uy;
+      if (bNeg) ld = -ld;
+      bLong = 1;
+      continue;
+    }
+    den = dNew;
+    num = bNeg ? (sqlite3_int64)((sqlite3_uint64)0 - un) : (sqlite3_int64)un;
+  }
+  if (bLong) sqlite3_result_double(pCtx, (double)ld);
+  else if (den == 1) sqlite3_result_int64(pCtx, num);
+  else sqlite3_result_double(pCtx, (double)((long double)num / (long double)den));
+}
+
 /* mentat_arith(op, where, a [, b ...]): Clojure's long arithmetic, exact or
 ** an error ("<where>: integer overflow"; where is "line L col C: fn"),
 ** where SQLite's operators turn an overflowing integer into a double (and
 ** quot of -2^63 by -1 into 2^63-1). A double argument gives double
 ** arithmetic, as Clojure's (quot, rem and mod too: SQLite's % and CAST
-** take integer parts); NULL gives NULL. quot, rem and mod by zero give
-** NULL (binds nothing), as the SQL did before. */
+** take integer parts); NULL gives NULL. / is qfDivide's. Division by zero
+** (quot, rem, mod, / ; 0 or 0.0) is an error, "<where>: divide by zero":
+** Datomic calls the function with boxed numbers, and Clojure's
+** Numbers.divide/quotient/remainder of Objects throw for any zero divisor. */
 static void qfArith(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   int op = sqlite3_value_int(argv[0]), i, bReal = 0, bOver = 0;
   sqlite3_int64 x, y;
@@ -133,11 +210,18 @@ static void qfArith(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     if (t == SQLITE_NULL) return;
     if (t == SQLITE_FLOAT) bReal = 1;
   }
+  if (op == QF_DIV) {
+    qfDivide(pCtx, argv[1], argc - 2, argv + 2);
+    return;
+  }
+  if ((op == QF_QUOT || op == QF_REM || op == QF_MOD) && sqlite3_value_double(argv[3]) == 0) {
+    qfErrorAt(pCtx, argv[1], "divide by zero");
+    return;
+  }
   if (bReal && (op == QF_QUOT || op == QF_REM || op == QF_MOD)) {
     /* Clojure's double quot (truncated quotient, a double), rem (the
-    ** dividend's sign) and mod (the divisor's); by zero: nothing */
+    ** dividend's sign) and mod (the divisor's) */
     double a = sqlite3_value_double(argv[2]), b = sqlite3_value_double(argv[3]), r;
-    if (b == 0) return;
     if (op == QF_QUOT) {
       r = trunc(a / b);
     } else {
@@ -175,14 +259,12 @@ static void qfArith(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     case QF_ABS: if (x < 0) bOver = __builtin_sub_overflow((sqlite3_int64)0, x, &x); break;
     case QF_QUOT:
       y = sqlite3_value_int64(argv[3]);
-      if (y == 0) return;
       if (y == -1) bOver = __builtin_sub_overflow((sqlite3_int64)0, x, &x);
       else x /= y;
       break;
     case QF_MOD: case QF_REM:
       /* rem: the dividend's sign (C's %); mod: the divisor's, as Clojure's */
       y = sqlite3_value_int64(argv[3]);
-      if (y == 0) return;
       x = y == -1 ? 0 : x % y;
       if (op == QF_MOD && x != 0 && (x < 0) != (y < 0)) x += y;   /* opposite signs: no overflow */
       break;
