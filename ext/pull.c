@@ -24,11 +24,14 @@
 ** components, recursion and fulltext text — sees the same database.
 ** Nesting: a sub-pattern pulls the referenced entity with that pattern;
 ** a recursion spec {:a N} / {:a ...} pulls it with the pattern holding the
-** spec, one recursion level deeper; a wildcard expands component refs with
-** [*]. Recursion and component expansion stop — showing {":db/id": n} — at
-** the depth limit N, when the entity is already on the current path from
-** the root (so cycles terminate, peer fault B18, as XTDB does), or at
-** PULL_MAX_DEPTH nested maps (the C stack and JSON depth stay bounded).
+** spec; a wildcard, and a component attribute named without a sub-pattern
+** (Datomic's "component defaults"), expand component refs with [*].
+** Recursion and component expansion show {":db/id": n} for an entity
+** already on the current path from the root (so cycles terminate, peer
+** fault B18, as XTDB does) and at PULL_MAX_DEPTH nested maps (the C stack
+** and JSON depth stay bounded). Each spec {:a N} has its own budget: once
+** the path holds N steps through it, the entities it reaches are left out
+** (DataScript's test-recursion), the key too when none is left.
 ** A map that would be empty shows {":db/id": e} (an entity with no datoms,
 ** or none of the pattern's attributes), so every pulled entity is visible.
 */
@@ -170,7 +173,9 @@ void pullCacheFree(PullCache *p) {
 }
 
 /* State of one pullEntityAt call. aPath holds the entities from the root to
-** the map being written (cycle detection). */
+** the map being written (cycle detection); aVia[i] the item aPath[i] was
+** reached through (NULL for the root), so each recursion spec counts its
+** own steps on the path (its depth budget). */
 typedef struct PullRun {
   sqlite3 *db;
   const Schema *pSchema;
@@ -182,6 +187,7 @@ typedef struct PullRun {
   PullPattern wildcard;              /* [*], for component expansion */
   int nPath;
   sqlite3_int64 aPath[PULL_MAX_DEPTH + 1];
+  const PullItem *aVia[PULL_MAX_DEPTH + 1];
 } PullRun;
 
 /* Records the connection's error message and returns rc. */
@@ -282,40 +288,55 @@ static int pullCollect(PullRun *p, int iStmt, sqlite3_int64 x1, sqlite3_int64 x2
   return rc;
 }
 
-static int pullMap(PullRun *p, const PullPattern *pPat, int iLevel, sqlite3_int64 e,
+static int pullMap(PullRun *p, const PullPattern *pPat, const PullItem *pVia, sqlite3_int64 e,
                    unsigned flags);
 
-/* Writes entity x reached through pItem (an item of pPat at recursion level
-** iLevel): a nested map, or {":db/id": x} where nesting stops. */
-static int pullChild(PullRun *p, const PullPattern *pPat, const PullItem *pItem,
-                     int iLevel, sqlite3_int64 x) {
-  if (p->nPath >= PULL_MAX_DEPTH) {
+/* True when the recursion spec pItem ({:a N}) has taken its N steps on the
+** current path: the entities past it are left out, as DataScript's pull
+** does (test-recursion), each spec of a pattern counting its own. */
+static int pullBudgetSpent(const PullRun *p, const PullItem *pItem) {
+  int i, n = 0;
+  if (pItem->nRecurse <= 0) return 0;
+  for (i = 1; i < p->nPath; i++) {
+    if (p->aVia[i] == pItem) n++;
+  }
+  return n >= pItem->nRecurse;
+}
+
+/* Drops from pIds the entities a spent recursion spec leaves out: all but
+** those already on the path, which still show {":db/id": n} (DataScript
+** and Datomic test "seen" before the depth). */
+static void pullPrune(const PullRun *p, const PullItem *pItem, PullIds *pIds) {
+  int i, n = 0;
+  if (!pullBudgetSpent(p, pItem)) return;
+  for (i = 0; i < pIds->n; i++) {
+    if (pullOnPath(p, pIds->a[i])) pIds->a[n++] = pIds->a[i];
+  }
+  pIds->n = n;
+}
+
+/* Writes entity x reached through pItem (whose pSub is set): a nested map,
+** or {":db/id": x} where nesting stops — an entity already on the path
+** (recursion and component expansion: cycles end, peer fault B18), or
+** PULL_MAX_DEPTH nested maps. A recursion spec's pSub is the pattern that
+** holds it. */
+static int pullChild(PullRun *p, const PullItem *pItem, sqlite3_int64 x) {
+  if (p->nPath >= PULL_MAX_DEPTH
+      || ((pItem->nRecurse != 0 || pItem->bComponent) && pullOnPath(p, x))) {
     pullIdMap(p, x);
     return SQLITE_OK;
   }
-  if (pItem->nRecurse != 0) {
-    if ((pItem->nRecurse > 0 && iLevel >= pItem->nRecurse) || pullOnPath(p, x)) {
-      pullIdMap(p, x);
-      return SQLITE_OK;
-    }
-    return pullMap(p, pPat, iLevel + 1, x, 0);
-  }
-  if (pItem->bComponent && pullOnPath(p, x)) {
-    pullIdMap(p, x);
-    return SQLITE_OK;
-  }
-  return pullMap(p, pItem->pSub, 0, x, 0);
+  return pullMap(p, pItem->pSub, pItem, x, 0);
 }
 
 /* Writes a list of entities (ref values or reverse refs) for pItem. */
-static int pullWriteRefs(PullRun *p, const PullPattern *pPat, const PullItem *pItem,
-                         int iLevel, const PullIds *pIds, int bArray) {
+static int pullWriteRefs(PullRun *p, const PullItem *pItem, const PullIds *pIds, int bArray) {
   int i, rc = SQLITE_OK;
   if (bArray) sqlite3_str_appendchar(p->pOut, 1, '[');
   for (i = 0; i < pIds->n && rc == SQLITE_OK; i++) {
     if (i > 0) sqlite3_str_appendchar(p->pOut, 1, ',');
     if (pItem->pSub) {
-      rc = pullChild(p, pPat, pItem, iLevel, pIds->a[i]);
+      rc = pullChild(p, pItem, pIds->a[i]);
     } else {
       pullIdMap(p, pIds->a[i]);
     }
@@ -353,11 +374,12 @@ static int pullWriteValues(PullRun *p, const PullItem *pItem, sqlite3_int64 e,
   return rc;
 }
 
-/* Writes one item of pPat for entity e (nothing when it has no value and
-** no :default). */
-static int pullItem(PullRun *p, const PullPattern *pPat, const PullItem *pItem,
-                    int iLevel, sqlite3_int64 e, int *pnKey) {
+/* Writes one item for entity e (nothing when it has no value and no
+** :default; nothing either when every value is past a spent recursion
+** budget: the :default stands for no values, as in DataScript's pull). */
+static int pullItem(PullRun *p, const PullItem *pItem, sqlite3_int64 e, int *pnKey) {
   PullIds ids = {NULL, 0, 0};
+  PullItem comp;
   int bAny = 0;
   int rc = SQLITE_OK;
 
@@ -368,13 +390,22 @@ static int pullItem(PullRun *p, const PullPattern *pPat, const PullItem *pItem,
       return SQLITE_OK;
     case PULL_KIND_ATTR:
       if (pItem->pAttr == NULL) break;          /* unknown: no values */
+      if (pItem->pAttr->type == VT_REF && pItem->pAttr->bComponent && pItem->pSub == NULL) {
+        /* Datomic's "component defaults": a component attribute named
+        ** without a sub-pattern expands its entities as * does. */
+        comp = *pItem;
+        comp.pSub = &p->wildcard;
+        comp.bComponent = 1;
+        pItem = &comp;
+      }
       if (pItem->pAttr->type == VT_REF && pItem->pSub) {
         rc = pullCollect(p, PULL_STMT_VALUES, e, pItem->a,
                          pItem->pAttr->bMany ? pItem->nLimit : 1, 1, &ids);
+        bAny = ids.n > 0;
+        pullPrune(p, pItem, &ids);
         if (rc == SQLITE_OK && ids.n > 0) {
-          bAny = 1;
           pullKey(p, pnKey, pItem->zKey, pItem->nKey);
-          rc = pullWriteRefs(p, pPat, pItem, iLevel, &ids, pItem->pAttr->bMany);
+          rc = pullWriteRefs(p, pItem, &ids, pItem->pAttr->bMany);
         }
       } else {
         rc = pullWriteValues(p, pItem, e, pnKey, &bAny);
@@ -383,13 +414,14 @@ static int pullItem(PullRun *p, const PullPattern *pPat, const PullItem *pItem,
     case PULL_KIND_REVERSE:
       if (pItem->pAttr == NULL) break;
       rc = pullCollect(p, PULL_STMT_REVERSE, e, pItem->a, pItem->nLimit, 0, &ids);
+      /* An array, but a component has one owner: one map, as Datomic's
+      ** and DataScript's pull give it. */
+      if (ids.n > 0 && pItem->pAttr->bComponent) ids.n = 1;
+      bAny = ids.n > 0;
+      pullPrune(p, pItem, &ids);
       if (rc == SQLITE_OK && ids.n > 0) {
-        bAny = 1;
         pullKey(p, pnKey, pItem->zKey, pItem->nKey);
-        /* An array, but a component has one owner: one map, as Datomic's
-        ** and DataScript's pull give it. */
-        if (pItem->pAttr->bComponent) ids.n = 1;
-        rc = pullWriteRefs(p, pPat, pItem, iLevel, &ids, !pItem->pAttr->bComponent);
+        rc = pullWriteRefs(p, pItem, &ids, !pItem->pAttr->bComponent);
       }
       break;
   }
@@ -451,13 +483,12 @@ static int pullWriteText(PullRun *p, sqlite3_value *pRowid, int tag) {
 /* Ends the attribute group the scan was writing: closes a many array, or
 ** writes the collected component refs (nested maps; they read through the
 ** other statements, since the scan's is still open). */
-static int pullScanEnd(PullRun *p, const PullPattern *pPat, const PullItem *pItem, int iLevel,
-                       int n, PullIds *pComp, int *pnKey) {
+static int pullScanEnd(PullRun *p, const PullItem *pItem, int n, PullIds *pComp, int *pnKey) {
   int rc = SQLITE_OK;
   if (pItem->bComponent) {
     if (pComp->n > 0) {
       pullKey(p, pnKey, pItem->zKey, pItem->nKey);
-      rc = pullWriteRefs(p, pPat, pItem, iLevel, pComp, pItem->pAttr->bMany);
+      rc = pullWriteRefs(p, pItem, pComp, pItem->pAttr->bMany);
     }
     pComp->n = 0;
   } else if (n > 0 && pItem->pAttr->bMany) {
@@ -471,8 +502,7 @@ static int pullScanEnd(PullRun *p, const PullPattern *pPat, const PullItem *pIte
 ** attribute list and one per attribute: one read of adjacent index
 ** entries, and one read transaction for edn_pull [*]. Writes what
 ** pullWildcard's walk writes, in the same order. */
-static int pullWildcardScan(PullRun *p, const PullPattern *pPat, int iLevel, sqlite3_int64 e,
-                            int *pnKey) {
+static int pullWildcardScan(PullRun *p, const PullPattern *pPat, sqlite3_int64 e, int *pnKey) {
   sqlite3_stmt *pStmt = NULL;
   PullIds comp = {NULL, 0, 0};
   PullItem item;
@@ -489,7 +519,7 @@ static int pullWildcardScan(PullRun *p, const PullPattern *pPat, int iLevel, sql
     if (!bOpen || a != aCur) {
       const Attr *pAttr;
       if (bOpen && !bSkip) {
-        rc = pullScanEnd(p, pPat, &item, iLevel, n, &comp, pnKey);
+        rc = pullScanEnd(p, &item, n, &comp, pnKey);
         if (rc != SQLITE_OK) goto cleanup;
       }
       bOpen = 1;
@@ -529,7 +559,7 @@ static int pullWildcardScan(PullRun *p, const PullPattern *pPat, int iLevel, sql
     ** again for the child (it is no longer busy), which needs new bindings. */
     sqlite3_reset(pStmt);
     rc = SQLITE_OK;
-    if (bOpen && !bSkip) rc = pullScanEnd(p, pPat, &item, iLevel, n, &comp, pnKey);
+    if (bOpen && !bSkip) rc = pullScanEnd(p, &item, n, &comp, pnKey);
   } else if (rc != SQLITE_NOMEM) {
     rc = pullSqlErr(p, rc);   /* sqlite3_step failed */
   }
@@ -545,8 +575,7 @@ cleanup:
 ** The current and since databases read e's datoms in one statement
 ** (pullWildcardScan) unless a component map further up the path is being
 ** written from it; as of T, and there, the attributes are walked. */
-static int pullWildcard(PullRun *p, const PullPattern *pPat, int iLevel, sqlite3_int64 e,
-                        int *pnKey) {
+static int pullWildcard(PullRun *p, const PullPattern *pPat, sqlite3_int64 e, int *pnKey) {
   PullIds attrs = {NULL, 0, 0};
   int i, rc;
 
@@ -556,7 +585,7 @@ static int pullWildcard(PullRun *p, const PullPattern *pPat, int iLevel, sqlite3
   }
   if (p->eTime != PULL_TIME_ASOF) {
     sqlite3_stmt *pScan = p->pCache->apStmt[p->eTime * PULL_NKIND + PULL_STMT_ENTITY];
-    if (pScan == NULL || !sqlite3_stmt_busy(pScan)) return pullWildcardScan(p, pPat, iLevel, e, pnKey);
+    if (pScan == NULL || !sqlite3_stmt_busy(pScan)) return pullWildcardScan(p, pPat, e, pnKey);
   }
   rc = pullCollect(p, PULL_STMT_ATTRS, e, 0, 0, 0, &attrs);
   for (i = 0; i < attrs.n && rc == SQLITE_OK; i++) {
@@ -564,25 +593,26 @@ static int pullWildcard(PullRun *p, const PullPattern *pPat, int iLevel, sqlite3
     PullItem item;
     if (pAttr == NULL || pAttr->zIdent == NULL || pullHasKey(pPat, pAttr->zIdent)) continue;
     pullWildcardItem(p, pAttr, &item);
-    rc = pullItem(p, pPat, &item, iLevel, e, pnKey);
+    rc = pullItem(p, &item, e, pnKey);
   }
   sqlite3_free(attrs.a);
   return rc;
 }
 
-/* Writes the map of entity e under pPat; iLevel counts recursion steps
-** taken with pPat on the current path. */
-static int pullMap(PullRun *p, const PullPattern *pPat, int iLevel, sqlite3_int64 e,
+/* Writes the map of entity e under pPat; pVia is the item e was reached
+** through (NULL at the root). */
+static int pullMap(PullRun *p, const PullPattern *pPat, const PullItem *pVia, sqlite3_int64 e,
                    unsigned flags) {
   int nKey = 0;
   int bDbid = 0;
   int i, rc = SQLITE_OK;
 
+  p->aVia[p->nPath] = pVia;
   p->aPath[p->nPath++] = e;
   sqlite3_str_appendchar(p->pOut, 1, '{');
   for (i = 0; i <= pPat->nItem && rc == SQLITE_OK; i++) {
     if (pPat->bWildcard && pPat->iWildcard == i) {
-      rc = pullWildcard(p, pPat, iLevel, e, &nKey);
+      rc = pullWildcard(p, pPat, e, &nKey);
       bDbid = 1;
     }
     if (i < pPat->nItem && rc == SQLITE_OK) {
@@ -591,7 +621,7 @@ static int pullMap(PullRun *p, const PullPattern *pPat, int iLevel, sqlite3_int6
           && memcmp(pItem->zKey, ":db/id", 6) == 0) {
         bDbid = 1;
       }
-      rc = pullItem(p, pPat, pItem, iLevel, e, &nKey);
+      rc = pullItem(p, pItem, e, &nKey);
     }
   }
   if (rc == SQLITE_OK && (nKey == 0 || ((flags & PULL_WITH_DBID) && !bDbid))) {
@@ -654,7 +684,7 @@ static int pullRunCompiled(sqlite3 *db, const Schema *pSchema, const PullPattern
   pRun->wildcard.bWildcard = 1;
   pRun->pCache = pCache ? pCache : &local;
 
-  rc = pullMap(pRun, pPat, 0, e, flags);
+  rc = pullMap(pRun, pPat, NULL, e, flags);
   if (rc == SQLITE_OK && sqlite3_str_errcode(pOut) != SQLITE_OK) {
     rc = sqlite3_str_errcode(pOut) == SQLITE_TOOBIG ? SQLITE_TOOBIG : SQLITE_NOMEM;
   }

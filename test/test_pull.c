@@ -346,10 +346,10 @@ static const PullCase aB18[] = {
    "\":spec\":{\":db/id\":65800}},"
    "\":spec\":{\":db/id\":65801,\":part\":{\":db/id\":65802,\":part\":{\":db/id\":65800}},"
    "\":spec\":{\":db/id\":65800}}}"},
-  /* Q2: two levels of :friend with names, the third ids only. */
+  /* Q2: two levels of :friend with names; the third is left out, as
+  ** DataScript's test-recursion has it (issue 14 item 6). */
   {"[:name {:friend 2}]", LUCY, 0,
-   "{\":name\":\"lucy\",\":friend\":[{\":name\":\"eliz\",\":friend\":[{\":name\":\"matt\","
-   "\":friend\":[{\":db/id\":65813}]}]}]}"},
+   "{\":name\":\"lucy\",\":friend\":[{\":name\":\"eliz\",\":friend\":[{\":name\":\"matt\"}]}]}"},
   /* Q3: the ring back to lucy shows her id. */
   {"[:name {:friend ...}]", LUCY, 0,
    "{\":name\":\"lucy\",\":friend\":[{\":name\":\"eliz\",\":friend\":[{\":name\":\"matt\","
@@ -360,13 +360,14 @@ static const PullCase aB18[] = {
    "{\":db/id\":65820,\":name\":\"c1\",\":c/child\":{\":db/id\":65821,\":name\":\"c2\","
    "\":c/child\":{\":db/id\":65820}}}"},
   /* Q5: wildcard plus one level of :friend. */
+  /* Q5: eliz's friends are past the depth: left out, even beside * (the
+  ** spec, not the wildcard, owns :friend). */
   {"[* {:friend 1}]", LUCY, 0,
-   "{\":db/id\":65810,\":name\":\"lucy\",\":friend\":[{\":db/id\":65811,\":name\":\"eliz\","
-   "\":friend\":[{\":db/id\":65812}]}]}"},
-  /* Bounded recursion on the acceptance data. */
+   "{\":db/id\":65810,\":name\":\"lucy\",\":friend\":[{\":db/id\":65811,\":name\":\"eliz\"}]}"},
+  /* Bounded recursion on the acceptance data: the friends of friends are
+  ** past the depth, so left out (DataScript's test-recursion). */
   {"[:person/id {:person/friend 1}]", P1, 0,
-   "{\":person/id\":1,\":person/friend\":[{\":person/id\":2,\":person/friend\":[{\":db/id\":65538}]},"
-   "{\":person/id\":3,\":person/friend\":[{\":db/id\":65539}]}]}"},
+   "{\":person/id\":1,\":person/friend\":[{\":person/id\":2},{\":person/id\":3}]}"},
   /* Reverse recursion. */
   {"[:person/id {:person/_parent ...}]", P1, 0,
    "{\":person/id\":1,\":person/_parent\":[{\":person/id\":2},{\":person/id\":3}]}"},
@@ -934,8 +935,7 @@ static const StoreCase aStoreCases[] = {
    "\":spec\":{\":db/id\":{one}}},\":spec\":{\":db/id\":{two},\":part\":{\":db/id\":{three},"
    "\":part\":{\":db/id\":{one}}},\":spec\":{\":db/id\":{one}}}}"},
   {"[:name {:friend 2}]", "lucy",
-   "{\":name\":\"lucy\",\":friend\":[{\":name\":\"eliz\",\":friend\":[{\":name\":\"matt\","
-   "\":friend\":[{\":db/id\":{eunan}}]}]}]}"},
+   "{\":name\":\"lucy\",\":friend\":[{\":name\":\"eliz\",\":friend\":[{\":name\":\"matt\"}]}]}"},
   {"[:name {:friend ...}]", "lucy",
    "{\":name\":\"lucy\",\":friend\":[{\":name\":\"eliz\",\":friend\":[{\":name\":\"matt\","
    "\":friend\":[{\":name\":\"eunan\",\":friend\":[{\":name\":\"kerri\","
@@ -944,8 +944,7 @@ static const StoreCase aStoreCases[] = {
    "{\":db/id\":{c1x},\":name\":\"c1\",\":c/child\":{\":db/id\":{c2x},\":name\":\"c2\","
    "\":c/child\":{\":db/id\":{c1x}}}}"},
   {"[* {:friend 1}]", "lucy",
-   "{\":db/id\":{lucy},\":name\":\"lucy\",\":friend\":[{\":db/id\":{eliz},\":name\":\"eliz\","
-   "\":friend\":[{\":db/id\":{matt}}]}]}"},
+   "{\":db/id\":{lucy},\":name\":\"lucy\",\":friend\":[{\":db/id\":{eliz},\":name\":\"eliz\"}]}"},
 };
 
 START_TEST(test_store_cases) {
