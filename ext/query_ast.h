@@ -26,7 +26,8 @@ typedef struct QFindElem {
   const EdnValue *pVar;      /* the variable (aggregated / pulled / plain) */
   const char *zAgg;          /* QF_AGG: function name, e.g. "count-distinct" */
   const EdnValue *pAggN;     /* QF_AGG: the constant argument of (min n ?x), or NULL */
-  const EdnValue *pPattern;  /* QF_PULL: the pull pattern */
+  const EdnValue *pPattern;  /* QF_PULL: the pull pattern, or the symbol of an
+                             ** :in input holding it (pattern or ?pattern) */
   const char *zName;         /* column name: "?x", "(count ?x)", "(pull ?e [...])" */
 } QFindElem;
 
@@ -48,7 +49,8 @@ typedef struct QBinding {
 typedef enum QInKind {
   QIN_SRC = 0,     /* $ or $name: consumes no input value */
   QIN_RULES,       /* %: the rule set (an input value) */
-  QIN_BIND         /* a binding form, consuming one input value */
+  QIN_BIND,        /* a binding form, consuming one input value */
+  QIN_PATTERN      /* a plain symbol: a pull pattern (Datomic's pattern-var) */
 } QInKind;
 
 typedef struct QIn {

@@ -51,9 +51,54 @@ int qcErr(QComp *pC, const EdnValue *p, const char *zFmt, ...) {
   return pC->rc;
 }
 
+/* The input (counted as "inputs" counts them) that holds the pull pattern
+** named pSym: a plain-symbol :in (Datomic's pattern-var) or a scalar ?var
+** binding of that name; -1 when :in has none. */
+static int qcPatternInput(const QQuery *pQ, const EdnValue *pSym) {
+  int i, iInput = 0;
+  for (i = 0; i < pQ->nIn; i++) {
+    const QIn *pIn = &pQ->aIn[i];
+    if (pIn->kind == QIN_SRC) continue;
+    if ((pIn->kind == QIN_PATTERN && ednIsSymbol(pIn->pForm, pSym->u.s.z))
+        || (pIn->kind == QIN_BIND && pIn->bind.kind == QB_SCALAR
+            && ednIsSymbol(pIn->bind.aVar[0], pSym->u.s.z))) {
+      return iInput;
+    }
+    iInput++;
+  }
+  return -1;
+}
+
+/* True if the scalar :in variable pVar names a pull pattern of :find (it
+** then binds no query variable). */
+static int qcIsPatternVar(const QQuery *pQ, const EdnValue *pVar) {
+  int i;
+  for (i = 0; i < pQ->nFind; i++) {
+    const QFindElem *pE = &pQ->aFind[i];
+    if (pE->kind == QF_PULL && pE->pPattern->type == EDN_SYMBOL
+        && ednIsSymbol(pVar, pE->pPattern->u.s.z)) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
 int qcPullColumn(QComp *pC, const QFindElem *pE, QPlanCol *pCol) {
   char *zErr = NULL;
-  int rc = pullValidate(pC->pSchema, pE->pPattern, &zErr);
+  int rc;
+  if (pE->pPattern->type == EDN_SYMBOL) {
+    /* A pattern given as an input: checked when each run binds it
+    ** (qRunOpen), since a cached plan serves other patterns of its shape. */
+    int iInput = qcPatternInput(pC->pQ, pE->pPattern);
+    if (iInput < 0) {
+      return qcErr(pC, pE->pPattern, "pull pattern %s is not an :in input", pE->pPattern->u.s.z);
+    }
+    pCol->kind = QCOL_PULL;
+    pCol->bPatInput = 1;
+    pCol->iPatInput = iInput;
+    return SQLITE_OK;
+  }
+  rc = pullValidate(pC->pSchema, pE->pPattern, &zErr);
   if (rc != SQLITE_OK) {
     sqlite3_free(*pC->pzErr);
     *pC->pzErr = zErr;
@@ -1218,6 +1263,12 @@ static int qcInputs(QCtx *pX) {
         return qcErr(pC, pIn->pForm, "unknown source %s: multiple sources are not supported (only $)",
                      pIn->pForm->u.s.z);
       }
+      continue;
+    }
+    if (pIn->kind == QIN_PATTERN
+        || (pIn->kind == QIN_BIND && pIn->bind.kind == QB_SCALAR
+            && qcIsPatternVar(pQ, pIn->bind.aVar[0]))) {
+      iInput++;      /* a pull pattern, read by the run (qcPullColumn) */
       continue;
     }
     pVal = pC->pOpts->aInput[iInput];

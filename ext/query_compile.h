@@ -125,7 +125,9 @@ typedef struct QPlanCol {
   int iCol;               /* statement column of the value (entity for pull) */
   int iTagCol;            /* column of the tag, or -1 when vt is static */
   ValueType vt;
-  const EdnValue *pPattern;  /* QCOL_PULL */
+  const EdnValue *pPattern;  /* QCOL_PULL: the pattern, unless bPatInput */
+  int bPatInput;          /* QCOL_PULL: the pattern is input iPatInput */
+  int iPatInput;
   const char *zName;
   char *zKey;             /* JSON key for :keys/:strs/:syms, or NULL */
 } QPlanCol;

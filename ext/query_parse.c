@@ -314,6 +314,8 @@ static int qpIn(QParse *pP, QQuery *pQ, EdnValue *const *aForm, int n) {
       pIn->kind = QIN_SRC;
     } else if (qpIsSym(p, "%")) {
       pIn->kind = QIN_RULES;
+    } else if (p->type == EDN_SYMBOL && !ednIsVar(p) && !qIsBlank(p)) {
+      pIn->kind = QIN_PATTERN;
     } else {
       pIn->kind = QIN_BIND;
       if (qpBinding(pP, p, &pIn->bind, " in :in")) return pP->rc;

@@ -44,6 +44,8 @@ struct QueryRun {
   sqlite3 *pSpillDb;     /* private temporary database, or NULL */
   sqlite3_stmt *pRest;   /* store statement after the copied rows, or NULL */
   int *aSpillPull;       /* per find element: spill column of its pull JSON */
+  const EdnValue **apPat;   /* per find element: a pull pattern from the
+                            ** inputs (in the opts, which outlive the run), or NULL */
   int rcSpill;           /* the store statement's error after the rows, if any */
   char *zSpillErr;
 };
@@ -353,6 +355,42 @@ sqlite3_str **qConnOutBuf(StoreConn *pConn) {
   return pCache ? &pCache->pOut : NULL;
 }
 
+/* Takes the pull patterns that pRun's plan reads from the inputs (Datomic's
+** `:in $ pattern`), each checked before any row as a literal one is when
+** the query compiles. Errors: "input N: ..." in *pzErr. */
+static int qRunPatterns(QueryRun *pRun, const QueryOpts *pOpts, char **pzErr) {
+  const QueryPlan *pPlan = pRun->pPlan;
+  int i, rc = SQLITE_OK;
+  for (i = 0; i < pPlan->nCol && rc == SQLITE_OK; i++) {
+    const QPlanCol *pCol = &pPlan->aCol[i];
+    const EdnValue *pPat;
+    char *zErr = NULL;
+    if (pCol->kind != QCOL_PULL || !pCol->bPatInput) continue;
+    if (pOpts == NULL || pCol->iPatInput >= pOpts->nInput) return SQLITE_MISUSE;
+    if (pRun->apPat == NULL) {
+      pRun->apPat = sqlite3_malloc64(sizeof(EdnValue*) * (size_t)pPlan->nCol);
+      if (pRun->apPat == NULL) return SQLITE_NOMEM;
+      memset(pRun->apPat, 0, sizeof(EdnValue*) * (size_t)pPlan->nCol);
+    }
+    pPat = pOpts->aInput[pCol->iPatInput];
+    if (pPat->type != EDN_VECTOR) {
+      sqlite3_free(*pzErr);
+      *pzErr = sqlite3_mprintf("input %d: a pull pattern must be a vector, got %s",
+                               pCol->iPatInput + 1, ednKindName(pPat));
+      return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+    }
+    rc = pullValidate(pRun->pSchema, pPat, &zErr);
+    if (rc == SQLITE_ERROR) {
+      sqlite3_free(*pzErr);
+      *pzErr = sqlite3_mprintf("input %d: %s", pCol->iPatInput + 1, zErr ? zErr : "bad pull pattern");
+      if (*pzErr == NULL) rc = SQLITE_NOMEM;
+    }
+    sqlite3_free(zErr);
+    pRun->apPat[i] = pPat;
+  }
+  return rc;
+}
+
 int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
              const QueryOpts *pOpts, QueryRun **ppRun, char **pzErr) {
   QueryRun *pRun = NULL;
@@ -457,6 +495,7 @@ int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
   pPlan = NULL;
   sqlite3_reset(pRun->pStmt);
   rc = qPlanBind(pRun->pPlan, pRun->pStmt, pSchema, pOpts, pzErr);
+  if (rc == SQLITE_OK) rc = qRunPatterns(pRun, pOpts, pzErr);
   if (rc != SQLITE_OK) {
     qRunClose(pRun);
     pRun = NULL;
@@ -537,8 +576,10 @@ static int qColTag(const QueryRun *p, const QPlanCol *pCol) {
   return vtTag(pCol->vt);
 }
 
-/* The pull map of the entity in column pCol, appended to pOut. */
-static int qPull(QueryRun *p, const QPlanCol *pCol, sqlite3_str *pOut, char **pzErr) {
+/* The pull map of the entity in find column i, appended to pOut. */
+static int qPull(QueryRun *p, int i, sqlite3_str *pOut, char **pzErr) {
+  const QPlanCol *pCol = &p->pPlan->aCol[i];
+  const EdnValue *pPattern = pCol->bPatInput ? p->apPat[i] : pCol->pPattern;
   sqlite3_int64 e = sqlite3_column_int64(p->pStmt, pCol->iCol);
   if (p->bTimeInst) {
     /* Resolved inside the query's read transaction, as its own SQL does. */
@@ -549,7 +590,7 @@ static int qPull(QueryRun *p, const QPlanCol *pCol, sqlite3_str *pOut, char **pz
     else p->time.iSince = iTx;
     p->bTimeInst = 0;
   }
-  return pullEntityAt(p->pConn->db, p->pSchema, pCol->pPattern, e, 0,
+  return pullEntityAt(p->pConn->db, p->pSchema, pPattern, e, 0,
                       p->bTime ? &p->time : NULL, &p->pCache->pPull, pOut, pzErr);
 }
 
@@ -646,7 +687,7 @@ int qRunColumnJson(QueryRun *p, int i, sqlite3_str *pOut) {
   }
   if (pCol->kind == QCOL_PULL) {
     char *zErr = NULL;
-    int rc = qPull(p, pCol, pOut, &zErr);
+    int rc = qPull(p, i, pOut, &zErr);
     if (rc != SQLITE_OK) {
       sqlite3_free(p->zErr);
       p->zErr = zErr;
@@ -708,6 +749,7 @@ void qRunClose(QueryRun *p) {
     sqlite3_free(p->aSpillPull);
   }
   sqlite3_free(p->zSpillErr);
+  sqlite3_free(p->apPat);
   if (p->pStmt) {
     sqlite3_reset(p->pStmt);
     sqlite3_clear_bindings(p->pStmt);
@@ -734,7 +776,7 @@ static int qSpillRow(QueryRun *p, sqlite3_stmt *pIns, int nStmtCol, char **pzErr
       continue;
     }
     sqlite3_str *pOut = sqlite3_str_new(NULL);
-    rc = qPull(p, &pPlan->aCol[i], pOut, pzErr);
+    rc = qPull(p, i, pOut, pzErr);
     if (rc == SQLITE_OK) rc = sqlite3_str_errcode(pOut);
     int n = sqlite3_str_length(pOut);
     char *z = sqlite3_str_finish(pOut);
