@@ -7,8 +7,8 @@
 ** cut into sections at its keywords, or the map form {:find [...] ...} is
 ** read key by key; both feed the same section parsers. Clauses are parsed
 ** by shape: a vector whose head is a list is a predicate or function
-** expression, other vectors are data patterns, lists are not/or/and or rule
-** calls. Grammar follows Datomic's query grammar; Mentat's extras (`the`,
+** expression, one whose head (after a source) is a plain symbol a rule call,
+** other vectors are data patterns, lists are not/or/and or rule calls. Grammar follows Datomic's query grammar; Mentat's extras (`the`,
 ** :order, :limit, :offset, optional `$` in :in) are accepted.
 ** Recursion follows the nesting of the EDN form, which the reader already
 ** capped at EDN_MAX_DEPTH, and is guarded again here.
@@ -358,6 +358,38 @@ static int qpVarVector(QParse *pP, const EdnValue *p, QClause *pC, int bOrJoin) 
   return SQLITE_OK;
 }
 
+/* Does constant p hold a symbol (a variable, _ or a name) at any depth? */
+static int qpHasSymbol(const EdnValue *p, int iDepth) {
+  int i;
+  if (iDepth > EDN_MAX_DEPTH || p->type == EDN_SYMBOL) return 1;
+  if (p->type == EDN_VECTOR) {
+    for (i = 0; i < p->u.c.n; i++) if (qpHasSymbol(p->u.c.a[i], iDepth + 1)) return 1;
+  }
+  return 0;
+}
+
+/* A rule call a[0] a[1..n), a list or a vector with its source taken off.
+** Datomic's rule-expr takes (variable | constant | '_')+: a vector with a
+** variable or symbol inside ([?x], [:attr ?v]) is none of them, and neither
+** is a list, map or set, so each is an error rather than data compared with
+** the rule's values. */
+static int qpRuleCall(QParse *pP, QClause *pC, EdnValue *const *a, int n) {
+  int i;
+  pC->kind = QC_RULE;
+  pC->zName = a[0]->u.s.z;
+  pC->nArg = n - 1;
+  pC->aArg = (const EdnValue**)(a + 1);
+  for (i = 1; i < n; i++) {
+    const EdnValue *pT = a[i];
+    if (pT->type == EDN_LIST || pT->type == EDN_MAP || pT->type == EDN_SET
+        || (pT->type == EDN_SYMBOL && !ednIsVar(pT) && !qIsBlank(pT))
+        || (pT->type == EDN_VECTOR && qpHasSymbol(pT, 0))) {
+      return qpErr(pP, pT, "unexpected %s in rule call", qpDescribe(pP, pT));
+    }
+  }
+  return SQLITE_OK;
+}
+
 static int qpClause(QParse *pP, const EdnValue *p, QClause **ppC, int iDepth) {
   QClause *pC;
   int i;
@@ -403,6 +435,12 @@ static int qpClause(QParse *pP, const EdnValue *p, QClause **ppC, int iDepth) {
       pC->pSrc = a[0];
       a++;
       n--;
+    }
+    if (n >= 1 && a[0]->type == EDN_SYMBOL && !ednIsVar(a[0]) && !qIsBlank(a[0])) {
+      /* [src? rule-name args...]: Datomic's grammar writes rule-expr with
+      ** "[]" (list or vector), and a data pattern's first place is never a
+      ** plain symbol; whether the rule exists is the compiler's question. */
+      return qpRuleCall(pP, pC, a, n);
     }
     if (n < 1) return qpErr(pP, p, "empty data pattern");
     if (n > 5) return qpErr(pP, p, "a data pattern has at most 5 places [e a v tx added]");
@@ -450,18 +488,7 @@ static int qpClause(QParse *pP, const EdnValue *p, QClause **ppC, int iDepth) {
     if (ednIsVar(pHead) || qIsBlank(pHead)) {
       return qpErr(pP, pHead, "expected a rule name, got %s", qpDescribe(pP, pHead));
     }
-    pC->kind = QC_RULE;
-    pC->zName = pHead->u.s.z;
-    pC->nArg = n - 1;
-    pC->aArg = (const EdnValue**)(a + 1);
-    for (i = 1; i < n; i++) {
-      const EdnValue *pT = a[i];
-      if (pT->type == EDN_LIST || pT->type == EDN_MAP || pT->type == EDN_SET
-          || (pT->type == EDN_SYMBOL && !ednIsVar(pT) && !qIsBlank(pT))) {
-        return qpErr(pP, pT, "unexpected %s in rule call", qpDescribe(pP, pT));
-      }
-    }
-    return SQLITE_OK;
+    return qpRuleCall(pP, pC, a, n);
   }
   return qpErr(pP, p, "expected a clause (a vector or a list), got %s", qpDescribe(pP, p));
 }
