@@ -1134,10 +1134,46 @@ static void qcEmitPatterns(QCtx *pX, QClause *const *a, int n, unsigned char *aD
   }
 }
 
+/* Compiles the binding clauses of a[] not yet done (aDone) as they become
+** ready: functions once their arguments are bound, rule calls and or-joins
+** once their required variables are (Datomic pushes such a clause down
+** until they are bound), other rules and ors at once. */
+static void qcBinders(QCtx *pX, QClause *const *a, int n, unsigned char *aDone, int iDepth) {
+  QComp *pC = pX->pC;
+  int i, bProgress;
+  do {
+    bProgress = 0;
+    for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
+      if (aDone[i]) continue;
+      pC->pAt = a[i]->pForm;
+      if (a[i]->kind == QC_RULE && qcRuleReady(pX, a[i])) qcRuleCall(pX, a[i], iDepth);
+      else if ((a[i]->kind == QC_OR || a[i]->kind == QC_OR_JOIN) && qcOrReady(pX, a[i])) {
+        qcOr(pX, a[i], iDepth);
+      } else if (a[i]->kind == QC_FN && qcFnReady(pX, a[i])) {
+        /* A predicate written before the function filters its rows
+        ** first, as Datomic runs clauses in order: [(pos? ?d)] guards
+        ** [(/ 1 ?d) ?x] (the WHERE terms keep this order). */
+        int j;
+        for (j = 0; j < i && pC->rc == SQLITE_OK; j++) {
+          if (aDone[j] || a[j]->kind != QC_PRED || !qcFnReady(pX, a[j])) continue;
+          pC->pAt = a[j]->pForm;
+          qcPredicate(pX, a[j]);
+          aDone[j] = 1;
+        }
+        pC->pAt = a[i]->pForm;
+        if (pC->rc == SQLITE_OK) qcFunction(pX, a[i]);
+      }
+      else continue;
+      aDone[i] = 1;
+      bProgress = 1;
+    }
+  } while (bProgress && pC->rc == SQLITE_OK);
+}
+
 int qcClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
   QComp *pC = pX->pC;
   unsigned char *aDone;
-  int i, bProgress, bBinders = 0;
+  int i, bBinders = 0;
   if (n == 0) {
     if (pX->pParent == NULL) qcMaterialize(pX);
     return pC->rc;
@@ -1165,34 +1201,13 @@ int qcClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
   qcEmitPatterns(pX, a, n, aDone, bBinders);
   if (pX->pParent == NULL) qcMaterialize(pX);
   /* 3. binding clauses (rules, or, functions) as their inputs are bound. */
-  do {
-    bProgress = 0;
-    for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
-      if (aDone[i]) continue;
-      pC->pAt = a[i]->pForm;
-      if (a[i]->kind == QC_RULE) qcRuleCall(pX, a[i], iDepth);
-      else if (a[i]->kind == QC_OR || a[i]->kind == QC_OR_JOIN) qcOr(pX, a[i], iDepth);
-      else if (a[i]->kind == QC_FN && qcFnReady(pX, a[i])) {
-        /* A predicate written before the function filters its rows
-        ** first, as Datomic runs clauses in order: [(pos? ?d)] guards
-        ** [(/ 1 ?d) ?x] (the WHERE terms keep this order). */
-        int j;
-        for (j = 0; j < i && pC->rc == SQLITE_OK; j++) {
-          if (aDone[j] || a[j]->kind != QC_PRED || !qcFnReady(pX, a[j])) continue;
-          pC->pAt = a[j]->pForm;
-          qcPredicate(pX, a[j]);
-          aDone[j] = 1;
-        }
-        pC->pAt = a[i]->pForm;
-        if (pC->rc == SQLITE_OK) qcFunction(pX, a[i]);
-      }
-      else continue;
-      aDone[i] = 1;
-      bProgress = 1;
-    }
-  } while (bProgress && pC->rc == SQLITE_OK);
-  /* 2'. the patterns that waited, now joined to what those bound. */
-  if (bBinders) qcEmitPatterns(pX, a, n, aDone, 0);
+  qcBinders(pX, a, n, aDone, iDepth);
+  /* 2'. the patterns that waited, now joined to what those bound, and the
+  ** binding clauses that waited for them (required variables). */
+  if (bBinders) {
+    qcEmitPatterns(pX, a, n, aDone, 0);
+    qcBinders(pX, a, n, aDone, iDepth);
+  }
   /* 4. filters; anything left unbound now is an error naming it. */
   for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
     if (aDone[i]) continue;
@@ -1202,6 +1217,9 @@ int qcClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
       case QC_FN: qcFunction(pX, a[i]); break;
       case QC_NOT: case QC_NOT_JOIN: qcNot(pX, a[i], iDepth); break;
       case QC_AND: qcClauses(pX, a[i]->aSub, a[i]->nSub, iDepth + 1); break;
+      /* Required variables still unbound: the call reports them. */
+      case QC_RULE: qcRuleCall(pX, a[i], iDepth); break;
+      case QC_OR: case QC_OR_JOIN: qcOr(pX, a[i], iDepth); break;
       default: break;
     }
     aDone[i] = 1;

@@ -92,6 +92,9 @@ struct QCtx {
                           ** pattern: the planner orders the joins */
   int nKey, nKeyAlloc;    /* per pattern: what determines its datom */
   QKey *aKey;
+  int bRecRef;            /* FROM names a recursive CTE being defined: SQLite
+                          ** allows that name in no subquery, so this scope's
+                          ** FROM is never copied into one (qcCopyScope) */
 };
 
 /* State of one compilation. */
@@ -239,8 +242,25 @@ int qcFunction(QCtx *pX, const QClause *pCl);
 /* query_compile_clause.c */
 int qcNot(QCtx *pX, const QClause *pCl, int iDepth);
 int qcOr(QCtx *pX, const QClause *pCl, int iDepth);
+/* Are or-join pCl's required variables ([[?e] ...]) bound in pX? qcClauses
+** defers the clause until they are (Datomic pushes it down), and qcOr
+** reports the ones still unbound. */
+int qcOrReady(QCtx *pX, const QClause *pCl);
+/* Binds zName in pSub as variable pV of an enclosing scope: the same SQL,
+** type and tag, sharing pV's still untyped input parameters, so a typed
+** place in pSub types them (an input keyword in an entity place is an
+** ident). */
+void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV);
+/* Starts pSub, a subquery that pX's FROM will hold, as a copy of pX so far
+** (its FROM and WHERE text: aliases are local to the subquery), so that
+** expressions of pX's variables are valid inside it. Returns 0, copying
+** nothing, when pX's FROM names a recursive CTE being defined. */
+int qcCopyScope(QCtx *pSub, QCtx *pX);
 /* query_compile_rules.c */
 int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth);
+/* Are rule call pCl's arguments in required places ([?a] in the head)
+** bound in pX? 1 too when qcRuleCall will report another error. */
+int qcRuleReady(QCtx *pX, const QClause *pCl);
 /* Could binding zVar before rule call pCl seed it (zVar is an argument in
 ** a place the recursion changes, or the call is not one the magic rewrite
 ** takes)? Used to order patterns around rule calls; 1 when unsure. */

@@ -6,10 +6,14 @@
 ** not/not-join are NOT EXISTS subqueries correlated with the enclosing
 ** scope; only the listed variables of not-join unify with it (Datomic), the
 ** others are the subquery's own. or/or-join are an EXISTS over a UNION ALL
-** of the branches when every join variable is already bound, else an
-** uncorrelated UNION derived table joined on its variables (with a tag
-** column each, since branches may bind different types). A plain `or`
-** requires every branch to use the same variables, as Datomic does.
+** of the branches when every join variable is already bound, else a UNION
+** derived table joined on its variables (with a tag column each, since
+** branches may bind different types), each branch starting from a copy of
+** the scope so far when some join variables are bound. A plain `or`
+** requires every branch to use the same free variables, as Datomic does;
+** variables bound before it (inputs, earlier clauses) every branch sees.
+** or-join's required variables ([[?e] ...]) must be bound where it runs:
+** qcClauses defers it until they are, as Datomic pushes it down.
 */
 #include <string.h>
 #include "query_compile.h"
@@ -97,80 +101,137 @@ static void qcBranch(const QClause *pOr, int i, QClause *const **paSub, int *pnS
   }
 }
 
-/* Starts branch context pSub from the enclosing query pX so far: its FROM
-** and WHERE text (aliases are local to the derived table the branch
-** becomes) and the join variables pX has bound, under the same
-** expressions. The planner orders the copied joins (bUnlinked). */
-static void qcSeedBranch(QCtx *pSub, QCtx *pX, const EdnValue **aJoin, int nJoin) {
-  int j;
+static int qcIsBound(QCtx *pX, const char *zName) {
+  QVar *pV = qcVarFind(pX, zName);
+  return pV && (pV->zExpr || pV->zInList);
+}
+
+void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV) {
+  QVar *pN;
+  int bNew = qcVarFind(pSub, zName) == NULL;
+  qcBindVar(pSub, zName, sqlite3_mprintf("%s", pV->zExpr), pV->vt,
+            pV->zTag ? sqlite3_mprintf("%s", pV->zTag) : NULL, pV->bIntCol);
+  if (!bNew || pV->nParam == 0 || pSub->pC->rc) return;
+  pN = qcVarFind(pSub, zName);
+  if (pN == NULL || pN->nParam) return;
+  pN->aParam = sqlite3_malloc64(sizeof(int) * pV->nParam);
+  if (pN->aParam == NULL) { qcNoMem(pSub->pC); return; }
+  memcpy(pN->aParam, pV->aParam, sizeof(int) * pV->nParam);
+  pN->nParam = pV->nParam;
+}
+
+int qcCopyScope(QCtx *pSub, QCtx *pX) {
+  if (pX->bRecRef) return 0;
   sqlite3_str_appendall(pSub->pFrom, sqlite3_str_value(pX->pFrom));
   pSub->nFrom = pX->nFrom;
   if (pX->nWhere) {
     sqlite3_str_appendall(pSub->pWhere, sqlite3_str_value(pX->pWhere));
     pSub->nWhere = pX->nWhere;
   }
+  /* The planner orders the copied joins. */
   pSub->bUnlinked = 1;
-  for (j = 0; j < nJoin; j++) {
-    QVar *pV = qcVarFind(pX, aJoin[j]->u.s.z);
-    if (pV == NULL || pV->zExpr == NULL) continue;
-    qcBindVar(pSub, aJoin[j]->u.s.z, sqlite3_mprintf("%s", pV->zExpr), pV->vt,
-              pV->zTag ? sqlite3_mprintf("%s", pV->zTag) : NULL, pV->bIntCol);
+  return 1;
+}
+
+int qcOrReady(QCtx *pX, const QClause *pCl) {
+  int i;
+  if (pCl->kind != QC_OR_JOIN) return 1;
+  for (i = 0; i < pCl->nReq; i++) if (!qcIsBound(pX, pCl->aJoin[i]->u.s.z)) return 0;
+  return 1;
+}
+
+/* "[?a ?b]": or-join's required variables, for messages. */
+static char *qcReqList(const QClause *pCl) {
+  sqlite3_str *p = sqlite3_str_new(NULL);
+  int i;
+  sqlite3_str_appendchar(p, 1, '[');
+  for (i = 0; i < pCl->nReq; i++) {
+    sqlite3_str_appendf(p, "%s%s", i ? " " : "", pCl->aJoin[i]->u.s.z);
   }
+  sqlite3_str_appendchar(p, 1, ']');
+  return sqlite3_str_finish(p);
+}
+
+/* Plain or: the branches' variables into aJoin (their union, as symbols).
+** Branches may differ only in variables bound before the or (inputs,
+** earlier clauses), which every branch then sees; a difference in a free
+** variable is an error naming the free ones (Datomic requires one set). */
+static int qcOrVars(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int *pnJoin,
+                    int iDepth) {
+  QComp *pC = pX->pC;
+  const char *azFirst[64], *azVar[64], *azAll[64];
+  int nFirst = qcClauseVars(pCl->aSub[0], azFirst, 64, iDepth + 1);
+  int nAll = 0, i, j, k, m;
+  if (nFirst > 64) return qcErr(pC, pCl->pForm, "or uses too many variables");
+  for (j = 0; j < nFirst; j++) azAll[nAll++] = azFirst[j];
+  for (i = 1; i < pCl->nSub; i++) {
+    int n = qcClauseVars(pCl->aSub[i], azVar, 64, iDepth + 1);
+    sqlite3_str *pDiff;
+    char *zDiff;
+    int nDiff = 0;
+    if (n > 64) return qcErr(pC, pCl->pForm, "or uses too many variables");
+    pDiff = sqlite3_str_new(NULL);
+    /* Name the free variables that differ between the first branch and this one. */
+    for (k = 0; k < n; k++) {
+      for (m = 0; m < nFirst && strcmp(azVar[k], azFirst[m]); m++) {}
+      if (m == nFirst && !qcIsBound(pX, azVar[k])) {
+        sqlite3_str_appendf(pDiff, "%s%s", nDiff++ ? ", " : "", azVar[k]);
+      }
+    }
+    for (m = 0; m < nFirst; m++) {
+      for (k = 0; k < n && strcmp(azVar[k], azFirst[m]); k++) {}
+      if (k == n && !qcIsBound(pX, azFirst[m])) {
+        sqlite3_str_appendf(pDiff, "%s%s", nDiff++ ? ", " : "", azFirst[m]);
+      }
+    }
+    zDiff = sqlite3_str_finish(pDiff);
+    if (nDiff) {
+      qcErr(pC, pCl->pForm,
+            "all branches of or must use the same variables, but %s %s not in every branch"
+            " (use or-join to name the shared ones)", zDiff ? zDiff : "?",
+            nDiff == 1 ? "is" : "are");
+      sqlite3_free(zDiff);
+      return pC->rc;
+    }
+    sqlite3_free(zDiff);
+    for (k = 0; k < n; k++) {
+      for (m = 0; m < nAll && strcmp(azVar[k], azAll[m]); m++) {}
+      if (m < nAll) continue;
+      if (nAll == 64) return qcErr(pC, pCl->pForm, "or uses too many variables");
+      azAll[nAll++] = azVar[k];
+    }
+  }
+  /* The variables as EDN symbols, for the same code path as or-join. */
+  for (j = 0; j < nAll; j++) {
+    EdnValue *pSym = ednNewString(pC->pArena, EDN_SYMBOL, azAll[j], (int)strlen(azAll[j]));
+    if (pSym == NULL) return qcNoMem(pC);
+    aJoin[j] = pSym;
+  }
+  *pnJoin = nAll;
+  return SQLITE_OK;
 }
 
 int qcOr(QCtx *pX, const QClause *pCl, int iDepth) {
   QComp *pC = pX->pC;
   const EdnValue *aJoinLocal[64];
   const EdnValue **aJoin;
-  const char *azVar[64];
-  int nJoin, i, j, bAllBound = 1;
+  int nJoin = 0, i, j, bAllBound = 1;
   sqlite3_str *pOut;
   char *zOut;
   if (pCl->kind == QC_OR_JOIN) {
     aJoin = pCl->aJoin;
     nJoin = pCl->nJoin;
-  } else {
-    /* Plain or: every branch must use the same variables (Datomic). */
-    const char *azFirst[64];
-    int nFirst = qcClauseVars(pCl->aSub[0], azFirst, 64, iDepth + 1);
-    if (nFirst > 64) return qcErr(pC, pCl->pForm, "or uses too many variables");
-    for (i = 1; i < pCl->nSub; i++) {
-      int n = qcClauseVars(pCl->aSub[i], azVar, 64, iDepth + 1);
-      int bSame = n == nFirst;
-      for (j = 0; bSame && j < n && j < 64; j++) {
-        int k;
-        bSame = 0;
-        for (k = 0; k < nFirst; k++) if (strcmp(azVar[j], azFirst[k]) == 0) bSame = 1;
-      }
-      if (!bSame) {
-        /* Name the variables that differ between the first branch and this one. */
-        sqlite3_str *pDiff = sqlite3_str_new(NULL);
-        char *zDiff;
-        int k, m, nDiff = 0;
-        for (k = 0; k < n && k < 64; k++) {
-          for (m = 0; m < nFirst && strcmp(azVar[k], azFirst[m]); m++) {}
-          if (m == nFirst) sqlite3_str_appendf(pDiff, "%s%s", nDiff++ ? ", " : "", azVar[k]);
-        }
-        for (m = 0; m < nFirst; m++) {
-          for (k = 0; k < n && k < 64 && strcmp(azVar[k], azFirst[m]); k++) {}
-          if (k == n || k == 64) sqlite3_str_appendf(pDiff, "%s%s", nDiff++ ? ", " : "", azFirst[m]);
-        }
-        zDiff = sqlite3_str_finish(pDiff);
-        qcErr(pC, pCl->pForm,
-              "all branches of or must use the same variables, but %s %s not in every branch"
-              " (use or-join to name the shared ones)", zDiff ? zDiff : "?",
-              nDiff == 1 ? "is" : "are");
-        sqlite3_free(zDiff);
+    for (i = 0; i < pCl->nReq; i++) {
+      if (!qcIsBound(pX, aJoin[i]->u.s.z)) {
+        char *zReq = qcReqList(pCl);
+        qcErr(pC, pCl->pForm, "or-join needs %s bound where it is used (it is required: %s)",
+              aJoin[i]->u.s.z, zReq ? zReq : "?");
+        sqlite3_free(zReq);
         return pC->rc;
       }
     }
-    /* The variables as EDN symbols, for the same code path as or-join. */
-    nJoin = 0;
-    for (i = 0; i < nFirst; i++) {
-      EdnValue *pSym = ednNewString(pC->pArena, EDN_SYMBOL, azFirst[i], (int)strlen(azFirst[i]));
-      if (pSym == NULL) return qcNoMem(pC);
-      aJoinLocal[nJoin++] = pSym;
-    }
+  } else {
+    if (qcOrVars(pX, pCl, aJoinLocal, &nJoin, iDepth)) return pC->rc;
     aJoin = aJoinLocal;
   }
   for (i = 0; i < nJoin; i++) {
@@ -203,12 +264,11 @@ int qcOr(QCtx *pX, const QClause *pCl, int iDepth) {
     return pC->rc;
   } else {
     /* A derived table of the branches' rows, joined on the variables. A
-    ** derived table cannot see the enclosing query (no LATERAL in SQLite),
+    ** derived table cannot see its siblings in FROM (no LATERAL in SQLite),
     ** so when some join variables are bound already, each branch starts
-    ** from a copy of the enclosing query so far (its FROM and WHERE): the
-    ** branch's functions and patterns see those variables, as Datomic
-    ** passes bindings into or (helper-25: "unbound variable ?v in
-    ** function"). Only at the top level, whose FROM names nothing outside. */
+    ** from a copy of the enclosing scope so far (qcCopyScope): the branch's
+    ** functions and patterns see those variables, as Datomic passes
+    ** bindings into or (helper-25: "unbound variable ?v in function"). */
     char zAlias[24];
     int bSeed = 0;
     ValueType *aVt = sqlite3_malloc64(sizeof(ValueType) * (nJoin + 1));
@@ -216,7 +276,7 @@ int qcOr(QCtx *pX, const QClause *pCl, int iDepth) {
     for (j = 0; j < nJoin; j++) {
       QVar *pV = qcVarFind(pX, aJoin[j]->u.s.z);
       aVt[j] = (ValueType)-1;
-      if (pV && pV->zExpr && pX->pParent == NULL && pX->nFrom > 0) bSeed = 1;
+      if (pV && pV->zExpr) bSeed = 1;
     }
     sqlite3_str_appendall(pOut, "(");
     for (i = 0; i < pCl->nSub && pC->rc == SQLITE_OK; i++) {
@@ -227,7 +287,12 @@ int qcOr(QCtx *pX, const QClause *pCl, int iDepth) {
       qcBranch(pCl, i, &aSub, &nSub);
       qcCtxInit(&sub, pC, pX);
       sub.nVisible = 0;      /* uncorrelated: a derived table cannot see outside */
-      if (bSeed) qcSeedBranch(&sub, pX, aJoin, nJoin);
+      if (bSeed && qcCopyScope(&sub, pX)) {
+        for (j = 0; j < nJoin; j++) {
+          QVar *pV = qcVarFind(pX, aJoin[j]->u.s.z);
+          if (pV && pV->zExpr) qcCopyVar(&sub, aJoin[j]->u.s.z, pV);
+        }
+      }
       qcClauses(&sub, aSub, nSub, iDepth + 1);
       sqlite3_str_appendf(pOut, "%sSELECT ", i ? " UNION " : "");
       for (j = 0; j < nJoin && pC->rc == SQLITE_OK; j++) {

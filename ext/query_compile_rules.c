@@ -11,6 +11,15 @@
 ** recursion become UNION branches SQLite iterates to a fixpoint; UNION's
 ** set semantics make cyclic data terminate. A call is a join with the CTE.
 **
+** CALLS PASS THEIR BINDINGS IN. A head that is a group of its own and does
+** not call itself is compiled into each call instead (qcInlineCall), its
+** definitions the branches of an or-join on the arguments, with the head's
+** variables pre-bound to the caller's bound arguments and constants: the
+** body's functions and predicates see them, as Datomic evaluates a rule
+** with the caller's bindings. Required head variables ([?a]) must be bound
+** where the rule is called: qcClauses defers such a call until they are,
+** then the call is an error naming them.
+**
 ** BOUND ARGUMENTS. A call in the query's own scope whose arguments are
 ** partly bound (constants, inputs, variables the patterns bound) and whose
 ** rule fits the "pass-through" shape is specialised instead (a magic-set
@@ -374,6 +383,7 @@ static void qcMagicBody(QComp *pC, QCtx *pSub, int iN, const QRule *pR,
   QClause **a = aLocal;
   int i, k = 0, n = 0;
   qcFrom(pSub, sqlite3_mprintf("rulesm%d m", iN));
+  if (iSkip >= 0) pSub->bRecRef = 1;   /* a step of the recursive seeds */
   for (i = 0; i < pR->nHead && pC->rc == SQLITE_OK; i++) {
     if (!abBound[i]) continue;
     qcBindVar(pSub, pR->aHead[i]->u.s.z, sqlite3_mprintf("m.s%d", k),
@@ -653,6 +663,183 @@ cleanup:
   return pC->rc;
 }
 
+/* ------------------------------------------------------ inlined calls */
+
+/* Is place j of head h required ([?a] in the head of any definition)? *ppR
+** gets that definition. */
+static int qcReqPlace(QComp *pC, int h, int j, const QRule **ppR) {
+  int i;
+  for (i = 0; i < pC->rules.nRule; i++) {
+    const QRule *pR = pC->rules.aRule[i];
+    if (pC->pRi->aiHeadOf[i] == h && j < pR->nHead && pR->abReq[j]) {
+      if (ppR) *ppR = pR;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* "[?a ?b]": the required variables of pR's head, for messages. */
+static char *qcHeadReqList(const QRule *pR) {
+  sqlite3_str *p = sqlite3_str_new(NULL);
+  int i, n = 0;
+  sqlite3_str_appendchar(p, 1, '[');
+  for (i = 0; i < pR->nHead; i++) {
+    if (pR->abReq[i]) sqlite3_str_appendf(p, "%s%s", n++ ? " " : "", pR->aHead[i]->u.s.z);
+  }
+  sqlite3_str_appendchar(p, 1, ']');
+  return sqlite3_str_finish(p);
+}
+
+/* Is argument pA bound at the call: a constant, or a variable pX binds? */
+static int qcArgBound(QCtx *pX, const EdnValue *pA) {
+  QVar *pV;
+  if (qIsBlank(pA)) return 0;
+  if (!ednIsVar(pA)) return 1;
+  pV = qcVarFind(pX, pA->u.s.z);
+  return pV && (pV->zExpr || pV->zInList);
+}
+
+int qcRuleReady(QCtx *pX, const QClause *pCl) {
+  QComp *pC = pX->pC;
+  int h, i;
+  if (!pC->bRules) return 1;
+  if (pC->pRi == NULL && qcRulesPrepare(pC)) return 1;
+  h = qcHeadFind(pC->pRi, pCl->zName, pCl->nArg, NULL);
+  if (h < 0) return 1;
+  for (i = 0; i < pCl->nArg; i++) {
+    if (qcReqPlace(pC, h, i, NULL) && !qcArgBound(pX, pCl->aArg[i])) return 0;
+  }
+  return 1;
+}
+
+/* Is head h compiled into each call (qcInlineCall): a recursion group of
+** its own that it does not call back into? */
+static int qcInlineHead(QComp *pC, int h) {
+  const QRuleInfo *pRi = pC->pRi;
+  int g = pRi->aHead[h].iGroup, i;
+  for (i = 0; i < pRi->nHead; i++) if (i != h && pRi->aHead[i].iGroup == g) return 0;
+  for (i = 0; i < pC->rules.nRule; i++) {
+    const QRule *pR = pC->rules.aRule[i];
+    if (pRi->aiHeadOf[i] == h && qcCallsHead(pRi, pR->aClause, pR->nClause, h, 0)) return 0;
+  }
+  return 1;
+}
+
+/* Compiles call pCl of the non-recursive head h in the caller's scope, as
+** Datomic evaluates a rule: with the bindings the caller has passed in
+** (its bound arguments and constants pre-bind the head's variables), so
+** the body's functions and predicates see them. The definitions are the
+** branches of an or-join on the arguments: a correlated EXISTS when every
+** argument is bound, else a UNION derived table of the free arguments (and
+** the bound ones, each branch then starting from a copy of the caller's
+** scope). Returns 1 when compiled (or failed: pC->rc), 0 when the call
+** keeps the rule's CTE: a lookup-ref or collection constant, or bound
+** variables the derived table cannot see (qcCopyScope). */
+static int qcInlineCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
+  QComp *pC = pX->pC;
+  unsigned char aeArg[64];    /* 0 free, 1 bound variable, 2 constant, 3 _ */
+  ValueType aVt[64];
+  int i, j, nFree = 0, nBound = 0, nArity = pCl->nArg, nDef = 0;
+  sqlite3_str *pOut;
+  char *zOut, zAlias[24];
+  if (nArity > 64) return 0;
+  for (j = 0; j < nArity; j++) {
+    const EdnValue *pA = pCl->aArg[j];
+    aVt[j] = (ValueType)-1;
+    if (qIsBlank(pA)) {
+      aeArg[j] = 3;
+    } else if (!ednIsVar(pA)) {
+      if (pA->type == EDN_VECTOR) return 0;
+      aeArg[j] = 2;
+    } else if (qcArgBound(pX, pA)) {
+      if (qcVarFind(pX, pA->u.s.z)->zExpr == NULL) return 0;   /* a pending IN list */
+      aeArg[j] = 1;
+      nBound++;
+    } else {
+      aeArg[j] = 0;
+      nFree++;
+    }
+  }
+  if (nFree && nBound && pX->bRecRef) return 0;
+  pOut = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(pOut, nFree ? "(" : "EXISTS (");
+  for (i = 0; i < pC->rules.nRule && pC->rc == SQLITE_OK; i++) {
+    const QRule *pR = pC->rules.aRule[i];
+    QCtx sub;
+    char *zBody;
+    int nCol = 0;
+    if (pC->pRi->aiHeadOf[i] != h) continue;
+    qcCtxInit(&sub, pC, pX);
+    sub.nVisible = 0;        /* the body's variables are its own */
+    if (nFree && nBound) qcCopyScope(&sub, pX);
+    for (j = 0; j < nArity && pC->rc == SQLITE_OK; j++) {
+      const EdnValue *pA = pCl->aArg[j];
+      const EdnValue *pHead = pR->aHead[j];
+      if (aeArg[j] == 1) {
+        qcCopyVar(&sub, pHead->u.s.z, qcVarFind(pX, pA->u.s.z));
+      } else if (aeArg[j] == 2) {
+        /* As ground binds it: typed by the first place that uses it. */
+        QBinding b;
+        char zWhat[64];
+        b.kind = QB_SCALAR;
+        b.nVar = 1;
+        b.aVar = &pHead;
+        sqlite3_snprintf(sizeof zWhat, zWhat, "rule %s argument %d", pCl->zName, j + 1);
+        qcBindValue(&sub, &b, pA, -1, zWhat);
+      }
+    }
+    qcClauses(&sub, pR->aClause, pR->nClause, iDepth + 1);
+    sqlite3_str_appendf(pOut, "%sSELECT ", nDef++ ? (nFree ? " UNION " : " UNION ALL ") : "");
+    if (!nFree) sqlite3_str_appendall(pOut, "1");
+    for (j = 0; j < nArity && nFree && pC->rc == SQLITE_OK; j++) {
+      QVar *pV;
+      char *zTag;
+      /* Constants and _ are not joined; bound arguments are, to the copy
+      ** of the caller's rows the branch started from. */
+      if (aeArg[j] != 0 && aeArg[j] != 1) continue;
+      pV = qcVarFind(&sub, pR->aHead[j]->u.s.z);
+      if (pV == NULL || pV->zExpr == NULL) {
+        qcErr(pC, pR->aHead[j], "rule %s does not bind %s", pR->zName, pR->aHead[j]->u.s.z);
+        break;
+      }
+      zTag = qcVarTag(pV);
+      sqlite3_str_appendf(pOut, "%s%s AS c%d, %s AS t%d", nCol++ ? ", " : "", pV->zExpr, j,
+                          zTag ? zTag : "NULL", j);
+      if (zTag == NULL) qcNoMem(pC);
+      sqlite3_free(zTag);
+      if (aVt[j] == (ValueType)-1) aVt[j] = pV->vt;
+      else if (aVt[j] != pV->vt) aVt[j] = VT_NONE;
+    }
+    zBody = pC->rc == SQLITE_OK ? qcBody(&sub) : NULL;
+    if (zBody) sqlite3_str_appendall(pOut, zBody);
+    sqlite3_free(zBody);
+    qcCtxReset(&sub);
+  }
+  if (!nFree) {
+    sqlite3_str_appendall(pOut, ")");
+    zOut = sqlite3_str_finish(pOut);
+    if (zOut == NULL) qcNoMem(pC);
+    if (pC->rc == SQLITE_OK) qcWhere(pX, zOut);
+    else sqlite3_free(zOut);
+    return 1;
+  }
+  sqlite3_snprintf(sizeof zAlias, zAlias, "r%d", ++pC->nAlias);
+  sqlite3_str_appendf(pOut, ") %s", zAlias);
+  zOut = sqlite3_str_finish(pOut);
+  if (zOut == NULL) qcNoMem(pC);
+  if (pC->rc == SQLITE_OK) qcFrom(pX, zOut);
+  else sqlite3_free(zOut);
+  for (j = 0; j < nArity && pC->rc == SQLITE_OK; j++) {
+    if (aeArg[j] == 0 || aeArg[j] == 1) {
+      ValueType vt = aVt[j] == (ValueType)-1 ? VT_NONE : aVt[j];
+      qcBindVar(pX, pCl->aArg[j]->u.s.z, sqlite3_mprintf("%s.c%d", zAlias, j), vt,
+                sqlite3_mprintf("%s.t%d", zAlias, j), 0);
+    }
+  }
+  return 1;
+}
+
 int qcRuleSeedPlace(QCtx *pX, const QClause *pCl, const char *zVar) {
   QComp *pC = pX->pC;
   int h, bArity, i;
@@ -663,6 +850,12 @@ int qcRuleSeedPlace(QCtx *pX, const QClause *pCl, const char *zVar) {
   /* Not a rule the rewrite takes (or an error qcRuleCall will report):
   ** every argument may matter. */
   if (h < 0 || !qcMagicShape(pC, h, aePlace)) return 1;
+  for (i = 0; i < pCl->nArg; i++) {
+    if (qcReqPlace(pC, h, i, NULL) && ednIsVar(pCl->aArg[i])
+        && strcmp(pCl->aArg[i]->u.s.z, zVar) == 0) {
+      return 1;
+    }
+  }
   for (i = 0; i < pCl->nArg; i++) {
     if (!aePlace[i] && ednIsVar(pCl->aArg[i]) && strcmp(pCl->aArg[i]->u.s.z, zVar) == 0) return 1;
   }
@@ -686,6 +879,24 @@ int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth) {
     return qcErr(pC, pCl->pForm, "rule %s takes %d argument(s), called with %d", pCl->zName,
                  pC->pRi->aHead[i].nArity, pCl->nArg);
   }
+  for (i = 0; i < pCl->nArg; i++) {
+    const QRule *pR;
+    const EdnValue *pA = pCl->aArg[i];
+    if (!qcReqPlace(pC, h, i, &pR) || qcArgBound(pX, pA)) continue;
+    {
+      char *zReq = qcHeadReqList(pR);
+      if (qIsBlank(pA)) {
+        qcErr(pC, pCl->pForm, "rule %s needs argument %d bound where it is called, not _"
+              " (it is required: %s in the rule's head)", pCl->zName, i + 1, zReq ? zReq : "?");
+      } else {
+        qcErr(pC, pCl->pForm, "rule %s needs %s bound where it is called (it is required:"
+              " %s in the rule's head)", pCl->zName, pA->u.s.z, zReq ? zReq : "?");
+      }
+      sqlite3_free(zReq);
+      return pC->rc;
+    }
+  }
+  if (qcInlineHead(pC, h) && qcInlineCall(pX, pCl, h, iDepth)) return pC->rc;
   g = pC->pRi->aHead[h].iGroup;
   if (pCl->nArg <= 64) {
     unsigned char aePlace[64], abBound[64];
@@ -714,6 +925,7 @@ int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth) {
     if (qcRulesGroup(pC, g, iDepth)) return pC->rc;
   } else if (pC->pRi->aHead[h].eState == 1) {
     pC->nSelfRef++;     /* a call back into the group being built */
+    pX->bRecRef = 1;
   }
   sqlite3_snprintf(sizeof zAlias, zAlias, "r%d", ++pC->nAlias);
   qcFrom(pX, sqlite3_mprintf("rules%d %s", g, zAlias));
