@@ -101,8 +101,9 @@ static const char *const azPullSql[PULL_NSTMT] = {
   ** the plain `l.a = ?2` is wanted, SQLite re-prepares for each new ?2 and
   ** picks that attribute's index (the alternative, all of the attribute's
   ** history through the (a, e) index, costs far more than a prepare).
-  ** :db/noHistory attributes have no log rows, so they show nothing as of
-  ** any T, as in as-of queries. */
+  ** :db/noHistory attributes keep only their current values' log rows
+  ** (tx_write.c), so as of T they show those asserted by T, as as-of
+  ** queries do. */
   ("SELECT CASE WHEN ?6 THEN (SELECT text FROM fulltext_values WHERE rowid = l.v)"
    " ELSE l.v END, l.value_type_tag FROM timelined_transactions l"
    " WHERE l.a = (?2 + 0) AND l.e = ?1 AND " PULL_AS_OF_LIVE("l")

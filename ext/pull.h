@@ -70,7 +70,8 @@ typedef struct PullTime {
 ** list, reverse refs, component expansion, recursion, fulltext text.
 ** An entity with nothing visible at that time gives {":db/id": e}, as a
 ** missing entity does now (both flag settings). :db/noHistory attributes
-** write no log, so an as-of pull never shows them (as as-of queries).
+** keep only their current values in the log, so an as-of pull shows those
+** (from their tx on) and no past ones, as as-of queries do.
 ** ppCache as in pullEntityEx; one cache serves every mode (each mode has
 ** its own statements in it). */
 int pullEntityAt(sqlite3 *db, const Schema *pSchema, const EdnValue *pPattern,

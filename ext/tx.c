@@ -80,6 +80,12 @@ static const char *const azTxSql[TXS_COUNT] = {
   "INSERT INTO fulltext_values (text, searchid) VALUES (?1, NULL)",
   /* TXS_LOOKUP_BATCH: built by txLookupBatchSql */
   NULL,
+  /* TXS_LOG_FORGET: a retracted :db/noHistory datom leaves the log */
+  "DELETE FROM timelined_transactions WHERE a = (?2 + 0) AND e = ?1 AND value_type_tag = ?3"
+  " AND v = ?4 AND timeline IS 0",
+  /* TXS_LOG_FORGET_OLD: so do the values a cardinality-one :db/noHistory
+  ** assertion replaces */
+  "DELETE FROM timelined_transactions WHERE a = (?2 + 0) AND e = ?1 AND timeline IS 0",
 };
 
 /* The multi-row INSERTs: TX_BATCH rows of anonymous parameters. */

@@ -373,6 +373,18 @@ static int txSchemaEntity(Tx *p, sqlite3_int64 e) {
       rc = txAlter(p, pOld, zName, bMany, eUnique, bIndex);
       if (rc) return rc;
     }
+    if (pOld != NULL && !pOld->bNoHistory && aHas[ENTID_DB_NOHISTORY] && aV[ENTID_DB_NOHISTORY]) {
+      /* :db/noHistory turned on: the attribute's past values leave the
+      ** log (Datomic keeps none); each current datom keeps the log row
+      ** that asserted it, so every database view still sees it. Runs after
+      ** this transaction's datoms are written, so they count. */
+      rc = txExecE(p,
+          "DELETE FROM timelined_transactions WHERE a = ?1 AND timeline IS 0 AND NOT (added = 1"
+          " AND EXISTS (SELECT 1 FROM datoms d WHERE d.e = timelined_transactions.e AND d.a = ?1"
+          " AND d.value_type_tag = timelined_transactions.value_type_tag"
+          " AND d.v = timelined_transactions.v AND d.tx = timelined_transactions.tx))", e);
+      if (rc) return rc;
+    }
   }
 
   rc = txExecE(p, "DELETE FROM idents WHERE e = ?1", e);

@@ -13,7 +13,10 @@
 ** and only then the new datoms are inserted, so a unique value may move
 ** between entities within one transaction. :db.unique/value conflicts are
 ** caught by the store's unique index and reported in the user's terms.
-** :db/noHistory attributes write no log rows. Fulltext strings live in
+** :db/noHistory attributes keep no past values (Datomic): their assertions
+** are logged like any, so the current value is in every database view
+** (as-of, since, history), and a retraction, explicit or by replacement,
+** deletes the datom's log rows instead of logging itself. Fulltext strings live in
 ** fulltext_values (via its de-duplicating view); datoms.v holds the rowid.
 ** Entities allocated by this transaction skip the existence and old-value
 ** probes (they cannot have datoms yet). New datoms and their log rows go in
@@ -144,19 +147,6 @@ static int txBindLog(Tx *p, sqlite3_stmt *pStmt, int iBase, const TxOp *pOp, int
   return txValueBindStored(p, pStmt, iBase + 3, pOp);
 }
 
-static int txLog(Tx *p, const TxOp *pOp, int bAdded) {
-  sqlite3_stmt *pStmt = NULL;
-  int rc;
-  if (pOp->pAttr->bNoHistory) return SQLITE_OK;
-  rc = txStmt(p, TXS_LOG, &pStmt);
-  if (rc) return rc;
-  rc = txBindLog(p, pStmt, 0, pOp, bAdded);
-  if (rc != SQLITE_OK) return rc;
-  rc = sqlite3_step(pStmt);
-  sqlite3_reset(pStmt);
-  return rc == SQLITE_DONE ? SQLITE_OK : txSqlErr(p, "cannot write the log: ");
-}
-
 /* Runs a cached statement binding (e, a, tag, v) as ?1..?4. */
 static int txStepEAV(Tx *p, int eStmt, const TxOp *pOp, int *pbRow, int *pnChange) {
   sqlite3_stmt *pStmt = NULL;
@@ -175,6 +165,22 @@ static int txStepEAV(Tx *p, int eStmt, const TxOp *pOp, int *pbRow, int *pnChang
     return txSqlErr(p, "cannot write datoms: ");
   }
   return SQLITE_OK;
+}
+
+static int txLog(Tx *p, const TxOp *pOp, int bAdded) {
+  sqlite3_stmt *pStmt = NULL;
+  int rc;
+  if (!bAdded && pOp->pAttr->bNoHistory) {
+    /* A past value of a :db/noHistory attribute is not kept. */
+    return txStepEAV(p, TXS_LOG_FORGET, pOp, NULL, NULL);
+  }
+  rc = txStmt(p, TXS_LOG, &pStmt);
+  if (rc) return rc;
+  rc = txBindLog(p, pStmt, 0, pOp, bAdded);
+  if (rc != SQLITE_OK) return rc;
+  rc = sqlite3_step(pStmt);
+  sqlite3_reset(pStmt);
+  return rc == SQLITE_DONE ? SQLITE_OK : txSqlErr(p, "cannot write the log: ");
 }
 
 static int txRetract(Tx *p, TxOp *pOp) {
@@ -212,16 +218,16 @@ static int txPrepareAdd(Tx *p, TxOp *pOp) {
   if (rc) return rc;
   pOp->bNew = 1;
   if (pOp->pAttr->bMany || bFresh) return SQLITE_OK;
-  if (!pOp->pAttr->bNoHistory) {
-    rc = txStmt(p, TXS_LOG_OLD, &pStmt);
-    if (rc) return rc;
-    sqlite3_bind_int64(pStmt, 1, pOp->e.e);
-    sqlite3_bind_int64(pStmt, 2, pOp->pAttr->e);
-    sqlite3_bind_int64(pStmt, 3, p->iTx);
-    rc = sqlite3_step(pStmt);
-    sqlite3_reset(pStmt);
-    if (rc != SQLITE_DONE) return txSqlErr(p, "cannot write the log: ");
-  }
+  /* The old value's retraction is logged, or for :db/noHistory its log
+  ** rows (and any older value's) go. */
+  rc = txStmt(p, pOp->pAttr->bNoHistory ? TXS_LOG_FORGET_OLD : TXS_LOG_OLD, &pStmt);
+  if (rc) return rc;
+  sqlite3_bind_int64(pStmt, 1, pOp->e.e);
+  sqlite3_bind_int64(pStmt, 2, pOp->pAttr->e);
+  if (!pOp->pAttr->bNoHistory) sqlite3_bind_int64(pStmt, 3, p->iTx);
+  rc = sqlite3_step(pStmt);
+  sqlite3_reset(pStmt);
+  if (rc != SQLITE_DONE) return txSqlErr(p, "cannot write the log: ");
   rc = txStmt(p, TXS_DELETE_OLD, &pStmt);
   if (rc) return rc;
   sqlite3_bind_int64(pStmt, 1, pOp->e.e);
@@ -293,7 +299,7 @@ static int txInsert(Tx *p, TxOp *pOp) {
 ** their log rows with the multi-row OR ROLLBACK statements. */
 static int txInsertBatch(Tx *p, TxOp **aBatch) {
   sqlite3_stmt *pStmt = NULL;
-  int i, n = 0, rc = txStmt(p, TXS_INSERT_BATCH, &pStmt);
+  int i, rc = txStmt(p, TXS_INSERT_BATCH, &pStmt);
   if (rc) return rc;
   for (i = 0; i < TX_BATCH; i++) {
     rc = txBindDatom(p, pStmt, i * 9, aBatch[i]);
@@ -303,14 +309,6 @@ static int txInsertBatch(Tx *p, TxOp **aBatch) {
   sqlite3_reset(pStmt);
   if (rc != SQLITE_DONE) return txSqlErr(p, "cannot write datoms: ");
   storeWriteNoteDatoms(p->pConn->pStore, sqlite3_last_insert_rowid(p->db), TX_BATCH);
-  for (i = 0; i < TX_BATCH; i++) n += !aBatch[i]->pAttr->bNoHistory;
-  if (n < TX_BATCH) {
-    for (i = 0; i < TX_BATCH; i++) {
-      rc = txLog(p, aBatch[i], 1);
-      if (rc) return rc;
-    }
-    return SQLITE_OK;
-  }
   rc = txStmt(p, TXS_LOG_BATCH, &pStmt);
   if (rc) return rc;
   for (i = 0; i < TX_BATCH; i++) {
