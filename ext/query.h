@@ -38,6 +38,7 @@ typedef struct QueryOpts {
   sqlite3_int64 iAsOf, iSince;        /* tx ids */
   const EdnValue *pAsOfInst;          /* {"edn":"#inst ..."} form, or NULL */
   const EdnValue *pSinceInst;
+  int bHistory;                       /* "history": true, Datomic's d/history */
 } QueryOpts;
 
 void qOptsInit(QueryOpts *p);

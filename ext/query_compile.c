@@ -86,6 +86,11 @@ static int qcIsPatternVar(const QQuery *pQ, const EdnValue *pVar) {
 int qcPullColumn(QComp *pC, const QFindElem *pE, QPlanCol *pCol) {
   char *zErr = NULL;
   int rc;
+  if (pC->bHistory) {
+    /* Datomic's history database serves queries and datoms, not entity
+    ** or pull: there is no one map of an entity across time. */
+    return qcErr(pC, pE->pForm, "pull is not supported on the history database");
+  }
   if (pE->pPattern->type == EDN_SYMBOL) {
     /* A pattern given as an input: checked when each run binds it
     ** (qRunOpen), since a cached plan serves other patterns of its shape. */
@@ -511,7 +516,9 @@ static void qcRecordKey(QCtx *pX, const QClause *pCl, const Attr *pAttr) {
   const EdnValue *pE = pCl->aArg[0];
   const EdnValue *pA = pCl->nArg > 1 ? pCl->aArg[1] : NULL;
   const EdnValue *pV = pCl->nArg > 2 ? pCl->aArg[2] : NULL;
-  int bHist = pCl->nArg > 4;
+  /* History rows repeat a datom (asserted, retracted, asserted again):
+  ** only all five places tell them apart. */
+  int bHist = pX->pC->bHistory;
   QKey *pK;
   if (pX->nKey == pX->nKeyAlloc) {
     int nNew = pX->nKeyAlloc ? pX->nKeyAlloc * 2 : 8;
@@ -530,8 +537,8 @@ static void qcRecordKey(QCtx *pX, const QClause *pCl, const Attr *pAttr) {
   if (pAttr && pAttr->bFulltext && pK->az[2] && pK->az[2][0]) pK->az[2] = "";
   pK->bHist = (unsigned char)bHist;
   if (bHist) {
-    pK->az[3] = qcKeyPlace(pX, pCl->aArg[3]);
-    pK->az[4] = qcKeyPlace(pX, pCl->aArg[4]);
+    pK->az[3] = qcKeyPlace(pX, pCl->nArg > 3 ? pCl->aArg[3] : NULL);
+    pK->az[4] = qcKeyPlace(pX, pCl->nArg > 4 ? pCl->aArg[4] : NULL);
   } else if (pCl->nArg > 3) {
     /* The tx of a current (or as-of live) datom is the datom's: it is
     ** determined once e, a and v are. */
@@ -621,7 +628,7 @@ static int qcPatternLinked(QCtx *pX, const QClause *pCl) {
   if (pA && pA->type == EDN_KEYWORD) {
     pAttr = schemaAttrByIdent(pX->pC->pSchema, pA->u.s.z, pA->u.s.n);
   }
-  if (pAttr == NULL || pCl->nArg > 4 || (pAttr->bFulltext && pAttr->type == VT_STRING)) return 0;
+  if (pAttr == NULL || pX->pC->bHistory || (pAttr->bFulltext && pAttr->type == VT_STRING)) return 0;
   if (!qcPlaceBound(pX, pV)) return 0;
   return pAttr->eUnique != UNIQUE_NONE || pAttr->bIndex || pAttr->bValueIndex
          || pAttr->type == VT_REF;
@@ -631,6 +638,38 @@ int qcAttrValueIndexed(const Attr *pAttr) {
   return pAttr->bValueIndex
          || (pAttr->e >= PART_USER_START && !pAttr->bFulltext
              && (pAttr->eUnique || (pAttr->bIndex && pAttr->type == VT_REF)));
+}
+
+char *qcView(QComp *pC, const char *zAlias, const char **pzTable) {
+  if (pC->bHistory) {
+    /* The history database (Datomic's d/history): every assertion and
+    ** retraction in the log, within asOf/since when given (SPEC §6). */
+    *pzTable = "timelined_transactions";
+    if (pC->eHist == 1) return sqlite3_mprintf("%s.timeline IS 0 AND %s.tx <= %s", zAlias, zAlias, pC->zHistTx);
+    if (pC->eHist == 2) return sqlite3_mprintf("%s.timeline IS 0 AND %s.tx > %s", zAlias, zAlias, pC->zHistTx);
+    return sqlite3_mprintf("%s.timeline IS 0", zAlias);
+  }
+  if (pC->eHist == 1) {
+    /* As of T: the log's assertions up to T not retracted by T. The log's
+    ** columns have the datoms' names; idx_transactions_aevt serves patterns
+    ** bound by entity and the retraction probe, and a tuned store's
+    ** idx_mentat_log_avet_<a> (store_index.c) those of indexed, unique and
+    ** ref attributes bound by value (`dN.a = <a>` matches its WHERE). */
+    *pzTable = "timelined_transactions";
+    return sqlite3_mprintf(
+        "%s.timeline IS 0 AND %s.added = 1 AND %s.tx <= %s AND NOT EXISTS (SELECT 1 FROM"
+        " timelined_transactions r WHERE r.a = %s.a AND r.e = %s.e AND r.value_type_tag ="
+        " %s.value_type_tag AND r.v = %s.v AND r.tx > %s.tx AND r.tx <= %s AND r.timeline IS 0)",
+        zAlias, zAlias, zAlias, pC->zHistTx, zAlias, zAlias, zAlias, zAlias, zAlias,
+        pC->zHistTx);
+  }
+  *pzTable = "datoms";
+  /* Since T: a recent slice, read through the store's (a, tx, e) index
+  ** (store_index.c). Without the hint SQLite guesses a quarter of the
+  ** attribute for `tx > ?` and prefers the (a, e) index, which needs no
+  ** DISTINCT sort but reads every datom of the attribute. */
+  if (pC->eHist == 2) return sqlite3_mprintf("likelihood(%s.tx > %s, 0.01)", zAlias, pC->zHistTx);
+  return sqlite3_mprintf("%s", "");
 }
 
 static int qcPattern(QCtx *pX, const QClause *pCl) {
@@ -649,35 +688,13 @@ static int qcPattern(QCtx *pX, const QClause *pCl) {
   }
   if (!qcPatternLinked(pX, pCl)) pX->bUnlinked = 1;
   sqlite3_snprintf(sizeof zAlias, zAlias, "d%d", ++pC->nAlias);
-  if (pAdded) {
-    /* A 5-place pattern [e a v tx added] reads history: every assertion
-    ** and retraction in the log (SPEC §6), within asOf/since when given. */
-    qcFrom(pX, sqlite3_mprintf("timelined_transactions %s", zAlias));
-    qcWhere(pX, sqlite3_mprintf("%s.timeline IS 0", zAlias));
-    if (pC->eHist == 1) qcWhere(pX, sqlite3_mprintf("%s.tx <= %s", zAlias, pC->zHistTx));
-    if (pC->eHist == 2) qcWhere(pX, sqlite3_mprintf("%s.tx > %s", zAlias, pC->zHistTx));
-  } else if (pC->eHist == 1) {
-    /* As of T: the log's assertions up to T not retracted by T. The log's
-    ** columns have the datoms' names; idx_transactions_aevt serves patterns
-    ** bound by entity and the retraction probe, and a tuned store's
-    ** idx_mentat_log_avet_<a> (store_index.c) those of indexed, unique and
-    ** ref attributes bound by value (`dN.a = <a>` matches its WHERE). */
-    qcFrom(pX, sqlite3_mprintf("timelined_transactions %s", zAlias));
-    qcWhere(pX, sqlite3_mprintf(
-        "%s.timeline IS 0 AND %s.added = 1 AND %s.tx <= %s AND NOT EXISTS (SELECT 1 FROM"
-        " timelined_transactions r WHERE r.a = %s.a AND r.e = %s.e AND r.value_type_tag ="
-        " %s.value_type_tag AND r.v = %s.v AND r.tx > %s.tx AND r.tx <= %s AND r.timeline IS 0)",
-        zAlias, zAlias, zAlias, pC->zHistTx, zAlias, zAlias, zAlias, zAlias, zAlias,
-        pC->zHistTx));
-  } else {
-    qcFrom(pX, sqlite3_mprintf("datoms %s", zAlias));
-    /* Since T: a recent slice, read through the store's (a, tx, e) index
-    ** (store_index.c). Without the hint SQLite guesses a quarter of the
-    ** attribute for `tx > ?` and prefers the (a, e) index, which needs no
-    ** DISTINCT sort but reads every datom of the attribute. */
-    if (pC->eHist == 2) {
-      qcWhere(pX, sqlite3_mprintf("likelihood(%s.tx > %s, 0.01)", zAlias, pC->zHistTx));
-    }
+  {
+    const char *zTable = NULL;
+    char *zCond = qcView(pC, zAlias, &zTable);
+    if (zCond == NULL) return qcNoMem(pC);
+    qcFrom(pX, sqlite3_mprintf("%s %s", zTable, zAlias));
+    if (zCond[0]) qcWhere(pX, zCond);
+    else sqlite3_free(zCond);
   }
   pX->nPatternFrom++;
 
@@ -696,7 +713,7 @@ static int qcPattern(QCtx *pX, const QClause *pCl) {
     qcRecordKey(pX, pCl, NULL);
     qcPlace(pX, pA, zAlias, "a", VT_REF, NULL, 1);
   }
-  if (pAttr && pV && !qIsBlank(pV) && pC->eHist != 1 && pAdded == NULL
+  if (pAttr && pV && !qIsBlank(pV) && pC->eHist != 1 && !pC->bHistory
       && (!ednIsVar(pV) || (qcVarFind(pX, pV->u.s.z) && qcVarFind(pX, pV->u.s.z)->zExpr))) {
     /* The value is bound: state the flags that make the format's partial
     ** value indexes usable when no per-attribute index serves (format
@@ -732,10 +749,14 @@ static int qcPattern(QCtx *pX, const QClause *pCl) {
   }
   qcPlace(pX, pTx, zAlias, "tx", VT_REF, NULL, 1);
   if (pAdded && !qIsBlank(pAdded)) {
+    /* The current, as-of and since databases hold assertions only: there
+    ** added is true (SPEC §6). */
     if (ednIsVar(pAdded)) {
-      qcBindVar(pX, pAdded->u.s.z, sqlite3_mprintf("%s.added", zAlias), VT_BOOLEAN, NULL, 0);
+      qcBindVar(pX, pAdded->u.s.z, pC->bHistory ? sqlite3_mprintf("%s.added", zAlias)
+                                                : sqlite3_mprintf("1"), VT_BOOLEAN, NULL, 0);
     } else if (pAdded->type == EDN_BOOL) {
-      qcWhere(pX, sqlite3_mprintf("%s.added = %d", zAlias, pAdded->u.b ? 1 : 0));
+      if (pC->bHistory) qcWhere(pX, sqlite3_mprintf("%s.added = %d", zAlias, pAdded->u.b ? 1 : 0));
+      else if (!pAdded->u.b) qcWhere(pX, sqlite3_mprintf("0"));
     } else {
       return qcErr(pC, pAdded, "the added place takes true, false or a variable");
     }
@@ -1492,6 +1513,7 @@ int qCompile(Schema *pSchema, const char *zQuery, int nQuery, const QueryOpts *p
     }
     if (c.zHistTx == NULL) qcNoMem(&c);
   }
+  c.bHistory = pOpts && pOpts->bHistory;
   if (c.rc == SQLITE_OK && qcInputs(&x) == SQLITE_OK && qcClauses(&x, pQ->aWhere, pQ->nWhere, 0) == SQLITE_OK) {
     qcAssemble(&c, &x, pPlan);
   }

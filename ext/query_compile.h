@@ -118,6 +118,8 @@ struct QComp {
   const EdnValue *pAt;     /* current clause, for error positions */
   int eHist;               /* 0 current, 1 asOf (the log), 2 since */
   char *zHistTx;           /* SQL giving the asOf/since tx id */
+  int bHistory;            /* the history database: every pattern reads the
+                           ** log's assertions and retractions (SPEC 6) */
 };
 
 /* Kinds of result columns. */
@@ -277,5 +279,13 @@ int qcAggregate(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *pSql);
 ** (Attr.bValueIndex) or the format's idx_auto_avet_<a> (unique, or an
 ** indexed ref; not fulltext)? */
 int qcAttrValueIndexed(const Attr *pAttr);
+/* The datoms of the database the query reads (SPEC §6), as table alias
+** zAlias: *pzTable is the table ("datoms" or "timelined_transactions", with
+** the datoms' column names e, a, v, tx, value_type_tag) and the result the
+** condition on zAlias that selects them ("" when none; sqlite3_malloc'd,
+** NULL on OOM). Current: datoms; since T: datoms with tx > T; as of T: the
+** log's assertions up to T not retracted by T; history: every log row,
+** within asOf/since. Patterns and the built-ins that read datoms use it. */
+char *qcView(QComp *pC, const char *zAlias, const char **pzTable);
 
 #endif /* MENTAT_QUERY_COMPILE_H */

@@ -66,7 +66,7 @@ static int qcValueCounts(QComp *pC, QueryPlan *pPlan, sqlite3_str *pSql) {
   const Attr *pAttr;
   const EdnValue *pA;
   int i;
-  if (pC->eHist != 0 || pC->nCte || pQ->eFind != FIND_REL || pQ->nFind != 2 || pQ->nWith
+  if (pC->eHist != 0 || pC->bHistory || pC->nCte || pQ->eFind != FIND_REL || pQ->nFind != 2 || pQ->nWith
       || pQ->nOrder || pQ->nWhere != 1 || pQ->nIn > 1) {
     return 0;
   }

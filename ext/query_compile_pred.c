@@ -78,6 +78,29 @@ static void qcSkipSrc(const QClause *pCl, const EdnValue *const **paArg, int *pn
   }
 }
 
+/* A subquery "SELECT zSel FROM <the database the query reads> g WHERE
+** g.e = zE AND g.a = a" (qcView: as of T, since T), for the built-ins that
+** look up one entity's attribute; NULL after an error. Datomic's history
+** database has no one value of an attribute: there they are an error
+** naming zFn. */
+static char *qcEntityAttrSql(QCtx *pX, const EdnValue *pAt, const char *zFn, const char *zSel,
+                             const char *zE, sqlite3_int64 a) {
+  QComp *pC = pX->pC;
+  const char *zTable = NULL;
+  char *zCond, *z;
+  if (pC->bHistory) {
+    qcErr(pC, pAt, "%s is not supported on the history database", zFn);
+    return NULL;
+  }
+  zCond = qcView(pC, "g", &zTable);
+  if (zCond == NULL) { qcNoMem(pC); return NULL; }
+  z = sqlite3_mprintf("SELECT %s FROM %s g WHERE g.e = %s AND g.a = %lld%s%s", zSel, zTable, zE,
+                      a, zCond[0] ? " AND " : "", zCond);
+  sqlite3_free(zCond);
+  if (z == NULL) qcNoMem(pC);
+  return z;
+}
+
 /* The attribute named by a keyword argument, or NULL (unknown: no datoms). */
 static const Attr *qcAttrArg(QCtx *pX, const EdnValue *p, const char *zFn) {
   if (p->type != EDN_KEYWORD) {
@@ -193,8 +216,9 @@ static int qcPredExpr(QCtx *pX, const QClause *pCl, char **pzOut) {
     zE = qcTermExpr(pX, aArg[0], &vt, NULL, "predicate");
     if (zE == NULL) return 1;
     if (pA) {
-      *pzOut = sqlite3_mprintf("NOT EXISTS (SELECT 1 FROM datoms WHERE e = %s AND a = %lld)",
-                               zE, pA->e);
+      char *zSub = qcEntityAttrSql(pX, pCl->pForm, z, "1", zE, pA->e);
+      *pzOut = zSub ? sqlite3_mprintf("NOT EXISTS (%s)", zSub) : NULL;
+      sqlite3_free(zSub);
     } else {
       *pzOut = sqlite3_mprintf("1");
     }
@@ -586,7 +610,7 @@ static int qcGetElse(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, 
   QComp *pC = pX->pC;
   const Attr *pA;
   ValueType vt;
-  char *zE;
+  char *zE, *zSub;
   int iP;
   if (nArg != 3) return qcErr(pC, pCl->pForm, "get-else takes $, an entity, an attribute and a default");
   if (aArg[2]->type == EDN_NIL) return qcErr(pC, aArg[2], "get-else: the default must not be nil");
@@ -602,23 +626,20 @@ static int qcGetElse(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, 
     if (zD == NULL) return pC->rc;
     return qcBindResult(pX, pCl, zD, vtD, NULL);
   }
+  zSub = qcEntityAttrSql(pX, pCl->pForm, "get-else", "g.v", zE, pA->e);
+  sqlite3_free(zE);
+  if (zSub == NULL) return pC->rc;
   if (ednIsVar(aArg[2])) {
     ValueType vtD;
     char *zD = qcTermExpr(pX, aArg[2], &vtD, NULL, "function");
-    if (zD) {
-      qcBindResult(pX, pCl, sqlite3_mprintf(
-          "COALESCE((SELECT v FROM datoms WHERE e = %s AND a = %lld), %s)", zE, pA->e, zD),
-          pA->type, NULL);
-    }
-    sqlite3_free(zE);
+    if (zD) qcBindResult(pX, pCl, sqlite3_mprintf("COALESCE((%s), %s)", zSub, zD), pA->type, NULL);
+    sqlite3_free(zSub);
     sqlite3_free(zD);
     return pC->rc;
   }
   iP = qcParam(pC, aArg[2], -1, -1, -1, QV_TYPED, pA->type);
-  qcBindResult(pX, pCl, sqlite3_mprintf(
-      "COALESCE((SELECT v FROM datoms WHERE e = %s AND a = %lld), ?%d)", zE, pA->e, iP),
-      pA->type, NULL);
-  sqlite3_free(zE);
+  qcBindResult(pX, pCl, sqlite3_mprintf("COALESCE((%s), ?%d)", zSub, iP), pA->type, NULL);
+  sqlite3_free(zSub);
   return pC->rc;
 }
 
@@ -626,7 +647,7 @@ static int qcGetSome(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, 
   QComp *pC = pX->pC;
   sqlite3_str *pA, *pV, *pT;
   ValueType vt, vtAll = VT_NONE;
-  char *zE, *zAttr, *zVal, *zTag;
+  char *zE, *zAttr, *zVal, *zTag, *zHas, *zOne;
   int i, bSame = 1;
   if (nArg < 2) return qcErr(pC, pCl->pForm, "get-some takes $, an entity and attributes");
   if (pCl->bind.kind != QB_TUPLE || pCl->bind.nVar != 2) {
@@ -645,13 +666,15 @@ static int qcGetSome(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, 
     if (pAt == NULL) continue;
     if (vtAll == VT_NONE) vtAll = pAt->type;
     else if (vtAll != pAt->type) bSame = 0;
-    sqlite3_str_appendf(pA, " WHEN EXISTS (SELECT 1 FROM datoms WHERE e = %s AND a = %lld) THEN %lld",
-                        zE, pAt->e, pAt->e);
-    sqlite3_str_appendf(pV, " WHEN EXISTS (SELECT 1 FROM datoms WHERE e = %s AND a = %lld)"
-                        " THEN (SELECT v FROM datoms WHERE e = %s AND a = %lld LIMIT 1)",
-                        zE, pAt->e, zE, pAt->e);
-    sqlite3_str_appendf(pT, " WHEN EXISTS (SELECT 1 FROM datoms WHERE e = %s AND a = %lld) THEN %d",
-                        zE, pAt->e, vtTag(pAt->type));
+    zHas = qcEntityAttrSql(pX, pCl->pForm, "get-some", "1", zE, pAt->e);
+    zOne = qcEntityAttrSql(pX, pCl->pForm, "get-some", "g.v", zE, pAt->e);
+    if (zHas && zOne) {
+      sqlite3_str_appendf(pA, " WHEN EXISTS (%s) THEN %lld", zHas, pAt->e);
+      sqlite3_str_appendf(pV, " WHEN EXISTS (%s) THEN (%s LIMIT 1)", zHas, zOne);
+      sqlite3_str_appendf(pT, " WHEN EXISTS (%s) THEN %d", zHas, vtTag(pAt->type));
+    }
+    sqlite3_free(zHas);
+    sqlite3_free(zOne);
   }
   sqlite3_str_appendall(pA, " END");
   sqlite3_str_appendall(pV, " END");
@@ -722,11 +745,21 @@ static int qcFulltext(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg,
   sqlite3_snprintf(sizeof zD, zD, "d%d", ++pC->nAlias);
   sqlite3_snprintf(sizeof zF, zF, "f%d", ++pC->nAlias);
   qcFrom(pX, sqlite3_mprintf("fulltext_values %s", zF));
-  qcFrom(pX, sqlite3_mprintf("datoms %s", zD));
+  {
+    /* The datoms of the database the query reads (qcView). The log has no
+    ** index_fulltext column; the attribute's flag says it there. */
+    const char *zTable = "datoms";
+    char *zCond = qcView(pC, zD, &zTable);
+    if (zCond == NULL) qcNoMem(pC);
+    qcFrom(pX, sqlite3_mprintf("%s %s", zTable, zD));
+    if (zCond && zCond[0]) qcWhere(pX, zCond);
+    else sqlite3_free(zCond);
+    if (strcmp(zTable, "datoms") == 0) qcWhere(pX, sqlite3_mprintf("%s.index_fulltext IS NOT 0", zD));
+  }
   if (pA == NULL) qcWhere(pX, sqlite3_mprintf("0"));
   else qcWhere(pX, sqlite3_mprintf(
-      "%s.text MATCH %s AND %s.a = %lld AND %s.index_fulltext IS NOT 0 AND %s.value_type_tag = 10"
-      " AND %s.v = +%s.rowid", zF, zQ, zD, pA ? pA->e : 0, zD, zD, zD, zF));
+      "%s.text MATCH %s AND %s.a = %lld AND %s.value_type_tag = 10"
+      " AND %s.v = +%s.rowid", zF, zQ, zD, pA ? pA->e : 0, zD, zD, zF));
   sqlite3_free(zQ);
   for (i = 0; i < pCl->bind.nVar && pC->rc == SQLITE_OK; i++) {
     const EdnValue *pVar = pCl->bind.aVar[i];

@@ -1,6 +1,7 @@
 /*
 ** query_opts.c — the `opts` argument of edn_q (SPEC §2.4): a JSON object
-** with the keys "inputs", "asOf" and "since", turned into QueryOpts.
+** with the keys "inputs", "asOf", "since" and "history", turned into
+** QueryOpts.
 **
 **   edn_q(db, '[:find ?n :in $ ?min [?tag ...] :where ...]',
 **         '{"inputs":[21, [":t/a", ":t/b"]], "asOf": 268435460}')
@@ -68,6 +69,7 @@ void qOptsReset(QueryOpts *p) {
   p->bAsOf = p->bSince = 0;
   p->iAsOf = p->iSince = 0;
   p->pAsOfInst = p->pSinceInst = NULL;
+  p->bHistory = 0;
 }
 
 static int optsScanPush(OptsScan *s, int iStart, int nLen) {
@@ -404,6 +406,15 @@ int qOptsParse(QueryOpts *p, const char *zOpts, int nOpts, char **pzErr) {
     } else if (strcmp(j->string, "since") == 0) {
       p->bSince = 1;
       rc = optsTx(&c, j, "since", &p->iSince, &p->pSinceInst);
+    } else if (strcmp(j->string, "history") == 0) {
+      /* Datomic's d/history: every assertion and retraction, within
+      ** asOf/since when given (SPEC 6). */
+      if (cJSON_IsBool(j)) {
+        p->bHistory = cJSON_IsTrue(j);
+      } else {
+        optsError(&c, "\"history\" must be true or false");
+        rc = SQLITE_ERROR;
+      }
     } else {
       optsError(&c, "unknown option \"%s\"", j->string);
       rc = SQLITE_ERROR;

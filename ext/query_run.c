@@ -172,6 +172,7 @@ static void qShapeInto(QCacheKey *pOut, const QueryOpts *pOpts) {
   if (pOpts && pOpts->bAsOf) qckChar(pOut, 'A');
   else if (pOpts && pOpts->bSince) qckChar(pOut, 'S');
   if (pOpts && (pOpts->pAsOfInst || pOpts->pSinceInst)) qckChar(pOut, 't');
+  if (pOpts && pOpts->bHistory) qckChar(pOut, 'H');
   qckChar(pOut, ':');
   for (i = 0; pOpts && i < pOpts->nInput; i++) {
     if (i) qckChar(pOut, ',');

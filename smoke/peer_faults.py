@@ -507,10 +507,15 @@ def B22(con):
     t3 = tx(con, db, '[{:item/id "D" :item/count 50}]')['tx_id']
     q1 = '[:find ?c ?tx ?added :where [?e :item/id "D"] [?e :item/count ?c ?tx ?added]]'
     want = {(100, t1, True), (100, t2, False), (250, t2, True), (250, t3, False), (50, t3, True)}
-    check(qset(con, db, q1) == want, 'Q1 got %r' % qset(con, db, q1))
-    rows = q(con, db, '[:find ?inst ?c :where [?e :item/count ?c ?tx true] [?tx :db/txInstant ?inst]]')
+    check(qset(con, db, q1, history=True) == want, 'Q1 got %r' % qset(con, db, q1, history=True))
+    # the current database holds assertions only
+    check(qset(con, db, q1) == {(50, t3, True)}, 'Q1 current %r' % qset(con, db, q1))
+    rows = q(con, db, '[:find ?inst ?c :where [?e :item/count ?c ?tx true] [?tx :db/txInstant ?inst]]',
+             history=True)
     check(sorted(rows) == sorted(rows, key=lambda r: [100, 250, 50].index(r[1])) and len(rows) == 3, 'Q2 %r' % rows)
-    got = qset(con, db, '[:find ?c ?tx ?added :where [_ :item/count ?c ?tx ?added]]', since=t1)
+    got = qset(con, db, q1, history=True, asOf=t2)
+    check(got == {(100, t1, True), (100, t2, False), (250, t2, True)}, 'Q3 history of as-of %r' % got)
+    got = qset(con, db, '[:find ?c ?tx ?added :where [_ :item/count ?c ?tx ?added]]', since=t1, history=True)
     check(got == {(100, t2, False), (250, t2, True), (250, t3, False), (50, t3, True)}, 'Q4 since-of-history %r' % got)
 
 

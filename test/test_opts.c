@@ -136,6 +136,9 @@ static const struct {
   {"{\"since\": null}", "integer tx id"},
   {"{\"since\": {\"edn\": \":x\"}}", "integer tx id"},
   {"{\"asOf\": 5, \"since\": 3}", "\"asOf\" and \"since\" cannot be used together"},
+  {"{\"history\": 1}", "\"history\" must be true or false"},
+  {"{\"history\": null}", "\"history\" must be true or false"},
+  {"{\"history\": true, \"history\": false}", "duplicate option \"history\""},
   {"{\"inputs\":[null]}", "\"inputs\" value 1 is null"},
   {"{\"inputs\":[1, {\"a\": 1}]}", "\"inputs\" value 2: an object must be {\"edn\""},
   {"{\"inputs\":[{\"edn\": 1}]}", "\"inputs\" value 1: an object must be {\"edn\""},
@@ -178,6 +181,16 @@ START_TEST(test_opts_tx) {
   ck_assert(!o.bAsOf && o.bSince && o.pSinceInst != NULL);
   ck_assert_int_eq(o.pSinceInst->type, EDN_INST);
   ck_assert(o.pSinceInst->u.i == 2000000);
+  ck_assert(!o.bHistory);
+  /* "history" composes with asOf; a new parse starts from none */
+  {
+    const char *z3 = "{\"history\": true, \"asOf\": 268435461}";
+    const char *z4 = "{\"history\": false}";
+    ck_assert_int_eq(qOptsParse(&o, z3, (int)strlen(z3), &zErr), SQLITE_OK);
+    ck_assert(o.bHistory && o.bAsOf && o.iAsOf == 268435461);
+    ck_assert_int_eq(qOptsParse(&o, z4, (int)strlen(z4), &zErr), SQLITE_OK);
+    ck_assert(!o.bHistory && !o.bAsOf);
+  }
   qOptsReset(&o);
   sqlite3_free(zErr);
 }
