@@ -1,6 +1,6 @@
 /*
 ** func_common.c — the SQL functions' shared boundary code (see
-** func_common.h) and funcRegister(), which puts edn_t, edn_q and edn_pull
+** func_common.h) and funcRegister(), which puts edn_t, edn_q, edn_pull and mentat_version
 ** on a host connection.
 */
 #include <string.h>
@@ -242,5 +242,6 @@ int funcRegister(sqlite3 *db) {
     rc = sqlite3_create_function_v2(db, "edn_q", 3, flags, NULL, funcEdnQ, NULL, NULL, NULL);
   if (rc == SQLITE_OK)
     rc = sqlite3_create_function_v2(db, "edn_pull", 3, flags, NULL, funcEdnPull, NULL, NULL, NULL);
+  if (rc == SQLITE_OK) rc = funcVersionRegister(db);
   return rc;
 }

@@ -30,10 +30,6 @@ SQLITE_EXTENSION_INIT1
 #include "query.h"
 #include "func_common.h"
 
-/* SPEC §1: 3.30 brought SQLITE_DIRECTONLY and the introspection pragmas
-** this file relies on. */
-#define MENTAT_MIN_SQLITE 3030000
-
 static pthread_once_t mainHookOnce = PTHREAD_ONCE_INIT;
 
 /* Host connections that have the extension registered. When the last one
