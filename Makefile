@@ -1,5 +1,6 @@
 # libmentat_sqlite — a SQLite loadable extension: Datomic-style Datalog on SQLite.
 # Targets: all test smoke demo asan tsan valgrind bench fuzz clean deps
+#          install uninstall deb wheel npm packages (see "Installing" in README.md)
 # Layout: ext/ (reader, transactor, query compiler, store), vtab/ (edn_q), test/ (Check),
 # smoke/ (real hosts), bench/. Outputs go to build/ only.
 
@@ -23,7 +24,8 @@ TOBJ     = $(SRC:%.c=$(B)/tobj/%.o)
 TESTS    = $(patsubst test/%.c,$(B)/%,$(wildcard test/test_*.c))
 SO       = build/libmentat_sqlite.so
 
-.PHONY: all test unit smoke acceptance demo asan tsan valgrind bench fuzz clean deps
+.PHONY: all test unit smoke acceptance demo asan tsan valgrind bench fuzz clean deps \
+        install uninstall deb wheel npm packages FORCE
 # Objects are not intermediates to throw away: keep them so rebuilds stay incremental.
 .SECONDARY:
 all: $(SO)
@@ -34,18 +36,38 @@ all: $(SO)
 # smoke host runs where the machine has it and says it skipped otherwise.
 DEB_PKGS = libsqlite3-dev sqlite3 libcjson-dev check pkg-config gcc make binutils python3 \
            golang-go golang-github-mattn-go-sqlite3-dev $(DEB_EXTRA)
+# The packages (make deb/wheel/npm) and the other smoke hosts (smoke/hosts.sh).
+DEB_PKGS += dpkg-dev lintian python3-build python3-venv python3-setuptools python3-wheel \
+           python3-pip tcl libsqlite3-tcl libdbd-sqlite3-perl ruby ruby-sqlite3 php-cli \
+           php-sqlite3 sqlite-utils util-linux mount
 deps:
 	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing; fi
 
+# The .so's objects get glibc's fortified string and memory calls when optimizing (Debian's
+# hardening; the unit tests' objects stay as they are, -O0 builds too).
+build/obj/%.o: XCFLAGS += $(if $(filter -O1 -O2 -O3 -Os,$(CFLAGS)),-D_FORTIFY_SOURCE=2)
 build/obj/%.o: %.c $(HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(XCFLAGS) -Iext -c $< -o $@
 
+# The soname is the file name: ldconfig then caches it, so an installed copy loads by bare
+# name (.load libmentat_sqlite).
 $(SO): $(OBJ)
-	$(CC) $(CFLAGS) -shared -o $@ $(OBJ) $(LIBS)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libmentat_sqlite.so -Wl,-z,relro,-z,now -o $@ $(OBJ) $(LIBS)
+
+# mentat_version(): the VERSION file and the git commit, compiled into func_version.c only.
+# The stamp changes only when they do, so a new commit rebuilds one object.
+VERSION_NUM := $(shell cat VERSION)
+GIT_COMMIT  := $(shell git rev-parse --short=7 HEAD 2>/dev/null || echo unknown)
+build/version.stamp: FORCE
+	@mkdir -p build; v='$(VERSION_NUM) $(GIT_COMMIT)'; \
+	  [ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" > $@
+build/obj/ext/func_version.o $(B)/tobj/ext/func_version.o: build/version.stamp
+build/obj/ext/func_version.o $(B)/tobj/ext/func_version.o: \
+  XCFLAGS += -DMENTAT_VERSION='"$(VERSION_NUM)"' -DMENTAT_COMMIT='"$(GIT_COMMIT)"'
 
 # Unit tests link the same sources straight against libsqlite3 (MENTAT_STATIC).
 $(B)/tobj/%.o: %.c $(HDR)
@@ -112,6 +134,39 @@ bench: all
 # libFuzzer on the EDN reader (FUZZ_SECONDS, default 60).
 fuzz:
 	bash fuzz/run.sh $(or $(FUZZ_SECONDS),60)
+
+# Installing. PREFIX, LIBDIR and DESTDIR as usual; after a root install into a directory
+# ld.so knows (/usr/local/lib on Debian), ldconfig makes the bare name load.
+PREFIX  ?= /usr/local
+LIBDIR  ?= $(PREFIX)/lib
+DOCDIR  ?= $(PREFIX)/share/doc/libmentat_sqlite
+install: $(SO)
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(DOCDIR)
+	install -m 644 $(SO) $(DESTDIR)$(LIBDIR)/libmentat_sqlite.so
+	install -m 644 README.md VERSION $(DESTDIR)$(DOCDIR)/
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/libmentat_sqlite.so
+	rm -f $(DESTDIR)$(DOCDIR)/README.md $(DESTDIR)$(DOCDIR)/VERSION
+	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
+
+# Packages (pkg/): the .deb for Debian's libsqlite3-mod-* place, and the self-contained
+# builds for Python and npm, which carry the .so's non-glibc libraries (libcjson.so.1, ...)
+# beside it with an $$ORIGIN run path. Outputs in build/dist.
+BUNDLE = build/bundle/libmentat_sqlite.so
+$(BUNDLE): $(OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libmentat_sqlite.so -Wl,-z,relro,-z,now -Wl,-rpath,'$$ORIGIN' \
+	  -Wl,--enable-new-dtags -o $@ $(OBJ) $(LIBS)
+	bash pkg/bundle.sh $@
+deb: $(SO)
+	bash pkg/deb.sh $(SO) build/dist
+wheel: $(BUNDLE)
+	bash pkg/wheel.sh build/bundle build/dist
+npm: $(BUNDLE)
+	bash pkg/npm.sh build/bundle build/dist
+packages: deb wheel npm
 
 clean:
 	rm -rf build
