@@ -57,7 +57,6 @@ Installed-Size: $SIZE
 Depends: $DEPENDS
 Section: libs
 Priority: optional
-Homepage: https://github.com/mozilla/mentat
 Description: SQLite extension for a Datomic-style Datalog store (libmentat_sqlite)
  libmentat_sqlite is a loadable extension that gives any SQLite host a
  Datomic-style Datalog store: edn_t transacts EDN, edn_q queries with

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# smoke/pkg_python.sh — the Python package as a user gets it: `make wheel`, a fresh venv
+# (Debian's python3-venv), `pip install --no-index` of the wheel, then the README's first
+# example (smoke/pkg/readme_example.py) through `mentat_sqlite.load(con)`, run with the
+# system's libcjson hidden from the loader (smoke/pkg/hidden.sh), so it passes only when the
+# wheel's own copies are used. Prints PASS/FAIL lines; exits non-zero on any failure.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/.." && pwd)
+fail() { echo "FAIL $1"; echo "0 passed, 1 failed"; exit 1; }
+/usr/bin/python3 -c 'import build, setuptools, wheel, venv' 2>/dev/null ||
+  fail "host missing: python3-build, python3-setuptools, python3-wheel or python3-venv (.ci/run installs them)"
+make -s -C "$TOP" wheel >"$TOP/build/wheel.log" 2>&1 || { tail -20 "$TOP/build/wheel.log"; fail "make wheel"; }
+WHL=$(ls "$TOP"/build/dist/mentat_sqlite-*.whl)
+V=$(mktemp -d /tmp/mentat-venv.XXXXXX)
+trap 'rm -rf "$V"' EXIT
+/usr/bin/python3 -m venv "$V" || fail "python3 -m venv"
+"$V/bin/pip" install -q --no-index --disable-pip-version-check "$WHL" || fail "pip install --no-index $WHL"
+echo "installed $(basename "$WHL") into a venv"
+bash "$HERE/pkg/hidden.sh" "$TOP/build/bundle" "$V/bin/python" "$HERE/pkg/readme_example.py"
