@@ -118,7 +118,7 @@ static char *compileSql(const char *zQuery, const char *zOpts) {
 typedef struct QCase {
   const char *zQuery;
   const char *zOpts;
-  const char *zExpect;   /* rows; "ERROR: <message>" (exact) or "ERROR~<prefix>" */
+  const char *zExpect;   /* rows, or "ERROR: <the whole message>" */
 } QCase;
 
 #define RULES(x) "{\"inputs\":[{\"edn\":\"" x "\"}]}"
@@ -288,13 +288,15 @@ static const QCase aFn[] = {
   ** (helper-24: 8 s for 60 characters): refused; inside brackets \1 is
   ** two literal characters */
   { "[:find ?n :where [_ :person/name ?n] [(re-find \"(a)\\\\1\" ?n)]]", NULL,
-    "ERROR~line 1 col 48: re-find: invalid regular expression \"(a)\\1\": backreferences" },
+    "ERROR: line 1 col 48: re-find: invalid regular expression \"(a)\\1\": backreferences (\\1 to \\9)"
+    " are not supported (their matching time can grow exponentially)" },
   { "[:find [?id ...] :where [?e :person/name ?n] [(re-find \"[[:digit:]\\\\1]\" ?n)] [?e :person/id ?id]]", NULL, "" },
-  /* a pattern from an input is checked when it is used: the place too */
+  /* a pattern from an input is checked when it is used: the place too (the
+  ** clause's, col 48; the reason is the regex library's own words) */
   { "[:find ?n :in $ ?re :where [_ :person/name ?n] [(re-find ?re ?n)]]", "{\"inputs\":[\"(\"]}",
-    "ERROR~line 1 col 48: re-find: invalid regular expression \"(\": " },
+    "ERROR: line 1 col 48: re-find: invalid regular expression \"(\": Unmatched ( or \\(" },
   { "[:find ?n :where [_ :person/name ?n] [(re-find \"(\" ?n)]]", NULL,
-    "ERROR~line 1 col 48: re-find: invalid regular expression \"(\": " },
+    "ERROR: line 1 col 48: re-find: invalid regular expression \"(\": Unmatched ( or \\(" },
   /* Clojure predicates */
   { "[:find [?id ...] :where [_ :person/id ?id] [(odd? ?id)]]", NULL, "1;3;5" },
   { "[:find [?id ...] :where [_ :person/id ?id] [(even? ?id)]]", NULL, "2;4;6" },
@@ -337,11 +339,16 @@ static const QCase aFn[] = {
 static const QCase aAgg[] = {
   /* a value of unknown type (from [?e ?a ?v]) is checked when it comes
   ** (helper-25: instants, booleans and strings were summed as numbers);
-  ** entity 3 by hand: :person/name "Oleg" comes with :person/age 10 */
-  { "[:find (sum ?v) . :with ?a :where [?e :person/id 3] [?e ?a ?v]]", NULL,
-    "ERROR~line 1 col 8: (sum ?v): a :db.type/" },
-  { "[:find (avg ?v) . :with ?a :where [?e :person/id 3] [?e ?a ?v] [(!= ?a :person/name)]]", NULL,
-    "ERROR~line 1 col 8: (avg ?v): a :db.type/" },
+  ** entity 3 by hand: :person/name "Oleg" comes with :person/id 3, its
+  ** :person/color :color/red (a keyword) with :person/age 10. The attributes
+  ** are named so that one kind of non-number is there: which of two comes
+  ** first is the engine's row order, which neither Datomic nor we define. */
+  { "[:find (sum ?v) . :with ?a :where [?e :person/id 3] [(ground [:person/id :person/name]) [?a ...]]"
+    " [?e ?a ?v]]", NULL,
+    "ERROR: line 1 col 8: (sum ?v): a :db.type/string is not a number" },
+  { "[:find (avg ?v) . :with ?a :where [?e :person/id 3] [(ground [:person/age :person/color]) [?a ...]]"
+    " [?e ?a ?v]]", NULL,
+    "ERROR: line 1 col 8: (avg ?v): a :db.type/keyword is not a number" },
   { "[:find (sum ?v) . :with ?a :where [?e :person/id 4] [(ground [:person/id :person/age]) [?a ...]]"
     " [?e ?a ?v]]", NULL, "24" },
   /* a long sum that overflows is an error at its element (helper-24: a bare
@@ -452,12 +459,7 @@ static const QCase aErr[] = {
 
 static void checkCase(const QCase *p) {
   char *zGot = runQuery(p->zQuery, p->zOpts);
-  int bOk;
-  if (strncmp(p->zExpect, "ERROR~", 6) == 0) {
-    bOk = strncmp(zGot, "ERROR: ", 7) == 0 && strncmp(zGot + 7, p->zExpect + 6, strlen(p->zExpect + 6)) == 0;
-  } else {
-    bOk = strcmp(zGot, p->zExpect) == 0;
-  }
+  int bOk = strcmp(zGot, p->zExpect) == 0;
   ck_assert_msg(bOk, "query %s\n  got:  %s\n  want: %s", p->zQuery, zGot, p->zExpect);
   sqlite3_free(zGot);
 }
@@ -494,13 +496,15 @@ START_TEST(test_sample_rand) {
     }
   }
   {
-    /* rand draws with replacement: 3 values from a set of 2 */
-    char *zGot = runQuery("[:find (rand 3 ?a) . :where [_ :person/age ?a]]", NULL);
-    int nComma = 0;
-    const char *z;
-    for (z = zGot; *z; z++) nComma += *z == ',';
-    ck_assert_msg(nComma == 2, "(rand 3 ?a) over {10 20}: %s", zGot);
-    sqlite3_free(zGot);
+    /* rand draws with replacement: 3 values from a set of 2, each 10 or 20 */
+    for (k = 0; k < 5; k++) {
+      char *zGot = runQuery("[:find (rand 3 ?a) . :where [_ :person/age ?a]]", NULL);
+      int a[3], nUsed = 0;
+      ck_assert_msg(sscanf(zGot, "[%d,%d,%d]%n", &a[0], &a[1], &a[2], &nUsed) == 3
+                    && zGot[nUsed] == 0, "(rand 3 ?a) over {10 20}: %s", zGot);
+      for (j = 0; j < 3; j++) ck_assert_msg(a[j] == 10 || a[j] == 20, "(rand 3 ?a): %s", zGot);
+      sqlite3_free(zGot);
+    }
   }
 }
 END_TEST
@@ -528,8 +532,7 @@ START_TEST(test_helpers) {
   ck_assert_str_eq(z, "123|nil|ab123c|[\"a\",\"a\",null]");
   free(z);
   z = tuQuery(db, "SELECT mentat_regex(0, '(', 'x', 'line 1 col 2: re-find')", NULL, NULL);
-  ck_assert_msg(strncmp(z, "ERROR: line 1 col 2: re-find: invalid regular expression \"(\": ",
-                        strlen("ERROR: line 1 col 2: re-find: invalid regular expression \"(\": ")) == 0, "%s", z);
+  ck_assert_str_eq(z, "ERROR: line 1 col 2: re-find: invalid regular expression \"(\": Unmatched ( or \\(");
   free(z);
   sqlite3_close(db);
 }
@@ -621,7 +624,15 @@ START_TEST(test_chain) {
   /* both ends bound: is the last node reachable from the head? */
   snprintf(zQ, sizeof zQ, "[:find ?b . :in $ %% :where [?a :chain/id 0] [?b :chain/id %d] (reach ?a ?b)]", nChain - 1);
   zGot = runTimed(zQ, zOpts, &sec);
-  ck_assert_msg(strncmp(zGot, "ERROR", 5) != 0 && zGot[0] != 0, "%s", zGot);
+  {
+    /* the answer is the tail's entity, as its :chain/id names it */
+    char zTail[160], *zWantE;
+    snprintf(zTail, sizeof zTail, "[:find ?b . :where [?b :chain/id %d]]", nChain - 1);
+    zWantE = runQuery(zTail, NULL);
+    ck_assert_msg(zWantE[0] >= '1' && zWantE[0] <= '9', "%s", zWantE);
+    ck_assert_str_eq(zGot, zWantE);
+    sqlite3_free(zWantE);
+  }
   printf("chain: head reaches the tail: %.3f s CPU, %.3f s wall\n", sec, wallSec);
   fflush(stdout);
   sqlite3_free(zGot);
@@ -784,13 +795,17 @@ START_TEST(test_acceptance_plans) {
   FILE *f;
   char *zLine = NULL;
   size_t nLine = 0;
-  int nCase = 0, nChecked = 0, nBad = 0, iCase = 0;
+  int nCase = 0, nChecked = 0, nBad = 0, iCase = 0, nWantPlan = 0;
   int bReport = getenv("QPLAN_REPORT") != NULL;
   sqlite3_str *pBad = sqlite3_str_new(NULL);
   if (zPath == NULL) {
-    printf("acceptance plans: cases.jsonl not found, skipped\n");
-    fflush(stdout);
+    /* Not beside the clone: said, and under MENTAT_REQUIRE_HOSTS=1 (CI,
+    ** where shared/ must be there) a failure, never a silent pass. */
+    const char *zReq = getenv("MENTAT_REQUIRE_HOSTS");
     sqlite3_free(sqlite3_str_finish(pBad));
+    ck_assert_msg(!(zReq && strcmp(zReq, "1") == 0), "acceptance plans: cases.jsonl not found (SHARED)");
+    printf("acceptance plans: cases.jsonl not found, SKIPPED\n");
+    fflush(stdout);
     return;
   }
   teardown();
@@ -801,6 +816,7 @@ START_TEST(test_acceptance_plans) {
   while (getline(&zLine, &nLine, f) > 0) {
     cJSON *pCase = cJSON_Parse(zLine);
     cJSON *pId, *pSchemaJ, *pTxs, *pQuery, *pInputs, *pTx;
+    int bWantPlan;         /* a query with an answer (no expect_error): must compile */
     char zName[64], *zErr = NULL, *zOpts = NULL;
     Store *pS = NULL;
     StoreConn *pConn = NULL;
@@ -815,20 +831,27 @@ START_TEST(test_acceptance_plans) {
     pTxs = cJSON_GetObjectItem(pCase, "tx");
     pQuery = cJSON_GetObjectItem(pCase, "query");
     pInputs = cJSON_GetObjectItem(pCase, "inputs");
+    bWantPlan = cJSON_IsString(pQuery) && cJSON_GetObjectItem(pCase, "expect_error") == NULL;
+    if (bWantPlan) nWantPlan++;
     snprintf(zName, sizeof zName, "plan%d.db", iCase++);
     unlink(tuTempPath(zName));
     rc = storeAcquire(tuTempPath(zName), &pS, &zErr);
     ck_assert_msg(rc == SQLITE_OK, "%s", zErr ? zErr : "?");
+    /* A case with an answer loads its schema and data without error. */
     if (cJSON_IsString(pSchemaJ) && pSchemaJ->valuestring[0]) {
       sqlite3_str *pRep = sqlite3_str_new(NULL);
-      txTransact(pS, pSchemaJ->valuestring, (int)strlen(pSchemaJ->valuestring), pRep, &zErr);
+      rc = txTransact(pS, pSchemaJ->valuestring, (int)strlen(pSchemaJ->valuestring), pRep, &zErr);
       sqlite3_free(sqlite3_str_finish(pRep));
+      ck_assert_msg(rc == SQLITE_OK || !bWantPlan, "%s: schema: %s", pId->valuestring, zErr ? zErr : "?");
     }
     cJSON_ArrayForEach(pTx, pTxs) {
       if (cJSON_IsString(pTx)) {
         sqlite3_str *pRep = sqlite3_str_new(NULL);
-        txTransact(pS, pTx->valuestring, (int)strlen(pTx->valuestring), pRep, &zErr);
+        sqlite3_free(zErr);
+        zErr = NULL;
+        rc = txTransact(pS, pTx->valuestring, (int)strlen(pTx->valuestring), pRep, &zErr);
         sqlite3_free(sqlite3_str_finish(pRep));
+        ck_assert_msg(rc == SQLITE_OK || !bWantPlan, "%s: tx: %s", pId->valuestring, zErr ? zErr : "?");
       }
     }
     sqlite3_free(zErr);
@@ -844,6 +867,8 @@ START_TEST(test_acceptance_plans) {
     if (rc == SQLITE_OK && cJSON_IsString(pQuery)) {
       rc = qCompile(pSch, pQuery->valuestring, (int)strlen(pQuery->valuestring), &opts, &pPlan, &zErr);
     }
+    ck_assert_msg(rc == SQLITE_OK || !bWantPlan, "%s does not compile: %s", pId->valuestring,
+                  zErr ? zErr : "?");
     if (rc == SQLITE_OK && pPlan) {
       char *zEqp = sqlite3_mprintf("EXPLAIN QUERY PLAN %s", pPlan->zSql);
       sqlite3_stmt *pStmt = NULL;
@@ -896,7 +921,9 @@ START_TEST(test_acceptance_plans) {
     ck_assert_msg(nBad == 0, "full scans:%s", zBad ? zBad : "");
     sqlite3_free(zBad);
   }
-  ck_assert_int_gt(nChecked, 100);
+  /* every case with a query and an answer compiled and was explained */
+  ck_assert_int_eq(nChecked, nWantPlan);
+  ck_assert_int_gt(nChecked, 0);
   unsetenv("MENTAT_SYNCHRONOUS");
   setup();
 }
@@ -1028,9 +1055,30 @@ START_TEST(test_spill_budget) {
   ck_assert_int_eq(aRows[0], 18);
   ck_assert_int_eq(aRows[1], 18);
   for (iPass = 0; iPass < 2; iPass++) qsort(aRow[iPass], 18, sizeof(char *), cmpStr);
-  for (i = 0; i < 18; i++) {
-    ck_assert_str_eq(aRow[0][i], aRow[1][i]);
-    if (i) ck_assert_str_ne(aRow[0][i - 1], aRow[0][i]);   /* a set: each pair once */
+  {
+    /* The 18 pairs by hand: p1 p3 p5 are 10, p2 p4 p6 are 20 (entities
+    ** found by :person/id). */
+    static const int aAge[6] = {10, 20, 10, 20, 10, 20};
+    char *azE[6], *azWant[18];
+    int nWant = 0, a, b;
+    for (a = 0; a < 6; a++) {
+      char zQ[64];
+      snprintf(zQ, sizeof zQ, "[:find ?e . :where [?e :person/id %d]]", a + 1);
+      azE[a] = runQuery(zQ, NULL);
+    }
+    for (a = 0; a < 6; a++) {
+      for (b = 0; b < 6; b++) {
+        if (aAge[a] == aAge[b]) azWant[nWant++] = sqlite3_mprintf("[%s,%s]", azE[a], azE[b]);
+      }
+    }
+    ck_assert_int_eq(nWant, 18);
+    qsort(azWant, 18, sizeof(char *), cmpStr);
+    for (i = 0; i < 18; i++) {
+      ck_assert_str_eq(aRow[0][i], azWant[i]);
+      ck_assert_str_eq(aRow[1][i], azWant[i]);
+      sqlite3_free(azWant[i]);
+    }
+    for (a = 0; a < 6; a++) sqlite3_free(azE[a]);
   }
   for (iPass = 0; iPass < 2; iPass++) for (i = 0; i < 18; i++) sqlite3_free(aRow[iPass][i]);
   sqlite3_free(zErr);
