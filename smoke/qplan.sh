@@ -3,7 +3,8 @@
 # "qplan" case compiles each on a store loaded with the case's schema and tx), summarised
 # by smoke/qplan.py: no full scan of datoms where an attribute is a constant, no automatic
 # index over datoms; counts the plans joined in the compiler's order and those sorting for DISTINCT.
-# Skipped when the acceptance cases are not beside the clone (SHARED, default ../shared).
+# Skipped when the acceptance cases are not beside the clone (SHARED, default ../shared),
+# saying SKIPPED; under MENTAT_REQUIRE_HOSTS=1 (CI) that is a failure.
 # Usage: SHARED=/path/to/shared bash smoke/qplan.sh
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -11,7 +12,11 @@ ROOT=$(cd "$HERE/.." && pwd)
 SHARED=${SHARED:-$ROOT/../shared}
 case "$SHARED" in /*) ;; *) SHARED=$ROOT/$SHARED ;; esac
 if [ ! -f "$SHARED/acceptance/cases.jsonl" ]; then
-  echo "qplan.sh: $SHARED/acceptance/cases.jsonl not found, skipped"
+  if [ "${MENTAT_REQUIRE_HOSTS:-0}" = 1 ]; then
+    echo "qplan.sh: FAILED: $SHARED/acceptance/cases.jsonl not found (MENTAT_REQUIRE_HOSTS=1)" >&2
+    exit 1
+  fi
+  echo "qplan.sh: SKIPPED: $SHARED/acceptance/cases.jsonl not found"
   exit 0
 fi
 make -s -C "$ROOT" build/test_qlang >/dev/null

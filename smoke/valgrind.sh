@@ -11,7 +11,7 @@
 set -euo pipefail
 : "${SO:?set SO to the absolute path of the built .so}"
 if [ "${VALGRIND:-}" != 1 ]; then
-  echo "valgrind.sh: skipped (run by make valgrind)"
+  echo "valgrind.sh: SKIPPED (run by make valgrind)"
   exit 0
 fi
 command -v valgrind >/dev/null || { echo "valgrind.sh: valgrind is not installed" >&2; exit 1; }

@@ -23,7 +23,7 @@ unavailable() {
   if [ "${MENTAT_REQUIRE_HOSTS:-0}" = 1 ]; then
     echo "FAIL $1"; echo "0 passed, 1 failed"; exit 1
   fi
-  echo "SKIP node host: $1"; exit 0
+  echo "SKIPPED node host: $1"; exit 0
 }
 
 for tool in node npm; do
