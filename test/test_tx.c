@@ -129,13 +129,13 @@ static char *dump(void) {
            " ORDER BY 1, 2, 3, 4, 5, 6");
 }
 
-/* The transaction must fail with a message containing zWant, and leave the
+/* The transaction must fail with exactly the message zWant, and leave the
 ** store exactly as it was. */
 static void Tfail(const char *zEdn, const char *zWant) {
   char *zBefore = dump(), *zAfter, *z;
   z = T(zEdn);
   ck_assert_msg(strncmp(z, "ERROR: ", 7) == 0, "%s should fail, got %s", zEdn, z);
-  ck_assert_msg(strstr(z, zWant) != NULL, "%s\n  got:  %s\n  want: ...%s...", zEdn, z, zWant);
+  ck_assert_msg(strcmp(z + 7, zWant) == 0, "%s\n  got:  %s\n  want: %s", zEdn, z + 7, zWant);
   zAfter = dump();
   ck_assert_msg(strcmp(zBefore, zAfter) == 0, "%s changed the store", zEdn);
   free(z);
@@ -224,12 +224,15 @@ START_TEST(test_schema_legacy_and_errors) {
   CHECK_Q("SELECT part, idx FROM known_parts WHERE part = ':db.part/db'", ":db.part/db|42");
   Tok("[[:db/add \"n\" :l/x 5]]");
   Tfail("[{:db/ident :p/age :db/valueType :db.type/string}]",
-        "cannot change the value type of attribute :p/age");
+        "line 1 col 20: cannot change the value type of attribute :p/age");
   Tfail("[{:db/ident :z/z :db/cardinality :db.cardinality/one}]",
         "line 1 col 3: attribute :z/z needs a :db/valueType");
   Tfail("[{:db/ident :z/z :db/valueType :db.cardinality/one}]",
-        "attribute :z/z: unsupported :db/valueType :db.cardinality/one; use one of");
-  Tfail("[{:db/ident :z/z :db/valueType :db.type/uri}]", "unsupported :db/valueType :db.type/uri");
+        "line 1 col 3: attribute :z/z: unsupported :db/valueType :db.cardinality/one; use one of "
+        "the :db.type/* idents ref, keyword, long, double, string, uuid, boolean, instant, bytes");
+  Tfail("[{:db/ident :z/z :db/valueType :db.type/uri}]",
+        "line 1 col 3: attribute :z/z: unsupported :db/valueType :db.type/uri; use one of the "
+        ":db.type/* idents ref, keyword, long, double, string, uuid, boolean, instant, bytes");
   /* unchanged values are fine (not an alteration) */
   Tok("[{:db/ident :p/age :db/cardinality :db.cardinality/one :db/doc \"years\"}]");
   CHECK_Q("SELECT v FROM datoms WHERE e = 65542 AND a = 37", "years");
@@ -262,9 +265,11 @@ START_TEST(test_alter_rename) {
   /* the published snapshot knows the new name and not the old one */
   Tok("[{:p/id \"a\" :p/years 5}]");
   CHECK_Q("SELECT e, v, tx FROM datoms WHERE a = 65542", "65549|5|268435459");
-  Tfail("[{:p/id \"a\" :p/age 6}]", "unknown attribute :p/age");
+  Tfail("[{:p/id \"a\" :p/age 6}]", "line 1 col 13: unknown attribute :p/age");
   /* a rename onto a taken ident is a unique conflict */
-  Tfail("[[:db/add :p/years :db/ident :p/name]]", "unique value conflict: :db/ident :p/name");
+  Tfail("[[:db/add :p/years :db/ident :p/name]]",
+        "line 1 col 20: unique value conflict: :db/ident :p/name is already held by entity 65536, "
+        "cannot assert it for entity 65542");
   closeStore();
 }
 END_TEST
@@ -284,9 +289,10 @@ START_TEST(test_alter_cardinality) {
   CHECK_Q("SELECT v, added FROM timelined_transactions WHERE tx = 268435460 AND a = 65536", "y|1");
   /* many -> one refused while an entity has two values */
   Tfail("[{:db/id :p/name :db/cardinality :db.cardinality/one}]",
-        "cannot change :p/name to :db.cardinality/one: entity 65549 has 2 values");
+        "line 1 col 18: cannot change :p/name to :db.cardinality/one: entity 65549 has 2 values");
   Tfail("[[:db/retract :p/name :db/cardinality :db.cardinality/many]]",
-        "cannot retract :db/cardinality of attribute :p/name");
+        "line 1 col 23: cannot retract :db/cardinality of attribute :p/name; assert the new "
+        "cardinality instead");
   /* tx 5: retracting one value in the same transaction makes it allowed */
   Tok("[[:db/retract 65549 :p/name \"y\"] [:db/add :p/name :db/cardinality :db.cardinality/one]]");
   CHECK_Q("SELECT e, a, v, added FROM timelined_transactions WHERE tx = 268435461 AND a <> 3"
@@ -305,7 +311,8 @@ START_TEST(test_alter_unique) {
   Tok("[{:db/id \"a\" :p/id \"a\" :p/name \"x\"} {:db/id \"b\" :p/id \"b\" :p/name \"x\"}]"); /* tx 2 */
   CHECK_Q("SELECT e, index_avet, unique_value FROM datoms WHERE a = 65536 ORDER BY e", "65549|0|0;65550|0|0");
   Tfail("[[:db/add :p/name :db/unique :db.unique/value]]",
-        "cannot make :p/name :db/unique: entities 65549 and 65550 hold the same value");
+        "line 1 col 19: cannot make :p/name :db/unique: entities 65549 and 65550 hold the same "
+        "value");
   /* tx 3: values made distinct and the attribute unique in one transaction;
   ** the implied :db/index true is asserted as for a new attribute */
   Tok("[[:db/add 65550 :p/name \"w\"] [:db/add :p/name :db/unique :db.unique/value]]");
@@ -317,7 +324,9 @@ START_TEST(test_alter_unique) {
   CHECK_Q("SELECT name, a, kind FROM mentat_managed_indexes WHERE a = 65536",
           "idx_auto_avet_65536|65536|schema");
   CHECK_Q("SELECT count(*) FROM sqlite_master WHERE name = 'idx_auto_avet_65536'", "1");
-  Tfail("[[:db/add 65550 :p/name \"x\"]]", "unique value conflict: :p/name \"x\" is already held by entity 65549");
+  Tfail("[[:db/add 65550 :p/name \"x\"]]",
+        "line 1 col 17: unique value conflict: :p/name \"x\" is already held by entity 65549, "
+        "cannot assert it for entity 65550");
   /* tx 4: value -> identity: now a map upserts through it */
   Tok("[[:db/add :p/name :db/unique :db.unique/identity]]");
   CHECK_Q("SELECT e, a, v, added FROM timelined_transactions WHERE tx = 268435460 AND a <> 3"
@@ -378,10 +387,12 @@ START_TEST(test_alter_flags) {
   CHECK_Q("SELECT group_concat(added) FROM (SELECT added FROM timelined_transactions"
           " WHERE a = 65538 AND v = 'w' ORDER BY tx)", "1,0");
   /* value type and fulltext cannot change */
-  Tfail("[[:db/add :p/tags :db/fulltext true]]", "cannot change :db/fulltext of attribute :p/tags");
-  Tfail("[[:db/retract :p/bio :db/fulltext true]]", "cannot change :db/fulltext of attribute :p/bio");
+  Tfail("[[:db/add :p/tags :db/fulltext true]]",
+        "line 1 col 19: cannot change :db/fulltext of attribute :p/tags");
+  Tfail("[[:db/retract :p/bio :db/fulltext true]]",
+        "line 1 col 22: cannot change :db/fulltext of attribute :p/bio");
   Tfail("[[:db/retract :p/tags :db/valueType :db.type/string]]",
-        "cannot retract the definition of attribute :p/tags");
+        "line 1 col 23: cannot retract the definition of attribute :p/tags");
   closeStore();
 }
 END_TEST
@@ -394,9 +405,16 @@ START_TEST(test_add_list_form) {
   zRep = T("[[:db/add \"x\" :p/name \"X\"] [:db/add \"x\" :p/age 7]]");
   CHECK_J(zRep, "$.tx_id", "268435458");
   CHECK_J(zRep, "$.tempids.x", "65549");
+  /* tx_instant is the tx's :db/txInstant datom (microseconds) as text, and
+  ** that is now, give or take a minute */
   zInst = J(zRep, "$.tx_instant");
-  ck_assert_int_eq((int)strlen(zInst), 27);     /* 2025-03-04T05:06:00.000000Z */
-  ck_assert_int_eq(zInst[26], 'Z');
+  CHECK_Q("SELECT abs(v / 1000000 - unixepoch()) < 60 FROM datoms WHERE e = 268435458 AND a = 3", "1");
+  {
+    char *zDatom = Q("SELECT strftime('%Y-%m-%dT%H:%M:%S', v / 1000000, 'unixepoch')"
+                     " || printf('.%06dZ', v % 1000000) FROM datoms WHERE e = 268435458 AND a = 3");
+    ck_assert_str_eq(zInst, zDatom);
+    free(zDatom);
+  }
   free(zInst);
   free(zRep);
   CHECK_Q("SELECT e, a, v, tx, value_type_tag, index_avet, index_vaet, index_fulltext, unique_value"
@@ -447,7 +465,8 @@ START_TEST(test_map_forms) {
   /* a vector under a cardinality-one attribute */
   Tfail("[[:db/add \"x\" :p/age [1 2]]]", "line 1 col 22: a collection is not a valid value for "
         "cardinality-one attribute :p/age");
-  Tfail("[{:p/age [1 2]}]", "line 1 col 10: a collection is not a valid value");
+  Tfail("[{:p/age [1 2]}]",
+        "line 1 col 10: a collection is not a valid value for cardinality-one attribute :p/age");
   closeStore();
 }
 END_TEST
@@ -465,7 +484,9 @@ START_TEST(test_nested_maps) {
   Tok("[{:p/id \"ord\" :o/items [{:i/sku \"A\"} {:i/sku \"B\"}]}]");
   CHECK_Q("SELECT group_concat(v) FROM (SELECT s.v FROM datoms o, datoms s WHERE o.a = 65543"
           " AND s.e = o.v AND s.a = 65544 ORDER BY s.v)", "A,B");
-  Tfail("[{:p/id \"x\" :p/parent {:p/name \"NoUnique\"}}]", "nested entity would dangle");
+  Tfail("[{:p/id \"x\" :p/parent {:p/name \"NoUnique\"}}]",
+        "line 1 col 23: nested entity would dangle: a map under :p/parent needs :db/id or a "
+        ":db.unique/identity attribute, or :p/parent must be :db/isComponent");
   /* an explicit :db/id makes it fine */
   Tok("[{:p/id \"y\" :p/parent {:db/id \"pp\" :p/name \"Named\"}}]");
   closeStore();
@@ -479,7 +500,8 @@ START_TEST(test_reverse_refs) {
   Tok("[[:db/add \"k\" :p/id \"k\"] [:db/add \"par\" :p/id \"par\"] [:db/add \"par\" :p/_parent \"k\"]]");
   CHECK_Q("SELECT e, v FROM datoms WHERE a = 65540", "65551|65552");
   Tfail("[{:p/_age \"x\"}]", "line 1 col 3: reverse attribute :p/_age: :p/age is not a ref attribute");
-  Tfail("[[:db/add \"x\" :p/_age 1]]", "is not a ref attribute");
+  Tfail("[[:db/add \"x\" :p/_age 1]]",
+        "line 1 col 15: reverse attribute :p/_age: :p/age is not a ref attribute");
   closeStore();
 }
 END_TEST
@@ -498,8 +520,10 @@ START_TEST(test_lookup_refs) {
           "65550|65539|65549;65550|65539|65550;65549|65540|65550");
   Tfail("[[:db/add [:p/id \"missing\"] :p/name \"x\"]]",
         "line 1 col 11: lookup ref [:p/id \"missing\"] does not resolve");
-  Tfail("[[:db/add (lookup-ref :p/id \"missing\") :p/name \"x\"]]", "does not resolve");
-  Tfail("[[:db/add [:p/name \"x\"] :p/age 1]]", "lookup ref attribute :p/name is not :db/unique");
+  Tfail("[[:db/add (lookup-ref :p/id \"missing\") :p/name \"x\"]]",
+        "line 1 col 11: lookup ref (lookup-ref :p/id \"missing\") does not resolve");
+  Tfail("[[:db/add [:p/name \"x\"] :p/age 1]]",
+        "line 1 col 12: lookup ref attribute :p/name is not :db/unique");
   Tfail("[[:db/add :no/such :p/age 1]]", "line 1 col 11: unknown ident :no/such");
   Tfail("[[:db/add \"x\" :p/parent :no/such]]", "line 1 col 25: unknown ident :no/such");
   closeStore();
@@ -524,11 +548,14 @@ START_TEST(test_tx_entity) {
   free(zRep);
   CHECK_Q("SELECT count(*), v FROM datoms WHERE e = 268435460 AND a = 3", "1|4102542245500000");
   Tfail("[{:db/id \"datomic.tx\" :db/txInstant #inst \"2000-01-01T00:00:00Z\"}]",
-        "is earlier than the previous transaction's");
+        "line 1 col 23: :db/txInstant 2000-01-01T00:00:00.000000Z is earlier than the previous "
+        "transaction's 2100-01-02T03:04:05.500000Z");
   /* helper-24: the id two transactions ahead, then two transactions; by hand
   ** the second of them would have been that entity. Past transactions and
   ** the running one can be named. */
-  Tfail("[[:db/add 268435462 :tx/note \"squatter\"]]", "entity 268435462 is a transaction id not given out yet");
+  Tfail("[[:db/add 268435462 :tx/note \"squatter\"]]",
+        "line 1 col 21: entity 268435462 is a transaction id not given out yet (this transaction "
+        "is 268435461)");
   Tok("[[:db/add 268435459 :tx/note \"late note\"] [:db/add 268435461 :tx/note \"own\"]]");
   Tok("[]");
   CHECK_Q("SELECT group_concat(e || '=' || v, ',') FROM (SELECT e, v FROM datoms WHERE a = 65547 ORDER BY e)",
@@ -560,7 +587,9 @@ START_TEST(test_upserts) {
   free(zRep);
   CHECK_Q("SELECT v FROM datoms WHERE a = 65540", "65549");
   /* two identity values naming different entities */
-  Tfail("[{:p/id \"a\" :p/email \"b@x\"}]", "would resolve to two different entities, 65549 and 65550");
+  Tfail("[{:p/id \"a\" :p/email \"b@x\"}]",
+        "line 1 col 13: the entity at line 1 col 2 would resolve to two different entities, 65549 "
+        "and 65550 (upsert through :p/email)");
   /* two tempids sharing a new identity value are one entity */
   zRep = T("[[:db/add \"foo\" :p/id \"n\"] [:db/add \"foo\" :p/tags \"x\"]"
            " [:db/add \"bar\" :p/id \"n\"] [:db/add \"bar\" :p/tags \"y\"]]");
@@ -591,8 +620,12 @@ START_TEST(test_b05_conflicts) {
   Tfail("[[:db/add \"x\" :p/name \"a\"] [:db/add \"x\" :p/name \"b\"]]",
         "line 1 col 41: conflicting datoms for a cardinality-one attribute: [65538 :p/name \"a\"] and "
         "[65538 :p/name \"b\"]");
-  Tfail("[{:p/id \"k\" :p/name \"a\"} {:p/id \"k\" :p/name \"b\"}]", "conflicting datoms");
-  Tfail("[{:db/ident :p/name :db/doc \"one\"} {:db/ident :p/name :db/doc \"two\"}]", "conflicting datoms");
+  Tfail("[{:p/id \"k\" :p/name \"a\"} {:p/id \"k\" :p/name \"b\"}]",
+        "line 1 col 37: conflicting datoms for a cardinality-one attribute: [65538 :p/name \"a\"] "
+        "and [65538 :p/name \"b\"]");
+  Tfail("[{:db/ident :p/name :db/doc \"one\"} {:db/ident :p/name :db/doc \"two\"}]",
+        "line 1 col 55: conflicting datoms for a cardinality-one attribute: [65536 :db/doc "
+        "\"one\"] and [65536 :db/doc \"two\"]");
   zRep = T("[[:db/add \"y\" :p/name \"same\"] [:db/add \"y\" :p/name \"same\"] {:db/id \"y\" :p/name \"same\"}]");
   CHECK_J(zRep, "$.tempids.y", "65538");
   free(zRep);
@@ -600,7 +633,8 @@ START_TEST(test_b05_conflicts) {
   CHECK_Q("SELECT count(*) FROM timelined_transactions WHERE a = 65536", "1");
   /* asserting and retracting one datom */
   Tfail("[[:db/add 65538 :p/id \"Z\"] [:db/retract 65538 :p/id \"Z\"]]",
-        "a datom cannot be both asserted and retracted in one transaction: [65538 :p/id \"Z\"]");
+        "line 1 col 17: a datom cannot be both asserted and retracted in one transaction: [65538 "
+        ":p/id \"Z\"]");
   closeStore();
 }
 END_TEST
@@ -643,8 +677,11 @@ START_TEST(test_unique_value) {
   setupSchema();
   Tok("[{:p/id \"a\" :p/ssn \"123\"}]");
   Tfail("[{:p/id \"b\" :p/ssn \"123\"}]",
-        "unique value conflict: :p/ssn \"123\" is already held by entity 65549");
-  Tfail("[{:p/id \"c\" :p/ssn \"9\"} {:p/id \"d\" :p/ssn \"9\"}]", "unique value conflict: :p/ssn \"9\"");
+        "line 1 col 13: unique value conflict: :p/ssn \"123\" is already held by entity 65549, "
+        "cannot assert it for entity 65550");
+  Tfail("[{:p/id \"c\" :p/ssn \"9\"} {:p/id \"d\" :p/ssn \"9\"}]",
+        "line 1 col 36: unique value conflict: :p/ssn \"9\" is already held by entity 65550, "
+        "cannot assert it for entity 65551");
   /* a value may move between entities in one transaction */
   Tok("[{:p/id \"e\"}]");
   Tok("[[:db/retract [:p/id \"a\"] :p/ssn \"123\"] [:db/add [:p/id \"e\"] :p/ssn \"123\"]]");
@@ -687,8 +724,10 @@ START_TEST(test_cas) {
         "expected 99, found 11");
   Tok("[[:db.fn/cas [:p/id \"a\"] :p/name nil \"N\"]]");
   CHECK_Q("SELECT v FROM datoms WHERE a = 65536", "N");
-  Tfail("[[:db/cas [:p/id \"a\"] :p/name nil \"M\"]]", "expected nil, found \"N\"");
-  Tfail("[[:db/cas [:p/id \"a\"] :p/ssn \"x\" \"y\"]]", "expected \"x\", found nil");
+  Tfail("[[:db/cas [:p/id \"a\"] :p/name nil \"M\"]]",
+        "line 1 col 23: cas failed on :p/name of entity 65549: expected nil, found \"N\"");
+  Tfail("[[:db/cas [:p/id \"a\"] :p/ssn \"x\" \"y\"]]",
+        "line 1 col 23: cas failed on :p/ssn of entity 65549: expected \"x\", found nil");
   closeStore();
 }
 END_TEST
@@ -780,41 +819,58 @@ END_TEST
 /* ---- errors leave nothing behind ---------------------------------- */
 
 static const struct { const char *zEdn, *zWant; } aBad[] = {
-  { "[[:db/add \"x\" :p/name \"a\"", "line 1 col" },
-  { "{:p/name \"a\"}", "line 1 col 1: transaction data must be a vector" },
+  { "[[:db/add \"x\" :p/name \"a\"", "line 1 col 2: unterminated vector" },
+  { "{:p/name \"a\"}",
+    "line 1 col 1: transaction data must be a vector of forms, e.g. [[:db/add ...] {...}]" },
   { "[[:db/add \"x\" :p/nmae \"q\"]]", "line 1 col 15: unknown attribute :p/nmae" },
-  { "[\n  [:db/add \"x\" :p/age \"old\"]]", "line 2 col 23: :p/age: expected :db.type/long" },
+  { "[\n  [:db/add \"x\" :p/age \"old\"]]",
+    "line 2 col 23: :p/age: expected :db.type/long, got a string" },
   { "[[:db/frob 1 2]]", "line 1 col 3: unknown operation :db/frob" },
-  { "[[:db/add \"x\" :p/name]]", "wrong number of arguments for :db/add" },
-  { "[42]", "a transaction form must be a vector or a map" },
-  { "[{:p/name nil}]", "nil is not a valid value for :p/name" },
-  { "[[:db/add \"x\" :p/name \"n\"] [:db/add [:p/id \"zzz\"] :p/name \"q\"]]", "does not resolve" },
-  { "[[:db/add \"a\" :p/friend \"ghost\"]]", "tempid \"ghost\" is used only as a value" },
-  { "[{:p/id \"w\" :p/parent {:p/name \"dangling\"}}]", "nested entity would dangle" },
-  { "[{:p/id \"w\" :p/ssn \"123\"}]", "unique value conflict" },
-  { "[[:db/add [:p/id \"a\"] :p/name \"n1\"] [:db/add [:p/id \"a\"] :p/name \"n2\"]]", "conflicting datoms" },
-  { "[[:db/cas [:p/id \"a\"] :p/age 1 2]]", "cas failed on :p/age" },
-  { "[{:db/id #db/id [:db.part/nope] :p/name \"x\"}]", "unknown partition :db.part/nope" },
-  { "[{:db/id #db/id [:db.part/tx] :p/name \"x\"}]", "entities cannot be allocated in :db.part/tx" },
+  { "[[:db/add \"x\" :p/name]]", "line 1 col 2: wrong number of arguments for :db/add" },
+  { "[42]", "line 1 col 2: a transaction form must be a vector or a map, got 42" },
+  { "[{:p/name nil}]", "line 1 col 11: nil is not a valid value for :p/name" },
+  { "[[:db/add \"x\" :p/name \"n\"] [:db/add [:p/id \"zzz\"] :p/name \"q\"]]",
+    "line 1 col 37: lookup ref [:p/id \"zzz\"] does not resolve" },
+  { "[[:db/add \"a\" :p/friend \"ghost\"]]",
+    "line 1 col 25: tempid \"ghost\" is used only as a value" },
+  { "[{:p/id \"w\" :p/parent {:p/name \"dangling\"}}]",
+    "line 1 col 23: nested entity would dangle: a map under :p/parent needs :db/id or a "
+    ":db.unique/identity attribute, or :p/parent must be :db/isComponent" },
+  { "[{:p/id \"w\" :p/ssn \"123\"}]",
+    "line 1 col 13: unique value conflict: :p/ssn \"123\" is already held by entity 65549, cannot "
+    "assert it for entity 65550" },
+  { "[[:db/add [:p/id \"a\"] :p/name \"n1\"] [:db/add [:p/id \"a\"] :p/name \"n2\"]]",
+    "line 1 col 58: conflicting datoms for a cardinality-one attribute: [65549 :p/name \"n1\"] and "
+    "[65549 :p/name \"n2\"]" },
+  { "[[:db/cas [:p/id \"a\"] :p/age 1 2]]",
+    "line 1 col 23: cas failed on :p/age of entity 65549: expected 1, found 10" },
+  { "[{:db/id #db/id [:db.part/nope] :p/name \"x\"}]",
+    "line 1 col 18: unknown partition :db.part/nope" },
+  { "[{:db/id #db/id [:db.part/tx] :p/name \"x\"}]",
+    "line 1 col 18: entities cannot be allocated in :db.part/tx; use \"datomic.tx\" for the "
+    "transaction" },
   { "[{:db/ident :z/z :db/valueType :db.type/long} {:p/id \"v\"} [:db/add [:p/id \"nobody\"] :p/tags \"z\"]]",
-    "does not resolve" },
+    "line 1 col 68: lookup ref [:p/id \"nobody\"] does not resolve" },
   { "[{:db/ident :p/age :db/cardinality :db.cardinality/one :db/fulltext true}]",
-    "cannot change :db/fulltext of attribute :p/age" },
+    "line 1 col 56: cannot change :db/fulltext of attribute :p/age" },
   { "[{:p/id \"b\" :p/age 10} [:db/add :p/age :db/unique :db.unique/value]]",
     "line 1 col 40: cannot make :p/age :db/unique: entities 65549 and 65550 hold the same value" },
   /* the value index of :p/age is made, then :p/email's change fails */
   { "[[:db/add :p/age :db/unique :db.unique/value] [:db/add :p/email :db/isComponent true]]",
-    ":db/isComponent needs :db.type/ref" },
+    "line 1 col 65: attribute :p/email: :db/isComponent needs :db.type/ref" },
   { "[[:db/add :p/tags :db/cardinality :db.cardinality/one] [:db/add [:p/id \"a\"] :p/tags \"u\"]]",
     "line 1 col 19: cannot change :p/tags to :db.cardinality/one: entity 65549 has 2 values" },
-  { "[[:db/retractEntity :p/age]]", "cannot retract the definition of attribute :p/age" },
+  { "[[:db/retractEntity :p/age]]",
+    "line 1 col 2: cannot retract the definition of attribute :p/age" },
   /* a transaction id not given out yet would become a later transaction's
   ** entity too (helper-24); as a value it would point there. The place is
   ** the datom's (its attribute), as for other datom errors. */
   { "[[:db/add 269435456 :p/name \"squatter\"]]",
-    "line 1 col 21: entity 269435456 is a transaction id not given out yet" },
+    "line 1 col 21: entity 269435456 is a transaction id not given out yet (this transaction "
+    "is 268435459)" },
   { "[[:db/add [:p/id \"a\"] :p/friend 269435456]]",
-    "line 1 col 23: entity 269435456 is a transaction id not given out yet" },
+    "line 1 col 23: entity 269435456 is a transaction id not given out yet (this transaction "
+    "is 268435459)" },
 };
 
 START_TEST(test_errors_change_nothing) {
@@ -834,17 +890,19 @@ END_TEST
 START_TEST(test_builtins_protected) {
   setupSchema();
   Tfail("[[:db/add :db/ident :db/ident :oops/ident]]",
-        "cannot change :db/ident of the built-in :db/ident");
+        "line 1 col 21: cannot change :db/ident of the built-in :db/ident");
   Tfail("[[:db/add :db.cardinality/many :db/ident :oops/many]]",
-        "cannot change :db/ident of the built-in :db.cardinality/many");
+        "line 1 col 32: cannot change :db/ident of the built-in :db.cardinality/many");
   Tfail("[[:db/retract :db.type/string :db/ident :db.type/string]]",
-        "cannot retract :db/ident of the built-in :db.type/string");
+        "line 1 col 31: cannot retract :db/ident of the built-in :db.type/string");
   Tfail("[[:db/add :db/txInstant :db/cardinality :db.cardinality/many]]",
-        "cannot change :db/cardinality of the built-in :db/txInstant");
+        "line 1 col 25: cannot change :db/cardinality of the built-in :db/txInstant");
   Tfail("[[:db/add 268435456 :db/txInstant #inst \"2000-01-01T00:00:00Z\"]]",
-        "cannot change :db/txInstant of transaction 268435456");
+        "line 1 col 21: cannot change :db/txInstant of transaction 268435456: only the current "
+        "transaction's may be set");
   Tfail("[[:db/retract 268435456 :db/txInstant]]",
-        "cannot retract :db/txInstant of transaction 268435456");
+        "line 1 col 25: cannot retract :db/txInstant of transaction 268435456: only the current "
+        "transaction's may be set");
   Tok("[{:db/ident :db/ident :db/doc \"names an entity\"}]");
   CHECK_Q("SELECT v FROM datoms WHERE e = 1 AND a = 37", "names an entity");
   Tok("[{:db/id \"datomic.tx\" :db/txInstant #inst \"2031-01-01T00:00:00Z\"}]");
@@ -879,15 +937,24 @@ START_TEST(test_tempid_retract_cas) {
   setupSchema();
   Tok("[{:p/id \"a\" :p/name \"A\" :p/email \"a@x\"}]");                  /* 65549 */
   Tfail("[[:db/retract \"x\" :p/name \"A\"]]",
-        "line 1 col 15: tempid \"x\" is used only in a retraction or cas, so it names no entity");
-  Tfail("[[:db/retract \"x\" :p/tags]]", "tempid \"x\" is used only in a retraction or cas");
-  Tfail("[[:db/retractEntity -7]]", "tempid \"-7\" is used only in a retraction or cas");
-  Tfail("[[:db/cas \"x\" :p/age nil 3]]", "tempid \"x\" is used only in a retraction or cas");
+        "line 1 col 15: tempid \"x\" is used only in a retraction or cas, so it names no entity; "
+        "assert something about it or use an existing entity");
+  Tfail("[[:db/retract \"x\" :p/tags]]",
+        "line 1 col 15: tempid \"x\" is used only in a retraction or cas, so it names no entity; "
+        "assert something about it or use an existing entity");
+  Tfail("[[:db/retractEntity -7]]",
+        "line 1 col 21: tempid \"-7\" is used only in a retraction or cas, so it names no entity; "
+        "assert something about it or use an existing entity");
+  Tfail("[[:db/cas \"x\" :p/age nil 3]]",
+        "line 1 col 11: tempid \"x\" is used only in a retraction or cas, so it names no entity; "
+        "assert something about it or use an existing entity");
   Tfail("[[:db/cas #db/id [:db.part/user -3] :p/age nil 3] [:db/add 65549 :p/age 1]]",
-        "tempid \"-3\" is used only in a retraction or cas");
+        "line 1 col 11: tempid \"-3\" is used only in a retraction or cas, so it names no entity; "
+        "assert something about it or use an existing entity");
   /* a tempid used as a value and in a retraction is still no entity */
   Tfail("[[:db/add 65549 :p/friend \"y\"] [:db/retract \"y\" :p/name \"q\"]]",
-        "tempid \"y\" is used only in a retraction or cas");
+        "line 1 col 27: tempid \"y\" is used only in a retraction or cas, so it names no entity; "
+        "assert something about it or use an existing entity");
   /* asserted about as well: a new entity, the retraction a no-op (tx 3) */
   zRep = T("[[:db/add \"z\" :p/name \"Z\"] [:db/retract \"z\" :p/age 4] [:db/cas \"z\" :p/ssn nil \"t\"]]");
   CHECK_J(zRep, "$.tempids.z", "65550");
@@ -904,20 +971,25 @@ START_TEST(test_conflicts_after_upsert) {
   Tok("[{:p/id \"a\" :p/name \"A\" :p/email \"a@x\"} {:p/id \"b\" :p/email \"b@x\"}]"); /* 65549, 65550 */
   /* two tempids that upsert to one entity then give it two names */
   Tfail("[{:db/id \"t1\" :p/email \"a@x\" :p/name \"x\"} {:db/id \"t2\" :p/id \"a\" :p/name \"y\"}]",
-        "conflicting datoms for a cardinality-one attribute: [65549 :p/name \"x\"] and [65549 :p/name \"y\"]");
+        "line 1 col 66: conflicting datoms for a cardinality-one attribute: [65549 :p/name \"x\"] "
+        "and [65549 :p/name \"y\"]");
   /* a tempid and a lookup ref naming one entity: the same conflict */
   Tfail("[{:p/email \"a@x\" :p/age 1} [:db/add [:p/id \"a\"] :p/age 2]]",
-        "conflicting datoms for a cardinality-one attribute: [65549 :p/age 1] and [65549 :p/age 2]");
+        "line 1 col 49: conflicting datoms for a cardinality-one attribute: [65549 :p/age 1] and "
+        "[65549 :p/age 2]");
   /* one tempid whose two identity values are held by two entities */
   Tfail("[{:db/id \"t\" :p/id \"a\" :p/email \"b@x\"}]",
-        "tempid \"t\" would resolve to two different entities, 65549 and 65550");
+        "line 1 col 24: tempid \"t\" would resolve to two different entities, 65549 and 65550 "
+        "(upsert through :p/email)");
   /* two tempids sharing a new identity value but upserting apart: the
   ** value cannot go to both entities */
   Tfail("[{:db/id \"m\" :p/ssn \"1\" :p/id \"new\" :p/email \"a@x\"} {:db/id \"n\" :p/id \"new\" :p/email \"b@x\"}]",
-        "unique value conflict: :p/id \"new\"");
+        "line 1 col 65: unique value conflict: :p/id \"new\" is already held by entity 65549, "
+        "cannot assert it for entity 65550");
   /* add and retract of one datom after an upsert */
   Tfail("[{:p/email \"a@x\" :p/tags \"t\"} [:db/retract 65549 :p/tags \"t\"]]",
-        "a datom cannot be both asserted and retracted in one transaction: [65549 :p/tags \"t\"]");
+        "line 1 col 18: a datom cannot be both asserted and retracted in one transaction: [65549 "
+        ":p/tags \"t\"]");
   /* the same value asserted through two names of one entity is one datom (tx 3) */
   zRep = T("[{:db/id \"t\" :p/email \"b@x\" :p/name \"B\"} [:db/add [:p/id \"b\"] :p/name \"B\"]]");
   CHECK_J(zRep, "$.tempids.t", "65550");
@@ -979,7 +1051,9 @@ START_TEST(test_bulk_lookup_refs) {
   for (i = 0; i < 100; i++) sqlite3_str_appendf(pTx, "{:p/name \"m%d\" :p/ssn \"s%d\"}", i, i % 99);
   sqlite3_str_appendall(pTx, "]");
   zTx = sqlite3_str_finish(pTx);
-  Tfail(zTx, "unique value conflict: :p/ssn \"s0\"");
+  Tfail(zTx,
+        "line 1 col 2769: unique value conflict: :p/ssn \"s0\" is already held by entity 75649, "
+        "cannot assert it for entity 75748");
   sqlite3_free(zTx);
   closeStore();
 }
@@ -1156,7 +1230,9 @@ START_TEST(test_bulk_batches) {
   }
   sqlite3_str_appendall(pTx, "]");
   zTx = sqlite3_str_finish(pTx);
-  Tfail(zTx, "unique value conflict: :p/ssn \"777\" is already held by entity 65649");
+  Tfail(zTx,
+        "line 1 col 437: unique value conflict: :p/ssn \"777\" is already held by entity 65649, "
+        "cannot assert it for entity 65667");
   sqlite3_free(zTx);
   closeStore();
 }
@@ -1346,7 +1422,9 @@ START_TEST(test_tune_on_growth) {
     snprintf(zTx, sizeof zTx, "[{:p/id \"g%d\" :p/age %d :p/name \"n%d\"}]", i, i, i);
     Tok(zTx);
   }
-  CHECK_Q("SELECT count(*) > 0 FROM datoms WHERE rowid >= 200", "1");
+  /* past 200: bootstrap 95, schema 13 x 3 + 3 unique x 2 + component,
+  ** fulltext, noHistory + txInstant = 49, then 30 x (3 + txInstant) */
+  CHECK_Q("SELECT count(*), max(rowid) FROM datoms", "264|264");
   /* the store-wide index, and log value indexes for :p/id (unique, 65537)
   ** and :p/friend (ref, 65539), none for :p/name or :p/age (neither) */
   CHECK_Q("SELECT group_concat(name, ';') FROM (SELECT name FROM sqlite_master WHERE name IN"
@@ -1387,7 +1465,7 @@ START_TEST(test_tune_deferred_by_bulk) {
   zTx = bulkPeople(0, 400);                             /* 1,200 datoms */
   Tok(zTx);
   sqlite3_free(zTx);
-  CHECK_Q("SELECT count(*) >= 1200 FROM datoms", "1");
+  CHECK_Q("SELECT count(*) FROM datoms WHERE tx = 268435458", "1201");   /* and its txInstant */
   CHECK_Q(zCount, "0");
   ck_assert_int_eq(storeReader(gStore, &pConn, &pSchema, &zErr), SQLITE_OK);
   storeReaderDone(gStore, pConn);
