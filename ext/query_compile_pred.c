@@ -772,26 +772,97 @@ static int qcFulltext(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg,
   return pC->rc;
 }
 
-/* (tx-ids $ ?from ?to): the transactions with from <= tx < to, from the
-** log; bound as a collection [?tx ...]. */
+/* The SQL of the first transaction at or after instant zInst (µs): the
+** point an #inst names in the log, as Datomic's tx-range reads a Date (its
+** start inclusive, its end exclusive: tx < it is "instant < zInst", since
+** instants grow with tx ids, tx.c). Past the last transaction: the largest
+** id, so nothing is at or after it. */
+static char *qcTxAtInstant(const char *zInst) {
+  return sqlite3_mprintf("coalesce((SELECT min(e) FROM datoms WHERE a = %d AND value_type_tag = %d"
+                         " AND v >= (%s)), 9223372036854775807)",
+                         ENTID_DB_TXINSTANT, TAG_INSTANT, zInst);
+}
+
+/* A point in time argument of the log functions (Datomic's tx-range: a tx
+** id or a transaction instant), as SQL giving a tx id. An #inst becomes
+** the first transaction at or after it; nil (when bOpen is given) is no
+** bound: NULL and *pbOpen set. Any other type is an error naming zFn, the
+** argument's role zRole and the argument: at compile time when its type
+** is known, else when the row reaches it (mentat_tx_point). */
+static char *qcTxPoint(QCtx *pX, const EdnValue *pArg, const char *zFn, const char *zRole,
+                       int *pbOpen) {
+  QComp *pC = pX->pC;
+  ValueType vt = VT_NONE;
+  char *zV, *zTag = NULL, *zOut = NULL, *zName;
+  sqlite3_str *pName;
+  if (pbOpen) *pbOpen = 0;
+  pName = sqlite3_str_new(NULL);
+  ednPrint(pName, pArg);
+  zName = sqlite3_str_finish(pName);
+  if (zName == NULL) { qcNoMem(pC); return NULL; }
+  if (pArg->type == EDN_NIL) {
+    if (pbOpen) *pbOpen = 1;
+    else qcErr(pC, pArg, "%s: %s nil is not a tx id or an #inst", zFn, zRole);
+    sqlite3_free(zName);
+    return NULL;
+  }
+  zV = qcTermExpr(pX, pArg, &vt, &zTag, "function");
+  if (zV == NULL) goto cleanup;
+  if (vt == VT_REF || vt == VT_LONG) {
+    zOut = zV;
+    zV = NULL;
+  } else if (vt == VT_INSTANT) {
+    zOut = qcTxAtInstant(zV);
+  } else if (vt != VT_NONE) {
+    qcErr(pC, pArg, "%s: %s %s is a %s, not a tx id or an #inst", zFn, zRole, zName, qcVtName(vt));
+  } else {
+    /* Its type is known only per row: an instant's tag picks the instant
+    ** reading, anything else must be an entity id or a long. */
+    char *zWhere = sqlite3_mprintf("line %d col %d: %s: %s %s", pArg->line, pArg->col, zFn, zRole,
+                                   zName);
+    char *zInst = qcTxAtInstant(zV);
+    if (zWhere && zInst) {
+      zOut = zTag ? sqlite3_mprintf("(CASE WHEN (%s) = %d THEN %s ELSE mentat_tx_point(%s, %s, %Q) END)",
+                                    zTag, TAG_INSTANT, zInst, zV, zTag, zWhere)
+                  : sqlite3_mprintf("mentat_tx_point(%s, NULL, %Q)", zV, zWhere);
+    }
+    sqlite3_free(zWhere);
+    sqlite3_free(zInst);
+  }
+  if (zOut == NULL && pC->rc == SQLITE_OK) qcNoMem(pC);
+cleanup:
+  if (pC->rc != SQLITE_OK) {
+    sqlite3_free(zOut);
+    zOut = NULL;
+  }
+  sqlite3_free(zV);
+  sqlite3_free(zTag);
+  sqlite3_free(zName);
+  return zOut;
+}
+
+/* (tx-ids $ start end): the transactions with start <= tx < end, from the
+** log (Datomic's tx-ids over tx-range: each bound a tx id, an #inst or nil
+** for the log's beginning or end); bound as a collection [?tx ...]. */
 static int qcTxIds(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
   QComp *pC = pX->pC;
-  ValueType vt;
-  char *zFrom, *zTo = NULL;
+  char *zFrom = NULL, *zTo = NULL;
   char zAlias[24];
+  int bOpenFrom = 0, bOpenTo = 0;
   if (nArg != 2) return qcErr(pC, pCl->pForm, "tx-ids takes $, a start and an end tx");
   if (pCl->bind.kind != QB_COLL && pCl->bind.kind != QB_SCALAR) {
     return qcErr(pC, pCl->pForm, "tx-ids binds a collection [?tx ...]");
   }
-  zFrom = qcTermExpr(pX, aArg[0], &vt, NULL, "function");
-  if (zFrom) zTo = qcTermExpr(pX, aArg[1], &vt, NULL, "function");
-  if (zTo) {
+  zFrom = qcTxPoint(pX, aArg[0], "tx-ids", "start", &bOpenFrom);
+  if (pC->rc == SQLITE_OK) zTo = qcTxPoint(pX, aArg[1], "tx-ids", "end", &bOpenTo);
+  if (pC->rc == SQLITE_OK) {
     sqlite3_snprintf(sizeof zAlias, zAlias, "x%d", ++pC->nAlias);
     /* A plain join (a derived table could not see ?from/?to): rows repeat
     ** per datom, and the query's DISTINCT makes them a set again. */
     qcFrom(pX, sqlite3_mprintf("timelined_transactions %s", zAlias));
-    qcWhere(pX, sqlite3_mprintf("%s.timeline IS 0 AND %s.tx >= %s AND %s.tx < %s",
-                                zAlias, zAlias, zFrom, zAlias, zTo));
+    qcWhere(pX, sqlite3_mprintf("%s.timeline IS 0", zAlias));
+    if (!bOpenFrom) qcWhere(pX, sqlite3_mprintf("%s.tx >= %s", zAlias, zFrom));
+    if (!bOpenTo) qcWhere(pX, sqlite3_mprintf("%s.tx < %s", zAlias, zTo));
     if (!qIsBlank(pCl->bind.aVar[0])) {
       qcBindVar(pX, pCl->bind.aVar[0]->u.s.z, sqlite3_mprintf("%s.tx", zAlias), VT_REF, NULL, 0);
     }
@@ -801,11 +872,11 @@ static int qcTxIds(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, in
   return pC->rc;
 }
 
-/* (tx-data $ ?tx): the log rows of one transaction, bound as a relation
+/* (tx-data $ tx): the log rows of one transaction (a tx id, or an #inst:
+** the first transaction at or after it), bound as a relation
 ** [[?e ?a ?v ?tx ?added]]. */
 static int qcTxData(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
   QComp *pC = pX->pC;
-  ValueType vt;
   char *zTx;
   char zAlias[24];
   int i;
@@ -813,7 +884,7 @@ static int qcTxData(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, i
   if (pCl->bind.kind != QB_REL || pCl->bind.nVar > 5) {
     return qcErr(pC, pCl->pForm, "tx-data binds a relation [[?e ?a ?v ?tx ?added]]");
   }
-  zTx = qcTermExpr(pX, aArg[0], &vt, NULL, "function");
+  zTx = qcTxPoint(pX, aArg[0], "tx-data", "tx", NULL);
   if (zTx == NULL) return pC->rc;
   sqlite3_snprintf(sizeof zAlias, zAlias, "x%d", ++pC->nAlias);
   qcFrom(pX, sqlite3_mprintf("timelined_transactions %s", zAlias));

@@ -19,6 +19,9 @@
 **        pattern is compiled once per statement (sqlite3_get_auxdata).
 **   mentat_sum(x, where)           sum, its long overflow an error saying where
 **   mentat_num(v, tag, where)      v if a number, else an error (aggregates)
+**   mentat_tx_point(v, tag, where) v if a tx id (an entity id or a long), else
+**        "<where> is a <type>, not a tx id or an #inst" (tx-ids, tx-data;
+**        the compiler reads instants itself)
 **   mentat_median(x)               aggregates with Datomic's definitions:
 **   mentat_variance(x)             median (middle value, or the mean of the two
 **   mentat_stddev(x)               middle ones), population variance and stddev
@@ -524,6 +527,42 @@ done:
 
 /* ------------------------------------------------- numeric aggregates */
 
+/* mentat_tx_point(v, tag, where): see the header. tag NULL: the value's
+** storage class decides (an integer is a tx id). NULL gives NULL. */
+static void qfTxPoint(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  int t = sqlite3_value_type(argv[0]);
+  const char *zType = NULL;
+  char *zErr;
+  (void)argc;
+  if (t == SQLITE_NULL) return;
+  if (sqlite3_value_type(argv[1]) == SQLITE_NULL) {
+    if (t == SQLITE_FLOAT) zType = ":db.type/double";
+    else if (t != SQLITE_INTEGER) zType = t == SQLITE_TEXT ? "text" : "blob";
+  } else {
+    switch (sqlite3_value_int(argv[1])) {
+      case TAG_REF: break;
+      case TAG_NUMBER: if (t != SQLITE_INTEGER) zType = ":db.type/double"; break;
+      case TAG_BOOLEAN: zType = ":db.type/boolean"; break;
+      case TAG_INSTANT: zType = ":db.type/instant"; break;
+      case TAG_STRING: zType = ":db.type/string"; break;
+      case TAG_UUID: zType = ":db.type/uuid"; break;
+      case TAG_KEYWORD: zType = ":db.type/keyword"; break;
+      case TAG_BYTES: zType = ":db.type/bytes"; break;
+      case TAG_JSON: zType = "collection"; break;
+      default: zType = "value of unknown type"; break;
+    }
+  }
+  if (zType == NULL) {
+    sqlite3_result_value(pCtx, argv[0]);
+    return;
+  }
+  zErr = sqlite3_mprintf("%s is a %s, not a tx id or an #inst",
+                         (const char *)sqlite3_value_text(argv[2]), zType);
+  if (zErr == NULL) sqlite3_result_error_nomem(pCtx);
+  else sqlite3_result_error(pCtx, zErr, -1);
+  sqlite3_free(zErr);
+}
+
 /* mentat_num(v, tag, where): v when it is a number or an entity id, else
 ** the error Datomic's numeric aggregates throw ("<where>: a :db.type/string
 ** is not a number"). For values whose type the compiler does not know
@@ -803,6 +842,7 @@ int qRegisterStoreFunctions(sqlite3 *db) {
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_subs", -1, f | SQLITE_DETERMINISTIC, 0, qfSubs, 0, 0);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_sum", 2, f, 0, 0, qfSumStep, qfSumFinal);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_num", 3, f | SQLITE_DETERMINISTIC, 0, qfNum, 0, 0);
+  if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_tx_point", 3, f | SQLITE_DETERMINISTIC, 0, qfTxPoint, 0, 0);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_median", 1, f, 0, 0, qfNumsStep, qfMedianFinal);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_variance", 1, f, 0, 0, qfNumsStep, qfVarianceFinal);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_stddev", 1, f, 0, 0, qfNumsStep, qfStddevFinal);
