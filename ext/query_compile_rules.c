@@ -34,8 +34,10 @@
 ** computed (a 100,000-node chain from its head: 100,000 seeds, not 5e9
 ** pairs). Integer and keyword constants (and inputs still untyped) may
 ** name an entity or be a value: both readings seed, as Datomic's places
-** decide per use. Calls in not/or bodies or rule bodies, rules of other
-** shapes and the transitive form keep the whole-closure CTE.
+** decide per use. A call in a not/or or rule body does the same inside a
+** subquery of that scope (its own WITH). Calls whose changing places are
+** not all bound seed from the bodies; rules of other shapes and the
+** transitive form keep the whole-closure CTE.
 */
 #include <string.h>
 #include "query_compile.h"
@@ -507,10 +509,13 @@ static void qcOriginsCaller(QCtx *pX, const QClause *pCl, const unsigned char *a
 /* Origins from the rule itself, when the caller binds nothing useful:
 ** every value a definition's body (without its self call) accepts in the
 ** changing places — a superset of the places' values in any answer. */
-static void qcOriginsBodies(QComp *pC, int h, const unsigned char *abBound, int iDepth,
-                            sqlite3_str *pOut) {
+static void qcOriginsBodies(QCtx *pX, const QClause *pCl, int h, const unsigned char *abBound,
+                            int iDepth, sqlite3_str *pOut) {
+  QComp *pC = pX->pC;
   QRuleInfo *pRi = pC->pRi;
+  unsigned char aePlace[64];
   int i, j, n = 0;
+  if (pCl->nArg > 64 || !qcMagicShape(pC, h, aePlace)) return;
   for (i = 0; i < pC->rules.nRule && pC->rc == SQLITE_OK; i++) {
     const QRule *pR = pC->rules.aRule[i];
     int iRec, m = 0;
@@ -528,6 +533,22 @@ static void qcOriginsBodies(QComp *pC, int h, const unsigned char *abBound, int 
     pVal = sqlite3_str_new(NULL);
     pTag = sqlite3_str_new(NULL);
     qcCtxInit(&sub, pC, NULL);
+    /* A seeded pass-through place holds the caller's value (a constant or
+    ** an input, valid in any CTE), which the seeds carry unchanged. */
+    for (j = 0; j < pR->nHead && pC->rc == SQLITE_OK; j++) {
+      const EdnValue *pA = pCl->aArg[j];
+      const EdnValue *pHead = pR->aHead[j];
+      if (!abBound[j] || !aePlace[j]) continue;
+      if (ednIsVar(pA)) {
+        qcCopyVar(&sub, pHead->u.s.z, qcVarFind(pX, pA->u.s.z));
+      } else {
+        QBinding b;
+        b.kind = QB_SCALAR;
+        b.nVar = 1;
+        b.aVar = &pHead;
+        qcBindValue(&sub, &b, pA, -1, "rule argument");
+      }
+    }
     qcClauses(&sub, a, m, iDepth + 1);
     for (j = 0; j < pR->nHead && pC->rc == SQLITE_OK; j++) {
       if (abBound[j]) qcMagicTerm(&sub, pVal, pTag, pR->aHead[j], pR->zName);
@@ -538,14 +559,19 @@ static void qcOriginsBodies(QComp *pC, int h, const unsigned char *abBound, int 
 }
 
 /* The call pCl of head h with the places abBound seeded: from the caller's
-** rows (bCaller) or from the rule's bodies. Emits the origins, seeds and
-** answers CTEs of the file comment, then joins the answers. */
+** rows (bCaller 1 or 2) or from the rule's bodies (0). Emits the origins,
+** seeds and answers CTEs of the file comment, then joins the answers. With
+** bCaller 2 the call is in a nested scope (a not/or or rule body), whose
+** rows only a subquery there sees: the CTEs are that subquery's own WITH,
+** their origins read from a copy of the scope's FROM and WHERE (correlated
+** with the enclosing scopes, which SQLite allows in a subquery's WITH). */
 static int qcMagicCall(QCtx *pX, const QClause *pCl, int h, const unsigned char *abBound,
                        int bCaller, int iDepth) {
   QComp *pC = pX->pC;
   QRuleInfo *pRi = pC->pRi;
   sqlite3_str *pOrig = sqlite3_str_new(NULL);
   sqlite3_str *pSeed = sqlite3_str_new(NULL), *pAns = sqlite3_str_new(NULL);
+  sqlite3_str *pLoc = sqlite3_str_new(NULL), *pW = pC->pCte;
   unsigned char *abAmb = NULL;
   int i, k, nB = 0, nRec = 0, nBase = 0, iN, nArity = pCl->nArg;
   unsigned char eSave = pRi->aHead[h].eState;
@@ -559,7 +585,7 @@ static int qcMagicCall(QCtx *pX, const QClause *pCl, int h, const unsigned char 
   /* 1. origins */
   pRi->aHead[h].eState = 1;
   if (bCaller) qcOriginsCaller(pX, pCl, abBound, abAmb, pOrig);
-  else qcOriginsBodies(pC, h, abBound, iDepth, pOrig);
+  else qcOriginsBodies(pX, pCl, h, abBound, iDepth, pOrig);
   if (pC->rc) goto cleanup;
   iN = ++pC->nAlias;
 
@@ -603,32 +629,39 @@ static int qcMagicCall(QCtx *pX, const QClause *pCl, int h, const unsigned char 
     qcNoMem(pC);
     goto cleanup;
   }
-  if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");
-  sqlite3_str_appendf(pC->pCte, "ruleso%d(", iN);
-  for (k = 0; k < nB; k++) sqlite3_str_appendf(pC->pCte, "%so%d", k ? ", " : "", k);
-  for (k = 0; k < nB; k++) sqlite3_str_appendf(pC->pCte, ", ot%d", k);
-  sqlite3_str_appendf(pC->pCte, ") AS (%s), rulesm%d(", sqlite3_str_value(pOrig), iN);
-  for (k = 0; k < nB; k++) sqlite3_str_appendf(pC->pCte, "%so%d", k ? ", " : "", k);
-  for (k = 0; k < nB; k++) sqlite3_str_appendf(pC->pCte, ", ot%d", k);
-  for (k = 0; k < nB; k++) sqlite3_str_appendf(pC->pCte, ", s%d", k);
-  for (k = 0; k < nB; k++) sqlite3_str_appendf(pC->pCte, ", st%d", k);
-  sqlite3_str_appendf(pC->pCte, ") AS (SELECT ");
-  for (k = 0; k < nB; k++) sqlite3_str_appendf(pC->pCte, "%so%d", k ? ", " : "", k);
-  for (k = 0; k < nB; k++) sqlite3_str_appendf(pC->pCte, ", ot%d", k);
-  for (k = 0; k < nB; k++) sqlite3_str_appendf(pC->pCte, ", o%d", k);
-  for (k = 0; k < nB; k++) sqlite3_str_appendf(pC->pCte, ", ot%d", k);
+  if (bCaller == 2) pW = pLoc;
+  else if (pC->nCte++) sqlite3_str_appendall(pW, ", ");
+  sqlite3_str_appendf(pW, "ruleso%d(", iN);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, "%so%d", k ? ", " : "", k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", ot%d", k);
+  sqlite3_str_appendf(pW, ") AS (%s), rulesm%d(", sqlite3_str_value(pOrig), iN);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, "%so%d", k ? ", " : "", k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", ot%d", k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", s%d", k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", st%d", k);
+  sqlite3_str_appendf(pW, ") AS (SELECT ");
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, "%so%d", k ? ", " : "", k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", ot%d", k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", o%d", k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", ot%d", k);
   /* UNION: a seed met again (a cycle) is not followed twice. */
-  sqlite3_str_appendf(pC->pCte, " FROM ruleso%d UNION %s)", iN, sqlite3_str_value(pSeed));
+  sqlite3_str_appendf(pW, " FROM ruleso%d UNION %s)", iN, sqlite3_str_value(pSeed));
   pC->bRecursive = 1;
-  sqlite3_str_appendf(pC->pCte, ", rulesa%d(", iN);
-  for (k = 0; k < nArity; k++) sqlite3_str_appendf(pC->pCte, "%sc%d", k ? ", " : "", k);
-  for (k = 0; k < nArity; k++) sqlite3_str_appendf(pC->pCte, ", t%d", k);
-  sqlite3_str_appendf(pC->pCte, ") AS (%s)", sqlite3_str_value(pAns));
-  pC->nCte += 2;
+  sqlite3_str_appendf(pW, ", rulesa%d(", iN);
+  for (k = 0; k < nArity; k++) sqlite3_str_appendf(pW, "%sc%d", k ? ", " : "", k);
+  for (k = 0; k < nArity; k++) sqlite3_str_appendf(pW, ", t%d", k);
+  sqlite3_str_appendf(pW, ") AS (%s)", sqlite3_str_value(pAns));
+  if (bCaller != 2) pC->nCte += 2;
+  if (sqlite3_str_errcode(pW)) { qcNoMem(pC); goto cleanup; }
 
   /* 4. the call: a join with the answers */
   sqlite3_snprintf(sizeof zAlias, zAlias, "r%d", ++pC->nAlias);
-  qcFrom(pX, sqlite3_mprintf("rulesa%d %s", iN, zAlias));
+  if (bCaller == 2) {
+    qcFrom(pX, sqlite3_mprintf("(WITH RECURSIVE %s SELECT * FROM rulesa%d) %s",
+                               sqlite3_str_value(pLoc), iN, zAlias));
+  } else {
+    qcFrom(pX, sqlite3_mprintf("rulesa%d %s", iN, zAlias));
+  }
   for (i = 0; i < nArity && pC->rc == SQLITE_OK; i++) {
     const EdnValue *pA = pCl->aArg[i];
     QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
@@ -660,6 +693,7 @@ cleanup:
   sqlite3_free(sqlite3_str_finish(pOrig));
   sqlite3_free(sqlite3_str_finish(pSeed));
   sqlite3_free(sqlite3_str_finish(pAns));
+  sqlite3_free(sqlite3_str_finish(pLoc));
   return pC->rc;
 }
 
@@ -902,10 +936,12 @@ int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth) {
     unsigned char aePlace[64], abBound[64];
     int nBound = 0, nChange = 0;
     if (qcMagicShape(pC, h, aePlace)) {
-      /* Bound arguments in the changing places seed the rule; bound
-      ** pass-through places prune nothing there and are joined after. The
-      ** caller's rows are the origins only in the query's own scope (a
-      ** CTE cannot see a not/or or rule body's rows). */
+      /* Bound arguments in the changing places seed the rule, the caller's
+      ** rows the origins: in the query's own scope as top-level CTEs, in a
+      ** not/or or rule body as a subquery's own (unless that scope names a
+      ** recursive CTE being built). Bound pass-through places are seeded
+      ** too (each seed carries its value unchanged), so the base
+      ** definitions' functions see them as the caller bound them. */
       int bTop = pX->pParent == NULL && !qcRulesBuilding(pC->pRi);
       for (i = 0; i < pCl->nArg; i++) {
         const EdnValue *pA = pCl->aArg[i];
@@ -916,8 +952,29 @@ int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth) {
         nBound += abBound[i];
         nChange += !aePlace[i];
       }
-      if (bTop && nBound == nChange) return qcMagicCall(pX, pCl, h, abBound, 1, iDepth);
-      for (i = 0; i < pCl->nArg; i++) abBound[i] = (unsigned char)!aePlace[i];
+      if ((bTop || !pX->bRecRef) && nBound == nChange) {
+        for (i = 0; i < pCl->nArg; i++) {
+          const EdnValue *pA = pCl->aArg[i];
+          QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
+          if (aePlace[i] && (pV ? pV->zExpr != NULL : !ednIsVar(pA) && !qIsBlank(pA)
+                             && valueNaturalType(pA) != VT_NONE)) {
+            abBound[i] = 1;
+          }
+        }
+        return qcMagicCall(pX, pCl, h, abBound, bTop ? 1 : 2, iDepth);
+      }
+      /* Seeds from the bodies; bound pass-through places whose value any
+      ** CTE can hold (a constant, an input) are seeded too. */
+      for (i = 0; i < pCl->nArg; i++) {
+        const EdnValue *pA = pCl->aArg[i];
+        QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
+        abBound[i] = (unsigned char)!aePlace[i];
+        if (aePlace[i] && (pV ? pV->zExpr && pV->zExpr[0] == '?'
+                           : !ednIsVar(pA) && !qIsBlank(pA) && pA->type != EDN_VECTOR
+                             && valueNaturalType(pA) != VT_NONE)) {
+          abBound[i] = 1;
+        }
+      }
       if (nChange) return qcMagicCall(pX, pCl, h, abBound, 0, iDepth);
     }
   }
