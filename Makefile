@@ -36,8 +36,9 @@ all: $(SO)
 # smoke host runs where the machine has it and says it skipped otherwise.
 DEB_PKGS = libsqlite3-dev sqlite3 libcjson-dev check pkg-config gcc make binutils python3 \
            golang-go golang-github-mattn-go-sqlite3-dev $(DEB_EXTRA)
-# The packages (make deb/wheel/npm) and the other smoke hosts (smoke/hosts.sh).
-DEB_PKGS += dpkg-dev lintian python3-build python3-venv python3-setuptools python3-wheel \
+# make test adds what the packages (make deb/wheel/npm) and the other smoke hosts
+# (smoke/hosts.sh) need; make demo does without them.
+DEB_HOSTS = dpkg-dev lintian python3-build python3-venv python3-setuptools python3-wheel \
            python3-pip tcl libsqlite3-tcl libdbd-sqlite3-perl ruby ruby-sqlite3 php-cli \
            php-sqlite3 sqlite-utils util-linux mount
 deps:
@@ -89,7 +90,8 @@ smoke: $(SO)
 acceptance: $(SO)
 	$(PY) $(SHARED)/acceptance/run.py $(SO)
 
-test: deps
+test:
+	$(MAKE) deps DEB_EXTRA="$(DEB_HOSTS) $(DEB_EXTRA)"
 	$(MAKE) all
 	$(MAKE) unit
 	$(MAKE) smoke
@@ -161,8 +163,10 @@ $(BUNDLE): $(OBJ)
 	  -Wl,--enable-new-dtags -o $@ $(OBJ) $(LIBS)
 	bash pkg/bundle.sh $@
 deb: $(SO)
+	@$(MAKE) -s deps DEB_EXTRA="dpkg-dev lintian"
 	bash pkg/deb.sh $(SO) build/dist
 wheel: $(BUNDLE)
+	@$(MAKE) -s deps DEB_EXTRA="python3-build python3-setuptools python3-wheel"
 	bash pkg/wheel.sh build/bundle build/dist
 npm: $(BUNDLE)
 	bash pkg/npm.sh build/bundle build/dist
