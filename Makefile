@@ -59,10 +59,10 @@ build/obj/%.o: %.c $(HDR)
 $(SO): $(OBJ)
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libmentat_sqlite.so -Wl,-z,relro,-z,now -o $@ $(OBJ) $(LIBS)
 
-# mentat_version(): the VERSION file and the git commit, compiled into func_version.c only
-# The stamp changes only when they do, so a new commit rebuilds one object.
+# mentat_version(): the VERSION file and the git commit ("-dirty" when tracked files differ
+# from it), compiled into func_version.c only. The stamp changes only when they do, so a new
+# commit rebuilds one object.
 VERSION_NUM := $(shell cat VERSION)
-# "-dirty" when the tracked files differ from the commit.
 GIT_COMMIT  := $(shell c=$$(git rev-parse --short=7 HEAD 2>/dev/null) || c=unknown; \
                  [ $$c = unknown ] || git diff --quiet HEAD -- 2>/dev/null || c=$$c-dirty; echo $$c)
 build/version.stamp: FORCE
