@@ -9,8 +9,8 @@
 # better-sqlite3 is node.sh's own install in build/node (smoke/node/run.sh makes it).
 #
 # Usage: SO=/abs/path/libmentat_sqlite.so bash smoke/hosts.sh [HOST...]
-# Prints one PASS/FAIL/SKIP line per host and a table of host SQLite versions; a host whose
-# tools are missing is a SKIP, and a FAIL under MENTAT_REQUIRE_HOSTS=1 (CI). Exits non-zero
+# Prints one PASS/FAIL/SKIPPED line per host and a table of host SQLite versions; a host whose
+# tools are missing is SKIPPED, and a FAIL under MENTAT_REQUIRE_HOSTS=1 (CI). Exits non-zero
 # on any failure.
 set -uo pipefail
 : "${SO:?set SO to the absolute path of the built .so}"
@@ -95,7 +95,7 @@ try_host() {
     if [ "${MENTAT_REQUIRE_HOSTS:-0}" = 1 ]; then
       echo "FAIL $name: host missing: $WHY (.ci/run installs it)"; failed=$((failed + 1))
     else
-      echo "SKIP $name: $WHY"; skipped=$((skipped + 1))
+      echo "SKIPPED $name: $WHY"; skipped=$((skipped + 1))
     fi
     TABLE+="$(printf '| %s | - | not set up: %s |' "$name" "$WHY")"$'\n'
     return

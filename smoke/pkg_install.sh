@@ -8,7 +8,7 @@
 #     as root or with password-less sudo): `make install` then `dpkg -i`, each followed by
 #     `.load libmentat_sqlite` by bare name in the sqlite3 shell and /usr/bin/python3, then
 #     uninstalled again. Elsewhere that part says it skipped.
-# Prints PASS/FAIL/SKIP lines and 'N passed, M failed'; exits non-zero on any failure.
+# Prints PASS/FAIL/SKIPPED lines and 'N passed, M failed'; exits non-zero on any failure.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/.." && pwd)
@@ -73,7 +73,7 @@ if [ "${MENTAT_REQUIRE_HOSTS:-0}" = 1 ] || [ "${MENTAT_INSTALL_TEST:-0}" = 1 ]; 
     fi
   fi
 else
-  echo "SKIP the real make install and dpkg -i (they change the machine: MENTAT_INSTALL_TEST=1, or MENTAT_REQUIRE_HOSTS=1 in CI)"
+  echo "SKIPPED the real make install and dpkg -i (they change the machine: MENTAT_INSTALL_TEST=1, or MENTAT_REQUIRE_HOSTS=1 in CI)"
 fi
 echo "$pass passed, $failed failed"
 [ "$failed" = 0 ]
