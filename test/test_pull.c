@@ -260,7 +260,7 @@ typedef struct PullCase {
   const char *zPattern;
   sqlite3_int64 e;
   unsigned flags;
-  const char *zExpect;     /* JSON, or "ERROR: ..." prefix for errors */
+  const char *zExpect;     /* JSON, or "ERROR: <the whole message>" */
 } PullCase;
 
 static void tRunCases(const PullCase *a, int n, int bCache) {
@@ -269,7 +269,7 @@ static void tRunCases(const PullCase *a, int n, int bCache) {
   for (i = 0; i < n; i++) {
     char *zGot = tPull(a[i].zPattern, a[i].e, a[i].flags, bCache ? &pCache : NULL);
     if (strncmp(a[i].zExpect, "ERROR: ", 7) == 0) {
-      ck_assert_msg(strstr(zGot, a[i].zExpect) == zGot, "case %d %s: got %s, want %s",
+      ck_assert_msg(strcmp(zGot, a[i].zExpect) == 0, "case %d %s: got %s, want %s",
                     i, a[i].zPattern, zGot, a[i].zExpect);
     } else {
       char *zWant = tNorm(a[i].zExpect);
@@ -464,10 +464,14 @@ static const PullCase aErrors[] = {
    "ERROR: pull pattern: line 1 col 23: :limit expects a positive integer or nil, got 0"},
   {"[[:person/name :limit \"3\"]]", P1, 0,
    "ERROR: pull pattern: line 1 col 23: :limit expects a positive integer or nil, got a string"},
-  {"[[:person/name :xform str]]", P1, 0, "ERROR: pull pattern: line 1 col 16: unsupported pull option :xform"},
+  {"[[:person/name :xform str]]", P1, 0,
+   "ERROR: pull pattern: line 1 col 16: unsupported pull option :xform (expected :as, :limit or "
+   ":default)"},
   {"[{:person/friend \"x\"}]", P1, 0,
    "ERROR: pull pattern: line 1 col 18: expected a pattern vector, a positive recursion limit or ... after :person/friend, got a string"},
-  {"[{:person/friend 0}]", P1, 0, "ERROR: pull pattern: line 1 col 18: expected a pattern vector"},
+  {"[{:person/friend 0}]", P1, 0,
+   "ERROR: pull pattern: line 1 col 18: expected a pattern vector, a positive recursion limit or "
+   "... after :person/friend, got an integer"},
   {"[{:db/id [:a]}]", P1, 0, "ERROR: pull pattern: line 1 col 3: :db/id cannot take a sub-pattern"},
   {"[:person/_name]", P1, 0,
    "ERROR: pull pattern: line 1 col 2: reverse attribute :person/_name needs :person/name to be a ref attribute"},
@@ -496,7 +500,7 @@ START_TEST(test_errors) {
     ck_assert_int_eq(ednReadOne(&arena, aErrors[i].zPattern, (int)strlen(aErrors[i].zPattern),
                                 &pPat, &err), SQLITE_OK);
     ck_assert_int_eq(pullValidate(pSchema, pPat, &zErr), SQLITE_ERROR);
-    ck_assert_msg(zErr && strncmp(zErr, aErrors[i].zExpect + 7, strlen(aErrors[i].zExpect) - 7) == 0,
+    ck_assert_msg(zErr && strcmp(zErr, aErrors[i].zExpect + 7) == 0,
                   "validate %s: %s", aErrors[i].zPattern, zErr ? zErr : "(null)");
     sqlite3_free(zErr);
     ednArenaReset(&arena);
@@ -549,12 +553,13 @@ START_TEST(test_deep_pattern) {
   }
   pCur->u.c.a[0] = ednNewString(&arena, EDN_KEYWORD, ":person/name", 12);
   ck_assert_int_eq(pullValidate(pSchema, pRoot, &zErr), SQLITE_ERROR);
-  ck_assert_msg(strstr(zErr, "nesting too deep") != NULL, "%s", zErr);
+  /* built in code: no place to name */
+  ck_assert_str_eq(zErr, "pull pattern: nesting too deep (limit 256)");
   sqlite3_free(zErr);
   zErr = NULL;
   pOut = sqlite3_str_new(db);
   ck_assert_int_eq(pullEntity(db, pSchema, pRoot, P1, pOut, &zErr), SQLITE_ERROR);
-  ck_assert_msg(strstr(zErr, "nesting too deep (limit 256)") != NULL, "%s", zErr);
+  ck_assert_str_eq(zErr, "pull pattern: nesting too deep (limit 256)");
   sqlite3_free(zErr);
   sqlite3_free(sqlite3_str_finish(pOut));
   ednArenaReset(&arena);
@@ -568,21 +573,29 @@ START_TEST(test_deep_data) {
   const char *z = zGot;
   int nId = 0;
   char *zValid;
-  ck_assert_msg(strncmp(zGot, "{\":db/id\":70000,", 16) == 0, "%.60s", zGot);
+  /* Exactly: {":db/id":70000,":x/next":{":db/id":70001,":x/next":{...
+  ** {":db/id":70255,":x/next":{":db/id":70256}}...}}. */
+  sqlite3_str *pWant = sqlite3_str_new(NULL);
+  char *zWant;
+  for (int k = 0; k < 256; k++) sqlite3_str_appendf(pWant, "{\":db/id\":%d,\":x/next\":", 70000 + k);
+  sqlite3_str_appendall(pWant, "{\":db/id\":70256}");
+  sqlite3_str_appendchar(pWant, 256, '}');
+  zWant = sqlite3_str_finish(pWant);
+  ck_assert_str_eq(zGot, zWant);
   while ((z = strstr(z, "\":db/id\"")) != NULL) {
     nId++;
     z++;
   }
   ck_assert_int_eq(nId, 257);              /* 256 maps and the id that stops them */
-  ck_assert_ptr_nonnull(strstr(zGot, "{\":db/id\":70256}"));
   zValid = tuQuery(db, "SELECT json_valid(?1)", zGot, NULL);
   ck_assert_str_eq(zValid, "1");
   free(zValid);
   sqlite3_free(zGot);
   /* Bounded recursion larger than the chain's reach is capped the same way. */
   zGot = tPull("[:db/id {:x/next 1000}]", CHAIN, 0, NULL);
-  ck_assert_ptr_nonnull(strstr(zGot, "{\":db/id\":70256}"));
+  ck_assert_str_eq(zGot, zWant);
   sqlite3_free(zGot);
+  sqlite3_free(zWant);
 }
 END_TEST
 
@@ -601,7 +614,14 @@ START_TEST(test_default_limit) {
                    " || json_array_length(?1, '$.\":person/_parent\"')", zGot, NULL);
   ck_assert_str_eq(zN, "1000 1000");
   free(zN);
-  ck_assert_ptr_nonnull(strstr(zGot, "[\"a0000\",\"a0001\","));
+  /* the first 1000 in EAVT order: a0000..a0999, and the referrers
+  ** 67000..67999 */
+  zN = tuQuery(db, "SELECT json_extract(?1, '$.\":person/alias\"[0]') || ' '"
+                   " || json_extract(?1, '$.\":person/alias\"[999]') || ' '"
+                   " || json_extract(?1, '$.\":person/_parent\"[0].\":db/id\"') || ' '"
+                   " || json_extract(?1, '$.\":person/_parent\"[999].\":db/id\"')", zGot, NULL);
+  ck_assert_str_eq(zN, "a0000 a0999 67000 67999");
+  free(zN);
   sqlite3_free(zGot);
   zGot = tPull("[[:person/alias :limit nil] [:person/_parent :limit nil]]", 66000, 0, NULL);
   zN = tuQuery(db, "SELECT json_array_length(?1, '$.\":person/alias\"') || ' '"
@@ -638,7 +658,7 @@ START_TEST(test_cache_connection) {
     ednArenaInit(&arena);
     ck_assert_int_eq(ednReadOne(&arena, "[:person/name]", 14, &pPat, &err), SQLITE_OK);
     ck_assert_int_eq(pullEntityEx(db2, pSchema, pPat, P3, 0, &pCache, pOut, &zErr), SQLITE_MISUSE);
-    ck_assert_ptr_nonnull(strstr(zErr, "another connection"));
+    ck_assert_str_eq(zErr, "pull: statement cache used with another connection");
     sqlite3_free(zErr);
     sqlite3_free(sqlite3_str_finish(pOut));
     ednArenaReset(&arena);
@@ -668,9 +688,10 @@ START_TEST(test_text_cache) {
     {"[:person/name]", P3, "{\":person/name\":\"Oleg\",\":db/id\":65538}"},
     {"[:person/name]", P4, "{\":person/name\":\"Oleg\",\":db/id\":65539}"},
     {"[:person/age]", P3, "{\":person/age\":10,\":db/id\":65538}"},
-    {"[:person/name", P3, "ERROR: pattern: line 1 col"},
+    {"[:person/name", P3, "ERROR: pattern: line 1 col 1: unterminated vector"},
     {"{:person/name [:a]}", P3, "ERROR: pattern: line 1 col 1: a pull pattern must be a vector"},
-    {"[[:person/name :as]]", P3, "ERROR: pull pattern: line 1 col 2: expected option/value pairs"},
+    {"[[:person/name :as]]", P3,
+     "ERROR: pull pattern: line 1 col 2: expected option/value pairs after :person/name"},
     {"[[:person/height :default 0]]", P3, "{\":person/height\":0,\":db/id\":65538}"},
     {"[[:person/height :default 0]]", P1, "{\":person/height\":180,\":db/id\":65536}"},
     {"[*]", P6, "{\":db/id\":65541,\":person/id\":6,\":person/name\":\"Ivan\",\":person/age\":20}"},
@@ -685,11 +706,11 @@ START_TEST(test_text_cache) {
     const Schema *pS = k ? pS2 : pSchema;
     for (i = 0; i < (int)(sizeof a / sizeof a[0]); i++) {
       char *zGot = tPullText(a[i].zPat, a[i].e, pS, &pCache);
-      ck_assert_msg(strncmp(zGot, a[i].zWant, strlen(a[i].zWant)) == 0, "%d %s: got %s want %s",
+      ck_assert_msg(strcmp(zGot, a[i].zWant) == 0, "%d %s: got %s want %s",
                     i, a[i].zPat, zGot, a[i].zWant);
       sqlite3_free(zGot);
       zGot = tPullText(a[i].zPat, a[i].e, pS, NULL);   /* no cache: the same */
-      ck_assert_msg(strncmp(zGot, a[i].zWant, strlen(a[i].zWant)) == 0, "%d %s uncached: %s",
+      ck_assert_msg(strcmp(zGot, a[i].zWant) == 0, "%d %s uncached: %s",
                     i, a[i].zPat, zGot);
       sqlite3_free(zGot);
     }
@@ -705,7 +726,7 @@ START_TEST(test_sql_error) {
   char *zGot;
   tExec("DROP TABLE datoms");
   zGot = tPull("[:person/name]", P3, 0, NULL);
-  ck_assert_msg(strncmp(zGot, "ERROR: pull: no such table: datoms", 34) == 0, "%s", zGot);
+  ck_assert_str_eq(zGot, "ERROR: pull: no such table: datoms");
   sqlite3_free(zGot);
 }
 END_TEST
@@ -1258,6 +1279,16 @@ START_TEST(test_history_now) {
   zA = tPull("[* {:p/_friend [*]}]", hA, PULL_WITH_DBID, NULL);
   zB = tPullAt("[* {:p/_friend [*]}]", hA, PULL_WITH_DBID, NULL, NULL);
   ck_assert_str_eq(zA, zB);
+  {
+    /* a now, by hand from T1..T6 (b's friend ref was retracted at T4, the
+    ** child at T6) */
+    char *zExp = tHistSubst("{\":db/id\":{a},\":p/name\":\"A\",\":p/age\":2,\":p/tag\":[\"x\",\"y\",\"z\"],"
+                            "\":p/bio\":\"new text\",\":p/next\":{\":db/id\":{c}}}");
+    char *zWant = tNorm(zExp);
+    ck_assert_str_eq(zA, zWant);
+    sqlite3_free(zWant);
+    sqlite3_free(zExp);
+  }
   sqlite3_free(zA);
   sqlite3_free(zB);
   tHistClose();
@@ -1285,9 +1316,13 @@ START_TEST(test_tx_at_instant) {
   for (i = 1; i < 7; i++) {
     inst.u.i = aInst[i];
     ck_assert_int_eq(pullTxAtInstant(db, &inst, &iTx, &zErr), SQLITE_OK);
-    /* Transactions in the same microsecond: the instant names the last. */
-    if (i == 6 || aInst[i + 1] > aInst[i]) ck_assert_int_eq(iTx, aHistTx[i]);
-    else ck_assert_int_ge(iTx, aHistTx[i]);
+    /* Transactions in the same microsecond: the instant names the last of
+    ** them, the last j whose instant is at or before it. */
+    {
+      int j = i;
+      while (j < 6 && aInst[j + 1] <= aInst[i]) j++;
+      ck_assert_int_eq(iTx, aHistTx[j]);
+    }
   }
   inst.u.i = 0;           /* 1970: before every transaction */
   ck_assert_int_eq(pullTxAtInstant(db, &inst, &iTx, &zErr), SQLITE_OK);
