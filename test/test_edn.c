@@ -1,7 +1,7 @@
 /*
 ** test_edn.c — Check suite for the EDN reader, printers, instants and uuids
 ** (ext/edn_*.c). Table-driven: input text → printed EDN (all top-level forms
-** joined by one space) or → "!error substring" with its line and column.
+** joined by one space) or → "!the whole error message" with its line and column.
 ** Expected values are written by hand from the EDN spec, the brief and the
 ** peer faults B01, B02, B03, B33, B34 (/work/shared/acceptance).
 */
@@ -14,7 +14,7 @@
 typedef struct ReadCase {
   const char *zIn;
   int nIn;            /* -1: strlen(zIn) */
-  const char *zOut;   /* printed forms, or "!substring" of the error */
+  const char *zOut;   /* printed forms, or "!" and the whole error message */
   int line, col;      /* error position (0: not checked) */
 } ReadCase;
 
@@ -56,10 +56,10 @@ static void checkCases(const ReadCase *a, int n) {
     int nIn = a[i].nIn < 0 ? (int)strlen(a[i].zIn) : a[i].nIn;
     char *zGot = readPrint(a[i].zIn, nIn, &line, &col);
     if (a[i].zOut[0] == '!') {
-      ck_assert_msg(zGot[0] == '!' && strstr(zGot, a[i].zOut + 1) != NULL,
-                    "case %d [%s]: expected error containing \"%s\", got \"%s\"",
+      ck_assert_msg(strcmp(zGot, a[i].zOut) == 0,
+                    "case %d [%s]: expected error \"%s\", got \"%s\"",
                     i, a[i].zIn, a[i].zOut + 1, zGot);
-      if (a[i].line) {
+      {
         ck_assert_msg(line == a[i].line && col == a[i].col,
                       "case %d [%s]: error at %d:%d, expected %d:%d (%s)",
                       i, a[i].zIn, line, col, a[i].line, a[i].col, zGot);
@@ -91,19 +91,19 @@ START_TEST(test_scalars) {
     {"\"a\\u0000b\"", -1, "\"a\\u0000b\"", 0, 0},
     {"\"line1\nline2\"", -1, "\"line1\\nline2\"", 0, 0},
     {"\"\xF0\x9F\x98\x80 ok\"", -1, "\"\xF0\x9F\x98\x80 ok\"", 0, 0},
-    {"\"\\uD800\"", -1, "!lone surrogate", 1, 2},
-    {"\"\\uDE00\"", -1, "!lone surrogate", 1, 2},
-    {"\"\\uD800\\u0041\"", -1, "!lone surrogate", 1, 2},
-    {"\"x\\uD83D\"", -1, "!lone surrogate", 1, 3},
-    {"\"\\u12\"", -1, "!4 hex digits", 1, 2},
-    {"\"\\q\"", -1, "!invalid escape \\q", 1, 2},
+    {"\"\\uD800\"", -1, "!lone surrogate \\uD800 in string", 1, 2},
+    {"\"\\uDE00\"", -1, "!lone surrogate \\uDE00 in string", 1, 2},
+    {"\"\\uD800\\u0041\"", -1, "!lone surrogate \\uD800 in string", 1, 2},
+    {"\"x\\uD83D\"", -1, "!lone surrogate \\uD83D in string", 1, 3},
+    {"\"\\u12\"", -1, "!invalid \\u escape in string (4 hex digits expected)", 1, 2},
+    {"\"\\q\"", -1, "!invalid escape \\q in string", 1, 2},
     {"\"abc", -1, "!unterminated string", 1, 1},
     {"[1 \"ab\\\"]", -1, "!unterminated string", 1, 4},
-    {"\"\xFF\"", -1, "!invalid UTF-8", 1, 2},
-    {"\"\xC0\xAF\"", -1, "!invalid UTF-8", 1, 2},             /* overlong '/' */
-    {"\"\xED\xA0\x80\"", -1, "!invalid UTF-8", 1, 2},         /* encoded surrogate */
-    {"\"\xF4\x90\x80\x80\"", -1, "!invalid UTF-8", 1, 2},     /* past U+10FFFF */
-    {"\"\xC3\"", -1, "!invalid UTF-8", 1, 2},                 /* truncated */
+    {"\"\xFF\"", -1, "!invalid UTF-8 in string", 1, 2},
+    {"\"\xC0\xAF\"", -1, "!invalid UTF-8 in string", 1, 2},             /* overlong '/' */
+    {"\"\xED\xA0\x80\"", -1, "!invalid UTF-8 in string", 1, 2},         /* encoded surrogate */
+    {"\"\xF4\x90\x80\x80\"", -1, "!invalid UTF-8 in string", 1, 2},     /* past U+10FFFF */
+    {"\"\xC3\"", -1, "!invalid UTF-8 in string", 1, 2},                 /* truncated */
     /* characters */
     {"\\c", -1, "\\c", 0, 0},
     {"\\newline \\space \\tab \\return \\backspace \\formfeed", -1,
@@ -119,13 +119,13 @@ START_TEST(test_scalars) {
     {"\\1", -1, "\\1", 0, 0},
     {"[\\, \\,]", -1, "[\\, \\,]", 0, 0},
     {"\\u0000", -1, "\\u0000", 0, 0},
-    {"\\ ", -1, "!whitespace", 1, 1},
-    {"[\\ ]", -1, "!whitespace", 1, 2},
-    {"\\\n", -1, "!whitespace", 1, 1},
-    {"\\", -1, "!end of input", 1, 1},
+    {"\\ ", -1, "!a backslash followed by whitespace is not a character", 1, 1},
+    {"[\\ ]", -1, "!a backslash followed by whitespace is not a character", 1, 2},
+    {"\\\n", -1, "!a backslash followed by whitespace is not a character", 1, 1},
+    {"\\", -1, "!backslash at end of input", 1, 1},
     {"\\abc", -1, "!unsupported character \\abc", 1, 1},
-    {"\\uD800", -1, "!surrogate", 1, 1},
-    {"\\u00E9x", -1, "!unsupported character", 1, 1},
+    {"\\uD800", -1, "!invalid character \\uD800 (a surrogate)", 1, 1},
+    {"\\u00E9x", -1, "!unsupported character \\u00E9x", 1, 1},
     {"\\a@", -1, "!invalid character literal", 1, 1},
   };
   checkCases(a, NCASE(a));
@@ -142,17 +142,17 @@ START_TEST(test_numbers) {
     {"-9223372036854775808", -1, "-9223372036854775808", 0, 0},
     {"9223372036854775808", -1, "!integer 9223372036854775808 out of range", 1, 1},
     {"-9223372036854775809", -1, "!integer -9223372036854775809 out of range", 1, 1},
-    {"[1 99999999999999999999]", -1, "!out of range", 1, 4},
-    {"0644", -1, "!leading zeros", 1, 1},
-    {"-01", -1, "!leading zeros", 1, 1},
-    {"00.5", -1, "!leading zeros", 1, 1},
+    {"[1 99999999999999999999]", -1, "!integer 99999999999999999999 out of range", 1, 4},
+    {"0644", -1, "!invalid number 0644 (leading zeros are not allowed)", 1, 1},
+    {"-01", -1, "!invalid number -01 (leading zeros are not allowed)", 1, 1},
+    {"00.5", -1, "!invalid number 00.5 (leading zeros are not allowed)", 1, 1},
     {"12N", -1, "!arbitrary-precision literal 12N is not supported", 1, 1},
-    {"99999999999999999999999N", -1, "!arbitrary-precision literal", 1, 1},
+    {"99999999999999999999999N", -1, "!arbitrary-precision literal 99999999999999999999999N is not supported", 1, 1},
     {"1.5M", -1, "!arbitrary-precision literal 1.5M is not supported", 1, 1},
     {"0x1F", -1, "!invalid number 0x1F", 1, 1},
-    {"1/2", -1, "!invalid number", 1, 1},
+    {"1/2", -1, "!invalid number 1/2", 1, 1},
     {"12abc", -1, "!invalid number 12abc", 1, 1},
-    {"1e", -1, "!invalid number", 1, 1},
+    {"1e", -1, "!invalid number 1e", 1, 1},
     {"1.0", -1, "1.0", 0, 0},
     {"2.0 -3.5", -1, "2.0 -3.5", 0, 0},
     {"1.", -1, "1.0", 0, 0},
@@ -168,7 +168,7 @@ START_TEST(test_numbers) {
     {"9007199254740993", -1, "9007199254740993", 0, 0},
     {"##Inf ##-Inf ##NaN", -1, "##Inf ##-Inf ##NaN", 0, 0},
     {"##Foo", -1, "!unknown symbolic value ##Foo", 1, 1},
-    {"1e309", -1, "!out of range", 1, 1},
+    {"1e309", -1, "!double 1e309 out of range", 1, 1},
     {".5", -1, "!invalid symbol .5", 1, 1},
   };
   checkCases(a, NCASE(a));
@@ -183,25 +183,25 @@ START_TEST(test_keywords_symbols) {
     {":foo_bar :x.y/z-1", -1, ":foo_bar :x.y/z-1", 0, 0},
     {":db.part/user :<> :a*b!", -1, ":db.part/user :<> :a*b!", 0, 0},
     {":caf\xC3\xA9", -1, ":caf\xC3\xA9", 0, 0},
-    {":foo/", -1, "!empty name", 1, 1},
-    {":/x", -1, "!empty namespace", 1, 1},
-    {":", -1, "!empty keyword", 1, 1},
-    {"::a", -1, "!auto-resolved", 1, 1},
-    {":a/b/c", -1, "!more than one", 1, 1},
-    {"[{:db/id \"y\" :foo/ 1}]", -1, "!invalid keyword :foo/", 1, 14},
+    {":foo/", -1, "!invalid keyword :foo/: empty name", 1, 1},
+    {":/x", -1, "!invalid keyword :/x: empty namespace", 1, 1},
+    {":", -1, "!invalid keyword :: empty keyword", 1, 1},
+    {"::a", -1, "!invalid keyword ::a: auto-resolved keyword (::) is not EDN", 1, 1},
+    {":a/b/c", -1, "!invalid keyword :a/b/c: more than one '/'", 1, 1},
+    {"[{:db/id \"y\" :foo/ 1}]", -1, "!invalid keyword :foo/: empty name", 1, 14},
     {"+ - . ... ?x _ $ % clojure.string/blank?", -1, "+ - . ... ?x _ $ % clojure.string/blank?", 0, 0},
     {"-1 +1 -a +b - +", -1, "-1 1 -a +b - +", 0, 0},
     {"[[-1 +1 -a +b - + .]]", -1, "[[-1 1 -a +b - + .]]", 0, 0},
     {"[- +] {:a -} {:b +} (- ?v 1) (+ ?v -1)", -1, "[- +] {:a -} {:b +} (- ?v 1) (+ ?v -1)", 0, 0},
     {"/ a/b a.b/c-d *ns*/x", -1, "/ a/b a.b/c-d *ns*/x", 0, 0},
     {"a#b a'b a:b", -1, "a#b a'b a:b", 0, 0},
-    {"a/", -1, "!empty name", 1, 1},
-    {"a/b/c", -1, "!more than one", 1, 1},
-    {"-1a", -1, "!invalid number", 1, 1},
+    {"a/", -1, "!invalid symbol a/: empty name", 1, 1},
+    {"a/b/c", -1, "!invalid symbol a/b/c: more than one '/'", 1, 1},
+    {"-1a", -1, "!invalid number -1a", 1, 1},
     {"a@", -1, "!unexpected character '@'", 1, 2},
     {"@x", -1, "!unexpected character '@'", 1, 1},
-    {"'x", -1, "!unexpected character", 1, 1},
-    {"a:", -1, "!end with ':'", 1, 1},
+    {"'x", -1, "!unexpected character '''", 1, 1},
+    {"a:", -1, "!invalid symbol a:: a name may not end with ':'", 1, 1},
   };
   checkCases(a, NCASE(a));
 }
@@ -224,18 +224,18 @@ START_TEST(test_collections) {
     {"#{1 1}", -1, "!duplicate element 1 in set", 1, 5},
     {"#{[1 2] (1 2)}", -1, "#{[1 2] (1 2)}", 0, 0},   /* list and vector differ */
     {"#{[1 2] [1 2]}", -1, "!duplicate element [1 2] in set", 1, 9},
-    {"#{#{1 2} #{2 1}}", -1, "!duplicate element", 1, 10},
-    {"{{:a 1 :b 2} 1 {:b 2 :a 1} 2}", -1, "!duplicate key", 1, 16},
-    {"#{0.0 -0.0}", -1, "!duplicate element", 1, 7},
+    {"#{#{1 2} #{2 1}}", -1, "!duplicate element #{2 1} in set", 1, 10},
+    {"{{:a 1 :b 2} 1 {:b 2 :a 1} 2}", -1, "!duplicate key {:b 2 :a 1} in map", 1, 16},
+    {"#{0.0 -0.0}", -1, "!duplicate element -0.0 in set", 1, 7},
     {"#{\"a\" \"a\"}", -1, "!duplicate element \"a\" in set", 1, 7},
-    {"{:a}", -1, "!odd number", 1, 1},
+    {"{:a}", -1, "!map literal has an odd number of forms (1)", 1, 1},
     {"]", -1, "!unexpected ]", 1, 1},
     {"1 2 )", -1, "!unexpected )", 1, 5},
     {"[1 2", -1, "!unterminated vector", 1, 1},
     {"(1", -1, "!unterminated list", 1, 1},
     {"{:a 1", -1, "!unterminated map", 1, 1},
     {"#{1", -1, "!unterminated set", 1, 1},
-    {"[1 2)", -1, "!unexpected )", 1, 5},
+    {"[1 2)", -1, "!unexpected ) (the vector opened at line 1 col 1 is not closed)", 1, 5},
     {"x\ny\n  ]", -1, "!unexpected ]", 3, 3},
     {"\"\xC3\xA9\" ]", -1, "!unexpected ]", 1, 5},
     {"[\"a\nb\" \xC3\xA9 ]]", -1, "!unexpected ]", 2, 7},
@@ -250,27 +250,27 @@ START_TEST(test_tags) {
     {"#inst \"2018-01-01T12:00:00+01:00\"", -1, "#inst \"2018-01-01T11:00:00.000000Z\"", 0, 0},
     {"#inst \"2018-01-01T11:00:00.000Z\"", -1, "#inst \"2018-01-01T11:00:00.000000Z\"", 0, 0},
     {"#inst\"2018-01-01\"", -1, "#inst \"2018-01-01T00:00:00.000000Z\"", 0, 0},
-    {"#inst \"not-a-date\"", -1, "!invalid #inst \"not-a-date\"", 1, 7},
+    {"#inst \"not-a-date\"", -1, "!invalid #inst \"not-a-date\" (expected RFC 3339, e.g. 2018-01-01T11:00:00Z)", 1, 7},
     {"#inst 5", -1, "!#inst needs a string", 1, 1},
     {"#uuid \"FF62D552-6569-4d1b-b667-04703041dfc4\"", -1,
      "#uuid \"ff62d552-6569-4d1b-b667-04703041dfc4\"", 0, 0},
-    {"#uuid \"ff62d552-6569-4d1b-b667-04703041dfc\"", -1, "!invalid #uuid", 1, 7},
-    {"#uuid \"ff62d552x6569-4d1b-b667-04703041dfc4\"", -1, "!invalid #uuid", 1, 7},
+    {"#uuid \"ff62d552-6569-4d1b-b667-04703041dfc\"", -1, "!invalid #uuid \"ff62d552-6569-4d1b-b667-04703041dfc\"", 1, 7},
+    {"#uuid \"ff62d552x6569-4d1b-b667-04703041dfc4\"", -1, "!invalid #uuid \"ff62d552x6569-4d1b-b667-04703041dfc4\"", 1, 7},
     {"#db/id [:db.part/user -1]", -1, "#db/id [:db.part/user -1]", 0, 0},
     {"#db/id[:db.part/db]", -1, "#db/id [:db.part/db]", 0, 0},
     {"#bytes \"00ff\"", -1, "#bytes \"00ff\"", 0, 0},
     {"#bytes \"00FFab\" #bytes \"\"", -1, "#bytes \"00ffab\" #bytes \"\"", 0, 0},
-    {"[1 #bytes \"0\"]", -1, "!invalid #bytes: an even number", 1, 11},
+    {"[1 #bytes \"0\"]", -1, "!invalid #bytes: an even number of hex digits is needed", 1, 11},
     {"#bytes \"zz\"", -1, "!invalid #bytes: \"zz\" is not hex", 1, 8},
-    {"#bytes 12", -1, "!#bytes needs a string", 1, 1},
+    {"#bytes 12", -1, "!#bytes needs a string of hex digits", 1, 1},
     {"[#_ #bytes \"0\"]", -1, "[]", 0, 0},
     {"#a #b 1", -1, "#a #b 1", 0, 0},
     {"#foo", -1, "!tag #foo has no value", 1, 1},
     {"[#foo]", -1, "!tag #foo has no value", 1, 2},
     {"#", -1, "!# at end of input", 1, 1},
     {"#:a{:b 1}", -1, "!unsupported dispatch #:", 1, 1},
-    {"#\"re\"", -1, "!unsupported dispatch", 1, 1},
-    {"#/x 1", -1, "!unsupported dispatch", 1, 1},
+    {"#\"re\"", -1, "!unsupported dispatch #\"", 1, 1},
+    {"#/x 1", -1, "!unsupported dispatch #/", 1, 1},
   };
   checkCases(a, NCASE(a));
 }
@@ -317,16 +317,16 @@ START_TEST(test_nul_utf8) {
     {"1 ;c\0\n", 6, "!NUL byte outside a string", 1, 5},
     {"ab\0", 3, "!NUL byte outside a string", 1, 3},
     {"#\0", 2, "!NUL byte outside a string", 1, 2},
-    {"[{:p/name \"\xFF\"}]", -1, "!invalid UTF-8", 1, 12},
+    {"[{:p/name \"\xFF\"}]", -1, "!invalid UTF-8 in string", 1, 12},
     {"a\xFF", -1, "!invalid UTF-8", 1, 2},
     {"; \xFF\n1", -1, "!invalid UTF-8", 1, 3},
     {"\x01", -1, "!unexpected control character 0x01", 1, 1},
     {"ab\x7F", -1, "!unexpected control character 0x7F", 1, 3},
     {"\xEF\xBB\xBF[1]", -1, "[1]", 0, 0},
-    {"[1 \xEF\xBB\xBF:a]", -1, "!byte order mark", 1, 4},
+    {"[1 \xEF\xBB\xBF:a]", -1, "!unexpected byte order mark (U+FEFF)", 1, 4},
     {"[\"\\uD83D\\uDE00\"]", -1, "[\"\xF0\x9F\x98\x80\"]", 0, 0},
     {"[[\\newline \\space \\u00E9 \\a]]", -1, "[[\\newline \\space \\\xC3\xA9 \\a]]", 0, 0},
-    {"[[\\ ]]", -1, "!whitespace", 1, 3},
+    {"[[\\ ]]", -1, "!a backslash followed by whitespace is not a character", 1, 3},
   };
   checkCases(a, NCASE(a));
 }
@@ -337,12 +337,12 @@ START_TEST(test_b03) {
   static const ReadCase a[] = {
     {"[{:db/id \"a\" :n/v [9223372036854775807 -9223372036854775808 0 -0 +7]}]", -1,
      "[{:db/id \"a\" :n/v [9223372036854775807 -9223372036854775808 0 0 7]}]", 0, 0},
-    {"[{:db/id \"b\" :n/v 9223372036854775808}]", -1, "!out of range", 1, 19},
-    {"[{:db/id \"c\" :n/v -9223372036854775809}]", -1, "!out of range", 1, 19},
-    {"[{:db/id \"d\" :n/v 0644}]", -1, "!leading zeros", 1, 19},
-    {"[{:db/id \"e\" :n/v 12N}]", -1, "!arbitrary-precision literal 12N", 1, 19},
+    {"[{:db/id \"b\" :n/v 9223372036854775808}]", -1, "!integer 9223372036854775808 out of range", 1, 19},
+    {"[{:db/id \"c\" :n/v -9223372036854775809}]", -1, "!integer -9223372036854775809 out of range", 1, 19},
+    {"[{:db/id \"d\" :n/v 0644}]", -1, "!invalid number 0644 (leading zeros are not allowed)", 1, 19},
+    {"[{:db/id \"e\" :n/v 12N}]", -1, "!arbitrary-precision literal 12N is not supported", 1, 19},
     {"[{:db/id \"f\" :n/v 1.0}]", -1, "[{:db/id \"f\" :n/v 1.0}]", 0, 0},
-    {"[{:db/id \"g\" :n/v 99999999999999999999999N}]", -1, "!arbitrary-precision", 1, 19},
+    {"[{:db/id \"g\" :n/v 99999999999999999999999N}]", -1, "!arbitrary-precision literal 99999999999999999999999N is not supported", 1, 19},
     {"[{:db/id \"a\" :m/d [-0.0 1e308 ##Inf ##-Inf 5e-324]}]", -1,
      "[{:db/id \"a\" :m/d [-0.0 1e+308 ##Inf ##-Inf 5e-324]}]", 0, 0},
   };
@@ -401,7 +401,7 @@ START_TEST(test_read_one) {
   ck_assert_int_eq(p->u.c.n, 2);
   ck_assert_int_eq(ednReadOne(&arena, "1 2", -1, &p, &err), SQLITE_ERROR);
   ck_assert_ptr_null(p);
-  ck_assert(strstr(err.zMsg, "expected one EDN form") != NULL);
+  ck_assert_str_eq(err.zMsg, "expected one EDN form, found another after it");
   ck_assert_int_eq(err.line, 1);
   ck_assert_int_eq(err.col, 3);
   ck_assert_int_eq(ednReadOne(&arena, "", 0, &p, &err), SQLITE_ERROR);
@@ -414,7 +414,7 @@ START_TEST(test_read_one) {
   /* Only n bytes are read: the rest of the buffer is never looked at. */
   ck_assert_int_eq(ednReadOne(&arena, "[1] [2]", 3, &p, &err), SQLITE_OK);
   ck_assert_int_eq(ednReadOne(&arena, "\"abc\"", 4, &p, &err), SQLITE_ERROR);
-  ck_assert(strstr(err.zMsg, "unterminated string") != NULL);
+  ck_assert_str_eq(err.zMsg, "unterminated string");
   ck_assert_int_eq(ednReadOne(&arena, "12345", 2, &p, &err), SQLITE_OK);
   ck_assert_int_eq(p->u.i, 12);
   ednArenaReset(&arena);
@@ -457,18 +457,18 @@ START_TEST(test_depth) {
   static const struct { const char *zA, *zMid, *zB; int n; const char *zExpect; } a[] = {
     {"[", "", "]", 200000, "!nesting too deep (limit 256)"},
     {"[", "", "", 200000, "!nesting too deep (limit 256)"},
-    {"{:a ", "1", "}", 100000, "!nesting too deep"},
-    {"#t ", "1", "", 100000, "!nesting too deep"},
-    {"#_ ", "1 2", "", 100000, "!nesting too deep"},
+    {"{:a ", "1", "}", 100000, "!nesting too deep (limit 256)"},
+    {"#t ", "1", "", 100000, "!nesting too deep (limit 256)"},
+    {"#_ ", "1 2", "", 100000, "!nesting too deep (limit 256)"},
     {"(", "", ")", 257, "!nesting too deep (limit 256)"},
-    {"#{", "", "}", 257, "!nesting too deep"},
+    {"#{", "", "}", 257, "!nesting too deep (limit 256)"},
   };
   int i;
   for (i = 0; i < NCASE(a); i++) {
     char *zIn = repeatStr(a[i].zA, a[i].n, a[i].zMid, a[i].zB, a[i].n);
     int line, col;
     char *zGot = readPrint(zIn, (int)strlen(zIn), &line, &col);
-    ck_assert_msg(strstr(zGot, a[i].zExpect + 1) != NULL, "depth case %d: %s", i, zGot);
+    ck_assert_msg(strcmp(zGot, a[i].zExpect) == 0, "depth case %d: %s", i, zGot);
     free(zGot);
     free(zIn);
   }
@@ -488,7 +488,7 @@ START_TEST(test_depth) {
     zBig = malloc(strlen(zIn) + strlen(zInner) + 3);
     sprintf(zBig, "%s%s}]", zIn, zInner);
     char *zGot = readPrint(zBig, (int)strlen(zBig), &line, &col);
-    ck_assert_msg(strstr(zGot, "nesting too deep") != NULL, "%s", zGot);
+    ck_assert_str_eq(zGot, "!nesting too deep (limit 256)");
     free(zGot); free(zBig); free(zInner); free(zIn);
   }
 }
@@ -673,11 +673,12 @@ START_TEST(test_format_instant) {
     ednFormatInstant(a[i].us, aBuf);
     ck_assert_str_eq(aBuf, a[i].z);
   }
-  /* The extremes of the int64 range format without overflow. */
+  /* The extremes of the int64 range format without overflow: -2^63 and
+  ** 2^63 - 1 microseconds, proleptic Gregorian (days from civil, by hand). */
   ednFormatInstant((sqlite3_int64)(((sqlite3_uint64)1) << 63), aBuf);
-  ck_assert(strlen(aBuf) < 40);
+  ck_assert_str_eq(aBuf, "-290308-12-21T19:59:05.224192Z");
   ednFormatInstant((sqlite3_int64)((((sqlite3_uint64)1) << 63) - 1), aBuf);
-  ck_assert(strlen(aBuf) < 40);
+  ck_assert_str_eq(aBuf, "294247-01-10T04:00:54.775807Z");
 }
 END_TEST
 
@@ -931,7 +932,12 @@ START_TEST(test_locale_independent) {
   EdnError err;
   sqlite3_str *pStr;
   char *zOut;
-  if (setlocale(LC_NUMERIC, "de_DE.UTF-8") == NULL && setlocale(LC_NUMERIC, "de_DE.utf8") == NULL) return;
+  if (setlocale(LC_NUMERIC, "de_DE.UTF-8") == NULL && setlocale(LC_NUMERIC, "de_DE.utf8") == NULL) {
+    /* no locale with a decimal comma is installed: nothing to show */
+    printf("locale independence: SKIPPED (no de_DE locale installed)\n");
+    fflush(stdout);
+    return;
+  }
   ednArenaInit(&arena);
   ck_assert_int_eq(ednReadOne(&arena, "[1.5 -2.25e3 0.1]", -1, &p, &err), SQLITE_OK);
   pStr = sqlite3_str_new(NULL);
@@ -971,6 +977,16 @@ START_TEST(test_oom) {
     " #bytes \"00ff\" [[[[1.5]]]] #{1 2 3}]",
     "{:p/name 1 :p/name 2}",        /* the duplicate message is built with sqlite3_str */
   };
+  /* input 0 printed as JSON, then as EDN (instants with microseconds, a
+  ** tag JSON does not have as its EDN text, bytes as hex, a set as an array) */
+  static const char *zWant0 =
+    "[{\":a0\":0,\":a1\":1,\":a2\":2,\":a3\":3,\":a4\":4,\":a5\":5,\":a6\":6,\":a7\":7,\":a8\":8,"
+    "\":a9\":9,\":b0\":0,\":b1\":1,\":b2\":2,\":b3\":3,\":b4\":4,\":b5\":5,\":b6\":6,\":b7\":7,\":b8\":8,"
+    "\":b9\":9},\"a string\",\"2018-01-01T00:00:00.000000Z\",\"#db/id [:db.part/user -1]\",\"00ff\","
+    "[[[[1.5]]]],[1,2,3]]"
+    "[{:a0 0 :a1 1 :a2 2 :a3 3 :a4 4 :a5 5 :a6 6 :a7 7 :a8 8 :a9 9 :b0 0 :b1 1 :b2 2 :b3 3 :b4 4"
+    " :b5 5 :b6 6 :b7 7 :b8 8 :b9 9} \"a string\" #inst \"2018-01-01T00:00:00.000000Z\""
+    " #db/id [:db.part/user -1] #bytes \"00ff\" [[[[1.5]]]] #{1 2 3}]";
   sqlite3_mem_methods fault;
   int i, n, bDone, nNoMem;
   sqlite3_shutdown();
@@ -996,11 +1012,14 @@ START_TEST(test_oom) {
         ednPrintJson(pStr, p);
         ednPrint(pStr, p);
         z = sqlite3_str_finish(pStr);   /* NULL when an append ran out */
+        /* what was read and printed is the whole input: JSON then EDN */
+        if (z) ck_assert_msg(i == 0 && strcmp(z, zWant0) == 0, "input %d, %d allocations: %s", i, n, z);
         sqlite3_free(z);
         bDone = (z != NULL);
       } else if (rc == SQLITE_ERROR) {
         ck_assert_msg(i == 1, "input %d, %d allocations: unexpected error %s", i, n, err.zMsg);
-        ck_assert(strstr(err.zMsg, "duplicate key") != NULL);
+        ck_assert_str_eq(err.zMsg, "duplicate key :p/name in map");
+        ck_assert_int_eq(err.col, 12);
         bDone = 1;
       } else {
         ck_assert_int_eq(rc, SQLITE_NOMEM);
