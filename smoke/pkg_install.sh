@@ -6,8 +6,8 @@
 #     and libsqlite3-0 (>= 3.30), and lintian reports no errors or warnings;
 #   - where the machine may be changed (MENTAT_REQUIRE_HOSTS=1, CI, or MENTAT_INSTALL_TEST=1;
 #     as root or with password-less sudo): `make install` then `dpkg -i`, each followed by
-#     `.load libmentat_sqlite` by bare name in the sqlite3 shell and /usr/bin/python3, then
-#     uninstalled again. Elsewhere that part says it skipped.
+#     `.load libmentat_sqlite` by bare name in the sqlite3 shell and /usr/bin/python3, and
+#     go/mentat's Auto() in the Go host of smoke/hosts.sh, then uninstalled again. Elsewhere that part says it skipped.
 # Prints PASS/FAIL/SKIPPED lines and 'N passed, M failed'; exits non-zero on any failure.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -54,6 +54,12 @@ bare() {
   a=$(cd "$T" && sqlite3 :memory: '.load libmentat_sqlite' "SELECT json_extract(mentat_version('json'), '\$.version')" 2>&1)
   b=$(cd "$T" && /usr/bin/python3 -c 'import sqlite3; c = sqlite3.connect(":memory:"); c.enable_load_extension(True); c.load_extension("libmentat_sqlite"); print(c.execute("SELECT json_extract(mentat_version(%s), %s)" % (chr(39)+"json"+chr(39), chr(39)+"$.version"+chr(39))).fetchone()[0])' 2>&1)
   check "$1: bare-name load in sqlite3 and python3" "$a $b" "$VER $VER"
+  if [ -x "$TOP/build/go/hosts" ]; then
+    check "$1: go/mentat Auto() finds it" "$("$TOP/build/go/hosts" auto "$T/go.db" "$HERE/hosts/script.txt" 2>&1 | grep '^version=')" "version=$VER"
+    rm -f "$T"/go.db*
+  else
+    check "$1: go/mentat Auto() (build/go/hosts, built by smoke/hosts.sh)" "missing" "built"
+  fi
 }
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO="sudo -n"

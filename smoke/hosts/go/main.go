@@ -1,6 +1,7 @@
-// smoke/hosts/go/main.go SO DB SCRIPT — the hosts script (../script.txt) in Go's database/sql
+// smoke/hosts/go/main.go SO|auto DB SCRIPT — the hosts script (../script.txt) in Go's database/sql
 // with mattn/go-sqlite3 (Debian's), the extension registered for every pooled connection by
-// go/mentat's AutoPath (sqlite3_auto_extension), never through a query.
+// go/mentat's AutoPath(SO), or Auto() for "auto" (sqlite3_auto_extension), never through a
+// query.
 package main
 
 import (
@@ -17,8 +18,13 @@ import (
 
 func main() {
 	so, dbPath, script := os.Args[1], os.Args[2], os.Args[3]
-	if err := mentat.AutoPath(so); err != nil {
-		fmt.Println("FAIL mentat.AutoPath:", err)
+	// "auto": the installed library by bare name (smoke/pkg_install.sh after make install).
+	register := func() error { return mentat.AutoPath(so) }
+	if so == "auto" {
+		register = mentat.Auto
+	}
+	if err := register(); err != nil {
+		fmt.Println("FAIL registering the extension:", err)
 		os.Exit(1)
 	}
 	db, err := sql.Open("sqlite3", ":memory:")
