@@ -25,7 +25,8 @@ typedef struct QFindElem {
   const EdnValue *pForm;     /* the element as written (errors, names) */
   const EdnValue *pVar;      /* the variable (aggregated / pulled / plain) */
   const char *zAgg;          /* QF_AGG: function name, e.g. "count-distinct" */
-  const EdnValue *pAggN;     /* QF_AGG: the constant argument of (min n ?x), or NULL */
+  const EdnValue *pAggN;     /* QF_AGG: the count of (min n ?x) (an integer or
+                             ** an :in variable), or NULL */
   const EdnValue *pPattern;  /* QF_PULL: the pull pattern, or the symbol of an
                              ** :in input holding it (pattern or ?pattern) */
   const char *zName;         /* column name: "?x", "(count ?x)", "(pull ?e [...])" */

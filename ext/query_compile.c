@@ -115,6 +115,10 @@ int qcPullColumn(QComp *pC, const QFindElem *pE, QPlanCol *pCol) {
   return SQLITE_OK;
 }
 
+const char *qcKwCollate(ValueType vt) {
+  return vt == VT_KEYWORD || vt == VT_NONE ? " COLLATE mentat_kw" : "";
+}
+
 void qcWhere(QCtx *pX, char *zTerm) {
   if (zTerm == NULL) { qcNoMem(pX->pC); return; }
   if (pX->nWhere++) sqlite3_str_appendall(pX->pWhere, " AND ");
@@ -1434,8 +1438,8 @@ static int qcAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
   for (i = 0; i < pQ->nOrder && pC->rc == SQLITE_OK; i++) {
     QVar *pV = NULL;
     if (qcFindVar(pC, pX, pQ->aOrder[i].pVar, ":order", &pV)) break;
-    sqlite3_str_appendf(pSql, "%s%s%s", i ? ", " : " ORDER BY ", pV->zExpr,
-                        pQ->aOrder[i].bDesc ? " DESC" : "");
+    sqlite3_str_appendf(pSql, "%s%s%s%s", i ? ", " : " ORDER BY ", pV->zExpr,
+                        qcKwCollate(pV->vt), pQ->aOrder[i].bDesc ? " DESC" : "");
   }
 finish:
   if (pC->rc) goto cleanup;

@@ -27,6 +27,7 @@ typedef enum QConv {
   QV_LOOKUP_V,      /* ... the value, typed by the attribute */
   QV_LOOKUP_TAG,    /* ... the attribute's tag */
   QV_INT,           /* :limit / :offset */
+  QV_AGG_N,         /* the input count of (max ?k ?x); pConst is that form */
   QV_JSON,          /* any value as JSON text (tuple values) */
   QV_HIST_TX,       /* opts asOf/since as a tx id */
   QV_HIST_INST      /* opts asOf/since as an instant (µs) */
@@ -184,6 +185,10 @@ int qcErr(QComp *pC, const EdnValue *p, const char *zFmt, ...);
 ** (a bad pattern fails the compile, before any row). SQLite code; on error
 ** pC->rc and *pC->pzErr are set. */
 int qcPullColumn(QComp *pC, const QFindElem *pE, QPlanCol *pCol);
+/* " COLLATE mentat_kw" for an expression of type vt that may hold keywords
+** (VT_KEYWORD, or VT_NONE), else "": min, max, :order and compare then
+** order keywords as Clojure's compare does (query_funcs.c). */
+const char *qcKwCollate(ValueType vt);
 int qcNoMem(QComp *pC);
 /* Appends " AND term" to the scope's WHERE. zTerm is sqlite3_malloc'd and
 ** taken over (NULL means OOM). */

@@ -57,6 +57,23 @@ static void qcAggValue(sqlite3_str *pOut, int k, ValueType vt, const char *zPlac
   else sqlite3_str_appendf(pOut, "v%d", k);
 }
 
+/* The parameter of n in (min n ?x) and the like: the constant, or the
+** value of a scalar :in variable ((max ?k ?x)), checked when bound. 0 with
+** pC->rc set on error. */
+static int qcAggCount(QComp *pC, QCtx *pX, const QFindElem *pE) {
+  const EdnValue *pN = pE->pAggN;
+  QVar *pV;
+  const QParam *pSrc;
+  if (!ednIsVar(pN)) return qcParam(pC, pN, -1, -1, -1, QV_INT, VT_LONG);
+  pV = qcVarFind(pX, pN->u.s.z);
+  if (pV == NULL || pV->nParam != 1) {
+    qcErr(pC, pN, "%s in %s must be an integer or a scalar :in variable", pN->u.s.z, pE->zName);
+    return 0;
+  }
+  pSrc = &pC->aParam[pV->aParam[0] - 1];
+  return qcParam(pC, pE->pForm, pSrc->iInput, pSrc->i1, pSrc->i2, QV_AGG_N, VT_LONG);
+}
+
 /* The value-count plan of HOW IT WORKS, when pQ has that shape: 1 and the
 ** SQL in pSql, else 0 and nothing written. */
 static int qcValueCounts(QComp *pC, QueryPlan *pPlan, sqlite3_str *pSql) {
@@ -207,7 +224,8 @@ static int qcAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *p
       sqlite3_str_appendall(pOuter, ")");
       pCol->vt = VT_DOUBLE;
     } else if ((strcmp(zA, "min") == 0 || strcmp(zA, "max") == 0) && pE->pAggN == NULL) {
-      sqlite3_str_appendf(pOuter, "%s(v%d)", zA, k);
+      /* SQLite's min/max take their argument's collation. */
+      sqlite3_str_appendf(pOuter, "%s(v%d%s)", zA, k, qcKwCollate(vt));
       pCol->vt = vt;
     } else if (strcmp(zA, "median") == 0 || strcmp(zA, "variance") == 0
                || strcmp(zA, "stddev") == 0) {
@@ -220,7 +238,8 @@ static int qcAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *p
       pCol->kind = QCOL_JSON;
     } else if (strcmp(zA, "min") == 0 || strcmp(zA, "max") == 0 || strcmp(zA, "sample") == 0
                || strcmp(zA, "rand") == 0) {
-      int iP = pE->pAggN ? qcParam(pC, pE->pAggN, -1, -1, -1, QV_INT, VT_LONG) : 0;
+      int iP = pE->pAggN ? qcAggCount(pC, pX, pE) : 0;
+      if (pC->rc) break;
       /* min n, max n, sample n (distinct), rand n (with replacement) */
       int iMode = zA[0] == 'm' ? (zA[1] == 'i' ? 1 : 2) : (zA[0] == 'r' ? 4 : 3);
       if (iP) sqlite3_str_appendf(pOuter, "mentat_agg_json(%d, v%d, t%d, ?%d)", iMode, k, k, iP);
@@ -254,10 +273,12 @@ static int qcAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *p
   else sqlite3_str_appendall(pSql, " HAVING count(*) > 0");
   for (i = 0; i < pQ->nOrder && pC->rc == SQLITE_OK; i++) {
     int j, iCol = -1;
+    ValueType vtOrder = VT_NONE;
     for (j = 0; j < pQ->nFind; j++) {
       if (pQ->aFind[j].kind != QF_AGG
           && strcmp(pQ->aFind[j].pVar->u.s.z, pQ->aOrder[i].pVar->u.s.z) == 0) {
         iCol = pPlan->aCol[j].iCol;
+        vtOrder = pPlan->aCol[j].vt;
       }
     }
     if (iCol < 0) {
@@ -265,7 +286,7 @@ static int qcAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *p
             pQ->aOrder[i].pVar->u.s.z);
       break;
     }
-    sqlite3_str_appendf(pSql, "%sc%d%s", i ? ", " : " ORDER BY ", iCol,
+    sqlite3_str_appendf(pSql, "%sc%d%s%s", i ? ", " : " ORDER BY ", iCol, qcKwCollate(vtOrder),
                         pQ->aOrder[i].bDesc ? " DESC" : "");
   }
 cleanup:

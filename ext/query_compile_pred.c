@@ -40,7 +40,25 @@ static char *qcCompare(QCtx *pX, const EdnValue *pA, const EdnValue *pB, const c
   char *zA = qcTermExpr(pX, pA, &vtA, &zTagA, "predicate");
   char *zB = zA ? qcTermExpr(pX, pB, &vtB, &zTagB, "predicate") : NULL;
   if (zA == NULL || zB == NULL) goto cleanup;
-  if (vtA == QVT_JSON || vtB == QVT_JSON) {
+  if ((zOp[0] == '<' || zOp[0] == '>') && vtA != QVT_JSON && vtB != QVT_JSON
+      && (vtA == VT_KEYWORD || vtB == VT_KEYWORD || (vtA == VT_NONE && vtB == VT_NONE))) {
+    /* Keywords order as Clojure's compare has them (query_funcs.c): the
+    ** other side is then a keyword too (the tag tests below), or, with
+    ** both types unknown, the collation applies where both tags say so. */
+    char *zColl = vtA == VT_NONE && vtB == VT_NONE
+        ? sqlite3_mprintf("(CASE WHEN %s = %d THEN %s %s %s COLLATE mentat_kw ELSE %s %s %s END)",
+                          zTagA, TAG_KEYWORD, zA, zOp, zB, zA, zOp, zB)
+        : sqlite3_mprintf("(%s %s %s COLLATE mentat_kw)", zA, zOp, zB);
+    if (zColl == NULL) { qcNoMem(pX->pC); goto cleanup; }
+    if (vtA == VT_NONE && vtB == VT_NONE) {
+      zOut = sqlite3_mprintf("(%s = %s AND %s)", zTagA, zTagB, zColl);
+    } else if (vtA == VT_NONE || vtB == VT_NONE) {
+      zOut = sqlite3_mprintf("(%s = %d AND %s)", vtA == VT_NONE ? zTagA : zTagB, TAG_KEYWORD, zColl);
+    } else {
+      zOut = vtA == vtB ? sqlite3_mprintf("%s", zColl) : sqlite3_mprintf("0");
+    }
+    sqlite3_free(zColl);
+  } else if (vtA == QVT_JSON || vtB == QVT_JSON) {
     zOut = sqlite3_mprintf("(%s %s %s)", zA, zOp, zB);
   } else if (vtA != VT_NONE && vtB != VT_NONE) {
     if (qcTypeClass(vtA) != qcTypeClass(vtB)) zOut = sqlite3_mprintf(bNe ? "1" : "0");
@@ -521,9 +539,21 @@ static int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt
     sqlite3_str_appendf(pOut, "abs(%s)", azA[0]);
     vtOut = bDouble ? VT_DOUBLE : VT_LONG;
   } else if (strcmp(z, "compare") == 0) {
-    /* Clojure's compare as its sign: -1, 0 or 1. */
-    sqlite3_str_appendf(pOut, "(CASE WHEN (%s) < (%s) THEN -1 WHEN (%s) > (%s) THEN 1 ELSE 0 END)",
-                        azA[0], azA[1], azA[0], azA[1]);
+    /* Clojure's compare as its sign: -1, 0 or 1; keywords in its order
+    ** (COLLATE mentat_kw), decided by the tags when both types are unknown. */
+    const char *zCmp = "(CASE WHEN (%s) < (%s)%s THEN -1 WHEN (%s) > (%s)%s THEN 1 ELSE 0 END)";
+    const char *zKw = " COLLATE mentat_kw";
+    if (aVt[0] == VT_NONE && aVt[1] == VT_NONE && azTag[0] && azTag[1]) {
+      sqlite3_str_appendf(pOut, "(CASE WHEN %s = %d AND %s = %d THEN ", azTag[0], TAG_KEYWORD,
+                          azTag[1], TAG_KEYWORD);
+      sqlite3_str_appendf(pOut, zCmp, azA[0], azA[1], zKw, azA[0], azA[1], zKw);
+      sqlite3_str_appendall(pOut, " ELSE ");
+      sqlite3_str_appendf(pOut, zCmp, azA[0], azA[1], "", azA[0], azA[1], "");
+      sqlite3_str_appendall(pOut, " END)");
+    } else {
+      const char *zColl = *qcKwCollate(aVt[0]) && *qcKwCollate(aVt[1]) ? zKw : "";
+      sqlite3_str_appendf(pOut, zCmp, azA[0], azA[1], zColl, azA[0], azA[1], zColl);
+    }
   } else if (strcmp(z, "count") == 0) {
     if (aVt[0] == QVT_JSON) {
       /* a map counts its entries (json_array_length gives 0 for one) */

@@ -27,11 +27,14 @@
 **   mentat_stddev(x)               middle ones), population variance and stddev
 **   mentat_agg_json(mode, v, tag [, n])
 **        mode -1: (distinct ?x) — the set of values as a JSON array
-**        mode 1/2: (min n ?x) / (max n ?x) — the n smallest / largest
+**        mode 1/2: (min n ?x) / (max n ?x) — the n smallest / largest of
+**                the bag (a value repeats as often as its rows: :with)
 **        mode 3: (sample n ?x) — n distinct values chosen at random
 **        mode 4: (rand n ?x) — n values drawn with replacement (Datomic's
 **                rand may repeat a value); the compiler passes 3 for rand
 **                today (query_compile_agg.c), which gives distinct values
+**   COLLATE mentat_kw              keyword order (Clojure's compare): texts
+**        that both start with ':' compare as keywords, others bytewise
 **
 ** The helpers are internal (SQLITE_INNOCUOUS is not set; the store
 ** connections are private to the extension, so nothing else sees them).
@@ -735,9 +738,57 @@ static void qfValsStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   p->n++;
 }
 
-/* SQLite's order across storage classes: numbers, then text, then blobs. */
+/* Clojure's compare of two keywords given as their texts (":ns/name",
+** ":name"), as Keyword.compareTo -> Symbol.compareTo: a keyword without
+** namespace first, then namespace, then name (so :ns/z < :ns-/a, while
+** bytewise ":ns/" > ":ns-"). The namespace ends at the first '/' (as
+** Symbol.intern splits it). Parts compare bytewise: UTF-8 order is code
+** point order (Java's String.compareTo orders UTF-16 units, which differs
+** only between supplementary characters and U+E000..U+FFFF). */
+static int qfKeywordCmp(const char *x, int nx, const char *y, int ny) {
+  const char *sx, *sy;
+  int nsx = -1, nsy = -1, c;
+  x++; nx--; y++; ny--;                /* past the ':' */
+  sx = nx > 1 ? memchr(x, '/', (size_t)nx) : NULL;
+  sy = ny > 1 ? memchr(y, '/', (size_t)ny) : NULL;
+  if (sx && sx > x) nsx = (int)(sx - x);
+  if (sy && sy > y) nsy = (int)(sy - y);
+  if ((nsx < 0) != (nsy < 0)) return nsx < 0 ? -1 : 1;
+  if (nsx >= 0) {
+    c = memcmp(x, y, (size_t)(nsx < nsy ? nsx : nsy));
+    if (c == 0) c = nsx - nsy;
+    if (c) return c;
+    x += nsx + 1; nx -= nsx + 1;
+    y += nsy + 1; ny -= nsy + 1;
+  }
+  c = memcmp(x, y, (size_t)(nx < ny ? nx : ny));
+  return c ? c : nx - ny;
+}
+
+/* The mentat_kw collation: keyword order for texts that both look like
+** keywords, bytewise order otherwise. A column of keywords uses it for
+** min, max and :order; so does one of unknown type (its tag is not seen
+** here), where two strings that both start with ':' compare as keywords. */
+static int qfCollateKw(void *pArg, int nx, const void *x, int ny, const void *y) {
+  int c;
+  (void)pArg;
+  if (nx > 1 && ny > 1 && ((const char*)x)[0] == ':' && ((const char*)y)[0] == ':') {
+    return qfKeywordCmp(x, nx, y, ny);
+  }
+  c = memcmp(x, y, (size_t)(nx < ny ? nx : ny));
+  return c ? c : nx - ny;
+}
+
+/* SQLite's order across storage classes: numbers, then text, then blobs;
+** keywords (by tag) in Clojure's order among themselves. */
 static int qfCmpVal(const void *a, const void *b) {
   sqlite3_value *x = ((const QfVal*)a)->pV, *y = ((const QfVal*)b)->pV;
+  if (((const QfVal*)a)->tag == TAG_KEYWORD && ((const QfVal*)b)->tag == TAG_KEYWORD
+      && sqlite3_value_type(x) == SQLITE_TEXT && sqlite3_value_type(y) == SQLITE_TEXT) {
+    const char *zx = (const char*)sqlite3_value_text(x), *zy = (const char*)sqlite3_value_text(y);
+    int nx = sqlite3_value_bytes(x), ny = sqlite3_value_bytes(y);
+    if (zx && zy && nx > 1 && ny > 1) return qfKeywordCmp(zx, nx, zy, ny);
+  }
   int tx = sqlite3_value_type(x), ty = sqlite3_value_type(y);
   int cx = (tx == SQLITE_INTEGER || tx == SQLITE_FLOAT) ? 1 : tx == SQLITE_TEXT ? 2 : 3;
   int cy = (ty == SQLITE_INTEGER || ty == SQLITE_FLOAT) ? 1 : ty == SQLITE_TEXT ? 2 : 3;
@@ -775,9 +826,14 @@ static void qfValsFinal(sqlite3_context *pCtx) {
     goto cleanup;
   }
   if (p->n > 1) qsort(p->a, (size_t)p->n, sizeof(QfVal), qfCmpVal);
-  /* Drop duplicates: results are sets of values. */
+  /* Drop duplicates: distinct and sample give sets of values. (min n) and
+  ** (max n) keep the bag's repeats, as Datomic's do with :with. */
   n = 0;
   for (i = 0; i < p->n; i++) {
+    if (p->iMode == 1 || p->iMode == 2) {
+      p->a[n++] = p->a[i];
+      continue;
+    }
     if (n > 0 && qfCmpVal(&p->a[n - 1], &p->a[i]) == 0 && p->a[n - 1].tag == p->a[i].tag) {
       sqlite3_value_free(p->a[i].pV);
       continue;
@@ -848,5 +904,6 @@ int qRegisterStoreFunctions(sqlite3 *db) {
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_stddev", 1, f, 0, 0, qfNumsStep, qfStddevFinal);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_agg_json", 3, f, 0, 0, qfValsStep, qfValsFinal);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_agg_json", 4, f, 0, 0, qfValsStep, qfValsFinal);
+  if (rc == SQLITE_OK) rc = sqlite3_create_collation_v2(db, "mentat_kw", f, 0, qfCollateKw, 0);
   return rc;
 }

@@ -217,13 +217,14 @@ static int qpFindElem(QParse *pP, const EdnValue *p, QFindElem *pE) {
       pE->pVar = p->u.c.a[1];
     } else if (n == 3) {
       if (qpVar(pP, p->u.c.a[2], " in aggregate")) return pP->rc;
-      if (p->u.c.a[1]->type != EDN_INT || p->u.c.a[1]->u.i < 0) {
-        return qpErr(pP, p->u.c.a[1], "expected a count for (%s n ?x), got %s",
-                     pE->zAgg, qpDescribe(pP, p->u.c.a[1]));
-      }
       if (!qpIsSym(pHead, "min") && !qpIsSym(pHead, "max") && !qpIsSym(pHead, "sample")
           && !qpIsSym(pHead, "rand") && !qpIsSym(pHead, "distinct")) {
         return qpErr(pP, p, "aggregate %s takes one variable", pE->zAgg);
+      }
+      /* n is a constant or an :in variable ((max ?k ?x), Datomic's fn-arg) */
+      if (!ednIsVar(p->u.c.a[1]) && (p->u.c.a[1]->type != EDN_INT || p->u.c.a[1]->u.i < 0)) {
+        return qpErr(pP, p->u.c.a[1], "expected a count for (%s n ?x), got %s",
+                     pE->zAgg, qpDescribe(pP, p->u.c.a[1]));
       }
       pE->pAggN = p->u.c.a[1];
       pE->pVar = p->u.c.a[2];

@@ -298,6 +298,19 @@ int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pSchema
         }
         rc = sqlite3_bind_int64(pStmt, iArg, p->u.i);
         break;
+      case QV_AGG_N:
+        if (p->type != EDN_INT || p->u.i < 0) {
+          sqlite3_str *pMsg = sqlite3_str_new(NULL);
+          sqlite3_str_appendf(pMsg, "input %d: ", pP->iInput + 1);
+          if (pP->pConst) ednPrint(pMsg, pP->pConst);
+          sqlite3_str_appendall(pMsg, " needs a non-negative integer count, got ");
+          ednPrint(pMsg, p);
+          sqlite3_free(*pzErr);
+          *pzErr = sqlite3_str_finish(pMsg);
+          return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+        }
+        rc = sqlite3_bind_int64(pStmt, iArg, p->u.i);
+        break;
       case QV_HIST_TX:
         break;
       case QV_HIST_INST:
