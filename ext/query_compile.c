@@ -307,6 +307,21 @@ static void qcTypeParams(QCtx *pX, QVar *pV, ValueType vt) {
   }
 }
 
+/* The tag term for a place of unknown type (its tag SQL zTag) that meets a
+** value of static type vt: a ref value is an entity id, which is a long
+** (Datomic's datoms hold refs as longs), so a long or a ref meets both. */
+static char *qcTagIs(const char *zTag, ValueType vt) {
+  if (vt == VT_LONG || vt == VT_REF) {
+    return sqlite3_mprintf("%s IN (%d, %d)", zTag, TAG_REF, TAG_NUMBER);
+  }
+  return sqlite3_mprintf("%s = %d", zTag, vtTag(vt));
+}
+
+char *qcTagsMatch(const char *zTagA, const char *zTagB) {
+  return sqlite3_mprintf("(%s = %s OR (%s IN (%d, %d) AND %s IN (%d, %d)))", zTagA, zTagB,
+                         zTagA, TAG_REF, TAG_NUMBER, zTagB, TAG_REF, TAG_NUMBER);
+}
+
 void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTag,
                int bIntCol) {
   QVar *pV;
@@ -334,7 +349,7 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
     sqlite3_free(pV->zInList);
     pV->zInList = NULL;
     if (vt != VT_NONE) qcTypeParams(pX, pV, vt);
-    else if (zTag && pV->vt != VT_NONE) qcWhere(pX, sqlite3_mprintf("%s = %d", zTag, vtTag(pV->vt)));
+    else if (zTag && pV->vt != VT_NONE) qcWhere(pX, qcTagIs(zTag, pV->vt));
     pV->zExpr = zExpr;
     pV->bIntCol = (unsigned char)bIntCol;
     sqlite3_free(zTag);
@@ -354,16 +369,16 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
   if (vt != VT_NONE && pV->nParam) {
     qcTypeParams(pX, pV, vt);
   } else if (vt != VT_NONE && vt != QVT_JSON && pV->vt == VT_NONE && pV->zTag) {
-    qcWhere(pX, sqlite3_mprintf("%s = %d", pV->zTag, vtTag(vt)));
+    qcWhere(pX, qcTagIs(pV->zTag, vt));
   } else if (vt == VT_NONE && zTag && pV->nParam && pV->vt == VT_LONG) {
     /* An integer input meeting a column of unknown type (a rule's output)
     ** before any typed place: an entid or a long, as SPEC 2.4 reads an
     ** integer in an entity place "including inside rules". */
     qcWhere(pX, sqlite3_mprintf("%s IN (%d, %d)", zTag, TAG_REF, TAG_NUMBER));
   } else if (vt == VT_NONE && zTag && pV->vt != VT_NONE && pV->vt != QVT_JSON) {
-    qcWhere(pX, sqlite3_mprintf("%s = %d", zTag, vtTag(pV->vt)));
+    qcWhere(pX, qcTagIs(zTag, pV->vt));
   } else if (vt == VT_NONE && zTag && pV->zTag) {
-    qcWhere(pX, sqlite3_mprintf("%s = %s", zTag, pV->zTag));
+    qcWhere(pX, qcTagsMatch(zTag, pV->zTag));
   }
   sqlite3_free(zExpr);
   sqlite3_free(zTag);
@@ -408,12 +423,125 @@ char *qcTermExpr(QCtx *pX, const EdnValue *p, ValueType *pvt, char **pzTag,
   return qcConstExpr(pX, p, VT_NONE, pvt);
 }
 
-/* ------------------------------------------------------ data patterns */
+/* ------------------------------------------------------ entities */
 
 /* Is p a lookup ref [:attr value]? */
 static int qcIsLookupRef(const EdnValue *p) {
   return p->type == EDN_VECTOR && p->u.c.n == 2 && p->u.c.a[0]->type == EDN_KEYWORD;
 }
+
+char *qcLookupSql(QComp *pC, const char *zA, const char *zV, const char *zTag) {
+  char *z;
+  if (pC->eHist == 1) {
+    /* As of T: the assertion in the log up to T that no later log row of
+    ** the datom up to T undoes (qcPattern's as-of rule). */
+    z = sqlite3_mprintf(
+        "(SELECT l.e FROM timelined_transactions l WHERE l.a = %s AND l.v = %s AND"
+        " l.value_type_tag = %s AND l.timeline IS 0 AND l.added = 1 AND l.tx <= %s AND NOT EXISTS"
+        " (SELECT 1 FROM timelined_transactions r WHERE r.a = l.a AND r.e = l.e AND"
+        " r.value_type_tag = l.value_type_tag AND r.v = l.v AND r.tx > l.tx AND r.tx <= %s AND"
+        " r.timeline IS 0))", zA, zV, zTag, pC->zHistTx, pC->zHistTx);
+  } else if (pC->eHist == 2) {
+    /* Since T: only the datoms asserted after T are in the database. */
+    z = sqlite3_mprintf("(SELECT e FROM datoms WHERE a = %s AND v = %s AND value_type_tag = %s"
+                        " AND tx > %s)", zA, zV, zTag, pC->zHistTx);
+  } else {
+    z = sqlite3_mprintf("(SELECT e FROM datoms WHERE a = %s AND v = %s AND value_type_tag = %s)",
+                        zA, zV, zTag);
+  }
+  if (z == NULL) qcNoMem(pC);
+  return z;
+}
+
+/* The lookup ref constant pRef [:attr value] as SQL (qcLookupSql), "NULL"
+** when its attribute is unknown (it names no entity). Not :db/unique: an
+** error, as edn_t refuses it. */
+static char *qcLookupConst(QComp *pC, const EdnValue *pRef) {
+  const EdnValue *pK = pRef->u.c.a[0];
+  const Attr *pA = schemaAttrByIdent(pC->pSchema, pK->u.s.z, pK->u.s.n);
+  char zA[24], zV[16], zTag[8];
+  int iP;
+  if (pA == NULL) return sqlite3_mprintf("NULL");
+  if (pA->eUnique == UNIQUE_NONE) {
+    qcErr(pC, pRef, "lookup ref attribute %s is not :db/unique", pA->zIdent);
+    return NULL;
+  }
+  iP = qcParam(pC, pRef->u.c.a[1], -1, -1, -1, QV_TYPED, pA->type);
+  if (iP == 0) return NULL;
+  sqlite3_snprintf(sizeof zA, zA, "%lld", pA->e);
+  sqlite3_snprintf(sizeof zV, zV, "?%d", iP);
+  sqlite3_snprintf(sizeof zTag, zTag, "%d", vtTag(pA->type));
+  return qcLookupSql(pC, zA, zV, zTag);
+}
+
+static void qcTypeParams(QCtx *pX, QVar *pV, ValueType vt);
+
+/* The entity an ident names: SQL zKw is a keyword's text. */
+static char *qcIdentSql(const char *zKw) {
+  return sqlite3_mprintf("(SELECT e FROM datoms WHERE a = %d AND v = %s AND value_type_tag = %d)",
+                         ENTID_DB_IDENT, zKw, TAG_KEYWORD);
+}
+
+char *qcEntityExpr(QCtx *pX, const EdnValue *p, const char *zFn) {
+  QComp *pC = pX->pC;
+  char *z;
+  if (ednIsVar(p)) {
+    QVar *pV = qcVarFind(pX, p->u.s.z);
+    ValueType vt;
+    char *zTag = NULL;
+    /* An input no place has typed yet is read as an entity here, so a
+    ** keyword input is an ident (SPEC 2.4: a value in an entity place). */
+    if (pV && pV->zExpr && pV->nParam) qcTypeParams(pX, pV, VT_REF);
+    z = qcTermExpr(pX, p, &vt, &zTag, "function");
+    if (z == NULL) return NULL;
+    if (vt == VT_KEYWORD || (vt == VT_NONE && zTag)) {
+      /* a keyword value names the entity whose ident it is */
+      char *zId = qcIdentSql(z);
+      char *zE = zId == NULL ? NULL : vt == VT_KEYWORD ? sqlite3_mprintf("%s", zId)
+                 : sqlite3_mprintf("(CASE %s WHEN %d THEN %s ELSE %s END)", zTag, TAG_KEYWORD,
+                                   zId, z);
+      sqlite3_free(zId);
+      sqlite3_free(z);
+      z = zE;
+    } else if (vt != VT_NONE && vt != VT_REF && vt != VT_LONG) {
+      qcErr(pC, p, "%s: %s is a %s, not an entity id, ident or lookup ref", zFn, p->u.s.z,
+            qcVtName(vt));
+      sqlite3_free(z);
+      z = NULL;
+    }
+    sqlite3_free(zTag);
+    if (z == NULL) qcNoMem(pC);
+    return z;
+  }
+  if (p->type == EDN_INT || p->type == EDN_KEYWORD) {
+    int iP;
+    if (p->type == EDN_KEYWORD && schemaEntid(pC->pSchema, p->u.s.z, p->u.s.n) == 0) {
+      return sqlite3_mprintf("NULL");   /* no such ident: no entity */
+    }
+    iP = qcParam(pC, p, -1, -1, -1, QV_TYPED, VT_REF);
+    return iP ? sqlite3_mprintf("?%d", iP) : NULL;
+  }
+  if (qcIsLookupRef(p)) return qcLookupConst(pC, p);
+  if (qIsBlank(p)) {
+    qcErr(pC, p, "_ is not allowed in %s", "function");
+    return NULL;
+  }
+  {
+    sqlite3_str *pTxt = sqlite3_str_new(NULL);
+    char *zTxt;
+    ednPrint(pTxt, p);
+    zTxt = sqlite3_str_finish(pTxt);
+    if (zTxt == NULL) {
+      qcNoMem(pC);
+      return NULL;
+    }
+    qcErr(pC, p, "%s: %s is not an entity id, ident or lookup ref", zFn, zTxt);
+    sqlite3_free(zTxt);
+    return NULL;
+  }
+}
+
+/* ------------------------------------------------------ data patterns */
 
 /* Constant pTerm in a place of type vt at column zCol (VT_NONE with zTag:
 ** the attribute is not known, so the constant matches only its natural
@@ -441,10 +569,9 @@ static void qcPlaceConst(QCtx *pX, const EdnValue *pTerm, const char *zCol, Valu
       } else if (pA->eUnique == UNIQUE_NONE) {
         qcErr(pC, pTerm, "lookup ref attribute %s is not :db/unique", pA->zIdent);
       } else {
-        iP = qcParam(pC, pTerm->u.c.a[1], -1, -1, -1, QV_TYPED, pA->type);
-        qcWhere(pX, sqlite3_mprintf(
-            "%s = (SELECT e FROM datoms WHERE a = %lld AND v = ?%d AND value_type_tag = %d)",
-            zCol, pA->e, iP, vtTag(pA->type)));
+        char *zLookup = qcLookupConst(pC, pTerm);
+        if (zLookup) qcWhere(pX, sqlite3_mprintf("%s = %s", zCol, zLookup));
+        sqlite3_free(zLookup);
       }
     } else {
       qcWhere(pX, sqlite3_mprintf("0"));
@@ -458,7 +585,8 @@ static void qcPlaceConst(QCtx *pX, const EdnValue *pTerm, const char *zCol, Valu
       return;
     }
     iP = qcParam(pC, pTerm, -1, -1, -1, QV_NATURAL, nt);
-    qcWhere(pX, sqlite3_mprintf("%s = ?%d AND %s = %d", zCol, iP, zTag, vtTag(nt)));
+    qcWhere(pX, sqlite3_mprintf("%s = ?%d", zCol, iP));
+    qcWhere(pX, qcTagIs(zTag, nt));
     /* Long 12 and double 12.0 share tag 5; Datomic keeps them apart. */
     if (nt == VT_LONG) qcWhere(pX, sqlite3_mprintf("typeof(%s) = 'integer'", zCol));
     if (nt == VT_DOUBLE) qcWhere(pX, sqlite3_mprintf("typeof(%s) = 'real'", zCol));
@@ -802,9 +930,12 @@ static char *qcLeafExpr(QCtx *pX, const EdnValue *pVal, const EdnValue *pConst, 
     int iA = qcParam(pC, pConst, iInput, i1, i2, QV_LOOKUP_A, VT_NONE);
     int iV = qcParam(pC, pConst, iInput, i1, i2, QV_LOOKUP_V, VT_NONE);
     int iT = qcParam(pC, pConst, iInput, i1, i2, QV_LOOKUP_TAG, VT_NONE);
+    char zA[16], zV[16], zT[16];
     *pvt = VT_REF;
-    return sqlite3_mprintf(
-        "(SELECT e FROM datoms WHERE a = ?%d AND v = ?%d AND value_type_tag = ?%d)", iA, iV, iT);
+    sqlite3_snprintf(sizeof zA, zA, "?%d", iA);
+    sqlite3_snprintf(sizeof zV, zV, "?%d", iV);
+    sqlite3_snprintf(sizeof zT, zT, "?%d", iT);
+    return qcLookupSql(pC, zA, zV, zT);
   }
   if (pVal->type == EDN_VECTOR || pVal->type == EDN_LIST || pVal->type == EDN_SET
       || pVal->type == EDN_MAP) {

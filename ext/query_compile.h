@@ -206,6 +206,18 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
                int bIntCol);
 /* A constant as an SQL expression typed vt (VT_NONE: natural). Sets *pvt. */
 char *qcConstExpr(QCtx *pX, const EdnValue *p, ValueType vt, ValueType *pvt);
+/* The entity whose attribute zA has value zV with tag zTag (three SQL
+** expressions), as a scalar subquery (NULL when none), in the database the
+** query reads: the current datoms, as of or since the opts' tx (SPEC §6:
+** lookup refs resolve in the database the query sees). NULL on OOM. */
+char *qcLookupSql(QComp *pC, const char *zA, const char *zV, const char *zTag);
+/* An entity argument of built-in zFn (get-else, get-some, missing?) as SQL:
+** a bound variable (an input no place typed yet is read as an entity; a
+** keyword value as the ident it names), an entity id, an ident or a lookup
+** ref resolved by qcLookupSql (Datomic: every entity place takes "entity
+** ids, idents, or lookup refs"). Another constant, or a variable of a type
+** that names no entity, is an error naming zFn. NULL on error. */
+char *qcEntityExpr(QCtx *pX, const EdnValue *p, const char *zFn);
 /* The SQL expression and type of a bound variable or constant term;
 ** unbound variables are an error naming zWhat ("predicate"). */
 char *qcTermExpr(QCtx *pX, const EdnValue *p, ValueType *pvt, char **pzTag,
@@ -224,6 +236,9 @@ int qcRowsUnique(const QCtx *pX, const char *const *azVar, int nVar);
 /* True when variable pV is a store column (NOT NULL in the format), so it
 ** is never NULL in a row: (count ?x) can be count(*). */
 int qcVarNotNull(const QVar *pV);
+/* "tags A and B may hold equal values": the same tag, or a ref and a long
+** (a ref value is an entity id, a long, as in Datomic's datoms). */
+char *qcTagsMatch(const char *zTagA, const char *zTagB);
 /* The tag SQL for a variable (its tag expression or its static tag). */
 char *qcVarTag(const QVar *pV);
 /* A type's name in messages: ":db.type/string", or "collection" for the

@@ -39,6 +39,7 @@ static char *qcCompare(QCtx *pX, const EdnValue *pA, const EdnValue *pB, const c
   char *zTagA = NULL, *zTagB = NULL, *zOut = NULL;
   char *zA = qcTermExpr(pX, pA, &vtA, &zTagA, "predicate");
   char *zB = zA ? qcTermExpr(pX, pB, &vtB, &zTagB, "predicate") : NULL;
+  int bEq = strcmp(zOp, "=") == 0 || strcmp(zOp, "!=") == 0;
   if (zA == NULL || zB == NULL) goto cleanup;
   if ((zOp[0] == '<' || zOp[0] == '>') && vtA != QVT_JSON && vtB != QVT_JSON
       && (vtA == VT_KEYWORD || vtB == VT_KEYWORD || (vtA == VT_NONE && vtB == VT_NONE))) {
@@ -64,17 +65,22 @@ static char *qcCompare(QCtx *pX, const EdnValue *pA, const EdnValue *pB, const c
     if (qcTypeClass(vtA) != qcTypeClass(vtB)) zOut = sqlite3_mprintf(bNe ? "1" : "0");
     else zOut = sqlite3_mprintf("(%s %s %s)", zA, zOp, zB);
   } else if (vtA == VT_NONE && vtB == VT_NONE) {
-    if (bNe) zOut = sqlite3_mprintf("(%s != %s OR %s %s %s)", zTagA, zTagB, zA, zOp, zB);
-    else zOut = sqlite3_mprintf("(%s = %s AND %s %s %s)", zTagA, zTagB, zA, zOp, zB);
+    /* = and != see a ref value as the entity id (a long) it is, as Datomic
+    ** does; an order comparison keeps to one type (peer fault B13). */
+    char *zSame = bEq ? qcTagsMatch(zTagA, zTagB) : sqlite3_mprintf("%s = %s", zTagA, zTagB);
+    if (zSame == NULL) goto cleanup;
+    if (bNe) zOut = sqlite3_mprintf("(NOT %s OR %s %s %s)", zSame, zA, zOp, zB);
+    else zOut = sqlite3_mprintf("(%s AND %s %s %s)", zSame, zA, zOp, zB);
+    sqlite3_free(zSame);
   } else {
+    ValueType vtKnown = vtA == VT_NONE ? vtB : vtA;
     const char *zTag = vtA == VT_NONE ? zTagA : zTagB;
-    int iClass = qcTypeClass(vtA == VT_NONE ? vtB : vtA);
+    const char *zTags = bEq && (vtKnown == VT_LONG || vtKnown == VT_REF) ? "0, 5"
+                        : qcClassTags(qcTypeClass(vtKnown));
     if (bNe) {
-      zOut = sqlite3_mprintf("(%s NOT IN (%s) OR %s %s %s)", zTag, qcClassTags(iClass),
-                             zA, zOp, zB);
+      zOut = sqlite3_mprintf("(%s NOT IN (%s) OR %s %s %s)", zTag, zTags, zA, zOp, zB);
     } else {
-      zOut = sqlite3_mprintf("(%s IN (%s) AND %s %s %s)", zTag, qcClassTags(iClass),
-                             zA, zOp, zB);
+      zOut = sqlite3_mprintf("(%s IN (%s) AND %s %s %s)", zTag, zTags, zA, zOp, zB);
     }
   }
   if (zOut == NULL) qcNoMem(pX->pC);
@@ -222,7 +228,6 @@ static int qcPredExpr(QCtx *pX, const QClause *pCl, char **pzOut) {
   }
   qcSkipSrc(pCl, &aArg, &nArg);
   if (strcmp(z, "missing?") == 0) {
-    ValueType vt;
     const Attr *pA;
     char *zE;
     if (nArg != 2) {
@@ -231,7 +236,7 @@ static int qcPredExpr(QCtx *pX, const QClause *pCl, char **pzOut) {
     }
     pA = qcAttrArg(pX, aArg[1], z);
     if (pC->rc) return 1;
-    zE = qcTermExpr(pX, aArg[0], &vt, NULL, "predicate");
+    zE = qcEntityExpr(pX, aArg[0], z);
     if (zE == NULL) return 1;
     if (pA) {
       char *zSub = qcEntityAttrSql(pX, pCl->pForm, z, "1", zE, pA->e);
@@ -639,7 +644,6 @@ cleanup:
 static int qcGetElse(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
   QComp *pC = pX->pC;
   const Attr *pA;
-  ValueType vt;
   char *zE, *zSub;
   int iP;
   if (nArg != 3) return qcErr(pC, pCl->pForm, "get-else takes $, an entity, an attribute and a default");
@@ -647,7 +651,7 @@ static int qcGetElse(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, 
   pA = qcAttrArg(pX, aArg[1], "get-else");
   if (pC->rc) return pC->rc;
   if (pA && pA->bMany) return qcErr(pC, aArg[1], "get-else: %s is cardinality many", aArg[1]->u.s.z);
-  zE = qcTermExpr(pX, aArg[0], &vt, NULL, "function");
+  zE = qcEntityExpr(pX, aArg[0], "get-else");
   if (zE == NULL) return pC->rc;
   if (pA == NULL) {
     ValueType vtD;
@@ -676,14 +680,14 @@ static int qcGetElse(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, 
 static int qcGetSome(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
   QComp *pC = pX->pC;
   sqlite3_str *pA, *pV, *pT;
-  ValueType vt, vtAll = VT_NONE;
+  ValueType vtAll = VT_NONE;
   char *zE, *zAttr, *zVal, *zTag, *zHas, *zOne;
   int i, bSame = 1;
   if (nArg < 2) return qcErr(pC, pCl->pForm, "get-some takes $, an entity and attributes");
   if (pCl->bind.kind != QB_TUPLE || pCl->bind.nVar != 2) {
     return qcErr(pC, pCl->pForm, "get-some binds a tuple [?attr ?value]");
   }
-  zE = qcTermExpr(pX, aArg[0], &vt, NULL, "function");
+  zE = qcEntityExpr(pX, aArg[0], "get-some");
   if (zE == NULL) return pC->rc;
   pA = sqlite3_str_new(NULL);
   pV = sqlite3_str_new(NULL);
