@@ -474,6 +474,17 @@ static char *qcLookupConst(QComp *pC, const EdnValue *pRef) {
   return qcLookupSql(pC, zA, zV, zTag);
 }
 
+int qcIsEntityLookup(QComp *pC, const EdnValue *p) {
+  const Attr *pA;
+  if (!qcIsLookupRef(p)) return 0;
+  pA = schemaAttrByIdent(pC->pSchema, p->u.c.a[0]->u.s.z, p->u.c.a[0]->u.s.n);
+  return pA != NULL && pA->eUnique != UNIQUE_NONE;
+}
+
+char *qcEntityLookupSql(QComp *pC, const EdnValue *p) {
+  return qcLookupConst(pC, p);
+}
+
 static void qcTypeParams(QCtx *pX, QVar *pV, ValueType vt);
 
 /* The entity an ident names: SQL zKw is a keyword's text. */

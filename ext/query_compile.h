@@ -211,6 +211,13 @@ char *qcConstExpr(QCtx *pX, const EdnValue *p, ValueType vt, ValueType *pvt);
 ** query reads: the current datoms, as of or since the opts' tx (SPEC §6:
 ** lookup refs resolve in the database the query sees). NULL on OOM. */
 char *qcLookupSql(QComp *pC, const char *zA, const char *zV, const char *zTag);
+/* Is p a lookup ref whose attribute is a known :db/unique one (where a
+** place may hold a value or an entity, as a rule argument: a vector naming
+** no such attribute stays a tuple)? */
+int qcIsEntityLookup(QComp *pC, const EdnValue *p);
+/* The lookup ref constant p as SQL (qcLookupSql), "NULL" when its
+** attribute is unknown; not :db/unique: an error at p. NULL on error. */
+char *qcEntityLookupSql(QComp *pC, const EdnValue *p);
 /* An entity argument of built-in zFn (get-else, get-some, missing?) as SQL:
 ** a bound variable (an input no place typed yet is read as an entity; a
 ** keyword value as the ident it names), an entity id, an ident or a lookup

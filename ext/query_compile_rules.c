@@ -445,6 +445,63 @@ static void qcMagicTerm(QCtx *pSub, sqlite3_str *pVal, sqlite3_str *pTag, const 
   }
 }
 
+/* A constant argument of a rule call as SQL: a lookup ref names its entity
+** (resolved in the database the query reads; *pvt VT_REF), any other
+** constant is itself. NULL on error. */
+static char *qcRuleConst(QCtx *pX, const EdnValue *pA, ValueType *pvt) {
+  if (qcIsEntityLookup(pX->pC, pA)) {
+    *pvt = VT_REF;
+    return qcEntityLookupSql(pX->pC, pA);
+  }
+  return qcConstExpr(pX, pA, VT_NONE, pvt);
+}
+
+/* The WHERE term joining rule answer column zCol (tag zTag) to argument pA
+** of the call, a constant or a variable bound to zExpr: a keyword constant
+** or a keyword input no place has typed yet matches the keyword value, or
+** the entity whose ident it is where the rule puts it in an entity place
+** (tag 0), as Datomic reads an ident wherever an entity goes; a lookup ref
+** matches its entity. Variables of other types: the plain equality (their
+** tag is the caller's business). NULL on error. */
+static char *qcRuleArgTerm(QCtx *pX, const EdnValue *pA, const char *zCol, const char *zTag) {
+  ValueType vt = VT_NONE;
+  char *zE, *zTerm;
+  if (ednIsVar(pA)) {
+    QVar *pV = qcVarFind(pX, pA->u.s.z);
+    zE = sqlite3_mprintf("%s", pV->zExpr);
+    if (pV->nParam > 0) vt = pV->vt;   /* an input not yet typed by a place */
+  } else {
+    zE = qcRuleConst(pX, pA, &vt);
+  }
+  if (zE == NULL) {
+    qcNoMem(pX->pC);
+    return NULL;
+  }
+  if (vt == VT_KEYWORD) {
+    zTerm = sqlite3_mprintf("((%s = %d AND %s = %s) OR (%s = %d AND %s = (SELECT e FROM datoms"
+                            " WHERE a = %d AND v = %s AND value_type_tag = %d)))", zTag,
+                            TAG_KEYWORD, zCol, zE, zTag, TAG_REF, zCol, ENTID_DB_IDENT, zE,
+                            TAG_KEYWORD);
+  } else if (!ednIsVar(pA) && vt == VT_REF) {
+    zTerm = sqlite3_mprintf("(%s = %s AND %s IN (%d, %d))", zCol, zE, zTag, TAG_REF, TAG_NUMBER);
+  } else {
+    zTerm = sqlite3_mprintf("%s = %s", zCol, zE);
+  }
+  sqlite3_free(zE);
+  if (zTerm == NULL) qcNoMem(pX->pC);
+  return zTerm;
+}
+
+/* Joins argument i of a call to its answer columns <zAlias>.c<i>/.t<i>. */
+static void qcRuleArgWhere(QCtx *pX, const EdnValue *pA, const char *zAlias, int i) {
+  char zCol[40], zTag[40];
+  char *zTerm;
+  sqlite3_snprintf(sizeof zCol, zCol, "%s.c%d", zAlias, i);
+  sqlite3_snprintf(sizeof zTag, zTag, "%s.t%d", zAlias, i);
+  zTerm = qcRuleArgTerm(pX, pA, zCol, zTag);
+  if (zTerm) qcWhere(pX, zTerm);
+}
+
 /* Origins from the caller: "SELECT DISTINCT <bound values>, <tags> FROM
 ** <the scope's rows>" into pOut. Integer and keyword values that may name
 ** an entity get both readings (abAmb[i] = 1). */
@@ -465,7 +522,7 @@ static void qcOriginsCaller(QCtx *pX, const QClause *pCl, const unsigned char *a
       zTag = qcVarTag(pV);
       if (pV->nParam > 0) vt = pV->vt;   /* an input not yet typed by a place */
     } else {
-      zE = qcConstExpr(pX, pA, VT_NONE, &vt);
+      zE = qcRuleConst(pX, pA, &vt);
       if (zE) zTag = sqlite3_mprintf("%d", vtTag(vt));
     }
     if (zE == NULL || zTag == NULL) {
@@ -668,15 +725,14 @@ static int qcMagicCall(QCtx *pX, const QClause *pCl, int h, const unsigned char 
     if (qIsBlank(pA)) continue;
     if (!ednIsVar(pA)) {
       /* A constant: the caller's origins are it already. */
-      ValueType vt;
-      char *zC;
       if (bCaller && abBound[i]) continue;
-      zC = qcConstExpr(pX, pA, VT_NONE, &vt);
-      if (zC) qcWhere(pX, sqlite3_mprintf("%s.c%d = %s", zAlias, i, zC));
-      sqlite3_free(zC);
+      qcRuleArgWhere(pX, pA, zAlias, i);
     } else if (pV && pV->zExpr) {
-      qcWhere(pX, sqlite3_mprintf("%s.c%d = %s", zAlias, i, pV->zExpr));
-      if (!abAmb[i] && pV->nParam == 0 && pV->vt != VT_NONE && pV->vt != QVT_JSON) {
+      qcRuleArgWhere(pX, pA, zAlias, i);
+      if (!abAmb[i] && pV->nParam == 0 && (pV->vt == VT_REF || pV->vt == VT_LONG)) {
+        /* an entity id is a long */
+        qcWhere(pX, sqlite3_mprintf("%s.t%d IN (%d, %d)", zAlias, i, TAG_REF, TAG_NUMBER));
+      } else if (!abAmb[i] && pV->nParam == 0 && pV->vt != VT_NONE && pV->vt != QVT_JSON) {
         qcWhere(pX, sqlite3_mprintf("%s.t%d = %d", zAlias, i, vtTag(pV->vt)));
       } else if (!abAmb[i] && pV->zTag) {
         qcWhere(pX, sqlite3_mprintf("%s.t%d = %s", zAlias, i, pV->zTag));
@@ -948,7 +1004,8 @@ int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth) {
         QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
         abBound[i] = (unsigned char)(!aePlace[i] && (pV ? pV->zExpr != NULL
                                      : !ednIsVar(pA) && !qIsBlank(pA)
-                                       && valueNaturalType(pA) != VT_NONE));
+                                       && (valueNaturalType(pA) != VT_NONE
+                                           || qcIsEntityLookup(pC, pA))));
         nBound += abBound[i];
         nChange += !aePlace[i];
       }
@@ -991,15 +1048,15 @@ int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth) {
     const EdnValue *pA = pCl->aArg[i];
     if (qIsBlank(pA)) continue;
     if (ednIsVar(pA)) {
+      QVar *pV = qcVarFind(pX, pA->u.s.z);
+      if (pV && pV->zExpr && pV->nParam > 0 && pV->vt == VT_KEYWORD) {
+        qcRuleArgWhere(pX, pA, zAlias, i);   /* a keyword input: value or ident */
+        continue;
+      }
       qcBindVar(pX, pA->u.s.z, sqlite3_mprintf("%s.c%d", zAlias, i), VT_NONE,
                 sqlite3_mprintf("%s.t%d", zAlias, i), 0);
     } else {
-      ValueType vt;
-      char *zC = qcConstExpr(pX, pA, VT_NONE, &vt);
-      if (zC) {
-        qcWhere(pX, sqlite3_mprintf("%s.c%d = %s", zAlias, i, zC));
-        sqlite3_free(zC);
-      }
+      qcRuleArgWhere(pX, pA, zAlias, i);
     }
   }
   return pC->rc;
