@@ -4,6 +4,11 @@
 **
 **   SELECT edn_pull('/data/app.db', '[:person/name {:person/friend [*]}]', 65536);
 **   -> {":person/name":"Ann",":person/friend":[{...}],":db/id":65536}
+**   SELECT edn_pull('/data/app.db', '[*]', '[:person/email "ann@x.org"]');
+**   SELECT edn_pull('/data/app.db', '[*]', ':person/name');
+**
+** The entity is an INTEGER entity id or TEXT holding an ident or lookup ref
+** (SPEC §2.2); one that names no entity gives NULL (Datomic: nil).
 **
 ** pull.c reads the pattern (one EDN vector) and walks it on a reader
 ** connection checked out from the store's pool, keeping the compiled
@@ -14,10 +19,100 @@
 #include "func_common.h"
 #include "pull.h"
 #include "query.h"
+#include "value.h"
+
+/* The entity a lookup ref's attribute pA and value pVal name in the
+** current database on db, 0 when none. */
+static int funcPullLookup(sqlite3 *db, const Schema *pSchema, const Attr *pA,
+                          const EdnValue *pVal, sqlite3_int64 *pE, char **pzErr) {
+  sqlite3_stmt *pStmt = NULL;
+  TypedValue tv;
+  char *zErr = NULL;
+  int rc;
+  *pE = 0;
+  if (pA->type == VT_REF && pVal->type == EDN_KEYWORD) {
+    /* a ref-typed unique attribute's value may be an ident */
+    memset(&tv, 0, sizeof tv);
+    tv.type = VT_REF;
+    tv.i = schemaEntid(pSchema, pVal->u.s.z, pVal->u.s.n);
+    if (tv.i == 0) return SQLITE_OK;
+  } else {
+    rc = valueFromEdn(pVal, pA->type, &tv, &zErr);
+    sqlite3_free(zErr);
+    /* a value of another type than the attribute's names no entity */
+    if (rc != SQLITE_OK) return rc == SQLITE_NOMEM ? rc : SQLITE_OK;
+  }
+  rc = sqlite3_prepare_v2(db, "SELECT e FROM datoms WHERE a = ?1 AND v = ?2 AND value_type_tag = ?3",
+                          -1, &pStmt, NULL);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 1, pA->e);
+  if (rc == SQLITE_OK) rc = valueBind(pStmt, 2, &tv);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int(pStmt, 3, vtTag(pA->type));
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_step(pStmt);
+    if (rc == SQLITE_ROW) *pE = sqlite3_column_int64(pStmt, 0);
+    rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+  }
+  if (rc != SQLITE_OK && rc != SQLITE_NOMEM) {
+    sqlite3_free(*pzErr);
+    *pzErr = sqlite3_mprintf("entity: %s", sqlite3_errmsg(db));
+  }
+  sqlite3_finalize(pStmt);
+  return rc;
+}
+
+/* edn_pull's TEXT entity: an EDN ident (:ns/name) or lookup ref [:attr
+** value], as Datomic's pull takes "entity ids, idents, or lookup refs",
+** resolved in the current database on db. *pE is 0 when it names no entity
+** (an unknown ident or attribute, a value no entity has): the pull is nil.
+** Another form, or a lookup ref on an attribute that is not :db/unique, is
+** an error naming the argument ("entity: line L col C: ..."). */
+static int funcPullEntityText(sqlite3 *db, const Schema *pSchema, const char *z, int n,
+                              sqlite3_int64 *pE, char **pzErr) {
+  EdnArena arena;
+  EdnValue *p = NULL;
+  EdnError err;
+  int rc;
+  *pE = 0;
+  ednArenaInit(&arena);
+  memset(&err, 0, sizeof err);
+  rc = ednReadOne(&arena, z, n, &p, &err);
+  if (rc == SQLITE_ERROR) {
+    sqlite3_free(*pzErr);
+    *pzErr = sqlite3_mprintf("entity: line %d col %d: %s", err.line, err.col, err.zMsg);
+    if (*pzErr == NULL) rc = SQLITE_NOMEM;
+  } else if (rc == SQLITE_OK && p->type == EDN_KEYWORD) {
+    *pE = schemaEntid(pSchema, p->u.s.z, p->u.s.n);
+  } else if (rc == SQLITE_OK && p->type == EDN_VECTOR && p->u.c.n == 2
+             && p->u.c.a[0]->type == EDN_KEYWORD) {
+    const EdnValue *pK = p->u.c.a[0];
+    const Attr *pA = schemaAttrByIdent(pSchema, pK->u.s.z, pK->u.s.n);
+    if (pA && pA->eUnique == UNIQUE_NONE) {
+      /* as edn_t and edn_q refuse it: such an attribute names no one entity */
+      sqlite3_free(*pzErr);
+      *pzErr = sqlite3_mprintf("entity: line %d col %d: lookup ref attribute %s is not :db/unique",
+                               p->line, p->col, pA->zIdent);
+      rc = *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+    } else if (pA) {
+      rc = funcPullLookup(db, pSchema, pA, p->u.c.a[1], pE, pzErr);
+    }
+  } else if (rc == SQLITE_OK) {
+    sqlite3_str *pTxt = sqlite3_str_new(NULL);
+    char *zTxt;
+    ednPrint(pTxt, p);
+    zTxt = sqlite3_str_finish(pTxt);
+    sqlite3_free(*pzErr);
+    *pzErr = zTxt ? sqlite3_mprintf("entity: line %d col %d: %s is not a lookup ref [:attr value]"
+                                    " or an ident", p->line, p->col, zTxt) : NULL;
+    rc = *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+    sqlite3_free(zTxt);
+  }
+  ednArenaReset(&arena);
+  return rc;
+}
 
 void funcEdnPull(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   const char *zPath, *zPat;
-  int nPath, nPat, rc, eTypePath;
+  int nPath, nPat, rc, eTypePath, eTypeEnt;
   sqlite3_int64 e;
   char *zErr = NULL;
   Store *pStore = NULL;
@@ -32,10 +127,13 @@ void funcEdnPull(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL
       || sqlite3_value_type(argv[2]) == SQLITE_NULL)
     return;
-  /* No silent conversion of '65536' or 65536.0: an entity id is an INTEGER. */
-  if (sqlite3_value_type(argv[2]) != SQLITE_INTEGER) {
+  /* No silent conversion of 65536.0: an entity id is an INTEGER; TEXT is
+  ** EDN, an ident or a lookup ref (so '65536' is refused, not read). */
+  eTypeEnt = sqlite3_value_type(argv[2]);
+  if (eTypeEnt != SQLITE_INTEGER && eTypeEnt != SQLITE_TEXT) {
     rc = SQLITE_ERROR;
-    zErr = sqlite3_mprintf("entity must be an INTEGER");
+    zErr = sqlite3_mprintf("entity must be an INTEGER entity id, or TEXT holding a lookup ref"
+                           " or ident");
     goto cleanup;
   }
   e = sqlite3_value_int64(argv[2]);
@@ -55,6 +153,15 @@ void funcEdnPull(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   rc = storeReader(pStore, &pConn, &pSchema, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
   funcWatchBegin(&watch, sqlite3_context_db_handle(pCtx), pConn->db);
+  if (eTypeEnt == SQLITE_TEXT) {
+    const char *zEnt = (const char *)sqlite3_value_text(argv[2]);
+    if (zEnt == NULL) {
+      rc = SQLITE_NOMEM;
+      goto cleanup;
+    }
+    rc = funcPullEntityText(pConn->db, pSchema, zEnt, sqlite3_value_bytes(argv[2]), &e, &zErr);
+    if (rc != SQLITE_OK || e == 0) goto cleanup;   /* names no entity: nil (SQL NULL) */
+  }
   ppBuf = qConnOutBuf(pConn);
   pOut = funcOutBegin(ppBuf, &iStart);
   if (pOut == NULL) {

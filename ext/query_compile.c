@@ -101,6 +101,7 @@ int qcPullColumn(QComp *pC, const QFindElem *pE, QPlanCol *pCol) {
     pCol->kind = QCOL_PULL;
     pCol->bPatInput = 1;
     pCol->iPatInput = iInput;
+    pCol->pPullVar = pE->pVar;
     return SQLITE_OK;
   }
   rc = pullValidate(pC->pSchema, pE->pPattern, &zErr);
@@ -112,6 +113,7 @@ int qcPullColumn(QComp *pC, const QFindElem *pE, QPlanCol *pCol) {
   }
   pCol->kind = QCOL_PULL;
   pCol->pPattern = pE->pPattern;
+  pCol->pPullVar = pE->pVar;
   return SQLITE_OK;
 }
 
@@ -1564,6 +1566,18 @@ static int qcAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
     const QFindElem *pE = &pQ->aFind[i];
     QVar *pV = NULL;
     if (qcFindVar(pC, pX, pE->pVar, ":find", &pV)) break;
+    if (pE->kind == QF_PULL) {
+      /* Pull takes entity ids, idents and lookup refs (Datomic): an input
+      ** no place typed is read as an entity; a value of another type is an
+      ** error naming the binding (query_run.c checks values of unknown
+      ** type row by row). */
+      if (pV->nParam) qcTypeParams(pX, pV, VT_REF);
+      if (pV->vt != VT_NONE && pV->vt != VT_REF && pV->vt != VT_LONG && pV->vt != VT_KEYWORD) {
+        qcErr(pC, pE->pVar, "pull %s: %s is a %s, not an entity id, ident or lookup ref",
+              pE->pVar->u.s.z, pE->pVar->u.s.z, qcVtName(pV->vt));
+        break;
+      }
+    }
     qcSelectVar(pC, pSql, &nCol, pV, &pPlan->aCol[i]);
     if (pE->kind == QF_PULL && qcPullColumn(pC, pE, &pPlan->aCol[i])) break;
   }

@@ -134,6 +134,7 @@ typedef struct QPlanCol {
   const EdnValue *pPattern;  /* QCOL_PULL: the pattern, unless bPatInput */
   int bPatInput;          /* QCOL_PULL: the pattern is input iPatInput */
   int iPatInput;
+  const EdnValue *pPullVar;  /* QCOL_PULL: the pulled variable, for errors */
   const char *zName;
   char *zKey;             /* JSON key for :keys/:strs/:syms, or NULL */
 } QPlanCol;

@@ -104,7 +104,7 @@ def core(con, db):
     check_error('missing query', lambda: con.execute('SELECT * FROM edn_q WHERE db_path = ?', (db,)).fetchall(),
                 'edn_q: missing argument query')
     check_error('pull entity type', lambda: one(con, 'SELECT edn_pull(?, ?, ?)', (db, '[*]', 'x')),
-                'edn_pull: entity must be an INTEGER')
+                'edn_pull: entity: line 1 col 1: x is not a lookup ref [:attr value] or an ident')
     # '[]' is columns 1-2: the NUL is column 3
     check_error('NUL inside tx text', lambda: one(con, 'SELECT edn_t(?, ?)', (db, '[]\x00[{:p/name "Eve"}]')),
                 'edn_t: line 1 col 3: NUL byte outside a string')

@@ -114,7 +114,7 @@ static const struct {
   /* edn_pull */
   {"SELECT json_extract(edn_pull(?1, '[:p/name :p/age]', c0), '$.\":p/age\"') FROM edn_q(?1, "
    "'[:find ?e . :where [?e :p/name \"y\"]]')", "2"},
-  {"SELECT edn_pull(?1, '[:p/name]', 1.5)", "ERROR: edn_pull: entity must be an INTEGER"},
+  {"SELECT edn_pull(?1, '[:p/name]', 1.5)", "ERROR: edn_pull: entity must be an INTEGER entity id, or TEXT holding a lookup ref or ident"},
   {"SELECT edn_pull(?1, '{:a 1}', 1)", "ERROR: edn_pull: pattern: line 1 col 1: a pull pattern must be a vector"},
   /* missing arguments: planner errors naming them (B27 (5)) */
   {"SELECT * FROM edn_q", "ERROR: edn_q: missing arguments db_path and query"},

@@ -239,7 +239,7 @@ func core(db *sql.DB, dir, store string) {
 	_, err = queryAll(db, `SELECT * FROM edn_q WHERE db_path = ?`, store)
 	checkErr("missing query", err, "edn_q: missing argument query")
 	err = db.QueryRow(`SELECT edn_pull(?, ?, ?)`, store, `[*]`, "x").Scan(&pull)
-	checkErr("pull entity type", err, "edn_pull: entity must be an INTEGER")
+	checkErr("pull entity type", err, "edn_pull: entity: line 1 col 1: x is not a lookup ref [:attr value] or an ident")
 	_, err = transact(db, store, `[{:p/name "Eve" :p/age "old"}]`)
 	var se sqlite3.Error
 	check("failed tx is a sqlite3.Error", errors.As(err, &se) && strings.HasPrefix(err.Error(), "edn_t: "), true)

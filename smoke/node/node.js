@@ -130,7 +130,7 @@ function core(db, store) {
     // entid passed as a Number arrives as REAL, which SPEC §2.2 refuses;
     // a BigInt binds as INTEGER.
     checkThrows('pull with a Number entid (bound as REAL)', () => db.prepare('SELECT edn_pull(?, ?, ?)')
-      .get(store, '[:p/name]', ann), 'edn_pull: entity must be an INTEGER');
+      .get(store, '[:p/name]', ann), 'edn_pull: entity must be an INTEGER entity id, or TEXT holding a lookup ref or ident');
     const p = JSON.parse(db.prepare('SELECT edn_pull(?, ?, ?)').pluck().get(store, '[:p/name :p/age]', BigInt(ann)));
     check('pull with a BigInt entid', p, { ':p/name': 'Ann', ':p/age': 30, ':db/id': ann });
 
@@ -156,7 +156,7 @@ function core(db, store) {
     checkThrows('unbound find variable', () => db.prepare('SELECT * FROM edn_q(?, ?)').all(store,
       '[:find ?x :where [?e :p/name ?n]]'), 'unbound variable ?x');
     checkThrows('pull entity type', () => db.prepare('SELECT edn_pull(?, ?, ?)').get(store, '[*]', 'x'),
-      'edn_pull: entity must be an INTEGER');
+      'edn_pull: entity: line 1 col 1: x is not a lookup ref [:attr value] or an ident');
     checkThrows('failed tx is an SqliteError', () => {
       try {
         db.prepare('SELECT edn_t(?, ?)').get(store, '[{:p/name "Eve" :p/age "old"}]');
