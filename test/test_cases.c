@@ -383,12 +383,20 @@ START_TEST(test_case_file) {
 }
 END_TEST
 
+/* No case file found (a wrong MENTAT_CASES_DIR, a missing folder): a
+** failure, not a run of nothing that passes. */
+START_TEST(test_no_case_files) {
+  ck_abort_msg("no *.test files in %s", tcDir());
+}
+END_TEST
+
 static Suite *casesSuite(void) {
   Suite *s = suite_create("cases");
   TCase *tc = tcase_create("files");
   tcListFiles();
   tcase_set_timeout(tc, 120);
-  tcase_add_loop_test(tc, test_case_file, 0, nFile);
+  if (nFile == 0) tcase_add_test(tc, test_no_case_files);
+  else tcase_add_loop_test(tc, test_case_file, 0, nFile);
   suite_add_tcase(s, tc);
   return s;
 }
