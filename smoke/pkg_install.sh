@@ -71,7 +71,9 @@ if [ "${MENTAT_REQUIRE_HOSTS:-0}" = 1 ] || [ "${MENTAT_INSTALL_TEST:-0}" = 1 ]; 
   else
     $SUDO make -s -C "$TOP" install >/dev/null && bare "make install"
     $SUDO make -s -C "$TOP" uninstall >/dev/null
-    check "make uninstall" "$(ls /usr/local/lib/libmentat_sqlite.so /usr/local/share/doc/libmentat_sqlite 2>&1 | grep -vc 'No such')" "0"
+    left=""
+    for f in /usr/local/lib/libmentat_sqlite.so /usr/local/share/doc/libmentat_sqlite; do [ -e "$f" ] && left+="$f "; done
+    check "make uninstall leaves nothing" "$left" ""
     if [ -n "$DEB" ]; then
       $SUDO dpkg -i "$DEB" >"$T/dpkg.log" 2>&1 || cat "$T/dpkg.log"
       bare "dpkg -i"
