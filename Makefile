@@ -6,10 +6,10 @@
 
 CC      ?= cc
 CFLAGS  ?= -O2 -g
-PKGS     = libcjson
+PKGS     = libcjson libpcre2-8
 XCFLAGS  = -std=c11 -Wall -Wextra -Werror -fPIC -fvisibility=hidden -D_GNU_SOURCE \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson) -lpthread -lm
+LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lpcre2-8) -lpthread -lm
 CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm)
 PY      ?= /usr/bin/python3
@@ -34,7 +34,7 @@ all: $(SO)
 # asan and valgrind add their tools (make deps DEB_EXTRA="clang valgrind").
 # The Go smoke host comes from Debian too; Node 20 does not (Debian 12 has 18), so the Node
 # smoke host runs where the machine has it and says it skipped otherwise.
-DEB_PKGS = libsqlite3-dev sqlite3 libcjson-dev check pkg-config gcc make binutils python3 \
+DEB_PKGS = libsqlite3-dev sqlite3 libcjson-dev libpcre2-dev check pkg-config gcc make binutils python3 \
            golang-go golang-github-mattn-go-sqlite3-dev $(DEB_EXTRA)
 # make test adds what the packages (make deb/wheel/npm) and the other smoke hosts
 # (smoke/hosts.sh) need; make demo does without them.

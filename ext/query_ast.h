@@ -156,11 +156,16 @@ int qIsBlank(const EdnValue *p);
 /* True for a source variable "$" or "$name". */
 int qIsSrc(const EdnValue *p);
 
-/* query_funcs.c, for the compiler: compiles regular expression zPat in the
-** dialect of the mentat_regex SQL function (POSIX extended, regcomp with
-** REG_EXTENDED) and sets *pnGroup to its number of groups. Errors: SQLITE_ERROR
-** with "invalid regular expression \"...\": <reason>" in *pzErr; SQLITE_NOMEM. */
-int qfRegexGroups(const char *zPat, int *pnGroup, char **pzErr);
+/* query_funcs.c, for the compiler: compiles the nPat bytes at zPat in the
+** dialect of the mentat_regex SQL function (java.util.regex's, through
+** PCRE2) and sets *pnGroup to its number of capturing groups. Errors:
+** SQLITE_ERROR with "invalid regular expression \"...\": <reason>" in
+** *pzErr; SQLITE_NOMEM. */
+int qfRegexGroups(const char *zPat, int nPat, int *pnGroup, char **pzErr);
+
+/* mentat_regex's mode for re-seq (0 to 3: re-find, re-matches, and each
+** with the pattern's groups). */
+#define QF_RE_SEQ 4
 
 /* The op argument of the store function mentat_arith (query_funcs.c), which
 ** compiled plans call for long arithmetic that must not overflow. */

@@ -410,7 +410,7 @@ static int qcRegexCheck(QCtx *pX, const EdnValue *pPat, const char *zFn, int *pn
   char *zErr = NULL;
   *pnGroup = -1;
   if (pPat->type != EDN_STRING) return SQLITE_OK;
-  if (qfRegexGroups(pPat->u.s.z, pnGroup, &zErr) != SQLITE_OK) {
+  if (qfRegexGroups(pPat->u.s.z, pPat->u.s.n, pnGroup, &zErr) != SQLITE_OK) {
     int rc = zErr ? qcErr(pX->pC, pPat, "%s: %s", zFn, zErr) : qcNoMem(pX->pC);
     sqlite3_free(zErr);
     return rc;
@@ -446,7 +446,7 @@ static int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt
     { "compare", 2, 2, 0 }, { "count", 1, 1, 0 }, { "str", 0, 16, 0 }, { "subs", 2, 3, 0 },
     { "identity", 1, 1, 0 }, { "tuple", 1, 16, 0 }, { "clojure.string/upper-case", 1, 1, 0 },
     { "clojure.string/lower-case", 1, 1, 0 }, { "re-find", 2, 2, 0 },
-    { "re-matches", 2, 2, 0 }, { "re-pattern", 1, 1, 0 },
+    { "re-matches", 2, 2, 0 }, { "re-pattern", 1, 1, 0 }, { "re-seq", 2, 2, 0 },
   };
   QComp *pC = pX->pC;
   const char *z = pCl->zName;
@@ -605,6 +605,14 @@ static int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt
       sqlite3_str_appendf(pOut, "mentat_regex(%d, %s, %s, %s)", nGroup > 0 ? iMode + 2 : iMode,
                           azA[0], azA[1], zPlace);
       vtOut = nGroup > 0 ? QVT_JSON : VT_STRING;
+    }
+  } else if (strcmp(z, "re-seq") == 0) {
+    /* Clojure: every match in turn (each [whole g1 ...] with groups, which
+    ** mentat_regex learns from the pattern itself), nil when none */
+    int nGroup;
+    if (qcRegexCheck(pX, pCl->aArg[0], z, &nGroup) == SQLITE_OK) {
+      sqlite3_str_appendf(pOut, "mentat_regex(%d, %s, %s, %s)", QF_RE_SEQ, azA[0], azA[1], zPlace);
+      vtOut = QVT_JSON;
     }
   } else {   /* tuple */
     sqlite3_str_appendall(pOut, "json_array(");

@@ -12,11 +12,11 @@
 **   mentat_subs(where, s, b [, e]) subs, an error out of range
 **   mentat_regex(mode, re, s, where) re-find (mode 0) and re-matches (1): the
 **        match or NULL; modes 2 and 3 give [whole g1 ...] as JSON, the
-**        vector Clojure returns for a pattern with groups. The dialect is
-**        POSIX extended (regcomp REG_EXTENDED): no \\d, no lazy or
-**        look-around; [[:digit:]] and friends instead; no backreferences
-**        (glibc matches them in exponential time, uninterruptibly). A
-**        pattern is compiled once per statement (sqlite3_get_auxdata).
+**        vector Clojure returns for a pattern with groups; mode 4
+**        (QF_RE_SEQ) is re-seq, every match as a JSON array. The dialect is
+**        java.util.regex's, through PCRE2 with its match limits (see the
+**        regular expressions section). A pattern is compiled once per
+**        statement (sqlite3_get_auxdata).
 **   mentat_sum(x, where)           sum, its long overflow an error saying where
 **   mentat_num(v, tag, where)      v if a number, else an error (aggregates)
 **   mentat_tx_point(v, tag, where) v if a tx id (an entity id or a long), else
@@ -47,7 +47,8 @@
 #include <locale.h>
 #include <pthread.h>
 #include <wctype.h>
-#include <regex.h>
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 #include "query_compile.h"
 
 #define QF_LONG_MAX ((sqlite3_uint64)0x7fffffffffffffffULL)   /* 2^63 - 1 */
@@ -362,82 +363,244 @@ static void qfSubs(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
 
 /* ------------------------------------------------- regular expressions */
 
+/* java.util.regex through PCRE2 (8-bit, UTF): Perl's syntax, which Java's
+** follows (\d \w \s \b, (?i), lazy and possessive quantifiers, lookaround,
+** backreferences, named groups, \Q...\E, \p{L}). Without PCRE2_UCP, \d \w
+** \s and \b stay ASCII, as Java's defaults; any Unicode line end ends a
+** line for . $ and (?m)^, as Java's line terminators do; \uhhhh and
+** \x{h...} are Java's escapes (PCRE2_ALT_BSUX and its extra). Matching is
+** bounded (match, depth and heap limits), so no pattern can hold the host:
+** a limit hit is an error. Memory comes from sqlite3_malloc. */
+
+/* Backtracking steps one match may take: (a+)+$ over 40 a's stops in
+** ~0.1 s, while ordinary patterns over megabytes stay far below it. */
+#define QF_RE_MATCH_LIMIT 10000000u
+#define QF_RE_DEPTH_LIMIT 1000000u
+#define QF_RE_HEAP_KIB    65536u         /* 64 MiB of backtracking frames */
+
+typedef struct QfRegex {
+  pcre2_code *pCode;
+  pcre2_match_context *pMatchCtx;
+  pcre2_match_data *pData;
+  int nGroup;                            /* capturing groups */
+} QfRegex;
+
+static void *qfPcreMalloc(PCRE2_SIZE n, void *pArg) {
+  (void)pArg;
+  return sqlite3_malloc64(n);
+}
+
+static void qfPcreFree(void *p, void *pArg) {
+  (void)pArg;
+  sqlite3_free(p);
+}
+
 static void qfRegexFree(void *p) {
-  if (p) {
-    regfree((regex_t*)p);
-    sqlite3_free(p);
+  QfRegex *pRe = (QfRegex*)p;
+  if (pRe) {
+    pcre2_match_data_free(pRe->pData);
+    pcre2_match_context_free(pRe->pMatchCtx);
+    pcre2_code_free(pRe->pCode);
+    sqlite3_free(pRe);
   }
 }
 
-/* Does the POSIX extended pattern z hold a backreference (\1 to \9
-** outside a bracket expression)? glibc matches those by backtracking:
-** time exponential in the text, inside one regexec that no interrupt
-** reaches (helper-24: 8 s for 60 characters), so they are refused. */
-static int qfHasBackref(const char *z) {
-  while (*z) {
-    if (z[0] == '\\') {
-      if (z[1] >= '1' && z[1] <= '9') return 1;
-      z += z[1] ? 2 : 1;
-    } else if (z[0] == '[') {
-      /* a bracket expression: ']' first (after an optional '^') is a
-      ** member; [:class:], [=e=] and [.c.] hold their own ']' */
-      z++;
-      if (*z == '^') z++;
-      if (*z == ']') z++;
-      while (*z && *z != ']') {
-        if (z[0] == '[' && (z[1] == ':' || z[1] == '=' || z[1] == '.')) {
-          char cEnd = z[1];
-          z += 2;
-          while (*z && !(z[0] == cEnd && z[1] == ']')) z++;
-          if (*z) z += 2;
-        } else {
-          z++;
-        }
+static int qfRegexBad(char **pzErr, const char *zPat, int nPat, const char *zWhy) {
+  sqlite3_free(*pzErr);
+  *pzErr = sqlite3_mprintf("invalid regular expression \"%.*s\": %s", nPat, zPat, zWhy);
+  return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+}
+
+/* Java's inline flags are i d m s u x U; PCRE2 reads (?U) as "ungreedy"
+** and knows no d or u. A flag group ((?flags) or (?flags:) may hold
+** i m s x and '-', which mean the same in both; u (UNICODE_CASE) is taken
+** out of the copy written to *pzOut (sqlite3_malloc'd), since (?i)
+** already folds every letter's case here; any other letter is an error
+** rather than a pattern read another way. */
+static int qfRegexFlags(const char *z, int n, char **pzOut, char **pzErr) {
+  char *zOut = sqlite3_malloc64((sqlite3_uint64)n + 1);
+  int i = 0, o = 0;
+  *pzOut = NULL;
+  if (zOut == NULL) return SQLITE_NOMEM;
+  while (i < n) {
+    if (z[i] == '\\' && i + 1 < n && z[i + 1] == 'Q') {
+      /* \Q...\E: literal up to \E */
+      int e = i + 2;
+      while (e + 1 < n && !(z[e] == '\\' && z[e + 1] == 'E')) e++;
+      e = e + 1 < n ? e + 2 : n;
+      memcpy(zOut + o, z + i, (size_t)(e - i));
+      o += e - i;
+      i = e;
+    } else if (z[i] == '\\') {
+      zOut[o++] = z[i++];
+      if (i < n) zOut[o++] = z[i++];
+    } else if (z[i] == '[') {
+      /* a class: ']' first (after '^') is a member; escapes skipped */
+      int depth = 1;
+      zOut[o++] = z[i++];
+      if (i < n && z[i] == '^') zOut[o++] = z[i++];
+      if (i < n && z[i] == ']') zOut[o++] = z[i++];
+      while (i < n && depth > 0) {
+        if (z[i] == '\\' && i + 1 < n) zOut[o++] = z[i++];
+        else if (z[i] == '[') depth++;
+        else if (z[i] == ']') depth--;
+        zOut[o++] = z[i++];
       }
-      if (*z) z++;
+    } else if (z[i] == '(' && i + 1 < n && z[i + 1] == '?') {
+      int e = i + 2, bFlags;
+      while (e < n && (isalpha((unsigned char)z[e]) || z[e] == '-')) e++;
+      bFlags = e > i + 2 && e < n && (z[e] == ')' || z[e] == ':');
+      if (!bFlags) {
+        zOut[o++] = z[i++];
+        continue;
+      }
+      zOut[o++] = '(';
+      zOut[o++] = '?';
+      for (i += 2; i < e; i++) {
+        if (z[i] == 'u') continue;
+        if (strchr("imsx-", z[i]) == NULL) {
+          char zWhy[80];
+          sqlite3_snprintf(sizeof zWhy, zWhy, "the inline flag %c is not supported (only i, m, s, x and u)", z[i]);
+          sqlite3_free(zOut);
+          return qfRegexBad(pzErr, z, n, zWhy);
+        }
+        zOut[o++] = z[i];
+      }
+      if (zOut[o - 1] == '?') {
+        /* (?u) alone: nothing left; (?u: is a plain group */
+        if (z[e] == ')') o -= 2;
+        else zOut[o++] = ':';
+        i = e + 1;
+      }
     } else {
-      z++;
+      zOut[o++] = z[i++];
     }
   }
-  return 0;
-}
-
-/* Compiles zPat into a new regex_t (*ppRe) or reports why not. */
-static int qfRegexCompile(const char *zPat, regex_t **ppRe, char **pzErr) {
-  regex_t *pRe;
-  int rc;
-  *ppRe = NULL;
-  if (qfHasBackref(zPat)) {
-    sqlite3_free(*pzErr);
-    *pzErr = sqlite3_mprintf("invalid regular expression \"%s\": backreferences (\\1 to \\9) are not "
-                             "supported (their matching time can grow exponentially)", zPat);
-    return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
-  }
-  pRe = sqlite3_malloc64(sizeof(regex_t));
-  if (pRe == NULL) return SQLITE_NOMEM;
-  rc = regcomp(pRe, zPat, REG_EXTENDED);
-  if (rc != 0) {
-    char zWhy[128];
-    regerror(rc, pRe, zWhy, sizeof zWhy);
-    sqlite3_free(pRe);
-    if (rc == REG_ESPACE) return SQLITE_NOMEM;
-    sqlite3_free(*pzErr);
-    *pzErr = sqlite3_mprintf("invalid regular expression \"%s\": %s", zPat, zWhy);
-    return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
-  }
-  *ppRe = pRe;
+  zOut[o] = 0;
+  *pzOut = zOut;
   return SQLITE_OK;
 }
 
-int qfRegexGroups(const char *zPat, int *pnGroup, char **pzErr) {
-  regex_t *pRe = NULL;
-  int rc = qfRegexCompile(zPat, &pRe, pzErr);
+/* Compiles the n bytes at zPat into a new QfRegex (*ppRe) or reports why
+** not ("invalid regular expression \"...\": <reason> near index <i>",
+** SQLITE_ERROR; SQLITE_NOMEM). */
+static int qfRegexCompile(const char *zPat, int nPat, QfRegex **ppRe, char **pzErr) {
+  pcre2_general_context *pGen = NULL;
+  pcre2_compile_context *pCc = NULL;
+  QfRegex *pRe = NULL;
+  char *zJava = NULL;
+  int rc, iErr = 0;
+  uint32_t nCap = 0;
+  PCRE2_SIZE iOff = 0;
+  *ppRe = NULL;
+  rc = qfRegexFlags(zPat, nPat, &zJava, pzErr);
+  if (rc != SQLITE_OK) goto cleanup;
+  rc = SQLITE_NOMEM;
+  pGen = pcre2_general_context_create(qfPcreMalloc, qfPcreFree, NULL);
+  if (pGen == NULL) goto cleanup;
+  pCc = pcre2_compile_context_create(pGen);
+  pRe = sqlite3_malloc64(sizeof(QfRegex));
+  if (pCc == NULL || pRe == NULL) goto cleanup;
+  memset(pRe, 0, sizeof(QfRegex));
+  pcre2_set_newline(pCc, PCRE2_NEWLINE_ANY);
+  pcre2_set_compile_extra_options(pCc, PCRE2_EXTRA_ALT_BSUX);
+  pRe->pCode = pcre2_compile((PCRE2_SPTR)zJava, strlen(zJava),
+                             PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_ALT_BSUX, &iErr, &iOff, pCc);
+  if (pRe->pCode == NULL) {
+    PCRE2_UCHAR zWhy[160];
+    char *zMsg;
+    int nChar = 0, i;
+    if (iErr == PCRE2_ERROR_HEAP_FAILED) goto cleanup;
+    pcre2_get_error_message(iErr, zWhy, sizeof zWhy);
+    /* the index in characters of the pattern as written, as Java's */
+    for (i = 0; i < (int)iOff && zJava[i]; i++) {
+      if (((unsigned char)zJava[i] & 0xC0) != 0x80) nChar++;
+    }
+    zMsg = sqlite3_mprintf("%s near index %d", (const char*)zWhy, nChar);
+    if (zMsg == NULL) goto cleanup;
+    rc = qfRegexBad(pzErr, zPat, nPat, zMsg);
+    sqlite3_free(zMsg);
+    goto cleanup;
+  }
+  pcre2_pattern_info(pRe->pCode, PCRE2_INFO_CAPTURECOUNT, &nCap);
+  pRe->nGroup = (int)nCap;
+  pRe->pMatchCtx = pcre2_match_context_create(pGen);
+  pRe->pData = pcre2_match_data_create_from_pattern(pRe->pCode, pGen);
+  if (pRe->pMatchCtx == NULL || pRe->pData == NULL) goto cleanup;
+  pcre2_set_match_limit(pRe->pMatchCtx, QF_RE_MATCH_LIMIT);
+  pcre2_set_depth_limit(pRe->pMatchCtx, QF_RE_DEPTH_LIMIT);
+  pcre2_set_heap_limit(pRe->pMatchCtx, QF_RE_HEAP_KIB);
+  *ppRe = pRe;
+  pRe = NULL;
+  rc = SQLITE_OK;
+cleanup:
+  qfRegexFree(pRe);
+  pcre2_compile_context_free(pCc);
+  pcre2_general_context_free(pGen);
+  sqlite3_free(zJava);
+  return rc;
+}
+
+int qfRegexGroups(const char *zPat, int nPat, int *pnGroup, char **pzErr) {
+  QfRegex *pRe = NULL;
+  int rc = qfRegexCompile(zPat, nPat, &pRe, pzErr);
   *pnGroup = 0;
   if (rc == SQLITE_OK) {
-    *pnGroup = (int)pRe->re_nsub;
+    *pnGroup = pRe->nGroup;
     qfRegexFree(pRe);
   }
   return rc;
+}
+
+/* Appends group i of the last match of pRe over z as JSON (null when it
+** took no part in the match). */
+static void qfRegexGroupJson(sqlite3_str *pOut, const QfRegex *pRe, const char *z, int i) {
+  PCRE2_SIZE *aOv = pcre2_get_ovector_pointer(pRe->pData);
+  if (aOv[2 * i] == PCRE2_UNSET) sqlite3_str_appendall(pOut, "null");
+  else ednJsonString(pOut, z + aOv[2 * i], (int)(aOv[2 * i + 1] - aOv[2 * i]));
+}
+
+/* Appends the last match as Clojure gives it: [whole g1 ...] when the
+** pattern has groups (bGroups), else the whole match. */
+static void qfRegexMatchJson(sqlite3_str *pOut, const QfRegex *pRe, const char *z, int bGroups) {
+  int i;
+  if (!bGroups) {
+    qfRegexGroupJson(pOut, pRe, z, 0);
+    return;
+  }
+  sqlite3_str_appendchar(pOut, 1, '[');
+  for (i = 0; i <= pRe->nGroup; i++) {
+    if (i) sqlite3_str_appendchar(pOut, 1, ',');
+    qfRegexGroupJson(pOut, pRe, z, i);
+  }
+  sqlite3_str_appendchar(pOut, 1, ']');
+}
+
+/* One pcre2_match from byte iStart: 1 matched, 0 not, -1 an error already
+** set on pCtx (a limit: "<where>: <fn>: regular expression ... is too
+** costly to match"). */
+static int qfRegexRun(sqlite3_context *pCtx, sqlite3_value *pWhere, QfRegex *pRe, const char *zPat,
+                      int nPat, const char *z, int n, int iStart, uint32_t flags) {
+  int rc = pcre2_match(pRe->pCode, (PCRE2_SPTR)z, (PCRE2_SIZE)n, (PCRE2_SIZE)iStart, flags, pRe->pData,
+                       pRe->pMatchCtx);
+  const char *zWhy;
+  if (rc >= 0) return 1;
+  switch (rc) {
+    case PCRE2_ERROR_NOMATCH: return 0;
+    case PCRE2_ERROR_NOMEMORY: sqlite3_result_error_nomem(pCtx); return -1;
+    case PCRE2_ERROR_MATCHLIMIT: zWhy = "backtracking"; break;
+    case PCRE2_ERROR_DEPTHLIMIT: zWhy = "depth"; break;
+    case PCRE2_ERROR_HEAPLIMIT: zWhy = "memory"; break;
+    default: {
+      PCRE2_UCHAR zMsg[120];
+      pcre2_get_error_message(rc, zMsg, sizeof zMsg);
+      qfErrorAt(pCtx, pWhere, "regular expression \"%.*s\": %s", nPat, zPat, (const char*)zMsg);
+      return -1;
+    }
+  }
+  qfErrorAt(pCtx, pWhere, "regular expression \"%.*s\" is too costly to match (it passed PCRE2's %s limit)",
+            nPat, zPat, zWhy);
+  return -1;
 }
 
 /* mentat_regex(mode, pattern, s, where); see the file comment. NULL inputs give
@@ -446,17 +609,16 @@ static void qfRegex(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   int iMode = sqlite3_value_int(argv[0]);
   const char *zPat = (const char*)sqlite3_value_text(argv[1]);
   const char *z = (const char*)sqlite3_value_text(argv[2]);
-  regex_t *pRe;
-  regmatch_t aOne[1], *aM = aOne;
-  size_t nM = 1;
-  int bOwn = 0, n, i;
+  QfRegex *pRe;
+  int bOwn = 0, n, nPat, r;
   (void)argc;
   if (zPat == NULL || z == NULL) return;
   n = sqlite3_value_bytes(argv[2]);
+  nPat = sqlite3_value_bytes(argv[1]);
   pRe = sqlite3_get_auxdata(pCtx, 1);
   if (pRe == NULL) {
     char *zErr = NULL;
-    int rc = qfRegexCompile(zPat, &pRe, &zErr);
+    int rc = qfRegexCompile(zPat, nPat, &pRe, &zErr);
     if (rc != SQLITE_OK) {
       if (rc == SQLITE_NOMEM) sqlite3_result_error_nomem(pCtx);
       else qfErrorAt(pCtx, argv[3], "%s", zErr);
@@ -470,7 +632,7 @@ static void qfRegex(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     if (pRe == NULL) {
       /* Not kept (out of memory there): compile a private copy. */
       char *zErr2 = NULL;
-      if (qfRegexCompile(zPat, &pRe, &zErr2) != SQLITE_OK) {
+      if (qfRegexCompile(zPat, nPat, &pRe, &zErr2) != SQLITE_OK) {
         sqlite3_free(zErr2);
         sqlite3_result_error_nomem(pCtx);
         return;
@@ -478,43 +640,50 @@ static void qfRegex(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
       bOwn = 1;
     }
   }
-  if (iMode >= 2) {
-    /* every group: the whole match and re_nsub more */
-    nM = pRe->re_nsub + 1;
-    aM = sqlite3_malloc64(sizeof(regmatch_t) * nM);
-    if (aM == NULL) {
-      sqlite3_result_error_nomem(pCtx);
-      goto done;
+  if (iMode == QF_RE_SEQ) {
+    /* Matcher.find in turn: the next search starts where a match ended,
+    ** one character on after an empty match; nil when none matched */
+    sqlite3_str *pOut = sqlite3_str_new(NULL);
+    int iAt = 0, nFound = 0;
+    while (iAt <= n && (r = qfRegexRun(pCtx, argv[3], pRe, zPat, nPat, z, n, iAt, 0)) == 1) {
+      PCRE2_SIZE *aOv = pcre2_get_ovector_pointer(pRe->pData);
+      sqlite3_str_appendchar(pOut, 1, nFound++ ? ',' : '[');
+      qfRegexMatchJson(pOut, pRe, z, pRe->nGroup > 0);
+      iAt = (int)aOv[1];
+      if (aOv[1] == aOv[0]) {
+        if (iAt == n) break;
+        iAt += ednUtf8Len((const unsigned char*)z, n, iAt) > 0 ? ednUtf8Len((const unsigned char*)z, n, iAt) : 1;
+      }
     }
+    if (r < 0) {
+      sqlite3_free(sqlite3_str_finish(pOut));
+    } else if (nFound == 0) {
+      sqlite3_free(sqlite3_str_finish(pOut));
+    } else {
+      int nJson;
+      char *zJson;
+      sqlite3_str_appendchar(pOut, 1, ']');
+      nJson = sqlite3_str_length(pOut);
+      zJson = sqlite3_str_finish(pOut);
+      if (zJson == NULL) sqlite3_result_error_nomem(pCtx);
+      else {
+        sqlite3_result_text(pCtx, zJson, nJson, sqlite3_free);
+        sqlite3_result_subtype(pCtx, MENTAT_JSON_SUBTYPE);
+      }
+    }
+    goto done;
   }
-  if (regexec(pRe, z, nM, aM, 0) != 0) goto done;
-  if ((iMode & 1) && (aM[0].rm_so != 0 || aM[0].rm_eo != n)) goto done;   /* re-matches */
+  /* re-matches: the whole text (Matcher.matches backtracks until it is) */
+  r = qfRegexRun(pCtx, argv[3], pRe, zPat, nPat, z, n, 0, (iMode & 1) ? PCRE2_ANCHORED | PCRE2_ENDANCHORED : 0);
+  if (r != 1) goto done;
   if (iMode < 2) {
-    sqlite3_result_text(pCtx, z + aM[0].rm_so, (int)(aM[0].rm_eo - aM[0].rm_so), SQLITE_TRANSIENT);
+    PCRE2_SIZE *aOv = pcre2_get_ovector_pointer(pRe->pData);
+    sqlite3_result_text(pCtx, z + aOv[0], (int)(aOv[1] - aOv[0]), SQLITE_TRANSIENT);
   } else {
     sqlite3_str *pOut = sqlite3_str_new(NULL);
     char *zJson;
     int nJson;
-    int nGroup = (int)pRe->re_nsub;
-    sqlite3_str_appendchar(pOut, 1, '[');
-    for (i = 0; i <= nGroup; i++) {
-      if (i) sqlite3_str_appendchar(pOut, 1, ',');
-      if (aM[i].rm_so < 0) {
-        sqlite3_str_appendall(pOut, "null");
-      } else {
-        /* a JSON string: quote, backslash and control characters escaped */
-        int k;
-        sqlite3_str_appendchar(pOut, 1, '"');
-        for (k = (int)aM[i].rm_so; k < (int)aM[i].rm_eo; k++) {
-          unsigned char c = (unsigned char)z[k];
-          if (c == '"' || c == '\\') sqlite3_str_appendf(pOut, "\\%c", c);
-          else if (c < 0x20) sqlite3_str_appendf(pOut, "\\u%04x", c);
-          else sqlite3_str_appendchar(pOut, 1, (char)c);
-        }
-        sqlite3_str_appendchar(pOut, 1, '"');
-      }
-    }
-    sqlite3_str_appendchar(pOut, 1, ']');
+    qfRegexMatchJson(pOut, pRe, z, 1);
     nJson = sqlite3_str_length(pOut);
     zJson = sqlite3_str_finish(pOut);
     if (zJson == NULL) sqlite3_result_error_nomem(pCtx);
@@ -524,7 +693,6 @@ static void qfRegex(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     }
   }
 done:
-  if (aM != aOne) sqlite3_free(aM);
   if (bOwn) qfRegexFree(pRe);
 }
 
