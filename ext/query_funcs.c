@@ -30,9 +30,8 @@
 **        mode 1/2: (min n ?x) / (max n ?x) — the n smallest / largest of
 **                the bag (a value repeats as often as its rows: :with)
 **        mode 3: (sample n ?x) — n distinct values chosen at random
-**        mode 4: (rand n ?x) — n values drawn with replacement (Datomic's
-**                rand may repeat a value); the compiler passes 3 for rand
-**                today (query_compile_agg.c), which gives distinct values
+**        mode 4: (rand n ?x) — n values drawn with replacement from the
+**                bag (Datomic's rand may repeat a value)
 **   COLLATE mentat_kw              keyword order (Clojure's compare): texts
 **        that both start with ':' compare as keywords, others bytewise
 **
@@ -994,11 +993,11 @@ static void qfValsFinal(sqlite3_context *pCtx) {
     goto cleanup;
   }
   if (p->n > 1) qsort(p->a, (size_t)p->n, sizeof(QfVal), qfCmpVal);
-  /* Drop duplicates: distinct and sample give sets of values. (min n) and
-  ** (max n) keep the bag's repeats, as Datomic's do with :with. */
+  /* Drop duplicates: distinct and sample give sets of values. (min n),
+  ** (max n) and rand keep the bag's repeats, as Datomic's do with :with. */
   n = 0;
   for (i = 0; i < p->n; i++) {
-    if (p->iMode == 1 || p->iMode == 2) {
+    if (p->iMode == 1 || p->iMode == 2 || p->iMode == 4) {
       p->a[n++] = p->a[i];
       continue;
     }
