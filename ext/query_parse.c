@@ -689,7 +689,10 @@ static int qpRule(QParse *pP, const EdnValue *p, QRule *pR) {
   int i, j, nHead = 0;
   memset(pR, 0, sizeof *pR);
   pR->pForm = p;
-  if (p->type != EDN_VECTOR || p->u.c.n < 2 || p->u.c.a[0]->type != EDN_LIST) {
+  /* Datomic's grammar: rule = [rule-head clause+], rule-head = [rule-name
+  ** rule-vars], where [] is a list or a vector. */
+  if ((p->type != EDN_VECTOR && p->type != EDN_LIST) || p->u.c.n < 2
+      || (p->u.c.a[0]->type != EDN_LIST && p->u.c.a[0]->type != EDN_VECTOR)) {
     return qpErr(pP, p, "expected a rule [(name ?a ...) clause ...], got %s", qpDescribe(pP, p));
   }
   pHead = p->u.c.a[0];
@@ -707,6 +710,11 @@ static int qpRule(QParse *pP, const EdnValue *p, QRule *pR) {
   for (i = 1; i < pHead->u.c.n; i++) {
     const EdnValue *pA = pHead->u.c.a[i];
     if (pA->type == EDN_VECTOR) {
+      /* rule-vars = [variable+ | ([variable+] variable*)] */
+      if (i != 1 || pA->u.c.n == 0) {
+        return qpErr(pP, pA, "rule %s: the required variables come first in its head, as one"
+                     " vector of variables (name [?a ?b] ?c), got %s", pR->zName, qpDescribe(pP, pA));
+      }
       for (j = 0; j < pA->u.c.n; j++) {
         if (qpVar(pP, pA->u.c.a[j], " in rule head")) return pP->rc;
         pR->abReq[pR->nHead] = 1;
@@ -729,7 +737,7 @@ int qParseRules(EdnArena *pArena, const EdnValue *pForm, QRuleSet *pSet, char **
   p.pzErr = pzErr;
   p.rc = SQLITE_OK;
   memset(pSet, 0, sizeof *pSet);
-  if (pForm->type != EDN_VECTOR) {
+  if (pForm->type != EDN_VECTOR && pForm->type != EDN_LIST) {
     qpErr(&p, pForm, "expected a vector of rules, got %s", qpDescribe(&p, pForm));
   } else {
     pSet->aRule = qpAlloc(&p, sizeof(QRule*) * (pForm->u.c.n ? pForm->u.c.n : 1));
