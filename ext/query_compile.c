@@ -647,8 +647,12 @@ static const char *qcKeyPlace(QCtx *pX, const EdnValue *p) {
   if (p == NULL || qIsBlank(p)) return "";
   if (!ednIsVar(p)) return NULL;
   pV = qcVarFind(pX, p->u.s.z);
-  /* Already bound to a parameter, lookup or IN list: one value per row. */
-  if (pV && (pV->zInList || (pV->zExpr && (pV->zExpr[0] == '?' || pV->zExpr[0] == '(')))) {
+  /* Already bound to a parameter or lookup: one value per row. An IN list
+  ** of several values is not: an entity whose cardinality-many attribute
+  ** holds two of them matches two datoms, so the variable keeps its name
+  ** and DISTINCT stays unless the find set fixes it. */
+  if (pV && pV->zInList && pV->nInElem <= 1) return NULL;
+  if (pV && !pV->zInList && pV->zExpr && (pV->zExpr[0] == '?' || pV->zExpr[0] == '(')) {
     return NULL;
   }
   return p->u.s.z;
