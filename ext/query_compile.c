@@ -175,6 +175,7 @@ void qcCtxReset(QCtx *pX) {
     sqlite3_free(pX->aVar[i].zExpr);
     sqlite3_free(pX->aVar[i].zTag);
     sqlite3_free(pX->aVar[i].zInList);
+    sqlite3_free(pX->aVar[i].zInMore);
     sqlite3_free(pX->aVar[i].aParam);
   }
   sqlite3_free(pX->aVar);
@@ -324,6 +325,22 @@ char *qcTagsMatch(const char *zTagA, const char *zTagB) {
                          zTagA, TAG_REF, TAG_NUMBER, zTagB, TAG_REF, TAG_NUMBER);
 }
 
+/* The filters of the collections that bound pV before its first place
+** (zInList, zInMore), on expression zExpr: "x IN (?1,?2) AND x IN (?3)".
+** Two collection bindings of one variable give their intersection. */
+static char *qcInTerms(const QVar *pV, const char *zExpr) {
+  sqlite3_str *pOut = sqlite3_str_new(NULL);
+  const char *z = pV->zInMore;
+  sqlite3_str_appendf(pOut, "%s IN (%s)", zExpr, pV->zInList);
+  while (z) {
+    const char *zEnd = strchr(z, '\x01');
+    int n = zEnd ? (int)(zEnd - z) : (int)strlen(z);
+    sqlite3_str_appendf(pOut, " AND %s IN (%.*s)", zExpr, n, z);
+    z = zEnd ? zEnd + 1 : NULL;
+  }
+  return sqlite3_str_finish(pOut);
+}
+
 void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTag,
                int bIntCol) {
   QVar *pV;
@@ -347,9 +364,11 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
   if (pV->zInList) {
     /* A pending collection input meets its first place: an IN list on the
     ** column, so the column's index serves every element. */
-    qcWhere(pX, sqlite3_mprintf("%s IN (%s)", zExpr, pV->zInList));
+    qcWhere(pX, qcInTerms(pV, zExpr));
     sqlite3_free(pV->zInList);
+    sqlite3_free(pV->zInMore);
     pV->zInList = NULL;
+    pV->zInMore = NULL;
     if (vt != VT_NONE) qcTypeParams(pX, pV, vt);
     else if (zTag && pV->vt != VT_NONE) qcWhere(pX, qcTagIs(zTag, pV->vt));
     pV->zExpr = zExpr;
@@ -1024,6 +1043,28 @@ static int qcIsColl(const EdnValue *p) {
   return p->type == EDN_VECTOR || p->type == EDN_LIST || p->type == EDN_SET;
 }
 
+/* The lazy parameters aP[0..nP) (taken over) of a collection that binds
+** the already bound pV: typed with pV's lazy ones, or by its static type. */
+static void qcAdoptParams(QCtx *pX, QVar *pV, int *aP, int nP) {
+  int i;
+  if (pV->nParam > 0 || (pV->zExpr == NULL && pV->zInList)) {
+    int *aNew = sqlite3_realloc64(pV->aParam, sizeof(int) * (sqlite3_uint64)(pV->nParam + nP + 1));
+    if (aNew == NULL) { sqlite3_free(aP); qcNoMem(pX->pC); return; }
+    for (i = 0; i < nP; i++) aNew[pV->nParam + i] = aP[i];
+    pV->aParam = aNew;
+    pV->nParam += nP;
+  } else if (pV->vt != VT_NONE && pV->vt != QVT_JSON) {
+    for (i = 0; i < nP; i++) {
+      QParam *pP = &pX->pC->aParam[aP[i] - 1];
+      if (pP->eConv == QV_NATURAL) {
+        pP->eConv = QV_TYPED;
+        pP->vt = pV->vt;
+      }
+    }
+  }
+  sqlite3_free(aP);
+}
+
 int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
                 const char *zWhat) {
   QComp *pC = pX->pC;
@@ -1072,14 +1113,26 @@ int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
         sqlite3_free(z);
       }
       if (qcVarFind(pX, pB->aVar[0]->u.s.z)) {
-        /* Already bound: a membership test. */
+        /* Already bound: the collection filters it (a membership test, or
+        ** one more list for a collection still waiting for its place). */
         QVar *pOld = qcVarFind(pX, pB->aVar[0]->u.s.z);
         char *zList = sqlite3_str_finish(pList);
-        if (zList == NULL && pVal->u.c.n) qcNoMem(pC);
-        else qcWhere(pX, sqlite3_mprintf("%s IN (%s)", pOld->zExpr ? pOld->zExpr : "NULL",
-                                         zList ? zList : ""));
+        if (zList == NULL && pVal->u.c.n) {
+          qcNoMem(pC);
+        } else if (pOld->zExpr == NULL && pOld->zInList) {
+          char *zMore = pOld->zInMore
+              ? sqlite3_mprintf("%s\x01%s", pOld->zInMore, zList ? zList : "")
+              : sqlite3_mprintf("%s", zList ? zList : "");
+          if (zMore == NULL) qcNoMem(pC);
+          sqlite3_free(pOld->zInMore);
+          pOld->zInMore = zMore;
+          if (pVal->u.c.n < pOld->nInElem) pOld->nInElem = pVal->u.c.n;
+        } else {
+          qcWhere(pX, sqlite3_mprintf("%s IN (%s)", pOld->zExpr ? pOld->zExpr : "NULL",
+                                      zList ? zList : ""));
+        }
         sqlite3_free(zList);
-        sqlite3_free(aP);
+        qcAdoptParams(pX, pOld, aP, nP);
         break;
       }
       pV = qcVarAdd(pX, pB->aVar[0]->u.s.z);
@@ -1199,11 +1252,20 @@ static void qcMaterialize(QCtx *pX) {
       }
       sqlite3_str_appendall(pC->pCte, "))");
     }
-    sqlite3_free(pV->zInList);
-    pV->zInList = NULL;
     qcFrom(pX, sqlite3_mprintf("%s", zName));
     pV->zExpr = sqlite3_mprintf("%s.c0", zName);
     if (pV->zExpr == NULL) qcNoMem(pC);
+    if (pV->zInMore && pV->zExpr) {
+      /* more collections bound it: each filters the first's values */
+      char *zTerms = qcInTerms(pV, pV->zExpr), *zAnd;
+      zAnd = zTerms ? strstr(zTerms, " AND ") : NULL;
+      qcWhere(pX, zAnd ? sqlite3_mprintf("%s", zAnd + 5) : NULL);
+      sqlite3_free(zTerms);
+    }
+    sqlite3_free(pV->zInList);
+    sqlite3_free(pV->zInMore);
+    pV->zInList = NULL;
+    pV->zInMore = NULL;
   }
 }
 

@@ -53,6 +53,8 @@ typedef struct QVar {
   ValueType vt;
   unsigned char bIntCol;  /* zExpr is an INTEGER-affinity column (e, a, tx) */
   char *zInList;          /* pending collection: "?1,?2" (NULL when none) */
+  char *zInMore;          /* more collections binding it, each a filter:
+                          ** lists joined by '\x01' (NULL when none) */
   int nInElem;
   int nParam;             /* params typed lazily with this variable */
   int *aParam;
