@@ -954,15 +954,30 @@ static int qcPatternScore(QCtx *pX, const QClause *pCl) {
 
 /* ------------------------------------------------------------- inputs */
 
+int qInputLookupRef(const Schema *pSchema, const EdnValue *p) {
+  const Attr *pA;
+  if (p->type != EDN_VECTOR || p->u.c.n != 2 || p->u.c.a[0]->type != EDN_KEYWORD) return 0;
+  if (p->u.c.a[1]->type != EDN_KEYWORD) return 1;
+  pA = schemaAttrByIdent(pSchema, p->u.c.a[0]->u.s.z, p->u.c.a[0]->u.s.n);
+  return pA != NULL && pA->eUnique != UNIQUE_NONE;
+}
+
+/* Is input leaf pVal (of input iInput; ground when < 0) a lookup ref? */
+static int qcLeafIsLookup(QCtx *pX, const EdnValue *pVal, int iInput) {
+  return iInput >= 0 && qInputLookupRef(pX->pC->pSchema, pVal);
+}
+
 /* An EDN leaf as SQL: lookup ref → subquery, collection → JSON, else a
-** parameter typed lazily. *piParam gets the lazy parameter (or 0). */
+** parameter typed lazily. *piParam gets the lazy parameter (or 0). A lookup
+** ref that names no entity is NULL: callers keep such rows out, since it
+** binds nothing. */
 static char *qcLeafExpr(QCtx *pX, const EdnValue *pVal, const EdnValue *pConst, int iInput,
                         int i1, int i2, ValueType *pvt, int *piParam) {
   QComp *pC = pX->pC;
   int iP;
   *piParam = 0;
   /* An input [:attr v] names an entity; ground's value stays as written. */
-  if (iInput >= 0 && qcIsLookupRef(pVal)) {
+  if (qcLeafIsLookup(pX, pVal, iInput)) {
     int iA = qcParam(pC, pConst, iInput, i1, i2, QV_LOOKUP_A, VT_NONE);
     int iV = qcParam(pC, pConst, iInput, i1, i2, QV_LOOKUP_V, VT_NONE);
     int iT = qcParam(pC, pConst, iInput, i1, i2, QV_LOOKUP_TAG, VT_NONE);
@@ -1020,6 +1035,7 @@ static void qcBindScalar(QCtx *pX, const EdnValue *pVar, const EdnValue *pVal,
   if (qIsBlank(pVar)) return;
   zExpr = qcLeafExpr(pX, pVal, pConst, iInput, i1, i2, &vt, &iP);
   if (zExpr == NULL) { qcNoMem(pX->pC); return; }
+  if (qcLeafIsLookup(pX, pVal, iInput)) qcWhere(pX, sqlite3_mprintf("%s IS NOT NULL", zExpr));
   pV = qcVarFind(pX, pVar->u.s.z);
   if (pV) {
     qcBindVar(pX, pVar->u.s.z, zExpr, vt, NULL, 0);
@@ -1086,7 +1102,7 @@ int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
     case QB_COLL: {
       sqlite3_str *pList;
       QVar *pV;
-      int nP = 0;
+      int nP = 0, bLookup = 0;
       int *aP;
       ValueType vt0 = VT_NONE;
       if (!qcIsColl(pVal)) return qcErr(pC, NULL, "%s: expected a collection", zWhat);
@@ -1108,6 +1124,7 @@ int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
           break;
         }
         if (iP) aP[nP++] = iP;
+        if (qcLeafIsLookup(pX, pE, iInput)) bLookup = 1;
         if (i) sqlite3_str_appendchar(pList, 1, ',');
         sqlite3_str_appendall(pList, z);
         sqlite3_free(z);
@@ -1141,6 +1158,7 @@ int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
       if (pV->zInList == NULL) pV->zInList = sqlite3_mprintf("%s", "");
       if (pV->zInList == NULL) qcNoMem(pC);
       pV->nInElem = pVal->u.c.n;
+      pV->bInLookup = (unsigned char)bLookup;
       pV->vt = vt0 == VT_NONE ? VT_LONG : vt0;
       pV->aParam = aP;
       pV->nParam = nP;
@@ -1170,10 +1188,17 @@ int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
         /* Column j's lazy parameters, typed together by the column's first place. */
         int **aaP = sqlite3_malloc64(sizeof(int*) * pB->nVar);
         ValueType *aVt = sqlite3_malloc64(sizeof(ValueType) * pB->nVar);
-        if (aaP == NULL || aVt == NULL) { sqlite3_free(aaP); sqlite3_free(aVt); return qcNoMem(pC); }
+        unsigned char *abLookup = sqlite3_malloc64(pB->nVar);
+        if (aaP == NULL || aVt == NULL || abLookup == NULL) {
+          sqlite3_free(aaP);
+          sqlite3_free(aVt);
+          sqlite3_free(abLookup);
+          return qcNoMem(pC);
+        }
         for (j = 0; j < pB->nVar; j++) {
           aaP[j] = sqlite3_malloc64(sizeof(int) * (pVal->u.c.n + 1));
           aVt[j] = VT_NONE;
+          abLookup[j] = 0;
           if (aaP[j] == NULL) qcNoMem(pC);
         }
         for (i = 0; pC->rc == SQLITE_OK && i < pVal->u.c.n; i++) {
@@ -1193,6 +1218,7 @@ int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
               break;
             }
             aaP[j][i] = iP;
+            if (qcLeafIsLookup(pX, pE, iInput)) abLookup[j] = 1;
             sqlite3_str_appendf(pCte, "%s%s", j ? "," : "", z);
             sqlite3_free(z);
           }
@@ -1202,6 +1228,8 @@ int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
         qcFrom(pX, sqlite3_mprintf("%s", zName));
         for (j = 0; j < pB->nVar; j++) {
           const EdnValue *pVar = pB->aVar[j];
+          /* a row whose lookup ref names no entity binds nothing */
+          if (abLookup[j]) qcWhere(pX, sqlite3_mprintf("%s.c%d IS NOT NULL", zName, j));
           if (pC->rc == SQLITE_OK && !qIsBlank(pVar)) {
             int bNew = qcVarFind(pX, pVar->u.s.z) == NULL;
             qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.c%d", zName, j),
@@ -1219,6 +1247,7 @@ int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
         }
         sqlite3_free(aaP);
         sqlite3_free(aVt);
+        sqlite3_free(abLookup);
       }
       break;
     }
@@ -1255,6 +1284,7 @@ static void qcMaterialize(QCtx *pX) {
     qcFrom(pX, sqlite3_mprintf("%s", zName));
     pV->zExpr = sqlite3_mprintf("%s.c0", zName);
     if (pV->zExpr == NULL) qcNoMem(pC);
+    if (pV->bInLookup) qcWhere(pX, sqlite3_mprintf("%s.c0 IS NOT NULL", zName));
     if (pV->zInMore && pV->zExpr) {
       /* more collections bound it: each filters the first's values */
       char *zTerms = qcInTerms(pV, pV->zExpr), *zAnd;

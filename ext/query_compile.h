@@ -56,6 +56,7 @@ typedef struct QVar {
   char *zInMore;          /* more collections binding it, each a filter:
                           ** lists joined by '\x01' (NULL when none) */
   int nInElem;
+  unsigned char bInLookup;   /* the pending collection holds lookup refs */
   int nParam;             /* params typed lazily with this variable */
   int *aParam;
 } QVar;
@@ -172,8 +173,15 @@ int qCompile(Schema *pSchema, const char *zQuery, int nQuery, const QueryOpts *p
              QueryPlan **ppPlan, char **pzErr);
 
 /* The text that, with the query, keys the plan cache: one letter per input
-** leaf type and brackets for vectors, e.g. "i,[s s],k". */
-char *qInputShape(const QueryOpts *pOpts);
+** leaf type and brackets for vectors, e.g. "i,[s s],k" (an "L" marks a
+** pair of keywords that pSchema, when given, reads as a lookup ref). */
+char *qInputShape(const QueryOpts *pOpts, const Schema *pSchema);
+
+/* Is input value p a lookup ref [:attr v]? A pair of keywords is one only
+** when the first names a :db/unique attribute; else it is a tuple (two
+** idents). Other [keyword v] pairs are lookup refs (a non-unique attribute
+** is an error when bound). */
+int qInputLookupRef(const Schema *pSchema, const EdnValue *p);
 
 /* Binds every parameter of p on pStmt from pOpts. */
 int qPlanBind(const QueryPlan *p, sqlite3_stmt *pStmt, const Schema *pSchema,

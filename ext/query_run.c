@@ -137,7 +137,7 @@ static void qckEdn(QCacheKey *k, const EdnValue *p) {
   sqlite3_free(sqlite3_str_finish(pStr));
 }
 
-static void qShapeOf(QCacheKey *pOut, const EdnValue *p, int iDepth) {
+static void qShapeOf(QCacheKey *pOut, const EdnValue *p, const Schema *pSchema, int iDepth) {
   int i;
   if (iDepth > EDN_MAX_DEPTH) return;
   switch (p->type) {
@@ -157,7 +157,12 @@ static void qShapeOf(QCacheKey *pOut, const EdnValue *p, int iDepth) {
         break;
       }
       qckChar(pOut, '[');
-      for (i = 0; i < p->u.c.n; i++) qShapeOf(pOut, p->u.c.a[i], iDepth + 1);
+      for (i = 0; i < p->u.c.n; i++) qShapeOf(pOut, p->u.c.a[i], pSchema, iDepth + 1);
+      /* [:a :b] is a lookup ref or a tuple by the schema (qInputLookupRef) */
+      if (pSchema && p->u.c.n == 2 && p->u.c.a[1]->type == EDN_KEYWORD
+          && qInputLookupRef(pSchema, p)) {
+        qckChar(pOut, 'L');
+      }
       qckChar(pOut, ']');
       break;
     default:
@@ -166,7 +171,7 @@ static void qShapeOf(QCacheKey *pOut, const EdnValue *p, int iDepth) {
   }
 }
 
-static void qShapeInto(QCacheKey *pOut, const QueryOpts *pOpts) {
+static void qShapeInto(QCacheKey *pOut, const QueryOpts *pOpts, const Schema *pSchema) {
   int i;
   qckInt(pOut, pOpts ? pOpts->nInput : 0);
   if (pOpts && pOpts->bAsOf) qckChar(pOut, 'A');
@@ -176,15 +181,15 @@ static void qShapeInto(QCacheKey *pOut, const QueryOpts *pOpts) {
   qckChar(pOut, ':');
   for (i = 0; pOpts && i < pOpts->nInput; i++) {
     if (i) qckChar(pOut, ',');
-    qShapeOf(pOut, pOpts->aInput[i], 0);
+    qShapeOf(pOut, pOpts->aInput[i], pSchema, 0);
   }
 }
 
-char *qInputShape(const QueryOpts *pOpts) {
+char *qInputShape(const QueryOpts *pOpts, const Schema *pSchema) {
   QCacheKey k;
   char *z = NULL;
   qckInit(&k);
-  qShapeInto(&k, pOpts);
+  qShapeInto(&k, pOpts, pSchema);
   if (!k.bOom) z = sqlite3_mprintf("%.*s", (int)k.n, k.z);
   qckFree(&k);
   return z;
@@ -257,7 +262,7 @@ int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pSchema
       continue;
     }
     if (pP->eConv >= QV_LOOKUP_A && pP->eConv <= QV_LOOKUP_TAG) {
-      if (p->type == EDN_VECTOR && p->u.c.n == 2 && p->u.c.a[0]->type == EDN_KEYWORD) {
+      if (qInputLookupRef(pSchema, p)) {
         pA = schemaAttrByIdent(pSchema, p->u.c.a[0]->u.s.z, p->u.c.a[0]->u.s.n);
       }
       if (pA == NULL) {
@@ -422,7 +427,7 @@ int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
   ** allocation when it fits, as every call builds it. */
   qckInt(&key, schemaGeneration(pSchema));
   qckChar(&key, '\x1f');
-  qShapeInto(&key, pOpts);
+  qShapeInto(&key, pOpts, pSchema);
   qckChar(&key, '\x1f');
   qckAppend(&key, zQuery, (size_t)nQuery);
   if (key.bOom || key.n > 0x7fffffff) { rc = SQLITE_NOMEM; goto cleanup; }
