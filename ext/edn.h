@@ -106,6 +106,12 @@ int ednReadOne(EdnArena *pArena, const char *z, int n,
 ** cannot be built. */
 int ednErrorV(char **pzErr, const char *zPrefix, int line, int col, const char *zFmt, va_list ap);
 
+/* Why zKw[0..n) (starting with ':') is not a keyword the EDN reader
+** accepts, in the reader's words ("empty name", "unexpected character ' '"),
+** or NULL when it is one. May format into zBuf (nBuf bytes, 48 are enough).
+** For keywords that arrive as text outside EDN (JSON inputs). */
+const char *ednKeywordProblem(const char *zKw, int n, char *zBuf, int nBuf);
+
 /* Appends EDN text for p (round-trips through ednReadOne). */
 void ednPrint(sqlite3_str *pOut, const EdnValue *p);
 

@@ -267,6 +267,20 @@ static const char *ednSymbolProblem(const unsigned char *z, int n, int bKeyword)
   return NULL;
 }
 
+const char *ednKeywordProblem(const char *zKw, int n, char *zBuf, int nBuf) {
+  const unsigned char *z = (const unsigned char *)zKw;
+  int i;
+  if (n < 1 || z[0] != ':') return "a keyword starts with ':'";
+  for (i = 1; i < n; i++) {
+    unsigned char c = z[i];
+    if (aEdnClass[c] & CC_SYM) continue;
+    if (c < 0x20 || c == 0x7F) sqlite3_snprintf(nBuf, zBuf, "unexpected control character 0x%02X", c);
+    else sqlite3_snprintf(nBuf, zBuf, "unexpected character '%c'", c);
+    return zBuf;
+  }
+  return ednSymbolProblem(z + 1, n - 1, 1);
+}
+
 /* A number token z[iStart..iEnd): 64-bit integers or doubles. */
 static int ednReadNumber(EdnReader *r, int iStart, int iEnd, EdnValue **pp) {
   const unsigned char *z = r->z;

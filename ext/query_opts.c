@@ -239,6 +239,15 @@ static int optsValue(OptsCtx *c, const cJSON *j, const char *zWhat, int depth, E
   if (cJSON_IsNumber(j)) return optsNumber(c, j, zWhat, ppOut);
   if (cJSON_IsString(j)) {
     const char *z = j->valuestring;
+    if (z[0] == ':') {
+      /* a keyword as EDN reads it: ":foo/" and ":a b" are errors there too */
+      char zBuf[48];
+      const char *zWhy = ednKeywordProblem(z, (int)strlen(z), zBuf, (int)sizeof zBuf);
+      if (zWhy) {
+        optsError(c, "%s: invalid keyword %s: %s", zWhat, z, zWhy);
+        return SQLITE_ERROR;
+      }
+    }
     *ppOut = ednNewString(&c->p->arena, z[0] == ':' ? EDN_KEYWORD : EDN_STRING, z, (int)strlen(z));
     return *ppOut ? SQLITE_OK : SQLITE_NOMEM;
   }
