@@ -291,13 +291,25 @@ int qcVarNotNull(const QVar *pV) {
   return qcIsColumn(pV->zExpr);
 }
 
-/* The first typed place a variable meets types its lazy parameters. */
-static void qcTypeParams(QCtx *pX, QVar *pV, ValueType vt) {
-  int i;
-  if (vt == VT_NONE || vt == QVT_JSON) return;
+/* Is one of a and b a double and the other a long or an entity id? */
+static int qcNumKindsDiffer(ValueType a, ValueType b) {
+  return qcTypeClass(a) == 1 && qcTypeClass(b) == 1 && (a == VT_DOUBLE) != (b == VT_DOUBLE);
+}
+
+/* The first typed place a variable meets types its lazy parameters. A
+** query constant (ground) keeps its kind of number: 1 is not 1.0, as
+** Clojure's = has it. Returns 1 when one did, so the caller compares the
+** kinds at run time. */
+static int qcTypeParams(QCtx *pX, QVar *pV, ValueType vt) {
+  int i, bKept = 0;
+  if (vt == VT_NONE || vt == QVT_JSON) return 0;
   for (i = 0; i < pV->nParam; i++) {
     QParam *pP = &pX->pC->aParam[pV->aParam[i] - 1];
     if (pP->eConv == QV_NATURAL) {
+      if (pP->iInput < 0 && qcNumKindsDiffer(pP->vt, vt)) {
+        bKept = 1;
+        continue;
+      }
       pP->eConv = QV_TYPED;
       pP->vt = vt;
     }
@@ -308,6 +320,12 @@ static void qcTypeParams(QCtx *pX, QVar *pV, ValueType vt) {
     pV->aParam = NULL;
     pV->nParam = 0;
   }
+  return bKept;
+}
+
+/* The storage class a number of static type vt has in SQL. */
+static const char *qcNumClass(ValueType vt) {
+  return vt == VT_DOUBLE ? "real" : "integer";
 }
 
 /* The tag term for a place of unknown type (its tag SQL zTag) that meets a
@@ -387,19 +405,33 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
   } else {
     qcWhere(pX, sqlite3_mprintf("%s = %s", zExpr, pV->zExpr));
   }
+  /* Types must agree too, and a long never equals a double (Datomic
+  ** stores 1 and 1.0 as different values; SQLite's = would not tell). */
   if (vt != VT_NONE && pV->nParam) {
-    qcTypeParams(pX, pV, vt);
+    if (qcTypeParams(pX, pV, vt)) {
+      qcWhere(pX, sqlite3_mprintf("typeof(%s) = typeof(%s)", zExpr, pV->zExpr));
+    }
   } else if (vt != VT_NONE && vt != QVT_JSON && pV->vt == VT_NONE && pV->zTag) {
     qcWhere(pX, qcTagIs(pV->zTag, vt));
+    if (qcTypeClass(vt) == 1) {
+      qcWhere(pX, sqlite3_mprintf("typeof(%s) = '%s'", pV->zExpr, qcNumClass(vt)));
+    }
   } else if (vt == VT_NONE && zTag && pV->nParam && pV->vt == VT_LONG) {
     /* An integer input meeting a column of unknown type (a rule's output)
     ** before any typed place: an entid or a long, as SPEC 2.4 reads an
     ** integer in an entity place "including inside rules". */
-    qcWhere(pX, sqlite3_mprintf("%s IN (%d, %d)", zTag, TAG_REF, TAG_NUMBER));
+    qcWhere(pX, sqlite3_mprintf("%s IN (%d, %d) AND typeof(%s) = 'integer'", zTag, TAG_REF,
+                                TAG_NUMBER, zExpr));
   } else if (vt == VT_NONE && zTag && pV->vt != VT_NONE && pV->vt != QVT_JSON) {
     qcWhere(pX, qcTagIs(zTag, pV->vt));
+    if (qcTypeClass(pV->vt) == 1) {
+      qcWhere(pX, sqlite3_mprintf("typeof(%s) = '%s'", zExpr, qcNumClass(pV->vt)));
+    }
   } else if (vt == VT_NONE && zTag && pV->zTag) {
     qcWhere(pX, qcTagsMatch(zTag, pV->zTag));
+    qcWhere(pX, sqlite3_mprintf("typeof(%s) = typeof(%s)", zExpr, pV->zExpr));
+  } else if (qcNumKindsDiffer(vt, pV->vt)) {
+    qcWhere(pX, sqlite3_mprintf("typeof(%s) = typeof(%s)", zExpr, pV->zExpr));
   }
   sqlite3_free(zExpr);
   sqlite3_free(zTag);
@@ -506,7 +538,7 @@ char *qcEntityLookupSql(QComp *pC, const EdnValue *p) {
   return qcLookupConst(pC, p);
 }
 
-static void qcTypeParams(QCtx *pX, QVar *pV, ValueType vt);
+static int qcTypeParams(QCtx *pX, QVar *pV, ValueType vt);
 
 /* The entity an ident names: SQL zKw is a keyword's text. */
 static char *qcIdentSql(const char *zKw) {

@@ -33,14 +33,30 @@ static const char *qcClassTags(int iClass) {
   }
 }
 
+/* Compares two terms with SQL operator zOp within one type class. bNe: the
+** operator is a "differ" (true across classes). bValue: = / != compare
+** values as Clojure's = does, so a long never equals a double ((= 1 1.0)
+** is false; Datomic stores 1 and 1.0 as different values); == and the
+** orderings compare numbers by magnitude. SQLite keeps the two apart by
+** storage class (a stored double is REAL), so the test is typeof's. */
 static char *qcCompare(QCtx *pX, const EdnValue *pA, const EdnValue *pB, const char *zOp,
-                       int bNe) {
+                       int bNe, int bValue) {
   ValueType vtA, vtB;
-  char *zTagA = NULL, *zTagB = NULL, *zOut = NULL;
+  char *zTagA = NULL, *zTagB = NULL, *zOut = NULL, *zCmp = NULL;
   char *zA = qcTermExpr(pX, pA, &vtA, &zTagA, "predicate");
   char *zB = zA ? qcTermExpr(pX, pB, &vtB, &zTagB, "predicate") : NULL;
   int bEq = strcmp(zOp, "=") == 0 || strcmp(zOp, "!=") == 0;
   if (zA == NULL || zB == NULL) goto cleanup;
+  /* the comparison proper, numbers of one kind only under bValue */
+  if (bValue && vtA != QVT_JSON && vtB != QVT_JSON
+      && (vtA == VT_NONE || qcTypeClass(vtA) == 1) && (vtB == VT_NONE || qcTypeClass(vtB) == 1)) {
+    zCmp = sqlite3_mprintf(bNe ? "(%s %s %s OR typeof(%s) != typeof(%s))"
+                               : "(%s %s %s AND typeof(%s) = typeof(%s))",
+                           zA, zOp, zB, zA, zB);
+  } else {
+    zCmp = sqlite3_mprintf("(%s %s %s)", zA, zOp, zB);
+  }
+  if (zCmp == NULL) { qcNoMem(pX->pC); goto cleanup; }
   if ((zOp[0] == '<' || zOp[0] == '>') && vtA != QVT_JSON && vtB != QVT_JSON
       && (vtA == VT_KEYWORD || vtB == VT_KEYWORD || (vtA == VT_NONE && vtB == VT_NONE))) {
     /* Keywords order as Clojure's compare has them (query_funcs.c): the
@@ -63,14 +79,14 @@ static char *qcCompare(QCtx *pX, const EdnValue *pA, const EdnValue *pB, const c
     zOut = sqlite3_mprintf("(%s %s %s)", zA, zOp, zB);
   } else if (vtA != VT_NONE && vtB != VT_NONE) {
     if (qcTypeClass(vtA) != qcTypeClass(vtB)) zOut = sqlite3_mprintf(bNe ? "1" : "0");
-    else zOut = sqlite3_mprintf("(%s %s %s)", zA, zOp, zB);
+    else zOut = sqlite3_mprintf("%s", zCmp);
   } else if (vtA == VT_NONE && vtB == VT_NONE) {
     /* = and != see a ref value as the entity id (a long) it is, as Datomic
     ** does; an order comparison keeps to one type (peer fault B13). */
     char *zSame = bEq ? qcTagsMatch(zTagA, zTagB) : sqlite3_mprintf("%s = %s", zTagA, zTagB);
-    if (zSame == NULL) goto cleanup;
-    if (bNe) zOut = sqlite3_mprintf("(NOT %s OR %s %s %s)", zSame, zA, zOp, zB);
-    else zOut = sqlite3_mprintf("(%s AND %s %s %s)", zSame, zA, zOp, zB);
+    if (zSame == NULL) { qcNoMem(pX->pC); goto cleanup; }
+    if (bNe) zOut = sqlite3_mprintf("(NOT %s OR %s)", zSame, zCmp);
+    else zOut = sqlite3_mprintf("(%s AND %s)", zSame, zCmp);
     sqlite3_free(zSame);
   } else {
     ValueType vtKnown = vtA == VT_NONE ? vtB : vtA;
@@ -78,13 +94,14 @@ static char *qcCompare(QCtx *pX, const EdnValue *pA, const EdnValue *pB, const c
     const char *zTags = bEq && (vtKnown == VT_LONG || vtKnown == VT_REF) ? "0, 5"
                         : qcClassTags(qcTypeClass(vtKnown));
     if (bNe) {
-      zOut = sqlite3_mprintf("(%s NOT IN (%s) OR %s %s %s)", zTag, zTags, zA, zOp, zB);
+      zOut = sqlite3_mprintf("(%s NOT IN (%s) OR %s)", zTag, zTags, zCmp);
     } else {
-      zOut = sqlite3_mprintf("(%s IN (%s) AND %s %s %s)", zTag, zTags, zA, zOp, zB);
+      zOut = sqlite3_mprintf("(%s IN (%s) AND %s)", zTag, zTags, zCmp);
     }
   }
   if (zOut == NULL) qcNoMem(pX->pC);
 cleanup:
+  sqlite3_free(zCmp);
   sqlite3_free(zA);
   sqlite3_free(zB);
   sqlite3_free(zTagA);
@@ -156,18 +173,19 @@ static const struct { const char *zName; const char *zFmt; int nArg; } aQcPred[]
   { "clojure.string/includes?", "(instr(%s, %s) > 0)", 2 },
 };
 
-static const struct { const char *zName, *zOp; int bNe; } aQcCmp[] = {
-  { "=", "=", 0 }, { "==", "=", 0 }, { "!=", "!=", 1 }, { "not=", "!=", 1 },
-  { "<", "<", 0 }, { "<=", "<=", 0 }, { ">", ">", 0 }, { ">=", ">=", 0 },
+/* bValue: Clojure's = (and its negations), not the numeric == */
+static const struct { const char *zName, *zOp; int bNe, bValue; } aQcCmp[] = {
+  { "=", "=", 0, 1 }, { "==", "=", 0, 0 }, { "!=", "!=", 1, 1 }, { "not=", "!=", 1, 1 },
+  { "<", "<", 0, 0 }, { "<=", "<=", 0, 0 }, { ">", ">", 0, 0 }, { ">=", ">=", 0, 0 },
 };
 
 /* Appends the terms of a chain of comparisons joined by zJoin. */
 static void qcCompareChain(QCtx *pX, sqlite3_str *pOut, const EdnValue *const *aA,
                            const EdnValue *const *aB, int n, const char *zOp, int bNe,
-                           const char *zJoin) {
+                           int bValue, const char *zJoin) {
   int j;
   for (j = 0; j < n && pX->pC->rc == SQLITE_OK; j++) {
-    char *zT = qcCompare(pX, aA[j], aB[j], zOp, bNe);
+    char *zT = qcCompare(pX, aA[j], aB[j], zOp, bNe, bValue);
     if (zT) sqlite3_str_appendf(pOut, "%s%s", j ? zJoin : "", zT);
     sqlite3_free(zT);
   }
@@ -196,11 +214,11 @@ static int qcPredExpr(QCtx *pX, const QClause *pCl, char **pzOut) {
     if (aQcCmp[i].bNe && n > 2) {
       /* (not= a b c) is (not (= a b c)): true unless all are equal. */
       sqlite3_str_appendall(pOut, "NOT (");
-      qcCompareChain(pX, pOut, pCl->aArg, pCl->aArg + 1, n - 1, "=", 0, " AND ");
+      qcCompareChain(pX, pOut, pCl->aArg, pCl->aArg + 1, n - 1, "=", 0, 1, " AND ");
       sqlite3_str_appendall(pOut, ")");
     } else {
       qcCompareChain(pX, pOut, pCl->aArg, pCl->aArg + 1, n - 1, aQcCmp[i].zOp,
-                     aQcCmp[i].bNe, " AND ");
+                     aQcCmp[i].bNe, aQcCmp[i].bValue, " AND ");
     }
     sqlite3_str_appendall(pOut, ")");
     *pzOut = sqlite3_str_finish(pOut);
@@ -219,7 +237,7 @@ static int qcPredExpr(QCtx *pX, const QClause *pCl, char **pzOut) {
     }
     pOut = sqlite3_str_new(NULL);
     sqlite3_str_appendall(pOut, "(");
-    qcCompareChain(pX, pOut, pCl->aArg, pCl->aArg + h, h, "!=", 1, " OR ");
+    qcCompareChain(pX, pOut, pCl->aArg, pCl->aArg + h, h, "!=", 1, 1, " OR ");
     sqlite3_str_appendall(pOut, ")");
     *pzOut = sqlite3_str_finish(pOut);
     if (pC->rc) { sqlite3_free(*pzOut); *pzOut = NULL; }
