@@ -107,16 +107,29 @@ show "A nested pull in :find: \"The Terminator\" with its cast's names" \
  FROM (SELECT c0 AS p FROM edn_q('$DB', '[:find (pull ?m [:movie/title {:movie/cast [:person/name]}]) .
                                        :where [?m :movie/title \"The Terminator\"]]'))"
 
-show "A pull of \"The Terminator\" (title, year, directors' and cast's names)" "" \
-"SELECT edn_pull('$DB', '[:movie/title :movie/year {:movie/director [:person/name]} {:movie/cast [:person/name]}]', c0)
+# data.edn: The Terminator (1984), directed by James Cameron (-100), cast -101 -102 -103 (the
+# refs in entity order, as the tempids come in the file); its own :db/id left out here.
+show "A pull of \"The Terminator\" (title, year, directors' and cast's names)" \
+'{":movie/title":"The Terminator",":movie/year":1984,":movie/director":[{":person/name":"James Cameron"}],'\
+'":movie/cast":[{":person/name":"Arnold Schwarzenegger"},{":person/name":"Linda Hamilton"},'\
+'{":person/name":"Michael Biehn"}]}' \
+"SELECT json_remove(edn_pull('$DB', '[:movie/title :movie/year {:movie/director [:person/name]} {:movie/cast [:person/name]}]', c0),
+                    '\$.\":db/id\"')
  FROM edn_q('$DB', '[:find ?m . :where [?m :movie/title \"The Terminator\"]]')"
 
-show "Movies per director (count aggregate)" "" \
+# data.edn, counted by hand: Cameron (The Terminator, Terminator 2, Aliens), Donner (the three
+# Lethal Weapons), George Miller (Mad Max, Mad Max 2, and Beyond Thunderdome with George
+# Ogilvie), McTiernan (Predator, Die Hard); one each for the rest.
+show "Movies per director (count aggregate)" \
+"$(printf '%s\n' '3  George Miller' '3  James Cameron' '3  Richard Donner' '2  John McTiernan' \
+  '1  George Ogilvie' '1  George P. Cosmatos' '1  Jonathan Mostow' '1  Mark L. Lester' '1  Mel Gibson' \
+  '1  Paul Verhoeven' '1  Peter MacDonald' '1  Ridley Scott' '1  Stephen Hopkins' '1  Ted Kotcheff')" \
 "SELECT c1 || '  ' || c0 FROM edn_q('$DB', '[:find ?name (count ?m)
                                :where [?m :movie/director ?d]
                                       [?d :person/name ?name]]') ORDER BY c1 DESC, c0"
 
-show "The same as one JSON document (scalar edn_q)" "" \
+# data.edn: Paul Verhoeven's 1987 film is RoboCop.
+show "The same as one JSON document (scalar edn_q)" '{"result":"RoboCop"}' \
 "SELECT edn_q('$DB', '[:find ?title . :where [?m :movie/title ?title] [?m :movie/year 1987]
                                             [?m :movie/director ?d] [?d :person/name \"Paul Verhoeven\"]]')"
 
