@@ -739,6 +739,39 @@ static int ednDecodeBytes(EdnReader *r, int iHash, EdnValue **ppInner) {
 
 /* #tag value: #inst and #uuid become EDN_INST / EDN_UUID, others
 ** EDN_TAGGED. Inside a discard the literal is not validated. */
+/* The error for '#' at r->i followed by d, which starts no EDN dispatch
+** ({ _ # or a tag's letter): Clojure's reader macros by name (#= would
+** evaluate code in Clojure's reader; #? #' #( #"..." #^ #: #! #< are
+** Clojure's alone), anything else as a tag that starts with no letter. */
+static int ednDispatchErr(EdnReader *r, unsigned char d) {
+  static const struct { char c; const char *zWhat; } aMacro[] = {
+    { '=', "a Clojure reader macro (read-time eval)" },
+    { '?', "a Clojure reader conditional" },
+    { '\'', "a Clojure reader macro (var quote)" },
+    { '(', "a Clojure reader macro (anonymous function)" },
+    { '^', "a Clojure reader macro (metadata)" },
+    { ':', "a Clojure namespaced map" },
+    { '!', "a Clojure reader macro (comment)" },
+    { '<', "a Clojure unreadable form" },
+  };
+  int i;
+  if (d == '"') {
+    return ednErrAt(r, r->i, "#\" is a Clojure regular expression literal, not EDN: "
+                    "write the pattern as a string");
+  }
+  for (i = 0; i < (int)(sizeof aMacro / sizeof aMacro[0]); i++) {
+    if (aMacro[i].c == (char)d) {
+      int bSplice = d == '?' && r->i + 2 < r->n && r->z[r->i + 2] == '@';
+      return ednErrAt(r, r->i, "#%c%s is %s, not EDN", d, bSplice ? "@" : "", aMacro[i].zWhat);
+    }
+  }
+  if (aEdnClass[d] & CC_WS) return ednErrAt(r, r->i, "# followed by whitespace is not EDN dispatch");
+  if (d < 0x20 || d == 0x7F) {
+    return ednErrAt(r, r->i, "# followed by control character 0x%02X is not EDN dispatch", d);
+  }
+  return ednErrAt(r, r->i, "#%c is not EDN: a tag starts with a letter (#inst, #my/tag)", d);
+}
+
 static int ednReadTagged(EdnReader *r, int depth, int bDiscard, EdnValue **pp) {
   int iHash = r->i, iEnd, nCont, rc, nTag;
   const char *zWhy;
@@ -852,16 +885,16 @@ static int ednReadForm(EdnReader *r, int depth, int bDiscard, EdnValue **pp) {
           continue;
         } else if (d == '#') {
           rc = ednReadSymbolic(r, pp);
-        } else if (r->i + 1 < r->n && (aEdnClass[d] & CC_START) && d != '/') {
+        } else if (r->i + 1 < r->n && ((d >= 'a' && d <= 'z') || (d >= 'A' && d <= 'Z') || d >= 0x80)) {
+          /* edn-format: "# followed immediately by a symbol starting with
+          ** an alphabetic character indicates that that symbol is a tag" */
           rc = ednReadTagged(r, depth, bDiscard, pp);
         } else if (r->i + 1 >= r->n) {
           return ednErrAt(r, r->i, "# at end of input");
         } else if (d == 0) {
           return ednErrAt(r, r->i + 1, "NUL byte outside a string");
-        } else if (d >= 0x20 && d < 0x7F) {
-          return ednErrAt(r, r->i, "unsupported dispatch #%c", d);
         } else {
-          return ednErrAt(r, r->i, "unsupported dispatch after #");
+          return ednDispatchErr(r, d);
         }
         break;
       }

@@ -268,9 +268,51 @@ START_TEST(test_tags) {
     {"#foo", -1, "!tag #foo has no value", 1, 1},
     {"[#foo]", -1, "!tag #foo has no value", 1, 2},
     {"#", -1, "!# at end of input", 1, 1},
-    {"#:a{:b 1}", -1, "!unsupported dispatch #:", 1, 1},
-    {"#\"re\"", -1, "!unsupported dispatch #\"", 1, 1},
-    {"#/x 1", -1, "!unsupported dispatch #/", 1, 1},
+  };
+  checkCases(a, NCASE(a));
+}
+END_TEST
+
+/* Clojure's reader macros are not EDN: edn-format's spec has # followed by
+** {, _, # (##Inf) or "a symbol starting with an alphabetic character" (a
+** tag). Every other dispatch is a read error at the '#' naming the
+** characters, never a tag #= or #- whose value fails later. */
+START_TEST(test_reader_macros) {
+  static const ReadCase a[] = {
+    {"#=(+ 1 2)", -1, "!#= is a Clojure reader macro (read-time eval), not EDN", 1, 1},
+    {"[1 #=(java.lang.System/exit 0)]", -1, "!#= is a Clojure reader macro (read-time eval), not EDN", 1, 4},
+    {"#?(:clj 1 :cljs 2)", -1, "!#? is a Clojure reader conditional, not EDN", 1, 1},
+    {"[#?@(:clj [1 2])]", -1, "!#?@ is a Clojure reader conditional, not EDN", 1, 2},
+    {"#'foo", -1, "!#' is a Clojure reader macro (var quote), not EDN", 1, 1},
+    {"#(inc %)", -1, "!#( is a Clojure reader macro (anonymous function), not EDN", 1, 1},
+    {"#\"re\"", -1, "!#\" is a Clojure regular expression literal, not EDN: write the pattern as a string", 1, 1},
+    {"#^String x", -1, "!#^ is a Clojure reader macro (metadata), not EDN", 1, 1},
+    {"#:a{:b 1}", -1, "!#: is a Clojure namespaced map, not EDN", 1, 1},
+    {"#::{:b 1}", -1, "!#: is a Clojure namespaced map, not EDN", 1, 1},
+    {"#!/bin/sh", -1, "!#! is a Clojure reader macro (comment), not EDN", 1, 1},
+    {"#<Object>", -1, "!#< is a Clojure unreadable form, not EDN", 1, 1},
+    /* feature expressions and tags that start with no letter */
+    {"#-clj 1", -1, "!#- is not EDN: a tag starts with a letter (#inst, #my/tag)", 1, 1},
+    {"#+clj 1", -1, "!#+ is not EDN: a tag starts with a letter (#inst, #my/tag)", 1, 1},
+    {"{:a #.foo}", -1, "!#. is not EDN: a tag starts with a letter (#inst, #my/tag)", 1, 5},
+    {"#*x 1", -1, "!#* is not EDN: a tag starts with a letter (#inst, #my/tag)", 1, 1},
+    {"#/x 1", -1, "!#/ is not EDN: a tag starts with a letter (#inst, #my/tag)", 1, 1},
+    {"#1 2", -1, "!#1 is not EDN: a tag starts with a letter (#inst, #my/tag)", 1, 1},
+    {"#>x 1", -1, "!#> is not EDN: a tag starts with a letter (#inst, #my/tag)", 1, 1},
+    {"#$x 1", -1, "!#$ is not EDN: a tag starts with a letter (#inst, #my/tag)", 1, 1},
+    {"#%x 1", -1, "!#% is not EDN: a tag starts with a letter (#inst, #my/tag)", 1, 1},
+    {"#&x 1", -1, "!#& is not EDN: a tag starts with a letter (#inst, #my/tag)", 1, 1},
+    {"# x", -1, "!# followed by whitespace is not EDN dispatch", 1, 1},
+    {"#\n1", -1, "!# followed by whitespace is not EDN dispatch", 1, 1},
+    {"#\x01", -1, "!# followed by control character 0x01 is not EDN dispatch", 1, 1},
+    {"\n  #= 1", -1, "!#= is a Clojure reader macro (read-time eval), not EDN", 2, 3},
+    /* EDN's own dispatch keeps working */
+    {"#{1 2}", -1, "#{1 2}", 0, 0},
+    {"[#_ 1 2]", -1, "[2]", 0, 0},
+    {"##Inf", -1, "##Inf", 0, 0},
+    {"#inst \"2020-01-01T00:00:00Z\"", -1, "#inst \"2020-01-01T00:00:00.000000Z\"", 0, 0},
+    {"#db/id [:db.part/user -1]", -1, "#db/id [:db.part/user -1]", 0, 0},
+    {"#my/tag 1 #x 2 #Point [1 2] #a.b/c-d? 3", -1, "#my/tag 1 #x 2 #Point [1 2] #a.b/c-d? 3", 0, 0},
   };
   checkCases(a, NCASE(a));
 }
@@ -1046,6 +1088,7 @@ static Suite *ednSuite(void) {
   tcase_add_test(tc, test_keywords_symbols);
   tcase_add_test(tc, test_collections);
   tcase_add_test(tc, test_tags);
+  tcase_add_test(tc, test_reader_macros);
   tcase_add_test(tc, test_discard);
   tcase_add_test(tc, test_nul_utf8);
   tcase_add_test(tc, test_b03);
