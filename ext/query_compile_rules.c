@@ -824,8 +824,8 @@ static int qcInlineHead(QComp *pC, int h) {
 ** argument is bound, else a UNION derived table of the free arguments (and
 ** the bound ones, each branch then starting from a copy of the caller's
 ** scope). Returns 1 when compiled (or failed: pC->rc), 0 when the call
-** keeps the rule's CTE: a lookup-ref or collection constant, or bound
-** variables the derived table cannot see (qcCopyScope). */
+** keeps the rule's CTE: bound variables the derived table cannot see
+** (qcCopyScope), or a collection input not yet in FROM. */
 static int qcInlineCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
   QComp *pC = pX->pC;
   unsigned char aeArg[64];    /* 0 free, 1 bound variable, 2 constant, 3 _ */
@@ -840,7 +840,6 @@ static int qcInlineCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
     if (qIsBlank(pA)) {
       aeArg[j] = 3;
     } else if (!ednIsVar(pA)) {
-      if (pA->type == EDN_VECTOR) return 0;
       aeArg[j] = 2;
     } else if (qcArgBound(pX, pA)) {
       if (qcVarFind(pX, pA->u.s.z)->zExpr == NULL) return 0;   /* a pending IN list */
@@ -868,8 +867,12 @@ static int qcInlineCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
       const EdnValue *pHead = pR->aHead[j];
       if (aeArg[j] == 1) {
         qcCopyVar(&sub, pHead->u.s.z, qcVarFind(pX, pA->u.s.z));
+      } else if (aeArg[j] == 2 && qcIsEntityLookup(pC, pA)) {
+        /* A lookup ref names its entity, in the database the query reads. */
+        qcBindVar(&sub, pHead->u.s.z, qcEntityLookupSql(pC, pA), VT_REF, NULL, 0);
       } else if (aeArg[j] == 2) {
-        /* As ground binds it: typed by the first place that uses it. */
+        /* As ground binds it: typed by the first place that uses it (a
+        ** keyword in an entity place is the ident's entity). */
         QBinding b;
         char zWhat[64];
         b.kind = QB_SCALAR;
