@@ -484,24 +484,22 @@ static int qcIsLookupRef(const EdnValue *p) {
 }
 
 char *qcLookupSql(QComp *pC, const char *zA, const char *zV, const char *zTag) {
-  char *z;
-  if (pC->eHist == 1) {
-    /* As of T: the assertion in the log up to T that no later log row of
-    ** the datom up to T undoes (qcPattern's as-of rule). */
-    z = sqlite3_mprintf(
-        "(SELECT l.e FROM timelined_transactions l WHERE l.a = %s AND l.v = %s AND"
-        " l.value_type_tag = %s AND l.timeline IS 0 AND l.added = 1 AND l.tx <= %s AND NOT EXISTS"
-        " (SELECT 1 FROM timelined_transactions r WHERE r.a = l.a AND r.e = l.e AND"
-        " r.value_type_tag = l.value_type_tag AND r.v = l.v AND r.tx > l.tx AND r.tx <= %s AND"
-        " r.timeline IS 0))", zA, zV, zTag, pC->zHistTx, pC->zHistTx);
-  } else if (pC->eHist == 2) {
-    /* Since T: only the datoms asserted after T are in the database. */
-    z = sqlite3_mprintf("(SELECT e FROM datoms WHERE a = %s AND v = %s AND value_type_tag = %s"
-                        " AND tx > %s)", zA, zV, zTag, pC->zHistTx);
-  } else {
-    z = sqlite3_mprintf("(SELECT e FROM datoms WHERE a = %s AND v = %s AND value_type_tag = %s)",
-                        zA, zV, zTag);
+  const char *zTable = NULL;
+  char *zCond, *z;
+  int bHistory = pC->bHistory;
+  /* On the history database a unique value may have named several
+  ** entities over time: the lookup names the one that holds it in the
+  ** database of the same time without history (as of or since T). */
+  pC->bHistory = 0;
+  zCond = qcView(pC, "l", &zTable);
+  pC->bHistory = bHistory;
+  if (zCond == NULL) {
+    qcNoMem(pC);
+    return NULL;
   }
+  z = sqlite3_mprintf("(SELECT l.e FROM %s l WHERE l.a = %s AND l.v = %s AND l.value_type_tag = %s%s%s)",
+                      zTable, zA, zV, zTag, zCond[0] ? " AND " : "", zCond);
+  sqlite3_free(zCond);
   if (z == NULL) qcNoMem(pC);
   return z;
 }

@@ -219,8 +219,9 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
 char *qcConstExpr(QCtx *pX, const EdnValue *p, ValueType vt, ValueType *pvt);
 /* The entity whose attribute zA has value zV with tag zTag (three SQL
 ** expressions), as a scalar subquery (NULL when none), in the database the
-** query reads: the current datoms, as of or since the opts' tx (SPEC §6:
-** lookup refs resolve in the database the query sees). NULL on OOM. */
+** query reads: the current datoms, as of or since the opts' tx (qcView;
+** SPEC §6: lookup refs resolve in the database the query sees; on the
+** history database, in that time's database without history). NULL on OOM. */
 char *qcLookupSql(QComp *pC, const char *zA, const char *zV, const char *zTag);
 /* Is p a lookup ref whose attribute is a known :db/unique one (where a
 ** place may hold a value or an entity, as a rule argument: a vector naming
