@@ -1052,6 +1052,9 @@ static char *qcLeafExpr(QCtx *pX, const EdnValue *pVal, const EdnValue *pConst, 
 ** a later string or boolean would be read as a number. */
 static int qcVtMix(ValueType a, ValueType b) {
   if (a == b) return 1;
+  /* Beside a lookup ref (an entity), a keyword can only be an ident: the
+  ** entity place that types the variable reads it as one. */
+  if ((a == VT_REF && b == VT_KEYWORD) || (a == VT_KEYWORD && b == VT_REF)) return 1;
   return (a == VT_LONG || a == VT_DOUBLE || a == VT_REF) && (b == VT_LONG || b == VT_DOUBLE || b == VT_REF);
 }
 
