@@ -520,6 +520,26 @@ static int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt
       }
     }
   }
+  if (strncmp(z, "re-", 3) == 0) {
+    /* re-find, re-matches, re-seq and re-pattern take strings (Clojure
+    ** throws a ClassCastException for a long or a keyword): a typed place
+    ** is checked here, one of unknown type yields NULL (binds nothing)
+    ** unless it holds a string, as arithmetic's numbers do */
+    for (i = 0; i < n; i++) {
+      char *zStr;
+      if (aVt[i] == VT_STRING) continue;
+      if (aVt[i] != VT_NONE) {
+        qcErr(pC, pCl->pForm, "%s: argument %d is a %s, not a string", z, i + 1, qcVtName(aVt[i]));
+        goto cleanup;
+      }
+      zStr = azTag[i]
+          ? sqlite3_mprintf("(CASE WHEN (%s) = %d THEN (%s) END)", azTag[i], TAG_STRING, azA[i])
+          : sqlite3_mprintf("(CASE WHEN typeof(%s) = 'text' THEN (%s) END)", azA[i], azA[i]);
+      if (zStr == NULL) { pC->rc = SQLITE_NOMEM; goto cleanup; }
+      sqlite3_free(azA[i]);
+      azA[i] = zStr;
+    }
+  }
   pOut = sqlite3_str_new(NULL);
   zPlace = qcPlaceSql(pCl->pForm, z);
   if (zPlace == NULL) { sqlite3_free(sqlite3_str_finish(pOut)); qcNoMem(pC); goto cleanup; }
