@@ -456,6 +456,56 @@ char *qcConstExpr(QCtx *pX, const EdnValue *p, ValueType vt, ValueType *pvt) {
   return iP ? sqlite3_mprintf("?%d", iP) : NULL;
 }
 
+/* Function results nested deeper, or longer, than this are bound once
+** through mentat_one (query_one.c) instead of being written into the
+** next expression: SQLite's parser stack takes about 15 nested str calls,
+** and a result used twice doubles the text at each step. Shallow ones
+** stay inline, so short chains keep their plans. */
+#define QC_FN_INLINE_DEPTH 3
+#define QC_FN_INLINE_BYTES 1000
+
+/* Is pV one of scope pX's own variables (not a parent's)? */
+static int qcOwnVar(const QCtx *pX, const QVar *pV) {
+  return pV >= pX->aVar && pV < pX->aVar + pX->nVar;
+}
+
+void qcFnResult(QCtx *pX, const char *zName) {
+  int i;
+  for (i = 0; i < pX->nVar; i++) {
+    if (strcmp(pX->aVar[i].zName, zName) == 0) {
+      pX->aVar[i].nFnDepth = pX->pC->nArgDepth + 1;
+      return;
+    }
+  }
+}
+
+/* Moves function result pV into the FROM clause: mentat_one(expr, tag)
+** fN, the variable then fN.value (and fN.tag). */
+static void qcFnBindOnce(QCtx *pX, QVar *pV) {
+  QComp *pC = pX->pC;
+  char zAlias[24];
+  char *zExpr, *zTag = NULL;
+  sqlite3_snprintf(sizeof zAlias, zAlias, "f%d", ++pC->nAlias);
+  if (pV->zTag) qcFrom(pX, sqlite3_mprintf("mentat_one(%s, %s) %s", pV->zExpr, pV->zTag, zAlias));
+  else qcFrom(pX, sqlite3_mprintf("mentat_one(%s) %s", pV->zExpr, zAlias));
+  zExpr = sqlite3_mprintf("%s.value", zAlias);
+  if (pV->zTag) zTag = sqlite3_mprintf("%s.tag", zAlias);
+  if (zExpr == NULL || (pV->zTag && zTag == NULL)) {
+    sqlite3_free(zExpr);
+    sqlite3_free(zTag);
+    qcNoMem(pC);
+    return;
+  }
+  sqlite3_free(pV->zExpr);
+  pV->zExpr = zExpr;
+  if (pV->zTag) {
+    sqlite3_free(pV->zTag);
+    pV->zTag = zTag;
+  }
+  pV->bIntCol = 0;
+  pV->nFnDepth = 0;
+}
+
 char *qcTermExpr(QCtx *pX, const EdnValue *p, ValueType *pvt, char **pzTag,
                  const char *zWhat) {
   if (pzTag) *pzTag = NULL;
@@ -464,6 +514,15 @@ char *qcTermExpr(QCtx *pX, const EdnValue *p, ValueType *pvt, char **pzTag,
     if (pV == NULL || pV->zExpr == NULL) {
       qcErr(pX->pC, p, "unbound variable %s in %s", p->u.s.z, zWhat);
       return NULL;
+    }
+    if (pV->nFnDepth > 0 && strcmp(zWhat, "function") == 0) {
+      if (qcOwnVar(pX, pV) && (pV->nFnDepth >= QC_FN_INLINE_DEPTH
+                               || strlen(pV->zExpr) > QC_FN_INLINE_BYTES
+                               || (pV->zTag && strlen(pV->zTag) > QC_FN_INLINE_BYTES))) {
+        qcFnBindOnce(pX, pV);
+        if (pX->pC->rc) return NULL;
+      }
+      if (pV->nFnDepth > pX->pC->nArgDepth) pX->pC->nArgDepth = pV->nFnDepth;
     }
     *pvt = pV->vt;
     if (pzTag && pV->zTag) *pzTag = sqlite3_mprintf("%s", pV->zTag);

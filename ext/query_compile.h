@@ -57,6 +57,8 @@ typedef struct QVar {
                           ** lists joined by '\x01' (NULL when none) */
   int nInElem;
   unsigned char bInLookup;   /* the pending collection holds lookup refs */
+  int nFnDepth;           /* function results inlined in zExpr, nested (0:
+                          ** a column, parameter or mentat_one value) */
   int nParam;             /* params typed lazily with this variable */
   int *aParam;
 } QVar;
@@ -120,6 +122,8 @@ struct QComp {
   struct QRuleInfo *pRi;   /* rule heads and their recursion groups */
   int nSelfRef;            /* references to the group being built */
   const EdnValue *pAt;     /* current clause, for error positions */
+  int nArgDepth;           /* the deepest nFnDepth among the arguments of
+                           ** the function being compiled */
   int eHist;               /* 0 current, 1 asOf (the log), 2 since */
   char *zHistTx;           /* SQL giving the asOf/since tx id */
   int bHistory;            /* the history database: every pattern reads the
@@ -238,9 +242,16 @@ char *qcEntityLookupSql(QComp *pC, const EdnValue *p);
 ** that names no entity, is an error naming zFn. NULL on error. */
 char *qcEntityExpr(QCtx *pX, const EdnValue *p, const char *zFn);
 /* The SQL expression and type of a bound variable or constant term;
-** unbound variables are an error naming zWhat ("predicate"). */
+** unbound variables are an error naming zWhat ("predicate"). For zWhat
+** "function" (an argument of a function expression) a function result of
+** this scope nested QC_FN_INLINE_DEPTH deep or longer than
+** QC_FN_INLINE_BYTES is first moved into the FROM clause (mentat_one), so
+** a chain of functions compiles to SQL linear in its length. */
 char *qcTermExpr(QCtx *pX, const EdnValue *p, ValueType *pvt, char **pzTag,
                  const char *zWhat);
+/* Records that variable zName was just bound by a function of the
+** arguments qcTermExpr last gave (pC->nArgDepth): see QVar.nFnDepth. */
+void qcFnResult(QCtx *pX, const char *zName);
 void qcCtxInit(QCtx *pX, QComp *pC, QCtx *pParent);
 void qcCtxReset(QCtx *pX);
 /* Compiles clauses into scope pX (binding ones first, then filters). */
@@ -276,6 +287,11 @@ int qcTypeClass(ValueType vt);
 ** ("input 2", "ground"). */
 int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
                 const char *zWhat);
+
+/* query_one.c: registers mentat_one(value [, tag]), the one-row table a
+** deep function result is bound through (qcTermExpr), on a store
+** connection (qRegisterStoreFunctions). */
+int qOneRegister(sqlite3 *db);
 
 /* query_compile_pred.c */
 int qcPredicate(QCtx *pX, const QClause *pCl);

@@ -7,7 +7,9 @@
 ** HOW IT WORKS
 ** A predicate becomes a WHERE term; a function becomes an SQL expression
 ** bound to its result variable (or an equality when the variable is
-** already bound). Comparisons only hold within one type class (numbers,
+** already bound). A result that would nest too deep in the next function
+** is bound once through mentat_one in FROM (qcTermExpr, query_one.c), so
+** chains of functions compile to SQL linear in their length. Comparisons only hold within one type class (numbers,
 ** strings, instants, keywords ...): when a side's type is not static its
 ** tag is constrained, so `[(> ?v 0)]` over `[?e _ ?v]` never sees booleans,
 ** refs or instants as numbers (peer fault B13). Functions that read the
@@ -337,7 +339,9 @@ static void qcBindJsonElem(QCtx *pX, const EdnValue *pVar, const char *zDoc, int
   zType = sqlite3_mprintf("json_type(%s, '$[%d]')", zDoc, k);
   zVal = sqlite3_mprintf("json_extract(%s, '$[%d]')", zDoc, k);
   if (zType && zVal) {
+    int bNew = qcVarFind(pX, pVar->u.s.z) == NULL;
     qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s", zVal), VT_NONE, qcJsonTag(zType, zVal), 0);
+    if (bNew) qcFnResult(pX, pVar->u.s.z);
   } else {
     qcNoMem(pX->pC);
   }
@@ -370,7 +374,11 @@ static int qcBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt,
     ** a missing value drop the row instead of binding a NULL no Datalog
     ** value can stand for. */
     qcWhere(pX, sqlite3_mprintf("(%s) IS NOT NULL", zExpr));
-    qcBindVar(pX, pB->aVar[0]->u.s.z, zExpr, vt, zTag, 0);
+    {
+      int bNew = qcVarFind(pX, pB->aVar[0]->u.s.z) == NULL;
+      qcBindVar(pX, pB->aVar[0]->u.s.z, zExpr, vt, zTag, 0);
+      if (bNew) qcFnResult(pX, pB->aVar[0]->u.s.z);
+    }
     return pC->rc;
   }
   sqlite3_free(zTag);
@@ -1026,6 +1034,7 @@ int qcFunction(QCtx *pX, const QClause *pCl) {
   char *zExpr = NULL, *zTag = NULL;
   ValueType vt;
   qcSkipSrc(pCl, &aArg, &nArg);
+  pC->nArgDepth = 0;
   if (strcmp(z, "ground") == 0) {
     if (pCl->nArg != 1) return qcErr(pC, pCl->pForm, "ground takes 1 argument(s), got %d", pCl->nArg);
     if (ednIsVar(pCl->aArg[0])) {

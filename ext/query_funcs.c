@@ -1071,6 +1071,7 @@ int qRegisterStoreFunctions(sqlite3 *db) {
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_stddev", 1, f, 0, 0, qfNumsStep, qfStddevFinal);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_agg_json", 3, f, 0, 0, qfValsStep, qfValsFinal);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_agg_json", 4, f, 0, 0, qfValsStep, qfValsFinal);
+  if (rc == SQLITE_OK) rc = qOneRegister(db);
   if (rc == SQLITE_OK) rc = sqlite3_create_collation_v2(db, "mentat_kw", f, 0, qfCollateKw, 0);
   return rc;
 }

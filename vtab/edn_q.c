@@ -20,7 +20,10 @@
 ** (SQLITE_CONSTRAINT), so SQLite puts edn_q inside the loop of the table
 ** that supplies its arguments — correlated calls, forward references and
 ** LEFT JOINs work, and `query IN (...)` runs xFilter once per value
-** (peer fault B27). A required argument absent altogether is an error.
+** (peer fault B27). A plan without a required argument (the call lacks
+** it, or SQLite asks about one branch of an OR in WHERE with that branch's
+** terms alone) is accepted at a prohibitive cost; should SQLite run it,
+** xFilter fails naming the missing arguments.
 ** xFilter parses opts, checks a reader connection out of the store's pool
 ** (so nested and correlated cursors are independent), opens the compiled
 ** query and steps to the first row; xNext steps the store's statement, so
@@ -88,6 +91,7 @@ struct EdnqCursor {
   char *aArgBuf;                    /* their bytes, sqlite3_malloc'd */
   size_t nArgBuf;                   /* allocated */
   sqlite3_int64 iRowid;             /* 1 for the first row */
+  sqlite3_int64 iRowBase;           /* added to iRowid: see ednqRowBase */
   int bEof;
   QueryOpts opts;
   Store *pStore;                    /* each NULL when not held */
@@ -318,8 +322,35 @@ static int ednqOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
     pCur->hold.xRelease = ednqLetGo;
     atomic_init(&pCur->lock, 0);
   }
+  pCur->iRowBase = 0;
   *ppCur = &pCur->base;
   return SQLITE_OK;
+}
+
+/* The rowid base for the saved arguments: one of 2^30 bases 2^32 apart
+** chosen by their FNV-1a hash. SQLite's plan for an OR in WHERE runs each
+** branch on its own cursor, one after the other, and drops a row whose
+** rowid an earlier branch gave: the same arguments number the same rows
+** alike (an OR whose branches make one call drops the rows both give),
+** and two calls' rows never share a rowid unless their hashes meet (odds
+** of 2^-30), where row numbers alone would lose the second call's rows. */
+static void ednqRowBase(EdnqCursor *pCur) {
+  sqlite3_uint64 h = 14695981039346656037ull;
+  int i, k;
+  for (i = 0; i < EDNQ_NARG; i++) {
+    const EdnqArg *pArg = &pCur->aArg[i];
+    const unsigned char *p = NULL;
+    size_t n = 0;
+    h = (h ^ (unsigned)pArg->eType) * 1099511628211ull;
+    if (pArg->eType == SQLITE_INTEGER) { p = (const unsigned char *)&pArg->i; n = sizeof pArg->i; }
+    else if (pArg->eType == SQLITE_FLOAT) { p = (const unsigned char *)&pArg->r; n = sizeof pArg->r; }
+    else if (pArg->eType == SQLITE_TEXT || pArg->eType == SQLITE_BLOB) {
+      p = (const unsigned char *)pCur->aArgBuf + pArg->iOfs;
+      n = (size_t)pArg->n;
+    }
+    for (k = 0; k < (int)n; k++) h = (h ^ p[k]) * 1099511628211ull;
+  }
+  pCur->iRowBase = (sqlite3_int64)((h % 0x3FFFFFFFull) + 1) << 32;
 }
 
 static void ednqFreeCursor(EdnqCursor *pCur) {
@@ -385,8 +416,18 @@ static int ednqFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
   (void)idxStr;
 
   ednqReset(pCur);
+  if ((idxNum & EDNQ_REQUIRED) != EDNQ_REQUIRED) {
+    /* the only plan SQLite found lacks them (ednqBestIndex) */
+    int bDb = (idxNum & 1) == 0, bQuery = (idxNum & 2) == 0;
+    sqlite3_free(pTab->base.zErrMsg);
+    pTab->base.zErrMsg = sqlite3_mprintf("edn_q: missing argument%s %s%s%s",
+                                         bDb && bQuery ? "s" : "", bDb ? "db_path" : "",
+                                         bDb && bQuery ? " and " : "", bQuery ? "query" : "");
+    return pTab->base.zErrMsg ? SQLITE_ERROR : SQLITE_NOMEM;
+  }
   rc = ednqSaveArgs(pCur, idxNum, argc, argv);
   if (rc != SQLITE_OK) return rc;
+  ednqRowBase(pCur);
   /* NULL in a required argument: no rows (SPEC §2). */
   if (pCur->aArg[0].eType == SQLITE_NULL || pCur->aArg[1].eType == SQLITE_NULL) return SQLITE_OK;
   /* Text is read after the copies were taken, so they keep the host's type
@@ -468,7 +509,7 @@ static int ednqColumn(sqlite3_vtab_cursor *cur, sqlite3_context *pCtx, int iCol)
 }
 
 static int ednqRowid(sqlite3_vtab_cursor *cur, sqlite_int64 *pRowid) {
-  *pRowid = ((EdnqCursor *)cur)->iRowid;
+  *pRowid = ((EdnqCursor *)cur)->iRowBase + ((EdnqCursor *)cur)->iRowid;
   return SQLITE_OK;
 }
 
@@ -477,7 +518,7 @@ static int ednqRowid(sqlite3_vtab_cursor *cur, sqlite_int64 *pRowid) {
 ** with SQLite, which checks them against the echoed columns. */
 static int ednqBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   int aIdx[EDNQ_NARG] = {-1, -1, -1};
-  int mSeen = 0, mUnusable = 0, idxNum = 0, nArg = 0, i;
+  int mUnusable = 0, idxNum = 0, nArg = 0, i;
   const struct sqlite3_index_constraint *pC = pInfo->aConstraint;
 
   for (i = 0; i < pInfo->nConstraint; i++, pC++) {
@@ -485,21 +526,13 @@ static int ednqBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     if (pC->iColumn < EDNQ_COL_DBPATH || pC->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
     iArg = pC->iColumn - EDNQ_COL_DBPATH;
     assert(iArg >= 0 && iArg < EDNQ_NARG);
-    mSeen |= 1 << iArg;
     if (!pC->usable) {
       mUnusable |= 1 << iArg;
     } else if (aIdx[iArg] < 0) {
       aIdx[iArg] = i;
     }
   }
-  if ((mSeen & EDNQ_REQUIRED) != EDNQ_REQUIRED) {
-    int bDb = (mSeen & 1) == 0, bQuery = (mSeen & 2) == 0;
-    sqlite3_free(pVtab->zErrMsg);
-    pVtab->zErrMsg = sqlite3_mprintf("edn_q: missing argument%s %s%s%s",
-                                     bDb && bQuery ? "s" : "", bDb ? "db_path" : "",
-                                     bDb && bQuery ? " and " : "", bQuery ? "query" : "");
-    return pVtab->zErrMsg ? SQLITE_ERROR : SQLITE_NOMEM;
-  }
+  (void)pVtab;
   for (i = 0; i < EDNQ_NARG; i++) {
     /* Given but not usable in this plan: ask SQLite for another order
     ** instead of running without it. */
@@ -514,6 +547,17 @@ static int ednqBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     idxNum |= 1 << i;
   }
   pInfo->idxNum = idxNum;
+  if ((idxNum & EDNQ_REQUIRED) != EDNQ_REQUIRED) {
+    /* A required argument absent: either the call lacks it, or SQLite
+    ** offers a plan for one branch of an OR in WHERE (`c0 = 1 OR c0 = 2`),
+    ** which it asks about with only that branch's terms. Refusing with an
+    ** error would fail the whole statement; the plan is accepted at a cost
+    ** no plan with the arguments reaches (as json_each does), and xFilter
+    ** names the missing arguments if SQLite has no other plan. */
+    pInfo->estimatedCost = 1e99;
+    pInfo->estimatedRows = 2147483647;
+    return SQLITE_OK;
+  }
   /* All inputs bound: a modest, fixed guess; a query is not free. */
   pInfo->estimatedCost = 1000.0;
   pInfo->estimatedRows = 1000;
