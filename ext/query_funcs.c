@@ -410,74 +410,114 @@ static int qfRegexBad(char **pzErr, const char *zPat, int nPat, const char *zWhy
   return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
 }
 
-/* Java's inline flags are i d m s u x U; PCRE2 reads (?U) as "ungreedy"
-** and knows no d or u. A flag group ((?flags) or (?flags:) may hold
-** i m s x and '-', which mean the same in both; u (UNICODE_CASE) is taken
-** out of the copy written to *pzOut (sqlite3_malloc'd), since (?i)
+/* Java's POSIX-named classes, US-ASCII as Java's defaults (PCRE2's [:name:]
+** are ASCII without PCRE2_UCP). */
+static const char *qfRegexPosixName(const char *z, int n) {
+  static const struct { const char *zJava, *zPosix; } a[] = {
+    { "Lower", "lower" }, { "Upper", "upper" }, { "ASCII", "ascii" }, { "Alpha", "alpha" },
+    { "Digit", "digit" }, { "Alnum", "alnum" }, { "Punct", "punct" }, { "Graph", "graph" },
+    { "Print", "print" }, { "Blank", "blank" }, { "Cntrl", "cntrl" }, { "XDigit", "xdigit" },
+    { "Space", "space" },
+  };
+  int i;
+  for (i = 0; i < (int)(sizeof a / sizeof a[0]); i++) {
+    if ((int)strlen(a[i].zJava) == n && memcmp(a[i].zJava, z, (size_t)n) == 0) return a[i].zPosix;
+  }
+  return NULL;
+}
+
+/* Writes Java's pattern z (n bytes) as PCRE2 reads it into *pzOut
+** (sqlite3_malloc'd, *pnOut bytes), or fails with the reason. Where the
+** two differ: Java's inline flags are i d m s u x U, and PCRE2 reads (?U)
+** as "ungreedy" and knows no d or u: a flag group may hold i m s x and '-',
+** which mean the same in both, and u (UNICODE_CASE), left out since (?i)
 ** already folds every letter's case here; any other letter is an error
-** rather than a pattern read another way. */
-static int qfRegexFlags(const char *z, int n, char **pzOut, char **pzErr) {
-  char *zOut = sqlite3_malloc64((sqlite3_uint64)n + 1);
-  int i = 0, o = 0;
+** rather than a pattern read another way. \p{Alpha} and Java's other POSIX
+** names become [[:alpha:]]. A '[' or "&&" inside a class (Java's union and
+** intersection; PCRE2 would take their characters literally) is an error,
+** as is POSIX's [[:digit:]], which Java reads as the characters :digt. */
+static int qfRegexJava(const char *z, int n, char **pzOut, int *pnOut, char **pzErr) {
+  sqlite3_str *pOut = sqlite3_str_new(NULL);
+  const char *zWhy = NULL;
+  char zBuf[96];
+  int i = 0, bClass = 0, rc;
   *pzOut = NULL;
-  if (zOut == NULL) return SQLITE_NOMEM;
-  while (i < n) {
+  *pnOut = 0;
+  while (i < n && zWhy == NULL) {
     if (z[i] == '\\' && i + 1 < n && z[i + 1] == 'Q') {
       /* \Q...\E: literal up to \E */
       int e = i + 2;
       while (e + 1 < n && !(z[e] == '\\' && z[e + 1] == 'E')) e++;
       e = e + 1 < n ? e + 2 : n;
-      memcpy(zOut + o, z + i, (size_t)(e - i));
-      o += e - i;
+      sqlite3_str_append(pOut, z + i, e - i);
       i = e;
-    } else if (z[i] == '\\') {
-      zOut[o++] = z[i++];
-      if (i < n) zOut[o++] = z[i++];
-    } else if (z[i] == '[') {
-      /* a class: ']' first (after '^') is a member; escapes skipped */
-      int depth = 1;
-      zOut[o++] = z[i++];
-      if (i < n && z[i] == '^') zOut[o++] = z[i++];
-      if (i < n && z[i] == ']') zOut[o++] = z[i++];
-      while (i < n && depth > 0) {
-        if (z[i] == '\\' && i + 1 < n) zOut[o++] = z[i++];
-        else if (z[i] == '[') depth++;
-        else if (z[i] == ']') depth--;
-        zOut[o++] = z[i++];
-      }
-    } else if (z[i] == '(' && i + 1 < n && z[i + 1] == '?') {
-      int e = i + 2, bFlags;
-      while (e < n && (isalpha((unsigned char)z[e]) || z[e] == '-')) e++;
-      bFlags = e > i + 2 && e < n && (z[e] == ')' || z[e] == ':');
-      if (!bFlags) {
-        zOut[o++] = z[i++];
+    } else if (z[i] == '\\' && i + 2 < n && (z[i + 1] == 'p' || z[i + 1] == 'P') && z[i + 2] == '{') {
+      const char *zEnd = memchr(z + i + 3, '}', (size_t)(n - i - 3));
+      const char *zPosix = zEnd ? qfRegexPosixName(z + i + 3, (int)(zEnd - z - i - 3)) : NULL;
+      int bNot = z[i + 1] == 'P';
+      if (zPosix == NULL) {
+        sqlite3_str_append(pOut, z + i, 2);     /* \p{L} and friends: PCRE2's */
+        i += 2;
         continue;
       }
-      zOut[o++] = '(';
-      zOut[o++] = '?';
-      for (i += 2; i < e; i++) {
+      if (bClass) sqlite3_str_appendf(pOut, "[:%s%s:]", bNot ? "^" : "", zPosix);
+      else sqlite3_str_appendf(pOut, "[%s[:%s:]]", bNot ? "^" : "", zPosix);
+      i = (int)(zEnd - z) + 1;
+    } else if (z[i] == '\\') {
+      sqlite3_str_append(pOut, z + i, i + 1 < n ? 2 : 1);
+      i += 2;
+    } else if (bClass) {
+      if (z[i] == ']') bClass = 0;
+      else if (z[i] == '[') zWhy = "a [ inside a character class (Java's union, or POSIX [:name:]) is not supported: escape it as \\[, or write \\p{Digit} for [:digit:]";
+      else if (z[i] == '&' && i + 1 < n && z[i + 1] == '&') zWhy = "character class intersection (&&) is not supported";
+      sqlite3_str_appendchar(pOut, 1, z[i++]);
+    } else if (z[i] == '[') {
+      /* a class: ']' first (after '^') is a member */
+      bClass = 1;
+      sqlite3_str_appendchar(pOut, 1, z[i++]);
+      if (i < n && z[i] == '^') sqlite3_str_appendchar(pOut, 1, z[i++]);
+      if (i < n && z[i] == ']') sqlite3_str_appendchar(pOut, 1, z[i++]);
+    } else if (z[i] == '(' && i + 1 < n && z[i + 1] == '?') {
+      int e = i + 2, nKept = 0;
+      while (e < n && (isalpha((unsigned char)z[e]) || z[e] == '-')) e++;
+      if (!(e > i + 2 && e < n && (z[e] == ')' || z[e] == ':'))) {
+        sqlite3_str_appendchar(pOut, 1, z[i++]);     /* (?: (?= (?<name> ... */
+        continue;
+      }
+      for (i += 2; i < e && zWhy == NULL; i++) {
         if (z[i] == 'u') continue;
         if (strchr("imsx-", z[i]) == NULL) {
-          char zWhy[80];
-          sqlite3_snprintf(sizeof zWhy, zWhy, "the inline flag %c is not supported (only i, m, s, x and u)", z[i]);
-          sqlite3_free(zOut);
-          return qfRegexBad(pzErr, z, n, zWhy);
+          sqlite3_snprintf(sizeof zBuf, zBuf, "the inline flag %c is not supported (only i, m, s, x and u)", z[i]);
+          zWhy = zBuf;
+        } else {
+          if (nKept++ == 0) sqlite3_str_appendall(pOut, "(?");
+          sqlite3_str_appendchar(pOut, 1, z[i]);
         }
-        zOut[o++] = z[i];
       }
-      if (zOut[o - 1] == '?') {
-        /* (?u) alone: nothing left; (?u: is a plain group */
-        if (z[e] == ')') o -= 2;
-        else zOut[o++] = ':';
-        i = e + 1;
-      }
+      /* (?u) alone leaves nothing; (?u: is a plain group */
+      if (nKept > 0) sqlite3_str_appendchar(pOut, 1, z[e]);
+      else if (z[e] == ':') sqlite3_str_appendall(pOut, "(?:");
+      i = e + 1;
     } else {
-      zOut[o++] = z[i++];
+      sqlite3_str_appendchar(pOut, 1, z[i++]);
     }
   }
-  zOut[o] = 0;
-  *pzOut = zOut;
-  return SQLITE_OK;
+  *pnOut = sqlite3_str_length(pOut);
+  rc = sqlite3_str_errcode(pOut);
+  *pzOut = sqlite3_str_finish(pOut);
+  if (rc == SQLITE_OK && zWhy) rc = qfRegexBad(pzErr, z, n, zWhy);
+  if (rc == SQLITE_OK && *pzOut == NULL) {
+    /* the empty pattern (sqlite3_str_finish gives NULL for no text) */
+    *pzOut = sqlite3_malloc(1);
+    if (*pzOut) (*pzOut)[0] = 0;
+    else rc = SQLITE_NOMEM;
+  }
+  if (rc != SQLITE_OK) {
+    sqlite3_free(*pzOut);
+    *pzOut = NULL;
+    if (rc != SQLITE_ERROR) rc = SQLITE_NOMEM;
+  }
+  return rc;
 }
 
 /* Compiles the n bytes at zPat into a new QfRegex (*ppRe) or reports why
@@ -488,11 +528,11 @@ static int qfRegexCompile(const char *zPat, int nPat, QfRegex **ppRe, char **pzE
   pcre2_compile_context *pCc = NULL;
   QfRegex *pRe = NULL;
   char *zJava = NULL;
-  int rc, iErr = 0;
+  int rc, iErr = 0, nJava = 0;
   uint32_t nCap = 0;
   PCRE2_SIZE iOff = 0;
   *ppRe = NULL;
-  rc = qfRegexFlags(zPat, nPat, &zJava, pzErr);
+  rc = qfRegexJava(zPat, nPat, &zJava, &nJava, pzErr);
   if (rc != SQLITE_OK) goto cleanup;
   rc = SQLITE_NOMEM;
   pGen = pcre2_general_context_create(qfPcreMalloc, qfPcreFree, NULL);
@@ -503,7 +543,7 @@ static int qfRegexCompile(const char *zPat, int nPat, QfRegex **ppRe, char **pzE
   memset(pRe, 0, sizeof(QfRegex));
   pcre2_set_newline(pCc, PCRE2_NEWLINE_ANY);
   pcre2_set_compile_extra_options(pCc, PCRE2_EXTRA_ALT_BSUX);
-  pRe->pCode = pcre2_compile((PCRE2_SPTR)zJava, strlen(zJava),
+  pRe->pCode = pcre2_compile((PCRE2_SPTR)zJava, (PCRE2_SIZE)nJava,
                              PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_ALT_BSUX, &iErr, &iOff, pCc);
   if (pRe->pCode == NULL) {
     PCRE2_UCHAR zWhy[160];
@@ -512,7 +552,7 @@ static int qfRegexCompile(const char *zPat, int nPat, QfRegex **ppRe, char **pzE
     if (iErr == PCRE2_ERROR_HEAP_FAILED) goto cleanup;
     pcre2_get_error_message(iErr, zWhy, sizeof zWhy);
     /* the index in characters of the pattern as written, as Java's */
-    for (i = 0; i < (int)iOff && zJava[i]; i++) {
+    for (i = 0; i < (int)iOff && i < nJava; i++) {
       if (((unsigned char)zJava[i] & 0xC0) != 0x80) nChar++;
     }
     zMsg = sqlite3_mprintf("%s near index %d", (const char*)zWhy, nChar);
