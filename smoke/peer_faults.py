@@ -672,7 +672,10 @@ def B32(con):
         # the entry's 0.2 s for the first ones; shorter later so 200 rounds stay quick
         delay = 0.2 if k < 5 else 0.02
         got, secs = _interrupted(con, long_sql, long_args, delay)
-        check(got == 'edn_q: interrupted', 'round %d: the recursive query must be interrupted, got %r' % (k, got))
+        # The table form has two documented texts (README Decisions): ours when the interrupt
+        # stops the store's statement, SQLite's own when it lands between two rows.
+        check(got in ('edn_q: interrupted', 'interrupted'),
+              'round %d: the recursive query must be interrupted, got %r' % (k, got))
         check(secs is not None and secs < 1.0, 'round %d: stopped %r s after the interrupt, not within ~1 s'
               % (k, secs))
         small = con.execute(small_sql, small_args).fetchall()
