@@ -388,7 +388,13 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
     pV->zInList = NULL;
     pV->zInMore = NULL;
     if (vt != VT_NONE) qcTypeParams(pX, pV, vt);
-    else if (zTag && pV->vt != VT_NONE) qcWhere(pX, qcTagIs(zTag, pV->vt));
+    else if (zTag && pV->vt != VT_NONE) {
+      qcWhere(pX, qcTagIs(zTag, pV->vt));
+      /* numbers of one kind: 1.0 does not find a long 1 (Clojure's =) */
+      if (qcTypeClass(pV->vt) == 1 && !pV->bInMixed) {
+        qcWhere(pX, sqlite3_mprintf("typeof(%s) = '%s'", zExpr, qcNumClass(pV->vt)));
+      }
+    }
     pV->zExpr = zExpr;
     pV->bIntCol = (unsigned char)bIntCol;
     sqlite3_free(zTag);
@@ -1194,7 +1200,7 @@ int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
     case QB_COLL: {
       sqlite3_str *pList;
       QVar *pV;
-      int nP = 0, bLookup = 0;
+      int nP = 0, bLookup = 0, bMixed = 0;
       int *aP;
       ValueType vt0 = VT_NONE;
       if (!qcIsColl(pVal)) return qcErr(pC, NULL, "%s: expected a collection", zWhat);
@@ -1208,6 +1214,7 @@ int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
         const EdnValue *pE = qcElem(pVal, i);
         char *z = qcLeafExpr(pX, pE, bConst ? pE : NULL, iInput, i, -1, &vt, &iP);
         if (z == NULL) { qcNoMem(pC); break; }
+        if (i > 0 && vt != vt0) bMixed = 1;
         if (i == 0) vt0 = vt;
         else if (!qcVtMix(vt0, vt)) {
           qcErr(pC, NULL, "%s: value %d is a %s, value 1 a %s: a collection's values must have one type",
@@ -1251,6 +1258,7 @@ int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
       if (pV->zInList == NULL) qcNoMem(pC);
       pV->nInElem = pVal->u.c.n;
       pV->bInLookup = (unsigned char)bLookup;
+      pV->bInMixed = (unsigned char)bMixed;
       pV->vt = vt0 == VT_NONE ? VT_LONG : vt0;
       pV->aParam = aP;
       pV->nParam = nP;

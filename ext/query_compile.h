@@ -57,6 +57,7 @@ typedef struct QVar {
                           ** lists joined by '\x01' (NULL when none) */
   int nInElem;
   unsigned char bInLookup;   /* the pending collection holds lookup refs */
+  unsigned char bInMixed;    /* ... values of more than one type (1, 2.5) */
   int nFnDepth;           /* function results inlined in zExpr, nested (0:
                           ** a column, parameter or mentat_one value) */
   int nParam;             /* params typed lazily with this variable */

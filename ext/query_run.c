@@ -455,7 +455,8 @@ int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
         ** query that is (README, Limits). */
         const char *zMsg = sqlite3_errmsg(pConn->db);
         const char *zHint = strstr(zMsg, "tables in a join")
-            ? " (a query or rule body joins at most 64 data patterns)"
+            ? " (a query or rule body joins at most 64 data patterns; a chain of functions"
+              " counts one per 3)"
             : strstr(zMsg, "parser stack overflow")
             ? " (not, not-join and or nest at most 8 deep)" : "";
         sqlite3_free(*pzErr);
