@@ -539,8 +539,9 @@ static int qfRegexCompile(const char *zPat, int nPat, QfRegex **ppRe, char **pzE
   if (pGen == NULL) goto cleanup;
   pCc = pcre2_compile_context_create(pGen);
   pRe = sqlite3_malloc64(sizeof(QfRegex));
+  /* zeroed before any way out: cleanup frees what it holds */
+  if (pRe) memset(pRe, 0, sizeof(QfRegex));
   if (pCc == NULL || pRe == NULL) goto cleanup;
-  memset(pRe, 0, sizeof(QfRegex));
   pcre2_set_newline(pCc, PCRE2_NEWLINE_ANY);
   pcre2_set_compile_extra_options(pCc, PCRE2_EXTRA_ALT_BSUX);
   pRe->pCode = pcre2_compile((PCRE2_SPTR)zJava, (PCRE2_SIZE)nJava,
