@@ -218,6 +218,9 @@ char *qcBody(QCtx *pX) {
   zRet = sqlite3_mprintf("%s%s%s%s", pX->nFrom ? " FROM " : "", pX->nFrom ? zFrom : "",
                          pX->nWhere ? " WHERE " : "", pX->nWhere ? zWhere : "");
   sqlite3_free(zJoin);
+  /* Callers may skip a NULL body (an or branch, a rule body): the failure
+  ** must stop the compile, or the SQL silently loses that part. */
+  if (zRet == NULL) qcNoMem(pX->pC);
   return zRet;
 }
 
@@ -362,8 +365,11 @@ static char *qcInTerms(const QVar *pV, const char *zExpr) {
 void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTag,
                int bIntCol) {
   QVar *pV;
-  if (zExpr == NULL || pX->pC->rc) {
-    if (zExpr == NULL) qcNoMem(pX->pC);
+  /* A value of no static type always comes with its run-time tag; a NULL
+  ** tag there is an allocation that failed (the value would print as
+  ** null), not a value without one. */
+  if (zExpr == NULL || pX->pC->rc || (vt == VT_NONE && zTag == NULL)) {
+    if (zExpr == NULL || (vt == VT_NONE && zTag == NULL)) qcNoMem(pX->pC);
     sqlite3_free(zExpr);
     sqlite3_free(zTag);
     return;
@@ -446,12 +452,15 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
 /* A literal as an SQL parameter of its natural type (predicates, rules). */
 char *qcConstExpr(QCtx *pX, const EdnValue *p, ValueType vt, ValueType *pvt) {
   int iP;
+  char *z;
   ValueType nt = vt != VT_NONE ? vt : valueNaturalType(p);
   if (p->type == EDN_VECTOR || p->type == EDN_LIST || p->type == EDN_MAP
       || p->type == EDN_SET) {
     iP = qcParam(pX->pC, p, -1, -1, -1, QV_JSON, QVT_JSON);
     *pvt = QVT_JSON;
-    return iP ? sqlite3_mprintf("?%d", iP) : NULL;
+    z = iP ? sqlite3_mprintf("?%d", iP) : NULL;
+    if (iP && z == NULL) qcNoMem(pX->pC);   /* NULL must not pass for a lost term */
+    return z;
   }
   if (nt == VT_NONE) {
     qcErr(pX->pC, p, "unsupported constant %s", p->type == EDN_NIL ? "nil" : "value");
@@ -459,7 +468,9 @@ char *qcConstExpr(QCtx *pX, const EdnValue *p, ValueType vt, ValueType *pvt) {
   }
   iP = qcParam(pX->pC, p, -1, -1, -1, vt != VT_NONE ? QV_TYPED : QV_NATURAL, nt);
   *pvt = nt;
-  return iP ? sqlite3_mprintf("?%d", iP) : NULL;
+  z = iP ? sqlite3_mprintf("?%d", iP) : NULL;
+  if (iP && z == NULL) qcNoMem(pX->pC);
+  return z;
 }
 
 /* Function results nested deeper, or longer, than this are bound once
@@ -521,6 +532,7 @@ char *qcTermExpr(QCtx *pX, const EdnValue *p, ValueType *pvt, char **pzTag,
       qcErr(pX->pC, p, "unbound variable %s in %s", p->u.s.z, zWhat);
       return NULL;
     }
+    char *zExpr;
     if (pV->nFnDepth > 0 && strcmp(zWhat, "function") == 0) {
       if (qcOwnVar(pX, pV) && (pV->nFnDepth >= QC_FN_INLINE_DEPTH
                                || strlen(pV->zExpr) > QC_FN_INLINE_BYTES
@@ -531,8 +543,18 @@ char *qcTermExpr(QCtx *pX, const EdnValue *p, ValueType *pvt, char **pzTag,
       if (pV->nFnDepth > pX->pC->nArgDepth) pX->pC->nArgDepth = pV->nFnDepth;
     }
     *pvt = pV->vt;
-    if (pzTag && pV->zTag) *pzTag = sqlite3_mprintf("%s", pV->zTag);
-    return sqlite3_mprintf("%s", pV->zExpr);
+    /* NULL is also "unbound" and "no tag" to callers: out of memory must
+    ** be said, or the clause would lose its binding or its type test. */
+    if (pzTag && pV->zTag) {
+      *pzTag = sqlite3_mprintf("%s", pV->zTag);
+      if (*pzTag == NULL) { qcNoMem(pX->pC); return NULL; }
+    }
+    zExpr = sqlite3_mprintf("%s", pV->zExpr);
+    if (zExpr == NULL) {
+      qcNoMem(pX->pC);
+      if (pzTag) { sqlite3_free(*pzTag); *pzTag = NULL; }
+    }
+    return zExpr;
   }
   if (qIsBlank(p)) {
     qcErr(pX->pC, p, "_ is not allowed in %s", zWhat);
@@ -1232,8 +1254,9 @@ int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
         /* Already bound: the collection filters it (a membership test, or
         ** one more list for a collection still waiting for its place). */
         QVar *pOld = qcVarFind(pX, pB->aVar[0]->u.s.z);
+        int bListOom = sqlite3_str_errcode(pList) != SQLITE_OK;
         char *zList = sqlite3_str_finish(pList);
-        if (zList == NULL && pVal->u.c.n) {
+        if (bListOom || (zList == NULL && pVal->u.c.n)) {
           qcNoMem(pC);
         } else if (pOld->zExpr == NULL && pOld->zInList) {
           char *zMore = pOld->zInMore
@@ -1253,6 +1276,9 @@ int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
       }
       pV = qcVarAdd(pX, pB->aVar[0]->u.s.z);
       if (pV == NULL) { sqlite3_free(aP); sqlite3_free(sqlite3_str_finish(pList)); break; }
+      /* A list that ran out of memory is not the empty list (sqlite3_str
+      ** gives NULL for both): that would be an IN () matching nothing. */
+      if (sqlite3_str_errcode(pList) != SQLITE_OK) qcNoMem(pC);
       pV->zInList = sqlite3_str_finish(pList);
       if (pV->zInList == NULL) pV->zInList = sqlite3_mprintf("%s", "");
       if (pV->zInList == NULL) qcNoMem(pC);
