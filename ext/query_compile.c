@@ -299,17 +299,19 @@ static int qcNumKindsDiffer(ValueType a, ValueType b) {
   return qcTypeClass(a) == 1 && qcTypeClass(b) == 1 && (a == VT_DOUBLE) != (b == VT_DOUBLE);
 }
 
-/* The first typed place a variable meets types its lazy parameters. A
-** query constant (ground) keeps its kind of number: 1 is not 1.0, as
-** Clojure's = has it. Returns 1 when one did, so the caller compares the
-** kinds at run time. */
-static int qcTypeParams(QCtx *pX, QVar *pV, ValueType vt) {
+/* The first typed place a variable meets types its lazy parameters. With
+** bKeepKind (the place is not a typed attribute's value column, where a
+** literal converts as the transactor converts it, but a second ground or a
+** function result) a query constant keeps its kind of number: 1 is not
+** 1.0, as Clojure's = has it. Returns 1 when one did, so the caller
+** compares the kinds at run time. */
+static int qcTypeParams(QCtx *pX, QVar *pV, ValueType vt, int bKeepKind) {
   int i, bKept = 0;
   if (vt == VT_NONE || vt == QVT_JSON) return 0;
   for (i = 0; i < pV->nParam; i++) {
     QParam *pP = &pX->pC->aParam[pV->aParam[i] - 1];
     if (pP->eConv == QV_NATURAL) {
-      if (pP->iInput < 0 && qcNumKindsDiffer(pP->vt, vt)) {
+      if (bKeepKind && pP->iInput < 0 && qcNumKindsDiffer(pP->vt, vt)) {
         bKept = 1;
         continue;
       }
@@ -393,7 +395,7 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
     sqlite3_free(pV->zInMore);
     pV->zInList = NULL;
     pV->zInMore = NULL;
-    if (vt != VT_NONE) qcTypeParams(pX, pV, vt);
+    if (vt != VT_NONE) qcTypeParams(pX, pV, vt, 0);
     else if (zTag && pV->vt != VT_NONE) {
       qcWhere(pX, qcTagIs(zTag, pV->vt));
       /* numbers of one kind: 1.0 does not find a long 1 (Clojure's =) */
@@ -420,7 +422,7 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
   /* Types must agree too, and a long never equals a double (Datomic
   ** stores 1 and 1.0 as different values; SQLite's = would not tell). */
   if (vt != VT_NONE && pV->nParam) {
-    if (qcTypeParams(pX, pV, vt)) {
+    if (qcTypeParams(pX, pV, vt, !qcIsColumn(zExpr))) {
       qcWhere(pX, sqlite3_mprintf("typeof(%s) = typeof(%s)", zExpr, pV->zExpr));
     }
   } else if (vt != VT_NONE && vt != QVT_JSON && pV->vt == VT_NONE && pV->zTag) {
@@ -623,7 +625,7 @@ char *qcEntityLookupSql(QComp *pC, const EdnValue *p) {
   return qcLookupConst(pC, p);
 }
 
-static int qcTypeParams(QCtx *pX, QVar *pV, ValueType vt);
+static int qcTypeParams(QCtx *pX, QVar *pV, ValueType vt, int bKeepKind);
 
 /* The entity an ident names: SQL zKw is a keyword's text. */
 static char *qcIdentSql(const char *zKw) {
@@ -640,7 +642,7 @@ char *qcEntityExpr(QCtx *pX, const EdnValue *p, const char *zFn) {
     char *zTag = NULL;
     /* An input no place has typed yet is read as an entity here, so a
     ** keyword input is an ident (SPEC 2.4: a value in an entity place). */
-    if (pV && pV->zExpr && pV->nParam) qcTypeParams(pX, pV, VT_REF);
+    if (pV && pV->zExpr && pV->nParam) qcTypeParams(pX, pV, VT_REF, 0);
     z = qcTermExpr(pX, p, &vt, &zTag, "function");
     if (z == NULL) return NULL;
     if (vt == VT_KEYWORD || (vt == VT_NONE && zTag)) {
@@ -1793,7 +1795,7 @@ static int qcAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
       ** no place typed is read as an entity; a value of another type is an
       ** error naming the binding (query_run.c checks values of unknown
       ** type row by row). */
-      if (pV->nParam) qcTypeParams(pX, pV, VT_REF);
+      if (pV->nParam) qcTypeParams(pX, pV, VT_REF, 0);
       if (pV->vt != VT_NONE && pV->vt != VT_REF && pV->vt != VT_LONG && pV->vt != VT_KEYWORD) {
         qcErr(pC, pE->pVar, "pull %s: %s is a %s, not an entity id, ident or lookup ref",
               pE->pVar->u.s.z, pE->pVar->u.s.z, qcVtName(pV->vt));
