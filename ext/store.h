@@ -35,6 +35,9 @@ struct StoreConn {
   Store *pStore;
   StoreConn *pNext;            /* pool link, store-private */
   sqlite3_int64 iDataVersion;  /* last PRAGMA data_version seen, store-private */
+  int bMarksUnchecked;         /* writer: known_parts not yet checked against the data since
+                               ** the connection opened or another connection committed
+                               ** (set by the store, cleared by the transactor) */
   void *pQueryCache;
   void (*xQueryCacheFree)(void*);
   void *pTxCache;              /* the transactor's, on the writer connection */

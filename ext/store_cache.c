@@ -175,6 +175,7 @@ static int storeConnOpen(Store *pStore, int bValidate, StoreConn **ppConn, char 
   p->base.db = db;
   p->base.pStore = pStore;
   p->base.iDataVersion = -1;    /* never seen: the first use revalidates */
+  p->base.bMarksUnchecked = 1;
   rc = sqlite3_prepare_v3(db, "PRAGMA data_version", -1, SQLITE_PREPARE_PERSISTENT,
                           &p->pDataVersion, NULL);
   if (rc == SQLITE_OK) {
@@ -350,6 +351,9 @@ int storeRevalidate(Store *p, StoreConn *pConn, int bLatest, Schema **ppOwn, cha
   if (p->bMemory) return SQLITE_OK;      /* one connection: nobody else commits */
   rc = storeStepInt(pImpl->pDataVersion, &iVersion);
   if (rc != SQLITE_OK || iVersion == pConn->iDataVersion) goto cleanup;
+  /* Another connection committed: it may have written known_parts (or
+  ** data past it) by other means than this extension. */
+  pConn->bMarksUnchecked = 1;
 
   rc = storeReadSig(pImpl, &sig);
   if (rc != SQLITE_OK) goto cleanup;

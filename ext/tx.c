@@ -19,6 +19,7 @@
 */
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
@@ -86,6 +87,17 @@ static const char *const azTxSql[TXS_COUNT] = {
   /* TXS_LOG_FORGET_OLD: so do the values a cardinality-one :db/noHistory
   ** assertion replaces */
   "DELETE FROM timelined_transactions WHERE a = (?2 + 0) AND e = ?1 AND timeline IS 0",
+  /* TXS_PART_MAX: the largest id in [?1, ?2] in use, -1 if none: as a
+  ** datom's entity (EAVT), as a ref value (VAET), as an entity only the log
+  ** still has (per attribute, the log's AEVT) and as the last logged tx.
+  ** Each is a seek to one end of an index range (EXPLAIN QUERY PLAN: SEARCH
+  ** ... USING COVERING INDEX), so the whole costs O(attributes * log n). */
+  "SELECT max(coalesce((SELECT max(e) FROM datoms WHERE e BETWEEN ?1 AND ?2), -1),"
+  " coalesce((SELECT max(v) FROM datoms WHERE index_vaet IS NOT 0 AND v BETWEEN ?1 AND ?2), -1),"
+  " coalesce((SELECT max((SELECT max(t.e) FROM timelined_transactions t WHERE t.a = s.e"
+  "   AND t.e BETWEEN ?1 AND ?2 AND t.timeline IS 0)) FROM (SELECT DISTINCT e FROM schema) s), -1),"
+  " coalesce((SELECT tx FROM (SELECT tx FROM timelined_transactions ORDER BY rowid DESC LIMIT 1)"
+  "   WHERE tx BETWEEN ?1 AND ?2), -1))",
 };
 
 /* The multi-row INSERTs: TX_BATCH rows of anonymous parameters. */
@@ -449,6 +461,36 @@ done:
   return rc;
 }
 
+/* Moves every partition mark past the largest id in use in its partition.
+** The marks are only trusted after this writer connection checked them:
+** a store restored from a copy, or known_parts edited by another tool,
+** can be behind its data, and ids would be given out twice (Datomic never
+** reuses an entity or transaction id). Run when the connection opened and
+** after every commit by another connection, not per transaction. */
+static int txCheckMarks(Tx *p) {
+  int i, rc;
+  for (i = 0; i < p->nPart; i++) {
+    TxPart *pPart = &p->aPart[i];
+    sqlite3_stmt *pStmt = NULL;
+    sqlite3_int64 iMax = -1;
+    rc = txStmt(p, TXS_PART_MAX, &pStmt);
+    if (rc) return rc;
+    sqlite3_bind_int64(pStmt, 1, pPart->iStart);
+    sqlite3_bind_int64(pStmt, 2, pPart->iEnd);
+    rc = sqlite3_step(pStmt);
+    if (rc == SQLITE_ROW) iMax = sqlite3_column_int64(pStmt, 0);
+    sqlite3_reset(pStmt);
+    if (rc != SQLITE_ROW) return txSqlErr(p, "cannot check the partition marks: ");
+    if (iMax >= pPart->iIdx && iMax < INT64_MAX) {
+      /* iEnd + 1 reads as full where ids are given out. */
+      pPart->iIdx = iMax + 1;
+      pPart->iIdx0 = pPart->iIdx;
+      pPart->bDirty = 1;
+    }
+  }
+  return SQLITE_OK;
+}
+
 /* Reads known_parts and takes this transaction's id from :db.part/tx. */
 static int txLoadParts(Tx *p) {
   sqlite3_stmt *pStmt = NULL;
@@ -478,6 +520,10 @@ static int txLoadParts(Tx *p) {
   if (rc != SQLITE_DONE) return txSqlErr(p, "cannot read known_parts: ");
   if (p->iPartTx < 0 || p->iPartUser < 0 || p->iPartDb < 0) {
     return txErr(p, 0, 0, "the store's known_parts table lacks a core partition");
+  }
+  if (p->pConn->bMarksUnchecked) {
+    rc = txCheckMarks(p);
+    if (rc) return rc;
   }
   {
     TxPart *pTx = &p->aPart[p->iPartTx];
@@ -615,7 +661,11 @@ cleanup:
     }
     sqlite3_free(zEndErr);
   }
-  if (rc == SQLITE_OK) txReport(&tx, pReport);
+  if (rc == SQLITE_OK) {
+    /* Committed: the marks written match the data from here on. */
+    pConn->bMarksUnchecked = 0;
+    txReport(&tx, pReport);
+  }
   if (rc == SQLITE_NOMEM && *pzErr == NULL) *pzErr = sqlite3_mprintf("out of memory");
   schemaUnref(pNew);
   schemaUnref(pSchema);

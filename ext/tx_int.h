@@ -96,6 +96,7 @@ enum {
   TXS_FTS_MATCH, TXS_FTS_INSERT,
   TXS_LOOKUP_BATCH,                  /* TX_LOOKUP_BATCH values per statement */
   TXS_LOG_FORGET, TXS_LOG_FORGET_OLD, /* :db/noHistory: drop superseded log rows */
+  TXS_PART_MAX,                      /* the largest id in use in a partition */
   TXS_COUNT
 };
 /* Rows per multi-row INSERT: each statement start/halt opens and closes a
