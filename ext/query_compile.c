@@ -364,6 +364,8 @@ static char *qcInTerms(const QVar *pV, const char *zExpr) {
   return sqlite3_str_finish(pOut);
 }
 
+static char *qcIdentSql(const char *zKw);
+
 void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTag,
                int bIntCol) {
   QVar *pV;
@@ -387,6 +389,30 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
     pV->bIntCol = (unsigned char)bIntCol;
     return;
   }
+  if (pV->zInList && vt == VT_REF && pV->vt == VT_KEYWORD && pV->nParam && !pV->bInLookup) {
+    /* A collection of keywords meets an entity place: the entities whose
+    ** idents they are (through the index), the variable the keyword. */
+    char *zKw = sqlite3_mprintf("(SELECT v FROM datoms WHERE a = %d AND e = %s AND"
+                                " value_type_tag = %d)", ENTID_DB_IDENT, zExpr, TAG_KEYWORD);
+    char *zIn = zKw ? qcInTerms(pV, "v") : NULL;
+    if (zIn) {
+      qcWhere(pX, sqlite3_mprintf("%s IN (SELECT e FROM datoms WHERE a = %d AND"
+                                  " value_type_tag = %d AND %s)", zExpr, ENTID_DB_IDENT,
+                                  TAG_KEYWORD, zIn));
+    }
+    if (zKw == NULL || zIn == NULL) qcNoMem(pX->pC);
+    sqlite3_free(zIn);
+    sqlite3_free(pV->zInList);
+    sqlite3_free(pV->zInMore);
+    pV->zInList = NULL;
+    pV->zInMore = NULL;
+    qcTypeParams(pX, pV, VT_KEYWORD, 0);
+    pV->zExpr = zKw;
+    pV->bIntCol = 0;
+    sqlite3_free(zExpr);
+    sqlite3_free(zTag);
+    return;
+  }
   if (pV->zInList) {
     /* A pending collection input meets its first place: an IN list on the
     ** column, so the column's index serves every element. */
@@ -405,6 +431,29 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
     }
     pV->zExpr = zExpr;
     pV->bIntCol = (unsigned char)bIntCol;
+    sqlite3_free(zTag);
+    return;
+  }
+  if (vt == VT_REF && (pV->vt == VT_KEYWORD || (pV->vt == VT_NONE && pV->zTag))) {
+    /* A keyword in an entity place is the entity whose ident it is, as
+    ** Datomic reads an ident wherever an entity goes; the variable keeps
+    ** the keyword, so a function or :find sees one reading per row (a
+    ** keyword input stays a keyword, not an entity id). */
+    char *zId = qcIdentSql(pV->zExpr);
+    if (zId == NULL) {
+      qcNoMem(pX->pC);
+    } else if (pV->vt == VT_KEYWORD) {
+      qcWhere(pX, sqlite3_mprintf("%s = %s", zExpr, zId));
+      if (pV->nParam) qcTypeParams(pX, pV, VT_KEYWORD, 0);
+    } else {
+      qcWhere(pX, sqlite3_mprintf("%s = (CASE %s WHEN %d THEN %s ELSE %s END)", zExpr, pV->zTag,
+                                  TAG_KEYWORD, zId, pV->zExpr));
+      qcWhere(pX, sqlite3_mprintf("(%s = %d OR (%s IN (%d, %d) AND typeof(%s) = 'integer'))",
+                                  pV->zTag, TAG_KEYWORD, pV->zTag, TAG_REF, TAG_NUMBER,
+                                  pV->zExpr));
+    }
+    sqlite3_free(zId);
+    sqlite3_free(zExpr);
     sqlite3_free(zTag);
     return;
   }
@@ -642,7 +691,7 @@ char *qcEntityExpr(QCtx *pX, const EdnValue *p, const char *zFn) {
     char *zTag = NULL;
     /* An input no place has typed yet is read as an entity here, so a
     ** keyword input is an ident (SPEC 2.4: a value in an entity place). */
-    if (pV && pV->zExpr && pV->nParam) qcTypeParams(pX, pV, VT_REF, 0);
+    if (pV && pV->zExpr && pV->nParam && pV->vt != VT_KEYWORD) qcTypeParams(pX, pV, VT_REF, 0);
     z = qcTermExpr(pX, p, &vt, &zTag, "function");
     if (z == NULL) return NULL;
     if (vt == VT_KEYWORD || (vt == VT_NONE && zTag)) {

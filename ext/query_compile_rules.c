@@ -503,13 +503,13 @@ static void qcRuleArgWhere(QCtx *pX, const EdnValue *pA, const char *zAlias, int
 }
 
 /* Origins from the caller: "SELECT DISTINCT <bound values>, <tags> FROM
-** <the scope's rows>" into pOut. Integer and keyword values that may name
-** an entity get both readings (abAmb[i] = 1). */
+** <the scope's rows>" into pOut. Integer values, which may be an entity id,
+** get both readings (abAmb[i] = 1). */
 static void qcOriginsCaller(QCtx *pX, const QClause *pCl, const unsigned char *abBound,
                             unsigned char *abAmb, sqlite3_str *pOut) {
   QComp *pC = pX->pC;
   sqlite3_str *pVal = sqlite3_str_new(NULL), *pTag = sqlite3_str_new(NULL);
-  sqlite3_str *pAlt = sqlite3_str_new(NULL), *pAltWhere = sqlite3_str_new(NULL);
+  sqlite3_str *pAlt = sqlite3_str_new(NULL);
   int i, nAmb = 0;
   for (i = 0; i < pCl->nArg && pC->rc == SQLITE_OK; i++) {
     const EdnValue *pA = pCl->aArg[i];
@@ -527,23 +527,14 @@ static void qcOriginsCaller(QCtx *pX, const QClause *pCl, const unsigned char *a
     }
     if (zE == NULL || zTag == NULL) {
       qcNoMem(pC);
-    } else if (vt == VT_LONG || vt == VT_KEYWORD) {
-      /* Both readings: the value itself, and the entity it names. */
+    } else if (vt == VT_LONG) {
+      /* Both readings: the number, and the entity id it is. A keyword
+      ** has one, the keyword: where the body puts it in an entity place
+      ** it names its ident's entity (qcBindVar), elsewhere it is itself. */
       abAmb[i] = 1;
       nAmb++;
       sqlite3_str_appendf(pAlt, ", (SELECT 0 AS k UNION ALL SELECT 1) a%d", i);
-      if (vt == VT_LONG) {
-        sqlite3_str_appendf(pVal, ", %s", zE);
-      } else {
-        sqlite3_str_appendf(pVal, ", CASE a%d.k WHEN 0 THEN %s ELSE (SELECT e FROM datoms"
-                            " WHERE a = %d AND v = %s AND value_type_tag = 13) END",
-                            i, zE, ENTID_DB_IDENT, zE);
-        /* A keyword that is no ident has no entity reading (a NULL seed
-        ** would reach the rule's functions as nil). */
-        sqlite3_str_appendf(pAltWhere, "%s(a%d.k = 0 OR EXISTS (SELECT 1 FROM datoms WHERE a = %d"
-                            " AND v = %s AND value_type_tag = 13))",
-                            sqlite3_str_length(pAltWhere) ? " AND " : "", i, ENTID_DB_IDENT, zE);
-      }
+      sqlite3_str_appendf(pVal, ", %s", zE);
       sqlite3_str_appendf(pTag, ", CASE a%d.k WHEN 0 THEN %s ELSE 0 END", i, zTag);
     } else {
       sqlite3_str_appendf(pVal, ", %s", zE);
@@ -552,8 +543,7 @@ static void qcOriginsCaller(QCtx *pX, const QClause *pCl, const unsigned char *a
     sqlite3_free(zE);
     sqlite3_free(zTag);
   }
-  if (sqlite3_str_errcode(pVal) || sqlite3_str_errcode(pTag) || sqlite3_str_errcode(pAlt)
-      || sqlite3_str_errcode(pAltWhere)) {
+  if (sqlite3_str_errcode(pVal) || sqlite3_str_errcode(pTag) || sqlite3_str_errcode(pAlt)) {
     qcNoMem(pC);
   }
   if (pC->rc == SQLITE_OK) {
@@ -563,15 +553,10 @@ static void qcOriginsCaller(QCtx *pX, const QClause *pCl, const unsigned char *a
     if (pX->nFrom) sqlite3_str_appendf(pOut, " FROM %s%s", sqlite3_str_value(pX->pFrom), zAlt);
     else if (nAmb) sqlite3_str_appendf(pOut, " FROM %s", zAlt + 2);
     if (pX->nWhere) sqlite3_str_appendf(pOut, " WHERE %s", sqlite3_str_value(pX->pWhere));
-    if (sqlite3_str_length(pAltWhere)) {
-      sqlite3_str_appendf(pOut, " %s %s", pX->nWhere ? "AND" : "WHERE",
-                          sqlite3_str_value(pAltWhere));
-    }
   }
   sqlite3_free(sqlite3_str_finish(pVal));
   sqlite3_free(sqlite3_str_finish(pTag));
   sqlite3_free(sqlite3_str_finish(pAlt));
-  sqlite3_free(sqlite3_str_finish(pAltWhere));
 }
 
 /* Origins from the rule itself, when the caller binds nothing useful:
@@ -1023,21 +1008,7 @@ int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth) {
         nBound += abBound[i];
         nChange += !aePlace[i];
       }
-      int bAmbPass = 0;
-      for (i = 0; i < pCl->nArg; i++) {
-        /* A keyword constant or untyped keyword input is read two ways in
-        ** the origins (the keyword, the entity it names): fine where the
-        ** recursion changes the place, wrong where a function reads it
-        ** unchanged. Such a call seeds from the bodies, which type it by
-        ** the first place that uses it. */
-        const EdnValue *pA = pCl->aArg[i];
-        QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
-        if (aePlace[i] && (pV ? pV->zExpr && pV->nParam > 0 && pV->vt == VT_KEYWORD
-                           : pA->type == EDN_KEYWORD)) {
-          bAmbPass = 1;
-        }
-      }
-      if ((bTop || !pX->bRecRef) && nBound == nChange && !bAmbPass) {
+      if ((bTop || !pX->bRecRef) && nBound == nChange) {
         for (i = 0; i < pCl->nArg; i++) {
           const EdnValue *pA = pCl->aArg[i];
           QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
@@ -1050,9 +1021,9 @@ int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth) {
       }
       /* Seeds from the bodies; bound pass-through places whose value any
       ** CTE can hold (a constant, an input) are seeded too, when it can be
-      ** read one way only: each body would type an untyped integer or
-      ** keyword on its own (an entity in one, a value in another), and
-      ** seeds of mixed readings would miss each other. */
+      ** read one way only: each body would type an untyped integer on its
+      ** own (an entity in one, a long in another), and seeds of mixed
+      ** readings would miss each other. A keyword stays a keyword. */
       for (i = 0; i < pCl->nArg; i++) {
         const EdnValue *pA = pCl->aArg[i];
         QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
@@ -1060,7 +1031,7 @@ int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth) {
                           : ednIsVar(pA) || qIsBlank(pA) ? VT_LONG : valueNaturalType(pA);
         abBound[i] = (unsigned char)!aePlace[i];
         if (aePlace[i] && (pV ? pV->zExpr && pV->zExpr[0] == '?' : pA->type != EDN_VECTOR)
-            && vt != VT_LONG && vt != VT_KEYWORD && (pV || vt != VT_NONE)) {
+            && vt != VT_LONG && (pV || vt != VT_NONE)) {
           abBound[i] = 1;
         }
       }
