@@ -33,6 +33,7 @@
 ** Known cost: a fulltext text with no ASCII letter or digit has no FTS
 ** phrase to find it by, so its lookup (txFtsFind) scans fulltext_values.
 */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tx_int.h"
@@ -320,8 +321,28 @@ static int txInsertBatch(Tx *p, TxOp **aBatch) {
   return rc == SQLITE_DONE ? SQLITE_OK : txSqlErr(p, "cannot write the log: ");
 }
 
+/* How far an explicit :db/txInstant may be ahead of this host's clock, ms
+** (MENTAT_TX_INSTANT_SKEW_MS overrides, read per transaction). Datomic
+** refuses an instant later than the transactor's clock; instants never go
+** backwards, so one accepted far ahead would stamp every later
+** transaction. The skew allows for writers on hosts whose clocks differ. */
+#define TX_INSTANT_SKEW_MS 60000
+
+/* Refuses an explicit instant more than the skew ahead of p->iInstant (the
+** clock when the transaction began). */
+static int txInstantAhead(Tx *p, const TxOp *pOp) {
+  sqlite3_int64 nSkew = storeEnvInt("MENTAT_TX_INSTANT_SKEW_MS", TX_INSTANT_SKEW_MS);
+  char zA[48], zSkew[32];
+  if (nSkew > INT64_MAX / 1000 || pOp->v.i - p->iInstant <= nSkew * 1000) return SQLITE_OK;
+  ednFormatInstant(pOp->v.i, zA);
+  if (nSkew % 1000 == 0) sqlite3_snprintf(sizeof zSkew, zSkew, "%lld s", (long long)(nSkew / 1000));
+  else sqlite3_snprintf(sizeof zSkew, zSkew, "%lld ms", (long long)nSkew);
+  return txErr(p, pOp->line, pOp->col, ":db/txInstant %s is more than %s ahead of the clock", zA, zSkew);
+}
+
 /* The tx's :db/txInstant: an explicit one (on "datomic.tx") wins but may not
-** precede the previous transaction's; otherwise now. */
+** precede the previous transaction's nor be ahead of the clock; otherwise
+** now. */
 static int txInstant(Tx *p) {
   const Attr *pAttr = schemaAttr(p->pSchema, ENTID_DB_TXINSTANT);
   sqlite3_stmt *pStmt = NULL;
@@ -332,8 +353,9 @@ static int txInstant(Tx *p) {
   for (i = 0; i < p->nOp; i++) {
     if (p->aOp[i].eOp == TXOP_ADD && !p->aOp[i].bDrop && p->aOp[i].e.e == p->iTx
         && p->aOp[i].pAttr->e == ENTID_DB_TXINSTANT) {
-      pOp = &p->aOp[i];
-      break;
+      rc = txInstantAhead(p, &p->aOp[i]);
+      if (rc) return rc;
+      if (pOp == NULL) pOp = &p->aOp[i];
     }
   }
   rc = txStmt(p, TXS_LAST_INSTANT, &pStmt);

@@ -9,6 +9,8 @@
 ** directive line, body lines, and an expectation that starts with "=>":
 **
 **   store NAME            a fresh store for the blocks after it (no body)
+**   env NAME=VALUE        sets an environment variable (a MENTAT_* setting
+**                         read per call) until the end of the file (no body)
 **   tx                    body: EDN tx-data, run as edn_t(store, body)
 **   query [ordered] [scalar] [table-col N]
 **                         body: a Datalog query; an "opts {...}" line gives
@@ -88,7 +90,11 @@ typedef struct TcBlock {
   int iLine;               /* line of the directive */
 } TcBlock;
 
+#define TC_MAX_ENV 8
+
 typedef struct TcRun {
+  char azEnv[TC_MAX_ENV][64];   /* names an env directive set; unset after the file */
+  int nEnv;
   sqlite3 *db;
   char zStore[512];
   const char *zFile;
@@ -307,6 +313,14 @@ static int tcDirective(TcRun *pR, TcBlock *pB, const char *zLine, int iLine) {
   if (strcmp(zWord, "store") == 0) {
     const char *zName = z + n + strspn(z + n, " \t");
     tcNewStore(pR, zName[0] ? zName : "default");
+  } else if (strcmp(zWord, "env") == 0) {
+    const char *zSet = z + n + strspn(z + n, " \t");
+    const char *zEq = strchr(zSet, '=');
+    ck_assert_msg(zEq && zEq > zSet && zEq - zSet < 64 && pR->nEnv < TC_MAX_ENV,
+                  "line %d: env NAME=VALUE", iLine);
+    snprintf(pR->azEnv[pR->nEnv], sizeof pR->azEnv[0], "%.*s", (int)(zEq - zSet), zSet);
+    setenv(pR->azEnv[pR->nEnv++], zEq + 1, 1);
+    strcpy(zWord, "store");          /* a block without a body, as store */
   } else if (strcmp(zWord, "tx") && strcmp(zWord, "query") && strcmp(zWord, "pull")
              && strcmp(zWord, "sql")) {
     return 0;
@@ -361,6 +375,7 @@ static void tcRunFile(TcRun *pR, const char *zPath) {
     }
   }
   if (bIn) tcRunBlock(pR, &b);
+  while (pR->nEnv > 0) unsetenv(pR->azEnv[--pR->nEnv]);
   tcBlockFree(&b);
   free(zLine);
   fclose(f);

@@ -539,7 +539,9 @@ START_TEST(test_tx_entity) {
   free(zRep);
   Tok("[[:db/add (transaction-tx) :tx/note \"batch\"] [:db/add \"u\" :p/id \"u\"]]");
   CHECK_Q("SELECT e FROM datoms WHERE a = 65547 AND v = 'batch'", "268435459");
-  /* an explicit later :db/txInstant wins; an earlier one is refused */
+  /* an explicit later :db/txInstant wins; an earlier one is refused. 2100
+  ** is ahead of the clock: allowed here by a skew of 1e13 ms (317 years). */
+  setenv("MENTAT_TX_INSTANT_SKEW_MS", "10000000000000", 1);
   zRep = T("[{:db/id \"datomic.tx\" :db/txInstant #inst \"2100-01-02T03:04:05.5Z\"}]");
   CHECK_J(zRep, "$.tx_instant", "2100-01-02T03:04:05.500000Z");
   zTx = J(zRep, "$.tx_id");
@@ -550,6 +552,7 @@ START_TEST(test_tx_entity) {
   Tfail("[{:db/id \"datomic.tx\" :db/txInstant #inst \"2000-01-01T00:00:00Z\"}]",
         "line 1 col 23: :db/txInstant 2000-01-01T00:00:00.000000Z is earlier than the previous "
         "transaction's 2100-01-02T03:04:05.500000Z");
+  unsetenv("MENTAT_TX_INSTANT_SKEW_MS");
   /* helper-24: the id two transactions ahead, then two transactions; by hand
   ** the second of them would have been that entity. Past transactions and
   ** the running one can be named. */
@@ -561,6 +564,53 @@ START_TEST(test_tx_entity) {
   CHECK_Q("SELECT group_concat(e || '=' || v, ',') FROM (SELECT e, v FROM datoms WHERE a = 65547 ORDER BY e)",
           "268435458=import,268435459=late note,268435461=own");
   CHECK_Q("SELECT count(*) FROM datoms WHERE e = 268435462 AND a = 3", "1");
+  closeStore();
+}
+END_TEST
+
+/* An explicit :db/txInstant ahead of the clock: Datomic refuses one later
+** than the transactor's clock; we allow MENTAT_TX_INSTANT_SKEW_MS (default
+** 60 s) of skew. The instants are computed from the clock: *piUs gets the
+** instant, zInst its printed form. */
+static char *txInstantIn(long long nSecAhead, sqlite3_int64 *piUs, char *zInst) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  *piUs = ((sqlite3_int64)ts.tv_sec + nSecAhead) * 1000000;
+  ednFormatInstant(*piUs, zInst);
+  return sqlite3_mprintf("[{:db/id \"datomic.tx\" :db/txInstant #inst \"%s\"}]", zInst);
+}
+
+START_TEST(test_tx_instant_ahead) {
+  char zInst[48], *zTx, *zWant, *zQ, zV[32];
+  sqlite3_int64 iUs;
+  setupSchema();
+  zTx = txInstantIn(30, &iUs, zInst);      /* within the skew: the instant given */
+  Tok(zTx);
+  sqlite3_free(zTx);
+  zQ = sqlite3_mprintf("SELECT v FROM datoms WHERE a = 3 ORDER BY e DESC LIMIT 1");
+  snprintf(zV, sizeof zV, "%lld", (long long)iUs);
+  CHECK_Q(zQ, zV);
+  zTx = txInstantIn(600, &iUs, zInst);     /* ten minutes ahead: refused */
+  zWant = sqlite3_mprintf("line 1 col 23: :db/txInstant %s is more than 60 s ahead of the clock", zInst);
+  Tfail(zTx, zWant);
+  sqlite3_free(zWant);
+  /* the setting, in milliseconds */
+  setenv("MENTAT_TX_INSTANT_SKEW_MS", "1500", 1);
+  zWant = sqlite3_mprintf("line 1 col 23: :db/txInstant %s is more than 1500 ms ahead of the clock", zInst);
+  Tfail(zTx, zWant);
+  sqlite3_free(zWant);
+  sqlite3_free(zTx);
+  setenv("MENTAT_TX_INSTANT_SKEW_MS", "3600000", 1);
+  zTx = txInstantIn(600, &iUs, zInst);     /* an hour's skew: ten minutes ahead is kept */
+  Tok(zTx);
+  sqlite3_free(zTx);
+  unsetenv("MENTAT_TX_INSTANT_SKEW_MS");
+  snprintf(zV, sizeof zV, "%lld", (long long)iUs);
+  CHECK_Q(zQ, zV);
+  /* the next transaction without an instant: not before the last one */
+  Tok("[]");
+  CHECK_Q(zQ, zV);
+  sqlite3_free(zQ);
   closeStore();
 }
 END_TEST
@@ -905,7 +955,9 @@ START_TEST(test_builtins_protected) {
         "transaction's may be set");
   Tok("[{:db/ident :db/ident :db/doc \"names an entity\"}]");
   CHECK_Q("SELECT v FROM datoms WHERE e = 1 AND a = 37", "names an entity");
+  setenv("MENTAT_TX_INSTANT_SKEW_MS", "10000000000000", 1);
   Tok("[{:db/id \"datomic.tx\" :db/txInstant #inst \"2031-01-01T00:00:00Z\"}]");
+  unsetenv("MENTAT_TX_INSTANT_SKEW_MS");
   CHECK_Q("SELECT count(*) FROM datoms WHERE a = 3 AND v = 1924992000000000", "1");
   /* still a working store */
   Tok("[{:db/ident :q/x :db/valueType :db.type/long}]");
@@ -1530,6 +1582,7 @@ static Suite *txSuite(void) {
   tcase_add_test(tc, test_reverse_refs);
   tcase_add_test(tc, test_lookup_refs);
   tcase_add_test(tc, test_tx_entity);
+  tcase_add_test(tc, test_tx_instant_ahead);
   tcase_add_test(tc, test_upserts);
   tcase_add_test(tc, test_b05_conflicts);
   tcase_add_test(tc, test_b07_noops);
