@@ -153,6 +153,7 @@ static void storeConnClose(StoreConn *pConn) {
   sqlite3_finalize(p->pLogScan);
   sqlite3_finalize(p->pBegin);
   sqlite3_finalize(p->pCommit);
+  sqlite3_finalize(p->pRollback);
   /* close_v2: anything the upper layers failed to finalize cannot keep the
   ** file open forever or crash us; it is released with them. */
   sqlite3_close_v2(p->base.db);
@@ -193,6 +194,9 @@ static int storeConnOpen(Store *pStore, int bValidate, StoreConn **ppConn, char 
   }
   if (rc == SQLITE_OK) {
     rc = sqlite3_prepare_v3(db, "COMMIT", -1, SQLITE_PREPARE_PERSISTENT, &p->pCommit, NULL);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_prepare_v3(db, "ROLLBACK", -1, SQLITE_PREPARE_PERSISTENT, &p->pRollback, NULL);
   }
   if (rc == SQLITE_OK && !pStore->bMemory) {
     /* What storeConfigure set, restored when the reader's mmap comes back. */
@@ -826,6 +830,13 @@ int storeReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
   *ppSchema = NULL;
   if (p->bMemory) {
     pConn = p->pWriter;
+    /* The one connection also writes: a transaction left open by a write
+    ** whose ROLLBACK ran out of memory (no write holds the mutex now) must
+    ** not be read as if it had committed. */
+    if (!sqlite3_get_autocommit(pConn->db) && pthread_mutex_trylock(&p->writeMutex) == 0) {
+      storeConnRollback(pConn);
+      pthread_mutex_unlock(&p->writeMutex);
+    }
   } else {
     if (__atomic_load_n(&p->bTunePending, __ATOMIC_ACQUIRE)) storeTunePending(p);
     pthread_mutex_lock(&p->mutex);
@@ -867,9 +878,17 @@ void storeConnQuiesce(StoreConn *pConn) {
        pStmt = sqlite3_next_stmt(pConn->db, pStmt)) {
     if (sqlite3_stmt_busy(pStmt)) sqlite3_reset(pStmt);
   }
-  if (sqlite3_get_autocommit(pConn->db) == 0) {
-    sqlite3_exec(pConn->db, "ROLLBACK", NULL, NULL, NULL);
+  storeConnRollback(pConn);
+}
+
+void storeConnRollback(StoreConn *pConn) {
+  StoreConnImpl *pImpl = (StoreConnImpl *)pConn;
+  if (sqlite3_get_autocommit(pConn->db)) return;
+  if (pImpl->pRollback) {
+    sqlite3_step(pImpl->pRollback);
+    sqlite3_reset(pImpl->pRollback);
   }
+  if (sqlite3_get_autocommit(pConn->db) == 0) sqlite3_exec(pConn->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
 /* Ends a reader's read transaction with COMMIT, not ROLLBACK: a holder may

@@ -39,6 +39,8 @@ typedef struct StoreConnImpl {
   sqlite3_stmt *pLogScan;       /* zLogScanSql */
   sqlite3_stmt *pBegin;         /* BEGIN: a reader's one snapshot per call */
   sqlite3_stmt *pCommit;        /* COMMIT: ends it (keeps temp-table writes) */
+  sqlite3_stmt *pRollback;      /* ROLLBACK, prepared while memory was there: a
+                                ** write that failed for memory must still end */
   sqlite3_int64 iMmap;          /* mmap_size storeConfigure set; 0 = none */
   unsigned mChanged;            /* reader: bit k = a foreign commit seen k checkouts ago */
   int bMmapOff;                 /* reader: mmap switched off (store_cache.c) */
@@ -102,6 +104,10 @@ void storePublish(Store *p, Schema *pNew, sqlite3_int64 iMark);
 int storeRevalidate(Store *p, StoreConn *pConn, int bLatest, Schema **ppOwn, char **pzErr);
 /* Resets pConn's busy statements and ends any open transaction. */
 void storeConnQuiesce(StoreConn *pConn);
+/* Rolls back pConn's open transaction, if any, with its prepared ROLLBACK
+** (sqlite3_exec would need memory to prepare one, and a failed write left
+** open would hold the write lock and break the next BEGIN). */
+void storeConnRollback(StoreConn *pConn);
 /* storeTune on the writer (write mutex held, or the Store not yet shared). */
 void storeTuneWriter(Store *p, int bCheckIndexes);
 

@@ -138,6 +138,9 @@ int storeWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzEr
   storeWalPolicyInit(p, pConn->db);
   p->nNoteDatoms = 0;
   p->nNoteInserted = 0;
+  /* A write whose ROLLBACK itself ran out of memory (a schema change had
+  ** expired the prepared one) is still open: end it now, never build on it. */
+  storeConnRollback(pConn);
   rc = sqlite3_exec(pConn->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
   if (rc != SQLITE_OK) {
     storeErr(pzErr, sqlite3_mprintf("cannot begin a write on store %s: %s",
@@ -147,7 +150,7 @@ int storeWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzEr
   }
   rc = storeRevalidate(p, pConn, 1, NULL, pzErr);
   if (rc != SQLITE_OK) {
-    sqlite3_exec(pConn->db, "ROLLBACK", NULL, NULL, NULL);
+    storeConnRollback(pConn);
     goto cleanup;
   }
   pthread_mutex_lock(&p->mutex);
