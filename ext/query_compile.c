@@ -580,7 +580,20 @@ char *qcTermExpr(QCtx *pX, const EdnValue *p, ValueType *pvt, char **pzTag,
   if (ednIsVar(p)) {
     QVar *pV = qcVarFind(pX, p->u.s.z);
     if (pV == NULL || pV->zExpr == NULL) {
-      qcErr(pX->pC, p, "unbound variable %s in %s", p->u.s.z, zWhat);
+      const QRule *pR = pX->pC->pWhole;
+      int i;
+      for (i = 0; pR && i < pR->nHead; i++) {
+        if (strcmp(pR->aHead[i]->u.s.z, p->u.s.z) == 0) break;
+      }
+      if (pR && i < pR->nHead) {
+        /* A head variable the caller may well bind: say why it is not. */
+        qcErr(pX->pC, p, "unbound variable %s in %s: rule %s is computed whole, without the"
+              " caller's arguments (its recursion is not one self call handing its other places"
+              " on unchanged), so its functions and predicates see only what its own clauses"
+              " bind", p->u.s.z, zWhat, pR->zName);
+      } else {
+        qcErr(pX->pC, p, "unbound variable %s in %s", p->u.s.z, zWhat);
+      }
       return NULL;
     }
     char *zExpr;

@@ -122,6 +122,9 @@ struct QComp {
   int bRules;
   struct QRuleInfo *pRi;   /* rule heads and their recursion groups */
   int nSelfRef;            /* references to the group being built */
+  const QRule *pWhole;     /* the definition qcRulesGroup compiles (computed
+                           ** whole, without the caller's arguments), for
+                           ** messages; NULL elsewhere */
   const EdnValue *pAt;     /* current clause, for error positions */
   int nArgDepth;           /* the deepest nFnDepth among the arguments of
                            ** the function being compiled */

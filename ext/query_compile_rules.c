@@ -193,6 +193,23 @@ static int qcRulesGroup(QComp *pC, int g, int iDepth) {
   int nSelfSave = pC->nSelfRef;
   const char *zFirst = pRi->aHead[g].zName;
   if (iDepth > EDN_MAX_DEPTH) return qcErr(pC, NULL, "rules nested too deep");
+  for (i = 0; i < pC->rules.nRule && pC->rc == SQLITE_OK; i++) {
+    /* Two calls into the recursion at the top of one body: said before
+    ** any body compiles, so it is the error the user sees. */
+    const QRule *pR = pC->rules.aRule[i];
+    int nTop = 0;
+    if (pRi->aHead[pRi->aiHeadOf[i]].iGroup != g || qcIsChain(pRi, g, pR)) continue;
+    for (j = 0; j < pR->nClause; j++) {
+      const QClause *pCl = pR->aClause[j];
+      int hc = pCl->kind == QC_RULE ? qcHeadFind(pRi, pCl->zName, pCl->nArg, NULL) : -1;
+      if (hc >= 0 && pRi->aHead[hc].iGroup == g) nTop++;
+    }
+    if (nTop > 1) {
+      qcErr(pC, pR->pForm, "unsupported recursion: a definition of rule %s calls its own"
+            " recursion %d times (non-linear); write it with one recursive call, e.g."
+            " [(r ?a ?b) [?a :x ?c] (r ?c ?b)]", pR->zName, nTop);
+    }
+  }
   for (i = 0; i < pRi->nHead; i++) if (pRi->aHead[i].iGroup == g) pRi->aHead[i].eState = 1;
   for (i = 0; i < pC->rules.nRule && pC->rc == SQLITE_OK; i++) {
     const QRule *pR = pC->rules.aRule[i];
@@ -209,7 +226,12 @@ static int qcRulesGroup(QComp *pC, int g, int iDepth) {
     pSel = sqlite3_str_new(NULL);
     qcCtxInit(&sub, pC, NULL);
     pC->nSelfRef = 0;
-    qcClauses(&sub, pR->aClause, pR->nClause, iDepth + 1);
+    {
+      const QRule *pWholeSave = pC->pWhole;
+      pC->pWhole = pR;
+      qcClauses(&sub, pR->aClause, pR->nClause, iDepth + 1);
+      pC->pWhole = pWholeSave;
+    }
     if (pC->rc == SQLITE_OK && pC->nSelfRef > 1) {
       qcErr(pC, pR->pForm, "unsupported recursion: a definition of rule %s calls its own"
             " recursion %d times (non-linear); write it with one recursive call, e.g."
