@@ -121,6 +121,8 @@ StoreCache *storeCache(void) {
     sqlite3_int64 n = storeEnvInt("MENTAT_STORE_CACHE", STORE_CACHE_DEFAULT);
     gCache.nMax = n > INT_MAX ? INT_MAX : (int)n;
     gCache.nWalRestart = storeEnvInt("MENTAT_WAL_RESTART_BYTES", STORE_WAL_RESTART_DEFAULT);
+    n = storeEnvInt("MENTAT_IDLE_READERS", STORE_IDLE_READERS_DEFAULT);
+    gCache.nIdleMax = n > INT_MAX ? INT_MAX : (int)n;
     gpCache = &gCache;
   }
   pthread_mutex_unlock(&gInitMutex);
@@ -821,6 +823,56 @@ static void storeReaderMmapPolicy(StoreConnImpl *pImpl) {
   if (sqlite3_exec(pImpl->base.db, zSql, NULL, NULL, NULL) == SQLITE_OK) pImpl->bMmapOff = bOff;
 }
 
+int storeConnOpenWriter(Store *p, char **pzErr) {
+  StoreConn *pWriter = NULL;
+  int rc = storeConnOpen(p, 1, &pWriter, pzErr);
+  if (rc == SQLITE_OK) p->pWriter = pWriter;
+  return rc;
+}
+
+/* Once no reader is checked out and enough readers were closed past the
+** pool (STORE_FDS_PENDING_MAX), closes every connection of the store and
+** reopens the writer, so SQLite can release the descriptors it kept (see
+** STORE_FDS_PENDING_MAX). Only when the writer is free (trylock) and no
+** host cursor holds rows; otherwise a later hand-back tries again. Another
+** connection of the host's to the same file keeps them (its locks count);
+** they are then reused by the next readers opened. */
+static void storeReleaseFds(Store *p) {
+  StoreConn *pList, *pConn;
+  int bGo;
+  if (pthread_mutex_trylock(&p->writeMutex) != 0) return;
+  pthread_mutex_lock(&p->holdMutex);
+  pthread_mutex_lock(&p->mutex);
+  bGo = p->nOut == 0 && p->nFdsPending >= STORE_FDS_PENDING_MAX && p->pHolds == NULL;
+  pList = bGo ? p->pIdle : NULL;
+  if (bGo) {
+    p->pIdle = NULL;
+    p->nIdle = 0;
+    p->nFdsPending = 0;
+  }
+  pthread_mutex_unlock(&p->mutex);
+  pthread_mutex_unlock(&p->holdMutex);
+  if (bGo) {
+    while ((pConn = pList) != NULL) {
+      pList = pConn->pNext;
+      storeConnClose(pConn);
+    }
+    /* The writer last, then anew: its WAL hook and statements with it. */
+    storeConnClose(p->pWriter);
+    p->pWriter = NULL;
+    p->bWalPolicy = 0;
+    storeConnOpenWriter(p, NULL);
+  }
+  pthread_mutex_unlock(&p->writeMutex);
+}
+
+/* A checked-out reader is gone (closed, or never opened). */
+static void storeReaderGone(Store *p) {
+  pthread_mutex_lock(&p->mutex);
+  p->nOut--;
+  pthread_mutex_unlock(&p->mutex);
+}
+
 int storeReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
   StoreConn *pConn = NULL;
   Schema *pOwn = NULL;
@@ -841,17 +893,27 @@ int storeReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
     if (__atomic_load_n(&p->bTunePending, __ATOMIC_ACQUIRE)) storeTunePending(p);
     pthread_mutex_lock(&p->mutex);
     pConn = p->pIdle;
-    if (pConn) p->pIdle = pConn->pNext;
+    if (pConn) {
+      p->pIdle = pConn->pNext;
+      p->nIdle--;
+    } else if (p->nFdsPending > 0) {
+      p->nFdsPending--;           /* the open below reuses a kept descriptor */
+    }
+    p->nOut++;
     pthread_mutex_unlock(&p->mutex);
     if (pConn == NULL) {
       rc = storeConnOpen(p, 0, &pConn, pzErr);
-      if (rc != SQLITE_OK) return rc;
+      if (rc != SQLITE_OK) {
+        storeReaderGone(p);
+        return rc;
+      }
     }
     pConn->pNext = NULL;
     rc = storeReaderBegin(p, pConn, &pOwn, pzErr);
     if (rc != SQLITE_OK) {
       /* A connection that failed here may be broken: do not pool it. */
       storeConnClose(pConn);
+      storeReaderGone(p);
       return rc;
     }
   }
@@ -929,14 +991,31 @@ void storeReaderEndRead(Store *p, StoreConn *pConn) {
   storeReaderEnd(pConn);
 }
 
+/* Hands a reader back: pooled while fewer than MENTAT_IDLE_READERS (4) are
+** idle, closed otherwise. Readers are opened on demand, one per call or
+** open cursor at a time, so a burst of N open cursors opens N; only the
+** pool's few are kept (each holds two descriptors, the database file and
+** its WAL, and its page cache). The one handed back last is reused first. */
 void storeReaderDone(Store *p, StoreConn *pConn) {
+  int bKeep, bRelease, nMax;
   if (pConn == NULL || p->bMemory) return;
+  nMax = storeCache()->nIdleMax;
   storeReaderEnd(pConn);
   if (sqlite3_get_autocommit(pConn->db)) storeReaderMmapPolicy((StoreConnImpl *)pConn);
   pthread_mutex_lock(&p->mutex);
-  pConn->pNext = p->pIdle;
-  p->pIdle = pConn;
+  bKeep = p->nIdle < nMax;
+  if (bKeep) {
+    pConn->pNext = p->pIdle;
+    p->pIdle = pConn;
+    p->nIdle++;
+  } else {
+    p->nFdsPending++;
+  }
+  p->nOut--;
+  bRelease = p->nOut == 0 && p->nFdsPending >= STORE_FDS_PENDING_MAX;
   pthread_mutex_unlock(&p->mutex);
+  if (!bKeep) storeConnClose(pConn);
+  if (bRelease) storeReleaseFds(p);
 }
 
 /* ---------------------------------------------------------------- holds */

@@ -10,6 +10,17 @@
 #include "store.h"
 
 #define STORE_CACHE_DEFAULT 16
+/* Idle reader connections a store keeps pooled (MENTAT_IDLE_READERS); a
+** reader handed back past it is closed, so descriptors and page caches of
+** a burst of open cursors return to the system. */
+#define STORE_IDLE_READERS_DEFAULT 4
+/* Readers closed past the pool after which, once no reader is checked out,
+** every connection of the store is closed and the writer reopened: SQLite
+** cannot close the descriptor of a connection while the process holds
+** another lock on the file (POSIX locks are per process and file), so it
+** keeps it for reuse; only when no connection of the process holds one is
+** it closed. */
+#define STORE_FDS_PENDING_MAX 8
 #define STORE_WAL_RESTART_DEFAULT (64LL * 1024 * 1024)
 /* The post-commit checkpoint must not stall the writer behind readers:
 ** it tries briefly and leaves the WAL for a later commit otherwise. */
@@ -59,6 +70,10 @@ struct Store {
   pthread_mutex_t writeMutex;   /* one writer at a time in-process */
   StoreConn *pWriter;
   StoreConn *pIdle;             /* idle readers, a stack */
+  int nIdle;                    /* its length; mutex */
+  int nOut;                     /* readers checked out; mutex */
+  int nFdsPending;              /* readers closed past the pool since the last
+                                ** full close, less those opened since; mutex */
   Schema *pSchema;              /* published snapshot */
   sqlite3_int64 iSchemaMark;    /* tx mark of the snapshot it was read from */
   StoreSig known;               /* a state at which pSchema is known exact */
@@ -85,7 +100,12 @@ typedef struct StoreCache {
   int nStore;
   int nMax;                     /* MENTAT_STORE_CACHE */
   sqlite3_int64 nWalRestart;    /* MENTAT_WAL_RESTART_BYTES */
+  int nIdleMax;                 /* MENTAT_IDLE_READERS */
 } StoreCache;
+
+/* Opens p->pWriter anew after storeReleaseFds closed it (write mutex
+** held). Errors: *pzErr as storeOpen's. */
+int storeConnOpenWriter(Store *p, char **pzErr);
 
 /* The process-wide cache, created on first use. */
 StoreCache *storeCache(void);

@@ -118,6 +118,10 @@ void storeTuneWriter(Store *p, int bCheckIndexes) {
 void storeWriterRecheck(Store *p) {
   sqlite3 *db;
   if (p->bMemory || pthread_mutex_trylock(&p->writeMutex) != 0) return;
+  if (p->pWriter == NULL) {         /* storeReleaseFds could not reopen it */
+    pthread_mutex_unlock(&p->writeMutex);
+    return;
+  }
   db = p->pWriter->db;
   sqlite3_busy_timeout(db, 0);
   if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK) {
@@ -129,12 +133,18 @@ void storeWriterRecheck(Store *p) {
 }
 
 int storeWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
-  StoreConn *pConn = p->pWriter;
+  StoreConn *pConn;
   int rc;
 
   *ppConn = NULL;
   *ppSchema = NULL;
   pthread_mutex_lock(&p->writeMutex);
+  if (p->pWriter == NULL) {
+    /* storeReleaseFds closed it and could not open it again */
+    rc = storeConnOpenWriter(p, pzErr);
+    if (rc != SQLITE_OK) goto cleanup;
+  }
+  pConn = p->pWriter;
   storeWalPolicyInit(p, pConn->db);
   p->nNoteDatoms = 0;
   p->nNoteInserted = 0;
@@ -282,7 +292,7 @@ void storeWriteNoteDatoms(Store *p, sqlite3_int64 iMaxRowid, int nInserted) {
 ** retried by every read; the next commit that grows the store retries it
 ** (storeWantsTune). */
 static void storeRunPendingTune(Store *p) {
-  if (!p->bTunePending) return;
+  if (!p->bTunePending || p->pWriter == NULL) return;
   __atomic_store_n(&p->bTunePending, 0, __ATOMIC_RELEASE);
   storeTuneWriter(p, 1);
 }

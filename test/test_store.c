@@ -4,6 +4,7 @@
 ** inode, LRU bound, schema revalidation, concurrency).
 ** Expected values come from format/mentat-v3.md, counted by hand.
 */
+#include <dirent.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -342,6 +343,57 @@ START_TEST(test_no_snapshot_between_calls) {
   sqlite3_finalize(pStmt);
   storeRelease(p);
   sqlite3_free(zErr);
+}
+END_TEST
+
+/* Open file descriptors of this process (/proc/self/fd, less the one the
+** listing itself holds). */
+static int fdCount(void) {
+  DIR *d = opendir("/proc/self/fd");
+  struct dirent *pE;
+  int n = 0;
+  ck_assert_ptr_nonnull(d);
+  while ((pE = readdir(d)) != NULL) if (pE->d_name[0] != '.') n++;
+  closedir(d);
+  return n - 1;
+}
+
+/* The reader pool shrinks (issue 19): a hundred cursors open at once take
+** a reader connection each (its database and WAL descriptors); once they
+** are closed at most 4 idle readers stay pooled, so the process is back
+** within 4 connections' descriptors (2 each: the database file and its
+** WAL; the -shm is one per file and process) of where it started. */
+START_TEST(test_reader_pool_shrinks) {
+  char zPath[256];
+  sqlite3 *db = tuOpenHost();
+  sqlite3_stmt *ap[100];
+  int i, n0, nOpen, nAfter;
+  snprintf(zPath, sizeof zPath, "%s", tuTempPath("pool.db"));
+  unlink(zPath);
+  free(tuQuery(db, "SELECT edn_t(?1, '[{:db/ident :p/n :db/valueType :db.type/long"
+                   " :db/cardinality :db.cardinality/one}]')", zPath, NULL));
+  free(tuQuery(db, "SELECT edn_t(?1, '[{:p/n 1} {:p/n 2}]')", zPath, NULL));
+  free(tuQuery(db, "SELECT count(*) FROM edn_q(?1, '[:find ?e :where [?e :p/n]]')", zPath, NULL));
+  n0 = fdCount();
+  for (i = 0; i < 100; i++) {
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT value FROM edn_q(?1, '[:find ?e :where [?e :p/n]]')",
+                                        -1, &ap[i], NULL), SQLITE_OK);
+    sqlite3_bind_text(ap[i], 1, zPath, -1, SQLITE_STATIC);
+    ck_assert_int_eq(sqlite3_step(ap[i]), SQLITE_ROW);       /* left open mid-result */
+  }
+  nOpen = fdCount();
+  for (i = 0; i < 100; i++) sqlite3_finalize(ap[i]);
+  nAfter = fdCount();
+  ck_assert_msg(nOpen >= n0 + 100, "the cursors held %d descriptors over %d", nOpen - n0, n0);
+  ck_assert_msg(nAfter <= n0 + 2 * 4, "after closing: %d descriptors, %d before the cursors",
+                nAfter, n0);
+  /* the pool still serves */
+  {
+    char *z = tuQuery(db, "SELECT count(*) FROM edn_q(?1, '[:find ?e :where [?e :p/n]]')", zPath, NULL);
+    ck_assert_str_eq(z, "2");
+    free(z);
+  }
+  sqlite3_close(db);
 }
 END_TEST
 
@@ -1637,6 +1689,7 @@ static Suite *storeSuite(void) {
   tcase_add_test(tc, test_reader_one_snapshot);
   tcase_add_test(tc, test_reader_end_read);
   tcase_add_test(tc, test_store_holds);
+  tcase_add_test(tc, test_reader_pool_shrinks);
   tcase_add_test(tc, test_reader_mmap_policy);
   tcase_add_test(tc, test_environment_settings);
   tcase_add_test(tc, test_in_memory_store);
