@@ -749,6 +749,8 @@ int qRunColumnJson(QueryRun *p, int i, sqlite3_str *pOut) {
   }
   if (pCol->kind == QCOL_PULL && p->aSpillPull) {
     const char *z = (const char *)sqlite3_column_text(p->pStmt, p->aSpillPull[i]);
+    /* NULL text of a value that is not NULL: its conversion ran out of memory */
+    if (z == NULL && sqlite3_column_type(p->pStmt, p->aSpillPull[i]) != SQLITE_NULL) return SQLITE_NOMEM;
     sqlite3_str_appendall(pOut, z ? z : "null");
     return sqlite3_str_errcode(pOut);
   }
@@ -764,8 +766,12 @@ int qRunColumnJson(QueryRun *p, int i, sqlite3_str *pOut) {
     return rc;
   }
   if (pCol->kind == QCOL_JSON || pCol->vt == QVT_JSON) {
-    sqlite3_str_appendall(pOut, (const char*)sqlite3_column_text(p->pStmt, pCol->iCol));
-    return SQLITE_OK;
+    /* not NULL (above): a NULL text is a conversion that ran out of memory,
+    ** which must not pass for an empty document */
+    const char *z = (const char*)sqlite3_column_text(p->pStmt, pCol->iCol);
+    if (z == NULL) return SQLITE_NOMEM;
+    sqlite3_str_appendall(pOut, z);
+    return sqlite3_str_errcode(pOut);
   }
   {
     int tag = qColTag(p, pCol);
