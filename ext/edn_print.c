@@ -13,6 +13,7 @@
 ** EDN_MAX_DEPTH deep, and a deeper tree built in code is cut there (printed
 ** as nil / null) instead of risking the host's stack.
 */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,21 +220,64 @@ void ednPrint(sqlite3_str *pOut, const EdnValue *p) {
   ednPrintDepth(pOut, p, 0);
 }
 
+/* Appends p's EDN text as a JSON string literal (ednJsonString's escapes),
+** built inside pOut itself: printed, then widened in place from the end. A
+** separate string for the text would lose an out-of-memory failure (pOut
+** would go on with an empty string where the text was); here every
+** allocation is pOut's, so a failure stays in pOut for the caller. */
+static void ednPrintJsonOfEdn(sqlite3_str *pOut, const EdnValue *p) {
+  int n0 = sqlite3_str_length(pOut), n1, nEsc = 0, i, iDst;
+  char *z;
+  ednPrint(pOut, p);
+  n1 = sqlite3_str_length(pOut);
+  if (sqlite3_str_errcode(pOut)) return;
+  z = sqlite3_str_value(pOut);
+  for (i = n0; i < n1; i++) {
+    unsigned char c = (unsigned char)z[i];
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    nEsc += (c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b'
+             || c == '\f') ? 1 : 5;
+  }
+  sqlite3_str_appendchar(pOut, nEsc + 2, ' ');       /* the quotes and the escapes */
+  if (sqlite3_str_errcode(pOut)) return;
+  z = sqlite3_str_value(pOut);
+  iDst = n1 + nEsc + 1;
+  z[iDst--] = '"';
+  for (i = n1 - 1; i >= n0; i--) {
+    unsigned char c = (unsigned char)z[i];
+    char cEsc = 0;
+    if (c >= 0x20 && c != '"' && c != '\\') { z[iDst--] = (char)c; continue; }
+    switch (c) {
+      case '"': cEsc = '"'; break;
+      case '\\': cEsc = '\\'; break;
+      case '\n': cEsc = 'n'; break;
+      case '\r': cEsc = 'r'; break;
+      case '\t': cEsc = 't'; break;
+      case '\b': cEsc = 'b'; break;
+      case '\f': cEsc = 'f'; break;
+    }
+    if (cEsc) {
+      z[iDst--] = cEsc;
+    } else {
+      z[iDst--] = "0123456789abcdef"[c & 15];
+      z[iDst--] = "0123456789abcdef"[c >> 4];
+      z[iDst--] = '0';
+      z[iDst--] = '0';
+      z[iDst--] = 'u';
+    }
+    z[iDst--] = '\\';
+  }
+  z[iDst] = '"';
+  assert(iDst == n0);
+}
+
 /* A JSON object key for a map key: strings as they are, keywords and
 ** symbols as their text, anything else as its EDN text. */
 static void ednPrintJsonKey(sqlite3_str *pOut, const EdnValue *p) {
   if (p && (p->type == EDN_STRING || p->type == EDN_KEYWORD || p->type == EDN_SYMBOL)) {
     ednJsonString(pOut, p->u.s.z, p->u.s.n);
   } else {
-    sqlite3_str *pKey = sqlite3_str_new(NULL);
-    char *zKey;
-    int nKey;
-    ednPrint(pKey, p);
-    nKey = sqlite3_str_length(pKey);
-    zKey = sqlite3_str_finish(pKey);
-    /* On OOM zKey is NULL; an empty key keeps the output well-formed. */
-    ednJsonString(pOut, zKey ? zKey : "", zKey ? nKey : 0);
-    sqlite3_free(zKey);
+    ednPrintJsonOfEdn(pOut, p);
   }
 }
 
@@ -289,14 +333,7 @@ static void ednPrintJsonDepth(sqlite3_str *pOut, const EdnValue *p, int depth) {
         break;
       }
       /* No JSON form: the EDN text, as a string, loses nothing. */
-      sqlite3_str *pTag = sqlite3_str_new(NULL);
-      char *zTag;
-      int nTag;
-      ednPrint(pTag, p);
-      nTag = sqlite3_str_length(pTag);
-      zTag = sqlite3_str_finish(pTag);
-      ednJsonString(pOut, zTag ? zTag : "", zTag ? nTag : 0);
-      sqlite3_free(zTag);
+      ednPrintJsonOfEdn(pOut, p);
       break;
     }
   }
