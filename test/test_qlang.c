@@ -936,7 +936,8 @@ END_TEST
 **  1  from n2: n3, n1, n4, n2: 1 2 3 4;
 **  2  the whole closure: n1, n2, n3 reach all four nodes, n4 none: 12 pairs;
 **  3  p3 "Oleg": ?g "O" from the groups [Ol O l], ?x each of the tuple
-**     ["Oleg" 1], ?s "Oleg" followed by p3's entity id. */
+**     ["Oleg" 1], ?s "Oleg" followed by p3's entity id;
+**  4  a map whose keys are no strings: JSON keys are their EDN text. */
 
 START_TEST(test_oom) {
   static const char *zR =
@@ -949,8 +950,9 @@ START_TEST(test_oom) {
     "[:find (count ?b) . :with ?a :in $ % :where (reach ?a ?b)]",
     ("[:find ?x ?g ?s :where [?e :person/id 3] [?e :person/name ?n] [(re-find \"(O)(l)\" ?n) [?w ?g]]"
      " [(tuple ?n 1) ?t] [(identity ?t) [?x ...]] [(str ?n ?e) ?s] [(re-matches \"O.*\" ?n)]]"),
+    "[:find ?m . :where [(ground {1 \"a\" [2] \"b\"}) ?m]]",
   };
-  char *azWant[4];
+  char *azWant[5];
   char *zP3;
   int iQ;
   teardown();
@@ -960,6 +962,7 @@ START_TEST(test_oom) {
   azWant[0] = sqlite3_mprintf("1;2;3;4");
   azWant[1] = sqlite3_mprintf("1;2;3;4");
   azWant[2] = sqlite3_mprintf("12");
+  azWant[4] = sqlite3_mprintf("{\"1\":\"a\",\"[2]\":\"b\"}");
   azWant[3] = sqlite3_mprintf("[\"Oleg\",\"O\",\"Oleg%s\"];[1,\"O\",\"Oleg%s\"]", zP3, zP3);
   for (iQ = 0; iQ < (int)(sizeof azQ / sizeof azQ[0]); iQ++) {
     tuOomSweep(pStore, azQ[iQ], iQ < 3 ? zR : NULL, azWant[iQ], 8000);
