@@ -1336,6 +1336,66 @@ START_TEST(test_tx_at_instant) {
 }
 END_TEST
 
+/* ---- OOM: every allocation of a pull may fail, transiently (only the
+** n-th) or persistently (from the n-th on): SQLITE_NOMEM, or the whole
+** document, never a partial one (valgrind: no leak). p1 by hand from
+** zDataEdn: "Ivan", friends p2 p3 by id, aliases in EAVT (value) order,
+** and the reverse :person/_parent: p2 and p3. */
+START_TEST(test_oom_pull) {
+  static const char *zPat =
+    "[:person/name {:person/friend [:person/id]} :person/alias {:person/_parent [:person/id]} *]";
+  static const char *zWantFmt =
+    "{\":person/name\":\"Ivan\",\":person/friend\":[{\":person/id\":2},{\":person/id\":3}],"
+    "\":person/alias\":[\"Jo\",\"Vanya\"],\":person/_parent\":[{\":person/id\":2},{\":person/id\":3}],"
+    "\":db/id\":%lld,\":person/id\":1,\":person/age\":10,\":person/height\":180,"
+    "\":person/born\":1267401600000000}";
+  tuOomInstall();
+  for (int iMode = 0; iMode < 2; iMode++) {
+    EdnArena arena;
+    EdnValue *pPat = NULL;
+    EdnError err;
+    char *zWant, *zWantN;
+    int n, bDone = 0, nFail = 0;
+    tStoreSetup();
+    ednArenaInit(&arena);
+    ck_assert_int_eq(ednReadOne(&arena, zPat, (int)strlen(zPat), &pPat, &err), SQLITE_OK);
+    sqlite3_int64 eP1 = tId("p1");
+    zWant = sqlite3_mprintf(zWantFmt, eP1);
+    zWantN = tNorm(zWant);
+    tuOomOnce = iMode == 0;
+    for (n = 0; n < 20000 && !bDone; n += (n < 400 ? 1 : 7)) {
+      sqlite3_str *pOut = sqlite3_str_new(NULL);
+      char *zErr = NULL, *zJson;
+      int rc;
+      tuOomLeft = n;
+      rc = pullEntityEx(db, pSchema, pPat, eP1, 0, NULL, pOut, &zErr);
+      bDone = tuOomOnce ? tuOomLeft > 0 : rc == SQLITE_OK;
+      tuOomLeft = -1;
+      zJson = sqlite3_str_finish(pOut);
+      if (rc == SQLITE_OK) {
+        char *zGot = tNorm(zJson ? zJson : "");
+        ck_assert_msg(strcmp(zGot, zWantN) == 0, "%s failing allocation %d: got %s, want %s",
+                      iMode ? "persistent" : "transient", n, zGot, zWantN);
+        sqlite3_free(zGot);
+      } else {
+        ck_assert_msg(tuIsNomem(rc), "%s failing allocation %d: rc %d %s",
+                      iMode ? "persistent" : "transient", n, rc, zErr ? zErr : "");
+        nFail++;
+      }
+      sqlite3_free(zJson);
+      sqlite3_free(zErr);
+    }
+    ck_assert_msg(bDone && nFail > 0, "mode %d: sweep ended at %d with %d failures", iMode, n, nFail);
+    sqlite3_free(zWant);
+    sqlite3_free(zWantN);
+    ednArenaReset(&arena);
+    tStoreTeardown();
+  }
+  tuOomOnce = 0;
+  tuOomRemove();
+}
+END_TEST
+
 static Suite *pullSuite(void) {
   Suite *s = suite_create("pull");
   TCase *tc = tcase_create("pull");
@@ -1357,6 +1417,10 @@ static Suite *pullSuite(void) {
   tc = tcase_create("store");
   tcase_add_checked_fixture(tc, tStoreSetup, tStoreTeardown);
   tcase_add_test(tc, test_store_cases);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("oom");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_oom_pull);
   suite_add_tcase(s, tc);
   tc = tcase_create("history");
   tcase_add_test(tc, test_history);
