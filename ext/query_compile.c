@@ -434,11 +434,14 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
     sqlite3_free(zTag);
     return;
   }
-  if (vt == VT_REF && (pV->vt == VT_KEYWORD || (pV->vt == VT_NONE && pV->zTag))) {
-    /* A keyword in an entity place is the entity whose ident it is, as
-    ** Datomic reads an ident wherever an entity goes; the variable keeps
-    ** the keyword, so a function or :find sees one reading per row (a
-    ** keyword input stays a keyword, not an entity id). */
+  if (vt == VT_REF && ((pV->vt == VT_KEYWORD && (pV->nParam || pV->bIdent))
+                       || (pV->vt == VT_NONE && pV->zTag && pV->bIdent))) {
+    /* A keyword input, or a keyword a rule call passed in, in an entity
+    ** place is the entity whose ident it is, as Datomic reads an ident
+    ** wherever an entity goes; the variable keeps the keyword, so a
+    ** function or :find sees one reading per row. (A keyword a pattern
+    ** bound is a value like any other: joins compare values, so a join
+    ** never depends on which clause runs first.) */
     char *zId = qcIdentSql(pV->zExpr);
     if (zId == NULL) {
       qcNoMem(pX->pC);

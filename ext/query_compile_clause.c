@@ -111,6 +111,10 @@ void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV) {
   int bNew = qcVarFind(pSub, zName) == NULL;
   qcBindVar(pSub, zName, sqlite3_mprintf("%s", pV->zExpr), pV->vt,
             pV->zTag ? sqlite3_mprintf("%s", pV->zTag) : NULL, pV->bIntCol);
+  if (bNew && pSub->pC->rc == SQLITE_OK && pV->bIdent) {
+    pN = qcVarFind(pSub, zName);
+    if (pN) pN->bIdent = 1;
+  }
   if (!bNew || pV->nParam == 0 || pSub->pC->rc) return;
   pN = qcVarFind(pSub, zName);
   if (pN == NULL || pN->nParam) return;

@@ -399,10 +399,35 @@ static int qcMagicShape(QComp *pC, int h, unsigned char *aePlace) {
   return nBase > 0 && nRec > 0;
 }
 
+/* Marks head variable zName of a rule body as an argument the caller gave
+** (QVar.bIdent): a keyword it holds names its ident's entity where the body
+** puts it in an entity place. */
+static void qcMarkArg(QCtx *pSub, const char *zName) {
+  QVar *pV = qcVarFind(pSub, zName);
+  if (pV) pV->bIdent = 1;
+}
+
+/* Binds head variable pHead of a rule body pSub to argument pA of the call
+** in scope pX: a variable's value (an input, or a caller's value the body
+** may read), or a constant typed by the first place that uses it. */
+static void qcBindArg(QCtx *pX, QCtx *pSub, const EdnValue *pA, const EdnValue *pHead) {
+  if (ednIsVar(pA)) {
+    qcCopyVar(pSub, pHead->u.s.z, qcVarFind(pX, pA->u.s.z));
+  } else {
+    QBinding b;
+    b.kind = QB_SCALAR;
+    b.nVar = 1;
+    b.aVar = &pHead;
+    qcBindValue(pSub, &b, pA, -1, "rule argument");
+  }
+  qcMarkArg(pSub, pHead->u.s.z);
+}
+
 /* A definition body with the bound head places pre-bound to the seed
 ** columns m.sK/m.stK (K counts bound places), skipping clause iSkip. */
 static void qcMagicBody(QComp *pC, QCtx *pSub, int iN, const QRule *pR,
-                        const unsigned char *abBound, int iSkip, int iDepth) {
+                        const unsigned char *abBound, int iSkip, int iDepth, QCtx *pX,
+                        const QClause *pCl, const unsigned char *abDirect) {
   QClause *aLocal[16];
   QClause **a = aLocal;
   int i, k = 0, n = 0;
@@ -412,7 +437,11 @@ static void qcMagicBody(QComp *pC, QCtx *pSub, int iN, const QRule *pR,
     if (!abBound[i]) continue;
     qcBindVar(pSub, pR->aHead[i]->u.s.z, sqlite3_mprintf("m.s%d", k),
               VT_NONE, sqlite3_mprintf("m.st%d", k), 0);
+    qcMarkArg(pSub, pR->aHead[i]->u.s.z);
     k++;
+  }
+  for (i = 0; abDirect && i < pR->nHead && pC->rc == SQLITE_OK; i++) {
+    if (abDirect[i]) qcBindArg(pX, pSub, pCl->aArg[i], pR->aHead[i]);
   }
   if (pR->nClause > 16) {
     a = sqlite3_malloc64(sizeof(QClause*) * pR->nClause);
@@ -585,7 +614,7 @@ static void qcOriginsCaller(QCtx *pX, const QClause *pCl, const unsigned char *a
 ** every value a definition's body (without its self call) accepts in the
 ** changing places — a superset of the places' values in any answer. */
 static void qcOriginsBodies(QCtx *pX, const QClause *pCl, int h, const unsigned char *abBound,
-                            int iDepth, sqlite3_str *pOut) {
+                            const unsigned char *abDirect, int iDepth, sqlite3_str *pOut) {
   QComp *pC = pX->pC;
   QRuleInfo *pRi = pC->pRi;
   unsigned char aePlace[64];
@@ -613,16 +642,8 @@ static void qcOriginsBodies(QCtx *pX, const QClause *pCl, int h, const unsigned 
     for (j = 0; j < pR->nHead && pC->rc == SQLITE_OK; j++) {
       const EdnValue *pA = pCl->aArg[j];
       const EdnValue *pHead = pR->aHead[j];
-      if (!abBound[j] || !aePlace[j]) continue;
-      if (ednIsVar(pA)) {
-        qcCopyVar(&sub, pHead->u.s.z, qcVarFind(pX, pA->u.s.z));
-      } else {
-        QBinding b;
-        b.kind = QB_SCALAR;
-        b.nVar = 1;
-        b.aVar = &pHead;
-        qcBindValue(&sub, &b, pA, -1, "rule argument");
-      }
+      if ((!abBound[j] || !aePlace[j]) && !(abDirect && abDirect[j])) continue;
+      qcBindArg(pX, &sub, pA, pHead);
     }
     qcClauses(&sub, a, m, iDepth + 1);
     for (j = 0; j < pR->nHead && pC->rc == SQLITE_OK; j++) {
@@ -641,7 +662,7 @@ static void qcOriginsBodies(QCtx *pX, const QClause *pCl, int h, const unsigned 
 ** their origins read from a copy of the scope's FROM and WHERE (correlated
 ** with the enclosing scopes, which SQLite allows in a subquery's WITH). */
 static int qcMagicCall(QCtx *pX, const QClause *pCl, int h, const unsigned char *abBound,
-                       int bCaller, int iDepth) {
+                       const unsigned char *abDirect, int bCaller, int iDepth) {
   QComp *pC = pX->pC;
   QRuleInfo *pRi = pC->pRi;
   sqlite3_str *pOrig = sqlite3_str_new(NULL);
@@ -660,7 +681,7 @@ static int qcMagicCall(QCtx *pX, const QClause *pCl, int h, const unsigned char 
   /* 1. origins */
   pRi->aHead[h].eState = 1;
   if (bCaller) qcOriginsCaller(pX, pCl, abBound, abAmb, pOrig);
-  else qcOriginsBodies(pX, pCl, h, abBound, iDepth, pOrig);
+  else qcOriginsBodies(pX, pCl, h, abBound, abDirect, iDepth, pOrig);
   if (pC->rc) goto cleanup;
   iN = ++pC->nAlias;
 
@@ -675,7 +696,7 @@ static int qcMagicCall(QCtx *pX, const QClause *pCl, int h, const unsigned char 
     pVal = sqlite3_str_new(NULL);
     pTag = sqlite3_str_new(NULL);
     qcCtxInit(&sub, pC, NULL);
-    qcMagicBody(pC, &sub, iN, pR, abBound, iRec, iDepth);
+    qcMagicBody(pC, &sub, iN, pR, abBound, iRec, iDepth, pX, pCl, abDirect);
     if (iRec >= 0) {
       /* step: (origin, next seed) */
       const QClause *pRec = pR->aClause[iRec];
@@ -885,6 +906,7 @@ static int qcInlineCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
       const EdnValue *pHead = pR->aHead[j];
       if (aeArg[j] == 1) {
         qcCopyVar(&sub, pHead->u.s.z, qcVarFind(pX, pA->u.s.z));
+        qcMarkArg(&sub, pHead->u.s.z);
       } else if (aeArg[j] == 2 && qcIsEntityLookup(pC, pA)) {
         /* A lookup ref names its entity, in the database the query reads. */
         qcBindVar(&sub, pHead->u.s.z, qcEntityLookupSql(pC, pA), VT_REF, NULL, 0);
@@ -1010,7 +1032,7 @@ int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth) {
   if (qcInlineHead(pC, h) && qcInlineCall(pX, pCl, h, iDepth)) return pC->rc;
   g = pC->pRi->aHead[h].iGroup;
   if (pCl->nArg <= 64) {
-    unsigned char aePlace[64], abBound[64];
+    unsigned char aePlace[64], abBound[64], abDirect[64];
     int nBound = 0, nChange = 0;
     if (qcMagicShape(pC, h, aePlace)) {
       /* Bound arguments in the changing places seed the rule, the caller's
@@ -1039,25 +1061,28 @@ int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth) {
             abBound[i] = 1;
           }
         }
-        return qcMagicCall(pX, pCl, h, abBound, bTop ? 1 : 2, iDepth);
+        return qcMagicCall(pX, pCl, h, abBound, NULL, bTop ? 1 : 2, iDepth);
       }
       /* Seeds from the bodies; bound pass-through places whose value any
       ** CTE can hold (a constant, an input) are seeded too, when it can be
       ** read one way only: each body would type an untyped integer on its
       ** own (an entity in one, a long in another), and seeds of mixed
-      ** readings would miss each other. A keyword stays a keyword. */
+      ** readings would miss each other. A keyword stays a keyword. Such an
+      ** integer is bound in every body directly instead (abDirect), each
+      ** typing it by its own places: the recursion hands it on unchanged. */
       for (i = 0; i < pCl->nArg; i++) {
         const EdnValue *pA = pCl->aArg[i];
         QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
         ValueType vt = pV ? (pV->nParam ? pV->vt : VT_NONE)
                           : ednIsVar(pA) || qIsBlank(pA) ? VT_LONG : valueNaturalType(pA);
+        int bValue = aePlace[i] && (pV ? pV->zExpr && pV->zExpr[0] == '?'
+                                       : pA->type != EDN_VECTOR && !ednIsVar(pA)
+                                         && !qIsBlank(pA));
         abBound[i] = (unsigned char)!aePlace[i];
-        if (aePlace[i] && (pV ? pV->zExpr && pV->zExpr[0] == '?' : pA->type != EDN_VECTOR)
-            && vt != VT_LONG && (pV || vt != VT_NONE)) {
-          abBound[i] = 1;
-        }
+        abDirect[i] = (unsigned char)(bValue && vt == VT_LONG);
+        if (bValue && vt != VT_LONG && (pV || vt != VT_NONE)) abBound[i] = 1;
       }
-      if (nChange) return qcMagicCall(pX, pCl, h, abBound, 0, iDepth);
+      if (nChange) return qcMagicCall(pX, pCl, h, abBound, abDirect, 0, iDepth);
     }
   }
   if (pC->pRi->aHead[h].eState == 0) {
