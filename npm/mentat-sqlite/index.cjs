@@ -17,8 +17,12 @@ function getLoadablePath() {
   try {
     dir = path.dirname(require.resolve(pkg + '/package.json'));
   } catch (e) {
-    throw new Error('mentat-sqlite: ' + pkg + ' is not installed (an optional dependency of ' +
-                    'mentat-sqlite; was it skipped, e.g. by --no-optional?)');
+    // The usual cause is a tarball install of mentat-sqlite alone: npm then looks the
+    // optional platform package up on the registry and skips it when that fails.
+    const v = require('./package.json').version;
+    throw new Error('mentat-sqlite: ' + pkg + ' is not installed: install ' + pkg + '-' + v +
+                    '.tgz beside it: npm install ./mentat-sqlite-' + v + '.tgz ./' + pkg + '-' +
+                    v + '.tgz');
   }
   return path.join(dir, 'lib', 'libmentat_sqlite.so');
 }
