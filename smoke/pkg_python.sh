@@ -3,7 +3,8 @@
 # (Debian's python3-venv), `pip install --no-index` of the wheel, then the README's first
 # example (smoke/pkg/readme_example.py) through `mentat_sqlite.load(con)`, run with the
 # system's libcjson hidden from the loader (smoke/pkg/hidden.sh), so it passes only when the
-# wheel's own copies are used. Prints PASS/FAIL lines; exits non-zero on any failure.
+# wheel's own copies are used; and load()'s error in a Python whose sqlite3 cannot load
+# extensions. Prints PASS/FAIL lines; exits non-zero on any failure.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/.." && pwd)
@@ -17,4 +18,20 @@ trap 'rm -rf "$V"' EXIT
 /usr/bin/python3 -m venv "$V" || fail "python3 -m venv"
 "$V/bin/pip" install -q --no-index --disable-pip-version-check "$WHL" || fail "pip install --no-index $WHL"
 echo "installed $(basename "$WHL") into a venv"
-bash "$HERE/pkg/hidden.sh" "$TOP/build/bundle" "$V/bin/python" "$HERE/pkg/readme_example.py"
+{ rc=0
+bash "$HERE/pkg/hidden.sh" "$TOP/build/bundle" "$V/bin/python" "$HERE/pkg/readme_example.py" || rc=1
+# A Python whose sqlite3 cannot load extensions gets load()'s own error: a stand-in connection
+# here, and the real thing where a python3 on PATH (pyenv's) lacks enable_load_extension.
+"$V/bin/python" "$HERE/pkg/no_load_ext.py" stand-in || rc=1
+P3=$(command -v python3)
+if [ -n "$P3" ] && [ "$P3" != /usr/bin/python3 ] &&
+   "$P3" -c 'import sqlite3, sys; sys.exit(hasattr(sqlite3.Connection, "enable_load_extension"))' 2>/dev/null; then
+  "$P3" -m venv "$V/nx" && "$V/nx/bin/pip" install -q --no-index --disable-pip-version-check "$WHL" &&
+    "$V/nx/bin/python" "$HERE/pkg/no_load_ext.py" || rc=1
+else
+  echo "SKIPPED load() in a real Python without extension loading (none on PATH)"
+fi
+exit $rc; } 2>&1 | tee "$V/out"
+rc=${PIPESTATUS[0]}
+echo "$(grep -c '^PASS ' "$V/out") passed, $(grep -c '^FAIL ' "$V/out") failed"
+exit "$rc"

@@ -9,6 +9,8 @@ The package carries the extension and the shared libraries it needs beside it, s
 not depend on the system's libcjson.
 """
 import os
+import sqlite3
+import sys
 
 __all__ = ["loadable_path", "load", "__version__"]
 
@@ -28,7 +30,13 @@ def load(conn):
 
     Extension loading is switched on for the call and off again afterwards. Needs a Python
     whose sqlite3 module can load extensions (Debian's /usr/bin/python3 can; pyenv's and
-    macOS's builds often cannot: AttributeError on enable_load_extension)."""
+    macOS's builds often lack enable_load_extension): without it, raises
+    sqlite3.NotSupportedError saying so, instead of the bare AttributeError."""
+    if not hasattr(conn, "enable_load_extension"):
+        raise sqlite3.NotSupportedError(
+            "mentat_sqlite.load: this Python's sqlite3 module cannot load extensions (%s "
+            "was built without enable_load_extension); use Debian's /usr/bin/python3, or a "
+            "venv made with /usr/bin/python3 -m venv" % os.path.realpath(sys.executable))
     conn.enable_load_extension(True)
     try:
         conn.load_extension(loadable_path())
