@@ -15,6 +15,12 @@
 // when built with the libsqlite3 tag (Debian's golang-github-mattn-go-sqlite3-dev always
 // is). It loads the built extension with dlopen: Auto() finds it by its bare name, where
 // `make install` and the .deb put it (the loader's paths), AutoPath takes a file.
+//
+// The package is the module libmentat_sqlite/go/mentat (go.mod beside this file, no
+// dependencies), on no proxy: a program requires it with a replace directive pointing at
+// this folder, and Debian's mattn/go-sqlite3 likewise at /usr/share/gocode (README.md,
+// "Installing", Go; smoke/pkg_go.sh runs those steps). GOPATH mode finds it as
+// $GOPATH/src/libmentat_sqlite/go/mentat.
 package mentat
 
 /*

@@ -1,0 +1,3 @@
+module libmentat_sqlite/go/mentat
+
+go 1.19
