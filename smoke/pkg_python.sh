@@ -26,8 +26,12 @@ bash "$HERE/pkg/hidden.sh" "$TOP/build/bundle" "$V/bin/python" "$HERE/pkg/readme
 P3=$(command -v python3)
 if [ -n "$P3" ] && [ "$P3" != /usr/bin/python3 ] &&
    "$P3" -c 'import sqlite3, sys; sys.exit(hasattr(sqlite3.Connection, "enable_load_extension"))' 2>/dev/null; then
-  "$P3" -m venv "$V/nx" && "$V/nx/bin/pip" install -q --no-index --disable-pip-version-check "$WHL" &&
+  if "$P3" -m venv "$V/nx" >/dev/null 2>&1 &&
+     "$V/nx/bin/pip" install -q --no-index --disable-pip-version-check "$WHL" >/dev/null 2>&1; then
     "$V/nx/bin/python" "$HERE/pkg/no_load_ext.py" || rc=1
+  else
+    echo "SKIPPED load() in $P3 (no extension loading): no venv with the wheel could be made from it"
+  fi
 else
   echo "SKIPPED load() in a real Python without extension loading (none on PATH)"
 fi
