@@ -16,7 +16,7 @@ import tempfile
 TMP = tempfile.mkdtemp(prefix='mentat-cases.')
 # SQLite's own text of a REAL, as sqlite3_column_text gives it in the C driver.
 TEXTER = sqlite3.connect(':memory:')
-DIRECTIVES = ('tx', 'query', 'pull', 'sql', 'store')
+DIRECTIVES = ('tx', 'query', 'pull', 'sql', 'store', 'env')
 
 
 def rows_of(con, sql, params):
@@ -103,7 +103,9 @@ def run_block(con, b, store):
 
 def run_file(path, ext):
     name = os.path.basename(path)
-    con = sqlite3.connect(':memory:')
+    # Autocommit, as the C driver's connection: Python's implicit BEGIN before DML would hold
+    # an ATTACHed store's write lock across blocks.
+    con = sqlite3.connect(':memory:', isolation_level=None)
     con.enable_load_extension(True)
     con.load_extension(ext)
     counter = [0]
@@ -113,6 +115,7 @@ def run_file(path, ext):
         return os.path.join(TMP, '%s-%s-%d.db' % (name, label, counter[0]))
 
     store = new_store('default')
+    env_set = []
     passed = failed = 0
     block = None
     lines = open(path, encoding='utf-8').read().split('\n')
@@ -144,6 +147,13 @@ def run_file(path, ext):
             if word == 'store':
                 store = new_store(flags.strip() or 'default')
                 continue
+            if word == 'env':
+                # a MENTAT_* setting for the rest of the file (read per call where the
+                # extension allows it, as the C driver's setenv)
+                name, _, value = flags.strip().partition('=')
+                env_set.append(name)
+                os.environ[name] = value
+                continue
             block = Block(word, flags, no)
             continue
         if not line:
@@ -166,6 +176,8 @@ def run_file(path, ext):
     if block is not None:
         finish(block)
     con.close()
+    for name in env_set:
+        os.environ.pop(name, None)
     return passed, failed
 
 
