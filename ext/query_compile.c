@@ -1603,6 +1603,10 @@ static void qcBinders(QCtx *pX, QClause *const *a, int n, unsigned char *aDone, 
     bProgress = 0;
     for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
       if (aDone[i]) continue;
+      /* SQLite joins at most 64 tables in one SELECT: a long chain of
+      ** functions (each deep result one mentat_one) or of calls goes on
+      ** from the rows so far, named once. */
+      if (pX->nFrom >= QC_COLLAPSE_FROM && qcCollapse(pX) && pC->rc) break;
       pC->pAt = a[i]->pForm;
       if (a[i]->kind == QC_RULE && qcRuleReady(pX, a[i])) qcRuleCall(pX, a[i], iDepth);
       else if ((a[i]->kind == QC_OR || a[i]->kind == QC_OR_JOIN) && qcOrReady(pX, a[i])) {
@@ -1669,6 +1673,7 @@ int qcClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
   /* 4. filters; anything left unbound now is an error naming it. */
   for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
     if (aDone[i]) continue;
+    if (pX->nFrom >= QC_COLLAPSE_FROM && qcCollapse(pX) && pC->rc) break;
     pC->pAt = a[i]->pForm;
     switch (a[i]->kind) {
       case QC_PRED: qcPredicate(pX, a[i]); break;

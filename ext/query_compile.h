@@ -127,6 +127,9 @@ struct QComp {
   const QRule *pWhole;     /* the definition qcRulesGroup compiles (computed
                            ** whole, without the caller's arguments), for
                            ** messages; NULL elsewhere */
+  int nLocal;              /* > 0 while compiling into a subquery's own
+                           ** WITH (qcMagicCall in a nested scope): no CTE
+                           ** may go to the statement's list then */
   const EdnValue *pAt;     /* current clause, for error positions */
   int nArgDepth;           /* the deepest nFnDepth among the arguments of
                            ** the function being compiled */
@@ -319,6 +322,23 @@ void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV);
 ** expressions of pX's variables are valid inside it. Returns 0, copying
 ** nothing, when pX's FROM names a recursive CTE being defined. */
 int qcCopyScope(QCtx *pSub, QCtx *pX);
+/* Names the rows of scope pX so far once: a CTE qsN holding every
+** variable the scope binds (but bare parameters, valid anywhere), DISTINCT;
+** pX then reads FROM "qsN qN" with its variables rebound to its columns.
+** Clauses that copy the scope into a subquery (an or branch, a rule body
+** seeded with the caller's bindings, the origins of a seeded rule) then
+** copy a name, not the text of every earlier clause, so the SQL grows
+** linearly with the clauses; a scope of QC_COLLAPSE_FROM FROM items is
+** collapsed too, keeping each SELECT under SQLite's 64 tables. Only in a
+** scope whose CTEs can be the statement's own (no enclosing scope, no
+** local WITH being built, no recursive CTE in FROM): returns 0 there,
+** changing nothing; 1 when done (or nothing to do). */
+int qcCollapse(QCtx *pX);
+/* qcCollapse when the scope holds more than data patterns (earlier calls,
+** subqueries, function results) or QC_COLLAPSE_FROM items: a scope of
+** patterns only copies cheaply and keeps its join plan. */
+int qcCollapseHeavy(QCtx *pX);
+#define QC_COLLAPSE_FROM 40
 /* query_compile_rules.c */
 int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth);
 /* Are rule call pCl's arguments in required places ([?a] in the head)

@@ -137,6 +137,78 @@ int qcCopyScope(QCtx *pSub, QCtx *pX) {
   return 1;
 }
 
+/* Is z a bare parameter "?N" (valid anywhere in the statement)? */
+static int qcIsParam(const char *z) {
+  if (z == NULL || z[0] != '?' || z[1] == 0) return 0;
+  for (z++; *z; z++) if (*z < '0' || *z > '9') return 0;
+  return 1;
+}
+
+int qcCollapse(QCtx *pX) {
+  QComp *pC = pX->pC;
+  sqlite3_str *pSel;
+  char *zBody, *zSel;
+  int i, k = 0, n;
+  if (pC->rc || pX->bRecRef || pX->pParent || pC->nLocal) return 0;
+  if (pX->nFrom == 0) return 1;
+  n = ++pC->nAlias;
+  pSel = sqlite3_str_new(NULL);
+  /* DISTINCT: the scope's rows are a set of bindings (Datomic's relations
+  ** are sets), and it keeps SQLite from flattening the CTE back into its
+  ** reader, which would join every table again. */
+  sqlite3_str_appendall(pSel, "SELECT DISTINCT ");
+  for (i = 0; i < pX->nVar; i++) {
+    QVar *pV = &pX->aVar[i];
+    if (pV->zExpr == NULL || qcIsParam(pV->zExpr)) continue;
+    sqlite3_str_appendf(pSel, "%s%s AS c%d", k ? ", " : "", pV->zExpr, k);
+    if (pV->zTag) sqlite3_str_appendf(pSel, ", %s AS t%d", pV->zTag, k);
+    k++;
+  }
+  if (k == 0) sqlite3_str_appendall(pSel, "1 AS c0");
+  zBody = qcBody(pX);
+  if (zBody) sqlite3_str_appendall(pSel, zBody);
+  sqlite3_free(zBody);
+  zSel = sqlite3_str_finish(pSel);
+  if (zSel == NULL || pC->rc) {
+    sqlite3_free(zSel);
+    return qcNoMem(pC), 0;
+  }
+  if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");
+  sqlite3_str_appendf(pC->pCte, "qs%d AS (%s)", n, zSel);
+  sqlite3_free(zSel);
+  sqlite3_str_reset(pX->pFrom);
+  sqlite3_str_appendf(pX->pFrom, "qs%d q%d", n, n);
+  pX->nFrom = 1;
+  pX->nPatternFrom = 0;
+  pX->nKey = 0;
+  pX->bUnlinked = 0;
+  sqlite3_str_reset(pX->pWhere);
+  pX->nWhere = 0;
+  for (i = 0, k = 0; i < pX->nVar; i++) {
+    QVar *pV = &pX->aVar[i];
+    char *zExpr;
+    if (pV->zExpr == NULL || qcIsParam(pV->zExpr)) continue;
+    zExpr = sqlite3_mprintf("q%d.c%d", n, k);
+    if (zExpr == NULL) return qcNoMem(pC), 0;
+    sqlite3_free(pV->zExpr);
+    pV->zExpr = zExpr;
+    if (pV->zTag) {
+      char *zTag = sqlite3_mprintf("q%d.t%d", n, k);
+      if (zTag == NULL) return qcNoMem(pC), 0;
+      sqlite3_free(pV->zTag);
+      pV->zTag = zTag;
+    }
+    pV->nFnDepth = 0;
+    k++;
+  }
+  return 1;
+}
+
+int qcCollapseHeavy(QCtx *pX) {
+  if (pX->nFrom == pX->nPatternFrom && pX->nFrom < QC_COLLAPSE_FROM) return 1;
+  return qcCollapse(pX);
+}
+
 int qcOrReady(QCtx *pX, const QClause *pCl) {
   int i;
   if (pCl->kind != QC_OR_JOIN) return 1;
@@ -282,6 +354,11 @@ int qcOr(QCtx *pX, const QClause *pCl, int iDepth) {
       aVt[j] = (ValueType)-1;
       if (pV && pV->zExpr) bSeed = 1;
     }
+    /* The branches copy the scope so far: a copy of earlier calls and or
+    ** branches (themselves copies) would grow the SQL exponentially, so
+    ** the rows so far are named once (qcCollapse). */
+    if (bSeed) qcCollapseHeavy(pX);
+    if (pC->rc) { sqlite3_free(aVt); sqlite3_free(sqlite3_str_finish(pOut)); return pC->rc; }
     sqlite3_str_appendall(pOut, "(");
     for (i = 0; i < pCl->nSub && pC->rc == SQLITE_OK; i++) {
       QCtx sub;

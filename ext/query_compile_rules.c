@@ -370,6 +370,19 @@ static int qcPassThrough(const QRule *pR, int iRec, int j) {
   return 1;
 }
 
+static int qcMagicStepBinds(const QRule *pR, int iRec, const unsigned char *aePlace);
+
+/* The variables among terms aT[0..nT) into a[] (no duplicates). */
+static int qcTermsVarsOf(const EdnValue *const *aT, int nT, const char **a, int nMax) {
+  int i, k, n = 0;
+  for (i = 0; i < nT; i++) {
+    if (!ednIsVar(aT[i])) continue;
+    for (k = 0; k < n && strcmp(a[k], aT[i]->u.s.z); k++) {}
+    if (k == n && n < nMax) a[n++] = aT[i]->u.s.z;
+  }
+  return n;
+}
+
 /* Classifies head h for the rewrite. Returns 0 when it does not fit (other
 ** heads in its recursion group, the transitive form, several or nested self
 ** calls, no recursive or no base definition); else 1, with aePlace[j] = 1
@@ -396,7 +409,71 @@ static int qcMagicShape(QComp *pC, int h, unsigned char *aePlace) {
       }
     }
   }
-  return nBase > 0 && nRec > 0;
+  if (nBase == 0 || nRec == 0) return 0;
+  for (i = 0; i < pC->rules.nRule; i++) {
+    const QRule *pR = pC->rules.aRule[i];
+    if (pRi->aiHeadOf[i] != h) continue;
+    if (!qcMagicStepBinds(pR, qcSelfCall(pRi, pR, h), aePlace)) return 0;
+  }
+  return 1;
+}
+
+/* A step of the seeds evaluates recursive definition pR without its self
+** call (clause iRec, -1 none) from the head's changing places: can it bind
+** every variable the self call takes in those places? Not when one comes
+** only from the self call's answer ([(depth ?e ?d) [?e :parent ?p] (depth
+** ?p ?pd) [(inc ?pd) ?d]]: ?pd): such a rule keeps the whole-closure CTE,
+** whose recursive step computes from the previous row. */
+static int qcMagicStepBinds(const QRule *pR, int iRec, const unsigned char *aePlace) {
+  const char *azB[128];
+  int nB = 0, i, j, k, bGrew;
+  unsigned char aDone[64];
+  const QClause *pRec;
+  if (iRec < 0) return 1;
+  if (pR->nClause > 64) return 0;
+  pRec = pR->aClause[iRec];
+  for (j = 0; j < pR->nHead; j++) if (!aePlace[j]) azB[nB++] = pR->aHead[j]->u.s.z;
+  memset(aDone, 0, sizeof aDone);
+  do {
+    bGrew = 0;
+    for (i = 0; i < pR->nClause; i++) {
+      const QClause *pCl = pR->aClause[i];
+      const char *az[64];
+      int n;
+      if (i == iRec || aDone[i]) continue;
+      if (pCl->kind == QC_PRED || pCl->kind == QC_NOT || pCl->kind == QC_NOT_JOIN) continue;
+      if (pCl->kind == QC_FN) {
+        /* binds its outputs once its arguments are bound */
+        for (k = 0; k < pCl->nArg; k++) {
+          const EdnValue *pA = pCl->aArg[k];
+          int m;
+          if (!ednIsVar(pA)) continue;
+          for (m = 0; m < nB && strcmp(azB[m], pA->u.s.z); m++) {}
+          if (m == nB) break;
+        }
+        if (k < pCl->nArg) continue;
+        n = qcTermsVarsOf(pCl->bind.aVar, pCl->bind.nVar, az, 64);
+      } else {
+        n = qcClauseVars(pCl, az, 64, 1);
+      }
+      if (n > 64) return 0;
+      aDone[i] = 1;
+      bGrew = 1;
+      for (k = 0; k < n && nB < 128; k++) {
+        int m;
+        for (m = 0; m < nB && strcmp(azB[m], az[k]); m++) {}
+        if (m == nB) azB[nB++] = az[k];
+      }
+    }
+  } while (bGrew);
+  for (j = 0; j < pRec->nArg && j < pR->nHead; j++) {
+    const EdnValue *pA = pRec->aArg[j];
+    int m;
+    if (aePlace[j] || !ednIsVar(pA)) continue;
+    for (m = 0; m < nB && strcmp(azB[m], pA->u.s.z); m++) {}
+    if (m == nB) return 0;
+  }
+  return 1;
 }
 
 /* Marks head variable zName of a rule body as an argument the caller gave
@@ -669,7 +746,7 @@ static int qcMagicCall(QCtx *pX, const QClause *pCl, int h, const unsigned char 
   sqlite3_str *pSeed = sqlite3_str_new(NULL), *pAns = sqlite3_str_new(NULL);
   sqlite3_str *pLoc = sqlite3_str_new(NULL), *pW = pC->pCte;
   unsigned char *abAmb = NULL;
-  int i, k, nB = 0, nRec = 0, nBase = 0, iN, nArity = pCl->nArg;
+  int i, k, nB = 0, nRec = 0, nBase = 0, iN, nArity = pCl->nArg, bLocal = 0;
   unsigned char eSave = pRi->aHead[h].eState;
   int nSelfSave = pC->nSelfRef;
   char zAlias[24];
@@ -678,7 +755,16 @@ static int qcMagicCall(QCtx *pX, const QClause *pCl, int h, const unsigned char 
   if (abAmb == NULL) { qcNoMem(pC); goto cleanup; }
   memset(abAmb, 0, nArity + 1);
   for (i = 0; i < nArity; i++) nB += abBound[i];
-  /* 1. origins */
+  /* 1. origins; they copy the scope so far, whose rows are first named
+  ** once when it holds earlier calls (qcCollapse) */
+  if (bCaller == 1) {
+    qcCollapseHeavy(pX);
+    if (pC->rc) goto cleanup;
+  }
+  if (bCaller == 2) {
+    pC->nLocal++;
+    bLocal = 1;
+  }
   pRi->aHead[h].eState = 1;
   if (bCaller) qcOriginsCaller(pX, pCl, abBound, abAmb, pOrig);
   else qcOriginsBodies(pX, pCl, h, abBound, abDirect, iDepth, pOrig);
@@ -782,6 +868,7 @@ static int qcMagicCall(QCtx *pX, const QClause *pCl, int h, const unsigned char 
     }
   }
 cleanup:
+  if (bLocal) pC->nLocal--;
   pRi->aHead[h].eState = eSave;
   pC->nSelfRef = nSelfSave;
   sqlite3_free(abAmb);
@@ -855,6 +942,144 @@ static int qcInlineHead(QComp *pC, int h) {
   return 1;
 }
 
+/* Pre-binds the head variables of definition pR in pSub (a body scope) to
+** call pCl's bound arguments (aeArg 1) and constants (2), as qcInlineCall
+** describes; with bNoVars the bound variables are left free. */
+static void qcInlinePrebind(QCtx *pSub, QCtx *pX, const QClause *pCl, const QRule *pR,
+                            const unsigned char *aeArg, int bNoVars) {
+  QComp *pC = pX->pC;
+  int j;
+  for (j = 0; j < pCl->nArg && pC->rc == SQLITE_OK; j++) {
+    const EdnValue *pA = pCl->aArg[j];
+    const EdnValue *pHead = pR->aHead[j];
+    if (aeArg[j] == 1 && bNoVars) {
+      continue;              /* joined on the answer columns instead */
+    } else if (aeArg[j] == 1) {
+      qcCopyVar(pSub, pHead->u.s.z, qcVarFind(pX, pA->u.s.z));
+      qcMarkArg(pSub, pHead->u.s.z);
+    } else if (aeArg[j] == 2 && qcIsEntityLookup(pC, pA)) {
+      /* A lookup ref names its entity, in the database the query reads. */
+      qcBindVar(pSub, pHead->u.s.z, qcEntityLookupSql(pC, pA), VT_REF, NULL, 0);
+    } else if (aeArg[j] == 2) {
+      /* As ground binds it: typed by the first place that uses it (a
+      ** keyword in an entity place is the ident's entity). */
+      QBinding b;
+      char zWhat[64];
+      b.kind = QB_SCALAR;
+      b.nVar = 1;
+      b.aVar = &pHead;
+      sqlite3_snprintf(sizeof zWhat, zWhat, "rule %s argument %d", pCl->zName, j + 1);
+      qcBindValue(pSub, &b, pA, -1, zWhat);
+    }
+  }
+}
+
+/* Can call pCl of head h (argument kinds aeArg, as qcInlineCall) run its
+** definitions without the caller's bound variables, joined on them after:
+** every body binds each such head variable by its own patterns before any
+** function or predicate reads it, and nothing else (not, or, rule calls,
+** required places) mentions one, and none may be a keyword naming an
+** ident? Then they need no copy of the caller. */
+static int qcInlineUnseeded(QCtx *pX, int h, const QClause *pCl, const unsigned char *aeArg) {
+  QComp *pC = pX->pC;
+  int i, j, k;
+  for (j = 0; j < pCl->nArg; j++) {
+    const QVar *pV;
+    if (aeArg[j] != 1) continue;
+    if (qcReqPlace(pC, h, j, NULL)) return 0;
+    /* A keyword (or a value of no known type) may name an ident where the
+    ** body puts it in an entity place: only a passed-in value says so. */
+    pV = qcVarFind(pX, pCl->aArg[j]->u.s.z);
+    if (pV->nParam || pV->vt == VT_NONE || pV->vt == VT_KEYWORD || pV->vt == QVT_JSON) return 0;
+  }
+  for (i = 0; i < pC->rules.nRule; i++) {
+    const QRule *pR = pC->rules.aRule[i];
+    const char *azB[64];
+    int nB = 0;
+    if (pC->pRi->aiHeadOf[i] != h) continue;
+    if (pR->nClause > 64) return 0;
+    for (k = 0; k < pR->nClause; k++) {
+      const QClause *pK = pR->aClause[k];
+      const char *az[64];
+      int n, m, p;
+      if (pK->kind == QC_PATTERN) {
+        n = qcClauseVars(pK, az, 64, 1);
+        if (n > 64) return 0;
+        for (m = 0; m < n; m++) {
+          for (p = 0; p < nB && strcmp(azB[p], az[m]); p++) {}
+          if (p == nB && nB < 64) azB[nB++] = az[m];
+        }
+        continue;
+      }
+      /* Another clause: may read a caller-bound head variable only once a
+      ** pattern has bound it (patterns come first in a body). */
+      n = qcClauseVars(pK, az, 64, 1);
+      if (n > 64) return 0;
+      for (m = 0; m < n; m++) {
+        for (j = 0; j < pCl->nArg; j++) {
+          if (aeArg[j] == 1 && strcmp(pR->aHead[j]->u.s.z, az[m]) == 0) break;
+        }
+        if (j == pCl->nArg) continue;
+        if (pK->kind != QC_FN && pK->kind != QC_PRED) return 0;
+        for (p = 0; p < nB && strcmp(azB[p], az[m]); p++) {}
+        if (p == nB) return 0;
+      }
+    }
+    for (j = 0; j < pCl->nArg; j++) {
+      int p;
+      if (aeArg[j] != 1) continue;
+      for (p = 0; p < nB && strcmp(azB[p], pR->aHead[j]->u.s.z); p++) {}
+      if (p == nB) return 0;
+    }
+  }
+  return 1;
+}
+
+/* Call pCl of the one-definition head h with bound and free arguments:
+** the body's clauses join the caller's own FROM and WHERE (a scope of its
+** own for the names, pre-bound to the caller's arguments), so no copy of
+** the scope is made and a chain of such calls is linear. Always 1. */
+static int qcInlineJoin(QCtx *pX, const QClause *pCl, int h, const unsigned char *aeArg,
+                        int iDepth) {
+  QComp *pC = pX->pC;
+  const QRule *pR = NULL;
+  QCtx sub;
+  int i, j;
+  for (i = 0; i < pC->rules.nRule; i++) if (pC->pRi->aiHeadOf[i] == h) pR = pC->rules.aRule[i];
+  qcCtxInit(&sub, pC, pX);
+  sub.nVisible = 0;          /* the body's variables are its own */
+  qcInlinePrebind(&sub, pX, pCl, pR, aeArg, 0);
+  qcClauses(&sub, pR->aClause, pR->nClause, iDepth + 1);
+  for (j = 0; j < pCl->nArg && pC->rc == SQLITE_OK; j++) {
+    QVar *pV;
+    if (aeArg[j] != 0) continue;
+    pV = qcVarFind(&sub, pR->aHead[j]->u.s.z);
+    if (pV == NULL || pV->zExpr == NULL) {
+      qcErr(pC, pR->aHead[j], "rule %s does not bind %s", pR->zName, pR->aHead[j]->u.s.z);
+    }
+  }
+  if (pC->rc == SQLITE_OK && (sqlite3_str_errcode(sub.pFrom) || sqlite3_str_errcode(sub.pWhere))) {
+    qcNoMem(pC);
+  }
+  if (pC->rc == SQLITE_OK && sub.nFrom) {
+    qcFrom(pX, sqlite3_mprintf("%s", sqlite3_str_value(sub.pFrom)));
+    pX->nFrom += sub.nFrom - 1;
+  }
+  if (pC->rc == SQLITE_OK && sub.nWhere) {
+    qcWhere(pX, sqlite3_mprintf("%s", sqlite3_str_value(sub.pWhere)));
+  }
+  if (sub.bRecRef) pX->bRecRef = 1;
+  for (j = 0; j < pCl->nArg && pC->rc == SQLITE_OK; j++) {
+    QVar *pV;
+    if (aeArg[j] != 0) continue;
+    pV = qcVarFind(&sub, pR->aHead[j]->u.s.z);
+    qcBindVar(pX, pCl->aArg[j]->u.s.z, sqlite3_mprintf("%s", pV->zExpr), pV->vt,
+              pV->zTag ? sqlite3_mprintf("%s", pV->zTag) : NULL, pV->bIntCol);
+  }
+  qcCtxReset(&sub);
+  return 1;
+}
+
 /* Compiles call pCl of the non-recursive head h in the caller's scope, as
 ** Datomic evaluates a rule: with the bindings the caller has passed in
 ** (its bound arguments and constants pre-bind the head's variables), so
@@ -869,7 +1094,7 @@ static int qcInlineCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
   QComp *pC = pX->pC;
   unsigned char aeArg[64];    /* 0 free, 1 bound variable, 2 constant, 3 _ */
   ValueType aVt[64];
-  int i, j, nFree = 0, nBound = 0, nArity = pCl->nArg, nDef = 0;
+  int i, j, nFree = 0, nBound = 0, nArity = pCl->nArg, nDef = 0, bSeed;
   sqlite3_str *pOut;
   char *zOut, zAlias[24];
   if (nArity > 64) return 0;
@@ -889,7 +1114,22 @@ static int qcInlineCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
       nFree++;
     }
   }
+  for (i = 0; i < pC->rules.nRule; i++) if (pC->pRi->aiHeadOf[i] == h) nDef++;
+  if (nFree && nBound && nDef == 1) return qcInlineJoin(pX, pCl, h, aeArg, iDepth);
   if (nFree && nBound && pX->bRecRef) return 0;
+  nDef = 0;
+  /* Each branch starts from a copy of the scope so far. When that holds
+  ** earlier calls (whose branches copied it too), SQLite would expand the
+  ** copies of copies exponentially, so bodies that need nothing from the
+  ** caller are not seeded (a UNION of their own, joined on the
+  ** arguments); others read the rows so far named once (qcCollapse). */
+  bSeed = nFree && nBound;
+  if (bSeed && (pX->nFrom != pX->nPatternFrom || pX->nFrom >= QC_COLLAPSE_FROM)
+      && qcInlineUnseeded(pX, h, pCl, aeArg)) {
+    bSeed = 0;
+  }
+  if (bSeed) qcCollapseHeavy(pX);
+  if (pC->rc) return 1;
   pOut = sqlite3_str_new(NULL);
   sqlite3_str_appendall(pOut, nFree ? "(" : "EXISTS (");
   for (i = 0; i < pC->rules.nRule && pC->rc == SQLITE_OK; i++) {
@@ -900,28 +1140,8 @@ static int qcInlineCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
     if (pC->pRi->aiHeadOf[i] != h) continue;
     qcCtxInit(&sub, pC, pX);
     sub.nVisible = 0;        /* the body's variables are its own */
-    if (nFree && nBound) qcCopyScope(&sub, pX);
-    for (j = 0; j < nArity && pC->rc == SQLITE_OK; j++) {
-      const EdnValue *pA = pCl->aArg[j];
-      const EdnValue *pHead = pR->aHead[j];
-      if (aeArg[j] == 1) {
-        qcCopyVar(&sub, pHead->u.s.z, qcVarFind(pX, pA->u.s.z));
-        qcMarkArg(&sub, pHead->u.s.z);
-      } else if (aeArg[j] == 2 && qcIsEntityLookup(pC, pA)) {
-        /* A lookup ref names its entity, in the database the query reads. */
-        qcBindVar(&sub, pHead->u.s.z, qcEntityLookupSql(pC, pA), VT_REF, NULL, 0);
-      } else if (aeArg[j] == 2) {
-        /* As ground binds it: typed by the first place that uses it (a
-        ** keyword in an entity place is the ident's entity). */
-        QBinding b;
-        char zWhat[64];
-        b.kind = QB_SCALAR;
-        b.nVar = 1;
-        b.aVar = &pHead;
-        sqlite3_snprintf(sizeof zWhat, zWhat, "rule %s argument %d", pCl->zName, j + 1);
-        qcBindValue(&sub, &b, pA, -1, zWhat);
-      }
-    }
+    if (bSeed) qcCopyScope(&sub, pX);
+    qcInlinePrebind(&sub, pX, pCl, pR, aeArg, nFree && !bSeed);
     qcClauses(&sub, pR->aClause, pR->nClause, iDepth + 1);
     sqlite3_str_appendf(pOut, "%sSELECT ", nDef++ ? (nFree ? " UNION " : " UNION ALL ") : "");
     if (!nFree) sqlite3_str_appendall(pOut, "1");

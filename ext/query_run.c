@@ -455,10 +455,14 @@ int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
         ** query that is (README, Limits). */
         const char *zMsg = sqlite3_errmsg(pConn->db);
         const char *zHint = strstr(zMsg, "tables in a join")
-            ? " (a query or rule body joins at most 64 data patterns; a chain of functions"
-              " counts one per 3)"
+            ? " (a query or rule body joins at most 64 data patterns; inside not, or and"
+              " rule bodies a chain of functions counts one per 3)"
             : strstr(zMsg, "parser stack overflow")
-            ? " (not, not-join and or nest at most 8 deep)" : "";
+            ? " (not, not-join and or nest at most 8 deep)"
+            : strstr(zMsg, "too many references to")
+            ? " (a rule with several definitions whose functions, predicates or not read the"
+              " caller's bound arguments is copied with the rows before each call: at most"
+              " about 10 such calls in a row)" : "";
         sqlite3_free(*pzErr);
         *pzErr = sqlite3_mprintf("cannot compile query: %s%s", zMsg, zHint);
         qPlanFree(pPlan);

@@ -417,7 +417,7 @@ static const QCase aErr[] = {
     "[?e :person/age ?v56] [?e :person/age ?v57] [?e :person/age ?v58] [?e :person/age ?v59] "
     "[?e :person/age ?v60] [?e :person/age ?v61] [?e :person/age ?v62] [?e :person/age ?v63] "
     "[?e :person/age ?v64]]", NULL,
-    "ERROR: cannot compile query: at most 64 tables in a join (a query or rule body joins at most 64 data patterns; a chain of functions counts one per 3)" },
+    "ERROR: cannot compile query: at most 64 tables in a join (a query or rule body joins at most 64 data patterns; inside not, or and rule bodies a chain of functions counts one per 3)" },
   { "[:find ?e :where [?e :person/age _] (not [?e :person/age 9] (not [?e :person/age 8] (not "
     "[?e :person/age 7] (not [?e :person/age 6] (not [?e :person/age 5] (not [?e :person/age "
     "4] (not [?e :person/age 3] (not [?e :person/age 2] (not [?e :person/age 1] [?e "
