@@ -104,6 +104,9 @@ struct QCtx {
   int bRecRef;            /* FROM names a recursive CTE being defined: SQLite
                           ** allows that name in no subquery, so this scope's
                           ** FROM is never copied into one (qcCopyScope) */
+  int bFixed;             /* the caller names this scope's FROM aliases
+                          ** itself (a seeded rule body's m.oK): never
+                          ** collapsed (qcCollapse) */
 };
 
 /* State of one compilation. */
@@ -331,7 +334,7 @@ int qcCopyScope(QCtx *pSub, QCtx *pX);
 ** linearly with the clauses; a scope of QC_COLLAPSE_FROM FROM items is
 ** collapsed too, keeping each SELECT under SQLite's 64 tables. Only in a
 ** scope whose CTEs can be the statement's own (no enclosing scope, no
-** local WITH being built, no recursive CTE in FROM): returns 0 there,
+** local WITH being built, no recursive CTE in FROM, not bFixed): returns 0 there,
 ** changing nothing; 1 when done (or nothing to do). */
 int qcCollapse(QCtx *pX);
 /* qcCollapse when the scope holds more than data patterns (earlier calls,

@@ -149,7 +149,7 @@ int qcCollapse(QCtx *pX) {
   sqlite3_str *pSel;
   char *zBody, *zSel;
   int i, k = 0, n;
-  if (pC->rc || pX->bRecRef || pX->pParent || pC->nLocal) return 0;
+  if (pC->rc || pX->bRecRef || pX->bFixed || pX->pParent || pC->nLocal) return 0;
   if (pX->nFrom == 0) return 1;
   n = ++pC->nAlias;
   pSel = sqlite3_str_new(NULL);

@@ -509,6 +509,7 @@ static void qcMagicBody(QComp *pC, QCtx *pSub, int iN, const QRule *pR,
   QClause **a = aLocal;
   int i, k = 0, n = 0;
   qcFrom(pSub, sqlite3_mprintf("rulesm%d m", iN));
+  pSub->bFixed = 1;                    /* the branch selects m.oK itself */
   if (iSkip >= 0) pSub->bRecRef = 1;   /* a step of the recursive seeds */
   for (i = 0; i < pR->nHead && pC->rc == SQLITE_OK; i++) {
     if (!abBound[i]) continue;
