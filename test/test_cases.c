@@ -120,20 +120,73 @@ static void tcNewStore(TcRun *pR, const char *zName) {
   unlink(pR->zStore);
 }
 
+/* The rows of one statement as text lines (malloc'd), columns joined by
+** '|', SQL NULL as NULL. */
+typedef struct TcRows { char **az; int n, nAlloc; } TcRows;
+
+static void tcRowsClear(TcRows *p) {
+  int i;
+  for (i = 0; i < p->n; i++) free(p->az[i]);
+  p->n = 0;
+}
+
+/* Steps pStmt to its end, replacing p's rows by its rows; finalizes it.
+** Returns the step's final code (SQLITE_DONE when it ran to the end). */
+static int tcStepRows(sqlite3_stmt *pStmt, TcRows *p) {
+  int rc;
+  tcRowsClear(p);
+  while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
+    TcBuf row = {0};
+    int j;
+    tcAppend(&row, "", 0);
+    for (j = 0; j < sqlite3_column_count(pStmt); j++) {
+      const char *z = (const char *)sqlite3_column_text(pStmt, j);
+      if (j) tcAppend(&row, "|", 1);
+      if (sqlite3_column_type(pStmt, j) == SQLITE_NULL) z = "NULL";
+      tcAppend(&row, z ? z : "", z ? strlen(z) : 0);
+    }
+    if (p->n == p->nAlloc) {
+      p->nAlloc = p->nAlloc ? p->nAlloc * 2 : 16;
+      p->az = realloc(p->az, sizeof(char*) * (size_t)p->nAlloc);
+      ck_assert_ptr_nonnull(p->az);
+    }
+    p->az[p->n++] = row.z;
+  }
+  sqlite3_finalize(pStmt);
+  return rc;
+}
+
+/* p's rows joined by newlines (sorted first if bSort), or "error: <the
+** connection's message>" when rc is not SQLITE_DONE; frees p's rows.
+** malloc'd. */
+static char *tcRowsText(sqlite3 *db, TcRows *p, int rc, int bSort) {
+  TcBuf out = {0};
+  int i;
+  tcAppend(&out, "", 0);
+  if (rc != SQLITE_DONE) {
+    tcAppend(&out, "error: ", 7);
+    tcAppend(&out, sqlite3_errmsg(db), strlen(sqlite3_errmsg(db)));
+  } else {
+    if (bSort && p->n > 1) qsort(p->az, (size_t)p->n, sizeof(char*), tcCmp);
+    for (i = 0; i < p->n; i++) tcLine(&out, p->az[i]);
+  }
+  tcRowsClear(p);
+  free(p->az);
+  return out.z;
+}
+
 /* Runs every statement of zSql with parameter :db (or ?1) bound to the
-** store; returns the last statement's rows as lines, columns joined by '|'
-** (malloc'd), or "error: <message>" when one fails. */
+** store; returns the last statement's rows (tcRowsText). */
 static char *tcRunSql(TcRun *pR, const char *zSql, int bSort) {
   const char *zTail = zSql;
-  TcBuf out = {0};
-  char **az = NULL;
-  int nRow = 0, nAlloc = 0, i;
-  tcAppend(&out, "", 0);
+  TcRows rows = {0};
+  int rc = SQLITE_DONE, i;
   while (zTail && zTail[strspn(zTail, " \t\n;")]) {
     sqlite3_stmt *pStmt = NULL;
     const char *zNext = NULL;
-    int rc = sqlite3_prepare_v2(pR->db, zTail, -1, &pStmt, &zNext);
-    if (rc != SQLITE_OK) goto failed;
+    rc = sqlite3_prepare_v2(pR->db, zTail, -1, &pStmt, &zNext);
+    if (rc != SQLITE_OK) break;
+    rc = SQLITE_DONE;
     if (pStmt == NULL) break;
     for (i = 1; i <= sqlite3_bind_parameter_count(pStmt); i++) {
       const char *zName = sqlite3_bind_parameter_name(pStmt, i);
@@ -141,81 +194,26 @@ static char *tcRunSql(TcRun *pR, const char *zSql, int bSort) {
         sqlite3_bind_text(pStmt, i, pR->zStore, -1, SQLITE_TRANSIENT);
       }
     }
-    for (i = 0; i < nRow; i++) free(az[i]);
-    nRow = 0;
-    while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
-      TcBuf row = {0};
-      int j;
-      tcAppend(&row, "", 0);
-      for (j = 0; j < sqlite3_column_count(pStmt); j++) {
-        const char *z = (const char *)sqlite3_column_text(pStmt, j);
-        if (j) tcAppend(&row, "|", 1);
-        if (sqlite3_column_type(pStmt, j) == SQLITE_NULL) z = "NULL";
-        tcAppend(&row, z ? z : "", z ? strlen(z) : 0);
-      }
-      if (nRow == nAlloc) {
-        nAlloc = nAlloc ? nAlloc * 2 : 16;
-        az = realloc(az, sizeof(char*) * (size_t)nAlloc);
-        ck_assert_ptr_nonnull(az);
-      }
-      az[nRow++] = row.z;
-    }
-    sqlite3_finalize(pStmt);
-    if (rc != SQLITE_DONE) goto failed;
+    rc = tcStepRows(pStmt, &rows);
+    if (rc != SQLITE_DONE) break;
     zTail = zNext;
   }
-  if (bSort && nRow > 1) qsort(az, (size_t)nRow, sizeof(char*), tcCmp);
-  for (i = 0; i < nRow; i++) tcLine(&out, az[i]);
-  for (i = 0; i < nRow; i++) free(az[i]);
-  free(az);
-  return out.z;
-failed:
-  for (i = 0; i < nRow; i++) free(az[i]);
-  free(az);
-  tcReset(&out);
-  tcAppend(&out, "error: ", 7);
-  tcAppend(&out, sqlite3_errmsg(pR->db), strlen(sqlite3_errmsg(pR->db)));
-  return out.z;
+  return tcRowsText(pR->db, &rows, rc, bSort);
 }
 
-/* Binds the block's texts as ?2.. through a statement built here. */
+/* Runs zSql with ?1 the store and ?2, ?3 the block's texts (NULL: unbound);
+** its rows (tcRowsText). */
 static char *tcRunBound(TcRun *pR, const char *zSql, const char *z2, const char *z3, int bSort) {
   sqlite3_stmt *pStmt = NULL;
-  TcBuf out = {0};
-  char **az = NULL;
-  int nRow = 0, nAlloc = 0, i, rc;
-  tcAppend(&out, "", 0);
-  rc = sqlite3_prepare_v2(pR->db, zSql, -1, &pStmt, NULL);
-  if (rc != SQLITE_OK) goto failed;
-  sqlite3_bind_text(pStmt, 1, pR->zStore, -1, SQLITE_TRANSIENT);
-  if (z2) sqlite3_bind_text(pStmt, 2, z2, -1, SQLITE_TRANSIENT);
-  if (z3) sqlite3_bind_text(pStmt, 3, z3, -1, SQLITE_TRANSIENT);
-  while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
-    const char *z = (const char *)sqlite3_column_text(pStmt, 0);
-    if (sqlite3_column_type(pStmt, 0) == SQLITE_NULL) z = "NULL";
-    if (nRow == nAlloc) {
-      nAlloc = nAlloc ? nAlloc * 2 : 16;
-      az = realloc(az, sizeof(char*) * (size_t)nAlloc);
-      ck_assert_ptr_nonnull(az);
-    }
-    az[nRow++] = strdup(z ? z : "");
+  TcRows rows = {0};
+  int rc = sqlite3_prepare_v2(pR->db, zSql, -1, &pStmt, NULL);
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_text(pStmt, 1, pR->zStore, -1, SQLITE_TRANSIENT);
+    if (z2) sqlite3_bind_text(pStmt, 2, z2, -1, SQLITE_TRANSIENT);
+    if (z3) sqlite3_bind_text(pStmt, 3, z3, -1, SQLITE_TRANSIENT);
+    rc = tcStepRows(pStmt, &rows);
   }
-  sqlite3_finalize(pStmt);
-  pStmt = NULL;
-  if (rc != SQLITE_DONE) goto failed;
-  if (bSort && nRow > 1) qsort(az, (size_t)nRow, sizeof(char*), tcCmp);
-  for (i = 0; i < nRow; i++) tcLine(&out, az[i]);
-  for (i = 0; i < nRow; i++) free(az[i]);
-  free(az);
-  return out.z;
-failed:
-  sqlite3_finalize(pStmt);
-  for (i = 0; i < nRow; i++) free(az[i]);
-  free(az);
-  tcReset(&out);
-  tcAppend(&out, "error: ", 7);
-  tcAppend(&out, sqlite3_errmsg(pR->db), strlen(sqlite3_errmsg(pR->db)));
-  return out.z;
+  return tcRowsText(pR->db, &rows, rc, bSort);
 }
 
 /* Sorts the lines of an expected block so that unordered results compare. */
