@@ -48,6 +48,8 @@ struct QueryRun {
                             ** inputs (in the opts, which outlive the run), or NULL */
   int rcSpill;           /* the store statement's error after the rows, if any */
   char *zSpillErr;
+  sqlite3_int64 nSpilled;   /* rows in the spill table (rowids 1..nSpilled) */
+  sqlite3_int64 nSpillRead; /* of them, rows pStmt has returned */
 };
 
 static void qCacheFree(void *p) {
@@ -544,16 +546,36 @@ static void qSpillEnd(QueryRun *p) {
   p->pRest = NULL;
 }
 
+/* The next row of the spill table. Rows a later qRunSpill appended while
+** this reader was on its way may or may not be seen by it (SQLite leaves
+** that open): past its end it starts again after the last row it gave. */
+static int qSpillStep(QueryRun *p) {
+  int rc = sqlite3_step(p->pStmt);
+  if (rc == SQLITE_DONE && p->nSpillRead < p->nSpilled) {
+    sqlite3_stmt *pSel = NULL;
+    rc = sqlite3_prepare_v2(p->pSpillDb, "SELECT * FROM spill WHERE rowid > ?1 ORDER BY rowid",
+                            -1, &pSel, NULL);
+    if (rc != SQLITE_OK) return rc;
+    sqlite3_bind_int64(pSel, 1, p->nSpillRead);
+    sqlite3_finalize(p->pStmt);
+    p->pStmt = pSel;
+    rc = sqlite3_step(pSel);
+  }
+  if (rc == SQLITE_ROW) p->nSpillRead++;
+  return rc;
+}
+
 int qRunStep(QueryRun *p, char **pzErr) {
   int rc;
   if (p->pRest) {
-    rc = sqlite3_step(p->pStmt);
+    rc = qSpillStep(p);
     if (rc == SQLITE_ROW) return rc;
     if (rc == SQLITE_DONE) qSpillEnd(p);
   }
   /* A failed qRunSpill left the store statement reset: never re-run it. */
   if (p->pRest == NULL) {
-    rc = (p->rcSpill != SQLITE_OK && p->pSpillDb == NULL) ? SQLITE_DONE : sqlite3_step(p->pStmt);
+    if (p->rcSpill != SQLITE_OK && p->pSpillDb == NULL) rc = SQLITE_DONE;
+    else rc = p->pSpillDb ? qSpillStep(p) : sqlite3_step(p->pStmt);
   }
   if (rc == SQLITE_DONE && p->rcSpill != SQLITE_OK) {
     /* The store statement failed after the rows set aside: as it would
@@ -869,6 +891,60 @@ static int qSpillRow(QueryRun *p, sqlite3_stmt *pIns, int nStmtCol, char **pzErr
   return rc;
 }
 
+/* qRunSpill after a partial copy: appends the store statement's next rows
+** to the spill table within the budget. Done, the store statement is reset
+** (the snapshot can end) and the spill reader gives every row. */
+static int qSpillMore(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, int *pbAll,
+                      char **pzErr) {
+  sqlite3_stmt *pSel = p->pStmt, *pIns = NULL, *pRest = p->pRest;
+  sqlite3_str *pDml = sqlite3_str_new(NULL);
+  char *zDml, *zErr = NULL;
+  int i, rc, nStmtCol = sqlite3_column_count(pRest), nSpillCol = sqlite3_column_count(pSel);
+  int rcStore = SQLITE_ROW;
+  sqlite3_int64 nRows = 0;
+  sqlite3_str_appendall(pDml, "INSERT INTO spill VALUES(");
+  for (i = 0; i < nSpillCol; i++) sqlite3_str_appendf(pDml, "%s?", i ? "," : "");
+  sqlite3_str_appendchar(pDml, 1, ')');
+  zDml = sqlite3_str_finish(pDml);
+  if (zDml == NULL) return SQLITE_NOMEM;
+  rc = sqlite3_prepare_v2(p->pSpillDb, zDml, -1, &pIns, NULL);
+  sqlite3_free(zDml);
+  if (rc != SQLITE_OK) return rc;
+  /* qSpillRow and the pulls read p->pStmt: the store statement meanwhile */
+  p->pStmt = pRest;
+  while (rc == SQLITE_OK) {
+    if ((nMaxRows > 0 && nRows >= nMaxRows) || (tEnd > 0 && storeNowMs() >= tEnd)) break;
+    rcStore = sqlite3_step(pRest);
+    if (rcStore != SQLITE_ROW) break;
+    rc = qSpillRow(p, pIns, nStmtCol, &zErr);
+    if (rc == SQLITE_OK) {
+      nRows++;
+      p->nSpilled++;
+    }
+  }
+  p->pStmt = pSel;
+  sqlite3_finalize(pIns);
+  if (rc != SQLITE_OK || rcStore != SQLITE_ROW) {
+    /* The rest is copied, or lost with an error reported after the copied
+    ** rows (see qRunStep); the store statement ends either way. */
+    if (rc == SQLITE_OK && rcStore != SQLITE_DONE) {
+      p->rcSpill = rcStore;
+      p->zSpillErr = sqlite3_mprintf("%s", sqlite3_errmsg(p->pConn->db));
+    } else if (rc != SQLITE_OK) {
+      p->rcSpill = rc;
+      p->zSpillErr = zErr ? sqlite3_mprintf("%s", zErr)
+                          : sqlite3_mprintf("cannot set the rest of the result aside: %s",
+                                            sqlite3_errmsg(p->pSpillDb));
+    }
+    sqlite3_reset(pRest);
+    sqlite3_clear_bindings(pRest);
+    p->pRest = NULL;
+    if (pbAll) *pbAll = 1;
+  }
+  if (pzErr) { sqlite3_free(*pzErr); *pzErr = zErr; } else sqlite3_free(zErr);
+  return SQLITE_OK;
+}
+
 int qRunSpill(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, int *pbAll, char **pzErr) {
   sqlite3 *db = NULL;
   sqlite3_stmt *pIns = NULL, *pSel = NULL;
@@ -878,7 +954,7 @@ int qRunSpill(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, int *pbAl
   sqlite3_int64 nRows = 0;
 
   if (pbAll) *pbAll = p->pRest == NULL;
-  if (p->pSpillDb) return SQLITE_OK;
+  if (p->pSpillDb) return p->pRest ? qSpillMore(p, nMaxRows, tEnd, pbAll, pzErr) : SQLITE_OK;
   nStmtCol = sqlite3_column_count(p->pStmt);
   nSpillCol = nStmtCol;
   p->aSpillPull = sqlite3_malloc64(sizeof(int) * (size_t)(p->pPlan->nCol + 1));
@@ -951,9 +1027,13 @@ cleanup:
   ** stepped (its rows are set aside, or lost with an error reported),
   ** unless a partial copy leaves the rest to it. */
   if (bStepped && (rc != SQLITE_OK || !bPartial)) sqlite3_reset(p->pStmt);
+  if (rc == SQLITE_OK) {
+    p->nSpilled = nRows;
+    p->nSpillRead = 1;          /* pSel is on the current row */
+  }
   if (rc == SQLITE_OK && bPartial) {
     /* It goes on after the copy, with its bindings (the inputs live as
-    ** long as the run). */
+    ** long as the run); a later call copies more. */
     p->pRest = p->pStmt;
     p->pStmt = pSel;
     p->pSpillDb = db;

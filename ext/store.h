@@ -92,7 +92,9 @@ struct StoreHold {
   /* tEnd: CLOCK_MONOTONIC milliseconds by which the writer wants its
   ** thread back, shared by every hold it asks after one commit; a hold
   ** that cannot let go by then may keep its snapshot. */
-  int (*xRelease)(StoreHold *pHold, sqlite3_int64 tEnd);   /* 1: let go */
+  /* 1: let go; 2: still holds, part of the work done: ask again after the
+  ** next commit; 0: keeps its snapshot, do not ask again */
+  int (*xRelease)(StoreHold *pHold, sqlite3_int64 tEnd);
   StoreHold *pHoldPrev, *pHoldNext;   /* the store's list; store-private */
 };
 void storeHoldAdd(Store *p, StoreHold *pHold);

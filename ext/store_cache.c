@@ -1060,13 +1060,28 @@ int storeHoldsRelease(Store *p, int *pbAll) {
   pthread_mutex_lock(&p->holdMutex);
   /* One budget for the commit, not per hold (helper-25: 30 open cursors
   ** held a commit for 3.6 s). */
+  StoreHold *pAgain = NULL;
   while (p->pHolds && (n == 0 || storeNowMs() < tEnd)) {
     StoreHold *pHold = p->pHolds;
+    int r;
     storeHoldUnlink(p, pHold);
-    if (!pHold->xRelease(pHold, tEnd)) bAll = 0;
+    r = pHold->xRelease(pHold, tEnd);
+    if (r != 1) bAll = 0;
+    if (r == 2) {
+      pHold->pHoldNext = pAgain;    /* back in the list after this commit */
+      pAgain = pHold;
+    }
     n++;
   }
   if (p->pHolds) bAll = 0;
+  while (pAgain) {
+    StoreHold *pHold = pAgain;
+    pAgain = pHold->pHoldNext;
+    pHold->pHoldPrev = NULL;
+    pHold->pHoldNext = p->pHolds;
+    if (p->pHolds) p->pHolds->pHoldPrev = pHold;
+    p->pHolds = pHold;
+  }
   pthread_mutex_unlock(&p->holdMutex);
   if (pbAll) *pbAll = bAll;
   return n;

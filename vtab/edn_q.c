@@ -190,11 +190,13 @@ static void ednqUnlock(EdnqCursor *pCur) {
 ** host, is paused. The writer has committed and waits on this copy, so it
 ** has a budget: EDNQ_SPILL_ROWS, and tEnd, shared by the holds one commit
 ** asks (checked between rows: finding one more row, or its pulls, can pass
-** it). A longer rest (a cross product left open) is only partly copied and
-** the cursor keeps its snapshot, as a reader in another process would; the
-** writer's WAL policy copes with those. If the copy cannot start, the
-** cursor keeps its snapshot and streams as before. Returns 1 when the
-** snapshot is let go. */
+** it). A longer rest (a wide join, a cross product left open) is copied a
+** part per commit: the cursor keeps its snapshot meanwhile and is asked
+** again after the next commit, so every cursor lets go within a number of
+** commits proportional to its rest, each delayed at most by the budget.
+** If the copy cannot start, the cursor keeps its snapshot and streams as
+** before. Returns 1 when the snapshot is let go, 2 when part of the rest
+** was set aside, 0 when the copy failed. */
 static int ednqLetGo(StoreHold *pHold, sqlite3_int64 tEnd) {
   EdnqCursor *pCur = (EdnqCursor *)((char *)pHold - offsetof(EdnqCursor, hold));
   int bLetGo = 1;
@@ -202,11 +204,14 @@ static int ednqLetGo(StoreHold *pHold, sqlite3_int64 tEnd) {
   if (pCur->pRun && !pCur->bEof && pCur->pConn) {
     int bAll = 0;
     funcWatchPause(&pCur->watch, 1);
-    if (qRunSpill(pCur->pRun, EDNQ_SPILL_ROWS, tEnd, &bAll, NULL) == SQLITE_OK && bAll) {
+    if (qRunSpill(pCur->pRun, EDNQ_SPILL_ROWS, tEnd, &bAll, NULL) != SQLITE_OK) {
+      funcWatchPause(&pCur->watch, 0);
+      bLetGo = 0;
+    } else if (bAll) {
       storeReaderEndRead(pCur->pStore, pCur->pConn);
     } else {
       funcWatchPause(&pCur->watch, 0);
-      bLetGo = 0;
+      bLetGo = 2;                   /* more next commit */
     }
   }
   ednqUnlock(pCur);
