@@ -690,9 +690,13 @@ static void qcOriginsCaller(QCtx *pX, const QClause *pCl, const unsigned char *a
 
 /* Origins from the rule itself, when the caller binds nothing useful:
 ** every value a definition's body (without its self call) accepts in the
-** changing places — a superset of the places' values in any answer. */
+** changing places — a superset of the places' values in any answer. With
+** bScope the bodies start from a copy of the caller's rows (a top-level
+** scope, whose tables any CTE may read), so a pass-through place may hold
+** a variable the caller's patterns bound. */
 static void qcOriginsBodies(QCtx *pX, const QClause *pCl, int h, const unsigned char *abBound,
-                            const unsigned char *abDirect, int iDepth, sqlite3_str *pOut) {
+                            const unsigned char *abDirect, int bScope, int iDepth,
+                            sqlite3_str *pOut) {
   QComp *pC = pX->pC;
   QRuleInfo *pRi = pC->pRi;
   unsigned char aePlace[64];
@@ -715,8 +719,10 @@ static void qcOriginsBodies(QCtx *pX, const QClause *pCl, int h, const unsigned 
     pVal = sqlite3_str_new(NULL);
     pTag = sqlite3_str_new(NULL);
     qcCtxInit(&sub, pC, NULL);
-    /* A seeded pass-through place holds the caller's value (a constant or
-    ** an input, valid in any CTE), which the seeds carry unchanged. */
+    if (bScope) qcCopyScope(&sub, pX);
+    /* A seeded pass-through place holds the caller's value (a constant, an
+    ** input, or with bScope a caller's variable), which the seeds carry
+    ** unchanged. */
     for (j = 0; j < pR->nHead && pC->rc == SQLITE_OK; j++) {
       const EdnValue *pA = pCl->aArg[j];
       const EdnValue *pHead = pR->aHead[j];
@@ -733,9 +739,11 @@ static void qcOriginsBodies(QCtx *pX, const QClause *pCl, int h, const unsigned 
 }
 
 /* The call pCl of head h with the places abBound seeded: from the caller's
-** rows (bCaller 1 or 2) or from the rule's bodies (0). Emits the origins,
-** seeds and answers CTEs of the file comment, then joins the answers. With
-** bCaller 2 the call is in a nested scope (a not/or or rule body), whose
+** rows (bCaller 1 or 2), from the rule's bodies (0), or from the bodies
+** joined to the caller's rows (3 or 4; abDirect: places bound to the call's
+** constant in every body). Emits the origins, seeds and answers CTEs of the
+** file comment, then joins the answers. With bCaller 2 or 4 the call is in
+** a nested scope (a not/or or rule body), whose
 ** rows only a subquery there sees: the CTEs are that subquery's own WITH,
 ** their origins read from a copy of the scope's FROM and WHERE (correlated
 ** with the enclosing scopes, which SQLite allows in a subquery's WITH). */
@@ -767,8 +775,8 @@ static int qcMagicCall(QCtx *pX, const QClause *pCl, int h, const unsigned char 
     bLocal = 1;
   }
   pRi->aHead[h].eState = 1;
-  if (bCaller) qcOriginsCaller(pX, pCl, abBound, abAmb, pOrig);
-  else qcOriginsBodies(pX, pCl, h, abBound, abDirect, iDepth, pOrig);
+  if (bCaller == 1 || bCaller == 2) qcOriginsCaller(pX, pCl, abBound, abAmb, pOrig);
+  else qcOriginsBodies(pX, pCl, h, abBound, abDirect, bCaller >= 3, iDepth, pOrig);
   if (pC->rc) goto cleanup;
   iN = ++pC->nAlias;
 
@@ -812,7 +820,7 @@ static int qcMagicCall(QCtx *pX, const QClause *pCl, int h, const unsigned char 
     qcNoMem(pC);
     goto cleanup;
   }
-  if (bCaller == 2) pW = pLoc;
+  if (bCaller == 2 || bCaller == 4) pW = pLoc;
   else if (pC->nCte++) sqlite3_str_appendall(pW, ", ");
   sqlite3_str_appendf(pW, "ruleso%d(", iN);
   for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, "%so%d", k ? ", " : "", k);
@@ -834,12 +842,12 @@ static int qcMagicCall(QCtx *pX, const QClause *pCl, int h, const unsigned char 
   for (k = 0; k < nArity; k++) sqlite3_str_appendf(pW, "%sc%d", k ? ", " : "", k);
   for (k = 0; k < nArity; k++) sqlite3_str_appendf(pW, ", t%d", k);
   sqlite3_str_appendf(pW, ") AS (%s)", sqlite3_str_value(pAns));
-  if (bCaller != 2) pC->nCte += 2;
+  if (bCaller != 2 && bCaller != 4) pC->nCte += 2;
   if (sqlite3_str_errcode(pW)) { qcNoMem(pC); goto cleanup; }
 
   /* 4. the call: a join with the answers */
   sqlite3_snprintf(sizeof zAlias, zAlias, "r%d", ++pC->nAlias);
-  if (bCaller == 2) {
+  if (bCaller == 2 || bCaller == 4) {
     qcFrom(pX, sqlite3_mprintf("(WITH RECURSIVE %s SELECT * FROM rulesa%d) %s",
                                sqlite3_str_value(pLoc), iN, zAlias));
   } else {
@@ -1254,7 +1262,7 @@ int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth) {
   g = pC->pRi->aHead[h].iGroup;
   if (pCl->nArg <= 64) {
     unsigned char aePlace[64], abBound[64], abDirect[64];
-    int nBound = 0, nChange = 0;
+    int nBound = 0, nChange = 0, bScope = 0;
     if (qcMagicShape(pC, h, aePlace)) {
       /* Bound arguments in the changing places seed the rule, the caller's
       ** rows the origins: in the query's own scope as top-level CTEs, in a
@@ -1302,8 +1310,17 @@ int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth) {
         abBound[i] = (unsigned char)!aePlace[i];
         abDirect[i] = (unsigned char)(bValue && vt == VT_LONG);
         if (bValue && vt != VT_LONG && (pV || vt != VT_NONE)) abBound[i] = 1;
+        if (aePlace[i] && !bValue && pV && pV->zExpr && (bTop || !pX->bRecRef)) {
+          /* A variable the caller's clauses bound: the origins start from
+          ** the caller's rows (bCaller 3, or 4 in a nested scope), so the
+          ** seeds carry its value. */
+          abBound[i] = 1;
+          bScope = 1;
+        }
       }
-      if (nChange) return qcMagicCall(pX, pCl, h, abBound, abDirect, 0, iDepth);
+      if (nChange) {
+        return qcMagicCall(pX, pCl, h, abBound, abDirect, bScope ? (bTop ? 3 : 4) : 0, iDepth);
+      }
     }
   }
   if (pC->pRi->aHead[h].eState == 0) {
