@@ -500,6 +500,7 @@ typedef struct TestHold {
   int nRelease;
   int msSleep;          /* how long letting go takes */
   sqlite3_int64 tEnd;   /* the deadline it was given */
+  int iReturn;          /* what it answers; 0 reads as 1 (let go) */
 } TestHold;
 
 static int testHoldRelease(StoreHold *pHold, sqlite3_int64 tEnd) {
@@ -510,7 +511,7 @@ static int testHoldRelease(StoreHold *pHold, sqlite3_int64 tEnd) {
     struct timespec ts = {0, p->msSleep * 1000000L};
     nanosleep(&ts, NULL);
   }
-  return 1;
+  return p->iReturn ? p->iReturn : 1;
 }
 
 START_TEST(test_store_holds) {
@@ -560,6 +561,36 @@ START_TEST(test_store_holds) {
   ck_assert(a.tEnd > 0 && a.tEnd == b.tEnd);
   ck_assert_int_eq(storeHoldsRelease(p, NULL), 1);
   ck_assert_int_eq(c.nRelease, 1);
+
+  /* A hold that set part of its rest aside (2) is asked again at the next
+  ** release, once per release, until it lets go (issue 19: a wide cursor
+  ** kept its snapshot after its first budget); one that could not (-1,
+  ** any answer but 1 and 2) is not. */
+  memset(&a, 0, sizeof a);
+  memset(&b, 0, sizeof b);
+  a.hold.xRelease = b.hold.xRelease = testHoldRelease;
+  a.iReturn = 2;
+  b.iReturn = -1;
+  storeHoldAdd(p, &a.hold);
+  storeHoldAdd(p, &b.hold);
+  {
+    int bAll = 1;
+    ck_assert_int_eq(storeHoldsRelease(p, &bAll), 2);
+    ck_assert_int_eq(bAll, 0);
+    ck_assert_int_eq(storeHoldsRelease(p, &bAll), 1);       /* a again, alone */
+    ck_assert_int_eq(bAll, 0);
+    ck_assert_int_eq(a.nRelease, 2);
+    ck_assert_int_eq(b.nRelease, 1);
+    a.iReturn = 1;
+    ck_assert_int_eq(storeHoldsRelease(p, &bAll), 1);
+    ck_assert_int_eq(bAll, 1);
+    ck_assert_int_eq(storeHoldsRelease(p, NULL), 0);        /* none left */
+  }
+  a.iReturn = 2;
+  storeHoldAdd(p, &a.hold);
+  ck_assert_int_eq(storeHoldsRelease(p, NULL), 1);
+  storeHoldRemove(p, &a.hold);                              /* back in the list: removed */
+  ck_assert_int_eq(storeHoldsRelease(p, NULL), 0);
   storeRelease(p);
 }
 END_TEST
