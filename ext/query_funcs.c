@@ -854,44 +854,119 @@ static void qfjEscape(QfJava *p, int bClass) {
   p->i = i;
 }
 
-/* A character class at p->i ('['). Java's union ([a[b]]) and intersection
-** (&&) are refused, as is POSIX's [[:digit:]] (Java: the characters
-** :digt). */
-static void qfjClass(QfJava *p) {
-  sqlite3_str_appendchar(p->pOut, 1, '[');
+/* A character class at p->i ('['), written to p->pOut. A plain class stays
+** a PCRE2 class; Java's union ([a-d[m-p]]: a nested class adds its
+** members) and intersection ([a-z&&[^aeiou]]: && binds loosest) become
+** one-character alternations and look-aheads: (?:(?=B)A) is A and B, as
+** each side matches exactly one character. POSIX's [[:digit:]] is Java's
+** union of the characters :digt. A negated class with a union or && is
+** refused (Java 8 and 9 read it differently). */
+#define QF_JCLASS_NEST 32
+static void qfjClass(QfJava *p, int iDepth) {
+  sqlite3_str *pSave = p->pOut;
+  sqlite3_str *pFirst = NULL;          /* the first operand of && */
+  sqlite3_str *pAhead = sqlite3_str_new(NULL);     /* (?=operand) of the others */
+  sqlite3_str *pSimple = NULL;         /* this operand's plain members */
+  sqlite3_str *pNest = NULL;           /* |nested class ... of this operand */
+  int bNeg = 0, nOperand = 0, nNest = 0, bAnyNest = 0, bEnd = 0;
+  if (iDepth >= QF_JCLASS_NEST) {
+    qfjWhy(p, "character classes nest more than %d deep", QF_JCLASS_NEST);
+    goto done;
+  }
   p->i++;
   if (p->i < p->n && p->z[p->i] == '^') {
-    sqlite3_str_appendchar(p->pOut, 1, '^');
+    bNeg = 1;
     p->i++;
   }
   qfjSkipSpace(p);
-  if (p->i < p->n && p->z[p->i] == ']') {
-    /* ']' first is a member */
-    sqlite3_str_appendall(p->pOut, "\\]");
-    p->i++;
-  }
-  while (p->zWhy == NULL) {
-    int c, L;
+  while (p->zWhy == NULL && !p->bNoMem && !bEnd) {
+    int c, L, bClose;
+    if (pSimple == NULL) {
+      pSimple = sqlite3_str_new(NULL);
+      pNest = sqlite3_str_new(NULL);
+      nNest = 0;
+      if (nOperand == 0 && p->i < p->n && p->z[p->i] == ']') {
+        /* ']' first is a member */
+        sqlite3_str_appendall(pSimple, "\\]");
+        p->i++;
+      }
+    }
     qfjSkipSpace(p);
-    qfjMark(p);
-    if (p->i >= p->n) break;     /* PCRE2 reports the missing ] */
+    if (p->i >= p->n) {
+      qfjWhy(p, "missing terminating ] for character class");
+      break;
+    }
     c = p->z[p->i];
-    if (c == ']') {
-      sqlite3_str_appendchar(p->pOut, 1, ']');
-      p->i++;
-      return;
+    bClose = c == ']';
+    if (bClose || (c == '&' && p->i + 1 < p->n && p->z[p->i + 1] == '&')) {
+      /* the operand ends */
+      sqlite3_str *pOp;
+      char *zS, *zN;
+      int nS = sqlite3_str_length(pSimple), nN = sqlite3_str_length(pNest);
+      p->i += bClose ? 1 : 2;
+      bEnd = bClose;
+      if (nS == 0 && nNest == 0) {
+        qfjWhy(p, "a character class or an operand of && is empty");
+        break;
+      }
+      zS = sqlite3_str_finish(pSimple);
+      zN = sqlite3_str_finish(pNest);
+      pSimple = pNest = NULL;
+      pOp = nOperand == 0 ? (pFirst = sqlite3_str_new(NULL)) : pAhead;
+      if ((nS && zS == NULL) || (nN && zN == NULL)) p->bNoMem = 1;
+      if (nOperand > 0) sqlite3_str_appendall(pOp, "(?=");
+      if (nNest == 0) sqlite3_str_appendf(pOp, "[%s%s]", bNeg ? "^" : "", zS);
+      else if (nS == 0 && nNest == 1) sqlite3_str_appendall(pOp, zN + 1);
+      else if (nS == 0) sqlite3_str_appendf(pOp, "(?:%s)", zN + 1);
+      else sqlite3_str_appendf(pOp, "(?:[%s]%s)", zS, zN);
+      if (nOperand > 0) sqlite3_str_appendall(pOp, ")");
+      sqlite3_free(zS);
+      sqlite3_free(zN);
+      nOperand++;
     } else if (c == '[') {
-      qfjWhy(p, "a [ inside a character class (Java's union, or POSIX [:name:]) is not supported: escape it as \\[, or write \\p{Digit} for [:digit:]");
-    } else if (c == '&' && p->i + 1 < p->n && p->z[p->i + 1] == '&') {
-      qfjWhy(p, "character class intersection (&&) is not supported");
+      p->pOut = pNest;
+      sqlite3_str_appendchar(pNest, 1, '|');
+      qfjClass(p, iDepth + 1);
+      p->pOut = pSave;
+      nNest++;
+      bAnyNest = 1;
     } else if (c == '\\') {
+      p->pOut = pSimple;
       qfjEscape(p, 1);
+      p->pOut = pSave;
+    } else if (c == ':') {
+      /* never PCRE2's [:name:] */
+      sqlite3_str_appendall(pSimple, "\\:");
+      p->i++;
     } else {
       qfjChar(p, p->i, &L);
-      sqlite3_str_append(p->pOut, (const char*)p->z + p->i, L);
+      sqlite3_str_append(pSimple, (const char*)p->z + p->i, L);
       p->i += L;
     }
   }
+  if (p->zWhy == NULL && !p->bNoMem && bNeg && (nOperand > 1 || bAnyNest)) {
+    qfjWhy(p, "a negated class with a nested class or && ([^...[...]], [^...&&...]) is not supported");
+  }
+  if (p->zWhy == NULL && !p->bNoMem) {
+    char *zF, *zA;
+    int nF = sqlite3_str_length(pFirst), nA = sqlite3_str_length(pAhead);
+    zF = sqlite3_str_finish(pFirst);
+    zA = sqlite3_str_finish(pAhead);
+    pFirst = pAhead = NULL;
+    if ((nF && zF == NULL) || (nA && zA == NULL)) p->bNoMem = 1;
+    else if (nOperand == 1) sqlite3_str_appendall(p->pOut, zF);
+    else sqlite3_str_appendf(p->pOut, "(?:%s%s)", zA, zF);
+    sqlite3_free(zF);
+    sqlite3_free(zA);
+  }
+done:
+  p->pOut = pSave;
+  if (pSimple && sqlite3_str_errcode(pSimple)) p->bNoMem = 1;
+  if (sqlite3_str_errcode(pSave)) p->bNoMem = 1;
+  sqlite3_free(sqlite3_str_finish(pSimple));
+  sqlite3_free(sqlite3_str_finish(pNest));
+  sqlite3_free(sqlite3_str_finish(pFirst));
+  sqlite3_free(sqlite3_str_finish(pAhead));
 }
 
 /* A group at p->i ('('): capturing, named, (?:, lookaround, atomic, or
@@ -991,7 +1066,7 @@ static void qfjRun(QfJava *p) {
     c = p->z[p->i];
     switch (c) {
       case '\\': qfjEscape(p, 0); break;
-      case '[': qfjClass(p); break;
+      case '[': qfjClass(p, 0); break;
       case '(': qfjGroup(p); break;
       case ')':
         /* an unmatched one is PCRE2's error */
