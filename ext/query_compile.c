@@ -294,6 +294,11 @@ int qcVarNotNull(const QVar *pV) {
   return qcIsColumn(pV->zExpr);
 }
 
+int qcVarMixesKinds(const QVar *pV) {
+  if (pV->vt == VT_NONE) return 1;
+  return qcTypeClass(pV->vt) == 1 && (pV->bInMixed || pV->nFnDepth > 0);
+}
+
 /* Is one of a and b a double and the other a long or an entity id? */
 static int qcNumKindsDiffer(ValueType a, ValueType b) {
   return qcTypeClass(a) == 1 && qcTypeClass(b) == 1 && (a == VT_DOUBLE) != (b == VT_DOUBLE);
@@ -326,6 +331,26 @@ static int qcTypeParams(QCtx *pX, QVar *pV, ValueType vt, int bKeepKind) {
     pV->nParam = 0;
   }
   return bKept;
+}
+
+/* May a value of static type a equal one of static type b (Clojure's =)?
+** The same type, or two kinds of number (a ref is an entity id, a long;
+** long against double is settled by the storage class at run time).
+** Collections (JSON) are left to the SQL comparison. */
+static int qcVtsMayEqual(ValueType a, ValueType b) {
+  if (a == b || a == QVT_JSON || b == QVT_JSON) return 1;
+  return qcTypeClass(a) == 1 && qcTypeClass(b) == 1;
+}
+
+char *qcSetTag(const char *zTag) {
+  return sqlite3_mprintf("(CASE WHEN %s = %d THEN %d ELSE %s END)", zTag, TAG_REF, TAG_NUMBER,
+                         zTag);
+}
+
+char *qcVarSetTag(const QVar *pV) {
+  if (pV->vt == VT_REF) return sqlite3_mprintf("%d", TAG_NUMBER);
+  if (pV->zTag) return qcSetTag(pV->zTag);
+  return qcVarTag(pV);
 }
 
 /* The storage class a number of static type vt has in SQL. */
@@ -496,6 +521,12 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
   } else if (vt == VT_NONE && zTag && pV->zTag) {
     qcWhere(pX, qcTagsMatch(zTag, pV->zTag));
     qcWhere(pX, sqlite3_mprintf("typeof(%s) = typeof(%s)", zExpr, pV->zExpr));
+  } else if (vt != VT_NONE && pV->vt != VT_NONE && !qcVtsMayEqual(vt, pV->vt)) {
+    /* Both types are known and no value of one equals a value of the
+    ** other under Clojure's = (true is not 1, ":x/y" is not :x/y, an
+    ** #inst is not its microseconds): the join is empty, although SQLite
+    ** stores the two alike. */
+    qcWhere(pX, sqlite3_mprintf("0"));
   } else if (qcNumKindsDiffer(vt, pV->vt)) {
     qcWhere(pX, sqlite3_mprintf("typeof(%s) = typeof(%s)", zExpr, pV->zExpr));
   }
@@ -1429,7 +1460,14 @@ int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
                       aVt[j] == VT_NONE ? VT_LONG : aVt[j], NULL, 0);
             if (bNew && pC->rc == SQLITE_OK) {
               QVar *pV = qcVarFind(pX, pVar->u.s.z);
-              int k, n = 0;
+              int k, n = 0, nInt = 0, nReal = 0;
+              for (k = 0; k < pVal->u.c.n; k++) {
+                const EdnValue *pE = qcElem(qcElem(pVal, k), j);
+                if (pE && pE->type == EDN_INT) nInt++;
+                if (pE && pE->type == EDN_DOUBLE) nReal++;
+              }
+              /* a column of longs and doubles: 1 and 1.0 are two rows */
+              pV->bInMixed = nInt && nReal;
               for (k = 0; k < pVal->u.c.n; k++) if (aaP[j][k]) aaP[j][n++] = aaP[j][k];
               pV->aParam = aaP[j];
               pV->nParam = n;
@@ -1770,18 +1808,31 @@ static int qcInputs(QCtx *pX) {
 }
 
 /* A column of the select list: value and, when the type is not static, tag. */
+/* With bDistinct the select list is a set key (qcSetTag): the tag of a
+** ref reads as a long's and the storage class tells 1 from 1.0, so
+** DISTINCT keeps Clojure's = (a ref and a long of one number are one
+** element, 1 and 1.0 two). */
 static void qcSelectVar(QComp *pC, sqlite3_str *pSel, int *pnCol, const QVar *pV,
-                        QPlanCol *pCol) {
+                        QPlanCol *pCol, int bDistinct) {
   if (*pnCol) sqlite3_str_appendall(pSel, ", ");
   sqlite3_str_appendf(pSel, "%s AS c%d", pV->zExpr, *pnCol);
   pCol->iCol = (*pnCol)++;
   pCol->vt = pV->vt;
   pCol->iTagCol = -1;
   if (pV->vt == VT_NONE) {
-    sqlite3_str_appendf(pSel, ", %s AS c%d", pV->zTag ? pV->zTag : "NULL", *pnCol);
+    if (bDistinct && pV->zTag) {
+      char *zSet = qcSetTag(pV->zTag);
+      if (zSet == NULL) { qcNoMem(pC); return; }
+      sqlite3_str_appendf(pSel, ", %s AS c%d", zSet, *pnCol);
+      sqlite3_free(zSet);
+    } else {
+      sqlite3_str_appendf(pSel, ", %s AS c%d", pV->zTag ? pV->zTag : "NULL", *pnCol);
+    }
     pCol->iTagCol = (*pnCol)++;
   }
-  (void)pC;
+  if (bDistinct && qcVarMixesKinds(pV)) {
+    sqlite3_str_appendf(pSel, ", typeof(%s) AS c%d", pV->zExpr, (*pnCol)++);
+  }
 }
 
 static int qcFindVar(QComp *pC, QCtx *pX, const EdnValue *pVar, const char *zWhat,
@@ -1818,7 +1869,7 @@ static int qcHasAggregate(const QQuery *pQ) {
 static int qcAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
   const QQuery *pQ = pC->pQ;
   sqlite3_str *pSql = sqlite3_str_new(NULL);
-  int i, nCol = 0;
+  int i, nCol = 0, bDistinct = 0;
   char *zBody = NULL;
 
   pPlan->eFind = pQ->eFind;
@@ -1855,6 +1906,7 @@ static int qcAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
     for (i = 0; i < pQ->nWith && nVar < 64; i++) azVar[nVar++] = pQ->aWith[i]->u.s.z;
     bUnique = nVar < 64 && qcRowsUnique(pX, azVar, nVar);
     sqlite3_str_appendall(pSql, bUnique ? "SELECT " : "SELECT DISTINCT ");
+    bDistinct = !bUnique;
   }
   for (i = 0; i < pQ->nFind && pC->rc == SQLITE_OK; i++) {
     const QFindElem *pE = &pQ->aFind[i];
@@ -1872,14 +1924,14 @@ static int qcAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
         break;
       }
     }
-    qcSelectVar(pC, pSql, &nCol, pV, &pPlan->aCol[i]);
+    qcSelectVar(pC, pSql, &nCol, pV, &pPlan->aCol[i], bDistinct);
     if (pE->kind == QF_PULL && qcPullColumn(pC, pE, &pPlan->aCol[i])) break;
   }
   for (i = 0; i < pQ->nWith && pC->rc == SQLITE_OK; i++) {
     QVar *pV = NULL;
     QPlanCol tmp;
     if (qcFindVar(pC, pX, pQ->aWith[i], ":with", &pV)) break;
-    qcSelectVar(pC, pSql, &nCol, pV, &tmp);
+    qcSelectVar(pC, pSql, &nCol, pV, &tmp, bDistinct);
   }
   if (pC->rc) goto cleanup;
   zBody = qcBody(pX);

@@ -59,7 +59,9 @@ typedef struct QVar {
                           ** lists joined by '\x01' (NULL when none) */
   int nInElem;
   unsigned char bInLookup;   /* the pending collection holds lookup refs */
-  unsigned char bInMixed;    /* ... values of more than one type (1, 2.5) */
+  unsigned char bInMixed;    /* ... values of more than one type (1, 2.5);
+                             ** also a relation input's column of longs and
+                             ** doubles (qcVarMixesKinds) */
   int nFnDepth;           /* function results inlined in zExpr, nested (0:
                           ** a column, parameter or mentat_one value) */
   int nParam;             /* params typed lazily with this variable */
@@ -278,11 +280,23 @@ int qcRowsUnique(const QCtx *pX, const char *const *azVar, int nVar);
 /* True when variable pV is a store column (NOT NULL in the format), so it
 ** is never NULL in a row: (count ?x) can be count(*). */
 int qcVarNotNull(const QVar *pV);
+/* May variable pV hold both longs and doubles (its type is unknown, or a
+** number from a collection or relation holding both, or a function
+** result)? Then a set key needs typeof() beside the value, since SQLite's
+** 1 = 1.0 and Clojure's (= 1 1.0) is false. */
+int qcVarMixesKinds(const QVar *pV);
 /* "tags A and B may hold equal values": the same tag, or a ref and a long
 ** (a ref value is an entity id, a long, as in Datomic's datoms). */
 char *qcTagsMatch(const char *zTagA, const char *zTagB);
 /* The tag SQL for a variable (its tag expression or its static tag). */
 char *qcVarTag(const QVar *pV);
+/* Tag SQL zTag as part of a set key (DISTINCT, UNION, GROUP BY): a ref's
+** tag reads as a long's, since a ref value is its entity id, a long
+** (Datomic), so the two are one element of a set. With the value's
+** storage class (typeof: 1 against 1.0) beside it, the key is Clojure's =.
+** qcVarSetTag: the same for a variable (its tag or its static tag). */
+char *qcSetTag(const char *zTag);
+char *qcVarSetTag(const QVar *pV);
 /* A type's name in messages: ":db.type/string", or "collection" for the
 ** JSON values queries make. */
 const char *qcVtName(ValueType vt);

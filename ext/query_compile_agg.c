@@ -40,9 +40,13 @@ static int qcInnerCol(QComp *pC, QCtx *pX, sqlite3_str *pInner, const char **azC
   }
   sqlite3_str_appendf(pInner, "%s%s AS v%d", *pnCol ? ", " : "", pV->zExpr, *pnCol);
   {
-    char *zTag = qcVarTag(pV);
-    sqlite3_str_appendf(pInner, ", %s AS t%d", zTag ? zTag : "NULL", *pnCol);
+    /* The inner DISTINCT's key is Clojure's =: a ref and a long of one
+    ** number are one element, 1 and 1.0 two (k: the storage class). */
+    char *zTag = qcVarSetTag(pV);
+    if (zTag == NULL) { qcNoMem(pC); return -1; }
+    sqlite3_str_appendf(pInner, ", %s AS t%d", zTag, *pnCol);
     sqlite3_free(zTag);
+    if (qcVarMixesKinds(pV)) sqlite3_str_appendf(pInner, ", typeof(%s) AS k%d", pV->zExpr, *pnCol);
   }
   azCol[*pnCol] = pVar->u.s.z;
   apVar[*pnCol] = pV;
@@ -188,6 +192,7 @@ static int qcAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *p
       if (pE->kind != QF_AGG) {
         sqlite3_str_appendf(pGroup, "%sv%d", nGroup++ ? ", " : "", k);
         if (vt == VT_NONE) sqlite3_str_appendf(pGroup, ", t%d", k);
+        if (qcVarMixesKinds(pV)) sqlite3_str_appendf(pGroup, ", k%d", k);
       }
       continue;
     }
@@ -211,7 +216,10 @@ static int qcAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *p
       else sqlite3_str_appendf(pOuter, "count(v%d)", k);
       pCol->vt = VT_LONG;
     } else if (strcmp(zA, "count-distinct") == 0) {
-      sqlite3_str_appendf(pOuter, "count(DISTINCT v%d)", k);
+      /* One key per value under Clojure's = (mentat_set_key): true is
+      ** not 1, ":x/y" not :x/y, 1 not 1.0. */
+      if (qcVarMixesKinds(pV)) sqlite3_str_appendf(pOuter, "count(DISTINCT mentat_set_key(v%d, t%d))", k, k);
+      else sqlite3_str_appendf(pOuter, "count(DISTINCT v%d)", k);
       pCol->vt = VT_LONG;
     } else if (strcmp(zA, "sum") == 0) {
       sqlite3_str_appendf(pOuter, "mentat_sum(");

@@ -19,6 +19,8 @@
 **        statement (sqlite3_get_auxdata).
 **   mentat_sum(x, where)           sum, its long overflow an error saying where
 **   mentat_num(v, tag, where)      v if a number, else an error (aggregates)
+**   mentat_set_key(v, tag)         a BLOB equal exactly for values equal under
+**        Clojure's = (count-distinct over values of unknown type)
 **   mentat_tx_point(v, tag, where) v if a tx id (an entity id or a long), else
 **        "<where> is a <type>, not a tx id or an #inst" (tx-ids, tx-data;
 **        the compiler reads instants itself)
@@ -1421,6 +1423,46 @@ static void qfTxPoint(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   sqlite3_free(zErr);
 }
 
+/* mentat_set_key(v, tag): a BLOB equal for two values exactly when they
+** are equal under Clojure's = (count-distinct over values of unknown type):
+** the tag, a ref's read as a long's (a ref value is its entity id), the
+** storage class (1 is not 1.0), then the value's bytes (-0.0 as 0.0, which
+** Clojure's = makes equal). NULL gives NULL. */
+static void qfSetKey(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  unsigned char aKey[10];
+  int t = sqlite3_value_type(argv[0]), tag, i;
+  (void)argc;
+  if (t == SQLITE_NULL) return;
+  tag = sqlite3_value_type(argv[1]) == SQLITE_NULL ? 255 : sqlite3_value_int(argv[1]);
+  if (tag == TAG_REF) tag = TAG_NUMBER;
+  aKey[0] = (unsigned char)tag;
+  aKey[1] = (unsigned char)t;
+  if (t == SQLITE_INTEGER || t == SQLITE_FLOAT) {
+    sqlite3_uint64 u;
+    if (t == SQLITE_INTEGER) {
+      u = (sqlite3_uint64)sqlite3_value_int64(argv[0]);
+    } else {
+      double d = sqlite3_value_double(argv[0]);
+      if (d == 0.0) d = 0.0;
+      memcpy(&u, &d, sizeof u);
+    }
+    for (i = 0; i < 8; i++) aKey[2 + i] = (unsigned char)(u >> (56 - 8 * i));
+    sqlite3_result_blob(pCtx, aKey, 10, SQLITE_TRANSIENT);
+  } else {
+    const unsigned char *z = t == SQLITE_TEXT ? sqlite3_value_text(argv[0])
+                                              : sqlite3_value_blob(argv[0]);
+    int n = sqlite3_value_bytes(argv[0]);
+    unsigned char *pOut;
+    if (z == NULL && n > 0) { sqlite3_result_error_nomem(pCtx); return; }
+    pOut = sqlite3_malloc(n + 2);
+    if (pOut == NULL) { sqlite3_result_error_nomem(pCtx); return; }
+    pOut[0] = aKey[0];
+    pOut[1] = aKey[1];
+    if (n > 0) memcpy(pOut + 2, z, (size_t)n);
+    sqlite3_result_blob(pCtx, pOut, n + 2, sqlite3_free);
+  }
+}
+
 /* mentat_num(v, tag, where): v when it is a number or an entity id, else
 ** the error Datomic's numeric aggregates throw ("<where>: a :db.type/string
 ** is not a number"). For values whose type the compiler does not know
@@ -1636,6 +1678,14 @@ static int qfCollateKw(void *pArg, int nx, const void *x, int ny, const void *y)
 
 /* SQLite's order across storage classes: numbers, then text, then blobs;
 ** keywords (by tag) in Clojure's order among themselves. */
+/* Ties of qfCmpVal: values that SQLite stores alike but Clojure's = tells
+** apart by type (true and 1, ":x/y" and :x/y); a ref and a long of one
+** number are one value. */
+static int qfSetTagCmp(const QfVal *a, const QfVal *b) {
+  int ta = a->tag == TAG_REF ? TAG_NUMBER : a->tag, tb = b->tag == TAG_REF ? TAG_NUMBER : b->tag;
+  return ta - tb;
+}
+
 static int qfCmpVal(const void *a, const void *b) {
   sqlite3_value *x = ((const QfVal*)a)->pV, *y = ((const QfVal*)b)->pV;
   if (((const QfVal*)a)->tag == TAG_KEYWORD && ((const QfVal*)b)->tag == TAG_KEYWORD
@@ -1651,18 +1701,22 @@ static int qfCmpVal(const void *a, const void *b) {
   if (cx == 1) {
     if (tx == SQLITE_INTEGER && ty == SQLITE_INTEGER) {
       sqlite3_int64 i = sqlite3_value_int64(x), j = sqlite3_value_int64(y);
-      return i < j ? -1 : i > j;
+      if (i != j) return i < j ? -1 : 1;
     } else {
       double d = sqlite3_value_double(x), e = sqlite3_value_double(y);
-      return d < e ? -1 : d > e;
+      if (d != e) return d < e ? -1 : 1;
+      /* equal numbers of two kinds: 1 and 1.0 are two values (Clojure's =) */
+      if (tx != ty) return tx - ty;
     }
+    return qfSetTagCmp((const QfVal*)a, (const QfVal*)b);
   }
   {
     int n = sqlite3_value_bytes(x), m = sqlite3_value_bytes(y);
     const void *zx = cx == 2 ? (const void*)sqlite3_value_text(x) : sqlite3_value_blob(x);
     const void *zy = cx == 2 ? (const void*)sqlite3_value_text(y) : sqlite3_value_blob(y);
     int c = memcmp(zx ? zx : "", zy ? zy : "", (size_t)(n < m ? n : m));
-    return c ? c : n - m;
+    if (c == 0) c = n - m;
+    return c ? c : qfSetTagCmp((const QfVal*)a, (const QfVal*)b);
   }
 }
 
@@ -1689,7 +1743,7 @@ static void qfValsFinal(sqlite3_context *pCtx) {
       p->a[n++] = p->a[i];
       continue;
     }
-    if (n > 0 && qfCmpVal(&p->a[n - 1], &p->a[i]) == 0 && p->a[n - 1].tag == p->a[i].tag) {
+    if (n > 0 && qfCmpVal(&p->a[n - 1], &p->a[i]) == 0) {
       sqlite3_value_free(p->a[i].pV);
       continue;
     }
@@ -1753,6 +1807,7 @@ int qRegisterStoreFunctions(sqlite3 *db) {
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_subs", -1, f | SQLITE_DETERMINISTIC, 0, qfSubs, 0, 0);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_sum", 2, f, 0, 0, qfSumStep, qfSumFinal);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_num", 3, f | SQLITE_DETERMINISTIC, 0, qfNum, 0, 0);
+  if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_set_key", 2, f | SQLITE_DETERMINISTIC, 0, qfSetKey, 0, 0);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_tx_point", 3, f | SQLITE_DETERMINISTIC, 0, qfTxPoint, 0, 0);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_median", 1, f, 0, 0, qfNumsStep, qfMedianFinal);
   if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "mentat_variance", 1, f, 0, 0, qfNumsStep, qfVarianceFinal);
