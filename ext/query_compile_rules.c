@@ -259,6 +259,15 @@ static int qcRulesGroup(QComp *pC, int g, int iDepth) {
         sqlite3_str_appendall(pSel, ", NULL");
       }
     }
+    /* kN: the storage class, so that UNION keeps 1 and 1.0 apart (SQLite's
+    ** 1 = 1.0; Clojure's (= 1 1.0) is false). */
+    for (j = 0; j < nMax && pC->rc == SQLITE_OK; j++) {
+      if (j < pR->nHead) {
+        sqlite3_str_appendf(pSel, ", typeof(%s)", qcVarFind(&sub, pR->aHead[j]->u.s.z)->zExpr);
+      } else {
+        sqlite3_str_appendall(pSel, ", NULL");
+      }
+    }
     if (pC->rc == SQLITE_OK) zBody = qcBody(&sub);
     if (zBody) sqlite3_str_appendall(pSel, zBody);
     sqlite3_free(zBody);
@@ -283,12 +292,13 @@ static int qcRulesGroup(QComp *pC, int g, int iDepth) {
   if (pC->rc == SQLITE_OK && nChain) {
     /* rulesb<g>: the base relation; the chain becomes base ∘ rules. */
     if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");
-    sqlite3_str_appendf(pC->pCte, "rulesb%d(r, c0, c1, t0, t1) AS (%s)", g,
+    sqlite3_str_appendf(pC->pCte, "rulesb%d(r, c0, c1, t0, t1, k0, k1) AS (%s)", g,
                         sqlite3_str_value(pBase));
     sqlite3_str_reset(pBase);
     sqlite3_str_appendf(pBase, "SELECT * FROM rulesb%d", g);
-    sqlite3_str_appendf(pRec, "SELECT %d, b.c0, x.c1, b.t0, x.t1 FROM rulesb%d b, rules%d x"
-                        " WHERE b.r = %d AND x.r = %d AND x.c0 = b.c1 AND x.t0 IS b.t1",
+    sqlite3_str_appendf(pRec, "SELECT %d, b.c0, x.c1, b.t0, x.t1, b.k0, x.k1 FROM rulesb%d b, rules%d x"
+                        " WHERE b.r = %d AND x.r = %d AND x.c0 = b.c1 AND x.t0 IS b.t1"
+                        " AND x.k0 IS b.k1",
                         iChainHead, g, g, iChainHead, iChainHead);
     nRec = 1;
   }
@@ -297,6 +307,7 @@ static int qcRulesGroup(QComp *pC, int g, int iDepth) {
     sqlite3_str_appendf(pC->pCte, "rules%d(r", g);
     for (j = 0; j < nMax; j++) sqlite3_str_appendf(pC->pCte, ", c%d", j);
     for (j = 0; j < nMax; j++) sqlite3_str_appendf(pC->pCte, ", t%d", j);
+    for (j = 0; j < nMax; j++) sqlite3_str_appendf(pC->pCte, ", k%d", j);
     /* UNION (not UNION ALL): set semantics make cyclic data terminate. */
     sqlite3_str_appendf(pC->pCte, ") AS (%s%s%s)", sqlite3_str_value(pBase),
                         nRec ? " UNION " : "", nRec ? sqlite3_str_value(pRec) : "");
@@ -548,7 +559,9 @@ static void qcMagicBranch(QComp *pC, QCtx *pSub, sqlite3_str *pVal, sqlite3_str 
   qcCtxReset(pSub);
 }
 
-/* Appends ", <value>, <tag>" of a term of scope pSub (a rule body). */
+/* Appends ", <value>" to pVal and ", <tag>, <kind>" to pTag for a term of
+** scope pSub (a rule body). The kind (typeof) beside each tag keeps 1 and
+** 1.0 two rows of the UNIONs (SQLite's 1 = 1.0; Clojure's = says no). */
 static void qcMagicTerm(QCtx *pSub, sqlite3_str *pVal, sqlite3_str *pTag, const EdnValue *p,
                         const char *zRule) {
   QComp *pC = pSub->pC;
@@ -561,7 +574,7 @@ static void qcMagicTerm(QCtx *pSub, sqlite3_str *pVal, sqlite3_str *pTag, const 
     }
     zTag = qcVarTag(pV);
     sqlite3_str_appendf(pVal, ", %s", pV->zExpr);
-    sqlite3_str_appendf(pTag, ", %s", zTag ? zTag : "NULL");
+    sqlite3_str_appendf(pTag, ", %s, typeof(%s)", zTag ? zTag : "NULL", pV->zExpr);
     if (zTag == NULL) qcNoMem(pC);
     sqlite3_free(zTag);
   } else {
@@ -569,7 +582,7 @@ static void qcMagicTerm(QCtx *pSub, sqlite3_str *pVal, sqlite3_str *pTag, const 
     char *zC = qcConstExpr(pSub, p, VT_NONE, &vt);
     if (zC == NULL) return;
     sqlite3_str_appendf(pVal, ", %s", zC);
-    sqlite3_str_appendf(pTag, ", %d", vt == QVT_JSON ? TAG_JSON : vtTag(vt));
+    sqlite3_str_appendf(pTag, ", %d, typeof(%s)", vt == QVT_JSON ? TAG_JSON : vtTag(vt), zC);
     sqlite3_free(zC);
   }
 }
@@ -664,10 +677,10 @@ static void qcOriginsCaller(QCtx *pX, const QClause *pCl, const unsigned char *a
       nAmb++;
       sqlite3_str_appendf(pAlt, ", (SELECT 0 AS k UNION ALL SELECT 1) a%d", i);
       sqlite3_str_appendf(pVal, ", %s", zE);
-      sqlite3_str_appendf(pTag, ", CASE a%d.k WHEN 0 THEN %s ELSE 0 END", i, zTag);
+      sqlite3_str_appendf(pTag, ", CASE a%d.k WHEN 0 THEN %s ELSE 0 END, typeof(%s)", i, zTag, zE);
     } else {
       sqlite3_str_appendf(pVal, ", %s", zE);
-      sqlite3_str_appendf(pTag, ", %s", zTag);
+      sqlite3_str_appendf(pTag, ", %s, typeof(%s)", zTag, zE);
     }
     sqlite3_free(zE);
     sqlite3_free(zTag);
@@ -796,7 +809,7 @@ static int qcMagicCall(QCtx *pX, const QClause *pCl, int h, const unsigned char 
       /* step: (origin, next seed) */
       const QClause *pRec = pR->aClause[iRec];
       for (k = 0; k < nB; k++) sqlite3_str_appendf(pVal, ", m.o%d", k);
-      for (k = 0; k < nB; k++) sqlite3_str_appendf(pVal, ", m.ot%d", k);
+      for (k = 0; k < nB; k++) sqlite3_str_appendf(pVal, ", m.ot%d, m.ok%d", k, k);
       for (k = 0; k < nArity && pC->rc == SQLITE_OK; k++) {
         if (abBound[k]) qcMagicTerm(&sub, pVal, pTag, pRec->aArg[k], pR->zName);
       }
@@ -806,7 +819,7 @@ static int qcMagicCall(QCtx *pX, const QClause *pCl, int h, const unsigned char 
       for (k = 0; k < nArity && pC->rc == SQLITE_OK; k++) {
         if (abBound[k]) {
           sqlite3_str_appendf(pVal, ", m.o%d", kb);
-          sqlite3_str_appendf(pTag, ", m.ot%d", kb);
+          sqlite3_str_appendf(pTag, ", m.ot%d, m.ok%d", kb, kb);
           kb++;
         } else {
           qcMagicTerm(&sub, pVal, pTag, pR->aHead[k], pR->zName);
@@ -822,25 +835,26 @@ static int qcMagicCall(QCtx *pX, const QClause *pCl, int h, const unsigned char 
   }
   if (bCaller == 2 || bCaller == 4) pW = pLoc;
   else if (pC->nCte++) sqlite3_str_appendall(pW, ", ");
+  /* Each tag column tK is followed by kK, its value's storage class. */
   sqlite3_str_appendf(pW, "ruleso%d(", iN);
   for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, "%so%d", k ? ", " : "", k);
-  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", ot%d", k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", ot%d, ok%d", k, k);
   sqlite3_str_appendf(pW, ") AS (%s), rulesm%d(", sqlite3_str_value(pOrig), iN);
   for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, "%so%d", k ? ", " : "", k);
-  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", ot%d", k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", ot%d, ok%d", k, k);
   for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", s%d", k);
-  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", st%d", k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", st%d, sk%d", k, k);
   sqlite3_str_appendf(pW, ") AS (SELECT ");
   for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, "%so%d", k ? ", " : "", k);
-  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", ot%d", k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", ot%d, ok%d", k, k);
   for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", o%d", k);
-  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", ot%d", k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", ot%d, ok%d", k, k);
   /* UNION: a seed met again (a cycle) is not followed twice. */
   sqlite3_str_appendf(pW, " FROM ruleso%d UNION %s)", iN, sqlite3_str_value(pSeed));
   pC->bRecursive = 1;
   sqlite3_str_appendf(pW, ", rulesa%d(", iN);
   for (k = 0; k < nArity; k++) sqlite3_str_appendf(pW, "%sc%d", k ? ", " : "", k);
-  for (k = 0; k < nArity; k++) sqlite3_str_appendf(pW, ", t%d", k);
+  for (k = 0; k < nArity; k++) sqlite3_str_appendf(pW, ", t%d, k%d", k, k);
   sqlite3_str_appendf(pW, ") AS (%s)", sqlite3_str_value(pAns));
   if (bCaller != 2 && bCaller != 4) pC->nCte += 2;
   if (sqlite3_str_errcode(pW)) { qcNoMem(pC); goto cleanup; }
@@ -1165,9 +1179,11 @@ static int qcInlineCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
         qcErr(pC, pR->aHead[j], "rule %s does not bind %s", pR->zName, pR->aHead[j]->u.s.z);
         break;
       }
-      zTag = qcVarTag(pV);
-      sqlite3_str_appendf(pOut, "%s%s AS c%d, %s AS t%d", nCol++ ? ", " : "", pV->zExpr, j,
-                          zTag ? zTag : "NULL", j);
+      /* UNION's set key is Clojure's =, as or's (query_compile_clause.c):
+      ** a ref and a long of one number one row, 1 and 1.0 two. */
+      zTag = qcVarSetTag(pV);
+      sqlite3_str_appendf(pOut, "%s%s AS c%d, %s AS t%d, typeof(%s) AS k%d", nCol++ ? ", " : "",
+                          pV->zExpr, j, zTag ? zTag : "NULL", j, pV->zExpr, j);
       if (zTag == NULL) qcNoMem(pC);
       sqlite3_free(zTag);
       if (aVt[j] == (ValueType)-1) aVt[j] = pV->vt;
