@@ -356,6 +356,11 @@ int qcCollapse(QCtx *pX);
 ** patterns only copies cheaply and keeps its join plan. */
 int qcCollapseHeavy(QCtx *pX);
 #define QC_COLLAPSE_FROM 40
+/* Can clauses a[0..n) (a rule body, an or branch) run without the
+** caller's bindings of azVar and be joined on them after: patterns in a[]
+** bind every one, and other clauses read them only as arguments of
+** functions and predicates (which run after the patterns)? */
+int qcClausesUnseeded(QClause *const *a, int n, const char *const *azVar, int nVar);
 /* query_compile_rules.c */
 int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth);
 /* Are rule call pCl's arguments in required places ([?a] in the head)

@@ -209,6 +209,42 @@ int qcCollapseHeavy(QCtx *pX) {
   return qcCollapse(pX);
 }
 
+int qcClausesUnseeded(QClause *const *a, int n, const char *const *azVar, int nVar) {
+  const char *azB[64];
+  int nB = 0, i, j, k, m;
+  for (i = 0; i < n; i++) {
+    const char *az[64];
+    int nV;
+    if (a[i]->kind != QC_PATTERN) continue;
+    nV = qcClauseVars(a[i], az, 64, 1);
+    if (nV > 64) return 0;
+    for (m = 0; m < nV; m++) {
+      for (k = 0; k < nB && strcmp(azB[k], az[m]); k++) {}
+      if (k == nB && nB < 64) azB[nB++] = az[m];
+    }
+  }
+  for (i = 0; i < n; i++) {
+    const char *az[64];
+    int nV;
+    if (a[i]->kind == QC_PATTERN) continue;
+    nV = qcClauseVars(a[i], az, 64, 1);
+    if (nV > 64) return 0;
+    for (m = 0; m < nV; m++) {
+      for (j = 0; j < nVar && strcmp(azVar[j], az[m]); j++) {}
+      if (j == nVar) continue;
+      /* a function or predicate reads it after the patterns bound it */
+      if (a[i]->kind != QC_FN && a[i]->kind != QC_PRED) return 0;
+      for (k = 0; k < nB && strcmp(azB[k], az[m]); k++) {}
+      if (k == nB) return 0;
+    }
+  }
+  for (j = 0; j < nVar; j++) {
+    for (k = 0; k < nB && strcmp(azB[k], azVar[j]); k++) {}
+    if (k == nB) return 0;
+  }
+  return 1;
+}
+
 int qcOrReady(QCtx *pX, const QClause *pCl) {
   int i;
   if (pCl->kind != QC_OR_JOIN) return 1;
@@ -357,7 +393,28 @@ int qcOr(QCtx *pX, const QClause *pCl, int iDepth) {
     /* The branches copy the scope so far: a copy of earlier calls and or
     ** branches (themselves copies) would grow the SQL exponentially, so
     ** the rows so far are named once (qcCollapse). */
-    if (bSeed) qcCollapseHeavy(pX);
+    if (bSeed && (pX->nFrom != pX->nPatternFrom || pX->nFrom >= QC_COLLAPSE_FROM)) {
+      /* Copies of a scope that holds earlier or branches (copies
+      ** themselves) SQLite expands exponentially: branches that need
+      ** nothing from the scope run on their own, joined on the variables
+      ** after; others read the rows so far named once (qcCollapse). */
+      const char *azVar[64];
+      int nVar = 0, bOwn = 1;
+      for (j = 0; j < nJoin && bOwn; j++) {
+        QVar *pV = qcVarFind(pX, aJoin[j]->u.s.z);
+        if (pV == NULL || pV->zExpr == NULL) continue;
+        if (pV->nParam || pV->vt == VT_NONE || pV->vt == VT_KEYWORD || pV->vt == QVT_JSON) bOwn = 0;
+        azVar[nVar++] = aJoin[j]->u.s.z;
+      }
+      for (i = 0; i < pCl->nSub && bOwn; i++) {
+        QClause *const *aSub;
+        int nSub;
+        qcBranch(pCl, i, &aSub, &nSub);
+        bOwn = qcClausesUnseeded(aSub, nSub, azVar, nVar);
+      }
+      if (bOwn) bSeed = 0;
+      else qcCollapse(pX);
+    }
     if (pC->rc) { sqlite3_free(aVt); sqlite3_free(sqlite3_str_finish(pOut)); return pC->rc; }
     sqlite3_str_appendall(pOut, "(");
     for (i = 0; i < pCl->nSub && pC->rc == SQLITE_OK; i++) {

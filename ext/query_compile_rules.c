@@ -1005,7 +1005,7 @@ static void qcInlinePrebind(QCtx *pSub, QCtx *pX, const QClause *pCl, const QRul
 ** ident? Then they need no copy of the caller. */
 static int qcInlineUnseeded(QCtx *pX, int h, const QClause *pCl, const unsigned char *aeArg) {
   QComp *pC = pX->pC;
-  int i, j, k;
+  int i, j;
   for (j = 0; j < pCl->nArg; j++) {
     const QVar *pV;
     if (aeArg[j] != 1) continue;
@@ -1017,43 +1017,11 @@ static int qcInlineUnseeded(QCtx *pX, int h, const QClause *pCl, const unsigned 
   }
   for (i = 0; i < pC->rules.nRule; i++) {
     const QRule *pR = pC->rules.aRule[i];
-    const char *azB[64];
-    int nB = 0;
+    const char *azVar[64];
+    int nVar = 0;
     if (pC->pRi->aiHeadOf[i] != h) continue;
-    if (pR->nClause > 64) return 0;
-    for (k = 0; k < pR->nClause; k++) {
-      const QClause *pK = pR->aClause[k];
-      const char *az[64];
-      int n, m, p;
-      if (pK->kind == QC_PATTERN) {
-        n = qcClauseVars(pK, az, 64, 1);
-        if (n > 64) return 0;
-        for (m = 0; m < n; m++) {
-          for (p = 0; p < nB && strcmp(azB[p], az[m]); p++) {}
-          if (p == nB && nB < 64) azB[nB++] = az[m];
-        }
-        continue;
-      }
-      /* Another clause: may read a caller-bound head variable only once a
-      ** pattern has bound it (patterns come first in a body). */
-      n = qcClauseVars(pK, az, 64, 1);
-      if (n > 64) return 0;
-      for (m = 0; m < n; m++) {
-        for (j = 0; j < pCl->nArg; j++) {
-          if (aeArg[j] == 1 && strcmp(pR->aHead[j]->u.s.z, az[m]) == 0) break;
-        }
-        if (j == pCl->nArg) continue;
-        if (pK->kind != QC_FN && pK->kind != QC_PRED) return 0;
-        for (p = 0; p < nB && strcmp(azB[p], az[m]); p++) {}
-        if (p == nB) return 0;
-      }
-    }
-    for (j = 0; j < pCl->nArg; j++) {
-      int p;
-      if (aeArg[j] != 1) continue;
-      for (p = 0; p < nB && strcmp(azB[p], pR->aHead[j]->u.s.z); p++) {}
-      if (p == nB) return 0;
-    }
+    for (j = 0; j < pCl->nArg; j++) if (aeArg[j] == 1) azVar[nVar++] = pR->aHead[j]->u.s.z;
+    if (!qcClausesUnseeded(pR->aClause, pR->nClause, azVar, nVar)) return 0;
   }
   return 1;
 }
