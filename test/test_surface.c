@@ -8,6 +8,7 @@
 */
 #include <sys/stat.h>
 #include "testutil.h"
+#include "store.h"
 
 static const char *zSchema =
     "[{:db/ident :p/name :db/valueType :db.type/string :db/cardinality :db.cardinality/one}"
@@ -461,6 +462,85 @@ START_TEST(test_surface_native_columns) {
 }
 END_TEST
 
+/* ---- OOM through the SQL surface (func_q.c, func_t.c, func_pull.c,
+** vtab/edn_q.c): with the n-th allocation failing, transiently or from
+** then on, each statement gives exactly its answer by hand from zData or
+** fails with SQLITE_NOMEM, and the host connection goes on working. */
+static int tOomStep(sqlite3 *db, const char *zSql, const char *zPath, char **pzOut) {
+  sqlite3_stmt *pStmt = NULL;
+  int rc = sqlite3_prepare_v2(db, zSql, -1, &pStmt, NULL);
+  *pzOut = NULL;
+  if (rc != SQLITE_OK) return rc;
+  rc = sqlite3_bind_text(pStmt, 1, zPath, -1, SQLITE_TRANSIENT);
+  if (rc == SQLITE_OK) rc = sqlite3_step(pStmt);
+  if (rc == SQLITE_ROW) {
+    const char *z = (const char *)sqlite3_column_text(pStmt, 0);
+    if (z == NULL && sqlite3_column_type(pStmt, 0) != SQLITE_NULL) rc = SQLITE_NOMEM;
+    else *pzOut = strdup(z ? z : "NULL");
+  }
+  sqlite3_finalize(pStmt);
+  return rc;
+}
+
+START_TEST(test_surface_oom) {
+  static const struct { const char *zSql, *zWant; } a[] = {
+    {"SELECT edn_q(?1, '[:find ?n ?a :where [?e :p/name ?n] [?e :p/age ?a] :order ?a]')",
+     "{\"columns\":[\"?n\",\"?a\"],\"results\":[[\"x\",1],[\"y\",2]],\"result\":[[\"x\",1],[\"y\",2]]}"},
+    {"SELECT group_concat(c0 || '=' || c1, ',') FROM (SELECT c0, c1 FROM edn_q(?1,"
+     " '[:find ?n ?a :where [?e :p/name ?n] [?e :p/age ?a]]') ORDER BY 1)", "x=1,y=2"},
+    {"SELECT json_extract(edn_pull(?1, '[:p/name :p/age]', e), '$.\":p/age\"') FROM"
+     " (SELECT c0 AS e FROM edn_q(?1, '[:find ?e . :where [?e :p/name \"y\"]]'))", "2"},
+    /* the same assertion each time: the first success adds the doc, later
+    ** ones only their tx */
+    {"SELECT json_extract(edn_t(?1, '[{:db/ident :p/nick :db/doc \"a nickname\"}]'), '$.tempids')", "{}"},
+  };
+  tuOomInstall();
+  for (int iMode = 0; iMode < 2; iMode++) {
+    const char *zPath;
+    sqlite3 *db;
+    tuOomOnce = iMode == 0;
+    db = tHost(&zPath);
+    for (size_t i = 0; i < sizeof a / sizeof a[0]; i++) {
+      int n, bDone = 0, nFail = 0;
+      for (n = 0; n < 20000 && !bDone; n += (n < 400 ? 1 : 7)) {
+        char *zOut = NULL, *zAgain = NULL;
+        int rc;
+        tuOomLeft = n;
+        rc = tOomStep(db, a[i].zSql, zPath, &zOut);
+        bDone = tuOomOnce ? tuOomLeft > 0 : rc == SQLITE_ROW;
+        tuOomLeft = -1;
+        if (rc == SQLITE_ROW) {
+          ck_assert_msg(strcmp(zOut, a[i].zWant) == 0, "%s, %s failing allocation %d: got %s, want %s",
+                        a[i].zSql, iMode ? "persistent" : "transient", n, zOut, a[i].zWant);
+        } else {
+          ck_assert_msg(tuIsNomem(rc), "%s, %s failing allocation %d: rc %d %s", a[i].zSql,
+                        iMode ? "persistent" : "transient", n, rc, sqlite3_errmsg(db));
+          nFail++;
+          /* and the next run, without failures, is right */
+          ck_assert_int_eq(tOomStep(db, a[i].zSql, zPath, &zAgain), SQLITE_ROW);
+          ck_assert_str_eq(zAgain, a[i].zWant);
+        }
+        free(zOut);
+        free(zAgain);
+      }
+      ck_assert_msg(bDone && nFail > 0, "%s: mode %d ended at %d with %d failures", a[i].zSql, iMode, n,
+                    nFail);
+    }
+    {
+      char *z = tuQuery(db, "SELECT json_extract(edn_q(?1, '[:find ?d . :where [:p/nick :db/doc ?d]]'),"
+                            " '$.result')", zPath, NULL);
+      ck_assert_str_eq(z, "a nickname");
+      free(z);
+    }
+    free((void *)zPath);
+    sqlite3_close(db);
+    storeCacheClear();
+  }
+  tuOomOnce = 0;
+  tuOomRemove();
+}
+END_TEST
+
 static Suite *surfaceSuite(void) {
   Suite *s = suite_create("surface");
   TCase *tc = tcase_create("sql");
@@ -473,6 +553,10 @@ static Suite *surfaceSuite(void) {
   tcase_add_test(tc, test_surface_open_cursor_spill);
   tcase_add_test(tc, test_surface_nul_and_own_db);
   tcase_add_test(tc, test_surface_native_columns);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("oom");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, test_surface_oom);
   suite_add_tcase(s, tc);
   return s;
 }
