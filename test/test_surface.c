@@ -474,8 +474,12 @@ static int tOomStep(sqlite3 *db, const char *zSql, const char *zPath, char **pzO
   rc = sqlite3_bind_text(pStmt, 1, zPath, -1, SQLITE_TRANSIENT);
   if (rc == SQLITE_OK) rc = sqlite3_step(pStmt);
   if (rc == SQLITE_ROW) {
+    /* The type before the text: a conversion to text that runs out of
+    ** memory leaves the column NULL (SQLite clears the Mem), so the type
+    ** asked afterwards would make it look like a SQL NULL result. */
+    int eType = sqlite3_column_type(pStmt, 0);
     const char *z = (const char *)sqlite3_column_text(pStmt, 0);
-    if (z == NULL && sqlite3_column_type(pStmt, 0) != SQLITE_NULL) rc = SQLITE_NOMEM;
+    if (z == NULL && eType != SQLITE_NULL) rc = SQLITE_NOMEM;
     else *pzOut = strdup(z ? z : "NULL");
   }
   sqlite3_finalize(pStmt);
@@ -490,6 +494,19 @@ START_TEST(test_surface_oom) {
      " '[:find ?n ?a :where [?e :p/name ?n] [?e :p/age ?a]]') ORDER BY 1)", "x=1,y=2"},
     {"SELECT json_extract(edn_pull(?1, '[:p/name :p/age]', e), '$.\":p/age\"') FROM"
      " (SELECT c0 AS e FROM edn_q(?1, '[:find ?e . :where [?e :p/name \"y\"]]'))", "2"},
+    /* the other shapes of the scalar document, with inputs */
+    {"SELECT edn_q(?1, '[:find (count ?e) :where [?e :p/name]]')", "{\"result\":2}"},
+    {"SELECT edn_q(?1, '[:find [?n ...] :in $ ?a :where [?e :p/age ?a] [?e :p/name ?n]]',"
+     " '{\"inputs\":[2]}')", "{\"result\":[\"y\"]}"},
+    /* the table's value column with a pull in :find, and its hidden columns
+    ** echoing the arguments */
+    {"SELECT group_concat(value, ';') FROM (SELECT value FROM edn_q(?1,"
+     " '[:find ?n (pull ?e [:p/age]) :where [?e :p/name ?n]]') ORDER BY 1)",
+     "[\"x\",{\":p/age\":1}];[\"y\",{\":p/age\":2}]"},
+    {"SELECT typeof(db_path) || '|' || query || '|' || c0 FROM edn_q(?1, " QK ")",
+     "text|[:find ?n :where [_ :p/nick ?n]]|z"},
+    /* edn_pull of an ident given as TEXT (the entity of :p/name) */
+    {"SELECT json_extract(edn_pull(?1, '[:db/ident]', ':p/name'), '$.\":db/ident\"')", ":p/name"},
     /* the same assertion each time: the first success adds the doc, later
     ** ones only their tx */
     {"SELECT json_extract(edn_t(?1, '[{:db/ident :p/nick :db/doc \"a nickname\"}]'), '$.tempids')", "{}"},
@@ -525,6 +542,9 @@ START_TEST(test_surface_oom) {
       }
       ck_assert_msg(bDone && nFail > 0, "%s: mode %d ended at %d with %d failures", a[i].zSql, iMode, n,
                     nFail);
+      if (getenv("MENTAT_OOM_REPORT"))
+        fprintf(stderr, "oom %s: %d rounds, %d SQLITE_NOMEM: %s\n", iMode ? "persistent" : "transient",
+                n, nFail, a[i].zSql);
     }
     {
       char *z = tuQuery(db, "SELECT json_extract(edn_q(?1, '[:find ?d . :where [:p/nick :db/doc ?d]]'),"
