@@ -363,8 +363,9 @@ static int pullWriteValues(PullRun *p, const PullItem *pItem, sqlite3_int64 e,
     } else {
       sqlite3_str_appendchar(p->pOut, 1, ',');
     }
-    valueJsonFromStored(p->pOut, sqlite3_column_value(pStmt, 0),
-                        sqlite3_column_int(pStmt, 1), 1);
+    rc = valueJsonFromStored(p->pOut, sqlite3_column_value(pStmt, 0),
+                             sqlite3_column_int(pStmt, 1), 1);
+    if (rc != SQLITE_OK) break;
     n++;
   }
   if (rc == SQLITE_DONE) rc = SQLITE_OK;
@@ -469,8 +470,7 @@ static int pullWriteText(PullRun *p, sqlite3_value *pRowid, int tag) {
   if (rc != SQLITE_OK) return rc;
   rc = sqlite3_step(pStmt);
   if (rc == SQLITE_ROW) {
-    valueJsonFromStored(p->pOut, sqlite3_column_value(pStmt, 0), tag, 1);
-    rc = SQLITE_OK;
+    rc = valueJsonFromStored(p->pOut, sqlite3_column_value(pStmt, 0), tag, 1);
   } else if (rc == SQLITE_DONE) {
     sqlite3_str_appendall(p->pOut, "null");   /* a rowid the store lost: as the subquery */
     rc = SQLITE_OK;
@@ -552,7 +552,8 @@ static int pullWildcardScan(PullRun *p, const PullPattern *pPat, sqlite3_int64 e
       rc = pullWriteText(p, sqlite3_column_value(pStmt, 1), tag);
       if (rc != SQLITE_OK) goto cleanup;
     } else {
-      valueJsonFromStored(p->pOut, sqlite3_column_value(pStmt, 1), tag, 1);
+      rc = valueJsonFromStored(p->pOut, sqlite3_column_value(pStmt, 1), tag, 1);
+      if (rc != SQLITE_OK) goto cleanup;
     }
   }
   if (rc == SQLITE_DONE) {

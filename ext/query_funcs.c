@@ -56,7 +56,7 @@
 
 static void qfJson(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   sqlite3_str *pOut;
-  int n;
+  int n, rc;
   char *z;
   (void)argc;
   if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL) {
@@ -64,10 +64,14 @@ static void qfJson(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     return;
   }
   pOut = sqlite3_str_new(NULL);
-  valueJsonFromStored(pOut, argv[0], sqlite3_value_int(argv[1]), 0);
+  rc = valueJsonFromStored(pOut, argv[0], sqlite3_value_int(argv[1]), 0);
   n = sqlite3_str_length(pOut);
   z = sqlite3_str_finish(pOut);
-  if (z == NULL) { sqlite3_result_error_nomem(pCtx); return; }
+  if (z == NULL || rc != SQLITE_OK) {
+    sqlite3_free(z);
+    sqlite3_result_error_nomem(pCtx);
+    return;
+  }
   sqlite3_result_text(pCtx, z, n, sqlite3_free);
   sqlite3_result_subtype(pCtx, MENTAT_JSON_SUBTYPE);
 }
@@ -93,11 +97,14 @@ static void qfStr(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   } else if (tag == TAG_INSTANT || tag == TAG_UUID || tag == TAG_BYTES) {
     sqlite3_str *pOut = sqlite3_str_new(NULL);
     char *z;
-    int n;
-    valueJsonFromStored(pOut, argv[0], tag, 0);
+    int n, rc = valueJsonFromStored(pOut, argv[0], tag, 0);
     n = sqlite3_str_length(pOut);
     z = sqlite3_str_finish(pOut);
-    if (z == NULL) { sqlite3_result_error_nomem(pCtx); return; }
+    if (z == NULL || rc != SQLITE_OK) {
+      sqlite3_free(z);
+      sqlite3_result_error_nomem(pCtx);
+      return;
+    }
     if (n >= 2 && z[0] == '"') sqlite3_result_text(pCtx, z + 1, n - 2, SQLITE_TRANSIENT);
     else sqlite3_result_text(pCtx, z, n, SQLITE_TRANSIENT);
     sqlite3_free(z);
@@ -1723,7 +1730,7 @@ static int qfCmpVal(const void *a, const void *b) {
 static void qfValsFinal(sqlite3_context *pCtx) {
   QfVals *p = sqlite3_aggregate_context(pCtx, 0);
   sqlite3_str *pOut;
-  int i, nOut = 0, n;
+  int i, nOut = 0, n, bNomem = 0;
   char *z;
   if (p == NULL) {
     sqlite3_result_text(pCtx, "[]", 2, SQLITE_STATIC);
@@ -1773,18 +1780,22 @@ static void qfValsFinal(sqlite3_context *pCtx) {
       sqlite3_randomness(sizeof r, &r);
       if (k) sqlite3_str_appendchar(pOut, 1, ',');
       i = (int)(r % (unsigned)p->n);
-      valueJsonFromStored(pOut, p->a[i].pV, p->a[i].tag, 0);
+      if (valueJsonFromStored(pOut, p->a[i].pV, p->a[i].tag, 0) != SQLITE_OK) bNomem = 1;
     }
   }
   for (i = 0; p->iMode != 4 && i < p->n; i++) {
     int k = p->iMode == 2 ? p->n - 1 - i : i;
     if (p->nWant >= 0 && p->iMode != -1 && nOut >= p->nWant) break;
     if (nOut++) sqlite3_str_appendchar(pOut, 1, ',');
-    valueJsonFromStored(pOut, p->a[k].pV, p->a[k].tag, 0);
+    if (valueJsonFromStored(pOut, p->a[k].pV, p->a[k].tag, 0) != SQLITE_OK) bNomem = 1;
   }
   sqlite3_str_appendchar(pOut, 1, ']');
   n = sqlite3_str_length(pOut);
   z = sqlite3_str_finish(pOut);
+  if (bNomem) {
+    sqlite3_free(z);
+    z = NULL;
+  }
   if (z == NULL) sqlite3_result_error_nomem(pCtx);
   else {
     sqlite3_result_text(pCtx, z, n, sqlite3_free);

@@ -717,15 +717,27 @@ int qRunColumnResult(QueryRun *p, int i, sqlite3_context *pCtx) {
           ** the terminator too, and the host's sqlite3_column_text() (every
           ** language binding calls it) need not grow the copy to add one:
           ** ~570 instructions a text column in Python otherwise. */
+          /* NULL text of a TEXT value (even '' has a pointer) is a
+          ** conversion that ran out of memory, not an empty string. */
           const char *z = (const char *)sqlite3_value_text(pV);
           int n = sqlite3_value_bytes(pV);
-          sqlite3_result_text(pCtx, z ? z : "", (z && memchr(z, 0, (size_t)n)) ? n : -1,
-                              SQLITE_TRANSIENT);
+          if (z == NULL) {
+            sqlite3_result_error_nomem(pCtx);
+            return SQLITE_NOMEM;
+          }
+          sqlite3_result_text(pCtx, z, memchr(z, 0, (size_t)n) ? n : -1, SQLITE_TRANSIENT);
           break;
         }
         case SQLITE_BLOB: {
+          /* bytes before the pointer: a blob whose expansion runs out of
+          ** memory becomes NULL (0 bytes) after sqlite3_value_blob */
+          int n = sqlite3_value_bytes(pV);
           const void *pB = sqlite3_value_blob(pV);
-          sqlite3_result_blob(pCtx, pB ? pB : "", sqlite3_value_bytes(pV), SQLITE_TRANSIENT);
+          if (pB == NULL && n > 0) {
+            sqlite3_result_error_nomem(pCtx);
+            return SQLITE_NOMEM;
+          }
+          sqlite3_result_blob(pCtx, pB ? pB : "", n, SQLITE_TRANSIENT);
           break;
         }
         default: sqlite3_result_null(pCtx); break;
@@ -774,9 +786,11 @@ int qRunColumnJson(QueryRun *p, int i, sqlite3_str *pOut) {
     return SQLITE_OK;
   }
   if (pCol->kind == QCOL_PULL && p->aSpillPull) {
+    /* The type first: a text conversion that runs out of memory leaves the
+    ** column NULL, so asking afterwards would take it for a nil pull. */
+    int eType = sqlite3_column_type(p->pStmt, p->aSpillPull[i]);
     const char *z = (const char *)sqlite3_column_text(p->pStmt, p->aSpillPull[i]);
-    /* NULL text of a value that is not NULL: its conversion ran out of memory */
-    if (z == NULL && sqlite3_column_type(p->pStmt, p->aSpillPull[i]) != SQLITE_NULL) return SQLITE_NOMEM;
+    if (z == NULL && eType != SQLITE_NULL) return SQLITE_NOMEM;
     sqlite3_str_appendall(pOut, z ? z : "null");
     return sqlite3_str_errcode(pOut);
   }
@@ -801,8 +815,12 @@ int qRunColumnJson(QueryRun *p, int i, sqlite3_str *pOut) {
   }
   {
     int tag = qColTag(p, pCol);
-    if (tag == Q_TAG_UNKNOWN) sqlite3_str_appendall(pOut, "null");
-    else valueJsonFromStored(pOut, sqlite3_column_value(p->pStmt, pCol->iCol), tag, 0);
+    if (tag == Q_TAG_UNKNOWN) {
+      sqlite3_str_appendall(pOut, "null");
+    } else {
+      int rc = valueJsonFromStored(pOut, sqlite3_column_value(p->pStmt, pCol->iCol), tag, 0);
+      if (rc != SQLITE_OK) return rc;
+    }
   }
   return sqlite3_str_errcode(pOut);
 }

@@ -187,7 +187,10 @@ static void valueAppendHex(sqlite3_str *pOut, const unsigned char *a, int n) {
 }
 
 /* JSON for a value whose tag does not decide the form: by storage class. */
-static void valueJsonByClass(sqlite3_str *pOut, sqlite3_value *pV) {
+/* NULL text or bytes of a TEXT or BLOB value (even '' and x'' have a
+** pointer) are a conversion or zeroblob expansion that ran out of memory;
+** the length is taken first, as the failure leaves the value NULL. */
+static int valueJsonByClass(sqlite3_str *pOut, sqlite3_value *pV) {
   switch (sqlite3_value_type(pV)) {
     case SQLITE_INTEGER:
       ednAppendInt(pOut, sqlite3_value_int64(pV));
@@ -197,26 +200,30 @@ static void valueJsonByClass(sqlite3_str *pOut, sqlite3_value *pV) {
       break;
     case SQLITE_TEXT: {
       const char *z = (const char *)sqlite3_value_text(pV);
-      ednJsonString(pOut, z ? z : "", z ? sqlite3_value_bytes(pV) : 0);
+      if (z == NULL) return SQLITE_NOMEM;
+      ednJsonString(pOut, z, sqlite3_value_bytes(pV));
       break;
     }
     case SQLITE_BLOB: {
+      int n = sqlite3_value_bytes(pV);
       const unsigned char *a = sqlite3_value_blob(pV);
-      valueAppendHex(pOut, a, a ? sqlite3_value_bytes(pV) : 0);
+      if (a == NULL && n > 0) return SQLITE_NOMEM;
+      valueAppendHex(pOut, a, a ? n : 0);
       break;
     }
     default:
       sqlite3_str_appendall(pOut, "null");
       break;
   }
+  return SQLITE_OK;
 }
 
-void valueJsonFromStored(sqlite3_str *pOut, sqlite3_value *pV, int tag, int bPull) {
+int valueJsonFromStored(sqlite3_str *pOut, sqlite3_value *pV, int tag, int bPull) {
   int eType = sqlite3_value_type(pV);
   char aBuf[48];
   if (eType == SQLITE_NULL) {
     sqlite3_str_appendall(pOut, "null");
-    return;
+    return SQLITE_OK;
   }
   switch (tag) {
     case TAG_REF:
@@ -227,11 +234,11 @@ void valueJsonFromStored(sqlite3_str *pOut, sqlite3_value *pV, int tag, int bPul
         sqlite3_str_appendchar(pOut, 1, '}');
       }
       else ednAppendInt(pOut, sqlite3_value_int64(pV));
-      return;
+      return SQLITE_OK;
     case TAG_BOOLEAN:
       if (eType != SQLITE_INTEGER) break;
       sqlite3_str_appendall(pOut, sqlite3_value_int64(pV) ? "true" : "false");
-      return;
+      return SQLITE_OK;
     case TAG_INSTANT:
       if (eType != SQLITE_INTEGER) break;
       if (bPull) {
@@ -240,22 +247,24 @@ void valueJsonFromStored(sqlite3_str *pOut, sqlite3_value *pV, int tag, int bPul
         ednFormatInstant(sqlite3_value_int64(pV), aBuf);
         sqlite3_str_appendf(pOut, "\"%s\"", aBuf);
       }
-      return;
+      return SQLITE_OK;
     case TAG_UUID:
       if (eType != SQLITE_BLOB || sqlite3_value_bytes(pV) != 16) break;
+      if (sqlite3_value_blob(pV) == NULL) return SQLITE_NOMEM;
       ednFormatUuid(sqlite3_value_blob(pV), aBuf);
       sqlite3_str_appendf(pOut, "\"%s\"", aBuf);
-      return;
+      return SQLITE_OK;
     case TAG_JSON:
       if (eType != SQLITE_TEXT) break;
+      if (sqlite3_value_text(pV) == NULL) return SQLITE_NOMEM;
       sqlite3_str_append(pOut, (const char *)sqlite3_value_text(pV), sqlite3_value_bytes(pV));
-      return;
+      return SQLITE_OK;
     default:
       /* Numbers (tag 5: INTEGER long / REAL double), strings, keywords and
       ** bytes all follow their storage class. */
       break;
   }
-  valueJsonByClass(pOut, pV);
+  return valueJsonByClass(pOut, pV);
 }
 
 void valueResultFromStored(sqlite3_context *pCtx, sqlite3_value *pV, int tag) {
@@ -265,6 +274,10 @@ void valueResultFromStored(sqlite3_context *pCtx, sqlite3_value *pV, int tag) {
     ednFormatInstant(sqlite3_value_int64(pV), aBuf);
     sqlite3_result_text(pCtx, aBuf, -1, SQLITE_TRANSIENT);
   } else if (tag == TAG_UUID && eType == SQLITE_BLOB && sqlite3_value_bytes(pV) == 16) {
+    if (sqlite3_value_blob(pV) == NULL) {
+      sqlite3_result_error_nomem(pCtx);
+      return;
+    }
     ednFormatUuid(sqlite3_value_blob(pV), aBuf);
     sqlite3_result_text(pCtx, aBuf, -1, SQLITE_TRANSIENT);
   } else if (tag == TAG_BOOLEAN && eType == SQLITE_INTEGER) {

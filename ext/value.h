@@ -85,8 +85,11 @@ int valueBindStatic(sqlite3_stmt *pStmt, int i, const TypedValue *pVal);
 
 /* Appends the JSON form (SPEC §2.3, `edn_q` column) of a stored value given
 ** as the v column and its tag. bPull selects the edn_pull form (refs as
-** {":db/id": n}, instants as epoch µs). */
-void valueJsonFromStored(sqlite3_str *pOut, sqlite3_value *pV, int tag, int bPull);
+** {":db/id": n}, instants as epoch µs). SQLITE_NOMEM when reading pV's
+** text or bytes runs out of memory (nothing is appended then: the value
+** must not pass for "" or x''); otherwise SQLITE_OK, and pOut's own
+** errors stay in pOut. */
+int valueJsonFromStored(sqlite3_str *pOut, sqlite3_value *pV, int tag, int bPull);
 
 /* Sets the native SQL result (the `cN` columns, SPEC §2.3) for a stored
 ** value and its tag: instants as RFC 3339 TEXT, uuids as hyphenated TEXT,

@@ -9,16 +9,18 @@
 #include "testutil.h"
 #include "value.h"
 
-/* tjson(v, tag, bPull): valueJsonFromStored as an SQL function. */
+/* tjson(v, tag, bPull): valueJsonFromStored as an SQL function (its
+** SQLITE_NOMEM, and the string's, as the function's). */
 static void tjsonFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   sqlite3_str *pStr = sqlite3_str_new(NULL);
   char *z;
-  int n;
+  int n, rc;
   (void)argc;
-  valueJsonFromStored(pStr, argv[0], sqlite3_value_int(argv[1]), sqlite3_value_int(argv[2]));
+  rc = valueJsonFromStored(pStr, argv[0], sqlite3_value_int(argv[1]), sqlite3_value_int(argv[2]));
   n = sqlite3_str_length(pStr);
   z = sqlite3_str_finish(pStr);
-  sqlite3_result_text(pCtx, z ? z : "", z ? n : 0, SQLITE_TRANSIENT);
+  if (rc != SQLITE_OK || z == NULL) sqlite3_result_error_nomem(pCtx);
+  else sqlite3_result_text(pCtx, z, n, SQLITE_TRANSIENT);
   sqlite3_free(z);
 }
 
@@ -287,6 +289,73 @@ START_TEST(test_natural_type) {
 }
 END_TEST
 
+/* Reading a value's text can run out of memory: a TEXT value made by a
+** CAST of a blob literal has no terminator, so sqlite3_value_text
+** allocates one (and leaves the value NULL when that fails). The value is
+** read as the library reads a store's columns: from a statement of another
+** connection than the one that reports (SQLite would otherwise notice its
+** own failed allocation and fail the statement itself). With the n-th
+** allocation failing, transiently or from then on, the JSON is exactly the
+** one worked out by hand from SPEC §2.3 (a string quoted, JSON text as it
+** is) or SQLITE_NOMEM: never "" for the string, never a crash. */
+static int tOomOne(sqlite3 *db, const char *zSql, int tag, int n, char **pzOut) {
+  sqlite3_stmt *pStmt = NULL;
+  int rc = sqlite3_prepare_v2(db, zSql, -1, &pStmt, NULL);
+  *pzOut = NULL;
+  ck_assert_int_eq(rc, SQLITE_OK);
+  tuOomLeft = n;
+  rc = sqlite3_step(pStmt);
+  if (rc == SQLITE_ROW) {
+    sqlite3_str *pStr = sqlite3_str_new(NULL);
+    char *z;
+    rc = valueJsonFromStored(pStr, sqlite3_column_value(pStmt, 0), tag, 0);
+    z = sqlite3_str_finish(pStr);
+    if (rc == SQLITE_OK && z == NULL) rc = SQLITE_NOMEM;
+    if (rc == SQLITE_OK) *pzOut = strdup(z);
+    sqlite3_free(z);
+  }
+  sqlite3_finalize(pStmt);
+  return rc;
+}
+
+START_TEST(test_value_json_oom) {
+  static const struct { const char *zSql; int tag; const char *zWant; } a[] = {
+    {"SELECT CAST(x'616263' AS TEXT)", TAG_STRING, "\"abc\""},
+    {"SELECT CAST(x'3a612f62' AS TEXT)", TAG_KEYWORD, "\":a/b\""},
+    {"SELECT CAST(x'5b315d' AS TEXT)", TAG_JSON, "[1]"},
+  };
+  tuOomInstall();
+  for (int iMode = 0; iMode < 2; iMode++) {
+    sqlite3 *db = NULL;
+    tuOomOnce = iMode == 0;
+    ck_assert_int_eq(sqlite3_open(":memory:", &db), SQLITE_OK);
+    for (size_t i = 0; i < sizeof a / sizeof a[0]; i++) {
+      int n, bDone = 0, nFail = 0;
+      for (n = 0; n < 200 && !bDone; n++) {
+        char *z = NULL;
+        int rc = tOomOne(db, a[i].zSql, a[i].tag, n, &z);
+        bDone = tuOomOnce ? tuOomLeft > 0 : rc == SQLITE_OK;
+        tuOomLeft = -1;
+        if (rc == SQLITE_OK) {
+          ck_assert_msg(strcmp(z, a[i].zWant) == 0, "%s, %s failing allocation %d: got %s, want %s",
+                        a[i].zSql, iMode ? "persistent" : "transient", n, z, a[i].zWant);
+        } else {
+          ck_assert_msg(tuIsNomem(rc), "%s, %s failing allocation %d: rc %d", a[i].zSql,
+                        iMode ? "persistent" : "transient", n, rc);
+          nFail++;
+        }
+        free(z);
+      }
+      ck_assert_msg(bDone && nFail > 0, "%s: mode %d ended at %d with %d failures", a[i].zSql, iMode, n,
+                    nFail);
+    }
+    sqlite3_close(db);
+  }
+  tuOomOnce = 0;
+  tuOomRemove();
+}
+END_TEST
+
 static Suite *valueSuite(void) {
   Suite *s = suite_create("value");
   TCase *tc = tcase_create("value");
@@ -295,6 +364,7 @@ static Suite *valueSuite(void) {
   tcase_add_test(tc, test_value_json_fallbacks);
   tcase_add_test(tc, test_value_types);
   tcase_add_test(tc, test_natural_type);
+  tcase_add_test(tc, test_value_json_oom);
   suite_add_tcase(s, tc);
   return s;
 }

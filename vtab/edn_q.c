@@ -280,9 +280,15 @@ static int ednqSaveArgs(EdnqCursor *pCur, int idxNum, int argc, sqlite3_value **
       case SQLITE_FLOAT: pArg->r = sqlite3_value_double(apIn[i]); break;
       case SQLITE_TEXT:
       case SQLITE_BLOB: {
+        /* bytes before the pointer: a zeroblob whose expansion runs out of
+        ** memory becomes NULL (0 bytes), which must not echo as x'' */
+        pArg->n = sqlite3_value_bytes(apIn[i]);
         const void *p = pArg->eType == SQLITE_TEXT ? (const void *)sqlite3_value_text(apIn[i])
                                                    : sqlite3_value_blob(apIn[i]);
-        pArg->n = sqlite3_value_bytes(apIn[i]);
+        if (p == NULL && pArg->n > 0) {
+          pArg->eType = SQLITE_NULL;
+          return SQLITE_NOMEM;
+        }
         pArg->iOfs = iOfs;
         if (pArg->n > 0) memcpy(pCur->aArgBuf + iOfs, p, (size_t)pArg->n);
         pCur->aArgBuf[iOfs + (size_t)pArg->n] = 0;
