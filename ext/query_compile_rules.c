@@ -1029,7 +1029,12 @@ static int qcInlineUnseeded(QCtx *pX, int h, const QClause *pCl, const unsigned 
 /* Call pCl of the one-definition head h with bound and free arguments:
 ** the body's clauses join the caller's own FROM and WHERE (a scope of its
 ** own for the names, pre-bound to the caller's arguments), so no copy of
-** the scope is made and a chain of such calls is linear. Always 1. */
+** the scope is made and a chain of such calls is linear. The body's scope
+** starts from the caller's FROM and WHERE and replaces them when done: its
+** pre-bound variables name the caller's tables, so whatever the body copies
+** its scope into (a recursive call's origins, a seeded branch of or or of
+** a rule) must carry those tables, a derived table in FROM seeing no
+** sibling of its own FROM. Always 1. */
 static int qcInlineJoin(QCtx *pX, const QClause *pCl, int h, const unsigned char *aeArg,
                         int iDepth) {
   QComp *pC = pX->pC;
@@ -1039,6 +1044,13 @@ static int qcInlineJoin(QCtx *pX, const QClause *pCl, int h, const unsigned char
   for (i = 0; i < pC->rules.nRule; i++) if (pC->pRi->aiHeadOf[i] == h) pR = pC->rules.aRule[i];
   qcCtxInit(&sub, pC, pX);
   sub.nVisible = 0;          /* the body's variables are its own */
+  sqlite3_str_appendall(sub.pFrom, sqlite3_str_value(pX->pFrom));
+  sqlite3_str_appendall(sub.pWhere, sqlite3_str_value(pX->pWhere));
+  sub.nFrom = pX->nFrom;
+  sub.nWhere = pX->nWhere;
+  sub.nPatternFrom = pX->nPatternFrom;
+  sub.bUnlinked = pX->bUnlinked;
+  sub.bRecRef = pX->bRecRef;
   qcInlinePrebind(&sub, pX, pCl, pR, aeArg, 0);
   qcClauses(&sub, pR->aClause, pR->nClause, iDepth + 1);
   for (j = 0; j < pCl->nArg && pC->rc == SQLITE_OK; j++) {
@@ -1052,12 +1064,15 @@ static int qcInlineJoin(QCtx *pX, const QClause *pCl, int h, const unsigned char
   if (pC->rc == SQLITE_OK && (sqlite3_str_errcode(sub.pFrom) || sqlite3_str_errcode(sub.pWhere))) {
     qcNoMem(pC);
   }
-  if (pC->rc == SQLITE_OK && sub.nFrom) {
-    qcFrom(pX, sqlite3_mprintf("%s", sqlite3_str_value(sub.pFrom)));
-    pX->nFrom += sub.nFrom - 1;
-  }
-  if (pC->rc == SQLITE_OK && sub.nWhere) {
-    qcWhere(pX, sqlite3_mprintf("%s", sqlite3_str_value(sub.pWhere)));
+  if (pC->rc == SQLITE_OK) {
+    sqlite3_str_reset(pX->pFrom);
+    sqlite3_str_appendall(pX->pFrom, sqlite3_str_value(sub.pFrom));
+    pX->nFrom = sub.nFrom;
+    sqlite3_str_reset(pX->pWhere);
+    sqlite3_str_appendall(pX->pWhere, sqlite3_str_value(sub.pWhere));
+    pX->nWhere = sub.nWhere;
+    if (sqlite3_str_errcode(pX->pFrom) || sqlite3_str_errcode(pX->pWhere)) qcNoMem(pC);
+    if (sub.bUnlinked) pX->bUnlinked = 1;
   }
   if (sub.bRecRef) pX->bRecRef = 1;
   for (j = 0; j < pCl->nArg && pC->rc == SQLITE_OK; j++) {
