@@ -698,8 +698,8 @@ cleanup:
 static int qcGetElse(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
   QComp *pC = pX->pC;
   const Attr *pA;
-  char *zE, *zSub;
-  int iP;
+  char *zE, *zSub, *zD, *zTagD = NULL;
+  ValueType vtD;
   if (nArg != 3) return qcErr(pC, pCl->pForm, "get-else takes $, an entity, an attribute and a default");
   if (aArg[2]->type == EDN_NIL) return qcErr(pC, aArg[2], "get-else: the default must not be nil");
   pA = qcAttrArg(pX, aArg[1], "get-else");
@@ -708,26 +708,44 @@ static int qcGetElse(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, 
   zE = qcEntityExpr(pX, aArg[0], "get-else");
   if (zE == NULL) return pC->rc;
   if (pA == NULL) {
-    ValueType vtD;
-    char *zD = qcTermExpr(pX, aArg[2], &vtD, NULL, "function");
+    /* an attribute no store has: always the default */
+    zD = qcTermExpr(pX, aArg[2], &vtD, &zTagD, "function");
     sqlite3_free(zE);
     if (zD == NULL) return pC->rc;
-    return qcBindResult(pX, pCl, zD, vtD, NULL);
+    return qcBindResult(pX, pCl, zD, vtD, zTagD);
   }
   zSub = qcEntityAttrSql(pX, pCl->pForm, "get-else", "g.v", zE, pA->e);
   sqlite3_free(zE);
   if (zSub == NULL) return pC->rc;
-  if (ednIsVar(aArg[2])) {
-    ValueType vtD;
-    char *zD = qcTermExpr(pX, aArg[2], &vtD, NULL, "function");
-    if (zD) qcBindResult(pX, pCl, sqlite3_mprintf("COALESCE((%s), %s)", zSub, zD), pA->type, NULL);
+  /* The default is returned as given, in its own type (Datomic's "Outer
+  ** Joins" tech note: [(get-else $ ?e :artist/startYear "Unknown") ?y];
+  ** DataScript: (if-some [d ...] (:v d) else-val)): a keyword default on a
+  ** ref attribute stays the keyword, 0 on a double attribute stays a long.
+  ** Only a default of the attribute's type (or a long on a ref one: an
+  ** entity id is a long) keeps the attribute's static type; otherwise the
+  ** result is of mixed type, tagged per row. */
+  zD = qcTermExpr(pX, aArg[2], &vtD, &zTagD, "function");
+  if (zD == NULL) {
     sqlite3_free(zSub);
-    sqlite3_free(zD);
     return pC->rc;
   }
-  iP = qcParam(pC, aArg[2], -1, -1, -1, QV_TYPED, pA->type);
-  qcBindResult(pX, pCl, sqlite3_mprintf("COALESCE((%s), ?%d)", zSub, iP), pA->type, NULL);
+  if (vtD == pA->type || (pA->type == VT_REF && vtD == VT_LONG)) {
+    qcBindResult(pX, pCl, sqlite3_mprintf("COALESCE((%s), %s)", zSub, zD), pA->type, NULL);
+  } else {
+    char *zTag;
+    if (vtD == VT_NONE && zTagD) {
+      zTag = sqlite3_mprintf("(CASE WHEN (%s) IS NULL THEN %s ELSE %d END)", zSub, zTagD,
+                             vtTag(pA->type));
+    } else {
+      zTag = sqlite3_mprintf("(CASE WHEN (%s) IS NULL THEN %d ELSE %d END)", zSub,
+                             vtD == QVT_JSON ? TAG_JSON : vtTag(vtD), vtTag(pA->type));
+    }
+    if (zTag == NULL) qcNoMem(pC);
+    else qcBindResult(pX, pCl, sqlite3_mprintf("COALESCE((%s), %s)", zSub, zD), VT_NONE, zTag);
+  }
   sqlite3_free(zSub);
+  sqlite3_free(zD);
+  sqlite3_free(zTagD);
   return pC->rc;
 }
 
