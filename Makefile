@@ -157,7 +157,8 @@ uninstall:
 
 # Packages (pkg/): the .deb for Debian's libsqlite3-mod-* place, and the self-contained
 # builds for Python and npm, which carry the .so's non-glibc libraries (libcjson.so.1, ...)
-# beside it with an $$ORIGIN run path. Outputs in build/dist.
+# beside it with an $$ORIGIN run path. The .deb goes to build/ (`dpkg -i build/*.deb`), the
+# wheel and npm tarballs to build/dist.
 BUNDLE = build/bundle/libmentat_sqlite.so
 $(BUNDLE): $(OBJ)
 	@mkdir -p $(dir $@)
@@ -166,7 +167,7 @@ $(BUNDLE): $(OBJ)
 	bash pkg/bundle.sh $@
 deb: $(SO)
 	@$(MAKE) -s deps DEB_EXTRA="dpkg-dev lintian"
-	bash pkg/deb.sh $(SO) build/dist
+	bash pkg/deb.sh $(SO) build
 wheel: $(BUNDLE)
 	@$(MAKE) -s deps DEB_EXTRA="python3-build python3-setuptools python3-wheel"
 	bash pkg/wheel.sh build/bundle build/dist

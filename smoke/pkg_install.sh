@@ -33,7 +33,7 @@ make -s -C "$TOP" uninstall DESTDIR="$T/d" >/dev/null
 check "make uninstall DESTDIR" "$(files "$T/d")" ""
 
 make -s -C "$TOP" deb >"$T/deb.log" 2>&1 || { cat "$T/deb.log"; check "make deb" failed ok; }
-DEB=$(ls "$TOP"/build/dist/libsqlite3-mod-mentat_"$VER"-1_*.deb 2>/dev/null)
+DEB=$(ls "$TOP"/build/libsqlite3-mod-mentat_"$VER"-1_*.deb 2>/dev/null)
 if [ -n "$DEB" ]; then
   check "deb files" "$(dpkg-deb -c "$DEB" | awk '$1 !~ /^d/ { sub(/^\.\//, "", $6); print $6 }' | sort | tr '\n' ' ')" \
     "usr/lib/$MA/libmentat_sqlite.so usr/share/doc/libsqlite3-mod-mentat/README.md.gz usr/share/doc/libsqlite3-mod-mentat/changelog.Debian.gz usr/share/doc/libsqlite3-mod-mentat/copyright usr/share/lintian/overrides/libsqlite3-mod-mentat "
