@@ -450,6 +450,7 @@ typedef struct QfJava {
   char zBuf[200];           /* a zWhy that names the construct */
   int flags;                /* QF_JF_* in force at the cursor */
   int nGroup;               /* capturing groups opened so far */
+  int nGroupAll;            /* capturing groups in the pattern, -1 unknown */
   int nNest;                /* groups open at the cursor */
   int aSave[QF_JNEST];      /* the flags each open group restores at ')' */
   int *aMap;                /* pairs (offset in pOut, offset in z) per token */
@@ -540,7 +541,7 @@ static void qfjQuoted(QfJava *p, int c) {
 ** MULTILINE), never between \r and \n. */
 static void qfjDollar(QfJava *p, int bMulti) {
   if (p->flags & QF_JF_D) {
-    sqlite3_str_appendall(p->pOut, bMulti ? "(?=\\n|\\z)" : "(?=\\n?\\z)");
+    sqlite3_str_appendall(p->pOut, bMulti ? "(?:(?=\\n|\\z))" : "(?:(?=\\n?\\z))");
   } else if (bMulti) {
     sqlite3_str_appendf(p->pOut, "(?:(?=[%s]|\\z)(?!(?<=\\r)\\n))", qfjLineEnds(p));
   } else {
@@ -612,6 +613,21 @@ static const QfJProp aQfJBinary[] = {
   { "EXTENDED_PICTOGRAPHIC", "\\p{Extended_Pictographic}", 0 },
 };
 
+/* The POSIX names after Is, any case: Java's Unicode versions
+** (CharPredicates.getPosixPredicate; bare \p{Alpha} ... are US-ASCII).
+** GRAPH is "not Z*, Cc, Cs or Cn", written as the categories left; PRINT is
+** GRAPH or BLANK without Cc, which leaves Zs. */
+static const QfJProp aQfJPosixU[] = {
+  { "ALPHA", "\\p{Alphabetic}", 0 }, { "DIGIT", "\\p{Nd}", 0 },
+  { "ALNUM", "\\p{Alphabetic}\\p{Nd}", 0 }, { "PUNCT", "\\p{P}", 0 },
+  { "SPACE", "\\t-\\r\\x{85}\\p{Z}", 0 },
+  { "XDIGIT", "\\p{Nd}A-Fa-f\\x{FF21}-\\x{FF26}\\x{FF41}-\\x{FF46}", 0 },
+  { "LOWER", "\\p{Lowercase}", QF_CASED }, { "UPPER", "\\p{Uppercase}", QF_CASED },
+  { "CNTRL", "\\p{Cc}", 0 }, { "BLANK", "\\t\\p{Zs}", 0 },
+  { "GRAPH", "\\p{L}\\p{M}\\p{N}\\p{P}\\p{S}\\p{Cf}\\p{Co}", 0 },
+  { "PRINT", "\\p{L}\\p{M}\\p{N}\\p{P}\\p{S}\\p{Cf}\\p{Co}\\p{Zs}", 0 },
+};
+
 static const QfJProp *qfjFind(const QfJProp *a, int nA, const char *z, int n, int bNoCase) {
   int i;
   for (i = 0; i < nA; i++) {
@@ -625,11 +641,13 @@ static const QfJProp *qfjFind(const QfJProp *a, int nA, const char *z, int n, in
 
 #define QF_NPROP ((int)(sizeof aQfJProp / sizeof aQfJProp[0]))
 #define QF_NBINARY ((int)(sizeof aQfJBinary / sizeof aQfJBinary[0]))
+#define QF_NPOSIXU ((int)(sizeof aQfJPosixU / sizeof aQfJPosixU[0]))
 
 /* \p{name} or \P{name} (bNot), Java's name resolution: name=value (sc,
 ** script, gc, general_category; blk and block are refused), In<block>
-** (refused: PCRE2 has no blocks), Is<binary property, category, POSIX or
-** script>, else a category, POSIX or java name. */
+** (refused: PCRE2 has no blocks), Is<binary property, Unicode POSIX,
+** category, ASCII-only or java name, or script>, else a category, POSIX
+** or java name. */
 static void qfjProperty(QfJava *p, int bNot, int bClass, const char *z, int n) {
   const QfJProp *pProp = NULL;
   const char *zEq = memchr(z, '=', (size_t)n);
@@ -654,6 +672,7 @@ static void qfjProperty(QfJava *p, int bNot, int bClass, const char *z, int n) {
     return;
   } else if (n > 2 && memcmp(z, "Is", 2) == 0) {
     pProp = qfjFind(aQfJBinary, QF_NBINARY, z + 2, n - 2, 1);
+    if (pProp == NULL) pProp = qfjFind(aQfJPosixU, QF_NPOSIXU, z + 2, n - 2, 1);
     if (pProp == NULL) pProp = qfjFind(aQfJProp, QF_NPROP, z + 2, n - 2, 0);
     if (pProp == NULL && n - 2 < 60) sqlite3_snprintf(sizeof zScript, zScript, "\\p{sc:%.*s}", n - 2, z + 2);
   } else {
@@ -731,7 +750,13 @@ static void qfjEscape(QfJava *p, int bClass) {
       while (i < n && z[i] >= '0' && z[i] <= '9' && v * 10 + (z[i] - '0') <= p->nGroup) {
         v = v * 10 + (z[i++] - '0');
       }
-      sqlite3_str_appendf(p->pOut, "\\g{%d}", v);
+      if (p->nGroupAll >= 0 && v > p->nGroupAll) {
+        /* a group the pattern does not have: Java compiles it (Matcher
+        ** keeps at least 10 group slots) and it never matches */
+        sqlite3_str_appendall(p->pOut, "(?:(?!))");
+      } else {
+        sqlite3_str_appendf(p->pOut, "\\g{%d}", v);
+      }
       break;
     }
     case 'x': {
@@ -790,16 +815,21 @@ static void qfjEscape(QfJava *p, int bClass) {
     case 'a': cp = 7; break;
     case 'e': cp = 27; break;
     case 'd': case 'D': case 's': case 'S': case 'w': case 'W':
-    case 'h': case 'H': case 'v': case 'V': case 'A': case 'z': case 'B': case 'X':
-      /* the same sets and assertions in PCRE2 without UCP */
+    case 'h': case 'H': case 'v': case 'V': case 'X':
+      /* the same sets in PCRE2 without UCP */
       sqlite3_str_appendf(p->pOut, "\\%c", c);
+      break;
+    case 'A': case 'z': case 'B':
+      /* the same assertions in PCRE2 without UCP; in a group, which PCRE2
+      ** lets a quantifier follow as Java does every zero-width atom */
+      sqlite3_str_appendf(p->pOut, "(?:\\%c)", c);
       break;
     case 'b':
       if (i < n && z[i] == '{') {
         qfjWhy(p, "\\b{...} (a grapheme cluster boundary) is not supported");
         return;
       }
-      sqlite3_str_appendall(p->pOut, "\\b");
+      sqlite3_str_appendall(p->pOut, "(?:\\b)");
       break;
     case 'Z':
       qfjDollar(p, 0);
@@ -807,7 +837,7 @@ static void qfjEscape(QfJava *p, int bClass) {
     case 'G':
       /* the end of the previous match: a callout checks it (PCRE2's \G is
       ** the start of the search, one character on after an empty match) */
-      sqlite3_str_appendall(p->pOut, "(?C1)");
+      sqlite3_str_appendall(p->pOut, "(?:(?C1))");
       break;
     case 'R':
       sqlite3_str_appendall(p->pOut, "(?:\\r\\n|[\\n\\x{B}\\f\\r\\x{85}\\x{2028}\\x{2029}])");
@@ -1091,7 +1121,7 @@ static void qfjRun(QfJava *p) {
       case '^':
         /* MULTILINE: at the start or after a line terminator (not inside
         ** \r\n), never at the end of the text (Java's Caret) */
-        if (!(p->flags & QF_JF_M)) sqlite3_str_appendall(p->pOut, "\\A");
+        if (!(p->flags & QF_JF_M)) sqlite3_str_appendall(p->pOut, "(?:\\A)");
         else if (p->flags & QF_JF_D) sqlite3_str_appendall(p->pOut, "(?:(?<![^\\n])(?!\\z))");
         else sqlite3_str_appendf(p->pOut, "(?:(?<![^%s])(?!(?<=\\r)\\n)(?!\\z))", qfjLineEnds(p));
         p->i++;
@@ -1133,10 +1163,22 @@ static void qfjRun(QfJava *p) {
 static int qfRegexJava(const char *z, int n, char **pzOut, int *pnOut, int **paMap, int *pnMap,
                        char **pzErr) {
   QfJava j;
-  int rc;
+  int rc, nGroupAll;
+  /* a first pass counts the groups, which a back reference to a later or
+  ** missing group needs */
   memset(&j, 0, sizeof j);
   j.z = (const unsigned char*)z;
   j.n = n;
+  j.nGroupAll = -1;
+  j.pOut = sqlite3_str_new(NULL);
+  qfjRun(&j);
+  nGroupAll = j.nGroup;
+  sqlite3_free(sqlite3_str_finish(j.pOut));
+  sqlite3_free(j.aMap);
+  memset(&j, 0, sizeof j);
+  j.z = (const unsigned char*)z;
+  j.n = n;
+  j.nGroupAll = nGroupAll;
   j.pOut = sqlite3_str_new(NULL);
   *pzOut = NULL;
   *pnOut = 0;
