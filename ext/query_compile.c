@@ -389,8 +389,6 @@ static char *qcInTerms(const QVar *pV, const char *zExpr) {
   return sqlite3_str_finish(pOut);
 }
 
-static char *qcIdentSql(const char *zKw);
-
 void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTag,
                int bIntCol) {
   QVar *pV;
@@ -723,8 +721,7 @@ char *qcEntityLookupSql(QComp *pC, const EdnValue *p) {
 
 static int qcTypeParams(QCtx *pX, QVar *pV, ValueType vt, int bKeepKind);
 
-/* The entity an ident names: SQL zKw is a keyword's text. */
-static char *qcIdentSql(const char *zKw) {
+char *qcIdentSql(const char *zKw) {
   return sqlite3_mprintf("(SELECT e FROM datoms WHERE a = %d AND v = %s AND value_type_tag = %d)",
                          ENTID_DB_IDENT, zKw, TAG_KEYWORD);
 }

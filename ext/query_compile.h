@@ -255,6 +255,9 @@ char *qcEntityLookupSql(QComp *pC, const EdnValue *p);
 ** ids, idents, or lookup refs"). Another constant, or a variable of a type
 ** that names no entity, is an error naming zFn. NULL on error. */
 char *qcEntityExpr(QCtx *pX, const EdnValue *p, const char *zFn);
+/* The entity an ident names, as an SQL scalar subquery (NULL when none):
+** SQL zKw is a keyword's text. NULL on OOM. */
+char *qcIdentSql(const char *zKw);
 /* The SQL expression and type of a bound variable or constant term;
 ** unbound variables are an error naming zWhat ("predicate"). For zWhat
 ** "function" (an argument of a function expression) a function result of

@@ -375,9 +375,43 @@ static int qcBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt,
     ** value can stand for. */
     qcWhere(pX, sqlite3_mprintf("(%s) IS NOT NULL", zExpr));
     {
-      int bNew = qcVarFind(pX, pB->aVar[0]->u.s.z) == NULL;
+      QVar *pV = qcVarFind(pX, pB->aVar[0]->u.s.z);
+      int bNew = pV == NULL;
+      int bKw = vt == VT_KEYWORD || (vt == VT_NONE && zTag);
+      if (!bNew && bKw && pV->zExpr && pV->vt == VT_REF) {
+        /* A keyword result meets an entity (or ref value) place already
+        ** bound: the entity whose ident it is, as when the place comes
+        ** after (below) and as a constant or an input there (Datomic reads
+        ** an ident wherever an entity goes). */
+        char *zId = qcIdentSql(zExpr);
+        char *zE = NULL, *zT = NULL;
+        if (zId && vt == VT_KEYWORD) {
+          zE = zId;
+          zId = NULL;
+        } else if (zId) {
+          zE = sqlite3_mprintf("(CASE %s WHEN %d THEN %s ELSE %s END)", zTag, TAG_KEYWORD, zId,
+                               zExpr);
+          zT = sqlite3_mprintf("(CASE %s WHEN %d THEN %d ELSE %s END)", zTag, TAG_KEYWORD,
+                               TAG_REF, zTag);
+        }
+        sqlite3_free(zId);
+        sqlite3_free(zExpr);
+        sqlite3_free(zTag);
+        if (zE == NULL || (vt == VT_NONE && zT == NULL)) {
+          sqlite3_free(zE);
+          sqlite3_free(zT);
+          return qcNoMem(pC);
+        }
+        qcBindVar(pX, pB->aVar[0]->u.s.z, zE, vt == VT_KEYWORD ? VT_REF : VT_NONE, zT, 0);
+        return pC->rc;
+      }
       qcBindVar(pX, pB->aVar[0]->u.s.z, zExpr, vt, zTag, 0);
-      if (bNew) qcFnResult(pX, pB->aVar[0]->u.s.z);
+      if (bNew) {
+        qcFnResult(pX, pB->aVar[0]->u.s.z);
+        /* a keyword result read as an ident by a later entity place */
+        pV = qcVarFind(pX, pB->aVar[0]->u.s.z);
+        if (bKw && pV) pV->bIdent = 1;
+      }
     }
     return pC->rc;
   }
