@@ -1052,6 +1052,17 @@ static int qcInlineJoin(QCtx *pX, const QClause *pCl, int h, const unsigned char
   sub.bUnlinked = pX->bUnlinked;
   sub.bRecRef = pX->bRecRef;
   qcInlinePrebind(&sub, pX, pCl, pR, aeArg, 0);
+  /* A pre-bound argument keeps how deep the functions inlined in it nest,
+  ** so the body's own functions bind it once (mentat_one, in the FROM
+  ** the body shares with the caller) instead of nesting it further: a
+  ** chain of calls stays within SQLite's parser stack. */
+  for (j = 0; j < pCl->nArg && pC->rc == SQLITE_OK; j++) {
+    QVar *pV, *pA;
+    if (aeArg[j] != 1) continue;
+    pV = qcVarFind(&sub, pR->aHead[j]->u.s.z);
+    pA = qcVarFind(pX, pCl->aArg[j]->u.s.z);
+    if (pV && pA && pV->nFnDepth < pA->nFnDepth) pV->nFnDepth = pA->nFnDepth;
+  }
   qcClauses(&sub, pR->aClause, pR->nClause, iDepth + 1);
   for (j = 0; j < pCl->nArg && pC->rc == SQLITE_OK; j++) {
     QVar *pV;
@@ -1081,6 +1092,11 @@ static int qcInlineJoin(QCtx *pX, const QClause *pCl, int h, const unsigned char
     pV = qcVarFind(&sub, pR->aHead[j]->u.s.z);
     qcBindVar(pX, pCl->aArg[j]->u.s.z, sqlite3_mprintf("%s", pV->zExpr), pV->vt,
               pV->zTag ? sqlite3_mprintf("%s", pV->zTag) : NULL, pV->bIntCol);
+    /* and a result the body's functions computed inline says so */
+    if (pC->rc == SQLITE_OK && pV->nFnDepth > 0) {
+      QVar *pN = qcVarFind(pX, pCl->aArg[j]->u.s.z);
+      if (pN && pN->nFnDepth < pV->nFnDepth) pN->nFnDepth = pV->nFnDepth;
+    }
   }
   qcCtxReset(&sub);
   return 1;
