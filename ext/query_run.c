@@ -412,6 +412,35 @@ static int qRunPatterns(QueryRun *pRun, const QueryOpts *pOpts, char **pzErr) {
   return rc;
 }
 
+/* How deep the subqueries of compiled SQL zSql nest: "(SELECT" and
+** "(WITH" opened and not yet closed, outside string literals. not, or and
+** rule bodies are subqueries; a parser stack overflow with few of them is
+** some other nesting (functions), and must not be blamed on not or or. */
+static int qSubqueryDepth(const char *zSql) {
+  int aOpen[256];            /* paren depth of each open subquery */
+  int nParen = 0, nOpen = 0, nMax = 0;
+  const char *z;
+  for (z = zSql; z && *z; z++) {
+    if (*z == '\'') {
+      for (z++; *z && !(z[0] == '\'' && z[1] != '\''); z++) if (z[0] == '\'') z++;
+      if (*z == 0) break;
+    } else if (*z == '(') {
+      const char *w = z + 1;
+      nParen++;
+      while (*w == ' ') w++;
+      if ((sqlite3_strnicmp(w, "SELECT", 6) == 0 || sqlite3_strnicmp(w, "WITH", 4) == 0)
+          && nOpen < (int)(sizeof aOpen / sizeof aOpen[0])) {
+        aOpen[nOpen++] = nParen;
+        if (nOpen > nMax) nMax = nOpen;
+      }
+    } else if (*z == ')') {
+      if (nOpen > 0 && aOpen[nOpen - 1] == nParen) nOpen--;
+      nParen--;
+    }
+  }
+  return nMax;
+}
+
 int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
              const QueryOpts *pOpts, QueryRun **ppRun, char **pzErr) {
   QueryRun *pRun = NULL;
@@ -459,8 +488,10 @@ int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
         const char *zHint = strstr(zMsg, "tables in a join")
             ? " (a query or rule body joins at most 64 data patterns; inside not, or and"
               " rule bodies a chain of functions counts one per 3)"
-            : strstr(zMsg, "parser stack overflow")
+            : strstr(zMsg, "parser stack overflow") && qSubqueryDepth(pPlan->zSql) >= 8
             ? " (not, not-join and or nest at most 8 deep)"
+            : strstr(zMsg, "parser stack overflow")
+            ? " (the query's expressions nest too deep for SQLite)"
             : strstr(zMsg, "too many references to")
             ? " (a rule with several definitions whose functions, predicates or not read the"
               " caller's bound arguments is copied with the rows before each call: at most"
