@@ -859,7 +859,17 @@ static void qcPlace(QCtx *pX, const EdnValue *pTerm, const char *zAlias, const c
   zExpr = sqlite3_mprintf("%s.%s", zAlias, zCol);
   if (zExpr == NULL) { qcNoMem(pX->pC); return; }
   if (ednIsVar(pTerm)) {
-    char *zTag = zTagCol ? sqlite3_mprintf("%s.%s", zAlias, zTagCol) : NULL;
+    char *zTag;
+    QVar *pV = qcVarFind(pX, pTerm->u.s.z);
+    if (vt == VT_REF && pV && pV->zExpr && pV->vt == QVT_JSON && pV->nParam == 0) {
+      /* a collection a function bound names no entity: an error, as
+      ** get-else says of it, not a silent empty join */
+      sqlite3_free(zExpr);
+      qcErr(pX->pC, pTerm, "%s is a collection, not an entity id, ident or lookup ref",
+            pTerm->u.s.z);
+      return;
+    }
+    zTag = zTagCol ? sqlite3_mprintf("%s.%s", zAlias, zTagCol) : NULL;
     if (zTagCol && zTag == NULL) { sqlite3_free(zExpr); qcNoMem(pX->pC); return; }
     qcBindVar(pX, pTerm->u.s.z, zExpr, vt, zTag, bIntCol);
     return;

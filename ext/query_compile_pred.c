@@ -378,6 +378,13 @@ static int qcBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt,
       QVar *pV = qcVarFind(pX, pB->aVar[0]->u.s.z);
       int bNew = pV == NULL;
       int bKw = vt == VT_KEYWORD || (vt == VT_NONE && zTag);
+      if (!bNew && vt == QVT_JSON && pV->zExpr && pV->vt == VT_REF && !pV->nParam) {
+        /* as a pattern after it would say (qcPlace) */
+        sqlite3_free(zExpr);
+        sqlite3_free(zTag);
+        return qcErr(pC, pCl->pForm, "%s is a collection, not an entity id, ident or lookup ref",
+                     pB->aVar[0]->u.s.z);
+      }
       if (!bNew && bKw && pV->zExpr && pV->vt == VT_REF) {
         /* A keyword result meets an entity (or ref value) place already
         ** bound: the entity whose ident it is, as when the place comes
