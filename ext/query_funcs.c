@@ -1436,6 +1436,23 @@ done:
 
 /* ------------------------------------------------- numeric aggregates */
 
+/* The user's name for the type of a stored value: its tag, and for
+** TAG_NUMBER its storage class t (long or double). Static text. */
+static const char *qfTagName(int tag, int t) {
+  switch (tag) {
+    case TAG_REF: return ":db.type/ref";
+    case TAG_NUMBER: return t == SQLITE_INTEGER ? ":db.type/long" : ":db.type/double";
+    case TAG_BOOLEAN: return ":db.type/boolean";
+    case TAG_INSTANT: return ":db.type/instant";
+    case TAG_STRING: return ":db.type/string";
+    case TAG_UUID: return ":db.type/uuid";
+    case TAG_KEYWORD: return ":db.type/keyword";
+    case TAG_BYTES: return ":db.type/bytes";
+    case TAG_JSON: return "collection";
+  }
+  return "value of unknown type";
+}
+
 /* mentat_tx_point(v, tag, where): see the header. tag NULL: the value's
 ** storage class decides (an integer is a tx id). NULL gives NULL. */
 static void qfTxPoint(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
@@ -1448,18 +1465,8 @@ static void qfTxPoint(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     if (t == SQLITE_FLOAT) zType = ":db.type/double";
     else if (t != SQLITE_INTEGER) zType = t == SQLITE_TEXT ? "text" : "blob";
   } else {
-    switch (sqlite3_value_int(argv[1])) {
-      case TAG_REF: break;
-      case TAG_NUMBER: if (t != SQLITE_INTEGER) zType = ":db.type/double"; break;
-      case TAG_BOOLEAN: zType = ":db.type/boolean"; break;
-      case TAG_INSTANT: zType = ":db.type/instant"; break;
-      case TAG_STRING: zType = ":db.type/string"; break;
-      case TAG_UUID: zType = ":db.type/uuid"; break;
-      case TAG_KEYWORD: zType = ":db.type/keyword"; break;
-      case TAG_BYTES: zType = ":db.type/bytes"; break;
-      case TAG_JSON: zType = "collection"; break;
-      default: zType = "value of unknown type"; break;
-    }
+    int tag = sqlite3_value_int(argv[1]);
+    if (tag != TAG_REF && (tag != TAG_NUMBER || t != SQLITE_INTEGER)) zType = qfTagName(tag, t);
   }
   if (zType == NULL) {
     sqlite3_result_value(pCtx, argv[0]);
@@ -1525,17 +1532,8 @@ static void qfNum(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   if (sqlite3_value_type(argv[1]) == SQLITE_NULL) {
     if (t != SQLITE_INTEGER && t != SQLITE_FLOAT) zType = t == SQLITE_TEXT ? "text" : "blob";
   } else {
-    switch (sqlite3_value_int(argv[1])) {
-      case TAG_NUMBER: case TAG_REF: break;
-      case TAG_BOOLEAN: zType = ":db.type/boolean"; break;
-      case TAG_INSTANT: zType = ":db.type/instant"; break;
-      case TAG_STRING: zType = ":db.type/string"; break;
-      case TAG_UUID: zType = ":db.type/uuid"; break;
-      case TAG_KEYWORD: zType = ":db.type/keyword"; break;
-      case TAG_BYTES: zType = ":db.type/bytes"; break;
-      case TAG_JSON: zType = "collection"; break;
-      default: zType = "value of unknown type"; break;
-    }
+    int tag = sqlite3_value_int(argv[1]);
+    if (tag != TAG_NUMBER && tag != TAG_REF) zType = qfTagName(tag, t);
   }
   if (zType) {
     qfErrorAt(pCtx, argv[2], "a %s is not a number", zType);
