@@ -353,6 +353,17 @@ char *qcVarSetTag(const QVar *pV) {
   return qcVarTag(pV);
 }
 
+void qcSetColumns(QComp *pC, sqlite3_str *pOut, int bFirst, int j, const QVar *pV,
+                  ValueType *pVt) {
+  char *zTag = qcVarSetTag(pV);
+  if (zTag == NULL) { qcNoMem(pC); return; }
+  sqlite3_str_appendf(pOut, "%s%s AS c%d, %s AS t%d, typeof(%s) AS k%d", bFirst ? "" : ", ",
+                      pV->zExpr, j, zTag, j, pV->zExpr, j);
+  sqlite3_free(zTag);
+  if (*pVt == (ValueType)-1) *pVt = pV->vt;
+  else if (*pVt != pV->vt) *pVt = VT_NONE;
+}
+
 /* The storage class a number of static type vt has in SQL. */
 static const char *qcNumClass(ValueType vt) {
   return vt == VT_DOUBLE ? "real" : "integer";

@@ -300,6 +300,15 @@ char *qcVarTag(const QVar *pV);
 ** qcVarSetTag: the same for a variable (its tag or its static tag). */
 char *qcSetTag(const char *zTag);
 char *qcVarSetTag(const QVar *pV);
+
+/* Writes variable pV as branch column j of a UNION whose set key is
+** Clojure's = ("<expr> AS cJ, <set tag> AS tJ, typeof(<expr>) AS kJ": a ref
+** and a long of one number one row, 1 and 1.0 two), a ", " first unless
+** bFirst, and merges pV's static type into *pVt ((ValueType)-1: none yet;
+** VT_NONE once branches differ). OOM is recorded in pC. Used by or
+** (query_compile_clause.c) and rule definitions (query_compile_rules.c). */
+void qcSetColumns(QComp *pC, sqlite3_str *pOut, int bFirst, int j, const QVar *pV,
+                  ValueType *pVt);
 /* A type's name in messages: ":db.type/string", or "collection" for the
 ** JSON values queries make. */
 const char *qcVtName(ValueType vt);

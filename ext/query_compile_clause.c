@@ -435,20 +435,11 @@ int qcOr(QCtx *pX, const QClause *pCl, int iDepth) {
       sqlite3_str_appendf(pOut, "%sSELECT ", i ? " UNION " : "");
       for (j = 0; j < nJoin && pC->rc == SQLITE_OK; j++) {
         QVar *pV = qcVarFind(&sub, aJoin[j]->u.s.z);
-        char *zTag;
         if (pV == NULL || pV->zExpr == NULL) {
           qcErr(pC, pCl->aSub[i]->pForm, "or branch does not bind %s", aJoin[j]->u.s.z);
           break;
         }
-        /* UNION's set key is Clojure's =: a ref and a long of one number
-        ** are one row, 1 and 1.0 two (k: the storage class). */
-        zTag = qcVarSetTag(pV);
-        if (zTag == NULL) { qcNoMem(pC); break; }
-        sqlite3_str_appendf(pOut, "%s%s AS c%d, %s AS t%d, typeof(%s) AS k%d", j ? ", " : "",
-                            pV->zExpr, j, zTag, j, pV->zExpr, j);
-        sqlite3_free(zTag);
-        if (aVt[j] == (ValueType)-1) aVt[j] = pV->vt;
-        else if (aVt[j] != pV->vt) aVt[j] = VT_NONE;
+        qcSetColumns(pC, pOut, j == 0, j, pV, &aVt[j]);
       }
       zBody = pC->rc == SQLITE_OK ? qcBody(&sub) : NULL;
       if (zBody) sqlite3_str_appendall(pOut, zBody);

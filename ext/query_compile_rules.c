@@ -1169,7 +1169,6 @@ static int qcInlineCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
     if (!nFree) sqlite3_str_appendall(pOut, "1");
     for (j = 0; j < nArity && nFree && pC->rc == SQLITE_OK; j++) {
       QVar *pV;
-      char *zTag;
       /* Constants and _ are not joined; bound arguments are, to the copy
       ** of the caller's rows the branch started from. */
       if (aeArg[j] != 0 && aeArg[j] != 1) continue;
@@ -1178,15 +1177,7 @@ static int qcInlineCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
         qcErr(pC, pR->aHead[j], "rule %s does not bind %s", pR->zName, pR->aHead[j]->u.s.z);
         break;
       }
-      /* UNION's set key is Clojure's =, as or's (query_compile_clause.c):
-      ** a ref and a long of one number one row, 1 and 1.0 two. */
-      zTag = qcVarSetTag(pV);
-      sqlite3_str_appendf(pOut, "%s%s AS c%d, %s AS t%d, typeof(%s) AS k%d", nCol++ ? ", " : "",
-                          pV->zExpr, j, zTag ? zTag : "NULL", j, pV->zExpr, j);
-      if (zTag == NULL) qcNoMem(pC);
-      sqlite3_free(zTag);
-      if (aVt[j] == (ValueType)-1) aVt[j] = pV->vt;
-      else if (aVt[j] != pV->vt) aVt[j] = VT_NONE;
+      qcSetColumns(pC, pOut, nCol++ == 0, j, pV, &aVt[j]);
     }
     zBody = pC->rc == SQLITE_OK ? qcBody(&sub) : NULL;
     if (zBody) sqlite3_str_appendall(pOut, zBody);
