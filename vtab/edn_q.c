@@ -91,7 +91,8 @@ struct EdnqCursor {
   char *aArgBuf;                    /* their bytes, sqlite3_malloc'd */
   size_t nArgBuf;                   /* allocated */
   sqlite3_int64 iRowid;             /* 1 for the first row */
-  sqlite3_int64 iRowBase;           /* added to iRowid: see ednqRowBase */
+  sqlite3_int64 iRowBase;           /* added to iRowid: see ednqRowBase; 0 until
+                                    ** xRowid first asks for it */
   int bEof;
   QueryOpts opts;
   Store *pStore;                    /* each NULL when not held */
@@ -344,7 +345,9 @@ static int ednqOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
 ** rowid an earlier branch gave: the same arguments number the same rows
 ** alike (an OR whose branches make one call drops the rows both give),
 ** and two calls' rows never share a rowid unless their hashes meet (odds
-** of 2^-30), where row numbers alone would lose the second call's rows. */
+** of 2^-30), where row numbers alone would lose the second call's rows.
+** Computed on the first xRowid of a filter, not in xFilter: only plans that
+** ask for rowids (OR, the host's own SELECT rowid) pay for the hash. */
 static void ednqRowBase(EdnqCursor *pCur) {
   sqlite3_uint64 h = 14695981039346656037ull;
   int i, k;
@@ -438,7 +441,7 @@ static int ednqFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
   }
   rc = ednqSaveArgs(pCur, idxNum, argc, argv);
   if (rc != SQLITE_OK) return rc;
-  ednqRowBase(pCur);
+  pCur->iRowBase = 0;
   /* NULL in a required argument: no rows (SPEC §2). */
   if (pCur->aArg[0].eType == SQLITE_NULL || pCur->aArg[1].eType == SQLITE_NULL) return SQLITE_OK;
   /* Text is read after the copies were taken, so they keep the host's type
@@ -520,7 +523,9 @@ static int ednqColumn(sqlite3_vtab_cursor *cur, sqlite3_context *pCtx, int iCol)
 }
 
 static int ednqRowid(sqlite3_vtab_cursor *cur, sqlite_int64 *pRowid) {
-  *pRowid = ((EdnqCursor *)cur)->iRowBase + ((EdnqCursor *)cur)->iRowid;
+  EdnqCursor *pCur = (EdnqCursor *)cur;
+  if (pCur->iRowBase == 0) ednqRowBase(pCur);
+  *pRowid = pCur->iRowBase + pCur->iRowid;
   return SQLITE_OK;
 }
 
