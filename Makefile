@@ -1,7 +1,7 @@
 # libmentat_sqlite — a SQLite loadable extension: Datomic-style Datalog on SQLite.
 # Targets: all test smoke demo asan tsan valgrind bench fuzz clean deps
 #          install uninstall deb wheel npm packages (see "Installing" in README.md)
-# Layout: ext/ (reader, transactor, query compiler, store), vtab/ (edn_q), test/ (Check),
+# Layout: ext/<stage>/ (edn, schema, store, tx, pull, query), vtab/ (the SQL boundary), test/ (Check),
 # smoke/ (real hosts), bench/. Outputs go to build/ only.
 
 CC      ?= cc
@@ -15,16 +15,28 @@ CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsub
 PY      ?= /usr/bin/python3
 SHARED  ?= ../shared
 
-SRC      = $(wildcard ext/*.c) $(wildcard vtab/*.c)
-HDR      = $(wildcard ext/*.h) $(wildcard vtab/*.h)
+# The pipeline, lowest stage first. Each stage folder builds into its own archive; a stage
+# may call only the stages before it, and `make layering` proves it (see "How it is built").
+# ext/ itself holds what every stage includes (sqlite_api.h, config).
+STAGES   = base edn schema store tx pull query vtab
+stage_dir = $(if $(filter base,$(1)),ext,$(if $(filter vtab,$(1)),vtab,ext/$(1)))
+stage_src = $(wildcard $(call stage_dir,$(1))/*.c)
+SRC      = $(foreach s,$(STAGES),$(call stage_src,$(s)))
+INC      = -Iext $(foreach s,edn schema store tx pull query,-Iext/$(s)) -Ivtab
 # B is the build folder: build/ for the normal build, build/asan for the sanitizer one.
 B       ?= build
 OBJ      = $(SRC:%.c=build/obj/%.o)
 TOBJ     = $(SRC:%.c=$(B)/tobj/%.o)
+# A stage's archive for the unit tests, and the archives of it and every stage before it,
+# highest first (the order the linker needs).
+stage_lib  = $(B)/lib/lib$(1).a
+stages_upto = $(if $(filter $(1),$(firstword $(2))),$(firstword $(2)),$(firstword $(2)) $(call stages_upto,$(1),$(wordlist 2,99,$(2))))
+libs_upto  = $(foreach s,$(call reverse,$(call stages_upto,$(1),$(STAGES))),$(call stage_lib,$(s)))
+reverse    = $(if $(1),$(call reverse,$(wordlist 2,99,$(1))) $(firstword $(1)))
 TESTS    = $(patsubst test/%.c,$(B)/%,$(wildcard test/test_*.c))
 SO       = build/libmentat_sqlite.so
 
-.PHONY: all test unit smoke acceptance demo asan tsan valgrind bench fuzz clean deps \
+.PHONY: all test unit layering smoke acceptance demo asan tsan valgrind bench fuzz clean deps \
         install uninstall deb wheel npm packages FORCE
 # Objects are not intermediates to throw away: keep them so rebuilds stay incremental.
 .SECONDARY:
@@ -48,11 +60,12 @@ deps:
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing; fi
 
 # The .so's objects get glibc's fortified string and memory calls when optimizing (Debian's
-# hardening; the unit tests' objects stay as they are, -O0 builds too).
+# hardening; the unit tests' objects stay as they are, -O0 builds too). Header dependencies
+# come from the compiler (-MMD), so a changed header rebuilds only the objects that include it.
 build/obj/%.o: XCFLAGS += $(if $(filter -O1 -O2 -O3 -Os,$(CFLAGS)),-D_FORTIFY_SOURCE=2)
-build/obj/%.o: %.c $(HDR)
+build/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(XCFLAGS) -Iext -c $< -o $@
+	$(CC) $(CFLAGS) $(XCFLAGS) -MMD -MP $(INC) -c $< -o $@
 
 # The soname is the file name: ldconfig then caches it, so an installed copy loads by bare
 # name (.load libmentat_sqlite).
@@ -68,22 +81,66 @@ GIT_COMMIT  := $(shell c=$$(git rev-parse --short=7 HEAD 2>/dev/null) || c=unkno
 build/version.stamp: FORCE
 	@mkdir -p build; v='$(VERSION_NUM) $(GIT_COMMIT)'; \
 	  [ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" > $@
-build/obj/ext/func_version.o $(B)/tobj/ext/func_version.o: build/version.stamp
-build/obj/ext/func_version.o $(B)/tobj/ext/func_version.o: \
-  XCFLAGS += -DMENTAT_VERSION='"$(VERSION_NUM)"' -DMENTAT_COMMIT='"$(GIT_COMMIT)"'
+VERSION_OBJ = build/obj/vtab/func_version.o $(B)/tobj/vtab/func_version.o
+$(VERSION_OBJ): build/version.stamp
+$(VERSION_OBJ): XCFLAGS += -DMENTAT_VERSION='"$(VERSION_NUM)"' -DMENTAT_COMMIT='"$(GIT_COMMIT)"'
 
-# Unit tests link the same sources straight against libsqlite3 (MENTAT_STATIC).
-$(B)/tobj/%.o: %.c $(HDR)
+# Unit tests link the same sources straight against libsqlite3 (MENTAT_STATIC), one archive
+# per stage.
+$(B)/tobj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(XCFLAGS) -DMENTAT_STATIC -Iext -c $< -o $@
+	$(CC) $(CFLAGS) $(XCFLAGS) -MMD -MP -DMENTAT_STATIC $(INC) -c $< -o $@
+define stage_archive
+$(call stage_lib,$(1)): $(patsubst %.c,$(B)/tobj/%.o,$(call stage_src,$(1)))
+	@mkdir -p $$(dir $$@)
+	@rm -f $$@
+	ar rcs $$@ $$^
+endef
+$(foreach s,$(STAGES),$(eval $(call stage_archive,$(s))))
 
-$(B)/test_%: test/test_%.c test/testutil.h test/tuquery.h $(TOBJ)
-	$(CC) $(CFLAGS) $(XCFLAGS) $(CHECK_CFLAGS) -DMENTAT_STATIC -Iext -Itest -o $@ $< $(TOBJ) \
-	  -lsqlite3 $(LIBS) $(CHECK_LIBS)
+# Each test program links the archives of the stage it tests and of the stages before it,
+# nothing above: a call that runs up the pipeline fails to link.
+TEST_STAGE_edn = edn
+TEST_STAGE_value = edn
+TEST_STAGE_schema = store
+TEST_STAGE_store = store
+TEST_STAGE_tx = tx
+TEST_STAGE_pull = pull
+TEST_STAGE_qparse = query
+TEST_STAGE_qcompile = query
+TEST_STAGE_qlang = query
+TEST_STAGE_opts = query
+TEST_STAGE_surface = vtab
+TEST_STAGE_cases = vtab
+test_stage = $(or $(TEST_STAGE_$(1)),$(error test/test_$(1).c: add TEST_STAGE_$(1) to the Makefile))
+.SECONDEXPANSION:
+$(B)/test_%: test/test_%.c $$(call libs_upto,$$(call test_stage,$$*))
+	@mkdir -p $(B)/tdep
+	$(CC) $(CFLAGS) $(XCFLAGS) $(CHECK_CFLAGS) -MMD -MP -MF $(B)/tdep/$(notdir $@).d -DMENTAT_STATIC \
+	  $(INC) -Itest -o $@ $< \
+	  $(call libs_upto,$(call test_stage,$*)) -lsqlite3 $(LIBS) $(CHECK_LIBS)
 
-# Every suite runs even when an earlier one fails; the target fails at the end.
-unit: $(TESTS)
-	@fail=0; for t in $(TESTS); do echo "== $$t"; $$t || fail=1; done; exit $$fail
+-include $(OBJ:.o=.d) $(TOBJ:.o=.d) $(patsubst $(B)/%,$(B)/tdep/%.d,$(TESTS))
+
+# Every suite runs even when an earlier one fails; the target fails at the end. The suites
+# are independent programs: make -j2 unit runs two at a time, each one's output kept together.
+UNIT_RUNS = $(patsubst $(B)/%,$(B)/run/%,$(TESTS))
+unit: $(UNIT_RUNS)
+	@fail=0; for t in $(UNIT_RUNS); do if [ -f $$t.fail ]; then echo "FAILED: $$t"; fail=1; fi; done; exit $$fail
+$(B)/run/%: $(B)/% FORCE
+	@mkdir -p $(dir $@); rm -f $@.fail; $< > $@.log 2>&1 || touch $@.fail; echo "== $<"; cat $@.log
+
+# Layering: every stage's archive, whole, must link against the stages before it alone
+# (ld --no-undefined), and every #include must name a header of the same or an earlier
+# stage (scripts/layering.py).
+layering: $(foreach s,$(STAGES),$(call stage_lib,$(s)))
+	@set -e; for s in $(STAGES); do \
+	  libs="$(foreach t,$(STAGES),$(call stage_lib,$(t)))"; \
+	  below=""; for t in $(STAGES); do [ $$t = $$s ] && break; below="$(B)/lib/lib$$t.a $$below"; done; \
+	  $(CC) -shared -o $(B)/layer-$$s.so -Wl,--no-undefined -Wl,--whole-archive $(B)/lib/lib$$s.a \
+	    -Wl,--no-whole-archive $$below -lsqlite3 $(LIBS) || { echo "layering: stage $$s calls a later stage"; exit 1; }; \
+	  rm -f $(B)/layer-$$s.so; echo "layering: $$s links against the stages before it only"; done
+	$(PY) scripts/layering.py $(STAGES)
 
 # Every host runs even when an earlier one fails; the target fails at the end.
 smoke: $(SO)
@@ -118,7 +175,7 @@ asan:
 tsan:
 	$(MAKE) deps DEB_EXTRA=libtsan2
 	@mkdir -p build/tsan
-	gcc -O1 -g -fsanitize=thread $(XCFLAGS) -Iext -shared -o build/tsan/libmentat_sqlite.so $(SRC) $(LIBS)
+	gcc -O1 -g -fsanitize=thread $(XCFLAGS) $(INC) -shared -o build/tsan/libmentat_sqlite.so $(SRC) $(LIBS)
 	@LD_PRELOAD=$$(gcc -print-file-name=libtsan.so) TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
 	  $(PY) smoke/tsan.py $(abspath build/tsan/libmentat_sqlite.so); rc=$$?; \
 	  rm -f build/tsan/libmentat_sqlite.so; exit $$rc

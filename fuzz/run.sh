@@ -9,7 +9,7 @@ out=build/fuzz
 mkdir -p "$out/corpus"
 cp fuzz/corpus/* "$out/corpus/"
 clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -D_GNU_SOURCE -DMENTAT_STATIC -Iext fuzz/fuzz_edn.c ext/edn_*.c -lsqlite3 -lm \
+  -D_GNU_SOURCE -DMENTAT_STATIC -Iext -Iext/edn fuzz/fuzz_edn.c ext/edn/edn_*.c -lsqlite3 -lm \
   -o "$out/fuzz_edn"
 cd "$out"
 ./fuzz_edn -max_total_time="$secs" -max_len=4096 corpus

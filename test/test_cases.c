@@ -32,7 +32,7 @@
 */
 #include <dirent.h>
 #include <ctype.h>
-#include "testutil.h"
+#include "tuhost.h"
 
 #define TC_MAX_FILES 256
 

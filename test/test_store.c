@@ -365,35 +365,35 @@ static int fdCount(void) {
 ** WAL; the -shm is one per file and process) of where it started. */
 START_TEST(test_reader_pool_shrinks) {
   char zPath[256];
-  sqlite3 *db = tuOpenHost();
-  sqlite3_stmt *ap[100];
+  StoreConn *ap[100];
+  Schema *pS = NULL;
+  char *zErr = NULL;
   int i, n0, nOpen, nAfter;
+  Store *p;
   snprintf(zPath, sizeof zPath, "%s", tuTempPath("pool.db"));
   unlink(zPath);
-  free(tuQuery(db, "SELECT edn_t(?1, '[{:db/ident :p/n :db/valueType :db.type/long"
-                   " :db/cardinality :db.cardinality/one}]')", zPath, NULL));
-  free(tuQuery(db, "SELECT edn_t(?1, '[{:p/n 1} {:p/n 2}]')", zPath, NULL));
-  free(tuQuery(db, "SELECT count(*) FROM edn_q(?1, '[:find ?e :where [?e :p/n]]')", zPath, NULL));
+  p = acquire(zPath);
+  commitOne(p, 0);
+  ck_assert_int_eq(storeReader(p, &ap[0], &pS, &zErr), SQLITE_OK);   /* a first call */
+  schemaUnref(pS);
+  storeReaderDone(p, ap[0]);
   n0 = fdCount();
-  for (i = 0; i < 100; i++) {
-    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT value FROM edn_q(?1, '[:find ?e :where [?e :p/n]]')",
-                                        -1, &ap[i], NULL), SQLITE_OK);
-    sqlite3_bind_text(ap[i], 1, zPath, -1, SQLITE_STATIC);
-    ck_assert_int_eq(sqlite3_step(ap[i]), SQLITE_ROW);       /* left open mid-result */
+  for (i = 0; i < 100; i++) {                 /* a hundred cursors, each holding its reader */
+    ck_assert_int_eq(storeReader(p, &ap[i], &pS, &zErr), SQLITE_OK);
+    schemaUnref(pS);
+    ck_assert_int_eq(qInt(ap[i]->db, "SELECT count(*) FROM datoms WHERE e = 70000"), 1);
   }
   nOpen = fdCount();
-  for (i = 0; i < 100; i++) sqlite3_finalize(ap[i]);
+  for (i = 0; i < 100; i++) storeReaderDone(p, ap[i]);
   nAfter = fdCount();
-  ck_assert_msg(nOpen >= n0 + 100, "the cursors held %d descriptors over %d", nOpen - n0, n0);
-  ck_assert_msg(nAfter <= n0 + 2 * 4, "after closing: %d descriptors, %d before the cursors",
+  ck_assert_msg(nOpen >= n0 + 100, "the readers held %d descriptors over %d", nOpen - n0, n0);
+  ck_assert_msg(nAfter <= n0 + 2 * 4, "after closing: %d descriptors, %d before the readers",
                 nAfter, n0);
-  /* the pool still serves */
-  {
-    char *z = tuQuery(db, "SELECT count(*) FROM edn_q(?1, '[:find ?e :where [?e :p/n]]')", zPath, NULL);
-    ck_assert_str_eq(z, "2");
-    free(z);
-  }
-  sqlite3_close(db);
+  ck_assert_int_eq(storeReader(p, &ap[0], &pS, &zErr), SQLITE_OK);   /* the pool still serves */
+  schemaUnref(pS);
+  ck_assert_int_eq(qInt(ap[0]->db, "SELECT count(*) FROM datoms WHERE e = 70000"), 1);
+  storeReaderDone(p, ap[0]);
+  storeRelease(p);
 }
 END_TEST
 

@@ -7,7 +7,7 @@
 ** expected values worked out by hand from SPEC §2 and the data below.
 */
 #include <sys/stat.h>
-#include "testutil.h"
+#include "tuhost.h"
 #include "store.h"
 
 static const char *zSchema =

@@ -11,7 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 #include "sqlite_api.h"
-#include "mentat.h"
 
 /* A fresh directory under /tmp for this test's store files; the path of
 ** zName inside it, in a static buffer reused by the next call. */
@@ -24,15 +23,6 @@ static inline const char *tuTempPath(const char *zName) {
   }
   snprintf(zPath, sizeof zPath, "%s/%s", zDir, zName);
   return zPath;
-}
-
-/* An in-memory host connection with the extension registered. */
-static inline sqlite3 *tuOpenHost(void) {
-  sqlite3 *db = NULL;
-  char *zErr = NULL;
-  ck_assert_int_eq(sqlite3_open(":memory:", &db), SQLITE_OK);
-  ck_assert_msg(mentatRegister(db, &zErr) == SQLITE_OK, "register: %s", zErr ? zErr : "?");
-  return db;
 }
 
 /* Runs zSql (with up to two text parameters, NULL for none) and returns the

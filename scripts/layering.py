@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""layering.py — the tree's shape rules, checked over the sources (make layering).
+
+Usage: layering.py STAGE... (lowest first, as the Makefile's STAGES).
+
+1. Every `#include "x.h"` in ext/ and vtab/ names a header of the same stage or of an earlier
+   one, and across stages only a stage's public headers (PUBLIC below): what a stage keeps
+   for its own files stays inside it.
+2. No circle of includes.
+3. No source file over 900 lines, no function over 120 lines (a function is counted from the
+   line that opens its body at column 0 to the `}` that closes it at column 0, as the style
+   writes them).
+The linker half (each stage's archive links against the earlier stages alone) is in the
+Makefile's layering target. Exit status 1 on any breach, each one named on stderr.
+"""
+import os
+import re
+import sys
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+MAX_FILE_LINES = 900
+MAX_FUNC_LINES = 120
+
+# The headers a stage offers the stages after it. Anything else in its folder is its own.
+PUBLIC = {
+    'base': {'sqlite_api.h', 'config.h'},
+    'edn': {'edn.h', 'value.h'},
+    'schema': {'schema.h'},
+    'store': {'store.h', 'store_write.h'},
+    'tx': {'tx.h'},
+    'pull': {'pull.h'},
+    'query': {'query.h', 'query_ast.h'},
+    'vtab': {'mentat.h'},
+}
+
+
+def stage_dir(stage):
+    if stage == 'base':
+        return 'ext'
+    if stage == 'vtab':
+        return 'vtab'
+    return os.path.join('ext', stage)
+
+
+def main(stages):
+    errors = []
+    owner = {}                       # file name -> stage
+    files = []                       # (stage, relative path)
+    for s in stages:
+        d = os.path.join(ROOT, stage_dir(s))
+        for name in sorted(os.listdir(d)):
+            if name.endswith(('.c', '.h')):
+                if name in owner:
+                    errors.append('%s: two stages hold a file of this name (%s, %s)'
+                                  % (name, owner[name], s))
+                owner[name] = s
+                files.append((s, os.path.join(stage_dir(s), name)))
+    rank = {s: i for i, s in enumerate(stages)}
+    graph = {}
+    for s, rel in files:
+        name = os.path.basename(rel)
+        graph[name] = []
+        with open(os.path.join(ROOT, rel), encoding='utf-8') as f:
+            text = f.read()
+        for n, line in enumerate(text.split('\n'), 1):
+            m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+            if not m:
+                continue
+            inc = os.path.basename(m.group(1))
+            t = owner.get(inc)
+            if t is None:
+                errors.append('%s:%d: includes "%s", which no stage holds' % (rel, n, inc))
+                continue
+            graph[name].append(inc)
+            if rank[t] > rank[s]:
+                errors.append('%s:%d: stage %s includes "%s" of the later stage %s'
+                              % (rel, n, s, inc, t))
+            elif t != s and inc not in PUBLIC.get(t, set()):
+                errors.append('%s:%d: includes "%s", which stage %s keeps for its own files'
+                              % (rel, n, inc, t))
+        lines = text.split('\n')
+        if len(lines) - 1 > MAX_FILE_LINES:
+            errors.append('%s: %d lines (at most %d)' % (rel, len(lines) - 1, MAX_FILE_LINES))
+        start = None
+        for n, line in enumerate(lines, 1):
+            if start is None and line.startswith('{') or (
+                    start is None and re.match(r'^[A-Za-z_].*\)\s*\{\s*$', line)
+                    and not line.startswith(('typedef', 'struct', 'enum', 'union', 'static const',
+                                             'const'))):
+                start = n
+            elif start is not None and line.startswith('}'):
+                if n - start + 1 > MAX_FUNC_LINES:
+                    errors.append('%s:%d: function of %d lines (at most %d)'
+                                  % (rel, start, n - start + 1, MAX_FUNC_LINES))
+                start = None
+    # circles: depth-first over the include graph
+    state = {}
+
+    def visit(v, path):
+        state[v] = 1
+        for w in graph.get(v, []):
+            if state.get(w) == 1:
+                errors.append('include circle: %s' % ' -> '.join(path[path.index(w):] + [w]))
+            elif w not in state:
+                visit(w, path + [w])
+        state[v] = 2
+    for v in graph:
+        if v not in state:
+            visit(v, [v])
+    for e in errors:
+        print('layering: ' + e, file=sys.stderr)
+    if not errors:
+        print('layering: %d files in %d stages: includes run down the pipeline only, no circle, '
+              'no file over %d lines, no function over %d'
+              % (len(files), len(stages), MAX_FILE_LINES, MAX_FUNC_LINES))
+    return 1 if errors else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))
