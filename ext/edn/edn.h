@@ -166,6 +166,12 @@ int ednUtf8Decode(const unsigned char *z, int L);
 ** bytes); returns the bytes written. */
 int ednUtf8Encode(unsigned cp, char *zOut);
 /* The value of the 4 hex digits at z (a \uXXXX escape's), or -1. */
+/* The value of hex digit c (either case), or -1. */
+int ednHexDigit(unsigned char c);
 int ednHex4(const unsigned char *z);
+/* Finds a duplicate (ednEqual) among every step-th element of a[0..n)
+** (step 2: a map's keys): *piDup is the later index of the first duplicate
+** found, or -1. SQLITE_NOMEM if its scratch array cannot be had. */
+int ednFindDup(EdnValue **a, int n, int step, int *piDup);
 
 #endif /* MENTAT_EDN_H */

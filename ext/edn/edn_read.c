@@ -79,61 +79,6 @@ typedef struct EdnReader {
 
 static int ednReadForm(EdnReader *r, int depth, int bDiscard, EdnValue **pp);
 
-int ednUtf8Len(const unsigned char *z, int n, int i) {
-  unsigned c = z[i];
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) {
-    return (i + 1 < n && (z[i + 1] & 0xC0) == 0x80) ? 2 : 0;
-  }
-  if (c >= 0xE0 && c <= 0xEF) {
-    unsigned lo = 0x80, hi = 0xBF;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-    if (i + 2 >= n) return 0;
-    if (z[i + 1] < lo || z[i + 1] > hi || (z[i + 2] & 0xC0) != 0x80) return 0;
-    return 3;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    unsigned lo = 0x80, hi = 0xBF;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-    if (i + 3 >= n) return 0;
-    if (z[i + 1] < lo || z[i + 1] > hi || (z[i + 2] & 0xC0) != 0x80
-     || (z[i + 3] & 0xC0) != 0x80) return 0;
-    return 4;
-  }
-  return 0;
-}
-
-int ednUtf8Decode(const unsigned char *z, int L) {
-  switch (L) {
-    case 1: return z[0];
-    case 2: return (z[0] & 0x1F) << 6 | (z[1] & 0x3F);
-    case 3: return (z[0] & 0x0F) << 12 | (z[1] & 0x3F) << 6 | (z[2] & 0x3F);
-    default: return (z[0] & 0x07) << 18 | (z[1] & 0x3F) << 12 | (z[2] & 0x3F) << 6 | (z[3] & 0x3F);
-  }
-}
-
-int ednUtf8Encode(unsigned cp, char *zOut) {
-  if (cp < 0x80) { zOut[0] = (char)cp; return 1; }
-  if (cp < 0x800) {
-    zOut[0] = (char)(0xC0 | cp >> 6);
-    zOut[1] = (char)(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    zOut[0] = (char)(0xE0 | cp >> 12);
-    zOut[1] = (char)(0x80 | (cp >> 6 & 0x3F));
-    zOut[2] = (char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  zOut[0] = (char)(0xF0 | cp >> 18);
-  zOut[1] = (char)(0x80 | (cp >> 12 & 0x3F));
-  zOut[2] = (char)(0x80 | (cp >> 6 & 0x3F));
-  zOut[3] = (char)(0x80 | (cp & 0x3F));
-  return 4;
-}
-
 /* Records an error at byte offset iPos. Line and column (characters, not
 ** bytes) are recomputed from the start: errors happen once per call. */
 static int ednErrAt(EdnReader *r, int iPos, const char *zFmt, ...) {
@@ -397,23 +342,6 @@ static int ednReadToken(EdnReader *r, EdnValue **pp) {
   return rc;
 }
 
-static int ednHexNibble(unsigned char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-int ednHex4(const unsigned char *z) {
-  int k, v = 0;
-  for (k = 0; k < 4; k++) {
-    int d = ednHexNibble(z[k]);
-    if (d < 0) return -1;
-    v = v << 4 | d;
-  }
-  return v;
-}
-
 /* A string literal at r->i (the opening quote). */
 static int ednReadString(EdnReader *r, EdnValue **pp) {
   const unsigned char *z = r->z;
@@ -538,93 +466,6 @@ static int ednReadChar(EdnReader *r, EdnValue **pp) {
   return SQLITE_OK;
 }
 
-/* ---- duplicate detection for maps and sets ---- */
-
-/* A structural hash consistent with ednEqual (0.0 and -0.0 hash alike;
-** maps and sets combine order-independently). Depth-capped like ednEqual. */
-static sqlite3_uint64 ednHash(const EdnValue *p, int depth) {
-  sqlite3_uint64 h = (sqlite3_uint64)p->type * 0x9E3779B97F4A7C15ull;
-  int i;
-  if (depth > EDN_MAX_DEPTH) return h;
-  switch (p->type) {
-    case EDN_NIL: break;
-    case EDN_BOOL: h ^= (sqlite3_uint64)(p->u.b != 0); break;
-    case EDN_INT: case EDN_CHAR: case EDN_INST: h ^= (sqlite3_uint64)p->u.i; break;
-    case EDN_DOUBLE: {
-      double d = p->u.d == 0.0 ? 0.0 : p->u.d;
-      sqlite3_uint64 u;
-      memcpy(&u, &d, sizeof(u));
-      h ^= u;
-      break;
-    }
-    case EDN_STRING: case EDN_KEYWORD: case EDN_SYMBOL:
-      for (i = 0; i < p->u.s.n; i++) h = (h ^ (unsigned char)p->u.s.z[i]) * 0x100000001B3ull;
-      break;
-    case EDN_UUID:
-      for (i = 0; i < 16; i++) h = (h ^ p->u.uuid[i]) * 0x100000001B3ull;
-      break;
-    case EDN_TAGGED:
-      h ^= ednHash(p->u.t.p, depth + 1) * 31;
-      break;
-    case EDN_LIST: case EDN_VECTOR:
-      for (i = 0; i < p->u.c.n; i++) h = (h ^ ednHash(p->u.c.a[i], depth + 1)) * 0x100000001B3ull;
-      break;
-    case EDN_MAP:
-      for (i = 0; i + 1 < p->u.c.n; i += 2) {
-        h += ednHash(p->u.c.a[i], depth + 1) * 7 + ednHash(p->u.c.a[i + 1], depth + 1);
-      }
-      break;
-    case EDN_SET:
-      for (i = 0; i < p->u.c.n; i++) h += ednHash(p->u.c.a[i], depth + 1);
-      break;
-  }
-  h ^= h >> 29;
-  return h;
-}
-
-typedef struct EdnHashIdx { sqlite3_uint64 h; int idx; } EdnHashIdx;
-
-static int ednHashIdxCmp(const void *a, const void *b) {
-  const EdnHashIdx *x = a, *y = b;
-  if (x->h != y->h) return x->h < y->h ? -1 : 1;
-  return x->idx - y->idx;
-}
-
-/* Below this many keys a pairwise scan beats hashing and sorting. */
-#define EDN_DUP_LINEAR 16
-
-/* Finds a duplicate among every step-th element of a[0..n); *piDup is the
-** later index of the first duplicate found, or -1. */
-static int ednFindDup(EdnValue **a, int n, int step, int *piDup) {
-  int nKey = (n + step - 1) / step, i, j;
-  *piDup = -1;
-  if (nKey <= EDN_DUP_LINEAR) {
-    for (i = step; i < n; i += step) {
-      for (j = 0; j < i; j += step) {
-        if (ednEqual(a[i], a[j])) { *piDup = i; return SQLITE_OK; }
-      }
-    }
-  } else {
-    EdnHashIdx *aH = sqlite3_malloc64(sizeof(EdnHashIdx) * (sqlite3_uint64)nKey);
-    if (aH == NULL) return SQLITE_NOMEM;
-    for (i = 0; i < nKey; i++) {
-      aH[i].h = ednHash(a[i * step], 0);
-      aH[i].idx = i * step;
-    }
-    qsort(aH, (size_t)nKey, sizeof(EdnHashIdx), ednHashIdxCmp);
-    for (i = 0; i < nKey && *piDup < 0; i++) {
-      for (j = i + 1; j < nKey && aH[j].h == aH[i].h; j++) {
-        if (ednEqual(a[aH[i].idx], a[aH[j].idx])) {
-          *piDup = aH[j].idx > aH[i].idx ? aH[j].idx : aH[i].idx;
-          break;
-        }
-      }
-    }
-    sqlite3_free(aH);
-  }
-  return SQLITE_OK;
-}
-
 /* Reports a duplicate map key or set element, naming it in EDN (long
 ** values are cut at 100 bytes so the message fits EdnError.zMsg). */
 static int ednDupError(EdnReader *r, const EdnValue *pDup, int bMap) {
@@ -717,8 +558,8 @@ static int ednDecodeBytes(EdnReader *r, int iHash, EdnValue **ppInner) {
   pRaw = ednNew(r->pArena, EDN_STRING);
   if (zRaw == NULL || pRaw == NULL) return ednNoMem(r);
   for (k = 0; k < pHex->u.s.n; k += 2) {
-    int hi = ednHexNibble((unsigned char)pHex->u.s.z[k]);
-    int lo = ednHexNibble((unsigned char)pHex->u.s.z[k + 1]);
+    int hi = ednHexDigit((unsigned char)pHex->u.s.z[k]);
+    int lo = ednHexDigit((unsigned char)pHex->u.s.z[k + 1]);
     if (hi < 0 || lo < 0) {
       r->pErr->line = pHex->line;
       r->pErr->col = pHex->col;

@@ -19,7 +19,7 @@
 ** EDN_MAX_DEPTH.
 */
 #include <string.h>
-#include "tx_int.h"
+#include "tx_context.h"
 
 /* FNV-1a of a tempid key. */
 static unsigned int txHashKey(const char *z, int n) {
@@ -27,17 +27,6 @@ static unsigned int txHashKey(const char *z, int n) {
   int i;
   for (i = 0; i < n; i++) { h ^= (unsigned char)z[i]; h *= 16777619u; }
   return h;
-}
-
-int txTempRoot(Tx *p, int i) {
-  int r = i;
-  while (p->aTemp[r].iAlias != r) r = p->aTemp[r].iAlias;
-  while (p->aTemp[i].iAlias != r) {   /* path compression */
-    int n = p->aTemp[i].iAlias;
-    p->aTemp[i].iAlias = r;
-    i = n;
-  }
-  return r;
 }
 
 static int txTempNew(Tx *p, const char *zKey, int nKey, sqlite3_int64 iPart,

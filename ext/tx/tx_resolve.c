@@ -20,7 +20,7 @@
 */
 #include <stdlib.h>
 #include <string.h>
-#include "tx_int.h"
+#include "tx_context.h"
 
 /* The entid a place holds now, or 0 while it is an unresolved tempid. */
 static sqlite3_int64 txPlaceNow(Tx *p, const TxPlace *pPl) {

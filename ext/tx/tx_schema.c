@@ -27,12 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "tx_int.h"
-
-/* True for the attributes whose datoms define an attribute. */
-static int txIsSchemaAttr(sqlite3_int64 a) {
-  return a >= ENTID_DB_VALUETYPE && a <= ENTID_DB_NOHISTORY;
-}
+#include "tx_context.h"
 
 static int txAppendAdd(Tx *p, sqlite3_int64 e, sqlite3_int64 a, ValueType t, sqlite3_int64 v,
                        int line, int col) {
@@ -80,57 +75,6 @@ int txSchemaPrepare(Tx *p) {
       if (rc) return rc;
     }
   }
-  return SQLITE_OK;
-}
-
-int txSchemaCheckOp(Tx *p, const TxOp *pOp) {
-  sqlite3_int64 a = pOp->pAttr->e, e = pOp->e.e;
-  const Attr *pOld;
-  const char *zName;
-  /* The bootstrap entities (1..40: core idents and attributes) are the
-  ** store's own vocabulary; renaming or redefining one makes every later
-  ** transaction fail. Only :db/doc and the legacy :db.install/... and
-  ** :db.alter/attribute datoms (which name :db.part/db) may change there,
-  ** as Datomic protects its own schema. */
-  if (e >= 1 && e <= ENTID_DB_SCHEMA_CORE && a != ENTID_DB_DOC && a != ENTID_DB_ALTER_ATTRIBUTE
-      && !(a >= ENTID_DB_INSTALL_PARTITION && a <= ENTID_DB_INSTALL_ATTRIBUTE)) {
-    const char *zE = schemaIdent(p->pSchema, e), *zA = schemaIdent(p->pSchema, a);
-    return txErr(p, pOp->line, pOp->col, "cannot %s %s of the built-in %s",
-                 pOp->eOp == TXOP_RETRACT ? "retract" : "change", zA ? zA : "an attribute",
-                 zE ? zE : "entity");
-  }
-  /* A past transaction's instant is history that as-of by #inst relies on:
-  ** only the running transaction's :db/txInstant may be set. */
-  if (a == ENTID_DB_TXINSTANT && e != p->iTx) {
-    return txErr(p, pOp->line, pOp->col,
-                 "cannot %s :db/txInstant of transaction %lld: only the current transaction's "
-                 "may be set", pOp->eOp == TXOP_RETRACT ? "retract" : "change", (long long)e);
-  }
-  if (a != ENTID_DB_IDENT && !txIsSchemaAttr(a)) return SQLITE_OK;
-  p->bSchema = 1;
-  if (a == ENTID_DB_IDENT) return SQLITE_OK;
-  pOld = schemaAttr(p->pSchema, pOp->e.e);
-  if (pOld == NULL) return SQLITE_OK;
-  zName = pOld->zIdent ? pOld->zIdent : "?";
-  /* Datomic refuses these: the stored encoding of every value depends on
-  ** them (value_type_tag, fulltext rowids). */
-  if (a == ENTID_DB_VALUETYPE && pOp->eOp == TXOP_RETRACT) {
-    /* e.g. [:db/retractEntity :p/name]: datoms still use the attribute */
-    return txErr(p, pOp->line, pOp->col, "cannot retract the definition of attribute %s", zName);
-  }
-  if (a == ENTID_DB_VALUETYPE) {
-    return txErr(p, pOp->line, pOp->col, "cannot change the value type of attribute %s", zName);
-  }
-  if (a == ENTID_DB_FULLTEXT) {
-    return txErr(p, pOp->line, pOp->col, "cannot change :db/fulltext of attribute %s", zName);
-  }
-  if (a == ENTID_DB_CARDINALITY && pOp->eOp == TXOP_RETRACT) {
-    return txErr(p, pOp->line, pOp->col,
-                 "cannot retract :db/cardinality of attribute %s; assert the new cardinality instead",
-                 zName);
-  }
-  /* :db/cardinality, :db/unique, :db/index, :db/isComponent and
-  ** :db/noHistory may change; txSchemaFinish checks the data allows it. */
   return SQLITE_OK;
 }
 

@@ -36,7 +36,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "tx_int.h"
+#include "tx_context.h"
 #include "store_write.h"
 
 static int txCmpDatom(const void *pA, const void *pB) {
@@ -194,7 +194,7 @@ static int txRetract(Tx *p, TxOp *pOp) {
   rc = txStepEAV(p, TXS_EXISTS, pOp, &bFound, NULL);
   if (rc) return rc;
   if (!bFound) { pOp->bDrop = 1; return SQLITE_OK; }
-  rc = txSchemaCheckOp(p, pOp);
+  rc = txCheckOp(p, pOp);
   if (rc) return rc;
   rc = txStepEAV(p, TXS_DELETE, pOp, NULL, &nChange);
   if (rc) return rc;
@@ -215,7 +215,7 @@ static int txPrepareAdd(Tx *p, TxOp *pOp) {
     if (rc) return rc;
     if (bFound) { pOp->bDrop = 1; return SQLITE_OK; }
   }
-  rc = txSchemaCheckOp(p, pOp);
+  rc = txCheckOp(p, pOp);
   if (rc) return rc;
   pOp->bNew = 1;
   if (pOp->pAttr->bMany || bFresh) return SQLITE_OK;

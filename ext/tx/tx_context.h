@@ -1,5 +1,6 @@
 /*
-** tx_int.h — the transactor's private types, shared by tx*.c only.
+** tx_context.h — the transactor's private types and its shared context
+** (tx_context.c), included by the driver and the stages only.
 **
 ** A transaction is a Tx: the EDN forms are expanded (tx_expand.c) into a flat
 ** array of TxOp, whose entity and ref-value places are either known entids or
@@ -9,10 +10,10 @@
 ** against the database as it was before the transaction; tx_write.c checks
 ** the ops against each other and the store and writes them; tx_schema.c keeps
 ** the `idents`/`schema` mirrors and per-attribute indexes after schema
-** changes. tx.c drives the stages and owns the cached statements.
+** changes. tx.c drives the stages; tx_context.c is what they share.
 */
-#ifndef MENTAT_TX_INT_H
-#define MENTAT_TX_INT_H
+#ifndef MENTAT_TX_CONTEXT_H
+#define MENTAT_TX_CONTEXT_H
 
 #include "tx.h"
 
@@ -125,39 +126,36 @@ typedef struct Tx {
   char **pzErr;
 } Tx;
 
-/* tx.c */
+/* The context (tx_context.c): statements, errors, ops, tempids, lookup refs, values. */
 int txStmt(Tx *p, int eStmt, sqlite3_stmt **ppStmt);
+void txCacheFit(Tx *p);   /* the writer's page cache for this transaction's size */
 int txErr(Tx *p, int line, int col, const char *zFmt, ...);
 int txSqlErr(Tx *p, const char *zWhat);
 int txNewOp(Tx *p, TxOp **ppOp);
+int txTempRoot(Tx *p, int i);   /* a tempid's representative after unification */
+/* The entry for lookup ref [pAttr *pV] in Tx.aLook, created on first use. */
+int txLookupAdd(Tx *p, const EdnValue *pForm, const Attr *pAttr, const TypedValue *pV,
+                int *piLook);
+int txIsFresh(const Tx *p, sqlite3_int64 e);
+int txIsSchemaAttr(sqlite3_int64 a);
+/* The rules every op obeys, whichever stage writes it (built-ins, past
+** txInstants, attribute changes Datomic refuses); notes schema changes. */
+int txCheckOp(Tx *p, const TxOp *pOp);
 int txValueBindStored(Tx *p, sqlite3_stmt *pStmt, int i, const TxOp *pOp);
 void txValuePrint(sqlite3_str *pOut, const Schema *pSchema, const TypedValue *pV);
 int txValueCmp(const TypedValue *a, const TypedValue *b);
-int txIsFresh(const Tx *p, sqlite3_int64 e);
 int txFtsFind(Tx *p, const char *z, int n, int bCreate, sqlite3_int64 *piRowid, int *pbFound);
 int txValueFromStored(Tx *p, const Attr *pAttr, sqlite3_stmt *pStmt, int iCol,
                       TypedValue *pOut, sqlite3_int64 *piFts, unsigned char *pbFts);
 
-/* tx_expand.c: forms -> ops. */
-int txExpand(Tx *p, const EdnValue *pRoot);
-int txTempRoot(Tx *p, int i);
+/* The stages, in the order the driver (tx.c) runs them; each calls only the
+** context above. */
+int txExpand(Tx *p, const EdnValue *pRoot);        /* tx_expand.c: forms -> ops */
+int txLookupResolve(Tx *p);                        /* tx_lookup.c: lookup refs, in bulk */
+int txResolve(Tx *p);                              /* tx_resolve.c: tempids -> entids */
+int txResolveDerived(Tx *p);                       /* ... derived ops -> plain ops */
+int txSchemaPrepare(Tx *p);                        /* tx_schema.c: before the writes */
+int txWrite(Tx *p);                                /* tx_write.c: checks and writes */
+int txSchemaFinish(Tx *p, Schema **ppNew);         /* tx_schema.c: mirrors, indexes */
 
-/* tx_lookup.c: lookup refs, collected while expanding, resolved in bulk. */
-int txLookupAdd(Tx *p, const EdnValue *pForm, const Attr *pAttr, const TypedValue *pV,
-                int *piLook);
-int txLookupResolve(Tx *p);
-char *txLookupBatchSql(void);   /* TXS_LOOKUP_BATCH's SQL, sqlite3_malloc'd */
-
-/* tx_resolve.c: tempids -> entids; derived ops -> plain ops. */
-int txResolve(Tx *p);
-int txResolveDerived(Tx *p);
-
-/* tx_write.c: in-tx checks, store checks, writes. */
-int txWrite(Tx *p);
-
-/* tx_schema.c: schema ops checks, mirrors, indexes, new snapshot. */
-int txSchemaPrepare(Tx *p);
-int txSchemaCheckOp(Tx *p, const TxOp *pOp);
-int txSchemaFinish(Tx *p, Schema **ppNew);
-
-#endif /* MENTAT_TX_INT_H */
+#endif /* MENTAT_TX_CONTEXT_H */
