@@ -25,7 +25,7 @@
 ** unique in datoms, so the count is Datomic's count over the set.
 */
 #include <string.h>
-#include "query_compile.h"
+#include "query_compile_scope.h"
 
 /* Index of variable zName among the inner columns, adding it if new. */
 static int qcInnerCol(QComp *pC, QCtx *pX, sqlite3_str *pInner, const char **azCol,

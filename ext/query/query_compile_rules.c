@@ -40,7 +40,7 @@
 ** transitive form keep the whole-closure CTE.
 */
 #include <string.h>
-#include "query_compile.h"
+#include "query_compile_scope.h"
 
 /* --------------------------------------------------------------- rules */
 

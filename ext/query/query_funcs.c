@@ -50,7 +50,8 @@
 #include <wctype.h>
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
-#include "query_compile.h"
+#include "query_ast.h"
+#include "query_one.h"
 
 #define QF_LONG_MAX ((sqlite3_uint64)0x7fffffffffffffffULL)   /* 2^63 - 1 */
 

@@ -24,7 +24,7 @@
 ** gives no row: a nil result binds nothing (Datomic).
 */
 #include <string.h>
-#include "query_compile.h"
+#include "query_one.h"
 
 /* Column numbers; they must match the declaration below. */
 #define ONE_COL_VALUE   0

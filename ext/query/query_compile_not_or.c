@@ -1,6 +1,6 @@
 /*
-** query_compile_clause.c — not/not-join, or/or-join/and, and the variables
-** a clause mentions (query_compile.h explains scopes and variables).
+** query_compile_not_or.c — not/not-join and or/or-join/and
+** (query_compile_scope.h explains scopes and variables).
 **
 ** HOW IT WORKS
 ** not/not-join are NOT EXISTS subqueries correlated with the enclosing
@@ -16,48 +16,7 @@
 ** qcClauses defers it until they are, as Datomic pushes it down.
 */
 #include <string.h>
-#include "query_compile.h"
-
-/* ----------------------------------------------------------- variables */
-
-static int qcAddName(const char **a, int n, int nMax, const char *z) {
-  int i;
-  for (i = 0; i < n && i < nMax; i++) if (strcmp(a[i], z) == 0) return n;
-  if (n < nMax) a[n] = z;
-  return n + 1;
-}
-
-static int qcTermsVars(const EdnValue *const *aT, int nT, const char **a, int n, int nMax) {
-  int i;
-  for (i = 0; i < nT; i++) {
-    if (ednIsVar(aT[i])) n = qcAddName(a, n, nMax, aT[i]->u.s.z);
-  }
-  return n;
-}
-
-int qcClauseVars(const QClause *pCl, const char **a, int nMax, int iDepth) {
-  int n = 0, i, j;
-  if (iDepth > EDN_MAX_DEPTH) return 0;
-  switch (pCl->kind) {
-    case QC_PATTERN: case QC_PRED: case QC_RULE:
-      return qcTermsVars(pCl->aArg, pCl->nArg, a, 0, nMax);
-    case QC_FN:
-      n = qcTermsVars(pCl->aArg, pCl->nArg, a, 0, nMax);
-      return qcTermsVars(pCl->bind.aVar, pCl->bind.nVar, a, n, nMax);
-    case QC_NOT_JOIN: case QC_OR_JOIN:
-      return qcTermsVars(pCl->aJoin, pCl->nJoin, a, 0, nMax);
-    default: {
-      const char *aSub[64];
-      for (i = 0; i < pCl->nSub; i++) {
-        int nSub = qcClauseVars(pCl->aSub[i], aSub, 64, iDepth + 1);
-        for (j = 0; j < nSub && j < 64; j++) n = qcAddName(a, n, nMax, aSub[j]);
-      }
-      return n;
-    }
-  }
-}
-
-/* ----------------------------------------------------------------- not */
+#include "query_compile_scope.h"
 
 int qcNot(QCtx *pX, const QClause *pCl, int iDepth) {
   QComp *pC = pX->pC;
@@ -87,8 +46,6 @@ int qcNot(QCtx *pX, const QClause *pCl, int iDepth) {
   return pC->rc;
 }
 
-/* ------------------------------------------------------------------ or */
-
 /* The clauses of branch i of an or: an (and ...) body or the one clause. */
 static void qcBranch(const QClause *pOr, int i, QClause *const **paSub, int *pnSub) {
   const QClause *pB = pOr->aSub[i];
@@ -104,145 +61,6 @@ static void qcBranch(const QClause *pOr, int i, QClause *const **paSub, int *pnS
 static int qcIsBound(QCtx *pX, const char *zName) {
   QVar *pV = qcVarFind(pX, zName);
   return pV && (pV->zExpr || pV->zInList);
-}
-
-void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV) {
-  QVar *pN;
-  int bNew = qcVarFind(pSub, zName) == NULL;
-  qcBindVar(pSub, zName, sqlite3_mprintf("%s", pV->zExpr), pV->vt,
-            pV->zTag ? sqlite3_mprintf("%s", pV->zTag) : NULL, pV->bIntCol);
-  if (bNew && pSub->pC->rc == SQLITE_OK && pV->bIdent) {
-    pN = qcVarFind(pSub, zName);
-    if (pN) pN->bIdent = 1;
-  }
-  if (!bNew || pV->nParam == 0 || pSub->pC->rc) return;
-  pN = qcVarFind(pSub, zName);
-  if (pN == NULL || pN->nParam) return;
-  pN->aParam = sqlite3_malloc64(sizeof(int) * pV->nParam);
-  if (pN->aParam == NULL) { qcNoMem(pSub->pC); return; }
-  memcpy(pN->aParam, pV->aParam, sizeof(int) * pV->nParam);
-  pN->nParam = pV->nParam;
-}
-
-int qcCopyScope(QCtx *pSub, QCtx *pX) {
-  if (pX->bRecRef) return 0;
-  sqlite3_str_appendall(pSub->pFrom, sqlite3_str_value(pX->pFrom));
-  pSub->nFrom = pX->nFrom;
-  if (pX->nWhere) {
-    sqlite3_str_appendall(pSub->pWhere, sqlite3_str_value(pX->pWhere));
-    pSub->nWhere = pX->nWhere;
-  }
-  /* The planner orders the copied joins. */
-  pSub->bUnlinked = 1;
-  return 1;
-}
-
-/* Is z a bare parameter "?N" (valid anywhere in the statement)? */
-static int qcIsParam(const char *z) {
-  if (z == NULL || z[0] != '?' || z[1] == 0) return 0;
-  for (z++; *z; z++) if (*z < '0' || *z > '9') return 0;
-  return 1;
-}
-
-int qcCollapse(QCtx *pX) {
-  QComp *pC = pX->pC;
-  sqlite3_str *pSel;
-  char *zBody, *zSel;
-  int i, k = 0, n;
-  if (pC->rc || pX->bRecRef || pX->bFixed || pX->pParent || pC->nLocal) return 0;
-  if (pX->nFrom == 0) return 1;
-  n = ++pC->nAlias;
-  pSel = sqlite3_str_new(NULL);
-  /* DISTINCT: the scope's rows are a set of bindings (Datomic's relations
-  ** are sets), and it keeps SQLite from flattening the CTE back into its
-  ** reader, which would join every table again. */
-  sqlite3_str_appendall(pSel, "SELECT DISTINCT ");
-  for (i = 0; i < pX->nVar; i++) {
-    QVar *pV = &pX->aVar[i];
-    if (pV->zExpr == NULL || qcIsParam(pV->zExpr)) continue;
-    sqlite3_str_appendf(pSel, "%s%s AS c%d", k ? ", " : "", pV->zExpr, k);
-    if (pV->zTag) sqlite3_str_appendf(pSel, ", %s AS t%d", pV->zTag, k);
-    k++;
-  }
-  if (k == 0) sqlite3_str_appendall(pSel, "1 AS c0");
-  zBody = qcBody(pX);
-  if (zBody) sqlite3_str_appendall(pSel, zBody);
-  sqlite3_free(zBody);
-  zSel = sqlite3_str_finish(pSel);
-  if (zSel == NULL || pC->rc) {
-    sqlite3_free(zSel);
-    return qcNoMem(pC), 0;
-  }
-  if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");
-  sqlite3_str_appendf(pC->pCte, "qs%d AS (%s)", n, zSel);
-  sqlite3_free(zSel);
-  sqlite3_str_reset(pX->pFrom);
-  sqlite3_str_appendf(pX->pFrom, "qs%d q%d", n, n);
-  pX->nFrom = 1;
-  pX->nPatternFrom = 0;
-  pX->nKey = 0;
-  pX->bUnlinked = 0;
-  sqlite3_str_reset(pX->pWhere);
-  pX->nWhere = 0;
-  for (i = 0, k = 0; i < pX->nVar; i++) {
-    QVar *pV = &pX->aVar[i];
-    char *zExpr;
-    if (pV->zExpr == NULL || qcIsParam(pV->zExpr)) continue;
-    zExpr = sqlite3_mprintf("q%d.c%d", n, k);
-    if (zExpr == NULL) return qcNoMem(pC), 0;
-    sqlite3_free(pV->zExpr);
-    pV->zExpr = zExpr;
-    if (pV->zTag) {
-      char *zTag = sqlite3_mprintf("q%d.t%d", n, k);
-      if (zTag == NULL) return qcNoMem(pC), 0;
-      sqlite3_free(pV->zTag);
-      pV->zTag = zTag;
-    }
-    pV->nFnDepth = 0;
-    k++;
-  }
-  return 1;
-}
-
-int qcCollapseHeavy(QCtx *pX) {
-  if (pX->nFrom == pX->nPatternFrom && pX->nFrom < QC_COLLAPSE_FROM) return 1;
-  return qcCollapse(pX);
-}
-
-int qcClausesUnseeded(QClause *const *a, int n, const char *const *azVar, int nVar) {
-  const char *azB[64];
-  int nB = 0, i, j, k, m;
-  for (i = 0; i < n; i++) {
-    const char *az[64];
-    int nV;
-    if (a[i]->kind != QC_PATTERN) continue;
-    nV = qcClauseVars(a[i], az, 64, 1);
-    if (nV > 64) return 0;
-    for (m = 0; m < nV; m++) {
-      for (k = 0; k < nB && strcmp(azB[k], az[m]); k++) {}
-      if (k == nB && nB < 64) azB[nB++] = az[m];
-    }
-  }
-  for (i = 0; i < n; i++) {
-    const char *az[64];
-    int nV;
-    if (a[i]->kind == QC_PATTERN) continue;
-    nV = qcClauseVars(a[i], az, 64, 1);
-    if (nV > 64) return 0;
-    for (m = 0; m < nV; m++) {
-      for (j = 0; j < nVar && strcmp(azVar[j], az[m]); j++) {}
-      if (j == nVar) continue;
-      /* a function or predicate reads it after the patterns bound it */
-      if (a[i]->kind != QC_FN && a[i]->kind != QC_PRED) return 0;
-      for (k = 0; k < nB && strcmp(azB[k], az[m]); k++) {}
-      if (k == nB) return 0;
-    }
-  }
-  for (j = 0; j < nVar; j++) {
-    for (k = 0; k < nB && strcmp(azB[k], azVar[j]); k++) {}
-    if (k == nB) return 0;
-  }
-  return 1;
 }
 
 int qcOrReady(QCtx *pX, const QClause *pCl) {

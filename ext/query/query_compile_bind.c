@@ -1,0 +1,318 @@
+/*
+** query_compile_bind.c — binding forms (scalar ?x, tuple [?a ?b],
+** collection [?x ...], relation [[?a ?b]]) bound to an :in input or to a
+** ground constant. Takes the binding form and the value (a constant, or the
+** input's shape at compile time); gives variables bound in the QCtx, to
+** parameters that address the input's elements, typed lazily by the first
+** typed place they meet. Calls the scope and SQL helpers.
+*/
+#include <string.h>
+#include "query_compile_scope.h"
+
+/* Is input leaf pVal (of input iInput; ground when < 0) a lookup ref? */
+static int qcLeafIsLookup(QCtx *pX, const EdnValue *pVal, int iInput) {
+  return iInput >= 0 && qInputLookupRef(pX->pC->pSchema, pVal);
+}
+
+/* An EDN leaf as SQL: lookup ref → subquery, collection → JSON, else a
+** parameter typed lazily. *piParam gets the lazy parameter (or 0). A lookup
+** ref that names no entity is NULL: callers keep such rows out, since it
+** binds nothing. */
+static char *qcLeafExpr(QCtx *pX, const EdnValue *pVal, const EdnValue *pConst, int iInput,
+                        int i1, int i2, ValueType *pvt, int *piParam) {
+  QComp *pC = pX->pC;
+  int iP;
+  *piParam = 0;
+  /* An input [:attr v] names an entity; ground's value stays as written. */
+  if (qcLeafIsLookup(pX, pVal, iInput)) {
+    int iA = qcParam(pC, pConst, iInput, i1, i2, QV_LOOKUP_A, VT_NONE);
+    int iV = qcParam(pC, pConst, iInput, i1, i2, QV_LOOKUP_V, VT_NONE);
+    int iT = qcParam(pC, pConst, iInput, i1, i2, QV_LOOKUP_TAG, VT_NONE);
+    char zA[16], zV[16], zT[16];
+    *pvt = VT_REF;
+    sqlite3_snprintf(sizeof zA, zA, "?%d", iA);
+    sqlite3_snprintf(sizeof zV, zV, "?%d", iV);
+    sqlite3_snprintf(sizeof zT, zT, "?%d", iT);
+    return qcLookupSql(pC, zA, zV, zT);
+  }
+  if (pVal->type == EDN_VECTOR || pVal->type == EDN_LIST || pVal->type == EDN_SET
+      || pVal->type == EDN_MAP) {
+    iP = qcParam(pC, pConst, iInput, i1, i2, QV_JSON, QVT_JSON);
+    *pvt = QVT_JSON;
+    return sqlite3_mprintf("?%d", iP);
+  }
+  *pvt = valueNaturalType(pVal);
+  if (*pvt == VT_NONE) {
+    /* Symbols, nil and unknown tags have no stored form: name the value. */
+    sqlite3_str *pTxt = sqlite3_str_new(NULL);
+    char *zTxt;
+    char zWhere[32];
+    ednPrint(pTxt, pVal);
+    zTxt = sqlite3_str_finish(pTxt);
+    if (iInput >= 0) {
+      sqlite3_snprintf(sizeof zWhere, zWhere, "input %d", iInput + 1);
+    } else {
+      sqlite3_snprintf(sizeof zWhere, zWhere, "ground");
+    }
+    qcErr(pC, NULL, "%s: unsupported value %s (%s)", zWhere, zTxt ? zTxt : "?",
+          pVal->type == EDN_SYMBOL ? "a symbol" : pVal->type == EDN_NIL ? "nil" : "a tagged value");
+    sqlite3_free(zTxt);
+    return NULL;
+  }
+  iP = qcParam(pC, pConst, iInput, i1, i2, QV_NATURAL, *pvt);
+  *piParam = iP;
+  return sqlite3_mprintf("?%d", iP);
+}
+
+/* May values of types a and b share one bound variable? The variable gets
+** one static type (the first value's), so only numbers and entity ids mix:
+** a later string or boolean would be read as a number. */
+static int qcVtMix(ValueType a, ValueType b) {
+  if (a == b) return 1;
+  /* Beside a lookup ref (an entity), a keyword can only be an ident: the
+  ** entity place that types the variable reads it as one. */
+  if ((a == VT_REF && b == VT_KEYWORD) || (a == VT_KEYWORD && b == VT_REF)) return 1;
+  return (a == VT_LONG || a == VT_DOUBLE || a == VT_REF) && (b == VT_LONG || b == VT_DOUBLE || b == VT_REF);
+}
+
+static void qcBindScalar(QCtx *pX, const EdnValue *pVar, const EdnValue *pVal,
+                         const EdnValue *pConst, int iInput, int i1, int i2) {
+  ValueType vt;
+  int iP;
+  char *zExpr;
+  QVar *pV;
+  if (qIsBlank(pVar)) return;
+  zExpr = qcLeafExpr(pX, pVal, pConst, iInput, i1, i2, &vt, &iP);
+  if (zExpr == NULL) { qcNoMem(pX->pC); return; }
+  if (qcLeafIsLookup(pX, pVal, iInput)) qcWhere(pX, sqlite3_mprintf("%s IS NOT NULL", zExpr));
+  pV = qcVarFind(pX, pVar->u.s.z);
+  if (pV) {
+    qcBindVar(pX, pVar->u.s.z, zExpr, vt, NULL, 0);
+    return;
+  }
+  qcBindVar(pX, pVar->u.s.z, zExpr, vt, NULL, 0);
+  pV = qcVarFind(pX, pVar->u.s.z);
+  if (pV && iP) {
+    pV->aParam = sqlite3_malloc64(sizeof(int));
+    if (pV->aParam == NULL) { qcNoMem(pX->pC); return; }
+    pV->aParam[0] = iP;
+    pV->nParam = 1;
+  }
+}
+
+static const EdnValue *qcElem(const EdnValue *p, int i) {
+  return p->u.c.a[i];
+}
+
+static int qcIsColl(const EdnValue *p) {
+  return p->type == EDN_VECTOR || p->type == EDN_LIST || p->type == EDN_SET;
+}
+
+/* The lazy parameters aP[0..nP) (taken over) of a collection that binds
+** the already bound pV: typed with pV's lazy ones, or by its static type. */
+static void qcAdoptParams(QCtx *pX, QVar *pV, int *aP, int nP) {
+  int i;
+  if (pV->nParam > 0 || (pV->zExpr == NULL && pV->zInList)) {
+    int *aNew = sqlite3_realloc64(pV->aParam, sizeof(int) * (sqlite3_uint64)(pV->nParam + nP + 1));
+    if (aNew == NULL) { sqlite3_free(aP); qcNoMem(pX->pC); return; }
+    for (i = 0; i < nP; i++) aNew[pV->nParam + i] = aP[i];
+    pV->aParam = aNew;
+    pV->nParam += nP;
+  } else if (pV->vt != VT_NONE && pV->vt != QVT_JSON) {
+    for (i = 0; i < nP; i++) {
+      QParam *pP = &pX->pC->aParam[aP[i] - 1];
+      if (pP->eConv == QV_NATURAL) {
+        pP->eConv = QV_TYPED;
+        pP->vt = pV->vt;
+      }
+    }
+  }
+  sqlite3_free(aP);
+}
+
+int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
+                const char *zWhat) {
+  QComp *pC = pX->pC;
+  int bConst = iInput < 0;
+  int i, j;
+  switch (pB->kind) {
+    case QB_SCALAR:
+      qcBindScalar(pX, pB->aVar[0], pVal, bConst ? pVal : NULL, iInput, -1, -1);
+      break;
+    case QB_TUPLE:
+      if (!qcIsColl(pVal) || pVal->u.c.n != pB->nVar) {
+        return qcErr(pC, NULL, "%s: expected a tuple of %d value(s)", zWhat, pB->nVar);
+      }
+      for (i = 0; i < pB->nVar; i++) {
+        qcBindScalar(pX, pB->aVar[i], qcElem(pVal, i), bConst ? qcElem(pVal, i) : NULL,
+                     iInput, i, -1);
+      }
+      break;
+    case QB_COLL: {
+      sqlite3_str *pList;
+      QVar *pV;
+      int nP = 0, bLookup = 0, bMixed = 0;
+      int *aP;
+      ValueType vt0 = VT_NONE;
+      if (!qcIsColl(pVal)) return qcErr(pC, NULL, "%s: expected a collection", zWhat);
+      if (qIsBlank(pB->aVar[0])) break;
+      aP = sqlite3_malloc64(sizeof(int) * (pVal->u.c.n + 1));
+      pList = sqlite3_str_new(NULL);
+      if (aP == NULL) { sqlite3_free(sqlite3_str_finish(pList)); return qcNoMem(pC); }
+      for (i = 0; i < pVal->u.c.n; i++) {
+        ValueType vt;
+        int iP;
+        const EdnValue *pE = qcElem(pVal, i);
+        char *z = qcLeafExpr(pX, pE, bConst ? pE : NULL, iInput, i, -1, &vt, &iP);
+        if (z == NULL) { qcNoMem(pC); break; }
+        if (i > 0 && vt != vt0) bMixed = 1;
+        if (i == 0) vt0 = vt;
+        else if (!qcVtMix(vt0, vt)) {
+          qcErr(pC, NULL, "%s: value %d is a %s, value 1 a %s: a collection's values must have one type",
+                zWhat, i + 1, qcVtName(vt), qcVtName(vt0));
+          sqlite3_free(z);
+          break;
+        }
+        if (iP) aP[nP++] = iP;
+        if (qcLeafIsLookup(pX, pE, iInput)) bLookup = 1;
+        if (i) sqlite3_str_appendchar(pList, 1, ',');
+        sqlite3_str_appendall(pList, z);
+        sqlite3_free(z);
+      }
+      if (qcVarFind(pX, pB->aVar[0]->u.s.z)) {
+        /* Already bound: the collection filters it (a membership test, or
+        ** one more list for a collection still waiting for its place). */
+        QVar *pOld = qcVarFind(pX, pB->aVar[0]->u.s.z);
+        int bListOom = sqlite3_str_errcode(pList) != SQLITE_OK;
+        char *zList = sqlite3_str_finish(pList);
+        if (bListOom || (zList == NULL && pVal->u.c.n)) {
+          qcNoMem(pC);
+        } else if (pOld->zExpr == NULL && pOld->zInList) {
+          char *zMore = pOld->zInMore
+              ? sqlite3_mprintf("%s\x01%s", pOld->zInMore, zList ? zList : "")
+              : sqlite3_mprintf("%s", zList ? zList : "");
+          if (zMore == NULL) qcNoMem(pC);
+          sqlite3_free(pOld->zInMore);
+          pOld->zInMore = zMore;
+          if (pVal->u.c.n < pOld->nInElem) pOld->nInElem = pVal->u.c.n;
+        } else {
+          qcWhere(pX, sqlite3_mprintf("%s IN (%s)", pOld->zExpr ? pOld->zExpr : "NULL",
+                                      zList ? zList : ""));
+        }
+        sqlite3_free(zList);
+        qcAdoptParams(pX, pOld, aP, nP);
+        break;
+      }
+      pV = qcVarAdd(pX, pB->aVar[0]->u.s.z);
+      if (pV == NULL) { sqlite3_free(aP); sqlite3_free(sqlite3_str_finish(pList)); break; }
+      /* A list that ran out of memory is not the empty list (sqlite3_str
+      ** gives NULL for both): that would be an IN () matching nothing. */
+      if (sqlite3_str_errcode(pList) != SQLITE_OK) qcNoMem(pC);
+      pV->zInList = sqlite3_str_finish(pList);
+      if (pV->zInList == NULL) pV->zInList = sqlite3_mprintf("%s", "");
+      if (pV->zInList == NULL) qcNoMem(pC);
+      pV->nInElem = pVal->u.c.n;
+      pV->bInLookup = (unsigned char)bLookup;
+      pV->bInMixed = (unsigned char)bMixed;
+      pV->vt = vt0 == VT_NONE ? VT_LONG : vt0;
+      pV->aParam = aP;
+      pV->nParam = nP;
+      break;
+    }
+    case QB_REL: {
+      sqlite3_str *pCte = pC->pCte;
+      char zName[24];
+      sqlite3_snprintf(sizeof zName, zName, "in%d", ++pC->nAlias);
+      for (i = 0; i < pVal->u.c.n || !qcIsColl(pVal); i++) {
+        if (!qcIsColl(pVal) || !qcIsColl(qcElem(pVal, i)) || qcElem(pVal, i)->u.c.n != pB->nVar) {
+          return qcErr(pC, NULL, "%s: expected a relation of %d-tuples", zWhat, pB->nVar);
+        }
+      }
+      if (pC->nCte++) sqlite3_str_appendall(pCte, ", ");
+      sqlite3_str_appendf(pCte, "%s(", zName);
+      for (j = 0; j < pB->nVar; j++) sqlite3_str_appendf(pCte, "%sc%d", j ? "," : "", j);
+      sqlite3_str_appendall(pCte, ") AS (");
+      if (pVal->u.c.n == 0) {
+        sqlite3_str_appendall(pCte, "SELECT ");
+        for (j = 0; j < pB->nVar; j++) sqlite3_str_appendf(pCte, "%sNULL", j ? "," : "");
+        sqlite3_str_appendall(pCte, " WHERE 0");
+      } else {
+        sqlite3_str_appendall(pCte, "VALUES ");
+      }
+      {
+        /* Column j's lazy parameters, typed together by the column's first place. */
+        int **aaP = sqlite3_malloc64(sizeof(int*) * pB->nVar);
+        ValueType *aVt = sqlite3_malloc64(sizeof(ValueType) * pB->nVar);
+        unsigned char *abLookup = sqlite3_malloc64(pB->nVar);
+        if (aaP == NULL || aVt == NULL || abLookup == NULL) {
+          sqlite3_free(aaP);
+          sqlite3_free(aVt);
+          sqlite3_free(abLookup);
+          return qcNoMem(pC);
+        }
+        for (j = 0; j < pB->nVar; j++) {
+          aaP[j] = sqlite3_malloc64(sizeof(int) * (pVal->u.c.n + 1));
+          aVt[j] = VT_NONE;
+          abLookup[j] = 0;
+          if (aaP[j] == NULL) qcNoMem(pC);
+        }
+        for (i = 0; pC->rc == SQLITE_OK && i < pVal->u.c.n; i++) {
+          const EdnValue *pRow = qcElem(pVal, i);
+          sqlite3_str_appendf(pCte, "%s(", i ? "," : "");
+          for (j = 0; j < pB->nVar; j++) {
+            ValueType vt;
+            int iP;
+            const EdnValue *pE = qcElem(pRow, j);
+            char *z = qcLeafExpr(pX, pE, bConst ? pE : NULL, iInput, i, j, &vt, &iP);
+            if (z == NULL) { qcNoMem(pC); break; }
+            if (i == 0) aVt[j] = vt;
+            else if (!qcVtMix(aVt[j], vt)) {
+              qcErr(pC, NULL, "%s: value %d is a %s, value 1 a %s: a relation column's values must have "
+                    "one type", zWhat, i + 1, qcVtName(vt), qcVtName(aVt[j]));
+              sqlite3_free(z);
+              break;
+            }
+            aaP[j][i] = iP;
+            if (qcLeafIsLookup(pX, pE, iInput)) abLookup[j] = 1;
+            sqlite3_str_appendf(pCte, "%s%s", j ? "," : "", z);
+            sqlite3_free(z);
+          }
+          sqlite3_str_appendall(pCte, ")");
+        }
+        sqlite3_str_appendall(pCte, ")");
+        qcFrom(pX, sqlite3_mprintf("%s", zName));
+        for (j = 0; j < pB->nVar; j++) {
+          const EdnValue *pVar = pB->aVar[j];
+          /* a row whose lookup ref names no entity binds nothing */
+          if (abLookup[j]) qcWhere(pX, sqlite3_mprintf("%s.c%d IS NOT NULL", zName, j));
+          if (pC->rc == SQLITE_OK && !qIsBlank(pVar)) {
+            int bNew = qcVarFind(pX, pVar->u.s.z) == NULL;
+            qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.c%d", zName, j),
+                      aVt[j] == VT_NONE ? VT_LONG : aVt[j], NULL, 0);
+            if (bNew && pC->rc == SQLITE_OK) {
+              QVar *pV = qcVarFind(pX, pVar->u.s.z);
+              int k, n = 0, nInt = 0, nReal = 0;
+              for (k = 0; k < pVal->u.c.n; k++) {
+                const EdnValue *pE = qcElem(qcElem(pVal, k), j);
+                if (pE && pE->type == EDN_INT) nInt++;
+                if (pE && pE->type == EDN_DOUBLE) nReal++;
+              }
+              /* a column of longs and doubles: 1 and 1.0 are two rows */
+              pV->bInMixed = nInt && nReal;
+              for (k = 0; k < pVal->u.c.n; k++) if (aaP[j][k]) aaP[j][n++] = aaP[j][k];
+              pV->aParam = aaP[j];
+              pV->nParam = n;
+              aaP[j] = NULL;
+            }
+          }
+          sqlite3_free(aaP[j]);
+        }
+        sqlite3_free(aaP);
+        sqlite3_free(aVt);
+        sqlite3_free(abLookup);
+      }
+      break;
+    }
+  }
+  return pC->rc;
+}

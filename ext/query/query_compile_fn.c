@@ -1,0 +1,579 @@
+/*
+** query_compile_fn.c — function clauses in :where: [(pred ...)] as a
+** filter and [(f ...) binding] binding its result (ground, get-else,
+** get-some, tuple/untuple, fulltext, tx-ids, tx-data, type, and the value
+** expressions of query_compile_value.c). Calls the scope, SQL, bind,
+** predicate and value helpers.
+**
+** HOW IT WORKS
+** A predicate becomes a WHERE term; a function becomes an SQL expression
+** bound to its result variable (or an equality when the variable is
+** already bound). A result that would nest too deep in the next function
+** is bound once through mentat_one in FROM (qcTermExpr, query_one.c), so
+** chains of functions compile to SQL linear in their length. Functions
+** that read the store (get-else, get-some) are correlated scalar
+** subqueries on the datoms indexes; fulltext joins the FTS4 table; tx-ids
+** and tx-data read the log.
+*/
+#include <string.h>
+#include "query_compile_scope.h"
+
+int qcPredicate(QCtx *pX, const QClause *pCl) {
+  QComp *pC = pX->pC;
+  char *zExpr = NULL, *zTag = NULL;
+  ValueType vt;
+  if (qcPredExpr(pX, pCl, &zExpr)) {
+    if (zExpr) qcWhere(pX, zExpr);
+    return pC->rc;
+  }
+  /* Any other function is a predicate by Clojure truthiness: nil and false
+  ** fail, everything else (0 and "" too) holds. */
+  if (qcValueFn(pX, pCl, &zExpr, &vt, &zTag)) {
+    sqlite3_free(zTag);
+    if (zExpr == NULL) return pC->rc;
+    if (vt == VT_BOOLEAN) qcWhere(pX, sqlite3_mprintf("coalesce(%s, 0) != 0", zExpr));
+    else qcWhere(pX, sqlite3_mprintf("(%s) IS NOT NULL", zExpr));
+    sqlite3_free(zExpr);
+    return pC->rc;
+  }
+  if (pC->rc) return pC->rc;
+  return qcErr(pC, pCl->pForm, "unknown function %s", pCl->zName);
+}
+
+/* The type tag of a JSON element (tuples carry values as JSON): numbers 5,
+** booleans 1, text starting with ':' a keyword (13), other text 10. zType
+** is the SQL giving json_type's answer, zVal the element's SQL value. */
+static char *qcJsonTag(const char *zType, const char *zVal) {
+  return sqlite3_mprintf("(CASE %s WHEN 'integer' THEN 5 WHEN 'real' THEN 5 WHEN 'true'"
+                         " THEN 1 WHEN 'false' THEN 1 WHEN 'text' THEN (CASE WHEN"
+                         " substr(%s, 1, 1) = ':' THEN 13 ELSE 10 END) END)", zType, zVal);
+}
+
+/* Binds element k of the JSON array zDoc to variable pVar (blank: skipped). */
+static void qcBindJsonElem(QCtx *pX, const EdnValue *pVar, const char *zDoc, int k) {
+  char *zType, *zVal;
+  if (qIsBlank(pVar)) return;
+  zType = sqlite3_mprintf("json_type(%s, '$[%d]')", zDoc, k);
+  zVal = sqlite3_mprintf("json_extract(%s, '$[%d]')", zDoc, k);
+  if (zType && zVal) {
+    int bNew = qcVarFind(pX, pVar->u.s.z) == NULL;
+    qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s", zVal), VT_NONE, qcJsonTag(zType, zVal), 0);
+    if (bNew) qcFnResult(pX, pVar->u.s.z);
+  } else {
+    qcNoMem(pX->pC);
+  }
+  sqlite3_free(zType);
+  sqlite3_free(zVal);
+}
+
+/* Binds a function's result (SQL zExpr of type vt, tag zTag when vt is
+** VT_NONE; both taken over) through the clause's binding form. A scalar
+** binds anything; tuple, collection and relation forms need a result that
+** is a collection (JSON: tuple, ground of a vector): [?a ?b] takes its
+** elements, [?x ...] joins json_each over it (one row per element) and
+** [[?a ?b]] joins json_each and takes each row's elements. */
+static int qcBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt, char *zTag) {
+  QComp *pC = pX->pC;
+  const QBinding *pB = &pCl->bind;
+  char zAlias[24];
+  int i;
+  if (zExpr == NULL) {
+    sqlite3_free(zTag);
+    return qcNoMem(pC);
+  }
+  if (pB->kind == QB_SCALAR) {
+    if (qIsBlank(pB->aVar[0])) {
+      sqlite3_free(zExpr);
+      sqlite3_free(zTag);
+      return pC->rc;
+    }
+    /* A nil result binds nothing, as in Datomic: (/ ?a 0), (untuple 5) or
+    ** a missing value drop the row instead of binding a NULL no Datalog
+    ** value can stand for. */
+    qcWhere(pX, sqlite3_mprintf("(%s) IS NOT NULL", zExpr));
+    {
+      QVar *pV = qcVarFind(pX, pB->aVar[0]->u.s.z);
+      int bNew = pV == NULL;
+      int bKw = vt == VT_KEYWORD || (vt == VT_NONE && zTag);
+      if (!bNew && vt == QVT_JSON && pV->zExpr && pV->vt == VT_REF && !pV->nParam) {
+        /* as a pattern after it would say (qcPlace) */
+        sqlite3_free(zExpr);
+        sqlite3_free(zTag);
+        return qcErr(pC, pCl->pForm, "%s is a collection, not an entity id, ident or lookup ref",
+                     pB->aVar[0]->u.s.z);
+      }
+      if (!bNew && bKw && pV->zExpr && pV->vt == VT_REF) {
+        /* A keyword result meets an entity (or ref value) place already
+        ** bound: the entity whose ident it is, as when the place comes
+        ** after (below) and as a constant or an input there (Datomic reads
+        ** an ident wherever an entity goes). */
+        char *zId = qcIdentSql(zExpr);
+        char *zE = NULL, *zT = NULL;
+        if (zId && vt == VT_KEYWORD) {
+          zE = zId;
+          zId = NULL;
+        } else if (zId) {
+          zE = sqlite3_mprintf("(CASE %s WHEN %d THEN %s ELSE %s END)", zTag, TAG_KEYWORD, zId,
+                               zExpr);
+          zT = sqlite3_mprintf("(CASE %s WHEN %d THEN %d ELSE %s END)", zTag, TAG_KEYWORD,
+                               TAG_REF, zTag);
+        }
+        sqlite3_free(zId);
+        sqlite3_free(zExpr);
+        sqlite3_free(zTag);
+        if (zE == NULL || (vt == VT_NONE && zT == NULL)) {
+          sqlite3_free(zE);
+          sqlite3_free(zT);
+          return qcNoMem(pC);
+        }
+        qcBindVar(pX, pB->aVar[0]->u.s.z, zE, vt == VT_KEYWORD ? VT_REF : VT_NONE, zT, 0);
+        return pC->rc;
+      }
+      qcBindVar(pX, pB->aVar[0]->u.s.z, zExpr, vt, zTag, 0);
+      if (bNew) {
+        qcFnResult(pX, pB->aVar[0]->u.s.z);
+        /* a keyword result read as an ident by a later entity place */
+        pV = qcVarFind(pX, pB->aVar[0]->u.s.z);
+        if (bKw && pV) pV->bIdent = 1;
+      }
+    }
+    return pC->rc;
+  }
+  sqlite3_free(zTag);
+  if (vt != QVT_JSON) {
+    sqlite3_free(zExpr);
+    return qcErr(pC, pCl->pForm, "bad binding form for %s: it returns one value, bind it to a"
+                 " variable (not %s)", pCl->zName,
+                 pB->kind == QB_TUPLE ? "a tuple [?a ?b]" : pB->kind == QB_COLL
+                 ? "a collection [?x ...]" : "a relation [[?a ?b]]");
+  }
+  switch (pB->kind) {
+    case QB_TUPLE:
+      for (i = 0; i < pB->nVar && pC->rc == SQLITE_OK; i++) {
+        qcBindJsonElem(pX, pB->aVar[i], zExpr, i);
+      }
+      /* A shorter collection cannot fill the tuple: no binding. */
+      qcWhere(pX, sqlite3_mprintf("json_array_length(%s) >= %d", zExpr, pB->nVar));
+      break;
+    case QB_COLL:
+      sqlite3_snprintf(sizeof zAlias, zAlias, "j%d", ++pC->nAlias);
+      qcFrom(pX, sqlite3_mprintf("json_each(%s) %s", zExpr, zAlias));
+      if (!qIsBlank(pB->aVar[0]) && pC->rc == SQLITE_OK) {
+        char *zType = sqlite3_mprintf("%s.type", zAlias);
+        char *zVal = sqlite3_mprintf("%s.value", zAlias);
+        if (zType && zVal) {
+          qcBindVar(pX, pB->aVar[0]->u.s.z, sqlite3_mprintf("%s", zVal), VT_NONE,
+                    qcJsonTag(zType, zVal), 0);
+        } else {
+          qcNoMem(pC);
+        }
+        sqlite3_free(zType);
+        sqlite3_free(zVal);
+      }
+      break;
+    default: {
+      char zDoc[32];
+      sqlite3_snprintf(sizeof zAlias, zAlias, "j%d", ++pC->nAlias);
+      sqlite3_snprintf(sizeof zDoc, zDoc, "%s.value", zAlias);
+      qcFrom(pX, sqlite3_mprintf("json_each(%s) %s", zExpr, zAlias));
+      qcWhere(pX, sqlite3_mprintf("%s.type = 'array' AND json_array_length(%s) >= %d",
+                                  zAlias, zDoc, pB->nVar));
+      for (i = 0; i < pB->nVar && pC->rc == SQLITE_OK; i++) {
+        qcBindJsonElem(pX, pB->aVar[i], zDoc, i);
+      }
+      break;
+    }
+  }
+  sqlite3_free(zExpr);
+  return pC->rc;
+}
+
+static int qcGetElse(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
+  QComp *pC = pX->pC;
+  const Attr *pA;
+  char *zE, *zSub, *zD, *zTagD = NULL;
+  ValueType vtD;
+  if (nArg != 3) return qcErr(pC, pCl->pForm, "get-else takes $, an entity, an attribute and a default");
+  if (aArg[2]->type == EDN_NIL) return qcErr(pC, aArg[2], "get-else: the default must not be nil");
+  pA = qcAttrArg(pX, aArg[1], "get-else");
+  if (pC->rc) return pC->rc;
+  if (pA && pA->bMany) return qcErr(pC, aArg[1], "get-else: %s is cardinality many", aArg[1]->u.s.z);
+  zE = qcEntityExpr(pX, aArg[0], "get-else");
+  if (zE == NULL) return pC->rc;
+  if (pA == NULL) {
+    /* an attribute no store has: always the default */
+    zD = qcTermExpr(pX, aArg[2], &vtD, &zTagD, "function");
+    sqlite3_free(zE);
+    if (zD == NULL) return pC->rc;
+    return qcBindResult(pX, pCl, zD, vtD, zTagD);
+  }
+  zSub = qcEntityAttrSql(pX, pCl->pForm, "get-else", "g.v", zE, pA->e);
+  sqlite3_free(zE);
+  if (zSub == NULL) return pC->rc;
+  /* The default is returned as given, in its own type (Datomic's "Outer
+  ** Joins" tech note: [(get-else $ ?e :artist/startYear "Unknown") ?y];
+  ** DataScript: (if-some [d ...] (:v d) else-val)): a keyword default on a
+  ** ref attribute stays the keyword, 0 on a double attribute stays a long.
+  ** Only a default of the attribute's type (or a long on a ref one: an
+  ** entity id is a long) keeps the attribute's static type; otherwise the
+  ** result is of mixed type, tagged per row. */
+  zD = qcTermExpr(pX, aArg[2], &vtD, &zTagD, "function");
+  if (zD == NULL) {
+    sqlite3_free(zSub);
+    return pC->rc;
+  }
+  if (vtD == pA->type || (pA->type == VT_REF && vtD == VT_LONG)) {
+    qcBindResult(pX, pCl, sqlite3_mprintf("COALESCE((%s), %s)", zSub, zD), pA->type, NULL);
+  } else {
+    char *zTag;
+    if (vtD == VT_NONE && zTagD) {
+      zTag = sqlite3_mprintf("(CASE WHEN (%s) IS NULL THEN %s ELSE %d END)", zSub, zTagD,
+                             vtTag(pA->type));
+    } else {
+      zTag = sqlite3_mprintf("(CASE WHEN (%s) IS NULL THEN %d ELSE %d END)", zSub,
+                             vtD == QVT_JSON ? TAG_JSON : vtTag(vtD), vtTag(pA->type));
+    }
+    if (zTag == NULL) qcNoMem(pC);
+    else qcBindResult(pX, pCl, sqlite3_mprintf("COALESCE((%s), %s)", zSub, zD), VT_NONE, zTag);
+  }
+  sqlite3_free(zSub);
+  sqlite3_free(zD);
+  sqlite3_free(zTagD);
+  return pC->rc;
+}
+
+static int qcGetSome(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
+  QComp *pC = pX->pC;
+  sqlite3_str *pA, *pV, *pT;
+  ValueType vtAll = VT_NONE;
+  char *zE, *zAttr, *zVal, *zTag, *zHas, *zOne;
+  int i, bSame = 1;
+  if (nArg < 2) return qcErr(pC, pCl->pForm, "get-some takes $, an entity and attributes");
+  if (pCl->bind.kind != QB_TUPLE || pCl->bind.nVar != 2) {
+    return qcErr(pC, pCl->pForm, "get-some binds a tuple [?attr ?value]");
+  }
+  zE = qcEntityExpr(pX, aArg[0], "get-some");
+  if (zE == NULL) return pC->rc;
+  pA = sqlite3_str_new(NULL);
+  pV = sqlite3_str_new(NULL);
+  pT = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(pA, "CASE");
+  sqlite3_str_appendall(pV, "CASE");
+  sqlite3_str_appendall(pT, "CASE");
+  for (i = 1; i < nArg && pC->rc == SQLITE_OK; i++) {
+    const Attr *pAt = qcAttrArg(pX, aArg[i], "get-some");
+    if (pAt == NULL) continue;
+    if (vtAll == VT_NONE) vtAll = pAt->type;
+    else if (vtAll != pAt->type) bSame = 0;
+    zHas = qcEntityAttrSql(pX, pCl->pForm, "get-some", "1", zE, pAt->e);
+    zOne = qcEntityAttrSql(pX, pCl->pForm, "get-some", "g.v", zE, pAt->e);
+    if (zHas && zOne) {
+      sqlite3_str_appendf(pA, " WHEN EXISTS (%s) THEN %lld", zHas, pAt->e);
+      sqlite3_str_appendf(pV, " WHEN EXISTS (%s) THEN (%s LIMIT 1)", zHas, zOne);
+      sqlite3_str_appendf(pT, " WHEN EXISTS (%s) THEN %d", zHas, vtTag(pAt->type));
+    }
+    sqlite3_free(zHas);
+    sqlite3_free(zOne);
+  }
+  sqlite3_str_appendall(pA, " END");
+  sqlite3_str_appendall(pV, " END");
+  sqlite3_str_appendall(pT, " END");
+  zAttr = sqlite3_str_finish(pA);
+  zVal = sqlite3_str_finish(pV);
+  zTag = sqlite3_str_finish(pT);
+  sqlite3_free(zE);
+  if (zAttr == NULL || zVal == NULL || zTag == NULL) qcNoMem(pC);
+  if (pC->rc == SQLITE_OK) {
+    if (vtAll == VT_NONE) {
+      qcWhere(pX, sqlite3_mprintf("0"));
+    } else {
+      qcWhere(pX, sqlite3_mprintf("(%s) IS NOT NULL", zAttr));
+    }
+  }
+  if (pC->rc == SQLITE_OK && !qIsBlank(pCl->bind.aVar[0])) {
+    qcBindVar(pX, pCl->bind.aVar[0]->u.s.z, zAttr, VT_REF, NULL, 0);
+    zAttr = NULL;
+  }
+  if (pC->rc == SQLITE_OK && !qIsBlank(pCl->bind.aVar[1])) {
+    if (bSame && vtAll != VT_NONE) {
+      qcBindVar(pX, pCl->bind.aVar[1]->u.s.z, zVal, vtAll, NULL, 0);
+    } else {
+      qcBindVar(pX, pCl->bind.aVar[1]->u.s.z, zVal, VT_NONE, zTag, 0);
+      zTag = NULL;
+    }
+    zVal = NULL;
+  }
+  sqlite3_free(zAttr);
+  sqlite3_free(zVal);
+  sqlite3_free(zTag);
+  return pC->rc;
+}
+
+/* (untuple ?t) [?a ?b]: the elements of a tuple value. */
+static int qcUntuple(QCtx *pX, const QClause *pCl) {
+  QComp *pC = pX->pC;
+  ValueType vt;
+  char *zT;
+  if (pCl->nArg != 1) return qcErr(pC, pCl->pForm, "untuple takes 1 argument(s), got %d", pCl->nArg);
+  if (pCl->bind.kind != QB_TUPLE) {
+    return qcErr(pC, pCl->pForm, "bad binding form for untuple: bind a tuple [?a ?b ...]");
+  }
+  zT = qcTermExpr(pX, pCl->aArg[0], &vt, NULL, "function");
+  if (zT == NULL) return pC->rc;
+  return qcBindResult(pX, pCl, zT, QVT_JSON, NULL);
+}
+
+static int qcFulltext(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
+  QComp *pC = pX->pC;
+  const Attr *pA;
+  ValueType vt;
+  char *zQ;
+  char zD[24], zF[24];
+  int i;
+  if (nArg != 2) return qcErr(pC, pCl->pForm, "fulltext takes $, an attribute and a search string");
+  if (pCl->bind.kind != QB_REL || pCl->bind.nVar > 4) {
+    return qcErr(pC, pCl->pForm, "fulltext binds a relation [[?e ?value ?tx ?score]]");
+  }
+  pA = qcAttrArg(pX, aArg[0], "fulltext");
+  if (pC->rc) return pC->rc;
+  if (pA && !pA->bFulltext) {
+    return qcErr(pC, aArg[0], "fulltext: %s is not a :db/fulltext attribute", aArg[0]->u.s.z);
+  }
+  zQ = qcTermExpr(pX, aArg[1], &vt, NULL, "function");
+  if (zQ == NULL) return pC->rc;
+  sqlite3_snprintf(sizeof zD, zD, "d%d", ++pC->nAlias);
+  sqlite3_snprintf(sizeof zF, zF, "f%d", ++pC->nAlias);
+  qcFrom(pX, sqlite3_mprintf("fulltext_values %s", zF));
+  {
+    /* The datoms of the database the query reads (qcView). The log has no
+    ** index_fulltext column; the attribute's flag says it there. */
+    const char *zTable = "datoms";
+    char *zCond = qcView(pC, zD, &zTable);
+    if (zCond == NULL) qcNoMem(pC);
+    qcFrom(pX, sqlite3_mprintf("%s %s", zTable, zD));
+    if (zCond && zCond[0]) qcWhere(pX, zCond);
+    else sqlite3_free(zCond);
+    if (strcmp(zTable, "datoms") == 0) qcWhere(pX, sqlite3_mprintf("%s.index_fulltext IS NOT 0", zD));
+  }
+  if (pA == NULL) qcWhere(pX, sqlite3_mprintf("0"));
+  else qcWhere(pX, sqlite3_mprintf(
+      "%s.text MATCH %s AND %s.a = %lld AND %s.value_type_tag = 10"
+      " AND %s.v = +%s.rowid", zF, zQ, zD, pA ? pA->e : 0, zD, zD, zF));
+  sqlite3_free(zQ);
+  for (i = 0; i < pCl->bind.nVar && pC->rc == SQLITE_OK; i++) {
+    const EdnValue *pVar = pCl->bind.aVar[i];
+    if (qIsBlank(pVar)) continue;
+    if (i == 0) qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.e", zD), VT_REF, NULL, 1);
+    else if (i == 1) qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.text", zF), VT_STRING, NULL, 0);
+    else if (i == 2) qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.tx", zD), VT_REF, NULL, 1);
+    else qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("0.0"), VT_DOUBLE, NULL, 0);
+  }
+  return pC->rc;
+}
+
+/* The SQL of the first transaction at or after instant zInst (µs): the
+** point an #inst names in the log, as Datomic's tx-range reads a Date (its
+** start inclusive, its end exclusive: tx < it is "instant < zInst", since
+** instants grow with tx ids, tx.c). Past the last transaction: the largest
+** id, so nothing is at or after it. */
+static char *qcTxAtInstant(const char *zInst) {
+  return sqlite3_mprintf("coalesce((SELECT min(e) FROM datoms WHERE a = %d AND value_type_tag = %d"
+                         " AND v >= (%s)), 9223372036854775807)",
+                         ENTID_DB_TXINSTANT, TAG_INSTANT, zInst);
+}
+
+/* A point in time argument of the log functions (Datomic's tx-range: a tx
+** id or a transaction instant), as SQL giving a tx id. An #inst becomes
+** the first transaction at or after it; nil (when bOpen is given) is no
+** bound: NULL and *pbOpen set. Any other type is an error naming zFn, the
+** argument's role zRole and the argument: at compile time when its type
+** is known, else when the row reaches it (mentat_tx_point). */
+static char *qcTxPoint(QCtx *pX, const EdnValue *pArg, const char *zFn, const char *zRole,
+                       int *pbOpen) {
+  QComp *pC = pX->pC;
+  ValueType vt = VT_NONE;
+  char *zV, *zTag = NULL, *zOut = NULL, *zName;
+  sqlite3_str *pName;
+  if (pbOpen) *pbOpen = 0;
+  pName = sqlite3_str_new(NULL);
+  ednPrint(pName, pArg);
+  zName = sqlite3_str_finish(pName);
+  if (zName == NULL) { qcNoMem(pC); return NULL; }
+  if (pArg->type == EDN_NIL) {
+    if (pbOpen) *pbOpen = 1;
+    else qcErr(pC, pArg, "%s: %s nil is not a tx id or an #inst", zFn, zRole);
+    sqlite3_free(zName);
+    return NULL;
+  }
+  zV = qcTermExpr(pX, pArg, &vt, &zTag, "function");
+  if (zV == NULL) goto cleanup;
+  if (vt == VT_REF || vt == VT_LONG) {
+    zOut = zV;
+    zV = NULL;
+  } else if (vt == VT_INSTANT) {
+    zOut = qcTxAtInstant(zV);
+  } else if (vt != VT_NONE) {
+    qcErr(pC, pArg, "%s: %s %s is a %s, not a tx id or an #inst", zFn, zRole, zName, qcVtName(vt));
+  } else {
+    /* Its type is known only per row: an instant's tag picks the instant
+    ** reading, anything else must be an entity id or a long. */
+    char *zWhere = sqlite3_mprintf("line %d col %d: %s: %s %s", pArg->line, pArg->col, zFn, zRole,
+                                   zName);
+    char *zInst = qcTxAtInstant(zV);
+    if (zWhere && zInst) {
+      zOut = zTag ? sqlite3_mprintf("(CASE WHEN (%s) = %d THEN %s ELSE mentat_tx_point(%s, %s, %Q) END)",
+                                    zTag, TAG_INSTANT, zInst, zV, zTag, zWhere)
+                  : sqlite3_mprintf("mentat_tx_point(%s, NULL, %Q)", zV, zWhere);
+    }
+    sqlite3_free(zWhere);
+    sqlite3_free(zInst);
+  }
+  if (zOut == NULL && pC->rc == SQLITE_OK) qcNoMem(pC);
+cleanup:
+  if (pC->rc != SQLITE_OK) {
+    sqlite3_free(zOut);
+    zOut = NULL;
+  }
+  sqlite3_free(zV);
+  sqlite3_free(zTag);
+  sqlite3_free(zName);
+  return zOut;
+}
+
+/* (tx-ids $ start end): the transactions with start <= tx < end, from the
+** log (Datomic's tx-ids over tx-range: each bound a tx id, an #inst or nil
+** for the log's beginning or end); bound as a collection [?tx ...]. */
+static int qcTxIds(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
+  QComp *pC = pX->pC;
+  char *zFrom = NULL, *zTo = NULL;
+  char zAlias[24];
+  int bOpenFrom = 0, bOpenTo = 0;
+  if (nArg != 2) return qcErr(pC, pCl->pForm, "tx-ids takes $, a start and an end tx");
+  if (pCl->bind.kind != QB_COLL && pCl->bind.kind != QB_SCALAR) {
+    return qcErr(pC, pCl->pForm, "tx-ids binds a collection [?tx ...]");
+  }
+  zFrom = qcTxPoint(pX, aArg[0], "tx-ids", "start", &bOpenFrom);
+  if (pC->rc == SQLITE_OK) zTo = qcTxPoint(pX, aArg[1], "tx-ids", "end", &bOpenTo);
+  if (pC->rc == SQLITE_OK) {
+    sqlite3_snprintf(sizeof zAlias, zAlias, "x%d", ++pC->nAlias);
+    /* A plain join (a derived table could not see ?from/?to): rows repeat
+    ** per datom, and the query's DISTINCT makes them a set again. */
+    qcFrom(pX, sqlite3_mprintf("timelined_transactions %s", zAlias));
+    qcWhere(pX, sqlite3_mprintf("%s.timeline IS 0", zAlias));
+    if (!bOpenFrom) qcWhere(pX, sqlite3_mprintf("%s.tx >= %s", zAlias, zFrom));
+    if (!bOpenTo) qcWhere(pX, sqlite3_mprintf("%s.tx < %s", zAlias, zTo));
+    if (!qIsBlank(pCl->bind.aVar[0])) {
+      qcBindVar(pX, pCl->bind.aVar[0]->u.s.z, sqlite3_mprintf("%s.tx", zAlias), VT_REF, NULL, 0);
+    }
+  }
+  sqlite3_free(zFrom);
+  sqlite3_free(zTo);
+  return pC->rc;
+}
+
+/* (tx-data $ tx): the log rows of one transaction (a tx id, or an #inst:
+** the first transaction at or after it), bound as a relation
+** [[?e ?a ?v ?tx ?added]]. */
+static int qcTxData(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
+  QComp *pC = pX->pC;
+  char *zTx;
+  char zAlias[24];
+  int i;
+  if (nArg != 1) return qcErr(pC, pCl->pForm, "tx-data takes $ and a tx");
+  if (pCl->bind.kind != QB_REL || pCl->bind.nVar > 5) {
+    return qcErr(pC, pCl->pForm, "tx-data binds a relation [[?e ?a ?v ?tx ?added]]");
+  }
+  zTx = qcTxPoint(pX, aArg[0], "tx-data", "tx", NULL);
+  if (zTx == NULL) return pC->rc;
+  sqlite3_snprintf(sizeof zAlias, zAlias, "x%d", ++pC->nAlias);
+  qcFrom(pX, sqlite3_mprintf("timelined_transactions %s", zAlias));
+  qcWhere(pX, sqlite3_mprintf("%s.timeline IS 0 AND %s.tx = %s", zAlias, zAlias, zTx));
+  sqlite3_free(zTx);
+  for (i = 0; i < pCl->bind.nVar && pC->rc == SQLITE_OK; i++) {
+    const EdnValue *pVar = pCl->bind.aVar[i];
+    if (qIsBlank(pVar)) continue;
+    switch (i) {
+      case 0: qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.e", zAlias), VT_REF, NULL, 1); break;
+      case 1: qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.a", zAlias), VT_REF, NULL, 1); break;
+      case 2:
+        qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.v", zAlias), VT_NONE,
+                  sqlite3_mprintf("%s.value_type_tag", zAlias), 0);
+        break;
+      case 3: qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.tx", zAlias), VT_REF, NULL, 1); break;
+      default:
+        qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.added", zAlias), VT_BOOLEAN, NULL, 0);
+        break;
+    }
+  }
+  return pC->rc;
+}
+
+/* (type ?v): the value type keyword of a value, e.g. :db.type/long. */
+static int qcType(QCtx *pX, const QClause *pCl) {
+  QComp *pC = pX->pC;
+  ValueType vt;
+  char *zTag = NULL, *zV, *zExpr;
+  if (pCl->nArg != 1) return qcErr(pC, pCl->pForm, "type takes one value");
+  zV = qcTermExpr(pX, pCl->aArg[0], &vt, &zTag, "function");
+  if (zV == NULL) return pC->rc;
+  if (vt != VT_NONE && vt != QVT_JSON) {
+    zExpr = sqlite3_mprintf("'%q'", vt == VT_LONG || vt == VT_DOUBLE ? "" : vtName(vt));
+    if (vt == VT_LONG || vt == VT_DOUBLE) {
+      sqlite3_free(zExpr);
+      zExpr = sqlite3_mprintf("(CASE typeof(%s) WHEN 'integer' THEN ':db.type/long'"
+                              " ELSE ':db.type/double' END)", zV);
+    }
+  } else {
+    zExpr = sqlite3_mprintf(
+        "(CASE %s WHEN 0 THEN ':db.type/ref' WHEN 1 THEN ':db.type/boolean' WHEN 4 THEN"
+        " ':db.type/instant' WHEN 5 THEN (CASE typeof(%s) WHEN 'integer' THEN ':db.type/long'"
+        " ELSE ':db.type/double' END) WHEN 10 THEN ':db.type/string' WHEN 11 THEN"
+        " ':db.type/uuid' WHEN 13 THEN ':db.type/keyword' WHEN 15 THEN ':db.type/bytes' END)",
+        zTag ? zTag : "NULL", zV);
+  }
+  sqlite3_free(zV);
+  sqlite3_free(zTag);
+  if (zExpr == NULL) return qcNoMem(pC);
+  return qcBindResult(pX, pCl, zExpr, VT_KEYWORD, NULL);
+}
+
+int qcFunction(QCtx *pX, const QClause *pCl) {
+  QComp *pC = pX->pC;
+  const EdnValue *const *aArg;
+  int nArg;
+  const char *z = pCl->zName;
+  char *zExpr = NULL, *zTag = NULL;
+  ValueType vt;
+  qcSkipSrc(pCl, &aArg, &nArg);
+  pC->nArgDepth = 0;
+  if (strcmp(z, "ground") == 0) {
+    if (pCl->nArg != 1) return qcErr(pC, pCl->pForm, "ground takes 1 argument(s), got %d", pCl->nArg);
+    if (ednIsVar(pCl->aArg[0])) {
+      zExpr = qcTermExpr(pX, pCl->aArg[0], &vt, &zTag, "function");
+      if (zExpr == NULL) return pC->rc;
+      return qcBindResult(pX, pCl, zExpr, vt, zTag);
+    }
+    return qcBindValue(pX, &pCl->bind, pCl->aArg[0], -1, "ground");
+  }
+  if (strcmp(z, "get-else") == 0) return qcGetElse(pX, pCl, aArg, nArg);
+  if (strcmp(z, "get-some") == 0) return qcGetSome(pX, pCl, aArg, nArg);
+  if (strcmp(z, "untuple") == 0) return qcUntuple(pX, pCl);
+  if (strcmp(z, "fulltext") == 0) return qcFulltext(pX, pCl, aArg, nArg);
+  if (strcmp(z, "tx-ids") == 0) return qcTxIds(pX, pCl, aArg, nArg);
+  if (strcmp(z, "tx-data") == 0) return qcTxData(pX, pCl, aArg, nArg);
+  if (strcmp(z, "type") == 0) return qcType(pX, pCl);
+  /* A predicate bound to a variable gives its truth as a boolean. */
+  if (qcPredExpr(pX, pCl, &zExpr)) {
+    char *zBool;
+    if (zExpr == NULL) return pC->rc;
+    zBool = sqlite3_mprintf("(CASE WHEN %s THEN 1 ELSE 0 END)", zExpr);
+    sqlite3_free(zExpr);
+    return qcBindResult(pX, pCl, zBool, VT_BOOLEAN, NULL);
+  }
+  if (qcValueFn(pX, pCl, &zExpr, &vt, &zTag)) {
+    if (zExpr == NULL) return pC->rc;
+    return qcBindResult(pX, pCl, zExpr, vt, zTag);
+  }
+  if (pC->rc) return pC->rc;
+  return qcErr(pC, pCl->pForm, "unknown function %s", z);
+}

@@ -1,0 +1,721 @@
+/*
+** query_compile_scope.c — the compile scopes: errors, parameters, the FROM
+** and WHERE of a scope, its variables (binding one, unifying it again,
+** typing an input's lazy parameters), terms as SQL, function results bound
+** through mentat_one, and copying or collapsing a scope for a subquery.
+** Takes the parsed clauses' terms (query_ast.h) and the schema; gives SQL
+** text into a QCtx. Calls only query_compile_sql.c and the stages below
+** the query (query_compile_scope.h explains scopes and variables).
+*/
+#include <string.h>
+#include <stdarg.h>
+#include "query_compile_scope.h"
+
+int qcNoMem(QComp *pC) {
+  if (pC->rc == SQLITE_OK) pC->rc = SQLITE_NOMEM;
+  return pC->rc;
+}
+
+int qcErr(QComp *pC, const EdnValue *p, const char *zFmt, ...) {
+  va_list ap;
+  int rc;
+  if (pC->rc != SQLITE_OK) return pC->rc;
+  if (p == NULL || p->line <= 0) p = pC->pAt;
+  va_start(ap, zFmt);
+  rc = ednErrorV(pC->pzErr, "", p ? p->line : 0, p ? p->col : 0, zFmt, ap);
+  va_end(ap);
+  if (rc == SQLITE_NOMEM) return qcNoMem(pC);
+  pC->rc = rc;
+  return pC->rc;
+}
+
+void qcWhere(QCtx *pX, char *zTerm) {
+  if (zTerm == NULL) { qcNoMem(pX->pC); return; }
+  if (pX->nWhere++) sqlite3_str_appendall(pX->pWhere, " AND ");
+  sqlite3_str_appendall(pX->pWhere, zTerm);
+  sqlite3_free(zTerm);
+}
+
+void qcFrom(QCtx *pX, char *zItem) {
+  if (zItem == NULL) { qcNoMem(pX->pC); return; }
+  if (pX->nFrom++) sqlite3_str_appendall(pX->pFrom, ", ");
+  sqlite3_str_appendall(pX->pFrom, zItem);
+  sqlite3_free(zItem);
+}
+
+int qcParam(QComp *pC, const EdnValue *pConst, int iInput, int i1, int i2,
+            QConv eConv, ValueType vt) {
+  QParam *pP;
+  if (pC->rc) return 0;
+  if (pC->nParam >= 32000) {
+    qcErr(pC, NULL, "query has too many values (more than 32000 parameters)");
+    return 0;
+  }
+  if (pC->nParam == pC->nParamAlloc) {
+    int nNew = pC->nParamAlloc ? pC->nParamAlloc * 2 : 16;
+    QParam *aNew = sqlite3_realloc64(pC->aParam, sizeof(QParam) * nNew);
+    if (aNew == NULL) { qcNoMem(pC); return 0; }
+    pC->aParam = aNew;
+    pC->nParamAlloc = nNew;
+  }
+  pP = &pC->aParam[pC->nParam++];
+  pP->pConst = pConst;
+  pP->iInput = iInput;
+  pP->i1 = i1;
+  pP->i2 = i2;
+  pP->eConv = eConv;
+  pP->vt = vt;
+  return pC->nParam;
+}
+
+void qcCtxInit(QCtx *pX, QComp *pC, QCtx *pParent) {
+  memset(pX, 0, sizeof *pX);
+  pX->pC = pC;
+  pX->pParent = pParent;
+  pX->nVisible = -1;
+  pX->pFrom = sqlite3_str_new(NULL);
+  pX->pWhere = sqlite3_str_new(NULL);
+}
+
+void qcCtxReset(QCtx *pX) {
+  int i;
+  for (i = 0; i < pX->nVar; i++) {
+    sqlite3_free(pX->aVar[i].zExpr);
+    sqlite3_free(pX->aVar[i].zTag);
+    sqlite3_free(pX->aVar[i].zInList);
+    sqlite3_free(pX->aVar[i].zInMore);
+    sqlite3_free(pX->aVar[i].aParam);
+  }
+  sqlite3_free(pX->aVar);
+  sqlite3_free(pX->aKey);
+  sqlite3_free(sqlite3_str_finish(pX->pFrom));
+  sqlite3_free(sqlite3_str_finish(pX->pWhere));
+  memset(pX, 0, sizeof *pX);
+}
+
+char *qcBody(QCtx *pX) {
+  const char *zFrom = sqlite3_str_value(pX->pFrom);
+  const char *zWhere = sqlite3_str_value(pX->pWhere);
+  char *zJoin = NULL, *zRet;
+  if (sqlite3_str_errcode(pX->pFrom) || sqlite3_str_errcode(pX->pWhere)) {
+    qcNoMem(pX->pC);
+    return NULL;
+  }
+  if (pX->nFrom > 1 && pX->nFrom == pX->nPatternFrom && !pX->bUnlinked) {
+    /* Every pattern is reached through an index from what comes before it
+    ** (qcClauses emits them bound-first): CROSS JOIN keeps that order, so
+    ** stale or missing statistics (a new managed index, a small store
+    ** without sqlite_stat1) cannot make SQLite drive from a whole
+    ** attribute. The items are "datoms dN" / "timelined_transactions dN",
+    ** so ", " only ever separates them. */
+    sqlite3_str *pJ = sqlite3_str_new(NULL);
+    const char *z = zFrom, *zSep;
+    while ((zSep = strstr(z, ", ")) != NULL) {
+      sqlite3_str_append(pJ, z, (int)(zSep - z));
+      sqlite3_str_appendall(pJ, " CROSS JOIN ");
+      z = zSep + 2;
+    }
+    sqlite3_str_appendall(pJ, z);
+    zJoin = sqlite3_str_finish(pJ);
+    if (zJoin == NULL) {
+      qcNoMem(pX->pC);
+      return NULL;
+    }
+    zFrom = zJoin;
+  }
+  zRet = sqlite3_mprintf("%s%s%s%s", pX->nFrom ? " FROM " : "", pX->nFrom ? zFrom : "",
+                         pX->nWhere ? " WHERE " : "", pX->nWhere ? zWhere : "");
+  sqlite3_free(zJoin);
+  /* Callers may skip a NULL body (an or branch, a rule body): the failure
+  ** must stop the compile, or the SQL silently loses that part. */
+  if (zRet == NULL) qcNoMem(pX->pC);
+  return zRet;
+}
+
+QVar *qcVarFind(QCtx *pX, const char *zName) {
+  int i;
+  for (i = 0; i < pX->nVar; i++) {
+    if (strcmp(pX->aVar[i].zName, zName) == 0) return &pX->aVar[i];
+  }
+  if (pX->pParent == NULL) return NULL;
+  if (pX->nVisible >= 0) {
+    for (i = 0; i < pX->nVisible; i++) {
+      if (strcmp(pX->aVisible[i]->u.s.z, zName) == 0) break;
+    }
+    if (i == pX->nVisible) return NULL;
+  }
+  return qcVarFind(pX->pParent, zName);
+}
+
+QVar *qcVarAdd(QCtx *pX, const char *zName) {
+  QVar *pV;
+  if (pX->nVar == pX->nVarAlloc) {
+    int nNew = pX->nVarAlloc ? pX->nVarAlloc * 2 : 8;
+    QVar *aNew = sqlite3_realloc64(pX->aVar, sizeof(QVar) * nNew);
+    if (aNew == NULL) { qcNoMem(pX->pC); return NULL; }
+    pX->aVar = aNew;
+    pX->nVarAlloc = nNew;
+  }
+  pV = &pX->aVar[pX->nVar++];
+  memset(pV, 0, sizeof *pV);
+  pV->zName = zName;
+  return pV;
+}
+
+/* Is z a plain column reference "dN.v" (so it can drive an index)? */
+static int qcIsColumn(const char *z) {
+  if (z == NULL || z[0] != 'd') return 0;
+  z++;
+  while (*z >= '0' && *z <= '9') z++;
+  return z[0] == '.' && (strcmp(z, ".v") == 0 || strcmp(z, ".e") == 0 || strcmp(z, ".tx") == 0
+                         || strcmp(z, ".a") == 0);
+}
+
+int qcVarNotNull(const QVar *pV) {
+  return qcIsColumn(pV->zExpr);
+}
+
+int qcVarMixesKinds(const QVar *pV) {
+  if (pV->vt == VT_NONE) return 1;
+  return qcTypeClass(pV->vt) == 1 && (pV->bInMixed || pV->nFnDepth > 0);
+}
+
+/* Is one of a and b a double and the other a long or an entity id? */
+static int qcNumKindsDiffer(ValueType a, ValueType b) {
+  return qcTypeClass(a) == 1 && qcTypeClass(b) == 1 && (a == VT_DOUBLE) != (b == VT_DOUBLE);
+}
+
+/* The first typed place a variable meets types its lazy parameters. With
+** bKeepKind (the place is not a typed attribute's value column, where a
+** literal converts as the transactor converts it, but a second ground or a
+** function result) a query constant keeps its kind of number: 1 is not
+** 1.0, as Clojure's = has it. Returns 1 when one did, so the caller
+** compares the kinds at run time. */
+int qcTypeParams(QCtx *pX, QVar *pV, ValueType vt, int bKeepKind) {
+  int i, bKept = 0;
+  if (vt == VT_NONE || vt == QVT_JSON) return 0;
+  for (i = 0; i < pV->nParam; i++) {
+    QParam *pP = &pX->pC->aParam[pV->aParam[i] - 1];
+    if (pP->eConv == QV_NATURAL) {
+      if (bKeepKind && pP->iInput < 0 && qcNumKindsDiffer(pP->vt, vt)) {
+        bKept = 1;
+        continue;
+      }
+      pP->eConv = QV_TYPED;
+      pP->vt = vt;
+    }
+  }
+  if (pV->nParam) {
+    pV->vt = vt;
+    sqlite3_free(pV->aParam);
+    pV->aParam = NULL;
+    pV->nParam = 0;
+  }
+  return bKept;
+}
+
+/* May a value of static type a equal one of static type b (Clojure's =)?
+** The same type, or two kinds of number (a ref is an entity id, a long;
+** long against double is settled by the storage class at run time).
+** Collections (JSON) are left to the SQL comparison. */
+static int qcVtsMayEqual(ValueType a, ValueType b) {
+  if (a == b || a == QVT_JSON || b == QVT_JSON) return 1;
+  return qcTypeClass(a) == 1 && qcTypeClass(b) == 1;
+}
+
+/* The storage class a number of static type vt has in SQL. */
+static const char *qcNumClass(ValueType vt) {
+  return vt == VT_DOUBLE ? "real" : "integer";
+}
+
+/* The filters of the collections that bound pV before its first place
+** (zInList, zInMore), on expression zExpr: "x IN (?1,?2) AND x IN (?3)".
+** Two collection bindings of one variable give their intersection. */
+static char *qcInTerms(const QVar *pV, const char *zExpr) {
+  sqlite3_str *pOut = sqlite3_str_new(NULL);
+  const char *z = pV->zInMore;
+  sqlite3_str_appendf(pOut, "%s IN (%s)", zExpr, pV->zInList);
+  while (z) {
+    const char *zEnd = strchr(z, '\x01');
+    int n = zEnd ? (int)(zEnd - z) : (int)strlen(z);
+    sqlite3_str_appendf(pOut, " AND %s IN (%.*s)", zExpr, n, z);
+    z = zEnd ? zEnd + 1 : NULL;
+  }
+  return sqlite3_str_finish(pOut);
+}
+
+void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTag,
+               int bIntCol) {
+  QVar *pV;
+  /* A value of no static type always comes with its run-time tag; a NULL
+  ** tag there is an allocation that failed (the value would print as
+  ** null), not a value without one. */
+  if (zExpr == NULL || pX->pC->rc || (vt == VT_NONE && zTag == NULL)) {
+    if (zExpr == NULL || (vt == VT_NONE && zTag == NULL)) qcNoMem(pX->pC);
+    sqlite3_free(zExpr);
+    sqlite3_free(zTag);
+    return;
+  }
+  pV = qcVarFind(pX, zName);
+  if (pV == NULL) {
+    pV = qcVarAdd(pX, zName);
+    if (pV == NULL) { sqlite3_free(zExpr); sqlite3_free(zTag); return; }
+    pV->zExpr = zExpr;
+    pV->zTag = vt == VT_NONE ? zTag : NULL;
+    if (vt != VT_NONE) sqlite3_free(zTag);
+    pV->vt = vt;
+    pV->bIntCol = (unsigned char)bIntCol;
+    return;
+  }
+  if (pV->zInList && vt == VT_REF && pV->vt == VT_KEYWORD && pV->nParam && !pV->bInLookup) {
+    /* A collection of keywords meets an entity place: the entities whose
+    ** idents they are (through the index), the variable the keyword. */
+    char *zKw = sqlite3_mprintf("(SELECT v FROM datoms WHERE a = %d AND e = %s AND"
+                                " value_type_tag = %d)", ENTID_DB_IDENT, zExpr, TAG_KEYWORD);
+    char *zIn = zKw ? qcInTerms(pV, "v") : NULL;
+    if (zIn) {
+      qcWhere(pX, sqlite3_mprintf("%s IN (SELECT e FROM datoms WHERE a = %d AND"
+                                  " value_type_tag = %d AND %s)", zExpr, ENTID_DB_IDENT,
+                                  TAG_KEYWORD, zIn));
+    }
+    if (zKw == NULL || zIn == NULL) qcNoMem(pX->pC);
+    sqlite3_free(zIn);
+    sqlite3_free(pV->zInList);
+    sqlite3_free(pV->zInMore);
+    pV->zInList = NULL;
+    pV->zInMore = NULL;
+    qcTypeParams(pX, pV, VT_KEYWORD, 0);
+    pV->zExpr = zKw;
+    pV->bIntCol = 0;
+    sqlite3_free(zExpr);
+    sqlite3_free(zTag);
+    return;
+  }
+  if (pV->zInList) {
+    /* A pending collection input meets its first place: an IN list on the
+    ** column, so the column's index serves every element. */
+    qcWhere(pX, qcInTerms(pV, zExpr));
+    sqlite3_free(pV->zInList);
+    sqlite3_free(pV->zInMore);
+    pV->zInList = NULL;
+    pV->zInMore = NULL;
+    if (vt != VT_NONE) qcTypeParams(pX, pV, vt, 0);
+    else if (zTag && pV->vt != VT_NONE) {
+      qcWhere(pX, qcTagIs(zTag, pV->vt));
+      /* numbers of one kind: 1.0 does not find a long 1 (Clojure's =) */
+      if (qcTypeClass(pV->vt) == 1 && !pV->bInMixed) {
+        qcWhere(pX, sqlite3_mprintf("typeof(%s) = '%s'", zExpr, qcNumClass(pV->vt)));
+      }
+    }
+    pV->zExpr = zExpr;
+    pV->bIntCol = (unsigned char)bIntCol;
+    sqlite3_free(zTag);
+    return;
+  }
+  if (vt == VT_REF && ((pV->vt == VT_KEYWORD && (pV->nParam || pV->bIdent))
+                       || (pV->vt == VT_NONE && pV->zTag && pV->bIdent))) {
+    /* A keyword input, or a keyword a rule call passed in, in an entity
+    ** place is the entity whose ident it is, as Datomic reads an ident
+    ** wherever an entity goes; the variable keeps the keyword, so a
+    ** function or :find sees one reading per row. (A keyword a pattern
+    ** bound is a value like any other: joins compare values, so a join
+    ** never depends on which clause runs first.) */
+    char *zId = qcIdentSql(pV->zExpr);
+    if (zId == NULL) {
+      qcNoMem(pX->pC);
+    } else if (pV->vt == VT_KEYWORD) {
+      qcWhere(pX, sqlite3_mprintf("%s = %s", zExpr, zId));
+      if (pV->nParam) qcTypeParams(pX, pV, VT_KEYWORD, 0);
+    } else {
+      qcWhere(pX, sqlite3_mprintf("%s = (CASE %s WHEN %d THEN %s ELSE %s END)", zExpr, pV->zTag,
+                                  TAG_KEYWORD, zId, pV->zExpr));
+      qcWhere(pX, sqlite3_mprintf("(%s = %d OR (%s IN (%d, %d) AND typeof(%s) = 'integer'))",
+                                  pV->zTag, TAG_KEYWORD, pV->zTag, TAG_REF, TAG_NUMBER,
+                                  pV->zExpr));
+    }
+    sqlite3_free(zId);
+    sqlite3_free(zExpr);
+    sqlite3_free(zTag);
+    return;
+  }
+  if (!bIntCol && pV->bIntCol) {
+    qcWhere(pX, sqlite3_mprintf("%s = +%s", zExpr, pV->zExpr));
+  } else if (bIntCol && !pV->bIntCol && qcIsColumn(pV->zExpr)) {
+    /* The value column was bound first. Both directions are stated so the
+    ** planner may drive from either side: `v = +e` keeps the value index
+    ** usable (no affinity on v), `e = v` lets it look the entity up by e. */
+    qcWhere(pX, sqlite3_mprintf("%s = +%s", pV->zExpr, zExpr));
+    qcWhere(pX, sqlite3_mprintf("%s = %s", zExpr, pV->zExpr));
+  } else {
+    qcWhere(pX, sqlite3_mprintf("%s = %s", zExpr, pV->zExpr));
+  }
+  /* Types must agree too, and a long never equals a double (Datomic
+  ** stores 1 and 1.0 as different values; SQLite's = would not tell). */
+  if (vt != VT_NONE && pV->nParam) {
+    if (qcTypeParams(pX, pV, vt, !qcIsColumn(zExpr))) {
+      qcWhere(pX, sqlite3_mprintf("typeof(%s) = typeof(%s)", zExpr, pV->zExpr));
+    }
+  } else if (vt != VT_NONE && vt != QVT_JSON && pV->vt == VT_NONE && pV->zTag) {
+    qcWhere(pX, qcTagIs(pV->zTag, vt));
+    if (qcTypeClass(vt) == 1) {
+      qcWhere(pX, sqlite3_mprintf("typeof(%s) = '%s'", pV->zExpr, qcNumClass(vt)));
+    }
+  } else if (vt == VT_NONE && zTag && pV->nParam && pV->vt == VT_LONG) {
+    /* An integer input meeting a column of unknown type (a rule's output)
+    ** before any typed place: an entid or a long, as SPEC 2.4 reads an
+    ** integer in an entity place "including inside rules". */
+    qcWhere(pX, sqlite3_mprintf("%s IN (%d, %d) AND typeof(%s) = 'integer'", zTag, TAG_REF,
+                                TAG_NUMBER, zExpr));
+  } else if (vt == VT_NONE && zTag && pV->vt != VT_NONE && pV->vt != QVT_JSON) {
+    qcWhere(pX, qcTagIs(zTag, pV->vt));
+    if (qcTypeClass(pV->vt) == 1) {
+      qcWhere(pX, sqlite3_mprintf("typeof(%s) = '%s'", zExpr, qcNumClass(pV->vt)));
+    }
+  } else if (vt == VT_NONE && zTag && pV->zTag) {
+    qcWhere(pX, qcTagsMatch(zTag, pV->zTag));
+    qcWhere(pX, sqlite3_mprintf("typeof(%s) = typeof(%s)", zExpr, pV->zExpr));
+  } else if (vt != VT_NONE && pV->vt != VT_NONE && !qcVtsMayEqual(vt, pV->vt)) {
+    /* Both types are known and no value of one equals a value of the
+    ** other under Clojure's = (true is not 1, ":x/y" is not :x/y, an
+    ** #inst is not its microseconds): the join is empty, although SQLite
+    ** stores the two alike. */
+    qcWhere(pX, sqlite3_mprintf("0"));
+  } else if (qcNumKindsDiffer(vt, pV->vt)) {
+    qcWhere(pX, sqlite3_mprintf("typeof(%s) = typeof(%s)", zExpr, pV->zExpr));
+  }
+  sqlite3_free(zExpr);
+  sqlite3_free(zTag);
+}
+
+/* A literal as an SQL parameter of its natural type (predicates, rules). */
+char *qcConstExpr(QCtx *pX, const EdnValue *p, ValueType vt, ValueType *pvt) {
+  int iP;
+  char *z;
+  ValueType nt = vt != VT_NONE ? vt : valueNaturalType(p);
+  if (p->type == EDN_VECTOR || p->type == EDN_LIST || p->type == EDN_MAP
+      || p->type == EDN_SET) {
+    iP = qcParam(pX->pC, p, -1, -1, -1, QV_JSON, QVT_JSON);
+    *pvt = QVT_JSON;
+    z = iP ? sqlite3_mprintf("?%d", iP) : NULL;
+    if (iP && z == NULL) qcNoMem(pX->pC);   /* NULL must not pass for a lost term */
+    return z;
+  }
+  if (nt == VT_NONE) {
+    qcErr(pX->pC, p, "unsupported constant %s", p->type == EDN_NIL ? "nil" : "value");
+    return NULL;
+  }
+  iP = qcParam(pX->pC, p, -1, -1, -1, vt != VT_NONE ? QV_TYPED : QV_NATURAL, nt);
+  *pvt = nt;
+  z = iP ? sqlite3_mprintf("?%d", iP) : NULL;
+  if (iP && z == NULL) qcNoMem(pX->pC);
+  return z;
+}
+
+/* Function results nested deeper, or longer, than this are bound once
+** through mentat_one (query_one.c) instead of being written into the
+** next expression: SQLite's parser stack takes about 15 nested str calls,
+** and a result used twice doubles the text at each step. Shallow ones
+** stay inline, so short chains keep their plans. */
+#define QC_FN_INLINE_DEPTH 3
+#define QC_FN_INLINE_BYTES 1000
+
+/* Is pV one of scope pX's own variables (not a parent's)? */
+static int qcOwnVar(const QCtx *pX, const QVar *pV) {
+  return pV >= pX->aVar && pV < pX->aVar + pX->nVar;
+}
+
+void qcFnResult(QCtx *pX, const char *zName) {
+  int i;
+  for (i = 0; i < pX->nVar; i++) {
+    if (strcmp(pX->aVar[i].zName, zName) == 0) {
+      pX->aVar[i].nFnDepth = pX->pC->nArgDepth + 1;
+      return;
+    }
+  }
+}
+
+/* Moves function result pV into the FROM clause: mentat_one(expr, tag)
+** fN, the variable then fN.value (and fN.tag). */
+static void qcFnBindOnce(QCtx *pX, QVar *pV) {
+  QComp *pC = pX->pC;
+  char zAlias[24];
+  char *zExpr, *zTag = NULL;
+  sqlite3_snprintf(sizeof zAlias, zAlias, "f%d", ++pC->nAlias);
+  if (pV->zTag) qcFrom(pX, sqlite3_mprintf("mentat_one(%s, %s) %s", pV->zExpr, pV->zTag, zAlias));
+  else qcFrom(pX, sqlite3_mprintf("mentat_one(%s) %s", pV->zExpr, zAlias));
+  zExpr = sqlite3_mprintf("%s.value", zAlias);
+  if (pV->zTag) zTag = sqlite3_mprintf("%s.tag", zAlias);
+  if (zExpr == NULL || (pV->zTag && zTag == NULL)) {
+    sqlite3_free(zExpr);
+    sqlite3_free(zTag);
+    qcNoMem(pC);
+    return;
+  }
+  sqlite3_free(pV->zExpr);
+  pV->zExpr = zExpr;
+  if (pV->zTag) {
+    sqlite3_free(pV->zTag);
+    pV->zTag = zTag;
+  }
+  pV->bIntCol = 0;
+  pV->nFnDepth = 0;
+}
+
+char *qcTermExpr(QCtx *pX, const EdnValue *p, ValueType *pvt, char **pzTag,
+                 const char *zWhat) {
+  if (pzTag) *pzTag = NULL;
+  if (ednIsVar(p)) {
+    QVar *pV = qcVarFind(pX, p->u.s.z);
+    if (pV == NULL || pV->zExpr == NULL) {
+      const QRule *pR = pX->pC->pWhole;
+      int i;
+      for (i = 0; pR && i < pR->nHead; i++) {
+        if (strcmp(pR->aHead[i]->u.s.z, p->u.s.z) == 0) break;
+      }
+      if (pR && i < pR->nHead) {
+        /* A head variable the caller may well bind: say why it is not. */
+        qcErr(pX->pC, p, "unbound variable %s in %s: rule %s is computed whole, without the"
+              " caller's arguments (its recursion is not one self call handing its other places"
+              " on unchanged), so its functions and predicates see only what its own clauses"
+              " bind", p->u.s.z, zWhat, pR->zName);
+      } else {
+        qcErr(pX->pC, p, "unbound variable %s in %s", p->u.s.z, zWhat);
+      }
+      return NULL;
+    }
+    char *zExpr;
+    if (pV->nFnDepth > 0 && strcmp(zWhat, "function") == 0) {
+      if (qcOwnVar(pX, pV) && (pV->nFnDepth >= QC_FN_INLINE_DEPTH
+                               || strlen(pV->zExpr) > QC_FN_INLINE_BYTES
+                               || (pV->zTag && strlen(pV->zTag) > QC_FN_INLINE_BYTES))) {
+        qcFnBindOnce(pX, pV);
+        if (pX->pC->rc) return NULL;
+      }
+      if (pV->nFnDepth > pX->pC->nArgDepth) pX->pC->nArgDepth = pV->nFnDepth;
+    }
+    *pvt = pV->vt;
+    /* NULL is also "unbound" and "no tag" to callers: out of memory must
+    ** be said, or the clause would lose its binding or its type test. */
+    if (pzTag && pV->zTag) {
+      *pzTag = sqlite3_mprintf("%s", pV->zTag);
+      if (*pzTag == NULL) { qcNoMem(pX->pC); return NULL; }
+    }
+    zExpr = sqlite3_mprintf("%s", pV->zExpr);
+    if (zExpr == NULL) {
+      qcNoMem(pX->pC);
+      if (pzTag) { sqlite3_free(*pzTag); *pzTag = NULL; }
+    }
+    return zExpr;
+  }
+  if (qIsBlank(p)) {
+    qcErr(pX->pC, p, "_ is not allowed in %s", zWhat);
+    return NULL;
+  }
+  return qcConstExpr(pX, p, VT_NONE, pvt);
+}
+
+char *qcEntityExpr(QCtx *pX, const EdnValue *p, const char *zFn) {
+  QComp *pC = pX->pC;
+  char *z;
+  if (ednIsVar(p)) {
+    QVar *pV = qcVarFind(pX, p->u.s.z);
+    ValueType vt;
+    char *zTag = NULL;
+    /* An input no place has typed yet is read as an entity here, so a
+    ** keyword input is an ident (SPEC 2.4: a value in an entity place). */
+    if (pV && pV->zExpr && pV->nParam && pV->vt != VT_KEYWORD) qcTypeParams(pX, pV, VT_REF, 0);
+    z = qcTermExpr(pX, p, &vt, &zTag, "function");
+    if (z == NULL) return NULL;
+    if (vt == VT_KEYWORD || (vt == VT_NONE && zTag)) {
+      /* a keyword value names the entity whose ident it is */
+      char *zId = qcIdentSql(z);
+      char *zE = zId == NULL ? NULL : vt == VT_KEYWORD ? sqlite3_mprintf("%s", zId)
+                 : sqlite3_mprintf("(CASE %s WHEN %d THEN %s ELSE %s END)", zTag, TAG_KEYWORD,
+                                   zId, z);
+      sqlite3_free(zId);
+      sqlite3_free(z);
+      z = zE;
+    } else if (vt != VT_NONE && vt != VT_REF && vt != VT_LONG) {
+      qcErr(pC, p, "%s: %s is a %s, not an entity id, ident or lookup ref", zFn, p->u.s.z,
+            qcVtName(vt));
+      sqlite3_free(z);
+      z = NULL;
+    }
+    sqlite3_free(zTag);
+    if (z == NULL) qcNoMem(pC);
+    return z;
+  }
+  if (p->type == EDN_INT || p->type == EDN_KEYWORD) {
+    int iP;
+    if (p->type == EDN_KEYWORD && schemaEntid(pC->pSchema, p->u.s.z, p->u.s.n) == 0) {
+      return sqlite3_mprintf("NULL");   /* no such ident: no entity */
+    }
+    iP = qcParam(pC, p, -1, -1, -1, QV_TYPED, VT_REF);
+    return iP ? sqlite3_mprintf("?%d", iP) : NULL;
+  }
+  if (qcIsLookupRef(p)) return qcLookupConst(pC, p);
+  if (qIsBlank(p)) {
+    qcErr(pC, p, "_ is not allowed in %s", "function");
+    return NULL;
+  }
+  {
+    sqlite3_str *pTxt = sqlite3_str_new(NULL);
+    char *zTxt;
+    ednPrint(pTxt, p);
+    zTxt = sqlite3_str_finish(pTxt);
+    if (zTxt == NULL) {
+      qcNoMem(pC);
+      return NULL;
+    }
+    qcErr(pC, p, "%s: %s is not an entity id, ident or lookup ref", zFn, zTxt);
+    sqlite3_free(zTxt);
+    return NULL;
+  }
+}
+
+/* A collection input no pattern used: a VALUES CTE in FROM. */
+void qcMaterialize(QCtx *pX) {
+  QComp *pC = pX->pC;
+  int i;
+  for (i = 0; i < pX->nVar && pC->rc == SQLITE_OK; i++) {
+    QVar *pV = &pX->aVar[i];
+    char zName[24];
+    if (pV->zInList == NULL) continue;
+    sqlite3_snprintf(sizeof zName, zName, "in%d", ++pC->nAlias);
+    if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");
+    if (pV->nInElem == 0) {
+      sqlite3_str_appendf(pC->pCte, "%s(c0) AS (SELECT NULL WHERE 0)", zName);
+    } else {
+      /* "?1,?2" → "(?1),(?2)": elements never contain a top-level comma
+      ** except inside lookup-ref subqueries, which are parenthesised. */
+      const char *z = pV->zInList;
+      int depth = 0;
+      sqlite3_str_appendf(pC->pCte, "%s(c0) AS (VALUES (", zName);
+      for (; *z; z++) {
+        if (*z == '(') depth++;
+        if (*z == ')') depth--;
+        if (*z == ',' && depth == 0) sqlite3_str_appendall(pC->pCte, "),(");
+        else sqlite3_str_appendchar(pC->pCte, 1, *z);
+      }
+      sqlite3_str_appendall(pC->pCte, "))");
+    }
+    qcFrom(pX, sqlite3_mprintf("%s", zName));
+    pV->zExpr = sqlite3_mprintf("%s.c0", zName);
+    if (pV->zExpr == NULL) qcNoMem(pC);
+    if (pV->bInLookup) qcWhere(pX, sqlite3_mprintf("%s.c0 IS NOT NULL", zName));
+    if (pV->zInMore && pV->zExpr) {
+      /* more collections bound it: each filters the first's values */
+      char *zTerms = qcInTerms(pV, pV->zExpr), *zAnd;
+      zAnd = zTerms ? strstr(zTerms, " AND ") : NULL;
+      qcWhere(pX, zAnd ? sqlite3_mprintf("%s", zAnd + 5) : NULL);
+      sqlite3_free(zTerms);
+    }
+    sqlite3_free(pV->zInList);
+    sqlite3_free(pV->zInMore);
+    pV->zInList = NULL;
+    pV->zInMore = NULL;
+  }
+}
+
+void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV) {
+  QVar *pN;
+  int bNew = qcVarFind(pSub, zName) == NULL;
+  qcBindVar(pSub, zName, sqlite3_mprintf("%s", pV->zExpr), pV->vt,
+            pV->zTag ? sqlite3_mprintf("%s", pV->zTag) : NULL, pV->bIntCol);
+  if (bNew && pSub->pC->rc == SQLITE_OK && pV->bIdent) {
+    pN = qcVarFind(pSub, zName);
+    if (pN) pN->bIdent = 1;
+  }
+  if (!bNew || pV->nParam == 0 || pSub->pC->rc) return;
+  pN = qcVarFind(pSub, zName);
+  if (pN == NULL || pN->nParam) return;
+  pN->aParam = sqlite3_malloc64(sizeof(int) * pV->nParam);
+  if (pN->aParam == NULL) { qcNoMem(pSub->pC); return; }
+  memcpy(pN->aParam, pV->aParam, sizeof(int) * pV->nParam);
+  pN->nParam = pV->nParam;
+}
+
+int qcCopyScope(QCtx *pSub, QCtx *pX) {
+  if (pX->bRecRef) return 0;
+  sqlite3_str_appendall(pSub->pFrom, sqlite3_str_value(pX->pFrom));
+  pSub->nFrom = pX->nFrom;
+  if (pX->nWhere) {
+    sqlite3_str_appendall(pSub->pWhere, sqlite3_str_value(pX->pWhere));
+    pSub->nWhere = pX->nWhere;
+  }
+  /* The planner orders the copied joins. */
+  pSub->bUnlinked = 1;
+  return 1;
+}
+
+/* Is z a bare parameter "?N" (valid anywhere in the statement)? */
+static int qcIsParam(const char *z) {
+  if (z == NULL || z[0] != '?' || z[1] == 0) return 0;
+  for (z++; *z; z++) if (*z < '0' || *z > '9') return 0;
+  return 1;
+}
+
+int qcCollapse(QCtx *pX) {
+  QComp *pC = pX->pC;
+  sqlite3_str *pSel;
+  char *zBody, *zSel;
+  int i, k = 0, n;
+  if (pC->rc || pX->bRecRef || pX->bFixed || pX->pParent || pC->nLocal) return 0;
+  if (pX->nFrom == 0) return 1;
+  n = ++pC->nAlias;
+  pSel = sqlite3_str_new(NULL);
+  /* DISTINCT: the scope's rows are a set of bindings (Datomic's relations
+  ** are sets), and it keeps SQLite from flattening the CTE back into its
+  ** reader, which would join every table again. */
+  sqlite3_str_appendall(pSel, "SELECT DISTINCT ");
+  for (i = 0; i < pX->nVar; i++) {
+    QVar *pV = &pX->aVar[i];
+    if (pV->zExpr == NULL || qcIsParam(pV->zExpr)) continue;
+    sqlite3_str_appendf(pSel, "%s%s AS c%d", k ? ", " : "", pV->zExpr, k);
+    if (pV->zTag) sqlite3_str_appendf(pSel, ", %s AS t%d", pV->zTag, k);
+    k++;
+  }
+  if (k == 0) sqlite3_str_appendall(pSel, "1 AS c0");
+  zBody = qcBody(pX);
+  if (zBody) sqlite3_str_appendall(pSel, zBody);
+  sqlite3_free(zBody);
+  zSel = sqlite3_str_finish(pSel);
+  if (zSel == NULL || pC->rc) {
+    sqlite3_free(zSel);
+    return qcNoMem(pC), 0;
+  }
+  if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");
+  sqlite3_str_appendf(pC->pCte, "qs%d AS (%s)", n, zSel);
+  sqlite3_free(zSel);
+  sqlite3_str_reset(pX->pFrom);
+  sqlite3_str_appendf(pX->pFrom, "qs%d q%d", n, n);
+  pX->nFrom = 1;
+  pX->nPatternFrom = 0;
+  pX->nKey = 0;
+  pX->bUnlinked = 0;
+  sqlite3_str_reset(pX->pWhere);
+  pX->nWhere = 0;
+  for (i = 0, k = 0; i < pX->nVar; i++) {
+    QVar *pV = &pX->aVar[i];
+    char *zExpr;
+    if (pV->zExpr == NULL || qcIsParam(pV->zExpr)) continue;
+    zExpr = sqlite3_mprintf("q%d.c%d", n, k);
+    if (zExpr == NULL) return qcNoMem(pC), 0;
+    sqlite3_free(pV->zExpr);
+    pV->zExpr = zExpr;
+    if (pV->zTag) {
+      char *zTag = sqlite3_mprintf("q%d.t%d", n, k);
+      if (zTag == NULL) return qcNoMem(pC), 0;
+      sqlite3_free(pV->zTag);
+      pV->zTag = zTag;
+    }
+    pV->nFnDepth = 0;
+    k++;
+  }
+  return 1;
+}
+
+int qcCollapseHeavy(QCtx *pX) {
+  if (pX->nFrom == pX->nPatternFrom && pX->nFrom < QC_COLLAPSE_FROM) return 1;
+  return qcCollapse(pX);
+}

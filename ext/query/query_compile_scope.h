@@ -1,0 +1,371 @@
+/*
+** query_compile_scope.h — what the query compiler's stages share: the
+** compile state (QComp), scopes (QCtx) and their variables (QVar), and the
+** functions each query_compile_*.c file offers the others. The driver
+** (query_compile.c) and every sub-compiler include this header and no
+** other of the compiler's, so the sub-compilers may call each other (not,
+** or and rule bodies compile clause lists) without a circle of includes. Prefixes: qc for the scope and SQL helpers, qcw the clause
+** list, qcb bindings, qcp predicates, qcv value expressions, qcf function
+** clauses, qco not/or, qcr rules, qca aggregates.
+**
+** HOW IT WORKS
+** A query compiles to ONE SQL statement. Each scope (the query, a not/or
+** body, a rule body) is a QCtx holding its FROM items, WHERE terms and the
+** variables it binds; a variable is an SQL expression (a datoms column, a
+** parameter, a CTE column) plus its value type — static when the attribute
+** fixes it, else an SQL expression giving the value_type_tag. Every user
+** value is a parameter (?N); a QParam (query_plan.h) says where its value
+** comes from and how it converts when bound.
+*/
+#ifndef MENTAT_QUERY_COMPILE_SCOPE_H
+#define MENTAT_QUERY_COMPILE_SCOPE_H
+
+#include "query_plan.h"
+
+/* A variable bound in a scope. */
+typedef struct QVar {
+  const char *zName;
+  char *zExpr;            /* SQL for the value; NULL while an IN list is pending */
+  char *zTag;             /* SQL for the tag when vt is VT_NONE, else NULL */
+  ValueType vt;
+  unsigned char bIntCol;  /* zExpr is an INTEGER-affinity column (e, a, tx) */
+  unsigned char bIdent;   /* a rule argument the caller gave: a keyword here
+                          ** names its ident's entity in an entity place */
+  char *zInList;          /* pending collection: "?1,?2" (NULL when none) */
+  char *zInMore;          /* more collections binding it, each a filter:
+                          ** lists joined by '\x01' (NULL when none) */
+  int nInElem;
+  unsigned char bInLookup;   /* the pending collection holds lookup refs */
+  unsigned char bInMixed;    /* ... values of more than one type (1, 2.5);
+                             ** also a relation input's column of longs and
+                             ** doubles (qcVarMixesKinds) */
+  int nFnDepth;           /* function results inlined in zExpr, nested (0:
+                          ** a column, parameter or mentat_one value) */
+  int nParam;             /* params typed lazily with this variable */
+  int *aParam;
+} QVar;
+
+/* The e, a, v, tx, added places of one data pattern, for deciding whether
+** the rows of a scope are already distinct (qcRowsUnique): a variable name,
+** NULL for a constant (or a single-valued input) or a place the datom fixes
+** anyway, "" for a blank or missing place that does not.
+** A current or as-of datom is identified by (e, a, v); a 5-place history
+** pattern reads log rows, identified only with tx and added too. */
+typedef struct QKey {
+  const char *az[5];
+  unsigned char bOne;    /* constant cardinality-one attribute, not history:
+                         ** e determines v */
+  unsigned char bUniq;   /* constant :db/unique attribute, not history:
+                         ** v determines e */
+  unsigned char bHist;   /* 5-place history pattern */
+} QKey;
+
+typedef struct QComp QComp;
+typedef struct QCtx QCtx;
+
+struct QCtx {
+  QComp *pC;
+  QCtx *pParent;          /* enclosing scope for correlated lookups, or NULL */
+  int nVisible;           /* -1: every parent variable is visible */
+  const EdnValue **aVisible;
+  int nVar, nVarAlloc;
+  QVar *aVar;
+  sqlite3_str *pFrom;     /* "datoms d1, datoms d2" */
+  int nFrom;
+  sqlite3_str *pWhere;    /* "t1 AND t2" */
+  int nWhere;
+  int nPatternFrom;       /* FROM items that are data patterns */
+  int bUnlinked;          /* a data pattern was not reachable by an index
+                          ** from a constant, an input or an earlier
+                          ** pattern: the planner orders the joins */
+  int nKey, nKeyAlloc;    /* per pattern: what determines its datom */
+  QKey *aKey;
+  int bRecRef;            /* FROM names a recursive CTE being defined: SQLite
+                          ** allows that name in no subquery, so this scope's
+                          ** FROM is never copied into one (qcCopyScope) */
+  int bFixed;             /* the caller names this scope's FROM aliases
+                          ** itself (a seeded rule body's m.oK): never
+                          ** collapsed (qcCollapse) */
+};
+
+/* State of one compilation. */
+struct QComp {
+  const QQuery *pQ;
+  Schema *pSchema;
+  const QueryOpts *pOpts;
+  EdnArena *pArena;        /* the plan's arena (AST, constants) */
+  char **pzErr;
+  int rc;
+  int nAlias;              /* d1, d2, ... unique across the statement */
+  int nParam, nParamAlloc;
+  QParam *aParam;
+  sqlite3_str *pCte;       /* "name(cols) AS (...), ..." */
+  int nCte;
+  int bRecursive;
+  QRuleSet rules;
+  int bRules;
+  struct QRuleInfo *pRi;   /* rule heads and their recursion groups */
+  int nSelfRef;            /* references to the group being built */
+  const QRule *pWhole;     /* the definition qcRulesGroup compiles (computed
+                           ** whole, without the caller's arguments), for
+                           ** messages; NULL elsewhere */
+  int nLocal;              /* > 0 while compiling into a subquery's own
+                           ** WITH (qcMagicCall in a nested scope): no CTE
+                           ** may go to the statement's list then */
+  const EdnValue *pAt;     /* current clause, for error positions */
+  int nArgDepth;           /* the deepest nFnDepth among the arguments of
+                           ** the function being compiled */
+  int eHist;               /* 0 current, 1 asOf (the log), 2 since */
+  char *zHistTx;           /* SQL giving the asOf/since tx id */
+  int bHistory;            /* the history database: every pattern reads the
+                           ** log's assertions and retractions (SPEC 6) */
+};
+
+
+/* ---- query_compile_scope.c: errors, parameters, FROM and WHERE, variables, terms, copies of a scope */
+
+/* Error at form p ("line L col C: ...") unless one is set; returns the rc. */
+int qcErr(QComp *pC, const EdnValue *p, const char *zFmt, ...);
+int qcNoMem(QComp *pC);
+/* A new parameter; returns its number (1-based) or 0 on OOM. */
+int qcParam(QComp *pC, const EdnValue *pConst, int iInput, int i1, int i2,
+            QConv eConv, ValueType vt);
+/* Appends " AND term" to the scope's WHERE. zTerm is sqlite3_malloc'd and
+** taken over (NULL means OOM). */
+void qcWhere(QCtx *pX, char *zTerm);
+/* Adds a FROM item; zItem taken over. */
+void qcFrom(QCtx *pX, char *zItem);
+void qcCtxInit(QCtx *pX, QComp *pC, QCtx *pParent);
+void qcCtxReset(QCtx *pX);
+/* SELECT body "FROM ... WHERE ..." (or just "WHERE ...") of a scope. */
+char *qcBody(QCtx *pX);
+/* Looks a variable up in this scope and the visible enclosing ones. */
+QVar *qcVarFind(QCtx *pX, const char *zName);
+/* Adds variable zName to scope pX, unbound (zExpr NULL); NULL on OOM. */
+QVar *qcVarAdd(QCtx *pX, const char *zName);
+/* Binds variable zName in scope pX to SQL zExpr (taken over), or when it is
+** already bound adds the equality, reconciling types. */
+void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTag,
+               int bIntCol);
+/* Types pV's lazy parameters by the typed place vt it meets; bKeepKind
+** keeps a constant's kind of number (1 against 1.0). 1 when one kept it. */
+int qcTypeParams(QCtx *pX, QVar *pV, ValueType vt, int bKeepKind);
+/* A constant as an SQL expression typed vt (VT_NONE: natural). Sets *pvt. */
+char *qcConstExpr(QCtx *pX, const EdnValue *p, ValueType vt, ValueType *pvt);
+/* The SQL expression and type of a bound variable or constant term;
+** unbound variables are an error naming zWhat ("predicate"). For zWhat
+** "function" (an argument of a function expression) a function result of
+** this scope nested QC_FN_INLINE_DEPTH deep or longer than
+** QC_FN_INLINE_BYTES is first moved into the FROM clause (mentat_one), so
+** a chain of functions compiles to SQL linear in its length. */
+char *qcTermExpr(QCtx *pX, const EdnValue *p, ValueType *pvt, char **pzTag,
+                 const char *zWhat);
+/* Records that variable zName was just bound by a function of the
+** arguments qcTermExpr last gave (pC->nArgDepth): see QVar.nFnDepth. */
+void qcFnResult(QCtx *pX, const char *zName);
+/* An entity argument of built-in zFn (get-else, get-some, missing?) as SQL:
+** a bound variable (an input no place typed yet is read as an entity; a
+** keyword value as the ident it names), an entity id, an ident or a lookup
+** ref resolved by qcLookupSql (Datomic: every entity place takes "entity
+** ids, idents, or lookup refs"). Another constant, or a variable of a type
+** that names no entity, is an error naming zFn. NULL on error. */
+char *qcEntityExpr(QCtx *pX, const EdnValue *p, const char *zFn);
+/* True when variable pV is a store column (NOT NULL in the format), so it
+** is never NULL in a row: (count ?x) can be count(*). */
+int qcVarNotNull(const QVar *pV);
+/* May variable pV hold both longs and doubles (its type is unknown, or a
+** number from a collection or relation holding both, or a function
+** result)? Then a set key needs typeof() beside the value, since SQLite's
+** 1 = 1.0 and Clojure's (= 1 1.0) is false. */
+int qcVarMixesKinds(const QVar *pV);
+/* Makes every collection input of scope pX that no pattern used a VALUES
+** CTE in FROM, before clauses that need the variable bound. */
+void qcMaterialize(QCtx *pX);
+/* Binds zName in pSub as variable pV of an enclosing scope: the same SQL,
+** type and tag, sharing pV's still untyped input parameters, so a typed
+** place in pSub types them (an input keyword in an entity place is an
+** ident). */
+void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV);
+/* Starts pSub, a subquery that pX's FROM will hold, as a copy of pX so far
+** (its FROM and WHERE text: aliases are local to the subquery), so that
+** expressions of pX's variables are valid inside it. Returns 0, copying
+** nothing, when pX's FROM names a recursive CTE being defined. */
+int qcCopyScope(QCtx *pSub, QCtx *pX);
+/* Names the rows of scope pX so far once: a CTE qsN holding every
+** variable the scope binds (but bare parameters, valid anywhere), DISTINCT;
+** pX then reads FROM "qsN qN" with its variables rebound to its columns.
+** Clauses that copy the scope into a subquery (an or branch, a rule body
+** seeded with the caller's bindings, the origins of a seeded rule) then
+** copy a name, not the text of every earlier clause, so the SQL grows
+** linearly with the clauses; a scope of QC_COLLAPSE_FROM FROM items is
+** collapsed too, keeping each SELECT under SQLite's 64 tables. Only in a
+** scope whose CTEs can be the statement's own (no enclosing scope, no
+** local WITH being built, no recursive CTE in FROM, not bFixed): returns 0 there,
+** changing nothing; 1 when done (or nothing to do). */
+int qcCollapse(QCtx *pX);
+/* qcCollapse when the scope holds more than data patterns (earlier calls,
+** subqueries, function results) or QC_COLLAPSE_FROM items: a scope of
+** patterns only copies cheaply and keeps its join plan. */
+int qcCollapseHeavy(QCtx *pX);
+#define QC_COLLAPSE_FROM 40
+
+/* ---- query_compile_sql.c: types, tags and set keys, lookup refs and idents, the datoms read, pull columns */
+
+/* Value type class for comparisons: 1 numbers, 2 strings, 3 instants,
+** 4 keywords, 5 booleans, 6 uuids, 0 other. */
+int qcTypeClass(ValueType vt);
+/* A type's name in messages: ":db.type/string", or "collection" for the
+** JSON values queries make. */
+const char *qcVtName(ValueType vt);
+/* "line L col C: zWhat" for form p (0, 0 without one), as an SQL string
+** literal: the place argument of the store functions that fail at run
+** time (mentat_arith, _subs, _regex, _sum, _num). NULL on OOM. */
+char *qcPlaceSql(const EdnValue *p, const char *zWhat);
+/* " COLLATE mentat_kw" for an expression of type vt that may hold keywords
+** (VT_KEYWORD, or VT_NONE), else "": min, max, :order and compare then
+** order keywords as Clojure's compare does (query_funcs.c). */
+const char *qcKwCollate(ValueType vt);
+/* The tag SQL for a variable (its tag expression or its static tag). */
+char *qcVarTag(const QVar *pV);
+/* "tag zTag holds a value of static type vt" (a long or a ref meets both). */
+char *qcTagIs(const char *zTag, ValueType vt);
+/* "tags A and B may hold equal values": the same tag, or a ref and a long
+** (a ref value is an entity id, a long, as in Datomic's datoms). */
+char *qcTagsMatch(const char *zTagA, const char *zTagB);
+/* Tag SQL zTag as part of a set key (DISTINCT, UNION, GROUP BY): a ref's
+** tag reads as a long's, since a ref value is its entity id, a long
+** (Datomic), so the two are one element of a set. With the value's
+** storage class (typeof: 1 against 1.0) beside it, the key is Clojure's =.
+** qcVarSetTag: the same for a variable (its tag or its static tag). */
+char *qcSetTag(const char *zTag);
+char *qcVarSetTag(const QVar *pV);
+/* Writes variable pV as branch column j of a UNION whose set key is
+** Clojure's = ("<expr> AS cJ, <set tag> AS tJ, typeof(<expr>) AS kJ": a ref
+** and a long of one number one row, 1 and 1.0 two), a ", " first unless
+** bFirst, and merges pV's static type into *pVt ((ValueType)-1: none yet;
+** VT_NONE once branches differ). OOM is recorded in pC. Used by or
+** (query_compile_not_or.c) and rule definitions (query_compile_rules.c). */
+void qcSetColumns(QComp *pC, sqlite3_str *pOut, int bFirst, int j, const QVar *pV,
+                  ValueType *pVt);
+/* Is p a lookup ref [:attr value] (by shape only)? */
+int qcIsLookupRef(const EdnValue *p);
+/* The entity whose attribute zA has value zV with tag zTag (three SQL
+** expressions), as a scalar subquery (NULL when none), in the database the
+** query reads: the current datoms, as of or since the opts' tx (qcView;
+** SPEC §6: lookup refs resolve in the database the query sees; on the
+** history database, in that time's database without history). NULL on OOM. */
+char *qcLookupSql(QComp *pC, const char *zA, const char *zV, const char *zTag);
+/* Lookup ref constant pRef as SQL (qcLookupSql); "NULL" when its
+** attribute is unknown; not :db/unique: an error at pRef. NULL on error. */
+char *qcLookupConst(QComp *pC, const EdnValue *pRef);
+/* Is p a lookup ref whose attribute is a known :db/unique one (where a
+** place may hold a value or an entity, as a rule argument: a vector naming
+** no such attribute stays a tuple)? */
+int qcIsEntityLookup(QComp *pC, const EdnValue *p);
+/* The lookup ref constant p as SQL (qcLookupSql), "NULL" when its
+** attribute is unknown; not :db/unique: an error at p. NULL on error. */
+char *qcEntityLookupSql(QComp *pC, const EdnValue *p);
+/* The entity an ident names, as an SQL scalar subquery (NULL when none):
+** SQL zKw is a keyword's text. NULL on OOM. */
+char *qcIdentSql(const char *zKw);
+/* Does pAttr have a covering per-attribute (a, v, e) index the compiled
+** SQL reaches by stating `dN.a = <a>`: store_index.c's idx_mentat_avet_<a>
+** (Attr.bValueIndex) or the format's idx_auto_avet_<a> (unique, or an
+** indexed ref; not fulltext)? */
+int qcAttrValueIndexed(const Attr *pAttr);
+/* The datoms of the database the query reads (SPEC §6), as table alias
+** zAlias: *pzTable is the table ("datoms" or "timelined_transactions", with
+** the datoms' column names e, a, v, tx, value_type_tag) and the result the
+** condition on zAlias that selects them ("" when none; sqlite3_malloc'd,
+** NULL on OOM). Current: datoms; since T: datoms with tx > T; as of T: the
+** log's assertions up to T not retracted by T; history: every log row,
+** within asOf/since. Patterns and the built-ins that read datoms use it. */
+char *qcView(QComp *pC, const char *zAlias, const char **pzTable);
+/* Makes find column pCol the pull of element pE after checking its pattern
+** (a bad pattern fails the compile, before any row). SQLite code; on error
+** pC->rc and *pC->pzErr are set. */
+int qcPullColumn(QComp *pC, const QFindElem *pE, QPlanCol *pCol);
+
+/* ---- query_compile_where.c: a clause list into a scope, data patterns, the variables of a clause */
+
+/* Compiles clauses into scope pX (binding ones first, then filters). */
+int qcClauses(QCtx *pX, QClause *const *a, int n, int iDepth);
+/* Variables a clause mentions (for ordering and or checks), into a[] up
+** to nMax; returns the count (may exceed nMax: then a[] is truncated). */
+int qcClauseVars(const QClause *pCl, const char **a, int nMax, int iDepth);
+/* Can clauses a[0..n) (a rule body, an or branch) run without the
+** caller's bindings of azVar and be joined on them after: patterns in a[]
+** bind every one, and other clauses read them only as arguments of
+** functions and predicates (which run after the patterns)? */
+int qcClausesUnseeded(QClause *const *a, int n, const char *const *azVar, int nVar);
+/* True when the rows of scope pX are distinct over the variables azVar
+** without DISTINCT: every FROM item is a data pattern whose datom (QKey) is
+** fixed by constants, azVar, and what those determine through the schema
+** (cardinality one, uniqueness). */
+int qcRowsUnique(const QCtx *pX, const char *const *azVar, int nVar);
+
+/* ---- query_compile_bind.c: binding forms */
+
+/* Binds binding form pB to value pVal: from input iInput, or from the
+** constant pVal when iInput < 0 (ground). zWhat names the source in errors
+** ("input 2", "ground"). */
+int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
+                const char *zWhat);
+
+/* ---- query_compile_pred.c: boolean expressions */
+
+/* The SQL truth value of pCl when it names a boolean predicate: returns 1
+** (*pzOut the expression, NULL on error), 0 when it names none. */
+int qcPredExpr(QCtx *pX, const QClause *pCl, char **pzOut);
+/* Arguments of pCl without the leading source "$". */
+void qcSkipSrc(const QClause *pCl, const EdnValue *const **paArg, int *pnArg);
+/* "SELECT zSel FROM <the datoms the query reads> g WHERE g.e = zE AND
+** g.a = a" for built-ins that read one entity's attribute; an error naming
+** zFn on the history database. NULL after an error. */
+char *qcEntityAttrSql(QCtx *pX, const EdnValue *pAt, const char *zFn, const char *zSel,
+                      const char *zE, sqlite3_int64 a);
+/* The attribute a keyword argument of zFn names, NULL when unknown (no
+** datoms); another form is an error naming zFn. */
+const Attr *qcAttrArg(QCtx *pX, const EdnValue *p, const char *zFn);
+
+/* ---- query_compile_value.c: value expressions */
+
+/* pCl as a value expression: returns 1 when it names a value function
+** (*pzExpr its SQL, NULL on error; *pvt its type; *pzTag its tag SQL when
+** *pvt is VT_NONE), 0 when it names none. */
+int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt, char **pzTag);
+
+/* ---- query_compile_fn.c: function and predicate clauses */
+
+int qcPredicate(QCtx *pX, const QClause *pCl);
+int qcFunction(QCtx *pX, const QClause *pCl);
+
+/* ---- query_compile_not_or.c: not and or */
+
+int qcNot(QCtx *pX, const QClause *pCl, int iDepth);
+int qcOr(QCtx *pX, const QClause *pCl, int iDepth);
+/* Are or-join pCl's required variables ([[?e] ...]) bound in pX? qcClauses
+** defers the clause until they are (Datomic pushes it down), and qcOr
+** reports the ones still unbound. */
+int qcOrReady(QCtx *pX, const QClause *pCl);
+
+/* ---- query_compile_rules.c: rule calls */
+
+int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth);
+/* Are rule call pCl's arguments in required places ([?a] in the head)
+** bound in pX? 1 too when qcRuleCall will report another error. */
+int qcRuleReady(QCtx *pX, const QClause *pCl);
+/* Could binding zVar before rule call pCl seed it (zVar is an argument in
+** a place the recursion changes, or the call is not one the magic rewrite
+** takes)? Used to order patterns around rule calls; 1 when unsure. */
+int qcRuleSeedPlace(QCtx *pX, const QClause *pCl, const char *zVar);
+/* Frees pC->pRi. */
+void qcRulesFree(QComp *pC);
+
+/* ---- query_compile_agg.c: aggregate find specs */
+
+/* wraps zInner (SELECT DISTINCT ...) into the
+** aggregate query, filling the plan's columns. */
+int qcAggregate(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *pSql);
+
+#endif /* MENTAT_QUERY_COMPILE_SCOPE_H */

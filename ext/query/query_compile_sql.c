@@ -1,0 +1,232 @@
+/*
+** query_compile_sql.c — SQL text the compile stages share: type classes
+** and names, value tags and set keys (Clojure's = over stored values),
+** lookup refs and idents as scalar subqueries, the datoms of the database
+** a query reads (current, as of, since, history), and pull find columns.
+** Takes types, SQL fragments and EDN constants; gives sqlite3_malloc'd SQL
+** (NULL on OOM). Calls the schema, the pull checker and nothing above.
+*/
+#include <string.h>
+#include "query_compile_scope.h"
+#include "pull.h"
+
+const char *qcKwCollate(ValueType vt) {
+  return vt == VT_KEYWORD || vt == VT_NONE ? " COLLATE mentat_kw" : "";
+}
+
+int qcTypeClass(ValueType vt) {
+  switch (vt) {
+    case VT_LONG: case VT_DOUBLE: case VT_REF: return 1;
+    case VT_STRING: return 2;
+    case VT_INSTANT: return 3;
+    case VT_KEYWORD: return 4;
+    case VT_BOOLEAN: return 5;
+    case VT_UUID: return 6;
+    default: return 0;
+  }
+}
+
+const char *qcVtName(ValueType vt) {
+  return vt == QVT_JSON ? "collection" : vtName(vt);
+}
+
+char *qcPlaceSql(const EdnValue *p, const char *zWhat) {
+  return sqlite3_mprintf("'line %d col %d: %q'", p ? p->line : 0, p ? p->col : 0, zWhat);
+}
+
+char *qcVarTag(const QVar *pV) {
+  if (pV->zTag) return sqlite3_mprintf("%s", pV->zTag);
+  if (pV->vt == QVT_JSON) return sqlite3_mprintf("%d", TAG_JSON);
+  if (pV->vt == VT_NONE) return sqlite3_mprintf("NULL");
+  return sqlite3_mprintf("%d", vtTag(pV->vt));
+}
+
+char *qcSetTag(const char *zTag) {
+  return sqlite3_mprintf("(CASE WHEN %s = %d THEN %d ELSE %s END)", zTag, TAG_REF, TAG_NUMBER,
+                         zTag);
+}
+
+char *qcVarSetTag(const QVar *pV) {
+  if (pV->vt == VT_REF) return sqlite3_mprintf("%d", TAG_NUMBER);
+  if (pV->zTag) return qcSetTag(pV->zTag);
+  return qcVarTag(pV);
+}
+
+void qcSetColumns(QComp *pC, sqlite3_str *pOut, int bFirst, int j, const QVar *pV,
+                  ValueType *pVt) {
+  char *zTag = qcVarSetTag(pV);
+  if (zTag == NULL) { qcNoMem(pC); return; }
+  sqlite3_str_appendf(pOut, "%s%s AS c%d, %s AS t%d, typeof(%s) AS k%d", bFirst ? "" : ", ",
+                      pV->zExpr, j, zTag, j, pV->zExpr, j);
+  sqlite3_free(zTag);
+  if (*pVt == (ValueType)-1) *pVt = pV->vt;
+  else if (*pVt != pV->vt) *pVt = VT_NONE;
+}
+
+/* The tag term for a place of unknown type (its tag SQL zTag) that meets a
+** value of static type vt: a ref value is an entity id, which is a long
+** (Datomic's datoms hold refs as longs), so a long or a ref meets both. */
+char *qcTagIs(const char *zTag, ValueType vt) {
+  if (vt == VT_LONG || vt == VT_REF) {
+    return sqlite3_mprintf("%s IN (%d, %d)", zTag, TAG_REF, TAG_NUMBER);
+  }
+  return sqlite3_mprintf("%s = %d", zTag, vtTag(vt));
+}
+
+char *qcTagsMatch(const char *zTagA, const char *zTagB) {
+  return sqlite3_mprintf("(%s = %s OR (%s IN (%d, %d) AND %s IN (%d, %d)))", zTagA, zTagB,
+                         zTagA, TAG_REF, TAG_NUMBER, zTagB, TAG_REF, TAG_NUMBER);
+}
+
+/* Is p a lookup ref [:attr value]? */
+int qcIsLookupRef(const EdnValue *p) {
+  return p->type == EDN_VECTOR && p->u.c.n == 2 && p->u.c.a[0]->type == EDN_KEYWORD;
+}
+
+char *qcLookupSql(QComp *pC, const char *zA, const char *zV, const char *zTag) {
+  const char *zTable = NULL;
+  char *zCond, *z;
+  int bHistory = pC->bHistory;
+  /* On the history database a unique value may have named several
+  ** entities over time: the lookup names the one that holds it in the
+  ** database of the same time without history (as of or since T). */
+  pC->bHistory = 0;
+  zCond = qcView(pC, "l", &zTable);
+  pC->bHistory = bHistory;
+  if (zCond == NULL) {
+    qcNoMem(pC);
+    return NULL;
+  }
+  z = sqlite3_mprintf("(SELECT l.e FROM %s l WHERE l.a = %s AND l.v = %s AND l.value_type_tag = %s%s%s)",
+                      zTable, zA, zV, zTag, zCond[0] ? " AND " : "", zCond);
+  sqlite3_free(zCond);
+  if (z == NULL) qcNoMem(pC);
+  return z;
+}
+
+/* The lookup ref constant pRef [:attr value] as SQL (qcLookupSql), "NULL"
+** when its attribute is unknown (it names no entity). Not :db/unique: an
+** error, as edn_t refuses it. */
+char *qcLookupConst(QComp *pC, const EdnValue *pRef) {
+  const EdnValue *pK = pRef->u.c.a[0];
+  const Attr *pA = schemaAttrByIdent(pC->pSchema, pK->u.s.z, pK->u.s.n);
+  char zA[24], zV[16], zTag[8];
+  int iP;
+  if (pA == NULL) return sqlite3_mprintf("NULL");
+  if (pA->eUnique == UNIQUE_NONE) {
+    qcErr(pC, pRef, "lookup ref attribute %s is not :db/unique", pA->zIdent);
+    return NULL;
+  }
+  iP = qcParam(pC, pRef->u.c.a[1], -1, -1, -1, QV_TYPED, pA->type);
+  if (iP == 0) return NULL;
+  sqlite3_snprintf(sizeof zA, zA, "%lld", pA->e);
+  sqlite3_snprintf(sizeof zV, zV, "?%d", iP);
+  sqlite3_snprintf(sizeof zTag, zTag, "%d", vtTag(pA->type));
+  return qcLookupSql(pC, zA, zV, zTag);
+}
+
+int qcIsEntityLookup(QComp *pC, const EdnValue *p) {
+  const Attr *pA;
+  if (!qcIsLookupRef(p)) return 0;
+  pA = schemaAttrByIdent(pC->pSchema, p->u.c.a[0]->u.s.z, p->u.c.a[0]->u.s.n);
+  return pA != NULL && pA->eUnique != UNIQUE_NONE;
+}
+
+char *qcEntityLookupSql(QComp *pC, const EdnValue *p) {
+  return qcLookupConst(pC, p);
+}
+
+char *qcIdentSql(const char *zKw) {
+  return sqlite3_mprintf("(SELECT e FROM datoms WHERE a = %d AND v = %s AND value_type_tag = %d)",
+                         ENTID_DB_IDENT, zKw, TAG_KEYWORD);
+}
+
+int qcAttrValueIndexed(const Attr *pAttr) {
+  return pAttr->bValueIndex
+         || (pAttr->e >= PART_USER_START && !pAttr->bFulltext
+             && (pAttr->eUnique || (pAttr->bIndex && pAttr->type == VT_REF)));
+}
+
+char *qcView(QComp *pC, const char *zAlias, const char **pzTable) {
+  if (pC->bHistory) {
+    /* The history database (Datomic's d/history): every assertion and
+    ** retraction in the log, within asOf/since when given (SPEC §6). */
+    *pzTable = "timelined_transactions";
+    if (pC->eHist == 1) return sqlite3_mprintf("%s.timeline IS 0 AND %s.tx <= %s", zAlias, zAlias, pC->zHistTx);
+    if (pC->eHist == 2) return sqlite3_mprintf("%s.timeline IS 0 AND %s.tx > %s", zAlias, zAlias, pC->zHistTx);
+    return sqlite3_mprintf("%s.timeline IS 0", zAlias);
+  }
+  if (pC->eHist == 1) {
+    /* As of T: the log's assertions up to T not retracted by T. The log's
+    ** columns have the datoms' names; idx_transactions_aevt serves patterns
+    ** bound by entity and the retraction probe, and a tuned store's
+    ** idx_mentat_log_avet_<a> (store_index.c) those of indexed, unique and
+    ** ref attributes bound by value (`dN.a = <a>` matches its WHERE). */
+    *pzTable = "timelined_transactions";
+    return sqlite3_mprintf(
+        "%s.timeline IS 0 AND %s.added = 1 AND %s.tx <= %s AND NOT EXISTS (SELECT 1 FROM"
+        " timelined_transactions r WHERE r.a = %s.a AND r.e = %s.e AND r.value_type_tag ="
+        " %s.value_type_tag AND r.v = %s.v AND r.tx > %s.tx AND r.tx <= %s AND r.timeline IS 0)",
+        zAlias, zAlias, zAlias, pC->zHistTx, zAlias, zAlias, zAlias, zAlias, zAlias,
+        pC->zHistTx);
+  }
+  *pzTable = "datoms";
+  /* Since T: a recent slice, read through the store's (a, tx, e) index
+  ** (store_index.c). Without the hint SQLite guesses a quarter of the
+  ** attribute for `tx > ?` and prefers the (a, e) index, which needs no
+  ** DISTINCT sort but reads every datom of the attribute. */
+  if (pC->eHist == 2) return sqlite3_mprintf("likelihood(%s.tx > %s, 0.01)", zAlias, pC->zHistTx);
+  return sqlite3_mprintf("%s", "");
+}
+
+/* The input (counted as "inputs" counts them) that holds the pull pattern
+** named pSym: a plain-symbol :in (Datomic's pattern-var) or a scalar ?var
+** binding of that name; -1 when :in has none. */
+static int qcPatternInput(const QQuery *pQ, const EdnValue *pSym) {
+  int i, iInput = 0;
+  for (i = 0; i < pQ->nIn; i++) {
+    const QIn *pIn = &pQ->aIn[i];
+    if (pIn->kind == QIN_SRC) continue;
+    if ((pIn->kind == QIN_PATTERN && ednIsSymbol(pIn->pForm, pSym->u.s.z))
+        || (pIn->kind == QIN_BIND && pIn->bind.kind == QB_SCALAR
+            && ednIsSymbol(pIn->bind.aVar[0], pSym->u.s.z))) {
+      return iInput;
+    }
+    iInput++;
+  }
+  return -1;
+}
+
+int qcPullColumn(QComp *pC, const QFindElem *pE, QPlanCol *pCol) {
+  char *zErr = NULL;
+  int rc;
+  if (pC->bHistory) {
+    /* Datomic's history database serves queries and datoms, not entity
+    ** or pull: there is no one map of an entity across time. */
+    return qcErr(pC, pE->pForm, "pull is not supported on the history database");
+  }
+  if (pE->pPattern->type == EDN_SYMBOL) {
+    /* A pattern given as an input: checked when each run binds it
+    ** (qRunOpen), since a cached plan serves other patterns of its shape. */
+    int iInput = qcPatternInput(pC->pQ, pE->pPattern);
+    if (iInput < 0) {
+      return qcErr(pC, pE->pPattern, "pull pattern %s is not an :in input", pE->pPattern->u.s.z);
+    }
+    pCol->kind = QCOL_PULL;
+    pCol->bPatInput = 1;
+    pCol->iPatInput = iInput;
+    pCol->pPullVar = pE->pVar;
+    return SQLITE_OK;
+  }
+  rc = pullValidate(pC->pSchema, pE->pPattern, &zErr);
+  if (rc != SQLITE_OK) {
+    sqlite3_free(*pC->pzErr);
+    *pC->pzErr = zErr;
+    pC->rc = rc;
+    return rc;
+  }
+  pCol->kind = QCOL_PULL;
+  pCol->pPattern = pE->pPattern;
+  pCol->pPullVar = pE->pVar;
+  return SQLITE_OK;
+}

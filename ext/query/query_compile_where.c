@@ -1,0 +1,648 @@
+/*
+** query_compile_where.c — a :where clause list into a scope: data
+** patterns, and the order in which the clauses compile (ground and
+** bindings, patterns most selective first, functions and predicates once
+** their arguments are bound, not/or/rules when they can run). Also the
+** variables a clause mentions. Takes the clauses (query_ast.h); gives FROM
+** items and WHERE terms in the QCtx. Calls the scope and SQL helpers and
+** the clause compilers declared in query_compile_scope.h.
+**
+** HOW IT WORKS
+** Each data pattern is a `datoms dN` alias. Attribute constants are
+** INLINED as integers (`dN.a = 65537`) so the per-attribute partial indexes
+** `idx_auto_avet_<a> ... WHERE a = <a>` match; an unknown attribute makes the
+** pattern empty (`0` in WHERE), never an error. Every other constant and
+** every input is a parameter. A variable met again becomes an equality; when
+** one side is the BLOB-declared `v` and the other an INTEGER column (e, tx),
+** the integer side is written `+dI.e` — with plain `dJ.v = dI.e` SQLite
+** applies numeric affinity to v and cannot use the (a, v, e) index
+** (BENCH.md "affinity trap") — and the reverse term `dI.e = dJ.v` is added
+** so the planner may drive the join from either side. Patterns are emitted
+** most selective first (constant entity, then constant value of an indexed
+** attribute, then input-bound ones). When every pattern is reached through
+** an index from what precedes it (qcPatternLinked), the scope joins them
+** with CROSS JOIN in that order, so statistics (stale after a new managed
+** index, absent on a small store) cannot make SQLite drive from a whole
+** attribute; otherwise they are plain inner joins the planner orders.
+*/
+#include <string.h>
+#include "query_compile_scope.h"
+
+static int qcAddName(const char **a, int n, int nMax, const char *z) {
+  int i;
+  for (i = 0; i < n && i < nMax; i++) if (strcmp(a[i], z) == 0) return n;
+  if (n < nMax) a[n] = z;
+  return n + 1;
+}
+
+static int qcTermsVars(const EdnValue *const *aT, int nT, const char **a, int n, int nMax) {
+  int i;
+  for (i = 0; i < nT; i++) {
+    if (ednIsVar(aT[i])) n = qcAddName(a, n, nMax, aT[i]->u.s.z);
+  }
+  return n;
+}
+
+int qcClauseVars(const QClause *pCl, const char **a, int nMax, int iDepth) {
+  int n = 0, i, j;
+  if (iDepth > EDN_MAX_DEPTH) return 0;
+  switch (pCl->kind) {
+    case QC_PATTERN: case QC_PRED: case QC_RULE:
+      return qcTermsVars(pCl->aArg, pCl->nArg, a, 0, nMax);
+    case QC_FN:
+      n = qcTermsVars(pCl->aArg, pCl->nArg, a, 0, nMax);
+      return qcTermsVars(pCl->bind.aVar, pCl->bind.nVar, a, n, nMax);
+    case QC_NOT_JOIN: case QC_OR_JOIN:
+      return qcTermsVars(pCl->aJoin, pCl->nJoin, a, 0, nMax);
+    default: {
+      const char *aSub[64];
+      for (i = 0; i < pCl->nSub; i++) {
+        int nSub = qcClauseVars(pCl->aSub[i], aSub, 64, iDepth + 1);
+        for (j = 0; j < nSub && j < 64; j++) n = qcAddName(a, n, nMax, aSub[j]);
+      }
+      return n;
+    }
+  }
+}
+
+int qcClausesUnseeded(QClause *const *a, int n, const char *const *azVar, int nVar) {
+  const char *azB[64];
+  int nB = 0, i, j, k, m;
+  for (i = 0; i < n; i++) {
+    const char *az[64];
+    int nV;
+    if (a[i]->kind != QC_PATTERN) continue;
+    nV = qcClauseVars(a[i], az, 64, 1);
+    if (nV > 64) return 0;
+    for (m = 0; m < nV; m++) {
+      for (k = 0; k < nB && strcmp(azB[k], az[m]); k++) {}
+      if (k == nB && nB < 64) azB[nB++] = az[m];
+    }
+  }
+  for (i = 0; i < n; i++) {
+    const char *az[64];
+    int nV;
+    if (a[i]->kind == QC_PATTERN) continue;
+    nV = qcClauseVars(a[i], az, 64, 1);
+    if (nV > 64) return 0;
+    for (m = 0; m < nV; m++) {
+      for (j = 0; j < nVar && strcmp(azVar[j], az[m]); j++) {}
+      if (j == nVar) continue;
+      /* a function or predicate reads it after the patterns bound it */
+      if (a[i]->kind != QC_FN && a[i]->kind != QC_PRED) return 0;
+      for (k = 0; k < nB && strcmp(azB[k], az[m]); k++) {}
+      if (k == nB) return 0;
+    }
+  }
+  for (j = 0; j < nVar; j++) {
+    for (k = 0; k < nB && strcmp(azB[k], azVar[j]); k++) {}
+    if (k == nB) return 0;
+  }
+  return 1;
+}
+
+/* Constant pTerm in a place of type vt at column zCol (VT_NONE with zTag:
+** the attribute is not known, so the constant matches only its natural
+** type, peer fault B13). */
+static void qcPlaceConst(QCtx *pX, const EdnValue *pTerm, const char *zCol, ValueType vt,
+                         const char *zTag) {
+  QComp *pC = pX->pC;
+  int iP;
+  if (vt == VT_REF) {
+    if (pTerm->type == EDN_INT) {
+      iP = qcParam(pC, pTerm, -1, -1, -1, QV_TYPED, VT_REF);
+      qcWhere(pX, sqlite3_mprintf("%s = ?%d", zCol, iP));
+    } else if (pTerm->type == EDN_KEYWORD) {
+      if (schemaEntid(pC->pSchema, pTerm->u.s.z, pTerm->u.s.n) == 0) {
+        qcWhere(pX, sqlite3_mprintf("0"));
+      } else {
+        iP = qcParam(pC, pTerm, -1, -1, -1, QV_TYPED, VT_REF);
+        qcWhere(pX, sqlite3_mprintf("%s = ?%d", zCol, iP));
+      }
+    } else if (qcIsLookupRef(pTerm)) {
+      const EdnValue *pK = pTerm->u.c.a[0];
+      const Attr *pA = schemaAttrByIdent(pC->pSchema, pK->u.s.z, pK->u.s.n);
+      if (pA == NULL) {
+        qcWhere(pX, sqlite3_mprintf("0"));
+      } else if (pA->eUnique == UNIQUE_NONE) {
+        qcErr(pC, pTerm, "lookup ref attribute %s is not :db/unique", pA->zIdent);
+      } else {
+        char *zLookup = qcLookupConst(pC, pTerm);
+        if (zLookup) qcWhere(pX, sqlite3_mprintf("%s = %s", zCol, zLookup));
+        sqlite3_free(zLookup);
+      }
+    } else {
+      qcWhere(pX, sqlite3_mprintf("0"));
+    }
+    return;
+  }
+  if (vt == VT_NONE) {
+    ValueType nt = valueNaturalType(pTerm);
+    if (nt == VT_NONE) {
+      qcErr(pC, pTerm, "unsupported constant in data pattern");
+      return;
+    }
+    iP = qcParam(pC, pTerm, -1, -1, -1, QV_NATURAL, nt);
+    qcWhere(pX, sqlite3_mprintf("%s = ?%d", zCol, iP));
+    qcWhere(pX, qcTagIs(zTag, nt));
+    /* Long 12 and double 12.0 share tag 5; Datomic keeps them apart. */
+    if (nt == VT_LONG) qcWhere(pX, sqlite3_mprintf("typeof(%s) = 'integer'", zCol));
+    if (nt == VT_DOUBLE) qcWhere(pX, sqlite3_mprintf("typeof(%s) = 'real'", zCol));
+    return;
+  }
+  {
+    /* Check the conversion now: a constant of the wrong type matches nothing. */
+    TypedValue tv;
+    char *zErr = NULL;
+    int rc = valueFromEdn(pTerm, vt, &tv, &zErr);
+    sqlite3_free(zErr);
+    if (rc == SQLITE_NOMEM) { qcNoMem(pC); return; }
+    if (rc != SQLITE_OK) {
+      qcWhere(pX, sqlite3_mprintf("0"));
+      return;
+    }
+    iP = qcParam(pC, pTerm, -1, -1, -1, QV_TYPED, vt);
+    qcWhere(pX, sqlite3_mprintf("%s = ?%d", zCol, iP));
+  }
+}
+
+static void qcPlace(QCtx *pX, const EdnValue *pTerm, const char *zAlias, const char *zCol,
+                    ValueType vt, const char *zTagCol, int bIntCol) {
+  char *zExpr;
+  if (pTerm == NULL || qIsBlank(pTerm)) return;
+  zExpr = sqlite3_mprintf("%s.%s", zAlias, zCol);
+  if (zExpr == NULL) { qcNoMem(pX->pC); return; }
+  if (ednIsVar(pTerm)) {
+    char *zTag;
+    QVar *pV = qcVarFind(pX, pTerm->u.s.z);
+    if (vt == VT_REF && pV && pV->zExpr && pV->vt == QVT_JSON && pV->nParam == 0) {
+      /* a collection a function bound names no entity: an error, as
+      ** get-else says of it, not a silent empty join */
+      sqlite3_free(zExpr);
+      qcErr(pX->pC, pTerm, "%s is a collection, not an entity id, ident or lookup ref",
+            pTerm->u.s.z);
+      return;
+    }
+    zTag = zTagCol ? sqlite3_mprintf("%s.%s", zAlias, zTagCol) : NULL;
+    if (zTagCol && zTag == NULL) { sqlite3_free(zExpr); qcNoMem(pX->pC); return; }
+    qcBindVar(pX, pTerm->u.s.z, zExpr, vt, zTag, bIntCol);
+    return;
+  }
+  {
+    char *zTag = zTagCol ? sqlite3_mprintf("%s.%s", zAlias, zTagCol) : NULL;
+    qcPlaceConst(pX, pTerm, zExpr, vt, zTag);
+    sqlite3_free(zTag);
+  }
+  sqlite3_free(zExpr);
+}
+
+/* How a place determines the datom: see QKey. */
+static const char *qcKeyPlace(QCtx *pX, const EdnValue *p) {
+  QVar *pV;
+  if (p == NULL || qIsBlank(p)) return "";
+  if (!ednIsVar(p)) return NULL;
+  pV = qcVarFind(pX, p->u.s.z);
+  /* Already bound to a parameter or lookup: one value per row. An IN list
+  ** of several values is not: an entity whose cardinality-many attribute
+  ** holds two of them matches two datoms, so the variable keeps its name
+  ** and DISTINCT stays unless the find set fixes it. */
+  if (pV && pV->zInList && pV->nInElem <= 1) return NULL;
+  if (pV && !pV->zInList && pV->zExpr && (pV->zExpr[0] == '?' || pV->zExpr[0] == '(')) {
+    return NULL;
+  }
+  return p->u.s.z;
+}
+
+/* Records pattern pCl's key places (QKey); pAttr is its constant attribute
+** or NULL. Called before its places are bound, so a variable already bound
+** to a parameter or an IN list counts as a constant. */
+static void qcRecordKey(QCtx *pX, const QClause *pCl, const Attr *pAttr) {
+  const EdnValue *pE = pCl->aArg[0];
+  const EdnValue *pA = pCl->nArg > 1 ? pCl->aArg[1] : NULL;
+  const EdnValue *pV = pCl->nArg > 2 ? pCl->aArg[2] : NULL;
+  /* History rows repeat a datom (asserted, retracted, asserted again):
+  ** only all five places tell them apart. */
+  int bHist = pX->pC->bHistory;
+  QKey *pK;
+  if (pX->nKey == pX->nKeyAlloc) {
+    int nNew = pX->nKeyAlloc ? pX->nKeyAlloc * 2 : 8;
+    QKey *aNew = sqlite3_realloc64(pX->aKey, sizeof(QKey) * nNew);
+    if (aNew == NULL) { qcNoMem(pX->pC); return; }
+    pX->aKey = aNew;
+    pX->nKeyAlloc = nNew;
+  }
+  pK = &pX->aKey[pX->nKey++];
+  memset(pK, 0, sizeof(*pK));
+  pK->az[0] = qcKeyPlace(pX, pE);
+  pK->az[1] = qcKeyPlace(pX, pA);
+  pK->az[2] = qcKeyPlace(pX, pV);
+  /* A fulltext variable is the text, which two values may share: it does
+  ** not tell datoms apart. */
+  if (pAttr && pAttr->bFulltext && pK->az[2] && pK->az[2][0]) pK->az[2] = "";
+  pK->bHist = (unsigned char)bHist;
+  if (bHist) {
+    pK->az[3] = qcKeyPlace(pX, pCl->nArg > 3 ? pCl->aArg[3] : NULL);
+    pK->az[4] = qcKeyPlace(pX, pCl->nArg > 4 ? pCl->aArg[4] : NULL);
+  } else if (pCl->nArg > 3) {
+    /* The tx of a current (or as-of live) datom is the datom's: it is
+    ** determined once e, a and v are. */
+    pK->az[3] = qcKeyPlace(pX, pCl->aArg[3]);
+    if (pK->az[3] && pK->az[3][0] == 0) pK->az[3] = NULL;
+  }
+  if (pAttr && !bHist) {
+    pK->bOne = !pAttr->bMany;
+    pK->bUniq = pAttr->eUnique != UNIQUE_NONE;
+  }
+}
+
+/* Is variable z in the set (or a constant: NULL)? */
+static int qcInSet(const char *z, const char *const *az, int n) {
+  int k;
+  if (z == NULL) return 1;
+  if (z[0] == 0) return 0;
+  for (k = 0; k < n; k++) if (strcmp(az[k], z) == 0) return 1;
+  return 0;
+}
+
+int qcRowsUnique(const QCtx *pX, const char *const *azVar, int nVar) {
+  const char **azSet;
+  int nSet = nVar, i, j, bGrew, bUnique = 1;
+  if (pX->nFrom != pX->nPatternFrom || pX->nKey != pX->nPatternFrom) return 0;
+  /* The variables the find set determines: the find variables, then by
+  ** functional dependency (Datomic's schema, as DataScript's and Mentat's
+  ** planners know it): e fixes a cardinality-one attribute's v, a unique
+  ** attribute's v fixes e, and a datom fixes its tx. */
+  azSet = sqlite3_malloc64(sizeof(char*) * (sqlite3_uint64)(nVar + 5 * pX->nKey + 1));
+  if (azSet == NULL) return 0;   /* DISTINCT is always correct */
+  for (i = 0; i < nVar; i++) azSet[i] = azVar[i];
+  do {
+    bGrew = 0;
+    for (i = 0; i < pX->nKey; i++) {
+      const QKey *pK = &pX->aKey[i];
+      const char *zAdd[2] = {NULL, NULL};
+      int bE = qcInSet(pK->az[0], azSet, nSet), bA = qcInSet(pK->az[1], azSet, nSet);
+      int bV = qcInSet(pK->az[2], azSet, nSet);
+      if (pK->bOne && bE && !bV && pK->az[2][0]) zAdd[0] = pK->az[2];
+      if (pK->bUniq && bV && !bE && pK->az[0][0]) zAdd[0] = pK->az[0];
+      if (!pK->bHist && bE && bA && bV && !qcInSet(pK->az[3], azSet, nSet)) zAdd[1] = pK->az[3];
+      for (j = 0; j < 2; j++) {
+        if (zAdd[j]) {
+          azSet[nSet++] = zAdd[j];
+          bGrew = 1;
+        }
+      }
+    }
+  } while (bGrew);
+  /* Unique when every pattern's datom (log row for history) is fixed. */
+  for (i = 0; i < pX->nKey && bUnique; i++) {
+    const QKey *pK = &pX->aKey[i];
+    int nPlace = pK->bHist ? 5 : 3;
+    for (j = 0; j < nPlace && bUnique; j++) {
+      if (qcInSet(pK->az[j], azSet, nSet)) continue;
+      /* A blank v of a cardinality-one attribute is fixed by e. */
+      if (j == 2 && pK->bOne && pK->az[2][0] == 0 && qcInSet(pK->az[0], azSet, nSet)) continue;
+      bUnique = 0;
+    }
+  }
+  sqlite3_free(azSet);
+  return bUnique;
+}
+
+/* Is a place bound before its pattern is placed: a constant, or a variable
+** with an expression (a parameter, an IN list, an earlier column)? */
+static int qcPlaceBound(QCtx *pX, const EdnValue *p) {
+  QVar *pV;
+  if (p == NULL || qIsBlank(p)) return 0;
+  if (!ednIsVar(p)) return 1;
+  pV = qcVarFind(pX, p->u.s.z);
+  return pV != NULL && (pV->zExpr != NULL || pV->zInList != NULL);
+}
+
+/* Can pattern pCl be read through an index from what is bound before it:
+** its entity (EAVT/AEVT), or its value where a value index serves it (the
+** attribute is unique or indexed, or a ref read through VAET)? Patterns
+** that are not (a scan of a whole attribute, or a value place without an
+** index) leave the join order to SQLite. */
+static int qcPatternLinked(QCtx *pX, const QClause *pCl) {
+  const EdnValue *pE = pCl->aArg[0];
+  const EdnValue *pA = pCl->nArg > 1 ? pCl->aArg[1] : NULL;
+  const EdnValue *pV = pCl->nArg > 2 ? pCl->aArg[2] : NULL;
+  const Attr *pAttr = NULL;
+  if (qcPlaceBound(pX, pE)) return 1;
+  if (pA && pA->type == EDN_KEYWORD) {
+    pAttr = schemaAttrByIdent(pX->pC->pSchema, pA->u.s.z, pA->u.s.n);
+  }
+  if (pAttr == NULL || pX->pC->bHistory || (pAttr->bFulltext && pAttr->type == VT_STRING)) return 0;
+  if (!qcPlaceBound(pX, pV)) return 0;
+  return pAttr->eUnique != UNIQUE_NONE || pAttr->bIndex || pAttr->bValueIndex
+         || pAttr->type == VT_REF;
+}
+
+static int qcPattern(QCtx *pX, const QClause *pCl) {
+  QComp *pC = pX->pC;
+  char zAlias[24];
+  const EdnValue *pE = pCl->aArg[0];
+  const EdnValue *pA = pCl->nArg > 1 ? pCl->aArg[1] : NULL;
+  const EdnValue *pV = pCl->nArg > 2 ? pCl->aArg[2] : NULL;
+  const EdnValue *pTx = pCl->nArg > 3 ? pCl->aArg[3] : NULL;
+  const EdnValue *pAdded = pCl->nArg > 4 ? pCl->aArg[4] : NULL;
+  const Attr *pAttr = NULL;
+  int bEmpty = 0;
+
+  if (pCl->pSrc && !ednIsSymbol(pCl->pSrc, "$")) {
+    return qcErr(pC, pCl->pSrc, "unknown source %s: multiple sources are not supported (only $)", pCl->pSrc->u.s.z);
+  }
+  if (!qcPatternLinked(pX, pCl)) pX->bUnlinked = 1;
+  sqlite3_snprintf(sizeof zAlias, zAlias, "d%d", ++pC->nAlias);
+  {
+    const char *zTable = NULL;
+    char *zCond = qcView(pC, zAlias, &zTable);
+    if (zCond == NULL) return qcNoMem(pC);
+    qcFrom(pX, sqlite3_mprintf("%s %s", zTable, zAlias));
+    if (zCond[0]) qcWhere(pX, zCond);
+    else sqlite3_free(zCond);
+  }
+  pX->nPatternFrom++;
+
+  if (pA && !qIsBlank(pA) && !ednIsVar(pA)) {
+    if (pA->type == EDN_KEYWORD) {
+      pAttr = schemaAttrByIdent(pC->pSchema, pA->u.s.z, pA->u.s.n);
+    } else if (pA->type == EDN_INT) {
+      pAttr = schemaAttr(pC->pSchema, pA->u.i);
+    } else {
+      return qcErr(pC, pA, "expected an attribute keyword in data pattern");
+    }
+    if (pAttr == NULL) bEmpty = 1;
+    else qcWhere(pX, sqlite3_mprintf("%s.a = %lld", zAlias, pAttr->e));
+    qcRecordKey(pX, pCl, pAttr);
+  } else {
+    qcRecordKey(pX, pCl, NULL);
+    qcPlace(pX, pA, zAlias, "a", VT_REF, NULL, 1);
+  }
+  if (pAttr && pV && !qIsBlank(pV) && pC->eHist != 1 && !pC->bHistory
+      && (!ednIsVar(pV) || (qcVarFind(pX, pV->u.s.z) && qcVarFind(pX, pV->u.s.z)->zExpr))) {
+    /* The value is bound: state the flags that make the format's partial
+    ** value indexes usable when no per-attribute index serves (format
+    ** "Per-attribute value indexes"). Other :db/index attributes get
+    ** idx_mentat_avet_<a> once the store is big enough to need it
+    ** (store_index.c, Attr.bValueIndex); there the flags would steer
+    ** SQLite to idx_datoms_avet, which reads every matching table row on
+    ** SQLite 3.40, or make the covering index read them to test the flag. */
+    int bAuto = qcAttrValueIndexed(pAttr);
+    if (!bAuto && pAttr->type == VT_REF) {
+      qcWhere(pX, sqlite3_mprintf("%s.index_vaet IS NOT 0", zAlias));
+    } else if (!bAuto && pAttr->bIndex && !pAttr->bFulltext) {
+      qcWhere(pX, sqlite3_mprintf("%s.index_avet IS NOT 0 AND %s.value_type_tag = %d",
+                                  zAlias, zAlias, vtTag(pAttr->type)));
+    }
+  }
+  qcPlace(pX, pE, zAlias, "e", VT_REF, NULL, 1);
+  if (pV && pAttr && pAttr->bFulltext && pAttr->type == VT_STRING) {
+    /* Fulltext values are rowids into fulltext_values. */
+    if (ednIsVar(pV)) {
+      qcBindVar(pX, pV->u.s.z,
+                sqlite3_mprintf("(SELECT text FROM fulltext_values WHERE rowid = %s.v)", zAlias),
+                VT_STRING, NULL, 0);
+    } else if (!qIsBlank(pV)) {
+      int iP = qcParam(pC, pV, -1, -1, -1, QV_TYPED, VT_STRING);
+      qcWhere(pX, sqlite3_mprintf(
+          "%s.v IN (SELECT rowid FROM fulltext_values WHERE text = ?%d)", zAlias, iP));
+    }
+  } else if (pAttr) {
+    qcPlace(pX, pV, zAlias, "v", pAttr->type, NULL, 0);
+  } else {
+    qcPlace(pX, pV, zAlias, "v", VT_NONE, "value_type_tag", 0);
+  }
+  qcPlace(pX, pTx, zAlias, "tx", VT_REF, NULL, 1);
+  if (pAdded && !qIsBlank(pAdded)) {
+    /* The current, as-of and since databases hold assertions only: there
+    ** added is true (SPEC §6). */
+    if (ednIsVar(pAdded)) {
+      qcBindVar(pX, pAdded->u.s.z, pC->bHistory ? sqlite3_mprintf("%s.added", zAlias)
+                                                : sqlite3_mprintf("1"), VT_BOOLEAN, NULL, 0);
+    } else if (pAdded->type == EDN_BOOL) {
+      if (pC->bHistory) qcWhere(pX, sqlite3_mprintf("%s.added = %d", zAlias, pAdded->u.b ? 1 : 0));
+      else if (!pAdded->u.b) qcWhere(pX, sqlite3_mprintf("0"));
+    } else {
+      return qcErr(pC, pAdded, "the added place takes true, false or a variable");
+    }
+  }
+  if (bEmpty) qcWhere(pX, sqlite3_mprintf("0"));
+  return pC->rc;
+}
+
+/* Lower is more selective (the brief's join order). */
+static int qcPatternScore(QCtx *pX, const QClause *pCl) {
+  const EdnValue *pE = pCl->aArg[0];
+  const EdnValue *pA = pCl->nArg > 1 ? pCl->aArg[1] : NULL;
+  const EdnValue *pV = pCl->nArg > 2 ? pCl->aArg[2] : NULL;
+  const Attr *pAttr = NULL;
+  if (!ednIsVar(pE) && !qIsBlank(pE)) return 0;
+  if (pA && pA->type == EDN_KEYWORD) {
+    pAttr = schemaAttrByIdent(pX->pC->pSchema, pA->u.s.z, pA->u.s.n);
+  }
+  if (pV && !ednIsVar(pV) && !qIsBlank(pV)) {
+    if (pAttr && (pAttr->eUnique || pAttr->bIndex)) return 1;
+    return 3;
+  }
+  if (ednIsVar(pE) && qcVarFind(pX, pE->u.s.z)) return 2;
+  if (pV && ednIsVar(pV) && qcVarFind(pX, pV->u.s.z)) return 2;
+  return 4;
+}
+
+static int qcFnReady(QCtx *pX, const QClause *pCl) {
+  int i;
+  for (i = 0; i < pCl->nArg; i++) {
+    if (ednIsVar(pCl->aArg[i])) {
+      QVar *pV = qcVarFind(pX, pCl->aArg[i]->u.s.z);
+      if (pV == NULL || pV->zExpr == NULL) return 0;
+    }
+  }
+  return 1;
+}
+
+/* Does pattern pPat complete a predicate among a[] (not yet done): one
+** whose variables are all bound once pPat's are, at least one by pPat? */
+static int qcPatternFilters(QCtx *pX, QClause *const *a, int n, const unsigned char *aDone,
+                            const QClause *pPat) {
+  const char *azPat[8], *azPred[16];
+  int nPat = qcClauseVars(pPat, azPat, 8, 0);
+  int i, j, k;
+  if (nPat > 8) nPat = 8;
+  for (i = 0; i < n; i++) {
+    int nPred, bNew = 0, bAll = 1;
+    if (aDone[i] || a[i]->kind != QC_PRED) continue;
+    nPred = qcClauseVars(a[i], azPred, 16, 0);
+    if (nPred > 16) continue;
+    for (j = 0; j < nPred && bAll; j++) {
+      QVar *pV = qcVarFind(pX, azPred[j]);
+      if (pV && (pV->zExpr || pV->zInList)) continue;
+      for (k = 0; k < nPat && strcmp(azPat[k], azPred[j]) != 0; k++) {}
+      if (k < nPat) bNew = 1;
+      else bAll = 0;
+    }
+    if (bAll && bNew) return 1;
+  }
+  return 0;
+}
+
+/* May pattern pPat wait until the binding clauses among a[] ran: does none
+** of them want its variables bound first (an or, or a function, that
+** mentions one; a rule call with one in a place that seeds it)? */
+static int qcPatternCanWait(QCtx *pX, QClause *const *a, int n, const unsigned char *aDone,
+                            const QClause *pPat) {
+  const char *azPat[8], *azCl[64];
+  int nPat = qcClauseVars(pPat, azPat, 8, 0);
+  int i, j, k;
+  if (nPat > 8) return 0;
+  for (i = 0; i < n; i++) {
+    if (aDone[i]) continue;
+    if (a[i]->kind == QC_RULE) {
+      for (k = 0; k < nPat; k++) if (qcRuleSeedPlace(pX, a[i], azPat[k])) return 0;
+    } else if (a[i]->kind == QC_OR || a[i]->kind == QC_OR_JOIN || a[i]->kind == QC_FN) {
+      int nCl = qcClauseVars(a[i], azCl, 64, 0);
+      if (nCl > 64) return 0;
+      for (j = 0; j < nCl; j++) {
+        for (k = 0; k < nPat; k++) if (strcmp(azCl[j], azPat[k]) == 0) return 0;
+      }
+    }
+  }
+  return 1;
+}
+
+/* Emits the data patterns of a[] one at a time: the most selective given
+** what is bound so far, and among equals one that lets a predicate filter
+** the rows early, then clause order (the joins are emitted in this order,
+** and CROSS JOIN keeps it: see qcBody). With bDefer, once the scope has a
+** pattern, patterns joined to nothing bound (score 4) that no binding
+** clause needs (qcPatternCanWait) are left for later: emitted now they
+** would be a cartesian product, in a rule's origins too (a 100,000-datom
+** scan for a 3-answer reach in test_qlang's chain). */
+static void qcEmitPatterns(QCtx *pX, QClause *const *a, int n, unsigned char *aDone, int bDefer) {
+  QComp *pC = pX->pC;
+  int i, iScore;
+  while (pC->rc == SQLITE_OK) {
+    int iBest = -1, iBestScore = 0, nTie = 0;
+    for (i = 0; i < n; i++) {
+      if (aDone[i] || a[i]->kind != QC_PATTERN) continue;
+      iScore = 2 * qcPatternScore(pX, a[i]);
+      if (bDefer && iScore >= 8 && pX->nPatternFrom > 0 && qcPatternCanWait(pX, a, n, aDone, a[i])) {
+        continue;
+      }
+      iScore += !qcPatternFilters(pX, a, n, aDone, a[i]);
+      if (iBest < 0 || iScore / 2 < iBestScore / 2) nTie = 0;
+      else if (iScore / 2 == iBestScore / 2) nTie++;
+      if (iBest < 0 || iScore < iBestScore) {
+        iBest = i;
+        iBestScore = iScore;
+      }
+    }
+    if (iBest < 0) break;
+    /* Two equally good places to start (two constant values, say): which
+    ** selects fewer rows is the statistics' business, so the planner
+    ** orders this scope (qcBody). */
+    if (pX->nPatternFrom == 0 && nTie > 0) pX->bUnlinked = 1;
+    pC->pAt = a[iBest]->pForm;
+    qcPattern(pX, a[iBest]);
+    aDone[iBest] = 1;
+  }
+}
+
+/* Compiles the binding clauses of a[] not yet done (aDone) as they become
+** ready: functions once their arguments are bound, rule calls and or-joins
+** once their required variables are (Datomic pushes such a clause down
+** until they are bound), other rules and ors at once. */
+static void qcBinders(QCtx *pX, QClause *const *a, int n, unsigned char *aDone, int iDepth) {
+  QComp *pC = pX->pC;
+  int i, bProgress;
+  do {
+    bProgress = 0;
+    for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
+      if (aDone[i]) continue;
+      /* SQLite joins at most 64 tables in one SELECT: a long chain of
+      ** functions (each deep result one mentat_one) or of calls goes on
+      ** from the rows so far, named once. */
+      if (pX->nFrom >= QC_COLLAPSE_FROM && qcCollapse(pX) && pC->rc) break;
+      pC->pAt = a[i]->pForm;
+      if (a[i]->kind == QC_RULE && qcRuleReady(pX, a[i])) qcRuleCall(pX, a[i], iDepth);
+      else if ((a[i]->kind == QC_OR || a[i]->kind == QC_OR_JOIN) && qcOrReady(pX, a[i])) {
+        qcOr(pX, a[i], iDepth);
+      } else if (a[i]->kind == QC_FN && qcFnReady(pX, a[i])) {
+        /* A predicate written before the function filters its rows
+        ** first, as Datomic runs clauses in order: [(pos? ?d)] guards
+        ** [(/ 1 ?d) ?x] (the WHERE terms keep this order). */
+        int j;
+        for (j = 0; j < i && pC->rc == SQLITE_OK; j++) {
+          if (aDone[j] || a[j]->kind != QC_PRED || !qcFnReady(pX, a[j])) continue;
+          pC->pAt = a[j]->pForm;
+          qcPredicate(pX, a[j]);
+          aDone[j] = 1;
+        }
+        pC->pAt = a[i]->pForm;
+        if (pC->rc == SQLITE_OK) qcFunction(pX, a[i]);
+      }
+      else continue;
+      aDone[i] = 1;
+      bProgress = 1;
+    }
+  } while (bProgress && pC->rc == SQLITE_OK);
+}
+
+int qcClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
+  QComp *pC = pX->pC;
+  unsigned char *aDone;
+  int i, bBinders = 0;
+  if (n == 0) {
+    if (pX->pParent == NULL) qcMaterialize(pX);
+    return pC->rc;
+  }
+  if (iDepth > EDN_MAX_DEPTH) return qcErr(pC, NULL, "clauses nested too deep");
+  aDone = sqlite3_malloc64(n);
+  if (aDone == NULL) return qcNoMem(pC);
+  memset(aDone, 0, n);
+  /* 1. ground: constant bindings, like inputs. (ground ?v) is identity
+  ** and waits for ?v with the other functions (step 3). */
+  for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
+    if (a[i]->kind == QC_FN && strcmp(a[i]->zName, "ground") == 0
+        && !(a[i]->nArg == 1 && ednIsVar(a[i]->aArg[0]))) {
+      pC->pAt = a[i]->pForm;
+      qcFunction(pX, a[i]);
+      aDone[i] = 1;
+    }
+  }
+  /* 2. data patterns (qcEmitPatterns), those joined to nothing bound
+  ** waiting while a rule, or, or function may bind their variables. */
+  for (i = 0; i < n && !bBinders; i++) {
+    bBinders = a[i]->kind == QC_RULE || a[i]->kind == QC_OR || a[i]->kind == QC_OR_JOIN
+               || (a[i]->kind == QC_FN && !aDone[i]);
+  }
+  qcEmitPatterns(pX, a, n, aDone, bBinders);
+  if (pX->pParent == NULL) qcMaterialize(pX);
+  /* 3. binding clauses (rules, or, functions) as their inputs are bound. */
+  qcBinders(pX, a, n, aDone, iDepth);
+  /* 2'. the patterns that waited, now joined to what those bound, and the
+  ** binding clauses that waited for them (required variables). */
+  if (bBinders) {
+    qcEmitPatterns(pX, a, n, aDone, 0);
+    qcBinders(pX, a, n, aDone, iDepth);
+  }
+  /* 4. filters; anything left unbound now is an error naming it. */
+  for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
+    if (aDone[i]) continue;
+    if (pX->nFrom >= QC_COLLAPSE_FROM && qcCollapse(pX) && pC->rc) break;
+    pC->pAt = a[i]->pForm;
+    switch (a[i]->kind) {
+      case QC_PRED: qcPredicate(pX, a[i]); break;
+      case QC_FN: qcFunction(pX, a[i]); break;
+      case QC_NOT: case QC_NOT_JOIN: qcNot(pX, a[i], iDepth); break;
+      case QC_AND: qcClauses(pX, a[i]->aSub, a[i]->nSub, iDepth + 1); break;
+      /* Required variables still unbound: the call reports them. */
+      case QC_RULE: qcRuleCall(pX, a[i], iDepth); break;
+      case QC_OR: case QC_OR_JOIN: qcOr(pX, a[i], iDepth); break;
+      default: break;
+    }
+    aDone[i] = 1;
+  }
+  sqlite3_free(aDone);
+  return pC->rc;
+}

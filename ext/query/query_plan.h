@@ -1,0 +1,96 @@
+/*
+** query_plan.h — a compiled query as the runner (query_run.c) takes it
+** from the compiler (query_compile.c): one SQL statement, its parameters
+** (QParam: where each value comes from and how it converts when bound, so
+** a cached plan only rebinds) and its result columns (QPlanCol).
+** Parameters of input variables are typed lazily: the first typed place
+** the variable meets decides.
+*/
+#ifndef MENTAT_QUERY_PLAN_H
+#define MENTAT_QUERY_PLAN_H
+
+#include "query_ast.h"
+
+/* How a parameter's EDN value becomes an SQL value at bind time. */
+typedef enum QConv {
+  QV_NATURAL = 0,   /* the literal's own type (valueNaturalType) */
+  QV_TYPED,         /* converted to vt; VT_REF takes entids and idents */
+  QV_TAG,           /* the store tag of the literal's natural type */
+  QV_LOOKUP_A,      /* lookup ref [:attr v]: the attribute's entid */
+  QV_LOOKUP_V,      /* ... the value, typed by the attribute */
+  QV_LOOKUP_TAG,    /* ... the attribute's tag */
+  QV_INT,           /* :limit / :offset */
+  QV_AGG_N,         /* the input count of (max ?k ?x); pConst is that form */
+  QV_JSON,          /* any value as JSON text (tuple values) */
+  QV_HIST_TX,       /* opts asOf/since as a tx id */
+  QV_HIST_INST      /* opts asOf/since as an instant (µs) */
+} QConv;
+
+/* One parameter ?N (N = index + 1). Source: pConst, or aInput[iInput]
+** followed by up to two element indexes (i1, i2; -1 when unused). */
+typedef struct QParam {
+  const EdnValue *pConst;
+  int iInput, i1, i2;
+  QConv eConv;
+  ValueType vt;
+} QParam;
+
+/* Pseudo value type for expressions holding JSON text (tuple). */
+#define QVT_JSON ((ValueType)100)
+
+/* Kinds of result columns. */
+typedef enum QColKind { QCOL_VALUE = 0, QCOL_PULL, QCOL_JSON } QColKind;
+
+typedef struct QPlanCol {
+  QColKind kind;
+  int iCol;               /* statement column of the value (entity for pull) */
+  int iTagCol;            /* column of the tag, or -1 when vt is static */
+  ValueType vt;
+  const EdnValue *pPattern;  /* QCOL_PULL: the pattern, unless bPatInput */
+  int bPatInput;          /* QCOL_PULL: the pattern is input iPatInput */
+  int iPatInput;
+  const EdnValue *pPullVar;  /* QCOL_PULL: the pulled variable, for errors */
+  const char *zName;
+  char *zKey;             /* JSON key for :keys/:strs/:syms, or NULL */
+} QPlanCol;
+
+/* A compiled query: the SQL, its parameters, its result columns. Owned by
+** the connection's plan cache (or by one run when uncached). */
+typedef struct QueryPlan QueryPlan;
+struct QueryPlan {
+  EdnArena arena;          /* AST and constants the params point at */
+  char *zKey;              /* cache key: generation, input shape, query text */
+  int nKey;
+  unsigned hKey;           /* hash of zKey, checked before comparing */
+  char *zSql;
+  sqlite3_stmt *pStmt;     /* prepared on the owning connection, or NULL */
+  int nParam;
+  QParam *aParam;
+  FindKind eFind;
+  int nCol;
+  QPlanCol *aCol;
+  int bKeys;
+  int bSingleAgg;
+  int nInputNeeded;        /* :in bindings that consume a value */
+  QueryPlan *pNext, *pPrev;   /* cache LRU list */
+};
+
+/* Frees plan p and what it owns (its statement too); p may be NULL. */
+void qPlanFree(QueryPlan *p);
+
+/* The text that, with the query, keys the plan cache: one letter per input
+** leaf type and brackets for vectors, e.g. "i,[s s],k" (an "L" marks a
+** pair of keywords that pSchema, when given, reads as a lookup ref). */
+char *qInputShape(const QueryOpts *pOpts, const Schema *pSchema);
+
+/* Is input value p a lookup ref [:attr v]? A pair of keywords is one only
+** when the first names a :db/unique attribute; else it is a tuple (two
+** idents). Other [keyword v] pairs are lookup refs (a non-unique attribute
+** is an error when bound). */
+int qInputLookupRef(const Schema *pSchema, const EdnValue *p);
+
+/* Binds every parameter of p on pStmt from pOpts. */
+int qPlanBind(const QueryPlan *p, sqlite3_stmt *pStmt, const Schema *pSchema,
+              const QueryOpts *pOpts, char **pzErr);
+
+#endif /* MENTAT_QUERY_PLAN_H */
