@@ -36,7 +36,7 @@ reverse    = $(if $(1),$(call reverse,$(wordlist 2,99,$(1))) $(firstword $(1)))
 TESTS    = $(patsubst test/%.c,$(B)/%,$(wildcard test/test_*.c))
 SO       = build/libmentat_sqlite.so
 
-.PHONY: all test unit layering smoke acceptance demo asan tsan valgrind bench fuzz clean deps \
+.PHONY: all test unit layering smoke acceptance demo asan tsan valgrind bench fuzz fuzz-bins clean deps \
         install uninstall deb wheel npm packages FORCE
 # Objects are not intermediates to throw away: keep them so rebuilds stay incremental.
 .SECONDARY:
@@ -192,9 +192,27 @@ unit-bins: $(TESTS)
 bench: all
 	$(MAKE) -C bench all SCALE=$(or $(SCALE),xs)
 
-# libFuzzer on the EDN reader (FUZZ_SECONDS, default 60).
+# libFuzzer harnesses (fuzz/fuzz_*.c: the EDN reader, the query path, the transactor) built
+# with clang, ASan and UBSan from the unit tests' stage archives in build/fuzz, each linking
+# the stages it drives (as the test programs do), then each run for FUZZ_SECONDS (default 60)
+# by fuzz/run.sh.
+FUZZ_CFLAGS = -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+              -fno-omit-frame-pointer
+FUZZERS     = $(patsubst fuzz/%.c,$(B)/%,$(wildcard fuzz/fuzz_*.c))
+FUZZ_STAGE_edn = edn
+FUZZ_STAGE_query = vtab
+FUZZ_STAGE_tx = vtab
+fuzz_stage = $(or $(FUZZ_STAGE_$(1)),$(error fuzz/fuzz_$(1).c: add FUZZ_STAGE_$(1) to the Makefile))
 fuzz:
-	bash fuzz/run.sh $(or $(FUZZ_SECONDS),60)
+	$(MAKE) deps DEB_EXTRA="clang libclang-rt-14-dev"
+	$(MAKE) fuzz-bins B=build/fuzz CC=clang CFLAGS="$(FUZZ_CFLAGS)"
+	SHARED=$(SHARED) sh fuzz/run.sh $(or $(FUZZ_SECONDS),60)
+
+fuzz-bins: $(FUZZERS)
+
+$(B)/fuzz_%: fuzz/fuzz_%.c $(wildcard fuzz/*.h) $$(call libs_upto,$$(call fuzz_stage,$$*))
+	$(CC) $(CFLAGS) -fsanitize=fuzzer $(XCFLAGS) -DMENTAT_STATIC $(INC) -Ifuzz -o $@ $< \
+	  $(call libs_upto,$(call fuzz_stage,$*)) -lsqlite3 $(LIBS)
 
 # Installing. PREFIX, LIBDIR and DESTDIR as usual; after a root install into a directory
 # ld.so knows (/usr/local/lib on Debian), ldconfig makes the bare name load.
