@@ -1040,7 +1040,7 @@ static char *tHistTx(int iTx, const char *zFmt, ...) {
 
 static void tHistOpen(int bTune) {
   char *zErr = NULL, *zRep;
-  sqlite3_int64 nOldMin = storeSetTuneMin(bTune ? 0 : 1000000000);
+  sqlite3_int64 nOldMin = configSetTuneMinDatoms(bTune ? 0 : 1000000000);
   int i;
   ck_assert_msg(storeAcquire("", &pStore, &zErr) == SQLITE_OK, "storeAcquire: %s", zErr);
   sqlite3_free(tHistTx(0, "%s", zHistSchema));
@@ -1060,7 +1060,7 @@ static void tHistOpen(int bTune) {
   sqlite3_free(zRep);
   sqlite3_free(tHistTx(5, "[[:db/add %lld :p/tag \"x\"] [:db/add %lld :p/next %lld]]", hA, hA, hC));
   sqlite3_free(tHistTx(6, "[[:db/retract %lld :p/child %lld]]", hA, hK));
-  storeSetTuneMin(nOldMin);
+  configSetTuneMinDatoms(nOldMin);
   for (i = 1; i < 7; i++) ck_assert(aHistTx[i] > aHistTx[i - 1]);
   ck_assert_msg(storeReader(pStore, &pConn, &pSchema, &zErr) == SQLITE_OK, "storeReader: %s", zErr);
   db = pConn->db;

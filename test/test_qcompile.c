@@ -568,7 +568,7 @@ END_TEST
 ** the format-index flags that would send SQLite to the table), and the
 ** answers of test_history stay the same. */
 START_TEST(test_tuned_plans) {
-  sqlite3_int64 nOld = storeSetTuneMin(0);
+  sqlite3_int64 nOld = configSetTuneMinDatoms(0);
   sqlite3_str *pRep = sqlite3_str_new(NULL);
   char *zErr = NULL, *zRep, *zOpts, *zSql = NULL, *zPlan, *zGot;
   const char *zTx = "[[:db/add [:person/id 1] :person/age 11]]";
@@ -688,7 +688,7 @@ START_TEST(test_tuned_plans) {
     ck_assert_str_eq(zGot, "[\"Ivan\",1];[\"Oleg\",1]");
     sqlite3_free(zGot);
   }
-  storeSetTuneMin(nOld);
+  configSetTuneMinDatoms(nOld);
 }
 END_TEST
 

@@ -811,7 +811,7 @@ START_TEST(test_acceptance_plans) {
   }
   teardown();
   /* 123 small stores: no need to wait for the disk on each commit */
-  setenv("MENTAT_SYNCHRONOUS", "NORMAL", 1);
+  const char *zOldSync = configSetSynchronous("NORMAL");
   f = fopen(zPath, "r");
   ck_assert_ptr_nonnull(f);
   while (getline(&zLine, &nLine, f) > 0) {
@@ -925,7 +925,7 @@ START_TEST(test_acceptance_plans) {
   /* every case with a query and an answer compiled and was explained */
   ck_assert_int_eq(nChecked, nWantPlan);
   ck_assert_int_gt(nChecked, 0);
-  unsetenv("MENTAT_SYNCHRONOUS");
+  configSetSynchronous(zOldSync);
   setup();
 }
 END_TEST

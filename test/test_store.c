@@ -1345,7 +1345,7 @@ static void writeRaw(Store *p, const char *zSql, int bSchema) {
 
 START_TEST(test_tune_indexes_and_stats) {
   const char *zPath = tuTempPath("tune.db");
-  sqlite3_int64 nOldMin = storeSetTuneMin(300);
+  sqlite3_int64 nOldMin = configSetTuneMinDatoms(300);
   Store *p;
   StoreConn *pC = NULL;
   Schema *pR = NULL;
@@ -1452,17 +1452,19 @@ START_TEST(test_tune_indexes_and_stats) {
   storeReaderDone(p, pC);
   schemaUnref(pR);
   storeRelease(p);
-  storeSetTuneMin(nOldMin);
+  configSetTuneMinDatoms(nOldMin);
   sqlite3_free(zErr);
 }
 END_TEST
 
-/* A second process's write lock: BEGIN IMMEDIATE waits, then fails
-** cleanly and leaves the write mutex free. */
+/* A second process's write lock: BEGIN IMMEDIATE waits the busy timeout
+** (set short here, as the store's connections take it when they open),
+** then fails cleanly and leaves the write mutex free. */
 START_TEST(test_write_busy) {
   const char *zPath = tuTempPath("busy.db");
   char zCopy[256];
   snprintf(zCopy, sizeof zCopy, "%s", zPath);
+  int msOld = configSetBusyTimeoutMs(300);
   Store *p = acquire(zCopy);
   StoreConn *pW = NULL;
   Schema *pS = NULL;
@@ -1470,10 +1472,12 @@ START_TEST(test_write_busy) {
   sqlite3 *raw = NULL;
   ck_assert_int_eq(sqlite3_open(zCopy, &raw), SQLITE_OK);
   exec(raw, "BEGIN IMMEDIATE");
-  time_t t0 = time(NULL);
+  sqlite3_int64 t0 = configNowMs();
   int rc = storeWriteBegin(p, &pW, &pS, &zErr);
+  sqlite3_int64 msWaited = configNowMs() - t0;
   ck_assert_int_eq(rc, SQLITE_BUSY);
-  ck_assert(time(NULL) - t0 >= 9);              /* waited for the busy timeout */
+  /* waited for the busy timeout, the one set above */
+  ck_assert_msg(msWaited >= 290 && msWaited < 5000, "waited %lld ms", (long long)msWaited);
   ck_assert_ptr_null(pW);
   {
     char zWant[400];
@@ -1488,6 +1492,7 @@ START_TEST(test_write_busy) {
   schemaUnref(pS);
   storeRelease(p);
   sqlite3_free(zErr);
+  configSetBusyTimeoutMs(msOld);
 }
 END_TEST
 

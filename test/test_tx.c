@@ -1365,7 +1365,7 @@ END_TEST
 ** MiB on every commit took 0.4 s). Bound 4 MiB here (RESTART from 2 MiB);
 ** 30 commits of ~60 KB past it write < 2 MiB: at most one more wait. */
 START_TEST(test_wal_restart_throttled) {
-  sqlite3_int64 nOld = storeSetWalRestartBytes(4 * 1024 * 1024);
+  sqlite3_int64 nOld = configSetWalRestartBytes(4 * 1024 * 1024);
   sqlite3 *pReader = NULL;
   int i, nSlow = 0;
   setupSchema();
@@ -1386,7 +1386,7 @@ START_TEST(test_wal_restart_throttled) {
   sqlite3_exec(pReader, "COMMIT", NULL, NULL, NULL);
   sqlite3_close(pReader);
   closeStore();
-  storeSetWalRestartBytes(nOld);
+  configSetWalRestartBytes(nOld);
 }
 END_TEST
 
@@ -1475,7 +1475,7 @@ END_TEST
 ** the managed indexes; a retraction-only commit on a big store does not
 ** need to look. */
 START_TEST(test_tune_on_growth) {
-  sqlite3_int64 nOld = storeSetTuneMin(200);
+  sqlite3_int64 nOld = configSetTuneMinDatoms(200);
   int i;
   char zTx[96];
   setupSchema();
@@ -1500,7 +1500,7 @@ START_TEST(test_tune_on_growth) {
   Tok("[[:db/retract [:p/id \"g3\"] :p/age 3]]");
   CHECK_Q("SELECT count(*) FROM datoms WHERE a = 65542", "29");
   closeStore();
-  storeSetTuneMin(nOld);
+  configSetTuneMinDatoms(nOld);
 }
 END_TEST
 
@@ -1519,7 +1519,7 @@ static char *bulkPeople(int iFirst, int n) {
 }
 
 START_TEST(test_tune_deferred_by_bulk) {
-  sqlite3_int64 nOld = storeSetTuneMin(200);
+  sqlite3_int64 nOld = configSetTuneMinDatoms(200);
   StoreConn *pConn = NULL;
   Schema *pSchema = NULL;
   char *zErr = NULL, *zTx;
@@ -1547,7 +1547,7 @@ START_TEST(test_tune_deferred_by_bulk) {
           " 'idx_mentat_log_avet_' || (SELECT e FROM idents WHERE v = ':p/id'))", "2");
   CHECK_Q("SELECT count(*) FROM datoms WHERE a = (SELECT e FROM idents WHERE v = ':p/id')", "401");
   closeStore();
-  storeSetTuneMin(nOld);
+  configSetTuneMinDatoms(nOld);
 }
 END_TEST
 
@@ -1555,7 +1555,7 @@ END_TEST
 ** busy) must not count as the store's first look: the next commit that
 ** grows the store builds the managed indexes, not only the statistics. */
 START_TEST(test_tune_retried_after_busy) {
-  sqlite3_int64 nOld = storeSetTuneMin(200);
+  sqlite3_int64 nOld = configSetTuneMinDatoms(200);
   StoreConn *pConn = NULL;
   Schema *pSchema = NULL;
   char *zErr = NULL, *zTx;
@@ -1573,7 +1573,7 @@ START_TEST(test_tune_retried_after_busy) {
   CHECK_Q("SELECT count(*) FROM sqlite_master WHERE name IN ('idx_mentat_datoms_atx',"
           " 'idx_mentat_log_avet_' || (SELECT e FROM idents WHERE v = ':p/id'))", "2");
   closeStore();
-  storeSetTuneMin(nOld);
+  configSetTuneMinDatoms(nOld);
 }
 END_TEST
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "sqlite_api.h"
+#include "config.h"
 
 /* A fresh directory under /tmp for this test's store files; the path of
 ** zName inside it, in a static buffer reused by the next call. */

@@ -98,7 +98,7 @@ const char *qRunErrMsg(const QueryRun *p);
 ** and the next qRunStep reports that failure (*pzErr says it too). An
 ** error code: the copy could not start and the run is unchanged.
 ** Budget: at most nMaxRows rows (<= 0: no limit) and until tEnd
-** (storeNowMs milliseconds, checked after each row; <= 0: no limit),
+** (configNowMs milliseconds, checked after each row; <= 0: no limit),
 ** since the caller may be another thread's writer waiting on this run. A rest longer than that is only partly
 ** copied: *pbAll (may be NULL) is then 0 and the run still needs the store
 ** — the copied rows come first, then the store statement, still on its

@@ -13,6 +13,7 @@
 ** qRunClose() resets the statement so no read snapshot outlives the run.
 */
 #include <string.h>
+#include "config.h"
 #include "query_compile.h"
 #include "pull.h"
 
@@ -962,7 +963,7 @@ static int qSpillMore(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, i
   /* qSpillRow and the pulls read p->pStmt: the store statement meanwhile */
   p->pStmt = pRest;
   while (rc == SQLITE_OK) {
-    if ((nMaxRows > 0 && nRows >= nMaxRows) || (tEnd > 0 && storeNowMs() >= tEnd)) break;
+    if ((nMaxRows > 0 && nRows >= nMaxRows) || (tEnd > 0 && configNowMs() >= tEnd)) break;
     rcStore = sqlite3_step(pRest);
     if (rcStore != SQLITE_ROW) break;
     rc = qSpillRow(p, pIns, nStmtCol, &zErr);
@@ -1042,7 +1043,7 @@ int qRunSpill(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, int *pbAl
     nRows++;
     /* every row: one can take long (its pulls), and the clock is a vDSO
     ** read, not a system call */
-    if ((nMaxRows > 0 && nRows >= nMaxRows) || (tEnd > 0 && storeNowMs() >= tEnd)) {
+    if ((nMaxRows > 0 && nRows >= nMaxRows) || (tEnd > 0 && configNowMs() >= tEnd)) {
       bPartial = 1;             /* the store statement stays on this row */
       break;
     }

@@ -17,15 +17,11 @@
 ** The DDL below is the format document's text, statement for statement;
 ** stores must move between this extension and the Rust engine.
 */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
+#include "config.h"
 #include "store_write.h"
-
-/* Writers wait this long for another process's write lock (SPEC §4). */
-#define STORE_BUSY_TIMEOUT_MS 10000
 
 /* ------------------------------------------------------------------ DDL */
 
@@ -192,12 +188,6 @@ static int storeQueryInt(sqlite3 *db, const char *zSql, sqlite3_int64 *piOut) {
   return rc;
 }
 
-static sqlite3_int64 storeNowMicros(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (sqlite3_int64)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* ------------------------------------------------------------ settings */
 
 static int (*gConnHook)(sqlite3 *db) = NULL;
@@ -206,41 +196,13 @@ void storeSetConnHook(int (*xHook)(sqlite3 *db)) {
   gConnHook = xHook;
 }
 
-static pthread_once_t gSyncOnce = PTHREAD_ONCE_INIT;
-static const char *gzSynchronous = "FULL";
-/* mmap keeps the format's 1 GiB. Measured at bench scale s: with another
-** process committing one-datom transactions, point lookups through edn_q
-** took p50 85 us / p90 812 us with it and 61 / 249 us without (a reader
-** remaps and refaults after a commit grew the file); with no writer both
-** 27 us. But without it every page a query touches beyond the 2 MiB page
-** cache is a pread: ref_traversal ~500 us with, 700-970 us without;
-** aggregate 14-19 ms with, 20-24 ms without. Reads dominate the workload
-** and the p50 after a foreign write stays under 0.1 ms either way, so the
-** default favours them; write-heavy mixes may set MENTAT_MMAP_SIZE=0. */
-static sqlite3_int64 gnMmap = 1073741824;
-
-/* The environment is read once: a process has one durability policy.
-** MENTAT_SYNCHRONOUS: unknown values keep FULL, the safe default (SPEC §3).
-** MENTAT_MMAP_SIZE (bytes, 0 disables, format "Connection settings"): see
-** gnMmap for the default. */
-static void storeReadSyncEnv(void) {
-  const char *z = getenv("MENTAT_SYNCHRONOUS");
-  static const char *const az[] = { "OFF", "NORMAL", "FULL", "EXTRA" };
-  if (z != NULL) {
-    for (int i = 0; i < 4; i++) {
-      if (strcasecmp(z, az[i]) == 0) gzSynchronous = az[i];
-    }
-  }
-  gnMmap = storeEnvInt("MENTAT_MMAP_SIZE", gnMmap);
-}
-
 int storeConfigure(sqlite3 *db, int bMemory, char **pzErr) {
   int rc;
   char *zSql = NULL;
-  pthread_once(&gSyncOnce, storeReadSyncEnv);
+  int msBusy = configBusyTimeoutMs();
 
   /* Before WAL: switching the journal mode may need to wait for a lock. */
-  sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
+  sqlite3_busy_timeout(db, msBusy);
   if (!bMemory) {
     sqlite3_stmt *pStmt = NULL;
     rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &pStmt, NULL);
@@ -249,7 +211,7 @@ int storeConfigure(sqlite3 *db, int bMemory, char **pzErr) {
       ** SQLite answers BUSY at once there, without the busy handler (it
       ** would deadlock with another connection doing the same), so
       ** connections opening a new store together retry here instead. */
-      for (int nWait = 0; nWait < STORE_BUSY_TIMEOUT_MS; nWait += 10) {
+      for (int nWait = 0; nWait < msBusy; nWait += 10) {
         rc = sqlite3_step(pStmt);
         if (rc != SQLITE_BUSY && rc != SQLITE_LOCKED) break;
         sqlite3_reset(pStmt);
@@ -268,7 +230,10 @@ int storeConfigure(sqlite3 *db, int bMemory, char **pzErr) {
     }
     sqlite3_finalize(pStmt);
     if (rc != SQLITE_OK) goto cleanup;
-    zSql = sqlite3_mprintf("PRAGMA mmap_size=%lld", gnMmap);
+    /* The format's 1 GiB map by default: reads that touch many pages are
+    ** faster mapped, and they dominate; a reader that sees frequent
+    ** foreign commits switches its map off (store_reader.c). */
+    zSql = sqlite3_mprintf("PRAGMA mmap_size=%lld", configMmapSize());
     if (zSql == NULL) { rc = SQLITE_NOMEM; goto cleanup; }
     rc = sqlite3_exec(db, zSql, NULL, NULL, NULL);
     sqlite3_free(zSql);
@@ -278,7 +243,7 @@ int storeConfigure(sqlite3 *db, int bMemory, char **pzErr) {
   zSql = sqlite3_mprintf(
       "PRAGMA wal_autocheckpoint=32; PRAGMA journal_size_limit=3145728;"
       "PRAGMA foreign_keys=ON; PRAGMA temp_store=FILE; PRAGMA synchronous=%s",
-      gzSynchronous);
+      configSynchronous());
   if (zSql == NULL) { rc = SQLITE_NOMEM; goto cleanup; }
   rc = sqlite3_exec(db, zSql, NULL, NULL, NULL);
   if (rc != SQLITE_OK) goto cleanup;
@@ -369,7 +334,7 @@ static int storeBootstrap(sqlite3 *db, char **pzErr) {
     rc = storeBootDatom(pIns, pLog, ENTID_DB_SCHEMA_CORE, ENTID_DB_SCHEMA_VERSION, 0, NULL, 1);
   }
   if (rc == SQLITE_OK) {
-    rc = storeBootDatom(pIns, pLog, tx, ENTID_DB_TXINSTANT, 0, NULL, storeNowMicros());
+    rc = storeBootDatom(pIns, pLog, tx, ENTID_DB_TXINSTANT, 0, NULL, configWallUs());
   }
   if (rc != SQLITE_OK) goto cleanup;
 
@@ -495,7 +460,7 @@ static int storeUpgradeAutoIndexes(sqlite3 *db) {
     if (rc == SQLITE_OK) {
       sqlite3_bind_text(pRec, 1, zName, -1, SQLITE_STATIC);
       sqlite3_bind_int64(pRec, 2, a);
-      sqlite3_bind_int64(pRec, 3, storeNowMicros() / 1000000);
+      sqlite3_bind_int64(pRec, 3, configWallUs() / 1000000);
       rc = sqlite3_step(pRec) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
       sqlite3_reset(pRec);
     }
@@ -572,7 +537,7 @@ int storeOpenDb(const char *zPath, int bValidate, sqlite3 **pDb, char **pzErr) {
                                     db ? sqlite3_errmsg(db) : "out of memory"));
     goto cleanup;
   }
-  sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
+  sqlite3_busy_timeout(db, configBusyTimeoutMs());
 
   if (bValidate) {
     /* Look before changing anything: a foreign database stays untouched. */

@@ -89,7 +89,7 @@ void storeReaderEndRead(Store *p, StoreConn *pConn);
 ** hold's memory goes, never while holding the holder's own mutex. */
 typedef struct StoreHold StoreHold;
 struct StoreHold {
-  /* tEnd: CLOCK_MONOTONIC milliseconds by which the writer wants its
+  /* tEnd: configNowMs() milliseconds by which the writer wants its
   ** thread back, shared by every hold it asks after one commit; a hold
   ** that cannot let go by then may keep its snapshot. */
   /* 1: let go; 2: still holds, part of the work done: ask again after the
@@ -107,8 +107,6 @@ void storeHoldRemove(Store *p, StoreHold *pHold);
 ** is when a RESTART checkpoint can succeed. Called by the writer
 ** (store_write.c) under the write mutex. */
 int storeHoldsRelease(Store *p, int *pbAll);
-/* CLOCK_MONOTONIC milliseconds: the clock of the holds' deadline (tEnd). */
-sqlite3_int64 storeNowMs(void);
 #define STORE_HOLD_RELEASE_MS 100
 
 /* Begins a write: takes the store's write mutex, BEGIN IMMEDIATE on the
@@ -128,11 +126,6 @@ int storeWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzEr
 ** RESTART waiting briefly for readers from half of
 ** MENTAT_WAL_RESTART_BYTES (64 MiB). */
 int storeWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, char **pzErr);
-
-/* The non-negative integer in environment variable zName (decimal, the
-** whole value), or iDefault when it is unset, empty, malformed, negative or
-** out of range. Every MENTAT_* size and count setting is read through it. */
-sqlite3_int64 storeEnvInt(const char *zName, sqlite3_int64 iDefault);
 
 /* Applies the connection settings of format/mentat-v3.md to db, then runs
 ** the connection hook. Environment, read once per process:
@@ -164,9 +157,6 @@ int storeCacheCount(void);
 ** (store_cache.c): lets tests tell a foreign commit the log explained
 ** from one that took the full check. */
 int storeFingerprintCount(void);
-/* Sets the process's MENTAT_WAL_RESTART_BYTES (tests: a small bound makes
-** the RESTART policy reachable with a few MiB); returns the previous one. */
-sqlite3_int64 storeSetWalRestartBytes(sqlite3_int64 n);
 
 /* Opens one connection to the store file zPath ("" = a new private
 ** in-memory database) and applies storeConfigure. With bValidate (the
@@ -177,7 +167,7 @@ sqlite3_int64 storeSetWalRestartBytes(sqlite3_int64 n);
 int storeOpenDb(const char *zPath, int bValidate, sqlite3 **pDb, char **pzErr);
 
 /* Size-driven tuning of a store (store_index.c): once the store holds
-** storeSetTuneMin() datoms (default 8192), creates the managed extra
+** configTuneMinDatoms() datoms (default 8192), creates the managed extra
 ** indexes (idx_mentat_log_avet_<a> per indexed, unique or ref attribute for
 ** as-of, idx_mentat_datoms_atx for since, idx_mentat_avet_<a> per :db/index
 ** attribute without a format index),
@@ -193,9 +183,5 @@ int storeOpenDb(const char *zPath, int bValidate, sqlite3 **pDb, char **pzErr);
 ** code; failures change nothing and may be retried later. */
 int storeTune(sqlite3 *db, const Schema *pSchema, sqlite3_int64 *pnAnalyzed, int bCheckIndexes,
               int *pbIndexesChanged);
-
-/* Tests: the datoms count from which storeTune acts (default 8192, or
-** MENTAT_TUNE_MIN_DATOMS from the environment); returns the old one. */
-sqlite3_int64 storeSetTuneMin(sqlite3_int64 n);
 
 #endif /* MENTAT_STORE_H */

@@ -79,6 +79,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "config.h"
 #include "store_int.h"
 #include "store_write.h"
 
@@ -102,38 +103,15 @@ static pthread_mutex_t gInitMutex = PTHREAD_MUTEX_INITIALIZER;
 static StoreCache *gpCache = NULL;
 static StoreCache gCache;
 
-sqlite3_int64 storeEnvInt(const char *zName, sqlite3_int64 iDefault) {
-  const char *z = getenv(zName);
-  char *zEnd = NULL;
-  if (z == NULL || z[0] == 0) return iDefault;
-  errno = 0;
-  long long v = strtoll(z, &zEnd, 10);
-  if (errno != 0 || *zEnd != 0 || v < 0) return iDefault;
-  return v;
-}
-
-/* The cache, created on first use; its settings are read from the
-** environment once, as a process has one policy. */
+/* The cache, created on first use. */
 StoreCache *storeCache(void) {
   pthread_mutex_lock(&gInitMutex);
   if (gpCache == NULL) {
     pthread_mutex_init(&gCache.mutex, NULL);
-    sqlite3_int64 n = storeEnvInt("MENTAT_STORE_CACHE", STORE_CACHE_DEFAULT);
-    gCache.nMax = n > INT_MAX ? INT_MAX : (int)n;
-    gCache.nWalRestart = storeEnvInt("MENTAT_WAL_RESTART_BYTES", STORE_WAL_RESTART_DEFAULT);
-    n = storeEnvInt("MENTAT_IDLE_READERS", STORE_IDLE_READERS_DEFAULT);
-    gCache.nIdleMax = n > INT_MAX ? INT_MAX : (int)n;
     gpCache = &gCache;
   }
   pthread_mutex_unlock(&gInitMutex);
   return gpCache;
-}
-
-sqlite3_int64 storeSetWalRestartBytes(sqlite3_int64 n) {
-  StoreCache *c = storeCache();
-  sqlite3_int64 nOld = c->nWalRestart;
-  c->nWalRestart = n;
-  return nOld;
 }
 
 void storeErr(char **pzErr, char *zMsg) {
@@ -588,7 +566,7 @@ static Store *storeFindInode(StoreCache *c, const struct stat *pSt) {
 ** through pNext) for closing after the mutex is released. */
 static void storeEvict(StoreCache *c, Store **ppClose) {
   Store *p = c->pLast;
-  while (p && c->nStore > c->nMax) {
+  while (p && c->nStore > configStoreCache()) {
     Store *pPrev = p->pPrev;
     if (p->nRef == 0) {
       storeUnlink(c, p);
@@ -687,7 +665,7 @@ int storeAcquire(const char *zPath, Store **ppStore, char **pzErr) {
   if (rc != SQLITE_OK) return rc;
 
   pthread_mutex_lock(&c->mutex);
-  if (c->nMax > 0) {
+  if (configStoreCache() > 0) {
     Store *pOther = storeFind(c, p->zPath);
     if (pOther && pOther->dev == p->dev && pOther->ino == p->ino) {
       /* Another thread opened it meanwhile: share theirs. */
@@ -744,8 +722,7 @@ int storeCacheSetLimit(int nMax) {
   StoreCache *c = storeCache();
   Store *pClose = NULL;
   pthread_mutex_lock(&c->mutex);
-  int nOld = c->nMax;
-  c->nMax = nMax < 0 ? 0 : nMax;
+  int nOld = configSetStoreCache(nMax);
   storeEvict(c, &pClose);
   pthread_mutex_unlock(&c->mutex);
   storeFreeList(pClose);
@@ -999,7 +976,7 @@ void storeReaderEndRead(Store *p, StoreConn *pConn) {
 void storeReaderDone(Store *p, StoreConn *pConn) {
   int bKeep, bRelease, nMax;
   if (pConn == NULL || p->bMemory) return;
-  nMax = storeCache()->nIdleMax;
+  nMax = configIdleReaders();
   storeReaderEnd(pConn);
   if (sqlite3_get_autocommit(pConn->db)) storeReaderMmapPolicy((StoreConnImpl *)pConn);
   pthread_mutex_lock(&p->mutex);
@@ -1048,20 +1025,14 @@ void storeHoldRemove(Store *p, StoreHold *pHold) {
   pthread_mutex_unlock(&p->holdMutex);
 }
 
-sqlite3_int64 storeNowMs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (sqlite3_int64)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int storeHoldsRelease(Store *p, int *pbAll) {
   int n = 0, bAll = 1;
-  sqlite3_int64 tEnd = storeNowMs() + STORE_HOLD_RELEASE_MS;
+  sqlite3_int64 tEnd = configNowMs() + STORE_HOLD_RELEASE_MS;
   pthread_mutex_lock(&p->holdMutex);
   /* One budget for the commit, not per hold (helper-25: 30 open cursors
   ** held a commit for 3.6 s). */
   StoreHold *pAgain = NULL;
-  while (p->pHolds && (n == 0 || storeNowMs() < tEnd)) {
+  while (p->pHolds && (n == 0 || configNowMs() < tEnd)) {
     StoreHold *pHold = p->pHolds;
     int r;
     storeHoldUnlink(p, pHold);

@@ -61,43 +61,16 @@
 ** out of memory) rolls back and is retried at a later commit; it never
 ** fails the caller's transaction, which is already committed.
 */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include "config.h"
 #include "store_write.h"
 
-/* Below this many datoms (max rowid) a store is left exactly as the format
-** creates it. Tests lower it with storeSetTuneMin(). */
-#define STORE_TUNE_MIN_DATOMS 8192
 /* Rows per index ANALYZE reads (PRAGMA analysis_limit). */
 #define STORE_ANALYSIS_LIMIT 1000
 /* Tuning must not stall the committing caller behind another process's
 ** long write: it waits this long for the lock, then tries next time. */
 #define STORE_TUNE_BUSY_MS 200
-#define STORE_BUSY_TIMEOUT_MS 10000
-
-static sqlite3_int64 gnTuneMin = STORE_TUNE_MIN_DATOMS;
-static pthread_once_t gTuneOnce = PTHREAD_ONCE_INIT;
-
-/* MENTAT_TUNE_MIN_DATOMS overrides the threshold (0: tune every store), so
-** the acceptance cases can run against tuned stores. Read once. */
-static void storeReadTuneEnv(void) {
-  gnTuneMin = storeEnvInt("MENTAT_TUNE_MIN_DATOMS", STORE_TUNE_MIN_DATOMS);
-}
-
-sqlite3_int64 storeSetTuneMin(sqlite3_int64 n) {
-  sqlite3_int64 nOld;
-  pthread_once(&gTuneOnce, storeReadTuneEnv);
-  nOld = gnTuneMin;
-  gnTuneMin = n < 0 ? 0 : n;
-  return nOld;
-}
-
-sqlite3_int64 storeTuneMinDatoms(void) {
-  pthread_once(&gTuneOnce, storeReadTuneEnv);
-  return gnTuneMin;
-}
 
 /* The store-wide extra indexes: name, DDL. */
 static const char *const azStoreIdx[][2] = {
@@ -192,7 +165,7 @@ static int storeAnalyzedRows(sqlite3 *db, sqlite3_int64 *pn) {
 
 static int storeRecord(sqlite3 *db, const char *zName, sqlite3_int64 a, const char *zKind) {
   sqlite3_stmt *pStmt = NULL;
-  sqlite3_int64 now = (sqlite3_int64)time(NULL);
+  sqlite3_int64 now = configWallUs() / 1000000;
   int rc = sqlite3_prepare_v2(db,
       "INSERT OR IGNORE INTO mentat_managed_indexes (name, a, created, last_used, kind)"
       " VALUES (?1, ?2, ?3, ?3, ?4)", -1, &pStmt, NULL);
@@ -422,10 +395,9 @@ int storeTune(sqlite3 *db, const Schema *pSchema, sqlite3_int64 *pnAnalyzed, int
   char zSql[64];
 
   *pbIndexesChanged = 0;
-  pthread_once(&gTuneOnce, storeReadTuneEnv);
   if (pSchema == NULL) return SQLITE_OK;
   rc = storeInt(db, "SELECT max(rowid) FROM datoms", &nDatoms);
-  if (rc != SQLITE_OK || nDatoms < gnTuneMin) return rc;
+  if (rc != SQLITE_OK || nDatoms < configTuneMinDatoms()) return rc;
   if (bFirstLook) {
     rc = storeAnalyzedRows(db, pnAnalyzed);
     if (rc != SQLITE_OK) goto cleanup;
@@ -465,6 +437,6 @@ int storeTune(sqlite3 *db, const Schema *pSchema, sqlite3_int64 *pnAnalyzed, int
 cleanup:
   if (bBegun && sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
   if (rc != SQLITE_OK && bFirstLook) *pnAnalyzed = -1;
-  sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
+  sqlite3_busy_timeout(db, configBusyTimeoutMs());
   return rc;
 }

@@ -9,11 +9,6 @@
 #include <sys/types.h>
 #include "store.h"
 
-#define STORE_CACHE_DEFAULT 16
-/* Idle reader connections a store keeps pooled (MENTAT_IDLE_READERS); a
-** reader handed back past it is closed, so descriptors and page caches of
-** a burst of open cursors return to the system. */
-#define STORE_IDLE_READERS_DEFAULT 4
 /* Readers closed past the pool after which, once no reader is checked out,
 ** every connection of the store is closed and the writer reopened: SQLite
 ** cannot close the descriptor of a connection while the process holds
@@ -21,11 +16,9 @@
 ** keeps it for reuse; only when no connection of the process holds one is
 ** it closed. */
 #define STORE_FDS_PENDING_MAX 8
-#define STORE_WAL_RESTART_DEFAULT (64LL * 1024 * 1024)
 /* The post-commit checkpoint must not stall the writer behind readers:
 ** it tries briefly and leaves the WAL for a later commit otherwise. */
 #define STORE_CHECKPOINT_BUSY_MS 100
-#define STORE_BUSY_TIMEOUT_MS 10000
 /* A cheap signature of the state the schema is read from: the tx
 ** partition's mark (every Mentat commit bumps it) and the row count and
 ** largest rowid of the `idents` and `schema` mirrors (which a plain insert
@@ -98,9 +91,6 @@ typedef struct StoreCache {
   pthread_mutex_t mutex;
   Store *pFirst, *pLast;        /* most / least recently used */
   int nStore;
-  int nMax;                     /* MENTAT_STORE_CACHE */
-  sqlite3_int64 nWalRestart;    /* MENTAT_WAL_RESTART_BYTES */
-  int nIdleMax;                 /* MENTAT_IDLE_READERS */
 } StoreCache;
 
 /* Opens p->pWriter anew after storeReleaseFds closed it (write mutex

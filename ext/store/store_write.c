@@ -21,7 +21,7 @@
 **    half leaves room for the commits made while readers are waited for.
 **    One that times out is retried only after 4 MiB more, so a reader that
 **    never lets go costs one wait per 4 MiB, not one per commit;
-**  - STORE_WAL_CKPT_BYTES (6 MiB; MENTAT_WAL_CHECKPOINT_BYTES) of frames
+**  - MENTAT_WAL_CHECKPOINT_BYTES (default 6 MiB) of frames
 **    not yet checkpointed, and at least two commits' worth: a PASSIVE
 **    checkpoint (never waits). Pages rewritten by many commits (the log's
 **    and the indexes' tails, known_parts) are copied once per interval,
@@ -51,6 +51,7 @@
 */
 #include <string.h>
 #include <stdlib.h>
+#include "config.h"
 #include "store_int.h"
 #include "store_write.h"
 
@@ -58,22 +59,12 @@
 ** the tune (TUNING AFTER BULK WRITES). */
 #define STORE_TUNE_DEFER_DATOMS 1000
 
-/* PASSIVE checkpoint after this many bytes of new WAL frames. */
-#define STORE_WAL_CKPT_BYTES (6LL * 1024 * 1024)
 /* Host cursors are asked to release their snapshots past this WAL size. */
 #define STORE_HOLD_BYTES (4LL * 1024 * 1024)
 /* The format's journal_size_limit (every connection). */
 #define STORE_JOURNAL_SIZE_LIMIT (3LL * 1024 * 1024)
 /* How long the RESTART checkpoint waits for readers of old snapshots. */
 #define STORE_RESTART_BUSY_MS 400
-
-static sqlite3_int64 gnCkptBytes = STORE_WAL_CKPT_BYTES;
-static pthread_once_t gCkptOnce = PTHREAD_ONCE_INIT;
-
-/* MENTAT_WAL_CHECKPOINT_BYTES, read once: 0 checkpoints after every commit. */
-static void storeReadCkptEnv(void) {
-  gnCkptBytes = storeEnvInt("MENTAT_WAL_CHECKPOINT_BYTES", STORE_WAL_CKPT_BYTES);
-}
 
 static void storeWalPolicyInit(Store *p, sqlite3 *db);
 
@@ -128,7 +119,7 @@ void storeWriterRecheck(Store *p) {
     storeRevalidate(p, p->pWriter, 1, NULL, NULL);
     sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
   }
-  sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
+  sqlite3_busy_timeout(db, configBusyTimeoutMs());
   pthread_mutex_unlock(&p->writeMutex);
 }
 
@@ -191,12 +182,13 @@ static int storeWalHook(void *pArg, sqlite3 *db, const char *zDb, int nFrame) {
 ** size. Write mutex held. */
 static void storeWalPolicyInit(Store *p, sqlite3 *db) {
   sqlite3_stmt *pStmt = NULL;
-  sqlite3_int64 nKeep;
+  sqlite3_int64 nKeep, nCkpt, nHalf;
   int szPage = 4096;
   if (p->bWalPolicy) return;
   p->bWalPolicy = 1;
   if (p->bMemory) return;
-  pthread_once(&gCkptOnce, storeReadCkptEnv);
+  nCkpt = configWalCheckpointBytes();
+  nHalf = configWalRestartBytes() / 2;
   if (sqlite3_prepare_v2(db, "PRAGMA page_size", -1, &pStmt, NULL) == SQLITE_OK
       && sqlite3_step(pStmt) == SQLITE_ROW) {
     szPage = sqlite3_column_int(pStmt, 0);
@@ -204,7 +196,7 @@ static void storeWalPolicyInit(Store *p, sqlite3 *db) {
   sqlite3_finalize(pStmt);
   p->szFrame = (szPage > 0 ? szPage : 4096) + 24;
   sqlite3_wal_hook(db, storeWalHook, p);
-  nKeep = gnCkptBytes < storeCache()->nWalRestart / 2 ? gnCkptBytes : storeCache()->nWalRestart / 2;
+  nKeep = nCkpt < nHalf ? nCkpt : nHalf;
   if (nKeep > STORE_JOURNAL_SIZE_LIMIT) {
     /* After each new start the WAL is written again from its beginning;
     ** trimming the file below one checkpoint interval only makes the next
@@ -222,7 +214,7 @@ static int storeCheckpoint(Store *p, sqlite3 *db, int eMode, int *pbDone) {
   int nLog = 0, nCkpt = 0, rc;
   if (eMode != SQLITE_CHECKPOINT_PASSIVE) sqlite3_busy_timeout(db, STORE_RESTART_BUSY_MS);
   rc = sqlite3_wal_checkpoint_v2(db, NULL, eMode, &nLog, &nCkpt);
-  if (eMode != SQLITE_CHECKPOINT_PASSIVE) sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
+  if (eMode != SQLITE_CHECKPOINT_PASSIVE) sqlite3_busy_timeout(db, configBusyTimeoutMs());
   if (nCkpt > 0) p->nWalCkpt = nCkpt;
   *pbDone = rc == SQLITE_OK && nLog >= 0 && nCkpt >= nLog;
   return rc;
@@ -243,7 +235,7 @@ static int storeHasHolds(Store *p) {
 ** transaction) costs the writer one wait per that many bytes, not one per
 ** commit. */
 static void storeWalAfterCommit(Store *p, sqlite3 *db) {
-  sqlite3_int64 nBytes, nNew, nRestart = storeCache()->nWalRestart / 2;
+  sqlite3_int64 nBytes, nNew, nRestart = configWalRestartBytes() / 2;
   int eMode, bDone = 0;
   if (p->bMemory || p->szFrame == 0) return;
   nBytes = p->nWalFrames * p->szFrame;
@@ -261,7 +253,7 @@ static void storeWalAfterCommit(Store *p, sqlite3 *db) {
     eMode = bAll ? SQLITE_CHECKPOINT_RESTART : SQLITE_CHECKPOINT_PASSIVE;
   } else if (nBytes >= nRestart && nBytes >= p->nWalRetryBytes) {
     eMode = SQLITE_CHECKPOINT_RESTART;
-  } else if (nNew >= gnCkptBytes && nNew >= 2 * p->nWalLastTx * p->szFrame) {
+  } else if (nNew >= configWalCheckpointBytes() && nNew >= 2 * p->nWalLastTx * p->szFrame) {
     /* Big commits (bulk loads) checkpoint every second commit or so: the
     ** pages they share (index tails) are copied once per two. */
     eMode = SQLITE_CHECKPOINT_PASSIVE;
@@ -310,7 +302,7 @@ void storeTunePending(Store *p) {
 static int storeWantsTune(Store *p, int bSchema) {
   sqlite3_int64 n = p->nNoteDatoms;
   if (bSchema) return 1;
-  if (n == 0 || n < storeTuneMinDatoms()) return 0;
+  if (n == 0 || n < configTuneMinDatoms()) return 0;
   return p->nAnalyzed < 0 || n >= 2 * p->nAnalyzed;
 }
 

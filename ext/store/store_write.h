@@ -34,9 +34,6 @@ void storeTunePending(Store *p);
 ** is in progress in this process or another holds the write lock. */
 void storeWriterRecheck(Store *p);
 
-/* The datoms count from which storeTune acts (store_index.c). */
-sqlite3_int64 storeTuneMinDatoms(void);
-
 /* The name of the VFS store connections are opened with (store_write_vfs.c:
 ** the default VFS, with WAL frames gathered into few large writes), or NULL
 ** for the default VFS when MENTAT_WAL_GATHER=0 or the default VFS is not

@@ -39,6 +39,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "config.h"
 #include "store_write.h"
 
 /* Bytes gathered before a write is forced. The unix VFS writes at most
@@ -307,8 +308,7 @@ static int storeVfsCurrentTimeInt64(sqlite3_vfs *pVfs, sqlite3_int64 *pOut) {
 }
 
 static void storeVfsInit(void) {
-  const char *zEnv = getenv("MENTAT_WAL_GATHER");
-  if (zEnv != NULL && strcmp(zEnv, "0") == 0) return;   /* off: plain default VFS */
+  if (!configWalGather()) return;     /* off: plain default VFS */
   gpRealVfs = sqlite3_vfs_find(NULL);
   /* Only over the unix VFSes, whose files have the version-3 methods
   ** (shared memory, mmap) forwarded here; anything else is used as is. */

@@ -18,13 +18,12 @@
 ** small transaction costs a handful of indexed statement steps plus the
 ** commit.
 */
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
-#include <time.h>
+#include "config.h"
 #include "tx_context.h"
 
 /* Moves every partition mark past the largest id in use in its partition.
@@ -119,13 +118,6 @@ static int txSaveParts(Tx *p) {
   return SQLITE_OK;
 }
 
-/* Wall-clock time in µs since the Unix epoch. */
-static sqlite3_int64 txNowUs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (sqlite3_int64)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* Appends the JSON report. Keyed tempids are reported once each. */
 static void txReport(Tx *p, sqlite3_str *pOut) {
   char zInst[48];
@@ -190,7 +182,7 @@ int txTransact(Store *pStore, const char *zEdn, int nEdn,
   if (rc == SQLITE_OK) rc = txResolveDerived(&tx);
   if (rc == SQLITE_OK) rc = txSchemaPrepare(&tx);
   if (rc == SQLITE_OK) {
-    tx.iInstant = txNowUs();
+    tx.iInstant = configWallUs();
     txCacheFit(&tx);
     rc = txWrite(&tx);
   }

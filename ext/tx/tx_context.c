@@ -10,12 +10,12 @@
 ** Statements are prepared once per writer connection (SQLITE_PREPARE_
 ** PERSISTENT) and kept in pConn->pTxCache.
 */
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include "config.h"
 #include "tx_context.h"
 
 /* The SQL of each TXS_* statement. Attribute entids are bound, not inlined:
@@ -126,25 +126,15 @@ static char *txLookupBatchSql(void) {
   return sqlite3_str_finish(pSql);
 }
 
-/* The writer connection's page cache for large transactions, bytes;
-** MENTAT_CACHE_SIZE overrides. Larger is not better: bench s full load (261
-** txs of 500 issues), 64 MiB 40.8-47.1 s against 256 MiB 56.7-62.6 s in
-** interleaved runs. */
-#define TX_WRITER_CACHE_BYTES (64LL * 1024 * 1024)
-/* ... and for transactions of at most TX_SMALL_OPS operations, whose dirty
+/* The writer connection's page cache for large transactions is
+** configWriterCacheBytes() (MENTAT_CACHE_SIZE, default 64 MiB: larger
+** measured slower on the bench load); this one is for transactions of at most TX_SMALL_OPS operations, whose dirty
 ** pages (about a dozen per datom) fit in it. See txCacheFit for why small
 ** transactions must not run with the large cache. */
 #define TX_SMALL_CACHE_BYTES (8LL * 1024 * 1024)
 #define TX_SMALL_OPS 128
 /* Small transactions in a row before a large cache is shrunk. */
 #define TX_SMALL_RUN 16
-
-static sqlite3_int64 gnTxCacheBytes = TX_WRITER_CACHE_BYTES;
-static pthread_once_t gTxCacheOnce = PTHREAD_ONCE_INIT;
-
-static void txReadCacheEnv(void) {
-  gnTxCacheBytes = storeEnvInt("MENTAT_CACHE_SIZE", TX_WRITER_CACHE_BYTES);
-}
 
 typedef struct TxCache {
   sqlite3_stmt *aStmt[TXS_COUNT];
@@ -213,8 +203,7 @@ void txCacheFit(Tx *p) {
   sqlite3_int64 nBytes;
   char zSql[64];
   if (pCache == NULL) return;   /* txLoadParts has run a cached statement */
-  pthread_once(&gTxCacheOnce, txReadCacheEnv);
-  nBytes = gnTxCacheBytes;
+  nBytes = configWriterCacheBytes();
   if (p->nOp > TX_SMALL_OPS) {
     pCache->nSmallRun = 0;
   } else {

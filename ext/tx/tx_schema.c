@@ -26,7 +26,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include "config.h"
 #include "tx_context.h"
 
 static int txAppendAdd(Tx *p, sqlite3_int64 e, sqlite3_int64 a, ValueType t, sqlite3_int64 v,
@@ -207,7 +207,7 @@ static int txValueIndex(Tx *p, sqlite3_int64 e, int bWant) {
     if (rc == SQLITE_OK) {
       sqlite3_bind_text(pStmt, 1, zName, -1, SQLITE_STATIC);
       sqlite3_bind_int64(pStmt, 2, e);
-      sqlite3_bind_int64(pStmt, 3, (sqlite3_int64)time(NULL));
+      sqlite3_bind_int64(pStmt, 3, configWallUs() / 1000000);
       rc = sqlite3_step(pStmt);
       if (rc == SQLITE_DONE) rc = SQLITE_OK;
     }

@@ -36,6 +36,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "config.h"
 #include "tx_context.h"
 #include "store_write.h"
 
@@ -321,17 +322,14 @@ static int txInsertBatch(Tx *p, TxOp **aBatch) {
   return rc == SQLITE_DONE ? SQLITE_OK : txSqlErr(p, "cannot write the log: ");
 }
 
-/* How far an explicit :db/txInstant may be ahead of this host's clock, ms
-** (MENTAT_TX_INSTANT_SKEW_MS overrides, read per transaction). Datomic
-** refuses an instant later than the transactor's clock; instants never go
-** backwards, so one accepted far ahead would stamp every later
-** transaction. The skew allows for writers on hosts whose clocks differ. */
-#define TX_INSTANT_SKEW_MS 60000
-
-/* Refuses an explicit instant more than the skew ahead of p->iInstant (the
-** clock when the transaction began). */
+/* Refuses an explicit instant more than configTxInstantSkewMs() (60 s by
+** default, read per transaction) ahead of p->iInstant (the clock when the
+** transaction began). Datomic refuses an instant later than the
+** transactor's clock; instants never go backwards, so one accepted far
+** ahead would stamp every later transaction. The skew allows for writers
+** on hosts whose clocks differ. */
 static int txInstantAhead(Tx *p, const TxOp *pOp) {
-  sqlite3_int64 nSkew = storeEnvInt("MENTAT_TX_INSTANT_SKEW_MS", TX_INSTANT_SKEW_MS);
+  sqlite3_int64 nSkew = configTxInstantSkewMs();
   char zA[48], zSkew[32];
   if (nSkew > INT64_MAX / 1000 || pOp->v.i - p->iInstant <= nSkew * 1000) return SQLITE_OK;
   ednFormatInstant(pOp->v.i, zA);

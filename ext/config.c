@@ -1,0 +1,142 @@
+/*
+** config.c — the settings table, read from the environment once per
+** process, and the clocks (config.h has the list and the rules).
+**
+** Takes in getenv and the tests' setters; gives out the getters of
+** config.h; calls only libc. Each setting is one row of aConfig: its
+** variable, its default, its largest value and how its text is read. The
+** values live in one array, loaded under pthread_once at the first getter
+** call and then only read (atomically, as the setters may change them).
+*/
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include "config.h"
+
+/* How a variable's text becomes a value. */
+#define CONFIG_INT   0   /* non-negative decimal integer up to nMax */
+#define CONFIG_SYNC  1   /* index into azSync */
+#define CONFIG_FLAG  2   /* "0" is 0, anything else 1 */
+
+/* The slots of gaValue, in aConfig's order. */
+enum {
+  CFG_SYNCHRONOUS, CFG_MMAP_SIZE, CFG_STORE_CACHE, CFG_IDLE_READERS,
+  CFG_WAL_CHECKPOINT_BYTES, CFG_WAL_RESTART_BYTES, CFG_WAL_GATHER,
+  CFG_TUNE_MIN_DATOMS, CFG_CACHE_SIZE, CFG_TX_INSTANT_SKEW_MS, CFG_BUSY_TIMEOUT_MS,
+  CFG_COUNT
+};
+
+typedef struct ConfigDef {
+  const char *zEnv;          /* the variable; NULL: not from the environment */
+  sqlite3_int64 iDefault;
+  sqlite3_int64 nMax;        /* CONFIG_INT: larger values are taken as this */
+  int eKind;                 /* CONFIG_* */
+} ConfigDef;
+
+static const char *const azSync[] = { "OFF", "NORMAL", "FULL", "EXTRA" };
+#define CONFIG_SYNC_FULL 2
+
+/* One row per setting; the reasons for the defaults are where they act
+** (store_file.c, store_wal.c, store_tune.c, tx.c, tx_write.c). */
+static const ConfigDef aConfig[CFG_COUNT] = {
+  [CFG_SYNCHRONOUS]          = { "MENTAT_SYNCHRONOUS", CONFIG_SYNC_FULL, 3, CONFIG_SYNC },
+  [CFG_MMAP_SIZE]            = { "MENTAT_MMAP_SIZE", 1073741824LL, LLONG_MAX, CONFIG_INT },
+  [CFG_STORE_CACHE]          = { "MENTAT_STORE_CACHE", 16, INT_MAX, CONFIG_INT },
+  [CFG_IDLE_READERS]         = { "MENTAT_IDLE_READERS", 4, INT_MAX, CONFIG_INT },
+  [CFG_WAL_CHECKPOINT_BYTES] = { "MENTAT_WAL_CHECKPOINT_BYTES", 6LL << 20, LLONG_MAX, CONFIG_INT },
+  [CFG_WAL_RESTART_BYTES]    = { "MENTAT_WAL_RESTART_BYTES", 64LL << 20, LLONG_MAX, CONFIG_INT },
+  [CFG_WAL_GATHER]           = { "MENTAT_WAL_GATHER", 1, 1, CONFIG_FLAG },
+  [CFG_TUNE_MIN_DATOMS]      = { "MENTAT_TUNE_MIN_DATOMS", 8192, LLONG_MAX, CONFIG_INT },
+  [CFG_CACHE_SIZE]           = { "MENTAT_CACHE_SIZE", 64LL << 20, LLONG_MAX, CONFIG_INT },
+  [CFG_TX_INSTANT_SKEW_MS]   = { "MENTAT_TX_INSTANT_SKEW_MS", 60000, LLONG_MAX, CONFIG_INT },
+  [CFG_BUSY_TIMEOUT_MS]      = { NULL, 10000, INT_MAX, CONFIG_INT },
+};
+
+static sqlite3_int64 gaValue[CFG_COUNT];
+static pthread_once_t gConfigOnce = PTHREAD_ONCE_INIT;
+
+/* The value of row i's variable now, or its default. */
+static sqlite3_int64 configRead(int i) {
+  const ConfigDef *pDef = &aConfig[i];
+  const char *z = pDef->zEnv ? getenv(pDef->zEnv) : NULL;
+  char *zEnd = NULL;
+  long long v;
+  if (z == NULL) return pDef->iDefault;
+  switch (pDef->eKind) {
+    case CONFIG_SYNC:
+      for (int k = 0; k < 4; k++) {
+        if (strcasecmp(z, azSync[k]) == 0) return k;
+      }
+      return pDef->iDefault;
+    case CONFIG_FLAG:
+      return strcmp(z, "0") != 0;
+    default:
+      if (z[0] == 0) return pDef->iDefault;
+      errno = 0;
+      v = strtoll(z, &zEnd, 10);
+      if (errno != 0 || *zEnd != 0 || v < 0) return pDef->iDefault;
+      return v > pDef->nMax ? pDef->nMax : v;
+  }
+}
+
+static void configLoad(void) {
+  for (int i = 0; i < CFG_COUNT; i++) gaValue[i] = configRead(i);
+}
+
+static sqlite3_int64 configGet(int i) {
+  pthread_once(&gConfigOnce, configLoad);
+  return __atomic_load_n(&gaValue[i], __ATOMIC_RELAXED);
+}
+
+/* Sets slot i to v (clamped to the row's range) and returns the old value. */
+static sqlite3_int64 configSet(int i, sqlite3_int64 v) {
+  pthread_once(&gConfigOnce, configLoad);
+  if (v < 0) v = 0;
+  if (v > aConfig[i].nMax) v = aConfig[i].nMax;
+  return __atomic_exchange_n(&gaValue[i], v, __ATOMIC_RELAXED);
+}
+
+const char *configSynchronous(void) {
+  return azSync[configGet(CFG_SYNCHRONOUS)];
+}
+
+const char *configSetSynchronous(const char *z) {
+  for (int k = 0; k < 4; k++) {
+    if (z && strcasecmp(z, azSync[k]) == 0) return azSync[configSet(CFG_SYNCHRONOUS, k)];
+  }
+  return configSynchronous();
+}
+
+sqlite3_int64 configMmapSize(void) { return configGet(CFG_MMAP_SIZE); }
+int configStoreCache(void) { return (int)configGet(CFG_STORE_CACHE); }
+int configSetStoreCache(int n) { return (int)configSet(CFG_STORE_CACHE, n); }
+int configIdleReaders(void) { return (int)configGet(CFG_IDLE_READERS); }
+sqlite3_int64 configWalCheckpointBytes(void) { return configGet(CFG_WAL_CHECKPOINT_BYTES); }
+sqlite3_int64 configWalRestartBytes(void) { return configGet(CFG_WAL_RESTART_BYTES); }
+sqlite3_int64 configSetWalRestartBytes(sqlite3_int64 n) { return configSet(CFG_WAL_RESTART_BYTES, n); }
+int configWalGather(void) { return (int)configGet(CFG_WAL_GATHER); }
+sqlite3_int64 configTuneMinDatoms(void) { return configGet(CFG_TUNE_MIN_DATOMS); }
+sqlite3_int64 configSetTuneMinDatoms(sqlite3_int64 n) { return configSet(CFG_TUNE_MIN_DATOMS, n); }
+sqlite3_int64 configWriterCacheBytes(void) { return configGet(CFG_CACHE_SIZE); }
+int configBusyTimeoutMs(void) { return (int)configGet(CFG_BUSY_TIMEOUT_MS); }
+int configSetBusyTimeoutMs(int ms) { return (int)configSet(CFG_BUSY_TIMEOUT_MS, ms); }
+
+sqlite3_int64 configTxInstantSkewMs(void) {
+  return configRead(CFG_TX_INSTANT_SKEW_MS);
+}
+
+sqlite3_int64 configNowMs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (sqlite3_int64)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+sqlite3_int64 configWallUs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (sqlite3_int64)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}

@@ -1,0 +1,76 @@
+/*
+** config.h — the process's settings and clocks, below every stage.
+**
+** Takes in the environment (the MENTAT_* variables, read once, at the first
+** call of any getter here) and the tests' setters; gives out one value per
+** setting and the two clocks; calls nothing but libc. A process has one
+** policy: the settings are the same for every store and thread, so the
+** stages ask here instead of reading getenv themselves.
+**
+** SETTINGS (the table in config.c; README "Limits and settings" says what
+** each one does to a store):
+**   variable                     getter                  default     kind
+**   MENTAT_SYNCHRONOUS           configSynchronous       FULL        OFF/NORMAL/FULL/EXTRA
+**   MENTAT_MMAP_SIZE             configMmapSize          1 GiB       bytes, 0 disables
+**   MENTAT_STORE_CACHE           configStoreCache        16          stores, 0 = no cache
+**   MENTAT_IDLE_READERS          configIdleReaders       4           connections per store
+**   MENTAT_WAL_CHECKPOINT_BYTES  configWalCheckpointBytes 6 MiB      bytes
+**   MENTAT_WAL_RESTART_BYTES     configWalRestartBytes   64 MiB      bytes
+**   MENTAT_WAL_GATHER            configWalGather         1           "0" turns it off
+**   MENTAT_TUNE_MIN_DATOMS       configTuneMinDatoms     8192        datoms, 0 tunes every store
+**   MENTAT_CACHE_SIZE            configWriterCacheBytes  64 MiB      bytes
+**   MENTAT_TX_INSTANT_SKEW_MS    configTxInstantSkewMs   60000       ms, read per call
+**   (none)                       configBusyTimeoutMs     10000       ms, tests set it
+** A number setting is a non-negative decimal integer, the whole value; an
+** unset, empty, malformed, negative or out-of-range (past 2^63 - 1) one
+** keeps the default; counts past INT_MAX are taken as INT_MAX.
+** An unknown MENTAT_SYNCHRONOUS keeps FULL (a returned tx report is on disk).
+** MENTAT_TX_INSTANT_SKEW_MS is read at every call so a host (and the data
+** cases' `env` lines) can change it between transactions.
+**
+** Setters are for tests: they change the value for connections and writes
+** made from then on and return the previous value. Values are read and
+** written atomically, so a setter racing a reader is not undefined.
+*/
+#ifndef MENTAT_CONFIG_H
+#define MENTAT_CONFIG_H
+
+#include "sqlite_api.h"
+
+/* The PRAGMA synchronous value: "OFF", "NORMAL", "FULL" or "EXTRA" (static). */
+const char *configSynchronous(void);
+/* Previous value; z must be one of the four (case-insensitive), else ignored. */
+const char *configSetSynchronous(const char *z);
+
+/* PRAGMA mmap_size of every store connection, bytes (0: none). */
+sqlite3_int64 configMmapSize(void);
+/* Idle stores the process-wide cache keeps (0: none cached). */
+int configStoreCache(void);
+int configSetStoreCache(int n);
+/* Idle reader connections a store keeps pooled. */
+int configIdleReaders(void);
+/* New WAL bytes after which the writer runs a PASSIVE checkpoint. */
+sqlite3_int64 configWalCheckpointBytes(void);
+/* The WAL size bound: from half of it the writer RESTARTs the WAL. */
+sqlite3_int64 configWalRestartBytes(void);
+sqlite3_int64 configSetWalRestartBytes(sqlite3_int64 n);
+/* Whether store connections use the WAL-gathering VFS (1) or the default (0). */
+int configWalGather(void);
+/* The datoms count from which the writer tunes a store. */
+sqlite3_int64 configTuneMinDatoms(void);
+sqlite3_int64 configSetTuneMinDatoms(sqlite3_int64 n);
+/* The writer connection's page cache for large transactions, bytes. */
+sqlite3_int64 configWriterCacheBytes(void);
+/* How far an explicit :db/txInstant may be ahead of the clock, ms. */
+sqlite3_int64 configTxInstantSkewMs(void);
+/* How long a store connection waits for another's lock, ms (SPEC.md §4). */
+int configBusyTimeoutMs(void);
+int configSetBusyTimeoutMs(int ms);
+
+/* CLOCK_MONOTONIC milliseconds: deadlines and budgets within a process. */
+sqlite3_int64 configNowMs(void);
+/* CLOCK_REALTIME microseconds since the Unix epoch: what is recorded
+** (:db/txInstant, mentat_managed_indexes' times). */
+sqlite3_int64 configWallUs(void);
+
+#endif /* MENTAT_CONFIG_H */
