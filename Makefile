@@ -73,7 +73,7 @@ $(SO): $(OBJ)
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libmentat_sqlite.so -Wl,-z,relro,-z,now -o $@ $(OBJ) $(LIBS)
 
 # mentat_version(): the VERSION file and the git commit ("-dirty" when tracked files differ
-# from it), compiled into func_version.c only. The stamp changes only when they do, so a new
+# from it), compiled into mentat_version.c only. The stamp changes only when they do, so a new
 # commit rebuilds one object.
 VERSION_NUM := $(shell cat VERSION)
 GIT_COMMIT  := $(shell c=$$(git rev-parse --short=7 HEAD 2>/dev/null) || c=unknown; \
@@ -81,7 +81,7 @@ GIT_COMMIT  := $(shell c=$$(git rev-parse --short=7 HEAD 2>/dev/null) || c=unkno
 build/version.stamp: FORCE
 	@mkdir -p build; v='$(VERSION_NUM) $(GIT_COMMIT)'; \
 	  [ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" > $@
-VERSION_OBJ = build/obj/vtab/func_version.o $(B)/tobj/vtab/func_version.o
+VERSION_OBJ = build/obj/vtab/mentat_version.o $(B)/tobj/vtab/mentat_version.o
 $(VERSION_OBJ): build/version.stamp
 $(VERSION_OBJ): XCFLAGS += -DMENTAT_VERSION='"$(VERSION_NUM)"' -DMENTAT_COMMIT='"$(GIT_COMMIT)"'
 

@@ -16,7 +16,7 @@
 ** repeated call parses and prepares nothing.
 */
 #include <string.h>
-#include "func_common.h"
+#include "sqlio.h"
 #include "pull.h"
 #include "query.h"
 #include "value.h"

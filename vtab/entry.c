@@ -28,7 +28,7 @@ SQLITE_EXTENSION_INIT1
 #endif
 #include "mentat.h"
 #include "query.h"
-#include "func_common.h"
+#include "sqlio.h"
 
 static pthread_once_t mainHookOnce = PTHREAD_ONCE_INIT;
 

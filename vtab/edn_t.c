@@ -11,7 +11,7 @@
 ** transactor rolls back), so there is nothing to undo here.
 */
 #include <string.h>
-#include "func_common.h"
+#include "sqlio.h"
 #include "tx.h"
 
 void funcEdnT(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {

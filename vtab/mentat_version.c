@@ -12,7 +12,7 @@
 ** when built outside a git checkout). "sqlite" is the host's own SQLite.
 */
 #include <string.h>
-#include "func_common.h"
+#include "sqlio.h"
 #include "mentat.h"
 
 #ifndef MENTAT_VERSION

@@ -20,7 +20,7 @@
 **   scalar       {"result":v} or {"result":null}
 */
 #include <string.h>
-#include "func_common.h"
+#include "sqlio.h"
 #include "query.h"
 
 /* Appends the rows of a relation from the current row on (rc says whether

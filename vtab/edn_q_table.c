@@ -41,7 +41,7 @@
 #include "sqlite_api.h"
 #include "mentat.h"
 #include "query.h"
-#include "func_common.h"
+#include "sqlio.h"
 
 /* Column numbers; they must match the declaration below. */
 #define EDNQ_COL_VALUE   0

@@ -5,7 +5,7 @@
 */
 #include <string.h>
 #include <sys/stat.h>
-#include "func_common.h"
+#include "sqlio.h"
 #include "mentat.h"
 
 int funcFlags(void) {
