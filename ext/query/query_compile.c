@@ -7,7 +7,7 @@
 ** hands aggregate finds to query_compile_agg.c. The result is
 ** `SELECT DISTINCT` over the find (and :with) variables — Datalog results
 ** are sets, and DISTINCT streams, so LIMIT 1 costs one row — unless the
-** schema proves the rows distinct (qcRowsUnique). Calls only what
+** schema proves the rows distinct (qcwRowsUnique). Calls only what
 ** query_compile_scope.h declares; exports only qCompile (query_compile.h).
 */
 #include <string.h>
@@ -16,7 +16,7 @@
 
 /* True if the scalar :in variable pVar names a pull pattern of :find (it
 ** then binds no query variable). */
-static int qcIsPatternVar(const QQuery *pQ, const EdnValue *pVar) {
+static int qcdIsPatternVar(const QQuery *pQ, const EdnValue *pVar) {
   int i;
   for (i = 0; i < pQ->nFind; i++) {
     const QFindElem *pE = &pQ->aFind[i];
@@ -29,7 +29,7 @@ static int qcIsPatternVar(const QQuery *pQ, const EdnValue *pVar) {
 }
 
 /* A deep copy of p into pArena (rule sets outlive the call's inputs). */
-static EdnValue *qcCopy(EdnArena *pArena, const EdnValue *p, int iDepth) {
+static EdnValue *qcdCopy(EdnArena *pArena, const EdnValue *p, int iDepth) {
   EdnValue *pNew;
   int i;
   if (iDepth > EDN_MAX_DEPTH) return NULL;
@@ -45,13 +45,13 @@ static EdnValue *qcCopy(EdnArena *pArena, const EdnValue *p, int iDepth) {
       pNew->u.c.a = ednArenaAlloc(pArena, sizeof(EdnValue*) * (p->u.c.n ? p->u.c.n : 1));
       if (pNew->u.c.a == NULL) return NULL;
       for (i = 0; i < p->u.c.n; i++) {
-        pNew->u.c.a[i] = qcCopy(pArena, p->u.c.a[i], iDepth + 1);
+        pNew->u.c.a[i] = qcdCopy(pArena, p->u.c.a[i], iDepth + 1);
         if (pNew->u.c.a[i] == NULL) return NULL;
       }
       break;
     case EDN_TAGGED:
       pNew->u.t.zTag = ednArenaStrdup(pArena, p->u.t.zTag, (int)strlen(p->u.t.zTag));
-      pNew->u.t.p = qcCopy(pArena, p->u.t.p, iDepth + 1);
+      pNew->u.t.p = qcdCopy(pArena, p->u.t.p, iDepth + 1);
       if (pNew->u.t.zTag == NULL || pNew->u.t.p == NULL) return NULL;
       break;
     default:
@@ -60,7 +60,7 @@ static EdnValue *qcCopy(EdnArena *pArena, const EdnValue *p, int iDepth) {
   return pNew;
 }
 
-static int qcInputs(QCtx *pX) {
+static int qcdInputs(QCtx *pX) {
   QComp *pC = pX->pC;
   const QQuery *pQ = pC->pQ;
   int i, nNeed = 0, iInput = 0;
@@ -83,21 +83,21 @@ static int qcInputs(QCtx *pX) {
     }
     if (pIn->kind == QIN_PATTERN
         || (pIn->kind == QIN_BIND && pIn->bind.kind == QB_SCALAR
-            && qcIsPatternVar(pQ, pIn->bind.aVar[0]))) {
+            && qcdIsPatternVar(pQ, pIn->bind.aVar[0]))) {
       iInput++;      /* a pull pattern, read by the run (qcPullColumn) */
       continue;
     }
     pVal = pC->pOpts->aInput[iInput];
     sqlite3_snprintf(sizeof zWhat, zWhat, "input %d", iInput + 1);
     if (pIn->kind == QIN_RULES) {
-      EdnValue *pCopy = qcCopy(pC->pArena, pVal, 0);
+      EdnValue *pCopy = qcdCopy(pC->pArena, pVal, 0);
       if (pCopy == NULL) return qcNoMem(pC);
       if (pC->bRules) return qcErr(pC, pIn->pForm, "only one rule set (%%) is supported");
       pC->rc = qParseRules(pC->pArena, pCopy, &pC->rules, pC->pzErr);
       pC->bRules = 1;
     } else {
       pC->pAt = pIn->pForm;
-      qcBindValue(pX, &pIn->bind, pVal, iInput, zWhat);
+      qcbBind(pX, &pIn->bind, pVal, iInput, zWhat);
     }
     iInput++;
   }
@@ -109,7 +109,7 @@ static int qcInputs(QCtx *pX) {
 ** ref reads as a long's and the storage class tells 1 from 1.0, so
 ** DISTINCT keeps Clojure's = (a ref and a long of one number are one
 ** element, 1 and 1.0 two). */
-static void qcSelectVar(QComp *pC, sqlite3_str *pSel, int *pnCol, const QVar *pV,
+static void qcdSelectVar(QComp *pC, sqlite3_str *pSel, int *pnCol, const QVar *pV,
                         QPlanCol *pCol, int bDistinct) {
   if (*pnCol) sqlite3_str_appendall(pSel, ", ");
   sqlite3_str_appendf(pSel, "%s AS c%d", pV->zExpr, *pnCol);
@@ -132,7 +132,7 @@ static void qcSelectVar(QComp *pC, sqlite3_str *pSel, int *pnCol, const QVar *pV
   }
 }
 
-static int qcFindVar(QComp *pC, QCtx *pX, const EdnValue *pVar, const char *zWhat,
+static int qcdFindVar(QComp *pC, QCtx *pX, const EdnValue *pVar, const char *zWhat,
                      QVar **ppV) {
   QVar *pV = qcVarFind(pX, pVar->u.s.z);
   if (pV == NULL || pV->zExpr == NULL) {
@@ -143,7 +143,7 @@ static int qcFindVar(QComp *pC, QCtx *pX, const EdnValue *pVar, const char *zWha
 }
 
 /* :limit / :offset as a parameter. */
-static int qcLimitParam(QComp *pC, QCtx *pX, const EdnValue *p) {
+static int qcdLimitParam(QComp *pC, QCtx *pX, const EdnValue *p) {
   if (p->type == EDN_INT) return qcParam(pC, p, -1, -1, -1, QV_INT, VT_LONG);
   {
     QVar *pV = qcVarFind(pX, p->u.s.z);
@@ -157,13 +157,13 @@ static int qcLimitParam(QComp *pC, QCtx *pX, const EdnValue *p) {
   }
 }
 
-static int qcHasAggregate(const QQuery *pQ) {
+static int qcdHasAggregate(const QQuery *pQ) {
   int i;
   for (i = 0; i < pQ->nFind; i++) if (pQ->aFind[i].kind == QF_AGG) return 1;
   return 0;
 }
 
-static int qcAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
+static int qcdAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
   const QQuery *pQ = pC->pQ;
   sqlite3_str *pSql = sqlite3_str_new(NULL);
   int i, nCol = 0, bDistinct = 0;
@@ -187,8 +187,8 @@ static int qcAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
   }
   pPlan->bSingleAgg = pQ->eFind == FIND_REL && pQ->nFind == 1 && pQ->aFind[0].kind == QF_AGG;
 
-  if (qcHasAggregate(pQ)) {
-    qcAggregate(pC, pX, pPlan, pSql);
+  if (qcdHasAggregate(pQ)) {
+    qcaAggregate(pC, pX, pPlan, pSql);
     goto finish;
   }
   if (pC->nCte) {
@@ -201,14 +201,14 @@ static int qcAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
     int nVar = 0, bUnique;
     for (i = 0; i < pQ->nFind && nVar < 64; i++) azVar[nVar++] = pQ->aFind[i].pVar->u.s.z;
     for (i = 0; i < pQ->nWith && nVar < 64; i++) azVar[nVar++] = pQ->aWith[i]->u.s.z;
-    bUnique = nVar < 64 && qcRowsUnique(pX, azVar, nVar);
+    bUnique = nVar < 64 && qcwRowsUnique(pX, azVar, nVar);
     sqlite3_str_appendall(pSql, bUnique ? "SELECT " : "SELECT DISTINCT ");
     bDistinct = !bUnique;
   }
   for (i = 0; i < pQ->nFind && pC->rc == SQLITE_OK; i++) {
     const QFindElem *pE = &pQ->aFind[i];
     QVar *pV = NULL;
-    if (qcFindVar(pC, pX, pE->pVar, ":find", &pV)) break;
+    if (qcdFindVar(pC, pX, pE->pVar, ":find", &pV)) break;
     if (pE->kind == QF_PULL) {
       /* Pull takes entity ids, idents and lookup refs (Datomic): an input
       ** no place typed is read as an entity; a value of another type is an
@@ -221,14 +221,14 @@ static int qcAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
         break;
       }
     }
-    qcSelectVar(pC, pSql, &nCol, pV, &pPlan->aCol[i], bDistinct);
+    qcdSelectVar(pC, pSql, &nCol, pV, &pPlan->aCol[i], bDistinct);
     if (pE->kind == QF_PULL && qcPullColumn(pC, pE, &pPlan->aCol[i])) break;
   }
   for (i = 0; i < pQ->nWith && pC->rc == SQLITE_OK; i++) {
     QVar *pV = NULL;
     QPlanCol tmp;
-    if (qcFindVar(pC, pX, pQ->aWith[i], ":with", &pV)) break;
-    qcSelectVar(pC, pSql, &nCol, pV, &tmp, bDistinct);
+    if (qcdFindVar(pC, pX, pQ->aWith[i], ":with", &pV)) break;
+    qcdSelectVar(pC, pSql, &nCol, pV, &tmp, bDistinct);
   }
   if (pC->rc) goto cleanup;
   zBody = qcBody(pX);
@@ -236,14 +236,14 @@ static int qcAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
   sqlite3_str_appendall(pSql, zBody);
   for (i = 0; i < pQ->nOrder && pC->rc == SQLITE_OK; i++) {
     QVar *pV = NULL;
-    if (qcFindVar(pC, pX, pQ->aOrder[i].pVar, ":order", &pV)) break;
+    if (qcdFindVar(pC, pX, pQ->aOrder[i].pVar, ":order", &pV)) break;
     sqlite3_str_appendf(pSql, "%s%s%s%s", i ? ", " : " ORDER BY ", pV->zExpr,
                         qcKwCollate(pV->vt), pQ->aOrder[i].bDesc ? " DESC" : "");
   }
 finish:
   if (pC->rc) goto cleanup;
   if (pQ->pLimit) {
-    int iP = qcLimitParam(pC, pX, pQ->pLimit);
+    int iP = qcdLimitParam(pC, pX, pQ->pLimit);
     sqlite3_str_appendf(pSql, " LIMIT ?%d", iP);
   } else if (pQ->eFind == FIND_TUPLE || pQ->eFind == FIND_SCALAR) {
     sqlite3_str_appendall(pSql, " LIMIT 1");
@@ -251,7 +251,7 @@ finish:
     sqlite3_str_appendall(pSql, " LIMIT -1");
   }
   if (pQ->pOffset) {
-    int iP = qcLimitParam(pC, pX, pQ->pOffset);
+    int iP = qcdLimitParam(pC, pX, pQ->pOffset);
     sqlite3_str_appendf(pSql, " OFFSET ?%d", iP);
   }
 cleanup:
@@ -307,15 +307,15 @@ int qCompile(Schema *pSchema, const char *zQuery, int nQuery, const QueryOpts *p
     if (c.zHistTx == NULL) qcNoMem(&c);
   }
   c.bHistory = pOpts && pOpts->bHistory;
-  if (c.rc == SQLITE_OK && qcInputs(&x) == SQLITE_OK && qcClauses(&x, pQ->aWhere, pQ->nWhere, 0) == SQLITE_OK) {
-    qcAssemble(&c, &x, pPlan);
+  if (c.rc == SQLITE_OK && qcdInputs(&x) == SQLITE_OK && qcwClauses(&x, pQ->aWhere, pQ->nWhere, 0) == SQLITE_OK) {
+    qcdAssemble(&c, &x, pPlan);
   }
   if (c.rc == SQLITE_OK && sqlite3_str_errcode(c.pCte)) c.rc = SQLITE_NOMEM;
   rc = c.rc;
   qcCtxReset(&x);
   sqlite3_free(sqlite3_str_finish(c.pCte));
   sqlite3_free(c.zHistTx);
-  qcRulesFree(&c);
+  qcrFree(&c);
   if (rc != SQLITE_OK) {
     sqlite3_free(c.aParam);
     qPlanFree(pPlan);

@@ -28,7 +28,7 @@
 #include "query_compile_scope.h"
 
 /* Index of variable zName among the inner columns, adding it if new. */
-static int qcInnerCol(QComp *pC, QCtx *pX, sqlite3_str *pInner, const char **azCol,
+static int qcaInnerCol(QComp *pC, QCtx *pX, sqlite3_str *pInner, const char **azCol,
                       QVar **apVar, int *pnCol, const EdnValue *pVar, const char *zWhat) {
   int i;
   QVar *pV;
@@ -56,7 +56,7 @@ static int qcInnerCol(QComp *pC, QCtx *pX, sqlite3_str *pInner, const char **azC
 /* Inner column k (of type vt) as a numeric aggregate's argument: as it is,
 ** or checked value by value (mentat_num, failing at zPlace, an SQL
 ** literal) when its type is unknown. */
-static void qcAggValue(sqlite3_str *pOut, int k, ValueType vt, const char *zPlace) {
+static void qcaAggValue(sqlite3_str *pOut, int k, ValueType vt, const char *zPlace) {
   if (vt == VT_NONE) sqlite3_str_appendf(pOut, "mentat_num(v%d, t%d, %s)", k, k, zPlace);
   else sqlite3_str_appendf(pOut, "v%d", k);
 }
@@ -64,7 +64,7 @@ static void qcAggValue(sqlite3_str *pOut, int k, ValueType vt, const char *zPlac
 /* The parameter of n in (min n ?x) and the like: the constant, or the
 ** value of a scalar :in variable ((max ?k ?x)), checked when bound. 0 with
 ** pC->rc set on error. */
-static int qcAggCount(QComp *pC, QCtx *pX, const QFindElem *pE) {
+static int qcaAggCount(QComp *pC, QCtx *pX, const QFindElem *pE) {
   const EdnValue *pN = pE->pAggN;
   QVar *pV;
   const QParam *pSrc;
@@ -80,7 +80,7 @@ static int qcAggCount(QComp *pC, QCtx *pX, const QFindElem *pE) {
 
 /* The value-count plan of HOW IT WORKS, when pQ has that shape: 1 and the
 ** SQL in pSql, else 0 and nothing written. */
-static int qcValueCounts(QComp *pC, QueryPlan *pPlan, sqlite3_str *pSql) {
+static int qcaValueCounts(QComp *pC, QueryPlan *pPlan, sqlite3_str *pSql) {
   const QQuery *pQ = pC->pQ;
   const QClause *pCl;
   const QFindElem *pVal = NULL, *pCount = NULL;
@@ -134,7 +134,7 @@ static int qcValueCounts(QComp *pC, QueryPlan *pPlan, sqlite3_str *pSql) {
 }
 
 /* The general plan of HOW IT WORKS. */
-static int qcAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *pSql) {
+static int qcaAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *pSql) {
   const QQuery *pQ = pC->pQ;
   sqlite3_str *pInner = sqlite3_str_new(NULL);
   sqlite3_str *pOuter = sqlite3_str_new(NULL);
@@ -153,7 +153,7 @@ static int qcAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *p
 
   for (i = 0; i < pQ->nFind && pC->rc == SQLITE_OK; i++) {
     const QFindElem *pE = &pQ->aFind[i];
-    aiElem[i] = qcInnerCol(pC, pX, pInner, azCol, apVar, &nCol, pE->pVar, ":find");
+    aiElem[i] = qcaInnerCol(pC, pX, pInner, azCol, apVar, &nCol, pE->pVar, ":find");
     if (pE->kind == QF_AGG) {
       if (strcmp(pE->zAgg, "min") == 0 || strcmp(pE->zAgg, "max") == 0) {
         if (pE->pAggN == NULL) nExtreme++;
@@ -162,7 +162,7 @@ static int qcAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *p
     }
   }
   for (i = 0; i < pQ->nWith && pC->rc == SQLITE_OK; i++) {
-    qcInnerCol(pC, pX, pInner, azCol, apVar, &nCol, pQ->aWith[i], ":with");
+    qcaInnerCol(pC, pX, pInner, azCol, apVar, &nCol, pQ->aWith[i], ":with");
   }
   if (pC->rc) goto cleanup;
   if (bThe && nExtreme != 1) {
@@ -223,12 +223,12 @@ static int qcAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *p
       pCol->vt = VT_LONG;
     } else if (strcmp(zA, "sum") == 0) {
       sqlite3_str_appendf(pOuter, "mentat_sum(");
-      qcAggValue(pOuter, k, vt, zPlace);
+      qcaAggValue(pOuter, k, vt, zPlace);
       sqlite3_str_appendf(pOuter, ", %s)", zPlace);
       pCol->vt = vt == VT_DOUBLE ? VT_DOUBLE : VT_LONG;
     } else if (strcmp(zA, "avg") == 0) {
       sqlite3_str_appendall(pOuter, "avg(");
-      qcAggValue(pOuter, k, vt, zPlace);
+      qcaAggValue(pOuter, k, vt, zPlace);
       sqlite3_str_appendall(pOuter, ")");
       pCol->vt = VT_DOUBLE;
     } else if ((strcmp(zA, "min") == 0 || strcmp(zA, "max") == 0) && pE->pAggN == NULL) {
@@ -238,7 +238,7 @@ static int qcAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *p
     } else if (strcmp(zA, "median") == 0 || strcmp(zA, "variance") == 0
                || strcmp(zA, "stddev") == 0) {
       sqlite3_str_appendf(pOuter, "mentat_%s(", zA);
-      qcAggValue(pOuter, k, vt, zPlace);
+      qcaAggValue(pOuter, k, vt, zPlace);
       sqlite3_str_appendall(pOuter, ")");
       pCol->vt = strcmp(zA, "median") == 0 && vt == VT_LONG ? VT_LONG : VT_DOUBLE;
     } else if (strcmp(zA, "distinct") == 0) {
@@ -246,7 +246,7 @@ static int qcAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *p
       pCol->kind = QCOL_JSON;
     } else if (strcmp(zA, "min") == 0 || strcmp(zA, "max") == 0 || strcmp(zA, "sample") == 0
                || strcmp(zA, "rand") == 0) {
-      int iP = pE->pAggN ? qcAggCount(pC, pX, pE) : 0;
+      int iP = pE->pAggN ? qcaAggCount(pC, pX, pE) : 0;
       if (pC->rc) break;
       /* min n, max n, sample n (distinct), rand n (with replacement) */
       int iMode = zA[0] == 'm' ? (zA[1] == 'i' ? 1 : 2) : (zA[0] == 'r' ? 4 : 3);
@@ -275,7 +275,7 @@ static int qcAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *p
   }
   sqlite3_str_appendf(pSql, "SELECT %s FROM (SELECT %s%s%s)",
                       sqlite3_str_value(pOuter),
-                      qcRowsUnique(pX, azCol, nCol) ? "" : "DISTINCT ",
+                      qcwRowsUnique(pX, azCol, nCol) ? "" : "DISTINCT ",
                       sqlite3_str_value(pInner), zBody);
   if (nGroup) sqlite3_str_appendf(pSql, " GROUP BY %s", sqlite3_str_value(pGroup));
   else sqlite3_str_appendall(pSql, " HAVING count(*) > 0");
@@ -312,7 +312,7 @@ cleanup:
   return pC->rc;
 }
 
-int qcAggregate(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *pSql) {
-  if (qcValueCounts(pC, pPlan, pSql)) return pC->rc;
-  return qcAggregateSets(pC, pX, pPlan, pSql);
+int qcaAggregate(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *pSql) {
+  if (qcaValueCounts(pC, pPlan, pSql)) return pC->rc;
+  return qcaAggregateSets(pC, pX, pPlan, pSql);
 }

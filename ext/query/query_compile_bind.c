@@ -10,21 +10,21 @@
 #include "query_compile_scope.h"
 
 /* Is input leaf pVal (of input iInput; ground when < 0) a lookup ref? */
-static int qcLeafIsLookup(QCtx *pX, const EdnValue *pVal, int iInput) {
-  return iInput >= 0 && qInputLookupRef(pX->pC->pSchema, pVal);
+static int qcbLeafIsLookup(QCtx *pX, const EdnValue *pVal, int iInput) {
+  return iInput >= 0 && qPlanLookupRef(pX->pC->pSchema, pVal);
 }
 
 /* An EDN leaf as SQL: lookup ref → subquery, collection → JSON, else a
 ** parameter typed lazily. *piParam gets the lazy parameter (or 0). A lookup
 ** ref that names no entity is NULL: callers keep such rows out, since it
 ** binds nothing. */
-static char *qcLeafExpr(QCtx *pX, const EdnValue *pVal, const EdnValue *pConst, int iInput,
+static char *qcbLeafExpr(QCtx *pX, const EdnValue *pVal, const EdnValue *pConst, int iInput,
                         int i1, int i2, ValueType *pvt, int *piParam) {
   QComp *pC = pX->pC;
   int iP;
   *piParam = 0;
   /* An input [:attr v] names an entity; ground's value stays as written. */
-  if (qcLeafIsLookup(pX, pVal, iInput)) {
+  if (qcbLeafIsLookup(pX, pVal, iInput)) {
     int iA = qcParam(pC, pConst, iInput, i1, i2, QV_LOOKUP_A, VT_NONE);
     int iV = qcParam(pC, pConst, iInput, i1, i2, QV_LOOKUP_V, VT_NONE);
     int iT = qcParam(pC, pConst, iInput, i1, i2, QV_LOOKUP_TAG, VT_NONE);
@@ -67,7 +67,7 @@ static char *qcLeafExpr(QCtx *pX, const EdnValue *pVal, const EdnValue *pConst, 
 /* May values of types a and b share one bound variable? The variable gets
 ** one static type (the first value's), so only numbers and entity ids mix:
 ** a later string or boolean would be read as a number. */
-static int qcVtMix(ValueType a, ValueType b) {
+static int qcbVtMix(ValueType a, ValueType b) {
   if (a == b) return 1;
   /* Beside a lookup ref (an entity), a keyword can only be an ident: the
   ** entity place that types the variable reads it as one. */
@@ -75,16 +75,16 @@ static int qcVtMix(ValueType a, ValueType b) {
   return (a == VT_LONG || a == VT_DOUBLE || a == VT_REF) && (b == VT_LONG || b == VT_DOUBLE || b == VT_REF);
 }
 
-static void qcBindScalar(QCtx *pX, const EdnValue *pVar, const EdnValue *pVal,
+static void qcbBindScalar(QCtx *pX, const EdnValue *pVar, const EdnValue *pVal,
                          const EdnValue *pConst, int iInput, int i1, int i2) {
   ValueType vt;
   int iP;
   char *zExpr;
   QVar *pV;
   if (qIsBlank(pVar)) return;
-  zExpr = qcLeafExpr(pX, pVal, pConst, iInput, i1, i2, &vt, &iP);
+  zExpr = qcbLeafExpr(pX, pVal, pConst, iInput, i1, i2, &vt, &iP);
   if (zExpr == NULL) { qcNoMem(pX->pC); return; }
-  if (qcLeafIsLookup(pX, pVal, iInput)) qcWhere(pX, sqlite3_mprintf("%s IS NOT NULL", zExpr));
+  if (qcbLeafIsLookup(pX, pVal, iInput)) qcWhere(pX, sqlite3_mprintf("%s IS NOT NULL", zExpr));
   pV = qcVarFind(pX, pVar->u.s.z);
   if (pV) {
     qcBindVar(pX, pVar->u.s.z, zExpr, vt, NULL, 0);
@@ -100,17 +100,17 @@ static void qcBindScalar(QCtx *pX, const EdnValue *pVar, const EdnValue *pVal,
   }
 }
 
-static const EdnValue *qcElem(const EdnValue *p, int i) {
+static const EdnValue *qcbElem(const EdnValue *p, int i) {
   return p->u.c.a[i];
 }
 
-static int qcIsColl(const EdnValue *p) {
+static int qcbIsColl(const EdnValue *p) {
   return p->type == EDN_VECTOR || p->type == EDN_LIST || p->type == EDN_SET;
 }
 
 /* The lazy parameters aP[0..nP) (taken over) of a collection that binds
 ** the already bound pV: typed with pV's lazy ones, or by its static type. */
-static void qcAdoptParams(QCtx *pX, QVar *pV, int *aP, int nP) {
+static void qcbAdoptParams(QCtx *pX, QVar *pV, int *aP, int nP) {
   int i;
   if (pV->nParam > 0 || (pV->zExpr == NULL && pV->zInList)) {
     int *aNew = sqlite3_realloc64(pV->aParam, sizeof(int) * (sqlite3_uint64)(pV->nParam + nP + 1));
@@ -130,21 +130,21 @@ static void qcAdoptParams(QCtx *pX, QVar *pV, int *aP, int nP) {
   sqlite3_free(aP);
 }
 
-int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
+int qcbBind(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
                 const char *zWhat) {
   QComp *pC = pX->pC;
   int bConst = iInput < 0;
   int i, j;
   switch (pB->kind) {
     case QB_SCALAR:
-      qcBindScalar(pX, pB->aVar[0], pVal, bConst ? pVal : NULL, iInput, -1, -1);
+      qcbBindScalar(pX, pB->aVar[0], pVal, bConst ? pVal : NULL, iInput, -1, -1);
       break;
     case QB_TUPLE:
-      if (!qcIsColl(pVal) || pVal->u.c.n != pB->nVar) {
+      if (!qcbIsColl(pVal) || pVal->u.c.n != pB->nVar) {
         return qcErr(pC, NULL, "%s: expected a tuple of %d value(s)", zWhat, pB->nVar);
       }
       for (i = 0; i < pB->nVar; i++) {
-        qcBindScalar(pX, pB->aVar[i], qcElem(pVal, i), bConst ? qcElem(pVal, i) : NULL,
+        qcbBindScalar(pX, pB->aVar[i], qcbElem(pVal, i), bConst ? qcbElem(pVal, i) : NULL,
                      iInput, i, -1);
       }
       break;
@@ -154,7 +154,7 @@ int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
       int nP = 0, bLookup = 0, bMixed = 0;
       int *aP;
       ValueType vt0 = VT_NONE;
-      if (!qcIsColl(pVal)) return qcErr(pC, NULL, "%s: expected a collection", zWhat);
+      if (!qcbIsColl(pVal)) return qcErr(pC, NULL, "%s: expected a collection", zWhat);
       if (qIsBlank(pB->aVar[0])) break;
       aP = sqlite3_malloc64(sizeof(int) * (pVal->u.c.n + 1));
       pList = sqlite3_str_new(NULL);
@@ -162,19 +162,19 @@ int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
       for (i = 0; i < pVal->u.c.n; i++) {
         ValueType vt;
         int iP;
-        const EdnValue *pE = qcElem(pVal, i);
-        char *z = qcLeafExpr(pX, pE, bConst ? pE : NULL, iInput, i, -1, &vt, &iP);
+        const EdnValue *pE = qcbElem(pVal, i);
+        char *z = qcbLeafExpr(pX, pE, bConst ? pE : NULL, iInput, i, -1, &vt, &iP);
         if (z == NULL) { qcNoMem(pC); break; }
         if (i > 0 && vt != vt0) bMixed = 1;
         if (i == 0) vt0 = vt;
-        else if (!qcVtMix(vt0, vt)) {
+        else if (!qcbVtMix(vt0, vt)) {
           qcErr(pC, NULL, "%s: value %d is a %s, value 1 a %s: a collection's values must have one type",
                 zWhat, i + 1, qcVtName(vt), qcVtName(vt0));
           sqlite3_free(z);
           break;
         }
         if (iP) aP[nP++] = iP;
-        if (qcLeafIsLookup(pX, pE, iInput)) bLookup = 1;
+        if (qcbLeafIsLookup(pX, pE, iInput)) bLookup = 1;
         if (i) sqlite3_str_appendchar(pList, 1, ',');
         sqlite3_str_appendall(pList, z);
         sqlite3_free(z);
@@ -200,7 +200,7 @@ int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
                                       zList ? zList : ""));
         }
         sqlite3_free(zList);
-        qcAdoptParams(pX, pOld, aP, nP);
+        qcbAdoptParams(pX, pOld, aP, nP);
         break;
       }
       pV = qcVarAdd(pX, pB->aVar[0]->u.s.z);
@@ -223,8 +223,8 @@ int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
       sqlite3_str *pCte = pC->pCte;
       char zName[24];
       sqlite3_snprintf(sizeof zName, zName, "in%d", ++pC->nAlias);
-      for (i = 0; i < pVal->u.c.n || !qcIsColl(pVal); i++) {
-        if (!qcIsColl(pVal) || !qcIsColl(qcElem(pVal, i)) || qcElem(pVal, i)->u.c.n != pB->nVar) {
+      for (i = 0; i < pVal->u.c.n || !qcbIsColl(pVal); i++) {
+        if (!qcbIsColl(pVal) || !qcbIsColl(qcbElem(pVal, i)) || qcbElem(pVal, i)->u.c.n != pB->nVar) {
           return qcErr(pC, NULL, "%s: expected a relation of %d-tuples", zWhat, pB->nVar);
         }
       }
@@ -257,23 +257,23 @@ int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
           if (aaP[j] == NULL) qcNoMem(pC);
         }
         for (i = 0; pC->rc == SQLITE_OK && i < pVal->u.c.n; i++) {
-          const EdnValue *pRow = qcElem(pVal, i);
+          const EdnValue *pRow = qcbElem(pVal, i);
           sqlite3_str_appendf(pCte, "%s(", i ? "," : "");
           for (j = 0; j < pB->nVar; j++) {
             ValueType vt;
             int iP;
-            const EdnValue *pE = qcElem(pRow, j);
-            char *z = qcLeafExpr(pX, pE, bConst ? pE : NULL, iInput, i, j, &vt, &iP);
+            const EdnValue *pE = qcbElem(pRow, j);
+            char *z = qcbLeafExpr(pX, pE, bConst ? pE : NULL, iInput, i, j, &vt, &iP);
             if (z == NULL) { qcNoMem(pC); break; }
             if (i == 0) aVt[j] = vt;
-            else if (!qcVtMix(aVt[j], vt)) {
+            else if (!qcbVtMix(aVt[j], vt)) {
               qcErr(pC, NULL, "%s: value %d is a %s, value 1 a %s: a relation column's values must have "
                     "one type", zWhat, i + 1, qcVtName(vt), qcVtName(aVt[j]));
               sqlite3_free(z);
               break;
             }
             aaP[j][i] = iP;
-            if (qcLeafIsLookup(pX, pE, iInput)) abLookup[j] = 1;
+            if (qcbLeafIsLookup(pX, pE, iInput)) abLookup[j] = 1;
             sqlite3_str_appendf(pCte, "%s%s", j ? "," : "", z);
             sqlite3_free(z);
           }
@@ -293,7 +293,7 @@ int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
               QVar *pV = qcVarFind(pX, pVar->u.s.z);
               int k, n = 0, nInt = 0, nReal = 0;
               for (k = 0; k < pVal->u.c.n; k++) {
-                const EdnValue *pE = qcElem(qcElem(pVal, k), j);
+                const EdnValue *pE = qcbElem(qcbElem(pVal, k), j);
                 if (pE && pE->type == EDN_INT) nInt++;
                 if (pE && pE->type == EDN_DOUBLE) nReal++;
               }

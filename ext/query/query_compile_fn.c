@@ -18,17 +18,17 @@
 #include <string.h>
 #include "query_compile_scope.h"
 
-int qcPredicate(QCtx *pX, const QClause *pCl) {
+int qcfPredicate(QCtx *pX, const QClause *pCl) {
   QComp *pC = pX->pC;
   char *zExpr = NULL, *zTag = NULL;
   ValueType vt;
-  if (qcPredExpr(pX, pCl, &zExpr)) {
+  if (qcpExpr(pX, pCl, &zExpr)) {
     if (zExpr) qcWhere(pX, zExpr);
     return pC->rc;
   }
   /* Any other function is a predicate by Clojure truthiness: nil and false
   ** fail, everything else (0 and "" too) holds. */
-  if (qcValueFn(pX, pCl, &zExpr, &vt, &zTag)) {
+  if (qcvExpr(pX, pCl, &zExpr, &vt, &zTag)) {
     sqlite3_free(zTag);
     if (zExpr == NULL) return pC->rc;
     if (vt == VT_BOOLEAN) qcWhere(pX, sqlite3_mprintf("coalesce(%s, 0) != 0", zExpr));
@@ -43,21 +43,21 @@ int qcPredicate(QCtx *pX, const QClause *pCl) {
 /* The type tag of a JSON element (tuples carry values as JSON): numbers 5,
 ** booleans 1, text starting with ':' a keyword (13), other text 10. zType
 ** is the SQL giving json_type's answer, zVal the element's SQL value. */
-static char *qcJsonTag(const char *zType, const char *zVal) {
+static char *qcfJsonTag(const char *zType, const char *zVal) {
   return sqlite3_mprintf("(CASE %s WHEN 'integer' THEN 5 WHEN 'real' THEN 5 WHEN 'true'"
                          " THEN 1 WHEN 'false' THEN 1 WHEN 'text' THEN (CASE WHEN"
                          " substr(%s, 1, 1) = ':' THEN 13 ELSE 10 END) END)", zType, zVal);
 }
 
 /* Binds element k of the JSON array zDoc to variable pVar (blank: skipped). */
-static void qcBindJsonElem(QCtx *pX, const EdnValue *pVar, const char *zDoc, int k) {
+static void qcfBindJsonElem(QCtx *pX, const EdnValue *pVar, const char *zDoc, int k) {
   char *zType, *zVal;
   if (qIsBlank(pVar)) return;
   zType = sqlite3_mprintf("json_type(%s, '$[%d]')", zDoc, k);
   zVal = sqlite3_mprintf("json_extract(%s, '$[%d]')", zDoc, k);
   if (zType && zVal) {
     int bNew = qcVarFind(pX, pVar->u.s.z) == NULL;
-    qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s", zVal), VT_NONE, qcJsonTag(zType, zVal), 0);
+    qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s", zVal), VT_NONE, qcfJsonTag(zType, zVal), 0);
     if (bNew) qcFnResult(pX, pVar->u.s.z);
   } else {
     qcNoMem(pX->pC);
@@ -72,7 +72,7 @@ static void qcBindJsonElem(QCtx *pX, const EdnValue *pVar, const char *zDoc, int
 ** is a collection (JSON: tuple, ground of a vector): [?a ?b] takes its
 ** elements, [?x ...] joins json_each over it (one row per element) and
 ** [[?a ?b]] joins json_each and takes each row's elements. */
-static int qcBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt, char *zTag) {
+static int qcfBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt, char *zTag) {
   QComp *pC = pX->pC;
   const QBinding *pB = &pCl->bind;
   char zAlias[24];
@@ -96,7 +96,7 @@ static int qcBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt,
       int bNew = pV == NULL;
       int bKw = vt == VT_KEYWORD || (vt == VT_NONE && zTag);
       if (!bNew && vt == QVT_JSON && pV->zExpr && pV->vt == VT_REF && !pV->nParam) {
-        /* as a pattern after it would say (qcPlace) */
+        /* as a pattern after it would say (qcwPlace) */
         sqlite3_free(zExpr);
         sqlite3_free(zTag);
         return qcErr(pC, pCl->pForm, "%s is a collection, not an entity id, ident or lookup ref",
@@ -150,7 +150,7 @@ static int qcBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt,
   switch (pB->kind) {
     case QB_TUPLE:
       for (i = 0; i < pB->nVar && pC->rc == SQLITE_OK; i++) {
-        qcBindJsonElem(pX, pB->aVar[i], zExpr, i);
+        qcfBindJsonElem(pX, pB->aVar[i], zExpr, i);
       }
       /* A shorter collection cannot fill the tuple: no binding. */
       qcWhere(pX, sqlite3_mprintf("json_array_length(%s) >= %d", zExpr, pB->nVar));
@@ -163,7 +163,7 @@ static int qcBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt,
         char *zVal = sqlite3_mprintf("%s.value", zAlias);
         if (zType && zVal) {
           qcBindVar(pX, pB->aVar[0]->u.s.z, sqlite3_mprintf("%s", zVal), VT_NONE,
-                    qcJsonTag(zType, zVal), 0);
+                    qcfJsonTag(zType, zVal), 0);
         } else {
           qcNoMem(pC);
         }
@@ -179,7 +179,7 @@ static int qcBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt,
       qcWhere(pX, sqlite3_mprintf("%s.type = 'array' AND json_array_length(%s) >= %d",
                                   zAlias, zDoc, pB->nVar));
       for (i = 0; i < pB->nVar && pC->rc == SQLITE_OK; i++) {
-        qcBindJsonElem(pX, pB->aVar[i], zDoc, i);
+        qcfBindJsonElem(pX, pB->aVar[i], zDoc, i);
       }
       break;
     }
@@ -188,7 +188,7 @@ static int qcBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt,
   return pC->rc;
 }
 
-static int qcGetElse(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
+static int qcfGetElse(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
   QComp *pC = pX->pC;
   const Attr *pA;
   char *zE, *zSub, *zD, *zTagD = NULL;
@@ -205,7 +205,7 @@ static int qcGetElse(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, 
     zD = qcTermExpr(pX, aArg[2], &vtD, &zTagD, "function");
     sqlite3_free(zE);
     if (zD == NULL) return pC->rc;
-    return qcBindResult(pX, pCl, zD, vtD, zTagD);
+    return qcfBindResult(pX, pCl, zD, vtD, zTagD);
   }
   zSub = qcEntityAttrSql(pX, pCl->pForm, "get-else", "g.v", zE, pA->e);
   sqlite3_free(zE);
@@ -223,7 +223,7 @@ static int qcGetElse(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, 
     return pC->rc;
   }
   if (vtD == pA->type || (pA->type == VT_REF && vtD == VT_LONG)) {
-    qcBindResult(pX, pCl, sqlite3_mprintf("COALESCE((%s), %s)", zSub, zD), pA->type, NULL);
+    qcfBindResult(pX, pCl, sqlite3_mprintf("COALESCE((%s), %s)", zSub, zD), pA->type, NULL);
   } else {
     char *zTag;
     if (vtD == VT_NONE && zTagD) {
@@ -234,7 +234,7 @@ static int qcGetElse(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, 
                              vtD == QVT_JSON ? TAG_JSON : vtTag(vtD), vtTag(pA->type));
     }
     if (zTag == NULL) qcNoMem(pC);
-    else qcBindResult(pX, pCl, sqlite3_mprintf("COALESCE((%s), %s)", zSub, zD), VT_NONE, zTag);
+    else qcfBindResult(pX, pCl, sqlite3_mprintf("COALESCE((%s), %s)", zSub, zD), VT_NONE, zTag);
   }
   sqlite3_free(zSub);
   sqlite3_free(zD);
@@ -242,7 +242,7 @@ static int qcGetElse(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, 
   return pC->rc;
 }
 
-static int qcGetSome(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
+static int qcfGetSome(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
   QComp *pC = pX->pC;
   sqlite3_str *pA, *pV, *pT;
   ValueType vtAll = VT_NONE;
@@ -310,7 +310,7 @@ static int qcGetSome(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, 
 }
 
 /* (untuple ?t) [?a ?b]: the elements of a tuple value. */
-static int qcUntuple(QCtx *pX, const QClause *pCl) {
+static int qcfUntuple(QCtx *pX, const QClause *pCl) {
   QComp *pC = pX->pC;
   ValueType vt;
   char *zT;
@@ -320,10 +320,10 @@ static int qcUntuple(QCtx *pX, const QClause *pCl) {
   }
   zT = qcTermExpr(pX, pCl->aArg[0], &vt, NULL, "function");
   if (zT == NULL) return pC->rc;
-  return qcBindResult(pX, pCl, zT, QVT_JSON, NULL);
+  return qcfBindResult(pX, pCl, zT, QVT_JSON, NULL);
 }
 
-static int qcFulltext(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
+static int qcfFulltext(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
   QComp *pC = pX->pC;
   const Attr *pA;
   ValueType vt;
@@ -376,7 +376,7 @@ static int qcFulltext(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg,
 ** start inclusive, its end exclusive: tx < it is "instant < zInst", since
 ** instants grow with tx ids, tx.c). Past the last transaction: the largest
 ** id, so nothing is at or after it. */
-static char *qcTxAtInstant(const char *zInst) {
+static char *qcfTxAtInstant(const char *zInst) {
   return sqlite3_mprintf("coalesce((SELECT min(e) FROM datoms WHERE a = %d AND value_type_tag = %d"
                          " AND v >= (%s)), 9223372036854775807)",
                          ENTID_DB_TXINSTANT, TAG_INSTANT, zInst);
@@ -388,7 +388,7 @@ static char *qcTxAtInstant(const char *zInst) {
 ** bound: NULL and *pbOpen set. Any other type is an error naming zFn, the
 ** argument's role zRole and the argument: at compile time when its type
 ** is known, else when the row reaches it (mentat_tx_point). */
-static char *qcTxPoint(QCtx *pX, const EdnValue *pArg, const char *zFn, const char *zRole,
+static char *qcfTxPoint(QCtx *pX, const EdnValue *pArg, const char *zFn, const char *zRole,
                        int *pbOpen) {
   QComp *pC = pX->pC;
   ValueType vt = VT_NONE;
@@ -411,7 +411,7 @@ static char *qcTxPoint(QCtx *pX, const EdnValue *pArg, const char *zFn, const ch
     zOut = zV;
     zV = NULL;
   } else if (vt == VT_INSTANT) {
-    zOut = qcTxAtInstant(zV);
+    zOut = qcfTxAtInstant(zV);
   } else if (vt != VT_NONE) {
     qcErr(pC, pArg, "%s: %s %s is a %s, not a tx id or an #inst", zFn, zRole, zName, qcVtName(vt));
   } else {
@@ -419,7 +419,7 @@ static char *qcTxPoint(QCtx *pX, const EdnValue *pArg, const char *zFn, const ch
     ** reading, anything else must be an entity id or a long. */
     char *zWhere = sqlite3_mprintf("line %d col %d: %s: %s %s", pArg->line, pArg->col, zFn, zRole,
                                    zName);
-    char *zInst = qcTxAtInstant(zV);
+    char *zInst = qcfTxAtInstant(zV);
     if (zWhere && zInst) {
       zOut = zTag ? sqlite3_mprintf("(CASE WHEN (%s) = %d THEN %s ELSE mentat_tx_point(%s, %s, %Q) END)",
                                     zTag, TAG_INSTANT, zInst, zV, zTag, zWhere)
@@ -443,7 +443,7 @@ cleanup:
 /* (tx-ids $ start end): the transactions with start <= tx < end, from the
 ** log (Datomic's tx-ids over tx-range: each bound a tx id, an #inst or nil
 ** for the log's beginning or end); bound as a collection [?tx ...]. */
-static int qcTxIds(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
+static int qcfTxIds(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
   QComp *pC = pX->pC;
   char *zFrom = NULL, *zTo = NULL;
   char zAlias[24];
@@ -452,8 +452,8 @@ static int qcTxIds(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, in
   if (pCl->bind.kind != QB_COLL && pCl->bind.kind != QB_SCALAR) {
     return qcErr(pC, pCl->pForm, "tx-ids binds a collection [?tx ...]");
   }
-  zFrom = qcTxPoint(pX, aArg[0], "tx-ids", "start", &bOpenFrom);
-  if (pC->rc == SQLITE_OK) zTo = qcTxPoint(pX, aArg[1], "tx-ids", "end", &bOpenTo);
+  zFrom = qcfTxPoint(pX, aArg[0], "tx-ids", "start", &bOpenFrom);
+  if (pC->rc == SQLITE_OK) zTo = qcfTxPoint(pX, aArg[1], "tx-ids", "end", &bOpenTo);
   if (pC->rc == SQLITE_OK) {
     sqlite3_snprintf(sizeof zAlias, zAlias, "x%d", ++pC->nAlias);
     /* A plain join (a derived table could not see ?from/?to): rows repeat
@@ -474,7 +474,7 @@ static int qcTxIds(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, in
 /* (tx-data $ tx): the log rows of one transaction (a tx id, or an #inst:
 ** the first transaction at or after it), bound as a relation
 ** [[?e ?a ?v ?tx ?added]]. */
-static int qcTxData(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
+static int qcfTxData(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
   QComp *pC = pX->pC;
   char *zTx;
   char zAlias[24];
@@ -483,7 +483,7 @@ static int qcTxData(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, i
   if (pCl->bind.kind != QB_REL || pCl->bind.nVar > 5) {
     return qcErr(pC, pCl->pForm, "tx-data binds a relation [[?e ?a ?v ?tx ?added]]");
   }
-  zTx = qcTxPoint(pX, aArg[0], "tx-data", "tx", NULL);
+  zTx = qcfTxPoint(pX, aArg[0], "tx-data", "tx", NULL);
   if (zTx == NULL) return pC->rc;
   sqlite3_snprintf(sizeof zAlias, zAlias, "x%d", ++pC->nAlias);
   qcFrom(pX, sqlite3_mprintf("timelined_transactions %s", zAlias));
@@ -509,7 +509,7 @@ static int qcTxData(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, i
 }
 
 /* (type ?v): the value type keyword of a value, e.g. :db.type/long. */
-static int qcType(QCtx *pX, const QClause *pCl) {
+static int qcfType(QCtx *pX, const QClause *pCl) {
   QComp *pC = pX->pC;
   ValueType vt;
   char *zTag = NULL, *zV, *zExpr;
@@ -534,10 +534,10 @@ static int qcType(QCtx *pX, const QClause *pCl) {
   sqlite3_free(zV);
   sqlite3_free(zTag);
   if (zExpr == NULL) return qcNoMem(pC);
-  return qcBindResult(pX, pCl, zExpr, VT_KEYWORD, NULL);
+  return qcfBindResult(pX, pCl, zExpr, VT_KEYWORD, NULL);
 }
 
-int qcFunction(QCtx *pX, const QClause *pCl) {
+int qcfFunction(QCtx *pX, const QClause *pCl) {
   QComp *pC = pX->pC;
   const EdnValue *const *aArg;
   int nArg;
@@ -551,28 +551,28 @@ int qcFunction(QCtx *pX, const QClause *pCl) {
     if (ednIsVar(pCl->aArg[0])) {
       zExpr = qcTermExpr(pX, pCl->aArg[0], &vt, &zTag, "function");
       if (zExpr == NULL) return pC->rc;
-      return qcBindResult(pX, pCl, zExpr, vt, zTag);
+      return qcfBindResult(pX, pCl, zExpr, vt, zTag);
     }
-    return qcBindValue(pX, &pCl->bind, pCl->aArg[0], -1, "ground");
+    return qcbBind(pX, &pCl->bind, pCl->aArg[0], -1, "ground");
   }
-  if (strcmp(z, "get-else") == 0) return qcGetElse(pX, pCl, aArg, nArg);
-  if (strcmp(z, "get-some") == 0) return qcGetSome(pX, pCl, aArg, nArg);
-  if (strcmp(z, "untuple") == 0) return qcUntuple(pX, pCl);
-  if (strcmp(z, "fulltext") == 0) return qcFulltext(pX, pCl, aArg, nArg);
-  if (strcmp(z, "tx-ids") == 0) return qcTxIds(pX, pCl, aArg, nArg);
-  if (strcmp(z, "tx-data") == 0) return qcTxData(pX, pCl, aArg, nArg);
-  if (strcmp(z, "type") == 0) return qcType(pX, pCl);
+  if (strcmp(z, "get-else") == 0) return qcfGetElse(pX, pCl, aArg, nArg);
+  if (strcmp(z, "get-some") == 0) return qcfGetSome(pX, pCl, aArg, nArg);
+  if (strcmp(z, "untuple") == 0) return qcfUntuple(pX, pCl);
+  if (strcmp(z, "fulltext") == 0) return qcfFulltext(pX, pCl, aArg, nArg);
+  if (strcmp(z, "tx-ids") == 0) return qcfTxIds(pX, pCl, aArg, nArg);
+  if (strcmp(z, "tx-data") == 0) return qcfTxData(pX, pCl, aArg, nArg);
+  if (strcmp(z, "type") == 0) return qcfType(pX, pCl);
   /* A predicate bound to a variable gives its truth as a boolean. */
-  if (qcPredExpr(pX, pCl, &zExpr)) {
+  if (qcpExpr(pX, pCl, &zExpr)) {
     char *zBool;
     if (zExpr == NULL) return pC->rc;
     zBool = sqlite3_mprintf("(CASE WHEN %s THEN 1 ELSE 0 END)", zExpr);
     sqlite3_free(zExpr);
-    return qcBindResult(pX, pCl, zBool, VT_BOOLEAN, NULL);
+    return qcfBindResult(pX, pCl, zBool, VT_BOOLEAN, NULL);
   }
-  if (qcValueFn(pX, pCl, &zExpr, &vt, &zTag)) {
+  if (qcvExpr(pX, pCl, &zExpr, &vt, &zTag)) {
     if (zExpr == NULL) return pC->rc;
-    return qcBindResult(pX, pCl, zExpr, vt, zTag);
+    return qcfBindResult(pX, pCl, zExpr, vt, zTag);
   }
   if (pC->rc) return pC->rc;
   return qcErr(pC, pCl->pForm, "unknown function %s", z);

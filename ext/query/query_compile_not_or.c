@@ -13,12 +13,12 @@
 ** requires every branch to use the same free variables, as Datomic does;
 ** variables bound before it (inputs, earlier clauses) every branch sees.
 ** or-join's required variables ([[?e] ...]) must be bound where it runs:
-** qcClauses defers it until they are, as Datomic pushes it down.
+** qcwClauses defers it until they are, as Datomic pushes it down.
 */
 #include <string.h>
 #include "query_compile_scope.h"
 
-int qcNot(QCtx *pX, const QClause *pCl, int iDepth) {
+int qcoNot(QCtx *pX, const QClause *pCl, int iDepth) {
   QComp *pC = pX->pC;
   QCtx sub;
   char *zBody;
@@ -36,7 +36,7 @@ int qcNot(QCtx *pX, const QClause *pCl, int iDepth) {
     sub.nVisible = pCl->nJoin;
     sub.aVisible = pCl->aJoin;
   }
-  qcClauses(&sub, pCl->aSub, pCl->nSub, iDepth + 1);
+  qcwClauses(&sub, pCl->aSub, pCl->nSub, iDepth + 1);
   if (pC->rc == SQLITE_OK) {
     zBody = qcBody(&sub);
     if (zBody) qcWhere(pX, sqlite3_mprintf("NOT EXISTS (SELECT 1%s)", zBody));
@@ -47,7 +47,7 @@ int qcNot(QCtx *pX, const QClause *pCl, int iDepth) {
 }
 
 /* The clauses of branch i of an or: an (and ...) body or the one clause. */
-static void qcBranch(const QClause *pOr, int i, QClause *const **paSub, int *pnSub) {
+static void qcoBranch(const QClause *pOr, int i, QClause *const **paSub, int *pnSub) {
   const QClause *pB = pOr->aSub[i];
   if (pB->kind == QC_AND) {
     *paSub = pB->aSub;
@@ -58,20 +58,20 @@ static void qcBranch(const QClause *pOr, int i, QClause *const **paSub, int *pnS
   }
 }
 
-static int qcIsBound(QCtx *pX, const char *zName) {
+static int qcoIsBound(QCtx *pX, const char *zName) {
   QVar *pV = qcVarFind(pX, zName);
   return pV && (pV->zExpr || pV->zInList);
 }
 
-int qcOrReady(QCtx *pX, const QClause *pCl) {
+int qcoOrReady(QCtx *pX, const QClause *pCl) {
   int i;
   if (pCl->kind != QC_OR_JOIN) return 1;
-  for (i = 0; i < pCl->nReq; i++) if (!qcIsBound(pX, pCl->aJoin[i]->u.s.z)) return 0;
+  for (i = 0; i < pCl->nReq; i++) if (!qcoIsBound(pX, pCl->aJoin[i]->u.s.z)) return 0;
   return 1;
 }
 
 /* "[?a ?b]": or-join's required variables, for messages. */
-static char *qcReqList(const QClause *pCl) {
+static char *qcoReqList(const QClause *pCl) {
   sqlite3_str *p = sqlite3_str_new(NULL);
   int i;
   sqlite3_str_appendchar(p, 1, '[');
@@ -86,16 +86,16 @@ static char *qcReqList(const QClause *pCl) {
 ** Branches may differ only in variables bound before the or (inputs,
 ** earlier clauses), which every branch then sees; a difference in a free
 ** variable is an error naming the free ones (Datomic requires one set). */
-static int qcOrVars(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int *pnJoin,
+static int qcoOrVars(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int *pnJoin,
                     int iDepth) {
   QComp *pC = pX->pC;
   const char *azFirst[64], *azVar[64], *azAll[64];
-  int nFirst = qcClauseVars(pCl->aSub[0], azFirst, 64, iDepth + 1);
+  int nFirst = qcwClauseVars(pCl->aSub[0], azFirst, 64, iDepth + 1);
   int nAll = 0, i, j, k, m;
   if (nFirst > 64) return qcErr(pC, pCl->pForm, "or uses too many variables");
   for (j = 0; j < nFirst; j++) azAll[nAll++] = azFirst[j];
   for (i = 1; i < pCl->nSub; i++) {
-    int n = qcClauseVars(pCl->aSub[i], azVar, 64, iDepth + 1);
+    int n = qcwClauseVars(pCl->aSub[i], azVar, 64, iDepth + 1);
     sqlite3_str *pDiff;
     char *zDiff;
     int nDiff = 0;
@@ -104,13 +104,13 @@ static int qcOrVars(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int *p
     /* Name the free variables that differ between the first branch and this one. */
     for (k = 0; k < n; k++) {
       for (m = 0; m < nFirst && strcmp(azVar[k], azFirst[m]); m++) {}
-      if (m == nFirst && !qcIsBound(pX, azVar[k])) {
+      if (m == nFirst && !qcoIsBound(pX, azVar[k])) {
         sqlite3_str_appendf(pDiff, "%s%s", nDiff++ ? ", " : "", azVar[k]);
       }
     }
     for (m = 0; m < nFirst; m++) {
       for (k = 0; k < n && strcmp(azVar[k], azFirst[m]); k++) {}
-      if (k == n && !qcIsBound(pX, azFirst[m])) {
+      if (k == n && !qcoIsBound(pX, azFirst[m])) {
         sqlite3_str_appendf(pDiff, "%s%s", nDiff++ ? ", " : "", azFirst[m]);
       }
     }
@@ -141,7 +141,7 @@ static int qcOrVars(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int *p
   return SQLITE_OK;
 }
 
-int qcOr(QCtx *pX, const QClause *pCl, int iDepth) {
+int qcoOr(QCtx *pX, const QClause *pCl, int iDepth) {
   QComp *pC = pX->pC;
   const EdnValue *aJoinLocal[64];
   const EdnValue **aJoin;
@@ -152,8 +152,8 @@ int qcOr(QCtx *pX, const QClause *pCl, int iDepth) {
     aJoin = pCl->aJoin;
     nJoin = pCl->nJoin;
     for (i = 0; i < pCl->nReq; i++) {
-      if (!qcIsBound(pX, aJoin[i]->u.s.z)) {
-        char *zReq = qcReqList(pCl);
+      if (!qcoIsBound(pX, aJoin[i]->u.s.z)) {
+        char *zReq = qcoReqList(pCl);
         qcErr(pC, pCl->pForm, "or-join needs %s bound where it is used (it is required: %s)",
               aJoin[i]->u.s.z, zReq ? zReq : "?");
         sqlite3_free(zReq);
@@ -161,7 +161,7 @@ int qcOr(QCtx *pX, const QClause *pCl, int iDepth) {
       }
     }
   } else {
-    if (qcOrVars(pX, pCl, aJoinLocal, &nJoin, iDepth)) return pC->rc;
+    if (qcoOrVars(pX, pCl, aJoinLocal, &nJoin, iDepth)) return pC->rc;
     aJoin = aJoinLocal;
   }
   for (i = 0; i < nJoin; i++) {
@@ -177,11 +177,11 @@ int qcOr(QCtx *pX, const QClause *pCl, int iDepth) {
       QClause *const *aSub;
       int nSub;
       char *zBody;
-      qcBranch(pCl, i, &aSub, &nSub);
+      qcoBranch(pCl, i, &aSub, &nSub);
       qcCtxInit(&sub, pC, pX);
       sub.nVisible = nJoin;
       sub.aVisible = aJoin;
-      qcClauses(&sub, aSub, nSub, iDepth + 1);
+      qcwClauses(&sub, aSub, nSub, iDepth + 1);
       zBody = pC->rc == SQLITE_OK ? qcBody(&sub) : NULL;
       if (zBody) sqlite3_str_appendf(pOut, "%sSELECT 1%s", i ? " UNION ALL " : "", zBody);
       sqlite3_free(zBody);
@@ -227,8 +227,8 @@ int qcOr(QCtx *pX, const QClause *pCl, int iDepth) {
       for (i = 0; i < pCl->nSub && bOwn; i++) {
         QClause *const *aSub;
         int nSub;
-        qcBranch(pCl, i, &aSub, &nSub);
-        bOwn = qcClausesUnseeded(aSub, nSub, azVar, nVar);
+        qcoBranch(pCl, i, &aSub, &nSub);
+        bOwn = qcwClausesUnseeded(aSub, nSub, azVar, nVar);
       }
       if (bOwn) bSeed = 0;
       else qcCollapse(pX);
@@ -240,7 +240,7 @@ int qcOr(QCtx *pX, const QClause *pCl, int iDepth) {
       QClause *const *aSub;
       int nSub;
       char *zBody;
-      qcBranch(pCl, i, &aSub, &nSub);
+      qcoBranch(pCl, i, &aSub, &nSub);
       qcCtxInit(&sub, pC, pX);
       sub.nVisible = 0;      /* uncorrelated: a derived table cannot see outside */
       if (bSeed && qcCopyScope(&sub, pX)) {
@@ -249,7 +249,7 @@ int qcOr(QCtx *pX, const QClause *pCl, int iDepth) {
           if (pV && pV->zExpr) qcCopyVar(&sub, aJoin[j]->u.s.z, pV);
         }
       }
-      qcClauses(&sub, aSub, nSub, iDepth + 1);
+      qcwClauses(&sub, aSub, nSub, iDepth + 1);
       sqlite3_str_appendf(pOut, "%sSELECT ", i ? " UNION " : "");
       for (j = 0; j < nJoin && pC->rc == SQLITE_OK; j++) {
         QVar *pV = qcVarFind(&sub, aJoin[j]->u.s.z);

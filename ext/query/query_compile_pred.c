@@ -15,7 +15,7 @@
 #include "query_compile_scope.h"
 
 /* The tags of a comparison class, as an SQL list. */
-static const char *qcClassTags(int iClass) {
+static const char *qcpClassTags(int iClass) {
   switch (iClass) {
     case 1: return "5";
     case 2: return "10";
@@ -33,7 +33,7 @@ static const char *qcClassTags(int iClass) {
 ** is false; Datomic stores 1 and 1.0 as different values); == and the
 ** orderings compare numbers by magnitude. SQLite keeps the two apart by
 ** storage class (a stored double is REAL), so the test is typeof's. */
-static char *qcCompare(QCtx *pX, const EdnValue *pA, const EdnValue *pB, const char *zOp,
+static char *qcpCompare(QCtx *pX, const EdnValue *pA, const EdnValue *pB, const char *zOp,
                        int bNe, int bValue) {
   ValueType vtA, vtB;
   char *zTagA = NULL, *zTagB = NULL, *zOut = NULL, *zCmp = NULL;
@@ -86,7 +86,7 @@ static char *qcCompare(QCtx *pX, const EdnValue *pA, const EdnValue *pB, const c
     ValueType vtKnown = vtA == VT_NONE ? vtB : vtA;
     const char *zTag = vtA == VT_NONE ? zTagA : zTagB;
     const char *zTags = bEq && (vtKnown == VT_LONG || vtKnown == VT_REF) ? "0, 5"
-                        : qcClassTags(qcTypeClass(vtKnown));
+                        : qcpClassTags(qcTypeClass(vtKnown));
     if (bNe) {
       zOut = sqlite3_mprintf("(%s NOT IN (%s) OR %s)", zTag, zTags, zCmp);
     } else {
@@ -103,50 +103,8 @@ cleanup:
   return zOut;
 }
 
-/* Arguments without the leading source "$". */
-void qcSkipSrc(const QClause *pCl, const EdnValue *const **paArg, int *pnArg) {
-  *paArg = pCl->aArg;
-  *pnArg = pCl->nArg;
-  if (*pnArg > 0 && qIsSrc((*paArg)[0])) {
-    (*paArg)++;
-    (*pnArg)--;
-  }
-}
-
-/* A subquery "SELECT zSel FROM <the database the query reads> g WHERE
-** g.e = zE AND g.a = a" (qcView: as of T, since T), for the built-ins that
-** look up one entity's attribute; NULL after an error. Datomic's history
-** database has no one value of an attribute: there they are an error
-** naming zFn. */
-char *qcEntityAttrSql(QCtx *pX, const EdnValue *pAt, const char *zFn, const char *zSel,
-                      const char *zE, sqlite3_int64 a) {
-  QComp *pC = pX->pC;
-  const char *zTable = NULL;
-  char *zCond, *z;
-  if (pC->bHistory) {
-    qcErr(pC, pAt, "%s is not supported on the history database", zFn);
-    return NULL;
-  }
-  zCond = qcView(pC, "g", &zTable);
-  if (zCond == NULL) { qcNoMem(pC); return NULL; }
-  z = sqlite3_mprintf("SELECT %s FROM %s g WHERE g.e = %s AND g.a = %lld%s%s", zSel, zTable, zE,
-                      a, zCond[0] ? " AND " : "", zCond);
-  sqlite3_free(zCond);
-  if (z == NULL) qcNoMem(pC);
-  return z;
-}
-
-/* The attribute named by a keyword argument, or NULL (unknown: no datoms). */
-const Attr *qcAttrArg(QCtx *pX, const EdnValue *p, const char *zFn) {
-  if (p->type != EDN_KEYWORD) {
-    qcErr(pX->pC, p, "%s expects an attribute keyword", zFn);
-    return NULL;
-  }
-  return schemaAttrByIdent(pX->pC->pSchema, p->u.s.z, p->u.s.n);
-}
-
 /* Clojure predicates of one or two arguments: SQL format and arity. */
-static const struct { const char *zName; const char *zFmt; int nArg; } aQcPred[] = {
+static const struct { const char *zName; const char *zFmt; int nArg; } aQcpPred[] = {
   { "even?", "((%s) %% 2 = 0)", 1 },
   { "odd?", "((%s) %% 2 != 0)", 1 },
   { "zero?", "((%s) = 0)", 1 },
@@ -166,18 +124,18 @@ static const struct { const char *zName; const char *zFmt; int nArg; } aQcPred[]
 };
 
 /* bValue: Clojure's = (and its negations), not the numeric == */
-static const struct { const char *zName, *zOp; int bNe, bValue; } aQcCmp[] = {
+static const struct { const char *zName, *zOp; int bNe, bValue; } aQcpCmp[] = {
   { "=", "=", 0, 1 }, { "==", "=", 0, 0 }, { "!=", "!=", 1, 1 }, { "not=", "!=", 1, 1 },
   { "<", "<", 0, 0 }, { "<=", "<=", 0, 0 }, { ">", ">", 0, 0 }, { ">=", ">=", 0, 0 },
 };
 
 /* Appends the terms of a chain of comparisons joined by zJoin. */
-static void qcCompareChain(QCtx *pX, sqlite3_str *pOut, const EdnValue *const *aA,
+static void qcpCompareChain(QCtx *pX, sqlite3_str *pOut, const EdnValue *const *aA,
                            const EdnValue *const *aB, int n, const char *zOp, int bNe,
                            int bValue, const char *zJoin) {
   int j;
   for (j = 0; j < n && pX->pC->rc == SQLITE_OK; j++) {
-    char *zT = qcCompare(pX, aA[j], aB[j], zOp, bNe, bValue);
+    char *zT = qcpCompare(pX, aA[j], aB[j], zOp, bNe, bValue);
     if (zT) sqlite3_str_appendf(pOut, "%s%s", j ? zJoin : "", zT);
     sqlite3_free(zT);
   }
@@ -187,30 +145,30 @@ static void qcCompareChain(QCtx *pX, sqlite3_str *pOut, const EdnValue *const *a
 ** comparison, Clojure predicates, missing?, differ?). Returns 1 when the name
 ** is one (then *pzOut is the expression, or NULL on error: see pC->rc), 0 when
 ** it is not a predicate name (then the caller tries value functions). */
-int qcPredExpr(QCtx *pX, const QClause *pCl, char **pzOut) {
+int qcpExpr(QCtx *pX, const QClause *pCl, char **pzOut) {
   QComp *pC = pX->pC;
   const char *z = pCl->zName;
   const EdnValue *const *aArg;
   int nArg, i;
   *pzOut = NULL;
-  for (i = 0; i < (int)(sizeof aQcCmp / sizeof aQcCmp[0]); i++) {
+  for (i = 0; i < (int)(sizeof aQcpCmp / sizeof aQcpCmp[0]); i++) {
     sqlite3_str *pOut;
     int n = pCl->nArg;
-    if (strcmp(z, aQcCmp[i].zName) != 0) continue;
+    if (strcmp(z, aQcpCmp[i].zName) != 0) continue;
     if (n < 2) {
       qcErr(pC, pCl->pForm, "%s needs at least two arguments", z);
       return 1;
     }
     pOut = sqlite3_str_new(NULL);
     sqlite3_str_appendall(pOut, "(");
-    if (aQcCmp[i].bNe && n > 2) {
+    if (aQcpCmp[i].bNe && n > 2) {
       /* (not= a b c) is (not (= a b c)): true unless all are equal. */
       sqlite3_str_appendall(pOut, "NOT (");
-      qcCompareChain(pX, pOut, pCl->aArg, pCl->aArg + 1, n - 1, "=", 0, 1, " AND ");
+      qcpCompareChain(pX, pOut, pCl->aArg, pCl->aArg + 1, n - 1, "=", 0, 1, " AND ");
       sqlite3_str_appendall(pOut, ")");
     } else {
-      qcCompareChain(pX, pOut, pCl->aArg, pCl->aArg + 1, n - 1, aQcCmp[i].zOp,
-                     aQcCmp[i].bNe, aQcCmp[i].bValue, " AND ");
+      qcpCompareChain(pX, pOut, pCl->aArg, pCl->aArg + 1, n - 1, aQcpCmp[i].zOp,
+                     aQcpCmp[i].bNe, aQcpCmp[i].bValue, " AND ");
     }
     sqlite3_str_appendall(pOut, ")");
     *pzOut = sqlite3_str_finish(pOut);
@@ -229,7 +187,7 @@ int qcPredExpr(QCtx *pX, const QClause *pCl, char **pzOut) {
     }
     pOut = sqlite3_str_new(NULL);
     sqlite3_str_appendall(pOut, "(");
-    qcCompareChain(pX, pOut, pCl->aArg, pCl->aArg + h, h, "!=", 1, 1, " OR ");
+    qcpCompareChain(pX, pOut, pCl->aArg, pCl->aArg + h, h, "!=", 1, 1, " OR ");
     sqlite3_str_appendall(pOut, ")");
     *pzOut = sqlite3_str_finish(pOut);
     if (pC->rc) { sqlite3_free(*pzOut); *pzOut = NULL; }
@@ -259,23 +217,23 @@ int qcPredExpr(QCtx *pX, const QClause *pCl, char **pzOut) {
     sqlite3_free(zE);
     return 1;
   }
-  for (i = 0; i < (int)(sizeof aQcPred / sizeof aQcPred[0]); i++) {
+  for (i = 0; i < (int)(sizeof aQcpPred / sizeof aQcpPred[0]); i++) {
     ValueType vt;
     char *zA, *zB = NULL;
-    if (strcmp(z, aQcPred[i].zName) != 0) continue;
-    if (pCl->nArg != aQcPred[i].nArg) {
-      qcErr(pC, pCl->pForm, "%s takes %d argument(s), got %d", z, aQcPred[i].nArg, pCl->nArg);
+    if (strcmp(z, aQcpPred[i].zName) != 0) continue;
+    if (pCl->nArg != aQcpPred[i].nArg) {
+      qcErr(pC, pCl->pForm, "%s takes %d argument(s), got %d", z, aQcpPred[i].nArg, pCl->nArg);
       return 1;
     }
     zA = qcTermExpr(pX, pCl->aArg[0], &vt, NULL, "predicate");
     if (zA && pCl->nArg == 2) zB = qcTermExpr(pX, pCl->aArg[1], &vt, NULL, "predicate");
     if (pC->rc == SQLITE_OK) {
       if (strcmp(z, "clojure.string/starts-with?") == 0) {
-        *pzOut = sqlite3_mprintf(aQcPred[i].zFmt, zA, zB, zB);
+        *pzOut = sqlite3_mprintf(aQcpPred[i].zFmt, zA, zB, zB);
       } else if (pCl->nArg == 2) {
-        *pzOut = sqlite3_mprintf(aQcPred[i].zFmt, zA, zB);
+        *pzOut = sqlite3_mprintf(aQcpPred[i].zFmt, zA, zB);
       } else {
-        *pzOut = sqlite3_mprintf(aQcPred[i].zFmt, zA);
+        *pzOut = sqlite3_mprintf(aQcpPred[i].zFmt, zA);
       }
       if (*pzOut == NULL) qcNoMem(pC);
     }

@@ -17,7 +17,7 @@
 ** variables pre-bound to the caller's bound arguments and constants: the
 ** body's functions and predicates see them, as Datomic evaluates a rule
 ** with the caller's bindings. Required head variables ([?a]) must be bound
-** where the rule is called: qcClauses defers such a call until they are,
+** where the rule is called: qcwClauses defers such a call until they are,
 ** then the call is an error naming them.
 **
 ** BOUND ARGUMENTS. A call in the query's own scope whose arguments are
@@ -66,7 +66,7 @@ typedef struct QRuleInfo {
   int *aiHeadOf;          /* per rule definition: its head */
 } QRuleInfo;
 
-void qcRulesFree(QComp *pC) {
+void qcrFree(QComp *pC) {
   if (pC->pRi) {
     sqlite3_free(pC->pRi->aHead);
     sqlite3_free(pC->pRi->aiHeadOf);
@@ -229,7 +229,7 @@ static int qcRulesGroup(QComp *pC, int g, int iDepth) {
     {
       const QRule *pWholeSave = pC->pWhole;
       pC->pWhole = pR;
-      qcClauses(&sub, pR->aClause, pR->nClause, iDepth + 1);
+      qcwClauses(&sub, pR->aClause, pR->nClause, iDepth + 1);
       pC->pWhole = pWholeSave;
     }
     if (pC->rc == SQLITE_OK && pC->nSelfRef > 1) {
@@ -374,7 +374,7 @@ static int qcPassThrough(const QRule *pR, int iRec, int j) {
     const char *az[64];
     int n;
     if (k == iRec) continue;
-    n = qcClauseVars(pR->aClause[k], az, 64, 1);
+    n = qcwClauseVars(pR->aClause[k], az, 64, 1);
     if (n > 64) return 0;
     for (m = 0; m < n; m++) if (strcmp(az[m], zVar) == 0) return 0;
   }
@@ -465,7 +465,7 @@ static int qcMagicStepBinds(const QRule *pR, int iRec, const unsigned char *aePl
         if (k < pCl->nArg) continue;
         n = qcTermsVarsOf(pCl->bind.aVar, pCl->bind.nVar, az, 64);
       } else {
-        n = qcClauseVars(pCl, az, 64, 1);
+        n = qcwClauseVars(pCl, az, 64, 1);
       }
       if (n > 64) return 0;
       aDone[i] = 1;
@@ -506,7 +506,7 @@ static void qcBindArg(QCtx *pX, QCtx *pSub, const EdnValue *pA, const EdnValue *
     b.kind = QB_SCALAR;
     b.nVar = 1;
     b.aVar = &pHead;
-    qcBindValue(pSub, &b, pA, -1, "rule argument");
+    qcbBind(pSub, &b, pA, -1, "rule argument");
   }
   qcMarkArg(pSub, pHead->u.s.z);
 }
@@ -537,7 +537,7 @@ static void qcMagicBody(QComp *pC, QCtx *pSub, int iN, const QRule *pR,
     if (a == NULL) { qcNoMem(pC); return; }
   }
   for (i = 0; i < pR->nClause; i++) if (i != iSkip) a[n++] = pR->aClause[i];
-  if (pC->rc == SQLITE_OK) qcClauses(pSub, a, n, iDepth + 1);
+  if (pC->rc == SQLITE_OK) qcwClauses(pSub, a, n, iDepth + 1);
   if (a != aLocal) sqlite3_free(a);
 }
 
@@ -742,7 +742,7 @@ static void qcOriginsBodies(QCtx *pX, const QClause *pCl, int h, const unsigned 
       if ((!abBound[j] || !aePlace[j]) && !(abDirect && abDirect[j])) continue;
       qcBindArg(pX, &sub, pA, pHead);
     }
-    qcClauses(&sub, a, m, iDepth + 1);
+    qcwClauses(&sub, a, m, iDepth + 1);
     for (j = 0; j < pR->nHead && pC->rc == SQLITE_OK; j++) {
       if (abBound[j]) qcMagicTerm(&sub, pVal, pTag, pR->aHead[j], pR->zName);
     }
@@ -939,7 +939,7 @@ static int qcArgBound(QCtx *pX, const EdnValue *pA) {
   return pV && (pV->zExpr || pV->zInList);
 }
 
-int qcRuleReady(QCtx *pX, const QClause *pCl) {
+int qcrReady(QCtx *pX, const QClause *pCl) {
   QComp *pC = pX->pC;
   int h, i;
   if (!pC->bRules) return 1;
@@ -992,7 +992,7 @@ static void qcInlinePrebind(QCtx *pSub, QCtx *pX, const QClause *pCl, const QRul
       b.nVar = 1;
       b.aVar = &pHead;
       sqlite3_snprintf(sizeof zWhat, zWhat, "rule %s argument %d", pCl->zName, j + 1);
-      qcBindValue(pSub, &b, pA, -1, zWhat);
+      qcbBind(pSub, &b, pA, -1, zWhat);
     }
   }
 }
@@ -1021,7 +1021,7 @@ static int qcInlineUnseeded(QCtx *pX, int h, const QClause *pCl, const unsigned 
     int nVar = 0;
     if (pC->pRi->aiHeadOf[i] != h) continue;
     for (j = 0; j < pCl->nArg; j++) if (aeArg[j] == 1) azVar[nVar++] = pR->aHead[j]->u.s.z;
-    if (!qcClausesUnseeded(pR->aClause, pR->nClause, azVar, nVar)) return 0;
+    if (!qcwClausesUnseeded(pR->aClause, pR->nClause, azVar, nVar)) return 0;
   }
   return 1;
 }
@@ -1063,7 +1063,7 @@ static int qcInlineJoin(QCtx *pX, const QClause *pCl, int h, const unsigned char
     pA = qcVarFind(pX, pCl->aArg[j]->u.s.z);
     if (pV && pA && pV->nFnDepth < pA->nFnDepth) pV->nFnDepth = pA->nFnDepth;
   }
-  qcClauses(&sub, pR->aClause, pR->nClause, iDepth + 1);
+  qcwClauses(&sub, pR->aClause, pR->nClause, iDepth + 1);
   for (j = 0; j < pCl->nArg && pC->rc == SQLITE_OK; j++) {
     QVar *pV;
     if (aeArg[j] != 0) continue;
@@ -1164,7 +1164,7 @@ static int qcInlineCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
     sub.nVisible = 0;        /* the body's variables are its own */
     if (bSeed) qcCopyScope(&sub, pX);
     qcInlinePrebind(&sub, pX, pCl, pR, aeArg, nFree && !bSeed);
-    qcClauses(&sub, pR->aClause, pR->nClause, iDepth + 1);
+    qcwClauses(&sub, pR->aClause, pR->nClause, iDepth + 1);
     sqlite3_str_appendf(pOut, "%sSELECT ", nDef++ ? (nFree ? " UNION " : " UNION ALL ") : "");
     if (!nFree) sqlite3_str_appendall(pOut, "1");
     for (j = 0; j < nArity && nFree && pC->rc == SQLITE_OK; j++) {
@@ -1208,14 +1208,14 @@ static int qcInlineCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
   return 1;
 }
 
-int qcRuleSeedPlace(QCtx *pX, const QClause *pCl, const char *zVar) {
+int qcrSeedPlace(QCtx *pX, const QClause *pCl, const char *zVar) {
   QComp *pC = pX->pC;
   int h, bArity, i;
   unsigned char aePlace[64];
   if (!pC->bRules || pCl->nArg > 64) return 1;
   if (pC->pRi == NULL && qcRulesPrepare(pC)) return 1;
   h = qcHeadFind(pC->pRi, pCl->zName, pCl->nArg, &bArity);
-  /* Not a rule the rewrite takes (or an error qcRuleCall will report):
+  /* Not a rule the rewrite takes (or an error qcrCall will report):
   ** every argument may matter. */
   if (h < 0 || !qcMagicShape(pC, h, aePlace)) return 1;
   for (i = 0; i < pCl->nArg; i++) {
@@ -1230,7 +1230,7 @@ int qcRuleSeedPlace(QCtx *pX, const QClause *pCl, const char *zVar) {
   return 0;
 }
 
-int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth) {
+int qcrCall(QCtx *pX, const QClause *pCl, int iDepth) {
   QComp *pC = pX->pC;
   int h, g, bArity, i;
   char zAlias[24];

@@ -103,7 +103,7 @@ char *qcBody(QCtx *pX) {
   }
   if (pX->nFrom > 1 && pX->nFrom == pX->nPatternFrom && !pX->bUnlinked) {
     /* Every pattern is reached through an index from what comes before it
-    ** (qcClauses emits them bound-first): CROSS JOIN keeps that order, so
+    ** (qcwClauses emits them bound-first): CROSS JOIN keeps that order, so
     ** stale or missing statistics (a new managed index, a small store
     ** without sqlite_stat1) cannot make SQLite drive from a whole
     ** attribute. The items are "datoms dN" / "timelined_transactions dN",

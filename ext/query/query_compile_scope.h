@@ -46,7 +46,7 @@ typedef struct QVar {
 } QVar;
 
 /* The e, a, v, tx, added places of one data pattern, for deciding whether
-** the rows of a scope are already distinct (qcRowsUnique): a variable name,
+** the rows of a scope are already distinct (qcwRowsUnique): a variable name,
 ** NULL for a constant (or a single-valued input) or a place the datom fixes
 ** anyway, "" for a blank or missing place that does not.
 ** A current or as-of datom is identified by (e, a, v); a 5-place history
@@ -285,87 +285,87 @@ char *qcView(QComp *pC, const char *zAlias, const char **pzTable);
 ** (a bad pattern fails the compile, before any row). SQLite code; on error
 ** pC->rc and *pC->pzErr are set. */
 int qcPullColumn(QComp *pC, const QFindElem *pE, QPlanCol *pCol);
+/* The attribute a keyword argument of zFn names, NULL when unknown (no
+** datoms); another form is an error naming zFn. */
+const Attr *qcAttrArg(QCtx *pX, const EdnValue *p, const char *zFn);
+/* "SELECT zSel FROM <the datoms the query reads> g WHERE g.e = zE AND
+** g.a = a" for built-ins that read one entity's attribute; an error naming
+** zFn on the history database. NULL after an error. */
+char *qcEntityAttrSql(QCtx *pX, const EdnValue *pAt, const char *zFn, const char *zSel,
+                      const char *zE, sqlite3_int64 a);
+/* Arguments of pCl without the leading source "$". */
+void qcSkipSrc(const QClause *pCl, const EdnValue *const **paArg, int *pnArg);
 
 /* ---- query_compile_where.c: a clause list into a scope, data patterns, the variables of a clause */
 
 /* Compiles clauses into scope pX (binding ones first, then filters). */
-int qcClauses(QCtx *pX, QClause *const *a, int n, int iDepth);
+int qcwClauses(QCtx *pX, QClause *const *a, int n, int iDepth);
 /* Variables a clause mentions (for ordering and or checks), into a[] up
 ** to nMax; returns the count (may exceed nMax: then a[] is truncated). */
-int qcClauseVars(const QClause *pCl, const char **a, int nMax, int iDepth);
+int qcwClauseVars(const QClause *pCl, const char **a, int nMax, int iDepth);
 /* Can clauses a[0..n) (a rule body, an or branch) run without the
 ** caller's bindings of azVar and be joined on them after: patterns in a[]
 ** bind every one, and other clauses read them only as arguments of
 ** functions and predicates (which run after the patterns)? */
-int qcClausesUnseeded(QClause *const *a, int n, const char *const *azVar, int nVar);
+int qcwClausesUnseeded(QClause *const *a, int n, const char *const *azVar, int nVar);
 /* True when the rows of scope pX are distinct over the variables azVar
 ** without DISTINCT: every FROM item is a data pattern whose datom (QKey) is
 ** fixed by constants, azVar, and what those determine through the schema
 ** (cardinality one, uniqueness). */
-int qcRowsUnique(const QCtx *pX, const char *const *azVar, int nVar);
+int qcwRowsUnique(const QCtx *pX, const char *const *azVar, int nVar);
 
 /* ---- query_compile_bind.c: binding forms */
 
 /* Binds binding form pB to value pVal: from input iInput, or from the
 ** constant pVal when iInput < 0 (ground). zWhat names the source in errors
 ** ("input 2", "ground"). */
-int qcBindValue(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
+int qcbBind(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
                 const char *zWhat);
 
 /* ---- query_compile_pred.c: boolean expressions */
 
 /* The SQL truth value of pCl when it names a boolean predicate: returns 1
 ** (*pzOut the expression, NULL on error), 0 when it names none. */
-int qcPredExpr(QCtx *pX, const QClause *pCl, char **pzOut);
-/* Arguments of pCl without the leading source "$". */
-void qcSkipSrc(const QClause *pCl, const EdnValue *const **paArg, int *pnArg);
-/* "SELECT zSel FROM <the datoms the query reads> g WHERE g.e = zE AND
-** g.a = a" for built-ins that read one entity's attribute; an error naming
-** zFn on the history database. NULL after an error. */
-char *qcEntityAttrSql(QCtx *pX, const EdnValue *pAt, const char *zFn, const char *zSel,
-                      const char *zE, sqlite3_int64 a);
-/* The attribute a keyword argument of zFn names, NULL when unknown (no
-** datoms); another form is an error naming zFn. */
-const Attr *qcAttrArg(QCtx *pX, const EdnValue *p, const char *zFn);
+int qcpExpr(QCtx *pX, const QClause *pCl, char **pzOut);
 
 /* ---- query_compile_value.c: value expressions */
 
 /* pCl as a value expression: returns 1 when it names a value function
 ** (*pzExpr its SQL, NULL on error; *pvt its type; *pzTag its tag SQL when
 ** *pvt is VT_NONE), 0 when it names none. */
-int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt, char **pzTag);
+int qcvExpr(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt, char **pzTag);
 
 /* ---- query_compile_fn.c: function and predicate clauses */
 
-int qcPredicate(QCtx *pX, const QClause *pCl);
-int qcFunction(QCtx *pX, const QClause *pCl);
+int qcfPredicate(QCtx *pX, const QClause *pCl);
+int qcfFunction(QCtx *pX, const QClause *pCl);
 
 /* ---- query_compile_not_or.c: not and or */
 
-int qcNot(QCtx *pX, const QClause *pCl, int iDepth);
-int qcOr(QCtx *pX, const QClause *pCl, int iDepth);
-/* Are or-join pCl's required variables ([[?e] ...]) bound in pX? qcClauses
-** defers the clause until they are (Datomic pushes it down), and qcOr
+int qcoNot(QCtx *pX, const QClause *pCl, int iDepth);
+int qcoOr(QCtx *pX, const QClause *pCl, int iDepth);
+/* Are or-join pCl's required variables ([[?e] ...]) bound in pX? qcwClauses
+** defers the clause until they are (Datomic pushes it down), and qcoOr
 ** reports the ones still unbound. */
-int qcOrReady(QCtx *pX, const QClause *pCl);
+int qcoOrReady(QCtx *pX, const QClause *pCl);
 
 /* ---- query_compile_rules.c: rule calls */
 
-int qcRuleCall(QCtx *pX, const QClause *pCl, int iDepth);
+int qcrCall(QCtx *pX, const QClause *pCl, int iDepth);
 /* Are rule call pCl's arguments in required places ([?a] in the head)
-** bound in pX? 1 too when qcRuleCall will report another error. */
-int qcRuleReady(QCtx *pX, const QClause *pCl);
+** bound in pX? 1 too when qcrCall will report another error. */
+int qcrReady(QCtx *pX, const QClause *pCl);
 /* Could binding zVar before rule call pCl seed it (zVar is an argument in
 ** a place the recursion changes, or the call is not one the magic rewrite
 ** takes)? Used to order patterns around rule calls; 1 when unsure. */
-int qcRuleSeedPlace(QCtx *pX, const QClause *pCl, const char *zVar);
+int qcrSeedPlace(QCtx *pX, const QClause *pCl, const char *zVar);
 /* Frees pC->pRi. */
-void qcRulesFree(QComp *pC);
+void qcrFree(QComp *pC);
 
 /* ---- query_compile_agg.c: aggregate find specs */
 
 /* wraps zInner (SELECT DISTINCT ...) into the
 ** aggregate query, filling the plan's columns. */
-int qcAggregate(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *pSql);
+int qcaAggregate(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *pSql);
 
 #endif /* MENTAT_QUERY_COMPILE_SCOPE_H */

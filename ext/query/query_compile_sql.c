@@ -230,3 +230,45 @@ int qcPullColumn(QComp *pC, const QFindElem *pE, QPlanCol *pCol) {
   pCol->pPullVar = pE->pVar;
   return SQLITE_OK;
 }
+
+/* Arguments without the leading source "$". */
+void qcSkipSrc(const QClause *pCl, const EdnValue *const **paArg, int *pnArg) {
+  *paArg = pCl->aArg;
+  *pnArg = pCl->nArg;
+  if (*pnArg > 0 && qIsSrc((*paArg)[0])) {
+    (*paArg)++;
+    (*pnArg)--;
+  }
+}
+
+/* A subquery "SELECT zSel FROM <the database the query reads> g WHERE
+** g.e = zE AND g.a = a" (qcView: as of T, since T), for the built-ins that
+** look up one entity's attribute; NULL after an error. Datomic's history
+** database has no one value of an attribute: there they are an error
+** naming zFn. */
+char *qcEntityAttrSql(QCtx *pX, const EdnValue *pAt, const char *zFn, const char *zSel,
+                      const char *zE, sqlite3_int64 a) {
+  QComp *pC = pX->pC;
+  const char *zTable = NULL;
+  char *zCond, *z;
+  if (pC->bHistory) {
+    qcErr(pC, pAt, "%s is not supported on the history database", zFn);
+    return NULL;
+  }
+  zCond = qcView(pC, "g", &zTable);
+  if (zCond == NULL) { qcNoMem(pC); return NULL; }
+  z = sqlite3_mprintf("SELECT %s FROM %s g WHERE g.e = %s AND g.a = %lld%s%s", zSel, zTable, zE,
+                      a, zCond[0] ? " AND " : "", zCond);
+  sqlite3_free(zCond);
+  if (z == NULL) qcNoMem(pC);
+  return z;
+}
+
+/* The attribute named by a keyword argument, or NULL (unknown: no datoms). */
+const Attr *qcAttrArg(QCtx *pX, const EdnValue *p, const char *zFn) {
+  if (p->type != EDN_KEYWORD) {
+    qcErr(pX->pC, p, "%s expects an attribute keyword", zFn);
+    return NULL;
+  }
+  return schemaAttrByIdent(pX->pC->pSchema, p->u.s.z, p->u.s.n);
+}

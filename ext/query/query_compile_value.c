@@ -11,7 +11,7 @@
 
 /* A regular expression constant is checked (and its groups counted) when
 ** the query compiles; *pnGroup is -1 when the pattern is not a constant. */
-static int qcRegexCheck(QCtx *pX, const EdnValue *pPat, const char *zFn, int *pnGroup) {
+static int qcvRegexCheck(QCtx *pX, const EdnValue *pPat, const char *zFn, int *pnGroup) {
   char *zErr = NULL;
   *pnGroup = -1;
   if (pPat->type != EDN_STRING) return SQLITE_OK;
@@ -24,7 +24,7 @@ static int qcRegexCheck(QCtx *pX, const EdnValue *pPat, const char *zFn, int *pn
 }
 
 /* mentat_arith's op for Clojure function z, 0 when it has none. */
-static int qcArithOp(const char *z) {
+static int qcvArithOp(const char *z) {
   static const struct { const char *zName; int op; } aOp[] = {
     { "+", QF_ADD }, { "-", QF_SUB }, { "*", QF_MUL }, { "inc", QF_INC }, { "dec", QF_DEC },
     { "abs", QF_ABS }, { "quot", QF_QUOT }, { "mod", QF_MOD }, { "rem", QF_REM },
@@ -41,7 +41,7 @@ static int qcArithOp(const char *z) {
 ** Datomic documents. Returns 1 when pCl names one (then *pzExpr is its SQL,
 ** or NULL on error in pC->rc, *pvt its type and, when that is VT_NONE, *pzTag
 ** the SQL of its tag), 0 otherwise. */
-int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt,
+int qcvExpr(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt,
               char **pzTag) {
   /* bNum: takes numbers only, as Clojure's arithmetic does. */
   static const struct { const char *zName; int nMin, nMax, bNum; } aFn[] = {
@@ -130,7 +130,7 @@ int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt,
   pOut = sqlite3_str_new(NULL);
   zPlace = qcPlaceSql(pCl->pForm, z);
   if (zPlace == NULL) { sqlite3_free(sqlite3_str_finish(pOut)); qcNoMem(pC); goto cleanup; }
-  op = qcArithOp(z);
+  op = qcvArithOp(z);
   if (op != 0 && (!bDouble || op == QF_QUOT || op == QF_REM || op == QF_MOD || op == QF_DIV)) {
     /* May be longs: checked, an overflow an error at this clause (SQLite's
     ** operators would give a double). With a double argument +, -, *, inc,
@@ -225,7 +225,7 @@ int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt,
     /* Clojure: the match, or with groups a vector [whole g1 ...]; the
     ** groups are known when the pattern is a constant. */
     int nGroup, iMode = z[3] == 'm' ? 1 : 0;
-    if (qcRegexCheck(pX, pCl->aArg[0], z, &nGroup) == SQLITE_OK) {
+    if (qcvRegexCheck(pX, pCl->aArg[0], z, &nGroup) == SQLITE_OK) {
       /* the place names a bad pattern that comes from a variable */
       sqlite3_str_appendf(pOut, "mentat_regex(%d, %s, %s, %s)", nGroup > 0 ? iMode + 2 : iMode,
                           azA[0], azA[1], zPlace);
@@ -235,7 +235,7 @@ int qcValueFn(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt,
     /* Clojure: every match in turn (each [whole g1 ...] with groups, which
     ** mentat_regex learns from the pattern itself), nil when none */
     int nGroup;
-    if (qcRegexCheck(pX, pCl->aArg[0], z, &nGroup) == SQLITE_OK) {
+    if (qcvRegexCheck(pX, pCl->aArg[0], z, &nGroup) == SQLITE_OK) {
       sqlite3_str_appendf(pOut, "mentat_regex(%d, %s, %s, %s)", QF_RE_SEQ, azA[0], azA[1], zPlace);
       vtOut = QVT_JSON;
     }

@@ -20,7 +20,7 @@
 ** so the planner may drive the join from either side. Patterns are emitted
 ** most selective first (constant entity, then constant value of an indexed
 ** attribute, then input-bound ones). When every pattern is reached through
-** an index from what precedes it (qcPatternLinked), the scope joins them
+** an index from what precedes it (qcwPatternLinked), the scope joins them
 ** with CROSS JOIN in that order, so statistics (stale after a new managed
 ** index, absent on a small store) cannot make SQLite drive from a whole
 ** attribute; otherwise they are plain inner joins the planner orders.
@@ -28,51 +28,51 @@
 #include <string.h>
 #include "query_compile_scope.h"
 
-static int qcAddName(const char **a, int n, int nMax, const char *z) {
+static int qcwAddName(const char **a, int n, int nMax, const char *z) {
   int i;
   for (i = 0; i < n && i < nMax; i++) if (strcmp(a[i], z) == 0) return n;
   if (n < nMax) a[n] = z;
   return n + 1;
 }
 
-static int qcTermsVars(const EdnValue *const *aT, int nT, const char **a, int n, int nMax) {
+static int qcwTermsVars(const EdnValue *const *aT, int nT, const char **a, int n, int nMax) {
   int i;
   for (i = 0; i < nT; i++) {
-    if (ednIsVar(aT[i])) n = qcAddName(a, n, nMax, aT[i]->u.s.z);
+    if (ednIsVar(aT[i])) n = qcwAddName(a, n, nMax, aT[i]->u.s.z);
   }
   return n;
 }
 
-int qcClauseVars(const QClause *pCl, const char **a, int nMax, int iDepth) {
+int qcwClauseVars(const QClause *pCl, const char **a, int nMax, int iDepth) {
   int n = 0, i, j;
   if (iDepth > EDN_MAX_DEPTH) return 0;
   switch (pCl->kind) {
     case QC_PATTERN: case QC_PRED: case QC_RULE:
-      return qcTermsVars(pCl->aArg, pCl->nArg, a, 0, nMax);
+      return qcwTermsVars(pCl->aArg, pCl->nArg, a, 0, nMax);
     case QC_FN:
-      n = qcTermsVars(pCl->aArg, pCl->nArg, a, 0, nMax);
-      return qcTermsVars(pCl->bind.aVar, pCl->bind.nVar, a, n, nMax);
+      n = qcwTermsVars(pCl->aArg, pCl->nArg, a, 0, nMax);
+      return qcwTermsVars(pCl->bind.aVar, pCl->bind.nVar, a, n, nMax);
     case QC_NOT_JOIN: case QC_OR_JOIN:
-      return qcTermsVars(pCl->aJoin, pCl->nJoin, a, 0, nMax);
+      return qcwTermsVars(pCl->aJoin, pCl->nJoin, a, 0, nMax);
     default: {
       const char *aSub[64];
       for (i = 0; i < pCl->nSub; i++) {
-        int nSub = qcClauseVars(pCl->aSub[i], aSub, 64, iDepth + 1);
-        for (j = 0; j < nSub && j < 64; j++) n = qcAddName(a, n, nMax, aSub[j]);
+        int nSub = qcwClauseVars(pCl->aSub[i], aSub, 64, iDepth + 1);
+        for (j = 0; j < nSub && j < 64; j++) n = qcwAddName(a, n, nMax, aSub[j]);
       }
       return n;
     }
   }
 }
 
-int qcClausesUnseeded(QClause *const *a, int n, const char *const *azVar, int nVar) {
+int qcwClausesUnseeded(QClause *const *a, int n, const char *const *azVar, int nVar) {
   const char *azB[64];
   int nB = 0, i, j, k, m;
   for (i = 0; i < n; i++) {
     const char *az[64];
     int nV;
     if (a[i]->kind != QC_PATTERN) continue;
-    nV = qcClauseVars(a[i], az, 64, 1);
+    nV = qcwClauseVars(a[i], az, 64, 1);
     if (nV > 64) return 0;
     for (m = 0; m < nV; m++) {
       for (k = 0; k < nB && strcmp(azB[k], az[m]); k++) {}
@@ -83,7 +83,7 @@ int qcClausesUnseeded(QClause *const *a, int n, const char *const *azVar, int nV
     const char *az[64];
     int nV;
     if (a[i]->kind == QC_PATTERN) continue;
-    nV = qcClauseVars(a[i], az, 64, 1);
+    nV = qcwClauseVars(a[i], az, 64, 1);
     if (nV > 64) return 0;
     for (m = 0; m < nV; m++) {
       for (j = 0; j < nVar && strcmp(azVar[j], az[m]); j++) {}
@@ -104,7 +104,7 @@ int qcClausesUnseeded(QClause *const *a, int n, const char *const *azVar, int nV
 /* Constant pTerm in a place of type vt at column zCol (VT_NONE with zTag:
 ** the attribute is not known, so the constant matches only its natural
 ** type, peer fault B13). */
-static void qcPlaceConst(QCtx *pX, const EdnValue *pTerm, const char *zCol, ValueType vt,
+static void qcwPlaceConst(QCtx *pX, const EdnValue *pTerm, const char *zCol, ValueType vt,
                          const char *zTag) {
   QComp *pC = pX->pC;
   int iP;
@@ -166,7 +166,7 @@ static void qcPlaceConst(QCtx *pX, const EdnValue *pTerm, const char *zCol, Valu
   }
 }
 
-static void qcPlace(QCtx *pX, const EdnValue *pTerm, const char *zAlias, const char *zCol,
+static void qcwPlace(QCtx *pX, const EdnValue *pTerm, const char *zAlias, const char *zCol,
                     ValueType vt, const char *zTagCol, int bIntCol) {
   char *zExpr;
   if (pTerm == NULL || qIsBlank(pTerm)) return;
@@ -190,14 +190,14 @@ static void qcPlace(QCtx *pX, const EdnValue *pTerm, const char *zAlias, const c
   }
   {
     char *zTag = zTagCol ? sqlite3_mprintf("%s.%s", zAlias, zTagCol) : NULL;
-    qcPlaceConst(pX, pTerm, zExpr, vt, zTag);
+    qcwPlaceConst(pX, pTerm, zExpr, vt, zTag);
     sqlite3_free(zTag);
   }
   sqlite3_free(zExpr);
 }
 
 /* How a place determines the datom: see QKey. */
-static const char *qcKeyPlace(QCtx *pX, const EdnValue *p) {
+static const char *qcwKeyPlace(QCtx *pX, const EdnValue *p) {
   QVar *pV;
   if (p == NULL || qIsBlank(p)) return "";
   if (!ednIsVar(p)) return NULL;
@@ -216,7 +216,7 @@ static const char *qcKeyPlace(QCtx *pX, const EdnValue *p) {
 /* Records pattern pCl's key places (QKey); pAttr is its constant attribute
 ** or NULL. Called before its places are bound, so a variable already bound
 ** to a parameter or an IN list counts as a constant. */
-static void qcRecordKey(QCtx *pX, const QClause *pCl, const Attr *pAttr) {
+static void qcwRecordKey(QCtx *pX, const QClause *pCl, const Attr *pAttr) {
   const EdnValue *pE = pCl->aArg[0];
   const EdnValue *pA = pCl->nArg > 1 ? pCl->aArg[1] : NULL;
   const EdnValue *pV = pCl->nArg > 2 ? pCl->aArg[2] : NULL;
@@ -233,20 +233,20 @@ static void qcRecordKey(QCtx *pX, const QClause *pCl, const Attr *pAttr) {
   }
   pK = &pX->aKey[pX->nKey++];
   memset(pK, 0, sizeof(*pK));
-  pK->az[0] = qcKeyPlace(pX, pE);
-  pK->az[1] = qcKeyPlace(pX, pA);
-  pK->az[2] = qcKeyPlace(pX, pV);
+  pK->az[0] = qcwKeyPlace(pX, pE);
+  pK->az[1] = qcwKeyPlace(pX, pA);
+  pK->az[2] = qcwKeyPlace(pX, pV);
   /* A fulltext variable is the text, which two values may share: it does
   ** not tell datoms apart. */
   if (pAttr && pAttr->bFulltext && pK->az[2] && pK->az[2][0]) pK->az[2] = "";
   pK->bHist = (unsigned char)bHist;
   if (bHist) {
-    pK->az[3] = qcKeyPlace(pX, pCl->nArg > 3 ? pCl->aArg[3] : NULL);
-    pK->az[4] = qcKeyPlace(pX, pCl->nArg > 4 ? pCl->aArg[4] : NULL);
+    pK->az[3] = qcwKeyPlace(pX, pCl->nArg > 3 ? pCl->aArg[3] : NULL);
+    pK->az[4] = qcwKeyPlace(pX, pCl->nArg > 4 ? pCl->aArg[4] : NULL);
   } else if (pCl->nArg > 3) {
     /* The tx of a current (or as-of live) datom is the datom's: it is
     ** determined once e, a and v are. */
-    pK->az[3] = qcKeyPlace(pX, pCl->aArg[3]);
+    pK->az[3] = qcwKeyPlace(pX, pCl->aArg[3]);
     if (pK->az[3] && pK->az[3][0] == 0) pK->az[3] = NULL;
   }
   if (pAttr && !bHist) {
@@ -256,7 +256,7 @@ static void qcRecordKey(QCtx *pX, const QClause *pCl, const Attr *pAttr) {
 }
 
 /* Is variable z in the set (or a constant: NULL)? */
-static int qcInSet(const char *z, const char *const *az, int n) {
+static int qcwInSet(const char *z, const char *const *az, int n) {
   int k;
   if (z == NULL) return 1;
   if (z[0] == 0) return 0;
@@ -264,7 +264,7 @@ static int qcInSet(const char *z, const char *const *az, int n) {
   return 0;
 }
 
-int qcRowsUnique(const QCtx *pX, const char *const *azVar, int nVar) {
+int qcwRowsUnique(const QCtx *pX, const char *const *azVar, int nVar) {
   const char **azSet;
   int nSet = nVar, i, j, bGrew, bUnique = 1;
   if (pX->nFrom != pX->nPatternFrom || pX->nKey != pX->nPatternFrom) return 0;
@@ -280,11 +280,11 @@ int qcRowsUnique(const QCtx *pX, const char *const *azVar, int nVar) {
     for (i = 0; i < pX->nKey; i++) {
       const QKey *pK = &pX->aKey[i];
       const char *zAdd[2] = {NULL, NULL};
-      int bE = qcInSet(pK->az[0], azSet, nSet), bA = qcInSet(pK->az[1], azSet, nSet);
-      int bV = qcInSet(pK->az[2], azSet, nSet);
+      int bE = qcwInSet(pK->az[0], azSet, nSet), bA = qcwInSet(pK->az[1], azSet, nSet);
+      int bV = qcwInSet(pK->az[2], azSet, nSet);
       if (pK->bOne && bE && !bV && pK->az[2][0]) zAdd[0] = pK->az[2];
       if (pK->bUniq && bV && !bE && pK->az[0][0]) zAdd[0] = pK->az[0];
-      if (!pK->bHist && bE && bA && bV && !qcInSet(pK->az[3], azSet, nSet)) zAdd[1] = pK->az[3];
+      if (!pK->bHist && bE && bA && bV && !qcwInSet(pK->az[3], azSet, nSet)) zAdd[1] = pK->az[3];
       for (j = 0; j < 2; j++) {
         if (zAdd[j]) {
           azSet[nSet++] = zAdd[j];
@@ -298,9 +298,9 @@ int qcRowsUnique(const QCtx *pX, const char *const *azVar, int nVar) {
     const QKey *pK = &pX->aKey[i];
     int nPlace = pK->bHist ? 5 : 3;
     for (j = 0; j < nPlace && bUnique; j++) {
-      if (qcInSet(pK->az[j], azSet, nSet)) continue;
+      if (qcwInSet(pK->az[j], azSet, nSet)) continue;
       /* A blank v of a cardinality-one attribute is fixed by e. */
-      if (j == 2 && pK->bOne && pK->az[2][0] == 0 && qcInSet(pK->az[0], azSet, nSet)) continue;
+      if (j == 2 && pK->bOne && pK->az[2][0] == 0 && qcwInSet(pK->az[0], azSet, nSet)) continue;
       bUnique = 0;
     }
   }
@@ -310,7 +310,7 @@ int qcRowsUnique(const QCtx *pX, const char *const *azVar, int nVar) {
 
 /* Is a place bound before its pattern is placed: a constant, or a variable
 ** with an expression (a parameter, an IN list, an earlier column)? */
-static int qcPlaceBound(QCtx *pX, const EdnValue *p) {
+static int qcwPlaceBound(QCtx *pX, const EdnValue *p) {
   QVar *pV;
   if (p == NULL || qIsBlank(p)) return 0;
   if (!ednIsVar(p)) return 1;
@@ -323,22 +323,22 @@ static int qcPlaceBound(QCtx *pX, const EdnValue *p) {
 ** attribute is unique or indexed, or a ref read through VAET)? Patterns
 ** that are not (a scan of a whole attribute, or a value place without an
 ** index) leave the join order to SQLite. */
-static int qcPatternLinked(QCtx *pX, const QClause *pCl) {
+static int qcwPatternLinked(QCtx *pX, const QClause *pCl) {
   const EdnValue *pE = pCl->aArg[0];
   const EdnValue *pA = pCl->nArg > 1 ? pCl->aArg[1] : NULL;
   const EdnValue *pV = pCl->nArg > 2 ? pCl->aArg[2] : NULL;
   const Attr *pAttr = NULL;
-  if (qcPlaceBound(pX, pE)) return 1;
+  if (qcwPlaceBound(pX, pE)) return 1;
   if (pA && pA->type == EDN_KEYWORD) {
     pAttr = schemaAttrByIdent(pX->pC->pSchema, pA->u.s.z, pA->u.s.n);
   }
   if (pAttr == NULL || pX->pC->bHistory || (pAttr->bFulltext && pAttr->type == VT_STRING)) return 0;
-  if (!qcPlaceBound(pX, pV)) return 0;
+  if (!qcwPlaceBound(pX, pV)) return 0;
   return pAttr->eUnique != UNIQUE_NONE || pAttr->bIndex || pAttr->bValueIndex
          || pAttr->type == VT_REF;
 }
 
-static int qcPattern(QCtx *pX, const QClause *pCl) {
+static int qcwPattern(QCtx *pX, const QClause *pCl) {
   QComp *pC = pX->pC;
   char zAlias[24];
   const EdnValue *pE = pCl->aArg[0];
@@ -352,7 +352,7 @@ static int qcPattern(QCtx *pX, const QClause *pCl) {
   if (pCl->pSrc && !ednIsSymbol(pCl->pSrc, "$")) {
     return qcErr(pC, pCl->pSrc, "unknown source %s: multiple sources are not supported (only $)", pCl->pSrc->u.s.z);
   }
-  if (!qcPatternLinked(pX, pCl)) pX->bUnlinked = 1;
+  if (!qcwPatternLinked(pX, pCl)) pX->bUnlinked = 1;
   sqlite3_snprintf(sizeof zAlias, zAlias, "d%d", ++pC->nAlias);
   {
     const char *zTable = NULL;
@@ -374,10 +374,10 @@ static int qcPattern(QCtx *pX, const QClause *pCl) {
     }
     if (pAttr == NULL) bEmpty = 1;
     else qcWhere(pX, sqlite3_mprintf("%s.a = %lld", zAlias, pAttr->e));
-    qcRecordKey(pX, pCl, pAttr);
+    qcwRecordKey(pX, pCl, pAttr);
   } else {
-    qcRecordKey(pX, pCl, NULL);
-    qcPlace(pX, pA, zAlias, "a", VT_REF, NULL, 1);
+    qcwRecordKey(pX, pCl, NULL);
+    qcwPlace(pX, pA, zAlias, "a", VT_REF, NULL, 1);
   }
   if (pAttr && pV && !qIsBlank(pV) && pC->eHist != 1 && !pC->bHistory
       && (!ednIsVar(pV) || (qcVarFind(pX, pV->u.s.z) && qcVarFind(pX, pV->u.s.z)->zExpr))) {
@@ -396,7 +396,7 @@ static int qcPattern(QCtx *pX, const QClause *pCl) {
                                   zAlias, zAlias, vtTag(pAttr->type)));
     }
   }
-  qcPlace(pX, pE, zAlias, "e", VT_REF, NULL, 1);
+  qcwPlace(pX, pE, zAlias, "e", VT_REF, NULL, 1);
   if (pV && pAttr && pAttr->bFulltext && pAttr->type == VT_STRING) {
     /* Fulltext values are rowids into fulltext_values. */
     if (ednIsVar(pV)) {
@@ -409,11 +409,11 @@ static int qcPattern(QCtx *pX, const QClause *pCl) {
           "%s.v IN (SELECT rowid FROM fulltext_values WHERE text = ?%d)", zAlias, iP));
     }
   } else if (pAttr) {
-    qcPlace(pX, pV, zAlias, "v", pAttr->type, NULL, 0);
+    qcwPlace(pX, pV, zAlias, "v", pAttr->type, NULL, 0);
   } else {
-    qcPlace(pX, pV, zAlias, "v", VT_NONE, "value_type_tag", 0);
+    qcwPlace(pX, pV, zAlias, "v", VT_NONE, "value_type_tag", 0);
   }
-  qcPlace(pX, pTx, zAlias, "tx", VT_REF, NULL, 1);
+  qcwPlace(pX, pTx, zAlias, "tx", VT_REF, NULL, 1);
   if (pAdded && !qIsBlank(pAdded)) {
     /* The current, as-of and since databases hold assertions only: there
     ** added is true (SPEC §6). */
@@ -432,7 +432,7 @@ static int qcPattern(QCtx *pX, const QClause *pCl) {
 }
 
 /* Lower is more selective (the brief's join order). */
-static int qcPatternScore(QCtx *pX, const QClause *pCl) {
+static int qcwPatternScore(QCtx *pX, const QClause *pCl) {
   const EdnValue *pE = pCl->aArg[0];
   const EdnValue *pA = pCl->nArg > 1 ? pCl->aArg[1] : NULL;
   const EdnValue *pV = pCl->nArg > 2 ? pCl->aArg[2] : NULL;
@@ -450,7 +450,7 @@ static int qcPatternScore(QCtx *pX, const QClause *pCl) {
   return 4;
 }
 
-static int qcFnReady(QCtx *pX, const QClause *pCl) {
+static int qcwFnReady(QCtx *pX, const QClause *pCl) {
   int i;
   for (i = 0; i < pCl->nArg; i++) {
     if (ednIsVar(pCl->aArg[i])) {
@@ -463,16 +463,16 @@ static int qcFnReady(QCtx *pX, const QClause *pCl) {
 
 /* Does pattern pPat complete a predicate among a[] (not yet done): one
 ** whose variables are all bound once pPat's are, at least one by pPat? */
-static int qcPatternFilters(QCtx *pX, QClause *const *a, int n, const unsigned char *aDone,
+static int qcwPatternFilters(QCtx *pX, QClause *const *a, int n, const unsigned char *aDone,
                             const QClause *pPat) {
   const char *azPat[8], *azPred[16];
-  int nPat = qcClauseVars(pPat, azPat, 8, 0);
+  int nPat = qcwClauseVars(pPat, azPat, 8, 0);
   int i, j, k;
   if (nPat > 8) nPat = 8;
   for (i = 0; i < n; i++) {
     int nPred, bNew = 0, bAll = 1;
     if (aDone[i] || a[i]->kind != QC_PRED) continue;
-    nPred = qcClauseVars(a[i], azPred, 16, 0);
+    nPred = qcwClauseVars(a[i], azPred, 16, 0);
     if (nPred > 16) continue;
     for (j = 0; j < nPred && bAll; j++) {
       QVar *pV = qcVarFind(pX, azPred[j]);
@@ -489,18 +489,18 @@ static int qcPatternFilters(QCtx *pX, QClause *const *a, int n, const unsigned c
 /* May pattern pPat wait until the binding clauses among a[] ran: does none
 ** of them want its variables bound first (an or, or a function, that
 ** mentions one; a rule call with one in a place that seeds it)? */
-static int qcPatternCanWait(QCtx *pX, QClause *const *a, int n, const unsigned char *aDone,
+static int qcwPatternCanWait(QCtx *pX, QClause *const *a, int n, const unsigned char *aDone,
                             const QClause *pPat) {
   const char *azPat[8], *azCl[64];
-  int nPat = qcClauseVars(pPat, azPat, 8, 0);
+  int nPat = qcwClauseVars(pPat, azPat, 8, 0);
   int i, j, k;
   if (nPat > 8) return 0;
   for (i = 0; i < n; i++) {
     if (aDone[i]) continue;
     if (a[i]->kind == QC_RULE) {
-      for (k = 0; k < nPat; k++) if (qcRuleSeedPlace(pX, a[i], azPat[k])) return 0;
+      for (k = 0; k < nPat; k++) if (qcrSeedPlace(pX, a[i], azPat[k])) return 0;
     } else if (a[i]->kind == QC_OR || a[i]->kind == QC_OR_JOIN || a[i]->kind == QC_FN) {
-      int nCl = qcClauseVars(a[i], azCl, 64, 0);
+      int nCl = qcwClauseVars(a[i], azCl, 64, 0);
       if (nCl > 64) return 0;
       for (j = 0; j < nCl; j++) {
         for (k = 0; k < nPat; k++) if (strcmp(azCl[j], azPat[k]) == 0) return 0;
@@ -515,21 +515,21 @@ static int qcPatternCanWait(QCtx *pX, QClause *const *a, int n, const unsigned c
 ** the rows early, then clause order (the joins are emitted in this order,
 ** and CROSS JOIN keeps it: see qcBody). With bDefer, once the scope has a
 ** pattern, patterns joined to nothing bound (score 4) that no binding
-** clause needs (qcPatternCanWait) are left for later: emitted now they
+** clause needs (qcwPatternCanWait) are left for later: emitted now they
 ** would be a cartesian product, in a rule's origins too (a 100,000-datom
 ** scan for a 3-answer reach in test_qlang's chain). */
-static void qcEmitPatterns(QCtx *pX, QClause *const *a, int n, unsigned char *aDone, int bDefer) {
+static void qcwEmitPatterns(QCtx *pX, QClause *const *a, int n, unsigned char *aDone, int bDefer) {
   QComp *pC = pX->pC;
   int i, iScore;
   while (pC->rc == SQLITE_OK) {
     int iBest = -1, iBestScore = 0, nTie = 0;
     for (i = 0; i < n; i++) {
       if (aDone[i] || a[i]->kind != QC_PATTERN) continue;
-      iScore = 2 * qcPatternScore(pX, a[i]);
-      if (bDefer && iScore >= 8 && pX->nPatternFrom > 0 && qcPatternCanWait(pX, a, n, aDone, a[i])) {
+      iScore = 2 * qcwPatternScore(pX, a[i]);
+      if (bDefer && iScore >= 8 && pX->nPatternFrom > 0 && qcwPatternCanWait(pX, a, n, aDone, a[i])) {
         continue;
       }
-      iScore += !qcPatternFilters(pX, a, n, aDone, a[i]);
+      iScore += !qcwPatternFilters(pX, a, n, aDone, a[i]);
       if (iBest < 0 || iScore / 2 < iBestScore / 2) nTie = 0;
       else if (iScore / 2 == iBestScore / 2) nTie++;
       if (iBest < 0 || iScore < iBestScore) {
@@ -543,7 +543,7 @@ static void qcEmitPatterns(QCtx *pX, QClause *const *a, int n, unsigned char *aD
     ** orders this scope (qcBody). */
     if (pX->nPatternFrom == 0 && nTie > 0) pX->bUnlinked = 1;
     pC->pAt = a[iBest]->pForm;
-    qcPattern(pX, a[iBest]);
+    qcwPattern(pX, a[iBest]);
     aDone[iBest] = 1;
   }
 }
@@ -552,7 +552,7 @@ static void qcEmitPatterns(QCtx *pX, QClause *const *a, int n, unsigned char *aD
 ** ready: functions once their arguments are bound, rule calls and or-joins
 ** once their required variables are (Datomic pushes such a clause down
 ** until they are bound), other rules and ors at once. */
-static void qcBinders(QCtx *pX, QClause *const *a, int n, unsigned char *aDone, int iDepth) {
+static void qcwBinders(QCtx *pX, QClause *const *a, int n, unsigned char *aDone, int iDepth) {
   QComp *pC = pX->pC;
   int i, bProgress;
   do {
@@ -564,22 +564,22 @@ static void qcBinders(QCtx *pX, QClause *const *a, int n, unsigned char *aDone, 
       ** from the rows so far, named once. */
       if (pX->nFrom >= QC_COLLAPSE_FROM && qcCollapse(pX) && pC->rc) break;
       pC->pAt = a[i]->pForm;
-      if (a[i]->kind == QC_RULE && qcRuleReady(pX, a[i])) qcRuleCall(pX, a[i], iDepth);
-      else if ((a[i]->kind == QC_OR || a[i]->kind == QC_OR_JOIN) && qcOrReady(pX, a[i])) {
-        qcOr(pX, a[i], iDepth);
-      } else if (a[i]->kind == QC_FN && qcFnReady(pX, a[i])) {
+      if (a[i]->kind == QC_RULE && qcrReady(pX, a[i])) qcrCall(pX, a[i], iDepth);
+      else if ((a[i]->kind == QC_OR || a[i]->kind == QC_OR_JOIN) && qcoOrReady(pX, a[i])) {
+        qcoOr(pX, a[i], iDepth);
+      } else if (a[i]->kind == QC_FN && qcwFnReady(pX, a[i])) {
         /* A predicate written before the function filters its rows
         ** first, as Datomic runs clauses in order: [(pos? ?d)] guards
         ** [(/ 1 ?d) ?x] (the WHERE terms keep this order). */
         int j;
         for (j = 0; j < i && pC->rc == SQLITE_OK; j++) {
-          if (aDone[j] || a[j]->kind != QC_PRED || !qcFnReady(pX, a[j])) continue;
+          if (aDone[j] || a[j]->kind != QC_PRED || !qcwFnReady(pX, a[j])) continue;
           pC->pAt = a[j]->pForm;
-          qcPredicate(pX, a[j]);
+          qcfPredicate(pX, a[j]);
           aDone[j] = 1;
         }
         pC->pAt = a[i]->pForm;
-        if (pC->rc == SQLITE_OK) qcFunction(pX, a[i]);
+        if (pC->rc == SQLITE_OK) qcfFunction(pX, a[i]);
       }
       else continue;
       aDone[i] = 1;
@@ -588,7 +588,7 @@ static void qcBinders(QCtx *pX, QClause *const *a, int n, unsigned char *aDone, 
   } while (bProgress && pC->rc == SQLITE_OK);
 }
 
-int qcClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
+int qcwClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
   QComp *pC = pX->pC;
   unsigned char *aDone;
   int i, bBinders = 0;
@@ -606,25 +606,25 @@ int qcClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
     if (a[i]->kind == QC_FN && strcmp(a[i]->zName, "ground") == 0
         && !(a[i]->nArg == 1 && ednIsVar(a[i]->aArg[0]))) {
       pC->pAt = a[i]->pForm;
-      qcFunction(pX, a[i]);
+      qcfFunction(pX, a[i]);
       aDone[i] = 1;
     }
   }
-  /* 2. data patterns (qcEmitPatterns), those joined to nothing bound
+  /* 2. data patterns (qcwEmitPatterns), those joined to nothing bound
   ** waiting while a rule, or, or function may bind their variables. */
   for (i = 0; i < n && !bBinders; i++) {
     bBinders = a[i]->kind == QC_RULE || a[i]->kind == QC_OR || a[i]->kind == QC_OR_JOIN
                || (a[i]->kind == QC_FN && !aDone[i]);
   }
-  qcEmitPatterns(pX, a, n, aDone, bBinders);
+  qcwEmitPatterns(pX, a, n, aDone, bBinders);
   if (pX->pParent == NULL) qcMaterialize(pX);
   /* 3. binding clauses (rules, or, functions) as their inputs are bound. */
-  qcBinders(pX, a, n, aDone, iDepth);
+  qcwBinders(pX, a, n, aDone, iDepth);
   /* 2'. the patterns that waited, now joined to what those bound, and the
   ** binding clauses that waited for them (required variables). */
   if (bBinders) {
-    qcEmitPatterns(pX, a, n, aDone, 0);
-    qcBinders(pX, a, n, aDone, iDepth);
+    qcwEmitPatterns(pX, a, n, aDone, 0);
+    qcwBinders(pX, a, n, aDone, iDepth);
   }
   /* 4. filters; anything left unbound now is an error naming it. */
   for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
@@ -632,13 +632,13 @@ int qcClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
     if (pX->nFrom >= QC_COLLAPSE_FROM && qcCollapse(pX) && pC->rc) break;
     pC->pAt = a[i]->pForm;
     switch (a[i]->kind) {
-      case QC_PRED: qcPredicate(pX, a[i]); break;
-      case QC_FN: qcFunction(pX, a[i]); break;
-      case QC_NOT: case QC_NOT_JOIN: qcNot(pX, a[i], iDepth); break;
-      case QC_AND: qcClauses(pX, a[i]->aSub, a[i]->nSub, iDepth + 1); break;
+      case QC_PRED: qcfPredicate(pX, a[i]); break;
+      case QC_FN: qcfFunction(pX, a[i]); break;
+      case QC_NOT: case QC_NOT_JOIN: qcoNot(pX, a[i], iDepth); break;
+      case QC_AND: qcwClauses(pX, a[i]->aSub, a[i]->nSub, iDepth + 1); break;
       /* Required variables still unbound: the call reports them. */
-      case QC_RULE: qcRuleCall(pX, a[i], iDepth); break;
-      case QC_OR: case QC_OR_JOIN: qcOr(pX, a[i], iDepth); break;
+      case QC_RULE: qcrCall(pX, a[i], iDepth); break;
+      case QC_OR: case QC_OR_JOIN: qcoOr(pX, a[i], iDepth); break;
       default: break;
     }
     aDone[i] = 1;

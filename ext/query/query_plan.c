@@ -15,7 +15,7 @@ void qPlanFree(QueryPlan *p) {
   sqlite3_free(p);
 }
 
-int qInputLookupRef(const Schema *pSchema, const EdnValue *p) {
+int qPlanLookupRef(const Schema *pSchema, const EdnValue *p) {
   const Attr *pA;
   if (p->type != EDN_VECTOR || p->u.c.n != 2 || p->u.c.a[0]->type != EDN_KEYWORD) return 0;
   if (p->u.c.a[1]->type != EDN_KEYWORD) return 1;

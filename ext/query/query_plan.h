@@ -87,7 +87,7 @@ char *qInputShape(const QueryOpts *pOpts, const Schema *pSchema);
 ** when the first names a :db/unique attribute; else it is a tuple (two
 ** idents). Other [keyword v] pairs are lookup refs (a non-unique attribute
 ** is an error when bound). */
-int qInputLookupRef(const Schema *pSchema, const EdnValue *p);
+int qPlanLookupRef(const Schema *pSchema, const EdnValue *p);
 
 /* Binds every parameter of p on pStmt from pOpts. */
 int qPlanBind(const QueryPlan *p, sqlite3_stmt *pStmt, const Schema *pSchema,

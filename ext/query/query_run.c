@@ -161,9 +161,9 @@ static void qShapeOf(QCacheKey *pOut, const EdnValue *p, const Schema *pSchema, 
       }
       qckChar(pOut, '[');
       for (i = 0; i < p->u.c.n; i++) qShapeOf(pOut, p->u.c.a[i], pSchema, iDepth + 1);
-      /* [:a :b] is a lookup ref or a tuple by the schema (qInputLookupRef) */
+      /* [:a :b] is a lookup ref or a tuple by the schema (qPlanLookupRef) */
       if (pSchema && p->u.c.n == 2 && p->u.c.a[1]->type == EDN_KEYWORD
-          && qInputLookupRef(pSchema, p)) {
+          && qPlanLookupRef(pSchema, p)) {
         qckChar(pOut, 'L');
       }
       qckChar(pOut, ']');
@@ -265,7 +265,7 @@ int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pSchema
       continue;
     }
     if (pP->eConv >= QV_LOOKUP_A && pP->eConv <= QV_LOOKUP_TAG) {
-      if (qInputLookupRef(pSchema, p)) {
+      if (qPlanLookupRef(pSchema, p)) {
         pA = schemaAttrByIdent(pSchema, p->u.c.a[0]->u.s.z, p->u.c.a[0]->u.s.n);
       }
       if (pA == NULL) {
