@@ -46,6 +46,8 @@ void funcEdnT(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   /* The transactor picks the writer connection itself, so the watch goes
   ** with this thread: an interrupt of the host rolls the transaction back. */
   funcWatchBegin(&watch, sqlite3_context_db_handle(pCtx), NULL);
+  rc = funcWatchPrepare(&watch);
+  if (rc != SQLITE_OK) goto cleanup;
   rc = txTransact(pStore, zEdn, nEdn, pOut, &zErr);
   if (rc != SQLITE_OK && funcWatchInterrupted(&watch)) {
     /* The store rolled back (its commit hook saw the interrupt). */

@@ -140,7 +140,9 @@ static _Thread_local FuncWatch *funcThreadWatch = NULL;
 ** prepare per call was 5% of a point lookup. */
 static int funcWatchProbe(FuncWatch *pWatch) {
   if (pWatch->pProbe == NULL) {
-    if (pWatch->pHost == NULL || pWatch->bProbeFailed) return 0;
+    /* A thread watch (edn_t) has its probe ready or none: see
+    ** funcWatchPrepare. */
+    if (pWatch->pHost == NULL || pWatch->bProbeFailed || pWatch->bThread) return 0;
     int rc = sqlite3_prepare_v2(pWatch->pHost, "SELECT 1", -1, &pWatch->pProbe, NULL);
     if (rc != SQLITE_OK) {
       sqlite3_finalize(pWatch->pProbe);
@@ -215,6 +217,17 @@ void funcWatchBegin(FuncWatch *pWatch, sqlite3 *host, sqlite3 *pStoreDb) {
     pWatch->bThread = 1;
     funcThreadWatch = pWatch;
   }
+}
+
+int funcWatchPrepare(FuncWatch *pWatch) {
+  int rc;
+  if (pWatch->pProbe || pWatch->pHost == NULL) return SQLITE_OK;
+  rc = sqlite3_prepare_v2(pWatch->pHost, "SELECT 1", -1, &pWatch->pProbe, NULL);
+  if (rc == SQLITE_OK) return SQLITE_OK;
+  sqlite3_finalize(pWatch->pProbe);
+  pWatch->pProbe = NULL;
+  pWatch->bProbeFailed = 1;
+  return rc == SQLITE_NOMEM ? SQLITE_NOMEM : SQLITE_OK;
 }
 
 void funcWatchEnd(FuncWatch *pWatch) {

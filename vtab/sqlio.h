@@ -78,6 +78,12 @@ struct FuncWatch {
   int bThread;              /* a thread watch is active */
 };
 void funcWatchBegin(FuncWatch *pWatch, sqlite3 *host, sqlite3 *pStoreDb);
+/* Prepares the watch's probe now rather than at its first look. edn_t
+** calls it before writing: a prepare on the host connection that ran out of
+** memory in the middle of a transaction would fail the host's statement
+** after the transaction committed. SQLITE_NOMEM, or SQLITE_OK (another
+** failure only turns the probe off). */
+int funcWatchPrepare(FuncWatch *pWatch);
 void funcWatchEnd(FuncWatch *pWatch);
 /* True when the host connection of a begun watch has been interrupted. */
 int funcWatchInterrupted(FuncWatch *pWatch);

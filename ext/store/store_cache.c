@@ -525,8 +525,7 @@ static char *storeCanonical(const char *zPath, char **pzErr) {
   }
   if (zOut) return zOut;
 oom:
-  storeErr(pzErr, sqlite3_mprintf("out of memory opening store %s", zPath));
-  return NULL;
+  return NULL;   /* no message: the caller tells SQLITE_NOMEM by its absence */
 }
 
 /* Cache list helpers; cache mutex held. */

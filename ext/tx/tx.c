@@ -194,6 +194,13 @@ int txTransact(Store *pStore, const char *zEdn, int nEdn,
     ** committing half a transaction. */
     rc = txErr(&tx, 0, 0, "the store's write transaction ended unexpectedly; nothing was written");
   }
+  if (rc == SQLITE_OK) {
+    /* The report is built before the commit: a report that runs out of
+    ** memory then rolls the transaction back, so an error from edn_t always
+    ** means nothing was stored. */
+    txReport(&tx, pReport);
+    rc = sqlite3_str_errcode(pReport);
+  }
 
 cleanup:
   if (bBegun) {
@@ -210,7 +217,6 @@ cleanup:
   if (rc == SQLITE_OK) {
     /* Committed: the marks written match the data from here on. */
     pConn->bMarksUnchecked = 0;
-    txReport(&tx, pReport);
   }
   if (rc == SQLITE_NOMEM && *pzErr == NULL) *pzErr = sqlite3_mprintf("out of memory");
   schemaUnref(pNew);

@@ -19,7 +19,8 @@
 #include "store.h"
 
 /* Transacts zEdn[0..nEdn) (one EDN vector of forms) on pStore.
-** On success appends the JSON tx report to pReport:
+** On success appends the JSON tx report to pReport, built before the commit
+** (so an error, out of memory included, always means nothing was stored):
 **   {"tx_id":N,"tx_instant":"RFC 3339 UTC","tempids":{"name":entid,...}}
 ** On failure returns an SQLite code and sets *pzErr (sqlite3_malloc'd, caller
 ** frees) to a message in the user's terms, without the "edn_t: " prefix,

@@ -155,6 +155,18 @@ static void txCacheFree(void *pArg) {
 int txStmt(Tx *p, int eStmt, sqlite3_stmt **ppStmt) {
   TxCache *pCache = (TxCache *)p->pConn->pTxCache;
   int rc;
+  /* SQLite rolls the whole transaction back by itself when a statement
+  ** fails with SQLITE_NOMEM, SQLITE_FULL or an I/O error (sqlite3VdbeHalt),
+  ** even a read or a PRAGMA whose error is only a hint to us; a statement
+  ** run after that would commit on its own. Every statement of the
+  ** transactor is fetched here, so this is where that stops. */
+  if (sqlite3_get_autocommit(p->db)) {
+    rc = sqlite3_errcode(p->db);
+    if (rc != SQLITE_NOMEM && rc != SQLITE_FULL && (rc & 0xff) != SQLITE_IOERR) rc = SQLITE_ABORT;
+    if (rc == SQLITE_NOMEM) return rc;
+    txErr(p, 0, 0, "the store's write transaction ended unexpectedly; nothing was written");
+    return rc;
+  }
   if (pCache == NULL) {
     pCache = sqlite3_malloc64(sizeof(*pCache));
     if (pCache == NULL) return SQLITE_NOMEM;
