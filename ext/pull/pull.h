@@ -20,8 +20,6 @@ int pullEntity(sqlite3 *db, const Schema *pSchema, const EdnValue *pPattern,
 ** compiled, so a bad pattern fails before any row). */
 int pullValidate(const Schema *pSchema, const EdnValue *pPattern, char **pzErr);
 
-/* --- Additions (H6), backwards compatible: pullEntity keeps its signature. */
-
 /* Flags for pullEntityEx. */
 #define PULL_WITH_DBID 0x01   /* edn_pull (SPEC §2.2): the top-level map always
                               ** has ":db/id" (appended last when the pattern
@@ -47,8 +45,8 @@ int pullEntityEx(sqlite3 *db, const Schema *pSchema, const EdnValue *pPattern,
                  sqlite3_int64 e, unsigned flags, PullCache **ppCache,
                  sqlite3_str *pOut, char **pzErr);
 
-/* --- Additions (H12): pull under time travel (SPEC §6). pullEntity and
-** pullEntityEx keep their behaviour: they pull the current database. */
+/* Pull under time travel (SPEC.md §6). pullEntity and pullEntityEx pull
+** the current database. */
 
 /* Which database a pull reads, in tx ids (not instants: see
 ** pullTxAtInstant). bAsOf: Datomic's as-of db — every assertion in the log
@@ -84,8 +82,6 @@ int pullEntityAt(sqlite3 *db, const Schema *pSchema, const EdnValue *pPattern,
 ** same read transaction as the query it goes with. Errors: SQLite's, in
 ** *pzErr with "pull: ". */
 int pullTxAtInstant(sqlite3 *db, const EdnValue *pInst, sqlite3_int64 *piTx, char **pzErr);
-
-/* --- Addition (H14): edn_pull's entry point. */
 
 /* pullEntityEx with the pattern as EDN text (one vector). With a cache the
 ** compiled pattern is kept there, so a repeated call with the same text on

@@ -128,9 +128,10 @@ static char *txLookupBatchSql(void) {
 
 /* The writer connection's page cache for large transactions is
 ** configWriterCacheBytes() (MENTAT_CACHE_SIZE, default 64 MiB: larger
-** measured slower on the bench load); this one is for transactions of at most TX_SMALL_OPS operations, whose dirty
-** pages (about a dozen per datom) fit in it. See txCacheFit for why small
-** transactions must not run with the large cache. */
+** measured slower on the bench load); this one is for transactions of at
+** most TX_SMALL_OPS operations, whose dirty pages (about a dozen per datom)
+** fit in it. See txCacheFit for why small transactions must not run with
+** the large cache. */
 #define TX_SMALL_CACHE_BYTES (8LL * 1024 * 1024)
 #define TX_SMALL_OPS 128
 /* Small transactions in a row before a large cache is shrunk. */
@@ -198,14 +199,13 @@ int txStmt(Tx *p, int eStmt, sqlite3_stmt **ppStmt) {
 ** A bulk transaction wants the large cache: it holds the hot pages of every
 ** index the transaction inserts into (values land at random places in AVET,
 ** VAET and the value indexes); at SQLite's default 2 MiB they spill to the
-** WAL and are read back within the transaction (bench s, 40 load
-** transactions: 2.85 -> 2.09 s CPU). A small one must not keep it: when a
+** WAL and are read back within the transaction. A small one must not keep
+** it: when a
 ** B-tree split sorts its new pages, SQLite 3.40 parks a page under the
 ** pending-byte page number (balance_nonroot), and the commit's cache
-** truncation then visits every cached page (pcache1TruncateUnsafe). With
-** 64 MiB of cached pages that walk was 11-19% of a one-datom transaction's
-** CPU (perf, bench s); with 8 MiB, 2-3%, and transact_one at NORMAL went
-** from 930-1,020 to 1,230-1,440 tx/s (3 interleaved runs). The PRAGMA runs
+** truncation then visits every cached page (pcache1TruncateUnsafe), a cost
+** that grows with the cache and that a one-datom transaction would pay in
+** full (bench/findings.md has the profile). The PRAGMA runs
 ** only when the size changes. Shrinking drops clean pages, which a later bulk
 ** transaction reads again from the OS cache, so a large cache is shrunk only
 ** after TX_SMALL_RUN small transactions in a row: a mix of large and small

@@ -55,8 +55,7 @@ static int txCmpDatom(const void *pA, const void *pB) {
 ** indexes keyed by value (AVET, VAET, idx_auto_avet_<a>, unique value) then
 ** take their new entries in key order, one sweep per attribute, instead of
 ** at random places; the entity-keyed ones (EAVT, AEVT) barely mind, as new
-** entities all sort at their end. Bench scale s, 100 load transactions:
-** 10.0-11.2 s -> 7.7-9.7 s CPU. */
+** entities all sort at their end. */
 static int txCmpAVE(const void *pA, const void *pB) {
   const TxOp *a = *(const TxOp *const *)pA, *b = *(const TxOp *const *)pB;
   int c;
