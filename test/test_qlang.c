@@ -974,7 +974,7 @@ START_TEST(test_oom) {
 }
 END_TEST
 
-/* A run set aside by qRunSpill (B25) reads its rest from a private copy;
+/* A run set aside by qSpillRest (B25) reads its rest from a private copy;
 ** the store statement it leaves behind in the plan cache must not keep its
 ** uncopied string bindings (valueBindStatic), which point into the inputs
 ** the caller frees next. Rows by hand: Ivan p1 p2 p5 p6, Oleg p3 p4. */
@@ -995,7 +995,7 @@ START_TEST(test_spill_bindings) {
   ck_assert_msg(rc == SQLITE_OK, "open: %s", zErr ? zErr : "?");
   ck_assert_int_eq(qRunStep(pRun, &zErr), SQLITE_ROW);
   nRow++;
-  ck_assert_int_eq(qRunSpill(pRun, 0, 0, NULL, &zErr), SQLITE_OK);
+  ck_assert_int_eq(qSpillRest(pRun, 0, 0, NULL, &zErr), SQLITE_OK);
   while ((rc = qRunStep(pRun, &zErr)) == SQLITE_ROW) nRow++;
   ck_assert_int_eq(rc, SQLITE_DONE);
   ck_assert_int_eq(nRow, 6);
@@ -1045,7 +1045,7 @@ START_TEST(test_spill_budget) {
       aRow[iPass][aRows[iPass]++] = sqlite3_str_finish(pOut);
       if (iPass == 1 && aRows[1] == 2) {
         /* three rows copied (this one and two more), then the store again */
-        ck_assert_int_eq(qRunSpill(pRun, 3, 0, &bAll, &zErr), SQLITE_OK);
+        ck_assert_int_eq(qSpillRest(pRun, 3, 0, &bAll, &zErr), SQLITE_OK);
         ck_assert_int_eq(bAll, 0);
       }
     }

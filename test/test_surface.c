@@ -245,7 +245,7 @@ END_TEST
 ** set-aside threshold (4 MiB of WAL): the cursor's rest is set aside, it
 ** still returns exactly the rows of its snapshot (the two people of zData,
 ** none of the 300 added), and once it is finished a TRUNCATE checkpoint
-** finds no reader (busy = 0). Under ASan/valgrind this covers qRunSpill. */
+** finds no reader (busy = 0). Under ASan/valgrind this covers qSpillRest. */
 START_TEST(test_surface_open_cursor_spill) {
   static const char *azQ[] = {
     "[:find ?n :where [_ :p/name ?n]]",

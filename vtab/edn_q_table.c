@@ -205,7 +205,7 @@ static int ednqLetGo(StoreHold *pHold, sqlite3_int64 tEnd) {
   if (pCur->pRun && !pCur->bEof && pCur->pConn) {
     int bAll = 0;
     funcWatchPause(&pCur->watch, 1);
-    if (qRunSpill(pCur->pRun, EDNQ_SPILL_ROWS, tEnd, &bAll, NULL) != SQLITE_OK) {
+    if (qSpillRest(pCur->pRun, EDNQ_SPILL_ROWS, tEnd, &bAll, NULL) != SQLITE_OK) {
       funcWatchPause(&pCur->watch, 0);
       bLetGo = 0;
     } else if (bAll) {

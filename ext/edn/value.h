@@ -78,7 +78,7 @@ int valueBind(sqlite3_stmt *pStmt, int i, const TypedValue *pVal);
 /* As valueBind, but string and keyword text is bound SQLITE_STATIC, not
 ** copied: the caller keeps pVal->z alive and unchanged until the statement
 ** is reset and its bindings cleared (qRunClose does both before the query
-** inputs go; qRunSpill clears the statement it hands over to the spill).
+** inputs go; qSpillRest clears the statement it hands over to the spill).
 ** A copy costs a malloc a parameter: 100 of them for a 100-element
 ** collection input. */
 int valueBindStatic(sqlite3_stmt *pStmt, int i, const TypedValue *pVal);

@@ -3,13 +3,13 @@
 ** the store, and the running query that the `edn_q` table and scalar step.
 **
 ** HOW IT WORKS
-** qOptsParse() turns the `opts` JSON (SPEC §2.4) into EDN input values.
+** qOptsParse() turns the `opts` JSON (SPEC.md §2.4) into EDN input values.
 ** qRunOpen() parses the query text (query_parse.c, into the AST of
 ** query_ast.h), compiles it (query_compile.c) to a QueryPlan — one SQL
 ** statement with every value a parameter — or takes the plan from the
-** connection's cache (keyed by query text, input shape and schema
-** generation), prepares/reuses the statement on the checked-out store
-** connection, and binds the inputs. qRunStep() steps it; rows stream
+** connection's cache (query_plan_cache.c, keyed by query text, input
+** shape and schema generation), prepares/reuses the statement on the
+** checked-out store connection, and binds the inputs (query_run.c). qRunStep() steps it; rows stream
 ** straight from the store statement. Result columns decode through the
 ** value tags the plan knows (value.h).
 */
@@ -18,7 +18,7 @@
 
 #include "store.h"
 
-/* Find specs (SPEC §2.1). */
+/* Find specs (SPEC.md §2.1). */
 typedef enum FindKind {
   FIND_REL = 0,     /* [:find ?a ?b]           one row per tuple */
   FIND_COLL,        /* [:find [?a ...]]        one row per element */
@@ -43,7 +43,7 @@ typedef struct QueryOpts {
 
 void qOptsInit(QueryOpts *p);
 void qOptsReset(QueryOpts *p);
-/* zOpts may be NULL. Errors per SPEC §2.4 ("unknown option \"k\"", "opts:
+/* zOpts may be NULL. Errors per SPEC.md §2.4 ("unknown option \"k\"", "opts:
 ** not valid JSON", ...) in *pzErr without the "edn_q: " prefix. */
 int qOptsParse(QueryOpts *p, const char *zOpts, int nOpts, char **pzErr);
 
@@ -68,29 +68,29 @@ const char *qRunColumnName(const QueryRun *p, int i);  /* "?a", "(count ?x)" */
 /* Non-NULL when the query has :keys/:strs/:syms: the key for element i as
 ** it appears in the JSON map (":name" for :keys, "name" for :strs). */
 const char *qRunKeyName(const QueryRun *p, int i);
-/* True for a relation whose only element is an aggregate (SPEC §2.2). */
+/* True for a relation whose only element is an aggregate (SPEC.md §2.2). */
 int qRunIsSingleAggregate(const QueryRun *p);
 
 /* Current row: native SQL value of element i (the `cN` columns). */
 int qRunColumnResult(QueryRun *p, int i, sqlite3_context *pCtx);
-/* Current row: JSON of element i (SPEC §2.3), appended to pOut. */
+/* Current row: JSON of element i (SPEC.md §2.3), appended to pOut. */
 int qRunColumnJson(QueryRun *p, int i, sqlite3_str *pOut);
 /* Current row as the `value` column: array for REL/TUPLE, the element
 ** itself for COLL/SCALAR, an object for :keys. */
 int qRunRowJson(QueryRun *p, sqlite3_str *pOut);
 
-/* Added (H4): the message of the last failed qRunColumnJson /
+/* The message of the last failed qRunColumnJson /
 ** qRunColumnResult / qRunRowJson on this run (a pull error such as
 ** "pull pattern: ..."), or NULL. Owned by the run; valid until the next
 ** call on it. Those three functions have no pzErr, so callers read this. */
 const char *qRunErrMsg(const QueryRun *p);
 
-/* Sets the rest of the result aside so the run no longer needs the store:
+/* query_spill.c. Sets the rest of the result aside so the run no longer needs the store:
 ** the current row and every later one (with the JSON of pull elements,
 ** which read the store) are copied into a private temporary database, the
 ** store statement is reset, and the run goes on from the copy with the
 ** same columns. Used when a host cursor left open would otherwise pin the
-** store's WAL (B25). Needs a current row (after qRunStep gave SQLITE_ROW).
+** store's WAL. Needs a current row (after qRunStep gave SQLITE_ROW).
 ** An error in the store statement after some rows is kept and reported by
 ** qRunStep after them, as streaming would. SQLITE_OK: the run no longer
 ** needs the store (the caller may end its read transaction) — either the
@@ -99,11 +99,11 @@ const char *qRunErrMsg(const QueryRun *p);
 ** error code: the copy could not start and the run is unchanged.
 ** Budget: at most nMaxRows rows (<= 0: no limit) and until tEnd
 ** (configNowMs milliseconds, checked after each row; <= 0: no limit),
-** since the caller may be another thread's writer waiting on this run. A rest longer than that is only partly
-** copied: *pbAll (may be NULL) is then 0 and the run still needs the store
+** since the caller may be another thread's writer waiting on this run. A
+** rest longer than that is only partly copied: *pbAll (may be NULL) is then 0 and the run still needs the store
 ** — the copied rows come first, then the store statement, still on its
 ** snapshot, gives the rows after them. *pbAll is 1 otherwise. */
-int qRunSpill(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, int *pbAll, char **pzErr);
+int qSpillRest(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, int *pbAll, char **pzErr);
 
 /* Resets the statement (so it holds no read snapshot) and frees the run.
 ** NULL is a no-op. Does not return pConn to the pool. */

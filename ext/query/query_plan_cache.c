@@ -1,0 +1,319 @@
+/*
+** query_plan_cache.c — the compiled plans a store connection keeps: a
+** query's prepared plan from the connection's cache, or compiled
+** (query_compile.c), prepared and kept.
+**
+** Takes a checked-out StoreConn, the schema snapshot, the query text and
+** its inputs; gives a QueryPlan whose statement is prepared on that
+** connection. The key is (schema generation, input shape, query text): the
+** shape of the inputs shapes the SQL, their values are only bound. A hit
+** costs building the key (in a stack buffer when it fits) and a scan of at
+** most Q_CACHE_MAX plans, most recently used first; the least recently used
+** plan is evicted. The cache also holds the connection's pull statements
+** and a reusable result string, freed with it. Calls the compiler and
+** SQLite only.
+*/
+#include <string.h>
+#include "query_plan_cache.h"
+#include "query_compile.h"
+#include "pull.h"
+
+/* Plans kept per connection: enough for an application's working set of
+** queries, small enough that a scan of the list stays cheap. */
+#define Q_CACHE_MAX 64
+
+typedef struct QCache {
+  QueryPlan *pHead;      /* most recently used first */
+  int n;
+  PullCache *pPull;      /* pull statements on this connection */
+  sqlite3_str *pOut;     /* reusable result string (qConnOutBuf) */
+} QCache;
+
+static void qCacheFree(void *p) {
+  QCache *pCache = (QCache*)p;
+  QueryPlan *pPlan, *pNext;
+  if (pCache == NULL) return;
+  for (pPlan = pCache->pHead; pPlan; pPlan = pNext) {
+    pNext = pPlan->pNext;
+    qPlanFree(pPlan);
+  }
+  pullCacheFree(pCache->pPull);
+  sqlite3_free(sqlite3_str_finish(pCache->pOut));
+  sqlite3_free(pCache);
+}
+
+static void qCacheUnlink(QCache *pCache, QueryPlan *p) {
+  if (p->pPrev) p->pPrev->pNext = p->pNext;
+  else pCache->pHead = p->pNext;
+  if (p->pNext) p->pNext->pPrev = p->pPrev;
+  p->pNext = p->pPrev = NULL;
+  pCache->n--;
+}
+
+static void qCachePushFront(QCache *pCache, QueryPlan *p) {
+  p->pPrev = NULL;
+  p->pNext = pCache->pHead;
+  if (pCache->pHead) pCache->pHead->pPrev = p;
+  pCache->pHead = p;
+  pCache->n++;
+}
+
+/* ------------------------------------------------------------ shapes */
+
+/* A cache key under construction: in aBuf while it fits (the common
+** case: no allocation per call), then on the heap. */
+typedef struct QCacheKey {
+  char *z;
+  size_t n, nAlloc;
+  int bOom;
+  char aBuf[512];
+} QCacheKey;
+
+static void qCacheKeyInit(QCacheKey *k) {
+  k->z = k->aBuf;
+  k->n = 0;
+  k->nAlloc = sizeof k->aBuf;
+  k->bOom = 0;
+}
+
+static void qCacheKeyFree(QCacheKey *k) {
+  if (k->z != k->aBuf) sqlite3_free(k->z);
+  qCacheKeyInit(k);
+}
+
+static void qCacheKeyAppend(QCacheKey *k, const char *z, size_t n) {
+  if (k->bOom) return;
+  if (k->n + n > k->nAlloc) {
+    size_t nNew = (k->n + n) * 2;
+    char *zNew = sqlite3_malloc64(nNew);
+    if (zNew == NULL) { k->bOom = 1; return; }
+    memcpy(zNew, k->z, k->n);
+    if (k->z != k->aBuf) sqlite3_free(k->z);
+    k->z = zNew;
+    k->nAlloc = nNew;
+  }
+  memcpy(k->z + k->n, z, n);
+  k->n += n;
+}
+
+static void qCacheKeyChar(QCacheKey *k, char c) { qCacheKeyAppend(k, &c, 1); }
+
+static void qCacheKeyInt(QCacheKey *k, sqlite3_int64 v) {
+  char aBuf[24];
+  int i = (int)sizeof aBuf;
+  sqlite3_uint64 u = v < 0 ? (sqlite3_uint64)0 - (sqlite3_uint64)v : (sqlite3_uint64)v;
+  do { aBuf[--i] = (char)('0' + (int)(u % 10)); u /= 10; } while (u);
+  if (v < 0) aBuf[--i] = '-';
+  qCacheKeyAppend(k, aBuf + i, sizeof aBuf - (size_t)i);
+}
+
+/* EDN text of p appended to the key (rare shapes: rule sets, odd values). */
+static void qCacheKeyEdn(QCacheKey *k, const EdnValue *p) {
+  sqlite3_str *pStr = sqlite3_str_new(NULL);
+  ednPrint(pStr, p);
+  if (sqlite3_str_errcode(pStr) != SQLITE_OK) k->bOom = 1;
+  else qCacheKeyAppend(k, sqlite3_str_value(pStr), (size_t)sqlite3_str_length(pStr));
+  sqlite3_free(sqlite3_str_finish(pStr));
+}
+
+static void qCacheShapeOf(QCacheKey *pOut, const EdnValue *p, const Schema *pSchema, int iDepth) {
+  int i;
+  if (iDepth > EDN_MAX_DEPTH) return;
+  switch (p->type) {
+    case EDN_NIL: qCacheKeyChar(pOut, 'n'); break;
+    case EDN_BOOL: qCacheKeyChar(pOut, 'b'); break;
+    case EDN_INT: qCacheKeyChar(pOut, 'i'); break;
+    case EDN_DOUBLE: qCacheKeyChar(pOut, 'd'); break;
+    case EDN_STRING: qCacheKeyChar(pOut, 's'); break;
+    case EDN_KEYWORD: qCacheKeyChar(pOut, 'k'); break;
+    case EDN_INST: qCacheKeyChar(pOut, 't'); break;
+    case EDN_UUID: qCacheKeyChar(pOut, 'u'); break;
+    case EDN_VECTOR: case EDN_SET:
+      /* A rule set shapes the SQL itself: its whole text is the shape. */
+      if (p->u.c.n > 0 && p->u.c.a[0]->type == EDN_VECTOR && p->u.c.a[0]->u.c.n > 0
+          && p->u.c.a[0]->u.c.a[0]->type == EDN_LIST) {
+        qCacheKeyEdn(pOut, p);
+        break;
+      }
+      qCacheKeyChar(pOut, '[');
+      for (i = 0; i < p->u.c.n; i++) qCacheShapeOf(pOut, p->u.c.a[i], pSchema, iDepth + 1);
+      /* [:a :b] is a lookup ref or a tuple by the schema (qPlanLookupRef) */
+      if (pSchema && p->u.c.n == 2 && p->u.c.a[1]->type == EDN_KEYWORD
+          && qPlanLookupRef(pSchema, p)) {
+        qCacheKeyChar(pOut, 'L');
+      }
+      qCacheKeyChar(pOut, ']');
+      break;
+    default:
+      qCacheKeyEdn(pOut, p);
+      break;
+  }
+}
+
+/* The shape of the inputs, appended to the key: their count, the time
+** options, then one letter per input leaf type and brackets for vectors,
+** e.g. "3:i,[s s],k" (an "L" marks a pair of keywords that pSchema reads
+** as a lookup ref, qPlanLookupRef). */
+static void qCacheShapeInto(QCacheKey *pOut, const QueryOpts *pOpts, const Schema *pSchema) {
+  int i;
+  qCacheKeyInt(pOut, pOpts ? pOpts->nInput : 0);
+  if (pOpts && pOpts->bAsOf) qCacheKeyChar(pOut, 'A');
+  else if (pOpts && pOpts->bSince) qCacheKeyChar(pOut, 'S');
+  if (pOpts && (pOpts->pAsOfInst || pOpts->pSinceInst)) qCacheKeyChar(pOut, 't');
+  if (pOpts && pOpts->bHistory) qCacheKeyChar(pOut, 'H');
+  qCacheKeyChar(pOut, ':');
+  for (i = 0; pOpts && i < pOpts->nInput; i++) {
+    if (i) qCacheKeyChar(pOut, ',');
+    qCacheShapeOf(pOut, pOpts->aInput[i], pSchema, 0);
+  }
+}
+
+static unsigned qCacheHash(const char *z, int n) {
+  unsigned h = 2166136261u;
+  int i;
+  for (i = 0; i < n; i++) h = (h ^ (unsigned char)z[i]) * 16777619u;
+  return h;
+}
+
+/* The connection's cache, created on first use; NULL on OOM. */
+static QCache *qCacheOf(StoreConn *pConn) {
+  QCache *pCache = (QCache*)pConn->pQueryCache;
+  if (pCache == NULL) {
+    pCache = sqlite3_malloc64(sizeof(QCache));
+    if (pCache == NULL) return NULL;
+    memset(pCache, 0, sizeof *pCache);
+    pConn->pQueryCache = pCache;
+    pConn->xQueryCacheFree = qCacheFree;
+  }
+  return pCache;
+}
+
+PullCache **qConnPullCache(StoreConn *pConn) {
+  QCache *pCache = qCacheOf(pConn);
+  return pCache ? &pCache->pPull : NULL;
+}
+
+sqlite3_str **qConnOutBuf(StoreConn *pConn) {
+  QCache *pCache = qCacheOf(pConn);
+  return pCache ? &pCache->pOut : NULL;
+}
+
+/* How deep the subqueries of compiled SQL zSql nest: "(SELECT" and
+** "(WITH" opened and not yet closed, outside string literals. not, or and
+** rule bodies are subqueries; a parser stack overflow with few of them is
+** some other nesting (functions), and must not be blamed on not or or. */
+static int qCacheSubqueryDepth(const char *zSql) {
+  int aOpen[256];            /* paren depth of each open subquery */
+  int nParen = 0, nOpen = 0, nMax = 0;
+  const char *z;
+  for (z = zSql; z && *z; z++) {
+    if (*z == '\'') {
+      for (z++; *z && !(z[0] == '\'' && z[1] != '\''); z++) if (z[0] == '\'') z++;
+      if (*z == 0) break;
+    } else if (*z == '(') {
+      const char *w = z + 1;
+      nParen++;
+      while (*w == ' ') w++;
+      if ((sqlite3_strnicmp(w, "SELECT", 6) == 0 || sqlite3_strnicmp(w, "WITH", 4) == 0)
+          && nOpen < (int)(sizeof aOpen / sizeof aOpen[0])) {
+        aOpen[nOpen++] = nParen;
+        if (nOpen > nMax) nMax = nOpen;
+      }
+    } else if (*z == ')') {
+      if (nOpen > 0 && aOpen[nOpen - 1] == nParen) nOpen--;
+      nParen--;
+    }
+  }
+  return nMax;
+}
+
+/* Prepares pPlan's SQL on pConn (a persistent statement: it is kept with
+** the plan). A statement past SQLite's own limits fails with the part of
+** the query to blame (README, Limits). */
+static int qCachePrepare(StoreConn *pConn, QueryPlan *pPlan, char **pzErr) {
+  const char *zMsg, *zHint;
+  int rc = sqlite3_prepare_v3(pConn->db, pPlan->zSql, -1, SQLITE_PREPARE_PERSISTENT, &pPlan->pStmt,
+                              NULL);
+  if (rc == SQLITE_OK) return rc;
+  zMsg = sqlite3_errmsg(pConn->db);
+  zHint = strstr(zMsg, "tables in a join")
+      ? " (a query or rule body joins at most 64 data patterns; inside not, or and"
+        " rule bodies a chain of functions counts one per 3)"
+      : strstr(zMsg, "parser stack overflow") && qCacheSubqueryDepth(pPlan->zSql) >= 8
+      ? " (not, not-join and or nest at most 8 deep)"
+      : strstr(zMsg, "parser stack overflow")
+      ? " (the query's expressions nest too deep for SQLite)"
+      : strstr(zMsg, "too many references to")
+      ? " (a rule with several definitions whose functions, predicates or not read the"
+        " caller's bound arguments is copied with the rows before each call: at most"
+        " about 10 such calls in a row)" : "";
+  sqlite3_free(*pzErr);
+  *pzErr = sqlite3_mprintf("cannot compile query: %s%s", zMsg, zHint);
+  return *pzErr ? rc : SQLITE_NOMEM;
+}
+
+/* Keeps pPlan under key k (hash h) at the front of pCache, evicting the
+** least recently used plans past Q_CACHE_MAX. SQLITE_NOMEM leaves pPlan
+** to the caller. */
+static int qCacheAdd(QCache *pCache, QueryPlan *pPlan, const QCacheKey *k, unsigned h) {
+  char *zKey = sqlite3_malloc64(k->n + 1);
+  if (zKey == NULL) return SQLITE_NOMEM;
+  memcpy(zKey, k->z, k->n);
+  zKey[k->n] = 0;
+  pPlan->zKey = zKey;
+  pPlan->nKey = (int)k->n;
+  pPlan->hKey = h;
+  qCachePushFront(pCache, pPlan);
+  while (pCache->n > Q_CACHE_MAX) {
+    QueryPlan *pLast = pCache->pHead;
+    while (pLast->pNext) pLast = pLast->pNext;
+    qCacheUnlink(pCache, pLast);
+    qPlanFree(pLast);
+  }
+  return SQLITE_OK;
+}
+
+int qCachePlan(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
+               const QueryOpts *pOpts, QueryPlan **ppPlan, int *pbOwn, char **pzErr) {
+  QCache *pCache = qCacheOf(pConn);
+  QueryPlan *pPlan = NULL;
+  QCacheKey key;
+  unsigned h;
+  int rc = SQLITE_OK;
+  *ppPlan = NULL;
+  *pbOwn = 0;
+  if (pCache == NULL) return SQLITE_NOMEM;
+  qCacheKeyInit(&key);
+  /* Built without an allocation when it fits, as every call builds it. */
+  qCacheKeyInt(&key, schemaGeneration(pSchema));
+  qCacheKeyChar(&key, '\x1f');
+  qCacheShapeInto(&key, pOpts, pSchema);
+  qCacheKeyChar(&key, '\x1f');
+  qCacheKeyAppend(&key, zQuery, (size_t)nQuery);
+  if (key.bOom || key.n > 0x7fffffff) { rc = SQLITE_NOMEM; goto cleanup; }
+  h = qCacheHash(key.z, (int)key.n);
+  for (pPlan = pCache->pHead; pPlan; pPlan = pPlan->pNext) {
+    if (pPlan->hKey == h && pPlan->nKey == (int)key.n && memcmp(pPlan->zKey, key.z, key.n) == 0) break;
+  }
+  if (pPlan && sqlite3_stmt_busy(pPlan->pStmt)) {
+    pPlan = NULL;      /* in use by an open run on this connection: a private copy */
+    *pbOwn = 1;
+  }
+  if (pPlan) {
+    qCacheUnlink(pCache, pPlan);
+    qCachePushFront(pCache, pPlan);
+    *ppPlan = pPlan;
+    goto cleanup;
+  }
+  rc = qCompile(pSchema, zQuery, nQuery, pOpts, &pPlan, pzErr);
+  if (rc == SQLITE_OK) rc = qCachePrepare(pConn, pPlan, pzErr);
+  if (rc == SQLITE_OK && !*pbOwn) rc = qCacheAdd(pCache, pPlan, &key, h);
+  if (rc != SQLITE_OK) {
+    qPlanFree(pPlan);
+    pPlan = NULL;
+  }
+  *ppPlan = pPlan;
+cleanup:
+  qCacheKeyFree(&key);
+  return rc;
+}

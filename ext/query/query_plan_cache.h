@@ -1,0 +1,22 @@
+/*
+** query_plan_cache.h — the compiled plans a store connection keeps
+** (query_plan_cache.c), for the runner (query_run.c).
+*/
+#ifndef MENTAT_QUERY_PLAN_CACHE_H
+#define MENTAT_QUERY_PLAN_CACHE_H
+
+#include "query.h"
+
+typedef struct QueryPlan QueryPlan;
+
+/* The plan of zQuery[0..nQuery) for the inputs in pOpts on pConn, its
+** statement prepared there: the cached one, or a new one compiled,
+** prepared and kept (the connection owns it, *pbOwn = 0). When the cached
+** plan's statement is in use by another open run on pConn, a private plan
+** is compiled for this run (*pbOwn = 1: the caller frees it with
+** qPlanFree). Errors in *pzErr: the compiler's, or "cannot compile query:
+** <SQLite's reason> (<the part of the query to blame>)". */
+int qCachePlan(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
+               const QueryOpts *pOpts, QueryPlan **ppPlan, int *pbOwn, char **pzErr);
+
+#endif /* MENTAT_QUERY_PLAN_CACHE_H */
