@@ -1,7 +1,7 @@
 /*
 ** test_qparse.c — Check suite for the Datalog parser (query_parse.c).
 **
-** Table-driven: query text -> the canonical AST print of qAstPrint (or
+** Table-driven: query text -> the canonical AST print of qpPrint (or
 ** the error with line and column). No database is involved: the parser
 ** depends on the EDN reader only. Expected prints written by hand from
 ** the grammar (Datomic's query grammar, plus Mentat's extras).
@@ -88,10 +88,10 @@ START_TEST(test_parse) {
   char *zErr = NULL, *zGot;
   int rc;
   ednArenaInit(&arena);
-  rc = qParse(&arena, pCase->zQuery, (int)strlen(pCase->zQuery), &pQ, &zErr);
+  rc = qpParse(&arena, pCase->zQuery, (int)strlen(pCase->zQuery), &pQ, &zErr);
   if (rc == SQLITE_OK) {
     sqlite3_str *pOut = sqlite3_str_new(NULL);
-    qAstPrint(pOut, pQ);
+    qpPrint(pOut, pQ);
     zGot = sqlite3_str_finish(pOut);
   } else {
     zGot = sqlite3_mprintf("ERROR: %s", zErr ? zErr : "?");
@@ -125,10 +125,10 @@ START_TEST(test_rules) {
     int rc;
     ednArenaInit(&arena);
     ck_assert_int_eq(ednReadOne(&arena, a[i].zQuery, (int)strlen(a[i].zQuery), &pForm, &err), SQLITE_OK);
-    rc = qParseRules(&arena, pForm, &set, &zErr);
+    rc = qpParseRules(&arena, pForm, &set, &zErr);
     if (rc == SQLITE_OK) {
       sqlite3_str *pOut = sqlite3_str_new(NULL);
-      qAstPrintRules(pOut, &set);
+      qpPrintRules(pOut, &set);
       zGot = sqlite3_str_finish(pOut);
       ck_assert_msg(strcmp(zGot, a[i].zExpect) == 0, "got %s want %s", zGot, a[i].zExpect);
     } else {
@@ -156,7 +156,7 @@ START_TEST(test_deep) {
   sqlite3_str_appendall(pQ, "]");
   z = sqlite3_str_finish(pQ);
   ednArenaInit(&arena);
-  rc = qParse(&arena, z, (int)strlen(z), &pAst, &zErr);
+  rc = qpParse(&arena, z, (int)strlen(z), &pAst, &zErr);
   ck_assert_int_eq(rc, SQLITE_OK);
   ednArenaReset(&arena);
   sqlite3_free(z);

@@ -15,19 +15,19 @@
 
 /* One element of :find. */
 typedef enum QFindElemKind {
-  QF_VAR = 0,     /* ?x */
-  QF_AGG,         /* (count ?x), (min 2 ?x), (count-distinct ?x), (the ?x) ... */
-  QF_PULL         /* (pull ?e [...]) */
+  QFIND_VAR = 0,     /* ?x */
+  QFIND_AGG,         /* (count ?x), (min 2 ?x), (count-distinct ?x), (the ?x) ... */
+  QFIND_PULL         /* (pull ?e [...]) */
 } QFindElemKind;
 
 typedef struct QFindElem {
   QFindElemKind kind;
   const EdnValue *pForm;     /* the element as written (errors, names) */
   const EdnValue *pVar;      /* the variable (aggregated / pulled / plain) */
-  const char *zAgg;          /* QF_AGG: function name, e.g. "count-distinct" */
-  const EdnValue *pAggN;     /* QF_AGG: the count of (min n ?x) (an integer or
+  const char *zAgg;          /* QFIND_AGG: function name, e.g. "count-distinct" */
+  const EdnValue *pAggN;     /* QFIND_AGG: the count of (min n ?x) (an integer or
                              ** an :in variable), or NULL */
-  const EdnValue *pPattern;  /* QF_PULL: the pull pattern, or the symbol of an
+  const EdnValue *pPattern;  /* QFIND_PULL: the pull pattern, or the symbol of an
                              ** :in input holding it (pattern or ?pattern) */
   const char *zName;         /* column name: "?x", "(count ?x)", "(pull ?e [...])" */
 } QFindElem;
@@ -137,24 +137,24 @@ typedef struct QQuery {
 /* Parses zQuery[0..nQuery) into *ppQuery, allocated in pArena.
 ** Errors: *pzErr (sqlite3_malloc'd) "line L col C: <what>" and SQLITE_ERROR;
 ** SQLITE_NOMEM on OOM. */
-int qParse(EdnArena *pArena, const char *zQuery, int nQuery, QQuery **ppQuery,
+int qpParse(EdnArena *pArena, const char *zQuery, int nQuery, QQuery **ppQuery,
            char **pzErr);
 
 /* Parses a rule set (the EDN value bound to %) into *pSet, in pArena.
-** Errors as qParse, prefixed with "rules: ". */
-int qParseRules(EdnArena *pArena, const EdnValue *pForm, QRuleSet *pSet, char **pzErr);
+** Errors as qpParse, prefixed with "rules: ". */
+int qpParseRules(EdnArena *pArena, const EdnValue *pForm, QRuleSet *pSet, char **pzErr);
 
 /* Appends a canonical text form of the AST (for tests and debugging):
 ** "find=rel(?a,(count ?b)) in=($,?x,[?y ...]) where=(pat(?e,:a,?v),...) ..." */
-void qAstPrint(sqlite3_str *pOut, const QQuery *p);
-void qAstPrintRules(sqlite3_str *pOut, const QRuleSet *p);
+void qpPrint(sqlite3_str *pOut, const QQuery *p);
+void qpPrintRules(sqlite3_str *pOut, const QRuleSet *p);
 
 /* The name of a variable term ("?x") or NULL if p is not a variable. */
-const char *qVarName(const EdnValue *p);
+const char *qpVarName(const EdnValue *p);
 /* True for the blank "_". */
-int qIsBlank(const EdnValue *p);
+int qpIsBlank(const EdnValue *p);
 /* True for a source variable "$" or "$name". */
-int qIsSrc(const EdnValue *p);
+int qpIsSrc(const EdnValue *p);
 
 /* query_funcs.c, for the compiler: compiles the nPat bytes at zPat in the
 ** dialect of the mentat_regex SQL function (java.util.regex's, through

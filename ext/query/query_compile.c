@@ -20,7 +20,7 @@ static int qcdIsPatternVar(const QQuery *pQ, const EdnValue *pVar) {
   int i;
   for (i = 0; i < pQ->nFind; i++) {
     const QFindElem *pE = &pQ->aFind[i];
-    if (pE->kind == QF_PULL && pE->pPattern->type == EDN_SYMBOL
+    if (pE->kind == QFIND_PULL && pE->pPattern->type == EDN_SYMBOL
         && ednIsSymbol(pVar, pE->pPattern->u.s.z)) {
       return 1;
     }
@@ -93,7 +93,7 @@ static int qcdInputs(QCtx *pX) {
       EdnValue *pCopy = qcdCopy(pC->pArena, pVal, 0);
       if (pCopy == NULL) return qcNoMem(pC);
       if (pC->bRules) return qcErr(pC, pIn->pForm, "only one rule set (%%) is supported");
-      pC->rc = qParseRules(pC->pArena, pCopy, &pC->rules, pC->pzErr);
+      pC->rc = qpParseRules(pC->pArena, pCopy, &pC->rules, pC->pzErr);
       pC->bRules = 1;
     } else {
       pC->pAt = pIn->pForm;
@@ -159,7 +159,7 @@ static int qcdLimitParam(QComp *pC, QCtx *pX, const EdnValue *p) {
 
 static int qcdHasAggregate(const QQuery *pQ) {
   int i;
-  for (i = 0; i < pQ->nFind; i++) if (pQ->aFind[i].kind == QF_AGG) return 1;
+  for (i = 0; i < pQ->nFind; i++) if (pQ->aFind[i].kind == QFIND_AGG) return 1;
   return 0;
 }
 
@@ -185,7 +185,7 @@ static int qcdAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
       pPlan->bKeys = 1;
     }
   }
-  pPlan->bSingleAgg = pQ->eFind == FIND_REL && pQ->nFind == 1 && pQ->aFind[0].kind == QF_AGG;
+  pPlan->bSingleAgg = pQ->eFind == FIND_REL && pQ->nFind == 1 && pQ->aFind[0].kind == QFIND_AGG;
 
   if (qcdHasAggregate(pQ)) {
     qcaAggregate(pC, pX, pPlan, pSql);
@@ -209,7 +209,7 @@ static int qcdAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
     const QFindElem *pE = &pQ->aFind[i];
     QVar *pV = NULL;
     if (qcdFindVar(pC, pX, pE->pVar, ":find", &pV)) break;
-    if (pE->kind == QF_PULL) {
+    if (pE->kind == QFIND_PULL) {
       /* Pull takes entity ids, idents and lookup refs (Datomic): an input
       ** no place typed is read as an entity; a value of another type is an
       ** error naming the binding (query_run.c checks values of unknown
@@ -222,7 +222,7 @@ static int qcdAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
       }
     }
     qcdSelectVar(pC, pSql, &nCol, pV, &pPlan->aCol[i], bDistinct);
-    if (pE->kind == QF_PULL && qcPullColumn(pC, pE, &pPlan->aCol[i])) break;
+    if (pE->kind == QFIND_PULL && qcPullColumn(pC, pE, &pPlan->aCol[i])) break;
   }
   for (i = 0; i < pQ->nWith && pC->rc == SQLITE_OK; i++) {
     QVar *pV = NULL;
@@ -277,7 +277,7 @@ int qCompile(Schema *pSchema, const char *zQuery, int nQuery, const QueryOpts *p
   if (pPlan == NULL) return SQLITE_NOMEM;
   memset(pPlan, 0, sizeof *pPlan);
   ednArenaInit(&pPlan->arena);
-  rc = qParse(&pPlan->arena, zQuery, nQuery, &pQ, pzErr);
+  rc = qpParse(&pPlan->arena, zQuery, nQuery, &pQ, pzErr);
   if (rc != SQLITE_OK) {
     qPlanFree(pPlan);
     return rc;

@@ -97,14 +97,14 @@ static int qcaValueCounts(QComp *pC, QueryPlan *pPlan, sqlite3_str *pSql) {
   if (pCl->kind != QC_PATTERN || pCl->nArg != 3) return 0;
   for (i = 0; i < 2; i++) {
     const QFindElem *pE = &pQ->aFind[i];
-    if (pE->kind == QF_VAR) pVal = pE;
-    else if (pE->kind == QF_AGG && strcmp(pE->zAgg, "count") == 0 && pE->pAggN == NULL) pCount = pE;
+    if (pE->kind == QFIND_VAR) pVal = pE;
+    else if (pE->kind == QFIND_AGG && strcmp(pE->zAgg, "count") == 0 && pE->pAggN == NULL) pCount = pE;
   }
   if (pVal == NULL || pCount == NULL) return 0;
   pA = pCl->aArg[1];
-  if (qVarName(pCl->aArg[0]) == NULL || qVarName(pCl->aArg[2]) == NULL || pA->type != EDN_KEYWORD
-      || strcmp(qVarName(pCl->aArg[0]), pCount->pVar->u.s.z) != 0
-      || strcmp(qVarName(pCl->aArg[2]), pVal->pVar->u.s.z) != 0
+  if (qpVarName(pCl->aArg[0]) == NULL || qpVarName(pCl->aArg[2]) == NULL || pA->type != EDN_KEYWORD
+      || strcmp(qpVarName(pCl->aArg[0]), pCount->pVar->u.s.z) != 0
+      || strcmp(qpVarName(pCl->aArg[2]), pVal->pVar->u.s.z) != 0
       || strcmp(pCount->pVar->u.s.z, pVal->pVar->u.s.z) == 0) {
     return 0;
   }
@@ -154,7 +154,7 @@ static int qcaAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *
   for (i = 0; i < pQ->nFind && pC->rc == SQLITE_OK; i++) {
     const QFindElem *pE = &pQ->aFind[i];
     aiElem[i] = qcaInnerCol(pC, pX, pInner, azCol, apVar, &nCol, pE->pVar, ":find");
-    if (pE->kind == QF_AGG) {
+    if (pE->kind == QFIND_AGG) {
       if (strcmp(pE->zAgg, "min") == 0 || strcmp(pE->zAgg, "max") == 0) {
         if (pE->pAggN == NULL) nExtreme++;
       }
@@ -180,7 +180,7 @@ static int qcaAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *
     ValueType vt = pV->vt;
     if (nOut) sqlite3_str_appendall(pOuter, ", ");
     pCol->iTagCol = -1;
-    if (pE->kind != QF_AGG || strcmp(zA, "the") == 0) {
+    if (pE->kind != QFIND_AGG || strcmp(zA, "the") == 0) {
       sqlite3_str_appendf(pOuter, "v%d AS c%d", k, nOut);
       pCol->iCol = nOut++;
       pCol->vt = vt;
@@ -188,8 +188,8 @@ static int qcaAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *
         sqlite3_str_appendf(pOuter, ", t%d AS c%d", k, nOut);
         pCol->iTagCol = nOut++;
       }
-      if (pE->kind == QF_PULL && qcPullColumn(pC, pE, pCol)) break;
-      if (pE->kind != QF_AGG) {
+      if (pE->kind == QFIND_PULL && qcPullColumn(pC, pE, pCol)) break;
+      if (pE->kind != QFIND_AGG) {
         sqlite3_str_appendf(pGroup, "%sv%d", nGroup++ ? ", " : "", k);
         if (vt == VT_NONE) sqlite3_str_appendf(pGroup, ", t%d", k);
         if (qcVarMixesKinds(pV)) sqlite3_str_appendf(pGroup, ", k%d", k);
@@ -203,7 +203,7 @@ static int qcaAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *
       ** read a string as 0 and an instant as its microseconds. A known
       ** type is checked here, an unknown one value by value. */
       if (vt != VT_NONE && vt != VT_LONG && vt != VT_DOUBLE && vt != VT_REF) {
-        qcErr(pC, pE->pForm, "%s: %s is a %s, not a number", pE->zName, qVarName(pE->pVar), qcVtName(vt));
+        qcErr(pC, pE->pForm, "%s: %s is a %s, not a number", pE->zName, qpVarName(pE->pVar), qcVtName(vt));
         break;
       }
       zPlace = qcPlaceSql(pE->pForm, pE->zName);
@@ -283,7 +283,7 @@ static int qcaAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *
     int j, iCol = -1;
     ValueType vtOrder = VT_NONE;
     for (j = 0; j < pQ->nFind; j++) {
-      if (pQ->aFind[j].kind != QF_AGG
+      if (pQ->aFind[j].kind != QFIND_AGG
           && strcmp(pQ->aFind[j].pVar->u.s.z, pQ->aOrder[i].pVar->u.s.z) == 0) {
         iCol = pPlan->aCol[j].iCol;
         vtOrder = pPlan->aCol[j].vt;

@@ -81,7 +81,7 @@ static void qcbBindScalar(QCtx *pX, const EdnValue *pVar, const EdnValue *pVal,
   int iP;
   char *zExpr;
   QVar *pV;
-  if (qIsBlank(pVar)) return;
+  if (qpIsBlank(pVar)) return;
   zExpr = qcbLeafExpr(pX, pVal, pConst, iInput, i1, i2, &vt, &iP);
   if (zExpr == NULL) { qcNoMem(pX->pC); return; }
   if (qcbLeafIsLookup(pX, pVal, iInput)) qcWhere(pX, sqlite3_mprintf("%s IS NOT NULL", zExpr));
@@ -155,7 +155,7 @@ int qcbBind(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
       int *aP;
       ValueType vt0 = VT_NONE;
       if (!qcbIsColl(pVal)) return qcErr(pC, NULL, "%s: expected a collection", zWhat);
-      if (qIsBlank(pB->aVar[0])) break;
+      if (qpIsBlank(pB->aVar[0])) break;
       aP = sqlite3_malloc64(sizeof(int) * (pVal->u.c.n + 1));
       pList = sqlite3_str_new(NULL);
       if (aP == NULL) { sqlite3_free(sqlite3_str_finish(pList)); return qcNoMem(pC); }
@@ -285,7 +285,7 @@ int qcbBind(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
           const EdnValue *pVar = pB->aVar[j];
           /* a row whose lookup ref names no entity binds nothing */
           if (abLookup[j]) qcWhere(pX, sqlite3_mprintf("%s.c%d IS NOT NULL", zName, j));
-          if (pC->rc == SQLITE_OK && !qIsBlank(pVar)) {
+          if (pC->rc == SQLITE_OK && !qpIsBlank(pVar)) {
             int bNew = qcVarFind(pX, pVar->u.s.z) == NULL;
             qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.c%d", zName, j),
                       aVt[j] == VT_NONE ? VT_LONG : aVt[j], NULL, 0);

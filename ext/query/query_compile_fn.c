@@ -52,7 +52,7 @@ static char *qcfJsonTag(const char *zType, const char *zVal) {
 /* Binds element k of the JSON array zDoc to variable pVar (blank: skipped). */
 static void qcfBindJsonElem(QCtx *pX, const EdnValue *pVar, const char *zDoc, int k) {
   char *zType, *zVal;
-  if (qIsBlank(pVar)) return;
+  if (qpIsBlank(pVar)) return;
   zType = sqlite3_mprintf("json_type(%s, '$[%d]')", zDoc, k);
   zVal = sqlite3_mprintf("json_extract(%s, '$[%d]')", zDoc, k);
   if (zType && zVal) {
@@ -82,7 +82,7 @@ static int qcfBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt
     return qcNoMem(pC);
   }
   if (pB->kind == QB_SCALAR) {
-    if (qIsBlank(pB->aVar[0])) {
+    if (qpIsBlank(pB->aVar[0])) {
       sqlite3_free(zExpr);
       sqlite3_free(zTag);
       return pC->rc;
@@ -158,7 +158,7 @@ static int qcfBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt
     case QB_COLL:
       sqlite3_snprintf(sizeof zAlias, zAlias, "j%d", ++pC->nAlias);
       qcFrom(pX, sqlite3_mprintf("json_each(%s) %s", zExpr, zAlias));
-      if (!qIsBlank(pB->aVar[0]) && pC->rc == SQLITE_OK) {
+      if (!qpIsBlank(pB->aVar[0]) && pC->rc == SQLITE_OK) {
         char *zType = sqlite3_mprintf("%s.type", zAlias);
         char *zVal = sqlite3_mprintf("%s.value", zAlias);
         if (zType && zVal) {
@@ -290,11 +290,11 @@ static int qcfGetSome(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg,
       qcWhere(pX, sqlite3_mprintf("(%s) IS NOT NULL", zAttr));
     }
   }
-  if (pC->rc == SQLITE_OK && !qIsBlank(pCl->bind.aVar[0])) {
+  if (pC->rc == SQLITE_OK && !qpIsBlank(pCl->bind.aVar[0])) {
     qcBindVar(pX, pCl->bind.aVar[0]->u.s.z, zAttr, VT_REF, NULL, 0);
     zAttr = NULL;
   }
-  if (pC->rc == SQLITE_OK && !qIsBlank(pCl->bind.aVar[1])) {
+  if (pC->rc == SQLITE_OK && !qpIsBlank(pCl->bind.aVar[1])) {
     if (bSame && vtAll != VT_NONE) {
       qcBindVar(pX, pCl->bind.aVar[1]->u.s.z, zVal, vtAll, NULL, 0);
     } else {
@@ -362,7 +362,7 @@ static int qcfFulltext(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg
   sqlite3_free(zQ);
   for (i = 0; i < pCl->bind.nVar && pC->rc == SQLITE_OK; i++) {
     const EdnValue *pVar = pCl->bind.aVar[i];
-    if (qIsBlank(pVar)) continue;
+    if (qpIsBlank(pVar)) continue;
     if (i == 0) qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.e", zD), VT_REF, NULL, 1);
     else if (i == 1) qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.text", zF), VT_STRING, NULL, 0);
     else if (i == 2) qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.tx", zD), VT_REF, NULL, 1);
@@ -462,7 +462,7 @@ static int qcfTxIds(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, i
     qcWhere(pX, sqlite3_mprintf("%s.timeline IS 0", zAlias));
     if (!bOpenFrom) qcWhere(pX, sqlite3_mprintf("%s.tx >= %s", zAlias, zFrom));
     if (!bOpenTo) qcWhere(pX, sqlite3_mprintf("%s.tx < %s", zAlias, zTo));
-    if (!qIsBlank(pCl->bind.aVar[0])) {
+    if (!qpIsBlank(pCl->bind.aVar[0])) {
       qcBindVar(pX, pCl->bind.aVar[0]->u.s.z, sqlite3_mprintf("%s.tx", zAlias), VT_REF, NULL, 0);
     }
   }
@@ -491,7 +491,7 @@ static int qcfTxData(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, 
   sqlite3_free(zTx);
   for (i = 0; i < pCl->bind.nVar && pC->rc == SQLITE_OK; i++) {
     const EdnValue *pVar = pCl->bind.aVar[i];
-    if (qIsBlank(pVar)) continue;
+    if (qpIsBlank(pVar)) continue;
     switch (i) {
       case 0: qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.e", zAlias), VT_REF, NULL, 1); break;
       case 1: qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.a", zAlias), VT_REF, NULL, 1); break;

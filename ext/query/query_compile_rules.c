@@ -415,7 +415,7 @@ static int qcMagicShape(QComp *pC, int h, unsigned char *aePlace) {
     nRec++;
     for (j = 0; j < pR->nHead; j++) {
       if (!qcPassThrough(pR, iRec, j)) {
-        if (qIsBlank(pR->aClause[iRec]->aArg[j])) return 0;
+        if (qpIsBlank(pR->aClause[iRec]->aArg[j])) return 0;
         aePlace[j] = 0;
       }
     }
@@ -870,7 +870,7 @@ static int qcMagicCall(QCtx *pX, const QClause *pCl, int h, const unsigned char 
   for (i = 0; i < nArity && pC->rc == SQLITE_OK; i++) {
     const EdnValue *pA = pCl->aArg[i];
     QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
-    if (qIsBlank(pA)) continue;
+    if (qpIsBlank(pA)) continue;
     if (!ednIsVar(pA)) {
       /* A constant: the caller's origins are it already. */
       if (bCaller && abBound[i]) continue;
@@ -933,7 +933,7 @@ static char *qcHeadReqList(const QRule *pR) {
 /* Is argument pA bound at the call: a constant, or a variable pX binds? */
 static int qcArgBound(QCtx *pX, const EdnValue *pA) {
   QVar *pV;
-  if (qIsBlank(pA)) return 0;
+  if (qpIsBlank(pA)) return 0;
   if (!ednIsVar(pA)) return 1;
   pV = qcVarFind(pX, pA->u.s.z);
   return pV && (pV->zExpr || pV->zInList);
@@ -1123,7 +1123,7 @@ static int qcInlineCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
   for (j = 0; j < nArity; j++) {
     const EdnValue *pA = pCl->aArg[j];
     aVt[j] = (ValueType)-1;
-    if (qIsBlank(pA)) {
+    if (qpIsBlank(pA)) {
       aeArg[j] = 3;
     } else if (!ednIsVar(pA)) {
       aeArg[j] = 2;
@@ -1253,7 +1253,7 @@ int qcrCall(QCtx *pX, const QClause *pCl, int iDepth) {
     if (!qcReqPlace(pC, h, i, &pR) || qcArgBound(pX, pA)) continue;
     {
       char *zReq = qcHeadReqList(pR);
-      if (qIsBlank(pA)) {
+      if (qpIsBlank(pA)) {
         qcErr(pC, pCl->pForm, "rule %s needs argument %d bound where it is called, not _"
               " (it is required: %s in the rule's head)", pCl->zName, i + 1, zReq ? zReq : "?");
       } else {
@@ -1281,7 +1281,7 @@ int qcrCall(QCtx *pX, const QClause *pCl, int iDepth) {
         const EdnValue *pA = pCl->aArg[i];
         QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
         abBound[i] = (unsigned char)(!aePlace[i] && (pV ? pV->zExpr != NULL
-                                     : !ednIsVar(pA) && !qIsBlank(pA)
+                                     : !ednIsVar(pA) && !qpIsBlank(pA)
                                        && (valueNaturalType(pA) != VT_NONE
                                            || qcIsEntityLookup(pC, pA))));
         nBound += abBound[i];
@@ -1291,7 +1291,7 @@ int qcrCall(QCtx *pX, const QClause *pCl, int iDepth) {
         for (i = 0; i < pCl->nArg; i++) {
           const EdnValue *pA = pCl->aArg[i];
           QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
-          if (aePlace[i] && (pV ? pV->zExpr != NULL : !ednIsVar(pA) && !qIsBlank(pA)
+          if (aePlace[i] && (pV ? pV->zExpr != NULL : !ednIsVar(pA) && !qpIsBlank(pA)
                              && valueNaturalType(pA) != VT_NONE)) {
             abBound[i] = 1;
           }
@@ -1309,10 +1309,10 @@ int qcrCall(QCtx *pX, const QClause *pCl, int iDepth) {
         const EdnValue *pA = pCl->aArg[i];
         QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
         ValueType vt = pV ? (pV->nParam ? pV->vt : VT_NONE)
-                          : ednIsVar(pA) || qIsBlank(pA) ? VT_LONG : valueNaturalType(pA);
+                          : ednIsVar(pA) || qpIsBlank(pA) ? VT_LONG : valueNaturalType(pA);
         int bValue = aePlace[i] && (pV ? pV->zExpr && pV->zExpr[0] == '?'
                                        : pA->type != EDN_VECTOR && !ednIsVar(pA)
-                                         && !qIsBlank(pA));
+                                         && !qpIsBlank(pA));
         abBound[i] = (unsigned char)!aePlace[i];
         abDirect[i] = (unsigned char)(bValue && vt == VT_LONG);
         if (bValue && vt != VT_LONG && (pV || vt != VT_NONE)) abBound[i] = 1;
@@ -1340,7 +1340,7 @@ int qcrCall(QCtx *pX, const QClause *pCl, int iDepth) {
   qcWhere(pX, sqlite3_mprintf("%s.r = %d", zAlias, h));
   for (i = 0; i < pCl->nArg && pC->rc == SQLITE_OK; i++) {
     const EdnValue *pA = pCl->aArg[i];
-    if (qIsBlank(pA)) continue;
+    if (qpIsBlank(pA)) continue;
     if (ednIsVar(pA)) {
       QVar *pV = qcVarFind(pX, pA->u.s.z);
       if (pV && pV->zExpr && pV->nParam > 0 && pV->vt == VT_KEYWORD) {

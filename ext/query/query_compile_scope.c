@@ -507,7 +507,7 @@ char *qcTermExpr(QCtx *pX, const EdnValue *p, ValueType *pvt, char **pzTag,
     }
     return zExpr;
   }
-  if (qIsBlank(p)) {
+  if (qpIsBlank(p)) {
     qcErr(pX->pC, p, "_ is not allowed in %s", zWhat);
     return NULL;
   }
@@ -554,7 +554,7 @@ char *qcEntityExpr(QCtx *pX, const EdnValue *p, const char *zFn) {
     return iP ? sqlite3_mprintf("?%d", iP) : NULL;
   }
   if (qcIsLookupRef(p)) return qcLookupConst(pC, p);
-  if (qIsBlank(p)) {
+  if (qpIsBlank(p)) {
     qcErr(pC, p, "_ is not allowed in %s", "function");
     return NULL;
   }

@@ -235,7 +235,7 @@ int qcPullColumn(QComp *pC, const QFindElem *pE, QPlanCol *pCol) {
 void qcSkipSrc(const QClause *pCl, const EdnValue *const **paArg, int *pnArg) {
   *paArg = pCl->aArg;
   *pnArg = pCl->nArg;
-  if (*pnArg > 0 && qIsSrc((*paArg)[0])) {
+  if (*pnArg > 0 && qpIsSrc((*paArg)[0])) {
     (*paArg)++;
     (*pnArg)--;
   }

@@ -169,7 +169,7 @@ static void qcwPlaceConst(QCtx *pX, const EdnValue *pTerm, const char *zCol, Val
 static void qcwPlace(QCtx *pX, const EdnValue *pTerm, const char *zAlias, const char *zCol,
                     ValueType vt, const char *zTagCol, int bIntCol) {
   char *zExpr;
-  if (pTerm == NULL || qIsBlank(pTerm)) return;
+  if (pTerm == NULL || qpIsBlank(pTerm)) return;
   zExpr = sqlite3_mprintf("%s.%s", zAlias, zCol);
   if (zExpr == NULL) { qcNoMem(pX->pC); return; }
   if (ednIsVar(pTerm)) {
@@ -199,7 +199,7 @@ static void qcwPlace(QCtx *pX, const EdnValue *pTerm, const char *zAlias, const 
 /* How a place determines the datom: see QKey. */
 static const char *qcwKeyPlace(QCtx *pX, const EdnValue *p) {
   QVar *pV;
-  if (p == NULL || qIsBlank(p)) return "";
+  if (p == NULL || qpIsBlank(p)) return "";
   if (!ednIsVar(p)) return NULL;
   pV = qcVarFind(pX, p->u.s.z);
   /* Already bound to a parameter or lookup: one value per row. An IN list
@@ -312,7 +312,7 @@ int qcwRowsUnique(const QCtx *pX, const char *const *azVar, int nVar) {
 ** with an expression (a parameter, an IN list, an earlier column)? */
 static int qcwPlaceBound(QCtx *pX, const EdnValue *p) {
   QVar *pV;
-  if (p == NULL || qIsBlank(p)) return 0;
+  if (p == NULL || qpIsBlank(p)) return 0;
   if (!ednIsVar(p)) return 1;
   pV = qcVarFind(pX, p->u.s.z);
   return pV != NULL && (pV->zExpr != NULL || pV->zInList != NULL);
@@ -364,7 +364,7 @@ static int qcwPattern(QCtx *pX, const QClause *pCl) {
   }
   pX->nPatternFrom++;
 
-  if (pA && !qIsBlank(pA) && !ednIsVar(pA)) {
+  if (pA && !qpIsBlank(pA) && !ednIsVar(pA)) {
     if (pA->type == EDN_KEYWORD) {
       pAttr = schemaAttrByIdent(pC->pSchema, pA->u.s.z, pA->u.s.n);
     } else if (pA->type == EDN_INT) {
@@ -379,7 +379,7 @@ static int qcwPattern(QCtx *pX, const QClause *pCl) {
     qcwRecordKey(pX, pCl, NULL);
     qcwPlace(pX, pA, zAlias, "a", VT_REF, NULL, 1);
   }
-  if (pAttr && pV && !qIsBlank(pV) && pC->eHist != 1 && !pC->bHistory
+  if (pAttr && pV && !qpIsBlank(pV) && pC->eHist != 1 && !pC->bHistory
       && (!ednIsVar(pV) || (qcVarFind(pX, pV->u.s.z) && qcVarFind(pX, pV->u.s.z)->zExpr))) {
     /* The value is bound: state the flags that make the format's partial
     ** value indexes usable when no per-attribute index serves (format
@@ -403,7 +403,7 @@ static int qcwPattern(QCtx *pX, const QClause *pCl) {
       qcBindVar(pX, pV->u.s.z,
                 sqlite3_mprintf("(SELECT text FROM fulltext_values WHERE rowid = %s.v)", zAlias),
                 VT_STRING, NULL, 0);
-    } else if (!qIsBlank(pV)) {
+    } else if (!qpIsBlank(pV)) {
       int iP = qcParam(pC, pV, -1, -1, -1, QV_TYPED, VT_STRING);
       qcWhere(pX, sqlite3_mprintf(
           "%s.v IN (SELECT rowid FROM fulltext_values WHERE text = ?%d)", zAlias, iP));
@@ -414,7 +414,7 @@ static int qcwPattern(QCtx *pX, const QClause *pCl) {
     qcwPlace(pX, pV, zAlias, "v", VT_NONE, "value_type_tag", 0);
   }
   qcwPlace(pX, pTx, zAlias, "tx", VT_REF, NULL, 1);
-  if (pAdded && !qIsBlank(pAdded)) {
+  if (pAdded && !qpIsBlank(pAdded)) {
     /* The current, as-of and since databases hold assertions only: there
     ** added is true (SPEC §6). */
     if (ednIsVar(pAdded)) {
@@ -437,11 +437,11 @@ static int qcwPatternScore(QCtx *pX, const QClause *pCl) {
   const EdnValue *pA = pCl->nArg > 1 ? pCl->aArg[1] : NULL;
   const EdnValue *pV = pCl->nArg > 2 ? pCl->aArg[2] : NULL;
   const Attr *pAttr = NULL;
-  if (!ednIsVar(pE) && !qIsBlank(pE)) return 0;
+  if (!ednIsVar(pE) && !qpIsBlank(pE)) return 0;
   if (pA && pA->type == EDN_KEYWORD) {
     pAttr = schemaAttrByIdent(pX->pC->pSchema, pA->u.s.z, pA->u.s.n);
   }
-  if (pV && !ednIsVar(pV) && !qIsBlank(pV)) {
+  if (pV && !ednIsVar(pV) && !qpIsBlank(pV)) {
     if (pAttr && (pAttr->eUnique || pAttr->bIndex)) return 1;
     return 3;
   }

@@ -24,15 +24,15 @@ typedef struct QParse {
   int rc;
 } QParse;
 
-const char *qVarName(const EdnValue *p) {
+const char *qpVarName(const EdnValue *p) {
   return ednIsVar(p) ? p->u.s.z : NULL;
 }
 
-int qIsBlank(const EdnValue *p) {
+int qpIsBlank(const EdnValue *p) {
   return p && p->type == EDN_SYMBOL && p->u.s.n == 1 && p->u.s.z[0] == '_';
 }
 
-int qIsSrc(const EdnValue *p) {
+int qpIsSrc(const EdnValue *p) {
   return p && p->type == EDN_SYMBOL && p->u.s.n >= 1 && p->u.s.z[0] == '$';
 }
 
@@ -116,7 +116,7 @@ static int qpVar(QParse *pP, const EdnValue *p, const char *zWhere) {
 }
 
 static int qpVarOrBlank(QParse *pP, const EdnValue *p, const char *zWhere) {
-  if (ednIsVar(p) || qIsBlank(p)) return SQLITE_OK;
+  if (ednIsVar(p) || qpIsBlank(p)) return SQLITE_OK;
   return qpErr(pP, p, "expected a variable or _%s, got %s", zWhere, qpDescribe(pP, p));
 }
 
@@ -182,7 +182,7 @@ static int qpFindElem(QParse *pP, const EdnValue *p, QFindElem *pE) {
   pE->pForm = p;
   if (p->type == EDN_SYMBOL) {
     if (qpVar(pP, p, " in :find")) return pP->rc;
-    pE->kind = QF_VAR;
+    pE->kind = QFIND_VAR;
     pE->pVar = p;
     pE->zName = p->u.s.z;
     return SQLITE_OK;
@@ -193,12 +193,12 @@ static int qpFindElem(QParse *pP, const EdnValue *p, QFindElem *pE) {
     pE->zName = qpText(pP, p);
     if (qpIsSym(pHead, "pull")) {
       int iVar = 1;
-      if (n == 4 && qIsSrc(p->u.c.a[1])) iVar = 2;
+      if (n == 4 && qpIsSrc(p->u.c.a[1])) iVar = 2;
       if (n != iVar + 2) {
         return qpErr(pP, p, "pull in :find takes a variable and a pattern: (pull ?e [...])");
       }
       if (qpVar(pP, p->u.c.a[iVar], " in pull")) return pP->rc;
-      pE->kind = QF_PULL;
+      pE->kind = QFIND_PULL;
       pE->pVar = p->u.c.a[iVar];
       pE->pPattern = p->u.c.a[iVar + 1];
       return SQLITE_OK;
@@ -210,7 +210,7 @@ static int qpFindElem(QParse *pP, const EdnValue *p, QFindElem *pE) {
         return qpErr(pP, pHead, "unknown aggregate function %s in :find", pHead->u.s.z);
       }
     }
-    pE->kind = QF_AGG;
+    pE->kind = QFIND_AGG;
     pE->zAgg = pHead->u.s.z;
     if (n == 2) {
       if (qpVar(pP, p->u.c.a[1], " in aggregate")) return pP->rc;
@@ -311,11 +311,11 @@ static int qpIn(QParse *pP, QQuery *pQ, EdnValue *const *aForm, int n) {
     const EdnValue *p = aForm[i];
     QIn *pIn = &pQ->aIn[i];
     pIn->pForm = p;
-    if (qIsSrc(p)) {
+    if (qpIsSrc(p)) {
       pIn->kind = QIN_SRC;
     } else if (qpIsSym(p, "%")) {
       pIn->kind = QIN_RULES;
-    } else if (p->type == EDN_SYMBOL && !ednIsVar(p) && !qIsBlank(p)) {
+    } else if (p->type == EDN_SYMBOL && !ednIsVar(p) && !qpIsBlank(p)) {
       pIn->kind = QIN_PATTERN;
     } else {
       pIn->kind = QIN_BIND;
@@ -383,7 +383,7 @@ static int qpRuleCall(QParse *pP, QClause *pC, EdnValue *const *a, int n) {
   for (i = 1; i < n; i++) {
     const EdnValue *pT = a[i];
     if (pT->type == EDN_LIST || pT->type == EDN_MAP || pT->type == EDN_SET
-        || (pT->type == EDN_SYMBOL && !ednIsVar(pT) && !qIsBlank(pT))
+        || (pT->type == EDN_SYMBOL && !ednIsVar(pT) && !qpIsBlank(pT))
         || (pT->type == EDN_VECTOR && qpHasSymbol(pT, 0))) {
       return qpErr(pP, pT, "unexpected %s in rule call", qpDescribe(pP, pT));
     }
@@ -416,7 +416,7 @@ static int qpClause(QParse *pP, const EdnValue *p, QClause **ppC, int iDepth) {
         ** list constant, silently compared or bound as data. */
         const EdnValue *pA = pC->aArg[i];
         if (pA->type == EDN_LIST && pA->u.c.n > 0 && pA->u.c.a[0]->type == EDN_SYMBOL
-            && !qIsSrc(pA->u.c.a[0]) && pA->u.c.a[0]->u.s.z[0] != '?') {
+            && !qpIsSrc(pA->u.c.a[0]) && pA->u.c.a[0]->u.s.z[0] != '?') {
           const char *zCall = qpText(pP, pA);
           return qpErr(pP, pA, "%s: function calls do not nest; bind it first: [%s ?x]", zCall, zCall);
         }
@@ -432,12 +432,12 @@ static int qpClause(QParse *pP, const EdnValue *p, QClause **ppC, int iDepth) {
       return SQLITE_OK;
     }
     pC->kind = QC_PATTERN;
-    if (n >= 1 && qIsSrc(a[0])) {
+    if (n >= 1 && qpIsSrc(a[0])) {
       pC->pSrc = a[0];
       a++;
       n--;
     }
-    if (n >= 1 && a[0]->type == EDN_SYMBOL && !ednIsVar(a[0]) && !qIsBlank(a[0])) {
+    if (n >= 1 && a[0]->type == EDN_SYMBOL && !ednIsVar(a[0]) && !qpIsBlank(a[0])) {
       /* [src? rule-name args...]: Datomic's grammar writes rule-expr with
       ** "[]" (list or vector), and a data pattern's first place is never a
       ** plain symbol; whether the rule exists is the compiler's question. */
@@ -450,7 +450,7 @@ static int qpClause(QParse *pP, const EdnValue *p, QClause **ppC, int iDepth) {
       if (pT->type == EDN_LIST || pT->type == EDN_MAP || pT->type == EDN_SET) {
         return qpErr(pP, pT, "unexpected %s in data pattern", qpDescribe(pP, pT));
       }
-      if (pT->type == EDN_SYMBOL && !ednIsVar(pT) && !qIsBlank(pT)) {
+      if (pT->type == EDN_SYMBOL && !ednIsVar(pT) && !qpIsBlank(pT)) {
         return qpErr(pP, pT, "expected a variable, _ or a constant in data pattern, got %s",
                      qpDescribe(pP, pT));
       }
@@ -463,7 +463,7 @@ static int qpClause(QParse *pP, const EdnValue *p, QClause **ppC, int iDepth) {
     EdnValue *const *a = p->u.c.a;
     int n = p->u.c.n;
     const EdnValue *pHead;
-    if (n >= 1 && qIsSrc(a[0])) {
+    if (n >= 1 && qpIsSrc(a[0])) {
       pC->pSrc = a[0];
       a++;
       n--;
@@ -486,7 +486,7 @@ static int qpClause(QParse *pP, const EdnValue *p, QClause **ppC, int iDepth) {
       pC->nSub = n - 2;
       return qpClauses(pP, a + 2, n - 2, &pC->aSub, iDepth + 1);
     }
-    if (ednIsVar(pHead) || qIsBlank(pHead)) {
+    if (ednIsVar(pHead) || qpIsBlank(pHead)) {
       return qpErr(pP, pHead, "expected a rule name, got %s", qpDescribe(pP, pHead));
     }
     return qpRuleCall(pP, pC, a, n);
@@ -655,7 +655,7 @@ static int qpQuery(QParse *pP, QQuery *pQ, const EdnValue *pForm) {
   return SQLITE_OK;
 }
 
-int qParse(EdnArena *pArena, const char *zQuery, int nQuery, QQuery **ppQuery,
+int qpParse(EdnArena *pArena, const char *zQuery, int nQuery, QQuery **ppQuery,
            char **pzErr) {
   QParse p;
   EdnValue *pForm = NULL;
@@ -730,7 +730,7 @@ static int qpRule(QParse *pP, const EdnValue *p, QRule *pR) {
   return qpClauses(pP, p->u.c.a + 1, p->u.c.n - 1, &pR->aClause, 1);
 }
 
-int qParseRules(EdnArena *pArena, const EdnValue *pForm, QRuleSet *pSet, char **pzErr) {
+int qpParseRules(EdnArena *pArena, const EdnValue *pForm, QRuleSet *pSet, char **pzErr) {
   QParse p;
   int i;
   p.pArena = pArena;
@@ -838,7 +838,7 @@ static void qpPrintClauses(sqlite3_str *pOut, QClause *const *a, int n) {
   }
 }
 
-void qAstPrint(sqlite3_str *pOut, const QQuery *p) {
+void qpPrint(sqlite3_str *pOut, const QQuery *p) {
   static const char *const azFind[] = { "rel", "coll", "tuple", "scalar" };
   static const char *const azKeys[] = { "", "keys", "strs", "syms" };
   int i;
@@ -892,7 +892,7 @@ void qAstPrint(sqlite3_str *pOut, const QQuery *p) {
   }
 }
 
-void qAstPrintRules(sqlite3_str *pOut, const QRuleSet *p) {
+void qpPrintRules(sqlite3_str *pOut, const QRuleSet *p) {
   int i, j;
   for (i = 0; i < p->nRule; i++) {
     const QRule *pR = p->aRule[i];
