@@ -25,11 +25,12 @@ MAX_FUNC_LINES = 120
 PUBLIC = {
     'base': {'sqlite_api.h', 'config.h'},
     'edn': {'edn.h', 'value.h'},
+    'qparse': {'query_ast.h'},
     'schema': {'schema.h'},
     'store': {'store.h', 'store_write.h'},
     'tx': {'tx.h'},
     'pull': {'pull.h'},
-    'query': {'query.h', 'query_ast.h'},
+    'query': {'query.h'},
     'vtab': {'mentat.h'},
 }
 
