@@ -1,9 +1,11 @@
 /*
-** query_ast.h — the parsed form of a Datalog query (query_parse.c), the
-** input of the compiler (query_compile.c).
+** query_ast.h — the qparse stage: the parsed form of a Datalog query
+** (query_parse.c, printed by query_ast_print.c), the input of the compiler
+** (ext/query). Takes query or rule-set text/EDN, gives the AST; calls the
+** EDN reader only, so the parser is built and tested without a store.
 **
-** The AST covers Datomic's whole query grammar (SPEC §6) so later work adds
-** only compilation. Terms are not copied: a term is the EdnValue the reader
+** The AST covers Datomic's whole query grammar (SPEC.md §6), whether or
+** not the compiler takes every form. Terms are not copied: a term is the EdnValue the reader
 ** produced — a symbol "?x" (variable), "_" (blank), "$"/"$x" (source), or any
 ** other value (a constant). Every node lives in the EdnArena the query was
 ** read into; nothing here is freed on its own.
@@ -11,7 +13,15 @@
 #ifndef MENTAT_QUERY_AST_H
 #define MENTAT_QUERY_AST_H
 
-#include "query.h"
+#include "edn.h"
+
+/* Find specs (SPEC.md §2.1). */
+typedef enum FindKind {
+  FIND_REL = 0,     /* [:find ?a ?b]           one row per tuple */
+  FIND_COLL,        /* [:find [?a ...]]        one row per element */
+  FIND_TUPLE,       /* [:find [?a ?b]]         zero or one row */
+  FIND_SCALAR       /* [:find ?a .]            zero or one row */
+} FindKind;
 
 /* One element of :find. */
 typedef enum QFindElemKind {
@@ -155,29 +165,5 @@ const char *qpVarName(const EdnValue *p);
 int qpIsBlank(const EdnValue *p);
 /* True for a source variable "$" or "$name". */
 int qpIsSrc(const EdnValue *p);
-
-/* query_funcs.c, for the compiler: compiles the nPat bytes at zPat in the
-** dialect of the mentat_regex SQL function (java.util.regex's, through
-** PCRE2) and sets *pnGroup to its number of capturing groups. Errors:
-** SQLITE_ERROR with "invalid regular expression \"...\": <reason>" in
-** *pzErr; SQLITE_NOMEM. */
-int qfRegexGroups(const char *zPat, int nPat, int *pnGroup, char **pzErr);
-
-/* mentat_regex's mode for re-seq (0 to 3: re-find, re-matches, and each
-** with the pattern's groups). */
-#define QF_RE_SEQ 4
-
-/* The op argument of the store function mentat_arith (query_funcs.c), which
-** compiled plans call for long arithmetic that must not overflow. */
-#define QF_ADD  1
-#define QF_SUB  2   /* one argument: negation */
-#define QF_MUL  3
-#define QF_INC  4
-#define QF_DEC  5
-#define QF_ABS  6
-#define QF_QUOT 7
-#define QF_MOD  8
-#define QF_REM  9
-#define QF_DIV  10  /* one argument: (/ 1 x) */
 
 #endif /* MENTAT_QUERY_AST_H */

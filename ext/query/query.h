@@ -17,14 +17,7 @@
 #define MENTAT_QUERY_H
 
 #include "store.h"
-
-/* Find specs (SPEC.md §2.1). */
-typedef enum FindKind {
-  FIND_REL = 0,     /* [:find ?a ?b]           one row per tuple */
-  FIND_COLL,        /* [:find [?a ...]]        one row per element */
-  FIND_TUPLE,       /* [:find [?a ?b]]         zero or one row */
-  FIND_SCALAR       /* [:find ?a .]            zero or one row */
-} FindKind;
+#include "query_ast.h"      /* FindKind */
 
 /* Parsed `opts`. Init before use; Reset frees (idempotent). Inputs are EDN
 ** values in the arena: JSON integer → EDN_INT, other number → EDN_DOUBLE,

@@ -8,6 +8,7 @@
 */
 #include <string.h>
 #include "query_compile_scope.h"
+#include "query_funcs.h"
 
 /* A regular expression constant is checked (and its groups counted) when
 ** the query compiles; *pnGroup is -1 when the pattern is not a constant. */

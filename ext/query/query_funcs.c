@@ -50,8 +50,9 @@
 #include <wctype.h>
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
-#include "query_ast.h"
+#include "value.h"
 #include "query_one.h"
+#include "query_funcs.h"
 
 #define QF_LONG_MAX ((sqlite3_uint64)0x7fffffffffffffffULL)   /* 2^63 - 1 */
 

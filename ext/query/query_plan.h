@@ -9,6 +9,7 @@
 #ifndef MENTAT_QUERY_PLAN_H
 #define MENTAT_QUERY_PLAN_H
 
+#include "query.h"
 #include "query_ast.h"
 
 /* How a parameter's EDN value becomes an SQL value at bind time. */
@@ -77,11 +78,6 @@ struct QueryPlan {
 
 /* Frees plan p and what it owns (its statement too); p may be NULL. */
 void qPlanFree(QueryPlan *p);
-
-/* The text that, with the query, keys the plan cache: one letter per input
-** leaf type and brackets for vectors, e.g. "i,[s s],k" (an "L" marks a
-** pair of keywords that pSchema, when given, reads as a lookup ref). */
-char *qInputShape(const QueryOpts *pOpts, const Schema *pSchema);
 
 /* Is input value p a lookup ref [:attr v]? A pair of keywords is one only
 ** when the first names a :db/unique attribute; else it is a tuple (two
