@@ -290,6 +290,7 @@ int qCompile(Schema *pSchema, const char *zQuery, int nQuery, const QueryOpts *p
   c.pzErr = pzErr;
   c.pCte = sqlite3_str_new(NULL);
   qcCtxInit(&x, &c, NULL);
+  c.pMain = &x;
   for (i = 0; i < pQ->nIn; i++) if (pQ->aIn[i].kind != QIN_SRC) pPlan->nInputNeeded++;
   if (pOpts && (pOpts->bAsOf || pOpts->bSince)) {
     /* asOf/since (SPEC §6): the tx is a parameter; an instant names the

@@ -200,7 +200,8 @@ int qcoOr(QCtx *pX, const QClause *pCl, int iDepth) {
     ** functions and patterns see those variables, as Datomic passes
     ** bindings into or (helper-25: "unbound variable ?v in function"). */
     char zAlias[24];
-    int bSeed = 0;
+    int bSeed = 0, bPhase = 0;
+    QPhase ph;
     ValueType *aVt = sqlite3_malloc64(sizeof(ValueType) * (nJoin + 1));
     if (aVt == NULL) { sqlite3_free(sqlite3_str_finish(pOut)); return qcNoMem(pC); }
     for (j = 0; j < nJoin; j++) {
@@ -230,11 +231,22 @@ int qcoOr(QCtx *pX, const QClause *pCl, int iDepth) {
         qcoBranch(pCl, i, &aSub, &nSub);
         bOwn = qcwClausesUnseeded(aSub, nSub, azVar, nVar);
       }
-      if (bOwn) bSeed = 0;
-      else qcCollapse(pX);
+      if (bOwn) {
+        bSeed = 0;
+      } else {
+        int bFits = 1;
+        for (i = 0; i < pCl->nSub && bFits; i++) {
+          QClause *const *aSub;
+          int nSub;
+          qcoBranch(pCl, i, &aSub, &nSub);
+          bFits = qcPhaseFits(aSub, nSub, 0);
+        }
+        if (bFits) bPhase = qcPhaseStart(pX, &ph);
+        else qcCollapse(pX);
+      }
     }
     if (pC->rc) { sqlite3_free(aVt); sqlite3_free(sqlite3_str_finish(pOut)); return pC->rc; }
-    sqlite3_str_appendall(pOut, "(");
+    if (!bPhase) sqlite3_str_appendall(pOut, "(");
     for (i = 0; i < pCl->nSub && pC->rc == SQLITE_OK; i++) {
       QCtx sub;
       QClause *const *aSub;
@@ -244,31 +256,44 @@ int qcoOr(QCtx *pX, const QClause *pCl, int iDepth) {
       qcCtxInit(&sub, pC, pX);
       sub.nVisible = 0;      /* uncorrelated: a derived table cannot see outside */
       if (bSeed && qcCopyScope(&sub, pX)) {
+        if (bPhase) sub.bRecRef = 1;
         for (j = 0; j < nJoin; j++) {
           QVar *pV = qcVarFind(pX, aJoin[j]->u.s.z);
           if (pV && pV->zExpr) qcCopyVar(&sub, aJoin[j]->u.s.z, pV);
         }
       }
       qcwClauses(&sub, aSub, nSub, iDepth + 1);
-      sqlite3_str_appendf(pOut, "%sSELECT ", i ? " UNION " : "");
+      if (i) sqlite3_str_appendall(pOut, " UNION ");
+      if (bPhase) qcPhaseBranch(&ph, pOut);
+      else sqlite3_str_appendall(pOut, "SELECT ");
       for (j = 0; j < nJoin && pC->rc == SQLITE_OK; j++) {
         QVar *pV = qcVarFind(&sub, aJoin[j]->u.s.z);
         if (pV == NULL || pV->zExpr == NULL) {
           qcErr(pC, pCl->aSub[i]->pForm, "or branch does not bind %s", aJoin[j]->u.s.z);
           break;
         }
-        qcSetColumns(pC, pOut, j == 0, j, pV, &aVt[j]);
+        qcSetColumns(pC, pOut, j == 0 && !bPhase, j, pV, &aVt[j]);
       }
       zBody = pC->rc == SQLITE_OK ? qcBody(&sub) : NULL;
       if (zBody) sqlite3_str_appendall(pOut, zBody);
       sqlite3_free(zBody);
       qcCtxReset(&sub);
     }
-    sqlite3_snprintf(sizeof zAlias, zAlias, "o%d", ++pC->nAlias);
-    sqlite3_str_appendf(pOut, ") %s", zAlias);
-    zOut = sqlite3_str_finish(pOut);
-    if (pC->rc == SQLITE_OK) qcFrom(pX, zOut);
-    else sqlite3_free(zOut);
+    if (bPhase) {
+      unsigned char abCol[64];
+      memset(abCol, 1, sizeof abCol);
+      zOut = sqlite3_str_finish(pOut);
+      if (zOut == NULL) qcNoMem(pC);
+      sqlite3_snprintf(sizeof zAlias, zAlias, "%s", ph.zAlias);
+      qcPhaseEnd(pX, &ph, pC->rc == SQLITE_OK ? zOut : NULL, abCol, nJoin);
+      sqlite3_free(zOut);
+    } else {
+      sqlite3_snprintf(sizeof zAlias, zAlias, "o%d", ++pC->nAlias);
+      sqlite3_str_appendf(pOut, ") %s", zAlias);
+      zOut = sqlite3_str_finish(pOut);
+      if (pC->rc == SQLITE_OK) qcFrom(pX, zOut);
+      else sqlite3_free(zOut);
+    }
     for (j = 0; j < nJoin && pC->rc == SQLITE_OK; j++) {
       ValueType vt = aVt[j] == (ValueType)-1 ? VT_NONE : aVt[j];
       qcBindVar(pX, aJoin[j]->u.s.z, sqlite3_mprintf("%s.c%d", zAlias, j), vt,

@@ -1116,7 +1116,8 @@ static int qcInlineCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
   QComp *pC = pX->pC;
   unsigned char aeArg[64];    /* 0 free, 1 bound variable, 2 constant, 3 _ */
   ValueType aVt[64];
-  int i, j, nFree = 0, nBound = 0, nArity = pCl->nArg, nDef = 0, bSeed;
+  int i, j, nFree = 0, nBound = 0, nArity = pCl->nArg, nDef = 0, bSeed, bPhase = 0;
+  QPhase ph;
   sqlite3_str *pOut;
   char *zOut, zAlias[24];
   if (nArity > 64) return 0;
@@ -1150,10 +1151,20 @@ static int qcInlineCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
       && qcInlineUnseeded(pX, h, pCl, aeArg)) {
     bSeed = 0;
   }
-  if (bSeed) qcCollapseHeavy(pX);
+  /* A chain of such calls: the rows so far seed a phase CTE (qcPhaseStart)
+  ** the branches extend, so no CTE is named once per branch. */
+  if (bSeed && (pX->nFrom != pX->nPatternFrom || pX->nFrom >= QC_COLLAPSE_FROM)) {
+    int bFits = 1;
+    for (i = 0; i < pC->rules.nRule && bFits; i++) {
+      const QRule *pR = pC->rules.aRule[i];
+      if (pC->pRi->aiHeadOf[i] == h) bFits = qcPhaseFits(pR->aClause, pR->nClause, 0);
+    }
+    if (bFits) bPhase = qcPhaseStart(pX, &ph);
+    else qcCollapseHeavy(pX);
+  }
   if (pC->rc) return 1;
   pOut = sqlite3_str_new(NULL);
-  sqlite3_str_appendall(pOut, nFree ? "(" : "EXISTS (");
+  if (!bPhase) sqlite3_str_appendall(pOut, nFree ? "(" : "EXISTS (");
   for (i = 0; i < pC->rules.nRule && pC->rc == SQLITE_OK; i++) {
     const QRule *pR = pC->rules.aRule[i];
     QCtx sub;
@@ -1162,10 +1173,16 @@ static int qcInlineCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
     if (pC->pRi->aiHeadOf[i] != h) continue;
     qcCtxInit(&sub, pC, pX);
     sub.nVisible = 0;        /* the body's variables are its own */
-    if (bSeed) qcCopyScope(&sub, pX);
+    if (bSeed && qcCopyScope(&sub, pX) && bPhase) sub.bRecRef = 1;
     qcInlinePrebind(&sub, pX, pCl, pR, aeArg, nFree && !bSeed);
     qcwClauses(&sub, pR->aClause, pR->nClause, iDepth + 1);
-    sqlite3_str_appendf(pOut, "%sSELECT ", nDef++ ? (nFree ? " UNION " : " UNION ALL ") : "");
+    if (nDef++) sqlite3_str_appendall(pOut, nFree ? " UNION " : " UNION ALL ");
+    if (bPhase) {
+      qcPhaseBranch(&ph, pOut);
+      nCol = 1;
+    } else {
+      sqlite3_str_appendall(pOut, "SELECT ");
+    }
     if (!nFree) sqlite3_str_appendall(pOut, "1");
     for (j = 0; j < nArity && nFree && pC->rc == SQLITE_OK; j++) {
       QVar *pV;
@@ -1184,20 +1201,29 @@ static int qcInlineCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
     sqlite3_free(zBody);
     qcCtxReset(&sub);
   }
-  if (!nFree) {
+  if (bPhase) {
+    unsigned char abCol[64];
+    for (j = 0; j < nArity; j++) abCol[j] = aeArg[j] == 0 || aeArg[j] == 1;
+    zOut = sqlite3_str_finish(pOut);
+    if (zOut == NULL) qcNoMem(pC);
+    sqlite3_snprintf(sizeof zAlias, zAlias, "%s", ph.zAlias);
+    qcPhaseEnd(pX, &ph, pC->rc == SQLITE_OK ? zOut : NULL, abCol, nArity);
+    sqlite3_free(zOut);
+  } else if (!nFree) {
     sqlite3_str_appendall(pOut, ")");
     zOut = sqlite3_str_finish(pOut);
     if (zOut == NULL) qcNoMem(pC);
     if (pC->rc == SQLITE_OK) qcWhere(pX, zOut);
     else sqlite3_free(zOut);
     return 1;
+  } else {
+    sqlite3_snprintf(sizeof zAlias, zAlias, "r%d", ++pC->nAlias);
+    sqlite3_str_appendf(pOut, ") %s", zAlias);
+    zOut = sqlite3_str_finish(pOut);
+    if (zOut == NULL) qcNoMem(pC);
+    if (pC->rc == SQLITE_OK) qcFrom(pX, zOut);
+    else sqlite3_free(zOut);
   }
-  sqlite3_snprintf(sizeof zAlias, zAlias, "r%d", ++pC->nAlias);
-  sqlite3_str_appendf(pOut, ") %s", zAlias);
-  zOut = sqlite3_str_finish(pOut);
-  if (zOut == NULL) qcNoMem(pC);
-  if (pC->rc == SQLITE_OK) qcFrom(pX, zOut);
-  else sqlite3_free(zOut);
   for (j = 0; j < nArity && pC->rc == SQLITE_OK; j++) {
     if (aeArg[j] == 0 || aeArg[j] == 1) {
       ValueType vt = aVt[j] == (ValueType)-1 ? VT_NONE : aVt[j];

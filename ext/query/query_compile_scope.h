@@ -63,6 +63,16 @@ typedef struct QKey {
 typedef struct QComp QComp;
 typedef struct QCtx QCtx;
 
+/* The clauses of one qcwClauses frame of the query's own scope, with which
+** of them are done: the clauses still to come name the variables the rows
+** so far must keep (qcCollapse). Frames nest for (and ...) at the top. */
+typedef struct QLive {
+  QClause *const *a;
+  int n;
+  const unsigned char *aDone;
+  struct QLive *pUp;
+} QLive;
+
 struct QCtx {
   QComp *pC;
   QCtx *pParent;          /* enclosing scope for correlated lookups, or NULL */
@@ -119,6 +129,8 @@ struct QComp {
   char *zHistTx;           /* SQL giving the asOf/since tx id */
   int bHistory;            /* the history database: every pattern reads the
                            ** log's assertions and retractions (SPEC 6) */
+  const QCtx *pMain;       /* the query's own scope (its :where) */
+  QLive *pLive;            /* its qcwClauses frames, innermost first */
 };
 
 
@@ -207,6 +219,39 @@ int qcCollapse(QCtx *pX);
 ** subqueries, function results) or QC_COLLAPSE_FROM items: a scope of
 ** patterns only copies cheaply and keeps its join plan. */
 int qcCollapseHeavy(QCtx *pX);
+/* A seeded or (or rule call of several definitions) whose branches each
+** start from the rows so far would name those rows once per branch, and
+** SQLite copies a CTE's whole definition into every place that names it,
+** so a chain of such clauses costs branches^n to prepare. Instead the
+** rows so far (named once, qcCollapse) seed a recursive CTE
+** xsN(p, v.., w.., cJ, tJ, kJ..): phase 0 the rows so far, phase 1 each
+** branch's rows, which read the phase-0 row they extend (the recursive
+** reference, which SQLite does not copy). qcPhaseStart makes pX that
+** phase-0 row (FROM "xsN xN" WHERE xN.p = 0; variables its columns) and
+** returns 1, or 0 when the scope cannot name its rows (nested scopes);
+** each branch copies pX (qcCopyScope, then bRecRef) and writes
+** qcPhaseBranch's "SELECT 1, <carried columns>" before its columns
+** (qcSetColumns, bFirst 0); qcPhaseEnd(zBranches: "SELECT ... UNION
+** SELECT ...", abCol[0..nCol): which column numbers j the branches
+** wrote) adds the CTE and leaves pX reading its phase-1 rows, the
+** branch columns as pPh->zAlias.cJ/.tJ. qcPhaseEnd also frees pPh on
+** error (zBranches NULL). */
+typedef struct QPhase {
+  int iN;
+  char *zSeed;             /* "SELECT 0, <vars>" */
+  char *zSeedBody;         /* its " FROM ... WHERE ..." */
+  sqlite3_str *pCols;      /* the CTE's column names */
+  sqlite3_str *pCarry;     /* ", xN.v0, xN.w0, ...": the carried columns */
+  char zAlias[24];
+} QPhase;
+/* Can clauses a[0..n) be a branch of a phase CTE: no rule call, or or
+** or-join at any depth (they copy their scope into subqueries, which a
+** recursive CTE's own rows may not be)? */
+int qcPhaseFits(QClause *const *a, int n, int iDepth);
+int qcPhaseStart(QCtx *pX, QPhase *pPh);
+void qcPhaseBranch(const QPhase *pPh, sqlite3_str *pOut);
+void qcPhaseEnd(QCtx *pX, QPhase *pPh, const char *zBranches, const unsigned char *abCol,
+                int nCol);
 #define QC_COLLAPSE_FROM 40
 
 /* ---- query_compile_sql.c: types, tags and set keys, lookup refs and idents, the datoms read, pull columns */

@@ -590,6 +590,7 @@ static void qcwBinders(QCtx *pX, QClause *const *a, int n, unsigned char *aDone,
 
 int qcwClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
   QComp *pC = pX->pC;
+  QLive live;
   unsigned char *aDone;
   int i, bBinders = 0;
   if (n == 0) {
@@ -600,6 +601,13 @@ int qcwClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
   aDone = sqlite3_malloc64(n);
   if (aDone == NULL) return qcNoMem(pC);
   memset(aDone, 0, n);
+  if (pX == pC->pMain) {
+    live.a = a;
+    live.n = n;
+    live.aDone = aDone;
+    live.pUp = pC->pLive;
+    pC->pLive = &live;
+  }
   /* 1. ground: constant bindings, like inputs. (ground ?v) is identity
   ** and waits for ?v with the other functions (step 3). */
   for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
@@ -643,6 +651,7 @@ int qcwClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
     }
     aDone[i] = 1;
   }
+  if (pX == pC->pMain) pC->pLive = live.pUp;
   sqlite3_free(aDone);
   return pC->rc;
 }
