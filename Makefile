@@ -48,11 +48,11 @@ all: $(SO)
 # smoke host runs where the machine has it and says it skipped otherwise.
 DEB_PKGS = libsqlite3-dev sqlite3 libcjson-dev libpcre2-dev check pkg-config gcc make binutils python3 \
            golang-go golang-github-mattn-go-sqlite3-dev $(DEB_EXTRA)
-# make test adds what the packages (make deb/wheel/npm) and the other smoke hosts
-# (smoke/hosts.sh) need; make demo does without them.
+# make test adds what the packages (make deb/wheel/npm), the other smoke hosts
+# (smoke/hosts.sh) and the dqlite cluster (smoke/dqlite.sh) need; make demo does without them.
 DEB_HOSTS = dpkg-dev lintian python3-build python3-venv python3-setuptools python3-wheel \
            python3-pip tcl libsqlite3-tcl libdbd-sqlite3-perl ruby ruby-sqlite3 php-cli \
-           php-sqlite3 sqlite-utils util-linux mount
+           php-sqlite3 sqlite-utils util-linux mount libdqlite-dev golang-github-canonical-go-dqlite-dev
 deps:
 	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
