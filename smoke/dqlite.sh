@@ -73,8 +73,9 @@ LOADER=""
 cleanup() {
   local p
   [ -n "$LOADER" ] && kill -9 "$LOADER" 2>/dev/null
-  for p in "${PIDS[@]}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
+  for p in "${PIDS[@]}"; do
+    [ -n "$p" ] && { kill -9 "$p" && wait "$p"; } 2>/dev/null
+  done
   rm -rf "$W"
 }
 trap cleanup EXIT

@@ -26,8 +26,9 @@ PIDS=()
 STARTS=(0 0 0)
 cleanup() {
   local p
-  for p in "${PIDS[@]}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
+  for p in "${PIDS[@]}"; do
+    [ -n "$p" ] && { kill -9 "$p" && wait "$p"; } 2>/dev/null
+  done
   rm -rf "$W"
 }
 trap cleanup EXIT
