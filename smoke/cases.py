@@ -7,13 +7,17 @@ the one documented in test/test_cases.c; this reader follows it line for line.
 Usage: /usr/bin/python3 smoke/cases.py /abs/path/libmentat_sqlite.so [dir]
 Prints one FAIL line per mismatch and ends with 'N passed, M failed'.
 """
+import atexit
 import glob
 import os
+import shutil
 import sqlite3
 import sys
 import tempfile
 
 TMP = tempfile.mkdtemp(prefix='mentat-cases.')
+# the stores go with the run, whatever way it ends
+atexit.register(shutil.rmtree, TMP, ignore_errors=True)
 # SQLite's own text of a REAL, as sqlite3_column_text gives it in the C driver.
 TEXTER = sqlite3.connect(':memory:')
 DIRECTIVES = ('tx', 'query', 'pull', 'sql', 'store', 'env')

@@ -599,14 +599,21 @@ END_TEST
 ** a fresh child: MENTAT_SYNCHRONOUS, MENTAT_MMAP_SIZE, MENTAT_STORE_CACHE. */
 static int childSettings(const char *zSync, const char *zMmap, const char *zCache,
                          int iWantSync, sqlite3_int64 iWantMmap, int bWantShared) {
+  static int nChild = 0;
+  char zPath[256], zName[32];
+  /* a fresh store per child, named here so the directory is this
+  ** process's (removed at its exit), not the child's */
+  snprintf(zName, sizeof zName, "env%d.db", nChild++);
+  snprintf(zPath, sizeof zPath, "%s", tuTempPath(zName));
   pid_t pid = fork();
   if (pid == 0) {
-    char zPath[256];
     int bad = 0;
     if (zSync) setenv("MENTAT_SYNCHRONOUS", zSync, 1);
+    else unsetenv("MENTAT_SYNCHRONOUS");
     if (zMmap) setenv("MENTAT_MMAP_SIZE", zMmap, 1);
+    else unsetenv("MENTAT_MMAP_SIZE");
     if (zCache) setenv("MENTAT_STORE_CACHE", zCache, 1);
-    snprintf(zPath, sizeof zPath, "%s", tuTempPath("env.db"));
+    else unsetenv("MENTAT_STORE_CACHE");
     Store *p = NULL, *p2 = NULL;
     StoreConn *pC = NULL;
     Schema *pS = NULL;

@@ -6,23 +6,50 @@
 #define MENTAT_TESTUTIL_H
 
 #include <check.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "sqlite_api.h"
 #include "config.h"
 
-/* A fresh directory under /tmp for this test's store files; the path of
-** zName inside it, in a static buffer reused by the next call. */
-static inline const char *tuTempPath(const char *zName) {
-  static char zDir[64] = "";
-  static char zPath[256];
-  if (zDir[0] == 0) {
-    strcpy(zDir, "/tmp/mentat-test.XXXXXX");
-    if (mkdtemp(zDir) == NULL) abort();
+/* The directory tuTempPath made, and the process that made it: only that
+** process removes it at exit. Check runs each test in a forked child that
+** inherits the parent's directory and atexit handlers, so a child never
+** deletes a directory its parent still uses; a directory a child made
+** (the usual case: the parent makes none) goes when the child exits. A
+** process that forks helpers sharing its files calls tuTempPath before
+** the fork. */
+static char tuzTempDir[64] __attribute__((unused)) = "";
+static pid_t tuTempOwner __attribute__((unused)) = 0;
+
+static inline int tuRemoveEntry(const char *zPath, const struct stat *pSt, int eFlag, struct FTW *pFtw) {
+  (void)pSt; (void)eFlag; (void)pFtw;
+  remove(zPath);
+  return 0;
+}
+
+static inline void tuTempCleanup(void) {
+  if (tuzTempDir[0] && tuTempOwner == getpid()) {
+    nftw(tuzTempDir, tuRemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
+    tuzTempDir[0] = 0;
   }
-  snprintf(zPath, sizeof zPath, "%s/%s", zDir, zName);
+}
+
+/* A fresh directory under /tmp for this process's store files (removed
+** with everything in it when the process exits); the path of zName inside
+** it, in a static buffer reused by the next call. */
+static inline const char *tuTempPath(const char *zName) {
+  static char zPath[256];
+  if (tuzTempDir[0] == 0) {
+    strcpy(tuzTempDir, "/tmp/mentat-test.XXXXXX");
+    if (mkdtemp(tuzTempDir) == NULL) abort();
+    tuTempOwner = getpid();
+    atexit(tuTempCleanup);
+  }
+  snprintf(zPath, sizeof zPath, "%s/%s", tuzTempDir, zName);
   return zPath;
 }
 
