@@ -3,7 +3,7 @@
 **
 ** The loadable extension must call SQLite only through the host's API table
 ** (SPEC §1), so ext files include <sqlite3ext.h> and declare the table with
-** SQLITE_EXTENSION_INIT3; main.c defines it with SQLITE_EXTENSION_INIT1.
+** SQLITE_EXTENSION_INIT3; vtab/entry.c defines it with SQLITE_EXTENSION_INIT1.
 ** The Check unit tests link the same sources straight against libsqlite3:
 ** they build with -DMENTAT_STATIC, where the plain <sqlite3.h> is used.
 */

@@ -70,7 +70,7 @@ static void setup(void) {
   char *zErr = NULL;
   int rc;
   storeCacheClear();
-  storeSetConnHook(qRegisterStoreFunctions);   /* as main.c does at load */
+  storeSetConnHook(qRegisterStoreFunctions);   /* as vtab/entry.c does at load */
   unlink(tuTempPath("ql.db"));
   rc = storeAcquire(tuTempPath("ql.db"), &pStore, &zErr);
   ck_assert_msg(rc == SQLITE_OK, "acquire: %s", zErr ? zErr : "?");

@@ -1,5 +1,5 @@
 /*
-** test_surface.c — the SQL surface (main.c, func_*.c, vtab/edn_q.c) driven
+** test_surface.c — the SQL surface (vtab/: entry.c, the SQL objects) driven
 ** through a host connection in-process, so the ASan/UBSan and valgrind
 ** builds of the unit tests cover it too (smoke/ covers the real .so).
 **
@@ -207,7 +207,7 @@ START_TEST(test_surface_plan_cache_key) {
 END_TEST
 
 /* Results are built in a string kept with the store connection and copied
-** out, or handed over whole past 64 KiB (funcOutBegin): alternate large and
+** out, or handed over whole past 64 KiB (sqlioOutBegin): alternate large and
 ** small documents on one connection and check each against its hand sum
 ** (0 + 1 + ... + 19999 = 199990000; 2 + 3 = 5), and edn_pull in between. */
 START_TEST(test_surface_result_buffer) {
@@ -462,8 +462,8 @@ START_TEST(test_surface_native_columns) {
 }
 END_TEST
 
-/* ---- OOM through the SQL surface (func_q.c, func_t.c, func_pull.c,
-** vtab/edn_q.c): with the n-th allocation failing, transiently or from
+/* ---- OOM through the SQL surface (edn_q_scalar.c, edn_t.c, edn_pull.c,
+** edn_q_table.c): with the n-th allocation failing, transiently or from
 ** then on, each statement gives exactly its answer by hand from zData or
 ** fails with SQLITE_NOMEM, and the host connection goes on working. */
 static int tOomStep(sqlite3 *db, const char *zSql, const char *zPath, char **pzOut) {

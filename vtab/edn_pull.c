@@ -1,21 +1,24 @@
 /*
-** func_pull.c — the SQL function edn_pull(db_path, pattern, entity): the
-** JSON map of one entity under a Datomic pull pattern (SPEC §2.2):
+** edn_pull.c — the SQL function edn_pull(db_path, pattern, entity): the
+** JSON map of one entity under a Datomic pull pattern
+** (../shared/SPEC.md §2.2):
 **
 **   SELECT edn_pull('/data/app.db', '[:person/name {:person/friend [*]}]', 65536);
 **   -> {":person/name":"Ann",":person/friend":[{...}],":db/id":65536}
 **   SELECT edn_pull('/data/app.db', '[*]', '[:person/email "ann@x.org"]');
 **   SELECT edn_pull('/data/app.db', '[*]', ':person/name');
 **
-** The entity is an INTEGER entity id or TEXT holding an ident or lookup ref
-** (SPEC §2.2); one that names no entity gives NULL (Datomic: nil).
-**
-** pull.c reads the pattern (one EDN vector) and walks it on a reader
-** connection checked out from the store's pool, keeping the compiled
-** pattern and the statements in that connection's pull cache, so a
-** repeated call parses and prepares nothing.
+** Takes the arguments: the entity is an INTEGER entity id or TEXT holding
+** an ident or lookup ref, resolved here; one that names no entity gives
+** NULL (Datomic: nil). Gives the map or an "edn_pull: " error. Calls the
+** call context (call.h) for a reader connection, and pull.h, which reads
+** the pattern (one EDN vector) and walks it, keeping the compiled pattern
+** and its statements in that connection's pull cache, so a repeated call
+** parses and prepares nothing.
 */
 #include <string.h>
+#include "edn_pull.h"
+#include "call.h"
 #include "sqlio.h"
 #include "pull.h"
 #include "query.h"
@@ -23,8 +26,8 @@
 
 /* The entity a lookup ref's attribute pA and value pVal name in the
 ** current database on db, 0 when none. */
-static int funcPullLookup(sqlite3 *db, const Schema *pSchema, const Attr *pA,
-                          const EdnValue *pVal, sqlite3_int64 *pE, char **pzErr) {
+static int ednpullLookup(sqlite3 *db, const Schema *pSchema, const Attr *pA,
+                         const EdnValue *pVal, sqlite3_int64 *pE, char **pzErr) {
   sqlite3_stmt *pStmt = NULL;
   TypedValue tv;
   char *zErr = NULL;
@@ -66,8 +69,8 @@ static int funcPullLookup(sqlite3 *db, const Schema *pSchema, const Attr *pA,
 ** (an unknown ident or attribute, a value no entity has): the pull is nil.
 ** Another form, or a lookup ref on an attribute that is not :db/unique, is
 ** an error naming the argument ("entity: line L col C: ..."). */
-static int funcPullEntityText(sqlite3 *db, const Schema *pSchema, const char *z, int n,
-                              sqlite3_int64 *pE, char **pzErr) {
+static int ednpullEntityText(sqlite3 *db, const Schema *pSchema, const char *z, int n,
+                             sqlite3_int64 *pE, char **pzErr) {
   EdnArena arena;
   EdnValue *p = NULL;
   EdnError err;
@@ -93,7 +96,7 @@ static int funcPullEntityText(sqlite3 *db, const Schema *pSchema, const char *z,
                                p->line, p->col, pA->zIdent);
       rc = *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
     } else if (pA) {
-      rc = funcPullLookup(db, pSchema, pA, p->u.c.a[1], pE, pzErr);
+      rc = ednpullLookup(db, pSchema, pA, p->u.c.a[1], pE, pzErr);
     }
   } else if (rc == SQLITE_OK) {
     sqlite3_str *pTxt = sqlite3_str_new(NULL);
@@ -110,20 +113,33 @@ static int funcPullEntityText(sqlite3 *db, const Schema *pSchema, const char *z,
   return rc;
 }
 
-void funcEdnPull(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
-  const char *zPath, *zPat;
-  int nPath, nPat, rc, eTypePath, eTypeEnt;
-  sqlite3_int64 e;
+/* The entity argument pEnt of type eType (INTEGER or TEXT, checked by the
+** caller) as an entity id in *pE, resolved on the call's reader; 0 when it
+** names none. */
+static int ednpullEntity(VCall *pCall, sqlite3_value *pEnt, int eType, sqlite3_int64 *pE,
+                         char **pzErr) {
+  const char *zEnt;
+  int nEnt, rc;
+  if (eType == SQLITE_INTEGER) {
+    *pE = sqlite3_value_int64(pEnt);
+    return SQLITE_OK;
+  }
+  rc = sqlioText(pEnt, &zEnt, &nEnt);
+  if (rc != SQLITE_OK) return rc;
+  return ednpullEntityText(pCall->pConn->db, pCall->pSchema, zEnt, nEnt, pE, pzErr);
+}
+
+void ednpullFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  const char *zPat;
+  int nPat, rc, eTypeEnt;
+  sqlite3_int64 e = 0;
   char *zErr = NULL;
-  Store *pStore = NULL;
-  StoreConn *pConn = NULL;
-  Schema *pSchema = NULL;
   sqlite3_str *pOut = NULL, **ppBuf = NULL;
   int iStart = 0;
-  FuncWatch watch;
+  VCall call;
   (void)argc;
 
-  memset(&watch, 0, sizeof watch);
+  memset(&call, 0, sizeof call);
   if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL
       || sqlite3_value_type(argv[2]) == SQLITE_NULL)
     return;
@@ -136,50 +152,27 @@ void funcEdnPull(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
                            " or ident");
     goto cleanup;
   }
-  e = sqlite3_value_int64(argv[2]);
-  eTypePath = sqlite3_value_type(argv[0]);   /* before text conversion */
-  zPath = (const char *)sqlite3_value_text(argv[0]);
-  nPath = sqlite3_value_bytes(argv[0]);
-  zPat = (const char *)sqlite3_value_text(argv[1]);
-  nPat = sqlite3_value_bytes(argv[1]);
-  if (zPath == NULL || zPat == NULL) {
-    rc = SQLITE_NOMEM;
-    goto cleanup;
-  }
-  rc = funcCheckDbPath(sqlite3_context_db_handle(pCtx), eTypePath, zPath, nPath, &zErr);
+  rc = sqlioText(argv[1], &zPat, &nPat);
   if (rc != SQLITE_OK) goto cleanup;
-  rc = storeAcquire(zPath, &pStore, &zErr);
+  rc = vcallBegin(&call, sqlite3_context_db_handle(pCtx), argv[0], VCALL_READ, NULL, NULL, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
-  rc = storeReader(pStore, &pConn, &pSchema, &zErr);
-  if (rc != SQLITE_OK) goto cleanup;
-  funcWatchBegin(&watch, sqlite3_context_db_handle(pCtx), pConn->db);
-  if (eTypeEnt == SQLITE_TEXT) {
-    const char *zEnt = (const char *)sqlite3_value_text(argv[2]);
-    if (zEnt == NULL) {
-      rc = SQLITE_NOMEM;
-      goto cleanup;
-    }
-    rc = funcPullEntityText(pConn->db, pSchema, zEnt, sqlite3_value_bytes(argv[2]), &e, &zErr);
-    if (rc != SQLITE_OK || e == 0) goto cleanup;   /* names no entity: nil (SQL NULL) */
-  }
-  ppBuf = qConnOutBuf(pConn);
-  pOut = funcOutBegin(ppBuf, &iStart);
+  rc = ednpullEntity(&call, argv[2], eTypeEnt, &e, &zErr);
+  if (rc != SQLITE_OK || e == 0) goto cleanup;   /* names no entity: nil (SQL NULL) */
+  ppBuf = qConnOutBuf(call.pConn);
+  pOut = sqlioOutBegin(ppBuf, &iStart);
   if (pOut == NULL) {
     rc = SQLITE_NOMEM;
     goto cleanup;
   }
-  /* PULL_WITH_DBID: edn_pull's map always carries :db/id (SPEC §2.2). The
-  ** connection's pull cache is kept with its compiled plans (query.h). */
-  rc = pullEntityText(pConn->db, pSchema, zPat, nPat, e, PULL_WITH_DBID, qConnPullCache(pConn),
-                      pOut, &zErr);
+  /* PULL_WITH_DBID: edn_pull's map always carries :db/id (SPEC.md §2.2).
+  ** The connection's pull cache is kept with its compiled plans (query.h). */
+  rc = pullEntityText(call.pConn->db, call.pSchema, zPat, nPat, e, PULL_WITH_DBID,
+                      qConnPullCache(call.pConn), pOut, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
-  funcOutResultJson(pCtx, "edn_pull", ppBuf, iStart);
+  sqlioOutJson(pCtx, "edn_pull", ppBuf, iStart);
 
 cleanup:
-  if (rc != SQLITE_OK) funcResultError(pCtx, "edn_pull", rc, zErr);
-  funcWatchEnd(&watch);
-  if (pConn) storeReaderDone(pStore, pConn);
-  schemaUnref(pSchema);
-  if (pStore) storeRelease(pStore);
+  if (rc != SQLITE_OK) sqlioError(pCtx, "edn_pull", rc, zErr);
+  vcallEnd(&call);
   sqlite3_free(zErr);
 }

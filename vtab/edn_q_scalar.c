@@ -1,15 +1,19 @@
 /*
-** func_q.c — the scalar SQL function edn_q(db_path, query [, opts]): runs a
-** Datalog query and returns the whole result as one JSON document
-** (SPEC §2.2), for hosts that prefer one value to a table:
+** edn_q_scalar.c — the scalar SQL function edn_q(db_path, query [, opts]):
+** runs a Datalog query and returns the whole result as one JSON document
+** (../shared/SPEC.md §2.2), for hosts that prefer one value to a table:
 **
 **   SELECT edn_q('/data/app.db', '[:find ?n :where [_ :person/name ?n]]');
 **   -> {"columns":["?n"],"results":[["Ann"],["Bob"]],"result":[["Ann"],["Bob"]]}
 **
+** Takes the arguments; gives the document or an "edn_q: " error. Calls the
+** call context (call.h) and the query runner (query.h).
+**
 ** HOW IT WORKS
-** The same path as the edn_q table (vtab/edn_q.c): opts are parsed, a reader
-** connection is checked out, qRunOpen() compiles (or finds cached) the query
-** and every row is stepped into the document. Shapes by find spec:
+** The same path as the edn_q table (edn_q_table.c): the call context parses
+** opts and checks a reader connection out, qRunOpen() compiles (or finds
+** cached) the query and every row is stepped into the document. Shapes by
+** find spec:
 **   relation     {"columns":[...],"results":[rows],"result":[rows]}
 **                (results and result hold the same rows; Mentat's
 **                extension spells it "results", Datomic users expect
@@ -20,12 +24,14 @@
 **   scalar       {"result":v} or {"result":null}
 */
 #include <string.h>
+#include "edn_q.h"
+#include "call.h"
 #include "sqlio.h"
 #include "query.h"
 
 /* Appends the rows of a relation from the current row on (rc says whether
 ** there is one) to pRows as comma-separated JSON values. */
-static int funcQRows(QueryRun *pRun, int rc, sqlite3_str *pRows, int *pnRow, char **pzErr) {
+static int ednqDocRows(QueryRun *pRun, int rc, sqlite3_str *pRows, int *pnRow, char **pzErr) {
   while (rc == SQLITE_ROW) {
     if (*pnRow > 0) sqlite3_str_appendchar(pRows, 1, ',');
     rc = qRunRowJson(pRun, pRows);
@@ -39,7 +45,7 @@ static int funcQRows(QueryRun *pRun, int rc, sqlite3_str *pRows, int *pnRow, cha
 }
 
 /* Appends the names of the find elements as a JSON array. */
-static void funcQColumns(QueryRun *pRun, sqlite3_str *pOut) {
+static void ednqDocColumns(QueryRun *pRun, sqlite3_str *pOut) {
   int i, nCol = qRunColumnCount(pRun);
   sqlite3_str_appendchar(pOut, 1, '[');
   for (i = 0; i < nCol; i++) {
@@ -55,7 +61,7 @@ static void funcQColumns(QueryRun *pRun, sqlite3_str *pOut) {
 ** written once into pOut under "results" and then copied within pOut for
 ** "result" (no second string: every string grows through reallocations
 ** under SQLite's global allocator mutex). */
-static int funcQRelation(sqlite3 *host, QueryRun *pRun, sqlite3_str *pOut, char **pzErr) {
+static int ednqDocRelation(sqlite3 *host, QueryRun *pRun, sqlite3_str *pOut, char **pzErr) {
   sqlite3_str *pOne = NULL;
   int rc, nRow = 0, iRows, nRows;
   /* Datomic returns a lone aggregate as a plain value; with :keys the row
@@ -79,7 +85,7 @@ static int funcQRelation(sqlite3 *host, QueryRun *pRun, sqlite3_str *pOut, char 
     }
   }
   sqlite3_str_appendall(pOut, "{\"columns\":");
-  funcQColumns(pRun, pOut);
+  ednqDocColumns(pRun, pOut);
   sqlite3_str_appendall(pOut, ",\"results\":[");
   iRows = sqlite3_str_length(pOut);
   if (pOne) {
@@ -88,7 +94,7 @@ static int funcQRelation(sqlite3 *host, QueryRun *pRun, sqlite3_str *pOut, char 
     sqlite3_str_append(pOut, sqlite3_str_value(pOne), sqlite3_str_length(pOne));
     sqlite3_str_appendchar(pOut, 1, ']');
   }
-  rc = funcQRows(pRun, rc, pOut, &nRow, pzErr);
+  rc = ednqDocRows(pRun, rc, pOut, &nRow, pzErr);
   if (rc != SQLITE_OK) goto cleanup;
   rc = sqlite3_str_errcode(pOut);
   if (rc != SQLITE_OK) goto cleanup;
@@ -112,14 +118,14 @@ cleanup:
 }
 
 /* Appends the JSON document of the whole result of pRun to pOut. */
-static int funcQDocument(sqlite3 *host, QueryRun *pRun, sqlite3_str *pOut, char **pzErr) {
+static int ednqDocument(sqlite3 *host, QueryRun *pRun, sqlite3_str *pOut, char **pzErr) {
   int rc, nRow = 0;
   switch (qRunFindKind(pRun)) {
     case FIND_REL:
-      return funcQRelation(host, pRun, pOut, pzErr);
+      return ednqDocRelation(host, pRun, pOut, pzErr);
     case FIND_COLL:
       sqlite3_str_appendall(pOut, "{\"result\":[");
-      rc = funcQRows(pRun, qRunStep(pRun, pzErr), pOut, &nRow, pzErr);
+      rc = ednqDocRows(pRun, qRunStep(pRun, pzErr), pOut, &nRow, pzErr);
       sqlite3_str_appendall(pOut, "]}");
       return rc;
     case FIND_TUPLE:
@@ -139,73 +145,45 @@ static int funcQDocument(sqlite3 *host, QueryRun *pRun, sqlite3_str *pOut, char 
   }
 }
 
-void funcEdnQ(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+void ednqScalarFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   sqlite3 *host = sqlite3_context_db_handle(pCtx);
-  const char *zPath, *zQuery, *zOpts = NULL;
-  int nPath, nQuery, nOpts = 0, rc, eTypePath;
+  const char *zQuery;
+  int nQuery, rc;
   char *zErr = NULL;
   QueryOpts opts;
-  Store *pStore = NULL;
-  StoreConn *pConn = NULL;
-  Schema *pSchema = NULL;
   QueryRun *pRun = NULL;
   sqlite3_str *pOut = NULL, **ppBuf = NULL;
   int iStart = 0;
-  FuncWatch watch;
+  VCall call;
 
-  memset(&watch, 0, sizeof watch);
+  memset(&call, 0, sizeof call);
   qOptsInit(&opts);
   if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL)
     return;
-  eTypePath = sqlite3_value_type(argv[0]);   /* before text conversion */
-  zPath = (const char *)sqlite3_value_text(argv[0]);
-  nPath = sqlite3_value_bytes(argv[0]);
-  zQuery = (const char *)sqlite3_value_text(argv[1]);
-  nQuery = sqlite3_value_bytes(argv[1]);
-  if (argc > 2 && sqlite3_value_type(argv[2]) != SQLITE_NULL) {
-    zOpts = (const char *)sqlite3_value_text(argv[2]);
-    nOpts = sqlite3_value_bytes(argv[2]);
-    if (zOpts == NULL) {
-      rc = SQLITE_NOMEM;
-      goto cleanup;
-    }
-  }
-  if (zPath == NULL || zQuery == NULL) {
-    rc = SQLITE_NOMEM;
-    goto cleanup;
-  }
-  rc = funcCheckDbPath(host, eTypePath, zPath, nPath, &zErr);
+  rc = sqlioText(argv[1], &zQuery, &nQuery);
   if (rc != SQLITE_OK) goto cleanup;
-  rc = qOptsParse(&opts, zOpts, nOpts, &zErr);
+  rc = vcallBegin(&call, host, argv[0], VCALL_READ, &opts, argc > 2 ? argv[2] : NULL, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
-  rc = storeAcquire(zPath, &pStore, &zErr);
+  rc = qRunOpen(call.pConn, call.pSchema, zQuery, nQuery, &opts, &pRun, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
-  rc = storeReader(pStore, &pConn, &pSchema, &zErr);
-  if (rc != SQLITE_OK) goto cleanup;
-  funcWatchBegin(&watch, host, pConn->db);
-  rc = qRunOpen(pConn, pSchema, zQuery, nQuery, &opts, &pRun, &zErr);
-  if (rc != SQLITE_OK) goto cleanup;
-  ppBuf = qConnOutBuf(pConn);
-  pOut = funcOutBegin(ppBuf, &iStart);
+  ppBuf = qConnOutBuf(call.pConn);
+  pOut = sqlioOutBegin(ppBuf, &iStart);
   if (pOut == NULL) {
     rc = SQLITE_NOMEM;
     goto cleanup;
   }
-  rc = funcQDocument(host, pRun, pOut, &zErr);
+  rc = ednqDocument(host, pRun, pOut, &zErr);
   if (rc != SQLITE_OK) {
     /* Column functions (pulls in :find) report through the run. */
     if (zErr == NULL && qRunErrMsg(pRun) != NULL) zErr = sqlite3_mprintf("%s", qRunErrMsg(pRun));
     goto cleanup;
   }
-  funcOutResultJson(pCtx, "edn_q", ppBuf, iStart);
+  sqlioOutJson(pCtx, "edn_q", ppBuf, iStart);
 
 cleanup:
-  if (rc != SQLITE_OK) funcResultError(pCtx, "edn_q", rc, zErr);
+  if (rc != SQLITE_OK) sqlioError(pCtx, "edn_q", rc, zErr);
   qRunClose(pRun);
-  funcWatchEnd(&watch);
-  if (pConn) storeReaderDone(pStore, pConn);
-  schemaUnref(pSchema);
-  if (pStore) storeRelease(pStore);
+  vcallEnd(&call);
   qOptsReset(&opts);
   sqlite3_free(zErr);
 }

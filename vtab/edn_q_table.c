@@ -1,6 +1,7 @@
 /*
-** edn_q.c — the eponymous virtual table edn_q: a Datalog query as a
-** table-valued function whose rows stream from the store (SPEC §2.1).
+** edn_q_table.c — the eponymous virtual table edn_q: a Datalog query as a
+** table-valued function whose rows stream from the store
+** (../shared/SPEC.md §2.1).
 **
 **   SELECT value, c0, c1 FROM edn_q('/data/app.db',
 **       '[:find ?n ?a :in $ ?min :where [?e :p/name ?n] [?e :p/age ?a]
@@ -12,6 +13,10 @@
 ** native SQL values, NULL past the find's width), and the hidden argument
 ** columns db_path, query, opts.
 **
+** Takes the call's arguments as constraints; gives rows, or an "edn_q: "
+** error in the table's zErrMsg. Calls the call context (call.h), the query
+** runner (query.h) and the store's snapshot holds (store.h).
+**
 ** HOW IT WORKS
 ** Like series.c and json_each: the arguments of the call are equality
 ** constraints on the hidden columns. xBestIndex records the usable ones in
@@ -20,17 +25,21 @@
 ** (SQLITE_CONSTRAINT), so SQLite puts edn_q inside the loop of the table
 ** that supplies its arguments — correlated calls, forward references and
 ** LEFT JOINs work, and `query IN (...)` runs xFilter once per value
-** (peer fault B27). A plan without a required argument (the call lacks
-** it, or SQLite asks about one branch of an OR in WHERE with that branch's
-** terms alone) is accepted at a prohibitive cost; should SQLite run it,
-** xFilter fails naming the missing arguments.
-** xFilter parses opts, checks a reader connection out of the store's pool
-** (so nested and correlated cursors are independent), opens the compiled
-** query and steps to the first row; xNext steps the store's statement, so
-** rows stream and LIMIT 1 costs one row. The connection goes back to the
-** pool at EOF, on an error, on the next xFilter and in xClose. While a
-** cursor holds it, a progress handler lets sqlite3_interrupt() on the host
-** stop the store's statement (FuncWatch, func_common.h).
+** (peer fault B27). A plan without a required argument (the
+** call lacks it, or SQLite asks about one branch of an OR in WHERE with
+** that branch's terms alone) is accepted at a prohibitive cost; should
+** SQLite run it, xFilter fails naming the missing arguments.
+** xFilter opens the call (vcallBegin: opts parsed, a reader connection
+** checked out of the store's pool, so nested and correlated cursors are
+** independent), opens the compiled query and steps to the first row;
+** xNext steps the store's statement, so rows stream and LIMIT 1 costs one
+** row. The connection goes back to the pool at EOF, on an error, on the
+** next xFilter and in xClose. While a cursor holds it,
+** sqlite3_interrupt() on the host stops the store's statement
+** (interrupt.h).
+** A cursor with rows left is registered with the store as a snapshot hold,
+** so a writer that needs the WAL back can have the rest of its rows set
+** aside (ednqLetGo; peer fault B25).
 */
 #include <assert.h>
 #include <sched.h>
@@ -39,14 +48,15 @@
 #include <string.h>
 #include <time.h>
 #include "sqlite_api.h"
-#include "mentat.h"
+#include "edn_q.h"
+#include "call.h"
 #include "query.h"
 #include "sqlio.h"
 
 /* Column numbers; they must match the declaration below. */
 #define EDNQ_COL_VALUE   0
 #define EDNQ_COL_C0      1
-#define EDNQ_NC          16   /* c0..c15: SPEC §2.1 */
+#define EDNQ_NC          16   /* c0..c15: SPEC.md §2.1 */
 #define EDNQ_COL_DBPATH  (EDNQ_COL_C0 + EDNQ_NC)
 #define EDNQ_COL_QUERY   (EDNQ_COL_DBPATH + 1)
 #define EDNQ_COL_OPTS    (EDNQ_COL_DBPATH + 2)
@@ -95,13 +105,10 @@ struct EdnqCursor {
                                     ** xRowid first asks for it */
   int bEof;
   QueryOpts opts;
-  Store *pStore;                    /* each NULL when not held */
-  StoreConn *pConn;
-  Schema *pSchema;
-  QueryRun *pRun;
-  FuncWatch watch;                  /* host interrupts reach pConn */
-  /* B25: while rows are left the cursor is registered with the store, so
-  ** a writer blocked by its snapshot can have the rest set aside
+  VCall call;                       /* store, reader, schema, watch */
+  QueryRun *pRun;                   /* NULL when not running */
+  /* While rows are left the cursor is registered with the store, so a
+  ** writer blocked by its snapshot can have the rest set aside
   ** (ednqLetGo). lock orders that against the cursor's own use of pRun
   ** (ednqLock); it is never held while calling into the store. */
   StoreHold hold;
@@ -110,20 +117,20 @@ struct EdnqCursor {
   /* The `value` column of successive rows is built at the end of this one
   ** string and copied out, and the string is dropped only past
   ** EDNQ_ROWBUF_MAX: one growth series per many rows instead of a new
-  ** string and ~5 reallocations per row, each taking SQLite's global
-  ** allocator mutex (the contention of two threads streaming rows). */
+  ** string and several reallocations per row, each taking SQLite's global
+  ** allocator mutex (which two threads streaming rows contend for). */
   sqlite3_str *pRowBuf;
 };
 
 #define EDNQ_ROWBUF_MAX 65536
 
-/* The most rows a writer sets aside for one cursor (ednqLetGo), ~1-3 µs
-** each without pull elements; its time is bounded too (tEnd). */
+/* The most rows a writer sets aside for one cursor in one commit
+** (ednqLetGo); its time is bounded too (tEnd). */
 #define EDNQ_SPILL_ROWS 200000
 
 /* Moves zErr (an internal message, may be NULL) into the vtab's error with
-** the "edn_q: " prefix; frees the previous message (STYLE: never leak or
-** overwrite zErrMsg). Returns rc, or SQLITE_NOMEM if even that fails. */
+** the "edn_q: " prefix; frees the previous message (zErrMsg is never
+** leaked or overwritten). Returns rc, or SQLITE_NOMEM if even that fails. */
 static int ednqError(sqlite3_vtab *pVtab, int rc, const char *zErr) {
   sqlite3_free(pVtab->zErrMsg);
   pVtab->zErrMsg = NULL;
@@ -160,8 +167,8 @@ static int ednqDisconnect(sqlite3_vtab *pVtab) {
 
 /* The cursor's lock: taken around every step and column read (twice per
 ** row) and by ednqLetGo. A compare-and-swap instead of a pthread mutex,
-** which was ~16% of a streamed row's instructions; the only contention is
-** a writer's set-aside (rare, and then the loser backs off). */
+** which costs a streamed row far more; the only contention is a writer's
+** set-aside (rare, and then the loser backs off). */
 static void ednqLock(EdnqCursor *pCur) {
   int nTry = 0;
   for (;;) {
@@ -202,16 +209,16 @@ static int ednqLetGo(StoreHold *pHold, sqlite3_int64 tEnd) {
   EdnqCursor *pCur = (EdnqCursor *)((char *)pHold - offsetof(EdnqCursor, hold));
   int bLetGo = 1;
   ednqLock(pCur);
-  if (pCur->pRun && !pCur->bEof && pCur->pConn) {
+  if (pCur->pRun && !pCur->bEof && pCur->call.pConn) {
     int bAll = 0;
-    funcWatchPause(&pCur->watch, 1);
+    vcallPause(&pCur->call, 1);
     if (qSpillRest(pCur->pRun, EDNQ_SPILL_ROWS, tEnd, &bAll, NULL) != SQLITE_OK) {
-      funcWatchPause(&pCur->watch, 0);
+      vcallPause(&pCur->call, 0);
       bLetGo = 0;
     } else if (bAll) {
-      storeReaderEndRead(pCur->pStore, pCur->pConn);
+      storeReaderEndRead(pCur->call.pStore, pCur->call.pConn);
     } else {
-      funcWatchPause(&pCur->watch, 0);
+      vcallPause(&pCur->call, 0);
       bLetGo = 2;                   /* more next commit */
     }
   }
@@ -225,18 +232,12 @@ static int ednqLetGo(StoreHold *pHold, sqlite3_int64 tEnd) {
 static void ednqRelease(EdnqCursor *pCur) {
   if (pCur->bHold) {
     /* Waits for a release in progress; after it none can start. */
-    storeHoldRemove(pCur->pStore, &pCur->hold);
+    storeHoldRemove(pCur->call.pStore, &pCur->hold);
     pCur->bHold = 0;
   }
   qRunClose(pCur->pRun);
   pCur->pRun = NULL;
-  funcWatchEnd(&pCur->watch);
-  if (pCur->pConn) storeReaderDone(pCur->pStore, pCur->pConn);
-  pCur->pConn = NULL;
-  schemaUnref(pCur->pSchema);
-  pCur->pSchema = NULL;
-  if (pCur->pStore) storeRelease(pCur->pStore);
-  pCur->pStore = NULL;
+  vcallEnd(&pCur->call);
   qOptsReset(&pCur->opts);
 }
 
@@ -393,7 +394,7 @@ static int ednqStep(EdnqCursor *pCur) {
   ednqLock(pCur);
   rc = qRunStep(pCur->pRun, &zErr);
   /* Under the lock: a writer's thread asking the cursor to let go of its
-  ** snapshot (ednqLetGo) reads it (ThreadSanitizer found it written after). */
+  ** snapshot (ednqLetGo) reads it. */
   pCur->bEof = rc != SQLITE_ROW;
   ednqUnlock(pCur);
   if (rc == SQLITE_ROW) {
@@ -424,8 +425,8 @@ static int ednqFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
                       int argc, sqlite3_value **argv) {
   EdnqCursor *pCur = (EdnqCursor *)cur;
   EdnqVtab *pTab = (EdnqVtab *)cur->pVtab;
-  const char *zPath, *zQuery, *zOpts = NULL;
-  int nPath, nQuery, nOpts = 0, rc = SQLITE_OK;
+  const char *zQuery;
+  int nQuery, rc = SQLITE_OK;
   char *zErr = NULL;
   (void)idxStr;
 
@@ -442,36 +443,29 @@ static int ednqFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
   rc = ednqSaveArgs(pCur, idxNum, argc, argv);
   if (rc != SQLITE_OK) return rc;
   pCur->iRowBase = 0;
-  /* NULL in a required argument: no rows (SPEC §2). */
+  /* NULL in a required argument: no rows (SPEC.md §2). */
   if (pCur->aArg[0].eType == SQLITE_NULL || pCur->aArg[1].eType == SQLITE_NULL) return SQLITE_OK;
   /* Text is read after the copies were taken, so they keep the host's type
-  ** (a number given as db_path is echoed as a number). */
-  zPath = (const char *)sqlite3_value_text(argv[0]);
-  nPath = sqlite3_value_bytes(argv[0]);
-  zQuery = (const char *)sqlite3_value_text(argv[1]);
-  nQuery = sqlite3_value_bytes(argv[1]);
-  if (zPath == NULL || zQuery == NULL) return SQLITE_NOMEM;
-  if (pCur->aArg[2].eType != SQLITE_NULL) {
-    zOpts = (const char *)sqlite3_value_text(argv[2]);
-    nOpts = sqlite3_value_bytes(argv[2]);
-    if (zOpts == NULL) return SQLITE_NOMEM;
+  ** (a number given as db_path is echoed as a number). argv holds db_path,
+  ** query, then opts when given. */
+  rc = sqlioText(argv[1], &zQuery, &nQuery);
+  if (rc == SQLITE_OK) {
+    rc = vcallBegin(&pCur->call, pTab->db, argv[0], VCALL_READ, &pCur->opts,
+                    pCur->aArg[2].eType != SQLITE_NULL ? argv[2] : NULL, &zErr);
   }
-  rc = funcCheckDbPath(pTab->db, pCur->aArg[0].eType, zPath, nPath, &zErr);
-  if (rc == SQLITE_OK) rc = qOptsParse(&pCur->opts, zOpts, nOpts, &zErr);
-  if (rc == SQLITE_OK) rc = storeAcquire(zPath, &pCur->pStore, &zErr);
-  if (rc == SQLITE_OK) rc = storeReader(pCur->pStore, &pCur->pConn, &pCur->pSchema, &zErr);
-  if (rc == SQLITE_OK) funcWatchBegin(&pCur->watch, pTab->db, pCur->pConn->db);
-  if (rc == SQLITE_OK)
-    rc = qRunOpen(pCur->pConn, pCur->pSchema, zQuery, nQuery, &pCur->opts, &pCur->pRun, &zErr);
+  if (rc == SQLITE_OK) {
+    rc = qRunOpen(pCur->call.pConn, pCur->call.pSchema, zQuery, nQuery, &pCur->opts, &pCur->pRun,
+                  &zErr);
+  }
   if (rc != SQLITE_OK) {
     rc = ednqError(cur->pVtab, rc, zErr);
     ednqRelease(pCur);
   } else {
     rc = ednqStep(pCur);
-    /* Rows left: the host may keep us open indefinitely (B25). The
-    ** in-memory store has no WAL and its one connection is the writer. */
-    if (rc == SQLITE_OK && !pCur->bEof && storePath(pCur->pStore)[0] != 0) {
-      storeHoldAdd(pCur->pStore, &pCur->hold);
+    /* Rows left: the host may keep us open indefinitely. The in-memory
+    ** store has no WAL and its one connection is the writer. */
+    if (rc == SQLITE_OK && !pCur->bEof && storePath(pCur->call.pStore)[0] != 0) {
+      storeHoldAdd(pCur->call.pStore, &pCur->hold);
       pCur->bHold = 1;
     }
   }
@@ -517,7 +511,7 @@ static int ednqColumn(sqlite3_vtab_cursor *cur, sqlite3_context *pCtx, int iCol)
   }
   /* A pull in :find can fail here (its message is kept by the run); the
   ** message travels as the column's error result. */
-  if (rc != SQLITE_OK) funcResultError(pCtx, "edn_q", rc, qRunErrMsg(pCur->pRun));
+  if (rc != SQLITE_OK) sqlioError(pCtx, "edn_q", rc, qRunErrMsg(pCur->pRun));
   ednqUnlock(pCur);
   return rc;
 }

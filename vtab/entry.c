@@ -1,9 +1,14 @@
 /*
-** main.c — the extension's entry point and the registration of its SQL
-** surface on a host connection.
+** entry.c — the extension's entry point and the registration of its SQL
+** surface on a host connection (its header is the public mentat.h).
 **
 **   sqlite3> .load ./libmentat_sqlite
 **   >>> con.load_extension("./libmentat_sqlite")
+**
+** Takes a host connection; gives it edn_t, edn_q (scalar and table),
+** edn_pull and mentat_version, and sets the hook every new store
+** connection runs. Calls the SQL objects' files, the query stage's store
+** functions and the store cache.
 **
 ** SQLite derives the entry point from the file name ("libmentat_sqlite" →
 ** sqlite3_mentatsqlite_init). It is the only symbol the library exports
@@ -13,10 +18,10 @@
 **
 ** HOW IT WORKS
 ** The entry point checks the host's version, then mentatRegister() adds
-** edn_t, edn_q, edn_pull (func_*.c) and the edn_q table (vtab/edn_q.c).
-** Loading twice on one connection must be harmless even while a statement
-** of the first load is running (peer fault B29): SQLite refuses to replace a
-** function in use ("unable to delete/modify user-function due to active
+** the functions of mentatFuncs and the edn_q table. Loading twice on one
+** connection must be harmless even while a statement of the first load is
+** running (peer fault B29): SQLite refuses to replace a function
+** in use ("unable to delete/modify user-function due to active
 ** statements") and replacing the module would drop the eponymous table
 ** under a running cursor, so registration is skipped when the connection
 ** already has both edn_t and the edn_q module.
@@ -27,27 +32,51 @@
 SQLITE_EXTENSION_INIT1
 #endif
 #include "mentat.h"
+#include "edn_pull.h"
+#include "edn_q.h"
+#include "edn_t.h"
+#include "interrupt.h"
+#include "mentat_version.h"
 #include "query.h"
-#include "sqlio.h"
+#include "store.h"
 
-static pthread_once_t mainHookOnce = PTHREAD_ONCE_INIT;
+/* The SQL functions, in the order they are registered. The store functions
+** read and write files, so they are never deterministic and DIRECTONLY:
+** views and triggers cannot call them (../shared/SPEC.md §2). edn_q takes
+** 2 and 3 arguments (opts optional), like the table; SQLite then reports a
+** wrong argument count itself. */
+static const struct MentatFunc {
+  const char *zName;
+  int nArg;
+  int flags;                /* besides SQLITE_UTF8 and the subtype flag */
+  void (*xFunc)(sqlite3_context *, int, sqlite3_value **);
+} mentatFuncs[] = {
+  {"edn_t", 2, SQLITE_DIRECTONLY, edntFunc},
+  {"edn_q", 2, SQLITE_DIRECTONLY, ednqScalarFunc},
+  {"edn_q", 3, SQLITE_DIRECTONLY, ednqScalarFunc},
+  {"edn_pull", 3, SQLITE_DIRECTONLY, ednpullFunc},
+  {"mentat_version", 0, SQLITE_DETERMINISTIC, versionFunc},
+  {"mentat_version", 1, SQLITE_DETERMINISTIC, versionFunc},
+};
+
+static pthread_once_t mentatHookOnce = PTHREAD_ONCE_INIT;
 
 /* Host connections that have the extension registered. When the last one
 ** closes, the cached stores are closed too: the host may unload the library
 ** right after (sqlite3_close dlcloses extensions), and stores left open
 ** would be leaked connections holding files, with function pointers into
 ** unmapped code. A host that keeps one connection keeps its cache. */
-static pthread_mutex_t mainMutex = PTHREAD_MUTEX_INITIALIZER;
-static int mainHosts = 0;
+static pthread_mutex_t mentatMutex = PTHREAD_MUTEX_INITIALIZER;
+static int mentatHosts = 0;
 
 /* The edn_q module's destructor: runs when a host connection closes (or
-** the module is replaced, which we avoid; see mainRegistered). */
-static void mainHostGone(void *pUnused) {
+** the module is replaced, which we avoid; see mentatRegistered). */
+static void mentatHostGone(void *pUnused) {
   int n;
   (void)pUnused;
-  pthread_mutex_lock(&mainMutex);
-  n = --mainHosts;
-  pthread_mutex_unlock(&mainMutex);
+  pthread_mutex_lock(&mentatMutex);
+  n = --mentatHosts;
+  pthread_mutex_unlock(&mentatMutex);
   /* Only stores no caller holds are dropped, so a connection opened
   ** meanwhile loses nothing but a warm cache. */
   if (n == 0) storeCacheClear();
@@ -55,21 +84,21 @@ static void mainHostGone(void *pUnused) {
 
 /* Runs on every new store connection: the query layer's helper functions,
 ** and the progress handler through which host interrupts reach it. */
-static int mainConnHook(sqlite3 *db) {
+static int mentatConnHook(sqlite3 *db) {
   int rc = qRegisterStoreFunctions(db);
-  if (rc == SQLITE_OK) funcWatchInstall(db);
+  if (rc == SQLITE_OK) intrInstall(db);
   return rc;
 }
 
 /* The hook is process-wide state, so it is set exactly once. */
-static void mainSetHook(void) {
-  storeSetConnHook(mainConnHook);
+static void mentatSetHook(void) {
+  storeSetConnHook(mentatConnHook);
 }
 
 /* True when edn_t and the edn_q module are already on db. Any failure of
 ** the probe (an authorizer denying pragmas, OOM) answers "no", and the
 ** caller registers, which is the safe default. */
-static int mainRegistered(sqlite3 *db) {
+static int mentatRegistered(sqlite3 *db) {
   sqlite3_stmt *pStmt = NULL;
   int bYes = 0;
   int rc = sqlite3_prepare_v2(db,
@@ -81,6 +110,24 @@ static int mainRegistered(sqlite3 *db) {
   return bYes;
 }
 
+/* Registers mentatFuncs on db; the first failing code (SQLITE_BUSY when a
+** function of that name is in use). */
+static int mentatRegisterFuncs(sqlite3 *db) {
+  int base = SQLITE_UTF8;
+  size_t i;
+  int rc = SQLITE_OK;
+  /* The results carry the JSON subtype, which 3.45+ wants declared. Before
+  ** 3.45 the flag does not exist and older hosts reject unknown flag bits,
+  ** so it is only passed to hosts that define it. */
+  if (sqlite3_libversion_number() >= 3045000) base |= SQLITE_RESULT_SUBTYPE;
+  for (i = 0; rc == SQLITE_OK && i < sizeof mentatFuncs / sizeof mentatFuncs[0]; i++) {
+    const struct MentatFunc *pF = &mentatFuncs[i];
+    rc = sqlite3_create_function_v2(db, pF->zName, pF->nArg, base | pF->flags, NULL, pF->xFunc,
+                                    NULL, NULL, NULL);
+  }
+  return rc;
+}
+
 int mentatRegister(sqlite3 *db, char **pzErr) {
   int rc;
   if (sqlite3_libversion_number() < MENTAT_MIN_SQLITE) {
@@ -89,19 +136,19 @@ int mentatRegister(sqlite3 *db, char **pzErr) {
                              sqlite3_libversion());
     return SQLITE_ERROR;
   }
-  if (pthread_once(&mainHookOnce, mainSetHook) != 0) return SQLITE_ERROR;
-  if (mainRegistered(db)) return SQLITE_OK;
-  rc = funcRegister(db);
+  if (pthread_once(&mentatHookOnce, mentatSetHook) != 0) return SQLITE_ERROR;
+  if (mentatRegistered(db)) return SQLITE_OK;
+  rc = mentatRegisterFuncs(db);
   /* BUSY: the functions exist and a statement is running (a host without
   ** the introspection pragmas). Then the module is left alone as well:
   ** replacing it would drop the eponymous table under a running cursor. */
   if (rc == SQLITE_BUSY) return SQLITE_OK;
   if (rc == SQLITE_OK) {
-    pthread_mutex_lock(&mainMutex);
-    mainHosts++;
-    pthread_mutex_unlock(&mainMutex);
-    /* On failure SQLite calls mainHostGone itself, undoing the count. */
-    rc = ednqTableRegister(db, mainHostGone);
+    pthread_mutex_lock(&mentatMutex);
+    mentatHosts++;
+    pthread_mutex_unlock(&mentatMutex);
+    /* On failure SQLite calls mentatHostGone itself, undoing the count. */
+    rc = ednqTableRegister(db, mentatHostGone);
   }
   if (rc != SQLITE_OK) {
     sqlite3_free(*pzErr);
@@ -123,7 +170,7 @@ int sqlite3_mentatsqlite_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_ro
 #ifndef MENTAT_STATIC
   /* Every host connection loads the extension; other threads may be
   ** running its functions meanwhile. The table is the same each time, so
-  ** only the first load writes it (ThreadSanitizer flagged the rewrite). */
+  ** only the first load writes it: a rewrite would race with their reads. */
   if (sqlite3_api != pApi) SQLITE_EXTENSION_INIT2(pApi);
 #else
   (void)pApi;

@@ -110,8 +110,8 @@ struct PullCache **qConnPullCache(StoreConn *pConn);
 
 /* A result string kept with a checked-out store connection (freed with its
 ** plans), so the SQL functions build each JSON result at its end and copy
-** it out instead of growing a new string per call (see funcOutBegin). NULL
-** on OOM. The slot may hold NULL; its owner replaces the string at will. */
+** it out instead of growing a new string per call (see sqlioOutBegin in
+** vtab/sqlio.h). NULL on OOM. The slot may hold NULL; its owner replaces the string at will. */
 sqlite3_str **qConnOutBuf(StoreConn *pConn);
 
 /* Registers the SQL helper functions compiled plans call (median, regex,

@@ -1,0 +1,102 @@
+/*
+** call.c — the call context of the SQL objects (see call.h): db_path
+** checks, store, reader and watch taken in one order and given back in the
+** reverse one.
+*/
+#include <string.h>
+#include <sys/stat.h>
+#include "call.h"
+#include "sqlio.h"
+
+/* Sets *pzErr to the message for a db_path that cannot be a store;
+** returns SQLITE_ERROR, or SQLITE_NOMEM when the message cannot be made. */
+static int vcallPathError(char **pzErr, char *zMsg) {
+  sqlite3_free(*pzErr);
+  *pzErr = zMsg;
+  return zMsg ? SQLITE_ERROR : SQLITE_NOMEM;
+}
+
+/* The checks of vcallBegin's first step on zPath (n bytes, eType the
+** argument's type before text conversion). */
+static int vcallCheckPath(sqlite3 *host, int eType, const char *zPath, int n, char **pzErr) {
+  const char *zMain;
+  struct stat a, b;
+  /* A number or blob would silently become a file named "1" or "Inf". */
+  if (eType != SQLITE_TEXT) {
+    return vcallPathError(pzErr, sqlite3_mprintf("db_path must be TEXT (a file name)"));
+  }
+  /* The store is opened as a plain file name, so these would create files
+  ** literally named ":memory:" or "file:..."; say what to use instead. */
+  if (strcmp(zPath, ":memory:") == 0 || strncmp(zPath, "file:", 5) == 0) {
+    return vcallPathError(pzErr, sqlite3_mprintf("db_path %s is not supported: give a file name,"
+                                                 " or '' for an in-memory store", zPath));
+  }
+  if ((int)strlen(zPath) != n) {
+    return vcallPathError(pzErr, sqlite3_mprintf("db_path contains a NUL byte"));
+  }
+  if (n == 0) return SQLITE_OK;   /* the private in-memory store */
+  zMain = sqlite3_db_filename(host, "main");
+  if (zMain == NULL || zMain[0] == 0) return SQLITE_OK;   /* host in memory */
+  /* Same file = same device and inode: robust against relative paths,
+  ** symlinks and hard links, which a text comparison would miss. A path
+  ** that does not exist yet cannot be the host's (open) database. */
+  if (stat(zPath, &a) != 0 || stat(zMain, &b) != 0) return SQLITE_OK;
+  if (a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+    return vcallPathError(pzErr, sqlite3_mprintf("db_path %s is the host's own database", zPath));
+  }
+  return SQLITE_OK;
+}
+
+/* Parses the opts argument (pArg NULL or SQL NULL: none) into pOpts. */
+static int vcallOpts(QueryOpts *pOpts, sqlite3_value *pArg, char **pzErr) {
+  const char *zOpts = NULL;
+  int nOpts = 0;
+  if (pArg && sqlite3_value_type(pArg) != SQLITE_NULL) {
+    int rc = sqlioText(pArg, &zOpts, &nOpts);
+    if (rc != SQLITE_OK) return rc;
+  }
+  return qOptsParse(pOpts, zOpts, nOpts, pzErr);
+}
+
+int vcallBegin(VCall *pCall, sqlite3 *host, sqlite3_value *pPath, int eKind,
+               QueryOpts *pOpts, sqlite3_value *pOptsArg, char **pzErr) {
+  int eType = sqlite3_value_type(pPath);   /* before text conversion */
+  const char *zPath;
+  int nPath;
+  int rc = sqlioText(pPath, &zPath, &nPath);
+  if (rc == SQLITE_OK) rc = vcallCheckPath(host, eType, zPath, nPath, pzErr);
+  if (rc == SQLITE_OK && pOpts) rc = vcallOpts(pOpts, pOptsArg, pzErr);
+  if (rc == SQLITE_OK) rc = storeAcquire(zPath, &pCall->pStore, pzErr);
+  if (rc == SQLITE_OK && eKind == VCALL_READ) {
+    rc = storeReader(pCall->pStore, &pCall->pConn, &pCall->pSchema, pzErr);
+  }
+  if (rc != SQLITE_OK) {
+    vcallEnd(pCall);
+    return rc;
+  }
+  intrWatchBegin(&pCall->watch, host, pCall->pConn ? pCall->pConn->db : NULL);
+  if (eKind == VCALL_WRITE) {
+    /* The probe must not be prepared mid-transaction (intrWatchPrepare). */
+    rc = intrWatchPrepare(&pCall->watch);
+    if (rc != SQLITE_OK) vcallEnd(pCall);
+  }
+  return rc;
+}
+
+void vcallEnd(VCall *pCall) {
+  intrWatchEnd(&pCall->watch);
+  if (pCall->pConn) storeReaderDone(pCall->pStore, pCall->pConn);
+  pCall->pConn = NULL;
+  schemaUnref(pCall->pSchema);
+  pCall->pSchema = NULL;
+  if (pCall->pStore) storeRelease(pCall->pStore);
+  pCall->pStore = NULL;
+}
+
+int vcallInterrupted(VCall *pCall) {
+  return intrWatchInterrupted(&pCall->watch);
+}
+
+void vcallPause(VCall *pCall, int bPause) {
+  intrWatchPause(&pCall->watch, bPause);
+}

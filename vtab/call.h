@@ -1,0 +1,69 @@
+/*
+** call.h — the call context every SQL object opens on a store: the
+** `db_path` argument checked, the store acquired from the process-wide
+** cache, for a read a reader connection checked out of its pool with its
+** schema, and the host's interrupts watched; then all of it given back.
+**
+** Takes the host connection, the db_path argument and optionally the opts
+** argument; gives a VCall holding the store (and reader, schema) for the
+** call. Calls the store stage, the query stage's opts parser and the
+** interrupt bridge (interrupt.h).
+**
+**   VCall call;
+**   memset(&call, 0, sizeof call);
+**   rc = vcallBegin(&call, host, argv[0], VCALL_READ, NULL, NULL, &zErr);
+**   if (rc == SQLITE_OK) rc = ...(call.pConn, call.pSchema, ...);
+**   ... close what runs on call.pConn ...
+**   vcallEnd(&call);
+*/
+#ifndef MENTAT_CALL_H
+#define MENTAT_CALL_H
+
+#include "sqlite_api.h"
+#include "store.h"
+#include "query.h"
+#include "interrupt.h"
+
+/* What the call does on the store: read through a pooled reader connection
+** (queries, pulls), or write (edn_t: the transactor picks the writer
+** connection itself, so the interrupt watch goes with the thread). */
+#define VCALL_READ  1
+#define VCALL_WRITE 2
+
+typedef struct VCall VCall;
+struct VCall {
+  Store *pStore;            /* one reference, NULL when not held */
+  StoreConn *pConn;         /* VCALL_READ: the checked-out reader */
+  Schema *pSchema;          /* VCALL_READ: its schema, one reference */
+  IntrWatch watch;          /* host interrupts reach the store */
+};
+
+/* Opens the call on the store pPath names, from host connection host. In
+** order: pPath must be TEXT (its type is taken before any conversion), not
+** ":memory:" or a "file:" URI, hold no NUL byte, and not be the file of the
+** host's own `main` database (same device and inode, so relative paths,
+** symlinks and hard links are caught); then, when pOpts is given, the opts
+** argument pOptsArg (NULL or SQL NULL: none) is parsed into it, before the
+** store is opened so a bad opts creates no file; then the store is
+** acquired, for VCALL_READ a reader checked out, and the watch begun (for
+** VCALL_WRITE with its probe prepared before anything is written).
+** '' is the private in-memory store. pCall must be zeroed or ended.
+** Returns SQLITE_OK, or an SQLite code with *pzErr (sqlite3_malloc'd, any
+** previous one freed; without the function's prefix), e.g.
+** "db_path /x.db is the host's own database"; on failure pCall holds
+** nothing. */
+int vcallBegin(VCall *pCall, sqlite3 *host, sqlite3_value *pPath, int eKind,
+               QueryOpts *pOpts, sqlite3_value *pOptsArg, char **pzErr);
+
+/* Ends the watch and gives back the reader, the schema and the store.
+** Whatever runs on pConn (a query run) must be closed first. Idempotent. */
+void vcallEnd(VCall *pCall);
+
+/* True when the host connection was interrupted during the call. */
+int vcallInterrupted(VCall *pCall);
+
+/* Pauses (bPause) or resumes the interrupt polling of a read call while
+** another thread runs its reader's statement (intrWatchPause). */
+void vcallPause(VCall *pCall, int bPause);
+
+#endif /* MENTAT_CALL_H */

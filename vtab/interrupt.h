@@ -1,0 +1,71 @@
+/*
+** interrupt.h — the interrupt bridge: sqlite3_interrupt() on a host
+** connection reaches the store connections a call runs on.
+**
+** Takes a host connection and either a store reader connection or the
+** calling thread; gives a watch whose progress handler (and, for
+** transactions, commit hook) stops the store's statement once the host is
+** interrupted. Calls SQLite only.
+**
+** A store connection runs its own VM, and the host's VM looks at its
+** interrupt flag only between our calls, so long store statements
+** (aggregates, recursive rules, big transactions) would otherwise run on
+** (peer fault B32). The handler steps a trivial "SELECT 1" on the
+** host, which fails with SQLITE_INTERRUPT once the host is interrupted
+** (SQLite checks the flag when a statement starts; sqlite3_is_interrupted,
+** 3.41, is not available on older hosts); the store statement then stops
+** with SQLITE_INTERRUPT.
+*/
+#ifndef MENTAT_INTERRUPT_H
+#define MENTAT_INTERRUPT_H
+
+#include "sqlite_api.h"
+
+/* Two ways to attach a watch: to a checked-out reader (pStoreDb, the
+** queries and pulls), or, with pStoreDb NULL, to the calling thread
+** (edn_t: the transactor picks the writer connection itself). Every store
+** connection carries intrInstall()'s handler, which serves the thread's
+** watch; a reader watch replaces it while active and intrWatchEnd puts it
+** back. Zero-initialise; intrWatchEnd is idempotent and must run before the
+** connection goes back to the pool. Without a probe nothing is watched. */
+typedef struct IntrWatch IntrWatch;
+struct IntrWatch {
+  sqlite3 *pStoreDb;        /* watched reader connection, or NULL */
+  sqlite3 *pHost;           /* the host connection watched */
+  sqlite3_stmt *pProbe;     /* "SELECT 1" on the host, prepared at first use */
+  int bProbeFailed;         /* could not prepare it: polling is off */
+  IntrWatch *pPrev;         /* thread watch: the one it covers */
+  int bThread;              /* a thread watch is active */
+};
+
+/* Starts watching host for pStoreDb (a reader) or, pStoreDb NULL, for the
+** calling thread; ends a watch pWatch still had first. */
+void intrWatchBegin(IntrWatch *pWatch, sqlite3 *host, sqlite3 *pStoreDb);
+
+/* Prepares the watch's probe now rather than at its first look. A write
+** call needs it before writing: a prepare on the host connection that ran
+** out of memory in the middle of a transaction would fail the host's
+** statement after the transaction committed. SQLITE_NOMEM, or SQLITE_OK
+** (another failure only turns the probe off). */
+int intrWatchPrepare(IntrWatch *pWatch);
+
+/* Stops the watch: the reader gets intrInstall()'s handler back, a thread
+** watch uncovers the one it covered. Frees the probe. Idempotent. */
+void intrWatchEnd(IntrWatch *pWatch);
+
+/* True when the host connection of a begun watch has been interrupted. */
+int intrWatchInterrupted(IntrWatch *pWatch);
+
+/* Switches a reader watch's polling off (bPause) or back on. Off while
+** another thread (a writer setting a cursor's rest of rows aside,
+** edn_q_table.c) runs the reader's statement: a probe steps the host
+** connection, whose own thread may be the one waiting for that other
+** thread. No-op where the host's SQLite has no progress handler. */
+void intrWatchPause(IntrWatch *pWatch, int bPause);
+
+/* The store connection hook's part (entry.c): the progress handler that
+** serves thread watches, and the commit hook that turns an interrupted
+** transaction's COMMIT into a ROLLBACK. */
+void intrInstall(sqlite3 *pStoreDb);
+
+#endif /* MENTAT_INTERRUPT_H */
