@@ -80,7 +80,7 @@
 #include <sys/stat.h>
 
 #include "config.h"
-#include "store_int.h"
+#include "store_context.h"
 #include "store_write.h"
 
 /* The state signature (StoreSig), one row. Read after every foreign

@@ -52,7 +52,7 @@
 #include <string.h>
 #include <stdlib.h>
 #include "config.h"
-#include "store_int.h"
+#include "store_context.h"
 #include "store_write.h"
 
 /* A commit inserting at least this many datoms is a bulk write: it defers
