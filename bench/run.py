@@ -62,7 +62,7 @@ class Loader:
         t0 = time.perf_counter()
         reports = [self.tx(t) for t in texts]
         # Bulk transactions leave the managed indexes to the first read after them
-        # (ext/store_write.c, TUNING AFTER BULK WRITES): that build is part of the load.
+        # (ext/store/store_tune.c, TUNING AFTER BULK WRITES): that build is part of the load.
         self.con.execute('SELECT count(*) FROM edn_q(?, ?)',
                          (self.db, '[:find ?e . :where [?e :db/ident :db.part/db]]')).fetchall()
         load_s = time.perf_counter() - t0

@@ -18,7 +18,7 @@ time per tx) in OUTDIR/transact-SCALE-<setting>.json, with the disk's floor besi
 plain SQLite one-row commits (WAL, same synchronous setting, a fresh file in OUTDIR) for 2 s
 right after, since the FULL figure is mostly this disk's fdatasync latency, which varies
 0.2-3.7 ms here with the other sessions' I/O. MENTAT_WAL_GATHER=0 turns off the WAL-gathering
-VFS (ext/store_write_vfs.c).
+VFS (ext/store/store_vfs.c).
 """
 import json
 import os

@@ -560,7 +560,7 @@ START_TEST(test_history) {
 }
 END_TEST
 
-/* Once the store is tuned (store_index.c: managed indexes, statistics),
+/* Once the store is tuned (store_tune.c: managed indexes, statistics),
 ** as-of patterns bound by value read the log through the attribute's
 ** idx_mentat_log_avet_<a>,
 ** since patterns read idx_mentat_datoms_atx, aggregates and value lookups
@@ -581,7 +581,7 @@ START_TEST(test_tuned_plans) {
 
   zOpts = sqlite3_mprintf("{\"asOf\":%lld,\"inputs\":[\"ivan1@example.com\"]}", tx2 - 1);
   zPlan = explain("[:find ?a . :in $ ?m :where [?e :person/email ?m] [?e :person/age ?a]]", zOpts, &zSql);
-  /* :person/email's own log value index (store_index.c) */
+  /* :person/email's own log value index (store_tune.c) */
   ck_assert_msg(strstr(zPlan, "SEARCH d1 USING COVERING INDEX idx_mentat_log_avet_") != NULL
                 && strstr(zPlan, " (a=? AND v=?)") != NULL,
                 "as-of by value: %s\n  sql: %s", zPlan, zSql);

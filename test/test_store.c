@@ -284,7 +284,7 @@ START_TEST(test_connection_settings) {
   schemaUnref(pSchema);
   storeReaderDone(p, pConn);
   ck_assert_int_eq(sqlite3_get_autocommit(db), 1);
-  /* The writer's checkpoints are store_write.c's (a WAL hook and a
+  /* The writer's checkpoints are store_wal.c's (a WAL hook and a
   ** post-commit policy), not SQLite's automatic one. */
   ck_assert_int_eq(storeWriteBegin(p, &pConn, &pSchema, &zErr), SQLITE_OK);
   ck_assert_int_eq(qInt(pConn->db, "PRAGMA wal_autocheckpoint"), 0);
@@ -457,7 +457,7 @@ START_TEST(test_reader_end_read) {
 }
 END_TEST
 
-/* A reader's mmap follows the commits it sees (store_cache.c): on while
+/* A reader's mmap follows the commits it sees (store_reader.c): on while
 ** other connections' commits are rare, off once 2 of its last 8 checkouts
 ** saw one (each commit would unmap the whole file), on again after 32
 ** quiet checkouts. */
@@ -715,7 +715,7 @@ END_TEST
 /* ------------------------------------------------------------ refusals */
 
 /* storeAcquire(zPath) fails with exactly the message zWantFmt, in which
-** %s stands for the path (store.c's storeForeignMsg and "cannot open store
+** %s stands for the path (store_file.c's storeForeignMsg and "cannot open store
 ** %s: ..." wordings). */
 static void expectRefusal(const char *zPath, const char *zWantFmt) {
   Store *p = (Store *)1;
@@ -1332,7 +1332,7 @@ START_TEST(test_write_publishes_schema_and_rolls_back) {
 }
 END_TEST
 
-/* Size-driven tuning (store_index.c): past the threshold a commit creates
+/* Size-driven tuning (store_tune.c): past the threshold a commit creates
 ** the managed indexes, records them, analyzes, and publishes a schema that
 ** knows the value index; a schema change drops an index that no longer
 ** applies. Expected figures: 3 attributes + the 16 core ones = 19. */

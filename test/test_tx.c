@@ -1301,7 +1301,7 @@ START_TEST(test_bulk_batches) {
 }
 END_TEST
 
-/* ---- the writer's WAL policy and tuning (store_write.c) ------------- */
+/* ---- the writer's WAL policy and tuning (store_wal.c, store_tune.c) ------------- */
 
 /* A host cursor's snapshot, as edn_q keeps one: here an open read
 ** transaction on the raw connection; xRelease ends it. */
@@ -1506,7 +1506,7 @@ END_TEST
 
 /* A bulk transaction (1,000 datoms or more) does not build the managed
 ** indexes when it takes the store past the threshold; the next read in the
-** process does, before it is served (store_write.c, TUNING AFTER BULK
+** process does, before it is served (store_tune.c, TUNING AFTER BULK
 ** WRITES). A second store gets them from the next small commit instead. */
 static char *bulkPeople(int iFirst, int n) {
   sqlite3_str *pTx = sqlite3_str_new(NULL);
@@ -1621,7 +1621,7 @@ static Suite *txSuite(void) {
   return s;
 }
 
-/* The whole suite runs with the WAL-gathering VFS on (store_write_vfs.c;
+/* The whole suite runs with the WAL-gathering VFS on (store_vfs.c;
 ** the default, forced here in case the environment says otherwise): every
 ** check reads the store back through a plain raw connection right after
 ** each commit, so frames left in the buffer would show. Set before the

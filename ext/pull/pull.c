@@ -97,7 +97,7 @@ static const char *const azPullSql[PULL_NSTMT] = {
   ** serves the probe; `(?2 + 0)` keeps SQLite from weighing the per-
   ** attribute partial log indexes, which would make it re-prepare the
   ** statement at every new binding of ?2. Reverse reads go through a tuned
-  ** store's idx_mentat_log_avet_<a> (a, v, e, ...) (store_index.c): there
+  ** store's idx_mentat_log_avet_<a> (a, v, e, ...) (store_tune.c): there
   ** the plain `l.a = ?2` is wanted, SQLite re-prepares for each new ?2 and
   ** picks that attribute's index (the alternative, all of the attribute's
   ** history through the (a, e) index, costs far more than a prepare).

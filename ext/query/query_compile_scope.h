@@ -314,7 +314,7 @@ char *qcEntityLookupSql(QComp *pC, const EdnValue *p);
 ** SQL zKw is a keyword's text. NULL on OOM. */
 char *qcIdentSql(const char *zKw);
 /* Does pAttr have a covering per-attribute (a, v, e) index the compiled
-** SQL reaches by stating `dN.a = <a>`: store_index.c's idx_mentat_avet_<a>
+** SQL reaches by stating `dN.a = <a>`: store_tune.c's idx_mentat_avet_<a>
 ** (Attr.bValueIndex) or the format's idx_auto_avet_<a> (unique, or an
 ** indexed ref; not fulltext)? */
 int qcAttrValueIndexed(const Attr *pAttr);

@@ -160,7 +160,7 @@ char *qcView(QComp *pC, const char *zAlias, const char **pzTable) {
     /* As of T: the log's assertions up to T not retracted by T. The log's
     ** columns have the datoms' names; idx_transactions_aevt serves patterns
     ** bound by entity and the retraction probe, and a tuned store's
-    ** idx_mentat_log_avet_<a> (store_index.c) those of indexed, unique and
+    ** idx_mentat_log_avet_<a> (store_tune.c) those of indexed, unique and
     ** ref attributes bound by value (`dN.a = <a>` matches its WHERE). */
     *pzTable = "timelined_transactions";
     return sqlite3_mprintf(
@@ -172,7 +172,7 @@ char *qcView(QComp *pC, const char *zAlias, const char **pzTable) {
   }
   *pzTable = "datoms";
   /* Since T: a recent slice, read through the store's (a, tx, e) index
-  ** (store_index.c). Without the hint SQLite guesses a quarter of the
+  ** (store_tune.c). Without the hint SQLite guesses a quarter of the
   ** attribute for `tx > ?` and prefers the (a, e) index, which needs no
   ** DISTINCT sort but reads every datom of the attribute. */
   if (pC->eHist == 2) return sqlite3_mprintf("likelihood(%s.tx > %s, 0.01)", zAlias, pC->zHistTx);

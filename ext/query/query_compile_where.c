@@ -385,7 +385,7 @@ static int qcwPattern(QCtx *pX, const QClause *pCl) {
     ** value indexes usable when no per-attribute index serves (format
     ** "Per-attribute value indexes"). Other :db/index attributes get
     ** idx_mentat_avet_<a> once the store is big enough to need it
-    ** (store_index.c, Attr.bValueIndex); there the flags would steer
+    ** (store_tune.c, Attr.bValueIndex); there the flags would steer
     ** SQLite to idx_datoms_avet, which reads every matching table row on
     ** SQLite 3.40, or make the covering index read them to test the flag. */
     int bAuto = qcAttrValueIndexed(pAttr);

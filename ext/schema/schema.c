@@ -369,7 +369,7 @@ static int schemaBuild(Schema *p, SchemaLoader *pL) {
 }
 
 /* Marks the attributes the store gave a covering value index
-** idx_mentat_avet_<a> (store_index.c), so compiled queries look values up
+** idx_mentat_avet_<a> (store_tune.c), so compiled queries look values up
 ** there. A store without the table (not v3) or the rows has none. Not part
 ** of the fingerprint: an index made by another process is seen at this
 ** process's next reload; until then queries use the format's indexes,

@@ -59,7 +59,7 @@ typedef struct Attr {
   unsigned char bComponent; /* :db/isComponent */
   unsigned char bFulltext;  /* :db/fulltext */
   unsigned char bNoHistory; /* :db/noHistory */
-  unsigned char bValueIndex; /* the store has idx_mentat_avet_<e> (store_index.c),
+  unsigned char bValueIndex; /* the store has idx_mentat_avet_<e> (store_tune.c),
                             ** a covering (a, v, e) index of this attribute */
 } Attr;
 

@@ -1,6 +1,7 @@
 /*
 ** store.h — a store (one SQLite file in the Mentat v3 layout), its
-** connections, and the process-wide cache of open stores (SPEC §3, §4).
+** connections, and the process-wide cache of open stores (SPEC.md §3, §4):
+** what the stages after the store call.
 **
 ** HOW IT WORKS
 ** storeAcquire() maps a path to a Store: canonical path + inode key the
@@ -59,7 +60,7 @@ const char *storePath(const Store *p);
 ** *ppSchema gets the schema current for it, with a reference the caller
 ** drops with schemaUnref(). Return it with storeReaderDone(), which resets
 ** any statement still running on it and ends any open transaction, so a
-** pooled connection never pins the WAL (SPEC §3, B25). For the in-memory
+** pooled connection never pins the WAL (SPEC.md §3). For the in-memory
 ** store the one shared connection is returned as is. */
 int storeReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr);
 void storeReaderDone(Store *p, StoreConn *pConn);
@@ -78,7 +79,7 @@ void storeReaderEndRead(Store *p, StoreConn *pConn);
 /* A host cursor that keeps a store read snapshot open between host calls
 ** (an edn_q cursor with rows left). A snapshot pins the WAL: no checkpoint
 ** can copy or rewind past it, so an idle, un-exhausted host cursor would
-** let the WAL grow with every later commit (B25). Holders register here;
+** let the WAL grow with every later commit. Holders register here;
 ** when the writer's post-commit checkpoint is blocked it calls
 ** storeHoldsRelease, which runs each hold's xRelease on the writer's
 ** thread: xRelease must end the snapshot (the edn_q cursor spills its
@@ -100,14 +101,13 @@ struct StoreHold {
 void storeHoldAdd(Store *p, StoreHold *pHold);
 void storeHoldRemove(Store *p, StoreHold *pHold);
 /* Asks the registered holds to let go of their snapshots (each is removed
-** from the list first, so it is asked once), within STORE_HOLD_RELEASE_MS
-** for all of them: those not reached by then stay registered for a later
+** from the list first, so it is asked once), within 100 ms for all of
+** them: those not reached by then stay registered for a later
 ** commit. Returns how many were asked; *pbAll (may be NULL) says whether
 ** every hold let go (none left registered, none kept its snapshot), which
-** is when a RESTART checkpoint can succeed. Called by the writer
-** (store_write.c) under the write mutex. */
+** is when a RESTART checkpoint can succeed. Called by the writer's WAL
+** policy (store_wal.c) under the write mutex. */
 int storeHoldsRelease(Store *p, int *pbAll);
-#define STORE_HOLD_RELEASE_MS 100
 
 /* Begins a write: takes the store's write mutex, BEGIN IMMEDIATE on the
 ** writer connection (waiting under the busy timeout), revalidates the
@@ -120,28 +120,28 @@ int storeWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzEr
 /* Ends the write begun above: COMMIT if bCommit else ROLLBACK, then releases
 ** the mutex. pNewSchema, if not NULL, is the snapshot after a committed
 ** schema change; the store takes a reference and publishes it. After a
-** commit the writer's WAL policy runs (store_write.c, SPEC §3): PASSIVE
+** commit the writer's WAL policy runs (store_wal.c, SPEC.md §3): PASSIVE
 ** checkpoints every MENTAT_WAL_CHECKPOINT_BYTES (6 MiB) of new frames, host
 ** cursors asked to let go of their snapshots past 4 MiB (StoreHold), and a
 ** RESTART waiting briefly for readers from half of
 ** MENTAT_WAL_RESTART_BYTES (64 MiB). */
 int storeWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, char **pzErr);
 
-/* Applies the connection settings of format/mentat-v3.md to db, then runs
-** the connection hook. Environment, read once per process:
-** MENTAT_SYNCHRONOUS (OFF/NORMAL/FULL/EXTRA, default FULL),
-** MENTAT_MMAP_SIZE (bytes, default 1 GiB as the format says, 0 disables;
-** the trade-off is measured in store.c; readers switch it off while
-** foreign commits are frequent, store_cache.c). bMemory skips WAL and mmap.
-** The writer connection replaces SQLite's automatic checkpoint with its
-** own policy (store_write.c, storeWriteEnd). */
-int storeConfigure(sqlite3 *db, int bMemory, char **pzErr);
+/* Inside storeWriteBegin/storeWriteEnd: the largest datoms rowid this write
+** inserted (sqlite3_last_insert_rowid after an insert into `datoms`; rowids
+** grow, so it is the table's row high-water mark) and how many rows that
+** insert added. storeWriteEnd uses them to decide, without a query of its
+** own, whether the store grew enough to be tuned (managed indexes,
+** statistics), and whether this was a bulk write that defers it. A write
+** that notes nothing inserted no datoms and does not retune (unless it
+** changed the schema or a tune is pending). */
+void storeWriteNoteDatoms(Store *p, sqlite3_int64 iMaxRowid, int nInserted);
 
 /* Creates the v3 layout and bootstrap transaction on an empty database, in
 ** one EXCLUSIVE transaction; exposed for tests. */
 int storeCreateLayout(sqlite3 *db, char **pzErr);
 
-/* A function run on every new store connection after storeConfigure (the
+/* A function run on every new store connection after its settings (the
 ** query layer registers its SQL helpers there). Set once at load time. */
 void storeSetConnHook(int (*xHook)(sqlite3 *db));
 
@@ -154,34 +154,8 @@ void storeCacheClear(void);
 int storeCacheSetLimit(int nMax);
 int storeCacheCount(void);
 /* How many schema fingerprints revalidation has read in this process
-** (store_cache.c): lets tests tell a foreign commit the log explained
+** (store_revalidate.c): lets tests tell a foreign commit the log explained
 ** from one that took the full check. */
 int storeFingerprintCount(void);
-
-/* Opens one connection to the store file zPath ("" = a new private
-** in-memory database) and applies storeConfigure. With bValidate (the
-** first connection of a store) it also checks the version BEFORE changing
-** any setting, creates the layout on an empty file, upgrades v1/v2, and
-** refuses anything else ("<path> is not a Mentat store (user_version N)").
-** Used by the cache (store_cache.c); *pDb is the caller's to close. */
-int storeOpenDb(const char *zPath, int bValidate, sqlite3 **pDb, char **pzErr);
-
-/* Size-driven tuning of a store (store_index.c): once the store holds
-** configTuneMinDatoms() datoms (default 8192), creates the managed extra
-** indexes (idx_mentat_log_avet_<a> per indexed, unique or ref attribute for
-** as-of, idx_mentat_datoms_atx for since, idx_mentat_avet_<a> per :db/index
-** attribute without a format index),
-** recorded in mentat_managed_indexes, and refreshes the planner statistics
-** whenever the datoms doubled since the last analysis (bounded ANALYZE plus
-** corrected per-attribute averages). db is the writer connection, outside
-** any transaction, with the store's write serialisation held; pSchema the
-** current snapshot. *pnAnalyzed: the datoms count at the last analysis,
-** -1 when not known yet (read back from sqlite_stat1). bCheckIndexes: look
-** for missing or stale managed indexes (after a schema change).
-** *pbIndexesChanged: set when managed indexes were created or dropped, so
-** the caller reloads the schema (Attr.bValueIndex). Returns an SQLite
-** code; failures change nothing and may be retried later. */
-int storeTune(sqlite3 *db, const Schema *pSchema, sqlite3_int64 *pnAnalyzed, int bCheckIndexes,
-              int *pbIndexesChanged);
 
 #endif /* MENTAT_STORE_H */

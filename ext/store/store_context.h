@@ -1,24 +1,29 @@
 /*
-** store_int.h — the store cache's private types, shared by store_cache.c
-** (cache, pool, revalidation) and store_write.c (the writer's begin/commit,
-** checkpoint and tuning policy). Not for other modules: use store.h.
+** store_context.h — what the files of the store stage share: the Store
+** and connection structs and each file's calls for the files above it.
+** Not for other stages: they use store.h.
+**
+** The files, lowest first; each calls only those before it (and config.h,
+** the schema stage, SQLite):
+**   store_context.c    error replacement, one-integer statements
+**   store_vfs.c        the WAL-gathering VFS
+**   store_file.c       opening one connection: settings, layout, upgrades
+**   store_schema.c     loading a Schema from a store connection
+**   store_revalidate.c the state signature; keeping the published schema current
+**   store_conn.c       one connection and its prepared statements
+**   store_hold.c       host cursors' snapshots (StoreHold)
+**   store_tune.c       managed indexes and statistics; when the writer tunes
+**   store_wal.c        the writer's checkpoint policy
+**   store_writer.c     begin/end of a write; the writer's recheck
+**   store_reader.c     the reader pool
+**   store_cache.c      the process-wide cache: paths to Stores
 */
-#ifndef MENTAT_STORE_INT_H
-#define MENTAT_STORE_INT_H
+#ifndef MENTAT_STORE_CONTEXT_H
+#define MENTAT_STORE_CONTEXT_H
 #include <pthread.h>
 #include <sys/types.h>
 #include "store.h"
 
-/* Readers closed past the pool after which, once no reader is checked out,
-** every connection of the store is closed and the writer reopened: SQLite
-** cannot close the descriptor of a connection while the process holds
-** another lock on the file (POSIX locks are per process and file), so it
-** keeps it for reuse; only when no connection of the process holds one is
-** it closed. */
-#define STORE_FDS_PENDING_MAX 8
-/* The post-commit checkpoint must not stall the writer behind readers:
-** it tries briefly and leaves the WAL for a later commit otherwise. */
-#define STORE_CHECKPOINT_BUSY_MS 100
 /* A cheap signature of the state the schema is read from: the tx
 ** partition's mark (every Mentat commit bumps it) and the row count and
 ** largest rowid of the `idents` and `schema` mirrors (which a plain insert
@@ -30,24 +35,20 @@ typedef struct StoreSig {
   sqlite3_int64 iLogMax;        /* largest rowid of the log; not compared */
 } StoreSig;
 
-/* At most this many log rows since the known state are scanned to explain
-** a foreign commit (storeRevalidate); more, and the fingerprint is read. */
-#define STORE_LOG_SCAN_MAX 4096
-
 /* A pooled connection: the public StoreConn first, then our statements. */
 typedef struct StoreConnImpl {
   StoreConn base;
   sqlite3_stmt *pDataVersion;   /* PRAGMA data_version */
-  sqlite3_stmt *pSig;           /* zSigSql */
-  sqlite3_stmt *pFingerprint;   /* schemaFingerprintSql() */
-  sqlite3_stmt *pLogScan;       /* zLogScanSql */
+  sqlite3_stmt *pSig;           /* storeSigSql */
+  sqlite3_stmt *pFingerprint;   /* storeSchemaFingerprintSql() */
+  sqlite3_stmt *pLogScan;       /* storeLogScanSql */
   sqlite3_stmt *pBegin;         /* BEGIN: a reader's one snapshot per call */
   sqlite3_stmt *pCommit;        /* COMMIT: ends it (keeps temp-table writes) */
   sqlite3_stmt *pRollback;      /* ROLLBACK, prepared while memory was there: a
                                 ** write that failed for memory must still end */
   sqlite3_int64 iMmap;          /* mmap_size storeConfigure set; 0 = none */
   unsigned mChanged;            /* reader: bit k = a foreign commit seen k checkouts ago */
-  int bMmapOff;                 /* reader: mmap switched off (store_cache.c) */
+  int bMmapOff;                 /* reader: mmap switched off (store_reader.c) */
 } StoreConnImpl;
 
 struct Store {
@@ -73,36 +74,60 @@ struct Store {
   int bKnown;
   sqlite3_int64 nAnalyzed;      /* storeTune's; under writeMutex */
   pthread_mutex_t holdMutex;    /* pHolds, and every xRelease call */
-  StoreHold *pHolds;            /* open host cursors' snapshots (B25) */
-  int bWalPolicy;               /* store_write.c: writer's WAL hook set, autocheckpoint off; writeMutex */
-  int szFrame;                  /* store_write.c: bytes per WAL frame (page size + 24); writeMutex */
-  sqlite3_int64 nWalFrames;     /* store_write.c: WAL frames after the writer's last commit (hook) */
-  sqlite3_int64 nWalCkpt;       /* store_write.c: of those, frames a checkpoint copied; writeMutex */
-  sqlite3_int64 nNoteDatoms;    /* store_write.c: datoms max rowid noted by this write, 0 none */
-  sqlite3_int64 nNoteInserted;  /* store_write.c: datoms this write inserted; writeMutex */
-  int bTunePending;             /* store_write.c: a bulk commit deferred storeTune; set under
-                                ** writeMutex, read atomically by storeReader */
-  sqlite3_int64 nWalRetryBytes; /* store_write.c: WAL size before which a timed-out RESTART waits */
-  sqlite3_int64 nWalRetryFrom;  /* store_write.c: WAL size when that RESTART timed out */
-  sqlite3_int64 nWalLastTx;     /* store_write.c: WAL frames the writer's last commit added */
+  StoreHold *pHolds;            /* open host cursors' snapshots */
+  /* store_wal.c, under writeMutex unless said */
+  int bWalPolicy;               /* writer's WAL hook set, autocheckpoint off */
+  int szFrame;                  /* bytes per WAL frame (page size + 24) */
+  sqlite3_int64 nWalFrames;     /* WAL frames after the writer's last commit (hook) */
+  sqlite3_int64 nWalCkpt;       /* of those, frames a checkpoint copied */
+  sqlite3_int64 nWalRetryBytes; /* WAL size before which a timed-out RESTART waits */
+  sqlite3_int64 nWalRetryFrom;  /* WAL size when that RESTART timed out */
+  sqlite3_int64 nWalLastTx;     /* WAL frames the writer's last commit added */
+  /* store_writer.c and store_tune.c, under writeMutex */
+  sqlite3_int64 nNoteDatoms;    /* datoms max rowid noted by this write, 0 none */
+  sqlite3_int64 nNoteInserted;  /* datoms this write inserted */
+  int bTunePending;             /* a bulk commit deferred storeTune; read
+                                ** atomically by storeReader */
 };
 
-typedef struct StoreCache {
-  pthread_mutex_t mutex;
-  Store *pFirst, *pLast;        /* most / least recently used */
-  int nStore;
-} StoreCache;
-
-/* Opens p->pWriter anew after storeReleaseFds closed it (write mutex
-** held). Errors: *pzErr as storeOpen's. */
-int storeConnOpenWriter(Store *p, char **pzErr);
-
-/* The process-wide cache, created on first use. */
-StoreCache *storeCache(void);
+/* store_context.c */
 /* Replaces *pzErr (if pzErr) with zMsg (sqlite3_malloc'd, taken). */
 void storeErr(char **pzErr, char *zMsg);
 /* Steps a one-integer statement and resets it; *piOut 0 when no row. */
 int storeStepInt(sqlite3_stmt *pStmt, sqlite3_int64 *piOut);
+
+/* store_vfs.c */
+/* The name of the VFS store connections are opened with (the default VFS
+** with WAL frames gathered into few large writes), or NULL for the default
+** VFS when configWalGather() is 0 or the default VFS is not unix.
+** Registered on first call. */
+const char *storeVfs(void);
+
+/* store_file.c */
+/* Opens one connection to the store file zPath ("" = a new private
+** in-memory database) and applies storeConfigure. With bValidate (the
+** first connection of a store) it also checks the version BEFORE changing
+** any setting, creates the layout on an empty file, upgrades v1/v2, and
+** refuses anything else ("<path> is not a Mentat store (user_version N)").
+** *pDb is the caller's to close. */
+int storeOpenDb(const char *zPath, int bValidate, sqlite3 **pDb, char **pzErr);
+/* Applies the connection settings of format/mentat-v3.md to db (the
+** synchronous and mmap settings of config.h; bMemory skips WAL and mmap),
+** then runs the connection hook. The writer replaces SQLite's automatic
+** checkpoint later (store_wal.c). */
+int storeConfigure(sqlite3 *db, int bMemory, char **pzErr);
+
+/* store_schema.c: storeSchemaLoad (store.h) and */
+/* The SQL whose rows the fingerprint hashes, for a statement a connection
+** keeps prepared; storeSchemaFingerprintStmt steps it to the end and
+** resets it. */
+const char *storeSchemaFingerprintSql(void);
+int storeSchemaFingerprintStmt(sqlite3_stmt *pStmt, sqlite3_uint64 *pFp);
+
+/* store_revalidate.c */
+/* The state signature's SQL (one row: StoreSig) and the log scan's. */
+extern const char storeSigSql[];
+extern const char storeLogScanSql[];
 /* Reads the state signature on pImpl's connection (inside its transaction). */
 int storeReadSig(StoreConnImpl *pImpl, StoreSig *pSig);
 int storeSigEqual(const StoreSig *a, const StoreSig *b);
@@ -110,15 +135,77 @@ int storeSigEqual(const StoreSig *a, const StoreSig *b);
 void storeSetKnown(Store *p, const StoreSig *pSig);
 /* Publishes pNew (read at tx mark iMark) unless a newer one is published. */
 void storePublish(Store *p, Schema *pNew, sqlite3_int64 iMark);
-/* Makes the published schema current for pConn's next statement. */
+/* Makes the published schema current for pConn's next statement. pConn is
+** inside the transaction whose snapshot that statement reads. bLatest: the
+** transaction holds the write lock, so it reads the newest state there is.
+** ppOwn (readers): set, with a reference, when this snapshot's schema
+** differs from the published one and is older; the call then uses it. */
 int storeRevalidate(Store *p, StoreConn *pConn, int bLatest, Schema **ppOwn, char **pzErr);
+
+/* store_conn.c */
+/* Opens a connection of pStore (bValidate: its first, see storeOpenDb)
+** with its statements prepared. Errors: *pzErr "cannot open store ...". */
+int storeConnOpen(Store *pStore, int bValidate, StoreConn **ppConn, char **pzErr);
+/* Frees the layers' caches on it, its statements, and closes it. */
+void storeConnClose(StoreConn *pConn);
+/* Opens p->pWriter anew after the reader pool closed it (write mutex
+** held). Errors: *pzErr as storeConnOpen's. */
+int storeConnOpenWriter(Store *p, char **pzErr);
 /* Resets pConn's busy statements and ends any open transaction. */
 void storeConnQuiesce(StoreConn *pConn);
 /* Rolls back pConn's open transaction, if any, with its prepared ROLLBACK
 ** (sqlite3_exec would need memory to prepare one, and a failed write left
 ** open would hold the write lock and break the next BEGIN). */
 void storeConnRollback(StoreConn *pConn);
-/* storeTune on the writer (write mutex held, or the Store not yet shared). */
-void storeTuneWriter(Store *p, int bCheckIndexes);
 
-#endif
+/* store_hold.c: storeHoldAdd, storeHoldRemove, storeHoldsRelease (store.h) and */
+/* Does an in-process host cursor hold a snapshot? */
+int storeHoldsAny(Store *p);
+
+/* store_tune.c */
+/* Size-driven tuning of a store: once it holds configTuneMinDatoms()
+** datoms, creates the managed extra indexes, recorded in
+** mentat_managed_indexes, and refreshes the planner statistics whenever
+** the datoms doubled since the last analysis. db is the writer connection,
+** outside any transaction, with the store's write serialisation held;
+** pSchema the current snapshot. *pnAnalyzed: the datoms count at the last
+** analysis, -1 when not known yet (read back from sqlite_stat1).
+** bCheckIndexes: look for missing or stale managed indexes (after a schema
+** change). *pbIndexesChanged: set when managed indexes were created or
+** dropped, so the caller reloads the schema. Returns an SQLite code;
+** failures change nothing and may be retried later. */
+int storeTune(sqlite3 *db, const Schema *pSchema, sqlite3_int64 *pnAnalyzed, int bCheckIndexes,
+              int *pbIndexesChanged);
+/* storeTune on the writer (write mutex held, or the Store not yet shared),
+** publishing the reloaded schema when the indexes changed. */
+void storeTuneWriter(Store *p, int bCheckIndexes);
+/* After a commit (write mutex held): tunes now, defers the tune of a bulk
+** write, or runs one deferred (TUNING AFTER BULK WRITES). bSchema: the
+** commit changed the schema. */
+void storeTuneAfterCommit(Store *p, int bSchema);
+/* Runs a tune that bulk writes deferred, if no write is in progress in
+** this process; otherwise leaves it for later. Called by storeReader
+** before it checks out a connection, so the first read after a bulk load
+** gets the managed indexes. Never fails: tuning is an optimisation. */
+void storeTunePending(Store *p);
+
+/* store_wal.c */
+/* Once per writer connection, before its first write: the WAL hook that
+** replaces SQLite's automatic checkpoint, and the frame size. Write mutex
+** held. */
+void storeWalPolicyInit(Store *p, sqlite3 *db);
+/* After a commit (write mutex held): the checkpoint policy. */
+void storeWalAfterCommit(Store *p, sqlite3 *db);
+
+/* store_writer.c: storeWriteBegin, storeWriteEnd, storeWriteNoteDatoms (store.h) and */
+/* A reader met a state older than the published schema's with another
+** schema (storeRevalidate's ppOwn): a reader that began before a newer
+** publish, or the file gone back (a backup restored over it). The writer's
+** BEGIN IMMEDIATE reads the newest state, so it settles which and, for a
+** file gone back, publishes the restored schema: without it, a process
+** that only reads would reload the schema on every call until its tx mark
+** passed the old one. Skipped, to be retried by a later call, when a write
+** is in progress in this process or another holds the write lock. */
+void storeWriterRecheck(Store *p);
+
+#endif /* MENTAT_STORE_CONTEXT_H */

@@ -1,5 +1,5 @@
 /*
-** store.c — one store file: opening a connection, the connection settings,
+** store_file.c — one store file: opening a connection, the connection settings,
 ** creating the Mentat v3 layout with its bootstrap transaction, and
 ** upgrading version-1 and -2 stores in place (format/mentat-v3.md).
 **
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <strings.h>
 #include "config.h"
-#include "store_write.h"
+#include "store_context.h"
 
 /* ------------------------------------------------------------------ DDL */
 
@@ -155,12 +155,6 @@ static int storeTypeTag(int eType) {
 }
 
 /* ---------------------------------------------------------------- utils */
-
-static void storeErr(char **pzErr, char *zMsg) {
-  if (pzErr == NULL) { sqlite3_free(zMsg); return; }
-  sqlite3_free(*pzErr);
-  *pzErr = zMsg;
-}
 
 /* Runs a NULL-terminated list of statements. */
 static int storeExecList(sqlite3 *db, const char *const *az, char **pzErr) {
@@ -531,7 +525,7 @@ int storeOpenDb(const char *zPath, int bValidate, sqlite3 **pDb, char **pzErr) {
   ** from the store's pool), so SQLite's per-connection mutex is not needed. */
   rc = sqlite3_open_v2(bMemory ? ":memory:" : zPath, &db,
                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                       bMemory ? NULL : storeWriteVfs());
+                       bMemory ? NULL : storeVfs());
   if (rc != SQLITE_OK) {
     storeErr(pzErr, sqlite3_mprintf("cannot open store %s: %s", zPath,
                                     db ? sqlite3_errmsg(db) : "out of memory"));

@@ -1,14 +1,20 @@
 /*
-** store_index.c — the store's size-driven tuning: the extra indexes it
-** manages and the planner statistics it keeps (SPEC §3: extra indexes are
-** created IF NOT EXISTS and recorded in mentat_managed_indexes).
+** store_tune.c — the store's size-driven tuning: the extra indexes it
+** manages and the planner statistics it keeps (SPEC.md §3: extra indexes
+** are created IF NOT EXISTS and recorded in mentat_managed_indexes), and
+** when the writer runs it.
+**
+** Takes in the writer connection and the current schema (write mutex
+** held); gives out managed indexes, statistics and, when the indexes
+** changed, a reloaded schema (Attr.bValueIndex); calls the revalidation
+** and schema-loading files below it.
 **
 ** HOW IT WORKS
 ** storeTune() runs on the writer connection when a store is opened and
 ** after each commit that grew the store (after a bulk commit, at the next
-** small commit or read: store_write.c, TUNING AFTER BULK WRITES). Below
-** STORE_TUNE_MIN_DATOMS datoms it does nothing:
-** scans of a small store are cheap, and its file stays exactly the format's.
+** small commit or read: TUNING AFTER BULK WRITES below). Below
+** configTuneMinDatoms() datoms (default 8192) it does nothing: scans of a
+** small store are cheap, and its file stays exactly the format's.
 ** Above it, in one short write transaction:
 **  1. Extra indexes (created once, then kept in step with the schema):
 **     idx_mentat_log_avet_<a> timelined_transactions (a, v, e, tag, tx,
@@ -17,17 +23,14 @@
 **                           value (:db/index, :db/unique or ref; not
 **                           fulltext) — as-of patterns bound by value read
 **                           the attribute's history through it (the
-**                           format's log index is keyed by entity only:
-**                           as_of at s went 27 s -> ms). Only those
-**                           attributes, as Datomic's AVET/VAET hold only
-**                           them: one store-wide log value index also took
-**                           every title, instant and other unindexed value
-**                           at random places (bench s, 200 load txs: 4.60
-**                           -> 4.13 GB written, 20.1 -> 17.6 s); by-value
-**                           history reads of other attributes scan that
-**                           attribute's history (idx_transactions_aevt).
-**                           The store-wide idx_mentat_log_avet of earlier
-**                           versions is dropped;
+**                           format's log index is keyed by entity only).
+**                           Only those attributes, as Datomic's AVET/VAET
+**                           hold only them: one store-wide log value index
+**                           would also take every unindexed value at random
+**                           places during loads; by-value history reads of
+**                           other attributes scan that attribute's history
+**                           (idx_transactions_aevt). A store-wide
+**                           idx_mentat_log_avet is dropped;
 **     idx_mentat_datoms_atx datoms (a, tx, e) — `since` patterns read only
 **                           the datoms of an attribute newer than T;
 **     idx_mentat_avet_<a>   datoms (a, v, e) WHERE a = <a>, for each
@@ -45,26 +48,35 @@
 **  2. Statistics: when the datoms have doubled since the last analysis (the
 **     count at that time is read back from sqlite_stat1, so the policy
 **     survives restarts and other processes), `ANALYZE` with
-**     analysis_limit=STORE_ANALYSIS_LIMIT, so the cost stays bounded (~0.3 s
-**     cold at 1M datoms, where a full ANALYZE takes 2 s and grows with the
-**     store). analysis_limit reads a prefix of each index, which makes the
-**     per-attribute averages of the `a`-first indexes wrong (at 1M datoms it
-**     claimed 112 datoms per attribute, so the planner started joins with a
-**     whole-attribute scan); those figures are rewritten from cheap numbers:
-**     rows (max rowid), and per attribute the largest attribute known (see
-**     storeFixStats) or rows / attributes if larger. The partial
-**     per-attribute indexes hold one attribute, so their rows-per-attribute
-**     is their row count. Other connections see the new statistics at their
-**     next statement: ANALYZE changes the schema cookie and SQLite
-**     re-prepares.
+**     analysis_limit=STORE_ANALYSIS_LIMIT, so the cost stays bounded where
+**     a full ANALYZE grows with the store. analysis_limit reads a prefix of
+**     each index, which makes the per-attribute averages of the `a`-first
+**     indexes wrong (far too few datoms per attribute, so the planner would
+**     start joins with a whole-attribute scan); those figures are rewritten
+**     from cheap numbers: rows (max rowid), and per attribute the largest
+**     attribute known (see storeFixStats) or rows / attributes if larger.
+**     The partial per-attribute indexes hold one attribute, so their
+**     rows-per-attribute is their row count. Other connections see the new
+**     statistics at their next statement: ANALYZE changes the schema cookie
+**     and SQLite re-prepares.
 ** Tuning is an optimisation: any failure (read-only file, busy writer,
 ** out of memory) rolls back and is retried at a later commit; it never
 ** fails the caller's transaction, which is already committed.
+**
+** TUNING AFTER BULK WRITES
+** Built during a bulk load, the managed indexes would take every later
+** insert at a random place, where CREATE INDEX afterwards sorts once. So a
+** commit that inserted STORE_TUNE_DEFER_DATOMS datoms or more does not
+** tune; it marks the tune pending, and the next small commit, or the next
+** read in this process (storeReader -> storeTunePending, unless a write is
+** in progress), runs it before its query is compiled, so the query sees
+** the indexes. The first read after a bulk load therefore pays the build.
+** Another process opening the store tunes it at open.
 */
 #include <stdlib.h>
 #include <string.h>
 #include "config.h"
-#include "store_write.h"
+#include "store_context.h"
 
 /* Rows per index ANALYZE reads (PRAGMA analysis_limit). */
 #define STORE_ANALYSIS_LIMIT 1000
@@ -439,4 +451,83 @@ cleanup:
   if (rc != SQLITE_OK && bFirstLook) *pnAnalyzed = -1;
   sqlite3_busy_timeout(db, configBusyTimeoutMs());
   return rc;
+}
+
+/* A commit inserting at least this many datoms is a bulk write: it defers
+** the tune (TUNING AFTER BULK WRITES). */
+#define STORE_TUNE_DEFER_DATOMS 1000
+
+/* Runs storeTune on the writer (write mutex held, or the Store not yet
+** shared). When it changed the managed indexes, the schema is reloaded and
+** published even though its fingerprint is unchanged: the new snapshot's
+** Attr.bValueIndex lets compiled queries use the new indexes, and its new
+** generation retires the plans cached without them. Errors are dropped:
+** tuning is retried after a later commit. */
+void storeTuneWriter(Store *p, int bCheckIndexes) {
+  StoreConnImpl *pW = (StoreConnImpl *)p->pWriter;
+  sqlite3 *db = pW->base.db;
+  Schema *pCur, *pNew = NULL, *pOld = NULL;
+  StoreSig sig;
+  int bChanged = 0, rc;
+
+  pthread_mutex_lock(&p->mutex);
+  pCur = p->pSchema;
+  schemaRef(pCur);
+  pthread_mutex_unlock(&p->mutex);
+  rc = storeTune(db, pCur, &p->nAnalyzed, bCheckIndexes, &bChanged);
+  schemaUnref(pCur);
+  if (rc != SQLITE_OK || !bChanged) return;
+  if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) return;
+  rc = storeReadSig(pW, &sig);
+  if (rc == SQLITE_OK) rc = schemaLoad(db, &pNew, NULL);
+  sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+  if (rc != SQLITE_OK) return;
+  pthread_mutex_lock(&p->mutex);
+  if (sig.iMark >= p->iSchemaMark) {
+    pOld = p->pSchema;
+    p->pSchema = pNew;
+    p->iSchemaMark = sig.iMark;
+    storeSetKnown(p, &sig);
+    pNew = NULL;
+  }
+  pthread_mutex_unlock(&p->mutex);
+  schemaUnref(pOld);
+  schemaUnref(pNew);
+}
+
+/* Runs the tune a bulk commit deferred, if any (write mutex held). The flag
+** is cleared first: a tune that fails (another process writing) is not
+** retried by every read; the next commit that grows the store retries it
+** (storeWantsTune). */
+static void storeRunPendingTune(Store *p) {
+  if (!p->bTunePending || p->pWriter == NULL) return;
+  __atomic_store_n(&p->bTunePending, 0, __ATOMIC_RELEASE);
+  storeTuneWriter(p, 1);
+}
+
+void storeTunePending(Store *p) {
+  if (pthread_mutex_trylock(&p->writeMutex) != 0) return;
+  storeRunPendingTune(p);
+  pthread_mutex_unlock(&p->writeMutex);
+}
+
+/* Should this commit retune? Only when it changed the schema, or inserted
+** datoms taking the store past the tuning threshold or to twice the size
+** of the last analysis: storeTune itself starts with a query of its own,
+** a read transaction per commit that one-datom writes could not afford. */
+static int storeWantsTune(Store *p, int bSchema) {
+  sqlite3_int64 n = p->nNoteDatoms;
+  if (bSchema) return 1;
+  if (n == 0 || n < configTuneMinDatoms()) return 0;
+  return p->nAnalyzed < 0 || n >= 2 * p->nAnalyzed;
+}
+
+void storeTuneAfterCommit(Store *p, int bSchema) {
+  if (!bSchema && p->nNoteInserted >= STORE_TUNE_DEFER_DATOMS) {
+    if (storeWantsTune(p, 0)) __atomic_store_n(&p->bTunePending, 1, __ATOMIC_RELEASE);
+  } else if (p->bTunePending) {
+    storeRunPendingTune(p);
+  } else if (storeWantsTune(p, bSchema)) {
+    storeTuneWriter(p, bSchema);
+  }
 }

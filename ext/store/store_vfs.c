@@ -1,5 +1,5 @@
 /*
-** store_write_vfs.c — a thin VFS over the default one that gathers the
+** store_vfs.c — a thin VFS over the default one that gathers the
 ** WAL frames a commit writes into few large writes.
 **
 ** WHY
@@ -40,7 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "config.h"
-#include "store_write.h"
+#include "store_context.h"
 
 /* Bytes gathered before a write is forced. The unix VFS writes at most
 ** 0x1ffff bytes per call (it masks larger sizes), so 64 KiB: 16 frames of
@@ -368,7 +368,7 @@ __attribute__((destructor)) static void storeVfsUnload(void) {
   }
 }
 
-const char *storeWriteVfs(void) {
+const char *storeVfs(void) {
   pthread_once(&gStoreVfsOnce, storeVfsInit);
   return gStoreVfsRc == SQLITE_OK ? STORE_VFS_NAME : NULL;
 }

@@ -38,7 +38,6 @@
 #include <string.h>
 #include "config.h"
 #include "tx_context.h"
-#include "store_write.h"
 
 static int txCmpDatom(const void *pA, const void *pB) {
   const TxOp *a = *(const TxOp *const *)pA, *b = *(const TxOp *const *)pB;

@@ -1,0 +1,84 @@
+/*
+** store_hold.c — the snapshots host cursors keep open between calls, and
+** asking them to let go when the writer needs the WAL back.
+**
+** Takes in holds registered by the SQL boundary (an edn_q cursor with rows
+** left: store.h's StoreHold); gives out, to the WAL policy, how many let
+** go; calls the holds' xRelease and the clock (configNowMs). A snapshot
+** pins the WAL: no checkpoint can copy or rewind past it, so an idle host
+** cursor would let the WAL grow with every later commit.
+*/
+#include "config.h"
+#include "store_context.h"
+
+/* One commit's budget for asking every hold, ms: a writer asking 30 open
+** cursors one budget each would wait for all of them in turn. */
+#define STORE_HOLD_RELEASE_MS 100
+
+/* The list is guarded by holdMutex, which storeHoldsRelease keeps across
+** the xRelease calls: a holder removing itself (to free its memory) waits
+** until a release in progress is over, so xRelease never runs on freed
+** memory. Holders never take holdMutex while holding their own mutex, and
+** xRelease takes only its holder's, so the two cannot deadlock. */
+void storeHoldAdd(Store *p, StoreHold *pHold) {
+  pthread_mutex_lock(&p->holdMutex);
+  pHold->pHoldPrev = NULL;
+  pHold->pHoldNext = p->pHolds;
+  if (p->pHolds) p->pHolds->pHoldPrev = pHold;
+  p->pHolds = pHold;
+  pthread_mutex_unlock(&p->holdMutex);
+}
+
+static void storeHoldUnlink(Store *p, StoreHold *pHold) {
+  if (pHold->pHoldPrev) pHold->pHoldPrev->pHoldNext = pHold->pHoldNext;
+  else if (p->pHolds == pHold) p->pHolds = pHold->pHoldNext;
+  else return;                              /* not in the list (released) */
+  if (pHold->pHoldNext) pHold->pHoldNext->pHoldPrev = pHold->pHoldPrev;
+  pHold->pHoldPrev = pHold->pHoldNext = NULL;
+}
+
+void storeHoldRemove(Store *p, StoreHold *pHold) {
+  pthread_mutex_lock(&p->holdMutex);
+  storeHoldUnlink(p, pHold);
+  pthread_mutex_unlock(&p->holdMutex);
+}
+
+int storeHoldsRelease(Store *p, int *pbAll) {
+  int n = 0, bAll = 1;
+  sqlite3_int64 tEnd = configNowMs() + STORE_HOLD_RELEASE_MS;
+  pthread_mutex_lock(&p->holdMutex);
+  /* One budget for the commit, not per hold. */
+  StoreHold *pAgain = NULL;
+  while (p->pHolds && (n == 0 || configNowMs() < tEnd)) {
+    StoreHold *pHold = p->pHolds;
+    int r;
+    storeHoldUnlink(p, pHold);
+    r = pHold->xRelease(pHold, tEnd);
+    if (r != 1) bAll = 0;
+    if (r == 2) {
+      pHold->pHoldNext = pAgain;    /* back in the list after this commit */
+      pAgain = pHold;
+    }
+    n++;
+  }
+  if (p->pHolds) bAll = 0;
+  while (pAgain) {
+    StoreHold *pHold = pAgain;
+    pAgain = pHold->pHoldNext;
+    pHold->pHoldPrev = NULL;
+    pHold->pHoldNext = p->pHolds;
+    if (p->pHolds) p->pHolds->pHoldPrev = pHold;
+    p->pHolds = pHold;
+  }
+  pthread_mutex_unlock(&p->holdMutex);
+  if (pbAll) *pbAll = bAll;
+  return n;
+}
+
+int storeHoldsAny(Store *p) {
+  int bHas;
+  pthread_mutex_lock(&p->holdMutex);
+  bHas = p->pHolds != NULL;
+  pthread_mutex_unlock(&p->holdMutex);
+  return bHas;
+}
