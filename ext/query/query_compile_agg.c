@@ -133,6 +133,103 @@ static int qcaValueCounts(QComp *pC, QueryPlan *pPlan, sqlite3_str *pSql) {
   return 1;
 }
 
+/* Aggregate element pE over inner column k (variable pV) as an SQL
+** aggregate into pOut, setting pCol's type or kind. SQLite code. */
+static int qcaAggExpr(QComp *pC, QCtx *pX, const QFindElem *pE, int k, const QVar *pV,
+                      QPlanCol *pCol, sqlite3_str *pOuter) {
+  const char *zA = pE->zAgg;
+  char *zPlace = NULL;    /* numeric aggregates: the element's place */
+  ValueType vt = pV->vt;
+  if (strcmp(zA, "sum") == 0 || strcmp(zA, "avg") == 0 || strcmp(zA, "median") == 0
+      || strcmp(zA, "variance") == 0 || strcmp(zA, "stddev") == 0) {
+    /* Datomic's numeric aggregates throw on other values; SQLite's would
+    ** read a string as 0 and an instant as its microseconds. A known
+    ** type is checked here, an unknown one value by value. */
+    if (vt != VT_NONE && vt != VT_LONG && vt != VT_DOUBLE && vt != VT_REF) {
+      qcErr(pC, pE->pForm, "%s: %s is a %s, not a number", pE->zName, qpVarName(pE->pVar), qcVtName(vt));
+      goto done;
+    }
+    zPlace = qcPlaceSql(pE->pForm, pE->zName);
+    if (zPlace == NULL) { qcNoMem(pC); goto done; }
+  }
+  if (strcmp(zA, "count") == 0) {
+    /* A store column is never NULL: count(*) reads no column, as a
+    ** hand-written GROUP BY would. */
+    if (qcVarNotNull(pV)) sqlite3_str_appendall(pOuter, "count(*)");
+    else sqlite3_str_appendf(pOuter, "count(v%d)", k);
+    pCol->vt = VT_LONG;
+  } else if (strcmp(zA, "count-distinct") == 0) {
+    /* One key per value under Clojure's = (mentat_set_key): true is
+    ** not 1, ":x/y" not :x/y, 1 not 1.0. */
+    if (qcVarMixesKinds(pV)) sqlite3_str_appendf(pOuter, "count(DISTINCT mentat_set_key(v%d, t%d))", k, k);
+    else sqlite3_str_appendf(pOuter, "count(DISTINCT v%d)", k);
+    pCol->vt = VT_LONG;
+  } else if (strcmp(zA, "sum") == 0) {
+    sqlite3_str_appendf(pOuter, "mentat_sum(");
+    qcaAggValue(pOuter, k, vt, zPlace);
+    sqlite3_str_appendf(pOuter, ", %s)", zPlace);
+    pCol->vt = vt == VT_DOUBLE ? VT_DOUBLE : VT_LONG;
+  } else if (strcmp(zA, "avg") == 0) {
+    sqlite3_str_appendall(pOuter, "avg(");
+    qcaAggValue(pOuter, k, vt, zPlace);
+    sqlite3_str_appendall(pOuter, ")");
+    pCol->vt = VT_DOUBLE;
+  } else if ((strcmp(zA, "min") == 0 || strcmp(zA, "max") == 0) && pE->pAggN == NULL) {
+    /* SQLite's min/max take their argument's collation. */
+    sqlite3_str_appendf(pOuter, "%s(v%d%s)", zA, k, qcKwCollate(vt));
+    pCol->vt = vt;
+  } else if (strcmp(zA, "median") == 0 || strcmp(zA, "variance") == 0
+             || strcmp(zA, "stddev") == 0) {
+    sqlite3_str_appendf(pOuter, "mentat_%s(", zA);
+    qcaAggValue(pOuter, k, vt, zPlace);
+    sqlite3_str_appendall(pOuter, ")");
+    pCol->vt = strcmp(zA, "median") == 0 && vt == VT_LONG ? VT_LONG : VT_DOUBLE;
+  } else if (strcmp(zA, "distinct") == 0) {
+    sqlite3_str_appendf(pOuter, "mentat_agg_json(-1, v%d, t%d)", k, k);
+    pCol->kind = QCOL_JSON;
+  } else if (strcmp(zA, "min") == 0 || strcmp(zA, "max") == 0 || strcmp(zA, "sample") == 0
+             || strcmp(zA, "rand") == 0) {
+    int iP = pE->pAggN ? qcaAggCount(pC, pX, pE) : 0;
+    if (pC->rc) goto done;
+    /* min n, max n, sample n (distinct), rand n (with replacement) */
+    int iMode = zA[0] == 'm' ? (zA[1] == 'i' ? 1 : 2) : (zA[0] == 'r' ? 4 : 3);
+    if (iP) sqlite3_str_appendf(pOuter, "mentat_agg_json(%d, v%d, t%d, ?%d)", iMode, k, k, iP);
+    else sqlite3_str_appendf(pOuter, "mentat_agg_json(%d, v%d, t%d, 1)", iMode, k, k);
+    pCol->kind = QCOL_JSON;
+  } else {
+    qcErr(pC, pE->pForm, "unsupported aggregate %s", zA);
+    goto done;
+  }
+done:
+  sqlite3_free(zPlace);
+  return pC->rc;
+}
+
+/* The :order of an aggregate query: by find columns that are not
+** aggregates (c<N> of the outer SELECT). */
+static void qcaOrderBy(QComp *pC, const QueryPlan *pPlan, sqlite3_str *pSql) {
+  const QQuery *pQ = pC->pQ;
+  int i;
+  for (i = 0; i < pQ->nOrder && pC->rc == SQLITE_OK; i++) {
+    int j, iCol = -1;
+    ValueType vtOrder = VT_NONE;
+    for (j = 0; j < pQ->nFind; j++) {
+      if (pQ->aFind[j].kind != QFIND_AGG
+          && strcmp(pQ->aFind[j].pVar->u.s.z, pQ->aOrder[i].pVar->u.s.z) == 0) {
+        iCol = pPlan->aCol[j].iCol;
+        vtOrder = pPlan->aCol[j].vt;
+      }
+    }
+    if (iCol < 0) {
+      qcErr(pC, pQ->aOrder[i].pVar, "unbound variable %s in :order (order by a find variable)",
+            pQ->aOrder[i].pVar->u.s.z);
+      break;
+    }
+    sqlite3_str_appendf(pSql, "%sc%d%s%s", i ? ", " : " ORDER BY ", iCol, qcKwCollate(vtOrder),
+                        pQ->aOrder[i].bDesc ? " DESC" : "");
+  }
+}
+
 /* The general plan of HOW IT WORKS. */
 static int qcaAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *pSql) {
   const QQuery *pQ = pC->pQ;
@@ -176,7 +273,6 @@ static int qcaAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *
     int k = aiElem[i];
     const QVar *pV = apVar[k];
     const char *zA = pE->zAgg;
-    char *zPlace = NULL;    /* numeric aggregates: the element's place */
     ValueType vt = pV->vt;
     if (nOut) sqlite3_str_appendall(pOuter, ", ");
     pCol->iTagCol = -1;
@@ -197,67 +293,7 @@ static int qcaAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *
       continue;
     }
     pCol->iCol = nOut;
-    if (strcmp(zA, "sum") == 0 || strcmp(zA, "avg") == 0 || strcmp(zA, "median") == 0
-        || strcmp(zA, "variance") == 0 || strcmp(zA, "stddev") == 0) {
-      /* Datomic's numeric aggregates throw on other values; SQLite's would
-      ** read a string as 0 and an instant as its microseconds. A known
-      ** type is checked here, an unknown one value by value. */
-      if (vt != VT_NONE && vt != VT_LONG && vt != VT_DOUBLE && vt != VT_REF) {
-        qcErr(pC, pE->pForm, "%s: %s is a %s, not a number", pE->zName, qpVarName(pE->pVar), qcVtName(vt));
-        break;
-      }
-      zPlace = qcPlaceSql(pE->pForm, pE->zName);
-      if (zPlace == NULL) { qcNoMem(pC); break; }
-    }
-    if (strcmp(zA, "count") == 0) {
-      /* A store column is never NULL: count(*) reads no column (the
-      ** hand-written GROUP BY's shape; ~15 % on a 130k-row group). */
-      if (qcVarNotNull(pV)) sqlite3_str_appendall(pOuter, "count(*)");
-      else sqlite3_str_appendf(pOuter, "count(v%d)", k);
-      pCol->vt = VT_LONG;
-    } else if (strcmp(zA, "count-distinct") == 0) {
-      /* One key per value under Clojure's = (mentat_set_key): true is
-      ** not 1, ":x/y" not :x/y, 1 not 1.0. */
-      if (qcVarMixesKinds(pV)) sqlite3_str_appendf(pOuter, "count(DISTINCT mentat_set_key(v%d, t%d))", k, k);
-      else sqlite3_str_appendf(pOuter, "count(DISTINCT v%d)", k);
-      pCol->vt = VT_LONG;
-    } else if (strcmp(zA, "sum") == 0) {
-      sqlite3_str_appendf(pOuter, "mentat_sum(");
-      qcaAggValue(pOuter, k, vt, zPlace);
-      sqlite3_str_appendf(pOuter, ", %s)", zPlace);
-      pCol->vt = vt == VT_DOUBLE ? VT_DOUBLE : VT_LONG;
-    } else if (strcmp(zA, "avg") == 0) {
-      sqlite3_str_appendall(pOuter, "avg(");
-      qcaAggValue(pOuter, k, vt, zPlace);
-      sqlite3_str_appendall(pOuter, ")");
-      pCol->vt = VT_DOUBLE;
-    } else if ((strcmp(zA, "min") == 0 || strcmp(zA, "max") == 0) && pE->pAggN == NULL) {
-      /* SQLite's min/max take their argument's collation. */
-      sqlite3_str_appendf(pOuter, "%s(v%d%s)", zA, k, qcKwCollate(vt));
-      pCol->vt = vt;
-    } else if (strcmp(zA, "median") == 0 || strcmp(zA, "variance") == 0
-               || strcmp(zA, "stddev") == 0) {
-      sqlite3_str_appendf(pOuter, "mentat_%s(", zA);
-      qcaAggValue(pOuter, k, vt, zPlace);
-      sqlite3_str_appendall(pOuter, ")");
-      pCol->vt = strcmp(zA, "median") == 0 && vt == VT_LONG ? VT_LONG : VT_DOUBLE;
-    } else if (strcmp(zA, "distinct") == 0) {
-      sqlite3_str_appendf(pOuter, "mentat_agg_json(-1, v%d, t%d)", k, k);
-      pCol->kind = QCOL_JSON;
-    } else if (strcmp(zA, "min") == 0 || strcmp(zA, "max") == 0 || strcmp(zA, "sample") == 0
-               || strcmp(zA, "rand") == 0) {
-      int iP = pE->pAggN ? qcaAggCount(pC, pX, pE) : 0;
-      if (pC->rc) break;
-      /* min n, max n, sample n (distinct), rand n (with replacement) */
-      int iMode = zA[0] == 'm' ? (zA[1] == 'i' ? 1 : 2) : (zA[0] == 'r' ? 4 : 3);
-      if (iP) sqlite3_str_appendf(pOuter, "mentat_agg_json(%d, v%d, t%d, ?%d)", iMode, k, k, iP);
-      else sqlite3_str_appendf(pOuter, "mentat_agg_json(%d, v%d, t%d, 1)", iMode, k, k);
-      pCol->kind = QCOL_JSON;
-    } else {
-      qcErr(pC, pE->pForm, "unsupported aggregate %s", zA);
-      break;
-    }
-    sqlite3_free(zPlace);
+    if (qcaAggExpr(pC, pX, pE, k, pV, pCol, pOuter)) break;
     sqlite3_str_appendf(pOuter, " AS c%d", nOut++);
     if (pCol->kind == QCOL_VALUE && pCol->vt == VT_NONE) {
       /* min/max over mixed types: a bare column gives the tag of the row
@@ -279,24 +315,7 @@ static int qcaAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *
                       sqlite3_str_value(pInner), zBody);
   if (nGroup) sqlite3_str_appendf(pSql, " GROUP BY %s", sqlite3_str_value(pGroup));
   else sqlite3_str_appendall(pSql, " HAVING count(*) > 0");
-  for (i = 0; i < pQ->nOrder && pC->rc == SQLITE_OK; i++) {
-    int j, iCol = -1;
-    ValueType vtOrder = VT_NONE;
-    for (j = 0; j < pQ->nFind; j++) {
-      if (pQ->aFind[j].kind != QFIND_AGG
-          && strcmp(pQ->aFind[j].pVar->u.s.z, pQ->aOrder[i].pVar->u.s.z) == 0) {
-        iCol = pPlan->aCol[j].iCol;
-        vtOrder = pPlan->aCol[j].vt;
-      }
-    }
-    if (iCol < 0) {
-      qcErr(pC, pQ->aOrder[i].pVar, "unbound variable %s in :order (order by a find variable)",
-            pQ->aOrder[i].pVar->u.s.z);
-      break;
-    }
-    sqlite3_str_appendf(pSql, "%sc%d%s%s", i ? ", " : " ORDER BY ", iCol, qcKwCollate(vtOrder),
-                        pQ->aOrder[i].bDesc ? " DESC" : "");
-  }
+  qcaOrderBy(pC, pPlan, pSql);
 cleanup:
   if (pC->rc == SQLITE_OK && (sqlite3_str_errcode(pInner) || sqlite3_str_errcode(pOuter)
                               || sqlite3_str_errcode(pGroup))) {

@@ -130,11 +130,210 @@ static void qcbAdoptParams(QCtx *pX, QVar *pV, int *aP, int nP) {
   sqlite3_free(aP);
 }
 
-int qcbBind(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
-                const char *zWhat) {
+/* Collection binding [?x ...] of pVal: a pending IN list the variable's
+** first place takes (qcBindVar), or a filter when it is already bound. */
+static int qcbBindColl(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
+                       const char *zWhat) {
   QComp *pC = pX->pC;
   int bConst = iInput < 0;
+  int i;
+  sqlite3_str *pList;
+  QVar *pV;
+  int nP = 0, bLookup = 0, bMixed = 0;
+  int *aP;
+  ValueType vt0 = VT_NONE;
+  if (!qcbIsColl(pVal)) return qcErr(pC, NULL, "%s: expected a collection", zWhat);
+  if (qpIsBlank(pB->aVar[0])) return pC->rc;
+  aP = sqlite3_malloc64(sizeof(int) * (pVal->u.c.n + 1));
+  pList = sqlite3_str_new(NULL);
+  if (aP == NULL) { sqlite3_free(sqlite3_str_finish(pList)); return qcNoMem(pC); }
+  for (i = 0; i < pVal->u.c.n; i++) {
+    ValueType vt;
+    int iP;
+    const EdnValue *pE = qcbElem(pVal, i);
+    char *z = qcbLeafExpr(pX, pE, bConst ? pE : NULL, iInput, i, -1, &vt, &iP);
+    if (z == NULL) { qcNoMem(pC); break; }
+    if (i > 0 && vt != vt0) bMixed = 1;
+    if (i == 0) vt0 = vt;
+    else if (!qcbVtMix(vt0, vt)) {
+      qcErr(pC, NULL, "%s: value %d is a %s, value 1 a %s: a collection's values must have one type",
+            zWhat, i + 1, qcVtName(vt), qcVtName(vt0));
+      sqlite3_free(z);
+      break;
+    }
+    if (iP) aP[nP++] = iP;
+    if (qcbLeafIsLookup(pX, pE, iInput)) bLookup = 1;
+    if (i) sqlite3_str_appendchar(pList, 1, ',');
+    sqlite3_str_appendall(pList, z);
+    sqlite3_free(z);
+  }
+  if (qcVarFind(pX, pB->aVar[0]->u.s.z)) {
+    /* Already bound: the collection filters it (a membership test, or
+    ** one more list for a collection still waiting for its place). */
+    QVar *pOld = qcVarFind(pX, pB->aVar[0]->u.s.z);
+    int bListOom = sqlite3_str_errcode(pList) != SQLITE_OK;
+    char *zList = sqlite3_str_finish(pList);
+    if (bListOom || (zList == NULL && pVal->u.c.n)) {
+      qcNoMem(pC);
+    } else if (pOld->zExpr == NULL && pOld->zInList) {
+      char *zMore = pOld->zInMore
+          ? sqlite3_mprintf("%s\x01%s", pOld->zInMore, zList ? zList : "")
+          : sqlite3_mprintf("%s", zList ? zList : "");
+      if (zMore == NULL) qcNoMem(pC);
+      sqlite3_free(pOld->zInMore);
+      pOld->zInMore = zMore;
+      if (pVal->u.c.n < pOld->nInElem) pOld->nInElem = pVal->u.c.n;
+    } else {
+      qcWhere(pX, sqlite3_mprintf("%s IN (%s)", pOld->zExpr ? pOld->zExpr : "NULL",
+                                  zList ? zList : ""));
+    }
+    sqlite3_free(zList);
+    qcbAdoptParams(pX, pOld, aP, nP);
+    return pC->rc;
+  }
+  pV = qcVarAdd(pX, pB->aVar[0]->u.s.z);
+  if (pV == NULL) {
+    sqlite3_free(aP);
+    sqlite3_free(sqlite3_str_finish(pList));
+    return pC->rc;
+  }
+  /* A list that ran out of memory is not the empty list (sqlite3_str
+  ** gives NULL for both): that would be an IN () matching nothing. */
+  if (sqlite3_str_errcode(pList) != SQLITE_OK) qcNoMem(pC);
+  pV->zInList = sqlite3_str_finish(pList);
+  if (pV->zInList == NULL) pV->zInList = sqlite3_mprintf("%s", "");
+  if (pV->zInList == NULL) qcNoMem(pC);
+  pV->nInElem = pVal->u.c.n;
+  pV->bInLookup = (unsigned char)bLookup;
+  pV->bInMixed = (unsigned char)bMixed;
+  pV->vt = vt0 == VT_NONE ? VT_LONG : vt0;
+  pV->aParam = aP;
+  pV->nParam = nP;
+  return pC->rc;
+}
+
+/* The VALUES rows of relation pVal into the CTE being written, with each
+** column's lazy parameters (aaP[j]), type (aVt[j]) and whether it holds
+** lookup refs (abLookup[j]). */
+static void qcbRelRows(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
+                       const char *zWhat, int **aaP, ValueType *aVt, unsigned char *abLookup) {
+  QComp *pC = pX->pC;
+  sqlite3_str *pCte = pC->pCte;
+  int bConst = iInput < 0;
   int i, j;
+  for (i = 0; pC->rc == SQLITE_OK && i < pVal->u.c.n; i++) {
+    const EdnValue *pRow = qcbElem(pVal, i);
+    sqlite3_str_appendf(pCte, "%s(", i ? "," : "");
+    for (j = 0; j < pB->nVar; j++) {
+      ValueType vt;
+      int iP;
+      const EdnValue *pE = qcbElem(pRow, j);
+      char *z = qcbLeafExpr(pX, pE, bConst ? pE : NULL, iInput, i, j, &vt, &iP);
+      if (z == NULL) { qcNoMem(pC); break; }
+      if (i == 0) aVt[j] = vt;
+      else if (!qcbVtMix(aVt[j], vt)) {
+        qcErr(pC, NULL, "%s: value %d is a %s, value 1 a %s: a relation column's values must have "
+              "one type", zWhat, i + 1, qcVtName(vt), qcVtName(aVt[j]));
+        sqlite3_free(z);
+        break;
+      }
+      aaP[j][i] = iP;
+      if (qcbLeafIsLookup(pX, pE, iInput)) abLookup[j] = 1;
+      sqlite3_str_appendf(pCte, "%s%s", j ? "," : "", z);
+      sqlite3_free(z);
+    }
+    sqlite3_str_appendall(pCte, ")");
+  }
+}
+
+/* Relation column j of pVal, newly bound to pVar (zName.cJ):
+** the variable takes the column's lazy parameters (*paP, taken over). */
+static void qcbRelAdopt(QCtx *pX, const EdnValue *pVal, const EdnValue *pVar, int j, int **paP) {
+  QVar *pV = qcVarFind(pX, pVar->u.s.z);
+  int *aP = *paP;
+  int k, n = 0, nInt = 0, nReal = 0;
+  for (k = 0; k < pVal->u.c.n; k++) {
+    const EdnValue *pE = qcbElem(qcbElem(pVal, k), j);
+    if (pE && pE->type == EDN_INT) nInt++;
+    if (pE && pE->type == EDN_DOUBLE) nReal++;
+  }
+  /* a column of longs and doubles: 1 and 1.0 are two rows */
+  pV->bInMixed = nInt && nReal;
+  for (k = 0; k < pVal->u.c.n; k++) if (aP[k]) aP[n++] = aP[k];
+  pV->aParam = aP;
+  pV->nParam = n;
+  *paP = NULL;
+}
+
+/* Relation binding [[?a ?b] ...] of pVal: a VALUES CTE inN in FROM, its
+** columns bound to the variables. */
+static int qcbBindRel(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
+                      const char *zWhat) {
+  QComp *pC = pX->pC;
+  sqlite3_str *pCte = pC->pCte;
+  char zName[24];
+  int i, j;
+  /* Column j's lazy parameters, typed together by the column's first place. */
+  int **aaP;
+  ValueType *aVt;
+  unsigned char *abLookup;
+  sqlite3_snprintf(sizeof zName, zName, "in%d", ++pC->nAlias);
+  for (i = 0; i < pVal->u.c.n || !qcbIsColl(pVal); i++) {
+    if (!qcbIsColl(pVal) || !qcbIsColl(qcbElem(pVal, i)) || qcbElem(pVal, i)->u.c.n != pB->nVar) {
+      return qcErr(pC, NULL, "%s: expected a relation of %d-tuples", zWhat, pB->nVar);
+    }
+  }
+  if (pC->nCte++) sqlite3_str_appendall(pCte, ", ");
+  sqlite3_str_appendf(pCte, "%s(", zName);
+  for (j = 0; j < pB->nVar; j++) sqlite3_str_appendf(pCte, "%sc%d", j ? "," : "", j);
+  sqlite3_str_appendall(pCte, ") AS (");
+  if (pVal->u.c.n == 0) {
+    sqlite3_str_appendall(pCte, "SELECT ");
+    for (j = 0; j < pB->nVar; j++) sqlite3_str_appendf(pCte, "%sNULL", j ? "," : "");
+    sqlite3_str_appendall(pCte, " WHERE 0");
+  } else {
+    sqlite3_str_appendall(pCte, "VALUES ");
+  }
+  aaP = sqlite3_malloc64(sizeof(int*) * pB->nVar);
+  aVt = sqlite3_malloc64(sizeof(ValueType) * pB->nVar);
+  abLookup = sqlite3_malloc64(pB->nVar);
+  if (aaP == NULL || aVt == NULL || abLookup == NULL) {
+    sqlite3_free(aaP);
+    sqlite3_free(aVt);
+    sqlite3_free(abLookup);
+    return qcNoMem(pC);
+  }
+  for (j = 0; j < pB->nVar; j++) {
+    aaP[j] = sqlite3_malloc64(sizeof(int) * (pVal->u.c.n + 1));
+    aVt[j] = VT_NONE;
+    abLookup[j] = 0;
+    if (aaP[j] == NULL) qcNoMem(pC);
+  }
+  qcbRelRows(pX, pB, pVal, iInput, zWhat, aaP, aVt, abLookup);
+  sqlite3_str_appendall(pCte, ")");
+  qcFrom(pX, sqlite3_mprintf("%s", zName));
+  for (j = 0; j < pB->nVar; j++) {
+    const EdnValue *pVar = pB->aVar[j];
+    /* a row whose lookup ref names no entity binds nothing */
+    if (abLookup[j]) qcWhere(pX, sqlite3_mprintf("%s.c%d IS NOT NULL", zName, j));
+    if (pC->rc == SQLITE_OK && !qpIsBlank(pVar)) {
+      int bNew = qcVarFind(pX, pVar->u.s.z) == NULL;
+      qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.c%d", zName, j),
+                aVt[j] == VT_NONE ? VT_LONG : aVt[j], NULL, 0);
+      if (bNew && pC->rc == SQLITE_OK) qcbRelAdopt(pX, pVal, pVar, j, &aaP[j]);
+    }
+    sqlite3_free(aaP[j]);
+  }
+  sqlite3_free(aaP);
+  sqlite3_free(aVt);
+  sqlite3_free(abLookup);
+  return pC->rc;
+}
+
+int qcbBind(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput, const char *zWhat) {
+  QComp *pC = pX->pC;
+  int bConst = iInput < 0;
+  int i;
   switch (pB->kind) {
     case QB_SCALAR:
       qcbBindScalar(pX, pB->aVar[0], pVal, bConst ? pVal : NULL, iInput, -1, -1);
@@ -145,174 +344,13 @@ int qcbBind(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
       }
       for (i = 0; i < pB->nVar; i++) {
         qcbBindScalar(pX, pB->aVar[i], qcbElem(pVal, i), bConst ? qcbElem(pVal, i) : NULL,
-                     iInput, i, -1);
+                      iInput, i, -1);
       }
       break;
-    case QB_COLL: {
-      sqlite3_str *pList;
-      QVar *pV;
-      int nP = 0, bLookup = 0, bMixed = 0;
-      int *aP;
-      ValueType vt0 = VT_NONE;
-      if (!qcbIsColl(pVal)) return qcErr(pC, NULL, "%s: expected a collection", zWhat);
-      if (qpIsBlank(pB->aVar[0])) break;
-      aP = sqlite3_malloc64(sizeof(int) * (pVal->u.c.n + 1));
-      pList = sqlite3_str_new(NULL);
-      if (aP == NULL) { sqlite3_free(sqlite3_str_finish(pList)); return qcNoMem(pC); }
-      for (i = 0; i < pVal->u.c.n; i++) {
-        ValueType vt;
-        int iP;
-        const EdnValue *pE = qcbElem(pVal, i);
-        char *z = qcbLeafExpr(pX, pE, bConst ? pE : NULL, iInput, i, -1, &vt, &iP);
-        if (z == NULL) { qcNoMem(pC); break; }
-        if (i > 0 && vt != vt0) bMixed = 1;
-        if (i == 0) vt0 = vt;
-        else if (!qcbVtMix(vt0, vt)) {
-          qcErr(pC, NULL, "%s: value %d is a %s, value 1 a %s: a collection's values must have one type",
-                zWhat, i + 1, qcVtName(vt), qcVtName(vt0));
-          sqlite3_free(z);
-          break;
-        }
-        if (iP) aP[nP++] = iP;
-        if (qcbLeafIsLookup(pX, pE, iInput)) bLookup = 1;
-        if (i) sqlite3_str_appendchar(pList, 1, ',');
-        sqlite3_str_appendall(pList, z);
-        sqlite3_free(z);
-      }
-      if (qcVarFind(pX, pB->aVar[0]->u.s.z)) {
-        /* Already bound: the collection filters it (a membership test, or
-        ** one more list for a collection still waiting for its place). */
-        QVar *pOld = qcVarFind(pX, pB->aVar[0]->u.s.z);
-        int bListOom = sqlite3_str_errcode(pList) != SQLITE_OK;
-        char *zList = sqlite3_str_finish(pList);
-        if (bListOom || (zList == NULL && pVal->u.c.n)) {
-          qcNoMem(pC);
-        } else if (pOld->zExpr == NULL && pOld->zInList) {
-          char *zMore = pOld->zInMore
-              ? sqlite3_mprintf("%s\x01%s", pOld->zInMore, zList ? zList : "")
-              : sqlite3_mprintf("%s", zList ? zList : "");
-          if (zMore == NULL) qcNoMem(pC);
-          sqlite3_free(pOld->zInMore);
-          pOld->zInMore = zMore;
-          if (pVal->u.c.n < pOld->nInElem) pOld->nInElem = pVal->u.c.n;
-        } else {
-          qcWhere(pX, sqlite3_mprintf("%s IN (%s)", pOld->zExpr ? pOld->zExpr : "NULL",
-                                      zList ? zList : ""));
-        }
-        sqlite3_free(zList);
-        qcbAdoptParams(pX, pOld, aP, nP);
-        break;
-      }
-      pV = qcVarAdd(pX, pB->aVar[0]->u.s.z);
-      if (pV == NULL) { sqlite3_free(aP); sqlite3_free(sqlite3_str_finish(pList)); break; }
-      /* A list that ran out of memory is not the empty list (sqlite3_str
-      ** gives NULL for both): that would be an IN () matching nothing. */
-      if (sqlite3_str_errcode(pList) != SQLITE_OK) qcNoMem(pC);
-      pV->zInList = sqlite3_str_finish(pList);
-      if (pV->zInList == NULL) pV->zInList = sqlite3_mprintf("%s", "");
-      if (pV->zInList == NULL) qcNoMem(pC);
-      pV->nInElem = pVal->u.c.n;
-      pV->bInLookup = (unsigned char)bLookup;
-      pV->bInMixed = (unsigned char)bMixed;
-      pV->vt = vt0 == VT_NONE ? VT_LONG : vt0;
-      pV->aParam = aP;
-      pV->nParam = nP;
-      break;
-    }
-    case QB_REL: {
-      sqlite3_str *pCte = pC->pCte;
-      char zName[24];
-      sqlite3_snprintf(sizeof zName, zName, "in%d", ++pC->nAlias);
-      for (i = 0; i < pVal->u.c.n || !qcbIsColl(pVal); i++) {
-        if (!qcbIsColl(pVal) || !qcbIsColl(qcbElem(pVal, i)) || qcbElem(pVal, i)->u.c.n != pB->nVar) {
-          return qcErr(pC, NULL, "%s: expected a relation of %d-tuples", zWhat, pB->nVar);
-        }
-      }
-      if (pC->nCte++) sqlite3_str_appendall(pCte, ", ");
-      sqlite3_str_appendf(pCte, "%s(", zName);
-      for (j = 0; j < pB->nVar; j++) sqlite3_str_appendf(pCte, "%sc%d", j ? "," : "", j);
-      sqlite3_str_appendall(pCte, ") AS (");
-      if (pVal->u.c.n == 0) {
-        sqlite3_str_appendall(pCte, "SELECT ");
-        for (j = 0; j < pB->nVar; j++) sqlite3_str_appendf(pCte, "%sNULL", j ? "," : "");
-        sqlite3_str_appendall(pCte, " WHERE 0");
-      } else {
-        sqlite3_str_appendall(pCte, "VALUES ");
-      }
-      {
-        /* Column j's lazy parameters, typed together by the column's first place. */
-        int **aaP = sqlite3_malloc64(sizeof(int*) * pB->nVar);
-        ValueType *aVt = sqlite3_malloc64(sizeof(ValueType) * pB->nVar);
-        unsigned char *abLookup = sqlite3_malloc64(pB->nVar);
-        if (aaP == NULL || aVt == NULL || abLookup == NULL) {
-          sqlite3_free(aaP);
-          sqlite3_free(aVt);
-          sqlite3_free(abLookup);
-          return qcNoMem(pC);
-        }
-        for (j = 0; j < pB->nVar; j++) {
-          aaP[j] = sqlite3_malloc64(sizeof(int) * (pVal->u.c.n + 1));
-          aVt[j] = VT_NONE;
-          abLookup[j] = 0;
-          if (aaP[j] == NULL) qcNoMem(pC);
-        }
-        for (i = 0; pC->rc == SQLITE_OK && i < pVal->u.c.n; i++) {
-          const EdnValue *pRow = qcbElem(pVal, i);
-          sqlite3_str_appendf(pCte, "%s(", i ? "," : "");
-          for (j = 0; j < pB->nVar; j++) {
-            ValueType vt;
-            int iP;
-            const EdnValue *pE = qcbElem(pRow, j);
-            char *z = qcbLeafExpr(pX, pE, bConst ? pE : NULL, iInput, i, j, &vt, &iP);
-            if (z == NULL) { qcNoMem(pC); break; }
-            if (i == 0) aVt[j] = vt;
-            else if (!qcbVtMix(aVt[j], vt)) {
-              qcErr(pC, NULL, "%s: value %d is a %s, value 1 a %s: a relation column's values must have "
-                    "one type", zWhat, i + 1, qcVtName(vt), qcVtName(aVt[j]));
-              sqlite3_free(z);
-              break;
-            }
-            aaP[j][i] = iP;
-            if (qcbLeafIsLookup(pX, pE, iInput)) abLookup[j] = 1;
-            sqlite3_str_appendf(pCte, "%s%s", j ? "," : "", z);
-            sqlite3_free(z);
-          }
-          sqlite3_str_appendall(pCte, ")");
-        }
-        sqlite3_str_appendall(pCte, ")");
-        qcFrom(pX, sqlite3_mprintf("%s", zName));
-        for (j = 0; j < pB->nVar; j++) {
-          const EdnValue *pVar = pB->aVar[j];
-          /* a row whose lookup ref names no entity binds nothing */
-          if (abLookup[j]) qcWhere(pX, sqlite3_mprintf("%s.c%d IS NOT NULL", zName, j));
-          if (pC->rc == SQLITE_OK && !qpIsBlank(pVar)) {
-            int bNew = qcVarFind(pX, pVar->u.s.z) == NULL;
-            qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.c%d", zName, j),
-                      aVt[j] == VT_NONE ? VT_LONG : aVt[j], NULL, 0);
-            if (bNew && pC->rc == SQLITE_OK) {
-              QVar *pV = qcVarFind(pX, pVar->u.s.z);
-              int k, n = 0, nInt = 0, nReal = 0;
-              for (k = 0; k < pVal->u.c.n; k++) {
-                const EdnValue *pE = qcbElem(qcbElem(pVal, k), j);
-                if (pE && pE->type == EDN_INT) nInt++;
-                if (pE && pE->type == EDN_DOUBLE) nReal++;
-              }
-              /* a column of longs and doubles: 1 and 1.0 are two rows */
-              pV->bInMixed = nInt && nReal;
-              for (k = 0; k < pVal->u.c.n; k++) if (aaP[j][k]) aaP[j][n++] = aaP[j][k];
-              pV->aParam = aaP[j];
-              pV->nParam = n;
-              aaP[j] = NULL;
-            }
-          }
-          sqlite3_free(aaP[j]);
-        }
-        sqlite3_free(aaP);
-        sqlite3_free(aVt);
-        sqlite3_free(abLookup);
-      }
-      break;
-    }
+    case QB_COLL:
+      return qcbBindColl(pX, pB, pVal, iInput, zWhat);
+    case QB_REL:
+      return qcbBindRel(pX, pB, pVal, iInput, zWhat);
   }
   return pC->rc;
 }

@@ -141,13 +141,166 @@ static int qcoOrVars(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int *
   return SQLITE_OK;
 }
 
+/* Every join variable is bound: or as a correlated EXISTS over the
+** branches, each seeing only the join variables. */
+static int qcoOrExists(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int nJoin,
+                       int iDepth) {
+  QComp *pC = pX->pC;
+  sqlite3_str *pOut = sqlite3_str_new(NULL);
+  char *zOut;
+  int i;
+  sqlite3_str_appendall(pOut, "EXISTS (");
+  for (i = 0; i < pCl->nSub && pC->rc == SQLITE_OK; i++) {
+    QCtx sub;
+    QClause *const *aSub;
+    int nSub;
+    char *zBody;
+    qcoBranch(pCl, i, &aSub, &nSub);
+    qcCtxInit(&sub, pC, pX);
+    sub.nVisible = nJoin;
+    sub.aVisible = aJoin;
+    qcwClauses(&sub, aSub, nSub, iDepth + 1);
+    zBody = pC->rc == SQLITE_OK ? qcBody(&sub) : NULL;
+    if (zBody) sqlite3_str_appendf(pOut, "%sSELECT 1%s", i ? " UNION ALL " : "", zBody);
+    sqlite3_free(zBody);
+    qcCtxReset(&sub);
+  }
+  sqlite3_str_appendall(pOut, ")");
+  zOut = sqlite3_str_finish(pOut);
+  if (pC->rc == SQLITE_OK) qcWhere(pX, zOut);
+  else sqlite3_free(zOut);
+  return pC->rc;
+}
+
+/* Do the branches of a derived-table or start from a copy of scope pX
+** (some join variables are bound already)? A scope that holds earlier
+** calls or or branches (copies themselves) SQLite would expand
+** exponentially when copied: then branches that need nothing from the
+** scope run on their own, joined on the variables after, and others read
+** the rows so far named once: extended by the branches inside one
+** recursive CTE when every branch fits (*pbPhase set, *pPh started,
+** qcPhaseStart), else collapsed (qcCollapse). */
+static int qcoOrSeeded(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int nJoin,
+                       int *pbPhase, QPhase *pPh) {
+  int i, j, bSeed = 0;
+  for (j = 0; j < nJoin; j++) {
+    QVar *pV = qcVarFind(pX, aJoin[j]->u.s.z);
+    if (pV && pV->zExpr) bSeed = 1;
+  }
+  if (bSeed && (pX->nFrom != pX->nPatternFrom || pX->nFrom >= QC_COLLAPSE_FROM)) {
+    const char *azVar[64];
+    int nVar = 0, bOwn = 1;
+    for (j = 0; j < nJoin && bOwn; j++) {
+      QVar *pV = qcVarFind(pX, aJoin[j]->u.s.z);
+      if (pV == NULL || pV->zExpr == NULL) continue;
+      if (pV->nParam || pV->vt == VT_NONE || pV->vt == VT_KEYWORD || pV->vt == QVT_JSON) bOwn = 0;
+      azVar[nVar++] = aJoin[j]->u.s.z;
+    }
+    for (i = 0; i < pCl->nSub && bOwn; i++) {
+      QClause *const *aSub;
+      int nSub;
+      qcoBranch(pCl, i, &aSub, &nSub);
+      bOwn = qcwClausesUnseeded(aSub, nSub, azVar, nVar);
+    }
+    if (bOwn) {
+      bSeed = 0;
+    } else {
+      int bFits = 1;
+      for (i = 0; i < pCl->nSub && bFits; i++) {
+        QClause *const *aSub;
+        int nSub;
+        qcoBranch(pCl, i, &aSub, &nSub);
+        bFits = qcPhaseFits(aSub, nSub, 0);
+      }
+      if (bFits) *pbPhase = qcPhaseStart(pX, pPh);
+      else qcCollapse(pX);
+    }
+  }
+  return bSeed;
+}
+
+/* Some join variable is unbound: or as a derived table of the branches'
+** rows, joined on the variables. A derived table cannot see its siblings
+** in FROM (no LATERAL in SQLite), so when some join variables are bound
+** already, each branch starts from a copy of the enclosing scope so far
+** (qcCopyScope): the branch's functions and patterns see those variables,
+** as Datomic passes bindings into or. */
+static int qcoOrTable(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int nJoin,
+                      int iDepth) {
+  QComp *pC = pX->pC;
+  sqlite3_str *pOut;
+  char *zOut;
+  char zAlias[24];
+  int i, j, bSeed, bPhase = 0;
+  QPhase ph;
+  ValueType *aVt = sqlite3_malloc64(sizeof(ValueType) * (nJoin + 1));
+  if (aVt == NULL) return qcNoMem(pC);
+  for (j = 0; j < nJoin; j++) aVt[j] = (ValueType)-1;
+  bSeed = qcoOrSeeded(pX, pCl, aJoin, nJoin, &bPhase, &ph);
+  pOut = sqlite3_str_new(NULL);
+  if (pC->rc) { sqlite3_free(aVt); sqlite3_free(sqlite3_str_finish(pOut)); return pC->rc; }
+  if (!bPhase) sqlite3_str_appendall(pOut, "(");
+  for (i = 0; i < pCl->nSub && pC->rc == SQLITE_OK; i++) {
+    QCtx sub;
+    QClause *const *aSub;
+    int nSub;
+    char *zBody;
+    qcoBranch(pCl, i, &aSub, &nSub);
+    qcCtxInit(&sub, pC, pX);
+    sub.nVisible = 0;      /* uncorrelated: a derived table cannot see outside */
+    if (bSeed && qcCopyScope(&sub, pX)) {
+      if (bPhase) sub.bRecRef = 1;
+      for (j = 0; j < nJoin; j++) {
+        QVar *pV = qcVarFind(pX, aJoin[j]->u.s.z);
+        if (pV && pV->zExpr) qcCopyVar(&sub, aJoin[j]->u.s.z, pV);
+      }
+    }
+    qcwClauses(&sub, aSub, nSub, iDepth + 1);
+    if (i) sqlite3_str_appendall(pOut, " UNION ");
+    if (bPhase) qcPhaseBranch(&ph, pOut);
+    else sqlite3_str_appendall(pOut, "SELECT ");
+    for (j = 0; j < nJoin && pC->rc == SQLITE_OK; j++) {
+      QVar *pV = qcVarFind(&sub, aJoin[j]->u.s.z);
+      if (pV == NULL || pV->zExpr == NULL) {
+        qcErr(pC, pCl->aSub[i]->pForm, "or branch does not bind %s", aJoin[j]->u.s.z);
+        break;
+      }
+      qcSetColumns(pC, pOut, j == 0 && !bPhase, j, pV, &aVt[j]);
+    }
+    zBody = pC->rc == SQLITE_OK ? qcBody(&sub) : NULL;
+    if (zBody) sqlite3_str_appendall(pOut, zBody);
+    sqlite3_free(zBody);
+    qcCtxReset(&sub);
+  }
+  if (bPhase) {
+    unsigned char abCol[64];
+    memset(abCol, 1, sizeof abCol);
+    zOut = sqlite3_str_finish(pOut);
+    if (zOut == NULL) qcNoMem(pC);
+    sqlite3_snprintf(sizeof zAlias, zAlias, "%s", ph.zAlias);
+    qcPhaseEnd(pX, &ph, pC->rc == SQLITE_OK ? zOut : NULL, abCol, nJoin);
+    sqlite3_free(zOut);
+  } else {
+    sqlite3_snprintf(sizeof zAlias, zAlias, "o%d", ++pC->nAlias);
+    sqlite3_str_appendf(pOut, ") %s", zAlias);
+    zOut = sqlite3_str_finish(pOut);
+    if (pC->rc == SQLITE_OK) qcFrom(pX, zOut);
+    else sqlite3_free(zOut);
+  }
+  for (j = 0; j < nJoin && pC->rc == SQLITE_OK; j++) {
+    ValueType vt = aVt[j] == (ValueType)-1 ? VT_NONE : aVt[j];
+    qcBindVar(pX, aJoin[j]->u.s.z, sqlite3_mprintf("%s.c%d", zAlias, j), vt,
+              sqlite3_mprintf("%s.t%d", zAlias, j), 0);
+  }
+  sqlite3_free(aVt);
+  return pC->rc;
+}
+
 int qcoOr(QCtx *pX, const QClause *pCl, int iDepth) {
   QComp *pC = pX->pC;
   const EdnValue *aJoinLocal[64];
   const EdnValue **aJoin;
-  int nJoin = 0, i, j, bAllBound = 1;
-  sqlite3_str *pOut;
-  char *zOut;
+  int nJoin = 0, i, bAllBound = 1;
   if (pCl->kind == QC_OR_JOIN) {
     aJoin = pCl->aJoin;
     nJoin = pCl->nJoin;
@@ -168,138 +321,6 @@ int qcoOr(QCtx *pX, const QClause *pCl, int iDepth) {
     QVar *pV = qcVarFind(pX, aJoin[i]->u.s.z);
     if (pV == NULL || pV->zExpr == NULL) bAllBound = 0;
   }
-  pOut = sqlite3_str_new(NULL);
-  if (bAllBound) {
-    /* Every join variable is bound: a correlated EXISTS over the branches. */
-    sqlite3_str_appendall(pOut, "EXISTS (");
-    for (i = 0; i < pCl->nSub && pC->rc == SQLITE_OK; i++) {
-      QCtx sub;
-      QClause *const *aSub;
-      int nSub;
-      char *zBody;
-      qcoBranch(pCl, i, &aSub, &nSub);
-      qcCtxInit(&sub, pC, pX);
-      sub.nVisible = nJoin;
-      sub.aVisible = aJoin;
-      qcwClauses(&sub, aSub, nSub, iDepth + 1);
-      zBody = pC->rc == SQLITE_OK ? qcBody(&sub) : NULL;
-      if (zBody) sqlite3_str_appendf(pOut, "%sSELECT 1%s", i ? " UNION ALL " : "", zBody);
-      sqlite3_free(zBody);
-      qcCtxReset(&sub);
-    }
-    sqlite3_str_appendall(pOut, ")");
-    zOut = sqlite3_str_finish(pOut);
-    if (pC->rc == SQLITE_OK) qcWhere(pX, zOut);
-    else sqlite3_free(zOut);
-    return pC->rc;
-  } else {
-    /* A derived table of the branches' rows, joined on the variables. A
-    ** derived table cannot see its siblings in FROM (no LATERAL in SQLite),
-    ** so when some join variables are bound already, each branch starts
-    ** from a copy of the enclosing scope so far (qcCopyScope): the branch's
-    ** functions and patterns see those variables, as Datomic passes
-    ** bindings into or (helper-25: "unbound variable ?v in function"). */
-    char zAlias[24];
-    int bSeed = 0, bPhase = 0;
-    QPhase ph;
-    ValueType *aVt = sqlite3_malloc64(sizeof(ValueType) * (nJoin + 1));
-    if (aVt == NULL) { sqlite3_free(sqlite3_str_finish(pOut)); return qcNoMem(pC); }
-    for (j = 0; j < nJoin; j++) {
-      QVar *pV = qcVarFind(pX, aJoin[j]->u.s.z);
-      aVt[j] = (ValueType)-1;
-      if (pV && pV->zExpr) bSeed = 1;
-    }
-    /* The branches copy the scope so far: a copy of earlier calls and or
-    ** branches (themselves copies) would grow the SQL exponentially, so
-    ** the rows so far are named once (qcCollapse). */
-    if (bSeed && (pX->nFrom != pX->nPatternFrom || pX->nFrom >= QC_COLLAPSE_FROM)) {
-      /* Copies of a scope that holds earlier or branches (copies
-      ** themselves) SQLite expands exponentially: branches that need
-      ** nothing from the scope run on their own, joined on the variables
-      ** after; others read the rows so far named once (qcCollapse). */
-      const char *azVar[64];
-      int nVar = 0, bOwn = 1;
-      for (j = 0; j < nJoin && bOwn; j++) {
-        QVar *pV = qcVarFind(pX, aJoin[j]->u.s.z);
-        if (pV == NULL || pV->zExpr == NULL) continue;
-        if (pV->nParam || pV->vt == VT_NONE || pV->vt == VT_KEYWORD || pV->vt == QVT_JSON) bOwn = 0;
-        azVar[nVar++] = aJoin[j]->u.s.z;
-      }
-      for (i = 0; i < pCl->nSub && bOwn; i++) {
-        QClause *const *aSub;
-        int nSub;
-        qcoBranch(pCl, i, &aSub, &nSub);
-        bOwn = qcwClausesUnseeded(aSub, nSub, azVar, nVar);
-      }
-      if (bOwn) {
-        bSeed = 0;
-      } else {
-        int bFits = 1;
-        for (i = 0; i < pCl->nSub && bFits; i++) {
-          QClause *const *aSub;
-          int nSub;
-          qcoBranch(pCl, i, &aSub, &nSub);
-          bFits = qcPhaseFits(aSub, nSub, 0);
-        }
-        if (bFits) bPhase = qcPhaseStart(pX, &ph);
-        else qcCollapse(pX);
-      }
-    }
-    if (pC->rc) { sqlite3_free(aVt); sqlite3_free(sqlite3_str_finish(pOut)); return pC->rc; }
-    if (!bPhase) sqlite3_str_appendall(pOut, "(");
-    for (i = 0; i < pCl->nSub && pC->rc == SQLITE_OK; i++) {
-      QCtx sub;
-      QClause *const *aSub;
-      int nSub;
-      char *zBody;
-      qcoBranch(pCl, i, &aSub, &nSub);
-      qcCtxInit(&sub, pC, pX);
-      sub.nVisible = 0;      /* uncorrelated: a derived table cannot see outside */
-      if (bSeed && qcCopyScope(&sub, pX)) {
-        if (bPhase) sub.bRecRef = 1;
-        for (j = 0; j < nJoin; j++) {
-          QVar *pV = qcVarFind(pX, aJoin[j]->u.s.z);
-          if (pV && pV->zExpr) qcCopyVar(&sub, aJoin[j]->u.s.z, pV);
-        }
-      }
-      qcwClauses(&sub, aSub, nSub, iDepth + 1);
-      if (i) sqlite3_str_appendall(pOut, " UNION ");
-      if (bPhase) qcPhaseBranch(&ph, pOut);
-      else sqlite3_str_appendall(pOut, "SELECT ");
-      for (j = 0; j < nJoin && pC->rc == SQLITE_OK; j++) {
-        QVar *pV = qcVarFind(&sub, aJoin[j]->u.s.z);
-        if (pV == NULL || pV->zExpr == NULL) {
-          qcErr(pC, pCl->aSub[i]->pForm, "or branch does not bind %s", aJoin[j]->u.s.z);
-          break;
-        }
-        qcSetColumns(pC, pOut, j == 0 && !bPhase, j, pV, &aVt[j]);
-      }
-      zBody = pC->rc == SQLITE_OK ? qcBody(&sub) : NULL;
-      if (zBody) sqlite3_str_appendall(pOut, zBody);
-      sqlite3_free(zBody);
-      qcCtxReset(&sub);
-    }
-    if (bPhase) {
-      unsigned char abCol[64];
-      memset(abCol, 1, sizeof abCol);
-      zOut = sqlite3_str_finish(pOut);
-      if (zOut == NULL) qcNoMem(pC);
-      sqlite3_snprintf(sizeof zAlias, zAlias, "%s", ph.zAlias);
-      qcPhaseEnd(pX, &ph, pC->rc == SQLITE_OK ? zOut : NULL, abCol, nJoin);
-      sqlite3_free(zOut);
-    } else {
-      sqlite3_snprintf(sizeof zAlias, zAlias, "o%d", ++pC->nAlias);
-      sqlite3_str_appendf(pOut, ") %s", zAlias);
-      zOut = sqlite3_str_finish(pOut);
-      if (pC->rc == SQLITE_OK) qcFrom(pX, zOut);
-      else sqlite3_free(zOut);
-    }
-    for (j = 0; j < nJoin && pC->rc == SQLITE_OK; j++) {
-      ValueType vt = aVt[j] == (ValueType)-1 ? VT_NONE : aVt[j];
-      qcBindVar(pX, aJoin[j]->u.s.z, sqlite3_mprintf("%s.c%d", zAlias, j), vt,
-                sqlite3_mprintf("%s.t%d", zAlias, j), 0);
-    }
-    sqlite3_free(aVt);
-  }
-  return pC->rc;
+  if (bAllBound) return qcoOrExists(pX, pCl, aJoin, nJoin, iDepth);
+  return qcoOrTable(pX, pCl, aJoin, nJoin, iDepth);
 }

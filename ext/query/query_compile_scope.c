@@ -244,100 +244,76 @@ static char *qcInTerms(const QVar *pV, const char *zExpr) {
   return sqlite3_str_finish(pOut);
 }
 
-void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTag,
-               int bIntCol) {
-  QVar *pV;
-  /* A value of no static type always comes with its run-time tag; a NULL
-  ** tag there is an allocation that failed (the value would print as
-  ** null), not a value without one. */
-  if (zExpr == NULL || pX->pC->rc || (vt == VT_NONE && zTag == NULL)) {
-    if (zExpr == NULL || (vt == VT_NONE && zTag == NULL)) qcNoMem(pX->pC);
-    sqlite3_free(zExpr);
-    sqlite3_free(zTag);
-    return;
+/* A pending collection of keywords (pV) meets entity place zExpr: the
+** entities whose idents they are (through the index); the variable becomes
+** the keyword. */
+static void qcBindInKeywords(QCtx *pX, QVar *pV, const char *zExpr) {
+  char *zKw = sqlite3_mprintf("(SELECT v FROM datoms WHERE a = %d AND e = %s AND"
+                              " value_type_tag = %d)", ENTID_DB_IDENT, zExpr, TAG_KEYWORD);
+  char *zIn = zKw ? qcInTerms(pV, "v") : NULL;
+  if (zIn) {
+    qcWhere(pX, sqlite3_mprintf("%s IN (SELECT e FROM datoms WHERE a = %d AND"
+                                " value_type_tag = %d AND %s)", zExpr, ENTID_DB_IDENT,
+                                TAG_KEYWORD, zIn));
   }
-  pV = qcVarFind(pX, zName);
-  if (pV == NULL) {
-    pV = qcVarAdd(pX, zName);
-    if (pV == NULL) { sqlite3_free(zExpr); sqlite3_free(zTag); return; }
-    pV->zExpr = zExpr;
-    pV->zTag = vt == VT_NONE ? zTag : NULL;
-    if (vt != VT_NONE) sqlite3_free(zTag);
-    pV->vt = vt;
-    pV->bIntCol = (unsigned char)bIntCol;
-    return;
-  }
-  if (pV->zInList && vt == VT_REF && pV->vt == VT_KEYWORD && pV->nParam && !pV->bInLookup) {
-    /* A collection of keywords meets an entity place: the entities whose
-    ** idents they are (through the index), the variable the keyword. */
-    char *zKw = sqlite3_mprintf("(SELECT v FROM datoms WHERE a = %d AND e = %s AND"
-                                " value_type_tag = %d)", ENTID_DB_IDENT, zExpr, TAG_KEYWORD);
-    char *zIn = zKw ? qcInTerms(pV, "v") : NULL;
-    if (zIn) {
-      qcWhere(pX, sqlite3_mprintf("%s IN (SELECT e FROM datoms WHERE a = %d AND"
-                                  " value_type_tag = %d AND %s)", zExpr, ENTID_DB_IDENT,
-                                  TAG_KEYWORD, zIn));
+  if (zKw == NULL || zIn == NULL) qcNoMem(pX->pC);
+  sqlite3_free(zIn);
+  sqlite3_free(pV->zInList);
+  sqlite3_free(pV->zInMore);
+  pV->zInList = NULL;
+  pV->zInMore = NULL;
+  qcTypeParams(pX, pV, VT_KEYWORD, 0);
+  pV->zExpr = zKw;
+  pV->bIntCol = 0;
+}
+
+/* A pending collection input pV meets its first place zExpr (taken over;
+** of type vt, or when VT_NONE of tag zTag): an IN list on the column, so
+** the column's index serves every element. */
+static void qcBindInList(QCtx *pX, QVar *pV, char *zExpr, ValueType vt, const char *zTag,
+                         int bIntCol) {
+  qcWhere(pX, qcInTerms(pV, zExpr));
+  sqlite3_free(pV->zInList);
+  sqlite3_free(pV->zInMore);
+  pV->zInList = NULL;
+  pV->zInMore = NULL;
+  if (vt != VT_NONE) qcTypeParams(pX, pV, vt, 0);
+  else if (zTag && pV->vt != VT_NONE) {
+    qcWhere(pX, qcTagIs(zTag, pV->vt));
+    /* numbers of one kind: 1.0 does not find a long 1 (Clojure's =) */
+    if (qcTypeClass(pV->vt) == 1 && !pV->bInMixed) {
+      qcWhere(pX, sqlite3_mprintf("typeof(%s) = '%s'", zExpr, qcNumClass(pV->vt)));
     }
-    if (zKw == NULL || zIn == NULL) qcNoMem(pX->pC);
-    sqlite3_free(zIn);
-    sqlite3_free(pV->zInList);
-    sqlite3_free(pV->zInMore);
-    pV->zInList = NULL;
-    pV->zInMore = NULL;
-    qcTypeParams(pX, pV, VT_KEYWORD, 0);
-    pV->zExpr = zKw;
-    pV->bIntCol = 0;
-    sqlite3_free(zExpr);
-    sqlite3_free(zTag);
-    return;
   }
-  if (pV->zInList) {
-    /* A pending collection input meets its first place: an IN list on the
-    ** column, so the column's index serves every element. */
-    qcWhere(pX, qcInTerms(pV, zExpr));
-    sqlite3_free(pV->zInList);
-    sqlite3_free(pV->zInMore);
-    pV->zInList = NULL;
-    pV->zInMore = NULL;
-    if (vt != VT_NONE) qcTypeParams(pX, pV, vt, 0);
-    else if (zTag && pV->vt != VT_NONE) {
-      qcWhere(pX, qcTagIs(zTag, pV->vt));
-      /* numbers of one kind: 1.0 does not find a long 1 (Clojure's =) */
-      if (qcTypeClass(pV->vt) == 1 && !pV->bInMixed) {
-        qcWhere(pX, sqlite3_mprintf("typeof(%s) = '%s'", zExpr, qcNumClass(pV->vt)));
-      }
-    }
-    pV->zExpr = zExpr;
-    pV->bIntCol = (unsigned char)bIntCol;
-    sqlite3_free(zTag);
-    return;
+  pV->zExpr = zExpr;
+  pV->bIntCol = (unsigned char)bIntCol;
+}
+
+/* A keyword input pV, or a keyword a rule call passed in, in entity place
+** zExpr is the entity whose ident it is, as Datomic reads an ident
+** wherever an entity goes; the variable keeps the keyword, so a function
+** or :find sees one reading per row. (A keyword a pattern bound is a value
+** like any other: joins compare values, so a join never depends on which
+** clause runs first.) */
+static void qcBindIdent(QCtx *pX, QVar *pV, const char *zExpr) {
+  char *zId = qcIdentSql(pV->zExpr);
+  if (zId == NULL) {
+    qcNoMem(pX->pC);
+  } else if (pV->vt == VT_KEYWORD) {
+    qcWhere(pX, sqlite3_mprintf("%s = %s", zExpr, zId));
+    if (pV->nParam) qcTypeParams(pX, pV, VT_KEYWORD, 0);
+  } else {
+    qcWhere(pX, sqlite3_mprintf("%s = (CASE %s WHEN %d THEN %s ELSE %s END)", zExpr, pV->zTag,
+                                TAG_KEYWORD, zId, pV->zExpr));
+    qcWhere(pX, sqlite3_mprintf("(%s = %d OR (%s IN (%d, %d) AND typeof(%s) = 'integer'))",
+                                pV->zTag, TAG_KEYWORD, pV->zTag, TAG_REF, TAG_NUMBER,
+                                pV->zExpr));
   }
-  if (vt == VT_REF && ((pV->vt == VT_KEYWORD && (pV->nParam || pV->bIdent))
-                       || (pV->vt == VT_NONE && pV->zTag && pV->bIdent))) {
-    /* A keyword input, or a keyword a rule call passed in, in an entity
-    ** place is the entity whose ident it is, as Datomic reads an ident
-    ** wherever an entity goes; the variable keeps the keyword, so a
-    ** function or :find sees one reading per row. (A keyword a pattern
-    ** bound is a value like any other: joins compare values, so a join
-    ** never depends on which clause runs first.) */
-    char *zId = qcIdentSql(pV->zExpr);
-    if (zId == NULL) {
-      qcNoMem(pX->pC);
-    } else if (pV->vt == VT_KEYWORD) {
-      qcWhere(pX, sqlite3_mprintf("%s = %s", zExpr, zId));
-      if (pV->nParam) qcTypeParams(pX, pV, VT_KEYWORD, 0);
-    } else {
-      qcWhere(pX, sqlite3_mprintf("%s = (CASE %s WHEN %d THEN %s ELSE %s END)", zExpr, pV->zTag,
-                                  TAG_KEYWORD, zId, pV->zExpr));
-      qcWhere(pX, sqlite3_mprintf("(%s = %d OR (%s IN (%d, %d) AND typeof(%s) = 'integer'))",
-                                  pV->zTag, TAG_KEYWORD, pV->zTag, TAG_REF, TAG_NUMBER,
-                                  pV->zExpr));
-    }
-    sqlite3_free(zId);
-    sqlite3_free(zExpr);
-    sqlite3_free(zTag);
-    return;
-  }
+  sqlite3_free(zId);
+}
+
+/* The equality of bound pV with zExpr, written so an index serves it. */
+static void qcUnifyEq(QCtx *pX, const QVar *pV, const char *zExpr, int bIntCol) {
   if (!bIntCol && pV->bIntCol) {
     qcWhere(pX, sqlite3_mprintf("%s = +%s", zExpr, pV->zExpr));
   } else if (bIntCol && !pV->bIntCol && qcIsColumn(pV->zExpr)) {
@@ -349,6 +325,11 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
   } else {
     qcWhere(pX, sqlite3_mprintf("%s = %s", zExpr, pV->zExpr));
   }
+}
+
+/* The type terms of bound pV meeting zExpr of type vt (tag zTag when
+** VT_NONE), typing pV's lazy parameters when it has them. */
+static void qcUnifyTypes(QCtx *pX, QVar *pV, const char *zExpr, ValueType vt, const char *zTag) {
   /* Types must agree too, and a long never equals a double (Datomic
   ** stores 1 and 1.0 as different values; SQLite's = would not tell). */
   if (vt != VT_NONE && pV->nParam) {
@@ -382,6 +363,43 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
     qcWhere(pX, sqlite3_mprintf("0"));
   } else if (qcNumKindsDiffer(vt, pV->vt)) {
     qcWhere(pX, sqlite3_mprintf("typeof(%s) = typeof(%s)", zExpr, pV->zExpr));
+  }
+}
+
+void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTag,
+               int bIntCol) {
+  QVar *pV;
+  /* A value of no static type always comes with its run-time tag; a NULL
+  ** tag there is an allocation that failed (the value would print as
+  ** null), not a value without one. */
+  if (zExpr == NULL || pX->pC->rc || (vt == VT_NONE && zTag == NULL)) {
+    if (zExpr == NULL || (vt == VT_NONE && zTag == NULL)) qcNoMem(pX->pC);
+    sqlite3_free(zExpr);
+    sqlite3_free(zTag);
+    return;
+  }
+  pV = qcVarFind(pX, zName);
+  if (pV == NULL) {
+    pV = qcVarAdd(pX, zName);
+    if (pV == NULL) { sqlite3_free(zExpr); sqlite3_free(zTag); return; }
+    pV->zExpr = zExpr;
+    pV->zTag = vt == VT_NONE ? zTag : NULL;
+    if (vt != VT_NONE) sqlite3_free(zTag);
+    pV->vt = vt;
+    pV->bIntCol = (unsigned char)bIntCol;
+    return;
+  }
+  if (pV->zInList && vt == VT_REF && pV->vt == VT_KEYWORD && pV->nParam && !pV->bInLookup) {
+    qcBindInKeywords(pX, pV, zExpr);
+  } else if (pV->zInList) {
+    qcBindInList(pX, pV, zExpr, vt, zTag, bIntCol);
+    zExpr = NULL;
+  } else if (vt == VT_REF && ((pV->vt == VT_KEYWORD && (pV->nParam || pV->bIdent))
+                              || (pV->vt == VT_NONE && pV->zTag && pV->bIdent))) {
+    qcBindIdent(pX, pV, zExpr);
+  } else {
+    qcUnifyEq(pX, pV, zExpr, bIntCol);
+    qcUnifyTypes(pX, pV, zExpr, vt, zTag);
   }
   sqlite3_free(zExpr);
   sqlite3_free(zTag);

@@ -38,53 +38,31 @@ static int qcvArithOp(const char *z) {
   return 0;
 }
 
-/* Value functions: Clojure's arithmetic, comparison and string functions
-** Datomic documents. Returns 1 when pCl names one (then *pzExpr is its SQL,
-** or NULL on error in pC->rc, *pvt its type and, when that is VT_NONE, *pzTag
-** the SQL of its tag), 0 otherwise. */
-int qcvExpr(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt,
-              char **pzTag) {
-  /* bNum: takes numbers only, as Clojure's arithmetic does. */
-  static const struct { const char *zName; int nMin, nMax, bNum; } aFn[] = {
-    { "+", 0, 16, 1 }, { "-", 1, 16, 1 }, { "*", 0, 16, 1 }, { "/", 1, 16, 1 },
-    { "quot", 2, 2, 1 }, { "rem", 2, 2, 1 }, { "mod", 2, 2, 1 }, { "inc", 1, 1, 1 },
-    { "dec", 1, 1, 1 }, { "max", 1, 16, 1 }, { "min", 1, 16, 1 }, { "abs", 1, 1, 1 },
-    { "compare", 2, 2, 0 }, { "count", 1, 1, 0 }, { "str", 0, 16, 0 }, { "subs", 2, 3, 0 },
-    { "identity", 1, 1, 0 }, { "tuple", 1, 16, 0 }, { "clojure.string/upper-case", 1, 1, 0 },
-    { "clojure.string/lower-case", 1, 1, 0 }, { "re-find", 2, 2, 0 },
-    { "re-matches", 2, 2, 0 }, { "re-pattern", 1, 1, 0 }, { "re-seq", 2, 2, 0 },
-  };
+/* The compiled arguments of one value function. */
+typedef struct QcvArgs {
+  int n;
+  char *azA[16];          /* each argument's SQL */
+  char *azTag[16];        /* its tag SQL when its type is VT_NONE */
+  ValueType aVt[16];
+  int bDouble;            /* some argument is a double */
+  const char *zPlace;     /* the clause's place, for run-time errors */
+} QcvArgs;
+
+/* Compiles pCl's arguments into pA. With bNum (Clojure's arithmetic) each
+** must be a number, with a re- function a string: a typed place is checked
+** here, one of unknown type yields NULL unless it holds such a value. */
+static int qcvArgs(QCtx *pX, const QClause *pCl, int bNum, QcvArgs *pA) {
   QComp *pC = pX->pC;
   const char *z = pCl->zName;
-  sqlite3_str *pOut;
-  char *azA[16], *azTag[16];
-  ValueType aVt[16];
-  int i, iFn, op, n = pCl->nArg, bDouble = 0;
-  char *zPlace = NULL;    /* this clause's place, for run-time errors */
-  ValueType vtOut = VT_LONG;
-  *pzExpr = NULL;
-  *pzTag = NULL;
-  for (iFn = 0; iFn < (int)(sizeof aFn / sizeof aFn[0]); iFn++) {
-    if (strcmp(z, aFn[iFn].zName) == 0) break;
-  }
-  if (iFn == (int)(sizeof aFn / sizeof aFn[0])) return 0;
-  if (n < aFn[iFn].nMin || n > aFn[iFn].nMax) {
-    if (aFn[iFn].nMin == aFn[iFn].nMax) {
-      qcErr(pC, pCl->pForm, "%s takes %d argument(s), got %d", z, aFn[iFn].nMin, n);
-    } else {
-      qcErr(pC, pCl->pForm, "%s takes %d to %d arguments, got %d", z, aFn[iFn].nMin,
-            aFn[iFn].nMax, n);
-    }
-    return 1;
-  }
-  memset(azA, 0, sizeof azA);
-  memset(azTag, 0, sizeof azTag);
+  char **azA = pA->azA, **azTag = pA->azTag;
+  ValueType *aVt = pA->aVt;
+  int i, n = pA->n;
   for (i = 0; i < n; i++) {
     azA[i] = qcTermExpr(pX, pCl->aArg[i], &aVt[i], &azTag[i], "function");
-    if (azA[i] == NULL) goto cleanup;
-    if (aVt[i] == VT_DOUBLE) bDouble = 1;
+    if (azA[i] == NULL) return pC->rc ? pC->rc : SQLITE_ERROR;
+    if (aVt[i] == VT_DOUBLE) pA->bDouble = 1;
   }
-  if (aFn[iFn].bNum) {
+  if (bNum) {
     /* Clojure's arithmetic takes numbers only (Datomic throws a
     ** ClassCastException): SQLite would read "ann" as 0 and "7" as 7. A
     ** place whose type is known is checked here; one of unknown type
@@ -94,7 +72,7 @@ int qcvExpr(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt,
       if (aVt[i] == VT_LONG || aVt[i] == VT_DOUBLE || aVt[i] == VT_REF) continue;
       if (aVt[i] != VT_NONE) {
         qcErr(pC, pCl->pForm, "%s: argument %d is a %s, not a number", z, i + 1, qcVtName(aVt[i]));
-        goto cleanup;
+        return pC->rc;
       }
       {
         char *zNum = azTag[i]
@@ -102,7 +80,7 @@ int qcvExpr(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt,
                               TAG_NUMBER, azA[i])
             : sqlite3_mprintf("(CASE WHEN typeof(%s) IN ('integer', 'real') THEN (%s) END)",
                               azA[i], azA[i]);
-        if (zNum == NULL) { pC->rc = SQLITE_NOMEM; goto cleanup; }
+        if (zNum == NULL) { pC->rc = SQLITE_NOMEM; return pC->rc; }
         sqlite3_free(azA[i]);
         azA[i] = zNum;
       }
@@ -118,20 +96,30 @@ int qcvExpr(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt,
       if (aVt[i] == VT_STRING) continue;
       if (aVt[i] != VT_NONE) {
         qcErr(pC, pCl->pForm, "%s: argument %d is a %s, not a string", z, i + 1, qcVtName(aVt[i]));
-        goto cleanup;
+        return pC->rc;
       }
       zStr = azTag[i]
           ? sqlite3_mprintf("(CASE WHEN (%s) = %d THEN (%s) END)", azTag[i], TAG_STRING, azA[i])
           : sqlite3_mprintf("(CASE WHEN typeof(%s) = 'text' THEN (%s) END)", azA[i], azA[i]);
-      if (zStr == NULL) { pC->rc = SQLITE_NOMEM; goto cleanup; }
+      if (zStr == NULL) { pC->rc = SQLITE_NOMEM; return pC->rc; }
       sqlite3_free(azA[i]);
       azA[i] = zStr;
     }
   }
-  pOut = sqlite3_str_new(NULL);
-  zPlace = qcPlaceSql(pCl->pForm, z);
-  if (zPlace == NULL) { sqlite3_free(sqlite3_str_finish(pOut)); qcNoMem(pC); goto cleanup; }
-  op = qcvArithOp(z);
+  return SQLITE_OK;
+}
+
+/* The arithmetic functions (+ - * / quot rem mod inc dec max min abs) into
+** pOut: returns 1 when z is one, with *pvt its type (and *pzTag its tag,
+** taken from pA, when that is VT_NONE). */
+static int qcvNumeric(sqlite3_str *pOut, const char *z, QcvArgs *pA, ValueType *pvt,
+                      char **pzTag) {
+  char **azA = pA->azA, **azTag = pA->azTag;
+  const ValueType *aVt = pA->aVt;
+  int i, n = pA->n, bDouble = pA->bDouble;
+  const char *zPlace = pA->zPlace;
+  int op = qcvArithOp(z);
+  ValueType vtOut = VT_LONG;
   if (op != 0 && (!bDouble || op == QF_QUOT || op == QF_REM || op == QF_MOD || op == QF_DIV)) {
     /* May be longs: checked, an overflow an error at this clause (SQLite's
     ** operators would give a double). With a double argument +, -, *, inc,
@@ -169,7 +157,25 @@ int qcvExpr(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt,
   } else if (strcmp(z, "abs") == 0) {
     sqlite3_str_appendf(pOut, "abs(%s)", azA[0]);
     vtOut = bDouble ? VT_DOUBLE : VT_LONG;
-  } else if (strcmp(z, "compare") == 0) {
+  } else {
+    return 0;
+  }
+  *pvt = vtOut;
+  return 1;
+}
+
+/* The other value functions (compare, count, str, case, subs, identity,
+** regexes, tuple) into pOut, with *pvt their type (and *pzTag their tag,
+** taken from pA, when that is VT_NONE). */
+static void qcvOther(QCtx *pX, const QClause *pCl, sqlite3_str *pOut, QcvArgs *pA,
+                     ValueType *pvt, char **pzTag) {
+  const char *z = pCl->zName;
+  char **azA = pA->azA, **azTag = pA->azTag;
+  const ValueType *aVt = pA->aVt;
+  int i, n = pA->n;
+  const char *zPlace = pA->zPlace;
+  ValueType vtOut = VT_LONG;
+  if (strcmp(z, "compare") == 0) {
     /* Clojure's compare as its sign: -1, 0 or 1; keywords in its order
     ** (COLLATE mentat_kw), decided by the tags when both types are unknown. */
     const char *zCmp = "(CASE WHEN (%s) < (%s)%s THEN -1 WHEN (%s) > (%s)%s THEN 1 ELSE 0 END)";
@@ -254,6 +260,54 @@ int qcvExpr(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt,
     sqlite3_str_appendall(pOut, ")");
     vtOut = QVT_JSON;
   }
+  *pvt = vtOut;
+}
+
+/* Value functions: Clojure's arithmetic, comparison and string functions
+** Datomic documents. Returns 1 when pCl names one (then *pzExpr is its SQL,
+** or NULL on error in pC->rc, *pvt its type and, when that is VT_NONE, *pzTag
+** the SQL of its tag), 0 otherwise. */
+int qcvExpr(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt, char **pzTag) {
+  /* bNum: takes numbers only, as Clojure's arithmetic does. */
+  static const struct { const char *zName; int nMin, nMax, bNum; } aFn[] = {
+    { "+", 0, 16, 1 }, { "-", 1, 16, 1 }, { "*", 0, 16, 1 }, { "/", 1, 16, 1 },
+    { "quot", 2, 2, 1 }, { "rem", 2, 2, 1 }, { "mod", 2, 2, 1 }, { "inc", 1, 1, 1 },
+    { "dec", 1, 1, 1 }, { "max", 1, 16, 1 }, { "min", 1, 16, 1 }, { "abs", 1, 1, 1 },
+    { "compare", 2, 2, 0 }, { "count", 1, 1, 0 }, { "str", 0, 16, 0 }, { "subs", 2, 3, 0 },
+    { "identity", 1, 1, 0 }, { "tuple", 1, 16, 0 }, { "clojure.string/upper-case", 1, 1, 0 },
+    { "clojure.string/lower-case", 1, 1, 0 }, { "re-find", 2, 2, 0 },
+    { "re-matches", 2, 2, 0 }, { "re-pattern", 1, 1, 0 }, { "re-seq", 2, 2, 0 },
+  };
+  QComp *pC = pX->pC;
+  const char *z = pCl->zName;
+  sqlite3_str *pOut;
+  QcvArgs a;
+  char *zPlace = NULL;
+  int i, iFn, n = pCl->nArg;
+  ValueType vtOut = VT_LONG;
+  *pzExpr = NULL;
+  *pzTag = NULL;
+  for (iFn = 0; iFn < (int)(sizeof aFn / sizeof aFn[0]); iFn++) {
+    if (strcmp(z, aFn[iFn].zName) == 0) break;
+  }
+  if (iFn == (int)(sizeof aFn / sizeof aFn[0])) return 0;
+  if (n < aFn[iFn].nMin || n > aFn[iFn].nMax) {
+    if (aFn[iFn].nMin == aFn[iFn].nMax) {
+      qcErr(pC, pCl->pForm, "%s takes %d argument(s), got %d", z, aFn[iFn].nMin, n);
+    } else {
+      qcErr(pC, pCl->pForm, "%s takes %d to %d arguments, got %d", z, aFn[iFn].nMin,
+            aFn[iFn].nMax, n);
+    }
+    return 1;
+  }
+  memset(&a, 0, sizeof a);
+  a.n = n;
+  if (qcvArgs(pX, pCl, aFn[iFn].bNum, &a)) goto cleanup;
+  pOut = sqlite3_str_new(NULL);
+  zPlace = qcPlaceSql(pCl->pForm, z);
+  if (zPlace == NULL) { sqlite3_free(sqlite3_str_finish(pOut)); qcNoMem(pC); goto cleanup; }
+  a.zPlace = zPlace;
+  if (!qcvNumeric(pOut, z, &a, &vtOut, pzTag)) qcvOther(pX, pCl, pOut, &a, &vtOut, pzTag);
   *pzExpr = sqlite3_str_finish(pOut);
   if (pC->rc) {
     sqlite3_free(*pzExpr);
@@ -268,8 +322,8 @@ int qcvExpr(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt,
   }
 cleanup:
   for (i = 0; i < n; i++) {
-    sqlite3_free(azA[i]);
-    sqlite3_free(azTag[i]);
+    sqlite3_free(a.azA[i]);
+    sqlite3_free(a.azTag[i]);
   }
   sqlite3_free(zPlace);
   return 1;
