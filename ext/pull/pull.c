@@ -18,7 +18,7 @@
 ** component maps are written: those walk the attributes instead.
 ** Time (pullEntityAt, SPEC §6): each of the three has an as-of form that
 ** reads the log (timelined_transactions) and a since form that reads the
-** datoms newer than T, with the semantics query_compile.c gives as-of and
+** datoms newer than T, with the semantics query_compile_sql.c gives as-of and
 ** since patterns; the mode is fixed for a whole pull, so every read —
 ** forward values, the wildcard's attributes, reverse refs, and through them
 ** components, recursion and fulltext text — sees the same database.
@@ -90,7 +90,7 @@ static const char *const azPullSql[PULL_NSTMT] = {
   PULL_TEXT_SQL,
 
   /* ---- as of ?4 (and after ?5, 0 when not asked): SPEC §6 and the same
-  ** rule query_compile.c uses for as-of patterns — an assertion in the
+  ** rule query_compile_sql.c uses for as-of patterns — an assertion in the
   ** log with tx <= T that no later log row of the same datom (its
   ** retraction, or a re-assertion that then stands for it) precedes T.
   ** Forward reads go through idx_transactions_aevt (a, e, ...), which also
@@ -129,7 +129,7 @@ static const char *const azPullSql[PULL_NSTMT] = {
   PULL_TEXT_SQL,
 
   /* ---- since ?5: the current datoms asserted after T, as a Datomic
-  ** since-db holds them and query_compile.c reads them for `since`. */
+  ** since-db holds them and query_compile_sql.c reads them for `since`. */
   ("SELECT CASE WHEN index_fulltext IS NOT 0"
    " THEN (SELECT text FROM fulltext_values WHERE rowid = datoms.v) ELSE v END,"
    " value_type_tag FROM datoms WHERE e = ?1 AND a = (?2 + 0) AND tx > ?5"

@@ -51,7 +51,7 @@ int pullEntityEx(sqlite3 *db, const Schema *pSchema, const EdnValue *pPattern,
 /* Which database a pull reads, in tx ids (not instants: see
 ** pullTxAtInstant). bAsOf: Datomic's as-of db — every assertion in the log
 ** with tx <= iAsOf that no later log row of that datom up to iAsOf undoes
-** (the rule query_compile.c compiles for an as-of data pattern).
+** (the rule query_compile_sql.c compiles for an as-of data pattern).
 ** bSince: Datomic's since db — the current datoms asserted with
 ** tx > iSince. Both set: the since db of the as-of db (the as-of live
 ** assertions with tx > iSince), as Datomic composes them; edn_q refuses

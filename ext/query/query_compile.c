@@ -110,7 +110,7 @@ static int qcdInputs(QCtx *pX) {
 ** DISTINCT keeps Clojure's = (a ref and a long of one number are one
 ** element, 1 and 1.0 two). */
 static void qcdSelectVar(QComp *pC, sqlite3_str *pSel, int *pnCol, const QVar *pV,
-                        QPlanCol *pCol, int bDistinct) {
+                         QPlanCol *pCol, int bDistinct) {
   if (*pnCol) sqlite3_str_appendall(pSel, ", ");
   sqlite3_str_appendf(pSel, "%s AS c%d", pV->zExpr, *pnCol);
   pCol->iCol = (*pnCol)++;
@@ -133,7 +133,7 @@ static void qcdSelectVar(QComp *pC, sqlite3_str *pSel, int *pnCol, const QVar *p
 }
 
 static int qcdFindVar(QComp *pC, QCtx *pX, const EdnValue *pVar, const char *zWhat,
-                     QVar **ppV) {
+                      QVar **ppV) {
   QVar *pV = qcVarFind(pX, pVar->u.s.z);
   if (pV == NULL || pV->zExpr == NULL) {
     return qcErr(pC, pVar, "unbound variable %s in %s", pVar->u.s.z, zWhat);
@@ -293,7 +293,7 @@ int qCompile(Schema *pSchema, const char *zQuery, int nQuery, const QueryOpts *p
   c.pMain = &x;
   for (i = 0; i < pQ->nIn; i++) if (pQ->aIn[i].kind != QIN_SRC) pPlan->nInputNeeded++;
   if (pOpts && (pOpts->bAsOf || pOpts->bSince)) {
-    /* asOf/since (SPEC §6): the tx is a parameter; an instant names the
+    /* asOf/since (SPEC.md §6): the tx is a parameter; an instant names the
     ** last transaction at or before it. */
     const EdnValue *pInst = pOpts->bAsOf ? pOpts->pAsOfInst : pOpts->pSinceInst;
     int iP = qcParam(&c, NULL, -1, -1, -1, pInst ? QV_HIST_INST : QV_HIST_TX, VT_NONE);

@@ -1,5 +1,7 @@
 /*
-** query_compile_agg.c — find specs with aggregates.
+** query_compile_agg.c — find specs with aggregates: takes the query's
+** scope once :where is compiled, gives the whole SELECT and the plan's
+** columns. Calls the scope and SQL helpers and qcwRowsUnique.
 **
 ** HOW IT WORKS
 ** Datomic aggregates over the SET of bindings of the find and :with
@@ -20,16 +22,16 @@
 ** general plan walks every datom of :a and compares each row's v with the
 ** group's; instead the distinct values are found by skip-scan (one seek per
 ** value: min(v) > the previous) and each value's datoms are counted by a
-** range count, which steps the index without decoding rows: 31 % less CPU
-** on the bench's 130k-datom attribute (9.2 -> 6.3 ms). (e, v) pairs are
-** unique in datoms, so the count is Datomic's count over the set.
+** range count, which steps the index without decoding rows (bench/findings.md,
+** "aggregate"). (e, v) pairs are unique in datoms, so the count is Datomic's
+** count over the set.
 */
 #include <string.h>
 #include "query_compile_scope.h"
 
 /* Index of variable zName among the inner columns, adding it if new. */
 static int qcaInnerCol(QComp *pC, QCtx *pX, sqlite3_str *pInner, const char **azCol,
-                      QVar **apVar, int *pnCol, const EdnValue *pVar, const char *zWhat) {
+                       QVar **apVar, int *pnCol, const EdnValue *pVar, const char *zWhat) {
   int i;
   QVar *pV;
   for (i = 0; i < *pnCol; i++) if (strcmp(azCol[i], pVar->u.s.z) == 0) return i;

@@ -19,7 +19,7 @@ static int qcbLeafIsLookup(QCtx *pX, const EdnValue *pVal, int iInput) {
 ** ref that names no entity is NULL: callers keep such rows out, since it
 ** binds nothing. */
 static char *qcbLeafExpr(QCtx *pX, const EdnValue *pVal, const EdnValue *pConst, int iInput,
-                        int i1, int i2, ValueType *pvt, int *piParam) {
+                         int i1, int i2, ValueType *pvt, int *piParam) {
   QComp *pC = pX->pC;
   int iP;
   *piParam = 0;
@@ -76,7 +76,7 @@ static int qcbVtMix(ValueType a, ValueType b) {
 }
 
 static void qcbBindScalar(QCtx *pX, const EdnValue *pVar, const EdnValue *pVal,
-                         const EdnValue *pConst, int iInput, int i1, int i2) {
+                          const EdnValue *pConst, int iInput, int i1, int i2) {
   ValueType vt;
   int iP;
   char *zExpr;

@@ -389,7 +389,7 @@ static char *qcfTxAtInstant(const char *zInst) {
 ** argument's role zRole and the argument: at compile time when its type
 ** is known, else when the row reaches it (mentat_tx_point). */
 static char *qcfTxPoint(QCtx *pX, const EdnValue *pArg, const char *zFn, const char *zRole,
-                       int *pbOpen) {
+                        int *pbOpen) {
   QComp *pC = pX->pC;
   ValueType vt = VT_NONE;
   char *zV, *zTag = NULL, *zOut = NULL, *zName;

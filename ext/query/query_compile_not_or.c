@@ -1,5 +1,8 @@
 /*
-** query_compile_not_or.c — not/not-join and or/or-join/and
+** query_compile_not_or.c — not/not-join and or/or-join/and: takes the
+** clause and the scope it runs in, gives a WHERE term (NOT EXISTS, EXISTS)
+** or a FROM item (a UNION of the branches) and the variables it binds.
+** Calls the scope helpers and compiles each body with qcwClauses
 ** (query_compile_scope.h explains scopes and variables).
 **
 ** HOW IT WORKS
@@ -87,7 +90,7 @@ static char *qcoReqList(const QClause *pCl) {
 ** earlier clauses), which every branch then sees; a difference in a free
 ** variable is an error naming the free ones (Datomic requires one set). */
 static int qcoOrVars(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int *pnJoin,
-                    int iDepth) {
+                     int iDepth) {
   QComp *pC = pX->pC;
   const char *azFirst[64], *azVar[64], *azAll[64];
   int nFirst = qcwClauseVars(pCl->aSub[0], azFirst, 64, iDepth + 1);

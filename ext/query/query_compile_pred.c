@@ -34,7 +34,7 @@ static const char *qcpClassTags(int iClass) {
 ** orderings compare numbers by magnitude. SQLite keeps the two apart by
 ** storage class (a stored double is REAL), so the test is typeof's. */
 static char *qcpCompare(QCtx *pX, const EdnValue *pA, const EdnValue *pB, const char *zOp,
-                       int bNe, int bValue) {
+                        int bNe, int bValue) {
   ValueType vtA, vtB;
   char *zTagA = NULL, *zTagB = NULL, *zOut = NULL, *zCmp = NULL;
   char *zA = qcTermExpr(pX, pA, &vtA, &zTagA, "predicate");
@@ -131,8 +131,8 @@ static const struct { const char *zName, *zOp; int bNe, bValue; } aQcpCmp[] = {
 
 /* Appends the terms of a chain of comparisons joined by zJoin. */
 static void qcpCompareChain(QCtx *pX, sqlite3_str *pOut, const EdnValue *const *aA,
-                           const EdnValue *const *aB, int n, const char *zOp, int bNe,
-                           int bValue, const char *zJoin) {
+                            const EdnValue *const *aB, int n, const char *zOp, int bNe,
+                            int bValue, const char *zJoin) {
   int j;
   for (j = 0; j < n && pX->pC->rc == SQLITE_OK; j++) {
     char *zT = qcpCompare(pX, aA[j], aB[j], zOp, bNe, bValue);
@@ -168,7 +168,7 @@ int qcpExpr(QCtx *pX, const QClause *pCl, char **pzOut) {
       sqlite3_str_appendall(pOut, ")");
     } else {
       qcpCompareChain(pX, pOut, pCl->aArg, pCl->aArg + 1, n - 1, aQcpCmp[i].zOp,
-                     aQcpCmp[i].bNe, aQcpCmp[i].bValue, " AND ");
+                      aQcpCmp[i].bNe, aQcpCmp[i].bValue, " AND ");
     }
     sqlite3_str_appendall(pOut, ")");
     *pzOut = sqlite3_str_finish(pOut);

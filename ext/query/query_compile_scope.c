@@ -343,7 +343,7 @@ static void qcUnifyTypes(QCtx *pX, QVar *pV, const char *zExpr, ValueType vt, co
     }
   } else if (vt == VT_NONE && zTag && pV->nParam && pV->vt == VT_LONG) {
     /* An integer input meeting a column of unknown type (a rule's output)
-    ** before any typed place: an entid or a long, as SPEC 2.4 reads an
+    ** before any typed place: an entid or a long, as SPEC.md §2.4 reads an
     ** integer in an entity place "including inside rules". */
     qcWhere(pX, sqlite3_mprintf("%s IN (%d, %d) AND typeof(%s) = 'integer'", zTag, TAG_REF,
                                 TAG_NUMBER, zExpr));
@@ -540,7 +540,7 @@ char *qcEntityExpr(QCtx *pX, const EdnValue *p, const char *zFn) {
     ValueType vt;
     char *zTag = NULL;
     /* An input no place has typed yet is read as an entity here, so a
-    ** keyword input is an ident (SPEC 2.4: a value in an entity place). */
+    ** keyword input is an ident (SPEC.md §2.4: a value in an entity place). */
     if (pV && pV->zExpr && pV->nParam && pV->vt != VT_KEYWORD) qcTypeParams(pX, pV, VT_REF, 0);
     z = qcTermExpr(pX, p, &vt, &zTag, "function");
     if (z == NULL) return NULL;

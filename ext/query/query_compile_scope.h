@@ -4,8 +4,9 @@
 ** functions each query_compile_*.c file offers the others. The driver
 ** (query_compile.c) and every sub-compiler include this header and no
 ** other of the compiler's, so the sub-compilers may call each other (not,
-** or and rule bodies compile clause lists) without a circle of includes. Prefixes: qc for the scope and SQL helpers, qcw the clause
-** list, qcb bindings, qcp predicates, qcv value expressions, qcf function
+** or and rule bodies compile clause lists) without a circle of includes.
+** Prefixes: qc for the scope and SQL helpers, qcw the clause list, qcb
+** bindings, qcp predicates, qcv value expressions, qcf function
 ** clauses, qco not/or, qcr rules, qca aggregates.
 **
 ** HOW IT WORKS
@@ -128,7 +129,7 @@ struct QComp {
   int eHist;               /* 0 current, 1 asOf (the log), 2 since */
   char *zHistTx;           /* SQL giving the asOf/since tx id */
   int bHistory;            /* the history database: every pattern reads the
-                           ** log's assertions and retractions (SPEC 6) */
+                           ** log's assertions and retractions (SPEC.md §6) */
   const QCtx *pMain;       /* the query's own scope (its :where) */
   QLive *pLive;            /* its qcwClauses frames, innermost first */
 };
@@ -297,7 +298,7 @@ int qcIsLookupRef(const EdnValue *p);
 /* The entity whose attribute zA has value zV with tag zTag (three SQL
 ** expressions), as a scalar subquery (NULL when none), in the database the
 ** query reads: the current datoms, as of or since the opts' tx (qcView;
-** SPEC §6: lookup refs resolve in the database the query sees; on the
+** SPEC.md §6: lookup refs resolve in the database the query sees; on the
 ** history database, in that time's database without history). NULL on OOM. */
 char *qcLookupSql(QComp *pC, const char *zA, const char *zV, const char *zTag);
 /* Lookup ref constant pRef as SQL (qcLookupSql); "NULL" when its
@@ -318,7 +319,7 @@ char *qcIdentSql(const char *zKw);
 ** (Attr.bValueIndex) or the format's idx_auto_avet_<a> (unique, or an
 ** indexed ref; not fulltext)? */
 int qcAttrValueIndexed(const Attr *pAttr);
-/* The datoms of the database the query reads (SPEC §6), as table alias
+/* The datoms of the database the query reads (SPEC.md §6), as table alias
 ** zAlias: *pzTable is the table ("datoms" or "timelined_transactions", with
 ** the datoms' column names e, a, v, tx, value_type_tag) and the result the
 ** condition on zAlias that selects them ("" when none; sqlite3_malloc'd,
@@ -365,7 +366,7 @@ int qcwRowsUnique(const QCtx *pX, const char *const *azVar, int nVar);
 ** constant pVal when iInput < 0 (ground). zWhat names the source in errors
 ** ("input 2", "ground"). */
 int qcbBind(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
-                const char *zWhat);
+            const char *zWhat);
 
 /* ---- query_compile_pred.c: boolean expressions */
 

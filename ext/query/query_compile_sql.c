@@ -150,7 +150,7 @@ int qcAttrValueIndexed(const Attr *pAttr) {
 char *qcView(QComp *pC, const char *zAlias, const char **pzTable) {
   if (pC->bHistory) {
     /* The history database (Datomic's d/history): every assertion and
-    ** retraction in the log, within asOf/since when given (SPEC §6). */
+    ** retraction in the log, within asOf/since when given (SPEC.md §6). */
     *pzTable = "timelined_transactions";
     if (pC->eHist == 1) return sqlite3_mprintf("%s.timeline IS 0 AND %s.tx <= %s", zAlias, zAlias, pC->zHistTx);
     if (pC->eHist == 2) return sqlite3_mprintf("%s.timeline IS 0 AND %s.tx > %s", zAlias, zAlias, pC->zHistTx);

@@ -15,9 +15,9 @@
 ** every input is a parameter. A variable met again becomes an equality; when
 ** one side is the BLOB-declared `v` and the other an INTEGER column (e, tx),
 ** the integer side is written `+dI.e` — with plain `dJ.v = dI.e` SQLite
-** applies numeric affinity to v and cannot use the (a, v, e) index
-** (BENCH.md "affinity trap") — and the reverse term `dI.e = dJ.v` is added
-** so the planner may drive the join from either side. Patterns are emitted
+** applies numeric affinity to v and cannot use the (a, v, e) index — and
+** the reverse term `dI.e = dJ.v` is added so the planner may drive the
+** join from either side. Patterns are emitted
 ** most selective first (constant entity, then constant value of an indexed
 ** attribute, then input-bound ones). When every pattern is reached through
 ** an index from what precedes it (qcwPatternLinked), the scope joins them
@@ -105,7 +105,7 @@ int qcwClausesUnseeded(QClause *const *a, int n, const char *const *azVar, int n
 ** the attribute is not known, so the constant matches only its natural
 ** type, peer fault B13). */
 static void qcwPlaceConst(QCtx *pX, const EdnValue *pTerm, const char *zCol, ValueType vt,
-                         const char *zTag) {
+                          const char *zTag) {
   QComp *pC = pX->pC;
   int iP;
   if (vt == VT_REF) {
@@ -167,7 +167,7 @@ static void qcwPlaceConst(QCtx *pX, const EdnValue *pTerm, const char *zCol, Val
 }
 
 static void qcwPlace(QCtx *pX, const EdnValue *pTerm, const char *zAlias, const char *zCol,
-                    ValueType vt, const char *zTagCol, int bIntCol) {
+                     ValueType vt, const char *zTagCol, int bIntCol) {
   char *zExpr;
   if (pTerm == NULL || qpIsBlank(pTerm)) return;
   zExpr = sqlite3_mprintf("%s.%s", zAlias, zCol);
@@ -416,7 +416,7 @@ static int qcwPattern(QCtx *pX, const QClause *pCl) {
   qcwPlace(pX, pTx, zAlias, "tx", VT_REF, NULL, 1);
   if (pAdded && !qpIsBlank(pAdded)) {
     /* The current, as-of and since databases hold assertions only: there
-    ** added is true (SPEC §6). */
+    ** added is true (SPEC.md §6). */
     if (ednIsVar(pAdded)) {
       qcBindVar(pX, pAdded->u.s.z, pC->bHistory ? sqlite3_mprintf("%s.added", zAlias)
                                                 : sqlite3_mprintf("1"), VT_BOOLEAN, NULL, 0);
@@ -464,7 +464,7 @@ static int qcwFnReady(QCtx *pX, const QClause *pCl) {
 /* Does pattern pPat complete a predicate among a[] (not yet done): one
 ** whose variables are all bound once pPat's are, at least one by pPat? */
 static int qcwPatternFilters(QCtx *pX, QClause *const *a, int n, const unsigned char *aDone,
-                            const QClause *pPat) {
+                             const QClause *pPat) {
   const char *azPat[8], *azPred[16];
   int nPat = qcwClauseVars(pPat, azPat, 8, 0);
   int i, j, k;
@@ -490,7 +490,7 @@ static int qcwPatternFilters(QCtx *pX, QClause *const *a, int n, const unsigned 
 ** of them want its variables bound first (an or, or a function, that
 ** mentions one; a rule call with one in a place that seeds it)? */
 static int qcwPatternCanWait(QCtx *pX, QClause *const *a, int n, const unsigned char *aDone,
-                            const QClause *pPat) {
+                             const QClause *pPat) {
   const char *azPat[8], *azCl[64];
   int nPat = qcwClauseVars(pPat, azPat, 8, 0);
   int i, j, k;

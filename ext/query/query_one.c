@@ -6,7 +6,7 @@
 **                        mentat_one(mentat_arith(4, 'line 1 col 36: inc', f1.value)) f2
 **
 ** Columns: value, tag (the arguments as given; tag NULL without one) and
-** the hidden arguments arg, arg_tag.
+** the hidden arguments arg, arg_tag. Calls SQLite only.
 **
 ** HOW IT WORKS
 ** The query compiler binds a function's result to an SQL expression and
