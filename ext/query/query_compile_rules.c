@@ -1314,15 +1314,19 @@ int qcrCall(QCtx *pX, const QClause *pCl, int iDepth) {
         nChange += !aePlace[i];
       }
       if ((bTop || !pX->bRecRef) && nBound == nChange) {
+        int nSeed = nBound;
         for (i = 0; i < pCl->nArg; i++) {
           const EdnValue *pA = pCl->aArg[i];
           QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
           if (aePlace[i] && (pV ? pV->zExpr != NULL : !ednIsVar(pA) && !qpIsBlank(pA)
                              && valueNaturalType(pA) != VT_NONE)) {
             abBound[i] = 1;
+            nSeed++;
           }
         }
-        return qcMagicCall(pX, pCl, h, abBound, NULL, bTop ? 1 : 2, iDepth);
+        /* Every place pass-through and none bound: the caller's rows give
+        ** no origin values, so the rule is evaluated whole below. */
+        if (nSeed > 0) return qcMagicCall(pX, pCl, h, abBound, NULL, bTop ? 1 : 2, iDepth);
       }
       /* Seeds from the bodies; bound pass-through places whose value any
       ** CTE can hold (a constant, an input) are seeded too, when it can be
