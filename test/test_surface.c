@@ -462,6 +462,63 @@ START_TEST(test_surface_native_columns) {
 }
 END_TEST
 
+/* Every SQL object opens its store through one call context (vtab/call.c),
+** so each refuses the same db_paths with the same words, in the same
+** order: the path's checks first, then opts (before the store is opened, so
+** a bad opts creates no file), then the store itself. edn_pull checks its
+** entity's type before anything else. */
+START_TEST(test_surface_call_context_checks) {
+  static const char *azCall[] = {
+    "edn_t", "SELECT edn_t(%s, '[]')",
+    "edn_q", "SELECT edn_q(%s, " QN ")",
+    "edn_q", "SELECT count(*) FROM edn_q(%s, " QN ")",
+    "edn_pull", "SELECT edn_pull(%s, '[*]', 1)",
+  };
+  static const char *azPath[] = {
+    "1", "db_path must be TEXT (a file name)",
+    "x'00'", "db_path must be TEXT (a file name)",
+    "':memory:'", "db_path :memory: is not supported: give a file name, or '' for an in-memory store",
+    "'file:a.db'", "db_path file:a.db is not supported: give a file name, or '' for an in-memory store",
+    "'a' || char(0) || 'b'", "db_path contains a NUL byte",
+  };
+  sqlite3 *db = tuOpenHost();
+  char zSql[300], zWant[300], *z;
+  const char *zNew = tuTempPath("never-made.db");
+  struct stat st;
+  size_t i, j;
+  for (i = 0; i < sizeof azCall / sizeof azCall[0]; i += 2) {
+    for (j = 0; j < sizeof azPath / sizeof azPath[0]; j += 2) {
+      snprintf(zSql, sizeof zSql, azCall[i + 1], azPath[j]);
+      snprintf(zWant, sizeof zWant, "ERROR: %s: %s", azCall[i], azPath[j + 1]);
+      z = tuQuery(db, zSql, NULL, NULL);
+      ck_assert_msg(strcmp(z, zWant) == 0, "%s: got %s, want %s", zSql, z, zWant);
+      free(z);
+    }
+  }
+  /* The path is checked before opts; opts before the store is opened. */
+  z = tuQuery(db, "SELECT edn_q(':memory:', " QN ", 'nope')", NULL, NULL);
+  ck_assert_str_eq(z, "ERROR: edn_q: db_path :memory: is not supported: give a file name, or ''"
+                      " for an in-memory store");
+  free(z);
+  z = tuQuery(db, "SELECT edn_q(?1, " QN ", 'nope')", zNew, NULL);
+  ck_assert_str_eq(z, "ERROR: edn_q: opts: not valid JSON");
+  free(z);
+  z = tuQuery(db, "SELECT count(*) FROM edn_q(?1, " QN ", 'nope')", zNew, NULL);
+  ck_assert_str_eq(z, "ERROR: edn_q: opts: not valid JSON");
+  free(z);
+  ck_assert_msg(stat(zNew, &st) != 0, "a bad opts made the store file %s", zNew);
+  z = tuQuery(db, "SELECT edn_q('/nonexistent-dir/x.db', " QN ", 'nope')", NULL, NULL);
+  ck_assert_str_eq(z, "ERROR: edn_q: opts: not valid JSON");
+  free(z);
+  /* edn_pull: the entity's type, then the path. */
+  z = tuQuery(db, "SELECT edn_pull(1, '[*]', 1.5)", NULL, NULL);
+  ck_assert_str_eq(z, "ERROR: edn_pull: entity must be an INTEGER entity id, or TEXT holding a"
+                      " lookup ref or ident");
+  free(z);
+  sqlite3_close(db);
+}
+END_TEST
+
 /* ---- OOM through the SQL surface (edn_q_scalar.c, edn_t.c, edn_pull.c,
 ** edn_q_table.c): with the n-th allocation failing, transiently or from
 ** then on, each statement gives exactly its answer by hand from zData or
@@ -572,6 +629,7 @@ static Suite *surfaceSuite(void) {
   tcase_add_test(tc, test_surface_result_buffer);
   tcase_add_test(tc, test_surface_open_cursor_spill);
   tcase_add_test(tc, test_surface_nul_and_own_db);
+  tcase_add_test(tc, test_surface_call_context_checks);
   tcase_add_test(tc, test_surface_native_columns);
   suite_add_tcase(s, tc);
   tc = tcase_create("oom");

@@ -8,8 +8,8 @@
 #include "interrupt.h"
 
 /* VM instructions between two looks at the host's interrupt flag: a probe
-** costs about as much as a few dozen instructions, so the overhead stays
-** well under 1% while an interrupt is seen within microseconds. */
+** costs about as much as a few dozen instructions, so this many keeps the
+** overhead negligible while an interrupt is still seen almost at once. */
 #define INTR_WATCH_OPS 10000
 
 /* The innermost thread watch of this thread (edn_t during txTransact). */
