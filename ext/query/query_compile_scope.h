@@ -135,7 +135,7 @@ struct QComp {
 };
 
 
-/* ---- query_compile_scope.c: errors, parameters, FROM and WHERE, variables, terms, copies of a scope */
+/* ---- query_compile_scope.c: errors, parameters, FROM and WHERE, variables, terms */
 
 /* Error at form p ("line L col C: ...") unless one is set; returns the rc. */
 int qcErr(QComp *pC, const EdnValue *p, const char *zFmt, ...);
@@ -194,6 +194,7 @@ int qcVarMixesKinds(const QVar *pV);
 /* Makes every collection input of scope pX that no pattern used a VALUES
 ** CTE in FROM, before clauses that need the variable bound. */
 void qcMaterialize(QCtx *pX);
+/* ---- query_compile_copy.c: a scope copied into a subquery, its rows named once */
 /* Binds zName in pSub as variable pV of an enclosing scope: the same SQL,
 ** type and tag, sharing pV's still untyped input parameters, so a typed
 ** place in pSub types them (an input keyword in an entity place is an
@@ -255,7 +256,7 @@ void qcPhaseEnd(QCtx *pX, QPhase *pPh, const char *zBranches, const unsigned cha
                 int nCol);
 #define QC_COLLAPSE_FROM 40
 
-/* ---- query_compile_sql.c: types, tags and set keys, lookup refs and idents, the datoms read, pull columns */
+/* ---- query_compile_sql.c: types, tags, set keys, lookup refs, the datoms read, pulls */
 
 /* Value type class for comparisons: 1 numbers, 2 strings, 3 instants,
 ** 4 keywords, 5 booleans, 6 uuids, 0 other. */
@@ -342,7 +343,7 @@ char *qcEntityAttrSql(QCtx *pX, const EdnValue *pAt, const char *zFn, const char
 /* Arguments of pCl without the leading source "$". */
 void qcSkipSrc(const QClause *pCl, const EdnValue *const **paArg, int *pnArg);
 
-/* ---- query_compile_where.c: a clause list into a scope, data patterns, the variables of a clause */
+/* ---- query_compile_where.c: a clause list into a scope, data patterns, clause variables */
 
 /* Compiles clauses into scope pX (binding ones first, then filters). */
 int qcwClauses(QCtx *pX, QClause *const *a, int n, int iDepth);

@@ -1,0 +1,270 @@
+/*
+** query_compile_copy.c — a scope copied into a subquery, and the rows of a
+** scope named once so that copies stay small: qcCopyVar and qcCopyScope
+** start an or branch or a seeded rule body from the scope so far;
+** qcCollapse names the rows so far as a CTE (keeping only the variables
+** still needed); the qcPhase functions extend them inside one recursive
+** CTE, so a chain of seeded or/rule calls stays linear. Takes and gives
+** QCtx scopes; calls the scope helpers (query_compile_scope.h).
+*/
+#include <string.h>
+#include "query_compile_scope.h"
+
+void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV) {
+  QVar *pN;
+  int bNew = qcVarFind(pSub, zName) == NULL;
+  qcBindVar(pSub, zName, sqlite3_mprintf("%s", pV->zExpr), pV->vt,
+            pV->zTag ? sqlite3_mprintf("%s", pV->zTag) : NULL, pV->bIntCol);
+  if (bNew && pSub->pC->rc == SQLITE_OK && pV->bIdent) {
+    pN = qcVarFind(pSub, zName);
+    if (pN) pN->bIdent = 1;
+  }
+  if (!bNew || pV->nParam == 0 || pSub->pC->rc) return;
+  pN = qcVarFind(pSub, zName);
+  if (pN == NULL || pN->nParam) return;
+  pN->aParam = sqlite3_malloc64(sizeof(int) * pV->nParam);
+  if (pN->aParam == NULL) { qcNoMem(pSub->pC); return; }
+  memcpy(pN->aParam, pV->aParam, sizeof(int) * pV->nParam);
+  pN->nParam = pV->nParam;
+}
+
+int qcCopyScope(QCtx *pSub, QCtx *pX) {
+  if (pX->bRecRef) return 0;
+  sqlite3_str_appendall(pSub->pFrom, sqlite3_str_value(pX->pFrom));
+  pSub->nFrom = pX->nFrom;
+  if (pX->nWhere) {
+    sqlite3_str_appendall(pSub->pWhere, sqlite3_str_value(pX->pWhere));
+    pSub->nWhere = pX->nWhere;
+  }
+  /* The planner orders the copied joins. */
+  pSub->bUnlinked = 1;
+  return 1;
+}
+
+/* Is z a bare parameter "?N" (valid anywhere in the statement)? */
+static int qcIsParam(const char *z) {
+  if (z == NULL || z[0] != '?' || z[1] == 0) return 0;
+  for (z++; *z; z++) if (*z < '0' || *z > '9') return 0;
+  return 1;
+}
+
+static int qcIsVarNamed(const EdnValue *p, const char *zName) {
+  return p && ednIsVar(p) && strcmp(p->u.s.z, zName) == 0;
+}
+
+/* Does the query still need variable zName after the clause being
+** compiled: :find, :with, :order, :limit or :offset name it, or a clause of
+** the query's own scope not yet done (qcwClauses' frames, pC->pLive) does?
+** 1 when unsure (a clause naming more variables than are counted). */
+static int qcVarLive(const QComp *pC, const char *zName) {
+  const QQuery *pQ = pC->pQ;
+  const QLive *pL;
+  int i, j, n;
+  for (i = 0; i < pQ->nFind; i++) {
+    const QFindElem *pE = &pQ->aFind[i];
+    if (qcIsVarNamed(pE->pVar, zName) || qcIsVarNamed(pE->pAggN, zName)
+        || qcIsVarNamed(pE->pPattern, zName)) {
+      return 1;
+    }
+  }
+  for (i = 0; i < pQ->nWith; i++) if (qcIsVarNamed(pQ->aWith[i], zName)) return 1;
+  for (i = 0; i < pQ->nOrder; i++) if (qcIsVarNamed(pQ->aOrder[i].pVar, zName)) return 1;
+  if (qcIsVarNamed(pQ->pLimit, zName) || qcIsVarNamed(pQ->pOffset, zName)) return 1;
+  for (pL = pC->pLive; pL; pL = pL->pUp) {
+    for (i = 0; i < pL->n; i++) {
+      const char *az[128];
+      if (pL->aDone[i]) continue;
+      n = qcwClauseVars(pL->a[i], az, 128, 0);
+      if (n > 128) return 1;
+      for (j = 0; j < n; j++) if (strcmp(az[j], zName) == 0) return 1;
+    }
+  }
+  return 0;
+}
+
+int qcCollapse(QCtx *pX) {
+  QComp *pC = pX->pC;
+  sqlite3_str *pSel;
+  char *zBody, *zSel;
+  int i, k = 0, n;
+  if (pC->rc || pX->bRecRef || pX->bFixed || pX->pParent || pC->nLocal) return 0;
+  if (pX->nFrom == 0) return 1;
+  if (pX == pC->pMain) {
+    /* A variable no clause to come, nor :find, names is left out of the
+    ** rows so far: the query's answer is a set over the :find and :with
+    ** variables, so it changes nothing, and DISTINCT then keeps one row
+    ** per binding that matters (a chain of two-definition calls stays
+    ** linear instead of carrying every path taken so far). */
+    for (i = 0; i < pX->nVar; i++) {
+      QVar *pV = &pX->aVar[i];
+      if (pV->zExpr == NULL || qcIsParam(pV->zExpr) || qcVarLive(pC, pV->zName)) continue;
+      sqlite3_free(pV->zExpr);
+      sqlite3_free(pV->zTag);
+      pV->zExpr = NULL;
+      pV->zTag = NULL;
+    }
+  }
+  n = ++pC->nAlias;
+  pSel = sqlite3_str_new(NULL);
+  /* DISTINCT: the scope's rows are a set of bindings (Datomic's relations
+  ** are sets), and it keeps SQLite from flattening the CTE back into its
+  ** reader, which would join every table again. */
+  sqlite3_str_appendall(pSel, "SELECT DISTINCT ");
+  for (i = 0; i < pX->nVar; i++) {
+    QVar *pV = &pX->aVar[i];
+    if (pV->zExpr == NULL || qcIsParam(pV->zExpr)) continue;
+    sqlite3_str_appendf(pSel, "%s%s AS c%d", k ? ", " : "", pV->zExpr, k);
+    if (pV->zTag) sqlite3_str_appendf(pSel, ", %s AS t%d", pV->zTag, k);
+    k++;
+  }
+  if (k == 0) sqlite3_str_appendall(pSel, "1 AS c0");
+  zBody = qcBody(pX);
+  if (zBody) sqlite3_str_appendall(pSel, zBody);
+  sqlite3_free(zBody);
+  zSel = sqlite3_str_finish(pSel);
+  if (zSel == NULL || pC->rc) {
+    sqlite3_free(zSel);
+    return qcNoMem(pC), 0;
+  }
+  if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");
+  sqlite3_str_appendf(pC->pCte, "qs%d AS (%s)", n, zSel);
+  sqlite3_free(zSel);
+  sqlite3_str_reset(pX->pFrom);
+  sqlite3_str_appendf(pX->pFrom, "qs%d q%d", n, n);
+  pX->nFrom = 1;
+  pX->nPatternFrom = 0;
+  pX->nKey = 0;
+  pX->bUnlinked = 0;
+  sqlite3_str_reset(pX->pWhere);
+  pX->nWhere = 0;
+  for (i = 0, k = 0; i < pX->nVar; i++) {
+    QVar *pV = &pX->aVar[i];
+    char *zExpr;
+    if (pV->zExpr == NULL || qcIsParam(pV->zExpr)) continue;
+    zExpr = sqlite3_mprintf("q%d.c%d", n, k);
+    if (zExpr == NULL) return qcNoMem(pC), 0;
+    sqlite3_free(pV->zExpr);
+    pV->zExpr = zExpr;
+    if (pV->zTag) {
+      char *zTag = sqlite3_mprintf("q%d.t%d", n, k);
+      if (zTag == NULL) return qcNoMem(pC), 0;
+      sqlite3_free(pV->zTag);
+      pV->zTag = zTag;
+    }
+    pV->nFnDepth = 0;
+    k++;
+  }
+  return 1;
+}
+
+int qcPhaseFits(QClause *const *a, int n, int iDepth) {
+  int i;
+  if (iDepth > EDN_MAX_DEPTH) return 0;
+  for (i = 0; i < n; i++) {
+    if (a[i]->kind == QC_RULE || a[i]->kind == QC_OR || a[i]->kind == QC_OR_JOIN) return 0;
+    if (a[i]->nSub && !qcPhaseFits(a[i]->aSub, a[i]->nSub, iDepth + 1)) return 0;
+  }
+  return 1;
+}
+
+/* The phase CTE of a seeded or / rule call (qcPhaseStart). */
+int qcPhaseStart(QCtx *pX, QPhase *pPh) {
+  QComp *pC = pX->pC;
+  sqlite3_str *pSel;
+  char *zBody;
+  int i, k = 0, n;
+  memset(pPh, 0, sizeof *pPh);
+  if (pC->rc || !qcCollapse(pX) || pC->rc || pX->nFrom == 0 || pX->pParent || pC->nLocal) {
+    return 0;
+  }
+  n = ++pC->nAlias;
+  pPh->iN = n;
+  pSel = sqlite3_str_new(NULL);
+  pPh->pCols = sqlite3_str_new(NULL);
+  pPh->pCarry = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(pSel, "SELECT 0");
+  sqlite3_str_appendall(pPh->pCols, "p");
+  for (i = 0; i < pX->nVar; i++) {
+    QVar *pV = &pX->aVar[i];
+    char *zExpr;
+    if (pV->zExpr == NULL || qcIsParam(pV->zExpr)) continue;
+    sqlite3_str_appendf(pSel, ", %s", pV->zExpr);
+    sqlite3_str_appendf(pPh->pCols, ", v%d", k);
+    sqlite3_str_appendf(pPh->pCarry, ", x%d.v%d", n, k);
+    zExpr = sqlite3_mprintf("x%d.v%d", n, k);
+    if (zExpr == NULL) { qcNoMem(pC); break; }
+    sqlite3_free(pV->zExpr);
+    pV->zExpr = zExpr;
+    if (pV->zTag) {
+      char *zTag = sqlite3_mprintf("x%d.w%d", n, k);
+      if (zTag == NULL) { qcNoMem(pC); break; }
+      sqlite3_str_appendf(pSel, ", %s", pV->zTag);
+      sqlite3_str_appendf(pPh->pCols, ", w%d", k);
+      sqlite3_str_appendf(pPh->pCarry, ", x%d.w%d", n, k);
+      sqlite3_free(pV->zTag);
+      pV->zTag = zTag;
+    }
+    pV->nFnDepth = 0;
+    k++;
+  }
+  zBody = qcBody(pX);
+  pPh->zSeed = sqlite3_str_finish(pSel);
+  pPh->zSeedBody = zBody;
+  if (pPh->zSeed == NULL || zBody == NULL) qcNoMem(pC);
+  sqlite3_str_reset(pX->pFrom);
+  sqlite3_str_appendf(pX->pFrom, "xs%d x%d", n, n);
+  sqlite3_str_reset(pX->pWhere);
+  sqlite3_str_appendf(pX->pWhere, "x%d.p = 0", n);
+  pX->nFrom = 1;
+  pX->nWhere = 1;
+  pX->nPatternFrom = 0;
+  pX->nKey = 0;
+  pX->bUnlinked = 0;
+  if (sqlite3_str_errcode(pX->pFrom) || sqlite3_str_errcode(pX->pWhere)) qcNoMem(pC);
+  sqlite3_snprintf(sizeof pPh->zAlias, pPh->zAlias, "x%d", n);
+  if (pC->rc) {
+    qcPhaseEnd(pX, pPh, NULL, NULL, 0);
+    return 0;
+  }
+  return 1;
+}
+
+void qcPhaseBranch(const QPhase *pPh, sqlite3_str *pOut) {
+  sqlite3_str_appendf(pOut, "SELECT 1%s", sqlite3_str_value(pPh->pCarry));
+}
+
+void qcPhaseEnd(QCtx *pX, QPhase *pPh, const char *zBranches, const unsigned char *abCol,
+                int nCol) {
+  QComp *pC = pX->pC;
+  int j, nOut = 0;
+  if (pC->rc == SQLITE_OK && zBranches) {
+    sqlite3_str *pNull = sqlite3_str_new(NULL);
+    for (j = 0; j < nCol; j++) {
+      if (!abCol[j]) continue;
+      sqlite3_str_appendf(pPh->pCols, ", c%d, t%d, k%d", j, j, j);
+      nOut++;
+    }
+    for (j = 0; j < nOut * 3; j++) sqlite3_str_appendall(pNull, ", NULL");
+    if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");
+    /* UNION: a branch's row met twice is one binding. */
+    sqlite3_str_appendf(pC->pCte, "xs%d(%s) AS (%s%s%s UNION %s)", pPh->iN,
+                        sqlite3_str_value(pPh->pCols), pPh->zSeed,
+                        sqlite3_str_value(pNull), pPh->zSeedBody, zBranches);
+    pC->bRecursive = 1;
+    sqlite3_free(sqlite3_str_finish(pNull));
+    sqlite3_str_reset(pX->pWhere);
+    sqlite3_str_appendf(pX->pWhere, "%s.p = 1", pPh->zAlias);
+    pX->nWhere = 1;
+    if (sqlite3_str_errcode(pC->pCte) || sqlite3_str_errcode(pX->pWhere)) qcNoMem(pC);
+  }
+  sqlite3_free(pPh->zSeed);
+  sqlite3_free(pPh->zSeedBody);
+  sqlite3_free(sqlite3_str_finish(pPh->pCols));
+  sqlite3_free(sqlite3_str_finish(pPh->pCarry));
+  memset(pPh, 0, sizeof *pPh);
+}
+
+int qcCollapseHeavy(QCtx *pX) {
+  if (pX->nFrom == pX->nPatternFrom && pX->nFrom < QC_COLLAPSE_FROM) return 1;
+  return qcCollapse(pX);
+}
