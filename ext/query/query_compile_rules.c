@@ -37,7 +37,12 @@
 ** decide per use. A call in a not/or or rule body does the same inside a
 ** subquery of that scope (its own WITH). Calls whose changing places are
 ** not all bound seed from the bodies; rules of other shapes and the
-** transitive form keep the whole-closure CTE.
+** transitive form keep the whole-closure CTE. A place the self call hands
+** on unchanged but the body also reads ([(> ?y 0)] after (path ?m ?y)) is
+** invariant: the rewrite takes the call only when the caller binds it (the
+** seeds carry its value); else the whole-closure CTE, whose recursive step
+** reads it from the row the recursive call gave, as Datomic runs a body's
+** clauses in order.
 */
 #include <string.h>
 #include "query_compile_scope.h"
@@ -381,7 +386,24 @@ static int qcPassThrough(const QRule *pR, int iRec, int j) {
   return 1;
 }
 
-static int qcMagicStepBinds(const QRule *pR, int iRec, const unsigned char *aePlace);
+static int qcMagicStepBinds(const QRule *pR, int iRec, const unsigned char *aePlace,
+                            const unsigned char *abInv);
+
+/* Is place j of recursive definition pR (self call at clause iRec)
+** invariant: the self call hands head variable j on unchanged, in place j
+** only, though other clauses may read it ([(path ?x ?y) [?x :up ?m] (path
+** ?m ?y) [(> ?y 0)]]: ?y)? */
+static int qcInvariantPlace(const QRule *pR, int iRec, int j) {
+  const char *zVar = pR->aHead[j]->u.s.z;
+  const QClause *pRec = pR->aClause[iRec];
+  int k;
+  if (!ednIsVar(pRec->aArg[j]) || strcmp(pRec->aArg[j]->u.s.z, zVar) != 0) return 0;
+  for (k = 0; k < pR->nHead; k++) {
+    if (k != j && strcmp(pR->aHead[k]->u.s.z, zVar) == 0) return 0;
+    if (k != j && ednIsVar(pRec->aArg[k]) && strcmp(pRec->aArg[k]->u.s.z, zVar) == 0) return 0;
+  }
+  return 1;
+}
 
 /* The variables among terms aT[0..nT) into a[] (no duplicates). */
 static int qcTermsVarsOf(const EdnValue *const *aT, int nT, const char **a, int nMax) {
@@ -398,12 +420,18 @@ static int qcTermsVarsOf(const EdnValue *const *aT, int nT, const char **a, int 
 ** heads in its recursion group, the transitive form, several or nested self
 ** calls, no recursive or no base definition); else 1, with aePlace[j] = 1
 ** for the places every recursive definition passes through and 0 for the
-** places the recursion changes. */
-static int qcMagicShape(QComp *pC, int h, unsigned char *aePlace) {
+** places the recursion changes. abInv (when not NULL) gets 1 for the
+** places of aePlace 1 that some recursive definition reads besides
+** handing them on (qcInvariantPlace): the seeds must carry the caller's
+** value there, so the rewrite takes a call only where it binds them. */
+static int qcMagicShape(QComp *pC, int h, unsigned char *aePlace, unsigned char *abInv) {
   const QRuleInfo *pRi = pC->pRi;
+  unsigned char aInv[64];
   int g = pRi->aHead[h].iGroup, i, j, nBase = 0, nRec = 0;
   for (i = 0; i < pRi->nHead; i++) if (i != h && pRi->aHead[i].iGroup == g) return 0;
+  if (pRi->aHead[h].nArity > 64) return 0;
   for (j = 0; j < pRi->aHead[h].nArity; j++) aePlace[j] = 1;
+  memset(aInv, 0, sizeof aInv);
   for (i = 0; i < pC->rules.nRule; i++) {
     const QRule *pR = pC->rules.aRule[i];
     int iRec;
@@ -415,17 +443,23 @@ static int qcMagicShape(QComp *pC, int h, unsigned char *aePlace) {
     nRec++;
     for (j = 0; j < pR->nHead; j++) {
       if (!qcPassThrough(pR, iRec, j)) {
+        if (qcInvariantPlace(pR, iRec, j)) {
+          aInv[j] = 1;
+          continue;
+        }
         if (qpIsBlank(pR->aClause[iRec]->aArg[j])) return 0;
         aePlace[j] = 0;
       }
     }
   }
   if (nBase == 0 || nRec == 0) return 0;
+  for (j = 0; j < pRi->aHead[h].nArity; j++) if (!aePlace[j]) aInv[j] = 0;
   for (i = 0; i < pC->rules.nRule; i++) {
     const QRule *pR = pC->rules.aRule[i];
     if (pRi->aiHeadOf[i] != h) continue;
-    if (!qcMagicStepBinds(pR, qcSelfCall(pRi, pR, h), aePlace)) return 0;
+    if (!qcMagicStepBinds(pR, qcSelfCall(pRi, pR, h), aePlace, aInv)) return 0;
   }
+  if (abInv) memcpy(abInv, aInv, (size_t)pRi->aHead[h].nArity);
   return 1;
 }
 
@@ -435,7 +469,8 @@ static int qcMagicShape(QComp *pC, int h, unsigned char *aePlace) {
 ** only from the self call's answer ([(depth ?e ?d) [?e :parent ?p] (depth
 ** ?p ?pd) [(inc ?pd) ?d]]: ?pd): such a rule keeps the whole-closure CTE,
 ** whose recursive step computes from the previous row. */
-static int qcMagicStepBinds(const QRule *pR, int iRec, const unsigned char *aePlace) {
+static int qcMagicStepBinds(const QRule *pR, int iRec, const unsigned char *aePlace,
+                            const unsigned char *abInv) {
   const char *azB[128];
   int nB = 0, i, j, k, bGrew;
   unsigned char aDone[64];
@@ -443,7 +478,7 @@ static int qcMagicStepBinds(const QRule *pR, int iRec, const unsigned char *aePl
   if (iRec < 0) return 1;
   if (pR->nClause > 64) return 0;
   pRec = pR->aClause[iRec];
-  for (j = 0; j < pR->nHead; j++) if (!aePlace[j]) azB[nB++] = pR->aHead[j]->u.s.z;
+  for (j = 0; j < pR->nHead; j++) if (!aePlace[j] || abInv[j]) azB[nB++] = pR->aHead[j]->u.s.z;
   memset(aDone, 0, sizeof aDone);
   do {
     bGrew = 0;
@@ -714,7 +749,7 @@ static void qcOriginsBodies(QCtx *pX, const QClause *pCl, int h, const unsigned 
   QRuleInfo *pRi = pC->pRi;
   unsigned char aePlace[64];
   int i, j, n = 0;
-  if (pCl->nArg > 64 || !qcMagicShape(pC, h, aePlace)) return;
+  if (pCl->nArg > 64 || !qcMagicShape(pC, h, aePlace, NULL)) return;
   for (i = 0; i < pC->rules.nRule && pC->rc == SQLITE_OK; i++) {
     const QRule *pR = pC->rules.aRule[i];
     int iRec, m = 0;
@@ -1234,16 +1269,29 @@ static int qcInlineCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
   return 1;
 }
 
+/* Does the seeding abBound/abDirect carry the caller's value into every
+** invariant place abInv (qcMagicShape)? Else the call keeps the rule's
+** whole-closure CTE, whose recursive step reads such a place from the
+** row the recursive call gave. */
+static int qcInvSeeded(const unsigned char *abInv, const unsigned char *abBound,
+                       const unsigned char *abDirect, int n) {
+  int i;
+  for (i = 0; i < n; i++) {
+    if (abInv[i] && !abBound[i] && !(abDirect && abDirect[i])) return 0;
+  }
+  return 1;
+}
+
 int qcrSeedPlace(QCtx *pX, const QClause *pCl, const char *zVar) {
   QComp *pC = pX->pC;
   int h, bArity, i;
-  unsigned char aePlace[64];
+  unsigned char aePlace[64], abInv[64];
   if (!pC->bRules || pCl->nArg > 64) return 1;
   if (pC->pRi == NULL && qcRulesPrepare(pC)) return 1;
   h = qcHeadFind(pC->pRi, pCl->zName, pCl->nArg, &bArity);
   /* Not a rule the rewrite takes (or an error qcrCall will report):
   ** every argument may matter. */
-  if (h < 0 || !qcMagicShape(pC, h, aePlace)) return 1;
+  if (h < 0 || !qcMagicShape(pC, h, aePlace, abInv)) return 1;
   for (i = 0; i < pCl->nArg; i++) {
     if (qcReqPlace(pC, h, i, NULL) && ednIsVar(pCl->aArg[i])
         && strcmp(pCl->aArg[i]->u.s.z, zVar) == 0) {
@@ -1251,7 +1299,10 @@ int qcrSeedPlace(QCtx *pX, const QClause *pCl, const char *zVar) {
     }
   }
   for (i = 0; i < pCl->nArg; i++) {
-    if (!aePlace[i] && ednIsVar(pCl->aArg[i]) && strcmp(pCl->aArg[i]->u.s.z, zVar) == 0) return 1;
+    if ((!aePlace[i] || abInv[i]) && ednIsVar(pCl->aArg[i])
+        && strcmp(pCl->aArg[i]->u.s.z, zVar) == 0) {
+      return 1;
+    }
   }
   return 0;
 }
@@ -1293,9 +1344,9 @@ int qcrCall(QCtx *pX, const QClause *pCl, int iDepth) {
   if (qcInlineHead(pC, h) && qcInlineCall(pX, pCl, h, iDepth)) return pC->rc;
   g = pC->pRi->aHead[h].iGroup;
   if (pCl->nArg <= 64) {
-    unsigned char aePlace[64], abBound[64], abDirect[64];
+    unsigned char aePlace[64], abBound[64], abDirect[64], abInv[64];
     int nBound = 0, nChange = 0, bScope = 0;
-    if (qcMagicShape(pC, h, aePlace)) {
+    if (qcMagicShape(pC, h, aePlace, abInv)) {
       /* Bound arguments in the changing places seed the rule, the caller's
       ** rows the origins: in the query's own scope as top-level CTEs, in a
       ** not/or or rule body as a subquery's own (unless that scope names a
@@ -1326,7 +1377,9 @@ int qcrCall(QCtx *pX, const QClause *pCl, int iDepth) {
         }
         /* Every place pass-through and none bound: the caller's rows give
         ** no origin values, so the rule is evaluated whole below. */
-        if (nSeed > 0) return qcMagicCall(pX, pCl, h, abBound, NULL, bTop ? 1 : 2, iDepth);
+        if (nSeed > 0 && qcInvSeeded(abInv, abBound, NULL, pCl->nArg)) {
+          return qcMagicCall(pX, pCl, h, abBound, NULL, bTop ? 1 : 2, iDepth);
+        }
       }
       /* Seeds from the bodies; bound pass-through places whose value any
       ** CTE can hold (a constant, an input) are seeded too, when it can be
@@ -1354,7 +1407,7 @@ int qcrCall(QCtx *pX, const QClause *pCl, int iDepth) {
           bScope = 1;
         }
       }
-      if (nChange) {
+      if (nChange && qcInvSeeded(abInv, abBound, abDirect, pCl->nArg)) {
         return qcMagicCall(pX, pCl, h, abBound, abDirect, bScope ? (bTop ? 3 : 4) : 0, iDepth);
       }
     }
