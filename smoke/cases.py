@@ -78,17 +78,81 @@ class Block:
         self.has_expect = False
 
 
+DUMP = ("SELECT 'D', e, a, quote(v), tx, value_type_tag, index_avet, index_vaet, index_fulltext,"
+        " unique_value FROM datoms"
+        " UNION ALL SELECT 'L', e, a, quote(v), tx, added, value_type_tag, timeline, 0, 0"
+        " FROM timelined_transactions"
+        " UNION ALL SELECT 'P', part, start, \"end\", idx, allow_excision, 0, 0, 0, 0 FROM known_parts"
+        " UNION ALL SELECT 'I', e, a, quote(v), value_type_tag, 0, 0, 0, 0, 0 FROM idents"
+        " UNION ALL SELECT 'S', e, a, quote(v), value_type_tag, 0, 0, 0, 0, 0 FROM schema"
+        " UNION ALL SELECT 'M', name, a, kind, 0, 0, 0, 0, 0, 0 FROM mentat_managed_indexes"
+        " UNION ALL SELECT 'F', rowid, text, 0, 0, 0, 0, 0, 0, 0 FROM fulltext_values"
+        " UNION ALL SELECT 'X', name, sql, 0, 0, 0, 0, 0, 0, 0 FROM sqlite_master"
+        " ORDER BY 1, 2, 3, 4, 5, 6")
+
+
+def open_store_file(store):
+    """A plain connection to the store's file (no extension), or None when the file is not
+    there yet (never created here)."""
+    if not os.path.exists(store):
+        return None
+    return sqlite3.connect('file:%s?mode=rw' % store, uri=True, isolation_level=None)
+
+
+def store_sql(store, body):
+    """'sql store': body's last statement's rows on a connection of its own to the store."""
+    raw = open_store_file(store)
+    if raw is None:
+        return ["error: the store's file does not exist"]
+    try:
+        return run_sql_script(raw, body, store)
+    finally:
+        raw.close()
+
+
+def store_dump(store):
+    """Everything a transaction may change, as rows of text; None when there is no store yet."""
+    raw = open_store_file(store)
+    if raw is None:
+        return None
+    try:
+        return rows_of(raw, DUMP, ())
+    finally:
+        raw.close()
+
+
+def run_tx(con, b, body, store, want):
+    """A tx block's (got, want, problem): problem names a failed transaction that changed the
+    store, else None."""
+    if want and want[0].startswith('tempids '):
+        got = rows_of(con, "SELECT coalesce(json_extract(edn_t(?1, ?2), '$.tempids'), 'NULL')",
+                      (store, body))
+        return got, [want[0][8:]] + want[1:], None
+    if want and want[0] == 'report':
+        rep = rows_of(con, 'SELECT edn_t(?1, ?2)', (store, body))
+        want = want[1:]
+        if rep and rep[0].startswith('error: '):
+            return rep, want, None
+        got = []
+        for line in want:
+            path = line.partition(' ')[0]
+            got += ['%s %s' % (path, v) for v in
+                    rows_of(con, "SELECT coalesce(json_extract(?1, ?2), 'NULL')", (rep[0], path))]
+        return got, want, None
+    failing = bool(want) and want[0].startswith('error: ')
+    before = store_dump(store) if failing else None
+    got = rows_of(con, "SELECT CASE WHEN edn_t(?1, ?2) IS NOT NULL THEN 'ok' END", (store, body))
+    if before is not None and store_dump(store) != before:
+        return got, want, 'the failed transaction changed the store'
+    return got, want, None
+
+
 def run_block(con, b, store):
     body = '\n'.join(b.body)
     opts = '\n'.join(b.opts) if b.opts else None
     want = b.expect
     if b.kind == 'tx':
-        if want and want[0].startswith('tempids '):
-            got = rows_of(con, "SELECT coalesce(json_extract(edn_t(?1, ?2), '$.tempids'), 'NULL')",
-                          (store, body))
-            want = [want[0][8:]] + want[1:]
-        else:
-            got = rows_of(con, "SELECT CASE WHEN edn_t(?1, ?2) IS NOT NULL THEN 'ok' END", (store, body))
+        return run_tx(con, b, body, store, want)
     elif b.kind == 'query':
         if 'scalar' in b.flags:
             got = rows_of(con, 'SELECT edn_q(?1, ?2, ?3)', (store, body, opts))
@@ -100,9 +164,11 @@ def run_block(con, b, store):
         entity = '\n'.join(b.entity) if b.entity else 'NULL'
         sql = 'SELECT edn_pull(?1, ?2, %s%s)' % (entity, ', ?3' if opts else '')
         got = rows_of(con, sql, (store, body, opts) if opts else (store, body))
+    elif 'store' in b.flags.split():
+        got = store_sql(store, body)
     else:
         got = run_sql_script(con, body, store)
-    return got, want
+    return got, want, None
 
 
 def run_file(path, ext):
@@ -130,8 +196,11 @@ def run_file(path, ext):
             print('FAIL %s:%d: %s block has no => line' % (name, b.line, b.kind))
             failed += 1
             return
-        got, want = run_block(con, b, store)
-        if got == want:
+        got, want, problem = run_block(con, b, store)
+        if problem:
+            failed += 1
+            print('FAIL %s:%d: %s block: %s' % (name, b.line, b.kind, problem))
+        elif got == want:
             passed += 1
         else:
             failed += 1

@@ -20,15 +20,22 @@
 **                         document of the scalar edn_q.
 **   pull                  body: the pattern; "entity <SQL expr>" line,
 **                         optional "opts {...}"; expected: the JSON document
-**   sql                   body: SQL statements; :db is the store's path, the
+**   sql [store]           body: SQL statements; :db is the store's path, the
 **                         last statement's rows are compared, columns joined
-**                         by '|', SQL NULL as NULL, in order
+**                         by '|', SQL NULL as NULL, in order. "store": they
+**                         run on a plain connection of their own to the
+**                         store's file (no extension), so the format's tables
+**                         are named as they are (datoms, timelined_transactions)
 **
 ** Expectations: "=> ok" (tx only: it must succeed), "=> error: TEXT" (the
-** whole error text must equal TEXT), "=> tempids {...}" (tx: the report's
-** tempids object, compared as text), or "=>" followed by the expected lines
-** (none: no rows). Every mismatch is reported with its file and line; a file
-** fails when any of its blocks does.
+** whole error text must equal TEXT; for a tx, the store must also be left
+** exactly as it was: every table of the format and sqlite_master, compared
+** before and after, when the store existed before), "=> tempids {...}" (tx:
+** the report's tempids object, compared as text), "=> report" followed by
+** lines "PATH VALUE" (tx: json_extract(report, PATH) as text, SQL NULL as
+** NULL, for each line), or "=>" followed by the expected lines (none: no
+** rows). Every mismatch is reported with its file and line; a file fails
+** when any of its blocks does.
 */
 #include <dirent.h>
 #include <ctype.h>
@@ -84,7 +91,7 @@ static void tcReset(TcBuf *p) { p->n = 0; if (p->z) p->z[0] = 0; }
 /* One parsed block. */
 typedef struct TcBlock {
   char zKind[16];          /* tx, query, pull, sql, store */
-  int bOrdered, bScalar;
+  int bOrdered, bScalar, bStore;
   TcBuf body, opts, entity, expect;
   int bExpect;             /* an "=>" line was seen */
   int iLine;               /* line of the directive */
@@ -175,16 +182,16 @@ static char *tcRowsText(sqlite3 *db, TcRows *p, int rc, int bSort) {
   return out.z;
 }
 
-/* Runs every statement of zSql with parameter :db (or ?1) bound to the
-** store; returns the last statement's rows (tcRowsText). */
-static char *tcRunSql(TcRun *pR, const char *zSql, int bSort) {
+/* Runs every statement of zSql on db with parameter :db (or ?1) bound to
+** the store; returns the last statement's rows (tcRowsText). */
+static char *tcRunSql(TcRun *pR, sqlite3 *db, const char *zSql, int bSort) {
   const char *zTail = zSql;
   TcRows rows = {0};
   int rc = SQLITE_DONE, i;
   while (zTail && zTail[strspn(zTail, " \t\n;")]) {
     sqlite3_stmt *pStmt = NULL;
     const char *zNext = NULL;
-    rc = sqlite3_prepare_v2(pR->db, zTail, -1, &pStmt, &zNext);
+    rc = sqlite3_prepare_v2(db, zTail, -1, &pStmt, &zNext);
     if (rc != SQLITE_OK) break;
     rc = SQLITE_DONE;
     if (pStmt == NULL) break;
@@ -198,7 +205,51 @@ static char *tcRunSql(TcRun *pR, const char *zSql, int bSort) {
     if (rc != SQLITE_DONE) break;
     zTail = zNext;
   }
-  return tcRowsText(pR->db, &rows, rc, bSort);
+  return tcRowsText(db, &rows, rc, bSort);
+}
+
+/* A plain connection to the store's file (no extension), or NULL when the
+** file is not there yet (it is never created here). */
+static sqlite3 *tcOpenStoreFile(TcRun *pR) {
+  sqlite3 *db = NULL;
+  if (sqlite3_open_v2(pR->zStore, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+    sqlite3_close(db);
+    return NULL;
+  }
+  return db;
+}
+
+/* zSql's rows on a connection of its own to the store's file ("sql store"). */
+static char *tcRunStoreSql(TcRun *pR, const char *zSql) {
+  sqlite3 *db = tcOpenStoreFile(pR);
+  char *z;
+  if (db == NULL) return strdup("error: the store's file does not exist");
+  z = tcRunSql(pR, db, zSql, 0);
+  sqlite3_close(db);
+  return z;
+}
+
+/* Everything a transaction may change, as rows of text (malloc'd), or NULL
+** when the store's file does not exist yet. */
+static char *tcStoreDump(TcRun *pR) {
+  static const char zDump[] =
+    "SELECT 'D', e, a, quote(v), tx, value_type_tag, index_avet, index_vaet, index_fulltext,"
+    " unique_value FROM datoms"
+    " UNION ALL SELECT 'L', e, a, quote(v), tx, added, value_type_tag, timeline, 0, 0"
+    " FROM timelined_transactions"
+    " UNION ALL SELECT 'P', part, start, \"end\", idx, allow_excision, 0, 0, 0, 0 FROM known_parts"
+    " UNION ALL SELECT 'I', e, a, quote(v), value_type_tag, 0, 0, 0, 0, 0 FROM idents"
+    " UNION ALL SELECT 'S', e, a, quote(v), value_type_tag, 0, 0, 0, 0, 0 FROM schema"
+    " UNION ALL SELECT 'M', name, a, kind, 0, 0, 0, 0, 0, 0 FROM mentat_managed_indexes"
+    " UNION ALL SELECT 'F', rowid, text, 0, 0, 0, 0, 0, 0, 0 FROM fulltext_values"
+    " UNION ALL SELECT 'X', name, sql, 0, 0, 0, 0, 0, 0, 0 FROM sqlite_master"
+    " ORDER BY 1, 2, 3, 4, 5, 6";
+  sqlite3 *db = tcOpenStoreFile(pR);
+  char *z;
+  if (db == NULL) return NULL;
+  z = tcRunSql(pR, db, zDump, 0);
+  sqlite3_close(db);
+  return z;
 }
 
 /* Runs zSql with ?1 the store and ?2, ?3 the block's texts (NULL: unbound);
@@ -234,6 +285,57 @@ static char *tcSortLines(const char *z) {
   return out.z;
 }
 
+/* The report's value at each "PATH VALUE" line of zExpect, as the same
+** lines (malloc'd); or the error, as tcRowsText gives it. */
+static char *tcReportPaths(TcRun *pR, const char *zRep, const char *zExpect) {
+  char *zCopy = strdup(zExpect), *zLine, *zSave = NULL;
+  TcBuf out = {0};
+  tcAppend(&out, "", 0);
+  for (zLine = strtok_r(zCopy, "\n", &zSave); zLine; zLine = strtok_r(NULL, "\n", &zSave)) {
+    char *zSp = strchr(zLine, ' '), *zVal;
+    if (zSp) *zSp = 0;
+    zVal = tcRunBound(pR, "SELECT coalesce(json_extract(?2, ?3), 'NULL')", zRep, zLine, 0);
+    tcLine(&out, zLine);
+    tcAppend(&out, " ", 1);
+    tcAppend(&out, zVal, strlen(zVal));
+    free(zVal);
+  }
+  free(zCopy);
+  return out.z;
+}
+
+/* A tx block: *pzGot and *pzWant (malloc'd) as the expectation's kind
+** compares them. A failing one must leave the store as it was. */
+static void tcRunTx(TcRun *pR, TcBlock *pB, const char *zExpect, char **pzGot, char **pzWant) {
+  if (strncmp(zExpect, "tempids ", 8) == 0) {
+    *pzGot = tcRunBound(pR, "SELECT coalesce(json_extract(edn_t(?1, ?2), '$.tempids'), 'NULL')",
+                        pB->body.z, NULL, 0);
+    *pzWant = strdup(zExpect + 8);
+  } else if (strncmp(zExpect, "report", 6) == 0 && (zExpect[6] == 0 || zExpect[6] == '\n')) {
+    char *zRep = tcRunBound(pR, "SELECT edn_t(?1, ?2)", pB->body.z, NULL, 0);
+    const char *zPaths = zExpect[6] ? zExpect + 7 : "";
+    *pzGot = strncmp(zRep, "error: ", 7) == 0 ? strdup(zRep) : tcReportPaths(pR, zRep, zPaths);
+    *pzWant = strdup(zPaths);
+    free(zRep);
+  } else if (strncmp(zExpect, "error: ", 7) == 0) {
+    char *zBefore = tcStoreDump(pR), *zAfter;
+    *pzGot = tcRunBound(pR, "SELECT CASE WHEN edn_t(?1, ?2) IS NOT NULL THEN 'ok' END",
+                        pB->body.z, NULL, 0);
+    *pzWant = strdup(zExpect);
+    zAfter = zBefore ? tcStoreDump(pR) : NULL;
+    if (zBefore && (zAfter == NULL || strcmp(zBefore, zAfter) != 0)) {
+      tcFail(pR, pB->iLine, "tx block: the failed transaction changed the store", zBefore,
+             zAfter ? zAfter : "(no store)");
+    }
+    free(zBefore);
+    free(zAfter);
+  } else {
+    *pzGot = tcRunBound(pR, "SELECT CASE WHEN edn_t(?1, ?2) IS NOT NULL THEN 'ok' END",
+                        pB->body.z, NULL, 0);
+    *pzWant = strdup(zExpect);
+  }
+}
+
 static void tcRunBlock(TcRun *pR, TcBlock *pB) {
   char *zGot = NULL, *zWant = NULL;
   const char *zExpect = pB->expect.z ? pB->expect.z : "";
@@ -246,15 +348,7 @@ static void tcRunBlock(TcRun *pR, TcBlock *pB) {
     return;
   }
   if (strcmp(pB->zKind, "tx") == 0) {
-    if (strncmp(zExpect, "tempids ", 8) == 0) {
-      zGot = tcRunBound(pR, "SELECT coalesce(json_extract(edn_t(?1, ?2), '$.tempids'), 'NULL')",
-                        pB->body.z, NULL, 0);
-      zWant = strdup(zExpect + 8);
-    } else {
-      zGot = tcRunBound(pR, "SELECT CASE WHEN edn_t(?1, ?2) IS NOT NULL THEN 'ok' END",
-                        pB->body.z, NULL, 0);
-      zWant = strdup(zExpect);
-    }
+    tcRunTx(pR, pB, zExpect, &zGot, &zWant);
   } else if (strcmp(pB->zKind, "query") == 0) {
     const char *zOpts = pB->opts.n ? pB->opts.z : NULL;
     if (pB->bScalar) {
@@ -273,7 +367,7 @@ static void tcRunBlock(TcRun *pR, TcBlock *pB) {
     sqlite3_free(zSql);
     zWant = strdup(zExpect);
   } else if (strcmp(pB->zKind, "sql") == 0) {
-    zGot = tcRunSql(pR, pB->body.z, 0);
+    zGot = pB->bStore ? tcRunStoreSql(pR, pB->body.z) : tcRunSql(pR, pR->db, pB->body.z, 0);
     zWant = strdup(zExpect);
   } else {
     tcFail(pR, pB->iLine, "unknown directive", "tx, query, pull, sql or store", pB->zKind);
@@ -286,7 +380,7 @@ static void tcRunBlock(TcRun *pR, TcBlock *pB) {
 
 static void tcBlockReset(TcBlock *pB) {
   pB->zKind[0] = 0;
-  pB->bOrdered = pB->bScalar = pB->bExpect = 0;
+  pB->bOrdered = pB->bScalar = pB->bStore = pB->bExpect = 0;
   tcReset(&pB->body);
   tcReset(&pB->opts);
   tcReset(&pB->entity);
@@ -327,6 +421,7 @@ static int tcDirective(TcRun *pR, TcBlock *pB, const char *zLine, int iLine) {
   pB->iLine = iLine;
   pB->bOrdered = strstr(z + n, "ordered") != NULL;
   pB->bScalar = strstr(z + n, "scalar") != NULL;
+  pB->bStore = strcmp(zWord, "sql") == 0 && strstr(z + n, "store") != NULL;
   return 1;
 }
 
