@@ -117,11 +117,11 @@ struct QComp {
   int bRules;
   struct QRuleInfo *pRi;   /* rule heads and their recursion groups */
   int nSelfRef;            /* references to the group being built */
-  const QRule *pWhole;     /* the definition qcRulesGroup compiles (computed
+  const QRule *pWhole;     /* the definition qcrGroup compiles (computed
                            ** whole, without the caller's arguments), for
                            ** messages; NULL elsewhere */
   int nLocal;              /* > 0 while compiling into a subquery's own
-                           ** WITH (qcMagicCall in a nested scope): no CTE
+                           ** WITH (qcmCall in a nested scope): no CTE
                            ** may go to the statement's list then */
   const EdnValue *pAt;     /* current clause, for error positions */
   int nArgDepth;           /* the deepest nFnDepth among the arguments of

@@ -1,0 +1,103 @@
+/*
+** query_compile_rules.h — what the three rule-call files share: the rule
+** set's heads and recursion groups (QRuleInfo, pC->pRi) and the helpers
+** each offers the others. Prefixes: qcr query_compile_rules.c, qcm
+** query_compile_rules_magic.c, qci query_compile_rules_inline.c.
+*/
+#ifndef MENTAT_QUERY_COMPILE_RULES_H
+#define MENTAT_QUERY_COMPILE_RULES_H
+
+#include "query_compile_scope.h"
+
+/* Rules are grouped by head (name and arity). Heads that call each other
+** (directly or not) form a recursion group; each group is one CTE
+** `rulesK(r, c0.., t0..)`, recursive when a body calls its own group.
+** Groups are emitted before the groups that call them, so a body may call
+** other groups any number of times, but SQLite lets a recursive SELECT name
+** its own CTE only once: a body that calls its own group twice (non-linear
+** recursion) is refused with a clear error, never run — except the
+** transitive closure (r ?a ?c) (r ?c ?b), rewritten to its linear form. */
+typedef struct QRuleHead {
+  const char *zName;
+  int nArity;
+  int iGroup;
+  int nCols;              /* widest head in the group (on the group's first) */
+  unsigned char eState;   /* 0 not emitted, 1 building, 2 emitted */
+} QRuleHead;
+
+typedef struct QRuleInfo {
+  int nHead;
+  QRuleHead *aHead;
+  int *aiHeadOf;          /* per rule definition: its head */
+} QRuleInfo;
+
+/* ---- query_compile_rules.c */
+/* A transitive-closure definition [(r ?a ?b) (r ?a ?c) (r ?c ?b)] (in
+** either clause order) in a group of one binary head: non-linear, but its
+** fixpoint equals the linear [(r ?a ?b) (base ?a ?c) (r ?c ?b)] where base
+** is r's non-recursive definitions, which SQLite can iterate. */
+int qcrIsChain(const QRuleInfo *pRi, int g, const QRule *pR);
+/* Does clause list a[0..n) call head h (at any depth)? */
+int qcrCallsHead(const QRuleInfo *pRi, QClause *const *a, int n, int h, int iDepth);
+/* The index of the one top-level self call of definition pR, -1 for none,
+** -2 when the shape does not fit (several, or one nested in not/or). */
+int qcrSelfCall(const QRuleInfo *pRi, const QRule *pR, int h);
+/* Marks head variable zName of a rule body as an argument the caller gave
+** (QVar.bIdent): a keyword it holds names its ident's entity where the body
+** puts it in an entity place. */
+void qcrMarkArg(QCtx *pSub, const char *zName);
+/* Binds head variable pHead of a rule body pSub to argument pA of the call
+** in scope pX: a variable's value (an input, or a caller's value the body
+** may read), or a constant typed by the first place that uses it. */
+void qcrBindArg(QCtx *pX, QCtx *pSub, const EdnValue *pA, const EdnValue *pHead);
+/* A constant argument of a rule call as SQL: a lookup ref names its entity
+** (resolved in the database the query reads; *pvt VT_REF), any other
+** constant is itself. NULL on error. */
+char *qcrConst(QCtx *pX, const EdnValue *pA, ValueType *pvt);
+/* Joins argument i of a call to its answer columns <zAlias>.c<i>/.t<i>. */
+void qcrArgWhere(QCtx *pX, const EdnValue *pA, const char *zAlias, int i);
+/* Is place j of head h required ([?a] in the head of any definition)? *ppR
+** gets that definition. */
+int qcrReqPlace(QComp *pC, int h, int j, const QRule **ppR);
+/* Is argument pA bound at the call: a constant, or a variable pX binds? */
+int qcrArgBound(QCtx *pX, const EdnValue *pA);
+
+/* ---- query_compile_rules_magic.c */
+/* Classifies head h for the rewrite. Returns 0 when it does not fit (other
+** heads in its recursion group, the transitive form, several or nested self
+** calls, no recursive or no base definition); else 1, with aePlace[j] = 1
+** for the places every recursive definition passes through and 0 for the
+** places the recursion changes. abInv (when not NULL) gets 1 for the
+** places of aePlace 1 that some recursive definition reads besides
+** handing them on (qcmInvariantPlace): the seeds must carry the caller's
+** value there, so the rewrite takes a call only where it binds them. */
+int qcmShape(QComp *pC, int h, unsigned char *aePlace, unsigned char *abInv);
+/* The call pCl of head h with the places abBound seeded: from the caller's
+** rows (bCaller 1 or 2), from the rule's bodies (0), or from the bodies
+** joined to the caller's rows (3 or 4; abDirect: places bound to the call's
+** constant in every body). Emits the origins, seeds and answers CTEs of the
+** file comment, then joins the answers. With bCaller 2 or 4 the call is in
+** a nested scope (a not/or or rule body), whose
+** rows only a subquery there sees: the CTEs are that subquery's own WITH,
+** their origins read from a copy of the scope's FROM and WHERE (correlated
+** with the enclosing scopes, which SQLite allows in a subquery's WITH). */
+int qcmCall(QCtx *pX, const QClause *pCl, int h, const unsigned char *abBound,
+            const unsigned char *abDirect, int bCaller, int iDepth);
+
+/* ---- query_compile_rules_inline.c */
+/* Is head h compiled into each call (qciCall): a recursion group of
+** its own that it does not call back into? */
+int qciHead(QComp *pC, int h);
+/* Compiles call pCl of the non-recursive head h in the caller's scope, as
+** Datomic evaluates a rule: with the bindings the caller has passed in
+** (its bound arguments and constants pre-bind the head's variables), so
+** the body's functions and predicates see them. The definitions are the
+** branches of an or-join on the arguments: a correlated EXISTS when every
+** argument is bound, else a UNION derived table of the free arguments (and
+** the bound ones, each branch then starting from a copy of the caller's
+** scope). Returns 1 when compiled (or failed: pC->rc), 0 when the call
+** keeps the rule's CTE: bound variables the derived table cannot see
+** (qcCopyScope), or a collection input not yet in FROM. */
+int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth);
+
+#endif /* MENTAT_QUERY_COMPILE_RULES_H */

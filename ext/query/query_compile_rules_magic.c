@@ -1,0 +1,503 @@
+/*
+** query_compile_rules_magic.c — the magic-set rewrite of a rule call whose
+** arguments are partly bound (see BOUND ARGUMENTS in
+** query_compile_rules.c): the shape test (qcmShape), the origins the caller
+** binds, the seeds they reach, and the base definitions applied to the
+** seeds. Takes a call and its rule; gives the CTEs and the join into the
+** caller's scope. Calls the scope helpers and query_compile_rules.h.
+*/
+#include <string.h>
+#include "query_compile_rules.h"
+
+/* Is place j of recursive definition pR (self call at clause iRec) a
+** pass-through: the self call hands head variable j on unchanged, and
+** nothing else in the definition mentions it? */
+static int qcmPassThrough(const QRule *pR, int iRec, int j) {
+  const char *zVar = pR->aHead[j]->u.s.z;
+  const QClause *pRec = pR->aClause[iRec];
+  int k, m;
+  if (!ednIsVar(pRec->aArg[j]) || strcmp(pRec->aArg[j]->u.s.z, zVar) != 0) return 0;
+  for (k = 0; k < pR->nHead; k++) {
+    if (k != j && strcmp(pR->aHead[k]->u.s.z, zVar) == 0) return 0;
+    if (k != j && ednIsVar(pRec->aArg[k]) && strcmp(pRec->aArg[k]->u.s.z, zVar) == 0) return 0;
+  }
+  for (k = 0; k < pR->nClause; k++) {
+    const char *az[64];
+    int n;
+    if (k == iRec) continue;
+    n = qcwClauseVars(pR->aClause[k], az, 64, 1);
+    if (n > 64) return 0;
+    for (m = 0; m < n; m++) if (strcmp(az[m], zVar) == 0) return 0;
+  }
+  return 1;
+}
+
+static int qcmStepBinds(const QRule *pR, int iRec, const unsigned char *aePlace,
+                        const unsigned char *abInv);
+
+/* Is place j of recursive definition pR (self call at clause iRec)
+** invariant: the self call hands head variable j on unchanged, in place j
+** only, though other clauses may read it ([(path ?x ?y) [?x :up ?m] (path
+** ?m ?y) [(> ?y 0)]]: ?y)? */
+static int qcmInvariantPlace(const QRule *pR, int iRec, int j) {
+  const char *zVar = pR->aHead[j]->u.s.z;
+  const QClause *pRec = pR->aClause[iRec];
+  int k;
+  if (!ednIsVar(pRec->aArg[j]) || strcmp(pRec->aArg[j]->u.s.z, zVar) != 0) return 0;
+  for (k = 0; k < pR->nHead; k++) {
+    if (k != j && strcmp(pR->aHead[k]->u.s.z, zVar) == 0) return 0;
+    if (k != j && ednIsVar(pRec->aArg[k]) && strcmp(pRec->aArg[k]->u.s.z, zVar) == 0) return 0;
+  }
+  return 1;
+}
+
+/* The variables among terms aT[0..nT) into a[] (no duplicates). */
+static int qcmTermsVarsOf(const EdnValue *const *aT, int nT, const char **a, int nMax) {
+  int i, k, n = 0;
+  for (i = 0; i < nT; i++) {
+    if (!ednIsVar(aT[i])) continue;
+    for (k = 0; k < n && strcmp(a[k], aT[i]->u.s.z); k++) {}
+    if (k == n && n < nMax) a[n++] = aT[i]->u.s.z;
+  }
+  return n;
+}
+
+/* Classifies head h for the rewrite. Returns 0 when it does not fit (other
+** heads in its recursion group, the transitive form, several or nested self
+** calls, no recursive or no base definition); else 1, with aePlace[j] = 1
+** for the places every recursive definition passes through and 0 for the
+** places the recursion changes. abInv (when not NULL) gets 1 for the
+** places of aePlace 1 that some recursive definition reads besides
+** handing them on (qcmInvariantPlace): the seeds must carry the caller's
+** value there, so the rewrite takes a call only where it binds them. */
+int qcmShape(QComp *pC, int h, unsigned char *aePlace, unsigned char *abInv) {
+  const QRuleInfo *pRi = pC->pRi;
+  unsigned char aInv[64];
+  int g = pRi->aHead[h].iGroup, i, j, nBase = 0, nRec = 0;
+  for (i = 0; i < pRi->nHead; i++) if (i != h && pRi->aHead[i].iGroup == g) return 0;
+  if (pRi->aHead[h].nArity > 64) return 0;
+  for (j = 0; j < pRi->aHead[h].nArity; j++) aePlace[j] = 1;
+  memset(aInv, 0, sizeof aInv);
+  for (i = 0; i < pC->rules.nRule; i++) {
+    const QRule *pR = pC->rules.aRule[i];
+    int iRec;
+    if (pRi->aiHeadOf[i] != h) continue;
+    if (qcrIsChain(pRi, g, pR)) return 0;
+    iRec = qcrSelfCall(pRi, pR, h);
+    if (iRec == -2) return 0;
+    if (iRec == -1) { nBase++; continue; }
+    nRec++;
+    for (j = 0; j < pR->nHead; j++) {
+      if (!qcmPassThrough(pR, iRec, j)) {
+        if (qcmInvariantPlace(pR, iRec, j)) {
+          aInv[j] = 1;
+          continue;
+        }
+        if (qpIsBlank(pR->aClause[iRec]->aArg[j])) return 0;
+        aePlace[j] = 0;
+      }
+    }
+  }
+  if (nBase == 0 || nRec == 0) return 0;
+  for (j = 0; j < pRi->aHead[h].nArity; j++) if (!aePlace[j]) aInv[j] = 0;
+  for (i = 0; i < pC->rules.nRule; i++) {
+    const QRule *pR = pC->rules.aRule[i];
+    if (pRi->aiHeadOf[i] != h) continue;
+    if (!qcmStepBinds(pR, qcrSelfCall(pRi, pR, h), aePlace, aInv)) return 0;
+  }
+  if (abInv) memcpy(abInv, aInv, (size_t)pRi->aHead[h].nArity);
+  return 1;
+}
+
+/* A step of the seeds evaluates recursive definition pR without its self
+** call (clause iRec, -1 none) from the head's changing places: can it bind
+** every variable the self call takes in those places? Not when one comes
+** only from the self call's answer ([(depth ?e ?d) [?e :parent ?p] (depth
+** ?p ?pd) [(inc ?pd) ?d]]: ?pd): such a rule keeps the whole-closure CTE,
+** whose recursive step computes from the previous row. */
+static int qcmStepBinds(const QRule *pR, int iRec, const unsigned char *aePlace,
+                        const unsigned char *abInv) {
+  const char *azB[128];
+  int nB = 0, i, j, k, bGrew;
+  unsigned char aDone[64];
+  const QClause *pRec;
+  if (iRec < 0) return 1;
+  if (pR->nClause > 64) return 0;
+  pRec = pR->aClause[iRec];
+  for (j = 0; j < pR->nHead; j++) if (!aePlace[j] || abInv[j]) azB[nB++] = pR->aHead[j]->u.s.z;
+  memset(aDone, 0, sizeof aDone);
+  do {
+    bGrew = 0;
+    for (i = 0; i < pR->nClause; i++) {
+      const QClause *pCl = pR->aClause[i];
+      const char *az[64];
+      int n;
+      if (i == iRec || aDone[i]) continue;
+      if (pCl->kind == QC_PRED || pCl->kind == QC_NOT || pCl->kind == QC_NOT_JOIN) continue;
+      if (pCl->kind == QC_FN) {
+        /* binds its outputs once its arguments are bound */
+        for (k = 0; k < pCl->nArg; k++) {
+          const EdnValue *pA = pCl->aArg[k];
+          int m;
+          if (!ednIsVar(pA)) continue;
+          for (m = 0; m < nB && strcmp(azB[m], pA->u.s.z); m++) {}
+          if (m == nB) break;
+        }
+        if (k < pCl->nArg) continue;
+        n = qcmTermsVarsOf(pCl->bind.aVar, pCl->bind.nVar, az, 64);
+      } else {
+        n = qcwClauseVars(pCl, az, 64, 1);
+      }
+      if (n > 64) return 0;
+      aDone[i] = 1;
+      bGrew = 1;
+      for (k = 0; k < n && nB < 128; k++) {
+        int m;
+        for (m = 0; m < nB && strcmp(azB[m], az[k]); m++) {}
+        if (m == nB) azB[nB++] = az[k];
+      }
+    }
+  } while (bGrew);
+  for (j = 0; j < pRec->nArg && j < pR->nHead; j++) {
+    const EdnValue *pA = pRec->aArg[j];
+    int m;
+    if (aePlace[j] || !ednIsVar(pA)) continue;
+    for (m = 0; m < nB && strcmp(azB[m], pA->u.s.z); m++) {}
+    if (m == nB) return 0;
+  }
+  return 1;
+}
+
+/* A definition body with the bound head places pre-bound to the seed
+** columns m.sK/m.stK (K counts bound places), skipping clause iSkip. */
+static void qcmBody(QComp *pC, QCtx *pSub, int iN, const QRule *pR,
+                    const unsigned char *abBound, int iSkip, int iDepth, QCtx *pX,
+                    const QClause *pCl, const unsigned char *abDirect) {
+  QClause *aLocal[16];
+  QClause **a = aLocal;
+  int i, k = 0, n = 0;
+  qcFrom(pSub, sqlite3_mprintf("rulesm%d m", iN));
+  pSub->bFixed = 1;                    /* the branch selects m.oK itself */
+  if (iSkip >= 0) pSub->bRecRef = 1;   /* a step of the recursive seeds */
+  for (i = 0; i < pR->nHead && pC->rc == SQLITE_OK; i++) {
+    if (!abBound[i]) continue;
+    qcBindVar(pSub, pR->aHead[i]->u.s.z, sqlite3_mprintf("m.s%d", k),
+              VT_NONE, sqlite3_mprintf("m.st%d", k), 0);
+    qcrMarkArg(pSub, pR->aHead[i]->u.s.z);
+    k++;
+  }
+  for (i = 0; abDirect && i < pR->nHead && pC->rc == SQLITE_OK; i++) {
+    if (abDirect[i]) qcrBindArg(pX, pSub, pCl->aArg[i], pR->aHead[i]);
+  }
+  if (pR->nClause > 16) {
+    a = sqlite3_malloc64(sizeof(QClause*) * pR->nClause);
+    if (a == NULL) { qcNoMem(pC); return; }
+  }
+  for (i = 0; i < pR->nClause; i++) if (i != iSkip) a[n++] = pR->aClause[i];
+  if (pC->rc == SQLITE_OK) qcwClauses(pSub, a, n, iDepth + 1);
+  if (a != aLocal) sqlite3_free(a);
+}
+
+/* Ends one branch of a magic-set UNION: appends "SELECT <values><tags>
+** <body of pSub>" to pTo (" UNION " before all but the first, counted in
+** *pn; pVal starts with ", "), then frees pVal, pTag and pSub's state. */
+static void qcmBranch(QComp *pC, QCtx *pSub, sqlite3_str *pVal, sqlite3_str *pTag,
+                      sqlite3_str *pTo, int *pn) {
+  char *zBody = pC->rc == SQLITE_OK ? qcBody(pSub) : NULL;
+  if (zBody && !sqlite3_str_errcode(pVal) && !sqlite3_str_errcode(pTag)) {
+    sqlite3_str_appendf(pTo, "%sSELECT %s%s%s", (*pn)++ ? " UNION " : "",
+                        sqlite3_str_value(pVal) + 2, sqlite3_str_value(pTag), zBody);
+  } else if (pC->rc == SQLITE_OK) {
+    qcNoMem(pC);
+  }
+  sqlite3_free(zBody);
+  sqlite3_free(sqlite3_str_finish(pVal));
+  sqlite3_free(sqlite3_str_finish(pTag));
+  qcCtxReset(pSub);
+}
+
+/* Appends ", <value>" to pVal and ", <tag>, <kind>" to pTag for a term of
+** scope pSub (a rule body). The kind (typeof) beside each tag keeps 1 and
+** 1.0 two rows of the UNIONs (SQLite's 1 = 1.0; Clojure's = says no). */
+static void qcmTerm(QCtx *pSub, sqlite3_str *pVal, sqlite3_str *pTag, const EdnValue *p,
+                    const char *zRule) {
+  QComp *pC = pSub->pC;
+  if (ednIsVar(p)) {
+    QVar *pV = qcVarFind(pSub, p->u.s.z);
+    char *zTag;
+    if (pV == NULL || pV->zExpr == NULL) {
+      qcErr(pC, p, "rule %s does not bind %s", zRule, p->u.s.z);
+      return;
+    }
+    zTag = qcVarTag(pV);
+    sqlite3_str_appendf(pVal, ", %s", pV->zExpr);
+    sqlite3_str_appendf(pTag, ", %s, typeof(%s)", zTag ? zTag : "NULL", pV->zExpr);
+    if (zTag == NULL) qcNoMem(pC);
+    sqlite3_free(zTag);
+  } else {
+    ValueType vt;
+    char *zC = qcConstExpr(pSub, p, VT_NONE, &vt);
+    if (zC == NULL) return;
+    sqlite3_str_appendf(pVal, ", %s", zC);
+    sqlite3_str_appendf(pTag, ", %d, typeof(%s)", vt == QVT_JSON ? TAG_JSON : vtTag(vt), zC);
+    sqlite3_free(zC);
+  }
+}
+
+/* Origins from the caller: "SELECT DISTINCT <bound values>, <tags> FROM
+** <the scope's rows>" into pOut. Integer values, which may be an entity id,
+** get both readings (abAmb[i] = 1). */
+static void qcmOriginsCaller(QCtx *pX, const QClause *pCl, const unsigned char *abBound,
+                             unsigned char *abAmb, sqlite3_str *pOut) {
+  QComp *pC = pX->pC;
+  sqlite3_str *pVal = sqlite3_str_new(NULL), *pTag = sqlite3_str_new(NULL);
+  sqlite3_str *pAlt = sqlite3_str_new(NULL);
+  int i, nAmb = 0;
+  for (i = 0; i < pCl->nArg && pC->rc == SQLITE_OK; i++) {
+    const EdnValue *pA = pCl->aArg[i];
+    char *zE = NULL, *zTag = NULL;
+    ValueType vt = VT_NONE;
+    if (!abBound[i]) continue;
+    if (ednIsVar(pA)) {
+      QVar *pV = qcVarFind(pX, pA->u.s.z);
+      zE = sqlite3_mprintf("%s", pV->zExpr);
+      zTag = qcVarTag(pV);
+      if (pV->nParam > 0) vt = pV->vt;   /* an input not yet typed by a place */
+    } else {
+      zE = qcrConst(pX, pA, &vt);
+      if (zE) zTag = sqlite3_mprintf("%d", vtTag(vt));
+    }
+    if (zE == NULL || zTag == NULL) {
+      qcNoMem(pC);
+    } else if (vt == VT_LONG) {
+      /* Both readings: the number, and the entity id it is. A keyword
+      ** has one, the keyword: where the body puts it in an entity place
+      ** it names its ident's entity (qcBindVar), elsewhere it is itself. */
+      abAmb[i] = 1;
+      nAmb++;
+      sqlite3_str_appendf(pAlt, ", (SELECT 0 AS k UNION ALL SELECT 1) a%d", i);
+      sqlite3_str_appendf(pVal, ", %s", zE);
+      sqlite3_str_appendf(pTag, ", CASE a%d.k WHEN 0 THEN %s ELSE 0 END, typeof(%s)", i, zTag, zE);
+    } else {
+      sqlite3_str_appendf(pVal, ", %s", zE);
+      sqlite3_str_appendf(pTag, ", %s, typeof(%s)", zTag, zE);
+    }
+    sqlite3_free(zE);
+    sqlite3_free(zTag);
+  }
+  if (sqlite3_str_errcode(pVal) || sqlite3_str_errcode(pTag) || sqlite3_str_errcode(pAlt)) {
+    qcNoMem(pC);
+  }
+  if (pC->rc == SQLITE_OK) {
+    const char *zAlt = nAmb ? sqlite3_str_value(pAlt) : "";
+    sqlite3_str_appendf(pOut, "SELECT DISTINCT %s%s", sqlite3_str_value(pVal) + 2,
+                        sqlite3_str_value(pTag));
+    if (pX->nFrom) sqlite3_str_appendf(pOut, " FROM %s%s", sqlite3_str_value(pX->pFrom), zAlt);
+    else if (nAmb) sqlite3_str_appendf(pOut, " FROM %s", zAlt + 2);
+    if (pX->nWhere) sqlite3_str_appendf(pOut, " WHERE %s", sqlite3_str_value(pX->pWhere));
+  }
+  sqlite3_free(sqlite3_str_finish(pVal));
+  sqlite3_free(sqlite3_str_finish(pTag));
+  sqlite3_free(sqlite3_str_finish(pAlt));
+}
+
+/* Origins from the rule itself, when the caller binds nothing useful:
+** every value a definition's body (without its self call) accepts in the
+** changing places — a superset of the places' values in any answer. With
+** bScope the bodies start from a copy of the caller's rows (a top-level
+** scope, whose tables any CTE may read), so a pass-through place may hold
+** a variable the caller's patterns bound. */
+static void qcmOriginsBodies(QCtx *pX, const QClause *pCl, int h, const unsigned char *abBound,
+                             const unsigned char *abDirect, int bScope, int iDepth,
+                             sqlite3_str *pOut) {
+  QComp *pC = pX->pC;
+  QRuleInfo *pRi = pC->pRi;
+  unsigned char aePlace[64];
+  int i, j, n = 0;
+  if (pCl->nArg > 64 || !qcmShape(pC, h, aePlace, NULL)) return;
+  for (i = 0; i < pC->rules.nRule && pC->rc == SQLITE_OK; i++) {
+    const QRule *pR = pC->rules.aRule[i];
+    int iRec, m = 0;
+    QClause *aLocal[16];
+    QClause **a = aLocal;
+    sqlite3_str *pVal, *pTag;
+    QCtx sub;
+    if (pRi->aiHeadOf[i] != h) continue;
+    iRec = qcrSelfCall(pRi, pR, h);
+    if (pR->nClause > 16) {
+      a = sqlite3_malloc64(sizeof(QClause*) * pR->nClause);
+      if (a == NULL) { qcNoMem(pC); return; }
+    }
+    for (j = 0; j < pR->nClause; j++) if (j != iRec) a[m++] = pR->aClause[j];
+    pVal = sqlite3_str_new(NULL);
+    pTag = sqlite3_str_new(NULL);
+    qcCtxInit(&sub, pC, NULL);
+    if (bScope) qcCopyScope(&sub, pX);
+    /* A seeded pass-through place holds the caller's value (a constant, an
+    ** input, or with bScope a caller's variable), which the seeds carry
+    ** unchanged. */
+    for (j = 0; j < pR->nHead && pC->rc == SQLITE_OK; j++) {
+      const EdnValue *pA = pCl->aArg[j];
+      const EdnValue *pHead = pR->aHead[j];
+      if ((!abBound[j] || !aePlace[j]) && !(abDirect && abDirect[j])) continue;
+      qcrBindArg(pX, &sub, pA, pHead);
+    }
+    qcwClauses(&sub, a, m, iDepth + 1);
+    for (j = 0; j < pR->nHead && pC->rc == SQLITE_OK; j++) {
+      if (abBound[j]) qcmTerm(&sub, pVal, pTag, pR->aHead[j], pR->zName);
+    }
+    qcmBranch(pC, &sub, pVal, pTag, pOut, &n);
+    if (a != aLocal) sqlite3_free(a);
+  }
+}
+
+/* The call pCl of head h with the places abBound seeded: from the caller's
+** rows (bCaller 1 or 2), from the rule's bodies (0), or from the bodies
+** joined to the caller's rows (3 or 4; abDirect: places bound to the call's
+** constant in every body). Emits the origins, seeds and answers CTEs of the
+** file comment, then joins the answers. With bCaller 2 or 4 the call is in
+** a nested scope (a not/or or rule body), whose
+** rows only a subquery there sees: the CTEs are that subquery's own WITH,
+** their origins read from a copy of the scope's FROM and WHERE (correlated
+** with the enclosing scopes, which SQLite allows in a subquery's WITH). */
+int qcmCall(QCtx *pX, const QClause *pCl, int h, const unsigned char *abBound,
+            const unsigned char *abDirect, int bCaller, int iDepth) {
+  QComp *pC = pX->pC;
+  QRuleInfo *pRi = pC->pRi;
+  sqlite3_str *pOrig = sqlite3_str_new(NULL);
+  sqlite3_str *pSeed = sqlite3_str_new(NULL), *pAns = sqlite3_str_new(NULL);
+  sqlite3_str *pLoc = sqlite3_str_new(NULL), *pW = pC->pCte;
+  unsigned char *abAmb = NULL;
+  int i, k, nB = 0, nRec = 0, nBase = 0, iN, nArity = pCl->nArg, bLocal = 0;
+  unsigned char eSave = pRi->aHead[h].eState;
+  int nSelfSave = pC->nSelfRef;
+  char zAlias[24];
+
+  abAmb = sqlite3_malloc64(nArity + 1);
+  if (abAmb == NULL) { qcNoMem(pC); goto cleanup; }
+  memset(abAmb, 0, nArity + 1);
+  for (i = 0; i < nArity; i++) nB += abBound[i];
+  /* 1. origins; they copy the scope so far, whose rows are first named
+  ** once when it holds earlier calls (qcCollapse) */
+  if (bCaller == 1) {
+    qcCollapseHeavy(pX);
+    if (pC->rc) goto cleanup;
+  }
+  if (bCaller == 2) {
+    pC->nLocal++;
+    bLocal = 1;
+  }
+  pRi->aHead[h].eState = 1;
+  if (bCaller == 1 || bCaller == 2) qcmOriginsCaller(pX, pCl, abBound, abAmb, pOrig);
+  else qcmOriginsBodies(pX, pCl, h, abBound, abDirect, bCaller >= 3, iDepth, pOrig);
+  if (pC->rc) goto cleanup;
+  iN = ++pC->nAlias;
+
+  /* 2. seeds and 3. answers, one definition at a time */
+  for (i = 0; i < pC->rules.nRule && pC->rc == SQLITE_OK; i++) {
+    const QRule *pR = pC->rules.aRule[i];
+    int iRec;
+    QCtx sub;
+    sqlite3_str *pVal, *pTag;
+    if (pRi->aiHeadOf[i] != h) continue;
+    iRec = qcrSelfCall(pRi, pR, h);
+    pVal = sqlite3_str_new(NULL);
+    pTag = sqlite3_str_new(NULL);
+    qcCtxInit(&sub, pC, NULL);
+    qcmBody(pC, &sub, iN, pR, abBound, iRec, iDepth, pX, pCl, abDirect);
+    if (iRec >= 0) {
+      /* step: (origin, next seed) */
+      const QClause *pRec = pR->aClause[iRec];
+      for (k = 0; k < nB; k++) sqlite3_str_appendf(pVal, ", m.o%d", k);
+      for (k = 0; k < nB; k++) sqlite3_str_appendf(pVal, ", m.ot%d, m.ok%d", k, k);
+      for (k = 0; k < nArity && pC->rc == SQLITE_OK; k++) {
+        if (abBound[k]) qcmTerm(&sub, pVal, pTag, pRec->aArg[k], pR->zName);
+      }
+    } else {
+      /* answer: the origins in seeded places, the body's values elsewhere */
+      int kb = 0;
+      for (k = 0; k < nArity && pC->rc == SQLITE_OK; k++) {
+        if (abBound[k]) {
+          sqlite3_str_appendf(pVal, ", m.o%d", kb);
+          sqlite3_str_appendf(pTag, ", m.ot%d, m.ok%d", kb, kb);
+          kb++;
+        } else {
+          qcmTerm(&sub, pVal, pTag, pR->aHead[k], pR->zName);
+        }
+      }
+    }
+    qcmBranch(pC, &sub, pVal, pTag, iRec >= 0 ? pSeed : pAns, iRec >= 0 ? &nRec : &nBase);
+  }
+  if (pC->rc) goto cleanup;
+  if (sqlite3_str_errcode(pOrig) || sqlite3_str_errcode(pSeed) || sqlite3_str_errcode(pAns)) {
+    qcNoMem(pC);
+    goto cleanup;
+  }
+  if (bCaller == 2 || bCaller == 4) pW = pLoc;
+  else if (pC->nCte++) sqlite3_str_appendall(pW, ", ");
+  /* Each tag column tK is followed by kK, its value's storage class. */
+  sqlite3_str_appendf(pW, "ruleso%d(", iN);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, "%so%d", k ? ", " : "", k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", ot%d, ok%d", k, k);
+  sqlite3_str_appendf(pW, ") AS (%s), rulesm%d(", sqlite3_str_value(pOrig), iN);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, "%so%d", k ? ", " : "", k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", ot%d, ok%d", k, k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", s%d", k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", st%d, sk%d", k, k);
+  sqlite3_str_appendf(pW, ") AS (SELECT ");
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, "%so%d", k ? ", " : "", k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", ot%d, ok%d", k, k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", o%d", k);
+  for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", ot%d, ok%d", k, k);
+  /* UNION: a seed met again (a cycle) is not followed twice. */
+  sqlite3_str_appendf(pW, " FROM ruleso%d UNION %s)", iN, sqlite3_str_value(pSeed));
+  pC->bRecursive = 1;
+  sqlite3_str_appendf(pW, ", rulesa%d(", iN);
+  for (k = 0; k < nArity; k++) sqlite3_str_appendf(pW, "%sc%d", k ? ", " : "", k);
+  for (k = 0; k < nArity; k++) sqlite3_str_appendf(pW, ", t%d, k%d", k, k);
+  sqlite3_str_appendf(pW, ") AS (%s)", sqlite3_str_value(pAns));
+  if (bCaller != 2 && bCaller != 4) pC->nCte += 2;
+  if (sqlite3_str_errcode(pW)) { qcNoMem(pC); goto cleanup; }
+
+  /* 4. the call: a join with the answers */
+  sqlite3_snprintf(sizeof zAlias, zAlias, "r%d", ++pC->nAlias);
+  if (bCaller == 2 || bCaller == 4) {
+    qcFrom(pX, sqlite3_mprintf("(WITH RECURSIVE %s SELECT * FROM rulesa%d) %s",
+                               sqlite3_str_value(pLoc), iN, zAlias));
+  } else {
+    qcFrom(pX, sqlite3_mprintf("rulesa%d %s", iN, zAlias));
+  }
+  for (i = 0; i < nArity && pC->rc == SQLITE_OK; i++) {
+    const EdnValue *pA = pCl->aArg[i];
+    QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
+    if (qpIsBlank(pA)) continue;
+    if (!ednIsVar(pA)) {
+      /* A constant: the caller's origins are it already. */
+      if (bCaller && abBound[i]) continue;
+      qcrArgWhere(pX, pA, zAlias, i);
+    } else if (pV && pV->zExpr) {
+      qcrArgWhere(pX, pA, zAlias, i);
+      if (!abAmb[i] && pV->nParam == 0 && (pV->vt == VT_REF || pV->vt == VT_LONG)) {
+        /* an entity id is a long */
+        qcWhere(pX, sqlite3_mprintf("%s.t%d IN (%d, %d)", zAlias, i, TAG_REF, TAG_NUMBER));
+      } else if (!abAmb[i] && pV->nParam == 0 && pV->vt != VT_NONE && pV->vt != QVT_JSON) {
+        qcWhere(pX, sqlite3_mprintf("%s.t%d = %d", zAlias, i, vtTag(pV->vt)));
+      } else if (!abAmb[i] && pV->zTag) {
+        qcWhere(pX, sqlite3_mprintf("%s.t%d = %s", zAlias, i, pV->zTag));
+      }
+    } else {
+      qcBindVar(pX, pA->u.s.z, sqlite3_mprintf("%s.c%d", zAlias, i), VT_NONE,
+                sqlite3_mprintf("%s.t%d", zAlias, i), 0);
+    }
+  }
+cleanup:
+  if (bLocal) pC->nLocal--;
+  pRi->aHead[h].eState = eSave;
+  pC->nSelfRef = nSelfSave;
+  sqlite3_free(abAmb);
+  sqlite3_free(sqlite3_str_finish(pOrig));
+  sqlite3_free(sqlite3_str_finish(pSeed));
+  sqlite3_free(sqlite3_str_finish(pAns));
+  sqlite3_free(sqlite3_str_finish(pLoc));
+  return pC->rc;
+}
