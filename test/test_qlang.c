@@ -151,7 +151,8 @@ START_TEST(test_sample_rand) {
 END_TEST
 
 /* The SQL helpers straight: rand's with-replacement mode (4) draws n
-** values of the set (repeats allowed); mentat_str and mentat_regex. */
+** values of the set (repeats allowed); mentat_str and the regular
+** expression functions (re-find, re-matches, the last with groups). */
 START_TEST(test_helpers) {
   sqlite3 *db = NULL;
   char *z;
@@ -167,12 +168,12 @@ START_TEST(test_helpers) {
   z = tuQuery(db, "SELECT mentat_str(1, 1) || mentat_str(NULL, 10) || mentat_str('x', 10) || mentat_str(2.5, 5)", NULL, NULL);
   ck_assert_str_eq(z, "truex2.5");
   free(z);
-  z = tuQuery(db, "SELECT mentat_regex(0, '[0-9]+', 'ab123c', 'w') || '|' || "
-              "coalesce(mentat_regex(1, '[0-9]+', 'ab123c', 'w'), 'nil') || '|' || "
-              "mentat_regex(1, 'a.*c', 'ab123c', 'w') || '|' || mentat_regex(3, '(a)(x)?', 'a', 'w')", NULL, NULL);
+  z = tuQuery(db, "SELECT mentat_re_find('[0-9]+', 'ab123c', 'w', 0) || '|' || "
+              "coalesce(mentat_re_matches('[0-9]+', 'ab123c', 'w', 0), 'nil') || '|' || "
+              "mentat_re_matches('a.*c', 'ab123c', 'w', 0) || '|' || mentat_re_matches('(a)(x)?', 'a', 'w', 1)", NULL, NULL);
   ck_assert_str_eq(z, "123|nil|ab123c|[\"a\",\"a\",null]");
   free(z);
-  z = tuQuery(db, "SELECT mentat_regex(0, '(', 'x', 'line 1 col 2: re-find')", NULL, NULL);
+  z = tuQuery(db, "SELECT mentat_re_find('(', 'x', 'line 1 col 2: re-find', 0)", NULL, NULL);
   ck_assert_str_eq(z, "ERROR: line 1 col 2: re-find: invalid regular expression \"(\": missing closing parenthesis near index 1");
   free(z);
   sqlite3_close(db);

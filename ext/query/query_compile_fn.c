@@ -17,27 +17,47 @@
 */
 #include <string.h>
 #include "query_compile_scope.h"
+#include "query_funcs.h"
+
+/* The built-in pCl names, its argument count checked; NULL after an
+** error: an unknown function, or a function clause of its own in a
+** predicate (bPred). */
+static const QfBuiltin *qcfBuiltin(QCtx *pX, const QClause *pCl, int bPred) {
+  QComp *pC = pX->pC;
+  const QfBuiltin *pFn = qfLookup(pCl->zName);
+  int n = pCl->nArg;
+  if (pFn == NULL || (bPred && pFn->eKind == QF_CLAUSE)) {
+    qcErr(pC, pCl->pForm, "unknown function %s", pCl->zName);
+    return NULL;
+  }
+  if (pFn->nMin < 0 || (n >= pFn->nMin && (pFn->nMax < 0 || n <= pFn->nMax))) return pFn;
+  if (pFn->nMax < 0) qcErr(pC, pCl->pForm, "%s needs at least two arguments", pFn->zName);
+  else if (pFn->nMin == pFn->nMax) {
+    qcErr(pC, pCl->pForm, "%s takes %d argument(s), got %d", pFn->zName, pFn->nMin, n);
+  } else {
+    qcErr(pC, pCl->pForm, "%s takes %d to %d arguments, got %d", pFn->zName, pFn->nMin,
+          pFn->nMax, n);
+  }
+  return NULL;
+}
 
 int qcfPredicate(QCtx *pX, const QClause *pCl) {
   QComp *pC = pX->pC;
-  char *zExpr = NULL, *zTag = NULL;
-  ValueType vt;
-  if (qcpExpr(pX, pCl, &zExpr)) {
-    if (zExpr) qcWhere(pX, zExpr);
+  const QfBuiltin *pFn = qcfBuiltin(pX, pCl, 1);
+  QfOut out = { NULL, VT_NONE, NULL };
+  if (pFn == NULL || pFn->xCompile(pX, pCl, pFn, &out) != SQLITE_OK) return pC->rc;
+  if (out.zSql == NULL) return qcNoMem(pC);
+  sqlite3_free(out.zTag);
+  if (pFn->eKind == QF_PRED) {
+    qcWhere(pX, out.zSql);
     return pC->rc;
   }
-  /* Any other function is a predicate by Clojure truthiness: nil and false
-  ** fail, everything else (0 and "" too) holds. */
-  if (qcvExpr(pX, pCl, &zExpr, &vt, &zTag)) {
-    sqlite3_free(zTag);
-    if (zExpr == NULL) return pC->rc;
-    if (vt == VT_BOOLEAN) qcWhere(pX, sqlite3_mprintf("coalesce(%s, 0) != 0", zExpr));
-    else qcWhere(pX, sqlite3_mprintf("(%s) IS NOT NULL", zExpr));
-    sqlite3_free(zExpr);
-    return pC->rc;
-  }
-  if (pC->rc) return pC->rc;
-  return qcErr(pC, pCl->pForm, "unknown function %s", pCl->zName);
+  /* A value is a predicate by Clojure truthiness: nil and false fail,
+  ** everything else (0 and "" too) holds. */
+  if (out.vt == VT_BOOLEAN) qcWhere(pX, sqlite3_mprintf("coalesce(%s, 0) != 0", out.zSql));
+  else qcWhere(pX, sqlite3_mprintf("(%s) IS NOT NULL", out.zSql));
+  sqlite3_free(out.zSql);
+  return pC->rc;
 }
 
 /* The type tag of a JSON element (tuples carry values as JSON): numbers 5,
@@ -188,11 +208,16 @@ static int qcfBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt
   return pC->rc;
 }
 
-static int qcfGetElse(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
+int qcfGetElse(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+  const EdnValue *const *aArg;
+  int nArg;
   QComp *pC = pX->pC;
   const Attr *pA;
   char *zE, *zSub, *zD, *zTagD = NULL;
   ValueType vtD;
+  qcSkipSrc(pCl, &aArg, &nArg);
+  (void)pFn;
+  (void)pOut;
   if (nArg != 3) return qcErr(pC, pCl->pForm, "get-else takes $, an entity, an attribute and a default");
   if (aArg[2]->type == EDN_NIL) return qcErr(pC, aArg[2], "get-else: the default must not be nil");
   pA = qcAttrArg(pX, aArg[1], "get-else");
@@ -242,12 +267,17 @@ static int qcfGetElse(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg,
   return pC->rc;
 }
 
-static int qcfGetSome(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
+int qcfGetSome(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+  const EdnValue *const *aArg;
+  int nArg;
   QComp *pC = pX->pC;
   sqlite3_str *pA, *pV, *pT;
   ValueType vtAll = VT_NONE;
   char *zE, *zAttr, *zVal, *zTag, *zHas, *zOne;
   int i, bSame = 1;
+  qcSkipSrc(pCl, &aArg, &nArg);
+  (void)pFn;
+  (void)pOut;
   if (nArg < 2) return qcErr(pC, pCl->pForm, "get-some takes $, an entity and attributes");
   if (pCl->bind.kind != QB_TUPLE || pCl->bind.nVar != 2) {
     return qcErr(pC, pCl->pForm, "get-some binds a tuple [?attr ?value]");
@@ -310,10 +340,12 @@ static int qcfGetSome(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg,
 }
 
 /* (untuple ?t) [?a ?b]: the elements of a tuple value. */
-static int qcfUntuple(QCtx *pX, const QClause *pCl) {
+int qcfUntuple(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
   QComp *pC = pX->pC;
   ValueType vt;
   char *zT;
+  (void)pFn;
+  (void)pOut;
   if (pCl->nArg != 1) return qcErr(pC, pCl->pForm, "untuple takes 1 argument(s), got %d", pCl->nArg);
   if (pCl->bind.kind != QB_TUPLE) {
     return qcErr(pC, pCl->pForm, "bad binding form for untuple: bind a tuple [?a ?b ...]");
@@ -323,13 +355,18 @@ static int qcfUntuple(QCtx *pX, const QClause *pCl) {
   return qcfBindResult(pX, pCl, zT, QVT_JSON, NULL);
 }
 
-static int qcfFulltext(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
+int qcfFulltext(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+  const EdnValue *const *aArg;
+  int nArg;
   QComp *pC = pX->pC;
   const Attr *pA;
   ValueType vt;
   char *zQ;
   char zD[24], zF[24];
   int i;
+  qcSkipSrc(pCl, &aArg, &nArg);
+  (void)pFn;
+  (void)pOut;
   if (nArg != 2) return qcErr(pC, pCl->pForm, "fulltext takes $, an attribute and a search string");
   if (pCl->bind.kind != QB_REL || pCl->bind.nVar > 4) {
     return qcErr(pC, pCl->pForm, "fulltext binds a relation [[?e ?value ?tx ?score]]");
@@ -443,11 +480,16 @@ cleanup:
 /* (tx-ids $ start end): the transactions with start <= tx < end, from the
 ** log (Datomic's tx-ids over tx-range: each bound a tx id, an #inst or nil
 ** for the log's beginning or end); bound as a collection [?tx ...]. */
-static int qcfTxIds(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
+int qcfTxIds(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+  const EdnValue *const *aArg;
+  int nArg;
   QComp *pC = pX->pC;
   char *zFrom = NULL, *zTo = NULL;
   char zAlias[24];
   int bOpenFrom = 0, bOpenTo = 0;
+  qcSkipSrc(pCl, &aArg, &nArg);
+  (void)pFn;
+  (void)pOut;
   if (nArg != 2) return qcErr(pC, pCl->pForm, "tx-ids takes $, a start and an end tx");
   if (pCl->bind.kind != QB_COLL && pCl->bind.kind != QB_SCALAR) {
     return qcErr(pC, pCl->pForm, "tx-ids binds a collection [?tx ...]");
@@ -474,11 +516,16 @@ static int qcfTxIds(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, i
 /* (tx-data $ tx): the log rows of one transaction (a tx id, or an #inst:
 ** the first transaction at or after it), bound as a relation
 ** [[?e ?a ?v ?tx ?added]]. */
-static int qcfTxData(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, int nArg) {
+int qcfTxData(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+  const EdnValue *const *aArg;
+  int nArg;
   QComp *pC = pX->pC;
   char *zTx;
   char zAlias[24];
   int i;
+  qcSkipSrc(pCl, &aArg, &nArg);
+  (void)pFn;
+  (void)pOut;
   if (nArg != 1) return qcErr(pC, pCl->pForm, "tx-data takes $ and a tx");
   if (pCl->bind.kind != QB_REL || pCl->bind.nVar > 5) {
     return qcErr(pC, pCl->pForm, "tx-data binds a relation [[?e ?a ?v ?tx ?added]]");
@@ -509,10 +556,12 @@ static int qcfTxData(QCtx *pX, const QClause *pCl, const EdnValue *const *aArg, 
 }
 
 /* (type ?v): the value type keyword of a value, e.g. :db.type/long. */
-static int qcfType(QCtx *pX, const QClause *pCl) {
+int qcfType(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
   QComp *pC = pX->pC;
   ValueType vt;
   char *zTag = NULL, *zV, *zExpr;
+  (void)pFn;
+  (void)pOut;
   if (pCl->nArg != 1) return qcErr(pC, pCl->pForm, "type takes one value");
   zV = qcTermExpr(pX, pCl->aArg[0], &vt, &zTag, "function");
   if (zV == NULL) return pC->rc;
@@ -537,43 +586,35 @@ static int qcfType(QCtx *pX, const QClause *pCl) {
   return qcfBindResult(pX, pCl, zExpr, VT_KEYWORD, NULL);
 }
 
-int qcfFunction(QCtx *pX, const QClause *pCl) {
+/* (ground x): the value itself, a constant through the binding form. */
+int qcfGround(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
   QComp *pC = pX->pC;
-  const EdnValue *const *aArg;
-  int nArg;
-  const char *z = pCl->zName;
-  char *zExpr = NULL, *zTag = NULL;
+  char *zExpr, *zTag = NULL;
   ValueType vt;
-  qcSkipSrc(pCl, &aArg, &nArg);
-  pC->nArgDepth = 0;
-  if (strcmp(z, "ground") == 0) {
-    if (pCl->nArg != 1) return qcErr(pC, pCl->pForm, "ground takes 1 argument(s), got %d", pCl->nArg);
-    if (ednIsVar(pCl->aArg[0])) {
-      zExpr = qcTermExpr(pX, pCl->aArg[0], &vt, &zTag, "function");
-      if (zExpr == NULL) return pC->rc;
-      return qcfBindResult(pX, pCl, zExpr, vt, zTag);
-    }
-    return qcbBind(pX, &pCl->bind, pCl->aArg[0], -1, "ground");
-  }
-  if (strcmp(z, "get-else") == 0) return qcfGetElse(pX, pCl, aArg, nArg);
-  if (strcmp(z, "get-some") == 0) return qcfGetSome(pX, pCl, aArg, nArg);
-  if (strcmp(z, "untuple") == 0) return qcfUntuple(pX, pCl);
-  if (strcmp(z, "fulltext") == 0) return qcfFulltext(pX, pCl, aArg, nArg);
-  if (strcmp(z, "tx-ids") == 0) return qcfTxIds(pX, pCl, aArg, nArg);
-  if (strcmp(z, "tx-data") == 0) return qcfTxData(pX, pCl, aArg, nArg);
-  if (strcmp(z, "type") == 0) return qcfType(pX, pCl);
-  /* A predicate bound to a variable gives its truth as a boolean. */
-  if (qcpExpr(pX, pCl, &zExpr)) {
-    char *zBool;
-    if (zExpr == NULL) return pC->rc;
-    zBool = sqlite3_mprintf("(CASE WHEN %s THEN 1 ELSE 0 END)", zExpr);
-    sqlite3_free(zExpr);
-    return qcfBindResult(pX, pCl, zBool, VT_BOOLEAN, NULL);
-  }
-  if (qcvExpr(pX, pCl, &zExpr, &vt, &zTag)) {
+  (void)pFn;
+  (void)pOut;
+  if (ednIsVar(pCl->aArg[0])) {
+    zExpr = qcTermExpr(pX, pCl->aArg[0], &vt, &zTag, "function");
     if (zExpr == NULL) return pC->rc;
     return qcfBindResult(pX, pCl, zExpr, vt, zTag);
   }
-  if (pC->rc) return pC->rc;
-  return qcErr(pC, pCl->pForm, "unknown function %s", z);
+  return qcbBind(pX, &pCl->bind, pCl->aArg[0], -1, "ground");
+}
+
+int qcfFunction(QCtx *pX, const QClause *pCl) {
+  QComp *pC = pX->pC;
+  const QfBuiltin *pFn;
+  QfOut out = { NULL, VT_NONE, NULL };
+  pC->nArgDepth = 0;
+  pFn = qcfBuiltin(pX, pCl, 0);
+  if (pFn == NULL) return pC->rc;
+  if (pFn->xCompile(pX, pCl, pFn, &out) != SQLITE_OK || pFn->eKind == QF_CLAUSE) return pC->rc;
+  if (out.zSql == NULL) return qcNoMem(pC);
+  if (pFn->eKind == QF_PRED) {
+    /* A predicate bound to a variable gives its truth as a boolean. */
+    char *zBool = sqlite3_mprintf("(CASE WHEN %s THEN 1 ELSE 0 END)", out.zSql);
+    sqlite3_free(out.zSql);
+    return qcfBindResult(pX, pCl, zBool, VT_BOOLEAN, NULL);
+  }
+  return qcfBindResult(pX, pCl, out.zSql, out.vt, out.zTag);
 }

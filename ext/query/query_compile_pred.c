@@ -1,8 +1,9 @@
 /*
 ** query_compile_pred.c — boolean expressions: comparisons (=, !=, <, ...,
 ** chained), Clojure-style predicates (zero?, pos?, even?, nil?,
-** missing? ...) as SQL conditions. Takes a function clause; gives a WHERE
-** term, or 0 when the name is no predicate. Calls the scope and SQL helpers.
+** missing? ...) as SQL conditions: the compile hooks of the predicates in
+** the built-in table (query_funcs.h). Takes a function clause and its row;
+** gives an SQL condition. Calls the scope and SQL helpers.
 **
 ** HOW IT WORKS
 ** Comparisons only hold within one type class (numbers, strings, instants,
@@ -13,6 +14,7 @@
 */
 #include <string.h>
 #include "query_compile_scope.h"
+#include "query_funcs.h"
 
 /* The tags of a comparison class, as an SQL list. */
 static const char *qcpClassTags(int iClass) {
@@ -33,8 +35,8 @@ static const char *qcpClassTags(int iClass) {
 ** is false; Datomic stores 1 and 1.0 as different values); == and the
 ** orderings compare numbers by magnitude. SQLite keeps the two apart by
 ** storage class (a stored double is REAL), so the test is typeof's. */
-static char *qcpCompare(QCtx *pX, const EdnValue *pA, const EdnValue *pB, const char *zOp,
-                        int bNe, int bValue) {
+static char *qcpCompareTerms(QCtx *pX, const EdnValue *pA, const EdnValue *pB, const char *zOp,
+                             int bNe, int bValue) {
   ValueType vtA, vtB;
   char *zTagA = NULL, *zTagB = NULL, *zOut = NULL, *zCmp = NULL;
   char *zA = qcTermExpr(pX, pA, &vtA, &zTagA, "predicate");
@@ -103,143 +105,128 @@ cleanup:
   return zOut;
 }
 
-/* Clojure predicates of one or two arguments: SQL format and arity. */
-static const struct { const char *zName; const char *zFmt; int nArg; } aQcpPred[] = {
-  { "even?", "((%s) %% 2 = 0)", 1 },
-  { "odd?", "((%s) %% 2 != 0)", 1 },
-  { "zero?", "((%s) = 0)", 1 },
-  { "pos?", "((%s) > 0)", 1 },
-  { "neg?", "((%s) < 0)", 1 },
-  { "nil?", "((%s) IS NULL)", 1 },
-  { "some?", "((%s) IS NOT NULL)", 1 },
-  { "true?", "((%s) IS 1)", 1 },
-  { "false?", "((%s) IS 0)", 1 },
-  /* Java's Character.isWhitespace: ASCII space and controls 9-13 and
-  ** 28-31, and Unicode's space separators other than the no-break ones */
-  { "clojure.string/blank?", "(trim(coalesce(%s, ''), char(32, 9, 10, 11, 12, 13, 28, 29, 30, 31, "
-    "5760, 8192, 8193, 8194, 8195, 8196, 8197, 8198, 8200, 8201, 8202, 8232, 8233, 8287, 12288)) = '')", 1 },
-  { "clojure.string/starts-with?", "(substr(%s, 1, length(%s)) = %s)", 2 },
-  { "clojure.string/ends-with?", "mentat_ends_with(%s, %s)", 2 },
-  { "clojure.string/includes?", "(instr(%s, %s) > 0)", 2 },
-};
-
-/* bValue: Clojure's = (and its negations), not the numeric == */
-static const struct { const char *zName, *zOp; int bNe, bValue; } aQcpCmp[] = {
-  { "=", "=", 0, 1 }, { "==", "=", 0, 0 }, { "!=", "!=", 1, 1 }, { "not=", "!=", 1, 1 },
-  { "<", "<", 0, 0 }, { "<=", "<=", 0, 0 }, { ">", ">", 0, 0 }, { ">=", ">=", 0, 0 },
-};
-
 /* Appends the terms of a chain of comparisons joined by zJoin. */
 static void qcpCompareChain(QCtx *pX, sqlite3_str *pOut, const EdnValue *const *aA,
                             const EdnValue *const *aB, int n, const char *zOp, int bNe,
                             int bValue, const char *zJoin) {
   int j;
   for (j = 0; j < n && pX->pC->rc == SQLITE_OK; j++) {
-    char *zT = qcpCompare(pX, aA[j], aB[j], zOp, bNe, bValue);
+    char *zT = qcpCompareTerms(pX, aA[j], aB[j], zOp, bNe, bValue);
     if (zT) sqlite3_str_appendf(pOut, "%s%s", j ? zJoin : "", zT);
     sqlite3_free(zT);
   }
 }
 
-/* The SQL truth value of pCl when its name is a boolean predicate (Datomic's
-** comparison, Clojure predicates, missing?, differ?). Returns 1 when the name
-** is one (then *pzOut is the expression, or NULL on error: see pC->rc), 0 when
-** it is not a predicate name (then the caller tries value functions). */
-int qcpExpr(QCtx *pX, const QClause *pCl, char **pzOut) {
+/* The chain (op a b c ...) as (a op b) AND (b op c) ...: pOut->zSql, or
+** NULL on error (pC->rc). bNe: op is a "differ" (true across classes);
+** bValue: = and != compare as Clojure's = (see qcpCompareTerms). */
+static int qcpChain(QCtx *pX, const QClause *pCl, const char *zOp, int bNe, int bValue,
+                    QfOut *pOut) {
   QComp *pC = pX->pC;
-  const char *z = pCl->zName;
+  sqlite3_str *pStr = sqlite3_str_new(NULL);
+  int n = pCl->nArg;
+  sqlite3_str_appendall(pStr, "(");
+  if (bNe && n > 2) {
+    /* (not= a b c) is (not (= a b c)): true unless all are equal. */
+    sqlite3_str_appendall(pStr, "NOT (");
+    qcpCompareChain(pX, pStr, pCl->aArg, pCl->aArg + 1, n - 1, "=", 0, 1, " AND ");
+    sqlite3_str_appendall(pStr, ")");
+  } else {
+    qcpCompareChain(pX, pStr, pCl->aArg, pCl->aArg + 1, n - 1, zOp, bNe, bValue, " AND ");
+  }
+  sqlite3_str_appendall(pStr, ")");
+  pOut->zSql = sqlite3_str_finish(pStr);
+  if (pC->rc) { sqlite3_free(pOut->zSql); pOut->zSql = NULL; }
+  else if (pOut->zSql == NULL) qcNoMem(pC);
+  return pC->rc;
+}
+
+/* == and the orderings: numbers by magnitude, within one type class. */
+int qcpCompare(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+  return qcpChain(pX, pCl, pFn->zSql, 0, 0, pOut);
+}
+
+/* =: Clojure's =, so a long never equals a double. */
+int qcpEqual(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+  return qcpChain(pX, pCl, pFn->zSql, 0, 1, pOut);
+}
+
+/* != and not=: Clojure's not=, (not (= a b ...)). */
+int qcpNotEqual(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+  return qcpChain(pX, pCl, pFn->zSql, 1, 1, pOut);
+}
+
+/* differ? (DataScript's -differ?): the first half of the arguments differs
+** from the second half in some place. */
+int qcpDiffer(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+  QComp *pC = pX->pC;
+  sqlite3_str *pStr;
+  int h = pCl->nArg / 2;
+  if (pCl->nArg < 2 || pCl->nArg % 2) {
+    return qcErr(pC, pCl->pForm, "%s takes an even number of arguments (two halves to compare)",
+                 pFn->zName);
+  }
+  pStr = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(pStr, "(");
+  qcpCompareChain(pX, pStr, pCl->aArg, pCl->aArg + h, h, pFn->zSql, 1, 1, " OR ");
+  sqlite3_str_appendall(pStr, ")");
+  pOut->zSql = sqlite3_str_finish(pStr);
+  if (pC->rc) { sqlite3_free(pOut->zSql); pOut->zSql = NULL; }
+  else if (pOut->zSql == NULL) qcNoMem(pC);
+  return pC->rc;
+}
+
+/* (missing? $ ?e :attr): the entity has no value of the attribute in the
+** database the query reads, a correlated NOT EXISTS on the datoms. */
+int qcpMissing(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+  QComp *pC = pX->pC;
+  const char *z = pFn->zName;
   const EdnValue *const *aArg;
-  int nArg, i;
-  *pzOut = NULL;
-  for (i = 0; i < (int)(sizeof aQcpCmp / sizeof aQcpCmp[0]); i++) {
-    sqlite3_str *pOut;
-    int n = pCl->nArg;
-    if (strcmp(z, aQcpCmp[i].zName) != 0) continue;
-    if (n < 2) {
-      qcErr(pC, pCl->pForm, "%s needs at least two arguments", z);
-      return 1;
-    }
-    pOut = sqlite3_str_new(NULL);
-    sqlite3_str_appendall(pOut, "(");
-    if (aQcpCmp[i].bNe && n > 2) {
-      /* (not= a b c) is (not (= a b c)): true unless all are equal. */
-      sqlite3_str_appendall(pOut, "NOT (");
-      qcpCompareChain(pX, pOut, pCl->aArg, pCl->aArg + 1, n - 1, "=", 0, 1, " AND ");
-      sqlite3_str_appendall(pOut, ")");
-    } else {
-      qcpCompareChain(pX, pOut, pCl->aArg, pCl->aArg + 1, n - 1, aQcpCmp[i].zOp,
-                      aQcpCmp[i].bNe, aQcpCmp[i].bValue, " AND ");
-    }
-    sqlite3_str_appendall(pOut, ")");
-    *pzOut = sqlite3_str_finish(pOut);
-    if (pC->rc) { sqlite3_free(*pzOut); *pzOut = NULL; }
-    else if (*pzOut == NULL) qcNoMem(pC);
-    return 1;
-  }
-  if (strcmp(z, "differ?") == 0 || strcmp(z, "-differ?") == 0) {
-    /* DataScript's -differ?: the first half of the arguments differs from
-    ** the second half in some place. */
-    sqlite3_str *pOut;
-    int h = pCl->nArg / 2;
-    if (pCl->nArg < 2 || pCl->nArg % 2) {
-      qcErr(pC, pCl->pForm, "%s takes an even number of arguments (two halves to compare)", z);
-      return 1;
-    }
-    pOut = sqlite3_str_new(NULL);
-    sqlite3_str_appendall(pOut, "(");
-    qcpCompareChain(pX, pOut, pCl->aArg, pCl->aArg + h, h, "!=", 1, 1, " OR ");
-    sqlite3_str_appendall(pOut, ")");
-    *pzOut = sqlite3_str_finish(pOut);
-    if (pC->rc) { sqlite3_free(*pzOut); *pzOut = NULL; }
-    else if (*pzOut == NULL) qcNoMem(pC);
-    return 1;
-  }
+  const Attr *pA;
+  char *zE;
+  int nArg;
   qcSkipSrc(pCl, &aArg, &nArg);
-  if (strcmp(z, "missing?") == 0) {
-    const Attr *pA;
-    char *zE;
-    if (nArg != 2) {
-      qcErr(pC, pCl->pForm, "missing? takes $, an entity and an attribute");
-      return 1;
-    }
-    pA = qcAttrArg(pX, aArg[1], z);
-    if (pC->rc) return 1;
-    zE = qcEntityExpr(pX, aArg[0], z);
-    if (zE == NULL) return 1;
-    if (pA) {
-      char *zSub = qcEntityAttrSql(pX, pCl->pForm, z, "1", zE, pA->e);
-      *pzOut = zSub ? sqlite3_mprintf("NOT EXISTS (%s)", zSub) : NULL;
-      sqlite3_free(zSub);
-    } else {
-      *pzOut = sqlite3_mprintf("1");
-    }
-    if (*pzOut == NULL) qcNoMem(pC);
-    sqlite3_free(zE);
-    return 1;
+  if (nArg != 2) return qcErr(pC, pCl->pForm, "missing? takes $, an entity and an attribute");
+  pA = qcAttrArg(pX, aArg[1], z);
+  if (pC->rc) return pC->rc;
+  zE = qcEntityExpr(pX, aArg[0], z);
+  if (zE == NULL) return pC->rc;
+  if (pA) {
+    char *zSub = qcEntityAttrSql(pX, pCl->pForm, z, "1", zE, pA->e);
+    pOut->zSql = zSub ? sqlite3_mprintf("NOT EXISTS (%s)", zSub) : NULL;
+    sqlite3_free(zSub);
+  } else {
+    pOut->zSql = sqlite3_mprintf("1");
   }
-  for (i = 0; i < (int)(sizeof aQcpPred / sizeof aQcpPred[0]); i++) {
-    ValueType vt;
-    char *zA, *zB = NULL;
-    if (strcmp(z, aQcpPred[i].zName) != 0) continue;
-    if (pCl->nArg != aQcpPred[i].nArg) {
-      qcErr(pC, pCl->pForm, "%s takes %d argument(s), got %d", z, aQcpPred[i].nArg, pCl->nArg);
-      return 1;
-    }
-    zA = qcTermExpr(pX, pCl->aArg[0], &vt, NULL, "predicate");
-    if (zA && pCl->nArg == 2) zB = qcTermExpr(pX, pCl->aArg[1], &vt, NULL, "predicate");
-    if (pC->rc == SQLITE_OK) {
-      if (strcmp(z, "clojure.string/starts-with?") == 0) {
-        *pzOut = sqlite3_mprintf(aQcpPred[i].zFmt, zA, zB, zB);
-      } else if (pCl->nArg == 2) {
-        *pzOut = sqlite3_mprintf(aQcpPred[i].zFmt, zA, zB);
-      } else {
-        *pzOut = sqlite3_mprintf(aQcpPred[i].zFmt, zA);
-      }
-      if (*pzOut == NULL) qcNoMem(pC);
-    }
-    sqlite3_free(zA);
-    sqlite3_free(zB);
-    return 1;
+  if (pOut->zSql == NULL) qcNoMem(pC);
+  sqlite3_free(zE);
+  return pC->rc;
+}
+
+/* The row's template over the one or two arguments (a Clojure predicate);
+** bTwice: the second argument fills the template twice (starts-with?). */
+static int qcpTemplate(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, int bTwice,
+                       QfOut *pOut) {
+  QComp *pC = pX->pC;
+  ValueType vt;
+  char *zA, *zB = NULL;
+  zA = qcTermExpr(pX, pCl->aArg[0], &vt, NULL, "predicate");
+  if (zA && pCl->nArg == 2) zB = qcTermExpr(pX, pCl->aArg[1], &vt, NULL, "predicate");
+  if (pC->rc == SQLITE_OK) {
+    if (bTwice) pOut->zSql = sqlite3_mprintf(pFn->zSql, zA, zB, zB);
+    else if (pCl->nArg == 2) pOut->zSql = sqlite3_mprintf(pFn->zSql, zA, zB);
+    else pOut->zSql = sqlite3_mprintf(pFn->zSql, zA);
+    if (pOut->zSql == NULL) qcNoMem(pC);
   }
-  return 0;
+  sqlite3_free(zA);
+  sqlite3_free(zB);
+  return pC->rc;
+}
+
+int qcpFormat(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+  return qcpTemplate(pX, pCl, pFn, 0, pOut);
+}
+
+int qcpStartsWith(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+  return qcpTemplate(pX, pCl, pFn, 1, pOut);
 }

@@ -266,7 +266,7 @@ int qcTypeClass(ValueType vt);
 const char *qcVtName(ValueType vt);
 /* "line L col C: zWhat" for form p (0, 0 without one), as an SQL string
 ** literal: the place argument of the store functions that fail at run
-** time (mentat_arith, _subs, _regex, _sum, _num). NULL on OOM. */
+** time (mentat_add, _subs, _re_find, _sum, _num ...). NULL on OOM. */
 char *qcPlaceSql(const EdnValue *p, const char *zWhat);
 /* " COLLATE mentat_kw" for an expression of type vt that may hold keywords
 ** (VT_KEYWORD, or VT_NONE), else "": min, max, :order and compare then
@@ -369,20 +369,11 @@ int qcwRowsUnique(const QCtx *pX, const char *const *azVar, int nVar);
 int qcbBind(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
             const char *zWhat);
 
-/* ---- query_compile_pred.c: boolean expressions */
+/* ---- query_compile_pred.c, _value.c: the compile hooks of the built-in
+** functions, which query_funcs.h declares with their table */
 
-/* The SQL truth value of pCl when it names a boolean predicate: returns 1
-** (*pzOut the expression, NULL on error), 0 when it names none. */
-int qcpExpr(QCtx *pX, const QClause *pCl, char **pzOut);
-
-/* ---- query_compile_value.c: value expressions */
-
-/* pCl as a value expression: returns 1 when it names a value function
-** (*pzExpr its SQL, NULL on error; *pvt its type; *pzTag its tag SQL when
-** *pvt is VT_NONE), 0 when it names none. */
-int qcvExpr(QCtx *pX, const QClause *pCl, char **pzExpr, ValueType *pvt, char **pzTag);
-
-/* ---- query_compile_fn.c: function and predicate clauses */
+/* ---- query_compile_fn.c: function and predicate clauses, each compiled by
+** its built-in's row of the table (qfLookup) */
 
 int qcfPredicate(QCtx *pX, const QClause *pCl);
 int qcfFunction(QCtx *pX, const QClause *pCl);

@@ -2,8 +2,8 @@
 ** query_one.c — mentat_one, an eponymous table-valued function on the
 ** store connections: one row holding its argument, or no row for NULL.
 **
-**   SELECT f2.value FROM mentat_one(mentat_arith(4, 'line 1 col 20: inc', ?1)) f1,
-**                        mentat_one(mentat_arith(4, 'line 1 col 36: inc', f1.value)) f2
+**   SELECT f2.value FROM mentat_one(mentat_inc('line 1 col 20: inc', ?1)) f1,
+**                        mentat_one(mentat_inc('line 1 col 36: inc', f1.value)) f2
 **
 ** Columns: value, tag (the arguments as given; tag NULL without one) and
 ** the hidden arguments arg, arg_tag. Calls SQLite only.

@@ -1,0 +1,278 @@
+/*
+** query_funcs_coll.c — values as collections at run time: mentat_json (a
+** stored value as a JSON element, for tuple), mentat_set_key (equality
+** under Clojure's = for count-distinct), mentat_agg_json (distinct,
+** (min n), (max n), sample and rand as JSON arrays) and the mentat_kw
+** collation (keywords in Clojure's compare order). Takes SQL values and
+** value tags; gives JSON text, BLOB keys or an order. Calls SQLite and the
+** value printer.
+*/
+#include <string.h>
+#include <stdlib.h>
+#include "query_funcs.h"
+
+/* mentat_json(v, tag): a stored value as JSON (subtype J), for tuple. */
+void qfJson(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  sqlite3_str *pOut;
+  int n, rc;
+  char *z;
+  (void)argc;
+  if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL) {
+    sqlite3_result_null(pCtx);
+    return;
+  }
+  pOut = sqlite3_str_new(NULL);
+  rc = valueJsonFromStored(pOut, argv[0], sqlite3_value_int(argv[1]), 0);
+  n = sqlite3_str_length(pOut);
+  z = sqlite3_str_finish(pOut);
+  if (z == NULL || rc != SQLITE_OK) {
+    sqlite3_free(z);
+    sqlite3_result_error_nomem(pCtx);
+    return;
+  }
+  sqlite3_result_text(pCtx, z, n, sqlite3_free);
+  sqlite3_result_subtype(pCtx, MENTAT_JSON_SUBTYPE);
+}
+
+/* mentat_set_key(v, tag): a BLOB equal for two values exactly when they
+** are equal under Clojure's = (count-distinct over values of unknown type):
+** the tag, a ref's read as a long's (a ref value is its entity id), the
+** storage class (1 is not 1.0), then the value's bytes (-0.0 as 0.0, which
+** Clojure's = makes equal). NULL gives NULL. */
+void qfSetKey(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  unsigned char aKey[10];
+  int t = sqlite3_value_type(argv[0]), tag, i;
+  (void)argc;
+  if (t == SQLITE_NULL) return;
+  tag = sqlite3_value_type(argv[1]) == SQLITE_NULL ? 255 : sqlite3_value_int(argv[1]);
+  if (tag == TAG_REF) tag = TAG_NUMBER;
+  aKey[0] = (unsigned char)tag;
+  aKey[1] = (unsigned char)t;
+  if (t == SQLITE_INTEGER || t == SQLITE_FLOAT) {
+    sqlite3_uint64 u;
+    if (t == SQLITE_INTEGER) {
+      u = (sqlite3_uint64)sqlite3_value_int64(argv[0]);
+    } else {
+      double d = sqlite3_value_double(argv[0]);
+      if (d == 0.0) d = 0.0;
+      memcpy(&u, &d, sizeof u);
+    }
+    for (i = 0; i < 8; i++) aKey[2 + i] = (unsigned char)(u >> (56 - 8 * i));
+    sqlite3_result_blob(pCtx, aKey, 10, SQLITE_TRANSIENT);
+  } else {
+    const unsigned char *z = t == SQLITE_TEXT ? sqlite3_value_text(argv[0])
+                                              : sqlite3_value_blob(argv[0]);
+    int n = sqlite3_value_bytes(argv[0]);
+    unsigned char *pOut;
+    if (z == NULL && n > 0) { sqlite3_result_error_nomem(pCtx); return; }
+    pOut = sqlite3_malloc(n + 2);
+    if (pOut == NULL) { sqlite3_result_error_nomem(pCtx); return; }
+    pOut[0] = aKey[0];
+    pOut[1] = aKey[1];
+    if (n > 0) memcpy(pOut + 2, z, (size_t)n);
+    sqlite3_result_blob(pCtx, pOut, n + 2, sqlite3_free);
+  }
+}
+
+/* mentat_agg_json(mode, v, tag [, n]), an aggregate:
+**   mode -1: (distinct ?x), the set of values as a JSON array;
+**   mode 1/2: (min n ?x) / (max n ?x), the n smallest / largest of the bag
+**             (a value repeats as often as its rows: :with);
+**   mode 3: (sample n ?x), n distinct values chosen at random;
+**   mode 4: (rand n ?x), n values drawn with replacement from the bag
+**           (Datomic's rand may repeat a value). */
+typedef struct QfVal {
+  sqlite3_value *pV;
+  int tag;
+} QfVal;
+
+typedef struct QfVals {
+  QfVal *a;
+  int n, nAlloc;
+  int iMode;
+  sqlite3_int64 nWant;
+  int bOom;
+} QfVals;
+
+void qfValsStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  QfVals *p = sqlite3_aggregate_context(pCtx, sizeof(QfVals));
+  if (p == NULL) { sqlite3_result_error_nomem(pCtx); return; }
+  p->iMode = sqlite3_value_int(argv[0]);
+  p->nWant = argc > 3 ? sqlite3_value_int64(argv[3]) : -1;
+  if (sqlite3_value_type(argv[1]) == SQLITE_NULL || p->bOom) return;
+  if (p->n == p->nAlloc) {
+    int nNew = p->nAlloc ? p->nAlloc * 2 : 16;
+    QfVal *aNew = sqlite3_realloc64(p->a, sizeof(QfVal) * nNew);
+    if (aNew == NULL) { p->bOom = 1; return; }
+    p->a = aNew;
+    p->nAlloc = nNew;
+  }
+  p->a[p->n].pV = sqlite3_value_dup(argv[1]);
+  p->a[p->n].tag = sqlite3_value_int(argv[2]);
+  if (p->a[p->n].pV == NULL) { p->bOom = 1; return; }
+  p->n++;
+}
+
+/* Clojure's compare of two keywords given as their texts (":ns/name",
+** ":name"), as Keyword.compareTo -> Symbol.compareTo: a keyword without
+** namespace first, then namespace, then name (so :ns/z < :ns-/a, while
+** bytewise ":ns/" > ":ns-"). The namespace ends at the first '/' (as
+** Symbol.intern splits it). Parts compare bytewise: UTF-8 order is code
+** point order (Java's String.compareTo orders UTF-16 units, which differs
+** only between supplementary characters and U+E000..U+FFFF). */
+static int qfKeywordCmp(const char *x, int nx, const char *y, int ny) {
+  const char *sx, *sy;
+  int nsx = -1, nsy = -1, c;
+  x++; nx--; y++; ny--;                /* past the ':' */
+  sx = nx > 1 ? memchr(x, '/', (size_t)nx) : NULL;
+  sy = ny > 1 ? memchr(y, '/', (size_t)ny) : NULL;
+  if (sx && sx > x) nsx = (int)(sx - x);
+  if (sy && sy > y) nsy = (int)(sy - y);
+  if ((nsx < 0) != (nsy < 0)) return nsx < 0 ? -1 : 1;
+  if (nsx >= 0) {
+    c = memcmp(x, y, (size_t)(nsx < nsy ? nsx : nsy));
+    if (c == 0) c = nsx - nsy;
+    if (c) return c;
+    x += nsx + 1; nx -= nsx + 1;
+    y += nsy + 1; ny -= nsy + 1;
+  }
+  c = memcmp(x, y, (size_t)(nx < ny ? nx : ny));
+  return c ? c : nx - ny;
+}
+
+/* The mentat_kw collation: keyword order for texts that both look like
+** keywords, bytewise order otherwise. A column of keywords uses it for
+** min, max and :order; so does one of unknown type (its tag is not seen
+** here), where two strings that both start with ':' compare as keywords. */
+int qfCollateKw(void *pArg, int nx, const void *x, int ny, const void *y) {
+  int c;
+  (void)pArg;
+  if (nx > 1 && ny > 1 && ((const char*)x)[0] == ':' && ((const char*)y)[0] == ':') {
+    return qfKeywordCmp(x, nx, y, ny);
+  }
+  c = memcmp(x, y, (size_t)(nx < ny ? nx : ny));
+  return c ? c : nx - ny;
+}
+
+/* SQLite's order across storage classes: numbers, then text, then blobs;
+** keywords (by tag) in Clojure's order among themselves. */
+/* Ties of qfCmpVal: values that SQLite stores alike but Clojure's = tells
+** apart by type (true and 1, ":x/y" and :x/y); a ref and a long of one
+** number are one value. */
+static int qfSetTagCmp(const QfVal *a, const QfVal *b) {
+  int ta = a->tag == TAG_REF ? TAG_NUMBER : a->tag, tb = b->tag == TAG_REF ? TAG_NUMBER : b->tag;
+  return ta - tb;
+}
+
+static int qfCmpVal(const void *a, const void *b) {
+  sqlite3_value *x = ((const QfVal*)a)->pV, *y = ((const QfVal*)b)->pV;
+  if (((const QfVal*)a)->tag == TAG_KEYWORD && ((const QfVal*)b)->tag == TAG_KEYWORD
+      && sqlite3_value_type(x) == SQLITE_TEXT && sqlite3_value_type(y) == SQLITE_TEXT) {
+    const char *zx = (const char*)sqlite3_value_text(x), *zy = (const char*)sqlite3_value_text(y);
+    int nx = sqlite3_value_bytes(x), ny = sqlite3_value_bytes(y);
+    if (zx && zy && nx > 1 && ny > 1) return qfKeywordCmp(zx, nx, zy, ny);
+  }
+  int tx = sqlite3_value_type(x), ty = sqlite3_value_type(y);
+  int cx = (tx == SQLITE_INTEGER || tx == SQLITE_FLOAT) ? 1 : tx == SQLITE_TEXT ? 2 : 3;
+  int cy = (ty == SQLITE_INTEGER || ty == SQLITE_FLOAT) ? 1 : ty == SQLITE_TEXT ? 2 : 3;
+  if (cx != cy) return cx - cy;
+  if (cx == 1) {
+    if (tx == SQLITE_INTEGER && ty == SQLITE_INTEGER) {
+      sqlite3_int64 i = sqlite3_value_int64(x), j = sqlite3_value_int64(y);
+      if (i != j) return i < j ? -1 : 1;
+    } else {
+      double d = sqlite3_value_double(x), e = sqlite3_value_double(y);
+      if (d != e) return d < e ? -1 : 1;
+      /* equal numbers of two kinds: 1 and 1.0 are two values (Clojure's =) */
+      if (tx != ty) return tx - ty;
+    }
+    return qfSetTagCmp((const QfVal*)a, (const QfVal*)b);
+  }
+  {
+    int n = sqlite3_value_bytes(x), m = sqlite3_value_bytes(y);
+    const void *zx = cx == 2 ? (const void*)sqlite3_value_text(x) : sqlite3_value_blob(x);
+    const void *zy = cx == 2 ? (const void*)sqlite3_value_text(y) : sqlite3_value_blob(y);
+    int c = memcmp(zx ? zx : "", zy ? zy : "", (size_t)(n < m ? n : m));
+    if (c == 0) c = n - m;
+    return c ? c : qfSetTagCmp((const QfVal*)a, (const QfVal*)b);
+  }
+}
+
+void qfValsFinal(sqlite3_context *pCtx) {
+  QfVals *p = sqlite3_aggregate_context(pCtx, 0);
+  sqlite3_str *pOut;
+  int i, nOut = 0, n, bNomem = 0;
+  char *z;
+  if (p == NULL) {
+    sqlite3_result_text(pCtx, "[]", 2, SQLITE_STATIC);
+    sqlite3_result_subtype(pCtx, MENTAT_JSON_SUBTYPE);
+    return;
+  }
+  if (p->bOom) {
+    sqlite3_result_error_nomem(pCtx);
+    goto cleanup;
+  }
+  if (p->n > 1) qsort(p->a, (size_t)p->n, sizeof(QfVal), qfCmpVal);
+  /* Drop duplicates: distinct and sample give sets of values. (min n),
+  ** (max n) and rand keep the bag's repeats, as Datomic's do with :with. */
+  n = 0;
+  for (i = 0; i < p->n; i++) {
+    if (p->iMode == 1 || p->iMode == 2 || p->iMode == 4) {
+      p->a[n++] = p->a[i];
+      continue;
+    }
+    if (n > 0 && qfCmpVal(&p->a[n - 1], &p->a[i]) == 0) {
+      sqlite3_value_free(p->a[i].pV);
+      continue;
+    }
+    p->a[n++] = p->a[i];
+  }
+  p->n = n;
+  if (p->iMode == 3) {
+    /* Fisher-Yates with SQLite's PRNG. */
+    for (i = p->n - 1; i > 0; i--) {
+      unsigned r;
+      QfVal t;
+      int j;
+      sqlite3_randomness(sizeof r, &r);
+      j = (int)(r % (unsigned)(i + 1));
+      t = p->a[i];
+      p->a[i] = p->a[j];
+      p->a[j] = t;
+    }
+  }
+  pOut = sqlite3_str_new(NULL);
+  sqlite3_str_appendchar(pOut, 1, '[');
+  if (p->iMode == 4) {
+    /* n draws with replacement from the set */
+    sqlite3_int64 k;
+    for (k = 0; p->n > 0 && k < p->nWant; k++) {
+      unsigned r;
+      sqlite3_randomness(sizeof r, &r);
+      if (k) sqlite3_str_appendchar(pOut, 1, ',');
+      i = (int)(r % (unsigned)p->n);
+      if (valueJsonFromStored(pOut, p->a[i].pV, p->a[i].tag, 0) != SQLITE_OK) bNomem = 1;
+    }
+  }
+  for (i = 0; p->iMode != 4 && i < p->n; i++) {
+    int k = p->iMode == 2 ? p->n - 1 - i : i;
+    if (p->nWant >= 0 && p->iMode != -1 && nOut >= p->nWant) break;
+    if (nOut++) sqlite3_str_appendchar(pOut, 1, ',');
+    if (valueJsonFromStored(pOut, p->a[k].pV, p->a[k].tag, 0) != SQLITE_OK) bNomem = 1;
+  }
+  sqlite3_str_appendchar(pOut, 1, ']');
+  n = sqlite3_str_length(pOut);
+  z = sqlite3_str_finish(pOut);
+  if (bNomem) {
+    sqlite3_free(z);
+    z = NULL;
+  }
+  if (z == NULL) sqlite3_result_error_nomem(pCtx);
+  else {
+    sqlite3_result_text(pCtx, z, n, sqlite3_free);
+    sqlite3_result_subtype(pCtx, MENTAT_JSON_SUBTYPE);
+  }
+cleanup:
+  for (i = 0; i < p->n; i++) sqlite3_value_free(p->a[i].pV);
+  sqlite3_free(p->a);
+}

@@ -1,0 +1,368 @@
+/*
+** query_funcs_num.c — numbers and tx points at run time: Clojure's
+** arithmetic for the built-ins + - * / quot rem mod inc dec abs (long
+** overflow and division by zero are errors naming the clause; / gives a
+** long when whole), the numeric aggregates (sum with its overflow an
+** error, median, variance, stddev), mentat_num (aggregates take numbers
+** only) and mentat_tx_point (tx-ids and tx-data take tx ids). Takes SQL
+** values; gives SQL values or "<where>: ..." errors. Calls SQLite only.
+*/
+#include <string.h>
+#include <math.h>
+#include <stdlib.h>
+#include "query_funcs.h"
+
+#define QF_LONG_MAX ((sqlite3_uint64)0x7fffffffffffffffULL)   /* 2^63 - 1 */
+
+/* Clojure's / over argv[0..n-1] (n >= 1; (/ x) is (/ 1 x)), none NULL:
+** longs divide exactly, as Clojure's ratios do, and the result is a long
+** when it is whole ((/ 4 2) is 2, (/ 12 2 3) is 2) and else the double
+** nearest the ratio ((/ 1 2) is 0.5: there are no ratios here). A double
+** argument makes the division a double one. Any zero divisor is an error,
+** as Clojure's Numbers.divide(Object, Object) throws; a whole result past
+** a long ((/ -2^63 -1)) is an overflow, where Clojure's long division
+** wraps it silently. */
+static void qfDivide(sqlite3_context *pCtx, sqlite3_value *pWhere, int n, sqlite3_value **argv) {
+  int i, bReal = 0, bLong = 0;
+  sqlite3_int64 num = 1;           /* the exact value so far: num / den, */
+  sqlite3_uint64 den = 1;          /* den > 0, in lowest terms */
+  long double ld = 0;              /* or, once bLong, its long double */
+  for (i = 0; i < n; i++) {
+    if (sqlite3_value_type(argv[i]) == SQLITE_FLOAT) bReal = 1;
+  }
+  for (i = n == 1 ? 0 : 1; i < n; i++) {
+    if (sqlite3_value_double(argv[i]) == 0) {
+      qfErrorAt(pCtx, pWhere, "divide by zero");
+      return;
+    }
+  }
+  if (bReal) {
+    double d = n == 1 ? 1.0 : sqlite3_value_double(argv[0]);
+    for (i = n == 1 ? 0 : 1; i < n; i++) d /= sqlite3_value_double(argv[i]);
+    sqlite3_result_double(pCtx, d);
+    return;
+  }
+  if (n > 1) num = sqlite3_value_int64(argv[0]);
+  for (i = n == 1 ? 0 : 1; i < n; i++) {
+    sqlite3_int64 y = sqlite3_value_int64(argv[i]);
+    sqlite3_uint64 un, uy, a, b, g, dNew;
+    int bNeg, bDenOver, bNumOver;
+    if (bLong) {
+      ld /= (long double)y;
+      continue;
+    }
+    /* num / (den * y), reduced: num and den share no factor, so dividing
+    ** num and y by their gcd leaves the fraction in lowest terms */
+    un = num < 0 ? (sqlite3_uint64)0 - (sqlite3_uint64)num : (sqlite3_uint64)num;
+    uy = y < 0 ? (sqlite3_uint64)0 - (sqlite3_uint64)y : (sqlite3_uint64)y;
+    bNeg = (num < 0) != (y < 0);
+    for (a = un, b = uy; b != 0;) {
+      sqlite3_uint64 r = a % b;
+      a = b;
+      b = r;
+    }
+    g = a;                                    /* uy > 0, so g > 0 */
+    un /= g;
+    uy /= g;
+    bDenOver = __builtin_mul_overflow(den, uy, &dNew) || dNew > QF_LONG_MAX;
+    bNumOver = un > QF_LONG_MAX && !(bNeg && un == QF_LONG_MAX + 1);
+    if (bNumOver && !bDenOver && dNew == 1) {
+      /* whole, but 2^63: not a long */
+      qfErrorAt(pCtx, pWhere, "integer overflow");
+      return;
+    }
+    if (bDenOver || bNumOver) {
+      /* past a long's range and not whole: the nearest double will do */
+      ld = (long double)un / (long double)den / (long double)uy;
+      if (bNeg) ld = -ld;
+      bLong = 1;
+      continue;
+    }
+    den = dNew;
+    num = bNeg ? (sqlite3_int64)((sqlite3_uint64)0 - un) : (sqlite3_int64)un;
+  }
+  if (bLong) sqlite3_result_double(pCtx, (double)ld);
+  else if (den == 1) sqlite3_result_int64(pCtx, num);
+  else sqlite3_result_double(pCtx, (double)((long double)num / (long double)den));
+}
+
+/* The operations of qfArith. */
+enum { QFA_ADD = 1, QFA_SUB, QFA_MUL, QFA_INC, QFA_DEC, QFA_ABS, QFA_QUOT, QFA_MOD, QFA_REM, QFA_DIV };
+
+/* Clojure's arithmetic op over argv = (where, a [, b ...]): long arithmetic, exact or
+** an error ("<where>: integer overflow"; where is "line L col C: fn"),
+** where SQLite's operators turn an overflowing integer into a double (and
+** quot of -2^63 by -1 into 2^63-1). A double argument gives double
+** arithmetic, as Clojure's (quot, rem and mod too: SQLite's % and CAST
+** take integer parts); NULL gives NULL. / is qfDivide's. Division by zero
+** (quot, rem, mod, / ; 0 or 0.0) is an error, "<where>: divide by zero":
+** Datomic calls the function with boxed numbers, and Clojure's
+** Numbers.divide/quotient/remainder of Objects throw for any zero divisor. */
+static void qfArith(sqlite3_context *pCtx, int op, int argc, sqlite3_value **argv) {
+  int i, bReal = 0, bOver = 0;
+  sqlite3_int64 x, y;
+  if (argc == 1) {                      /* (+) and (*), as Clojure's */
+    sqlite3_result_int64(pCtx, op == QFA_MUL ? 1 : 0);
+    return;
+  }
+  for (i = 1; i < argc; i++) {
+    int t = sqlite3_value_type(argv[i]);
+    if (t == SQLITE_NULL) return;
+    if (t == SQLITE_FLOAT) bReal = 1;
+  }
+  if (op == QFA_DIV) {
+    qfDivide(pCtx, argv[0], argc - 1, argv + 1);
+    return;
+  }
+  if ((op == QFA_QUOT || op == QFA_REM || op == QFA_MOD) && sqlite3_value_double(argv[2]) == 0) {
+    qfErrorAt(pCtx, argv[0], "divide by zero");
+    return;
+  }
+  if (bReal && (op == QFA_QUOT || op == QFA_REM || op == QFA_MOD)) {
+    /* Clojure's double quot (truncated quotient, a double), rem (the
+    ** dividend's sign) and mod (the divisor's) */
+    double a = sqlite3_value_double(argv[1]), b = sqlite3_value_double(argv[2]), r;
+    if (op == QFA_QUOT) {
+      r = trunc(a / b);
+    } else {
+      r = fmod(a, b);
+      if (op == QFA_MOD && r != 0 && (r < 0) != (b < 0)) r += b;
+    }
+    sqlite3_result_double(pCtx, r);
+    return;
+  }
+  if (bReal) {
+    double d = sqlite3_value_double(argv[1]);
+    if (argc == 2 && op == QFA_SUB) d = -d;
+    for (i = 2; i < argc; i++) {
+      double e = sqlite3_value_double(argv[i]);
+      d = op == QFA_ADD ? d + e : op == QFA_SUB ? d - e : d * e;
+    }
+    if (op == QFA_INC) d += 1;
+    else if (op == QFA_DEC) d -= 1;
+    else if (op == QFA_ABS) d = fabs(d);
+    sqlite3_result_double(pCtx, d);
+    return;
+  }
+  x = sqlite3_value_int64(argv[1]);
+  switch (op) {
+    case QFA_ADD: case QFA_SUB: case QFA_MUL:
+      if (argc == 2 && op == QFA_SUB) bOver = __builtin_sub_overflow((sqlite3_int64)0, x, &x);
+      for (i = 2; i < argc && !bOver; i++) {
+        y = sqlite3_value_int64(argv[i]);
+        bOver = op == QFA_ADD ? __builtin_add_overflow(x, y, &x)
+              : op == QFA_SUB ? __builtin_sub_overflow(x, y, &x) : __builtin_mul_overflow(x, y, &x);
+      }
+      break;
+    case QFA_INC: bOver = __builtin_add_overflow(x, (sqlite3_int64)1, &x); break;
+    case QFA_DEC: bOver = __builtin_sub_overflow(x, (sqlite3_int64)1, &x); break;
+    case QFA_ABS: if (x < 0) bOver = __builtin_sub_overflow((sqlite3_int64)0, x, &x); break;
+    case QFA_QUOT:
+      y = sqlite3_value_int64(argv[2]);
+      if (y == -1) bOver = __builtin_sub_overflow((sqlite3_int64)0, x, &x);
+      else x /= y;
+      break;
+    case QFA_MOD: case QFA_REM:
+      /* rem: the dividend's sign (C's %); mod: the divisor's, as Clojure's */
+      y = sqlite3_value_int64(argv[2]);
+      x = y == -1 ? 0 : x % y;
+      if (op == QFA_MOD && x != 0 && (x < 0) != (y < 0)) x += y;   /* opposite signs: no overflow */
+      break;
+    default:
+      return;
+  }
+  if (bOver) {
+    qfErrorAt(pCtx, argv[0], "integer overflow");
+    return;
+  }
+  sqlite3_result_int64(pCtx, x);
+}
+
+/* The SQL functions of the arithmetic built-ins (the table in
+** query_funcs.c names them): mentat_add(where, a ...), mentat_sub (one
+** argument: negation), mentat_mul, mentat_div (one argument: (/ 1 x)),
+** mentat_quot, mentat_rem, mentat_mod, mentat_inc, mentat_dec, mentat_abs. */
+void qfAdd(sqlite3_context *pCtx, int argc, sqlite3_value **argv) { qfArith(pCtx, QFA_ADD, argc, argv); }
+void qfSub(sqlite3_context *pCtx, int argc, sqlite3_value **argv) { qfArith(pCtx, QFA_SUB, argc, argv); }
+void qfMul(sqlite3_context *pCtx, int argc, sqlite3_value **argv) { qfArith(pCtx, QFA_MUL, argc, argv); }
+void qfDiv(sqlite3_context *pCtx, int argc, sqlite3_value **argv) { qfArith(pCtx, QFA_DIV, argc, argv); }
+void qfQuot(sqlite3_context *pCtx, int argc, sqlite3_value **argv) { qfArith(pCtx, QFA_QUOT, argc, argv); }
+void qfRem(sqlite3_context *pCtx, int argc, sqlite3_value **argv) { qfArith(pCtx, QFA_REM, argc, argv); }
+void qfMod(sqlite3_context *pCtx, int argc, sqlite3_value **argv) { qfArith(pCtx, QFA_MOD, argc, argv); }
+void qfInc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) { qfArith(pCtx, QFA_INC, argc, argv); }
+void qfDec(sqlite3_context *pCtx, int argc, sqlite3_value **argv) { qfArith(pCtx, QFA_DEC, argc, argv); }
+void qfAbs(sqlite3_context *pCtx, int argc, sqlite3_value **argv) { qfArith(pCtx, QFA_ABS, argc, argv); }
+
+/* --------------------------------------------- numbers of aggregates */
+
+/* The user's name for the type of a stored value: its tag, and for
+** TAG_NUMBER its storage class t (long or double). Static text. */
+const char *qfTagName(int tag, int t) {
+  switch (tag) {
+    case TAG_REF: return ":db.type/ref";
+    case TAG_NUMBER: return t == SQLITE_INTEGER ? ":db.type/long" : ":db.type/double";
+    case TAG_BOOLEAN: return ":db.type/boolean";
+    case TAG_INSTANT: return ":db.type/instant";
+    case TAG_STRING: return ":db.type/string";
+    case TAG_UUID: return ":db.type/uuid";
+    case TAG_KEYWORD: return ":db.type/keyword";
+    case TAG_BYTES: return ":db.type/bytes";
+    case TAG_JSON: return "collection";
+  }
+  return "value of unknown type";
+}
+
+/* mentat_tx_point(v, tag, where): see the header. tag NULL: the value's
+** storage class decides (an integer is a tx id). NULL gives NULL. */
+void qfTxPoint(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  int t = sqlite3_value_type(argv[0]);
+  const char *zType = NULL;
+  char *zErr;
+  (void)argc;
+  if (t == SQLITE_NULL) return;
+  if (sqlite3_value_type(argv[1]) == SQLITE_NULL) {
+    if (t == SQLITE_FLOAT) zType = ":db.type/double";
+    else if (t != SQLITE_INTEGER) zType = t == SQLITE_TEXT ? "text" : "blob";
+  } else {
+    int tag = sqlite3_value_int(argv[1]);
+    if (tag != TAG_REF && (tag != TAG_NUMBER || t != SQLITE_INTEGER)) zType = qfTagName(tag, t);
+  }
+  if (zType == NULL) {
+    sqlite3_result_value(pCtx, argv[0]);
+    return;
+  }
+  zErr = sqlite3_mprintf("%s is a %s, not a tx id or an #inst",
+                         (const char *)sqlite3_value_text(argv[2]), zType);
+  if (zErr == NULL) sqlite3_result_error_nomem(pCtx);
+  else sqlite3_result_error(pCtx, zErr, -1);
+  sqlite3_free(zErr);
+}
+
+/* mentat_num(v, tag, where): v when it is a number or an entity id, else
+** the error Datomic's numeric aggregates throw ("<where>: a :db.type/string
+** is not a number"). For values whose type the compiler does not know
+** ([?e ?a ?v], rule results): their tag says it. A NULL tag (type unknown
+** there too) goes by the storage class. NULL stays NULL. */
+void qfNum(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  int t = sqlite3_value_type(argv[0]);
+  const char *zType = NULL;
+  (void)argc;
+  if (t == SQLITE_NULL) return;
+  if (sqlite3_value_type(argv[1]) == SQLITE_NULL) {
+    if (t != SQLITE_INTEGER && t != SQLITE_FLOAT) zType = t == SQLITE_TEXT ? "text" : "blob";
+  } else {
+    int tag = sqlite3_value_int(argv[1]);
+    if (tag != TAG_NUMBER && tag != TAG_REF) zType = qfTagName(tag, t);
+  }
+  if (zType) {
+    qfErrorAt(pCtx, argv[2], "a %s is not a number", zType);
+    return;
+  }
+  sqlite3_result_value(pCtx, argv[0]);
+}
+
+/* mentat_sum(x, where): SQLite's sum (exact over longs, a double once a
+** double comes, NULL over no rows), but a long overflow stops at once and
+** says where ("line L col C: (sum ?x): integer overflow") instead of a
+** bare "integer overflow". */
+typedef struct QfSum {
+  sqlite3_int64 i;
+  double d;
+  int bAny, bReal, bOver;
+} QfSum;
+
+void qfSumStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  QfSum *p = sqlite3_aggregate_context(pCtx, sizeof(QfSum));
+  int t = sqlite3_value_numeric_type(argv[0]);
+  (void)argc;
+  if (p == NULL) { sqlite3_result_error_nomem(pCtx); return; }
+  if (t == SQLITE_NULL) return;
+  p->bAny = 1;
+  if (t == SQLITE_INTEGER && !p->bReal) {
+    if (__builtin_add_overflow(p->i, sqlite3_value_int64(argv[0]), &p->i)) {
+      /* the statement stops here, as Clojure's + throws */
+      p->bOver = 1;
+      qfErrorAt(pCtx, argv[1], "integer overflow");
+    }
+    return;
+  }
+  if (!p->bReal) {
+    p->bReal = 1;
+    p->d = (double)p->i;
+  }
+  p->d += sqlite3_value_double(argv[0]);
+}
+
+void qfSumFinal(sqlite3_context *pCtx) {
+  QfSum *p = sqlite3_aggregate_context(pCtx, 0);
+  if (p == NULL || !p->bAny) { sqlite3_result_null(pCtx); return; }
+  if (p->bOver) {
+    sqlite3_result_error(pCtx, "integer overflow", -1);   /* the step said where */
+  } else if (p->bReal) {
+    sqlite3_result_double(pCtx, p->d);
+  } else {
+    sqlite3_result_int64(pCtx, p->i);
+  }
+}
+
+typedef struct QfNums {
+  double *a;
+  sqlite3_int64 n, nAlloc;
+  int bAllInt;
+  int bOom;
+} QfNums;
+
+void qfNumsStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  QfNums *p = sqlite3_aggregate_context(pCtx, sizeof(QfNums));
+  int t = sqlite3_value_numeric_type(argv[0]);
+  (void)argc;
+  if (p == NULL) { sqlite3_result_error_nomem(pCtx); return; }
+  if (p->n == 0 && p->nAlloc == 0) p->bAllInt = 1;
+  if (t != SQLITE_INTEGER && t != SQLITE_FLOAT) return;
+  if (t != SQLITE_INTEGER) p->bAllInt = 0;
+  if (p->n == p->nAlloc) {
+    sqlite3_int64 nNew = p->nAlloc ? p->nAlloc * 2 : 16;
+    double *aNew = sqlite3_realloc64(p->a, sizeof(double) * nNew);
+    if (aNew == NULL) { p->bOom = 1; return; }
+    p->a = aNew;
+    p->nAlloc = nNew;
+  }
+  p->a[p->n++] = sqlite3_value_double(argv[0]);
+}
+
+static int qfCmpDouble(const void *a, const void *b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+void qfMedianFinal(sqlite3_context *pCtx) {
+  QfNums *p = sqlite3_aggregate_context(pCtx, 0);
+  if (p == NULL || p->n == 0) { if (p) sqlite3_free(p->a); sqlite3_result_null(pCtx); return; }
+  if (p->bOom) { sqlite3_free(p->a); sqlite3_result_error_nomem(pCtx); return; }
+  qsort(p->a, (size_t)p->n, sizeof(double), qfCmpDouble);
+  if (p->n % 2) {
+    double m = p->a[p->n / 2];
+    if (p->bAllInt) sqlite3_result_int64(pCtx, (sqlite3_int64)m);
+    else sqlite3_result_double(pCtx, m);
+  } else {
+    sqlite3_result_double(pCtx, (p->a[p->n / 2 - 1] + p->a[p->n / 2]) / 2.0);
+  }
+  sqlite3_free(p->a);
+}
+
+static void qfVarianceOf(sqlite3_context *pCtx, int bStddev) {
+  QfNums *p = sqlite3_aggregate_context(pCtx, 0);
+  double mean = 0, ss = 0;
+  sqlite3_int64 i;
+  if (p == NULL || p->n == 0) { if (p) sqlite3_free(p->a); sqlite3_result_null(pCtx); return; }
+  if (p->bOom) { sqlite3_free(p->a); sqlite3_result_error_nomem(pCtx); return; }
+  for (i = 0; i < p->n; i++) mean += p->a[i];
+  mean /= (double)p->n;
+  for (i = 0; i < p->n; i++) ss += (p->a[i] - mean) * (p->a[i] - mean);
+  ss /= (double)p->n;
+  sqlite3_result_double(pCtx, bStddev ? sqrt(ss) : ss);
+  sqlite3_free(p->a);
+}
+
+void qfVarianceFinal(sqlite3_context *pCtx) { qfVarianceOf(pCtx, 0); }
+void qfStddevFinal(sqlite3_context *pCtx) { qfVarianceOf(pCtx, 1); }

@@ -1,0 +1,138 @@
+/*
+** query_funcs_text.c — strings at run time: mentat_ends_with
+** (clojure.string/ends-with?), mentat_str (a value as Clojure's str prints
+** it), mentat_upper_case and mentat_lower_case (Unicode's case mapping)
+** and mentat_subs (subs, an error out of range). Takes SQL values and
+** value tags; gives text. Calls SQLite and the C library's wide-character
+** case mapping.
+*/
+#include <string.h>
+#include <ctype.h>
+#include <locale.h>
+#include <pthread.h>
+#include <wctype.h>
+#include "query_funcs.h"
+
+void qfEndsWith(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  const unsigned char *z = sqlite3_value_text(argv[0]);
+  const unsigned char *zS = sqlite3_value_text(argv[1]);
+  int n = sqlite3_value_bytes(argv[0]), nS = sqlite3_value_bytes(argv[1]);
+  (void)argc;
+  if (z == NULL || zS == NULL) { sqlite3_result_null(pCtx); return; }
+  sqlite3_result_int(pCtx, nS <= n && memcmp(z + n - nS, zS, nS) == 0);
+}
+
+/* Clojure's str of one value: text as is, booleans true/false, instants,
+** uuids and bytes as their JSON text without the quotes, nil as "". */
+void qfStr(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  int tag = sqlite3_value_type(argv[1]) == SQLITE_NULL ? -1 : sqlite3_value_int(argv[1]);
+  (void)argc;
+  if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {
+    sqlite3_result_text(pCtx, "", 0, SQLITE_STATIC);
+  } else if (tag == TAG_BOOLEAN) {
+    sqlite3_result_text(pCtx, sqlite3_value_int(argv[0]) ? "true" : "false", -1, SQLITE_STATIC);
+  } else if (tag == TAG_INSTANT || tag == TAG_UUID || tag == TAG_BYTES) {
+    sqlite3_str *pOut = sqlite3_str_new(NULL);
+    char *z;
+    int n, rc = valueJsonFromStored(pOut, argv[0], tag, 0);
+    n = sqlite3_str_length(pOut);
+    z = sqlite3_str_finish(pOut);
+    if (z == NULL || rc != SQLITE_OK) {
+      sqlite3_free(z);
+      sqlite3_result_error_nomem(pCtx);
+      return;
+    }
+    if (n >= 2 && z[0] == '"') sqlite3_result_text(pCtx, z + 1, n - 2, SQLITE_TRANSIENT);
+    else sqlite3_result_text(pCtx, z, n, SQLITE_TRANSIENT);
+    sqlite3_free(z);
+  } else {
+    const unsigned char *z = sqlite3_value_text(argv[0]);
+    if (z == NULL) { sqlite3_result_error_nomem(pCtx); return; }
+    sqlite3_result_text(pCtx, (const char*)z, sqlite3_value_bytes(argv[0]), SQLITE_TRANSIENT);
+  }
+}
+
+/* The C.UTF-8 locale for towupper_l/towlower_l (the host's own locale is
+** usually "C", whose case mapping is ASCII only), made once; NULL when
+** the C library has none (then the mapping stays ASCII). */
+static locale_t gQfLocale = (locale_t)0;
+static pthread_once_t gQfLocaleOnce = PTHREAD_ONCE_INIT;
+static void qfLocaleInit(void) {
+  gQfLocale = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+}
+
+/* s in upper case (bUpper) or lower case, with Unicode's one-to-one case
+** mapping (SQLite's upper/lower map ASCII only). Java's special cases
+** (ß to SS, a final sigma) are not made. NULL gives NULL. */
+static void qfCase(sqlite3_context *pCtx, sqlite3_value *pS, int bUpper) {
+  int n, i;
+  const unsigned char *z = sqlite3_value_text(pS);
+  sqlite3_str *pOut;
+  char *zOut;
+  if (z == NULL) return;
+  n = sqlite3_value_bytes(pS);
+  pthread_once(&gQfLocaleOnce, qfLocaleInit);
+  pOut = sqlite3_str_new(NULL);
+  for (i = 0; i < n;) {
+    int L = ednUtf8Len(z, n, i);
+    unsigned c;
+    char buf[4];
+    if (L == 0) { sqlite3_str_appendchar(pOut, 1, (char)z[i++]); continue; }
+    c = (unsigned)ednUtf8Decode(z + i, L);
+    i += L;
+    if (gQfLocale) c = (unsigned)(bUpper ? towupper_l((wint_t)c, gQfLocale) : towlower_l((wint_t)c, gQfLocale));
+    else if (c < 0x80) c = (unsigned)(bUpper ? toupper((int)c) : tolower((int)c));
+    sqlite3_str_append(pOut, buf, ednUtf8Encode(c, buf));
+  }
+  n = sqlite3_str_length(pOut);
+  i = sqlite3_str_errcode(pOut);
+  zOut = sqlite3_str_finish(pOut);
+  if (i != SQLITE_OK) {
+    sqlite3_free(zOut);
+    sqlite3_result_error_nomem(pCtx);
+  } else {
+    sqlite3_result_text(pCtx, zOut ? zOut : "", n, zOut ? sqlite3_free : SQLITE_STATIC);
+  }
+}
+
+/* mentat_upper_case(s), mentat_lower_case(s): clojure.string/upper-case
+** and lower-case (qfCase). */
+void qfUpperCase(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  (void)argc;
+  qfCase(pCtx, argv[0], 1);
+}
+
+void qfLowerCase(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  (void)argc;
+  qfCase(pCtx, argv[0], 0);
+}
+
+/* mentat_subs(where, s, begin [, end]): Clojure's subs, in characters; a
+** range outside 0 <= begin <= end <= length is an error, as Clojure throws
+** (SQLite's substr clamps it). */
+void qfSubs(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  const unsigned char *z = sqlite3_value_text(argv[1]);
+  sqlite3_int64 nChar = 0, b, e;
+  int n, i, iB = -1, iE = -1;
+  if (z == NULL || sqlite3_value_type(argv[2]) == SQLITE_NULL
+      || (argc > 3 && sqlite3_value_type(argv[3]) == SQLITE_NULL)) return;
+  n = sqlite3_value_bytes(argv[1]);
+  b = sqlite3_value_int64(argv[2]);
+  e = argc > 3 ? sqlite3_value_int64(argv[3]) : -1;   /* -1: the end, once counted */
+  for (i = 0; i < n; i++) {
+    if ((z[i] & 0xC0) != 0x80) {
+      if (nChar == b) iB = i;
+      if (nChar == e) iE = i;
+      nChar++;
+    }
+  }
+  if (argc <= 3) e = nChar;
+  if (b == nChar) iB = n;
+  if (e == nChar) iE = n;
+  if (b < 0 || e < b || e > nChar) {
+    qfErrorAt(pCtx, argv[0], "begin %lld, end %lld, length %lld is out of range", (long long)b,
+              (long long)e, (long long)nChar);
+    return;
+  }
+  sqlite3_result_text(pCtx, (const char *)z + iB, iE - iB, SQLITE_TRANSIENT);
+}
