@@ -102,7 +102,7 @@ $(foreach s,$(STAGES),$(eval $(call stage_archive,$(s))))
 # nothing above: a call that runs up the pipeline fails to link.
 TEST_STAGE_edn = edn
 TEST_STAGE_value = edn
-TEST_STAGE_schema = store
+TEST_STAGE_schema = schema
 TEST_STAGE_store = store
 TEST_STAGE_tx = tx
 TEST_STAGE_pull = pull

@@ -205,7 +205,7 @@ static void tSetup(void) {
         " INSERT INTO datoms (e, a, v, tx, value_type_tag, index_vaet)"
         " SELECT 70000 + i, 142, 70001 + i, 268435457, 0, 1 FROM n");
 
-  ck_assert_msg(schemaLoad(db, &pSchema, &zErr) == SQLITE_OK, "schemaLoad: %s", zErr ? zErr : "?");
+  ck_assert_msg(storeSchemaLoad(db, &pSchema, &zErr) == SQLITE_OK, "schemaLoad: %s", zErr ? zErr : "?");
 }
 
 static void tTeardown(void) {
@@ -714,7 +714,7 @@ START_TEST(test_text_cache) {
                     i, a[i].zPat, zGot);
       sqlite3_free(zGot);
     }
-    if (k == 0) ck_assert_int_eq(schemaLoad(db, &pS2, &zErr), SQLITE_OK);
+    if (k == 0) ck_assert_int_eq(storeSchemaLoad(db, &pS2, &zErr), SQLITE_OK);
   }
   pullCacheFree(pCache);
   schemaUnref(pS2);

@@ -1,39 +1,25 @@
 /*
-** schema.c — loading an immutable Schema snapshot (idents and attribute
-** definitions) from a store, and its O(1) lookups.
+** schema.c — an immutable Schema snapshot (idents and attribute
+** definitions) built from rows, and its O(1) lookups.
+**
+** Takes in ident rows (entid, keyword) and definition rows (entid,
+** attribute, value: the datoms of :db/valueType .. :db/noHistory) through a
+** SchemaBuilder; gives out a reference-counted Schema; calls nothing but
+** SQLite's allocator. No database: the store's loader (store_schema.c)
+** reads the rows from a store file, tests give them by hand.
 **
 ** HOW IT WORKS
-** One statement reads the three sources of the snapshot as tagged rows:
-** the `idents` mirror (entid <-> keyword, a = :db/ident), the `schema`
-** mirror (the datoms of :db/valueType .. :db/fulltext, entids 7..12, for
-** attribute entities) and the :db/noHistory datoms (13, kept only in
-** `datoms` because the format's mirror stops at 12). Rows are copied into
-** flat arrays; then two open-addressing hash tables index them: entid ->
-** entry and keyword -> entry, where an entry holds the ident and, for an
-** attribute, the index of its Attr. Attrs are sorted by entid, which is the
-** order pull's wildcard uses.
-**
-** The same rows feed a fingerprint: a sum (mod 2^64) of per-row hashes, so
-** it does not depend on row order. The store compares it with the published
-** snapshot's after another connection commits and reloads only on a change.
-**
-** A snapshot is never modified after schemaLoad() returns, so any number of
-** threads read it without locks; the reference count is atomic.
+** Rows are copied into flat arrays; schemaBuild then makes two
+** open-addressing hash tables over them: entid -> entry and keyword ->
+** entry, where an entry holds the ident and, for an attribute, the index of
+** its Attr. Attrs are sorted by entid, which is the order pull's wildcard
+** uses. A snapshot is never modified after schemaBuild returns, so any
+** number of threads read it without locks; the reference count is atomic.
 */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include "schema.h"
-
-/* Row sources, the first column of the load statement. */
-#define SRC_IDENTS    0
-#define SRC_SCHEMA    1
-#define SRC_NOHISTORY 2
-
-static const char zLoadSql[] =
-  "SELECT 0, e, a, v, value_type_tag FROM idents"
-  " UNION ALL SELECT 1, e, a, v, value_type_tag FROM schema"
-  " UNION ALL SELECT 2, e, a, v, value_type_tag FROM datoms WHERE a = 13";
 
 /* One entity known to the snapshot: it has an ident, is an attribute, or
 ** both. */
@@ -64,7 +50,7 @@ static atomic_llong gGeneration = 0;
 
 /* ---------------------------------------------------------------- hashing */
 
-static sqlite3_uint64 schemaHashBytes(const unsigned char *z, int n) {
+sqlite3_uint64 schemaHashBytes(const unsigned char *z, int n) {
   sqlite3_uint64 h = 1469598103934665603ULL;      /* FNV-1a */
   for (int i = 0; i < n; i++) {
     h ^= z[i];
@@ -73,91 +59,28 @@ static sqlite3_uint64 schemaHashBytes(const unsigned char *z, int n) {
   return h;
 }
 
-/* A strong 64-bit mix (splitmix64's finaliser) so that summing row hashes
-** does not let simple changes cancel out. */
-static sqlite3_uint64 schemaMix(sqlite3_uint64 x) {
+sqlite3_uint64 schemaHashMix(sqlite3_uint64 x) {
   x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ULL;
   x ^= x >> 27; x *= 0x94d049bb133111ebULL;
   x ^= x >> 31;
   return x;
 }
 
-static sqlite3_uint64 schemaRowHash(sqlite3_stmt *pStmt) {
-  sqlite3_uint64 h = (sqlite3_uint64)sqlite3_column_int64(pStmt, 0);
-  h = schemaMix(h ^ (sqlite3_uint64)sqlite3_column_int64(pStmt, 1));
-  h = schemaMix(h ^ (sqlite3_uint64)sqlite3_column_int64(pStmt, 2));
-  h = schemaMix(h ^ (sqlite3_uint64)sqlite3_column_int64(pStmt, 4));
-  switch (sqlite3_column_type(pStmt, 3)) {
-    case SQLITE_INTEGER:
-      h = schemaMix(h ^ (sqlite3_uint64)sqlite3_column_int64(pStmt, 3));
-      break;
-    case SQLITE_FLOAT: {
-      double d = sqlite3_column_double(pStmt, 3);
-      sqlite3_uint64 u;
-      memcpy(&u, &d, sizeof u);
-      h = schemaMix(h ^ u ^ 0x5555);
-      break;
-    }
-    case SQLITE_NULL:
-      h = schemaMix(h ^ 0xaaaa);
-      break;
-    default: {
-      const unsigned char *z = sqlite3_column_blob(pStmt, 3);
-      int n = sqlite3_column_bytes(pStmt, 3);
-      h = schemaMix(h ^ schemaHashBytes(z, n));
-      break;
-    }
-  }
-  return h;
-}
+/* ---------------------------------------------------------------- building */
 
-static void schemaSetErr(char **pzErr, sqlite3 *db, const char *zWhat) {
-  if (pzErr == NULL) return;
-  sqlite3_free(*pzErr);
-  *pzErr = sqlite3_mprintf("cannot read the store's schema (%s): %s", zWhat,
-                           sqlite3_errmsg(db));
-}
-
-const char *schemaFingerprintSql(void) {
-  return zLoadSql;
-}
-
-int schemaFingerprintStmt(sqlite3_stmt *pStmt, sqlite3_uint64 *pFp) {
-  sqlite3_uint64 fp = 0, n = 0;
-  int rc;
-  while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
-    fp += schemaRowHash(pStmt);
-    n++;
-  }
-  if (rc == SQLITE_DONE) rc = SQLITE_OK;
-  sqlite3_reset(pStmt);
-  *pFp = fp + schemaMix(n);
-  return rc;
-}
-
-int schemaFingerprint(sqlite3 *db, sqlite3_uint64 *pFp, char **pzErr) {
-  sqlite3_stmt *pStmt = NULL;
-  int rc = sqlite3_prepare_v2(db, zLoadSql, -1, &pStmt, NULL);
-  *pFp = 0;
-  if (rc == SQLITE_OK) rc = schemaFingerprintStmt(pStmt, pFp);
-  if (rc != SQLITE_OK) schemaSetErr(pzErr, db, "fingerprint");
-  sqlite3_finalize(pStmt);
-  return rc;
-}
-
-/* ---------------------------------------------------------------- loading */
-
-/* Growable arrays used only while loading. */
+/* The builder's growable arrays. */
 typedef struct IdentRow { sqlite3_int64 e; int iOff; int n; } IdentRow;
 typedef struct DefRow { sqlite3_int64 e, a, v; } DefRow;
 
-typedef struct SchemaLoader {
+struct SchemaBuilder {
   IdentRow *aIdent; int nIdent, nIdentAlloc;
-  DefRow *aDef; int nDef, nDefAlloc;
-  DefRow *aNoHist; int nNoHist, nNoHistAlloc;
+  DefRow *aDef; int nDef, nDefAlloc;          /* a = 7..12 */
+  DefRow *aNoHist; int nNoHist, nNoHistAlloc; /* a = 13 */
+  sqlite3_int64 *aValueIdx; int nValueIdx, nValueIdxAlloc;
   sqlite3_str *pStr;          /* ident text, each NUL-terminated */
   int nStr;                   /* bytes appended so far */
-} SchemaLoader;
+  int rc;                     /* first failure of an add, or SQLITE_OK */
+};
 
 static int schemaGrow(void **pa, int *pnAlloc, int nUsed, size_t szElem) {
   if (nUsed < *pnAlloc) return SQLITE_OK;
@@ -177,7 +100,7 @@ static int schemaCmpDef(const void *pA, const void *pB) {
 }
 
 static unsigned int schemaHashInt(sqlite3_int64 e) {
-  return (unsigned int)schemaMix((sqlite3_uint64)e);
+  return (unsigned int)schemaHashMix((sqlite3_uint64)e);
 }
 
 static unsigned int schemaHashKw(const char *z, int n) {
@@ -220,70 +143,89 @@ static int schemaAddEnt(Schema *p, sqlite3_int64 e) {
   return i;
 }
 
-static void schemaLoaderFree(SchemaLoader *pL) {
+void schemaBuilderFree(SchemaBuilder *pL) {
+  if (pL == NULL) return;
   sqlite3_free(pL->aIdent);
   sqlite3_free(pL->aDef);
   sqlite3_free(pL->aNoHist);
+  sqlite3_free(pL->aValueIdx);
   if (pL->pStr) sqlite3_free(sqlite3_str_finish(pL->pStr));
-  memset(pL, 0, sizeof *pL);
+  sqlite3_free(pL);
 }
 
-/* Reads every row (and the fingerprint) into pL. */
-static int schemaReadRows(sqlite3 *db, SchemaLoader *pL, sqlite3_uint64 *pFp) {
-  sqlite3_stmt *pStmt = NULL;
-  sqlite3_uint64 fp = 0, nRow = 0;
-  int rc = sqlite3_prepare_v2(db, zLoadSql, -1, &pStmt, NULL);
-  if (rc != SQLITE_OK) goto cleanup;
-  while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
-    int iSrc = sqlite3_column_int(pStmt, 0);
-    sqlite3_int64 e = sqlite3_column_int64(pStmt, 1);
-    sqlite3_int64 a = sqlite3_column_int64(pStmt, 2);
-    fp += schemaRowHash(pStmt);
-    nRow++;
-    if (iSrc == SRC_IDENTS) {
-      /* Only keyword-valued :db/ident rows name an entity. */
-      if (a != ENTID_DB_IDENT || sqlite3_column_type(pStmt, 3) != SQLITE_TEXT) continue;
-      const char *z = (const char *)sqlite3_column_text(pStmt, 3);
-      int n = sqlite3_column_bytes(pStmt, 3);
-      if (z == NULL) { rc = SQLITE_NOMEM; goto cleanup; }
-      rc = schemaGrow((void **)&pL->aIdent, &pL->nIdentAlloc, pL->nIdent, sizeof(IdentRow));
-      if (rc != SQLITE_OK) goto cleanup;
-      IdentRow *pRow = &pL->aIdent[pL->nIdent++];
-      pRow->e = e;
-      pRow->iOff = pL->nStr;
-      pRow->n = n;
-      sqlite3_str_append(pL->pStr, z, n);
-      sqlite3_str_appendchar(pL->pStr, 1, 0);
-      rc = sqlite3_str_errcode(pL->pStr);
-      if (rc != SQLITE_OK) goto cleanup;
-      pL->nStr += n + 1;
-    } else if (iSrc == SRC_SCHEMA) {
-      if (a < ENTID_DB_VALUETYPE || a > ENTID_DB_FULLTEXT) continue;
-      rc = schemaGrow((void **)&pL->aDef, &pL->nDefAlloc, pL->nDef, sizeof(DefRow));
-      if (rc != SQLITE_OK) goto cleanup;
-      DefRow *pRow = &pL->aDef[pL->nDef++];
-      pRow->e = e;
-      pRow->a = a;
-      pRow->v = sqlite3_column_int64(pStmt, 3);
-    } else {
-      rc = schemaGrow((void **)&pL->aNoHist, &pL->nNoHistAlloc, pL->nNoHist, sizeof(DefRow));
-      if (rc != SQLITE_OK) goto cleanup;
-      DefRow *pRow = &pL->aNoHist[pL->nNoHist++];
-      pRow->e = e;
-      pRow->a = a;
-      pRow->v = sqlite3_column_int64(pStmt, 3);
+int schemaBuilderNew(SchemaBuilder **ppOut) {
+  SchemaBuilder *pL = sqlite3_malloc64(sizeof *pL);
+  *ppOut = NULL;
+  if (pL == NULL) return SQLITE_NOMEM;
+  memset(pL, 0, sizeof *pL);
+  pL->pStr = sqlite3_str_new(NULL);
+  if (sqlite3_str_errcode(pL->pStr) != SQLITE_OK) {
+    schemaBuilderFree(pL);
+    return SQLITE_NOMEM;
+  }
+  *ppOut = pL;
+  return SQLITE_OK;
+}
+
+int schemaBuilderIdent(SchemaBuilder *pL, sqlite3_int64 e, const char *zKw, int nKw) {
+  int rc = pL->rc;
+  if (rc != SQLITE_OK) return rc;
+  if (nKw < 0) nKw = (int)strlen(zKw);
+  rc = schemaGrow((void **)&pL->aIdent, &pL->nIdentAlloc, pL->nIdent, sizeof(IdentRow));
+  if (rc == SQLITE_OK) {
+    IdentRow *pRow = &pL->aIdent[pL->nIdent];
+    pRow->e = e;
+    pRow->iOff = pL->nStr;
+    pRow->n = nKw;
+    sqlite3_str_append(pL->pStr, zKw, nKw);
+    sqlite3_str_appendchar(pL->pStr, 1, 0);
+    rc = sqlite3_str_errcode(pL->pStr);
+    if (rc == SQLITE_OK) {
+      pL->nIdent++;
+      pL->nStr += nKw + 1;
     }
   }
-  if (rc == SQLITE_DONE) rc = SQLITE_OK;
-cleanup:
-  sqlite3_finalize(pStmt);
-  *pFp = fp + schemaMix(nRow);
+  pL->rc = rc;
+  return rc;
+}
+
+int schemaBuilderDef(SchemaBuilder *pL, sqlite3_int64 e, sqlite3_int64 a, sqlite3_int64 v) {
+  DefRow **paRow;
+  int *pnRow, *pnAlloc;
+  int rc = pL->rc;
+  if (rc != SQLITE_OK) return rc;
+  if (a == ENTID_DB_NOHISTORY) {
+    paRow = &pL->aNoHist; pnRow = &pL->nNoHist; pnAlloc = &pL->nNoHistAlloc;
+  } else if (a >= ENTID_DB_VALUETYPE && a <= ENTID_DB_FULLTEXT) {
+    paRow = &pL->aDef; pnRow = &pL->nDef; pnAlloc = &pL->nDefAlloc;
+  } else {
+    return SQLITE_OK;
+  }
+  rc = schemaGrow((void **)paRow, pnAlloc, *pnRow, sizeof(DefRow));
+  if (rc == SQLITE_OK) {
+    DefRow *pRow = &(*paRow)[(*pnRow)++];
+    pRow->e = e;
+    pRow->a = a;
+    pRow->v = v;
+  }
+  pL->rc = rc;
+  return rc;
+}
+
+int schemaBuilderValueIndex(SchemaBuilder *pL, sqlite3_int64 e) {
+  int rc = pL->rc;
+  if (rc != SQLITE_OK) return rc;
+  rc = schemaGrow((void **)&pL->aValueIdx, &pL->nValueIdxAlloc, pL->nValueIdx,
+                  sizeof(sqlite3_int64));
+  if (rc == SQLITE_OK) pL->aValueIdx[pL->nValueIdx++] = e;
+  pL->rc = rc;
   return rc;
 }
 
 
-/* Builds the snapshot's tables from the loaded rows. */
-static int schemaBuild(Schema *p, SchemaLoader *pL) {
+
+/* Builds the snapshot's tables from the builder's rows. */
+static int schemaBuildTables(Schema *p, SchemaBuilder *pL) {
   /* Attributes: entities with a :db/valueType row, in entid order. */
   if (pL->nDef > 1) qsort(pL->aDef, (size_t)pL->nDef, sizeof(DefRow), schemaCmpDef);
   int nAttrMax = 0;
@@ -350,7 +292,7 @@ static int schemaBuild(Schema *p, SchemaLoader *pL) {
     }
     i = j;
     if (!bHasType) continue;
-    /* :db/unique implies the index (SPEC §5, as the Rust engine demands). */
+    /* :db/unique implies the index (SPEC.md §5, as the Rust engine demands). */
     if (attr.eUnique != UNIQUE_NONE) attr.bIndex = 1;
     int iEnt = schemaAddEnt(p, attr.e);
     attr.zIdent = p->aEnt[iEnt].zIdent;
@@ -358,7 +300,8 @@ static int schemaBuild(Schema *p, SchemaLoader *pL) {
     p->aAttr[p->nAttr++] = attr;
   }
 
-  /* :db/noHistory lives only in datoms. */
+  /* :db/noHistory, whose rows come apart from the mirror's (the format
+  ** keeps them only in datoms). */
   for (int i = 0; i < pL->nNoHist; i++) {
     int iEnt = schemaFindEnt(p, pL->aNoHist[i].e);
     if (iEnt >= 0 && p->aEnt[iEnt].iAttr >= 0) {
@@ -368,25 +311,14 @@ static int schemaBuild(Schema *p, SchemaLoader *pL) {
   return SQLITE_OK;
 }
 
-/* Marks the attributes the store gave a covering value index
-** idx_mentat_avet_<a> (store_tune.c), so compiled queries look values up
-** there. A store without the table (not v3) or the rows has none. Not part
-** of the fingerprint: an index made by another process is seen at this
-** process's next reload; until then queries use the format's indexes,
-** which is slower but gives the same rows. */
-static int schemaReadValueIndexes(sqlite3 *db, Schema *p) {
-  sqlite3_stmt *pStmt = NULL;
-  int rc = sqlite3_prepare_v2(db,
-      "SELECT m.a FROM mentat_managed_indexes m JOIN sqlite_master s ON s.name = m.name"
-      " WHERE s.type = 'index' AND m.kind = 'adaptive' AND m.name = 'idx_mentat_avet_' || m.a",
-      -1, &pStmt, NULL);
-  if (rc != SQLITE_OK) return rc == SQLITE_NOMEM ? rc : SQLITE_OK;
-  while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
-    int iEnt = schemaFindEnt(p, sqlite3_column_int64(pStmt, 0));
+/* Marks the attributes the builder was told have a covering value index
+** (idx_mentat_avet_<a>, store_tune.c), so compiled queries look values up
+** there; an entid that is no attribute is ignored. */
+static void schemaApplyValueIndexes(Schema *p, const SchemaBuilder *pL) {
+  for (int i = 0; i < pL->nValueIdx; i++) {
+    int iEnt = schemaFindEnt(p, pL->aValueIdx[i]);
     if (iEnt >= 0 && p->aEnt[iEnt].iAttr >= 0) p->aAttr[p->aEnt[iEnt].iAttr].bValueIndex = 1;
   }
-  sqlite3_finalize(pStmt);
-  return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
 static void schemaFree(Schema *p) {
@@ -399,38 +331,24 @@ static void schemaFree(Schema *p) {
   sqlite3_free(p);
 }
 
-int schemaLoad(sqlite3 *db, Schema **ppOut, char **pzErr) {
-  SchemaLoader loader;
+int schemaBuild(SchemaBuilder *pL, sqlite3_uint64 fp, Schema **ppOut) {
   Schema *p = NULL;
-  int rc;
+  int rc = pL->rc;
 
   *ppOut = NULL;
-  memset(&loader, 0, sizeof loader);
-  loader.pStr = sqlite3_str_new(db);
+  if (rc != SQLITE_OK) goto cleanup;
   p = sqlite3_malloc64(sizeof(Schema));
   if (p == NULL) { rc = SQLITE_NOMEM; goto cleanup; }
   memset(p, 0, sizeof *p);
   atomic_init(&p->nRef, 1);
-
-  rc = schemaReadRows(db, &loader, &p->fp);
-  if (rc != SQLITE_OK) {
-    if (rc != SQLITE_NOMEM) schemaSetErr(pzErr, db, "load");
-    goto cleanup;
-  }
-  rc = schemaBuild(p, &loader);
-  if (rc == SQLITE_OK) rc = schemaReadValueIndexes(db, p);
-  if (rc != SQLITE_OK) {
-    if (rc != SQLITE_NOMEM) schemaSetErr(pzErr, db, "load");
-    goto cleanup;
-  }
+  p->fp = fp;
+  rc = schemaBuildTables(p, pL);
+  if (rc != SQLITE_OK) goto cleanup;
+  schemaApplyValueIndexes(p, pL);
   p->iGeneration = atomic_fetch_add(&gGeneration, 1) + 1;
 
 cleanup:
-  schemaLoaderFree(&loader);
-  if (rc == SQLITE_NOMEM && pzErr) {
-    sqlite3_free(*pzErr);
-    *pzErr = sqlite3_mprintf("out of memory loading the schema");
-  }
+  schemaBuilderFree(pL);
   if (rc != SQLITE_OK) {
     schemaFree(p);
     p = NULL;

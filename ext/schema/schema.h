@@ -1,10 +1,13 @@
 /*
 ** schema.h — an immutable, reference-counted snapshot of a store's idents
-** and attribute definitions, read from the `idents` and `schema` tables.
+** and attribute definitions, built from rows with no database.
 **
-** Shared by every connection and thread of a store (SPEC §4): a snapshot is
-** never modified after schemaLoad() returns; a schema change builds a new one
-** and the store swaps it in whole. Lookups are O(1) hash probes.
+** Takes in ident and definition rows (a SchemaBuilder; the store stage's
+** storeSchemaLoad reads them from the `idents` and `schema` tables);
+** gives out Schema lookups; calls nothing but SQLite's allocator. Shared
+** by every connection and thread of a store (SPEC.md §4): a snapshot is
+** never modified after schemaBuild() returns; a schema change builds a new
+** one and the store swaps it in whole. Lookups are O(1) hash probes.
 */
 #ifndef MENTAT_SCHEMA_H
 #define MENTAT_SCHEMA_H
@@ -65,11 +68,35 @@ typedef struct Attr {
 
 typedef struct Schema Schema;
 
-/* Loads a snapshot from the store connection db (reads `idents`, `schema`
-** and the :db/noHistory datoms, and which attributes have a managed value
-** index in `mentat_managed_indexes`). *ppOut has one reference. Returns an
-** SQLite code; on error *pzErr (sqlite3_malloc'd) says why. */
-int schemaLoad(sqlite3 *db, Schema **ppOut, char **pzErr);
+/* Building a snapshot: rows go in in any number and order, then
+** schemaBuild makes the Schema. Every add returns an SQLite code
+** (SQLITE_NOMEM); after a failure the builder keeps that code, later adds
+** do nothing, and schemaBuild returns it. */
+typedef struct SchemaBuilder SchemaBuilder;
+int schemaBuilderNew(SchemaBuilder **ppOut);
+/* Frees a builder schemaBuild was not given (NULL is a no-op). */
+void schemaBuilderFree(SchemaBuilder *p);
+/* Entity e is named by keyword zKw (":ns/name", nKw bytes or -1 for
+** NUL-terminated; copied). An entity keeps its first ident and a keyword
+** its first entity (the store's mirror is unique; a damaged one must not
+** crash). */
+int schemaBuilderIdent(SchemaBuilder *p, sqlite3_int64 e, const char *zKw, int nKw);
+/* The definition datom [e a v] of attribute e, a one of
+** ENTID_DB_VALUETYPE .. ENTID_DB_NOHISTORY (7..13): for :db/valueType,
+** :db/cardinality and :db/unique v is the entid of the value
+** (ENTID_DB_TYPE_REF .. ENTID_DB_TYPE_BYTES, ENTID_DB_CARD_*,
+** ENTID_DB_UNIQUE_*), for the flags 0 or 1. Other a are ignored. Only an
+** entity with a :db/valueType is an attribute; :db/unique implies
+** :db/index. */
+int schemaBuilderDef(SchemaBuilder *p, sqlite3_int64 e, sqlite3_int64 a, sqlite3_int64 v);
+/* Attribute e has the store's covering value index idx_mentat_avet_<e>
+** (Attr.bValueIndex). */
+int schemaBuilderValueIndex(SchemaBuilder *p, sqlite3_int64 e);
+/* Builds the snapshot from p's rows, with fp as its fingerprint
+** (schemaFingerprintOf; the loader's hash of the rows it read, 0 for a
+** snapshot of no store), and frees p whatever happens. *ppOut has one
+** reference. Returns SQLITE_OK or SQLITE_NOMEM. */
+int schemaBuild(SchemaBuilder *p, sqlite3_uint64 fp, Schema **ppOut);
 
 void schemaRef(Schema *p);
 void schemaUnref(Schema *p);   /* frees at zero; NULL is a no-op */
@@ -90,18 +117,15 @@ const Attr *schemaAttrAt(const Schema *p, int i);
 ** query plans remember it to know they are stale. */
 sqlite3_int64 schemaGeneration(const Schema *p);
 
-/* An order-independent 64-bit hash of the rows a snapshot is built from
-** (`idents`, `schema`, the :db/noHistory datoms). The store compares the
-** fingerprint of the file with the published snapshot's after another
-** connection committed, to reload only when the schema really changed.
-** schemaFingerprint reads db (run it in the same read transaction as any
-** schemaLoad it decides on); schemaFingerprintOf is the loaded one's. */
-int schemaFingerprint(sqlite3 *db, sqlite3_uint64 *pFp, char **pzErr);
+/* The fingerprint the snapshot was built with: the store compares it with
+** the file's after another connection committed, to reload only when the
+** schema really changed (store_revalidate.c). */
 sqlite3_uint64 schemaFingerprintOf(const Schema *p);
-/* The same, for callers that revalidate often and keep the statement:
-** pStmt is prepared from schemaFingerprintSql() on the connection; it is
-** stepped to the end and reset. Returns an SQLite code. */
-const char *schemaFingerprintSql(void);
-int schemaFingerprintStmt(sqlite3_stmt *pStmt, sqlite3_uint64 *pFp);
+
+/* The hashes of the lookup tables, for the loader's fingerprint too:
+** FNV-1a of n bytes, and a strong 64-bit mix (splitmix64's finaliser) so
+** that summing row hashes does not let simple changes cancel out. */
+sqlite3_uint64 schemaHashBytes(const unsigned char *z, int n);
+sqlite3_uint64 schemaHashMix(sqlite3_uint64 x);
 
 #endif /* MENTAT_SCHEMA_H */

@@ -137,6 +137,19 @@ int storeWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, c
 ** changed the schema or a tune is pending). */
 void storeWriteNoteDatoms(Store *p, sqlite3_int64 iMaxRowid, int nInserted);
 
+/* Loads a schema snapshot from the store connection db (reads `idents`,
+** `schema` and the :db/noHistory datoms, and which attributes have a
+** managed value index in `mentat_managed_indexes`; store_schema.c). Run it
+** inside the read transaction whose state it should see. *ppOut has one
+** reference. Returns an SQLite code; on error *pzErr (sqlite3_malloc'd)
+** says why, e.g. "cannot read the store's schema (load): no such table:
+** datoms". */
+int storeSchemaLoad(sqlite3 *db, Schema **ppOut, char **pzErr);
+/* The fingerprint of the rows storeSchemaLoad reads on db (the snapshot it
+** would load has schemaFingerprintOf equal to it): an order-independent
+** 64-bit hash of `idents`, `schema` and the :db/noHistory datoms. */
+int storeSchemaFingerprint(sqlite3 *db, sqlite3_uint64 *pFp, char **pzErr);
+
 /* Creates the v3 layout and bootstrap transaction on an empty database, in
 ** one EXCLUSIVE transaction; exposed for tests. */
 int storeCreateLayout(sqlite3 *db, char **pzErr);

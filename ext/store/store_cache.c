@@ -113,7 +113,7 @@ static int storeOpen(char *zCanon, Store **ppStore, char **pzErr) {
   if (rc == SQLITE_OK) {
     rc = storeStepInt(pW->pDataVersion, &pW->base.iDataVersion);
     if (rc == SQLITE_OK) rc = storeReadSig(pW, &p->known);
-    if (rc == SQLITE_OK) rc = schemaLoad(pW->base.db, &p->pSchema, pzErr);
+    if (rc == SQLITE_OK) rc = storeSchemaLoad(pW->base.db, &p->pSchema, pzErr);
     if (rc == SQLITE_OK) {
       p->iSchemaMark = p->known.iMark;
       p->bKnown = 1;

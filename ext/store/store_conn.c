@@ -53,7 +53,7 @@ int storeConnOpen(Store *pStore, int bValidate, StoreConn **ppConn, char **pzErr
     rc = sqlite3_prepare_v3(db, storeSigSql, -1, SQLITE_PREPARE_PERSISTENT, &p->pSig, NULL);
   }
   if (rc == SQLITE_OK) {
-    rc = sqlite3_prepare_v3(db, schemaFingerprintSql(), -1, SQLITE_PREPARE_PERSISTENT,
+    rc = sqlite3_prepare_v3(db, storeSchemaFingerprintSql(), -1, SQLITE_PREPARE_PERSISTENT,
                             &p->pFingerprint, NULL);
   }
   if (rc == SQLITE_OK) {

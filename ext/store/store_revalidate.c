@@ -233,7 +233,7 @@ int storeRevalidate(Store *p, StoreConn *pConn, int bLatest, Schema **ppOwn, cha
   }
   if (!bSame) {
     __atomic_add_fetch(&gnFingerprints, 1, __ATOMIC_RELAXED);
-    rc = schemaFingerprintStmt(pImpl->pFingerprint, &fp);
+    rc = storeSchemaFingerprintStmt(pImpl->pFingerprint, &fp);
     if (rc != SQLITE_OK) goto cleanup;
 
     pthread_mutex_lock(&p->mutex);
@@ -242,7 +242,7 @@ int storeRevalidate(Store *p, StoreConn *pConn, int bLatest, Schema **ppOwn, cha
     pthread_mutex_unlock(&p->mutex);
 
     if (fp != fpPub && (iMark >= iMarkPub || bLatest || ppOwn)) {
-      rc = schemaLoad(db, &pNew, pzErr);
+      rc = storeSchemaLoad(db, &pNew, pzErr);
       if (rc != SQLITE_OK) goto cleanup;
       if (iMark >= iMarkPub) {
         storePublish(p, pNew, iMark);

@@ -479,7 +479,7 @@ void storeTuneWriter(Store *p, int bCheckIndexes) {
   if (rc != SQLITE_OK || !bChanged) return;
   if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) return;
   rc = storeReadSig(pW, &sig);
-  if (rc == SQLITE_OK) rc = schemaLoad(db, &pNew, NULL);
+  if (rc == SQLITE_OK) rc = storeSchemaLoad(db, &pNew, NULL);
   sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
   if (rc != SQLITE_OK) return;
   pthread_mutex_lock(&p->mutex);

@@ -364,6 +364,6 @@ int txSchemaFinish(Tx *p, Schema **ppNew) {
     rc = txSchemaEntity(p, aE[i]);
   }
   sqlite3_free(aE);
-  if (rc == SQLITE_OK) rc = schemaLoad(p->db, ppNew, p->pzErr);
+  if (rc == SQLITE_OK) rc = storeSchemaLoad(p->db, ppNew, p->pzErr);
   return rc;
 }
