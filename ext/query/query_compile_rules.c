@@ -172,18 +172,13 @@ int qcrIsChain(const QRuleInfo *pRi, int g, const QRule *pR) {
       && strcmp(c1->aArg[1]->u.s.z, zH0) != 0 && strcmp(c1->aArg[1]->u.s.z, zH1) != 0;
 }
 
-/* Compiles every definition of group g into the CTE rules<g>. */
-static int qcrGroup(QComp *pC, int g, int iDepth) {
+/* Refuses a definition of group g that calls its own recursion twice at
+** the top of its body: said before any body compiles, so it is the error
+** the user sees. */
+static void qcrCheckLinear(QComp *pC, int g) {
   QRuleInfo *pRi = pC->pRi;
-  sqlite3_str *pBase = sqlite3_str_new(NULL);
-  sqlite3_str *pRec = sqlite3_str_new(NULL);
-  int i, j, nBase = 0, nRec = 0, nChain = 0, iChainHead = 0, nMax = pRi->aHead[g].nCols;
-  int nSelfSave = pC->nSelfRef;
-  const char *zFirst = pRi->aHead[g].zName;
-  if (iDepth > EDN_MAX_DEPTH) return qcErr(pC, NULL, "rules nested too deep");
+  int i, j;
   for (i = 0; i < pC->rules.nRule && pC->rc == SQLITE_OK; i++) {
-    /* Two calls into the recursion at the top of one body: said before
-    ** any body compiles, so it is the error the user sees. */
     const QRule *pR = pC->rules.aRule[i];
     int nTop = 0;
     if (pRi->aHead[pRi->aiHeadOf[i]].iGroup != g || qcrIsChain(pRi, g, pR)) continue;
@@ -198,85 +193,78 @@ static int qcrGroup(QComp *pC, int g, int iDepth) {
             " [(r ?a ?b) [?a :x ?c] (r ?c ?b)]", pR->zName, nTop);
     }
   }
-  for (i = 0; i < pRi->nHead; i++) if (pRi->aHead[i].iGroup == g) pRi->aHead[i].eState = 1;
-  for (i = 0; i < pC->rules.nRule && pC->rc == SQLITE_OK; i++) {
-    const QRule *pR = pC->rules.aRule[i];
-    int h = pRi->aiHeadOf[i];
-    QCtx sub;
-    sqlite3_str *pSel;
-    char *zBody = NULL, *zSel;
-    if (pRi->aHead[h].iGroup != g) continue;
-    if (qcrIsChain(pRi, g, pR)) {
-      nChain++;
-      iChainHead = h;
-      continue;
-    }
-    pSel = sqlite3_str_new(NULL);
-    qcCtxInit(&sub, pC, NULL);
-    pC->nSelfRef = 0;
-    {
-      const QRule *pWholeSave = pC->pWhole;
-      pC->pWhole = pR;
-      qcwClauses(&sub, pR->aClause, pR->nClause, iDepth + 1);
-      pC->pWhole = pWholeSave;
-    }
-    if (pC->rc == SQLITE_OK && pC->nSelfRef > 1) {
-      qcErr(pC, pR->pForm, "unsupported recursion: a definition of rule %s calls its own"
-            " recursion %d times (non-linear); write it with one recursive call, e.g."
-            " [(r ?a ?b) [?a :x ?c] (r ?c ?b)]", pR->zName, pC->nSelfRef);
-    }
-    sqlite3_str_appendf(pSel, "SELECT %d", h);
-    for (j = 0; j < nMax && pC->rc == SQLITE_OK; j++) {
-      if (j < pR->nHead) {
-        QVar *pV = qcVarFind(&sub, pR->aHead[j]->u.s.z);
-        if (pV == NULL || pV->zExpr == NULL) {
-          qcErr(pC, pR->aHead[j], "rule %s does not bind %s", pR->zName, pR->aHead[j]->u.s.z);
-          break;
-        }
-        sqlite3_str_appendf(pSel, ", %s", pV->zExpr);
-      } else {
-        sqlite3_str_appendall(pSel, ", NULL");
-      }
-    }
-    for (j = 0; j < nMax && pC->rc == SQLITE_OK; j++) {
-      if (j < pR->nHead) {
-        char *zTag = qcVarTag(qcVarFind(&sub, pR->aHead[j]->u.s.z));
-        sqlite3_str_appendf(pSel, ", %s", zTag ? zTag : "NULL");
-        sqlite3_free(zTag);
-      } else {
-        sqlite3_str_appendall(pSel, ", NULL");
-      }
-    }
-    /* kN: the storage class, so that UNION keeps 1 and 1.0 apart (SQLite's
-    ** 1 = 1.0; Clojure's (= 1 1.0) is false). */
-    for (j = 0; j < nMax && pC->rc == SQLITE_OK; j++) {
-      if (j < pR->nHead) {
-        sqlite3_str_appendf(pSel, ", typeof(%s)", qcVarFind(&sub, pR->aHead[j]->u.s.z)->zExpr);
-      } else {
-        sqlite3_str_appendall(pSel, ", NULL");
-      }
-    }
-    if (pC->rc == SQLITE_OK) zBody = qcBody(&sub);
-    if (zBody) sqlite3_str_appendall(pSel, zBody);
-    sqlite3_free(zBody);
-    zSel = sqlite3_str_finish(pSel);
-    if (zSel == NULL) qcNoMem(pC);
-    if (pC->rc == SQLITE_OK) {
-      if (pC->nSelfRef) sqlite3_str_appendf(pRec, "%s%s", nRec++ ? " UNION " : "", zSel);
-      else sqlite3_str_appendf(pBase, "%s%s", nBase++ ? " UNION " : "", zSel);
-    }
-    sqlite3_free(zSel);
-    qcCtxReset(&sub);
+}
+
+/* The SELECT of definition pR (of head h) as one branch of its group's CTE:
+** "SELECT h, <values>, <tags>, <storage classes>" over nMax columns, then
+** its body. pC->nSelfRef counts its calls into its own group. NULL on
+** error. */
+static char *qcrDefinitionSelect(QComp *pC, const QRule *pR, int h, int nMax, int iDepth) {
+  QCtx sub;
+  sqlite3_str *pSel;
+  char *zBody = NULL, *zSel;
+  int j;
+  pSel = sqlite3_str_new(NULL);
+  qcCtxInit(&sub, pC, NULL);
+  pC->nSelfRef = 0;
+  {
+    const QRule *pWholeSave = pC->pWhole;
+    pC->pWhole = pR;
+    qcwClauses(&sub, pR->aClause, pR->nClause, iDepth + 1);
+    pC->pWhole = pWholeSave;
   }
-  pC->nSelfRef = nSelfSave;
-  if (pC->rc == SQLITE_OK && nBase == 0) {
-    qcErr(pC, NULL, "unsupported recursion: rule %s has no definition without recursion"
-          " (it could never produce a row)", zFirst);
+  if (pC->rc == SQLITE_OK && pC->nSelfRef > 1) {
+    qcErr(pC, pR->pForm, "unsupported recursion: a definition of rule %s calls its own"
+          " recursion %d times (non-linear); write it with one recursive call, e.g."
+          " [(r ?a ?b) [?a :x ?c] (r ?c ?b)]", pR->zName, pC->nSelfRef);
   }
-  if (pC->rc == SQLITE_OK && nChain && nRec) {
-    qcErr(pC, NULL, "unsupported recursion: rule %s mixes a transitive definition with other"
-          " recursive ones", zFirst);
+  sqlite3_str_appendf(pSel, "SELECT %d", h);
+  for (j = 0; j < nMax && pC->rc == SQLITE_OK; j++) {
+    if (j < pR->nHead) {
+      QVar *pV = qcVarFind(&sub, pR->aHead[j]->u.s.z);
+      if (pV == NULL || pV->zExpr == NULL) {
+        qcErr(pC, pR->aHead[j], "rule %s does not bind %s", pR->zName, pR->aHead[j]->u.s.z);
+        break;
+      }
+      sqlite3_str_appendf(pSel, ", %s", pV->zExpr);
+    } else {
+      sqlite3_str_appendall(pSel, ", NULL");
+    }
   }
+  for (j = 0; j < nMax && pC->rc == SQLITE_OK; j++) {
+    if (j < pR->nHead) {
+      char *zTag = qcVarTag(qcVarFind(&sub, pR->aHead[j]->u.s.z));
+      sqlite3_str_appendf(pSel, ", %s", zTag ? zTag : "NULL");
+      sqlite3_free(zTag);
+    } else {
+      sqlite3_str_appendall(pSel, ", NULL");
+    }
+  }
+  /* kN: the storage class, so that UNION keeps 1 and 1.0 apart (SQLite's
+  ** 1 = 1.0; Clojure's (= 1 1.0) is false). */
+  for (j = 0; j < nMax && pC->rc == SQLITE_OK; j++) {
+    if (j < pR->nHead) {
+      sqlite3_str_appendf(pSel, ", typeof(%s)", qcVarFind(&sub, pR->aHead[j]->u.s.z)->zExpr);
+    } else {
+      sqlite3_str_appendall(pSel, ", NULL");
+    }
+  }
+  if (pC->rc == SQLITE_OK) zBody = qcBody(&sub);
+  if (zBody) sqlite3_str_appendall(pSel, zBody);
+  sqlite3_free(zBody);
+  zSel = sqlite3_str_finish(pSel);
+  if (zSel == NULL) qcNoMem(pC);
+  qcCtxReset(&sub);
+  if (pC->rc) { sqlite3_free(zSel); return NULL; }
+  return zSel;
+}
+
+/* Writes group g's CTE rules<g> from its base branches pBase and
+** recursive ones pRec (nRec of them), a transitive definition of head
+** iChainHead (nChain) rewritten to its linear form. */
+static void qcrGroupCte(QComp *pC, int g, sqlite3_str *pBase, sqlite3_str *pRec, int nRec,
+                        int nChain, int iChainHead, int nMax) {
+  int j;
   if (pC->rc == SQLITE_OK && nChain) {
     /* rulesb<g>: the base relation; the chain becomes base ∘ rules. */
     if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");
@@ -301,6 +289,46 @@ static int qcrGroup(QComp *pC, int g, int iDepth) {
                         nRec ? " UNION " : "", nRec ? sqlite3_str_value(pRec) : "");
     if (nRec) pC->bRecursive = 1;
   }
+}
+
+/* Compiles every definition of group g into the CTE rules<g>. */
+static int qcrGroup(QComp *pC, int g, int iDepth) {
+  QRuleInfo *pRi = pC->pRi;
+  sqlite3_str *pBase = sqlite3_str_new(NULL);
+  sqlite3_str *pRec = sqlite3_str_new(NULL);
+  int i, nBase = 0, nRec = 0, nChain = 0, iChainHead = 0, nMax = pRi->aHead[g].nCols;
+  int nSelfSave = pC->nSelfRef;
+  const char *zFirst = pRi->aHead[g].zName;
+  if (iDepth > EDN_MAX_DEPTH) return qcErr(pC, NULL, "rules nested too deep");
+  qcrCheckLinear(pC, g);
+  for (i = 0; i < pRi->nHead; i++) if (pRi->aHead[i].iGroup == g) pRi->aHead[i].eState = 1;
+  for (i = 0; i < pC->rules.nRule && pC->rc == SQLITE_OK; i++) {
+    const QRule *pR = pC->rules.aRule[i];
+    int h = pRi->aiHeadOf[i];
+    char *zSel;
+    if (pRi->aHead[h].iGroup != g) continue;
+    if (qcrIsChain(pRi, g, pR)) {
+      nChain++;
+      iChainHead = h;
+      continue;
+    }
+    zSel = qcrDefinitionSelect(pC, pR, h, nMax, iDepth);
+    if (zSel) {
+      if (pC->nSelfRef) sqlite3_str_appendf(pRec, "%s%s", nRec++ ? " UNION " : "", zSel);
+      else sqlite3_str_appendf(pBase, "%s%s", nBase++ ? " UNION " : "", zSel);
+    }
+    sqlite3_free(zSel);
+  }
+  pC->nSelfRef = nSelfSave;
+  if (pC->rc == SQLITE_OK && nBase == 0) {
+    qcErr(pC, NULL, "unsupported recursion: rule %s has no definition without recursion"
+          " (it could never produce a row)", zFirst);
+  }
+  if (pC->rc == SQLITE_OK && nChain && nRec) {
+    qcErr(pC, NULL, "unsupported recursion: rule %s mixes a transitive definition with other"
+          " recursive ones", zFirst);
+  }
+  qcrGroupCte(pC, g, pBase, pRec, nRec, nChain, iChainHead, nMax);
   for (i = 0; i < pRi->nHead; i++) if (pRi->aHead[i].iGroup == g) pRi->aHead[i].eState = 2;
   sqlite3_free(sqlite3_str_finish(pBase));
   sqlite3_free(sqlite3_str_finish(pRec));
@@ -511,23 +539,11 @@ int qcrSeedPlace(QCtx *pX, const QClause *pCl, const char *zVar) {
   return 0;
 }
 
-int qcrCall(QCtx *pX, const QClause *pCl, int iDepth) {
+/* Refuses call pCl of head h when an argument in a required place ([?a]
+** in the head) is not bound where it is called. */
+static int qcrCheckRequired(QCtx *pX, const QClause *pCl, int h) {
   QComp *pC = pX->pC;
-  int h, g, bArity, i;
-  char zAlias[24];
-  if (!pC->bRules) {
-    return qcErr(pC, pCl->pForm, "unknown rule %s (no rule set is bound to %% in :in)", pCl->zName);
-  }
-  if (pC->pRi == NULL && qcrPrepare(pC)) return pC->rc;
-  h = qcrHeadFind(pC->pRi, pCl->zName, pCl->nArg, &bArity);
-  if (h < 0) {
-    if (!bArity) return qcErr(pC, pCl->pForm, "unknown rule %s", pCl->zName);
-    for (i = 0; i < pC->pRi->nHead; i++) {
-      if (strcmp(pC->pRi->aHead[i].zName, pCl->zName) == 0) break;
-    }
-    return qcErr(pC, pCl->pForm, "rule %s takes %d argument(s), called with %d", pCl->zName,
-                 pC->pRi->aHead[i].nArity, pCl->nArg);
-  }
+  int i;
   for (i = 0; i < pCl->nArg; i++) {
     const QRule *pR;
     const EdnValue *pA = pCl->aArg[i];
@@ -545,77 +561,93 @@ int qcrCall(QCtx *pX, const QClause *pCl, int iDepth) {
       return pC->rc;
     }
   }
-  if (qciHead(pC, h) && qciCall(pX, pCl, h, iDepth)) return pC->rc;
-  g = pC->pRi->aHead[h].iGroup;
-  if (pCl->nArg <= 64) {
-    unsigned char aePlace[64], abBound[64], abDirect[64], abInv[64];
-    int nBound = 0, nChange = 0, bScope = 0;
-    if (qcmShape(pC, h, aePlace, abInv)) {
-      /* Bound arguments in the changing places seed the rule, the caller's
-      ** rows the origins: in the query's own scope as top-level CTEs, in a
-      ** not/or or rule body as a subquery's own (unless that scope names a
-      ** recursive CTE being built). Bound pass-through places are seeded
-      ** too (each seed carries its value unchanged), so the base
-      ** definitions' functions see them as the caller bound them. */
-      int bTop = pX->pParent == NULL && !qcrBuilding(pC->pRi);
+  return SQLITE_OK;
+}
+
+/* Compiles call pCl of head h by the magic-set rewrite when its shape and
+** its bound arguments allow (query_compile_rules_magic.c): returns 1 when
+** done (or failed: pC->rc), 0 when the call joins the whole-closure CTE. */
+static int qcrTryMagic(QCtx *pX, const QClause *pCl, int h, int iDepth) {
+  QComp *pC = pX->pC;
+  int i;
+  unsigned char aePlace[64], abBound[64], abDirect[64], abInv[64];
+  int nBound = 0, nChange = 0, bScope = 0;
+  if (qcmShape(pC, h, aePlace, abInv)) {
+    /* Bound arguments in the changing places seed the rule, the caller's
+    ** rows the origins: in the query's own scope as top-level CTEs, in a
+    ** not/or or rule body as a subquery's own (unless that scope names a
+    ** recursive CTE being built). Bound pass-through places are seeded
+    ** too (each seed carries its value unchanged), so the base
+    ** definitions' functions see them as the caller bound them. */
+    int bTop = pX->pParent == NULL && !qcrBuilding(pC->pRi);
+    for (i = 0; i < pCl->nArg; i++) {
+      const EdnValue *pA = pCl->aArg[i];
+      QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
+      abBound[i] = (unsigned char)(!aePlace[i] && (pV ? pV->zExpr != NULL
+                                   : !ednIsVar(pA) && !qpIsBlank(pA)
+                                     && (valueNaturalType(pA) != VT_NONE
+                                         || qcIsEntityLookup(pC, pA))));
+      nBound += abBound[i];
+      nChange += !aePlace[i];
+    }
+    if ((bTop || !pX->bRecRef) && nBound == nChange) {
+      int nSeed = nBound;
       for (i = 0; i < pCl->nArg; i++) {
         const EdnValue *pA = pCl->aArg[i];
         QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
-        abBound[i] = (unsigned char)(!aePlace[i] && (pV ? pV->zExpr != NULL
-                                     : !ednIsVar(pA) && !qpIsBlank(pA)
-                                       && (valueNaturalType(pA) != VT_NONE
-                                           || qcIsEntityLookup(pC, pA))));
-        nBound += abBound[i];
-        nChange += !aePlace[i];
-      }
-      if ((bTop || !pX->bRecRef) && nBound == nChange) {
-        int nSeed = nBound;
-        for (i = 0; i < pCl->nArg; i++) {
-          const EdnValue *pA = pCl->aArg[i];
-          QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
-          if (aePlace[i] && (pV ? pV->zExpr != NULL : !ednIsVar(pA) && !qpIsBlank(pA)
-                             && valueNaturalType(pA) != VT_NONE)) {
-            abBound[i] = 1;
-            nSeed++;
-          }
-        }
-        /* Every place pass-through and none bound: the caller's rows give
-        ** no origin values, so the rule is evaluated whole below. */
-        if (nSeed > 0 && qcrInvSeeded(abInv, abBound, NULL, pCl->nArg)) {
-          return qcmCall(pX, pCl, h, abBound, NULL, bTop ? 1 : 2, iDepth);
-        }
-      }
-      /* Seeds from the bodies; bound pass-through places whose value any
-      ** CTE can hold (a constant, an input) are seeded too, when it can be
-      ** read one way only: each body would type an untyped integer on its
-      ** own (an entity in one, a long in another), and seeds of mixed
-      ** readings would miss each other. A keyword stays a keyword. Such an
-      ** integer is bound in every body directly instead (abDirect), each
-      ** typing it by its own places: the recursion hands it on unchanged. */
-      for (i = 0; i < pCl->nArg; i++) {
-        const EdnValue *pA = pCl->aArg[i];
-        QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
-        ValueType vt = pV ? (pV->nParam ? pV->vt : VT_NONE)
-                          : ednIsVar(pA) || qpIsBlank(pA) ? VT_LONG : valueNaturalType(pA);
-        int bValue = aePlace[i] && (pV ? pV->zExpr && pV->zExpr[0] == '?'
-                                       : pA->type != EDN_VECTOR && !ednIsVar(pA)
-                                         && !qpIsBlank(pA));
-        abBound[i] = (unsigned char)!aePlace[i];
-        abDirect[i] = (unsigned char)(bValue && vt == VT_LONG);
-        if (bValue && vt != VT_LONG && (pV || vt != VT_NONE)) abBound[i] = 1;
-        if (aePlace[i] && !bValue && pV && pV->zExpr && (bTop || !pX->bRecRef)) {
-          /* A variable the caller's clauses bound: the origins start from
-          ** the caller's rows (bCaller 3, or 4 in a nested scope), so the
-          ** seeds carry its value. */
+        if (aePlace[i] && (pV ? pV->zExpr != NULL : !ednIsVar(pA) && !qpIsBlank(pA)
+                           && valueNaturalType(pA) != VT_NONE)) {
           abBound[i] = 1;
-          bScope = 1;
+          nSeed++;
         }
       }
-      if (nChange && qcrInvSeeded(abInv, abBound, abDirect, pCl->nArg)) {
-        return qcmCall(pX, pCl, h, abBound, abDirect, bScope ? (bTop ? 3 : 4) : 0, iDepth);
+      /* Every place pass-through and none bound: the caller's rows give
+      ** no origin values, so the rule is evaluated whole below. */
+      if (nSeed > 0 && qcrInvSeeded(abInv, abBound, NULL, pCl->nArg)) {
+        qcmCall(pX, pCl, h, abBound, NULL, bTop ? 1 : 2, iDepth);
+        return 1;
       }
     }
+    /* Seeds from the bodies; bound pass-through places whose value any
+    ** CTE can hold (a constant, an input) are seeded too, when it can be
+    ** read one way only: each body would type an untyped integer on its
+    ** own (an entity in one, a long in another), and seeds of mixed
+    ** readings would miss each other. A keyword stays a keyword. Such an
+    ** integer is bound in every body directly instead (abDirect), each
+    ** typing it by its own places: the recursion hands it on unchanged. */
+    for (i = 0; i < pCl->nArg; i++) {
+      const EdnValue *pA = pCl->aArg[i];
+      QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
+      ValueType vt = pV ? (pV->nParam ? pV->vt : VT_NONE)
+                        : ednIsVar(pA) || qpIsBlank(pA) ? VT_LONG : valueNaturalType(pA);
+      int bValue = aePlace[i] && (pV ? pV->zExpr && pV->zExpr[0] == '?'
+                                     : pA->type != EDN_VECTOR && !ednIsVar(pA)
+                                       && !qpIsBlank(pA));
+      abBound[i] = (unsigned char)!aePlace[i];
+      abDirect[i] = (unsigned char)(bValue && vt == VT_LONG);
+      if (bValue && vt != VT_LONG && (pV || vt != VT_NONE)) abBound[i] = 1;
+      if (aePlace[i] && !bValue && pV && pV->zExpr && (bTop || !pX->bRecRef)) {
+        /* A variable the caller's clauses bound: the origins start from
+        ** the caller's rows (bCaller 3, or 4 in a nested scope), so the
+        ** seeds carry its value. */
+        abBound[i] = 1;
+        bScope = 1;
+      }
+    }
+    if (nChange && qcrInvSeeded(abInv, abBound, abDirect, pCl->nArg)) {
+      qcmCall(pX, pCl, h, abBound, abDirect, bScope ? (bTop ? 3 : 4) : 0, iDepth);
+      return 1;
+    }
   }
+  return 0;
+}
+
+/* Call pCl of head h (group g) as a join with the group's CTE rules<g>,
+** compiled first when not yet emitted. */
+static int qcrJoinGroup(QCtx *pX, const QClause *pCl, int h, int g, int iDepth) {
+  QComp *pC = pX->pC;
+  char zAlias[24];
+  int i;
   if (pC->pRi->aHead[h].eState == 0) {
     if (qcrGroup(pC, g, iDepth)) return pC->rc;
   } else if (pC->pRi->aHead[h].eState == 1) {
@@ -641,4 +673,26 @@ int qcrCall(QCtx *pX, const QClause *pCl, int iDepth) {
     }
   }
   return pC->rc;
+}
+
+int qcrCall(QCtx *pX, const QClause *pCl, int iDepth) {
+  QComp *pC = pX->pC;
+  int h, bArity, i;
+  if (!pC->bRules) {
+    return qcErr(pC, pCl->pForm, "unknown rule %s (no rule set is bound to %% in :in)", pCl->zName);
+  }
+  if (pC->pRi == NULL && qcrPrepare(pC)) return pC->rc;
+  h = qcrHeadFind(pC->pRi, pCl->zName, pCl->nArg, &bArity);
+  if (h < 0) {
+    if (!bArity) return qcErr(pC, pCl->pForm, "unknown rule %s", pCl->zName);
+    for (i = 0; i < pC->pRi->nHead; i++) {
+      if (strcmp(pC->pRi->aHead[i].zName, pCl->zName) == 0) break;
+    }
+    return qcErr(pC, pCl->pForm, "rule %s takes %d argument(s), called with %d", pCl->zName,
+                 pC->pRi->aHead[i].nArity, pCl->nArg);
+  }
+  if (qcrCheckRequired(pX, pCl, h)) return pC->rc;
+  if (qciHead(pC, h) && qciCall(pX, pCl, h, iDepth)) return pC->rc;
+  if (pCl->nArg <= 64 && qcrTryMagic(pX, pCl, h, iDepth)) return pC->rc;
+  return qcrJoinGroup(pX, pCl, h, pC->pRi->aHead[h].iGroup, iDepth);
 }

@@ -170,15 +170,12 @@ static int qciJoin(QCtx *pX, const QClause *pCl, int h, const unsigned char *aeA
 ** scope). Returns 1 when compiled (or failed: pC->rc), 0 when the call
 ** keeps the rule's CTE: bound variables the derived table cannot see
 ** (qcCopyScope), or a collection input not yet in FROM. */
-int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
-  QComp *pC = pX->pC;
-  unsigned char aeArg[64];    /* 0 free, 1 bound variable, 2 constant, 3 _ */
-  ValueType aVt[64];
-  int i, j, nFree = 0, nBound = 0, nArity = pCl->nArg, nDef = 0, bSeed, bPhase = 0;
-  QPhase ph;
-  sqlite3_str *pOut;
-  char *zOut, zAlias[24];
-  if (nArity > 64) return 0;
+/* Sorts call pCl's arguments into aeArg (0 free, 1 bound variable, 2
+** constant, 3 _), counting the free and bound ones. Returns 0 when an
+** argument is a collection input still pending (not yet in FROM). */
+static int qciClassify(QCtx *pX, const QClause *pCl, unsigned char *aeArg, ValueType *aVt,
+                       int *pnFree, int *pnBound) {
+  int j, nArity = pCl->nArg;
   for (j = 0; j < nArity; j++) {
     const EdnValue *pA = pCl->aArg[j];
     aVt[j] = (ValueType)-1;
@@ -189,12 +186,64 @@ int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
     } else if (qcrArgBound(pX, pA)) {
       if (qcVarFind(pX, pA->u.s.z)->zExpr == NULL) return 0;   /* a pending IN list */
       aeArg[j] = 1;
-      nBound++;
+      (*pnBound)++;
     } else {
       aeArg[j] = 0;
-      nFree++;
+      (*pnFree)++;
     }
   }
+  return 1;
+}
+
+/* Ends the or-join of the definitions written in pOut: a phase CTE, an
+** EXISTS term (no free argument) or a derived table, then binds the free
+** and bound arguments to its columns. */
+static void qciFinish(QCtx *pX, const QClause *pCl, sqlite3_str *pOut, QPhase *pPh, int bPhase,
+                      int nFree, const unsigned char *aeArg, const ValueType *aVt) {
+  QComp *pC = pX->pC;
+  int j, nArity = pCl->nArg;
+  char *zOut, zAlias[24];
+  if (bPhase) {
+    unsigned char abCol[64];
+    for (j = 0; j < nArity; j++) abCol[j] = aeArg[j] == 0 || aeArg[j] == 1;
+    zOut = sqlite3_str_finish(pOut);
+    if (zOut == NULL) qcNoMem(pC);
+    sqlite3_snprintf(sizeof zAlias, zAlias, "%s", pPh->zAlias);
+    qcPhaseEnd(pX, pPh, pC->rc == SQLITE_OK ? zOut : NULL, abCol, nArity);
+    sqlite3_free(zOut);
+  } else if (!nFree) {
+    sqlite3_str_appendall(pOut, ")");
+    zOut = sqlite3_str_finish(pOut);
+    if (zOut == NULL) qcNoMem(pC);
+    if (pC->rc == SQLITE_OK) qcWhere(pX, zOut);
+    else sqlite3_free(zOut);
+    return;
+  } else {
+    sqlite3_snprintf(sizeof zAlias, zAlias, "r%d", ++pC->nAlias);
+    sqlite3_str_appendf(pOut, ") %s", zAlias);
+    zOut = sqlite3_str_finish(pOut);
+    if (zOut == NULL) qcNoMem(pC);
+    if (pC->rc == SQLITE_OK) qcFrom(pX, zOut);
+    else sqlite3_free(zOut);
+  }
+  for (j = 0; j < nArity && pC->rc == SQLITE_OK; j++) {
+    if (aeArg[j] == 0 || aeArg[j] == 1) {
+      ValueType vt = aVt[j] == (ValueType)-1 ? VT_NONE : aVt[j];
+      qcBindVar(pX, pCl->aArg[j]->u.s.z, sqlite3_mprintf("%s.c%d", zAlias, j), vt,
+                sqlite3_mprintf("%s.t%d", zAlias, j), 0);
+    }
+  }
+}
+
+int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
+  QComp *pC = pX->pC;
+  unsigned char aeArg[64];    /* 0 free, 1 bound variable, 2 constant, 3 _ */
+  ValueType aVt[64];
+  int i, j, nFree = 0, nBound = 0, nArity = pCl->nArg, nDef = 0, bSeed, bPhase = 0;
+  QPhase ph;
+  sqlite3_str *pOut;
+  if (nArity > 64) return 0;
+  if (!qciClassify(pX, pCl, aeArg, aVt, &nFree, &nBound)) return 0;
   for (i = 0; i < pC->rules.nRule; i++) if (pC->pRi->aiHeadOf[i] == h) nDef++;
   if (nFree && nBound && nDef == 1) return qciJoin(pX, pCl, h, aeArg, iDepth);
   if (nFree && nBound && pX->bRecRef) return 0;
@@ -259,35 +308,6 @@ int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
     sqlite3_free(zBody);
     qcCtxReset(&sub);
   }
-  if (bPhase) {
-    unsigned char abCol[64];
-    for (j = 0; j < nArity; j++) abCol[j] = aeArg[j] == 0 || aeArg[j] == 1;
-    zOut = sqlite3_str_finish(pOut);
-    if (zOut == NULL) qcNoMem(pC);
-    sqlite3_snprintf(sizeof zAlias, zAlias, "%s", ph.zAlias);
-    qcPhaseEnd(pX, &ph, pC->rc == SQLITE_OK ? zOut : NULL, abCol, nArity);
-    sqlite3_free(zOut);
-  } else if (!nFree) {
-    sqlite3_str_appendall(pOut, ")");
-    zOut = sqlite3_str_finish(pOut);
-    if (zOut == NULL) qcNoMem(pC);
-    if (pC->rc == SQLITE_OK) qcWhere(pX, zOut);
-    else sqlite3_free(zOut);
-    return 1;
-  } else {
-    sqlite3_snprintf(sizeof zAlias, zAlias, "r%d", ++pC->nAlias);
-    sqlite3_str_appendf(pOut, ") %s", zAlias);
-    zOut = sqlite3_str_finish(pOut);
-    if (zOut == NULL) qcNoMem(pC);
-    if (pC->rc == SQLITE_OK) qcFrom(pX, zOut);
-    else sqlite3_free(zOut);
-  }
-  for (j = 0; j < nArity && pC->rc == SQLITE_OK; j++) {
-    if (aeArg[j] == 0 || aeArg[j] == 1) {
-      ValueType vt = aVt[j] == (ValueType)-1 ? VT_NONE : aVt[j];
-      qcBindVar(pX, pCl->aArg[j]->u.s.z, sqlite3_mprintf("%s.c%d", zAlias, j), vt,
-                sqlite3_mprintf("%s.t%d", zAlias, j), 0);
-    }
-  }
+  qciFinish(pX, pCl, pOut, &ph, bPhase, nFree, aeArg, aVt);
   return 1;
 }

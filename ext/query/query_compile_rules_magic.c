@@ -360,40 +360,16 @@ static void qcmOriginsBodies(QCtx *pX, const QClause *pCl, int h, const unsigned
 ** rows only a subquery there sees: the CTEs are that subquery's own WITH,
 ** their origins read from a copy of the scope's FROM and WHERE (correlated
 ** with the enclosing scopes, which SQLite allows in a subquery's WITH). */
-int qcmCall(QCtx *pX, const QClause *pCl, int h, const unsigned char *abBound,
-            const unsigned char *abDirect, int bCaller, int iDepth) {
+/* The seeds' recursive step (into pSeed, nRec branches) and the answers
+** (into pAns) of call pCl of head h: one branch per definition, the
+** recursive ones stepping from seed to seed, the base ones applied to the
+** seeds (origin iN, nB seeded places abBound). */
+static void qcmDefinitions(QCtx *pX, const QClause *pCl, int h, const unsigned char *abBound,
+                           const unsigned char *abDirect, int iN, int nB, int iDepth,
+                           sqlite3_str *pSeed, sqlite3_str *pAns) {
   QComp *pC = pX->pC;
   QRuleInfo *pRi = pC->pRi;
-  sqlite3_str *pOrig = sqlite3_str_new(NULL);
-  sqlite3_str *pSeed = sqlite3_str_new(NULL), *pAns = sqlite3_str_new(NULL);
-  sqlite3_str *pLoc = sqlite3_str_new(NULL), *pW = pC->pCte;
-  unsigned char *abAmb = NULL;
-  int i, k, nB = 0, nRec = 0, nBase = 0, iN, nArity = pCl->nArg, bLocal = 0;
-  unsigned char eSave = pRi->aHead[h].eState;
-  int nSelfSave = pC->nSelfRef;
-  char zAlias[24];
-
-  abAmb = sqlite3_malloc64(nArity + 1);
-  if (abAmb == NULL) { qcNoMem(pC); goto cleanup; }
-  memset(abAmb, 0, nArity + 1);
-  for (i = 0; i < nArity; i++) nB += abBound[i];
-  /* 1. origins; they copy the scope so far, whose rows are first named
-  ** once when it holds earlier calls (qcCollapse) */
-  if (bCaller == 1) {
-    qcCollapseHeavy(pX);
-    if (pC->rc) goto cleanup;
-  }
-  if (bCaller == 2) {
-    pC->nLocal++;
-    bLocal = 1;
-  }
-  pRi->aHead[h].eState = 1;
-  if (bCaller == 1 || bCaller == 2) qcmOriginsCaller(pX, pCl, abBound, abAmb, pOrig);
-  else qcmOriginsBodies(pX, pCl, h, abBound, abDirect, bCaller >= 3, iDepth, pOrig);
-  if (pC->rc) goto cleanup;
-  iN = ++pC->nAlias;
-
-  /* 2. seeds and 3. answers, one definition at a time */
+  int i, k, nRec = 0, nBase = 0, nArity = pCl->nArg;
   for (i = 0; i < pC->rules.nRule && pC->rc == SQLITE_OK; i++) {
     const QRule *pR = pC->rules.aRule[i];
     int iRec;
@@ -428,13 +404,13 @@ int qcmCall(QCtx *pX, const QClause *pCl, int h, const unsigned char *abBound,
     }
     qcmBranch(pC, &sub, pVal, pTag, iRec >= 0 ? pSeed : pAns, iRec >= 0 ? &nRec : &nBase);
   }
-  if (pC->rc) goto cleanup;
-  if (sqlite3_str_errcode(pOrig) || sqlite3_str_errcode(pSeed) || sqlite3_str_errcode(pAns)) {
-    qcNoMem(pC);
-    goto cleanup;
-  }
-  if (bCaller == 2 || bCaller == 4) pW = pLoc;
-  else if (pC->nCte++) sqlite3_str_appendall(pW, ", ");
+}
+
+/* The origins, seeds and answers CTEs of call iN into pW: ruleso<N>,
+** rulesm<N> (recursive) and rulesa<N> of the file comment. */
+static void qcmWriteCtes(sqlite3_str *pW, int iN, int nB, int nArity, sqlite3_str *pOrig,
+                         sqlite3_str *pSeed, sqlite3_str *pAns) {
+  int k;
   /* Each tag column tK is followed by kK, its value's storage class. */
   sqlite3_str_appendf(pW, "ruleso%d(", iN);
   for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, "%so%d", k ? ", " : "", k);
@@ -451,22 +427,20 @@ int qcmCall(QCtx *pX, const QClause *pCl, int h, const unsigned char *abBound,
   for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", ot%d, ok%d", k, k);
   /* UNION: a seed met again (a cycle) is not followed twice. */
   sqlite3_str_appendf(pW, " FROM ruleso%d UNION %s)", iN, sqlite3_str_value(pSeed));
-  pC->bRecursive = 1;
   sqlite3_str_appendf(pW, ", rulesa%d(", iN);
   for (k = 0; k < nArity; k++) sqlite3_str_appendf(pW, "%sc%d", k ? ", " : "", k);
   for (k = 0; k < nArity; k++) sqlite3_str_appendf(pW, ", t%d, k%d", k, k);
   sqlite3_str_appendf(pW, ") AS (%s)", sqlite3_str_value(pAns));
-  if (bCaller != 2 && bCaller != 4) pC->nCte += 2;
-  if (sqlite3_str_errcode(pW)) { qcNoMem(pC); goto cleanup; }
+}
 
-  /* 4. the call: a join with the answers */
-  sqlite3_snprintf(sizeof zAlias, zAlias, "r%d", ++pC->nAlias);
-  if (bCaller == 2 || bCaller == 4) {
-    qcFrom(pX, sqlite3_mprintf("(WITH RECURSIVE %s SELECT * FROM rulesa%d) %s",
-                               sqlite3_str_value(pLoc), iN, zAlias));
-  } else {
-    qcFrom(pX, sqlite3_mprintf("rulesa%d %s", iN, zAlias));
-  }
+/* Joins the answers (alias zAlias) to call pCl's arguments in scope pX:
+** constants and bound variables as filters (with their type, unless the
+** caller's value may read two ways, abAmb), free variables bound. */
+static void qcmJoinAnswers(QCtx *pX, const QClause *pCl, const char *zAlias,
+                           const unsigned char *abBound, const unsigned char *abAmb,
+                           int bCaller) {
+  QComp *pC = pX->pC;
+  int i, nArity = pCl->nArg;
   for (i = 0; i < nArity && pC->rc == SQLITE_OK; i++) {
     const EdnValue *pA = pCl->aArg[i];
     QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
@@ -490,6 +464,64 @@ int qcmCall(QCtx *pX, const QClause *pCl, int h, const unsigned char *abBound,
                 sqlite3_mprintf("%s.t%d", zAlias, i), 0);
     }
   }
+}
+
+int qcmCall(QCtx *pX, const QClause *pCl, int h, const unsigned char *abBound,
+            const unsigned char *abDirect, int bCaller, int iDepth) {
+  QComp *pC = pX->pC;
+  QRuleInfo *pRi = pC->pRi;
+  sqlite3_str *pOrig = sqlite3_str_new(NULL);
+  sqlite3_str *pSeed = sqlite3_str_new(NULL), *pAns = sqlite3_str_new(NULL);
+  sqlite3_str *pLoc = sqlite3_str_new(NULL), *pW = pC->pCte;
+  unsigned char *abAmb = NULL;
+  int i, nB = 0, iN, nArity = pCl->nArg, bLocal = 0;
+  unsigned char eSave = pRi->aHead[h].eState;
+  int nSelfSave = pC->nSelfRef;
+  char zAlias[24];
+
+  abAmb = sqlite3_malloc64(nArity + 1);
+  if (abAmb == NULL) { qcNoMem(pC); goto cleanup; }
+  memset(abAmb, 0, nArity + 1);
+  for (i = 0; i < nArity; i++) nB += abBound[i];
+  /* 1. origins; they copy the scope so far, whose rows are first named
+  ** once when it holds earlier calls (qcCollapse) */
+  if (bCaller == 1) {
+    qcCollapseHeavy(pX);
+    if (pC->rc) goto cleanup;
+  }
+  if (bCaller == 2) {
+    pC->nLocal++;
+    bLocal = 1;
+  }
+  pRi->aHead[h].eState = 1;
+  if (bCaller == 1 || bCaller == 2) qcmOriginsCaller(pX, pCl, abBound, abAmb, pOrig);
+  else qcmOriginsBodies(pX, pCl, h, abBound, abDirect, bCaller >= 3, iDepth, pOrig);
+  if (pC->rc) goto cleanup;
+  iN = ++pC->nAlias;
+
+  /* 2. seeds and 3. answers, one definition at a time */
+  qcmDefinitions(pX, pCl, h, abBound, abDirect, iN, nB, iDepth, pSeed, pAns);
+  if (pC->rc) goto cleanup;
+  if (sqlite3_str_errcode(pOrig) || sqlite3_str_errcode(pSeed) || sqlite3_str_errcode(pAns)) {
+    qcNoMem(pC);
+    goto cleanup;
+  }
+  if (bCaller == 2 || bCaller == 4) pW = pLoc;
+  else if (pC->nCte++) sqlite3_str_appendall(pW, ", ");
+  qcmWriteCtes(pW, iN, nB, nArity, pOrig, pSeed, pAns);
+  pC->bRecursive = 1;
+  if (bCaller != 2 && bCaller != 4) pC->nCte += 2;
+  if (sqlite3_str_errcode(pW)) { qcNoMem(pC); goto cleanup; }
+
+  /* 4. the call: a join with the answers */
+  sqlite3_snprintf(sizeof zAlias, zAlias, "r%d", ++pC->nAlias);
+  if (bCaller == 2 || bCaller == 4) {
+    qcFrom(pX, sqlite3_mprintf("(WITH RECURSIVE %s SELECT * FROM rulesa%d) %s",
+                               sqlite3_str_value(pLoc), iN, zAlias));
+  } else {
+    qcFrom(pX, sqlite3_mprintf("rulesa%d %s", iN, zAlias));
+  }
+  qcmJoinAnswers(pX, pCl, zAlias, abBound, abAmb, bCaller);
 cleanup:
   if (bLocal) pC->nLocal--;
   pRi->aHead[h].eState = eSave;
