@@ -1,6 +1,9 @@
 /*
-** query.h — Datalog queries: options, compilation to one SQL statement on
+** query.h — the query stage: options, compilation to one SQL statement on
 ** the store, and the running query that the `edn_q` table and scalar step.
+** Takes query text, opts and a checked-out store connection; gives rows as
+** SQL values or JSON. Calls the parser (ext/qparse), the schema, the store
+** and pull stages.
 **
 ** HOW IT WORKS
 ** qOptsParse() turns the `opts` JSON (SPEC.md §2.4) into EDN input values.
@@ -9,8 +12,8 @@
 ** statement with every value a parameter — or takes the plan from the
 ** connection's cache (query_plan_cache.c, keyed by query text, input
 ** shape and schema generation), prepares/reuses the statement on the
-** checked-out store connection, and binds the inputs (query_run.c). qRunStep() steps it; rows stream
-** straight from the store statement. Result columns decode through the
+** checked-out store connection, and binds the inputs (query_run.c).
+** qRunStep() steps it; rows stream straight from the store statement. Result columns decode through the
 ** value tags the plan knows (value.h).
 */
 #ifndef MENTAT_QUERY_H
@@ -78,24 +81,25 @@ int qRunRowJson(QueryRun *p, sqlite3_str *pOut);
 ** call on it. Those three functions have no pzErr, so callers read this. */
 const char *qRunErrMsg(const QueryRun *p);
 
-/* query_spill.c. Sets the rest of the result aside so the run no longer needs the store:
-** the current row and every later one (with the JSON of pull elements,
-** which read the store) are copied into a private temporary database, the
-** store statement is reset, and the run goes on from the copy with the
-** same columns. Used when a host cursor left open would otherwise pin the
-** store's WAL. Needs a current row (after qRunStep gave SQLITE_ROW).
-** An error in the store statement after some rows is kept and reported by
-** qRunStep after them, as streaming would. SQLITE_OK: the run no longer
-** needs the store (the caller may end its read transaction) — either the
-** rest was copied, or the copy failed after the store statement moved on,
-** and the next qRunStep reports that failure (*pzErr says it too). An
-** error code: the copy could not start and the run is unchanged.
+/* query_spill.c. Sets the rest of the result aside so the run no longer
+** needs the store: the current row and every later one (with the JSON of
+** pull elements, which read the store) are copied into a private temporary
+** database, the store statement is reset, and the run goes on from the
+** copy with the same columns. Used when a host cursor left open would
+** otherwise pin the store's WAL. Needs a current row (after qRunStep gave
+** SQLITE_ROW). An error in the store statement after some rows is kept and
+** reported by qRunStep after them, as streaming would. SQLITE_OK: the run
+** no longer needs the store (the caller may end its read transaction) —
+** either the rest was copied, or the copy failed after the store statement
+** moved on, and the next qRunStep reports that failure (*pzErr says it
+** too). An error code: the copy could not start and the run is unchanged.
 ** Budget: at most nMaxRows rows (<= 0: no limit) and until tEnd
 ** (configNowMs milliseconds, checked after each row; <= 0: no limit),
 ** since the caller may be another thread's writer waiting on this run. A
-** rest longer than that is only partly copied: *pbAll (may be NULL) is then 0 and the run still needs the store
-** — the copied rows come first, then the store statement, still on its
-** snapshot, gives the rows after them. *pbAll is 1 otherwise. */
+** rest longer than that is only partly copied: *pbAll (may be NULL) is
+** then 0 and the run still needs the store — the copied rows come first,
+** then the store statement, still on its snapshot, gives the rows after
+** them. *pbAll is 1 otherwise. */
 int qSpillRest(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, int *pbAll, char **pzErr);
 
 /* Resets the statement (so it holds no read snapshot) and frees the run.

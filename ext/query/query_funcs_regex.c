@@ -20,8 +20,9 @@
 #include "query_funcs.h"
 
 
-/* Backtracking steps one match may take: (a+)+$ over 40 a's stops in
-** ~0.1 s, while ordinary patterns over megabytes stay far below it. */
+/* Backtracking steps one match may take: few enough that a catastrophic
+** pattern ((a+)+$ over a run of a's) stops quickly, enough that ordinary
+** patterns over megabytes of text stay far below it. */
 #define QF_RE_MATCH_LIMIT 10000000u
 #define QF_RE_DEPTH_LIMIT 1000000u
 #define QF_RE_HEAP_KIB    65536u         /* 64 MiB of backtracking frames */

@@ -1,7 +1,9 @@
 /*
-** query_opts.c — the `opts` argument of edn_q (SPEC §2.4): a JSON object
+** query_opts.c — the `opts` argument of edn_q (SPEC.md §2.4): a JSON object
 ** with the keys "inputs", "asOf", "since" and "history", turned into
-** QueryOpts.
+** QueryOpts. Takes the JSON text; gives the inputs as EDN values and the
+** time options, or an error naming the option. Calls cJSON and the EDN
+** reader.
 **
 **   edn_q(db, '[:find ?n :in $ ?min [?tag ...] :where ...]',
 **         '{"inputs":[21, [":t/a", ":t/b"]], "asOf": 268435460}')
@@ -32,24 +34,24 @@
 #include "query.h"
 
 /* The number tokens of the text, in order. */
-typedef struct OptsScan {
+typedef struct QOptsScan {
   int nTok, nAlloc, iNext;
   int *aStart, *aLen;   /* one allocation: aLen = aStart + nAlloc */
   int nMaxDepth;
   int bNulEscape;
   int iBadUtf8;         /* 1-based byte of the first invalid UTF-8, or 0 */
   int iLoneSurrogate;   /* 1-based byte of the first lone \uD800-\uDFFF, or 0 */
-} OptsScan;
+} QOptsScan;
 
 /* What the conversion needs at hand. */
-typedef struct OptsCtx {
+typedef struct QOptsCtx {
   QueryOpts *p;
   const char *z;        /* the opts text */
-  OptsScan scan;
+  QOptsScan scan;
   char **pzErr;
-} OptsCtx;
+} QOptsCtx;
 
-static void optsError(OptsCtx *c, const char *zFmt, ...) {
+static void qOptsError(QOptsCtx *c, const char *zFmt, ...) {
   va_list ap;
   va_start(ap, zFmt);
   sqlite3_free(*c->pzErr);
@@ -72,7 +74,7 @@ void qOptsReset(QueryOpts *p) {
   p->bHistory = 0;
 }
 
-static int optsScanPush(OptsScan *s, int iStart, int nLen) {
+static int qOptsScanPush(QOptsScan *s, int iStart, int nLen) {
   if (s->nTok == s->nAlloc) {
     int nNew = s->nAlloc ? s->nAlloc * 2 : 16;
     int *aNew = sqlite3_malloc64(sizeof(int) * 2 * (sqlite3_uint64)nNew);
@@ -93,7 +95,7 @@ static int optsScanPush(OptsScan *s, int iStart, int nLen) {
 }
 
 /* The UTF-16 unit of the \uXXXX escape at z[i] (i at the backslash), or -1. */
-static int optsEscapeUnit(const char *z, int n, int i) {
+static int qOptsEscapeUnit(const char *z, int n, int i) {
   if (i + 5 >= n || z[i] != '\\' || z[i + 1] != 'u') return -1;
   return ednHex4((const unsigned char *)z + i + 2);
 }
@@ -103,7 +105,7 @@ static int optsEscapeUnit(const char *z, int n, int i) {
 ** UTF-8 byte or lone surrogate escape (cJSON passes the first through and
 ** reports the second only as "not valid JSON"). Not otherwise a validator:
 ** cJSON decides whether the text is JSON. */
-static int optsScan(const char *z, int n, OptsScan *s) {
+static int qOptsScan(const char *z, int n, QOptsScan *s) {
   int i = 0, depth = 0;
   while (i < n) {
     char ch = z[i];
@@ -121,9 +123,9 @@ static int optsScan(const char *z, int n, OptsScan *s) {
         if (z[i] != '\\') continue;
         if (i + 5 < n && z[i + 1] == 'u' && memcmp(z + i + 2, "0000", 4) == 0) s->bNulEscape = 1;
         {
-          int u = optsEscapeUnit(z, n, i);
+          int u = qOptsEscapeUnit(z, n, i);
           if (u >= 0xD800 && u <= 0xDBFF) {
-            int u2 = optsEscapeUnit(z, n, i + 6);
+            int u2 = qOptsEscapeUnit(z, n, i + 6);
             if (u2 >= 0xDC00 && u2 <= 0xDFFF) {
               i += 11;   /* the pair; the loop's i++ passes its last digit */
               continue;
@@ -141,7 +143,7 @@ static int optsScan(const char *z, int n, OptsScan *s) {
     } else if (ch == '-' || (ch >= '0' && ch <= '9')) {
       int iStart = i;
       while (i < n && (strchr("0123456789+-.eE", z[i]) != NULL) && z[i] != 0) i++;
-      if (optsScanPush(s, iStart, i - iStart) != SQLITE_OK) return SQLITE_NOMEM;
+      if (qOptsScanPush(s, iStart, i - iStart) != SQLITE_OK) return SQLITE_NOMEM;
     } else {
       if (ch == '[' || ch == '{') {
         if (++depth > s->nMaxDepth) s->nMaxDepth = depth;
@@ -156,7 +158,7 @@ static int optsScan(const char *z, int n, OptsScan *s) {
 
 /* Reads a decimal integer token exactly; 0 on success, 1 if it is not an
 ** integer spelling, 2 if it does not fit in 64 bits. */
-static int optsInteger(const char *z, int n, sqlite3_int64 *pOut) {
+static int qOptsInteger(const char *z, int n, sqlite3_int64 *pOut) {
   int i = 0, bNeg = 0;
   sqlite3_uint64 u = 0, lim;
   if (n > 0 && z[0] == '-') {
@@ -175,8 +177,8 @@ static int optsInteger(const char *z, int n, sqlite3_int64 *pOut) {
 }
 
 /* The next number of the document as EDN (zWhat names it in errors). */
-static int optsNumber(OptsCtx *c, const cJSON *j, const char *zWhat, EdnValue **ppOut) {
-  OptsScan *s = &c->scan;
+static int qOptsNumber(QOptsCtx *c, const cJSON *j, const char *zWhat, EdnValue **ppOut) {
+  QOptsScan *s = &c->scan;
   sqlite3_int64 i = 0;
   int eInt = 1;
   EdnValue *pV;
@@ -184,9 +186,9 @@ static int optsNumber(OptsCtx *c, const cJSON *j, const char *zWhat, EdnValue **
     const char *zTok = c->z + s->aStart[s->iNext];
     int nTok = s->aLen[s->iNext];
     s->iNext++;
-    eInt = optsInteger(zTok, nTok, &i);
+    eInt = qOptsInteger(zTok, nTok, &i);
     if (eInt == 2) {
-      optsError(c, "%s: integer %.*s is out of the 64-bit range", zWhat, nTok, zTok);
+      qOptsError(c, "%s: integer %.*s is out of the 64-bit range", zWhat, nTok, zTok);
       return SQLITE_ERROR;
     }
   } else if (j->valuedouble == floor(j->valuedouble) && fabs(j->valuedouble) < 9007199254740992.0) {
@@ -198,7 +200,7 @@ static int optsNumber(OptsCtx *c, const cJSON *j, const char *zWhat, EdnValue **
     pV = ednNewInt(&c->p->arena, i);
   } else {
     if (!isfinite(j->valuedouble)) {
-      optsError(c, "%s: number out of range", zWhat);
+      qOptsError(c, "%s: number out of range", zWhat);
       return SQLITE_ERROR;
     }
     pV = ednNew(&c->p->arena, EDN_DOUBLE);
@@ -210,24 +212,24 @@ static int optsNumber(OptsCtx *c, const cJSON *j, const char *zWhat, EdnValue **
 
 /* {"edn": "<text>"} → the EDN value; anything else is NULL (not an error
 ** here: the caller names what it expected). */
-static const cJSON *optsEdnText(const cJSON *j) {
+static const cJSON *qOptsEdnText(const cJSON *j) {
   if (!cJSON_IsObject(j) || j->child == NULL || j->child->next != NULL) return NULL;
   if (j->child->string == NULL || strcmp(j->child->string, "edn") != 0) return NULL;
   return cJSON_IsString(j->child) ? j->child : NULL;
 }
 
-static int optsReadEdn(OptsCtx *c, const cJSON *pText, const char *zWhat, EdnValue **ppOut) {
+static int qOptsReadEdn(QOptsCtx *c, const cJSON *pText, const char *zWhat, EdnValue **ppOut) {
   EdnError err;
   int rc;
   memset(&err, 0, sizeof err);
   rc = ednReadOne(&c->p->arena, pText->valuestring, (int)strlen(pText->valuestring), ppOut, &err);
-  if (rc == SQLITE_ERROR) optsError(c, "%s: line %d col %d: %s", zWhat, err.line, err.col, err.zMsg);
+  if (rc == SQLITE_ERROR) qOptsError(c, "%s: line %d col %d: %s", zWhat, err.line, err.col, err.zMsg);
   return rc;
 }
 
 /* JSON value j → EDN (*ppOut). Recursion is bounded: the scan already
 ** refused text nested deeper than EDN_MAX_DEPTH. */
-static int optsValue(OptsCtx *c, const cJSON *j, const char *zWhat, int depth, EdnValue **ppOut) {
+static int qOptsValue(QOptsCtx *c, const cJSON *j, const char *zWhat, int depth, EdnValue **ppOut) {
   const cJSON *pText;
   if (cJSON_IsBool(j)) {
     EdnValue *pV = ednNew(&c->p->arena, EDN_BOOL);
@@ -236,7 +238,7 @@ static int optsValue(OptsCtx *c, const cJSON *j, const char *zWhat, int depth, E
     *ppOut = pV;
     return SQLITE_OK;
   }
-  if (cJSON_IsNumber(j)) return optsNumber(c, j, zWhat, ppOut);
+  if (cJSON_IsNumber(j)) return qOptsNumber(c, j, zWhat, ppOut);
   if (cJSON_IsString(j)) {
     const char *z = j->valuestring;
     if (z[0] == ':') {
@@ -244,7 +246,7 @@ static int optsValue(OptsCtx *c, const cJSON *j, const char *zWhat, int depth, E
       char zBuf[48];
       const char *zWhy = ednKeywordProblem(z, (int)strlen(z), zBuf, (int)sizeof zBuf);
       if (zWhy) {
-        optsError(c, "%s: invalid keyword %s: %s", zWhat, z, zWhy);
+        qOptsError(c, "%s: invalid keyword %s: %s", zWhat, z, zWhy);
         return SQLITE_ERROR;
       }
     }
@@ -256,33 +258,33 @@ static int optsValue(OptsCtx *c, const cJSON *j, const char *zWhat, int depth, E
     int n = cJSON_GetArraySize(j), i = 0, rc;
     EdnValue *pV;
     if (depth > EDN_MAX_DEPTH) {
-      optsError(c, "%s: nesting too deep (limit %d)", zWhat, EDN_MAX_DEPTH);
+      qOptsError(c, "%s: nesting too deep (limit %d)", zWhat, EDN_MAX_DEPTH);
       return SQLITE_ERROR;
     }
     pV = ednNewColl(&c->p->arena, EDN_VECTOR, n);
     if (pV == NULL) return SQLITE_NOMEM;
     for (pEl = j->child; pEl && i < n; pEl = pEl->next, i++) {
-      rc = optsValue(c, pEl, zWhat, depth + 1, &pV->u.c.a[i]);
+      rc = qOptsValue(c, pEl, zWhat, depth + 1, &pV->u.c.a[i]);
       if (rc != SQLITE_OK) return rc;
     }
     *ppOut = pV;
     return SQLITE_OK;
   }
-  if ((pText = optsEdnText(j)) != NULL) return optsReadEdn(c, pText, zWhat, ppOut);
+  if ((pText = qOptsEdnText(j)) != NULL) return qOptsReadEdn(c, pText, zWhat, ppOut);
   if (cJSON_IsNull(j)) {
-    optsError(c, "%s is null; SQL NULL has no Datalog value", zWhat);
+    qOptsError(c, "%s is null; SQL NULL has no Datalog value", zWhat);
   } else {
-    optsError(c, "%s: an object must be {\"edn\": \"<EDN text>\"}", zWhat);
+    qOptsError(c, "%s: an object must be {\"edn\": \"<EDN text>\"}", zWhat);
   }
   return SQLITE_ERROR;
 }
 
-static int optsInputs(OptsCtx *c, const cJSON *j) {
+static int qOptsInputs(QOptsCtx *c, const cJSON *j) {
   QueryOpts *p = c->p;
   const cJSON *pEl;
   int i = 0, rc;
   if (!cJSON_IsArray(j)) {
-    optsError(c, "\"inputs\" must be an array");
+    qOptsError(c, "\"inputs\" must be an array");
     return SQLITE_ERROR;
   }
   p->nInput = cJSON_GetArraySize(j);
@@ -298,7 +300,7 @@ static int optsInputs(OptsCtx *c, const cJSON *j) {
     do { aNum[nNum++] = (char)('0' + v % 10); v /= 10; } while (v);
     while (nNum > 0) zWhat[nPre++] = aNum[--nNum];
     zWhat[nPre] = 0;
-    rc = optsValue(c, pEl, zWhat, 1, &p->aInput[i]);
+    rc = qOptsValue(c, pEl, zWhat, 1, &p->aInput[i]);
     if (rc != SQLITE_OK) return rc;
   }
   return SQLITE_OK;
@@ -306,7 +308,7 @@ static int optsInputs(OptsCtx *c, const cJSON *j) {
 
 /* "asOf"/"since": an integer tx id, or {"edn": "#inst ..."} (also accepts
 ** {"edn": "<integer>"}). */
-static int optsTx(OptsCtx *c, const cJSON *j, const char *zKey, sqlite3_int64 *piTx,
+static int qOptsTx(QOptsCtx *c, const cJSON *j, const char *zKey, sqlite3_int64 *piTx,
                   const EdnValue **ppInst) {
   EdnValue *pV = NULL;
   const cJSON *pText;
@@ -314,14 +316,14 @@ static int optsTx(OptsCtx *c, const cJSON *j, const char *zKey, sqlite3_int64 *p
   int rc;
   snprintf(zWhat, sizeof zWhat, "\"%s\"", zKey);
   if (cJSON_IsNumber(j)) {
-    rc = optsNumber(c, j, zWhat, &pV);
+    rc = qOptsNumber(c, j, zWhat, &pV);
     if (rc != SQLITE_OK) return rc;
     if (pV->type == EDN_INT) {
       *piTx = pV->u.i;
       return SQLITE_OK;
     }
-  } else if ((pText = optsEdnText(j)) != NULL) {
-    rc = optsReadEdn(c, pText, zWhat, &pV);
+  } else if ((pText = qOptsEdnText(j)) != NULL) {
+    rc = qOptsReadEdn(c, pText, zWhat, &pV);
     if (rc != SQLITE_OK) return rc;
     if (pV->type == EDN_INST) {
       *ppInst = pV;
@@ -332,12 +334,12 @@ static int optsTx(OptsCtx *c, const cJSON *j, const char *zKey, sqlite3_int64 *p
       return SQLITE_OK;
     }
   }
-  optsError(c, "\"%s\" must be an integer tx id or {\"edn\": \"#inst ...\"}", zKey);
+  qOptsError(c, "\"%s\" must be an integer tx id or {\"edn\": \"#inst ...\"}", zKey);
   return SQLITE_ERROR;
 }
 
 int qOptsParse(QueryOpts *p, const char *zOpts, int nOpts, char **pzErr) {
-  OptsCtx c;
+  QOptsCtx c;
   cJSON *pRoot = NULL;
   const cJSON *j, *k;
   const char *zEnd = NULL;
@@ -350,14 +352,14 @@ int qOptsParse(QueryOpts *p, const char *zOpts, int nOpts, char **pzErr) {
   c.pzErr = pzErr;
   if (zOpts == NULL || nOpts <= 0) return SQLITE_OK;
 
-  rc = optsScan(zOpts, nOpts, &c.scan);
+  rc = qOptsScan(zOpts, nOpts, &c.scan);
   if (rc != SQLITE_OK) goto cleanup;
   if (c.scan.iBadUtf8 || c.scan.iLoneSurrogate) {
     /* whichever comes first in the text */
     if (c.scan.iBadUtf8 && (c.scan.iLoneSurrogate == 0 || c.scan.iBadUtf8 < c.scan.iLoneSurrogate)) {
-      optsError(&c, "opts: invalid UTF-8 at byte %d", c.scan.iBadUtf8);
+      qOptsError(&c, "opts: invalid UTF-8 at byte %d", c.scan.iBadUtf8);
     } else {
-      optsError(&c, "opts: lone surrogate %.6s at byte %d", zOpts + c.scan.iLoneSurrogate - 1,
+      qOptsError(&c, "opts: lone surrogate %.6s at byte %d", zOpts + c.scan.iLoneSurrogate - 1,
                 c.scan.iLoneSurrogate);
     }
     rc = SQLITE_ERROR;
@@ -365,7 +367,7 @@ int qOptsParse(QueryOpts *p, const char *zOpts, int nOpts, char **pzErr) {
   }
   /* The top object and the inputs array sit above the values themselves. */
   if (c.scan.nMaxDepth > EDN_MAX_DEPTH + 2) {
-    optsError(&c, "opts: nesting too deep (limit %d)", EDN_MAX_DEPTH);
+    qOptsError(&c, "opts: nesting too deep (limit %d)", EDN_MAX_DEPTH);
     rc = SQLITE_ERROR;
     goto cleanup;
   }
@@ -373,7 +375,7 @@ int qOptsParse(QueryOpts *p, const char *zOpts, int nOpts, char **pzErr) {
   if (pRoot == NULL) {
     /* cJSON does not say OOM apart from bad text; its error position is
     ** process-global, so it is not consulted (STYLE). */
-    optsError(&c, "opts: not valid JSON");
+    qOptsError(&c, "opts: not valid JSON");
     rc = SQLITE_ERROR;
     goto cleanup;
   }
@@ -381,19 +383,19 @@ int qOptsParse(QueryOpts *p, const char *zOpts, int nOpts, char **pzErr) {
   ** the text is not one JSON value. */
   for (i = (int)(zEnd - zOpts); i < nOpts; i++) {
     if (strchr(" \t\r\n", zOpts[i]) == NULL || zOpts[i] == 0) {
-      optsError(&c, "opts: not valid JSON");
+      qOptsError(&c, "opts: not valid JSON");
       rc = SQLITE_ERROR;
       goto cleanup;
     }
   }
   if (cJSON_IsNull(pRoot)) goto cleanup;
   if (!cJSON_IsObject(pRoot)) {
-    optsError(&c, "opts must be a JSON object");
+    qOptsError(&c, "opts must be a JSON object");
     rc = SQLITE_ERROR;
     goto cleanup;
   }
   if (c.scan.bNulEscape) {
-    optsError(&c, "opts: \\u0000 in a JSON string is not supported; pass such a string as "
+    qOptsError(&c, "opts: \\u0000 in a JSON string is not supported; pass such a string as "
                   "{\"edn\": \"\\\"a\\\\u0000b\\\"\"}");
     rc = SQLITE_ERROR;
     goto cleanup;
@@ -402,36 +404,36 @@ int qOptsParse(QueryOpts *p, const char *zOpts, int nOpts, char **pzErr) {
   for (j = pRoot->child; j; j = j->next) {
     for (k = pRoot->child; k != j; k = k->next) {
       if (strcmp(k->string, j->string) == 0) {
-        optsError(&c, "duplicate option \"%s\"", j->string);
+        qOptsError(&c, "duplicate option \"%s\"", j->string);
         rc = SQLITE_ERROR;
         goto cleanup;
       }
     }
     if (strcmp(j->string, "inputs") == 0) {
-      rc = optsInputs(&c, j);
+      rc = qOptsInputs(&c, j);
     } else if (strcmp(j->string, "asOf") == 0) {
       p->bAsOf = 1;
-      rc = optsTx(&c, j, "asOf", &p->iAsOf, &p->pAsOfInst);
+      rc = qOptsTx(&c, j, "asOf", &p->iAsOf, &p->pAsOfInst);
     } else if (strcmp(j->string, "since") == 0) {
       p->bSince = 1;
-      rc = optsTx(&c, j, "since", &p->iSince, &p->pSinceInst);
+      rc = qOptsTx(&c, j, "since", &p->iSince, &p->pSinceInst);
     } else if (strcmp(j->string, "history") == 0) {
       /* Datomic's d/history: every assertion and retraction, within
       ** asOf/since when given (SPEC 6). */
       if (cJSON_IsBool(j)) {
         p->bHistory = cJSON_IsTrue(j);
       } else {
-        optsError(&c, "\"history\" must be true or false");
+        qOptsError(&c, "\"history\" must be true or false");
         rc = SQLITE_ERROR;
       }
     } else {
-      optsError(&c, "unknown option \"%s\"", j->string);
+      qOptsError(&c, "unknown option \"%s\"", j->string);
       rc = SQLITE_ERROR;
     }
     if (rc != SQLITE_OK) goto cleanup;
   }
   if (p->bAsOf && p->bSince) {
-    optsError(&c, "\"asOf\" and \"since\" cannot be used together");
+    qOptsError(&c, "\"asOf\" and \"since\" cannot be used together");
     rc = SQLITE_ERROR;
   }
 

@@ -293,8 +293,8 @@ int qRunColumnResult(QueryRun *p, int i, sqlite3_context *pCtx) {
     ** valueResultFromStored would, without its per-row tests. */
     int tag = vtTag(pCol->vt);
     if (tag != TAG_INSTANT && tag != TAG_UUID && tag != TAG_BOOLEAN) {
-      /* By storage class, not sqlite3_result_value (a generic copy, ~340
-      ** instructions a column), from one column_value and the value_*
+      /* By storage class, not sqlite3_result_value (a generic copy, several
+      ** times the work), from one column_value and the value_*
       ** accessors (each column_* call takes the connection's mutex and
       ** checks for a malloc failure). The value is "unprotected" in
       ** SQLite's terms, which matters only on a connection with a mutex:
@@ -308,8 +308,7 @@ int qRunColumnResult(QueryRun *p, int i, sqlite3_context *pCtx) {
         case SQLITE_TEXT: {
           /* Length -1 when the text has no NUL inside: SQLite then copies
           ** the terminator too, and the host's sqlite3_column_text() (every
-          ** language binding calls it) need not grow the copy to add one:
-          ** ~570 instructions a text column in Python otherwise. */
+          ** language binding calls it) need not grow the copy to add one. */
           /* NULL text of a TEXT value (even '' has a pointer) is a
           ** conversion that ran out of memory, not an empty string. */
           const char *z = (const char *)sqlite3_value_text(pV);
