@@ -154,6 +154,7 @@ test:
 	$(MAKE) deps DEB_EXTRA="$(DEB_HOSTS) $(DEB_EXTRA)"
 	$(MAKE) all
 	$(MAKE) unit
+	$(MAKE) layering
 	$(MAKE) smoke
 	@if [ -f $(SHARED)/acceptance/run.py ]; then $(MAKE) acceptance; \
 	 else echo "acceptance: $(SHARED)/acceptance/run.py not found, skipped"; fi

@@ -43,6 +43,84 @@ def stage_dir(stage):
     return os.path.join('ext', stage)
 
 
+def functions(text):
+    """(first line, last line, name) of every function definition: a top-level `{` whose
+    head (the text since the previous top-level `;`, `}` or preprocessor line) has a
+    parameter list and is not an initializer or a struct/enum/union body. Comments, string
+    and character literals are skipped, so braces inside them do not count."""
+    out = []
+    depth = 0
+    head = []                     # characters of the current top-level head
+    head_line = None              # line where the head's first non-blank character is
+    start = None
+    name = None
+    i, n, line = 0, len(text), 1
+    at_line_start = True
+    while i < n:
+        c = text[i]
+        if c == '\n':
+            line += 1
+            at_line_start = True
+            if depth == 0:
+                head.append(' ')
+            i += 1
+            continue
+        if at_line_start and c == '#' and depth == 0:
+            j = text.find('\n', i)
+            while j != -1 and text[j - 1] == '\\':
+                j = text.find('\n', j + 1)
+            i = n if j == -1 else j
+            head, head_line = [], None
+            continue
+        if not c.isspace():
+            at_line_start = False
+        if text.startswith('/*', i):
+            j = text.find('*/', i + 2)
+            j = n if j == -1 else j + 2
+            line += text.count('\n', i, j)
+            i = j
+            continue
+        if text.startswith('//', i):
+            j = text.find('\n', i)
+            i = n if j == -1 else j
+            continue
+        if c in '"\'':
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == '\\' else 1
+            i = j + 1
+            if depth == 0:
+                head.append('0')
+            continue
+        if depth == 0:
+            if c == ';':
+                head, head_line = [], None
+            elif c == '{':
+                h = ''.join(head).strip()
+                m = re.search(r'([A-Za-z_][A-Za-z0-9_]*)\s*\([^()]*(\([^()]*\)[^()]*)*\)\s*$', h)
+                if m and '=' not in h and not re.match(r'(typedef\b|struct\b|enum\b|union\b)', h):
+                    start, name = line, m.group(1)
+                else:
+                    start = None
+                depth = 1
+                head, head_line = [], None
+            else:
+                if head_line is None and not c.isspace():
+                    head_line = line
+                head.append(c)
+        else:
+            if c == '{':
+                depth += 1
+            elif c == '}':
+                depth -= 1
+                if depth == 0:
+                    if start is not None:
+                        out.append((start, line, name))
+                    start = None
+        i += 1
+    return out
+
+
 def main(stages):
     errors = []
     owner = {}                       # file name -> stage
@@ -82,18 +160,10 @@ def main(stages):
         lines = text.split('\n')
         if len(lines) - 1 > MAX_FILE_LINES:
             errors.append('%s: %d lines (at most %d)' % (rel, len(lines) - 1, MAX_FILE_LINES))
-        start = None
-        for n, line in enumerate(lines, 1):
-            if start is None and line.startswith('{') or (
-                    start is None and re.match(r'^[A-Za-z_].*\)\s*\{\s*$', line)
-                    and not line.startswith(('typedef', 'struct', 'enum', 'union', 'static const',
-                                             'const'))):
-                start = n
-            elif start is not None and line.startswith('}'):
-                if n - start + 1 > MAX_FUNC_LINES:
-                    errors.append('%s:%d: function of %d lines (at most %d)'
-                                  % (rel, start, n - start + 1, MAX_FUNC_LINES))
-                start = None
+        for start, end, name in functions(text):
+            if end - start + 1 > MAX_FUNC_LINES:
+                errors.append('%s:%d: function %s of %d lines (at most %d)'
+                              % (rel, start, name, end - start + 1, MAX_FUNC_LINES))
     # circles: depth-first over the include graph
     state = {}
 
