@@ -113,6 +113,7 @@ TEST_STAGE_opts = query
 TEST_STAGE_surface = vtab
 TEST_STAGE_cases = vtab
 TEST_STAGE_oom = vtab
+TEST_STAGE_host = vtab
 test_stage = $(or $(TEST_STAGE_$(1)),$(error test/test_$(1).c: add TEST_STAGE_$(1) to the Makefile))
 .SECONDEXPANSION:
 $(B)/test_%: test/test_%.c $$(call libs_upto,$$(call test_stage,$$*))
@@ -147,8 +148,10 @@ layering: $(foreach s,$(STAGES),$(call stage_lib,$(s)))
 smoke: $(SO)
 	@fail=0; for s in smoke/*.sh; do echo "== $$s"; SO=$(abspath $(SO)) SHARED=$(SHARED) bash $$s || fail=1; done; exit $$fail
 
+# The public cases on file stores, then on a host store (db_path ':main', SPEC §3a).
 acceptance: $(SO)
 	$(PY) $(SHARED)/acceptance/run.py $(SO)
+	$(PY) smoke/acceptance_host.py $(SO) $(SHARED)/acceptance/run.py
 
 test:
 	$(MAKE) deps DEB_EXTRA="$(DEB_HOSTS) $(DEB_EXTRA)"

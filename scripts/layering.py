@@ -27,7 +27,7 @@ PUBLIC = {
     'edn': {'edn.h', 'value.h'},
     'qparse': {'query_ast.h'},
     'schema': {'schema.h'},
-    'store': {'store.h'},
+    'store': {'store.h', 'store_host.h'},
     'tx': {'tx.h'},
     'pull': {'pull.h'},
     'query': {'query.h'},

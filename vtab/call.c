@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include "call.h"
 #include "sqlio.h"
+#include "host.h"
+#include "store_host.h"
 
 /* Sets *pzErr to the message for a db_path that cannot be a store;
 ** returns SQLITE_ERROR, or SQLITE_NOMEM when the message cannot be made. */
@@ -35,6 +37,7 @@ static int vcallCheckPath(sqlite3 *host, int eType, const char *zPath, int n, ch
     return vcallPathError(pzErr, sqlite3_mprintf("db_path contains a NUL byte"));
   }
   if (n == 0) return SQLITE_OK;   /* the private in-memory store */
+  if (zPath[0] == ':') return SQLITE_OK;   /* a host store (SPEC §3a) */
   zMain = sqlite3_db_filename(host, "main");
   if (zMain == NULL || zMain[0] == 0) return SQLITE_OK;   /* host in memory */
   /* Same file = same device and inode: robust against relative paths,
@@ -66,7 +69,9 @@ int vcallBegin(VCall *pCall, sqlite3 *host, sqlite3_value *pPath, int eKind,
   int rc = sqlioText(pPath, &zPath, &nPath);
   if (rc == SQLITE_OK) rc = vcallCheckPath(host, eType, zPath, nPath, pzErr);
   if (rc == SQLITE_OK && pOpts) rc = vcallOpts(pOpts, pOptsArg, pzErr);
-  if (rc == SQLITE_OK) rc = storeAcquire(zPath, &pCall->pStore, pzErr);
+  if (rc == SQLITE_OK) rc = hostAcquireStore(host, zPath, eKind == VCALL_WRITE, &pCall->pStore, pzErr);
+  /* On a host store the query runs on the host: its SQL functions are callable. */
+  if (rc == SQLITE_OK && pOpts) pOpts->pHostDb = storeHostDb(pCall->pStore);
   if (rc == SQLITE_OK && eKind == VCALL_READ) {
     rc = storeReader(pCall->pStore, &pCall->pConn, &pCall->pSchema, pzErr);
   }

@@ -35,6 +35,7 @@ SQLITE_EXTENSION_INIT1
 #include "edn_pull.h"
 #include "edn_q.h"
 #include "edn_t.h"
+#include "host.h"
 #include "interrupt.h"
 #include "mentat_version.h"
 #include "query.h"
@@ -150,6 +151,12 @@ int mentatRegister(sqlite3 *db, char **pzErr) {
     /* On failure SQLite calls mentatHostGone itself, undoing the count. */
     rc = ednqTableRegister(db, mentatHostGone);
   }
+  /* Host stores run the query layer's SQL on the host connection itself,
+  ** so its helper functions are registered there too, now, before any of
+  ** our statements runs there (a function created later must not replace
+  ** one in use). */
+  if (rc == SQLITE_OK) rc = hostStateRegister(db);
+  if (rc == SQLITE_OK) rc = qRegisterStoreFunctions(db);
   if (rc != SQLITE_OK) {
     sqlite3_free(*pzErr);
     *pzErr = sqlite3_mprintf("libmentat_sqlite: cannot register its functions: %s",

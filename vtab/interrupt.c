@@ -90,6 +90,9 @@ int intrWatchInterrupted(IntrWatch *pWatch) {
 
 void intrWatchBegin(IntrWatch *pWatch, sqlite3 *host, sqlite3 *pStoreDb) {
   intrWatchEnd(pWatch);
+  /* A host store runs on the host itself, whose statements see its
+  ** interrupts directly; its handlers are the host's, never replaced. */
+  if (pStoreDb != NULL && pStoreDb == host) return;
   pWatch->pHost = host;
   pWatch->bProbeFailed = 0;
   if (pStoreDb) {

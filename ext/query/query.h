@@ -35,6 +35,9 @@ typedef struct QueryOpts {
   const EdnValue *pAsOfInst;          /* {"edn":"#inst ..."} form, or NULL */
   const EdnValue *pSinceInst;
   int bHistory;                       /* "history": true, Datomic's d/history */
+  sqlite3 *pHostDb;                   /* a host store's connection (SPEC §3a), set by the
+                                      ** caller: names no built-in has are its SQL functions
+                                      ** (query_compile_host.c); NULL for file stores */
 } QueryOpts;
 
 void qOptsInit(QueryOpts *p);

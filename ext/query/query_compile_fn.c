@@ -43,8 +43,14 @@ static const QfBuiltin *qcfBuiltin(QCtx *pX, const QClause *pCl, int bPred) {
 
 int qcfPredicate(QCtx *pX, const QClause *pCl) {
   QComp *pC = pX->pC;
-  const QfBuiltin *pFn = qcfBuiltin(pX, pCl, 1);
+  const QfBuiltin *pFn;
   QfOut out = { NULL, VT_NONE, NULL };
+  /* Not a built-in: on a host store, maybe the host's own SQL function. */
+  if (qfLookup(pCl->zName) == NULL && qcHostCall(pX, pCl, 1, &out.zSql, &out.zTag)) {
+    if (out.zSql) qcWhere(pX, out.zSql);
+    return pC->rc;
+  }
+  pFn = qcfBuiltin(pX, pCl, 1);
   if (pFn == NULL || pFn->xCompile(pX, pCl, pFn, &out) != SQLITE_OK) return pC->rc;
   if (out.zSql == NULL) return qcNoMem(pC);
   sqlite3_free(out.zTag);
@@ -606,6 +612,10 @@ int qcfFunction(QCtx *pX, const QClause *pCl) {
   const QfBuiltin *pFn;
   QfOut out = { NULL, VT_NONE, NULL };
   pC->nArgDepth = 0;
+  if (qfLookup(pCl->zName) == NULL && qcHostCall(pX, pCl, 0, &out.zSql, &out.zTag)) {
+    if (out.zSql == NULL) return pC->rc;
+    return qcfBindResult(pX, pCl, out.zSql, VT_NONE, out.zTag);
+  }
   pFn = qcfBuiltin(pX, pCl, 0);
   if (pFn == NULL) return pC->rc;
   if (pFn->xCompile(pX, pCl, pFn, &out) != SQLITE_OK || pFn->eKind == QF_CLAUSE) return pC->rc;

@@ -377,6 +377,12 @@ int qcbBind(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
 
 int qcfPredicate(QCtx *pX, const QClause *pCl);
 int qcfFunction(QCtx *pX, const QClause *pCl);
+/* A function clause no built-in has, on a host store: a call of the host
+** connection's SQL function of that name (query_compile_host.c). Returns 0
+** when it is not one (the caller reports "unknown function"); otherwise 1
+** with *pzExpr the SQL (NULL on error, in pC->rc): for bPredicate the
+** WHERE term, else the value with *pzTag its type tag. */
+int qcHostCall(QCtx *pX, const QClause *pCl, int bPredicate, char **pzExpr, char **pzTag);
 
 /* ---- query_compile_not_or.c: not and or */
 

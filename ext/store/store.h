@@ -41,6 +41,10 @@ struct StoreConn {
                                ** (set by the store, cleared by the transactor) */
   void *pQueryCache;
   void (*xQueryCacheFree)(void*);
+  int bHost;                   /* db is the host's own connection (a host store, SPEC §3a):
+                               ** its settings are the host's, never changed by us */
+  const char *zHostDb;         /* then the name of the host's database holding the store,
+                               ** which new schema objects are created in */
   void *pTxCache;              /* the transactor's, on the writer connection */
   void (*xTxCacheFree)(void*);
 };

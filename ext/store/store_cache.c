@@ -337,6 +337,7 @@ void storeRelease(Store *p) {
   StoreCache *c;
   Store *pClose = NULL;
   if (p == NULL) return;
+  if (p->pHost) { storeHostRelease(p); return; }
   c = storeCache();
   pthread_mutex_lock(&c->mutex);
   if (--p->nRef == 0) {

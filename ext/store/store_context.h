@@ -88,6 +88,7 @@ struct Store {
   sqlite3_int64 nNoteInserted;  /* datoms this write inserted */
   int bTunePending;             /* a bulk commit deferred storeTune; read
                                 ** atomically by storeReader */
+  struct StoreHostPart *pHost;  /* store_host.c: set for a host store (SPEC §3a) */
 };
 
 /* store_context.c */
@@ -116,6 +117,9 @@ int storeOpenDb(const char *zPath, int bValidate, sqlite3 **pDb, char **pzErr);
 ** then runs the connection hook. The writer replaces SQLite's automatic
 ** checkpoint later (store_wal.c). */
 int storeConfigure(sqlite3 *db, int bMemory, char **pzErr);
+/* Creates the v3 layout inside the caller's transaction, every object in
+** database zSchema of db (host stores, store_host.c). */
+int storeCreateLayoutIn(sqlite3 *db, const char *zSchema, char **pzErr);
 
 /* store_schema.c: storeSchemaLoad (store.h) and */
 /* The SQL whose rows the fingerprint hashes, for a statement a connection
@@ -207,5 +211,12 @@ void storeWalAfterCommit(Store *p, sqlite3 *db);
 ** passed the old one. Skipped, to be retried by a later call, when a write
 ** is in progress in this process or another holds the write lock. */
 void storeWriterRecheck(Store *p);
+
+/* store_host.c: host stores (store_host.h); store.h's functions on one
+** dispatch to these. */
+int storeHostReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr);
+int storeHostWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr);
+int storeHostWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, char **pzErr);
+void storeHostRelease(Store *p);
 
 #endif /* MENTAT_STORE_CONTEXT_H */

@@ -156,10 +156,34 @@ static int storeTypeTag(int eType) {
 
 /* ---------------------------------------------------------------- utils */
 
-/* Runs a NULL-terminated list of statements. */
-static int storeExecList(sqlite3 *db, const char *const *az, char **pzErr) {
+/* zDdl with the name of the object it creates or alters qualified by
+** schema zSchema ("CREATE TABLE datoms" -> "CREATE TABLE \"aux\".datoms"),
+** for host stores (store_host.c); zSchema NULL: a copy. SQLite keeps the
+** text without the qualifier in sqlite_schema, so the stored DDL is the
+** format's either way. NULL on OOM. */
+static char *storeQualify(const char *zDdl, const char *zSchema) {
+  static const char *const azHead[] = {
+    "CREATE VIEW IF NOT EXISTS ", "CREATE UNIQUE INDEX ", "CREATE INDEX ", "CREATE VIEW ",
+    "CREATE VIRTUAL TABLE ", "CREATE TRIGGER ", "CREATE TABLE ", "ALTER TABLE ", NULL
+  };
+  if (zSchema) {
+    for (int i = 0; azHead[i]; i++) {
+      int n = (int)strlen(azHead[i]);
+      if (strncmp(zDdl, azHead[i], (size_t)n) == 0) {
+        return sqlite3_mprintf("%.*s\"%w\".%s", n, zDdl, zSchema, zDdl + n);
+      }
+    }
+  }
+  return sqlite3_mprintf("%s", zDdl);
+}
+
+/* Runs a NULL-terminated list of statements, each qualified by zSchema
+** (NULL: as written). */
+static int storeExecList(sqlite3 *db, const char *const *az, const char *zSchema, char **pzErr) {
   for (int i = 0; az[i]; i++) {
-    int rc = sqlite3_exec(db, az[i], NULL, NULL, NULL);
+    char *zSql = storeQualify(az[i], zSchema);
+    int rc = zSql ? sqlite3_exec(db, zSql, NULL, NULL, NULL) : SQLITE_NOMEM;
+    sqlite3_free(zSql);
     if (rc != SQLITE_OK) {
       storeErr(pzErr, sqlite3_mprintf("cannot create the store layout: %s", sqlite3_errmsg(db)));
       return rc;
@@ -352,20 +376,41 @@ cleanup:
   return rc;
 }
 
-/* The layout's steps, run inside the caller's EXCLUSIVE transaction. */
-static int storeCreateInTx(sqlite3 *db, char **pzErr) {
-  int rc = storeExecList(db, azDdlV1, pzErr);
-  if (rc == SQLITE_OK) rc = storeExecList(db, azDdlV2, pzErr);
-  if (rc == SQLITE_OK) rc = storeExecList(db, azDdlV3, pzErr);
+/* The layout's steps, run inside the caller's transaction. zSchema: the
+** database of a host store (store_host.c), NULL for a store file. */
+static int storeCreateInTx(sqlite3 *db, const char *zSchema, char **pzErr) {
+  char *zSql = NULL;
+  int rc = storeExecList(db, azDdlV1, zSchema, pzErr);
+  if (rc == SQLITE_OK) rc = storeExecList(db, azDdlV2, zSchema, pzErr);
+  if (rc == SQLITE_OK) rc = storeExecList(db, azDdlV3, zSchema, pzErr);
   if (rc != SQLITE_OK) return rc;
-  rc = sqlite3_exec(db,
-      "PRAGMA user_version = 3;"
+  /* A host database keeps a user_version of its own: only an unset one
+  ** becomes the format's 3 (then the file is a store for the Rust engine). */
+  if (zSchema == NULL) {
+    rc = sqlite3_exec(db, "PRAGMA user_version = 3", NULL, NULL, NULL);
+  } else {
+    sqlite3_int64 v = 0;
+    zSql = sqlite3_mprintf("PRAGMA \"%w\".user_version", zSchema);
+    rc = zSql ? storeQueryInt(db, zSql, &v) : SQLITE_NOMEM;
+    sqlite3_free(zSql);
+    zSql = NULL;
+    if (rc == SQLITE_OK && v == 0) {
+      zSql = sqlite3_mprintf("PRAGMA \"%w\".user_version = 3", zSchema);
+      rc = zSql ? sqlite3_exec(db, zSql, NULL, NULL, NULL) : SQLITE_NOMEM;
+    }
+    sqlite3_free(zSql);
+  }
+  if (rc == SQLITE_OK) rc = sqlite3_exec(db,
       "INSERT INTO known_parts (part, start, end, allow_excision, idx) VALUES"
       " (':db.part/db', 0, 65535, 0, 41),"
       " (':db.part/user', 65536, 268435455, 1, 65536),"
       " (':db.part/tx', 268435456, 9223372036854775807, 0, 268435457)",
       NULL, NULL, NULL);
-  if (rc == SQLITE_OK) rc = sqlite3_exec(db, zPartsView, NULL, NULL, NULL);
+  if (rc == SQLITE_OK) {
+    zSql = storeQualify(zPartsView, zSchema);
+    rc = zSql ? sqlite3_exec(db, zSql, NULL, NULL, NULL) : SQLITE_NOMEM;
+    sqlite3_free(zSql);
+  }
   if (rc != SQLITE_OK) {
     storeErr(pzErr, sqlite3_mprintf("cannot create the store layout: %s", sqlite3_errmsg(db)));
     return rc;
@@ -392,6 +437,10 @@ static char *storeForeignMsg(const char *zPath, int iVersion) {
                          zPath[0] ? zPath : "in-memory database", iVersion);
 }
 
+int storeCreateLayoutIn(sqlite3 *db, const char *zSchema, char **pzErr) {
+  return storeCreateInTx(db, zSchema, pzErr);
+}
+
 int storeCreateLayout(sqlite3 *db, char **pzErr) {
   int iVersion = 0, bEmpty = 0;
   int rc = sqlite3_exec(db, "BEGIN EXCLUSIVE", NULL, NULL, NULL);
@@ -410,7 +459,7 @@ int storeCreateLayout(sqlite3 *db, char **pzErr) {
     storeErr(pzErr, storeForeignMsg(zFile ? zFile : "", iVersion));
     rc = SQLITE_ERROR;
   } else {
-    rc = storeCreateInTx(db, pzErr);
+    rc = storeCreateInTx(db, NULL, pzErr);
   }
   if (rc == SQLITE_OK) {
     rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
@@ -480,7 +529,7 @@ static int storeUpgrade(sqlite3 *db, const char *zPath, char **pzErr) {
     goto cleanup;
   }
   if (iVersion == 1) {
-    rc = storeExecList(db, azDdlV2, pzErr);
+    rc = storeExecList(db, azDdlV2, NULL, pzErr);
     if (rc == SQLITE_OK) rc = sqlite3_exec(db, zPartsView, NULL, NULL, NULL);
     /* Version 1 kept no partition marks: take them from the log. */
     if (rc == SQLITE_OK) {
@@ -492,7 +541,7 @@ static int storeUpgrade(sqlite3 *db, const char *zPath, char **pzErr) {
     if (rc == SQLITE_OK) iVersion = 2;
   }
   if (rc == SQLITE_OK && iVersion == 2) {
-    rc = storeExecList(db, azDdlV3, pzErr);
+    rc = storeExecList(db, azDdlV3, NULL, pzErr);
     if (rc == SQLITE_OK) rc = storeUpgradeAutoIndexes(db);
     if (rc == SQLITE_OK) rc = sqlite3_exec(db, "PRAGMA user_version = 3", NULL, NULL, NULL);
     if (rc == SQLITE_OK) iVersion = 3;

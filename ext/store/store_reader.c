@@ -134,6 +134,7 @@ int storeReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
   Schema *pOwn = NULL;
   int rc = SQLITE_OK;
 
+  if (p->pHost) return storeHostReader(p, ppConn, ppSchema, pzErr);
   *ppConn = NULL;
   *ppSchema = NULL;
   if (p->bMemory) {
@@ -220,7 +221,7 @@ static void storeReaderEnd(StoreConn *pConn) {
 }
 
 void storeReaderEndRead(Store *p, StoreConn *pConn) {
-  if (pConn == NULL || p->bMemory) return;
+  if (pConn == NULL || p->bMemory || p->pHost) return;
   storeReaderEnd(pConn);
 }
 
@@ -231,7 +232,7 @@ void storeReaderEndRead(Store *p, StoreConn *pConn) {
 ** its WAL, and its page cache). The one handed back last is reused first. */
 void storeReaderDone(Store *p, StoreConn *pConn) {
   int bKeep, bRelease, nMax;
-  if (pConn == NULL || p->bMemory) return;
+  if (pConn == NULL || p->bMemory || p->pHost) return;
   nMax = configIdleReaders();
   storeReaderEnd(pConn);
   if (sqlite3_get_autocommit(pConn->db)) storeReaderMmapPolicy((StoreConnImpl *)pConn);

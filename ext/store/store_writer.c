@@ -35,6 +35,7 @@ int storeWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzEr
   StoreConn *pConn;
   int rc;
 
+  if (p->pHost) return storeHostWriteBegin(p, ppConn, ppSchema, pzErr);
   *ppConn = NULL;
   *ppSchema = NULL;
   pthread_mutex_lock(&p->writeMutex);
@@ -85,6 +86,7 @@ int storeWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, c
   int rc = SQLITE_OK;
 
   if (pConn == NULL) return SQLITE_OK;    /* storeWriteBegin failed */
+  if (p->pHost) return storeHostWriteEnd(p, pConn, bCommit, pNewSchema, pzErr);
   if (bCommit) {
     /* The state being committed, read inside the transaction: the new
     ** schema belongs to it, or (no schema change) the published one does,

@@ -215,6 +215,7 @@ void txCacheFit(Tx *p) {
   sqlite3_int64 nBytes;
   char zSql[64];
   if (pCache == NULL) return;   /* txLoadParts has run a cached statement */
+  if (p->pConn->bHost) return;  /* the host's connection: its settings are its own */
   nBytes = configWriterCacheBytes();
   if (p->nOp > TX_SMALL_OPS) {
     pCache->nSmallRun = 0;

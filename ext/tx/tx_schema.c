@@ -196,7 +196,10 @@ static int txValueIndex(Tx *p, sqlite3_int64 e, int bWant) {
   if (bWant) {
     /* The entid is a schema constant, inlined so the partial index matches
     ** the SQL that names it. */
-    zSql = sqlite3_mprintf("CREATE INDEX IF NOT EXISTS %s ON datoms (a, v, e) WHERE a = %lld", zName, e);
+    /* On a host store the index goes to the store's database (SPEC §3a). */
+    const char *zDb = p->pConn->zHostDb;
+    zSql = sqlite3_mprintf("CREATE INDEX IF NOT EXISTS %s%w%s%s ON datoms (a, v, e) WHERE a = %lld",
+                           zDb ? "\"" : "", zDb ? zDb : "", zDb ? "\"." : "", zName, e);
     if (zSql == NULL) { rc = SQLITE_NOMEM; goto cleanup; }
     rc = sqlite3_exec(p->db, zSql, NULL, NULL, NULL);
     if (rc == SQLITE_OK) {

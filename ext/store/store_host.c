@@ -1,0 +1,704 @@
+/*
+** store_host.c — host stores (SPEC §3a, store_host.h): the store's tables
+** inside a database of the calling connection, every read and write on
+** that connection.
+**
+** HOW IT WORKS
+** One Store per (host connection, database name), in a process-wide list.
+** Its one StoreConn wraps the host connection (bHost: never configured,
+** never closed by us); the query and tx caches hang on it as on any store
+** connection, with their statements prepared on the host.
+**
+** Each call revalidates in three cheap steps: `PRAGMA S.schema_version`
+** (the layout was created, dropped by a rollback, or replaced: look
+** again), `PRAGMA S.data_version` (another connection committed) and the
+** state signature (StoreSig: the :db.part/tx mark and the idents/schema
+** mirrors). The signature catches what data_version cannot: this
+** connection's own rollback, which moves the tx mark back and may undo a
+** schema change; the schema is then read again, and the compiled plans,
+** keyed by the schema's generation, are not used again. Tempid counters
+** are never cached: the transactor reads known_parts in every
+** transaction, so a rolled-back edn_t leaves nothing a later call sees.
+**
+** A write is `SAVEPOINT mentat_edn_t` ... `RELEASE` (ROLLBACK TO + RELEASE
+** on failure): in autocommit it is atomic by itself, inside the host's
+** BEGIN it nests, and a failed edn_t undoes only its own work. The layout
+** is created inside that savepoint by the first edn_t, each object named
+** in the store's database; the statements above the store name tables
+** unqualified, which SQLite resolves temp, main, then attached databases
+** in order, so a database searched before the store's may not hold tables
+** of the store's names (refused with a message naming it).
+*/
+#include <string.h>
+#include <pthread.h>
+#include "store_context.h"
+#include "store_host.h"
+
+/* The store's tables, with their columns in order, and its views: a host
+** database holding any of these names must hold all of them, laid out so. */
+static const char *const azHostTable[][2] = {
+  { "datoms", "e,a,v,tx,value_type_tag,index_avet,index_vaet,index_fulltext,unique_value" },
+  { "timelined_transactions", "e,a,v,tx,added,value_type_tag,timeline" },
+  { "idents", "e,a,v,value_type_tag" },
+  { "schema", "e,a,v,value_type_tag" },
+  { "known_parts", "part,start,end,allow_excision,idx" },
+  { "mentat_managed_indexes", "name,a,created,last_used,kind" },
+  { "fulltext_values", "text,searchid" },
+};
+#define HOST_NTABLE 7
+static const char zHostNames[] =
+  "('datoms','timelined_transactions','idents','schema','known_parts',"
+  "'mentat_managed_indexes','fulltext_values','transactions','fulltext_values_view',"
+  "'fulltext_datoms','all_datoms','parts')";
+#define HOST_NOBJECT 12
+
+#define HOST_SCAN_CACHE 4
+
+typedef struct StoreHostPart {
+  sqlite3 *host;
+  char *zName;                  /* the database's name as the connection lists it */
+  int iDb;                      /* its index (pragma database_list seq) */
+  int bClosed;                  /* storeHostClose ran: freed at the last release */
+  int eLayout;                  /* HOST_LAYOUT_* */
+  int bDqlite;                  /* the database's VFS is dqlite's */
+  sqlite3_int64 iSchemaVersion; /* at the last layout check; -1 none */
+  sqlite3_stmt *pSchemaVersion, *pSavepoint, *pRelease, *pRollbackTo;
+  int *aRoot;                   /* root pages of the store's tables and indexes */
+  int nRoot;
+  int iRootGen;                 /* bumped when aRoot is read again */
+  struct {                      /* nested-scan verdicts, by statement */
+    sqlite3_stmt *pStmt;
+    char *zSql;
+    int iGen;
+    int bReads;
+  } aScan[HOST_SCAN_CACHE];
+  int iScanNext;
+  Store *pNextHost;
+} StoreHostPart;
+
+#define HOST_LAYOUT_UNKNOWN 0
+#define HOST_LAYOUT_ABSENT 1
+#define HOST_LAYOUT_PRESENT 2
+
+static pthread_mutex_t gHostMutex = PTHREAD_MUTEX_INITIALIZER;
+static Store *gpHostFirst = NULL;
+
+sqlite3 *storeHostDb(const Store *p) {
+  return p && p->pHost ? p->pHost->host : NULL;
+}
+
+static void hostErr(char **pzErr, char *zMsg) {
+  if (pzErr == NULL) { sqlite3_free(zMsg); return; }
+  sqlite3_free(*pzErr);
+  *pzErr = zMsg;
+}
+
+/* One integer from zSql on db (0 when no row); the statement is finalized. */
+static int hostQueryInt(sqlite3 *db, const char *zSql, sqlite3_int64 *piOut) {
+  sqlite3_stmt *pStmt = NULL;
+  int rc = zSql ? sqlite3_prepare_v2(db, zSql, -1, &pStmt, NULL) : SQLITE_NOMEM;
+  *piOut = 0;
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_step(pStmt);
+    if (rc == SQLITE_ROW) *piOut = sqlite3_column_int64(pStmt, 0);
+    rc = (rc == SQLITE_ROW || rc == SQLITE_DONE) ? SQLITE_OK : sqlite3_errcode(db);
+  }
+  sqlite3_finalize(pStmt);
+  return rc;
+}
+
+static int hostStep(sqlite3_stmt *pStmt) {
+  int rc = sqlite3_step(pStmt);
+  sqlite3_reset(pStmt);
+  return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
+}
+
+/* --------------------------------------------------------------- layout */
+
+/* Rank of database seq iDb in SQLite's search order for unqualified
+** names: temp, main, then the attached ones in order. */
+static int hostRank(int iDb) {
+  return iDb < 2 ? 1 - iDb : iDb;
+}
+
+/* Refuses when a database searched before the store's holds objects of
+** the store's names: the unqualified SQL would read those. */
+static int hostCheckShadow(StoreHostPart *h, char **pzErr) {
+  sqlite3_stmt *pList = NULL;
+  int rc = sqlite3_prepare_v2(h->host, "SELECT seq, name FROM pragma_database_list", -1, &pList, NULL);
+  int bTemp = 0;
+  while (rc == SQLITE_OK && sqlite3_step(pList) == SQLITE_ROW) {
+    int iDb = sqlite3_column_int(pList, 0);
+    const char *zDb = (const char *)sqlite3_column_text(pList, 1);
+    sqlite3_int64 n = 0;
+    char *zSql;
+    if (iDb == 1) bTemp = 1;
+    if (zDb == NULL || hostRank(iDb) >= hostRank(h->iDb)) continue;
+    zSql = sqlite3_mprintf("SELECT count(*) FROM \"%w\".sqlite_schema WHERE name IN %s", zDb,
+                           zHostNames);
+    rc = hostQueryInt(h->host, zSql, &n);
+    sqlite3_free(zSql);
+    if (rc == SQLITE_OK && n > 0) {
+      hostErr(pzErr, sqlite3_mprintf("db_path ':%s': database %s also holds tables named like the "
+                                     "store's (datoms, ...), and unqualified names find those "
+                                     "first; rename them or use ':%s'", h->zName, zDb, zDb));
+      rc = SQLITE_ERROR;
+    }
+  }
+  sqlite3_finalize(pList);
+  if (rc == SQLITE_OK && !bTemp && h->iDb != 1) {
+    /* The temp database is searched first even before database_list lists it. */
+    sqlite3_int64 n = 0;
+    char *zSql = sqlite3_mprintf("SELECT count(*) FROM temp.sqlite_schema WHERE name IN %s",
+                                 zHostNames);
+    rc = hostQueryInt(h->host, zSql, &n);
+    sqlite3_free(zSql);
+    if (rc == SQLITE_OK && n > 0) {
+      hostErr(pzErr, sqlite3_mprintf("db_path ':%s': database temp also holds tables named like "
+                                     "the store's (datoms, ...); rename them or use ':temp'",
+                                     h->zName));
+      rc = SQLITE_ERROR;
+    }
+  }
+  if (rc != SQLITE_OK && rc != SQLITE_ERROR && pzErr && *pzErr == NULL) {
+    *pzErr = sqlite3_mprintf("cannot read host database %s: %s", h->zName, sqlite3_errmsg(h->host));
+  }
+  return rc;
+}
+
+/* Reads the root pages of the store's tables and indexes (the nested-scan
+** check compares statements' cursors with them). */
+static int hostReadRoots(StoreHostPart *h) {
+  sqlite3_stmt *pStmt = NULL;
+  char *zSql = sqlite3_mprintf(
+      "SELECT rootpage FROM \"%w\".sqlite_schema WHERE rootpage > 0 AND (tbl_name IN %s"
+      " OR tbl_name LIKE 'fulltext_values%%')", h->zName, zHostNames);
+  int rc = zSql ? sqlite3_prepare_v2(h->host, zSql, -1, &pStmt, NULL) : SQLITE_NOMEM;
+  int n = 0, nAlloc = 0;
+  int *a = NULL;
+  sqlite3_free(zSql);
+  while (rc == SQLITE_OK && sqlite3_step(pStmt) == SQLITE_ROW) {
+    if (n == nAlloc) {
+      int *aNew = sqlite3_realloc64(a, sizeof(int) * (size_t)(nAlloc = nAlloc ? 2 * nAlloc : 32));
+      if (aNew == NULL) { rc = SQLITE_NOMEM; break; }
+      a = aNew;
+    }
+    a[n++] = sqlite3_column_int(pStmt, 0);
+  }
+  sqlite3_finalize(pStmt);
+  if (rc != SQLITE_OK) { sqlite3_free(a); return rc; }
+  sqlite3_free(h->aRoot);
+  h->aRoot = a;
+  h->nRoot = n;
+  h->iRootGen++;
+  return SQLITE_OK;
+}
+
+/* Looks at the database's store objects: none (ABSENT), all of them in the
+** v3 layout (PRESENT), or anything else: refused, never altered. */
+static int hostCheckLayout(StoreHostPart *h, char **pzErr) {
+  sqlite3_int64 n = 0;
+  char *zSql = sqlite3_mprintf("SELECT count(*) FROM \"%w\".sqlite_schema WHERE name IN %s",
+                               h->zName, zHostNames);
+  int rc = hostQueryInt(h->host, zSql, &n);
+  sqlite3_free(zSql);
+  if (rc != SQLITE_OK) goto cleanup;
+  if (n == 0) {
+    h->eLayout = HOST_LAYOUT_ABSENT;
+    goto cleanup;
+  }
+  for (int i = 0; i < HOST_NTABLE && rc == SQLITE_OK; i++) {
+    sqlite3_stmt *pStmt = NULL;
+    rc = sqlite3_prepare_v2(h->host,
+        "SELECT group_concat(name, ',') FROM (SELECT name FROM pragma_table_info(?1, ?2) ORDER BY cid)",
+        -1, &pStmt, NULL);
+    if (rc == SQLITE_OK) {
+      const char *zCols;
+      sqlite3_bind_text(pStmt, 1, azHostTable[i][0], -1, SQLITE_STATIC);
+      sqlite3_bind_text(pStmt, 2, h->zName, -1, SQLITE_STATIC);
+      rc = sqlite3_step(pStmt);
+      zCols = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(pStmt, 0) : NULL;
+      rc = (rc == SQLITE_ROW || rc == SQLITE_DONE) ? SQLITE_OK : sqlite3_errcode(h->host);
+      if (rc == SQLITE_OK && (zCols == NULL || strcmp(zCols, azHostTable[i][1]) != 0)) {
+        hostErr(pzErr, sqlite3_mprintf(
+            "host database %s holds tables named like a Mentat store's but not in its v3 "
+            "layout (%s: %s); it is left unchanged", h->zName, azHostTable[i][0],
+            zCols ? zCols : "missing"));
+        rc = SQLITE_ERROR;
+      }
+    }
+    sqlite3_finalize(pStmt);
+  }
+  if (rc == SQLITE_OK && n != HOST_NOBJECT) {
+    hostErr(pzErr, sqlite3_mprintf(
+        "host database %s holds tables named like a Mentat store's but not in its v3 "
+        "layout (views missing); it is left unchanged", h->zName));
+    rc = SQLITE_ERROR;
+  }
+  if (rc == SQLITE_OK) rc = hostReadRoots(h);
+  if (rc == SQLITE_OK) h->eLayout = HOST_LAYOUT_PRESENT;
+
+cleanup:
+  if (rc != SQLITE_OK && pzErr && *pzErr == NULL) {
+    *pzErr = sqlite3_mprintf("cannot read host database %s: %s", h->zName, sqlite3_errmsg(h->host));
+  }
+  return rc;
+}
+
+/* ----------------------------------------------------------- lifecycle */
+
+static void hostFree(Store *p) {
+  StoreHostPart *h;
+  StoreConnImpl *pImpl;
+  if (p == NULL) return;
+  h = p->pHost;
+  pImpl = (StoreConnImpl *)p->pWriter;
+  if (pImpl) {
+    if (pImpl->base.xQueryCacheFree && pImpl->base.pQueryCache) {
+      pImpl->base.xQueryCacheFree(pImpl->base.pQueryCache);
+    }
+    if (pImpl->base.xTxCacheFree && pImpl->base.pTxCache) pImpl->base.xTxCacheFree(pImpl->base.pTxCache);
+    sqlite3_finalize(pImpl->pDataVersion);
+    sqlite3_finalize(pImpl->pSig);
+    sqlite3_finalize(pImpl->pFingerprint);
+    sqlite3_free(pImpl);
+  }
+  if (h) {
+    sqlite3_finalize(h->pSchemaVersion);
+    sqlite3_finalize(h->pSavepoint);
+    sqlite3_finalize(h->pRelease);
+    sqlite3_finalize(h->pRollbackTo);
+    for (int i = 0; i < HOST_SCAN_CACHE; i++) sqlite3_free(h->aScan[i].zSql);
+    sqlite3_free(h->aRoot);
+    sqlite3_free(h->zName);
+    sqlite3_free(h);
+  }
+  schemaUnref(p->pSchema);
+  pthread_mutex_destroy(&p->mutex);
+  pthread_mutex_destroy(&p->writeMutex);
+  pthread_mutex_destroy(&p->holdMutex);
+  sqlite3_free(p->zPath);
+  sqlite3_free(p);
+}
+
+/* Finds database zName on host: its seq and its name as listed. */
+static int hostFindDb(sqlite3 *host, const char *zName, int *piDb, char **pzCanon, char **pzErr) {
+  sqlite3_stmt *pStmt = NULL;
+  int rc;
+  *piDb = -1;
+  *pzCanon = NULL;
+  if (sqlite3_stricmp(zName, "temp") == 0) {
+    *piDb = 1;
+    *pzCanon = sqlite3_mprintf("temp");
+    return *pzCanon ? SQLITE_OK : SQLITE_NOMEM;
+  }
+  rc = sqlite3_prepare_v2(host, "SELECT seq, name FROM pragma_database_list WHERE name = ?1 COLLATE NOCASE",
+                          -1, &pStmt, NULL);
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_text(pStmt, 1, zName, -1, SQLITE_STATIC);
+    if (sqlite3_step(pStmt) == SQLITE_ROW) {
+      *piDb = sqlite3_column_int(pStmt, 0);
+      *pzCanon = sqlite3_mprintf("%s", (const char *)sqlite3_column_text(pStmt, 1));
+      if (*pzCanon == NULL) rc = SQLITE_NOMEM;
+    }
+    rc = rc == SQLITE_OK ? sqlite3_reset(pStmt) : rc;
+  }
+  sqlite3_finalize(pStmt);
+  if (rc != SQLITE_OK) {
+    hostErr(pzErr, sqlite3_mprintf("cannot list the host's databases: %s", sqlite3_errmsg(host)));
+    return rc;
+  }
+  if (*piDb < 0) {
+    hostErr(pzErr, sqlite3_mprintf("db_path ':%s': no database %s on this connection (':main', "
+                                   "':temp' or an ATTACHed name)", zName, zName));
+    return SQLITE_ERROR;
+  }
+  return SQLITE_OK;
+}
+
+static int hostPrepare(sqlite3 *db, const char *zFmt, const char *zName, sqlite3_stmt **pp) {
+  char *zSql = sqlite3_mprintf(zFmt, zName);
+  int rc = zSql ? sqlite3_prepare_v3(db, zSql, -1, SQLITE_PREPARE_PERSISTENT, pp, NULL) : SQLITE_NOMEM;
+  sqlite3_free(zSql);
+  return rc;
+}
+
+/* A new host store for database zName of host (not yet listed). */
+static int hostOpen(sqlite3 *host, const char *zName, Store **ppStore, char **pzErr) {
+  Store *p = NULL;
+  StoreHostPart *h = NULL;
+  StoreConnImpl *pImpl = NULL;
+  sqlite3_vfs *pVfs = NULL;
+  int rc;
+
+  *ppStore = NULL;
+  p = sqlite3_malloc64(sizeof *p);
+  h = sqlite3_malloc64(sizeof *h);
+  pImpl = sqlite3_malloc64(sizeof *pImpl);
+  if (p == NULL || h == NULL || pImpl == NULL) {
+    sqlite3_free(p);
+    sqlite3_free(h);
+    sqlite3_free(pImpl);
+    return SQLITE_NOMEM;
+  }
+  memset(p, 0, sizeof *p);
+  memset(h, 0, sizeof *h);
+  memset(pImpl, 0, sizeof *pImpl);
+  pthread_mutex_init(&p->mutex, NULL);
+  pthread_mutex_init(&p->writeMutex, NULL);
+  pthread_mutex_init(&p->holdMutex, NULL);
+  p->pHost = h;
+  p->pWriter = &pImpl->base;
+  p->nRef = 1;
+  p->nAnalyzed = -1;
+  h->host = host;
+  h->iSchemaVersion = -1;
+  pImpl->base.db = host;
+  pImpl->base.pStore = p;
+  pImpl->base.bHost = 1;
+  pImpl->base.iDataVersion = -1;
+  pImpl->base.bMarksUnchecked = 1;
+
+  rc = hostFindDb(host, zName, &h->iDb, &h->zName, pzErr);
+  if (rc != SQLITE_OK) goto cleanup;
+  pImpl->base.zHostDb = h->zName;
+  p->zPath = sqlite3_mprintf(":%s", h->zName);
+  if (p->zPath == NULL) { rc = SQLITE_NOMEM; goto cleanup; }
+  rc = hostPrepare(host, "PRAGMA \"%w\".data_version", h->zName, &pImpl->pDataVersion);
+  if (rc == SQLITE_OK) rc = hostPrepare(host, "PRAGMA \"%w\".schema_version", h->zName, &h->pSchemaVersion);
+  if (rc == SQLITE_OK) rc = hostPrepare(host, "SAVEPOINT mentat_edn_t", h->zName, &h->pSavepoint);
+  if (rc == SQLITE_OK) rc = hostPrepare(host, "RELEASE mentat_edn_t", h->zName, &h->pRelease);
+  if (rc == SQLITE_OK) rc = hostPrepare(host, "ROLLBACK TO mentat_edn_t", h->zName, &h->pRollbackTo);
+  if (rc != SQLITE_OK) {
+    hostErr(pzErr, sqlite3_mprintf("cannot use host database %s: %s", h->zName, sqlite3_errmsg(host)));
+    goto cleanup;
+  }
+  /* dqlite replicates a write made inside a SELECT only inside an explicit
+  ** transaction (smoke/dqlite/NOTES.md); its VFS is named "dqlite-N". */
+  if (sqlite3_file_control(host, h->zName, SQLITE_FCNTL_VFS_POINTER, &pVfs) == SQLITE_OK && pVfs
+      && pVfs->zName && strncmp(pVfs->zName, "dqlite", 6) == 0) {
+    h->bDqlite = 1;
+  }
+  rc = hostCheckShadow(h, pzErr);
+
+cleanup:
+  if (rc != SQLITE_OK) {
+    hostFree(p);
+    p = NULL;
+  }
+  *ppStore = p;
+  return rc;
+}
+
+int storeHostAcquire(sqlite3 *host, const char *zName, int bWrite, Store **ppStore, int *pbNew,
+                     char **pzErr) {
+  Store *p, *pNew = NULL;
+  int bOther = 0, rc;
+  *ppStore = NULL;
+  *pbNew = 0;
+  pthread_mutex_lock(&gHostMutex);
+  for (p = gpHostFirst; p; p = p->pHost->pNextHost) {
+    if (p->pHost->host != host || p->pHost->bClosed) continue;
+    bOther = 1;
+    if (sqlite3_stricmp(p->pHost->zName, zName) == 0) break;
+  }
+  if (p) p->nRef++;
+  pthread_mutex_unlock(&gHostMutex);
+  if (p == NULL) {
+    rc = hostOpen(host, zName, &pNew, pzErr);
+    if (rc != SQLITE_OK) return rc;
+    /* One thread at a time uses a connection (SQLite's own mutex is held
+    ** while our function runs), so nobody can have listed it meanwhile. */
+    pthread_mutex_lock(&gHostMutex);
+    pNew->pHost->pNextHost = gpHostFirst;
+    gpHostFirst = pNew;
+    pthread_mutex_unlock(&gHostMutex);
+    p = pNew;
+    *pbNew = !bOther;
+  }
+  if (bWrite && sqlite3_db_readonly(host, p->pHost->zName) == 1) {
+    hostErr(pzErr, sqlite3_mprintf("host database %s is read-only", p->pHost->zName));
+    storeHostRelease(p);
+    return SQLITE_READONLY;
+  }
+  *ppStore = p;
+  return SQLITE_OK;
+}
+
+/* Unlinks p when it is closed and unheld; the caller frees it. Host mutex held. */
+static int hostUnlinkIfDone(Store *p) {
+  Store **pp;
+  if (p->nRef > 0 || !p->pHost->bClosed) return 0;
+  for (pp = &gpHostFirst; *pp; pp = &(*pp)->pHost->pNextHost) {
+    if (*pp == p) {
+      *pp = p->pHost->pNextHost;
+      break;
+    }
+  }
+  return 1;
+}
+
+void storeHostRelease(Store *p) {
+  int bFree;
+  pthread_mutex_lock(&gHostMutex);
+  p->nRef--;
+  bFree = hostUnlinkIfDone(p);
+  pthread_mutex_unlock(&gHostMutex);
+  if (bFree) hostFree(p);
+}
+
+void storeHostClose(sqlite3 *host) {
+  Store *pFree = NULL, *p, *pNext;
+  pthread_mutex_lock(&gHostMutex);
+  for (p = gpHostFirst; p; p = pNext) {
+    pNext = p->pHost->pNextHost;
+    if (p->pHost->host != host) continue;
+    p->pHost->bClosed = 1;
+    if (hostUnlinkIfDone(p)) {
+      p->pHost->pNextHost = pFree;
+      pFree = p;
+    }
+  }
+  pthread_mutex_unlock(&gHostMutex);
+  while ((p = pFree) != NULL) {
+    pFree = p->pHost->pNextHost;
+    hostFree(p);
+  }
+}
+
+/* ---------------------------------------------------------- revalidate */
+
+/* Makes p's layout knowledge and schema current for the host's next
+** statement (see HOW IT WORKS). bCreate: create the layout when absent
+** (inside the caller's savepoint). *pbAbsent (may be NULL): no store. */
+static int hostRevalidate(Store *p, int bCreate, int *pbAbsent, char **pzErr) {
+  StoreHostPart *h = p->pHost;
+  StoreConnImpl *pImpl = (StoreConnImpl *)p->pWriter;
+  sqlite3 *db = h->host;
+  sqlite3_int64 iSv = 0, iVersion = 0;
+  sqlite3_uint64 fp = 0;
+  StoreSig sig;
+  int rc;
+
+  if (pbAbsent) *pbAbsent = 0;
+  rc = storeStepInt(h->pSchemaVersion, &iSv);
+  if (rc != SQLITE_OK) goto cleanup;
+  if (iSv != h->iSchemaVersion || h->eLayout == HOST_LAYOUT_UNKNOWN) {
+    h->eLayout = HOST_LAYOUT_UNKNOWN;
+    rc = hostCheckLayout(h, pzErr);
+    if (rc != SQLITE_OK) goto cleanup;
+    h->iSchemaVersion = iSv;
+    if (h->eLayout != HOST_LAYOUT_PRESENT) {
+      /* Dropped (e.g. the host rolled back the edn_t that created it). */
+      sqlite3_finalize(pImpl->pSig);
+      sqlite3_finalize(pImpl->pFingerprint);
+      pImpl->pSig = pImpl->pFingerprint = NULL;
+      schemaUnref(p->pSchema);
+      p->pSchema = NULL;
+      p->bKnown = 0;
+    }
+  }
+  if (h->eLayout == HOST_LAYOUT_ABSENT) {
+    if (!bCreate) {
+      if (pbAbsent) *pbAbsent = 1;
+      goto cleanup;
+    }
+    rc = hostCheckShadow(h, pzErr);
+    if (rc == SQLITE_OK) rc = storeCreateLayoutIn(db, h->zName, pzErr);
+    if (rc == SQLITE_OK) rc = hostCheckLayout(h, pzErr);
+    if (rc == SQLITE_OK) rc = storeStepInt(h->pSchemaVersion, &h->iSchemaVersion);
+    if (rc != SQLITE_OK) goto cleanup;
+  }
+  if (pImpl->pSig == NULL) {
+    rc = sqlite3_prepare_v3(db, storeSigSql, -1, SQLITE_PREPARE_PERSISTENT, &pImpl->pSig, NULL);
+    if (rc == SQLITE_OK) {
+      rc = sqlite3_prepare_v3(db, storeSchemaFingerprintSql(), -1, SQLITE_PREPARE_PERSISTENT,
+                              &pImpl->pFingerprint, NULL);
+    }
+    if (rc != SQLITE_OK) goto cleanup;
+  }
+  rc = storeStepInt(pImpl->pDataVersion, &iVersion);
+  if (rc == SQLITE_OK) rc = storeReadSig(pImpl, &sig);
+  if (rc != SQLITE_OK) goto cleanup;
+  if (p->pSchema && iVersion == pImpl->base.iDataVersion && p->bKnown && storeSigEqual(&sig, &p->known)) {
+    goto cleanup;
+  }
+  /* Another connection committed, or this one rolled back: the marks may
+  ** have moved by other means than this extension, and the schema too. */
+  pImpl->base.bMarksUnchecked = 1;
+  rc = storeSchemaFingerprintStmt(pImpl->pFingerprint, &fp);
+  if (rc != SQLITE_OK) goto cleanup;
+  if (p->pSchema == NULL || fp != schemaFingerprintOf(p->pSchema)) {
+    Schema *pNew = NULL;
+    rc = storeSchemaLoad(db, &pNew, pzErr);
+    if (rc != SQLITE_OK) goto cleanup;
+    schemaUnref(p->pSchema);
+    p->pSchema = pNew;
+  }
+  p->known = sig;
+  p->bKnown = 1;
+  pImpl->base.iDataVersion = iVersion;
+
+cleanup:
+  if (rc != SQLITE_OK && pzErr && *pzErr == NULL) {
+    *pzErr = sqlite3_mprintf("cannot read host store %s: %s", p->zPath, sqlite3_errmsg(db));
+  }
+  return rc;
+}
+
+int storeHostReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
+  int bAbsent = 0;
+  int rc = hostRevalidate(p, 0, &bAbsent, pzErr);
+  *ppConn = NULL;
+  *ppSchema = NULL;
+  if (rc != SQLITE_OK) return rc;
+  if (bAbsent) {
+    hostErr(pzErr, sqlite3_mprintf("host database %s holds no store yet (the first edn_t on "
+                                   "'%s' creates it)", p->pHost->zName, p->zPath));
+    return SQLITE_ERROR;
+  }
+  schemaRef(p->pSchema);
+  *ppSchema = p->pSchema;
+  *ppConn = p->pWriter;
+  return SQLITE_OK;
+}
+
+/* ----------------------------------------------------------------- write */
+
+/* Does statement pStmt (running on the host) read the store's tables?
+** Told by its program (EXPLAIN of its SQL): a cursor opened on one of
+** their root pages in the store's database. */
+static int hostStmtReads(StoreHostPart *h, sqlite3_stmt *pStmt, int *pbReads) {
+  const char *zSql = sqlite3_sql(pStmt);
+  sqlite3_stmt *pExplain = NULL;
+  char *zExplain;
+  int i, rc;
+  *pbReads = 0;
+  if (zSql == NULL) return SQLITE_OK;
+  for (i = 0; i < HOST_SCAN_CACHE; i++) {
+    if (h->aScan[i].pStmt == pStmt && h->aScan[i].iGen == h->iRootGen && h->aScan[i].zSql
+        && strcmp(h->aScan[i].zSql, zSql) == 0) {
+      *pbReads = h->aScan[i].bReads;
+      return SQLITE_OK;
+    }
+  }
+  zExplain = sqlite3_mprintf("EXPLAIN %s", zSql);
+  if (zExplain == NULL) return SQLITE_NOMEM;
+  rc = sqlite3_prepare_v2(h->host, zExplain, -1, &pExplain, NULL);
+  sqlite3_free(zExplain);
+  if (rc != SQLITE_OK) {
+    /* Not preparable here (e.g. a temp object gone): nothing to tell. */
+    sqlite3_finalize(pExplain);
+    return rc == SQLITE_NOMEM ? rc : SQLITE_OK;
+  }
+  while (!*pbReads && sqlite3_step(pExplain) == SQLITE_ROW) {
+    const char *zOp = (const char *)sqlite3_column_text(pExplain, 1);
+    if (zOp && (strcmp(zOp, "OpenRead") == 0 || strcmp(zOp, "OpenWrite") == 0
+                || strcmp(zOp, "ReopenIdx") == 0)
+        && sqlite3_column_int(pExplain, 4) == h->iDb) {
+      int iRoot = sqlite3_column_int(pExplain, 3);
+      for (int k = 0; k < h->nRoot; k++) {
+        if (h->aRoot[k] == iRoot) { *pbReads = 1; break; }
+      }
+    }
+  }
+  sqlite3_finalize(pExplain);
+  i = h->iScanNext;
+  h->iScanNext = (i + 1) % HOST_SCAN_CACHE;
+  sqlite3_free(h->aScan[i].zSql);
+  h->aScan[i].zSql = sqlite3_mprintf("%s", zSql);
+  h->aScan[i].pStmt = h->aScan[i].zSql ? pStmt : NULL;
+  h->aScan[i].iGen = h->iRootGen;
+  h->aScan[i].bReads = *pbReads;
+  return SQLITE_OK;
+}
+
+/* Refuses a write while a statement of the host's reads the store's
+** tables: its scan would see the rows change under it. */
+static int hostCheckScans(Store *p, char **pzErr) {
+  StoreHostPart *h = p->pHost;
+  if (h->eLayout != HOST_LAYOUT_PRESENT) return SQLITE_OK;
+  for (sqlite3_stmt *pStmt = sqlite3_next_stmt(h->host, NULL); pStmt;
+       pStmt = sqlite3_next_stmt(h->host, pStmt)) {
+    int bReads = 0, rc;
+    if (!sqlite3_stmt_busy(pStmt)) continue;
+    rc = hostStmtReads(h, pStmt, &bReads);
+    if (rc != SQLITE_OK) return rc;
+    if (bReads) {
+      hostErr(pzErr, sqlite3_mprintf("cannot write to host store %s from inside a statement "
+                                     "that reads its tables (%.60s); run it on its own",
+                                     p->zPath, sqlite3_sql(pStmt)));
+      return SQLITE_ERROR;
+    }
+  }
+  return SQLITE_OK;
+}
+
+int storeHostWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
+  StoreHostPart *h = p->pHost;
+  int rc;
+  *ppConn = NULL;
+  *ppSchema = NULL;
+  if (h->bDqlite && sqlite3_get_autocommit(h->host)) {
+    hostErr(pzErr, sqlite3_mprintf(
+        "on dqlite a host store is written only inside an explicit transaction (BEGIN; "
+        "SELECT edn_t('%s', ...); COMMIT): dqlite does not replicate a write made by a "
+        "function in autocommit", p->zPath));
+    return SQLITE_ERROR;
+  }
+  /* Before the savepoint: a layout check run inside it would see our own
+  ** schema_version change. */
+  rc = hostRevalidate(p, 0, NULL, pzErr);
+  if (rc == SQLITE_OK) rc = hostCheckScans(p, pzErr);
+  if (rc != SQLITE_OK) return rc;
+  rc = hostStep(h->pSavepoint);
+  if (rc != SQLITE_OK) {
+    hostErr(pzErr, sqlite3_mprintf("cannot begin a write on host store %s: %s", p->zPath,
+                                   sqlite3_errmsg(h->host)));
+    return rc;
+  }
+  rc = hostRevalidate(p, 1, NULL, pzErr);
+  if (rc != SQLITE_OK) {
+    hostStep(h->pRollbackTo);
+    hostStep(h->pRelease);
+    return rc;
+  }
+  schemaRef(p->pSchema);
+  *ppSchema = p->pSchema;
+  *ppConn = p->pWriter;
+  return SQLITE_OK;
+}
+
+int storeHostWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, char **pzErr) {
+  StoreHostPart *h = p->pHost;
+  StoreConnImpl *pImpl = (StoreConnImpl *)pConn;
+  StoreSig sig;
+  int rc = SQLITE_OK;
+  if (bCommit) {
+    rc = storeReadSig(pImpl, &sig);
+    if (rc == SQLITE_OK) rc = hostStep(h->pRelease);
+    if (rc != SQLITE_OK) {
+      hostErr(pzErr, sqlite3_mprintf("cannot commit to host store %s: %s", p->zPath,
+                                     sqlite3_errmsg(h->host)));
+    }
+  }
+  if (!bCommit || rc != SQLITE_OK) {
+    /* Undoes this edn_t only; the host's earlier statements stay. */
+    hostStep(h->pRollbackTo);
+    hostStep(h->pRelease);
+    /* The schema and marks of this connection's state are revalidated
+    ** against the signature at the next call. */
+    return rc;
+  }
+  if (pNewSchema) {
+    schemaRef(pNewSchema);
+    schemaUnref(p->pSchema);
+    p->pSchema = pNewSchema;
+  }
+  p->known = sig;
+  p->bKnown = 1;
+  /* The layout check need not run again for our own schema changes... but
+  ** a new attribute may create indexes; read the root pages again then. */
+  if (pNewSchema) h->iSchemaVersion = -1;
+  return SQLITE_OK;
+}

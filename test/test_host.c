@@ -1,0 +1,146 @@
+/*
+** test_host.c — host stores (SPEC §3a, issue 16) through the C API: what a
+** data case cannot say. A plain sqlite3_close (v1) after host-store calls
+** returns SQLITE_OK (the cached statements are finalized when SQLite
+** disconnects mentat_host_state, before its busy check); edn_t commits and
+** rolls back with the host's transaction; a rolled-back schema change and
+** tx counter leave no cached trace; interrupts stop a host-store edn_t with
+** nothing stored. Expected answers are worked out by hand from SPEC §3a.
+*/
+#include <string.h>
+#include "tuhost.h"
+
+static sqlite3 *openFile(const char *zName) {
+  sqlite3 *db = NULL;
+  char *zErr = NULL;
+  ck_assert_int_eq(sqlite3_open(tuTempPath(zName), &db), SQLITE_OK);
+  ck_assert_msg(mentatRegister(db, &zErr) == SQLITE_OK, "register: %s", zErr ? zErr : "?");
+  return db;
+}
+
+static void expectQuery(sqlite3 *db, const char *zSql, const char *zWant) {
+  char *z = tuQuery(db, zSql, NULL, NULL);
+  ck_assert_msg(strcmp(z, zWant) == 0, "%s\n got:  %s\n want: %s", zSql, z, zWant);
+  free(z);
+}
+
+static void execOk(sqlite3 *db, const char *zSql) {
+  char *zErr = NULL;
+  int rc = sqlite3_exec(db, zSql, NULL, NULL, &zErr);
+  ck_assert_msg(rc == SQLITE_OK, "%s: %s", zSql, zErr ? zErr : "?");
+}
+
+static const char zSchema[] =
+  "SELECT edn_t(':main', '[{:db/ident :p/name :db/valueType :db.type/string"
+  " :db/unique :db.unique/identity} {:db/ident :p/n :db/valueType :db.type/long}]')";
+
+START_TEST(close_v1_after_host_calls) {
+  sqlite3 *db = openFile("close.db");
+  execOk(db, zSchema);
+  execOk(db, "SELECT edn_t(':main', '[{:p/name \"a\" :p/n 1}]')");
+  expectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [_ :p/n ?n]]')", "{\"result\":1}");
+  expectQuery(db, "SELECT count(*) FROM edn_q(':main', '[:find ?e :where [?e :p/n]]')", "1");
+  expectQuery(db, "SELECT edn_pull(':main', '[:p/n]', '[:p/name \"a\"]') IS NOT NULL", "1");
+  /* Cached plans and transactor statements live on this connection. */
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
+START_TEST(close_v1_twice_used) {
+  /* State freed at close and made anew on the next connection. */
+  sqlite3 *db = openFile("close2.db");
+  execOk(db, zSchema);
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+  db = openFile("close2.db");
+  execOk(db, "SELECT edn_t(':main', '[{:p/name \"b\" :p/n 2}]')");
+  expectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [_ :p/n ?n]]')", "{\"result\":2}");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
+START_TEST(rollback_schema_and_tx) {
+  sqlite3 *db = openFile("rb.db");
+  execOk(db, zSchema);
+  /* tx ids: bootstrap 268435456, schema 268435457. */
+  execOk(db, "BEGIN");
+  expectQuery(db, "SELECT edn_t(':main', '[{:db/ident :a/x :db/valueType :db.type/long}]') ->> 'tx_id'",
+              "268435458");
+  expectQuery(db, "SELECT edn_t(':main', '[{:p/name \"x\" :a/x 7}]') ->> 'tx_id'", "268435459");
+  expectQuery(db, "SELECT edn_q(':main', '[:find ?v . :where [_ :a/x ?v]]')", "{\"result\":7}");
+  execOk(db, "ROLLBACK");
+  expectQuery(db, "SELECT edn_t(':main', '[{:p/name \"y\" :a/x 8}]')",
+              "ERROR: edn_t: line 1 col 15: unknown attribute :a/x");
+  /* The tx counter went back with the rollback: the next tx reuses it. */
+  expectQuery(db, "SELECT edn_t(':main', '[{:p/name \"y\" :p/n 8}]') ->> 'tx_id'", "268435458");
+  expectQuery(db, "SELECT edn_q(':main', '[:find ?v . :where [_ :a/x ?v]]')", "{\"result\":null}");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
+START_TEST(savepoint_nests_in_host_savepoint) {
+  sqlite3 *db = openFile("sp.db");
+  execOk(db, zSchema);
+  execOk(db, "BEGIN");
+  execOk(db, "SELECT edn_t(':main', '[{:p/name \"k\" :p/n 1}]')");
+  execOk(db, "SAVEPOINT s");
+  execOk(db, "SELECT edn_t(':main', '[{:p/name \"k\" :p/n 2}]')");
+  expectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [_ :p/n ?n]]')", "{\"result\":2}");
+  execOk(db, "ROLLBACK TO s");
+  expectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [_ :p/n ?n]]')", "{\"result\":1}");
+  execOk(db, "COMMIT");
+  expectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [_ :p/n ?n]]')", "{\"result\":1}");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
+/* The progress handler interrupts the host in the middle of a big edn_t. */
+static int interruptNow(void *p) {
+  sqlite3_interrupt((sqlite3 *)p);
+  return 0;
+}
+
+START_TEST(interrupt_leaves_nothing) {
+  sqlite3 *db = openFile("intr.db");
+  sqlite3_str *pTx = sqlite3_str_new(NULL);
+  char *zTx;
+  sqlite3_stmt *pStmt = NULL;
+  int rc;
+  execOk(db, zSchema);
+  execOk(db, "CREATE TABLE side(x)");
+  execOk(db, "BEGIN");
+  execOk(db, "INSERT INTO side VALUES (1)");
+  sqlite3_str_appendall(pTx, "[");
+  for (int i = 0; i < 2000; i++) sqlite3_str_appendf(pTx, "{:p/name \"n%d\" :p/n %d}", i, i);
+  sqlite3_str_appendall(pTx, "]");
+  zTx = sqlite3_str_finish(pTx);
+  ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT edn_t(':main', ?1)", -1, &pStmt, NULL), SQLITE_OK);
+  sqlite3_bind_text(pStmt, 1, zTx, -1, sqlite3_free);
+  sqlite3_progress_handler(db, 20000, interruptNow, db);
+  rc = sqlite3_step(pStmt);
+  sqlite3_progress_handler(db, 0, NULL, NULL);
+  sqlite3_finalize(pStmt);
+  ck_assert_int_eq(rc & 0xff, SQLITE_INTERRUPT);
+  /* An interrupt ends the host's transaction; nothing of the edn_t stays. */
+  if (!sqlite3_get_autocommit(db)) execOk(db, "ROLLBACK");
+  expectQuery(db, "SELECT edn_q(':main', '[:find (count ?e) . :where [?e :p/n]]')",
+              /* Datomic: an aggregate over no rows is nil */ "{\"result\":null}");
+  expectQuery(db, "SELECT count(*) FROM side", "0");
+  expectQuery(db, "PRAGMA integrity_check", "ok");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
+static Suite *hostSuite(void) {
+  Suite *s = suite_create("host");
+  TCase *tc = tcase_create("host");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, close_v1_after_host_calls);
+  tcase_add_test(tc, close_v1_twice_used);
+  tcase_add_test(tc, rollback_schema_and_tx);
+  tcase_add_test(tc, savepoint_nests_in_host_savepoint);
+  tcase_add_test(tc, interrupt_leaves_nothing);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+TU_MAIN(hostSuite)
