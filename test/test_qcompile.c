@@ -67,7 +67,7 @@ static void setup(void) {
   sqlite3_str *pRep = sqlite3_str_new(NULL);
   int rc;
   storeCacheClear();
-  storeSetConnHook(qRegisterStoreFunctions);   /* as vtab/entry.c does at load */
+  storeSetConnHook(qfRegister);   /* as vtab/entry.c does at load */
   unlink(tuTempPath("q.db"));
   rc = storeAcquire(tuTempPath("q.db"), &pStore, &zErr);
   ck_assert_msg(rc == SQLITE_OK, "acquire: %s", zErr ? zErr : "?");

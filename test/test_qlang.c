@@ -70,7 +70,7 @@ static void setup(void) {
   char *zErr = NULL;
   int rc;
   storeCacheClear();
-  storeSetConnHook(qRegisterStoreFunctions);   /* as vtab/entry.c does at load */
+  storeSetConnHook(qfRegister);   /* as vtab/entry.c does at load */
   unlink(tuTempPath("ql.db"));
   rc = storeAcquire(tuTempPath("ql.db"), &pStore, &zErr);
   ck_assert_msg(rc == SQLITE_OK, "acquire: %s", zErr ? zErr : "?");
@@ -158,7 +158,7 @@ START_TEST(test_helpers) {
   char *z;
   int k;
   ck_assert_int_eq(sqlite3_open(":memory:", &db), SQLITE_OK);
-  ck_assert_int_eq(qRegisterStoreFunctions(db), SQLITE_OK);
+  ck_assert_int_eq(qfRegister(db), SQLITE_OK);
   for (k = 0; k < 10; k++) {
     z = tuQuery(db, "SELECT mentat_agg_json(4, column1, 5, 3) FROM (VALUES (1), (2), (2))", NULL, NULL);
     ck_assert_msg(strlen(z) == 7 && z[0] == '[' && (z[1] == '1' || z[1] == '2') && z[2] == ','

@@ -158,7 +158,7 @@ void ednpullFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   if (rc != SQLITE_OK) goto cleanup;
   rc = ednpullEntity(&call, argv[2], eTypeEnt, &e, &zErr);
   if (rc != SQLITE_OK || e == 0) goto cleanup;   /* names no entity: nil (SQL NULL) */
-  ppBuf = qConnOutBuf(call.pConn);
+  ppBuf = qCacheOutBuf(call.pConn);
   pOut = sqlioOutBegin(ppBuf, &iStart);
   if (pOut == NULL) {
     rc = SQLITE_NOMEM;
@@ -167,7 +167,7 @@ void ednpullFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   /* PULL_WITH_DBID: edn_pull's map always carries :db/id (SPEC.md §2.2).
   ** The connection's pull cache is kept with its compiled plans (query.h). */
   rc = pullEntityText(call.pConn->db, call.pSchema, zPat, nPat, e, PULL_WITH_DBID,
-                      qConnPullCache(call.pConn), pOut, &zErr);
+                      qCachePulls(call.pConn), pOut, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
   sqlioOutJson(pCtx, "edn_pull", ppBuf, iStart);
 

@@ -166,7 +166,7 @@ void ednqScalarFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   if (rc != SQLITE_OK) goto cleanup;
   rc = qRunOpen(call.pConn, call.pSchema, zQuery, nQuery, &opts, &pRun, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
-  ppBuf = qConnOutBuf(call.pConn);
+  ppBuf = qCacheOutBuf(call.pConn);
   pOut = sqlioOutBegin(ppBuf, &iStart);
   if (pOut == NULL) {
     rc = SQLITE_NOMEM;

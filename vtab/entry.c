@@ -86,7 +86,7 @@ static void mentatHostGone(void *pUnused) {
 /* Runs on every new store connection: the query layer's helper functions,
 ** and the progress handler through which host interrupts reach it. */
 static int mentatConnHook(sqlite3 *db) {
-  int rc = qRegisterStoreFunctions(db);
+  int rc = qfRegister(db);
   if (rc == SQLITE_OK) intrInstall(db);
   return rc;
 }

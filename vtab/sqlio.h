@@ -30,7 +30,7 @@ void sqlioError(sqlite3_context *pCtx, const char *zFunc, int rc, const char *zE
 ** error when the builder failed (OOM, too big). Always consumes pOut. */
 void sqlioJson(sqlite3_context *pCtx, const char *zFunc, sqlite3_str *pOut);
 
-/* Results built in a reusable string (*ppBuf, e.g. qConnOutBuf's slot):
+/* Results built in a reusable string (*ppBuf, e.g. qCacheOutBuf's slot):
 ** every string grows through reallocations, each under SQLite's global
 ** allocator mutex when memory statistics are on (Debian's build), which
 ** two threads contend for. sqlioOutBegin returns the string to append to

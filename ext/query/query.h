@@ -109,21 +109,24 @@ int qSpillRest(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, int *pbA
 ** NULL is a no-op. Does not return pConn to the pool. */
 void qRunClose(QueryRun *p);
 
-/* The pull statements cached on a checked-out store connection (kept with
-** its compiled plans and freed with them), so edn_pull prepares nothing on
-** a repeated call. NULL on OOM; pass the result to pullEntityEx. */
+/* query_plan_cache.c. The pull statements cached on a checked-out store
+** connection (kept with its compiled plans and freed with them), so
+** edn_pull prepares nothing on a repeated call. NULL on OOM; pass the
+** result to pullEntityEx. */
 struct PullCache;
-struct PullCache **qConnPullCache(StoreConn *pConn);
+struct PullCache **qCachePulls(StoreConn *pConn);
 
 /* A result string kept with a checked-out store connection (freed with its
 ** plans), so the SQL functions build each JSON result at its end and copy
 ** it out instead of growing a new string per call (see sqlioOutBegin in
-** vtab/sqlio.h). NULL on OOM. The slot may hold NULL; its owner replaces the string at will. */
-sqlite3_str **qConnOutBuf(StoreConn *pConn);
+** vtab/sqlio.h). NULL on OOM. The slot may hold NULL; its owner replaces
+** the string at will. */
+sqlite3_str **qCacheOutBuf(StoreConn *pConn);
 
-/* Registers the SQL helper functions compiled plans call (median, regex,
-** string functions, ...) on a store connection. Used as the store's
+/* query_funcs.c. Registers on a store connection the run-time functions
+** of the built-in table, the aggregates' helpers, mentat_one and the
+** mentat_kw collation, which compiled plans call. Used as the store's
 ** connection hook. */
-int qRegisterStoreFunctions(sqlite3 *db);
+int qfRegister(sqlite3 *db);
 
 #endif /* MENTAT_QUERY_H */

@@ -13,7 +13,7 @@
 ** rows from producing a row (Datomic returns nothing). SQLite's own
 ** aggregates serve count, sum, avg, min and max; median, variance, stddev
 ** (population), distinct, (min n ?x), (max n ?x) and (sample n ?x) are SQL
-** functions registered by qRegisterStoreFunctions (query_funcs.c).
+** functions registered by qfRegister (query_funcs.c).
 ** Mentat's (the ?x) is a bare column: with exactly one min/max aggregate
 ** SQLite takes it from the row that holds the extreme value.
 **

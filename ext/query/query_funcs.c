@@ -3,7 +3,7 @@
 ** SQL functions compiled plans call on a store connection. Takes a
 ** function name from the compiler; gives its row. Takes a store
 ** connection; registers on it every run-time function the rows name, the
-** aggregates' helpers and the mentat_kw collation (qRegisterStoreFunctions,
+** aggregates' helpers and the mentat_kw collation (qfRegister,
 ** the store's connection hook). The rows follow Datomic's documented
 ** :where functions (its "Built-in Expression Functions and Predicates") and
 ** the Clojure functions Datomic lets a query call.
@@ -144,7 +144,7 @@ static const struct {
   { "mentat_agg_json", 4, qfValsStep, qfValsFinal },
 };
 
-int qRegisterStoreFunctions(sqlite3 *db) {
+int qfRegister(sqlite3 *db) {
   const int f = SQLITE_UTF8;
   size_t i;
   int rc = SQLITE_OK;

@@ -4,7 +4,7 @@
 ** types, its result type, the compile hook that writes its SQL and the
 ** SQL function it calls at run time, if any. The compiler finds a name
 ** there and nowhere else (qfLookup); the store connections get the run-time
-** functions from it (qRegisterStoreFunctions). The files of the family
+** functions from it (qfRegister). The files of the family
 ** (query_funcs_*.c) implement those functions; the hooks are the
 ** compiler's (query_compile_pred.c, _value.c, _fn.c).
 */

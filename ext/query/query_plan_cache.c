@@ -26,7 +26,7 @@ typedef struct QCache {
   QueryPlan *pHead;      /* most recently used first */
   int n;
   PullCache *pPull;      /* pull statements on this connection */
-  sqlite3_str *pOut;     /* reusable result string (qConnOutBuf) */
+  sqlite3_str *pOut;     /* reusable result string (qCacheOutBuf) */
 } QCache;
 
 static void qCacheFree(void *p) {
@@ -188,12 +188,12 @@ static QCache *qCacheOf(StoreConn *pConn) {
   return pCache;
 }
 
-PullCache **qConnPullCache(StoreConn *pConn) {
+PullCache **qCachePulls(StoreConn *pConn) {
   QCache *pCache = qCacheOf(pConn);
   return pCache ? &pCache->pPull : NULL;
 }
 
-sqlite3_str **qConnOutBuf(StoreConn *pConn) {
+sqlite3_str **qCacheOutBuf(StoreConn *pConn) {
   QCache *pCache = qCacheOf(pConn);
   return pCache ? &pCache->pOut : NULL;
 }

@@ -81,5 +81,5 @@ int qRunPull(QueryRun *p, int i, sqlite3_str *pOut, char **pzErr) {
     p->bTimeInst = 0;
   }
   return pullEntityAt(p->pConn->db, p->pSchema, pPattern, e, 0,
-                      p->bTime ? &p->time : NULL, qConnPullCache(p->pConn), pOut, pzErr);
+                      p->bTime ? &p->time : NULL, qCachePulls(p->pConn), pOut, pzErr);
 }
