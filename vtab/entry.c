@@ -156,7 +156,7 @@ int mentatRegister(sqlite3 *db, char **pzErr) {
   ** our statements runs there (a function created later must not replace
   ** one in use). */
   if (rc == SQLITE_OK) rc = hostStateRegister(db);
-  if (rc == SQLITE_OK) rc = qRegisterStoreFunctions(db);
+  if (rc == SQLITE_OK) rc = qfRegister(db);
   if (rc != SQLITE_OK) {
     sqlite3_free(*pzErr);
     *pzErr = sqlite3_mprintf("libmentat_sqlite: cannot register its functions: %s",
