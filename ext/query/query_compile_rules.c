@@ -50,6 +50,16 @@
 ** seeds carry its value); else the whole-closure CTE, whose recursive step
 ** reads it from the row the recursive call gave, as Datomic runs a body's
 ** clauses in order.
+**
+** CALLER'S ARGUMENTS IN OTHER RECURSION. For mutual recursion, the
+** transitive form and the rest, the places every call into the group hands
+** on unchanged (qcrGroupInvariant) take the call's bound values: a seed CTE
+** ruless<N> of their distinct values and an instance rulesi<N> of the
+** group whose base definitions start from it (qcrSeedGroup, qcrGroupAs),
+** so the bodies' functions and predicates see them. An or that calls back
+** into the recursion becomes one definition per branch (qcrSplit):
+** SQLite's recursive CTE may not name itself in a subquery; a call back
+** inside not is an error.
 */
 #include <string.h>
 #include "query_compile_rules.h"
@@ -90,10 +100,138 @@ static void qcrCalls(const QRuleInfo *pRi, QClause *const *a, int n, int iFrom,
   }
 }
 
+/* Does clause list a[0..n) call (at any depth) a head from which head hTo
+** is reached (aReach over the heads), hTo itself included? */
+static int qcrCallsBack(const QRuleInfo *pRi, QClause *const *a, int n, int hTo,
+                        const unsigned char *aReach, int iDepth) {
+  int i, nH = pRi->nHead;
+  if (iDepth > EDN_MAX_DEPTH) return 1;
+  for (i = 0; i < n; i++) {
+    if (a[i]->kind == QC_RULE) {
+      int h = qcrHeadFind(pRi, a[i]->zName, a[i]->nArg, NULL);
+      if (h >= 0 && (h == hTo || aReach[h * nH + hTo])) return 1;
+    } else if (a[i]->nSub && qcrCallsBack(pRi, a[i]->aSub, a[i]->nSub, hTo, aReach, iDepth + 1)) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* May or-join pOr, a clause of definition pR, give way to its branches:
+** does no variable of a branch that is not a join variable (the branch's
+** own) also appear in pR's head or other clauses? A plain or always may
+** (its branches' variables are the or's). */
+static int qcrOrSplits(const QRule *pR, const QClause *pOr) {
+  int b, i, j, k;
+  if (pOr->kind == QC_OR) return 1;
+  for (b = 0; b < pOr->nSub; b++) {
+    const char *az[128];
+    int n = qcwClauseVars(pOr->aSub[b], az, 128, 0);
+    if (n > 128) return 0;
+    for (i = 0; i < n; i++) {
+      for (j = 0; j < pOr->nJoin && strcmp(pOr->aJoin[j]->u.s.z, az[i]); j++) {}
+      if (j < pOr->nJoin) continue;
+      for (j = 0; j < pR->nHead; j++) if (strcmp(pR->aHead[j]->u.s.z, az[i]) == 0) return 0;
+      for (k = 0; k < pR->nClause; k++) {
+        const char *azC[128];
+        int m, nC;
+        if (pR->aClause[k] == pOr) continue;
+        nC = qcwClauseVars(pR->aClause[k], azC, 128, 0);
+        if (nC > 128) return 0;
+        for (m = 0; m < nC; m++) if (strcmp(azC[m], az[i]) == 0) return 0;
+      }
+    }
+  }
+  return 1;
+}
+
+/* The first top-level or / or-join of definition i that calls back into
+** its recursion, or -1. */
+static int qcrOrBack(const QRuleInfo *pRi, const QRule *pR, int h, const unsigned char *aReach) {
+  int j;
+  for (j = 0; j < pR->nClause; j++) {
+    const QClause *pCl = pR->aClause[j];
+    if ((pCl->kind == QC_OR || pCl->kind == QC_OR_JOIN)
+        && qcrCallsBack(pRi, pCl->aSub, pCl->nSub, h, aReach, 0)) {
+      return j;
+    }
+  }
+  return -1;
+}
+
+/* A definition whose or (or or-join) calls back into its own recursion
+** becomes one definition per branch, the branch's clauses in the or's
+** place: the union of the definitions is the or's (Datomic: an or holds
+** when any branch does), and SQLite's recursive CTE may name itself in no
+** subquery, which the or would be. A call back inside not is recursion
+** through negation, which has no fixpoint to compute: an error. Returns 1
+** when it split a definition (pC->rules is then a new set, in the plan's
+** arena), 0 when none or on error (pC->rc). */
+static int qcrSplit(QComp *pC, const unsigned char *aReach) {
+  const QRuleInfo *pRi = pC->pRi;
+  QRule **aNew;
+  int i, j, b, nNew = 0, bSplit = 0;
+  for (i = 0; i < pC->rules.nRule; i++) {
+    const QRule *pR = pC->rules.aRule[i];
+    int h = pRi->aiHeadOf[i], iOr;
+    for (j = 0; j < pR->nClause; j++) {
+      const QClause *pCl = pR->aClause[j];
+      if ((pCl->kind == QC_NOT || pCl->kind == QC_NOT_JOIN)
+          && qcrCallsBack(pRi, pCl->aSub, pCl->nSub, h, aReach, 0)) {
+        qcErr(pC, pCl->pForm, "unsupported recursion: rule %s calls its own recursion inside"
+              " not (recursion through negation has no fixpoint to compute)", pR->zName);
+        return 0;
+      }
+    }
+    iOr = qcrOrBack(pRi, pR, h, aReach);
+    if (iOr >= 0 && !qcrOrSplits(pR, pR->aClause[iOr])) {
+      qcErr(pC, pR->aClause[iOr]->pForm, "unsupported recursion: rule %s calls its own"
+            " recursion inside an or-join whose branches have variables of their own that its"
+            " other clauses use too; rename them", pR->zName);
+      return 0;
+    }
+    nNew += iOr < 0 ? 1 : pR->aClause[iOr]->nSub;
+    bSplit |= iOr >= 0;
+  }
+  if (!bSplit) return 0;
+  aNew = ednArenaAlloc(pC->pArena, sizeof(QRule*) * (size_t)nNew);
+  if (aNew == NULL) return qcNoMem(pC), 0;
+  nNew = 0;
+  for (i = 0; i < pC->rules.nRule; i++) {
+    QRule *pR = pC->rules.aRule[i];
+    int iOr = qcrOrBack(pRi, pR, pRi->aiHeadOf[i], aReach);
+    if (iOr < 0) {
+      aNew[nNew++] = pR;
+      continue;
+    }
+    for (b = 0; b < pR->aClause[iOr]->nSub; b++) {
+      QClause *pB = pR->aClause[iOr]->aSub[b];
+      QClause *const *aB = pB->kind == QC_AND ? pB->aSub : &pB;
+      int nB = pB->kind == QC_AND ? pB->nSub : 1, k, m = 0, q;
+      QRule *pN = ednArenaAlloc(pC->pArena, sizeof(QRule));
+      QClause **aCl = ednArenaAlloc(pC->pArena, sizeof(QClause*) * (size_t)(pR->nClause + nB));
+      if (pN == NULL || aCl == NULL) return qcNoMem(pC), 0;
+      *pN = *pR;
+      for (k = 0; k < pR->nClause; k++) {
+        if (k != iOr) aCl[m++] = pR->aClause[k];
+        else for (q = 0; q < nB; q++) aCl[m++] = aB[q];
+      }
+      pN->aClause = aCl;
+      pN->nClause = m;
+      aNew[nNew++] = pN;
+    }
+  }
+  pC->rules.aRule = aNew;
+  pC->rules.nRule = nNew;
+  return 1;
+}
+
 static int qcrPrepare(QComp *pC) {
   QRuleInfo *pRi;
   unsigned char *aReach;
-  int i, j, k, n;
+  int i, j, k, n, nPass = 0;
+again:
+  qcrFree(pC);
   pRi = sqlite3_malloc64(sizeof(QRuleInfo));
   if (pRi == NULL) return qcNoMem(pC);
   memset(pRi, 0, sizeof *pRi);
@@ -136,40 +274,69 @@ static int qcrPrepare(QComp *pC) {
       pRi->aHead[pRi->aHead[i].iGroup].nCols = pRi->aHead[i].nArity;
     }
   }
+  /* An or calling back into its recursion becomes definitions of its own
+  ** (one nesting level per pass). */
+  if (nPass++ < EDN_MAX_DEPTH && qcrSplit(pC, aReach)) {
+    sqlite3_free(aReach);
+    goto again;
+  }
   sqlite3_free(aReach);
   return pC->rc;
 }
 
-/* A transitive-closure definition [(r ?a ?b) (r ?a ?c) (r ?c ?b)] (in
-** either clause order) in a group of one binary head: non-linear, but its
-** fixpoint equals the linear [(r ?a ?b) (base ?a ?c) (r ?c ?b)] where base
-** is r's non-recursive definitions, which SQLite can iterate. */
-int qcrIsChain(const QRuleInfo *pRi, int g, const QRule *pR) {
+/* The places *pi0 (?a) and *pi1 (?b) of a transitive-closure definition
+** [(r ?a ?b) (r ?a ?c) (r ?c ?b)] (in either clause order) in a group of one
+** head, whose other places (r ?a ?b ?lim) both calls hand on unchanged:
+** non-linear, but its fixpoint equals the linear [(r ?a ?b) (base ?a ?c)
+** (r ?c ?b)] where base is r's non-recursive definitions, which SQLite can
+** iterate. Returns 0 when pR is no such definition. */
+int qcrChainPlaces(const QRuleInfo *pRi, int g, const QRule *pR, int *pi0, int *pi1) {
   const QClause *c1, *c2;
-  const char *zH0, *zH1;
-  int i;
+  int i, j, k, i0, i1;
   for (i = 0; i < pRi->nHead; i++) {
     if (pRi->aHead[i].iGroup == g && strcmp(pRi->aHead[i].zName, pR->zName) != 0) return 0;
   }
-  if (pR->nHead != 2 || pR->nClause != 2) return 0;
+  if (pR->nHead < 2 || pR->nClause != 2) return 0;
   c1 = pR->aClause[0];
   c2 = pR->aClause[1];
-  if (c1->kind != QC_RULE || c2->kind != QC_RULE || c1->nArg != 2 || c2->nArg != 2) return 0;
+  if (c1->kind != QC_RULE || c2->kind != QC_RULE || c1->nArg != pR->nHead
+      || c2->nArg != pR->nHead) {
+    return 0;
+  }
   if (strcmp(c1->zName, pR->zName) || strcmp(c2->zName, pR->zName)) return 0;
-  for (i = 0; i < 2; i++) {
+  for (i = 0; i < pR->nHead; i++) {
     if (!ednIsVar(c1->aArg[i]) || !ednIsVar(c2->aArg[i])) return 0;
+    for (j = 0; j < i; j++) if (strcmp(pR->aHead[i]->u.s.z, pR->aHead[j]->u.s.z) == 0) return 0;
   }
-  zH0 = pR->aHead[0]->u.s.z;
-  zH1 = pR->aHead[1]->u.s.z;
-  if (strcmp(zH0, zH1) == 0) return 0;
-  if (strcmp(c2->aArg[0]->u.s.z, zH0) == 0) {   /* written right to left */
-    const QClause *t = c1;
-    c1 = c2;
-    c2 = t;
+  for (k = 0; k < 2; k++) {
+    const QClause *a = k ? c2 : c1, *b = k ? c1 : c2;
+    for (i0 = 0; i0 < pR->nHead; i0++) {
+      for (i1 = 0; i1 < pR->nHead; i1++) {
+        const char *zZ = a->aArg[i1]->u.s.z;
+        int bOk = i0 != i1 && strcmp(a->aArg[i0]->u.s.z, pR->aHead[i0]->u.s.z) == 0
+                  && strcmp(b->aArg[i1]->u.s.z, pR->aHead[i1]->u.s.z) == 0
+                  && strcmp(b->aArg[i0]->u.s.z, zZ) == 0;
+        for (j = 0; bOk && j < pR->nHead; j++) {
+          if (strcmp(pR->aHead[j]->u.s.z, zZ) == 0) bOk = 0;
+          if (j == i0 || j == i1) continue;
+          if (strcmp(a->aArg[j]->u.s.z, pR->aHead[j]->u.s.z) != 0
+              || strcmp(b->aArg[j]->u.s.z, pR->aHead[j]->u.s.z) != 0) {
+            bOk = 0;
+          }
+        }
+        if (bOk) {
+          if (pi0) *pi0 = i0;
+          if (pi1) *pi1 = i1;
+          return 1;
+        }
+      }
+    }
   }
-  return strcmp(c1->aArg[0]->u.s.z, zH0) == 0 && strcmp(c2->aArg[1]->u.s.z, zH1) == 0
-      && strcmp(c1->aArg[1]->u.s.z, c2->aArg[0]->u.s.z) == 0
-      && strcmp(c1->aArg[1]->u.s.z, zH0) != 0 && strcmp(c1->aArg[1]->u.s.z, zH1) != 0;
+  return 0;
+}
+
+int qcrIsChain(const QRuleInfo *pRi, int g, const QRule *pR) {
+  return qcrChainPlaces(pRi, g, pR, NULL, NULL);
 }
 
 /* Refuses a definition of group g that calls its own recursion twice at
@@ -199,7 +366,8 @@ static void qcrCheckLinear(QComp *pC, int g) {
 ** "SELECT h, <values>, <tags>, <storage classes>" over nMax columns, then
 ** its body. pC->nSelfRef counts its calls into its own group. NULL on
 ** error. */
-static char *qcrDefinitionSelect(QComp *pC, const QRule *pR, int h, int nMax, int iDepth) {
+static char *qcrDefinitionSelect(QComp *pC, const QRule *pR, int h, int nMax, int iDepth,
+                                 const unsigned char *abSeed, int iInst) {
   QCtx sub;
   sqlite3_str *pSel;
   char *zBody = NULL, *zSel;
@@ -207,6 +375,21 @@ static char *qcrDefinitionSelect(QComp *pC, const QRule *pR, int h, int nMax, in
   pSel = sqlite3_str_new(NULL);
   qcCtxInit(&sub, pC, NULL);
   pC->nSelfRef = 0;
+  if (abSeed) {
+    /* a base definition of an instance: its seeded places start from the
+    ** seed CTE's columns (in place order) */
+    int k = 0;
+    qcFrom(&sub, sqlite3_mprintf("ruless%d s%d", iInst, iInst));
+    for (j = 0; j < nMax && pC->rc == SQLITE_OK; j++) {
+      if (!abSeed[j]) continue;
+      if (j < pR->nHead) {
+        qcBindVar(&sub, pR->aHead[j]->u.s.z, sqlite3_mprintf("s%d.o%d", iInst, k),
+                  VT_NONE, sqlite3_mprintf("s%d.ot%d", iInst, k), 0);
+        qcrMarkArg(&sub, pR->aHead[j]->u.s.z);
+      }
+      k++;
+    }
+  }
   {
     const QRule *pWholeSave = pC->pWhole;
     pC->pWhole = pR;
@@ -262,25 +445,47 @@ static char *qcrDefinitionSelect(QComp *pC, const QRule *pR, int h, int nMax, in
 /* Writes group g's CTE rules<g> from its base branches pBase and
 ** recursive ones pRec (nRec of them), a transitive definition of head
 ** iChainHead (nChain) rewritten to its linear form. */
-static void qcrGroupCte(QComp *pC, int g, sqlite3_str *pBase, sqlite3_str *pRec, int nRec,
-                        int nChain, int iChainHead, int nMax) {
-  int j;
+static void qcrGroupCte(QComp *pC, const char *zCte, const char *zB, sqlite3_str *pBase,
+                        sqlite3_str *pRec, int nRec, int nChain, int iChainHead, int i0, int i1,
+                        int nMax) {
+  static const char *const azPre[3] = { "c", "t", "k" };
+  int j, q;
   if (pC->rc == SQLITE_OK && nChain) {
-    /* rulesb<g>: the base relation; the chain becomes base ∘ rules. */
+    /* rulesb<g>: the base relation; the chain becomes base ∘ rules: x
+    ** starts where b ends, the places both hand on are equal, and the row
+    ** runs from b's start (place i0) to x's end (i1). */
     if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");
-    sqlite3_str_appendf(pC->pCte, "rulesb%d(r, c0, c1, t0, t1, k0, k1) AS (%s)", g,
-                        sqlite3_str_value(pBase));
+    sqlite3_str_appendf(pC->pCte, "%s(r", zB);
+    for (q = 0; q < 3; q++) {
+      for (j = 0; j < nMax; j++) sqlite3_str_appendf(pC->pCte, ", %s%d", azPre[q], j);
+    }
+    sqlite3_str_appendf(pC->pCte, ") AS (%s)", sqlite3_str_value(pBase));
     sqlite3_str_reset(pBase);
-    sqlite3_str_appendf(pBase, "SELECT * FROM rulesb%d", g);
-    sqlite3_str_appendf(pRec, "SELECT %d, b.c0, x.c1, b.t0, x.t1, b.k0, x.k1 FROM rulesb%d b, rules%d x"
-                        " WHERE b.r = %d AND x.r = %d AND x.c0 = b.c1 AND x.t0 IS b.t1"
-                        " AND x.k0 IS b.k1",
-                        iChainHead, g, g, iChainHead, iChainHead);
+    sqlite3_str_appendf(pBase, "SELECT * FROM %s", zB);
+    sqlite3_str_appendf(pRec, "SELECT %d", iChainHead);
+    for (q = 0; q < 3; q++) {
+      for (j = 0; j < nMax; j++) {
+        sqlite3_str_appendf(pRec, ", %s.%s%d", j == i1 ? "x" : "b", azPre[q], j);
+      }
+    }
+    sqlite3_str_appendf(pRec, " FROM %s b, %s x WHERE b.r = %d AND x.r = %d", zB, zCte,
+                        iChainHead, iChainHead);
+    for (q = 0; q < 3; q++) {
+      sqlite3_str_appendf(pRec, " AND x.%s%d %s b.%s%d", azPre[q], i0, q ? "IS" : "=",
+                          azPre[q], i1);
+    }
+    for (j = 0; j < nMax; j++) {
+      if (j == i0 || j == i1) continue;
+      for (q = 0; q < 3; q++) {
+        sqlite3_str_appendf(pRec, " AND x.%s%d %s b.%s%d", azPre[q], j, q ? "IS" : "=",
+                            azPre[q], j);
+      }
+    }
     nRec = 1;
   }
   if (pC->rc == SQLITE_OK) {
     if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");
-    sqlite3_str_appendf(pC->pCte, "rules%d(r", g);
+    sqlite3_str_appendf(pC->pCte, "%s(r", zCte);
     for (j = 0; j < nMax; j++) sqlite3_str_appendf(pC->pCte, ", c%d", j);
     for (j = 0; j < nMax; j++) sqlite3_str_appendf(pC->pCte, ", t%d", j);
     for (j = 0; j < nMax; j++) sqlite3_str_appendf(pC->pCte, ", k%d", j);
@@ -291,28 +496,72 @@ static void qcrGroupCte(QComp *pC, int g, sqlite3_str *pBase, sqlite3_str *pRec,
   }
 }
 
-/* Compiles every definition of group g into the CTE rules<g>. */
-static int qcrGroup(QComp *pC, int g, int iDepth) {
+/* Does clause list a[0..n) call a head of recursion group g (at any
+** depth)? */
+static int qcrCallsGroup(const QRuleInfo *pRi, QClause *const *a, int n, int g, int iDepth) {
+  int i;
+  if (iDepth > EDN_MAX_DEPTH) return 1;
+  for (i = 0; i < n; i++) {
+    if (a[i]->kind == QC_RULE) {
+      int h = qcrHeadFind(pRi, a[i]->zName, a[i]->nArg, NULL);
+      if (h >= 0 && pRi->aHead[h].iGroup == g) return 1;
+    } else if (a[i]->nSub && qcrCallsGroup(pRi, a[i]->aSub, a[i]->nSub, g, iDepth + 1)) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Compiles every definition of group g into the CTE rules<g>; with abSeed
+** (iInst > 0) into an instance rulesi<iInst> whose definitions that do not
+** call back into the group (its base) start from the seed CTE
+** ruless<iInst>(o0.., ot0, ok0, ..): head place j with abSeed[j] is
+** pre-bound to the next seed column. Every call into the group hands such
+** a place on unchanged (qcrGroupInvariant), so every row of the group
+** carries a seed value there, and the instance holds exactly the group's
+** rows with the caller's values in those places: the bodies' functions
+** and predicates see them, as Datomic evaluates a rule with the caller's
+** bindings. */
+static int qcrGroupAs(QComp *pC, int g, int iDepth, const unsigned char *abSeed, int iInst) {
   QRuleInfo *pRi = pC->pRi;
   sqlite3_str *pBase = sqlite3_str_new(NULL);
   sqlite3_str *pRec = sqlite3_str_new(NULL);
   int i, nBase = 0, nRec = 0, nChain = 0, iChainHead = 0, nMax = pRi->aHead[g].nCols;
+  int i0 = 0, i1 = 1;
   int nSelfSave = pC->nSelfRef;
   const char *zFirst = pRi->aHead[g].zName;
+  unsigned char *aeSave = NULL;
+  char zCte[32], zB[32];
   if (iDepth > EDN_MAX_DEPTH) return qcErr(pC, NULL, "rules nested too deep");
+  if (iInst) {
+    sqlite3_snprintf(sizeof zCte, zCte, "rulesi%d", iInst);
+    sqlite3_snprintf(sizeof zB, zB, "rulesbi%d", iInst);
+    aeSave = sqlite3_malloc64((sqlite3_uint64)pRi->nHead + 1);
+    if (aeSave == NULL) return qcNoMem(pC);
+    for (i = 0; i < pRi->nHead; i++) aeSave[i] = pRi->aHead[i].eState;
+  } else {
+    sqlite3_snprintf(sizeof zCte, zCte, "rules%d", g);
+    sqlite3_snprintf(sizeof zB, zB, "rulesb%d", g);
+  }
   qcrCheckLinear(pC, g);
-  for (i = 0; i < pRi->nHead; i++) if (pRi->aHead[i].iGroup == g) pRi->aHead[i].eState = 1;
+  for (i = 0; i < pRi->nHead; i++) {
+    if (pRi->aHead[i].iGroup != g) continue;
+    pRi->aHead[i].eState = 1;
+    pRi->aHead[i].iInst = iInst;
+  }
   for (i = 0; i < pC->rules.nRule && pC->rc == SQLITE_OK; i++) {
     const QRule *pR = pC->rules.aRule[i];
     int h = pRi->aiHeadOf[i];
     char *zSel;
     if (pRi->aHead[h].iGroup != g) continue;
-    if (qcrIsChain(pRi, g, pR)) {
+    if (qcrChainPlaces(pRi, g, pR, &i0, &i1)) {
       nChain++;
       iChainHead = h;
       continue;
     }
-    zSel = qcrDefinitionSelect(pC, pR, h, nMax, iDepth);
+    zSel = qcrDefinitionSelect(pC, pR, h, nMax, iDepth,
+                               abSeed && !qcrCallsGroup(pRi, pR->aClause, pR->nClause, g, 0)
+                               ? abSeed : NULL, iInst);
     if (zSel) {
       if (pC->nSelfRef) sqlite3_str_appendf(pRec, "%s%s", nRec++ ? " UNION " : "", zSel);
       else sqlite3_str_appendf(pBase, "%s%s", nBase++ ? " UNION " : "", zSel);
@@ -328,11 +577,66 @@ static int qcrGroup(QComp *pC, int g, int iDepth) {
     qcErr(pC, NULL, "unsupported recursion: rule %s mixes a transitive definition with other"
           " recursive ones", zFirst);
   }
-  qcrGroupCte(pC, g, pBase, pRec, nRec, nChain, iChainHead, nMax);
-  for (i = 0; i < pRi->nHead; i++) if (pRi->aHead[i].iGroup == g) pRi->aHead[i].eState = 2;
+  qcrGroupCte(pC, zCte, zB, pBase, pRec, nRec, nChain, iChainHead, i0, i1, nMax);
+  for (i = 0; i < pRi->nHead; i++) {
+    if (pRi->aHead[i].iGroup != g) continue;
+    pRi->aHead[i].eState = aeSave ? aeSave[i] : 2;
+    pRi->aHead[i].iInst = 0;
+  }
+  sqlite3_free(aeSave);
   sqlite3_free(sqlite3_str_finish(pBase));
   sqlite3_free(sqlite3_str_finish(pRec));
   return pC->rc;
+}
+
+static int qcrGroup(QComp *pC, int g, int iDepth) {
+  return qcrGroupAs(pC, g, iDepth, NULL, 0);
+}
+
+/* Clears aInv[j] for every place j that a call into group g among a[0..n)
+** (at any depth) of definition pR does not hand on as pR's head variable j. */
+static void qcrInvariantCalls(const QRuleInfo *pRi, const QRule *pR, QClause *const *a, int n,
+                              int g, unsigned char *aInv, int iDepth) {
+  int i, j;
+  if (iDepth > EDN_MAX_DEPTH) return;
+  for (i = 0; i < n; i++) {
+    if (a[i]->kind == QC_RULE) {
+      int h = qcrHeadFind(pRi, a[i]->zName, a[i]->nArg, NULL);
+      if (h < 0 || pRi->aHead[h].iGroup != g) continue;
+      for (j = 0; j < pRi->aHead[g].nCols; j++) {
+        if (!aInv[j]) continue;
+        if (j >= a[i]->nArg || j >= pR->nHead || !ednIsVar(a[i]->aArg[j])
+            || strcmp(a[i]->aArg[j]->u.s.z, pR->aHead[j]->u.s.z) != 0) {
+          aInv[j] = 0;
+        }
+      }
+    } else if (a[i]->nSub) {
+      qcrInvariantCalls(pRi, pR, a[i]->aSub, a[i]->nSub, g, aInv, iDepth + 1);
+    }
+  }
+}
+
+/* The places of recursion group g that every call into the group, in
+** every definition of its heads, hands on unchanged (the head's own
+** variable j in place j; every head of the group has a place j): aInv[j]
+** = 1 for those, over the group's nCols places (at most nMaxPlace).
+** Returns how many. */
+static int qcrGroupInvariant(QComp *pC, int g, unsigned char *aInv, int nMaxPlace) {
+  const QRuleInfo *pRi = pC->pRi;
+  int i, j, n = 0, nCols = pRi->aHead[g].nCols;
+  if (nCols > nMaxPlace) return 0;
+  for (j = 0; j < nCols; j++) aInv[j] = 1;
+  for (i = 0; i < pRi->nHead; i++) {
+    if (pRi->aHead[i].iGroup != g) continue;
+    for (j = pRi->aHead[i].nArity; j < nCols; j++) aInv[j] = 0;
+  }
+  for (i = 0; i < pC->rules.nRule; i++) {
+    const QRule *pR = pC->rules.aRule[i];
+    if (pRi->aHead[pRi->aiHeadOf[i]].iGroup != g) continue;
+    qcrInvariantCalls(pRi, pR, pR->aClause, pR->nClause, g, aInv, 0);
+  }
+  for (j = 0; j < nCols; j++) n += aInv[j];
+  return n;
 }
 
 /* Is any rule body being compiled (a call from a rule body)? */
@@ -642,20 +946,81 @@ static int qcrTryMagic(QCtx *pX, const QClause *pCl, int h, int iDepth) {
   return 0;
 }
 
+/* The caller's bound values in the invariant places of group g
+** (qcrGroupInvariant) that call pCl binds: constants and inputs anywhere,
+** variables the caller's clauses bound only in the query's own scope
+** (where a CTE may read the caller's rows). When there are some, emits the
+** seed CTE ruless<N> of their distinct values and the group's instance
+** rulesi<N> (qcrGroupAs) and returns N; 0 when there are none (the call
+** reads the group's one CTE) or on error (pC->rc). */
+static int qcrSeedGroup(QCtx *pX, const QClause *pCl, int g, int iDepth) {
+  QComp *pC = pX->pC;
+  QRuleInfo *pRi = pC->pRi;
+  unsigned char aInv[64], abSeed[64], abAmb[64];
+  int i, nSeed = 0, bScope = 0, iN, k;
+  int bTopScope = pX->pParent == NULL && !qcrBuilding(pRi) && !pC->nLocal && !pX->bRecRef
+                  && !pX->bFixed;
+  sqlite3_str *pOrig;
+  if (pCl->nArg > 64 || !qcrGroupInvariant(pC, g, aInv, 64)) return 0;
+  memset(abSeed, 0, sizeof abSeed);
+  memset(abAmb, 0, sizeof abAmb);
+  for (i = 0; i < pCl->nArg && i < pRi->aHead[g].nCols; i++) {
+    const EdnValue *pA = pCl->aArg[i];
+    if (!aInv[i] || qpIsBlank(pA)) continue;
+    if (!ednIsVar(pA)) {
+      if (valueNaturalType(pA) == VT_NONE && !qcIsEntityLookup(pC, pA)) continue;
+    } else {
+      QVar *pV = qcVarFind(pX, pA->u.s.z);
+      if (pV == NULL || pV->zExpr == NULL) continue;
+      if (pV->zExpr[0] != '?') {
+        if (!bTopScope) continue;
+        bScope = 1;
+      }
+    }
+    abSeed[i] = 1;
+    nSeed++;
+  }
+  if (nSeed == 0) return 0;
+  if (bScope) qcCollapseHeavy(pX);
+  if (pC->rc) return 0;
+  pOrig = sqlite3_str_new(NULL);
+  qcmOrigins(pX, pCl, abSeed, abAmb, pOrig, !bScope);
+  iN = ++pC->nAlias;
+  if (pC->rc == SQLITE_OK && sqlite3_str_errcode(pOrig) == SQLITE_OK) {
+    if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");
+    sqlite3_str_appendf(pC->pCte, "ruless%d(", iN);
+    for (k = 0; k < nSeed; k++) sqlite3_str_appendf(pC->pCte, "%so%d", k ? ", " : "", k);
+    for (k = 0; k < nSeed; k++) sqlite3_str_appendf(pC->pCte, ", ot%d, ok%d", k, k);
+    sqlite3_str_appendf(pC->pCte, ") AS (%s)", sqlite3_str_value(pOrig));
+  } else if (pC->rc == SQLITE_OK) {
+    qcNoMem(pC);
+  }
+  sqlite3_free(sqlite3_str_finish(pOrig));
+  if (pC->rc || qcrGroupAs(pC, g, iDepth, abSeed, iN)) return 0;
+  return iN;
+}
+
 /* Call pCl of head h (group g) as a join with the group's CTE rules<g>,
-** compiled first when not yet emitted. */
+** compiled first when not yet emitted, or with an instance of it that
+** takes the call's arguments (qcrSeedGroup). */
 static int qcrJoinGroup(QCtx *pX, const QClause *pCl, int h, int g, int iDepth) {
   QComp *pC = pX->pC;
   char zAlias[24];
-  int i;
-  if (pC->pRi->aHead[h].eState == 0) {
+  int i, iInst = 0;
+  if (pC->pRi->aHead[h].eState != 1) {
+    iInst = qcrSeedGroup(pX, pCl, g, iDepth);
+    if (pC->rc) return pC->rc;
+  }
+  if (iInst == 0 && pC->pRi->aHead[h].eState == 0) {
     if (qcrGroup(pC, g, iDepth)) return pC->rc;
-  } else if (pC->pRi->aHead[h].eState == 1) {
+  } else if (iInst == 0 && pC->pRi->aHead[h].eState == 1) {
     pC->nSelfRef++;     /* a call back into the group being built */
     pX->bRecRef = 1;
+    iInst = pC->pRi->aHead[h].iInst;
   }
   sqlite3_snprintf(sizeof zAlias, zAlias, "r%d", ++pC->nAlias);
-  qcFrom(pX, sqlite3_mprintf("rules%d %s", g, zAlias));
+  if (iInst) qcFrom(pX, sqlite3_mprintf("rulesi%d %s", iInst, zAlias));
+  else qcFrom(pX, sqlite3_mprintf("rules%d %s", g, zAlias));
   qcWhere(pX, sqlite3_mprintf("%s.r = %d", zAlias, h));
   for (i = 0; i < pCl->nArg && pC->rc == SQLITE_OK; i++) {
     const EdnValue *pA = pCl->aArg[i];

@@ -23,6 +23,9 @@ typedef struct QRuleHead {
   int iGroup;
   int nCols;              /* widest head in the group (on the group's first) */
   unsigned char eState;   /* 0 not emitted, 1 building, 2 emitted */
+  int iInst;              /* > 0 while an instance rulesi<iInst> of the
+                          ** group is built (qcrGroupAs): the bodies' calls
+                          ** back into the group name it */
 } QRuleHead;
 
 typedef struct QRuleInfo {
@@ -37,6 +40,8 @@ typedef struct QRuleInfo {
 ** fixpoint equals the linear [(r ?a ?b) (base ?a ?c) (r ?c ?b)] where base
 ** is r's non-recursive definitions, which SQLite can iterate. */
 int qcrIsChain(const QRuleInfo *pRi, int g, const QRule *pR);
+/* ... and the places the chain runs through (query_compile_rules.c). */
+int qcrChainPlaces(const QRuleInfo *pRi, int g, const QRule *pR, int *pi0, int *pi1);
 /* Does clause list a[0..n) call head h (at any depth)? */
 int qcrCallsHead(const QRuleInfo *pRi, QClause *const *a, int n, int h, int iDepth);
 /* The index of the one top-level self call of definition pR, -1 for none,
@@ -72,6 +77,12 @@ int qcrArgBound(QCtx *pX, const EdnValue *pA);
 ** handing them on (qcmInvariantPlace): the seeds must carry the caller's
 ** value there, so the rewrite takes a call only where it binds them. */
 int qcmShape(QComp *pC, int h, unsigned char *aePlace, unsigned char *abInv);
+/* "SELECT DISTINCT <bound values>, <tag, storage class>.. FROM <the
+** scope's rows>" of call pCl's places abBound into pOut (without the
+** scope's FROM and WHERE when bNoScope: constants and inputs only). An
+** integer, which may be an entity id, gets both readings (abAmb[i] = 1). */
+void qcmOrigins(QCtx *pX, const QClause *pCl, const unsigned char *abBound,
+                unsigned char *abAmb, sqlite3_str *pOut, int bNoScope);
 /* The call pCl of head h with the places abBound seeded: from the caller's
 ** rows (bCaller 1 or 2), from the rule's bodies (0), or from the bodies
 ** joined to the caller's rows (3 or 4; abDirect: places bound to the call's

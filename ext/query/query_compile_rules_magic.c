@@ -247,8 +247,8 @@ static void qcmTerm(QCtx *pSub, sqlite3_str *pVal, sqlite3_str *pTag, const EdnV
 /* Origins from the caller: "SELECT DISTINCT <bound values>, <tags> FROM
 ** <the scope's rows>" into pOut. Integer values, which may be an entity id,
 ** get both readings (abAmb[i] = 1). */
-static void qcmOriginsCaller(QCtx *pX, const QClause *pCl, const unsigned char *abBound,
-                             unsigned char *abAmb, sqlite3_str *pOut) {
+void qcmOrigins(QCtx *pX, const QClause *pCl, const unsigned char *abBound,
+                unsigned char *abAmb, sqlite3_str *pOut, int bNoScope) {
   QComp *pC = pX->pC;
   sqlite3_str *pVal = sqlite3_str_new(NULL), *pTag = sqlite3_str_new(NULL);
   sqlite3_str *pAlt = sqlite3_str_new(NULL);
@@ -292,9 +292,12 @@ static void qcmOriginsCaller(QCtx *pX, const QClause *pCl, const unsigned char *
     const char *zAlt = nAmb ? sqlite3_str_value(pAlt) : "";
     sqlite3_str_appendf(pOut, "SELECT DISTINCT %s%s", sqlite3_str_value(pVal) + 2,
                         sqlite3_str_value(pTag));
-    if (pX->nFrom) sqlite3_str_appendf(pOut, " FROM %s%s", sqlite3_str_value(pX->pFrom), zAlt);
-    else if (nAmb) sqlite3_str_appendf(pOut, " FROM %s", zAlt + 2);
-    if (pX->nWhere) sqlite3_str_appendf(pOut, " WHERE %s", sqlite3_str_value(pX->pWhere));
+    if (pX->nFrom && !bNoScope) {
+      sqlite3_str_appendf(pOut, " FROM %s%s", sqlite3_str_value(pX->pFrom), zAlt);
+    } else if (nAmb) {
+      sqlite3_str_appendf(pOut, " FROM %s", zAlt + 2);
+    }
+    if (pX->nWhere && !bNoScope) sqlite3_str_appendf(pOut, " WHERE %s", sqlite3_str_value(pX->pWhere));
   }
   sqlite3_free(sqlite3_str_finish(pVal));
   sqlite3_free(sqlite3_str_finish(pTag));
@@ -494,7 +497,7 @@ int qcmCall(QCtx *pX, const QClause *pCl, int h, const unsigned char *abBound,
     bLocal = 1;
   }
   pRi->aHead[h].eState = 1;
-  if (bCaller == 1 || bCaller == 2) qcmOriginsCaller(pX, pCl, abBound, abAmb, pOrig);
+  if (bCaller == 1 || bCaller == 2) qcmOrigins(pX, pCl, abBound, abAmb, pOrig, 0);
   else qcmOriginsBodies(pX, pCl, h, abBound, abDirect, bCaller >= 3, iDepth, pOrig);
   if (pC->rc) goto cleanup;
   iN = ++pC->nAlias;

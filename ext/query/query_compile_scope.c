@@ -492,10 +492,10 @@ char *qcTermExpr(QCtx *pX, const EdnValue *p, ValueType *pvt, char **pzTag,
       }
       if (pR && i < pR->nHead) {
         /* A head variable the caller may well bind: say why it is not. */
-        qcErr(pX->pC, p, "unbound variable %s in %s: rule %s is computed whole, without the"
-              " caller's arguments (its recursion is not one self call handing its other places"
-              " on unchanged), so its functions and predicates see only what its own clauses"
-              " bind", p->u.s.z, zWhat, pR->zName);
+        qcErr(pX->pC, p, "unbound variable %s in %s: recursive rule %s gets the caller's"
+              " arguments only where the call binds them in places every recursive call hands"
+              " on unchanged, so here its functions and predicates see only what its own"
+              " clauses bind", p->u.s.z, zWhat, pR->zName);
       } else {
         qcErr(pX->pC, p, "unbound variable %s in %s", p->u.s.z, zWhat);
       }
