@@ -72,7 +72,7 @@ void storeReaderDone(Store *p, StoreConn *pConn);
 /* storeReader hands the connection back INSIDE an open read transaction
 ** (BEGIN + the data_version check), so everything the caller runs on it
 ** shares one snapshot and one WAL read lock. Resetting a statement
-** therefore no longer ends the snapshot: a StoreHold's xRelease (below)
+** therefore does not end the snapshot: a StoreHold's xRelease (below)
 ** calls storeReaderEndRead after spilling its rows. It resets every busy
 ** statement on pConn and ends the transaction with COMMIT (so temp-table
 ** writes made inside it stay); pConn stays checked out and usable, each

@@ -251,8 +251,8 @@ int storeAcquire(const char *zPath, Store **ppStore, char **pzErr) {
   if (stat(zPath, &st) == 0) {
     /* The common call names a cached store by its canonical path: then one
     ** stat() proves it is the same file, and realpath (a getcwd, readlink
-    ** and stat per component: ~10 us of a 30 us point lookup here) is
-    ** skipped. A relative path (the bench passes "out/store-s.db") names
+    ** and stat per component, a large part of a point lookup) is skipped.
+    ** A relative path (e.g. "out/store-s.db") names
     ** the cached store whose open file is the inode it resolves to now:
     ** with a single link that file has one name, the one the store was
     ** opened by (SQLite does not support renaming a database in use), so

@@ -10,8 +10,6 @@
 #include <string.h>
 #include "store_context.h"
 
-/* ---------------------------------------------------------- connections */
-
 void storeConnClose(StoreConn *pConn) {
   StoreConnImpl *p = (StoreConnImpl *)pConn;
   if (p == NULL) return;

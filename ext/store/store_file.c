@@ -3,6 +3,10 @@
 ** creating the Mentat v3 layout with its bootstrap transaction, and
 ** upgrading version-1 and -2 stores in place (format/mentat-v3.md).
 **
+** Takes in a path (or a bare connection, storeCreateLayout); gives out a
+** configured connection on a v3 store; calls the VFS (store_vfs.c), the
+** settings (config.h) and SQLite.
+**
 ** HOW IT WORKS
 ** storeOpenDb() opens a connection through the host's SQLite. For the first
 ** connection of a store (bValidate) it reads `PRAGMA user_version` and the

@@ -27,8 +27,6 @@
 ** it closed. */
 #define STORE_FDS_PENDING_MAX 8
 
-/* -------------------------------------------------------------- readers */
-
 /* Opens the call's one read transaction on a checked-out reader and makes
 ** the published schema current for it. `PRAGMA data_version` after BEGIN
 ** is the statement that takes the WAL read lock, so the version check, any
@@ -52,12 +50,11 @@ static int storeReaderBegin(Store *p, StoreConn *pConn, Schema **ppOwn, char **p
 
 /* A reader's mmap against commits by other connections. On any commit by
 ** another connection SQLite unmaps the whole file at the next read
-** transaction and every page touched afterwards faults in again: at bench
-** scale s that made the first point lookup after another process's commit
-** cost +430-640 us with the format's 1 GiB mmap against +80-120 us without
-** it (the pages come back by pread from the OS cache), while with no
-** commits mmap halves the CPU of page-heavy reads (ref_traversal 270-350 us
-** with, 720-940 us without). So each reader keeps mmap while commits are
+** transaction and every page touched afterwards faults in again, which
+** makes the first call after such a commit several times dearer than
+** without a map (the pages come back by pread from the OS cache), while
+** with no commits the map halves the CPU of page-heavy reads
+** (bench/findings.md). So each reader keeps mmap while commits are
 ** rare and turns it off while they arrive at least every few calls: off
 ** when 2 of its last 8 checkouts saw a commit, back on after 32 checkouts
 ** without one. Applied between calls, outside any transaction (SQLite
@@ -191,8 +188,8 @@ int storeReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
 ** have spilled rows into a temp table inside it (B25). COMMIT comes first:
 ** with no statement left running that ends the snapshot, which
 ** sqlite3_txn_state confirms in a few instructions, so the sweep over the
-** connection's prepared statements (up to ~70 with a full plan cache,
-** ~0.9 us) runs only when something was left busy: then a still-running
+** connection's prepared statements (up to ~70 with a full plan cache)
+** runs only when something was left busy: then a still-running
 ** read keeps the snapshot after COMMIT until it is reset, and a pending
 ** write makes COMMIT fail until it is. A COMMIT that still fails (e.g. a
 ** late interrupt) falls back to ROLLBACK, so the connection goes back to

@@ -144,7 +144,8 @@ static const struct {
     storeWantsLogAvet },
 };
 #define STORE_N_ATTR_IDX ((int)(sizeof aAttrIdx / sizeof aAttrIdx[0]))
-/* The store-wide log value index of earlier versions (dropped). */
+/* The store-wide log value index older versions of this extension made:
+** dropped where found, the per-attribute ones replace it. */
 #define STORE_OLD_LOG_AVET "idx_mentat_log_avet"
 
 static int storeInt(sqlite3 *db, const char *zSql, sqlite3_int64 *piOut) {
@@ -456,6 +457,8 @@ cleanup:
 /* A commit inserting at least this many datoms is a bulk write: it defers
 ** the tune (TUNING AFTER BULK WRITES). */
 #define STORE_TUNE_DEFER_DATOMS 1000
+
+/* ------------------------------------------------------- the writer's tune */
 
 /* Runs storeTune on the writer (write mutex held, or the Store not yet
 ** shared). When it changed the managed indexes, the schema is reloaded and

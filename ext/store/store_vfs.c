@@ -2,12 +2,16 @@
 ** store_vfs.c — a thin VFS over the default one that gathers the
 ** WAL frames a commit writes into few large writes.
 **
+** Takes in the default VFS; gives out the VFS name store connections are
+** opened with (storeVfs); calls the default VFS and configWalGather.
+**
 ** WHY
 ** SQLite writes each WAL frame as two pwrite calls (the 24-byte header,
 ** then the page). A one-datom transaction writes ~25 frames, a bulk load
-** transaction ~3,600: on this VM a pwrite costs ~2-5 us of kernel entry
-** whatever its size, so the frames cost more than the B-tree work (perf,
-** bench s: sqlite3WalFrames 36 % of a one-datom edn_t).
+** transaction thousands; a pwrite costs its kernel entry whatever its
+** size, so the frames can cost more than the B-tree work, and at
+** synchronous=FULL the fdatasync of many small writes is slower than of
+** few large ones (figures in bench/findings.md).
 **
 ** HOW IT WORKS
 ** Store connections are opened with the VFS "mentat-wal" (storeOpenDb).
@@ -27,11 +31,8 @@
 ** crash before those pwrites would have done; at synchronous=FULL the
 ** commit's xSync writes the buffer before the fsync.
 ** If the buffer cannot be allocated, writes go through unbuffered.
-** ON BY DEFAULT; MENTAT_WAL_GATHER=0 (read once) turns it off. Measured on
-** bench s (one-datom edn_t, private store, interleaved): FULL 285 -> 736
-** tx/s (the per-commit fdatasync drops from ~3.5 to ~1.4 ms with 64 KiB
-** writes instead of ~50 small ones), NORMAL CPU per tx 0.19-0.27 -> 0.16
-** ms; B26's 1000 upserts 2.0 -> 0.9 s. Crash tests: smoke/kill9.sh's `wal`
+** On by default; MENTAT_WAL_GATHER=0 (configWalGather) turns it off.
+** Crash tests: smoke/kill9.sh's `wal`
 ** trial SIGKILLs the writer once the WAL has grown 64 KiB into a 100k-datom
 ** commit (in the middle of the gathered writes): the store keeps none of
 ** it; test_tx reads every commit back through a raw connection.
