@@ -8,7 +8,7 @@ through edn_t, the datoms written in bulk with plain SQL in the store's own
 format (as the transactor would write them), so building takes seconds —
 then measures:
   - SELECT c0 FROM edn_q(db, '[:find ?t :where [_ :movie/title ?t]]') LIMIT 1
-    (issue 2: under 5 ms, because rows stream from the store statement);
+    (under 5 ms, because rows stream from the store statement);
   - the whole result stepped row by row, and the process's RSS growth while
     doing it (BENCH.md: under 16 MiB, nothing is materialised).
 """

@@ -49,7 +49,7 @@ class Writer:
             e, state))).fetchone()
 
     def sql(self, e, state):
-        """The format's rows for one state change (SPEC §3: a tx id from :db.part/tx, persisted
+        """The format's rows for one state change (SPEC.md §3: a tx id from :db.part/tx, persisted
         in the same transaction; datoms' flags from the attribute: :issue/state and
         :db/txInstant are indexed), as a person would write them."""
         x = self.raw.execute

@@ -1,9 +1,9 @@
 /*
-** test_opts.c — qOptsParse (ext/query_opts.c): every rule of SPEC §2.4.
+** test_opts.c — qOptsParse (ext/query/query_opts.c): every rule of SPEC.md §2.4.
 **
 ** Table-driven: (opts text, expected inputs described as text) for the
 ** accepted cases, (opts text, expected error fragment) for the refused ones.
-** Expected values are written by hand from SPEC §2.4, never copied from
+** Expected values are written by hand from SPEC.md §2.4, never copied from
 ** the parser's output. Inputs are described by a local printer (below) so
 ** the expectations spell out the EDN types: i:1 d:1.5 b:1 k::a/b s:x
 ** [ ... ] for vectors, inst:<µs>, uuid, other types by number.
@@ -55,7 +55,7 @@ static const struct {
   /* none */
   {NULL, "-"}, {"", "-"}, {"null", "-"}, {"{}", "-"}, {" { } ", "-"},
   {"{\"inputs\":[]}", "-"},
-  /* JSON → value (SPEC §2.4) */
+  /* JSON → value (SPEC.md §2.4) */
   {"{\"inputs\":[1]}", "i:1"},
   {"{\"inputs\":[-42, 0, -0]}", "i:-42 i:0 i:0"},
   {"{\"inputs\":[1.5]}", "d:1.5"},
@@ -118,13 +118,13 @@ static const struct {
   {"{\"inputs\":[1]", "opts: not valid JSON"},
   {"{} {}", "opts: not valid JSON"},
   {"{\"inputs\":[1]} x", "opts: not valid JSON"},
-  /* helper-24: cJSON passes bytes through; EDN input refuses them */
+  /* invalid UTF-8 is refused, as EDN input refuses it (cJSON alone passes the bytes through) */
   {"{\"inputs\":[\"\xff\xfe\"]}", "opts: invalid UTF-8 at byte 13"},
   {"{\"inputs\":[\"ab\xc3\"]}", "opts: invalid UTF-8 at byte 15"},
   {"{\"inputs\":[\"\xed\xa0\x80\"]}", "opts: invalid UTF-8 at byte 13"},
   {"{\"inputs\":[\"\\ud800\"]}", "opts: lone surrogate \\ud800 at byte 13"},
   {"{\"inputs\":[\"\\udc00x\"]}", "opts: lone surrogate \\udc00 at byte 13"},
-  /* the second half must be an escape itself (helper-25: XuDC00 passed) */
+  /* the second half must be an escape itself, not the letters XuDC00 */
   {"{\"inputs\":[\"\\ud800XuDC00\"]}", "opts: lone surrogate \\ud800 at byte 13"},
   {"[1,2]", "opts must be a JSON object"},
   {"3", "opts must be a JSON object"},

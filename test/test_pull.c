@@ -347,7 +347,7 @@ static const PullCase aB18[] = {
    "\":spec\":{\":db/id\":65801,\":part\":{\":db/id\":65802,\":part\":{\":db/id\":65800}},"
    "\":spec\":{\":db/id\":65800}}}"},
   /* Q2: two levels of :friend with names; the third is left out, as
-  ** DataScript's test-recursion has it (issue 14 item 6). */
+  ** DataScript's test-recursion has it. */
   {"[:name {:friend 2}]", LUCY, 0,
    "{\":name\":\"lucy\",\":friend\":[{\":name\":\"eliz\",\":friend\":[{\":name\":\"matt\"}]}]}"},
   /* Q3: the ring back to lucy shows her id. */
@@ -384,7 +384,7 @@ END_TEST
 /* ---- values, options, forms ------------------------------------------ */
 
 static const PullCase aForms[] = {
-  /* Leaf values in pull form (SPEC §2.3). */
+  /* Leaf values in pull form (SPEC.md §2.3). */
   {"[:person/vegetarian :person/color :person/salary :person/born]", P1, 0,
    "{\":person/vegetarian\":true,\":person/color\":\":color/red\",\":person/salary\":1500.5,"
    "\":person/born\":1267401600000000}"},
@@ -988,7 +988,7 @@ START_TEST(test_store_cases) {
 }
 END_TEST
 
-/* ---- time travel (pullEntityAt, SPEC §6) ---------------------------- */
+/* ---- time travel (pullEntityAt, SPEC.md §6) ---------------------------- */
 
 /* A store whose history was written by the transactor, one tx at a time:
 **  T1  a: name A, age 1, tag x y, bio "old text"
@@ -1188,7 +1188,7 @@ static const HistCase aHistCases[] = {
    "{\":db/id\":{a},\":p/name\":\"A\",\":p/age\":2,\":p/tag\":[\"x\",\"y\",\"z\"],"
    "\":p/bio\":\"new text\",\":p/next\":{\":db/id\":{c}}}"},
   /* A component has one owner: its reverse is one map, as Datomic's and
-  ** DataScript's pull give it (helper-24; an array before). */
+  ** DataScript's pull give it. */
   {"[:p/name {:p/_child [:p/name]}]", 'k', 0, 4, -1,
    "{\":p/name\":\"K\",\":p/_child\":{\":p/name\":\"A\"}}"},
   {"[:p/name :p/_child]", 'k', 0, 4, -1,

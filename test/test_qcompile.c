@@ -494,7 +494,7 @@ START_TEST(test_plan_cache) {
 }
 END_TEST
 
-/* asOf/since read the log (SPEC §6): person 1's age changes 10 -> 11 in a
+/* asOf/since read the log (SPEC.md §6): person 1's age changes 10 -> 11 in a
 ** later transaction. */
 START_TEST(test_history) {
   sqlite3_str *pRep = sqlite3_str_new(NULL);

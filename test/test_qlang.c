@@ -561,7 +561,7 @@ START_TEST(test_spill_bindings) {
 END_TEST
 
 /* A writer sets a host cursor's rest aside on its own thread (B25), so the
-** copy has a budget (helper-24: a 9M-row self-join held a commit for 26 s).
+** copy has a budget (an unbounded copy of a huge self-join would hold the commit).
 ** Past it the copied rows come first and the store statement, still on its
 ** snapshot, gives the rest: the rows must be exactly those of a run never
 ** set aside. The self-join of :person/age has 6 x 3 = 18 pairs by hand

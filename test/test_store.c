@@ -359,7 +359,7 @@ static int fdCount(void) {
   return n - 1;
 }
 
-/* The reader pool shrinks (issue 19): a hundred cursors open at once take
+/* The reader pool shrinks: a hundred cursors open at once take
 ** a reader connection each (its database and WAL descriptors); once they
 ** are closed at most 4 idle readers stay pooled, so the process is back
 ** within 4 connections' descriptors (2 each: the database file and its
@@ -540,8 +540,8 @@ START_TEST(test_store_holds) {
   ck_assert_int_eq(b.nRelease, 1);
   ck_assert_int_eq(c.nRelease, 1);
 
-  /* One budget for all holds of one commit (helper-25: 30 cursors held a
-  ** commit 3.6 s): holds that take 60 ms each, added c, b, a (asked from
+  /* One budget for all holds of one commit (not one per hold, which lets
+  ** many cursors hold a commit for seconds): holds that take 60 ms each, added c, b, a (asked from
   ** the newest: a at 0 ms, b at ~60, none at ~120 > 100), share one
   ** deadline; the one not reached is asked at the next release. */
   memset(&a, 0, sizeof a);
@@ -564,8 +564,8 @@ START_TEST(test_store_holds) {
   ck_assert_int_eq(c.nRelease, 1);
 
   /* A hold that set part of its rest aside (2) is asked again at the next
-  ** release, once per release, until it lets go (issue 19: a wide cursor
-  ** kept its snapshot after its first budget); one that could not (-1,
+  ** release, once per release, until it lets go (a wide cursor must not
+  ** keep its snapshot after its first budget); one that could not (-1,
   ** any answer but 1 and 2) is not. */
   memset(&a, 0, sizeof a);
   memset(&b, 0, sizeof b);
@@ -1189,7 +1189,7 @@ START_TEST(test_log_explains_foreign_commit) {
   expectReloaded(p, &pS0, 0);
 
   /* A foreign alteration's rows deleted from the end of the log, then a
-  ** foreign data commit reusing their rowids (helper-23's F2): its
+  ** foreign data commit reusing their rowids: its
   ** transaction is not the one after the known mark, so not explained. */
   {
     sqlite3_int64 iLast = qInt(raw, "SELECT max(rowid) FROM timelined_transactions");
@@ -1232,7 +1232,7 @@ static void backupFile(const char *zFrom, const char *zTo) {
   sqlite3_close(pSrc);
 }
 
-/* An older backup restored over the live file (helper-23's F3): its tx
+/* An older backup restored over the live file: its tx
 ** mark is lower than the published schema's, which used to keep the newer
 ** schema for good, and the writer then committed by it. Readers use the
 ** restored file's schema from their next call, and the writer's next

@@ -4,7 +4,7 @@
 ** builds of the unit tests cover it too (smoke/ covers the real .so).
 **
 ** Table-driven: (SQL with ?1 = the store path, expected first column) —
-** expected values worked out by hand from SPEC §2 and the data below.
+** expected values worked out by hand from SPEC.md §2 and the data below.
 */
 #include <sys/stat.h>
 #include "tuhost.h"
@@ -363,9 +363,9 @@ START_TEST(test_surface_nul_and_own_db) {
   }
   sqlite3_close(host);
 
-  /* Only regular files are stores (helper-24: /dev/null failed with "disk
-  ** I/O error" and left /dev/null-journal behind, a write outside the
-  ** store); a directory says so instead of "unable to open database file". */
+  /* Only regular files are stores (opening /dev/null as one would fail
+  ** with "disk I/O error" and leave /dev/null-journal behind, a write
+  ** outside the store); a directory says so instead of "unable to open database file". */
   {
     struct stat st;
     int bJournal = stat("/dev/null-journal", &st) == 0;

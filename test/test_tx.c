@@ -638,8 +638,8 @@ END_TEST
 /* A reader in another connection that never lets go (an open transaction)
 ** makes the RESTART checkpoint past the bound wait its 400 ms and fail;
 ** the writer then waits again only after 4 MiB more, not at every commit
-** (helper-25: the retry mark was cleared by the next commit, so from 32
-** MiB on every commit took 0.4 s). Bound 4 MiB here (RESTART from 2 MiB);
+** (were the retry mark cleared by the next commit, every commit past the
+** bound would wait). Bound 4 MiB here (RESTART from 2 MiB);
 ** 30 commits of ~60 KB past it write < 2 MiB: at most one more wait. */
 START_TEST(test_wal_restart_throttled) {
   sqlite3_int64 nOld = configSetWalRestartBytes(4 * 1024 * 1024);

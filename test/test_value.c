@@ -1,9 +1,9 @@
 /*
-** test_value.c — Check suite for ext/value.c: EDN literal → TypedValue for
+** test_value.c — Check suite for ext/edn/value.c: EDN literal → TypedValue for
 ** each attribute type, the stored encoding valueBind writes (through a real
 ** table in an in-memory SQLite database), and the JSON / native forms read
-** back from real sqlite3_values (SPEC §2.3). Expected values are written by
-** hand from SPEC §2.3, format/mentat-v3.md and peer faults B03 and B31.
+** back from real sqlite3_values (SPEC.md §2.3). Expected values are written by
+** hand from SPEC.md §2.3, format/mentat-v3.md and peer faults B03 and B31.
 */
 #include <math.h>
 #include "testutil.h"
@@ -296,7 +296,7 @@ END_TEST
 ** connection than the one that reports (SQLite would otherwise notice its
 ** own failed allocation and fail the statement itself). With the n-th
 ** allocation failing, transiently or from then on, the JSON is exactly the
-** one worked out by hand from SPEC §2.3 (a string quoted, JSON text as it
+** one worked out by hand from SPEC.md §2.3 (a string quoted, JSON text as it
 ** is) or SQLITE_NOMEM: never "" for the string, never a crash. */
 static int tOomOne(sqlite3 *db, const char *zSql, int tag, int n, char **pzOut) {
   sqlite3_stmt *pStmt = NULL;
