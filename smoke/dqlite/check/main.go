@@ -109,19 +109,14 @@ func dump(args []string) {
 	}
 }
 
-// transact runs transaction number seq and returns its tx id. Even numbers
-// insert a row with a plain exec; odd numbers write from inside a SELECT
-// through the calling connection (probe_write, the way edn_t(':main', ...)
-// will), which dqlite replicates only inside an explicit transaction
-// (NOTES.md), hence BEGIN ... COMMIT around it.
-//
-// HOST STORE: when host stores exist, the odd branch becomes
-//
-//	SELECT edn_t(':main', '[{:db/id "t" :probe/seq <seq>}]')
-//
-// inside the same BEGIN ... COMMIT, and its tx id is read from edn_t's
-// result instead of probe_write's rowid; smoke/dqlite.sh's EDN_* variables
-// hold the matching schema and queries.
+// transact runs transaction number seq and returns its txlog row id and
+// kind. Even numbers insert a row with a plain exec; odd numbers transact
+// on the host store, edn_t(':main', '[{:probe/seq <seq>}]'), and log the
+// Datomic tx id it reports in the same transaction (kind 'edn:<tx id>').
+// A write made by a function inside a SELECT is replicated by dqlite only
+// inside an explicit transaction (NOTES.md; edn_t refuses autocommit on
+// dqlite), hence BEGIN ... COMMIT around it: the datoms and the txlog row
+// commit together or not at all.
 func transact(ctx context.Context, db *sql.DB, seq int64) (int64, string, error) {
 	if seq%2 == 0 {
 		res, err := db.ExecContext(ctx, "INSERT INTO txlog(seq, kind) VALUES(?, 'insert')", seq)
@@ -135,9 +130,20 @@ func transact(ctx context.Context, db *sql.DB, seq int64) (int64, string, error)
 	if err != nil {
 		return 0, "", err
 	}
-	var id int64
-	err = tx.QueryRowContext(ctx,
-		"SELECT probe_write('INSERT INTO txlog(seq, kind) VALUES(?, ''probe'')', ?)", seq).Scan(&id)
+	var ednTx int64
+	err = tx.QueryRowContext(ctx, "SELECT edn_t(':main', ?) ->> 'tx_id'",
+		fmt.Sprintf("[{:probe/seq %d}]", seq)).Scan(&ednTx)
+	if err != nil {
+		tx.Rollback()
+		return 0, "", err
+	}
+	kind := fmt.Sprintf("edn:%d", ednTx)
+	res, err := tx.ExecContext(ctx, "INSERT INTO txlog(seq, kind) VALUES(?, ?)", seq, kind)
+	if err != nil {
+		tx.Rollback()
+		return 0, "", err
+	}
+	id, err := res.LastInsertId()
 	if err != nil {
 		tx.Rollback()
 		return 0, "", err
@@ -145,7 +151,7 @@ func transact(ctx context.Context, db *sql.DB, seq int64) (int64, string, error)
 	if err := tx.Commit(); err != nil {
 		return 0, "", err
 	}
-	return id, "probe", nil
+	return id, kind, nil
 }
 
 func load(args []string) {
