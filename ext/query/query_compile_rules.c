@@ -958,8 +958,8 @@ static int qcrSeedGroup(QCtx *pX, const QClause *pCl, int g, int iDepth) {
   QRuleInfo *pRi = pC->pRi;
   unsigned char aInv[64], abSeed[64], abAmb[64];
   int i, nSeed = 0, bScope = 0, iN, k;
-  int bTopScope = pX->pParent == NULL && !qcrBuilding(pRi) && !pC->nLocal && !pX->bRecRef
-                  && !pX->bFixed;
+  int bTopScope = (pX->pParent == NULL || pX->bTopRows) && !qcrBuilding(pRi) && !pC->nLocal
+                  && !pX->bRecRef && !pX->bFixed;
   sqlite3_str *pOrig;
   if (pCl->nArg > 64 || !qcrGroupInvariant(pC, g, aInv, 64)) return 0;
   memset(abSeed, 0, sizeof abSeed);
@@ -981,7 +981,7 @@ static int qcrSeedGroup(QCtx *pX, const QClause *pCl, int g, int iDepth) {
     nSeed++;
   }
   if (nSeed == 0) return 0;
-  if (bScope) qcCollapseHeavy(pX);
+  if (bScope && pX->pParent == NULL) qcCollapseHeavy(pX);
   if (pC->rc) return 0;
   pOrig = sqlite3_str_new(NULL);
   qcmOrigins(pX, pCl, abSeed, abAmb, pOrig, !bScope);

@@ -109,6 +109,7 @@ static int qciJoin(QCtx *pX, const QClause *pCl, int h, const unsigned char *aeA
   sub.nPatternFrom = pX->nPatternFrom;
   sub.bUnlinked = pX->bUnlinked;
   sub.bRecRef = pX->bRecRef;
+  sub.bTopRows = pX->pParent == NULL || pX->bTopRows;
   qciPrebind(&sub, pX, pCl, pR, aeArg, 0);
   /* A pre-bound argument keeps how deep the functions inlined in it nest,
   ** so the body's own functions bind it once (mentat_one, in the FROM

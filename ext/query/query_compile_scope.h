@@ -94,6 +94,9 @@ struct QCtx {
   int bRecRef;            /* FROM names a recursive CTE being defined: SQLite
                           ** allows that name in no subquery, so this scope's
                           ** FROM is never copied into one (qcCopyScope) */
+  int bTopRows;           /* a rule body joined into the query's own scope
+                          ** (qciJoin): its FROM and WHERE name only the
+                          ** statement's tables, so a CTE may read them */
   int bFixed;             /* the caller names this scope's FROM aliases
                           ** itself (a seeded rule body's m.oK): never
                           ** collapsed (qcCollapse) */
