@@ -41,7 +41,7 @@ struct StoreConn {
                                ** (set by the store, cleared by the transactor) */
   void *pQueryCache;
   void (*xQueryCacheFree)(void*);
-  int bHost;                   /* db is the host's own connection (a host store, SPEC §3a):
+  int bHost;                   /* db is the host's own connection (a host store, SPEC.md §3a):
                                ** its settings are the host's, never changed by us */
   const char *zHostDb;         /* then the name of the host's database holding the store,
                                ** which new schema objects are created in */

@@ -10,6 +10,8 @@
 **   store_file.c       opening one connection: settings, layout, upgrades
 **   store_schema.c     loading a Schema from a store connection
 **   store_revalidate.c the state signature; keeping the published schema current
+**   store_host.c       host stores: a store inside a database of the caller's
+**                      connection (store_host.h)
 **   store_conn.c       one connection and its prepared statements
 **   store_hold.c       host cursors' snapshots (StoreHold)
 **   store_tune.c       managed indexes and statistics; when the writer tunes
@@ -88,7 +90,7 @@ struct Store {
   sqlite3_int64 nNoteInserted;  /* datoms this write inserted */
   int bTunePending;             /* a bulk commit deferred storeTune; read
                                 ** atomically by storeReader */
-  struct StoreHostPart *pHost;  /* store_host.c: set for a host store (SPEC §3a) */
+  struct StoreHostPart *pHost;  /* store_host.c: set for a host store (SPEC.md §3a) */
 };
 
 /* store_context.c */
@@ -145,6 +147,13 @@ void storePublish(Store *p, Schema *pNew, sqlite3_int64 iMark);
 ** ppOwn (readers): set, with a reference, when this snapshot's schema
 ** differs from the published one and is older; the call then uses it. */
 int storeRevalidate(Store *p, StoreConn *pConn, int bLatest, Schema **ppOwn, char **pzErr);
+
+/* store_host.c: host stores (store_host.h); store.h's functions on one
+** dispatch to these. */
+int storeHostReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr);
+int storeHostWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr);
+int storeHostWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, char **pzErr);
+void storeHostRelease(Store *p);
 
 /* store_conn.c */
 /* Opens a connection of pStore (bValidate: its first, see storeOpenDb)
@@ -211,12 +220,5 @@ void storeWalAfterCommit(Store *p, sqlite3 *db);
 ** passed the old one. Skipped, to be retried by a later call, when a write
 ** is in progress in this process or another holds the write lock. */
 void storeWriterRecheck(Store *p);
-
-/* store_host.c: host stores (store_host.h); store.h's functions on one
-** dispatch to these. */
-int storeHostReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr);
-int storeHostWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr);
-int storeHostWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, char **pzErr);
-void storeHostRelease(Store *p);
 
 #endif /* MENTAT_STORE_CONTEXT_H */

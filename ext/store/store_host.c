@@ -1,7 +1,11 @@
 /*
-** store_host.c — host stores (SPEC §3a, store_host.h): the store's tables
+** store_host.c — host stores (SPEC.md §3a, store_host.h): the store's tables
 ** inside a database of the calling connection, every read and write on
 ** that connection.
+**
+** Takes in a host connection and a database name; gives out a Store whose
+** one connection is the host's; calls the layout (store_file.c), the
+** schema loader and the state signature (store_revalidate.c) below it.
 **
 ** HOW IT WORKS
 ** One Store per (host connection, database name), in a process-wide list.

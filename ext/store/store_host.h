@@ -1,5 +1,5 @@
 /*
-** store_host.h — host stores (SPEC §3a): a store kept inside a database of
+** store_host.h — host stores (SPEC.md §3a): a store kept inside a database of
 ** the calling connection (`db_path` ':main', ':temp', ':<attached>'),
 ** read and written through that connection only.
 **
