@@ -4,7 +4,9 @@ built .so in Python's sqlite3 module, so every case that the Check driver
 (test/test_cases.c) runs in-process also runs in a real host. The format is
 the one documented in test/test_cases.c; this reader follows it line for line.
 
-Usage: /usr/bin/python3 smoke/cases.py /abs/path/libmentat_sqlite.so [dir]
+Usage: /usr/bin/python3 smoke/cases.py [--host] /abs/path/libmentat_sqlite.so [dir]
+With --host every store is a host store (SPEC §3a): db_path ':main' on a
+connection of its own to a fresh host database file.
 Prints one FAIL line per mismatch and ends with 'N passed, M failed'.
 """
 import atexit
@@ -21,6 +23,14 @@ atexit.register(shutil.rmtree, TMP, ignore_errors=True)
 # SQLite's own text of a REAL, as sqlite3_column_text gives it in the C driver.
 TEXTER = sqlite3.connect(':memory:')
 DIRECTIVES = ('tx', 'query', 'pull', 'sql', 'store', 'env')
+HOST = '--host' in sys.argv
+if HOST:
+    sys.argv.remove('--host')
+
+
+def dbp(store):
+    """The db_path a block passes for the store at file path store."""
+    return ':main' if HOST else store
 
 
 def rows_of(con, sql, params):
@@ -44,8 +54,9 @@ def text(v):
     return str(v)
 
 
-def run_sql_script(con, body, store):
-    """Runs each statement of body (':db' bound to the store); the last one's rows."""
+def run_sql_script(con, body, store, db=None):
+    """Runs each statement of body (':db' bound to the store: db, the db_path the functions
+    take, or the file path store in an ATTACH); the last one's rows."""
     rest = body
     last = []
     while rest.strip(' \t\n;'):
@@ -53,7 +64,7 @@ def run_sql_script(con, body, store):
         stmt, rest = rest[:stmt_end], rest[stmt_end:]
         if not stmt.strip(' \t\n;'):
             continue
-        params = {'db': store} if ':db' in stmt else ()
+        params = {'db': store if db is None or 'ATTACH' in stmt.upper() else db} if ':db' in stmt else ()
         last = rows_of(con, stmt, params)
         if last and last[0].startswith('error: '):
             return last
@@ -126,10 +137,10 @@ def run_tx(con, b, body, store, want):
     store, else None."""
     if want and want[0].startswith('tempids '):
         got = rows_of(con, "SELECT coalesce(json_extract(edn_t(?1, ?2), '$.tempids'), 'NULL')",
-                      (store, body))
+                      (dbp(store), body))
         return got, [want[0][8:]] + want[1:], None
     if want and want[0] == 'report':
-        rep = rows_of(con, 'SELECT edn_t(?1, ?2)', (store, body))
+        rep = rows_of(con, 'SELECT edn_t(?1, ?2)', (dbp(store), body))
         want = want[1:]
         if rep and rep[0].startswith('error: '):
             return rep, want, None
@@ -141,7 +152,7 @@ def run_tx(con, b, body, store, want):
         return got, want, None
     failing = bool(want) and want[0].startswith('error: ')
     before = store_dump(store) if failing else None
-    got = rows_of(con, "SELECT CASE WHEN edn_t(?1, ?2) IS NOT NULL THEN 'ok' END", (store, body))
+    got = rows_of(con, "SELECT CASE WHEN edn_t(?1, ?2) IS NOT NULL THEN 'ok' END", (dbp(store), body))
     if before is not None and store_dump(store) != before:
         return got, want, 'the failed transaction changed the store'
     return got, want, None
@@ -155,19 +166,19 @@ def run_block(con, b, store):
         return run_tx(con, b, body, store, want)
     elif b.kind == 'query':
         if 'scalar' in b.flags:
-            got = rows_of(con, 'SELECT edn_q(?1, ?2, ?3)', (store, body, opts))
+            got = rows_of(con, 'SELECT edn_q(?1, ?2, ?3)', (dbp(store), body, opts))
         else:
-            got = rows_of(con, 'SELECT value FROM edn_q(?1, ?2, ?3)', (store, body, opts))
+            got = rows_of(con, 'SELECT value FROM edn_q(?1, ?2, ?3)', (dbp(store), body, opts))
             if 'ordered' not in b.flags and not (want and want[0].startswith('error: ')):
                 got, want = sorted(got), sorted(want)
     elif b.kind == 'pull':
         entity = '\n'.join(b.entity) if b.entity else 'NULL'
         sql = 'SELECT edn_pull(?1, ?2, %s%s)' % (entity, ', ?3' if opts else '')
-        got = rows_of(con, sql, (store, body, opts) if opts else (store, body))
+        got = rows_of(con, sql, (dbp(store), body, opts) if opts else (dbp(store), body))
     elif 'store' in b.flags.split():
         got = store_sql(store, body)
     else:
-        got = run_sql_script(con, body, store)
+        got = run_sql_script(con, body, store, dbp(store))
     return got, want, None
 
 
@@ -175,16 +186,23 @@ def run_file(path, ext):
     name = os.path.basename(path)
     # Autocommit, as the C driver's connection: Python's implicit BEGIN before DML would hold
     # an ATTACHed store's write lock across blocks.
-    con = sqlite3.connect(':memory:', isolation_level=None)
-    con.enable_load_extension(True)
-    con.load_extension(ext)
     counter = [0]
+    cons = []
+
+    def connect(path):
+        c = sqlite3.connect(path, isolation_level=None)
+        c.enable_load_extension(True)
+        c.load_extension(ext)
+        cons.append(c)
+        return c
 
     def new_store(label):
         counter[0] += 1
         return os.path.join(TMP, '%s-%s-%d.db' % (name, label, counter[0]))
 
     store = new_store('default')
+    # --host: each store is the main database of a connection of its own.
+    con = connect(store if HOST else ':memory:')
     env_set = []
     passed = failed = 0
     block = None
@@ -219,6 +237,8 @@ def run_file(path, ext):
                 continue
             if word == 'store':
                 store = new_store(flags.strip() or 'default')
+                if HOST:
+                    con = connect(store)
                 continue
             if word == 'env':
                 # a MENTAT_* setting for the rest of the file (read per call where the
@@ -248,7 +268,8 @@ def run_file(path, ext):
             block.body.append(line)
     if block is not None:
         finish(block)
-    con.close()
+    for c in cons:
+        c.close()
     for name in env_set:
         os.environ.pop(name, None)
     return passed, failed

@@ -550,6 +550,21 @@ cleanup:
   return rc;
 }
 
+int storeHostExists(Store *p, int *pbExists, char **pzErr) {
+  StoreHostPart *h = p->pHost;
+  sqlite3_int64 iSv = 0;
+  int bAbsent = 0, rc;
+  /* The common case in one step: the layout seen at this schema version. */
+  rc = storeStepInt(h->pSchemaVersion, &iSv);
+  if (rc == SQLITE_OK && iSv == h->iSchemaVersion && h->eLayout != HOST_LAYOUT_UNKNOWN) {
+    *pbExists = h->eLayout == HOST_LAYOUT_PRESENT;
+    return SQLITE_OK;
+  }
+  rc = hostRevalidate(p, 0, &bAbsent, pzErr);
+  *pbExists = rc == SQLITE_OK && !bAbsent;
+  return rc;
+}
+
 int storeHostReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
   int bAbsent = 0;
   int rc = hostRevalidate(p, 0, &bAbsent, pzErr);
