@@ -205,7 +205,7 @@ static void tSetup(void) {
         " INSERT INTO datoms (e, a, v, tx, value_type_tag, index_vaet)"
         " SELECT 70000 + i, 142, 70001 + i, 268435457, 0, 1 FROM n");
 
-  ck_assert_msg(storeSchemaLoad(db, &pSchema, &zErr) == SQLITE_OK, "schemaLoad: %s", zErr ? zErr : "?");
+  ck_assert_msg(storeSchemaLoad(db, &pSchema, &zErr) == SQLITE_OK, "storeSchemaLoad: %s", zErr ? zErr : "?");
 }
 
 static void tTeardown(void) {
