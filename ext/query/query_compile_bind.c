@@ -130,6 +130,59 @@ static void qcbAdoptParams(QCtx *pX, QVar *pV, int *aP, int nP) {
   sqlite3_free(aP);
 }
 
+/* Collection binding of pB's variable to values of several types (1 and
+** "A", an entity id and a keyword): a CTE inN(c0, t0) of the values, each
+** with its own tag (pRows: "(v, tag),...", taken over), in FROM, and the
+** variable its columns (type VT_NONE, the tag column saying each row's),
+** as a variable of a pattern whose attribute is open: each place it meets
+** matches the values of its type (Datomic's collection binding is a set
+** of values of any types; a keyword there names its ident where an entity
+** goes). Already bound, the variable is filtered by it instead. A lookup
+** ref naming no entity binds nothing. */
+static int qcbBindMixed(QCtx *pX, const QBinding *pB, sqlite3_str *pRows) {
+  QComp *pC = pX->pC;
+  char zName[24];
+  QVar *pV;
+  const char *zVar = pB->aVar[0]->u.s.z;
+  sqlite3_snprintf(sizeof zName, zName, "in%d", ++pC->nAlias);
+  if (sqlite3_str_errcode(pRows) != SQLITE_OK) {
+    sqlite3_free(sqlite3_str_finish(pRows));
+    return qcNoMem(pC);
+  }
+  if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");
+  sqlite3_str_appendf(pC->pCte, "%s(c0, t0) AS (SELECT column1, column2 FROM (VALUES %s)"
+                      " WHERE column1 IS NOT NULL)", zName, sqlite3_str_value(pRows));
+  sqlite3_free(sqlite3_str_finish(pRows));
+  pV = qcVarFind(pX, zVar);
+  if (pV && pV->zExpr) {
+    char *zTag = qcVarTag(pV), *zMatch;
+    char zCol[40];
+    sqlite3_snprintf(sizeof zCol, zCol, "%s.t0", zName);
+    zMatch = zTag ? qcTagsMatch(zCol, zTag) : NULL;
+    if (zMatch == NULL) {
+      qcNoMem(pC);
+    } else {
+      /* typeof too: 3 and 3.0 are two values (Clojure's =) */
+      qcWhere(pX, sqlite3_mprintf("EXISTS (SELECT 1 FROM %s WHERE %s.c0 = %s AND typeof(%s.c0)"
+                                  " = typeof(%s) AND %s)", zName, zName, pV->zExpr, zName,
+                                  pV->zExpr, zMatch));
+    }
+    sqlite3_free(zTag);
+    sqlite3_free(zMatch);
+    return pC->rc;
+  }
+  /* (a collection still waiting for its place takes this one as that) */
+  qcFrom(pX, sqlite3_mprintf("%s %s", zName, zName));
+  qcBindVar(pX, zVar, sqlite3_mprintf("%s.c0", zName), VT_NONE,
+            sqlite3_mprintf("%s.t0", zName), 0);
+  pV = qcVarFind(pX, zVar);
+  if (pV && pV->zInList == NULL) {
+    pV->bIdent = 1;      /* a keyword value names its ident where an entity goes */
+    pV->bInMixed = 1;    /* 1 and 1.0 are two values */
+  }
+  return pC->rc;
+}
+
 /* Collection binding [?x ...] of pVal: a pending IN list the variable's
 ** first place takes (qcBindVar), or a filter when it is already bound. */
 static int qcbBindColl(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
@@ -139,14 +192,20 @@ static int qcbBindColl(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int i
   int i;
   sqlite3_str *pList;
   QVar *pV;
-  int nP = 0, bLookup = 0, bMixed = 0;
+  int nP = 0, bLookup = 0, bMixed = 0, bHetero = 0;
   int *aP;
   ValueType vt0 = VT_NONE;
+  sqlite3_str *pRows;
   if (!qcbIsColl(pVal)) return qcErr(pC, NULL, "%s: expected a collection", zWhat);
   if (qpIsBlank(pB->aVar[0])) return pC->rc;
   aP = sqlite3_malloc64(sizeof(int) * (pVal->u.c.n + 1));
   pList = sqlite3_str_new(NULL);
-  if (aP == NULL) { sqlite3_free(sqlite3_str_finish(pList)); return qcNoMem(pC); }
+  pRows = sqlite3_str_new(NULL);
+  if (aP == NULL) {
+    sqlite3_free(sqlite3_str_finish(pList));
+    sqlite3_free(sqlite3_str_finish(pRows));
+    return qcNoMem(pC);
+  }
   for (i = 0; i < pVal->u.c.n; i++) {
     ValueType vt;
     int iP;
@@ -155,18 +214,22 @@ static int qcbBindColl(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int i
     if (z == NULL) { qcNoMem(pC); break; }
     if (i > 0 && vt != vt0) bMixed = 1;
     if (i == 0) vt0 = vt;
-    else if (!qcbVtMix(vt0, vt)) {
-      qcErr(pC, NULL, "%s: value %d is a %s, value 1 a %s: a collection's values must have one type",
-            zWhat, i + 1, qcVtName(vt), qcVtName(vt0));
-      sqlite3_free(z);
-      break;
-    }
+    else if (!qcbVtMix(vt0, vt)) bHetero = 1;
     if (iP) aP[nP++] = iP;
     if (qcbLeafIsLookup(pX, pE, iInput)) bLookup = 1;
     if (i) sqlite3_str_appendchar(pList, 1, ',');
     sqlite3_str_appendall(pList, z);
+    /* each value with its own tag, for a collection of several types */
+    sqlite3_str_appendf(pRows, "%s(%s, %d)", i ? "," : "", z,
+                        vt == QVT_JSON ? TAG_JSON : vtTag(vt));
     sqlite3_free(z);
   }
+  if (bHetero && pC->rc == SQLITE_OK) {
+    sqlite3_free(sqlite3_str_finish(pList));
+    sqlite3_free(aP);
+    return qcbBindMixed(pX, pB, pRows);
+  }
+  sqlite3_free(sqlite3_str_finish(pRows));
   if (qcVarFind(pX, pB->aVar[0]->u.s.z)) {
     /* Already bound: the collection filters it (a membership test, or
     ** one more list for a collection still waiting for its place). */
