@@ -207,7 +207,7 @@ static void qfRegexApply(sqlite3_context *pCtx, sqlite3_value **argv, int iMode)
   const char *zPat = (const char*)sqlite3_value_text(argv[0]);
   const char *z = (const char*)sqlite3_value_text(argv[1]);
   QfRegex *pRe;
-  int bOwn = 0, n, nPat, r;
+  int bOwn = 0, n, nPat, r = 0;
   if (zPat == NULL || z == NULL) return;
   n = sqlite3_value_bytes(argv[1]);
   nPat = sqlite3_value_bytes(argv[0]);
