@@ -81,6 +81,7 @@ static struct {
   int nLeft;                  /* calls of that kind before the failure; -1: none */
   int bPersist;               /* keeps failing after the first */
   int bWalOnly;               /* only WAL files' calls count and fail */
+  int bTrace;                 /* IOFAULT_TRACE: writes and syncs to stderr */
   int rcFail;
   int nFired;                 /* failures given */
   int aSeen[IO_NKIND];        /* calls seen, per kind */
@@ -254,7 +255,7 @@ static int ioRead(sqlite3_file *pFile, void *pBuf, int n, sqlite3_int64 iOfst) {
 static int ioWrite(sqlite3_file *pFile, const void *pBuf, int n, sqlite3_int64 iOfst) {
   IoFile *p = (IoFile *)pFile;
   int rc;
-  if (getenv("IOFAULT_TRACE")) {
+  if (gIo.bTrace) {
     fprintf(stderr, "write %s %d at %lld%s\n", p->pTrack ? p->pTrack->zName : "(temp)", n, iOfst,
             gIo.eKind == IO_WRITE && gIo.nLeft == 0 ? " FAILS" : "");
   }
@@ -287,7 +288,7 @@ static int ioSync(sqlite3_file *pFile, int flags) {
   IoFile *p = (IoFile *)pFile;
   (void)flags;
   if (ioShouldFail(p, IO_SYNC)) return gIo.rcFail;
-  if (getenv("IOFAULT_TRACE")) fprintf(stderr, "sync %s\n", p->pTrack ? p->pTrack->zName : "(temp)");
+  if (gIo.bTrace) fprintf(stderr, "sync %s\n", p->pTrack ? p->pTrack->zName : "(temp)");
   ioCrashPoint(p, 0);
   if (gIo.nCrashLeft == -2) ioCrash();    /* before the sync */
   if (p->pTrack) {
@@ -488,6 +489,8 @@ static void ioQuiet(void) {
 
 /* --------------------------------------------------------- the workload */
 
+static int gbDebug = 0;       /* IOFAULT_DEBUG: each step's outcome to stderr */
+
 #define T_STEPS 7          /* the schema transaction, then T_STEPS - 1 data ones */
 
 static const char *const zSchemaTx =
@@ -546,7 +549,7 @@ static int tStep(sqlite3 *db, const char *zPath, int iStep) {
   char *zTx = iStep == 0 ? strdup(zSchemaTx) : tTxEdn(iStep), *zOut = NULL;
   int bAck = tCall(db, "SELECT edn_t(?1, ?2)", zPath, zTx, &zOut);
   if (bAck) ck_assert_msg(strncmp(zOut, "{\"tx_id\":", 9) == 0, "step %d: %s", iStep, zOut);
-  if (getenv("IOFAULT_DEBUG")) fprintf(stderr, "  step %d: %.100s\n", iStep, zOut);
+  if (gbDebug) fprintf(stderr, "  step %d: %.100s\n", iStep, zOut);
   free(zOut);
   free(zTx);
   /* a read, which the failures reach too */
@@ -637,7 +640,6 @@ static unsigned tVerify(const char *zPath, const int *aAck, int bPrefix, const c
     int bFound = (mFound >> k) & 1;
     if (!aAck[k]) continue;
     if (bPrefix) {
-      ck_assert_msg(bFound || !bGap || 1, "%s", zWhat);
       if (!bFound) bGap = 1;
       else ck_assert_msg(!bGap, "%s: acknowledged tx %d found after a lost earlier one", zWhat, k);
     } else {
@@ -677,7 +679,7 @@ static void tNextWorks(sqlite3 *db, const char *zPath, unsigned mFound, const ch
 /* ------------------------------------------------------------ the sweeps */
 
 static int gLong = 0;
-static int gnPoints = 0, gnAck = 0, gnFound = 0, gnFired = 0;
+static int gnPoints = 0, gnAck = 0, gnFound = 0;
 
 /* Everything closed: the process holds no store file. */
 static void tRestart(void) {
@@ -744,7 +746,7 @@ static int tErrorPoint(int eKind, int n, int bPersist, int bWalOnly, const char 
       gIo.nLeft = -1;
       snprintf(zWhat, sizeof zWhat, "%s %s #%d%s (%s, step %d)", bPersist ? "persistent" : "transient",
                azKind[eKind], n, bWalOnly ? " of the WAL" : "", zSync, k);
-      if (getenv("IOFAULT_DEBUG")) fprintf(stderr, "%s ack=%d\n", zWhat, aAck[k]);
+      if (gbDebug) fprintf(stderr, "%s ack=%d\n", zWhat, aAck[k]);
       tVerify(zPath, aAck, 0, zWhat);
       if (!aAck[k]) {
         /* the next edn_t works: the caller tries the failed one again */
@@ -772,7 +774,6 @@ static int tErrorPoint(int eKind, int n, int bPersist, int bWalOnly, const char 
   tRestart();
   ioTracksFree();
   gnPoints++;
-  gnFired++;
   for (int k = 0; k < T_STEPS; k++) {
     gnAck += aAck[k];
     gnFound += aAck[k] && ((mFound >> k) & 1);
@@ -829,6 +830,13 @@ static int tCrashPoint(int n, unsigned uSeed, const char *zSync) {
   return 1;
 }
 
+/* The figures of one sweep (Check runs each test in a process of its own). */
+static void tReport(const char *zWhat, int nPoints0) {
+  fprintf(stderr, "iofault: %d %s points; transactions acknowledged %d, found %d\n", gnPoints - nPoints0,
+          zWhat, gnAck, gnFound);
+  gnAck = gnFound = 0;
+}
+
 START_TEST(test_iofault_errors) {
   int aSeen[IO_NKIND], nMutating, nPoints0 = gnPoints;
   if (getenv("IOFAULT_ONE")) {
@@ -853,7 +861,7 @@ START_TEST(test_iofault_errors) {
       }
     }
   }
-  fprintf(stderr, "iofault: %d error points\n", gnPoints - nPoints0);
+  tReport("error", nPoints0);
 }
 END_TEST
 
@@ -871,10 +879,13 @@ START_TEST(test_iofault_wal) {
     const char *zSync = iSync == 0 ? "FULL" : "NORMAL";
     for (size_t i = 0; i < sizeof aKind / sizeof aKind[0]; i++) {
       int nStep = gLong ? 1 : aSeen[aKind[i]] / 40 + 1;
-      for (int n = 0; tErrorPoint(aKind[i], n, 0, 1, zSync); n += nStep) {}
+      for (int bPersist = 0; bPersist < 2; bPersist++) {
+        if (bPersist && aKind[i] != IO_WRITE) continue;
+        for (int n = 0; tErrorPoint(aKind[i], n, bPersist, 1, zSync); n += nStep) {}
+      }
     }
   }
-  fprintf(stderr, "iofault: %d WAL error points\n", gnPoints - nPoints0);
+  tReport("WAL error", nPoints0);
 }
 END_TEST
 
@@ -889,7 +900,7 @@ START_TEST(test_iofault_power) {
       for (int n = (int)uSeed % nStep; tCrashPoint(n, uSeed * 7919u + (unsigned)n, zSync); n += nStep) {}
     }
   }
-  fprintf(stderr, "iofault: %d power-loss points\n", gnPoints - nPoints0);
+  tReport("power-loss", nPoints0);
 }
 END_TEST
 
@@ -899,6 +910,8 @@ int main(void) {
   SRunner *sr;
   int nFailed;
   gLong = getenv("IOFAULT_LONG") && strcmp(getenv("IOFAULT_LONG"), "0") != 0;
+  gbDebug = getenv("IOFAULT_DEBUG") != NULL;
+  gIo.bTrace = getenv("IOFAULT_TRACE") != NULL;
   /* Small WAL thresholds: the store's own checkpoints (PASSIVE every
   ** 64 KiB of new frames, RESTART from 256 KiB) and its tuning run inside
   ** the workload. Read once, so set before anything asks. */
@@ -915,6 +928,5 @@ int main(void) {
   srunner_run_all(sr, CK_NORMAL);
   nFailed = srunner_ntests_failed(sr);
   srunner_free(sr);
-  fprintf(stderr, "iofault: %d points, %d transactions acknowledged, %d found\n", gnPoints, gnAck, gnFound);
   return nFailed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -30,6 +30,14 @@
 ** that were never published (the commit was not done), which is what a
 ** crash before those pwrites would have done; at synchronous=FULL the
 ** commit's xSync writes the buffer before the fsync.
+** A write SQLite can see fail must carry the failure: the page of a commit
+** frame (its 24-byte header names the database size) is written out in
+** its own xWrite, so at NORMAL, where the WAL is not synced, the commit
+** fails instead of being published from xShmBarrier without its frames;
+** and a buffer that fails to go out from a call whose error SQLite
+** ignores (walLimitSize's xFileSize, hints) leaves a hole that fails every
+** later write, sync or read past it until SQLite writes there again
+** (test_iofault fails each WAL call in turn).
 ** If the buffer cannot be allocated, writes go through unbuffered.
 ** On by default; MENTAT_WAL_GATHER=0 (configWalGather) turns it off.
 ** Crash tests: smoke/kill9.sh's `wal`
@@ -59,6 +67,9 @@ struct StoreVfsFile {
   char *aBuf;                   /* gathered bytes (WAL), sqlite3_malloc'd */
   int nBuf;
   sqlite3_int64 iBufOfst;       /* file offset of aBuf[0] */
+  int bCommitPage;              /* the next write is a commit frame's page */
+  int rcHole;                   /* a gathered write failed: its error, until rewritten */
+  sqlite3_int64 iHole;          /* file offset where the failed bytes began */
 };
 
 static sqlite3_vfs gStoreVfs;
@@ -73,8 +84,23 @@ static int storeVfsFlush(StoreVfsFile *p) {
   int rc;
   if (p == NULL || p->nBuf == 0) return SQLITE_OK;
   rc = p->pReal->pMethods->xWrite(p->pReal, p->aBuf, p->nBuf, p->iBufOfst);
+  if (rc != SQLITE_OK && (p->rcHole == SQLITE_OK || p->iBufOfst < p->iHole)) {
+    /* The caller may be one whose error SQLite ignores (xFileSize in
+    ** walLimitSize, a file-control hint, xShmBarrier): the WAL now has a
+    ** hole, so nothing may be written, synced or read past it until SQLite
+    ** writes there again (its next transaction starts at or before it). */
+    p->rcHole = rc;
+    p->iHole = p->iBufOfst;
+  }
   p->nBuf = 0;
   return rc;
+}
+
+/* A WAL frame header (24 bytes) whose second word, the database size
+** after a commit, is not zero heads a commit frame (the WAL format). */
+static int storeVfsIsCommitHeader(const void *pData, int n) {
+  const unsigned char *a = pData;
+  return n == 24 && (a[4] | a[5] | a[6] | a[7]) != 0;
 }
 
 static int storeVfsClose(sqlite3_file *pFile) {
@@ -92,12 +118,24 @@ static int storeVfsRead(sqlite3_file *pFile, void *pOut, int n, sqlite3_int64 iO
   StoreVfsFile *p = (StoreVfsFile *)pFile;
   int rc = storeVfsFlush(p);
   if (rc != SQLITE_OK) return rc;
+  if (p->rcHole != SQLITE_OK && iOfst + n > p->iHole) return p->rcHole;
   return p->pReal->pMethods->xRead(p->pReal, pOut, n, iOfst);
 }
 
 static int storeVfsWrite(sqlite3_file *pFile, const void *pData, int n, sqlite3_int64 iOfst) {
   StoreVfsFile *p = (StoreVfsFile *)pFile;
-  int rc;
+  int rc, bCommitPage;
+  if (p->rcHole != SQLITE_OK) {
+    if (iOfst > p->iHole) return p->rcHole;
+    p->rcHole = SQLITE_OK;                /* written again from before the hole */
+  }
+  /* A commit frame's page is written out at once, inside the write that
+  ** SQLite checks before it publishes the commit: gathered further, its
+  ** bytes would go out from xShmBarrier or another call whose error
+  ** SQLite cannot see, and the commit would be acknowledged without its
+  ** frames (synchronous=NORMAL does not sync the WAL at commit). */
+  bCommitPage = p->bCommitPage;
+  p->bCommitPage = p->bWal && storeVfsIsCommitHeader(pData, n);
   if (!p->bWal || n > STORE_WAL_BUF) {
     rc = storeVfsFlush(p);
     if (rc != SQLITE_OK) return rc;
@@ -114,13 +152,14 @@ static int storeVfsWrite(sqlite3_file *pFile, const void *pData, int n, sqlite3_
   if (p->nBuf == 0) p->iBufOfst = iOfst;
   memcpy(p->aBuf + p->nBuf, pData, (size_t)n);
   p->nBuf += n;
-  return SQLITE_OK;
+  return bCommitPage ? storeVfsFlush(p) : SQLITE_OK;
 }
 
 static int storeVfsTruncate(sqlite3_file *pFile, sqlite3_int64 size) {
   StoreVfsFile *p = (StoreVfsFile *)pFile;
   int rc = storeVfsFlush(p);
   if (rc != SQLITE_OK) return rc;
+  if (size <= p->iHole) p->rcHole = SQLITE_OK;   /* the hole is cut off */
   return p->pReal->pMethods->xTruncate(p->pReal, size);
 }
 
@@ -128,6 +167,7 @@ static int storeVfsSync(sqlite3_file *pFile, int flags) {
   StoreVfsFile *p = (StoreVfsFile *)pFile;
   int rc = storeVfsFlush(p);
   if (rc != SQLITE_OK) return rc;
+  if (p->rcHole != SQLITE_OK) return p->rcHole;
   return p->pReal->pMethods->xSync(p->pReal, flags);
 }
 
