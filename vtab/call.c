@@ -70,22 +70,19 @@ int vcallBegin(VCall *pCall, sqlite3 *host, sqlite3_value *pPath, int eKind,
   if (rc == SQLITE_OK) rc = vcallCheckPath(host, eType, zPath, nPath, pzErr);
   if (rc == SQLITE_OK && pOpts) rc = vcallOpts(pOpts, pOptsArg, pzErr);
   if (rc == SQLITE_OK) rc = hostAcquireStore(host, zPath, eKind == VCALL_WRITE, &pCall->pStore, pzErr);
-  if (rc == SQLITE_OK && eKind == VCALL_READ && storeHostDb(pCall->pStore)) {
-    /* A host database without the store's tables reads as an empty store
-    ** (as a new file store does); only edn_t creates them. */
-    int bExists = 1;
-    rc = storeHostExists(pCall->pStore, &bExists, pzErr);
-    if (rc == SQLITE_OK && !bExists) {
+  if (rc == SQLITE_OK && eKind == VCALL_READ) {
+    rc = storeReader(pCall->pStore, &pCall->pConn, &pCall->pSchema, pzErr);
+    if (rc == SQLITE_NOTFOUND) {
+      /* A host database without the store's tables reads as an empty store
+      ** (as a new file store does); only edn_t creates them. */
       storeRelease(pCall->pStore);
       pCall->pStore = NULL;
       rc = storeAcquire("", &pCall->pStore, pzErr);
+      if (rc == SQLITE_OK) rc = storeReader(pCall->pStore, &pCall->pConn, &pCall->pSchema, pzErr);
     }
   }
   /* On a host store the query runs on the host: its SQL functions are callable. */
   if (rc == SQLITE_OK && pOpts) pOpts->pHostDb = storeHostDb(pCall->pStore);
-  if (rc == SQLITE_OK && eKind == VCALL_READ) {
-    rc = storeReader(pCall->pStore, &pCall->pConn, &pCall->pSchema, pzErr);
-  }
   if (rc != SQLITE_OK) {
     vcallEnd(pCall);
     return rc;

@@ -154,6 +154,7 @@ int storeHostReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzEr
 int storeHostWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr);
 int storeHostWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, char **pzErr);
 void storeHostRelease(Store *p);
+void storeHostReaderDone(Store *p);
 
 /* store_conn.c */
 /* Opens a connection of pStore (bValidate: its first, see storeOpenDb)

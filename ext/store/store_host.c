@@ -67,6 +67,8 @@ typedef struct StoreHostPart {
   int bDqlite;                  /* the database's VFS is dqlite's */
   sqlite3_int64 iSchemaVersion; /* at the last layout check; -1 none */
   sqlite3_stmt *pSchemaVersion, *pSavepoint, *pRelease, *pRollbackTo;
+  sqlite3_stmt *pHold;          /* a read's one read transaction (storeHostReader) */
+  int nReadHold;                /* reads holding it, nested ones included */
   int *aRoot;                   /* root pages of the store's tables and indexes */
   int nRoot;
   int iRootGen;                 /* bumped when aRoot is read again */
@@ -269,6 +271,7 @@ static void hostFree(Store *p) {
   }
   if (h) {
     sqlite3_finalize(h->pSchemaVersion);
+    sqlite3_finalize(h->pHold);
     sqlite3_finalize(h->pSavepoint);
     sqlite3_finalize(h->pRelease);
     sqlite3_finalize(h->pRollbackTo);
@@ -370,6 +373,7 @@ static int hostOpen(sqlite3 *host, const char *zName, Store **ppStore, char **pz
   if (p->zPath == NULL) { rc = SQLITE_NOMEM; goto cleanup; }
   rc = hostPrepare(host, "PRAGMA \"%w\".data_version", h->zName, &pImpl->pDataVersion);
   if (rc == SQLITE_OK) rc = hostPrepare(host, "PRAGMA \"%w\".schema_version", h->zName, &h->pSchemaVersion);
+  if (rc == SQLITE_OK) rc = hostPrepare(host, "PRAGMA \"%w\".schema_version", h->zName, &h->pHold);
   if (rc == SQLITE_OK) rc = hostPrepare(host, "SAVEPOINT mentat_edn_t", h->zName, &h->pSavepoint);
   if (rc == SQLITE_OK) rc = hostPrepare(host, "RELEASE mentat_edn_t", h->zName, &h->pRelease);
   if (rc == SQLITE_OK) rc = hostPrepare(host, "ROLLBACK TO mentat_edn_t", h->zName, &h->pRollbackTo);
@@ -550,31 +554,27 @@ cleanup:
   return rc;
 }
 
-int storeHostExists(Store *p, int *pbExists, char **pzErr) {
-  StoreHostPart *h = p->pHost;
-  sqlite3_int64 iSv = 0;
-  int bAbsent = 0, rc;
-  /* The common case in one step: the layout seen at this schema version. */
-  rc = storeStepInt(h->pSchemaVersion, &iSv);
-  if (rc == SQLITE_OK && iSv == h->iSchemaVersion && h->eLayout != HOST_LAYOUT_UNKNOWN) {
-    *pbExists = h->eLayout == HOST_LAYOUT_PRESENT;
-    return SQLITE_OK;
-  }
-  rc = hostRevalidate(p, 0, &bAbsent, pzErr);
-  *pbExists = rc == SQLITE_OK && !bAbsent;
-  return rc;
+/* A read holds one read transaction for all of its statements: a call
+** from a statement that reads no table (SELECT edn_q(...)) would otherwise
+** begin and end one per statement (the revalidation's three and the
+** query's), each a WAL read-lock round trip. The hold is a statement left
+** stepped (PRAGMA schema_version, one row) until the read ends; nested
+** reads share the outermost one's. */
+static void hostHoldEnd(StoreHostPart *h) {
+  if (h->nReadHold > 0 && --h->nReadHold == 0) sqlite3_reset(h->pHold);
 }
 
 int storeHostReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
-  int bAbsent = 0;
-  int rc = hostRevalidate(p, 0, &bAbsent, pzErr);
+  StoreHostPart *h = p->pHost;
+  int bAbsent = 0, rc;
   *ppConn = NULL;
   *ppSchema = NULL;
-  if (rc != SQLITE_OK) return rc;
-  if (bAbsent) {
-    hostErr(pzErr, sqlite3_mprintf("host database %s holds no store yet (the first edn_t on "
-                                   "'%s' creates it)", p->pHost->zName, p->zPath));
-    return SQLITE_ERROR;
+  if (h->nReadHold++ == 0 && sqlite3_step(h->pHold) != SQLITE_ROW) sqlite3_reset(h->pHold);
+  rc = hostRevalidate(p, 0, &bAbsent, pzErr);
+  if (rc == SQLITE_OK && bAbsent) rc = SQLITE_NOTFOUND;
+  if (rc != SQLITE_OK) {
+    hostHoldEnd(h);
+    return rc;
   }
   schemaRef(p->pSchema);
   *ppSchema = p->pSchema;
@@ -651,6 +651,10 @@ static int hostCheckScans(Store *p, char **pzErr) {
     }
   }
   return SQLITE_OK;
+}
+
+void storeHostReaderDone(Store *p) {
+  hostHoldEnd(p->pHost);
 }
 
 int storeHostWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {

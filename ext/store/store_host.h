@@ -32,12 +32,11 @@ int storeHostAcquire(sqlite3 *host, const char *zName, int bWrite, Store **ppSto
 ** ones are freed at their last storeRelease. */
 void storeHostClose(sqlite3 *host);
 
-/* Does host store p's database hold the store's tables yet (*pbExists)?
-** Reads of a database without them see an empty store: the caller serves
-** them from the private in-memory store (its bootstrap only), so nothing is
-** written to the host database before the first edn_t. Errors as
-** storeReader's (a foreign layout, a shadowed name). */
-int storeHostExists(Store *p, int *pbExists, char **pzErr);
+/* storeReader on a host store whose database holds no store tables yet
+** returns SQLITE_NOTFOUND (no message): reads of it see an empty store, and
+** the caller serves them from the private in-memory store (the bootstrap
+** only), so nothing is written to the host database before the first
+** edn_t. */
 
 /* The host connection of a host store, NULL for a file store. */
 sqlite3 *storeHostDb(const Store *p);

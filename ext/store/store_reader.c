@@ -229,7 +229,11 @@ void storeReaderEndRead(Store *p, StoreConn *pConn) {
 ** its WAL, and its page cache). The one handed back last is reused first. */
 void storeReaderDone(Store *p, StoreConn *pConn) {
   int bKeep, bRelease, nMax;
-  if (pConn == NULL || p->bMemory || p->pHost) return;
+  if (pConn != NULL && p->pHost) {
+    storeHostReaderDone(p);
+    return;
+  }
+  if (pConn == NULL || p->bMemory) return;
   nMax = configIdleReaders();
   storeReaderEnd(pConn);
   if (sqlite3_get_autocommit(pConn->db)) storeReaderMmapPolicy((StoreConnImpl *)pConn);
