@@ -297,6 +297,12 @@ for i in 0 1 2; do
   if [ "$got" -ge "$n" ] 2>/dev/null; then ok "query through node $i's client: $got rows, at least the $n acknowledged"
   else bad "query through node $i's client: got '$got', want at least $n"; fi
 done
+# Figures (issue 16 item 5), not checks: host-store transactions and point
+# lookups through a follower's client (the driver sends them to the leader).
+L=$(leader)
+li=$(index_of "$L")
+fo=$(((li + 1) % 3))
+echo "bench through node $fo's client (a follower): $("$OUT/check" bench -via "${ADDR[$fo]}" -db "$DB" -n 300 2>&1)"
 for i in 0 1 2; do
   if grep -q 'Assertion' "$W/n$i/log"; then bad "node $i aborted: $(grep Assertion "$W/n$i/log" | head -1)"; fi
 done

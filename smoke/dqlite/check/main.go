@@ -11,6 +11,10 @@
 //	                                         transacts until FILE -stop exists,
 //	                                         appending 'seq tx kind' to -out for
 //	                                         every acknowledged transaction
+//	check bench -via A -db NAME [-n N]       figures through node A's client
+//	                                         (the driver reaches the leader):
+//	                                         host-store tx/s and point-lookup
+//	                                         p50 (issue 16 item 5)
 package main
 
 import (
@@ -20,6 +24,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -201,6 +206,62 @@ func load(args []string) {
 	fmt.Printf("acked=%d failed=%d\n", acked, failed)
 }
 
+// bench: n sequential host-store transactions (BEGIN; SELECT edn_t(':main',
+// ...); COMMIT, one datom each) and n point lookups (edn_q on a unique
+// attribute) through the client of one node; prints tx/s and p50/p95 ms.
+func bench(args []string) {
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	via := fs.String("via", "", "node address the client connects to")
+	dbName := fs.String("db", "mentat", "database name")
+	n := fs.Int("n", 300, "transactions and lookups")
+	fs.Parse(args)
+	drv, err := driver.New(store(*via), driver.WithLogFunc(quiet),
+		driver.WithConnectionTimeout(3*time.Second))
+	if err != nil {
+		die("%v", err)
+	}
+	sql.Register("dqlite-bench", drv)
+	db, err := sql.Open("dqlite-bench", *dbName)
+	if err != nil {
+		die("%v", err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	ctx := context.Background()
+	base := int64(1000000)
+	t0 := time.Now()
+	for i := 0; i < *n; i++ {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			die("begin: %v", err)
+		}
+		var id int64
+		if err := tx.QueryRowContext(ctx, "SELECT edn_t(':main', ?) ->> 'tx_id'",
+			fmt.Sprintf("[{:probe/seq %d}]", base+int64(i))).Scan(&id); err != nil {
+			tx.Rollback()
+			die("edn_t: %v", err)
+		}
+		if err := tx.Commit(); err != nil {
+			die("commit: %v", err)
+		}
+	}
+	txs := float64(*n) / time.Since(t0).Seconds()
+	lat := make([]float64, 0, *n)
+	for i := 0; i < *n; i++ {
+		t := time.Now()
+		var r string
+		opts := fmt.Sprintf(`{"inputs":[%d]}`, base+int64((i*7919)%*n))
+		if err := db.QueryRowContext(ctx, "SELECT edn_q(':main', '[:find ?e . :in $ ?s :where [?e :probe/seq ?s]]', ?)",
+			opts).Scan(&r); err != nil {
+			die("edn_q: %v", err)
+		}
+		lat = append(lat, float64(time.Since(t).Microseconds())/1000.0)
+	}
+	sort.Float64s(lat)
+	fmt.Printf("host_store_tx_per_s=%.0f point_lookup_p50_ms=%.3f point_lookup_p95_ms=%.3f n=%d\n",
+		txs, lat[len(lat)/2], lat[len(lat)*95/100], *n)
+}
+
 func main() {
 	if len(os.Args) < 2 {
 		die("usage: check leader|roles|dump|load ...")
@@ -214,6 +275,8 @@ func main() {
 		dump(os.Args[2:])
 	case "load":
 		load(os.Args[2:])
+	case "bench":
+		bench(os.Args[2:])
 	default:
 		die("unknown command %q", os.Args[1])
 	}
