@@ -1,5 +1,5 @@
 # libmentat_sqlite — a SQLite loadable extension: Datomic-style Datalog on SQLite.
-# Targets: all test smoke demo asan tsan valgrind bench fuzz clean deps
+# Targets: all test smoke meta demo asan tsan valgrind bench fuzz clean deps
 #          install uninstall deb wheel npm packages (see "Installing" in README.md)
 # Layout: ext/<stage>/ (edn, qparse, schema, store, tx, pull, query), vtab/ (the SQL boundary), test/ (Check),
 # smoke/ (real hosts), bench/. Outputs go to build/ only.
@@ -36,7 +36,7 @@ reverse    = $(if $(1),$(call reverse,$(wordlist 2,99,$(1))) $(firstword $(1)))
 TESTS    = $(patsubst test/%.c,$(B)/%,$(wildcard test/test_*.c))
 SO       = build/libmentat_sqlite.so
 
-.PHONY: all test unit layering smoke acceptance demo asan tsan valgrind bench fuzz fuzz-bins clean deps \
+.PHONY: all test unit layering smoke meta acceptance demo asan tsan valgrind bench fuzz fuzz-bins clean deps \
         install uninstall deb wheel npm packages FORCE
 # Objects are not intermediates to throw away: keep them so rebuilds stay incremental.
 .SECONDARY:
@@ -148,6 +148,14 @@ layering: $(foreach s,$(STAGES),$(call stage_lib,$(s)))
 # Every host runs even when an earlier one fails; the target fails at the end.
 smoke: $(SO)
 	@fail=0; for s in smoke/*.sh; do echo "== $$s"; SO=$(abspath $(SO)) SHARED=$(SHARED) bash $$s || fail=1; done; exit $$fail
+
+# The metamorphic checks (smoke/meta.py) over many seeds: random stores and queries that
+# must agree with themselves (clause order, duplicates, forms, asOf/since, pull, rules).
+# make smoke runs the fixed short set; META_SEEDS, META_FIRST, META_QUERIES set the long one.
+META_SEEDS ?= 400
+meta: $(SO)
+	META_SEEDS=$(META_SEEDS) META_QUERIES=$(or $(META_QUERIES),40) META_FIRST=$(or $(META_FIRST),1) \
+	  $(PY) smoke/meta.py $(abspath $(SO))
 
 # The public cases on file stores, then on a host store (db_path ':main', SPEC §3a).
 acceptance: $(SO)

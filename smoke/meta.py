@@ -1,0 +1,750 @@
+#!/usr/bin/python3
+"""smoke/meta.py — metamorphic tests of edn_q and edn_pull (issue 19 item 3).
+
+For each seed: a random store (a few attributes of several types, refs,
+cardinality one and many, one :db.unique/identity attribute; random entities
+and values over several transactions with retractions and replacements), then
+random Datalog queries (data patterns sharing variables, constants, variable
+attributes, ref joins, predicates, not, or, rules, aggregates). Nothing is
+compared with a stored answer: each query is run in forms that must agree, as
+Datomic's semantics say (a query is a set-valued function of the database,
+the order of its clauses does not change its meaning, docs "Query"):
+
+  perm     the data patterns permuted (the clauses that need bound variables —
+           predicates, not, or — kept after them, shuffled among themselves)
+  dup      one clause written twice
+  form     the table rows (value column) vs the scalar document's "result";
+           a relation has no duplicate row in either
+  asof     {"asOf": the latest tx} vs no opts
+  since    {"since": 0} vs no opts (every current datom has a tx > 0)
+  split    Q and X, Q and (not X): disjoint on all variables, their union Q
+           (X a data pattern or a predicate whose variables Q binds)
+  rule     a data pattern replaced by a call to a rule whose body it is
+  or1      a data pattern wrapped in a one-branch or, and in (or X X)
+  count    (count ?x) :with the other variables vs the number of rows over all
+           variables; count-distinct vs the distinct values
+  pull     edn_pull(e, [*]) and (pull ?e [*]) in :find vs [?e ?a ?v]
+  model    [?e ?a ?v] over the user attributes (now, asOf T, since T) vs the
+           datoms this script's own model of the transactions gives
+  history  the history database's assertions and retractions up to T vs the
+           asOf T database
+
+Usage: /usr/bin/python3 smoke/meta.py /abs/path/libmentat_sqlite.so
+         [--seeds N] [--first S] [--queries Q]
+(META_SEEDS, META_FIRST, META_QUERIES in the environment do the same). The
+default is the fixed, fast run of `make smoke`; `make meta` runs many seeds.
+A mismatch prints the seed, the relation, the query texts and both results,
+and the run fails. Prints 'N checks, M failed' at the end.
+"""
+import json
+import os
+import random
+import shutil
+import sqlite3
+import sys
+import tempfile
+
+EXT = None
+TMP = tempfile.mkdtemp(prefix='mentat-meta.')
+FAILS = []
+CHECKS = [0]
+QUERIES = [0]
+
+TYPES = ['long', 'string', 'keyword', 'boolean', 'double', 'ref', 'instant']
+ORDERED = {'long', 'string', 'double', 'instant', 'keyword'}
+
+
+class Fail(Exception):
+    pass
+
+
+# ---- values: the model keeps Python values tagged by type; each has an EDN
+# literal, the JSON edn_q gives (SPEC 2.3) and the JSON edn_pull gives.
+
+def edn_of(t, v):
+    if t in ('long', 'ref'):
+        return str(v)
+    if t == 'double':
+        return repr(v)
+    if t == 'string':
+        return '"%s"' % v
+    if t == 'keyword':
+        return v
+    if t == 'boolean':
+        return 'true' if v else 'false'
+    if t == 'instant':
+        return '#inst "2020-01-%02dT00:00:00.000Z"' % v
+    raise ValueError(t)
+
+
+def qjson_of(t, v):
+    if t == 'instant':
+        return '2020-01-%02dT00:00:00.000000Z' % v
+    return v
+
+
+def pjson_of(t, v):
+    if t == 'ref':
+        return {':db/id': v}
+    if t == 'instant':
+        return (1577836800 + (v - 1) * 86400) * 1000000
+    return v
+
+
+def domain(t, rnd):
+    if t == 'long':
+        return rnd.randint(-2, 6)
+    if t == 'double':
+        return rnd.choice([-1.5, 0.25, 1.5, 2.5, 7.75])
+    if t == 'string':
+        return 's%d' % rnd.randint(0, 5)
+    if t == 'keyword':
+        return ':k/v%d' % rnd.randint(0, 4)
+    if t == 'boolean':
+        return rnd.random() < 0.5
+    if t == 'instant':
+        return rnd.randint(1, 6)
+    raise ValueError(t)
+
+
+def connect():
+    con = sqlite3.connect(':memory:')
+    con.enable_load_extension(True)
+    con.load_extension(EXT)
+    return con
+
+
+def key(row):
+    return json.dumps(row, sort_keys=True)
+
+
+class Store:
+    """A store file, the schema the seed chose and a model of its log."""
+
+    def __init__(self, con, seed):
+        self.con = con
+        self.rnd = random.Random(seed)
+        self.path = os.path.join(TMP, 'meta-%d.db' % seed)
+        self.attrs = {}          # ident -> (type, many)
+        self.ids = {}            # ident -> entid
+        self.log = []            # (e, ident, value, tx, added)
+        self.cur = {}            # (e, ident) -> set of values
+        self.ents = []
+        self.txs = []
+        self.build()
+
+    def t(self, edn):
+        rep = json.loads(self.con.execute('SELECT edn_t(?, ?)', (self.path, edn)).fetchone()[0])
+        self.txs.append(rep['tx_id'])
+        return rep
+
+    def build(self):
+        rnd = self.rnd
+        self.attrs[':a/id'] = ('string', False)
+        types = ['ref', 'long'] + [rnd.choice(TYPES) for _ in range(rnd.randint(2, 4))]
+        for i, t in enumerate(types):
+            self.attrs[':a/%s%d' % (t, i)] = (t, rnd.random() < 0.4)
+        forms = []
+        for ident, (t, many) in self.attrs.items():
+            forms.append('{:db/ident %s :db/valueType :db.type/%s :db/cardinality :db.cardinality/%s%s}'
+                         % (ident, t, 'many' if many else 'one',
+                            ' :db/unique :db.unique/identity' if ident == ':a/id' else ''))
+        self.t('[%s]' % ' '.join(forms))
+        rows = self.con.execute(
+            "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM edn_q(?, ?)",
+            (self.path, '[:find ?i ?a :where [?a :db/ident ?i] [?a :db/valueType _]]')).fetchall()
+        self.ids = {i: a for i, a in rows}
+        for n in range(rnd.randint(4, 6)):
+            self.transact(n)
+
+    def value(self, ident):
+        t = self.attrs[ident][0]
+        if t == 'ref':
+            return self.rnd.choice(self.ents)
+        return domain(t, self.rnd)
+
+    def transact(self, n):
+        rnd = self.rnd
+        ops = []        # (op, e, ident, value) with e an entid or a tempid
+        new = []
+        for k in range(rnd.randint(2, 5) if n < 2 else rnd.randint(0, 2)):
+            tid = 't%d' % k
+            new.append(tid)
+            ops.append(('add', tid, ':a/id', 'id%d-%d' % (n, k)))
+        if not self.ents and not new:
+            return
+        pool = self.ents + new
+        users = [a for a in self.attrs if a != ':a/id']
+        # a new entity gets most attributes, so joins find something
+        for tid in new:
+            for a in users:
+                if rnd.random() < 0.7:
+                    t = self.attrs[a][0]
+                    ops.append(('add', tid, a, rnd.choice(pool) if t == 'ref' else domain(t, rnd)))
+        for _ in range(rnd.randint(3, 10)):
+            e = rnd.choice(pool)
+            a = rnd.choice(users)
+            if self.attrs[a][0] == 'ref':
+                v = rnd.choice(pool)
+            else:
+                v = domain(self.attrs[a][0], rnd)
+            ops.append(('add', e, a, v))
+        cur = [(e, a, v) for (e, a), vs in self.cur.items() if a != ':a/id' for v in vs]
+        for _ in range(min(len(cur), rnd.randint(0, 3))):
+            e, a, v = rnd.choice(cur)
+            if not any(o[1] == e and o[2] == a for o in ops):
+                ops.append(('retract', e, a, v))
+        # A datom asserted and retracted in one tx is an error in Datomic; a
+        # cardinality-one attribute takes one value per entity per tx.
+        seen, kept = set(), []
+        for op in ops:
+            k = (op[1], op[2]) if not self.attrs[op[2]][1] or op[0] == 'retract' else (op[1], op[2], op[3])
+            if k in seen:
+                continue
+            seen.add(k)
+            kept.append(op)
+        def ent(e):
+            return '"%s"' % e if isinstance(e, str) else str(e)
+        def val(a, v):
+            t = self.attrs[a][0]
+            return ent(v) if t == 'ref' else edn_of(t, v)
+        edn = '[%s]' % ' '.join('[:db/%s %s %s %s]' % (op, ent(e), a, val(a, v)) for op, e, a, v in kept)
+        rep = self.t(edn)
+        tx = rep['tx_id']
+        tmp = rep['tempids']
+        def res(e):
+            return tmp[e] if isinstance(e, str) else e
+        for op, e, a, v in kept:
+            e = res(e)
+            if self.attrs[a][0] == 'ref':
+                v = res(v)
+            vs = self.cur.setdefault((e, a), set())
+            if op == 'add':
+                if v in vs:
+                    continue
+                if not self.attrs[a][1]:
+                    for old in list(vs):
+                        self.log.append((e, a, old, tx, False))
+                    vs.clear()
+                vs.add(v)
+                self.log.append((e, a, v, tx, True))
+            elif v in vs:
+                vs.discard(v)
+                self.log.append((e, a, v, tx, False))
+        self.ents.extend(tmp[t] for t in new)
+
+    # ---- queries
+
+    def q(self, query, opts=None):
+        QUERIES[0] += 1
+        try:
+            rows = self.con.execute('SELECT value FROM edn_q(?, ?, ?)',
+                                    (self.path, query, json.dumps(opts) if opts else None)).fetchall()
+        except sqlite3.Error as e:
+            raise Fail('table form failed: %s\n  query: %s\n  opts: %s' % (e, query, opts))
+        return [json.loads(r[0]) for r in rows]
+
+    def qs(self, query, opts=None):
+        QUERIES[0] += 1
+        try:
+            doc = self.con.execute('SELECT edn_q(?, ?, ?)',
+                                   (self.path, query, json.dumps(opts) if opts else None)).fetchone()[0]
+        except sqlite3.Error as e:
+            raise Fail('scalar form failed: %s\n  query: %s\n  opts: %s' % (e, query, opts))
+        return json.loads(doc)['result']
+
+    def pull(self, e):
+        QUERIES[0] += 1
+        return json.loads(self.con.execute('SELECT edn_pull(?, ?, ?)', (self.path, '[*]', e)).fetchone()[0])
+
+    # The model: every user datom of the database now, as of T, or since T.
+    def model(self, as_of=None, since=None):
+        out = {}
+        for e, a, v, tx, added in self.log:
+            if as_of is not None and tx > as_of:
+                continue
+            if added:
+                out[(e, a, key(v))] = tx
+            else:
+                out.pop((e, a, key(v)), None)
+        return {k for k, tx in out.items() if since is None or tx > since}
+
+
+def check(seed, rel, a, b, *texts):
+    CHECKS[0] += 1
+    if a != b:
+        FAILS.append(seed)
+        print('FAIL seed %d %s' % (seed, rel))
+        for t in texts:
+            print('  ' + t)
+        if isinstance(a, set) and isinstance(b, set):
+            print('  only in the first: %s' % sorted(a - b, key=str)[:8])
+            print('  only in the second: %s' % sorted(b - a, key=str)[:8])
+        else:
+            print('  first: %r' % (a,))
+            print('  second: %r' % (b,))
+        return False
+    return True
+
+
+def rows_set(rows):
+    return {key(r) for r in rows}
+
+
+# ---- the query generator. A query is a list of clauses, each a dict with its
+# text, the variables it binds (data patterns, rule calls) or needs bound
+# (predicates, not, or), and its kind.
+
+class Gen:
+    def __init__(self, st, rnd):
+        self.st = st
+        self.rnd = rnd
+        self.n = 0
+        self.types = {}   # variable -> type ('ref' for entities, None unknown)
+
+    def var(self, t):
+        self.n += 1
+        v = '?v%d' % self.n if t != 'ref' else '?e%d' % self.n
+        self.types[v] = t
+        return v
+
+    def vars_of(self, t):
+        return [v for v, vt in self.types.items() if vt == t]
+
+    def const(self, ident):
+        t = self.st.attrs[ident][0]
+        # Mostly a value the store holds, so constants select something.
+        held = [v for (e, a), vs in self.st.cur.items() if a == ident for v in vs]
+        if held and self.rnd.random() < 0.8:
+            v = self.rnd.choice(held)
+        elif t == 'ref':
+            v = self.rnd.choice(self.st.ents)
+        elif ident == ':a/id':
+            v = 'id0-%d' % self.rnd.randint(0, 3)
+        else:
+            v = domain(t, self.rnd)
+        return edn_of(t, v)
+
+    def pattern(self, e):
+        st, rnd = self.st, self.rnd
+        r = rnd.random()
+        if r < 0.08:
+            a, v = self.var(None), self.var(None)
+            self.types[a] = 'attr'
+            return {'kind': 'data', 'text': '[%s %s %s]' % (e, a, v), 'binds': {e, a, v}}
+        ident = rnd.choice(list(st.attrs))
+        t = st.attrs[ident][0]
+        if r < 0.2:
+            return {'kind': 'data', 'text': '[%s %s %s]' % (e, ident, self.const(ident)), 'binds': {e},
+                    'const': True}
+        same = self.vars_of(t)
+        if same and rnd.random() < 0.3:
+            v = rnd.choice(same)
+        else:
+            v = self.var(t)
+        return {'kind': 'data', 'text': '[%s %s %s]' % (e, ident, v), 'binds': {e, v}}
+
+    def query(self):
+        rnd = self.rnd
+        clauses = []
+        e0 = self.var('ref')
+        clauses.append(self.pattern(e0))
+        for _ in range(rnd.randint(0, 4)):
+            ents = self.vars_of('ref')
+            if rnd.random() < 0.2:
+                # a new entity reached by a ref attribute
+                refs = [a for a, (t, _) in self.st.attrs.items() if t == 'ref']
+                e1 = self.var('ref')
+                src = rnd.choice(ents)
+                if rnd.random() < 0.5:
+                    clauses.append({'kind': 'data', 'text': '[%s %s %s]' % (src, rnd.choice(refs), e1),
+                                    'binds': {src, e1}})
+                else:
+                    clauses.append({'kind': 'data', 'text': '[%s %s %s]' % (e1, rnd.choice(refs), src),
+                                    'binds': {src, e1}})
+            else:
+                clauses.append(self.pattern(rnd.choice(ents)))
+        return clauses
+
+    def bound(self, clauses):
+        out = set()
+        for c in clauses:
+            if c['kind'] in ('data', 'rule'):
+                out |= c['binds']
+        return out
+
+    def typed(self, clauses, t=None):
+        b = self.bound(clauses)
+        return [v for v in sorted(b) if self.types.get(v) in (ORDERED if t is None else {t})]
+
+    def predicate(self, clauses, negate=False):
+        """A comparison on a bound variable of an ordered type; None if none."""
+        vs = self.typed(clauses)
+        if not vs:
+            return None
+        v = self.rnd.choice(vs)
+        t = self.types[v]
+        same = [w for w in vs if self.types[w] == t and w != v]
+        if same and self.rnd.random() < 0.3:
+            other = self.rnd.choice(same)
+        else:
+            other = edn_of(t, domain(t, self.rnd))
+        op = self.rnd.choice(['<', '<=', '>', '>=', '=', '!='])
+        return {'kind': 'pred', 'text': '[(%s %s %s)]' % (op, v, other), 'needs': {v} | ({other} if other.startswith('?') else set())}
+
+    def extra(self, clauses):
+        """A clause over variables the data patterns bind: a predicate, not or or."""
+        rnd = self.rnd
+        r = rnd.random()
+        ents = [v for v in self.bound(clauses) if self.types.get(v) == 'ref']
+        if r < 0.4 or not ents:
+            return self.predicate(clauses)
+        e = rnd.choice(sorted(ents))
+        idents = list(self.st.attrs)
+        if r < 0.7:
+            a = rnd.choice(idents)
+            return {'kind': 'not', 'text': '(not [%s %s %s])' % (e, a, self.const(a)), 'needs': {e}}
+        a, b = rnd.choice(idents), rnd.choice(idents)
+        return {'kind': 'or', 'text': '(or [%s %s %s] [%s %s %s])' % (e, a, self.const(a), e, b, self.const(b)),
+                'needs': {e}}
+
+
+def text(find, clauses, rules=None, with_=None):
+    q = '[:find %s' % find
+    if with_:
+        q += ' :with %s' % ' '.join(with_)
+    if rules:
+        q += ' :in $ %'
+    return q + ' :where ' + ' '.join(c['text'] for c in clauses) + ']'
+
+
+def run_query(st, gen, seed, clauses, rnd):
+    bound = sorted(gen.bound(clauses))
+    extras = []
+    for _ in range(rnd.choice([0, 0, 1, 1, 2])):
+        x = gen.extra(clauses)
+        if x:
+            extras.append(x)
+    allc = clauses + extras
+    find_vars = [v for v in bound if rnd.random() < 0.7] or [bound[0]]
+    rnd.shuffle(find_vars)
+    find = ' '.join(find_vars)
+    base_q = text(find, allc)
+    base = st.q(base_q)
+    base_set = rows_set(base)
+    check(seed, 'form (no duplicate rows)', len(base), len(base_set), base_q)
+    check(seed, 'form', base_set, rows_set(st.qs(base_q)), base_q)
+
+    # perm: data patterns in any order, the others after them in any order
+    d, x = clauses[:], extras[:]
+    rnd.shuffle(d)
+    rnd.shuffle(x)
+    q2 = text(find, d + x)
+    check(seed, 'perm', base_set, rows_set(st.q(q2)), base_q, q2)
+
+    # dup: one clause twice, the copy anywhere its variables are bound
+    i = rnd.randrange(len(allc))
+    c = allc[i]
+    copy = allc[:]
+    if c['kind'] == 'data':
+        copy.insert(rnd.randrange(len(clauses) + 1), c)
+    else:
+        copy.append(c)
+    q3 = text(find, copy)
+    check(seed, 'dup', base_set, rows_set(st.q(q3)), base_q, q3)
+
+    check(seed, 'asof', base_set, rows_set(st.q(base_q, {'asOf': st.txs[-1]})), base_q, 'opts asOf %d' % st.txs[-1])
+    check(seed, 'since', base_set, rows_set(st.q(base_q, {'since': 0})), base_q, 'opts since 0')
+
+    # split: Q with X and Q with (not X), over every variable
+    allv = ' '.join(bound)
+    full_q = text(allv, allc)
+    full = rows_set(st.q(full_q))
+    if rnd.random() < 0.5:
+        ents = [v for v in bound if gen.types.get(v) == 'ref']
+        a = rnd.choice(list(st.attrs))
+        xc = {'kind': 'data', 'text': '[%s %s %s]' % (rnd.choice(ents), a, gen.const(a))}
+    else:
+        xc = gen.predicate(clauses)
+    if xc:
+        yes_q = text(allv, allc + [xc])
+        no_q = text(allv, allc + [{'kind': 'not', 'text': '(not %s)' % xc['text']}])
+        yes, no = rows_set(st.q(yes_q)), rows_set(st.q(no_q))
+        check(seed, 'split (disjoint)', set(), yes & no, yes_q, no_q)
+        check(seed, 'split (union)', full, yes | no, full_q, yes_q, no_q)
+
+    # rule: a data pattern as a rule's body
+    j = rnd.randrange(len(clauses))
+    pat = clauses[j]
+    args = sorted(pat['binds'])
+    rule = '[[(r %s) %s]]' % (' '.join(args), pat['text'])
+    call = {'kind': 'rule', 'text': '(r %s)' % ' '.join(args), 'binds': pat['binds']}
+    rq = text(find, clauses[:j] + [call] + clauses[j + 1:] + extras, rules=True)
+    QUERIES[0] += 1
+    try:
+        got = {key(json.loads(r[0])) for r in st.con.execute(
+            'SELECT value FROM edn_q(?, ?, ?)',
+            (st.path, rq, json.dumps({'inputs': [{'edn': rule}]})))}
+    except sqlite3.Error as e:
+        got = 'error: %s' % e
+    check(seed, 'rule', base_set, got, base_q, rq, 'rules ' + rule)
+
+    # or1: a data pattern in a one-branch or, and in (or X X)
+    k = rnd.randrange(len(clauses))
+    p = clauses[k]
+    if len(p['binds']) and rnd.random() < 0.5:
+        w = {'kind': 'or', 'text': '(or %s)' % p['text']}
+    else:
+        w = {'kind': 'or', 'text': '(or %s %s)' % (p['text'], p['text'])}
+    # an or's variables must be bound where Datomic requires it only for or-join;
+    # a plain or unifies with the query: it may come first.
+    oq = text(find, clauses[:k] + [w] + clauses[k + 1:] + extras)
+    check(seed, 'or1', base_set, rows_set(st.q(oq)), base_q, oq)
+
+    # count: (count ?x) :with the rest vs the rows over every variable
+    if full:
+        xv = rnd.choice(bound)
+        rest = [v for v in bound if v != xv]
+        cq = text('(count %s)' % xv, allc, with_=rest)
+        check(seed, 'count', len(full), st.qs(cq), full_q, cq)
+        dq = text('(count-distinct %s)' % xv, allc)
+        vq = text(xv, allc)
+        check(seed, 'count-distinct', len(rows_set(st.q(vq))), st.qs(dq), vq, dq)
+
+
+def q_inputs(st, query, inputs, extra=None):
+    opts = {'inputs': inputs}
+    if extra:
+        opts.update(extra)
+    try:
+        return rows_set(st.q(query, opts))
+    except Fail as e:
+        return 'error: %s' % e
+
+
+def run_more(st, gen, seed, clauses, rnd):
+    """The relations over inputs, or-join, not-join, aggregates, limits, maps."""
+    bound = sorted(gen.bound(clauses))
+    allv = ' '.join(bound)
+    full_q = text(allv, clauses)
+    full = rows_set(st.q(full_q))
+    ents = [v for v in bound if gen.types.get(v) == 'ref']
+
+    # input: a constant of a data pattern given as a scalar input, a pair of
+    # them as a collection input (the union of the two), a relation input
+    consts = [(i, c) for i, c in enumerate(clauses) if c.get('const')]
+    if consts:
+        i, c = rnd.choice(consts)
+        parts = c['text'][1:-1].split(' ', 2)
+        attr = parts[1]
+        x = '?in'
+        q1 = text(allv, clauses[:i] + [{'kind': 'data', 'text': '[%s %s %s]' % (parts[0], attr, x)}] + clauses[i + 1:])
+        q1 = q1.replace(' :where', ' :in $ %s :where' % x, 1)
+        check(seed, 'input scalar', full, q_inputs(st, q1, [{'edn': parts[2]}]), full_q, q1, 'input ' + parts[2])
+        other = gen.const(attr)
+        alt = text(allv, clauses[:i] + [{'kind': 'data', 'text': '[%s %s %s]' % (parts[0], attr, other)}] + clauses[i + 1:])
+        both = full | rows_set(st.q(alt))
+        qc = q1.replace(':in $ %s' % x, ':in $ [%s ...]' % x, 1)
+        check(seed, 'input collection', both, q_inputs(st, qc, [[{'edn': parts[2]}, {'edn': other}]]), full_q, alt, qc)
+
+    # or-join / not-join over a ref: Q and (or-join [?e] (and [?e r ?f] P1) P2)
+    # is the union of Q with each branch
+    refs = [a for a, (t, _) in st.attrs.items() if t == 'ref']
+    if ents:
+        e = rnd.choice(ents)
+        a1, a2 = rnd.choice(list(st.attrs)), rnd.choice(list(st.attrs))
+        b1 = '(and [%s %s ?oj1] [?oj1 %s %s])' % (e, rnd.choice(refs), a1, gen.const(a1))
+        b2 = '[%s %s ?oj2]' % (e, a2)
+        oj = text(allv, clauses + [{'kind': 'or', 'text': '(or-join [%s] %s %s)' % (e, b1, b2)}])
+        u1 = text(allv, clauses + [{'kind': 'not', 'text': '(not-join [%s] (not-join [%s] %s))' % (e, e, b1[5:-1])}])
+        u2 = text(allv, clauses + [{'kind': 'not', 'text': '(not-join [%s] (not %s))' % (e, b2)}])
+        r1, r2 = rows_set(st.q(u1)), rows_set(st.q(u2))
+        check(seed, 'or-join vs double not-join', r1 | r2, rows_set(st.q(oj)), u1, u2, oj)
+        nj = text(allv, clauses + [{'kind': 'not', 'text': '(not-join [%s] %s)' % (e, b1[5:-1])}])
+        check(seed, 'not-join partition', full, r1 | rows_set(st.q(nj)), full_q, u1, nj)
+        check(seed, 'not-join disjoint', set(), r1 & rows_set(st.q(nj)), u1, nj)
+        # a two-definition rule is the or-join of its bodies
+        rules = '[[(two %s) %s] [(two %s) %s]]' % (e, b1[5:-1], e, b2)
+        rq = text(allv, clauses + [{'kind': 'rule', 'text': '(two %s)' % e}], rules=True)
+        check(seed, 'two-definition rule vs or-join', rows_set(st.q(oj)),
+              q_inputs(st, rq, [{'edn': rules}]), oj, rq, 'rules ' + rules)
+
+    if not full:
+        return
+    cols = [list(json.loads(r)) for r in full]
+
+    # grouped aggregates: [:find ?g (count ?x) :with rest] per group of the rows
+    if len(bound) >= 2:
+        g, xv = rnd.sample(bound, 2)
+        rest = [v for v in bound if v not in (g, xv)]
+        gi, xi = bound.index(g), bound.index(xv)
+        want = {}
+        for r in cols:
+            want.setdefault(key(r[gi]), []).append(r[xi])
+        aq = text('%s (count %s)' % (g, xv), clauses, with_=rest)
+        got = {key([json.loads(k), len(v)]) for k, v in want.items()}
+        check(seed, 'grouped count', got, rows_set(st.q(aq)), full_q, aq)
+        t = gen.types.get(xv)
+        if t in ('long', 'double'):
+            fn = rnd.choice(['min', 'max', 'sum'])
+            f = {'min': min, 'max': max, 'sum': sum}[fn]
+            aq = text('%s (%s %s)' % (g, fn, xv), clauses, with_=rest)
+            got = {key([json.loads(k), f(v)]) for k, v in want.items()}
+            res = {key([r[0], float(r[1]) if t == 'double' else r[1]]) for r in st.q(aq)}
+            check(seed, 'grouped ' + fn, got, res, full_q, aq)
+
+    # :limit and :order: the first N rows in the order asked
+    if gen.types.get(bound[0]) in ('long', 'string', 'ref'):
+        n = rnd.randint(1, 4)
+        d = rnd.choice(['asc', 'desc'])
+        lq = '[:find %s :where %s :order [(%s %s)] :limit %d]' % (allv, ' '.join(c['text'] for c in clauses), d, bound[0], n)
+        try:
+            rows = st.con.execute('SELECT value FROM edn_q(?, ?)', (st.path, lq)).fetchall()
+            got = [json.loads(r[0]) for r in rows]
+        except sqlite3.Error as e:
+            got = 'error: %s' % e
+        QUERIES[0] += 1
+        if not isinstance(got, str):
+            firsts = sorted((r[0] for r in cols), reverse=(d == 'desc'))[:n]
+            check(seed, 'order limit (keys)', firsts, [r[0] for r in got], full_q, lq)
+            check(seed, 'order limit (rows)', True, all(key(r) in full for r in got), full_q, lq)
+        else:
+            check(seed, 'order limit', 'rows', got, lq)
+
+    # :keys: the same rows as maps
+    names = [v[1:] for v in bound]
+    kq = '[:find %s :keys %s :where %s]' % (allv, ' '.join(names), ' '.join(c['text'] for c in clauses))
+    maps = st.q(kq)
+    check(seed, ':keys', full, {key([m[':' + k] for k in names]) for m in maps}, full_q, kq)
+
+
+def check_rules(st, seed, rnd):
+    """Transitive closure over a ref attribute, four ways, against the model."""
+    refs = [a for a, (t, _) in st.attrs.items() if t == 'ref']
+    r = rnd.choice(refs)
+    edges = {(e, v) for (e, a), vs in st.cur.items() if a == r for v in vs}
+    closure = set(edges)
+    while True:
+        more = {(a, d) for a, b in closure for c, d in edges if b == c} - closure
+        if not more:
+            break
+        closure |= more
+    want = {key([a, b]) for a, b in closure}
+    right = '[[(reach ?a ?b) [?a %s ?b]] [(reach ?a ?b) [?a %s ?x] (reach ?x ?b)]]' % (r, r)
+    left = '[[(reach ?a ?b) [?a %s ?b]] [(reach ?a ?b) (reach ?a ?x) [?x %s ?b]]]' % (r, r)
+    both = '[[(reach ?a ?b) [?a %s ?b]] [(reach ?a ?b) (reach ?a ?x) (reach ?x ?b)]]' % r
+    for name, rules in (('right', right), ('left', left), ('both', both)):
+        q = '[:find ?a ?b :in $ % :where (reach ?a ?b)]'
+        check(seed, 'closure %s' % name, want, q_inputs(st, q, [{'edn': rules}]), 'rules ' + rules)
+        for e in rnd.sample(st.ents, min(3, len(st.ents))):
+            fwd = {key([b]) for a, b in closure if a == e}
+            q = '[:find ?b :in $ % ?a :where (reach ?a ?b)]'
+            check(seed, 'closure %s from %d' % (name, e), fwd, q_inputs(st, q, [{'edn': rules}, e]), q, 'rules ' + rules)
+            bwd = {key([a]) for a, b in closure if b == e}
+            q = '[:find ?a :in $ % ?b :where (reach ?a ?b)]'
+            check(seed, 'closure %s to %d' % (name, e), bwd, q_inputs(st, q, [{'edn': rules}, e]), q, 'rules ' + rules)
+            q = '[:find ?b :in $ %% :where (reach %d ?b)]' % e
+            check(seed, 'closure %s from constant %d' % (name, e), fwd, q_inputs(st, q, [{'edn': rules}]), q, 'rules ' + rules)
+
+
+def check_pull(st, seed, rnd):
+    es = rnd.sample(st.ents, min(3, len(st.ents)))
+    for e in es:
+        rows = st.q('[:find ?i ?v :in $ ?e :where [?e ?a ?v] [?a :db/ident ?i]]'.replace('?e :where', '?e :where'),
+                    {'inputs': [e]})
+        want = {':db/id': e}
+        for i, v in rows:
+            t, many = st.attrs.get(i, (None, False))
+            if t is None:
+                continue
+            if t == 'instant':
+                # the query's text form; pull gives epoch microseconds
+                v = pjson_of(t, int(v[8:10]))
+            elif t == 'ref':
+                v = {':db/id': v}
+            if many:
+                want.setdefault(i, []).append(v)
+            else:
+                want[i] = v
+        norm = lambda m: {k: (sorted(map(key, x)) if isinstance(x, list) else key(x)) for k, x in m.items()}
+        got = st.pull(e)
+        check(seed, 'pull', norm(want), norm(got), 'edn_pull %d [*] vs [?e ?a ?v]' % e)
+        found = st.qs('[:find (pull ?e [*]) . :in $ ?e :where [?e :a/id]]', {'inputs': [e]})
+        check(seed, 'pull in find', norm(got), norm(found or {}), '(pull ?e [*]) in :find, e = %d' % e)
+
+
+def check_model(st, seed, rnd):
+    names = {a: i for i, a in st.ids.items()}
+
+    def dump(opts):
+        # idents resolved here: a since database does not hold the schema's datoms
+        names = {a: i for i, a in st.ids.items()}
+        rows = st.q('[:find ?e ?a ?v :where [?e ?a ?v]]', opts)
+        out = set()
+        for e, a, v in rows:
+            i = names.get(a)
+            if i not in st.attrs:
+                continue
+            t = st.attrs[i][0]
+            if t == 'instant':
+                v = int(v[8:10])
+            out.add((e, i, key(v)))
+        return out
+    check(seed, 'model now', st.model(), dump(None), 'current user datoms')
+    for tx in rnd.sample(st.txs, min(3, len(st.txs))):
+        check(seed, 'model asOf %d' % tx, st.model(as_of=tx), dump({'asOf': tx}), 'asOf %d' % tx)
+        check(seed, 'model since %d' % tx, st.model(since=tx), dump({'since': tx}), 'since %d' % tx)
+        # history up to T: the last word on each datom is an assertion
+        hq = '[:find ?e ?a ?v ?tx ?added :where [?e ?a ?v ?tx ?added]]'
+        last = {}
+        for e, a, v, t, added in sorted(st.q(hq, {'history': True, 'asOf': tx}), key=lambda r: (r[3], not r[4])):
+            i = names.get(a)
+            if i not in st.attrs:
+                continue
+            if st.attrs[i][0] == 'instant':
+                v = int(v[8:10])
+            last[(e, i, key(v))] = added
+        check(seed, 'history asOf %d' % tx, {k for k, a in last.items() if a}, dump({'asOf': tx}), hq)
+
+
+def run_seed(seed, nq):
+    con = connect()
+    st = Store(con, seed)
+    rnd = random.Random(seed * 7919 + 1)
+    try:
+        check_model(st, seed, rnd)
+        check_pull(st, seed, rnd)
+        check_rules(st, seed, rnd)
+        for _ in range(nq):
+            gen = Gen(st, rnd)
+            clauses = gen.query()
+            run_query(st, gen, seed, clauses, rnd)
+            run_more(st, gen, seed, clauses, rnd)
+    except Fail as e:
+        FAILS.append(seed)
+        print('FAIL seed %d: %s' % (seed, e))
+    con.close()
+    os.unlink(st.path)
+
+
+def main(argv):
+    global EXT
+    EXT = argv[1]
+    opts = {'seeds': int(os.environ.get('META_SEEDS', 6)), 'first': int(os.environ.get('META_FIRST', 1)),
+            'queries': int(os.environ.get('META_QUERIES', 25))}
+    i = 2
+    while i < len(argv):
+        opts[argv[i].lstrip('-')] = int(argv[i + 1])
+        i += 2
+    try:
+        for seed in range(opts['first'], opts['first'] + opts['seeds']):
+            run_seed(seed, opts['queries'])
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
+    print('%d seeds, %d queries, %d checks, %d failed (seeds %s)'
+          % (opts['seeds'], QUERIES[0], CHECKS[0], len(FAILS), sorted(set(FAILS))[:20]))
+    return 1 if FAILS else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv))
