@@ -36,6 +36,7 @@ default is the fixed, fast run of `make smoke`; `make meta` runs many seeds.
 A mismatch prints the seed, the relation, the query texts and both results,
 and the run fails. Prints 'N checks, M failed' at the end.
 """
+import glob
 import json
 import os
 import random
@@ -131,11 +132,13 @@ class Store:
         self.cur = {}            # (e, ident) -> set of values
         self.ents = []
         self.txs = []
+        self.texts = []
         self.build()
 
     def t(self, edn):
         rep = json.loads(self.con.execute('SELECT edn_t(?, ?)', (self.path, edn)).fetchone()[0])
         self.txs.append(rep['tx_id'])
+        self.texts.append(edn)
         return rep
 
     def build(self):
@@ -304,7 +307,7 @@ class Gen:
 
     def var(self, t):
         self.n += 1
-        v = '?v%d' % self.n if t != 'ref' else '?e%d' % self.n
+        v = ('?e%d' if t == 'ref' else '?tx%d' if t == 'tx' else '?v%d') % self.n
         self.types[v] = t
         return v
 
@@ -329,19 +332,34 @@ class Gen:
         st, rnd = self.st, self.rnd
         r = rnd.random()
         if r < 0.08:
-            a, v = self.var(None), self.var(None)
+            # a variable attribute; its value may join a typed variable (a
+            # boolean true is not the long 1, a keyword not the string)
+            a = self.var(None)
             self.types[a] = 'attr'
+            old = [w for w, t in self.types.items() if t not in ('ref', 'attr', 'tx')]
+            v = rnd.choice(old) if old and rnd.random() < 0.3 else self.var(None)
             return {'kind': 'data', 'text': '[%s %s %s]' % (e, a, v), 'binds': {e, a, v}}
+        if r < 0.1:
+            # an attribute the store does not have: the pattern is empty
+            v = self.var(None)
+            return {'kind': 'data', 'text': '[%s :a/nope %s]' % (e, v), 'binds': {e, v}}
         ident = rnd.choice(list(st.attrs))
         t = st.attrs[ident][0]
-        if r < 0.2:
+        if r < 0.25:
             return {'kind': 'data', 'text': '[%s %s %s]' % (e, ident, self.const(ident)), 'binds': {e},
                     'const': True}
-        same = self.vars_of(t)
+        if r < 0.3:
+            return {'kind': 'data', 'text': '[%s %s _]' % (e, ident), 'binds': {e}}
+        same = self.vars_of(t) + self.vars_of(None)
         if same and rnd.random() < 0.3:
             v = rnd.choice(same)
         else:
             v = self.var(t)
+        if rnd.random() < 0.15:
+            # the tx that asserted the datom, maybe the same tx as another's
+            txs = self.vars_of('tx')
+            tx = rnd.choice(txs) if txs and rnd.random() < 0.5 else self.var('tx')
+            return {'kind': 'data', 'text': '[%s %s %s %s]' % (e, ident, v, tx), 'binds': {e, v, tx}}
         return {'kind': 'data', 'text': '[%s %s %s]' % (e, ident, v), 'binds': {e, v}}
 
     def query(self):
@@ -401,9 +419,17 @@ class Gen:
             return self.predicate(clauses)
         e = rnd.choice(sorted(ents))
         idents = list(self.st.attrs)
-        if r < 0.7:
+        if r < 0.55:
             a = rnd.choice(idents)
             return {'kind': 'not', 'text': '(not [%s %s %s])' % (e, a, self.const(a)), 'needs': {e}}
+        if r < 0.7:
+            # a not with a variable of its own and a predicate on it
+            a = rnd.choice([i for i, (t, _) in self.st.attrs.items() if t in ORDERED])
+            t = self.st.attrs[a][0]
+            self.n += 1
+            return {'kind': 'not', 'needs': {e},
+                    'text': '(not [%s %s ?n%d] [(%s ?n%d %s)])' % (e, a, self.n, rnd.choice(['<', '>=', '=']),
+                                                                   self.n, edn_of(t, domain(t, rnd)))}
         a, b = rnd.choice(idents), rnd.choice(idents)
         return {'kind': 'or', 'text': '(or [%s %s %s] [%s %s %s])' % (e, a, self.const(a), e, b, self.const(b)),
                 'needs': {e}}
@@ -647,6 +673,77 @@ def check_rules(st, seed, rnd):
             check(seed, 'closure %s from constant %d' % (name, e), fwd, q_inputs(st, q, [{'edn': rules}]), q, 'rules ' + rules)
 
 
+def run_extra_forms(st, gen, seed, clauses, rnd, prefixes):
+    """Lookup refs for entids, pull in :find, get-else, and asOf T vs a store
+    that holds only the transactions up to T."""
+    bound = sorted(gen.bound(clauses))
+    allv = ' '.join(bound)
+    full_q = text(allv, clauses)
+    full = rows_set(st.q(full_q))
+    ents = [v for v in bound if gen.types.get(v) == 'ref']
+
+    # a lookup ref [:a/id "..."] where the query has an entid (Datomic docs
+    # "Entity identifiers": lookup refs go wherever an entity id goes)
+    for i, c in enumerate(clauses):
+        if not c.get('const'):
+            continue
+        e, a, v = c['text'][1:-1].split(' ', 2)
+        if st.attrs[a][0] != 'ref':
+            continue
+        ids = st.cur.get((int(v), ':a/id'))
+        if not ids:
+            continue
+        lr = '[%s %s [:a/id "%s"]]' % (e, a, next(iter(ids)))
+        lq = text(allv, clauses[:i] + [{'kind': 'data', 'text': lr}] + clauses[i + 1:])
+        check(seed, 'lookup ref', full, rows_set(st.q(lq)), full_q, lq)
+        break
+
+    # (pull ?e [*]) in :find: one row per ?e, each the entity edn_pull gives
+    if ents:
+        e = rnd.choice(ents)
+        pq = text('%s (pull %s [*])' % (e, e), clauses)
+        rows = st.q(pq)
+        check(seed, 'pull in find (entities)', rows_set(st.q(text(e, clauses))), {key([r[0]]) for r in rows}, pq)
+        for r in rows[:3]:
+            check(seed, 'pull in find (maps)', key(st.pull(r[0])), key(r[1]), pq, 'edn_pull %d [*]' % r[0])
+
+    # get-else on a cardinality-one attribute: the value where there is one,
+    # the default where missing? says there is none
+    ones = [a for a, (t, many) in st.attrs.items() if not many and t != 'ref']
+    if ents and ones:
+        e, a = rnd.choice(ents), rnd.choice(ones)
+        d = edn_of(st.attrs[a][0], domain(st.attrs[a][0], rnd))
+        gv = allv + ' ?ge'
+        gq = text(gv, clauses + [{'kind': 'fn', 'text': '[(get-else $ %s %s %s) ?ge]' % (e, a, d)}])
+        hq = text(gv, clauses + [{'kind': 'data', 'text': '[%s %s ?ge]' % (e, a)}])
+        mq = text(gv, clauses + [{'kind': 'fn', 'text': '[(missing? $ %s %s)] [(ground %s) ?ge]' % (e, a, d)}])
+        check(seed, 'get-else', rows_set(st.q(hq)) | rows_set(st.q(mq)), rows_set(st.q(gq)), hq, mq, gq)
+
+    # asOf T on the whole store vs the store of the transactions up to T (the
+    # tx instants differ: no variable attribute, which would reach them)
+    if any(gen.types.get(v) == 'attr' for v in bound):
+        return
+    k = rnd.randrange(1, len(st.txs))
+    pre = prefixes[k]
+    extras = [x for x in (gen.extra(clauses) for _ in range(rnd.randint(0, 2))) if x]
+    q = text(' '.join(bound), clauses + extras)
+    check(seed, 'asOf %d vs the store up to it' % st.txs[k], rows_set(pre.q(q)), rows_set(st.q(q, {'asOf': st.txs[k]})),
+          q, 'asOf %d' % st.txs[k])
+
+
+class Prefix:
+    """A store that replays the first k transactions of another."""
+
+    def __init__(self, st, k):
+        self.con = st.con
+        self.path = st.path + '.%d' % k
+        for edn in st.texts[:k + 1]:
+            self.con.execute('SELECT edn_t(?, ?)', (self.path, edn)).fetchone()
+
+    def q(self, query, opts=None):
+        return Store.q(self, query, opts)
+
+
 def check_pull(st, seed, rnd):
     es = rnd.sample(st.ents, min(3, len(st.ents)))
     for e in es:
@@ -715,16 +812,19 @@ def run_seed(seed, nq):
         check_model(st, seed, rnd)
         check_pull(st, seed, rnd)
         check_rules(st, seed, rnd)
+        prefixes = {k: Prefix(st, k) for k in range(1, len(st.txs))}
         for _ in range(nq):
             gen = Gen(st, rnd)
             clauses = gen.query()
             run_query(st, gen, seed, clauses, rnd)
             run_more(st, gen, seed, clauses, rnd)
+            run_extra_forms(st, gen, seed, clauses, rnd, prefixes)
     except Fail as e:
         FAILS.append(seed)
         print('FAIL seed %d: %s' % (seed, e))
     con.close()
-    os.unlink(st.path)
+    for f in glob.glob(st.path + '*'):
+        os.unlink(f)
 
 
 def main(argv):
