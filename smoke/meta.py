@@ -338,18 +338,19 @@ class Gen:
             self.types[a] = 'attr'
             old = [w for w, t in self.types.items() if t not in ('ref', 'attr', 'tx')]
             v = rnd.choice(old) if old and rnd.random() < 0.3 else self.var(None)
-            return {'kind': 'data', 'text': '[%s %s %s]' % (e, a, v), 'binds': {e, a, v}}
+            return {'kind': 'data', 'text': '[%s %s %s]' % (e, a, v), 'parts': (e, a, v), 'binds': {e, a, v}}
         if r < 0.1:
             # an attribute the store does not have: the pattern is empty
             v = self.var(None)
-            return {'kind': 'data', 'text': '[%s :a/nope %s]' % (e, v), 'binds': {e, v}}
+            return {'kind': 'data', 'text': '[%s :a/nope %s]' % (e, v), 'binds': {e, v}, 'parts': (e, ':a/nope', v)}
         ident = rnd.choice(list(st.attrs))
         t = st.attrs[ident][0]
         if r < 0.25:
-            return {'kind': 'data', 'text': '[%s %s %s]' % (e, ident, self.const(ident)), 'binds': {e},
+            c = self.const(ident)
+            return {'kind': 'data', 'text': '[%s %s %s]' % (e, ident, c), 'parts': (e, ident, c), 'binds': {e},
                     'const': True}
         if r < 0.3:
-            return {'kind': 'data', 'text': '[%s %s _]' % (e, ident), 'binds': {e}}
+            return {'kind': 'data', 'text': '[%s %s _]' % (e, ident), 'binds': {e}, 'parts': (e, ident, '_')}
         same = self.vars_of(t) + self.vars_of(None)
         if same and rnd.random() < 0.3:
             v = rnd.choice(same)
@@ -359,8 +360,9 @@ class Gen:
             # the tx that asserted the datom, maybe the same tx as another's
             txs = self.vars_of('tx')
             tx = rnd.choice(txs) if txs and rnd.random() < 0.5 else self.var('tx')
-            return {'kind': 'data', 'text': '[%s %s %s %s]' % (e, ident, v, tx), 'binds': {e, v, tx}}
-        return {'kind': 'data', 'text': '[%s %s %s]' % (e, ident, v), 'binds': {e, v}}
+            return {'kind': 'data', 'text': '[%s %s %s %s]' % (e, ident, v, tx), 'binds': {e, v, tx},
+                    'parts': (e, ident, v), 'tx': tx}
+        return {'kind': 'data', 'text': '[%s %s %s]' % (e, ident, v), 'parts': (e, ident, v), 'binds': {e, v}}
 
     def query(self):
         rnd = self.rnd
@@ -375,10 +377,12 @@ class Gen:
                 e1 = self.var('ref')
                 src = rnd.choice(ents)
                 if rnd.random() < 0.5:
-                    clauses.append({'kind': 'data', 'text': '[%s %s %s]' % (src, rnd.choice(refs), e1),
+                    p = (src, rnd.choice(refs), e1)
+                    clauses.append({'kind': 'data', 'text': '[%s %s %s]' % p, 'parts': p,
                                     'binds': {src, e1}})
                 else:
-                    clauses.append({'kind': 'data', 'text': '[%s %s %s]' % (e1, rnd.choice(refs), src),
+                    p = (e1, rnd.choice(refs), src)
+                    clauses.append({'kind': 'data', 'text': '[%s %s %s]' % p, 'parts': p,
                                     'binds': {src, e1}})
             else:
                 clauses.append(self.pattern(rnd.choice(ents)))
@@ -744,6 +748,147 @@ class Prefix:
         return Store.q(self, query, opts)
 
 
+def run_functions(st, gen, seed, clauses, rnd):
+    """ground for a constant, a relation input of the query's own rows, the
+    tautology (or X (not X)), whole-result aggregates, rule calls with a
+    constant argument."""
+    bound = sorted(gen.bound(clauses))
+    allv = ' '.join(bound)
+    full_q = text(allv, clauses)
+    full_rows = st.q(full_q)
+    full = rows_set(full_rows)
+    ents = [v for v in bound if gen.types.get(v) == 'ref']
+    consts = [(i, c) for i, c in enumerate(clauses) if c.get('const')]
+    if consts:
+        i, c = rnd.choice(consts)
+        e, a, v = c['text'][1:-1].split(' ', 2)
+        g = [{'kind': 'fn', 'text': '[(ground %s) ?gr]' % v}, {'kind': 'data', 'text': '[%s %s ?gr]' % (e, a)}]
+        if rnd.random() < 0.5:
+            g.reverse()
+        gq = text(allv, clauses[:i] + g + clauses[i + 1:])
+        check(seed, 'ground', full, rows_set(st.q(gq)), full_q, gq)
+        # a rule whose second argument is the constant
+        rules = '[[(rc ?x ?y) [?x %s ?y]]]' % a
+        rq = text(allv, clauses[:i] + [{'kind': 'rule', 'text': '(rc %s %s)' % (e, v)}] + clauses[i + 1:], rules=True)
+        check(seed, 'rule constant argument', full, q_inputs(st, rq, [{'edn': rules}]), full_q, rq, 'rules ' + rules)
+
+    # the query's own rows as a relation input over some of its variables
+    if full_rows and len(bound) >= 2:
+        sub = sorted(rnd.sample(range(len(bound)), rnd.randint(1, len(bound) - 1)))
+        names = ['?r%d' % j for j in sub]
+        rel = [[r[j] for j in sub] for r in full_rows]
+        # instants and keywords come back as text: give them back as EDN
+        def lit(j, x):
+            t = gen.types.get(bound[j])
+            if t == 'instant':
+                return {'edn': '#inst "%s"' % x}
+            return x
+        rel = [[lit(j, x) for j, x in zip(sub, r)] for r in rel]
+        eqs = [{'kind': 'pred', 'text': '[(= %s %s)]' % (n, bound[j])} for n, j in zip(names, sub)]
+        if all(gen.types.get(bound[j]) not in (None, 'attr', 'boolean', 'double') for j in sub):
+            rq = text(allv, clauses + eqs).replace(' :where', ' :in $ [[%s]] :where' % ' '.join(names), 1)
+            check(seed, 'relation input of its own rows', full, q_inputs(st, rq, [rel]), full_q, rq)
+
+    # (or X (not X)) holds for every row
+    if ents:
+        e = rnd.choice(ents)
+        a = rnd.choice(list(st.attrs))
+        x = '[%s %s %s]' % (e, a, gen.const(a))
+        tq = text(allv, clauses + [{'kind': 'or', 'text': '(or %s (not %s))' % (x, x)}])
+        check(seed, 'or X (not X)', full, rows_set(st.q(tq)), full_q, tq)
+
+    if not full_rows:
+        return
+    # whole-result aggregates over the rows (one group)
+    j = rnd.randrange(len(bound))
+    xv = bound[j]
+    t = gen.types.get(xv)
+    vals = [r[j] for r in full_rows]
+    rest = [v for v in bound if v != xv]
+    if t in ORDERED:
+        for fn, f in (('min', min), ('max', max)):
+            aq = text('(%s %s)' % (fn, xv), clauses, with_=rest)
+            check(seed, 'whole ' + fn, f(vals), st.qs(aq), full_q, aq)
+    aq = text('(distinct %s)' % xv, clauses)
+    got = st.qs(aq)
+    check(seed, 'whole distinct', {key(v) for v in vals}, {key(v) for v in got} if isinstance(got, list) else got,
+          full_q, aq)
+    if t == 'long':
+        aq = text('(avg %s)' % xv, clauses, with_=rest)
+        got = st.qs(aq)
+        check(seed, 'whole avg', True, abs(got - sum(vals) / len(vals)) < 1e-9, full_q, aq, 'got %r' % got)
+        aq = text('(sum %s)' % xv, clauses, with_=rest)
+        check(seed, 'whole sum', sum(vals), st.qs(aq), full_q, aq)
+
+
+def run_since(st, gen, seed, clauses, rnd):
+    """since T vs the current database with every data pattern's tx > T: the
+    since database holds the current datoms a transaction after T asserted
+    (Datomic docs "Filters": since is a filter of the database)."""
+    T = rnd.choice(st.txs[:-1])
+    out = []
+    for c in clauses:
+        if c['parts'][1] == ':a/nope':
+            out.append(c)
+            continue
+        tx = c.get('tx')
+        if tx:
+            out.append(c)
+        else:
+            gen.n += 1
+            tx = '?st%d' % gen.n
+            out.append({'kind': 'data', 'text': '[%s %s]' % (' '.join(c['parts']), tx)})
+        out.append({'kind': 'pred', 'text': '[(> %s %d)]' % (tx, T)})
+    preds = []
+    for _ in range(rnd.randint(0, 2)):
+        p = gen.predicate(clauses)
+        if p:
+            preds.append(p)
+    bound = sorted(gen.bound(clauses))
+    q1 = text(' '.join(bound), clauses + preds)
+    q2 = text(' '.join(bound), out + preds)
+    check(seed, 'since %d vs tx > %d' % (T, T), rows_set(st.q(q2)), rows_set(st.q(q1, {'since': T})),
+          q1, 'since %d' % T, q2)
+
+
+def check_pull_patterns(st, seed, rnd):
+    """Pull patterns other than [*]: attribute lists are [*] cut down,
+    reverse refs the entities whose ref points here, a nested pattern the
+    pull of each referenced entity (Datomic docs "Pull")."""
+    users = list(st.attrs)
+    refs = [a for a, (t, _) in st.attrs.items() if t == 'ref']
+    for e in rnd.sample(st.ents, min(3, len(st.ents))):
+        star = st.pull(e)
+        some = rnd.sample(users, rnd.randint(1, len(users)))
+        pat = '[%s]' % ' '.join(some)
+        got = json.loads(st.con.execute('SELECT edn_pull(?, ?, ?)', (st.path, pat, e)).fetchone()[0])
+        want = {k: v for k, v in star.items() if k in some or k == ':db/id'}
+        norm = lambda m: {k: (sorted(map(key, x)) if isinstance(x, list) else key(x)) for k, x in m.items()}
+        check(seed, 'pull list', norm(want), norm(got), 'edn_pull %d %s' % (e, pat))
+        r = rnd.choice(refs)
+        back = sorted(x for (x, a), vs in st.cur.items() if a == r and e in vs)
+        rp = '[:%s/_%s]' % tuple(r[1:].split('/'))
+        got = json.loads(st.con.execute('SELECT edn_pull(?, ?, ?)', (st.path, rp, e)).fetchone()[0])
+        want = {':db/id': e}
+        if back:
+            want[rp[1:-1]] = [{':db/id': x} for x in back]
+        check(seed, 'pull reverse', norm(want), norm(got), 'edn_pull %d %s' % (e, rp))
+        np_ = '[{%s [:a/id]}]' % r
+        got = json.loads(st.con.execute('SELECT edn_pull(?, ?, ?)', (st.path, np_, e)).fetchone()[0])
+        want = {':db/id': e}
+        tos = sorted(st.cur.get((e, r), ()))
+        def sub(x):
+            # Datomic's nested maps hold the attributes asked for, no :db/id
+            m = {}
+            ids = st.cur.get((x, ':a/id'))
+            if ids:
+                m[':a/id'] = next(iter(ids))
+            return m
+        if tos:
+            want[r] = [sub(x) for x in tos] if st.attrs[r][1] else sub(tos[0])
+        check(seed, 'pull nested', norm(want), norm(got), 'edn_pull %d %s' % (e, np_))
+
+
 def check_pull(st, seed, rnd):
     es = rnd.sample(st.ents, min(3, len(st.ents)))
     for e in es:
@@ -811,6 +956,7 @@ def run_seed(seed, nq):
     try:
         check_model(st, seed, rnd)
         check_pull(st, seed, rnd)
+        check_pull_patterns(st, seed, rnd)
         check_rules(st, seed, rnd)
         prefixes = {k: Prefix(st, k) for k in range(1, len(st.txs))}
         for _ in range(nq):
@@ -819,6 +965,8 @@ def run_seed(seed, nq):
             run_query(st, gen, seed, clauses, rnd)
             run_more(st, gen, seed, clauses, rnd)
             run_extra_forms(st, gen, seed, clauses, rnd, prefixes)
+            run_functions(st, gen, seed, clauses, rnd)
+            run_since(st, gen, seed, clauses, rnd)
     except Fail as e:
         FAILS.append(seed)
         print('FAIL seed %d: %s' % (seed, e))
