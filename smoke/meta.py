@@ -352,7 +352,12 @@ class Gen:
         if r < 0.3:
             return {'kind': 'data', 'text': '[%s %s _]' % (e, ident), 'binds': {e}, 'parts': (e, ident, '_')}
         same = self.vars_of(t) + self.vars_of(None)
-        if same and rnd.random() < 0.3:
+        anyv = [w for w, wt in self.types.items() if wt != 'attr']
+        if anyv and rnd.random() < 0.08:
+            # a variable of another type: a long and a double, a ref and a
+            # long, a string and a keyword; the clauses' order must not matter
+            v = rnd.choice(anyv)
+        elif same and rnd.random() < 0.3:
             v = rnd.choice(same)
         else:
             v = self.var(t)
@@ -406,9 +411,13 @@ class Gen:
             return None
         v = self.rnd.choice(vs)
         t = self.types[v]
-        same = [w for w in vs if self.types[w] == t and w != v]
+        num = ('long', 'double')
+        same = [w for w in vs if w != v and (self.types[w] == t or (t in num and self.types[w] in num))]
         if same and self.rnd.random() < 0.3:
             other = self.rnd.choice(same)
+        elif t in num and self.rnd.random() < 0.3:
+            ot = 'double' if t == 'long' else 'long'
+            other = edn_of(ot, domain(ot, self.rnd))
         else:
             other = edn_of(t, domain(t, self.rnd))
         op = self.rnd.choice(['<', '<=', '>', '>=', '=', '!='])
@@ -485,6 +494,15 @@ def run_query(st, gen, seed, clauses, rnd):
 
     check(seed, 'asof', base_set, rows_set(st.q(base_q, {'asOf': st.txs[-1]})), base_q, 'opts asOf %d' % st.txs[-1])
     check(seed, 'since', base_set, rows_set(st.q(base_q, {'since': 0})), base_q, 'opts since 0')
+    # the history database: clause order, asOf the latest tx, since 0
+    hist = rows_set(st.q(base_q, {'history': True}))
+    check(seed, 'history perm', hist, rows_set(st.q(q2, {'history': True})), base_q, q2, 'opts history')
+    check(seed, 'history dup', hist, rows_set(st.q(q3, {'history': True})), base_q, q3, 'opts history')
+    check(seed, 'history asof', hist, rows_set(st.q(base_q, {'history': True, 'asOf': st.txs[-1]})), base_q,
+          'opts history, asOf %d' % st.txs[-1])
+    check(seed, 'history since', hist, rows_set(st.q(base_q, {'history': True, 'since': 0})), base_q,
+          'opts history, since 0')
+    check(seed, 'history holds now', set(), base_set - hist, base_q, 'opts history') if not extras else None
 
     # split: Q with X and Q with (not X), over every variable
     allv = ' '.join(bound)
@@ -889,6 +907,81 @@ def check_pull_patterns(st, seed, rnd):
         check(seed, 'pull nested', norm(want), norm(got), 'edn_pull %d %s' % (e, np_))
 
 
+def run_shapes(st, gen, seed, clauses, rnd, prefixes):
+    """Find shapes vs the relation (collection, tuple, scalar, :with as a
+    bag), nested or/not, a rule calling a rule, and recursion under asOf."""
+    bound = sorted(gen.bound(clauses))
+    allv = ' '.join(bound)
+    full_q = text(allv, clauses)
+    full_rows = st.q(full_q)
+    full = rows_set(full_rows)
+    x = rnd.choice(bound)
+    j = bound.index(x)
+    col = {key(r[j]) for r in full_rows}
+    cq = text('[%s ...]' % x, clauses)
+    got = st.qs(cq)
+    check(seed, 'collection find', col, {key(v) for v in got}, full_q, cq)
+    check(seed, 'collection find (distinct)', len(got), len(col), cq)
+    sq = text('%s .' % x, clauses)
+    got = st.qs(sq)
+    check(seed, 'scalar find', True, (key(got) in col) if full_rows else got is None, full_q, sq, 'got %r' % (got,))
+    tq = text('[%s]' % allv, clauses)
+    got = st.qs(tq)
+    check(seed, 'tuple find', True, (key(got) in full) if full_rows else got is None, full_q, tq, 'got %r' % (got,))
+    # :with keeps one row per distinct (x, rest): a bag of x
+    rest = [v for v in bound if v != x]
+    if rest:
+        wq = text(x, clauses, with_=rest)
+        rows = st.q(wq)
+        check(seed, ':with bag', sorted(key([r[j]]) for r in full_rows), sorted(key(r) for r in rows), full_q, wq)
+
+    ents = [v for v in bound if gen.types.get(v) == 'ref']
+    if ents:
+        e = rnd.choice(ents)
+        a, b = rnd.choice(list(st.attrs)), rnd.choice(list(st.attrs))
+        X = '[%s %s %s]' % (e, a, gen.const(a))
+        Y = '[%s %s %s]' % (e, b, gen.const(b))
+        # (not (or X Y)) == (not X) (not Y); (or (not X) (not Y)) == (not (and X Y))
+        q1 = text(allv, clauses + [{'kind': 'not', 'text': '(not (or %s %s))' % (X, Y)}])
+        q2 = text(allv, clauses + [{'kind': 'not', 'text': '(not %s)' % X}, {'kind': 'not', 'text': '(not %s)' % Y}])
+        check(seed, 'not-or vs two nots', rows_set(st.q(q2)), rows_set(st.q(q1)), q2, q1)
+        q3 = text(allv, clauses + [{'kind': 'or', 'text': '(or (not %s) (not %s))' % (X, Y)}])
+        q4 = text(allv, clauses + [{'kind': 'not', 'text': '(not %s %s)' % (X, Y)}])
+        check(seed, 'or of nots vs not-and', rows_set(st.q(q4)), rows_set(st.q(q3)), q4, q3)
+        # a rule calling a rule, with a not in its body, vs the same inline
+        rules = '[[(outer %s) (inner %s) (not %s)] [(inner %s) %s]]' % (e, e, Y, e, X)
+        rq = text(allv, clauses + [{'kind': 'rule', 'text': '(outer %s)' % e}], rules=True)
+        iq = text(allv, clauses + [{'kind': 'data', 'text': X}, {'kind': 'not', 'text': '(not %s)' % Y}])
+        check(seed, 'rule calling a rule', rows_set(st.q(iq)), q_inputs(st, rq, [{'edn': rules}]), iq, rq, 'rules ' + rules)
+
+    # a recursive rule under asOf T vs the store up to T, and negated
+    refs = [a for a, (t, _) in st.attrs.items() if t == 'ref']
+    r = rnd.choice(refs)
+    rules = '[[(reach ?a ?b) [?a %s ?b]] [(reach ?a ?b) [?a %s ?x] (reach ?x ?b)]]' % (r, r)
+    k = rnd.randrange(1, len(st.txs))
+    if ents and len(ents) >= 1:
+        e = rnd.choice(ents)
+        other = rnd.choice(ents)
+        call = '(reach %s %s)' % (e, other) if rnd.random() < 0.5 else '(reach %s ?rr)' % e
+        rq = text(allv, clauses + [{'kind': 'rule', 'text': call}], rules=True)
+        pre = prefixes[k]
+        try:
+            want = rows_set(pre.q(rq, {'inputs': [{'edn': rules}]}))
+        except Fail as err:
+            want = str(err)
+        check(seed, 'recursive rule asOf vs the store up to it', want,
+              q_inputs(st, rq, [{'edn': rules}], {'asOf': st.txs[k]}), rq, 'rules ' + rules, 'asOf %d' % st.txs[k])
+        if '?rr' not in call:
+            nq = text(allv, clauses + [{'kind': 'not', 'text': '(not %s)' % call}], rules=True)
+            yes = q_inputs(st, rq, [{'edn': rules}])
+            no = q_inputs(st, nq, [{'edn': rules}])
+            if isinstance(yes, set) and isinstance(no, set):
+                check(seed, 'recursive rule split (union)', full, yes | no, full_q, rq, nq, 'rules ' + rules)
+                check(seed, 'recursive rule split (disjoint)', set(), yes & no, rq, nq, 'rules ' + rules)
+            else:
+                check(seed, 'recursive rule split', 'sets', (yes, no), rq, nq)
+
+
 def check_pull(st, seed, rnd):
     es = rnd.sample(st.ents, min(3, len(st.ents)))
     for e in es:
@@ -933,6 +1026,8 @@ def check_model(st, seed, rnd):
             out.add((e, i, key(v)))
         return out
     check(seed, 'model now', st.model(), dump(None), 'current user datoms')
+    ever = {(e, a, key(v)) for e, a, v, tx, added in st.log}
+    check(seed, 'model history', ever, dump({'history': True}), 'every user datom ever asserted or retracted')
     for tx in rnd.sample(st.txs, min(3, len(st.txs))):
         check(seed, 'model asOf %d' % tx, st.model(as_of=tx), dump({'asOf': tx}), 'asOf %d' % tx)
         check(seed, 'model since %d' % tx, st.model(since=tx), dump({'since': tx}), 'since %d' % tx)
@@ -967,6 +1062,7 @@ def run_seed(seed, nq):
             run_extra_forms(st, gen, seed, clauses, rnd, prefixes)
             run_functions(st, gen, seed, clauses, rnd)
             run_since(st, gen, seed, clauses, rnd)
+            run_shapes(st, gen, seed, clauses, rnd, prefixes)
     except Fail as e:
         FAILS.append(seed)
         print('FAIL seed %d: %s' % (seed, e))
