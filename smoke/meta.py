@@ -40,6 +40,7 @@ import glob
 import json
 import os
 import random
+import re
 import shutil
 import sqlite3
 import sys
@@ -206,12 +207,39 @@ class Store:
                 continue
             seen.add(k)
             kept.append(op)
+        # whole retractions: an attribute of an entity, or the entity (with
+        # the refs that point at it), touching nothing else in the tx
+        whole = []
+        for _ in range(rnd.randint(0, 1) if n >= 2 and self.ents else 0):
+            e = rnd.choice(self.ents)
+            if rnd.random() < 0.5:
+                a = rnd.choice(users)
+                kept = [o for o in kept if (o[1], o[2]) != (e, a)]
+                whole.append(('retractAttr', e, a))
+            else:
+                kept = [o for o in kept if o[1] != e and not (self.attrs[o[2]][0] == 'ref' and o[3] == e)]
+                # Datomic retracts the refs pointing at it in the same tx
+                kept = [o for o in kept if not (self.attrs[o[2]][0] == 'ref' and e in self.cur.get((o[1], o[2]), ()))
+                        or o[0] == 'add']
+                whole.append(('retractEntity', e, None))
         def ent(e):
             return '"%s"' % e if isinstance(e, str) else str(e)
         def val(a, v):
             t = self.attrs[a][0]
             return ent(v) if t == 'ref' else edn_of(t, v)
-        edn = '[%s]' % ' '.join('[:db/%s %s %s %s]' % (op, ent(e), a, val(a, v)) for op, e, a, v in kept)
+        def form(op, e, a, v):
+            ids = self.cur.get((e, ':a/id')) if isinstance(e, int) else None
+            if op == 'add' and ids and rnd.random() < 0.3:
+                # an upsert on the identity attribute, or a lookup ref
+                i = next(iter(ids))
+                if rnd.random() < 0.5:
+                    return '{:a/id "%s" %s %s}' % (i, a, val(a, v))
+                return '[:db/add [:a/id "%s"] %s %s]' % (i, a, val(a, v))
+            return '[:db/%s %s %s %s]' % (op, ent(e), a, val(a, v))
+        forms = [form(*op) for op in kept]
+        for op, e, a in whole:
+            forms.append('[:db/retract %d %s]' % (e, a) if op == 'retractAttr' else '[:db/retractEntity %d]' % e)
+        edn = '[%s]' % ' '.join(forms)
         rep = self.t(edn)
         tx = rep['tx_id']
         tmp = rep['tempids']
@@ -234,12 +262,30 @@ class Store:
             elif v in vs:
                 vs.discard(v)
                 self.log.append((e, a, v, tx, False))
+        for op, e, a in whole:
+            for (x, b), vs in self.cur.items():
+                if (op == 'retractAttr' and (x, b) == (e, a)) or \
+                        (op == 'retractEntity' and (x == e or (self.attrs[b][0] == 'ref' and e in vs))):
+                    for v in sorted(vs, key=key) if x == e else [e]:
+                        if v in vs:
+                            self.log.append((x, b, v, tx, False))
+                    if x == e:
+                        vs.clear()
+                    else:
+                        vs.discard(e)
         self.ents.extend(tmp[t] for t in new)
 
     # ---- queries
 
+    def record(self, form, query, opts):
+        # the queries of the current database, for asOf T vs the replayed store
+        rec = getattr(self, 'recent', None)
+        if rec is not None and not (opts and ({'asOf', 'since', 'history'} & set(opts))):
+            rec.append((form, query, opts))
+
     def q(self, query, opts=None):
         QUERIES[0] += 1
+        self.record('table', query, opts)
         try:
             rows = self.con.execute('SELECT value FROM edn_q(?, ?, ?)',
                                     (self.path, query, json.dumps(opts) if opts else None)).fetchall()
@@ -249,6 +295,8 @@ class Store:
 
     def qs(self, query, opts=None):
         QUERIES[0] += 1
+        if query.startswith('[:find ('):
+            self.record('scalar', query, opts)
         try:
             doc = self.con.execute('SELECT edn_q(?, ?, ?)',
                                    (self.path, query, json.dumps(opts) if opts else None)).fetchone()[0]
@@ -765,6 +813,12 @@ class Prefix:
     def q(self, query, opts=None):
         return Store.q(self, query, opts)
 
+    def qs(self, query, opts=None):
+        return Store.qs(self, query, opts)
+
+    def record(self, form, query, opts):
+        pass
+
 
 def run_functions(st, gen, seed, clauses, rnd):
     """ground for a constant, a relation input of the query's own rows, the
@@ -982,6 +1036,34 @@ def run_shapes(st, gen, seed, clauses, rnd, prefixes):
                 check(seed, 'recursive rule split', 'sets', (yes, no), rq, nq)
 
 
+VARATTR = re.compile(r'\[(\?\w+|_|\d+) \?')
+
+
+def run_recorded_as_of(st, seed, rnd, prefixes):
+    """Some of the queries just run, asOf T vs the store up to T: the same
+    answer whatever the query holds (aggregates, pull, get-else, rules)."""
+    rec = [r for r in st.recent if not VARATTR.search(r[1])]
+    st.recent = []
+    for form, query, opts in rnd.sample(rec, min(4, len(rec))):
+        k = rnd.randrange(1, len(st.txs))
+        o = dict(opts or {})
+        o['asOf'] = st.txs[k]
+        def run(s, oo):
+            st.recent = None
+            try:
+                if form == 'table':
+                    return sorted(key(r) for r in s.q(query, oo))
+                got = s.qs(query, oo)
+                return sorted(key(x) for x in got) if isinstance(got, list) else key(got)
+            except Fail as e:
+                return 'error: ' + str(e).split('\n')[0]
+            finally:
+                st.recent = []
+        pre = prefixes[k]
+        check(seed, 'asOf %d vs the store up to it (%s)' % (st.txs[k], form), run(pre, opts), run(st, o),
+              query, 'opts %s' % json.dumps(o))
+
+
 def check_pull(st, seed, rnd):
     es = rnd.sample(st.ents, min(3, len(st.ents)))
     for e in es:
@@ -1054,6 +1136,7 @@ def run_seed(seed, nq):
         check_pull_patterns(st, seed, rnd)
         check_rules(st, seed, rnd)
         prefixes = {k: Prefix(st, k) for k in range(1, len(st.txs))}
+        st.recent = []
         for _ in range(nq):
             gen = Gen(st, rnd)
             clauses = gen.query()
@@ -1063,6 +1146,7 @@ def run_seed(seed, nq):
             run_functions(st, gen, seed, clauses, rnd)
             run_since(st, gen, seed, clauses, rnd)
             run_shapes(st, gen, seed, clauses, rnd, prefixes)
+            run_recorded_as_of(st, seed, rnd, prefixes)
     except Fail as e:
         FAILS.append(seed)
         print('FAIL seed %d: %s' % (seed, e))
