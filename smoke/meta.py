@@ -332,8 +332,8 @@ def check(seed, rel, a, b, *texts):
             print('  only in the first: %s' % sorted(a - b, key=str)[:8])
             print('  only in the second: %s' % sorted(b - a, key=str)[:8])
         else:
-            print('  first: %r' % (a,))
-            print('  second: %r' % (b,))
+            print('  first: %s' % repr(a)[:800])
+            print('  second: %s' % repr(b)[:800])
         return False
     return True
 
@@ -1035,7 +1035,7 @@ def run_shapes(st, gen, seed, clauses, rnd, prefixes):
                 check(seed, 'recursive rule split', 'sets', (yes, no), rq, nq)
 
 
-VARATTR = re.compile(r'\[(\?\w+|_|\d+) \?')
+VARATTR = re.compile(r'\[(\?\w+|_|\d+) \?|\(pat4?v? \S+ \?')
 
 
 def run_recorded_as_of(st, seed, rnd, prefixes):
@@ -1154,6 +1154,29 @@ def check_pull_options(st, seed, rnd):
                   'edn_pull %d [(%s :as "x")]' % (e, a))
 
 
+def run_all_rules(st, gen, seed, clauses, rnd):
+    """Every data pattern a call of one generic rule [(pat ?e ?a ?v) [?e ?a
+    ?v]] (the attribute, constants and _ passed as arguments), maybe through
+    a second rule, plus the extras: the same rows."""
+    extras = [x for x in (gen.extra(clauses) for _ in range(rnd.randint(0, 2))) if x]
+    bound = sorted(gen.bound(clauses))
+    find = ' '.join(v for v in bound if rnd.random() < 0.7) or bound[0]
+    calls = []
+    via = rnd.random() < 0.5
+    for c in clauses:
+        args = list(c['parts']) + ([c['tx']] if c.get('tx') else [])
+        name = ('pat4' if len(args) == 4 else 'pat') + ('v' if via else '')
+        calls.append({'kind': 'rule', 'text': '(%s %s)' % (name, ' '.join(args)), 'binds': c['binds']})
+    rules = '[[(pat ?e ?a ?v) [?e ?a ?v]] [(pat4 ?e ?a ?v ?t) [?e ?a ?v ?t]]'
+    if via:
+        rules += ' [(patv ?e ?a ?v) (pat ?e ?a ?v)] [(pat4v ?e ?a ?v ?t) (pat4 ?e ?a ?v ?t)]'
+    rules += ']'
+    q1 = text(find, clauses + extras)
+    q2 = text(find, calls + extras, rules=True)
+    check(seed, 'every pattern a rule call', rows_set(st.q(q1)), q_inputs(st, q2, [{'edn': rules}]),
+          q1, q2, 'rules ' + rules)
+
+
 def check_pull(st, seed, rnd):
     es = rnd.sample(st.ents, min(3, len(st.ents)))
     for e in es:
@@ -1241,6 +1264,7 @@ def run_seed(seed, nq):
             run_since(st, gen, seed, clauses, rnd)
             run_shapes(st, gen, seed, clauses, rnd, prefixes)
             run_rename(st, gen, seed, clauses, rnd)
+            run_all_rules(st, gen, seed, clauses, rnd)
             run_recorded_as_of(st, seed, rnd, prefixes)
     except Fail as e:
         FAILS.append(seed)
