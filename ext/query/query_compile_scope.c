@@ -87,6 +87,7 @@ void qcCtxReset(QCtx *pX) {
     sqlite3_free(pX->aVar[i].aParam);
   }
   sqlite3_free(pX->aVar);
+  sqlite3_free(pX->aVarHash);
   sqlite3_free(pX->aKey);
   sqlite3_free(sqlite3_str_finish(pX->pFrom));
   sqlite3_free(sqlite3_str_finish(pX->pWhere));
@@ -132,10 +133,57 @@ char *qcBody(QCtx *pX) {
   return zRet;
 }
 
+/* Below this many variables a scope is searched in order. */
+#define QC_VAR_HASH_MIN 16
+
+static unsigned qcVarHashOf(const char *z) {
+  unsigned h = 2166136261u;
+  while (*z) h = (h ^ (unsigned char)*z++) * 16777619u;
+  return h;
+}
+
+/* Brings pX's name index up to its variables (aVar only grows). The
+** first of two same-named variables wins, as the in-order search has it.
+** 0 when it cannot be built (out of memory: the caller searches in order). */
+static int qcVarHashSync(QCtx *pX) {
+  int i;
+  if (pX->nVar * 2 > pX->nVarHash) {
+    int nNew = pX->nVarHash ? pX->nVarHash : 64;
+    int *aNew;
+    while (pX->nVar * 2 > nNew) nNew *= 2;
+    aNew = sqlite3_malloc64(sizeof(int) * (sqlite3_uint64)nNew);
+    if (aNew == NULL) return 0;
+    memset(aNew, 0, sizeof(int) * (size_t)nNew);
+    sqlite3_free(pX->aVarHash);
+    pX->aVarHash = aNew;
+    pX->nVarHash = nNew;
+    pX->nVarHashed = 0;
+  }
+  for (i = pX->nVarHashed; i < pX->nVar; i++) {
+    unsigned h = qcVarHashOf(pX->aVar[i].zName) & (unsigned)(pX->nVarHash - 1);
+    while (pX->aVarHash[h]) {
+      if (strcmp(pX->aVar[pX->aVarHash[h] - 1].zName, pX->aVar[i].zName) == 0) break;
+      h = (h + 1) & (unsigned)(pX->nVarHash - 1);
+    }
+    if (pX->aVarHash[h] == 0) pX->aVarHash[h] = i + 1;
+  }
+  pX->nVarHashed = pX->nVar;
+  return 1;
+}
+
 QVar *qcVarFind(QCtx *pX, const char *zName) {
   int i;
-  for (i = 0; i < pX->nVar; i++) {
-    if (strcmp(pX->aVar[i].zName, zName) == 0) return &pX->aVar[i];
+  if (pX->nVar >= QC_VAR_HASH_MIN && qcVarHashSync(pX)) {
+    unsigned h = qcVarHashOf(zName) & (unsigned)(pX->nVarHash - 1);
+    while (pX->aVarHash[h]) {
+      QVar *pV = &pX->aVar[pX->aVarHash[h] - 1];
+      if (strcmp(pV->zName, zName) == 0) return pV;
+      h = (h + 1) & (unsigned)(pX->nVarHash - 1);
+    }
+  } else {
+    for (i = 0; i < pX->nVar; i++) {
+      if (strcmp(pX->aVar[i].zName, zName) == 0) return &pX->aVar[i];
+    }
   }
   if (pX->pParent == NULL) return NULL;
   if (pX->nVisible >= 0) {

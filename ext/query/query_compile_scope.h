@@ -81,6 +81,11 @@ struct QCtx {
   const EdnValue **aVisible;
   int nVar, nVarAlloc;
   QVar *aVar;
+  int *aVarHash;          /* open-addressed index+1 into aVar[0..nVarHashed)
+                          ** by name, built by qcVarFind once a scope has
+                          ** many variables: a lookup per clause per
+                          ** variable would make compiling cubic */
+  int nVarHash, nVarHashed;
   sqlite3_str *pFrom;     /* "datoms d1, datoms d2" */
   int nFrom;
   sqlite3_str *pWhere;    /* "t1 AND t2" */
@@ -258,6 +263,8 @@ void qcPhaseBranch(const QPhase *pPh, sqlite3_str *pOut);
 void qcPhaseEnd(QCtx *pX, QPhase *pPh, const char *zBranches, const unsigned char *abCol,
                 int nCol);
 #define QC_COLLAPSE_FROM 40
+/* SQLite's most tables in one join (sqlite3WhereBegin: its Bitmask). */
+#define QC_MAX_JOIN 64
 
 /* ---- query_compile_sql.c: types, tags, set keys, lookup refs, the datoms read, pulls */
 
