@@ -548,6 +548,28 @@ static void qcwEmitPatterns(QCtx *pX, QClause *const *a, int n, unsigned char *a
   }
 }
 
+/* Refuses, before the quadratic ordering of qcwEmitPatterns, a clause
+** list with more data patterns than SQLite can join: every pattern is one
+** FROM item of the scope's SELECT, and SQLite joins at most QC_MAX_JOIN
+** tables in one (its Bitmask; the parser's own 200 FROM terms come after).
+** Patterns are emitted in at most two batches, a binding clause between
+** them able to name the rows so far once (qcCollapse), so with binding
+** clauses only more than twice the limit surely fails. 1 with the error
+** set. */
+static int qcwJoinLimit(QCtx *pX, QClause *const *a, int n, int bBinders) {
+  int i, nPat = 0, nMax;
+  const EdnValue *pAt = NULL;
+  nMax = bBinders ? 2 * QC_MAX_JOIN - 1 : QC_MAX_JOIN - pX->nFrom;
+  for (i = 0; i < n; i++) {
+    if (a[i]->kind != QC_PATTERN) continue;
+    if (++nPat == nMax + 1) pAt = a[i]->pForm;
+  }
+  if (nPat <= nMax) return 0;
+  qcErr(pX->pC, pAt, "the query joins %d data patterns in one clause list; SQLite joins at most %d tables"
+        " in one SELECT (a rule or an or-join joins its own)", nPat, QC_MAX_JOIN);
+  return 1;
+}
+
 /* Compiles the binding clauses of a[] not yet done (aDone) as they become
 ** ready: functions once their arguments are bound, rule calls and or-joins
 ** once their required variables are (Datomic pushes such a clause down
@@ -624,6 +646,7 @@ int qcwClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
     bBinders = a[i]->kind == QC_RULE || a[i]->kind == QC_OR || a[i]->kind == QC_OR_JOIN
                || (a[i]->kind == QC_FN && !aDone[i]);
   }
+  if (qcwJoinLimit(pX, a, n, bBinders)) goto done;
   qcwEmitPatterns(pX, a, n, aDone, bBinders);
   if (pX->pParent == NULL) qcMaterialize(pX);
   /* 3. binding clauses (rules, or, functions) as their inputs are bound. */
@@ -651,6 +674,7 @@ int qcwClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
     }
     aDone[i] = 1;
   }
+done:
   if (pX == pC->pMain) pC->pLive = live.pUp;
   sqlite3_free(aDone);
   return pC->rc;
