@@ -20,7 +20,7 @@
 **   MENTAT_TUNE_MIN_DATOMS       configTuneMinDatoms     8192        datoms, 0 tunes every store
 **   MENTAT_CACHE_SIZE            configWriterCacheBytes  64 MiB      bytes
 **   MENTAT_TX_INSTANT_SKEW_MS    configTxInstantSkewMs   60000       ms, read per call
-**   (none)                       configBusyTimeoutMs     10000       ms, tests set it
+**   MENTAT_BUSY_TIMEOUT_MS       configBusyTimeoutMs     10000       ms
 ** A number setting is a non-negative decimal integer, the whole value; an
 ** unset, empty, malformed, negative or out-of-range (past 2^63 - 1) one
 ** keeps the default; counts past INT_MAX are taken as INT_MAX.
@@ -63,7 +63,9 @@ sqlite3_int64 configSetTuneMinDatoms(sqlite3_int64 n);
 sqlite3_int64 configWriterCacheBytes(void);
 /* How far an explicit :db/txInstant may be ahead of the clock, ms. */
 sqlite3_int64 configTxInstantSkewMs(void);
-/* How long a store connection waits for another's lock, ms (SPEC.md §4). */
+/* How long a writer waits for the store's write lock (this process's other
+** writers, then another process's), and a store connection for another's
+** lock, ms (SPEC.md §4). */
 int configBusyTimeoutMs(void);
 int configSetBusyTimeoutMs(int ms);
 

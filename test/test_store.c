@@ -1504,6 +1504,69 @@ START_TEST(test_write_busy) {
 }
 END_TEST
 
+/* In-process admission control: a writer waits for the store's write lock
+** at most the busy timeout, then fails with SQLITE_BUSY saying so, instead
+** of queueing behind the holder without bound. The holder is the test's own
+** write; the waiting writer runs on a second thread (the lock is per store,
+** shared by every thread of the process). */
+typedef struct BusyArg {
+  Store *p;
+  int rc;
+  sqlite3_int64 msWaited;
+  char *zErr;
+} BusyArg;
+
+static void *busyWriterThread(void *pArg) {
+  BusyArg *a = pArg;
+  StoreConn *pW = NULL;
+  Schema *pS = NULL;
+  sqlite3_int64 t0 = configNowMs();
+  a->rc = storeWriteBegin(a->p, &pW, &pS, &a->zErr);
+  a->msWaited = configNowMs() - t0;
+  if (a->rc == SQLITE_OK) {
+    storeWriteEnd(a->p, pW, 0, NULL, &a->zErr);
+    schemaUnref(pS);
+  }
+  return NULL;
+}
+
+START_TEST(test_write_busy_in_process) {
+  const char *zPath = tuTempPath("busyq.db");
+  char zCopy[256];
+  snprintf(zCopy, sizeof zCopy, "%s", zPath);
+  int msOld = configSetBusyTimeoutMs(150);
+  Store *p = acquire(zCopy);
+  StoreConn *pW = NULL;
+  Schema *pS = NULL;
+  char *zErr = NULL;
+  BusyArg a = { p, -1, 0, NULL };
+  pthread_t t;
+  ck_assert_int_eq(storeWriteBegin(p, &pW, &pS, &zErr), SQLITE_OK);
+  ck_assert_int_eq(pthread_create(&t, NULL, busyWriterThread, &a), 0);
+  pthread_join(t, NULL);
+  ck_assert_int_eq(a.rc, SQLITE_BUSY);
+  ck_assert_msg(a.msWaited >= 140 && a.msWaited < 5000, "waited %lld ms", (long long)a.msWaited);
+  {
+    char zWant[400];
+    snprintf(zWant, sizeof zWant, "store %s is busy: 1 writer waiting in this process, the write lock"
+             " was not free within 150 ms (MENTAT_BUSY_TIMEOUT_MS)", zCopy);
+    ck_assert_str_eq(a.zErr, zWant);
+  }
+  ck_assert_int_eq(storeWriteEnd(p, pW, 1, NULL, &zErr), SQLITE_OK);
+  schemaUnref(pS);
+  /* The lock free again: the next writer gets it at once. */
+  sqlite3_free(a.zErr);
+  a.zErr = NULL;
+  ck_assert_int_eq(pthread_create(&t, NULL, busyWriterThread, &a), 0);
+  pthread_join(t, NULL);
+  ck_assert_int_eq(a.rc, SQLITE_OK);
+  storeRelease(p);
+  sqlite3_free(a.zErr);
+  sqlite3_free(zErr);
+  configSetBusyTimeoutMs(msOld);
+}
+END_TEST
+
 /* The WAL restart after a commit once the WAL passes the threshold (set
 ** through the environment before the cache's first use, in main). */
 START_TEST(test_wal_restart) {
@@ -2054,6 +2117,7 @@ static Suite *storeSuite(void) {
   tcase_add_test(tc, test_write_publishes_schema_and_rolls_back);
   tcase_add_test(tc, test_tune_indexes_and_stats);
   tcase_add_test(tc, test_write_busy);
+  tcase_add_test(tc, test_write_busy_in_process);
   tcase_add_test(tc, test_wal_restart);
   tcase_add_test(tc, test_threads);
   tcase_add_test(tc, test_threads_acquire_new_store);

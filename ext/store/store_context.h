@@ -64,6 +64,7 @@ struct Store {
   Store *pPrev, *pNext;         /* LRU links; cache mutex */
   pthread_mutex_t mutex;        /* pIdle, pSchema, iSchemaMark, known */
   pthread_mutex_t writeMutex;   /* one writer at a time in-process */
+  int nWriteWaiting;            /* storeWriteBegin calls waiting for it; atomic */
   StoreConn *pWriter;
   StoreConn *pIdle;             /* idle readers, a stack */
   int nIdle;                    /* its length; mutex */
