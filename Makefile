@@ -36,7 +36,7 @@ reverse    = $(if $(1),$(call reverse,$(wordlist 2,99,$(1))) $(firstword $(1)))
 TESTS    = $(patsubst test/%.c,$(B)/%,$(wildcard test/test_*.c))
 SO       = build/libmentat_sqlite.so
 
-.PHONY: all test unit layering smoke meta acceptance demo asan tsan valgrind bench fuzz fuzz-bins clean deps \
+.PHONY: all test unit layering smoke meta acceptance demo asan tsan valgrind bench soak fuzz fuzz-bins clean deps \
         install uninstall deb wheel npm packages FORCE
 # Objects are not intermediates to throw away: keep them so rebuilds stay incremental.
 .SECONDARY:
@@ -205,6 +205,13 @@ unit-bins: $(TESTS)
 
 bench: all
 	$(MAKE) -C bench all SCALE=$(or $(SCALE),xs)
+
+# Soak (bench/soak.py: 4 processes x 4 threads of reads, edn_t and :db/cas for SOAK_SECONDS,
+# default 600, checked as it goes and at the end), then overload (bench/overload.py: 64
+# writers on one store, refused after 200 ms); never part of `make test`.
+soak: all
+	SOAK_SECONDS=$(or $(SOAK_SECONDS),600) $(PY) bench/soak.py $(SO) build/soak.json
+	MENTAT_BUSY_TIMEOUT_MS=200 $(PY) bench/overload.py $(SO) build/overload.json
 
 # libFuzzer harnesses (fuzz/fuzz_*.c: the EDN reader, the query path, the transactor) built
 # with clang, ASan and UBSan from the unit tests' stage archives in build/fuzz, each linking

@@ -354,6 +354,35 @@ def main():
                 f(t['limit1_ms_max']), t['rows'], t['full_seconds'], t['rss_growth_mib'], t['anon_growth_mib'],
                 t['file_growth_mib'], ('pass' if grow < 16 else 'miss') + (
                     ' (heap; VmRSS counts the mmap\'d store)' if t['setting'] != 'mmap-0' else '')))
+    sk, ov = load(out, 'soak.json'), load(out, 'overload.json')
+    if sk or ov:
+        w('')
+        w('## Soak and overload (soak.py, overload.py; independent of SCALE)')
+        w('')
+    if sk:
+        o = sk['ops']
+        w('- soak (%d processes x %d threads, %.0f s; reads, edn_t inserts, :db/cas increments of shared '
+          'counters): **%d operations** (%d reads, %d commits: %d cas, %d inserts; %d cas conflicts retried), '
+          '**%d busy, %d other errors**, **WAL max %.1f MiB**, **RSS max %.1f MiB** per process (growth after '
+          'the first quarter %.1f MiB); checks (no lost update, each tx once, integrity): %s' % (
+              sk['processes'], sk['threads'], sk['seconds'], sk['operations'], sk['reads'], sk['writes'],
+              o.get('cas', 0), o.get('insert', 0), o.get('cas_conflict', 0), o.get('busy', 0),
+              o.get('error', 0), sk['wal_max_bytes'] / 1048576.0, sk['rss_max_kib'] / 1024.0,
+              sk['rss_growth_kib'] / 1024.0, 'pass' if not sk['failed'] else 'FAILED: ' + '; '.join(sk['failed'])))
+        rows_csv.append(['-', 'soak', 'wal_max_mib', '%.2f' % (sk['wal_max_bytes'] / 1048576.0), '', '',
+                         sk['operations']])
+        failed += ['soak: ' + x for x in sk['failed']]
+    if ov:
+        ra, rl, wo, wf = ov['reader_alone'], ov['reader_under_writers'], ov['writer_ok'], ov['writer_failed']
+        w('- overload (%d writer threads on one store, busy timeout %s ms, %.0f s): reader p50/p99 %s/%s ms '
+          'alone, %s/%s ms under the writers; committed writers p50/p99/max %s/%s/%s ms (%.0f commits/s), '
+          'refused %s (%.1f %% of calls, busy), max wait of a refused one %s ms; other errors %d' % (
+              ov['writers'], ov['busy_timeout_ms'], ov['seconds'], f(ra['p50_ms']), f(ra['p99_ms']),
+              f(rl['p50_ms']), f(rl['p99_ms']), f(wo['p50_ms'], 1), f(wo['p99_ms'], 1), f(wo['max_ms'], 1),
+              ov['commits_per_s'], wf['n'] if wf else 0, 100 * ov['error_rate'],
+              f(wf['max_ms'], 1) if wf else '-', ov['failures']['error']))
+        if ov['failures']['error']:
+            failed.append('overload: %d errors other than busy' % ov['failures']['error'])
     if len(res_by_scale) >= 2:
         w('')
         w('## Growth across scales')
