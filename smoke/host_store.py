@@ -137,6 +137,19 @@ def main():
     check("edn_t inside a scan of datoms",
           (err_of(con, "SELECT edn_t(':main', '[{:person/name \"F\"}]') FROM datoms LIMIT 1") or "").split(" (")[0],
           "edn_t: cannot write to host store :main from inside a statement that reads its tables")
+    check("edn_t inside an open edn_q cursor over the same store",
+          (err_of(con, "SELECT edn_t(':main', '[{:person/name \"F\"}]') FROM edn_q(':main', "
+                  "'[:find ?e :where [?e :person/name]]')") or "").split(" (")[0],
+          "edn_t: cannot write to host store :main from inside a statement that reads its tables")
+    # SQLite opens no savepoint while a writing statement runs: refused, nothing stored.
+    con.execute("CREATE TABLE txlog (r TEXT)")
+    check("INSERT ... SELECT edn_t(...) is refused",
+          err_of(con, "INSERT INTO txlog SELECT edn_t(':main', '[{:person/name \"Ivy\" :person/age 9}]')"),
+          "edn_t: cannot write to host store :main from inside a statement that writes (e.g. INSERT ... "
+          "SELECT edn_t(...)): call SELECT edn_t(...) on its own, inside BEGIN ... COMMIT to join other writes")
+    check("and stored nothing",
+          (con.execute("SELECT count(*) FROM txlog").fetchone()[0],
+           q(con, '[:find ?a . :where [?e :person/name "Ivy"] [?e :person/age ?a]]')), (0, None))
     check("edn_t inside a scan of another table works",
           len(con.execute("SELECT edn_t(':main', json_array(json_object())) FROM orders LIMIT 0").fetchall()), 0)
 
@@ -158,6 +171,21 @@ def main():
           "edn_q: line 1 col 38: unknown function my_score")
 
     # Attached and temp databases.
+    # A store in temp would hide main's; a TEMP table named like the store's
+    # hides it too, refused until it goes.
+    check("a temp store over main's is refused",
+          err_of(con, "SELECT edn_t(':temp', '[]')"),
+          "edn_t: db_path ':temp': database main holds a store (tables datoms, ...), which a store "
+          "in temp would hide from unqualified names; use ':main'")
+    con.execute("CREATE TEMP TABLE datoms (x)")
+    check("a TEMP table named datoms hides main's store: refused",
+          err_of(con, "SELECT edn_q(':main', '[:find ?e . :where [?e :person/name \"Ann\"]]')"),
+          "edn_q: db_path ':main': database temp also holds tables named like the store's (datoms, ...), "
+          "and unqualified names find those first; rename them or use ':temp'")
+    con.execute("DROP TABLE temp.datoms")
+    check("and usable again once it is gone",
+          q(con, '[:find ?a . :where [?e :person/name "Ann"] [?e :person/age ?a]]'), 30)
+
     # The store's SQL names its tables unqualified (SQLite looks in temp,
     # main, then attached databases in order), so an attached store is
     # refused while main holds one too (README "Known limits").

@@ -68,6 +68,9 @@ typedef struct StoreHostPart {
   sqlite3_int64 iSchemaVersion; /* at the last layout check; -1 none */
   sqlite3_stmt *pSchemaVersion, *pSavepoint, *pRelease, *pRollbackTo;
   sqlite3_stmt *pHold;          /* a read's one read transaction (storeHostReader) */
+  sqlite3_stmt *apShadowSv[2];  /* schema_version of temp (and main, for an attached
+                                ** store): the databases searched before the store's */
+  sqlite3_int64 aShadowSv[2];   /* their values at the last shadow check */
   int nReadHold;                /* reads holding it, nested ones included */
   int *aRoot;                   /* root pages of the store's tables and indexes */
   int nRoot;
@@ -128,8 +131,10 @@ static int hostRank(int iDb) {
 }
 
 /* Refuses when a database searched before the store's holds objects of
-** the store's names: the unqualified SQL would read those. */
-static int hostCheckShadow(StoreHostPart *h, char **pzErr) {
+** the store's names: the unqualified SQL would read those. bCreating: the
+** layout is about to be created, which must not hide another database's
+** store either (one searched after this one). */
+static int hostCheckShadow(StoreHostPart *h, int bCreating, char **pzErr) {
   sqlite3_stmt *pList = NULL;
   int rc = sqlite3_prepare_v2(h->host, "SELECT seq, name FROM pragma_database_list", -1, &pList, NULL);
   int bTemp = 0;
@@ -139,12 +144,18 @@ static int hostCheckShadow(StoreHostPart *h, char **pzErr) {
     sqlite3_int64 n = 0;
     char *zSql;
     if (iDb == 1) bTemp = 1;
-    if (zDb == NULL || hostRank(iDb) >= hostRank(h->iDb)) continue;
+    if (zDb == NULL || iDb == h->iDb) continue;
+    if (hostRank(iDb) > hostRank(h->iDb) && !bCreating) continue;
     zSql = sqlite3_mprintf("SELECT count(*) FROM \"%w\".sqlite_schema WHERE name IN %s", zDb,
                            zHostNames);
     rc = hostQueryInt(h->host, zSql, &n);
     sqlite3_free(zSql);
-    if (rc == SQLITE_OK && n > 0) {
+    if (rc == SQLITE_OK && n > 0 && hostRank(iDb) > hostRank(h->iDb)) {
+      hostErr(pzErr, sqlite3_mprintf("db_path ':%s': database %s holds a store (tables datoms, "
+                                     "...), which a store in %s would hide from unqualified "
+                                     "names; use ':%s'", h->zName, zDb, h->zName, zDb));
+      rc = SQLITE_ERROR;
+    } else if (rc == SQLITE_OK && n > 0) {
       hostErr(pzErr, sqlite3_mprintf("db_path ':%s': database %s also holds tables named like the "
                                      "store's (datoms, ...), and unqualified names find those "
                                      "first; rename them or use ':%s'", h->zName, zDb, zDb));
@@ -170,6 +181,23 @@ static int hostCheckShadow(StoreHostPart *h, char **pzErr) {
     *pzErr = sqlite3_mprintf("cannot read host database %s: %s", h->zName, sqlite3_errmsg(h->host));
   }
   return rc;
+}
+
+/* Steps the schema_version of the databases searched before the store's;
+** *pbChanged (may be NULL): one changed since the last call, so a table
+** of the store's names may have appeared there. */
+static int hostShadowSeen(StoreHostPart *h, int *pbChanged) {
+  if (pbChanged) *pbChanged = 0;
+  for (int i = 0; i < 2; i++) {
+    sqlite3_int64 v = 0;
+    int rc;
+    if (h->apShadowSv[i] == NULL) continue;
+    rc = storeStepInt(h->apShadowSv[i], &v);
+    if (rc != SQLITE_OK) return rc;
+    if (v != h->aShadowSv[i] && pbChanged) *pbChanged = 1;
+    h->aShadowSv[i] = v;
+  }
+  return SQLITE_OK;
 }
 
 /* Reads the root pages of the store's tables and indexes (the nested-scan
@@ -272,6 +300,8 @@ static void hostFree(Store *p) {
   if (h) {
     sqlite3_finalize(h->pSchemaVersion);
     sqlite3_finalize(h->pHold);
+    sqlite3_finalize(h->apShadowSv[0]);
+    sqlite3_finalize(h->apShadowSv[1]);
     sqlite3_finalize(h->pSavepoint);
     sqlite3_finalize(h->pRelease);
     sqlite3_finalize(h->pRollbackTo);
@@ -375,6 +405,12 @@ static int hostOpen(sqlite3 *host, const char *zName, Store **ppStore, char **pz
   if (rc == SQLITE_OK) rc = hostPrepare(host, "PRAGMA \"%w\".schema_version", h->zName, &h->pSchemaVersion);
   if (rc == SQLITE_OK) rc = hostPrepare(host, "PRAGMA \"%w\".schema_version", h->zName, &h->pHold);
   if (rc == SQLITE_OK) rc = hostPrepare(host, "SAVEPOINT mentat_edn_t", h->zName, &h->pSavepoint);
+  if (rc == SQLITE_OK && h->iDb != 1) {
+    rc = hostPrepare(host, "PRAGMA temp.schema_version", h->zName, &h->apShadowSv[0]);
+  }
+  if (rc == SQLITE_OK && h->iDb >= 2) {
+    rc = hostPrepare(host, "PRAGMA main.schema_version", h->zName, &h->apShadowSv[1]);
+  }
   if (rc == SQLITE_OK) rc = hostPrepare(host, "RELEASE mentat_edn_t", h->zName, &h->pRelease);
   if (rc == SQLITE_OK) rc = hostPrepare(host, "ROLLBACK TO mentat_edn_t", h->zName, &h->pRollbackTo);
   if (rc != SQLITE_OK) {
@@ -387,7 +423,8 @@ static int hostOpen(sqlite3 *host, const char *zName, Store **ppStore, char **pz
       && pVfs->zName && strncmp(pVfs->zName, "dqlite", 6) == 0) {
     h->bDqlite = 1;
   }
-  rc = hostCheckShadow(h, pzErr);
+  rc = hostCheckShadow(h, 0, pzErr);
+  if (rc == SQLITE_OK) rc = hostShadowSeen(h, NULL);
 
 cleanup:
   if (rc != SQLITE_OK) {
@@ -490,6 +527,13 @@ static int hostRevalidate(Store *p, int bCreate, int *pbAbsent, char **pzErr) {
 
   if (pbAbsent) *pbAbsent = 0;
   rc = storeStepInt(h->pSchemaVersion, &iSv);
+  if (rc == SQLITE_OK) {
+    int bChanged = 0;
+    rc = hostShadowSeen(h, &bChanged);
+    if (rc == SQLITE_OK && bChanged) rc = hostCheckShadow(h, 0, pzErr);
+    /* Refused: look again at the next call, whatever changed meanwhile. */
+    if (rc != SQLITE_OK) h->aShadowSv[0] = h->aShadowSv[1] = -1;
+  }
   if (rc != SQLITE_OK) goto cleanup;
   if (iSv != h->iSchemaVersion || h->eLayout == HOST_LAYOUT_UNKNOWN) {
     h->eLayout = HOST_LAYOUT_UNKNOWN;
@@ -511,7 +555,7 @@ static int hostRevalidate(Store *p, int bCreate, int *pbAbsent, char **pzErr) {
       if (pbAbsent) *pbAbsent = 1;
       goto cleanup;
     }
-    rc = hostCheckShadow(h, pzErr);
+    rc = hostCheckShadow(h, 1, pzErr);
     if (rc == SQLITE_OK) rc = storeCreateLayoutIn(db, h->zName, pzErr);
     if (rc == SQLITE_OK) rc = hostCheckLayout(h, pzErr);
     if (rc == SQLITE_OK) rc = storeStepInt(h->pSchemaVersion, &h->iSchemaVersion);
@@ -675,6 +719,15 @@ int storeHostWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **
   if (rc == SQLITE_OK) rc = hostCheckScans(p, pzErr);
   if (rc != SQLITE_OK) return rc;
   rc = hostStep(h->pSavepoint);
+  if (rc == SQLITE_BUSY) {
+    /* SQLite opens no savepoint while a statement that writes runs, so
+    ** edn_t cannot be atomic inside one (INSERT ... SELECT edn_t(...)). */
+    hostErr(pzErr, sqlite3_mprintf("cannot write to host store %s from inside a statement that "
+                                   "writes (e.g. INSERT ... SELECT edn_t(...)): call SELECT "
+                                   "edn_t(...) on its own, inside BEGIN ... COMMIT to join other "
+                                   "writes", p->zPath));
+    return SQLITE_ERROR;
+  }
   if (rc != SQLITE_OK) {
     hostErr(pzErr, sqlite3_mprintf("cannot begin a write on host store %s: %s", p->zPath,
                                    sqlite3_errmsg(h->host)));
