@@ -23,6 +23,11 @@ stage_dir = $(if $(filter base,$(1)),ext,$(if $(filter vtab,$(1)),vtab,ext/$(1))
 stage_src = $(wildcard $(call stage_dir,$(1))/*.c)
 SRC      = $(foreach s,$(STAGES),$(call stage_src,$(s)))
 INC      = -Iext $(foreach s,edn qparse schema store tx pull query,-Iext/$(s)) -Ivtab
+# An object sees the headers of its own stage and of the stages before it only, so an
+# #include of a later stage's header (quotes or angle brackets) fails to compile.
+stage_of  = $(strip $(foreach s,$(STAGES),$(if $(filter $(call stage_dir,$(s))/,$(dir $(1))),$(s))))
+stage_inc = -Iext $(foreach s,$(filter-out base,$(call stages_upto,$(1),$(STAGES))),-I$(call stage_dir,$(s)))
+OBJ_INC   = $(call stage_inc,$(call stage_of,$<))
 # B is the build folder: build/ for the normal build, build/asan for the sanitizer one.
 B       ?= build
 OBJ      = $(SRC:%.c=build/obj/%.o)
@@ -65,7 +70,7 @@ deps:
 build/obj/%.o: XCFLAGS += $(if $(filter -O1 -O2 -O3 -Os,$(CFLAGS)),-D_FORTIFY_SOURCE=2)
 build/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(XCFLAGS) -MMD -MP $(INC) -c $< -o $@
+	$(CC) $(CFLAGS) $(XCFLAGS) -MMD -MP $(OBJ_INC) -c $< -o $@
 
 # The soname is the file name: ldconfig then caches it, so an installed copy loads by bare
 # name (.load libmentat_sqlite).
@@ -89,7 +94,7 @@ $(VERSION_OBJ): XCFLAGS += -DMENTAT_VERSION='"$(VERSION_NUM)"' -DMENTAT_COMMIT='
 # per stage.
 $(B)/tobj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(XCFLAGS) -MMD -MP -DMENTAT_STATIC $(INC) -c $< -o $@
+	$(CC) $(CFLAGS) $(XCFLAGS) -MMD -MP -DMENTAT_STATIC $(OBJ_INC) -c $< -o $@
 define stage_archive
 $(call stage_lib,$(1)): $(patsubst %.c,$(B)/tobj/%.o,$(call stage_src,$(1)))
 	@mkdir -p $$(dir $$@)
@@ -120,7 +125,7 @@ test_stage = $(or $(TEST_STAGE_$(1)),$(error test/test_$(1).c: add TEST_STAGE_$(
 $(B)/test_%: test/test_%.c $$(call libs_upto,$$(call test_stage,$$*))
 	@mkdir -p $(B)/tdep
 	$(CC) $(CFLAGS) $(XCFLAGS) $(CHECK_CFLAGS) -MMD -MP -MF $(B)/tdep/$(notdir $@).d -DMENTAT_STATIC \
-	  $(INC) -Itest -o $@ $< \
+	  $(call stage_inc,$(call test_stage,$*)) -Itest -o $@ $< \
 	  $(call libs_upto,$(call test_stage,$*)) -lsqlite3 $(LIBS) $(CHECK_LIBS)
 
 -include $(OBJ:.o=.d) $(TOBJ:.o=.d) $(patsubst $(B)/%,$(B)/tdep/%.d,$(TESTS))
@@ -232,7 +237,7 @@ fuzz:
 fuzz-bins: $(FUZZERS)
 
 $(B)/fuzz_%: fuzz/fuzz_%.c $(wildcard fuzz/*.h) $$(call libs_upto,$$(call fuzz_stage,$$*))
-	$(CC) $(CFLAGS) -fsanitize=fuzzer $(XCFLAGS) -DMENTAT_STATIC $(INC) -Ifuzz -o $@ $< \
+	$(CC) $(CFLAGS) -fsanitize=fuzzer $(XCFLAGS) -DMENTAT_STATIC $(call stage_inc,$(call fuzz_stage,$*)) -Ifuzz -o $@ $< \
 	  $(call libs_upto,$(call fuzz_stage,$*)) -lsqlite3 $(LIBS)
 
 # Installing. PREFIX, LIBDIR and DESTDIR as usual; after a root install into a directory
