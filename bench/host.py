@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""bench/host.py — issue 16 item 5: host stores (SPEC §3a) against file stores.
+"""bench/host.py — host stores (SPEC §3a) against file stores.
 
 Usage: /usr/bin/python3 bench/host.py EXTENSION.so OUTDIR [SCALE]   (SCALE default xs)
 

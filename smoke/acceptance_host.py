@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """smoke/acceptance_host.py — the public acceptance cases on a host store
-(SPEC §3a, issue 16): each case runs with db_path ':main' on a fresh host
+(SPEC.md §3a): each case runs with db_path ':main' on a fresh host
 database file, through the shared runner's own comparison logic (imported
 from ../shared/acceptance/run.py, which we do not change).
 

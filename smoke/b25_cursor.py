@@ -139,7 +139,7 @@ check('threads: WAL a few MiB', wal(db) < 8 * 1024 * 1024, True)
 W.close()
 
 # A wide join (10 attributes, 20,000 rows) left open while another connection commits large
-# values (issue 19): its rest takes longer to set aside than one commit's budget, so the
+# values: its rest takes longer to set aside than one commit's budget, so the
 # writer copies a part per commit and asks again at the next one, until the cursor lets its
 # snapshot go; the WAL stays a few MiB (it grew past 160 MiB when the copy stopped at the
 # first budget and the cursor kept its snapshot), and no commit waits long.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# smoke/dqlite.sh — `make smoke` entry for the replicated cluster (issue 16):
+# smoke/dqlite.sh — `make smoke` entry for the replicated cluster:
 # three dqlite nodes on loopback (smoke/dqlite/node, the extension registered
 # on every connection through sqlite3_auto_extension), clients that use only
 # go-dqlite's database/sql driver (smoke/dqlite/client, smoke/dqlite/check).
@@ -297,7 +297,7 @@ for i in 0 1 2; do
   if [ "$got" -ge "$n" ] 2>/dev/null; then ok "query through node $i's client: $got rows, at least the $n acknowledged"
   else bad "query through node $i's client: got '$got', want at least $n"; fi
 done
-# Figures (issue 16 item 5), not checks: host-store transactions and point
+# Figures , not checks: host-store transactions and point
 # lookups through a follower's client (the driver sends them to the leader).
 L=$(leader)
 li=$(index_of "$L")

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""smoke/host_kill9.py — a host-store transaction killed by SIGKILL (issue 16
-item 6): a child process runs BEGIN; INSERT an order row; SELECT edn_t(':main',
+"""smoke/host_kill9.py — a host-store transaction killed by SIGKILL: a child
+process runs BEGIN; INSERT an order row; SELECT edn_t(':main',
 <50,000 datoms>) and is killed in the middle of the edn_t; the host database
 must then be exactly as before that transaction (integrity ok, no order row,
 none of its datoms, the next edn_t gets the next tx id), in the host's own

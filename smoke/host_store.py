@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""smoke/host_store.py — host stores (SPEC §3a, issue 16): the store inside
+"""smoke/host_store.py — host stores (SPEC.md §3a): the store inside
 a database of the calling connection, in one transaction with the host's
 own SQL.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# smoke/kill9.sh — a transaction killed by SIGKILL changes nothing (issue 4).
+# smoke/kill9.sh — a transaction killed by SIGKILL changes nothing.
 #
 # For each trial a fresh store gets a schema and 20 small transactions; then a
 # Python host (/usr/bin/python3 + the extension, smoke/kill9_tx.py) runs ONE

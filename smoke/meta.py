@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""smoke/meta.py — metamorphic tests of edn_q and edn_pull (issue 19 item 3).
+"""smoke/meta.py — metamorphic tests of edn_q and edn_pull.
 
 For each seed: a random store (a few attributes of several types, refs,
 cardinality one and many, one :db.unique/identity attribute; random entities

@@ -487,7 +487,7 @@ def B18(con):
     p = pull1('[:find (pull ?e [:db/id {:part ...} {:spec ...}]) :where [?e :name "one"]]')
     check(p[':part'][':part'][':part'] == {':db/id': t['one']}, 'Q1 part chain: %r' % p)
     p = pull1('[:find (pull ?e [:name {:friend 2}]) :where [?e :name "lucy"]]')
-    # Past the depth the friends are left out (DataScript's test-recursion; issue 14 item 6).
+    # Past the depth the friends are left out (DataScript's test-recursion).
     l2 = p[':friend'][0][':friend'][0]
     check(p[':friend'][0][':name'] == 'eliz' and l2 == {':name': 'matt'}, 'Q2: %r' % p)
     p = pull1('[:find (pull ?e [:name {:friend ...}]) :where [?e :name "lucy"]]')

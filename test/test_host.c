@@ -1,5 +1,5 @@
 /*
-** test_host.c — host stores (SPEC §3a, issue 16) through the C API: what a
+** test_host.c — host stores (SPEC.md §3a) through the C API: what a
 ** data case cannot say. A plain sqlite3_close (v1) after host-store calls
 ** returns SQLITE_OK (the cached statements are finalized when SQLite
 ** disconnects mentat_host_state, before its busy check); edn_t commits and

@@ -1,6 +1,6 @@
 /*
 ** query_compile_host.c — the host's own SQL functions in queries on a host
-** store (SPEC §3a, issue 16 item 3): Datomic calls any function on the
+** store (SPEC.md §3a): Datomic calls any function on the
 ** classpath; in SQLite's terms, a query on a host store may call any SQL
 ** function registered on the host connection
 ** (`[(my_score ?title ?n) ?s]` after `con.create_function("my_score", 2, ...)`).

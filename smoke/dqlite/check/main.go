@@ -14,7 +14,7 @@
 //	check bench -via A -db NAME [-n N]       figures through node A's client
 //	                                         (the driver reaches the leader):
 //	                                         host-store tx/s and point-lookup
-//	                                         p50 (issue 16 item 5)
+//	                                         p50
 package main
 
 import (

@@ -1,5 +1,5 @@
 // smoke/dqlite/node — a dqlite node with libmentat_sqlite on every
-// connection: the replicated cluster and the server mode of issue 16.
+// connection: the replicated cluster and the server mode.
 //
 // It dlopens the built extension (-ext, or $MENTAT_SO) and registers its
 // entry point with sqlite3_auto_extension before dqlite opens any
