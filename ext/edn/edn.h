@@ -130,7 +130,8 @@ void ednPrintJson(sqlite3_str *pOut, const EdnValue *p);
 void ednJsonDouble(sqlite3_str *pOut, double d);
 
 /* Appends the decimal form of v to pOut, as "%lld" would: rows print many
-** integers and the printf machinery was 7% of a streamed result. */
+** integers, and going through printf's format parsing for each one shows
+** in a streamed result's profile (bench/findings.md). */
 void ednAppendInt(sqlite3_str *pOut, sqlite3_int64 v);
 
 /* Appends s[0..n) as a JSON string literal with escapes. */
