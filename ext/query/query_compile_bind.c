@@ -179,6 +179,7 @@ static int qcbBindMixed(QCtx *pX, const QBinding *pB, sqlite3_str *pRows) {
   if (pV && pV->zInList == NULL) {
     pV->bIdent = 1;      /* a keyword value names its ident where an entity goes */
     pV->bInMixed = 1;    /* 1 and 1.0 are two values */
+    pV->bHetero = 1;
   }
   return pC->rc;
 }

@@ -15,9 +15,10 @@ void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV) {
   int bNew = qcVarFind(pSub, zName) == NULL;
   qcBindVar(pSub, zName, sqlite3_mprintf("%s", pV->zExpr), pV->vt,
             pV->zTag ? sqlite3_mprintf("%s", pV->zTag) : NULL, pV->bIntCol);
-  if (bNew && pSub->pC->rc == SQLITE_OK && pV->bIdent) {
+  if (bNew && pSub->pC->rc == SQLITE_OK && (pV->bIdent || pV->bHetero)) {
     pN = qcVarFind(pSub, zName);
-    if (pN) pN->bIdent = 1;
+    if (pN && pV->bIdent) pN->bIdent = 1;
+    if (pN && pV->bHetero) pN->bHetero = 1;
   }
   if (!bNew || pV->nParam == 0 || pSub->pC->rc) return;
   pN = qcVarFind(pSub, zName);

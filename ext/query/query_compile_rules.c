@@ -1057,6 +1057,20 @@ int qcrCall(QCtx *pX, const QClause *pCl, int iDepth) {
                  pC->pRi->aHead[i].nArity, pCl->nArg);
   }
   if (qcrCheckRequired(pX, pCl, h)) return pC->rc;
+  if (!qciHead(pC, h)) {
+    /* The recursive forms seed and join their arguments by one type per
+    ** variable; a collection of values of several types would lose rows
+    ** there, so it is refused rather than answered wrongly. */
+    for (i = 0; i < pCl->nArg; i++) {
+      const EdnValue *pA = pCl->aArg[i];
+      const QVar *pV = pA->type == EDN_SYMBOL ? qcVarFind(pX, pA->u.s.z) : NULL;
+      if (pV && pV->bHetero) {
+        return qcErr(pC, pA, "rule %s: argument %s is bound to a collection of values of several "
+                     "types, which a recursive rule does not take (pass one type at a time)",
+                     pCl->zName, pA->u.s.z);
+      }
+    }
+  }
   if (qciHead(pC, h) && qciCall(pX, pCl, h, iDepth)) return pC->rc;
   if (pCl->nArg <= 64 && qcrTryMagic(pX, pCl, h, iDepth)) return pC->rc;
   return qcrJoinGroup(pX, pCl, h, pC->pRi->aHead[h].iGroup, iDepth);

@@ -152,6 +152,10 @@ static int qciJoin(QCtx *pX, const QClause *pCl, int h, const unsigned char *aeA
     qcBindVar(pX, pCl->aArg[j]->u.s.z, sqlite3_mprintf("%s", pV->zExpr), pV->vt,
               pV->zTag ? sqlite3_mprintf("%s", pV->zTag) : NULL, pV->bIntCol);
     /* and a result the body's functions computed inline says so */
+    if (pC->rc == SQLITE_OK && pV->bHetero) {
+      QVar *pN = qcVarFind(pX, pCl->aArg[j]->u.s.z);
+      if (pN) pN->bHetero = 1;
+    }
     if (pC->rc == SQLITE_OK && pV->nFnDepth > 0) {
       QVar *pN = qcVarFind(pX, pCl->aArg[j]->u.s.z);
       if (pN && pN->nFnDepth < pV->nFnDepth) pN->nFnDepth = pV->nFnDepth;

@@ -37,6 +37,8 @@ typedef struct QVar {
                           ** lists joined by '\x01' (NULL when none) */
   int nInElem;
   unsigned char bInLookup;   /* the pending collection holds lookup refs */
+  unsigned char bHetero;     /* bound to a collection of values of several
+                             ** types ([1 "A"]), each row with its own tag */
   unsigned char bInMixed;    /* ... values of more than one type (1, 2.5);
                              ** also a relation input's column of longs and
                              ** doubles (qcVarMixesKinds) */
