@@ -1,8 +1,9 @@
 /*
-** query_compile_rules.h — what the three rule-call files share: the rule
-** set's heads and recursion groups (QRuleInfo, pC->pRi) and the helpers
-** each offers the others. Prefixes: qcr query_compile_rules.c, qcm
-** query_compile_rules_magic.c, qci query_compile_rules_inline.c.
+** query_compile_rules.h — what the rule-call files share: the rule set's
+** heads and recursion groups (QRuleInfo, pC->pRi) and the helpers each
+** offers the others. Prefixes: qcr query_compile_rules.c and
+** query_compile_rules_ctx.c, qcm query_compile_rules_magic.c, qci
+** query_compile_rules_inline.c.
 */
 #ifndef MENTAT_QUERY_COMPILE_RULES_H
 #define MENTAT_QUERY_COMPILE_RULES_H
@@ -34,13 +35,20 @@ typedef struct QRuleInfo {
   int *aiHeadOf;          /* per rule definition: its head */
 } QRuleInfo;
 
-/* ---- query_compile_rules.c */
+/* ---- query_compile_rules_ctx.c */
+/* Builds pC->pRi from pC->rules: the heads, their recursion groups, and an
+** or calling back into its recursion split into definitions of its own.
+** Returns pC->rc (an error is the user's: recursion through negation). */
+int qcrPrepare(QComp *pC);
+/* The head named zName of arity nArity, -1 for none (*pbArity, when not
+** NULL, gets 1 when the name exists with another arity). */
+int qcrHeadFind(const QRuleInfo *pRi, const char *zName, int nArity, int *pbArity);
 /* A transitive-closure definition [(r ?a ?b) (r ?a ?c) (r ?c ?b)] (in
 ** either clause order) in a group of one binary head: non-linear, but its
 ** fixpoint equals the linear [(r ?a ?b) (base ?a ?c) (r ?c ?b)] where base
 ** is r's non-recursive definitions, which SQLite can iterate. */
 int qcrIsChain(const QRuleInfo *pRi, int g, const QRule *pR);
-/* ... and the places the chain runs through (query_compile_rules.c). */
+/* ... and the places the chain runs through. */
 int qcrChainPlaces(const QRuleInfo *pRi, int g, const QRule *pR, int *pi0, int *pi1);
 /* Does clause list a[0..n) call head h (at any depth)? */
 int qcrCallsHead(const QRuleInfo *pRi, QClause *const *a, int n, int h, int iDepth);

@@ -1,0 +1,423 @@
+/*
+** query_compile_rules_ctx.c — what the rule-call compilers share: the rule
+** set's heads and recursion groups (QRuleInfo, built once per query by
+** qcrPrepare, which also splits an or that calls back into its recursion
+** into definitions of its own) and the questions asked of them (which head
+** a call names, whether a body calls a head, the one self call, the
+** transitive-closure form, the required places), and the binding of a
+** call's arguments (bound or not, into a body's head variables, joined to
+** answer columns). Takes the parsed rule set and scopes; gives QRuleInfo
+** and SQL terms. Calls only the scope helpers (query_compile_scope.h) and
+** qcwClauseVars: nothing in the other rules files.
+*/
+#include <string.h>
+#include "query_compile_rules.h"
+
+void qcrFree(QComp *pC) {
+  if (pC->pRi) {
+    sqlite3_free(pC->pRi->aHead);
+    sqlite3_free(pC->pRi->aiHeadOf);
+    sqlite3_free(pC->pRi);
+    pC->pRi = NULL;
+  }
+}
+
+int qcrHeadFind(const QRuleInfo *pRi, const char *zName, int nArity, int *pbArity) {
+  int i;
+  if (pbArity) *pbArity = 0;
+  for (i = 0; i < pRi->nHead; i++) {
+    if (strcmp(pRi->aHead[i].zName, zName) == 0) {
+      if (pRi->aHead[i].nArity == nArity) return i;
+      if (pbArity) *pbArity = 1;
+    }
+  }
+  return -1;
+}
+
+/* Marks in aReach[iFrom * n + callee] every head the clauses call. */
+static void qcrCalls(const QRuleInfo *pRi, QClause *const *a, int n, int iFrom,
+                     unsigned char *aReach, int iDepth) {
+  int i;
+  if (iDepth > EDN_MAX_DEPTH) return;
+  for (i = 0; i < n; i++) {
+    if (a[i]->kind == QC_RULE) {
+      int h = qcrHeadFind(pRi, a[i]->zName, a[i]->nArg, NULL);
+      if (h >= 0) aReach[iFrom * pRi->nHead + h] = 1;
+    } else if (a[i]->nSub) {
+      qcrCalls(pRi, a[i]->aSub, a[i]->nSub, iFrom, aReach, iDepth + 1);
+    }
+  }
+}
+
+/* Does clause list a[0..n) call (at any depth) a head from which head hTo
+** is reached (aReach over the heads), hTo itself included? */
+static int qcrCallsBack(const QRuleInfo *pRi, QClause *const *a, int n, int hTo,
+                        const unsigned char *aReach, int iDepth) {
+  int i, nH = pRi->nHead;
+  if (iDepth > EDN_MAX_DEPTH) return 1;
+  for (i = 0; i < n; i++) {
+    if (a[i]->kind == QC_RULE) {
+      int h = qcrHeadFind(pRi, a[i]->zName, a[i]->nArg, NULL);
+      if (h >= 0 && (h == hTo || aReach[h * nH + hTo])) return 1;
+    } else if (a[i]->nSub && qcrCallsBack(pRi, a[i]->aSub, a[i]->nSub, hTo, aReach, iDepth + 1)) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* May or-join pOr, a clause of definition pR, give way to its branches:
+** does no variable of a branch that is not a join variable (the branch's
+** own) also appear in pR's head or other clauses? A plain or always may
+** (its branches' variables are the or's). */
+static int qcrOrSplits(const QRule *pR, const QClause *pOr) {
+  int b, i, j, k;
+  if (pOr->kind == QC_OR) return 1;
+  for (b = 0; b < pOr->nSub; b++) {
+    const char *az[128];
+    int n = qcwClauseVars(pOr->aSub[b], az, 128, 0);
+    if (n > 128) return 0;
+    for (i = 0; i < n; i++) {
+      for (j = 0; j < pOr->nJoin && strcmp(pOr->aJoin[j]->u.s.z, az[i]); j++) {}
+      if (j < pOr->nJoin) continue;
+      for (j = 0; j < pR->nHead; j++) if (strcmp(pR->aHead[j]->u.s.z, az[i]) == 0) return 0;
+      for (k = 0; k < pR->nClause; k++) {
+        const char *azC[128];
+        int m, nC;
+        if (pR->aClause[k] == pOr) continue;
+        nC = qcwClauseVars(pR->aClause[k], azC, 128, 0);
+        if (nC > 128) return 0;
+        for (m = 0; m < nC; m++) if (strcmp(azC[m], az[i]) == 0) return 0;
+      }
+    }
+  }
+  return 1;
+}
+
+/* The first top-level or / or-join of definition i that calls back into
+** its recursion, or -1. */
+static int qcrOrBack(const QRuleInfo *pRi, const QRule *pR, int h, const unsigned char *aReach) {
+  int j;
+  for (j = 0; j < pR->nClause; j++) {
+    const QClause *pCl = pR->aClause[j];
+    if ((pCl->kind == QC_OR || pCl->kind == QC_OR_JOIN)
+        && qcrCallsBack(pRi, pCl->aSub, pCl->nSub, h, aReach, 0)) {
+      return j;
+    }
+  }
+  return -1;
+}
+
+/* A definition whose or (or or-join) calls back into its own recursion
+** becomes one definition per branch, the branch's clauses in the or's
+** place: the union of the definitions is the or's (Datomic: an or holds
+** when any branch does), and SQLite's recursive CTE may name itself in no
+** subquery, which the or would be. A call back inside not is recursion
+** through negation, which has no fixpoint to compute: an error. Returns 1
+** when it split a definition (pC->rules is then a new set, in the plan's
+** arena), 0 when none or on error (pC->rc). */
+static int qcrSplit(QComp *pC, const unsigned char *aReach) {
+  const QRuleInfo *pRi = pC->pRi;
+  QRule **aNew;
+  int i, j, b, nNew = 0, bSplit = 0;
+  for (i = 0; i < pC->rules.nRule; i++) {
+    const QRule *pR = pC->rules.aRule[i];
+    int h = pRi->aiHeadOf[i], iOr;
+    for (j = 0; j < pR->nClause; j++) {
+      const QClause *pCl = pR->aClause[j];
+      if ((pCl->kind == QC_NOT || pCl->kind == QC_NOT_JOIN)
+          && qcrCallsBack(pRi, pCl->aSub, pCl->nSub, h, aReach, 0)) {
+        qcErr(pC, pCl->pForm, "unsupported recursion: rule %s calls its own recursion inside"
+              " not (recursion through negation has no fixpoint to compute)", pR->zName);
+        return 0;
+      }
+    }
+    iOr = qcrOrBack(pRi, pR, h, aReach);
+    if (iOr >= 0 && !qcrOrSplits(pR, pR->aClause[iOr])) {
+      qcErr(pC, pR->aClause[iOr]->pForm, "unsupported recursion: rule %s calls its own"
+            " recursion inside an or-join whose branches have variables of their own that its"
+            " other clauses use too; rename them", pR->zName);
+      return 0;
+    }
+    nNew += iOr < 0 ? 1 : pR->aClause[iOr]->nSub;
+    bSplit |= iOr >= 0;
+  }
+  if (!bSplit) return 0;
+  aNew = ednArenaAlloc(pC->pArena, sizeof(QRule*) * (size_t)nNew);
+  if (aNew == NULL) return qcNoMem(pC), 0;
+  nNew = 0;
+  for (i = 0; i < pC->rules.nRule; i++) {
+    QRule *pR = pC->rules.aRule[i];
+    int iOr = qcrOrBack(pRi, pR, pRi->aiHeadOf[i], aReach);
+    if (iOr < 0) {
+      aNew[nNew++] = pR;
+      continue;
+    }
+    for (b = 0; b < pR->aClause[iOr]->nSub; b++) {
+      QClause *pB = pR->aClause[iOr]->aSub[b];
+      QClause *const *aB = pB->kind == QC_AND ? pB->aSub : &pB;
+      int nB = pB->kind == QC_AND ? pB->nSub : 1, k, m = 0, q;
+      QRule *pN = ednArenaAlloc(pC->pArena, sizeof(QRule));
+      QClause **aCl = ednArenaAlloc(pC->pArena, sizeof(QClause*) * (size_t)(pR->nClause + nB));
+      if (pN == NULL || aCl == NULL) return qcNoMem(pC), 0;
+      *pN = *pR;
+      for (k = 0; k < pR->nClause; k++) {
+        if (k != iOr) aCl[m++] = pR->aClause[k];
+        else for (q = 0; q < nB; q++) aCl[m++] = aB[q];
+      }
+      pN->aClause = aCl;
+      pN->nClause = m;
+      aNew[nNew++] = pN;
+    }
+  }
+  pC->rules.aRule = aNew;
+  pC->rules.nRule = nNew;
+  return 1;
+}
+
+int qcrPrepare(QComp *pC) {
+  QRuleInfo *pRi;
+  unsigned char *aReach;
+  int i, j, k, n, nPass = 0;
+again:
+  qcrFree(pC);
+  pRi = sqlite3_malloc64(sizeof(QRuleInfo));
+  if (pRi == NULL) return qcNoMem(pC);
+  memset(pRi, 0, sizeof *pRi);
+  pC->pRi = pRi;
+  pRi->aHead = sqlite3_malloc64(sizeof(QRuleHead) * (pC->rules.nRule + 1));
+  pRi->aiHeadOf = sqlite3_malloc64(sizeof(int) * (pC->rules.nRule + 1));
+  if (pRi->aHead == NULL || pRi->aiHeadOf == NULL) return qcNoMem(pC);
+  for (i = 0; i < pC->rules.nRule; i++) {
+    const QRule *pR = pC->rules.aRule[i];
+    int h = qcrHeadFind(pRi, pR->zName, pR->nHead, NULL);
+    if (h < 0) {
+      h = pRi->nHead++;
+      memset(&pRi->aHead[h], 0, sizeof(QRuleHead));
+      pRi->aHead[h].zName = pR->zName;
+      pRi->aHead[h].nArity = pR->nHead;
+    }
+    pRi->aiHeadOf[i] = h;
+  }
+  n = pRi->nHead;
+  aReach = sqlite3_malloc64((sqlite3_uint64)n * n + 1);
+  if (aReach == NULL) return qcNoMem(pC);
+  memset(aReach, 0, (size_t)n * n);
+  for (i = 0; i < pC->rules.nRule; i++) {
+    const QRule *pR = pC->rules.aRule[i];
+    qcrCalls(pRi, pR->aClause, pR->nClause, pRi->aiHeadOf[i], aReach, 0);
+  }
+  /* Transitive closure (Warshall): rule sets are small. */
+  for (k = 0; k < n; k++) {
+    for (i = 0; i < n; i++) {
+      if (!aReach[i * n + k]) continue;
+      for (j = 0; j < n; j++) if (aReach[k * n + j]) aReach[i * n + j] = 1;
+    }
+  }
+  for (i = 0; i < n; i++) {
+    pRi->aHead[i].iGroup = i;
+    for (j = 0; j < i; j++) {
+      if (aReach[i * n + j] && aReach[j * n + i]) { pRi->aHead[i].iGroup = j; break; }
+    }
+    if (pRi->aHead[i].nArity > pRi->aHead[pRi->aHead[i].iGroup].nCols) {
+      pRi->aHead[pRi->aHead[i].iGroup].nCols = pRi->aHead[i].nArity;
+    }
+  }
+  /* An or calling back into its recursion becomes definitions of its own
+  ** (one nesting level per pass). */
+  if (nPass++ < EDN_MAX_DEPTH && qcrSplit(pC, aReach)) {
+    sqlite3_free(aReach);
+    goto again;
+  }
+  sqlite3_free(aReach);
+  return pC->rc;
+}
+
+/* The places *pi0 (?a) and *pi1 (?b) of a transitive-closure definition
+** [(r ?a ?b) (r ?a ?c) (r ?c ?b)] (in either clause order) in a group of one
+** head, whose other places (r ?a ?b ?lim) both calls hand on unchanged:
+** non-linear, but its fixpoint equals the linear [(r ?a ?b) (base ?a ?c)
+** (r ?c ?b)] where base is r's non-recursive definitions, which SQLite can
+** iterate. Returns 0 when pR is no such definition. */
+int qcrChainPlaces(const QRuleInfo *pRi, int g, const QRule *pR, int *pi0, int *pi1) {
+  const QClause *c1, *c2;
+  int i, j, k, i0, i1;
+  for (i = 0; i < pRi->nHead; i++) {
+    if (pRi->aHead[i].iGroup == g && strcmp(pRi->aHead[i].zName, pR->zName) != 0) return 0;
+  }
+  if (pR->nHead < 2 || pR->nClause != 2) return 0;
+  c1 = pR->aClause[0];
+  c2 = pR->aClause[1];
+  if (c1->kind != QC_RULE || c2->kind != QC_RULE || c1->nArg != pR->nHead
+      || c2->nArg != pR->nHead) {
+    return 0;
+  }
+  if (strcmp(c1->zName, pR->zName) || strcmp(c2->zName, pR->zName)) return 0;
+  for (i = 0; i < pR->nHead; i++) {
+    if (!ednIsVar(c1->aArg[i]) || !ednIsVar(c2->aArg[i])) return 0;
+    for (j = 0; j < i; j++) if (strcmp(pR->aHead[i]->u.s.z, pR->aHead[j]->u.s.z) == 0) return 0;
+  }
+  for (k = 0; k < 2; k++) {
+    const QClause *a = k ? c2 : c1, *b = k ? c1 : c2;
+    for (i0 = 0; i0 < pR->nHead; i0++) {
+      for (i1 = 0; i1 < pR->nHead; i1++) {
+        const char *zZ = a->aArg[i1]->u.s.z;
+        int bOk = i0 != i1 && strcmp(a->aArg[i0]->u.s.z, pR->aHead[i0]->u.s.z) == 0
+                  && strcmp(b->aArg[i1]->u.s.z, pR->aHead[i1]->u.s.z) == 0
+                  && strcmp(b->aArg[i0]->u.s.z, zZ) == 0;
+        for (j = 0; bOk && j < pR->nHead; j++) {
+          if (strcmp(pR->aHead[j]->u.s.z, zZ) == 0) bOk = 0;
+          if (j == i0 || j == i1) continue;
+          if (strcmp(a->aArg[j]->u.s.z, pR->aHead[j]->u.s.z) != 0
+              || strcmp(b->aArg[j]->u.s.z, pR->aHead[j]->u.s.z) != 0) {
+            bOk = 0;
+          }
+        }
+        if (bOk) {
+          if (pi0) *pi0 = i0;
+          if (pi1) *pi1 = i1;
+          return 1;
+        }
+      }
+    }
+  }
+  return 0;
+}
+
+int qcrIsChain(const QRuleInfo *pRi, int g, const QRule *pR) {
+  return qcrChainPlaces(pRi, g, pR, NULL, NULL);
+}
+
+/* Does clause list a[0..n) call head h (at any depth)? */
+int qcrCallsHead(const QRuleInfo *pRi, QClause *const *a, int n, int h, int iDepth) {
+  int i;
+  if (iDepth > EDN_MAX_DEPTH) return 1;
+  for (i = 0; i < n; i++) {
+    if (a[i]->kind == QC_RULE) {
+      if (qcrHeadFind(pRi, a[i]->zName, a[i]->nArg, NULL) == h) return 1;
+    } else if (a[i]->nSub && qcrCallsHead(pRi, a[i]->aSub, a[i]->nSub, h, iDepth + 1)) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* The index of the one top-level self call of definition pR, -1 for none,
+** -2 when the shape does not fit (several, or one nested in not/or). */
+int qcrSelfCall(const QRuleInfo *pRi, const QRule *pR, int h) {
+  int i, iRec = -1;
+  for (i = 0; i < pR->nClause; i++) {
+    const QClause *pCl = pR->aClause[i];
+    if (pCl->kind == QC_RULE && qcrHeadFind(pRi, pCl->zName, pCl->nArg, NULL) == h) {
+      if (iRec >= 0) return -2;
+      iRec = i;
+    } else if (pCl->nSub && qcrCallsHead(pRi, pCl->aSub, pCl->nSub, h, 1)) {
+      return -2;
+    }
+  }
+  return iRec;
+}
+
+/* Marks head variable zName of a rule body as an argument the caller gave
+** (QVar.bIdent): a keyword it holds names its ident's entity where the body
+** puts it in an entity place. */
+void qcrMarkArg(QCtx *pSub, const char *zName) {
+  QVar *pV = qcVarFind(pSub, zName);
+  if (pV) pV->bIdent = 1;
+}
+
+/* Binds head variable pHead of a rule body pSub to argument pA of the call
+** in scope pX: a variable's value (an input, or a caller's value the body
+** may read), or a constant typed by the first place that uses it. */
+void qcrBindArg(QCtx *pX, QCtx *pSub, const EdnValue *pA, const EdnValue *pHead) {
+  if (ednIsVar(pA)) {
+    qcCopyVar(pSub, pHead->u.s.z, qcVarFind(pX, pA->u.s.z));
+  } else {
+    QBinding b;
+    b.kind = QB_SCALAR;
+    b.nVar = 1;
+    b.aVar = &pHead;
+    qcbBind(pSub, &b, pA, -1, "rule argument");
+  }
+  qcrMarkArg(pSub, pHead->u.s.z);
+}
+
+/* A constant argument of a rule call as SQL: a lookup ref names its entity
+** (resolved in the database the query reads; *pvt VT_REF), any other
+** constant is itself. NULL on error. */
+char *qcrConst(QCtx *pX, const EdnValue *pA, ValueType *pvt) {
+  if (qcIsEntityLookup(pX->pC, pA)) {
+    *pvt = VT_REF;
+    return qcEntityLookupSql(pX->pC, pA);
+  }
+  return qcConstExpr(pX, pA, VT_NONE, pvt);
+}
+
+/* The WHERE term joining rule answer column zCol (tag zTag) to argument pA
+** of the call, a constant or a variable bound to zExpr: a keyword constant
+** or a keyword input no place has typed yet matches the keyword value, or
+** the entity whose ident it is where the rule puts it in an entity place
+** (tag 0), as Datomic reads an ident wherever an entity goes; a lookup ref
+** matches its entity. Variables of other types: the plain equality (their
+** tag is the caller's business). NULL on error. */
+static char *qcrArgTerm(QCtx *pX, const EdnValue *pA, const char *zCol, const char *zTag) {
+  ValueType vt = VT_NONE;
+  char *zE, *zTerm;
+  if (ednIsVar(pA)) {
+    QVar *pV = qcVarFind(pX, pA->u.s.z);
+    zE = sqlite3_mprintf("%s", pV->zExpr);
+    if (pV->nParam > 0) vt = pV->vt;   /* an input not yet typed by a place */
+  } else {
+    zE = qcrConst(pX, pA, &vt);
+  }
+  if (zE == NULL) {
+    qcNoMem(pX->pC);
+    return NULL;
+  }
+  if (vt == VT_KEYWORD) {
+    zTerm = sqlite3_mprintf("((%s = %d AND %s = %s) OR (%s = %d AND %s = (SELECT e FROM datoms"
+                            " WHERE a = %d AND v = %s AND value_type_tag = %d)))", zTag,
+                            TAG_KEYWORD, zCol, zE, zTag, TAG_REF, zCol, ENTID_DB_IDENT, zE,
+                            TAG_KEYWORD);
+  } else if (!ednIsVar(pA) && vt == VT_REF) {
+    zTerm = sqlite3_mprintf("(%s = %s AND %s IN (%d, %d))", zCol, zE, zTag, TAG_REF, TAG_NUMBER);
+  } else {
+    zTerm = sqlite3_mprintf("%s = %s", zCol, zE);
+  }
+  sqlite3_free(zE);
+  if (zTerm == NULL) qcNoMem(pX->pC);
+  return zTerm;
+}
+
+/* Joins argument i of a call to its answer columns <zAlias>.c<i>/.t<i>. */
+void qcrArgWhere(QCtx *pX, const EdnValue *pA, const char *zAlias, int i) {
+  char zCol[40], zTag[40];
+  char *zTerm;
+  sqlite3_snprintf(sizeof zCol, zCol, "%s.c%d", zAlias, i);
+  sqlite3_snprintf(sizeof zTag, zTag, "%s.t%d", zAlias, i);
+  zTerm = qcrArgTerm(pX, pA, zCol, zTag);
+  if (zTerm) qcWhere(pX, zTerm);
+}
+
+/* Is place j of head h required ([?a] in the head of any definition)? *ppR
+** gets that definition. */
+int qcrReqPlace(QComp *pC, int h, int j, const QRule **ppR) {
+  int i;
+  for (i = 0; i < pC->rules.nRule; i++) {
+    const QRule *pR = pC->rules.aRule[i];
+    if (pC->pRi->aiHeadOf[i] == h && j < pR->nHead && pR->abReq[j]) {
+      if (ppR) *ppR = pR;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Is argument pA bound at the call: a constant, or a variable pX binds? */
+int qcrArgBound(QCtx *pX, const EdnValue *pA) {
+  QVar *pV;
+  if (qpIsBlank(pA)) return 0;
+  if (!ednIsVar(pA)) return 1;
+  pV = qcVarFind(pX, pA->u.s.z);
+  return pV && (pV->zExpr || pV->zInList);
+}
