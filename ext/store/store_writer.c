@@ -13,10 +13,20 @@
 ** writers are refused, not queued without bound). Nothing after the COMMIT
 ** fails the caller: its transaction is committed.
 */
-#include <errno.h>
 #include <time.h>
 #include "config.h"
 #include "store_context.h"
+
+/* The write mutex's deadline on the monotonic clock where the C library can
+** wait on it (glibc 2.30: pthread_mutex_clocklock): a step of the wall clock
+** must not stretch or cut a writer's wait. */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 30))
+#define STORE_LOCK_CLOCK CLOCK_MONOTONIC
+#define STORE_LOCK_UNTIL(m, ts) pthread_mutex_clocklock((m), CLOCK_MONOTONIC, (ts))
+#else
+#define STORE_LOCK_CLOCK CLOCK_REALTIME
+#define STORE_LOCK_UNTIL(m, ts) pthread_mutex_timedlock((m), (ts))
+#endif
 
 void storeWriterRecheck(Store *p) {
   sqlite3 *db;
@@ -49,11 +59,11 @@ static int storeWriteLock(Store *p, int msTimeout, int *pmsLeft, char **pzErr) {
   if (pthread_mutex_trylock(&p->writeMutex) == 0) return SQLITE_OK;
   t0 = configNowMs();
   __atomic_add_fetch(&p->nWriteWaiting, 1, __ATOMIC_RELAXED);
-  clock_gettime(CLOCK_REALTIME, &ts);
+  clock_gettime(STORE_LOCK_CLOCK, &ts);
   ts.tv_sec += msTimeout / 1000;
   ts.tv_nsec += (long)(msTimeout % 1000) * 1000000L;
   if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
-  e = pthread_mutex_timedlock(&p->writeMutex, &ts);
+  e = STORE_LOCK_UNTIL(&p->writeMutex, &ts);
   nWaiting = __atomic_fetch_sub(&p->nWriteWaiting, 1, __ATOMIC_RELAXED);
   if (e != 0) {
     storeErr(pzErr, sqlite3_mprintf("store %s is busy: %d writer%s waiting in this process, the write"
