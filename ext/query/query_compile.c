@@ -215,7 +215,8 @@ static int qcdAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
       ** error naming the binding (query_run.c checks values of unknown
       ** type row by row). */
       if (pV->nParam) qcTypeParams(pX, pV, VT_REF, 0);
-      if (pV->vt != VT_NONE && pV->vt != VT_REF && pV->vt != VT_LONG && pV->vt != VT_KEYWORD) {
+      if (pV->vt != VT_NONE && pV->vt != VT_REF && pV->vt != VT_LONG && pV->vt != VT_KEYWORD
+          && !qcNoRows(pX)) {
         qcErr(pC, pE->pVar, "pull %s: %s is a %s, not an entity id, ident or lookup ref",
               pE->pVar->u.s.z, pE->pVar->u.s.z, qcVtName(pV->vt));
         break;

@@ -147,7 +147,7 @@ static int qcaAggExpr(QComp *pC, QCtx *pX, const QFindElem *pE, int k, const QVa
     /* Datomic's numeric aggregates throw on other values; SQLite's would
     ** read a string as 0 and an instant as its microseconds. A known
     ** type is checked here, an unknown one value by value. */
-    if (vt != VT_NONE && vt != VT_LONG && vt != VT_DOUBLE && vt != VT_REF) {
+    if (vt != VT_NONE && vt != VT_LONG && vt != VT_DOUBLE && vt != VT_REF && !qcNoRows(pX)) {
       qcErr(pC, pE->pForm, "%s: %s is a %s, not a number", pE->zName, qpVarName(pE->pVar), qcVtName(vt));
       goto done;
     }

@@ -455,7 +455,7 @@ static char *qcfTxPoint(QCtx *pX, const EdnValue *pArg, const char *zFn, const c
     zV = NULL;
   } else if (vt == VT_INSTANT) {
     zOut = qcfTxAtInstant(zV);
-  } else if (vt != VT_NONE) {
+  } else if (vt != VT_NONE && !qcNoRows(pX)) {
     qcErr(pC, pArg, "%s: %s %s is a %s, not a tx id or an #inst", zFn, zRole, zName, qcVtName(vt));
   } else {
     /* Its type is known only per row: an instant's tag picks the instant

@@ -31,9 +31,17 @@ int qcErr(QComp *pC, const EdnValue *p, const char *zFmt, ...) {
 
 void qcWhere(QCtx *pX, char *zTerm) {
   if (zTerm == NULL) { qcNoMem(pX->pC); return; }
+  if (strcmp(zTerm, "0") == 0) pX->bNoRows = 1;
   if (pX->nWhere++) sqlite3_str_appendall(pX->pWhere, " AND ");
   sqlite3_str_appendall(pX->pWhere, zTerm);
   sqlite3_free(zTerm);
+}
+
+int qcNoRows(const QCtx *pX) {
+  for (; pX; pX = pX->pParent) {
+    if (pX->bNoRows) return 1;
+  }
+  return 0;
 }
 
 void qcFrom(QCtx *pX, char *zItem) {
@@ -601,7 +609,7 @@ char *qcEntityExpr(QCtx *pX, const EdnValue *p, const char *zFn) {
       sqlite3_free(zId);
       sqlite3_free(z);
       z = zE;
-    } else if (vt != VT_NONE && vt != VT_REF && vt != VT_LONG) {
+    } else if (vt != VT_NONE && vt != VT_REF && vt != VT_LONG && !qcNoRows(pX)) {
       qcErr(pC, p, "%s: %s is a %s, not an entity id, ident or lookup ref", zFn, p->u.s.z,
             qcVtName(vt));
       sqlite3_free(z);

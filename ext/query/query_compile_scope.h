@@ -107,6 +107,8 @@ struct QCtx {
   int bFixed;             /* the caller names this scope's FROM aliases
                           ** itself (a seeded rule body's m.oK): never
                           ** collapsed (qcCollapse) */
+  int bNoRows;            /* a WHERE term is constant false (an empty join or
+                          ** pattern): no row reaches the clauses after it */
 };
 
 /* State of one compilation. */
@@ -156,6 +158,11 @@ int qcParam(QComp *pC, const EdnValue *pConst, int iInput, int i1, int i2,
 /* Appends " AND term" to the scope's WHERE. zTerm is sqlite3_malloc'd and
 ** taken over (NULL means OOM). */
 void qcWhere(QCtx *pX, char *zTerm);
+/* True when no row reaches the clause being compiled in pX: this scope or
+** an enclosing one already holds a constant-false term. Datomic raises a
+** function's or aggregate's type error for a row that reaches it, so the
+** static type checks raise none there (the clause sees no values). */
+int qcNoRows(const QCtx *pX);
 /* Adds a FROM item; zItem taken over. */
 void qcFrom(QCtx *pX, char *zItem);
 void qcCtxInit(QCtx *pX, QComp *pC, QCtx *pParent);

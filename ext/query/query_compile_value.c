@@ -58,7 +58,7 @@ static int qcvArgType(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QcvArg
     ** (a rule's output, an attribute variable) yields NULL unless it holds a
     ** number or an entity id, which binds nothing, as a nil result does. */
     if (vt == VT_LONG || vt == VT_DOUBLE || vt == VT_REF) return SQLITE_OK;
-    if (vt != VT_NONE) {
+    if (vt != VT_NONE && !qcNoRows(pX)) {
       return qcErr(pC, pCl->pForm, "%s: argument %d is a %s, not a number", pFn->zName, i + 1,
                    qcVtName(vt));
     }
@@ -73,7 +73,7 @@ static int qcvArgType(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QcvArg
     ** is checked here, one of unknown type yields NULL (binds nothing)
     ** unless it holds a string, as arithmetic's numbers do */
     if (vt == VT_STRING) return SQLITE_OK;
-    if (vt != VT_NONE) {
+    if (vt != VT_NONE && !qcNoRows(pX)) {
       return qcErr(pC, pCl->pForm, "%s: argument %d is a %s, not a string", pFn->zName, i + 1,
                    qcVtName(vt));
     }
