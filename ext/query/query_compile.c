@@ -317,7 +317,7 @@ int qCompile(Schema *pSchema, const char *zQuery, int nQuery, const QueryOpts *p
   qcCtxReset(&x);
   sqlite3_free(sqlite3_str_finish(c.pCte));
   sqlite3_free(c.zHistTx);
-  qcrFree(&c);
+  qcxFree(&c);
   if (rc != SQLITE_OK) {
     sqlite3_free(c.aParam);
     qPlanFree(pPlan);

@@ -58,7 +58,7 @@
 ** ruless<N> of their distinct values and an instance rulesi<N> of the
 ** group whose base definitions start from it (qcrSeedGroup, qcrGroupAs),
 ** so the bodies' functions and predicates see them. An or that calls back
-** into the recursion becomes one definition per branch (qcrPrepare):
+** into the recursion becomes one definition per branch (qcxPrepare):
 ** SQLite's recursive CTE may not name itself in a subquery; a call back
 ** inside not is an error.
 */
@@ -74,10 +74,10 @@ static void qcrCheckLinear(QComp *pC, int g) {
   for (i = 0; i < pC->rules.nRule && pC->rc == SQLITE_OK; i++) {
     const QRule *pR = pC->rules.aRule[i];
     int nTop = 0;
-    if (pRi->aHead[pRi->aiHeadOf[i]].iGroup != g || qcrIsChain(pRi, g, pR)) continue;
+    if (pRi->aHead[pRi->aiHeadOf[i]].iGroup != g || qcxIsChain(pRi, g, pR)) continue;
     for (j = 0; j < pR->nClause; j++) {
       const QClause *pCl = pR->aClause[j];
-      int hc = pCl->kind == QC_RULE ? qcrHeadFind(pRi, pCl->zName, pCl->nArg, NULL) : -1;
+      int hc = pCl->kind == QC_RULE ? qcxHeadFind(pRi, pCl->zName, pCl->nArg, NULL) : -1;
       if (hc >= 0 && pRi->aHead[hc].iGroup == g) nTop++;
     }
     if (nTop > 1) {
@@ -111,7 +111,7 @@ static char *qcrDefinitionSelect(QComp *pC, const QRule *pR, int h, int nMax, in
       if (j < pR->nHead) {
         qcBindVar(&sub, pR->aHead[j]->u.s.z, sqlite3_mprintf("s%d.o%d", iInst, k),
                   VT_NONE, sqlite3_mprintf("s%d.ot%d", iInst, k), 0);
-        qcrMarkArg(&sub, pR->aHead[j]->u.s.z);
+        qcxMarkArg(&sub, pR->aHead[j]->u.s.z);
       }
       k++;
     }
@@ -229,7 +229,7 @@ static int qcrCallsGroup(const QRuleInfo *pRi, QClause *const *a, int n, int g, 
   if (iDepth > EDN_MAX_DEPTH) return 1;
   for (i = 0; i < n; i++) {
     if (a[i]->kind == QC_RULE) {
-      int h = qcrHeadFind(pRi, a[i]->zName, a[i]->nArg, NULL);
+      int h = qcxHeadFind(pRi, a[i]->zName, a[i]->nArg, NULL);
       if (h >= 0 && pRi->aHead[h].iGroup == g) return 1;
     } else if (a[i]->nSub && qcrCallsGroup(pRi, a[i]->aSub, a[i]->nSub, g, iDepth + 1)) {
       return 1;
@@ -280,7 +280,7 @@ static int qcrGroupAs(QComp *pC, int g, int iDepth, const unsigned char *abSeed,
     int h = pRi->aiHeadOf[i];
     char *zSel;
     if (pRi->aHead[h].iGroup != g) continue;
-    if (qcrChainPlaces(pRi, g, pR, &i0, &i1)) {
+    if (qcxChainPlaces(pRi, g, pR, &i0, &i1)) {
       nChain++;
       iChainHead = h;
       continue;
@@ -327,7 +327,7 @@ static void qcrInvariantCalls(const QRuleInfo *pRi, const QRule *pR, QClause *co
   if (iDepth > EDN_MAX_DEPTH) return;
   for (i = 0; i < n; i++) {
     if (a[i]->kind == QC_RULE) {
-      int h = qcrHeadFind(pRi, a[i]->zName, a[i]->nArg, NULL);
+      int h = qcxHeadFind(pRi, a[i]->zName, a[i]->nArg, NULL);
       if (h < 0 || pRi->aHead[h].iGroup != g) continue;
       for (j = 0; j < pRi->aHead[g].nCols; j++) {
         if (!aInv[j]) continue;
@@ -388,11 +388,11 @@ int qcrReady(QCtx *pX, const QClause *pCl) {
   QComp *pC = pX->pC;
   int h, i;
   if (!pC->bRules) return 1;
-  if (pC->pRi == NULL && qcrPrepare(pC)) return 1;
-  h = qcrHeadFind(pC->pRi, pCl->zName, pCl->nArg, NULL);
+  if (pC->pRi == NULL && qcxPrepare(pC)) return 1;
+  h = qcxHeadFind(pC->pRi, pCl->zName, pCl->nArg, NULL);
   if (h < 0) return 1;
   for (i = 0; i < pCl->nArg; i++) {
-    if (qcrReqPlace(pC, h, i, NULL) && !qcrArgBound(pX, pCl->aArg[i])) return 0;
+    if (qcxReqPlace(pC, h, i, NULL) && !qcxArgBound(pX, pCl->aArg[i])) return 0;
   }
   return 1;
 }
@@ -415,13 +415,13 @@ int qcrSeedPlace(QCtx *pX, const QClause *pCl, const char *zVar) {
   int h, bArity, i;
   unsigned char aePlace[64], abInv[64];
   if (!pC->bRules || pCl->nArg > 64) return 1;
-  if (pC->pRi == NULL && qcrPrepare(pC)) return 1;
-  h = qcrHeadFind(pC->pRi, pCl->zName, pCl->nArg, &bArity);
+  if (pC->pRi == NULL && qcxPrepare(pC)) return 1;
+  h = qcxHeadFind(pC->pRi, pCl->zName, pCl->nArg, &bArity);
   /* Not a rule the rewrite takes (or an error qcrCall will report):
   ** every argument may matter. */
   if (h < 0 || !qcmShape(pC, h, aePlace, abInv)) return 1;
   for (i = 0; i < pCl->nArg; i++) {
-    if (qcrReqPlace(pC, h, i, NULL) && ednIsVar(pCl->aArg[i])
+    if (qcxReqPlace(pC, h, i, NULL) && ednIsVar(pCl->aArg[i])
         && strcmp(pCl->aArg[i]->u.s.z, zVar) == 0) {
       return 1;
     }
@@ -443,7 +443,7 @@ static int qcrCheckRequired(QCtx *pX, const QClause *pCl, int h) {
   for (i = 0; i < pCl->nArg; i++) {
     const QRule *pR;
     const EdnValue *pA = pCl->aArg[i];
-    if (!qcrReqPlace(pC, h, i, &pR) || qcrArgBound(pX, pA)) continue;
+    if (!qcxReqPlace(pC, h, i, &pR) || qcxArgBound(pX, pA)) continue;
     {
       char *zReq = qcrHeadReqList(pR);
       if (qpIsBlank(pA)) {
@@ -620,13 +620,13 @@ static int qcrJoinGroup(QCtx *pX, const QClause *pCl, int h, int g, int iDepth) 
     if (ednIsVar(pA)) {
       QVar *pV = qcVarFind(pX, pA->u.s.z);
       if (pV && pV->zExpr && pV->nParam > 0 && pV->vt == VT_KEYWORD) {
-        qcrArgWhere(pX, pA, zAlias, i);   /* a keyword input: value or ident */
+        qcxArgWhere(pX, pA, zAlias, i);   /* a keyword input: value or ident */
         continue;
       }
       qcBindVar(pX, pA->u.s.z, sqlite3_mprintf("%s.c%d", zAlias, i), VT_NONE,
                 sqlite3_mprintf("%s.t%d", zAlias, i), 0);
     } else {
-      qcrArgWhere(pX, pA, zAlias, i);
+      qcxArgWhere(pX, pA, zAlias, i);
     }
   }
   return pC->rc;
@@ -638,8 +638,8 @@ int qcrCall(QCtx *pX, const QClause *pCl, int iDepth) {
   if (!pC->bRules) {
     return qcErr(pC, pCl->pForm, "unknown rule %s (no rule set is bound to %% in :in)", pCl->zName);
   }
-  if (pC->pRi == NULL && qcrPrepare(pC)) return pC->rc;
-  h = qcrHeadFind(pC->pRi, pCl->zName, pCl->nArg, &bArity);
+  if (pC->pRi == NULL && qcxPrepare(pC)) return pC->rc;
+  h = qcxHeadFind(pC->pRi, pCl->zName, pCl->nArg, &bArity);
   if (h < 0) {
     if (!bArity) return qcErr(pC, pCl->pForm, "unknown rule %s", pCl->zName);
     for (i = 0; i < pC->pRi->nHead; i++) {

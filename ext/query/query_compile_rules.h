@@ -1,9 +1,10 @@
 /*
 ** query_compile_rules.h — what the rule-call files share: the rule set's
-** heads and recursion groups (QRuleInfo, pC->pRi) and the helpers each
-** offers the others. Prefixes: qcr query_compile_rules.c and
-** query_compile_rules_ctx.c, qcm query_compile_rules_magic.c, qci
-** query_compile_rules_inline.c.
+** heads and recursion groups (QRuleInfo, pC->pRi) and the helpers below
+** the driver. The driver query_compile_rules.c (qcr, its entry points in
+** query_compile_scope.h) calls query_compile_rules_inline.c (qci),
+** query_compile_rules_magic.c (qcm) and query_compile_rules_ctx.c (qcx);
+** inline and magic call ctx only; nothing here calls back into the driver.
 */
 #ifndef MENTAT_QUERY_COMPILE_RULES_H
 #define MENTAT_QUERY_COMPILE_RULES_H
@@ -39,41 +40,41 @@ typedef struct QRuleInfo {
 /* Builds pC->pRi from pC->rules: the heads, their recursion groups, and an
 ** or calling back into its recursion split into definitions of its own.
 ** Returns pC->rc (an error is the user's: recursion through negation). */
-int qcrPrepare(QComp *pC);
+int qcxPrepare(QComp *pC);
 /* The head named zName of arity nArity, -1 for none (*pbArity, when not
 ** NULL, gets 1 when the name exists with another arity). */
-int qcrHeadFind(const QRuleInfo *pRi, const char *zName, int nArity, int *pbArity);
+int qcxHeadFind(const QRuleInfo *pRi, const char *zName, int nArity, int *pbArity);
 /* A transitive-closure definition [(r ?a ?b) (r ?a ?c) (r ?c ?b)] (in
 ** either clause order) in a group of one binary head: non-linear, but its
 ** fixpoint equals the linear [(r ?a ?b) (base ?a ?c) (r ?c ?b)] where base
 ** is r's non-recursive definitions, which SQLite can iterate. */
-int qcrIsChain(const QRuleInfo *pRi, int g, const QRule *pR);
+int qcxIsChain(const QRuleInfo *pRi, int g, const QRule *pR);
 /* ... and the places the chain runs through. */
-int qcrChainPlaces(const QRuleInfo *pRi, int g, const QRule *pR, int *pi0, int *pi1);
+int qcxChainPlaces(const QRuleInfo *pRi, int g, const QRule *pR, int *pi0, int *pi1);
 /* Does clause list a[0..n) call head h (at any depth)? */
-int qcrCallsHead(const QRuleInfo *pRi, QClause *const *a, int n, int h, int iDepth);
+int qcxCallsHead(const QRuleInfo *pRi, QClause *const *a, int n, int h, int iDepth);
 /* The index of the one top-level self call of definition pR, -1 for none,
 ** -2 when the shape does not fit (several, or one nested in not/or). */
-int qcrSelfCall(const QRuleInfo *pRi, const QRule *pR, int h);
+int qcxSelfCall(const QRuleInfo *pRi, const QRule *pR, int h);
 /* Marks head variable zName of a rule body as an argument the caller gave
 ** (QVar.bIdent): a keyword it holds names its ident's entity where the body
 ** puts it in an entity place. */
-void qcrMarkArg(QCtx *pSub, const char *zName);
+void qcxMarkArg(QCtx *pSub, const char *zName);
 /* Binds head variable pHead of a rule body pSub to argument pA of the call
 ** in scope pX: a variable's value (an input, or a caller's value the body
 ** may read), or a constant typed by the first place that uses it. */
-void qcrBindArg(QCtx *pX, QCtx *pSub, const EdnValue *pA, const EdnValue *pHead);
+void qcxBindArg(QCtx *pX, QCtx *pSub, const EdnValue *pA, const EdnValue *pHead);
 /* A constant argument of a rule call as SQL: a lookup ref names its entity
 ** (resolved in the database the query reads; *pvt VT_REF), any other
 ** constant is itself. NULL on error. */
-char *qcrConst(QCtx *pX, const EdnValue *pA, ValueType *pvt);
+char *qcxConst(QCtx *pX, const EdnValue *pA, ValueType *pvt);
 /* Joins argument i of a call to its answer columns <zAlias>.c<i>/.t<i>. */
-void qcrArgWhere(QCtx *pX, const EdnValue *pA, const char *zAlias, int i);
+void qcxArgWhere(QCtx *pX, const EdnValue *pA, const char *zAlias, int i);
 /* Is place j of head h required ([?a] in the head of any definition)? *ppR
 ** gets that definition. */
-int qcrReqPlace(QComp *pC, int h, int j, const QRule **ppR);
+int qcxReqPlace(QComp *pC, int h, int j, const QRule **ppR);
 /* Is argument pA bound at the call: a constant, or a variable pX binds? */
-int qcrArgBound(QCtx *pX, const EdnValue *pA);
+int qcxArgBound(QCtx *pX, const EdnValue *pA);
 
 /* ---- query_compile_rules_magic.c */
 /* Classifies head h for the rewrite. Returns 0 when it does not fit (other

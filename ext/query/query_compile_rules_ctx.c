@@ -1,7 +1,7 @@
 /*
 ** query_compile_rules_ctx.c — what the rule-call compilers share: the rule
 ** set's heads and recursion groups (QRuleInfo, built once per query by
-** qcrPrepare, which also splits an or that calls back into its recursion
+** qcxPrepare, which also splits an or that calls back into its recursion
 ** into definitions of its own) and the questions asked of them (which head
 ** a call names, whether a body calls a head, the one self call, the
 ** transitive-closure form, the required places), and the binding of a
@@ -13,7 +13,7 @@
 #include <string.h>
 #include "query_compile_rules.h"
 
-void qcrFree(QComp *pC) {
+void qcxFree(QComp *pC) {
   if (pC->pRi) {
     sqlite3_free(pC->pRi->aHead);
     sqlite3_free(pC->pRi->aiHeadOf);
@@ -22,7 +22,7 @@ void qcrFree(QComp *pC) {
   }
 }
 
-int qcrHeadFind(const QRuleInfo *pRi, const char *zName, int nArity, int *pbArity) {
+int qcxHeadFind(const QRuleInfo *pRi, const char *zName, int nArity, int *pbArity) {
   int i;
   if (pbArity) *pbArity = 0;
   for (i = 0; i < pRi->nHead; i++) {
@@ -35,31 +35,31 @@ int qcrHeadFind(const QRuleInfo *pRi, const char *zName, int nArity, int *pbArit
 }
 
 /* Marks in aReach[iFrom * n + callee] every head the clauses call. */
-static void qcrCalls(const QRuleInfo *pRi, QClause *const *a, int n, int iFrom,
+static void qcxCalls(const QRuleInfo *pRi, QClause *const *a, int n, int iFrom,
                      unsigned char *aReach, int iDepth) {
   int i;
   if (iDepth > EDN_MAX_DEPTH) return;
   for (i = 0; i < n; i++) {
     if (a[i]->kind == QC_RULE) {
-      int h = qcrHeadFind(pRi, a[i]->zName, a[i]->nArg, NULL);
+      int h = qcxHeadFind(pRi, a[i]->zName, a[i]->nArg, NULL);
       if (h >= 0) aReach[iFrom * pRi->nHead + h] = 1;
     } else if (a[i]->nSub) {
-      qcrCalls(pRi, a[i]->aSub, a[i]->nSub, iFrom, aReach, iDepth + 1);
+      qcxCalls(pRi, a[i]->aSub, a[i]->nSub, iFrom, aReach, iDepth + 1);
     }
   }
 }
 
 /* Does clause list a[0..n) call (at any depth) a head from which head hTo
 ** is reached (aReach over the heads), hTo itself included? */
-static int qcrCallsBack(const QRuleInfo *pRi, QClause *const *a, int n, int hTo,
+static int qcxCallsBack(const QRuleInfo *pRi, QClause *const *a, int n, int hTo,
                         const unsigned char *aReach, int iDepth) {
   int i, nH = pRi->nHead;
   if (iDepth > EDN_MAX_DEPTH) return 1;
   for (i = 0; i < n; i++) {
     if (a[i]->kind == QC_RULE) {
-      int h = qcrHeadFind(pRi, a[i]->zName, a[i]->nArg, NULL);
+      int h = qcxHeadFind(pRi, a[i]->zName, a[i]->nArg, NULL);
       if (h >= 0 && (h == hTo || aReach[h * nH + hTo])) return 1;
-    } else if (a[i]->nSub && qcrCallsBack(pRi, a[i]->aSub, a[i]->nSub, hTo, aReach, iDepth + 1)) {
+    } else if (a[i]->nSub && qcxCallsBack(pRi, a[i]->aSub, a[i]->nSub, hTo, aReach, iDepth + 1)) {
       return 1;
     }
   }
@@ -70,7 +70,7 @@ static int qcrCallsBack(const QRuleInfo *pRi, QClause *const *a, int n, int hTo,
 ** does no variable of a branch that is not a join variable (the branch's
 ** own) also appear in pR's head or other clauses? A plain or always may
 ** (its branches' variables are the or's). */
-static int qcrOrSplits(const QRule *pR, const QClause *pOr) {
+static int qcxOrSplits(const QRule *pR, const QClause *pOr) {
   int b, i, j, k;
   if (pOr->kind == QC_OR) return 1;
   for (b = 0; b < pOr->nSub; b++) {
@@ -96,12 +96,12 @@ static int qcrOrSplits(const QRule *pR, const QClause *pOr) {
 
 /* The first top-level or / or-join of definition i that calls back into
 ** its recursion, or -1. */
-static int qcrOrBack(const QRuleInfo *pRi, const QRule *pR, int h, const unsigned char *aReach) {
+static int qcxOrBack(const QRuleInfo *pRi, const QRule *pR, int h, const unsigned char *aReach) {
   int j;
   for (j = 0; j < pR->nClause; j++) {
     const QClause *pCl = pR->aClause[j];
     if ((pCl->kind == QC_OR || pCl->kind == QC_OR_JOIN)
-        && qcrCallsBack(pRi, pCl->aSub, pCl->nSub, h, aReach, 0)) {
+        && qcxCallsBack(pRi, pCl->aSub, pCl->nSub, h, aReach, 0)) {
       return j;
     }
   }
@@ -116,7 +116,7 @@ static int qcrOrBack(const QRuleInfo *pRi, const QRule *pR, int h, const unsigne
 ** through negation, which has no fixpoint to compute: an error. Returns 1
 ** when it split a definition (pC->rules is then a new set, in the plan's
 ** arena), 0 when none or on error (pC->rc). */
-static int qcrSplit(QComp *pC, const unsigned char *aReach) {
+static int qcxSplit(QComp *pC, const unsigned char *aReach) {
   const QRuleInfo *pRi = pC->pRi;
   QRule **aNew;
   int i, j, b, nNew = 0, bSplit = 0;
@@ -126,14 +126,14 @@ static int qcrSplit(QComp *pC, const unsigned char *aReach) {
     for (j = 0; j < pR->nClause; j++) {
       const QClause *pCl = pR->aClause[j];
       if ((pCl->kind == QC_NOT || pCl->kind == QC_NOT_JOIN)
-          && qcrCallsBack(pRi, pCl->aSub, pCl->nSub, h, aReach, 0)) {
+          && qcxCallsBack(pRi, pCl->aSub, pCl->nSub, h, aReach, 0)) {
         qcErr(pC, pCl->pForm, "unsupported recursion: rule %s calls its own recursion inside"
               " not (recursion through negation has no fixpoint to compute)", pR->zName);
         return 0;
       }
     }
-    iOr = qcrOrBack(pRi, pR, h, aReach);
-    if (iOr >= 0 && !qcrOrSplits(pR, pR->aClause[iOr])) {
+    iOr = qcxOrBack(pRi, pR, h, aReach);
+    if (iOr >= 0 && !qcxOrSplits(pR, pR->aClause[iOr])) {
       qcErr(pC, pR->aClause[iOr]->pForm, "unsupported recursion: rule %s calls its own"
             " recursion inside an or-join whose branches have variables of their own that its"
             " other clauses use too; rename them", pR->zName);
@@ -148,7 +148,7 @@ static int qcrSplit(QComp *pC, const unsigned char *aReach) {
   nNew = 0;
   for (i = 0; i < pC->rules.nRule; i++) {
     QRule *pR = pC->rules.aRule[i];
-    int iOr = qcrOrBack(pRi, pR, pRi->aiHeadOf[i], aReach);
+    int iOr = qcxOrBack(pRi, pR, pRi->aiHeadOf[i], aReach);
     if (iOr < 0) {
       aNew[nNew++] = pR;
       continue;
@@ -175,12 +175,12 @@ static int qcrSplit(QComp *pC, const unsigned char *aReach) {
   return 1;
 }
 
-int qcrPrepare(QComp *pC) {
+int qcxPrepare(QComp *pC) {
   QRuleInfo *pRi;
   unsigned char *aReach;
   int i, j, k, n, nPass = 0;
 again:
-  qcrFree(pC);
+  qcxFree(pC);
   pRi = sqlite3_malloc64(sizeof(QRuleInfo));
   if (pRi == NULL) return qcNoMem(pC);
   memset(pRi, 0, sizeof *pRi);
@@ -190,7 +190,7 @@ again:
   if (pRi->aHead == NULL || pRi->aiHeadOf == NULL) return qcNoMem(pC);
   for (i = 0; i < pC->rules.nRule; i++) {
     const QRule *pR = pC->rules.aRule[i];
-    int h = qcrHeadFind(pRi, pR->zName, pR->nHead, NULL);
+    int h = qcxHeadFind(pRi, pR->zName, pR->nHead, NULL);
     if (h < 0) {
       h = pRi->nHead++;
       memset(&pRi->aHead[h], 0, sizeof(QRuleHead));
@@ -205,7 +205,7 @@ again:
   memset(aReach, 0, (size_t)n * n);
   for (i = 0; i < pC->rules.nRule; i++) {
     const QRule *pR = pC->rules.aRule[i];
-    qcrCalls(pRi, pR->aClause, pR->nClause, pRi->aiHeadOf[i], aReach, 0);
+    qcxCalls(pRi, pR->aClause, pR->nClause, pRi->aiHeadOf[i], aReach, 0);
   }
   /* Transitive closure (Warshall): rule sets are small. */
   for (k = 0; k < n; k++) {
@@ -225,7 +225,7 @@ again:
   }
   /* An or calling back into its recursion becomes definitions of its own
   ** (one nesting level per pass). */
-  if (nPass++ < EDN_MAX_DEPTH && qcrSplit(pC, aReach)) {
+  if (nPass++ < EDN_MAX_DEPTH && qcxSplit(pC, aReach)) {
     sqlite3_free(aReach);
     goto again;
   }
@@ -239,7 +239,7 @@ again:
 ** non-linear, but its fixpoint equals the linear [(r ?a ?b) (base ?a ?c)
 ** (r ?c ?b)] where base is r's non-recursive definitions, which SQLite can
 ** iterate. Returns 0 when pR is no such definition. */
-int qcrChainPlaces(const QRuleInfo *pRi, int g, const QRule *pR, int *pi0, int *pi1) {
+int qcxChainPlaces(const QRuleInfo *pRi, int g, const QRule *pR, int *pi0, int *pi1) {
   const QClause *c1, *c2;
   int i, j, k, i0, i1;
   for (i = 0; i < pRi->nHead; i++) {
@@ -284,18 +284,18 @@ int qcrChainPlaces(const QRuleInfo *pRi, int g, const QRule *pR, int *pi0, int *
   return 0;
 }
 
-int qcrIsChain(const QRuleInfo *pRi, int g, const QRule *pR) {
-  return qcrChainPlaces(pRi, g, pR, NULL, NULL);
+int qcxIsChain(const QRuleInfo *pRi, int g, const QRule *pR) {
+  return qcxChainPlaces(pRi, g, pR, NULL, NULL);
 }
 
 /* Does clause list a[0..n) call head h (at any depth)? */
-int qcrCallsHead(const QRuleInfo *pRi, QClause *const *a, int n, int h, int iDepth) {
+int qcxCallsHead(const QRuleInfo *pRi, QClause *const *a, int n, int h, int iDepth) {
   int i;
   if (iDepth > EDN_MAX_DEPTH) return 1;
   for (i = 0; i < n; i++) {
     if (a[i]->kind == QC_RULE) {
-      if (qcrHeadFind(pRi, a[i]->zName, a[i]->nArg, NULL) == h) return 1;
-    } else if (a[i]->nSub && qcrCallsHead(pRi, a[i]->aSub, a[i]->nSub, h, iDepth + 1)) {
+      if (qcxHeadFind(pRi, a[i]->zName, a[i]->nArg, NULL) == h) return 1;
+    } else if (a[i]->nSub && qcxCallsHead(pRi, a[i]->aSub, a[i]->nSub, h, iDepth + 1)) {
       return 1;
     }
   }
@@ -304,14 +304,14 @@ int qcrCallsHead(const QRuleInfo *pRi, QClause *const *a, int n, int h, int iDep
 
 /* The index of the one top-level self call of definition pR, -1 for none,
 ** -2 when the shape does not fit (several, or one nested in not/or). */
-int qcrSelfCall(const QRuleInfo *pRi, const QRule *pR, int h) {
+int qcxSelfCall(const QRuleInfo *pRi, const QRule *pR, int h) {
   int i, iRec = -1;
   for (i = 0; i < pR->nClause; i++) {
     const QClause *pCl = pR->aClause[i];
-    if (pCl->kind == QC_RULE && qcrHeadFind(pRi, pCl->zName, pCl->nArg, NULL) == h) {
+    if (pCl->kind == QC_RULE && qcxHeadFind(pRi, pCl->zName, pCl->nArg, NULL) == h) {
       if (iRec >= 0) return -2;
       iRec = i;
-    } else if (pCl->nSub && qcrCallsHead(pRi, pCl->aSub, pCl->nSub, h, 1)) {
+    } else if (pCl->nSub && qcxCallsHead(pRi, pCl->aSub, pCl->nSub, h, 1)) {
       return -2;
     }
   }
@@ -321,7 +321,7 @@ int qcrSelfCall(const QRuleInfo *pRi, const QRule *pR, int h) {
 /* Marks head variable zName of a rule body as an argument the caller gave
 ** (QVar.bIdent): a keyword it holds names its ident's entity where the body
 ** puts it in an entity place. */
-void qcrMarkArg(QCtx *pSub, const char *zName) {
+void qcxMarkArg(QCtx *pSub, const char *zName) {
   QVar *pV = qcVarFind(pSub, zName);
   if (pV) pV->bIdent = 1;
 }
@@ -329,7 +329,7 @@ void qcrMarkArg(QCtx *pSub, const char *zName) {
 /* Binds head variable pHead of a rule body pSub to argument pA of the call
 ** in scope pX: a variable's value (an input, or a caller's value the body
 ** may read), or a constant typed by the first place that uses it. */
-void qcrBindArg(QCtx *pX, QCtx *pSub, const EdnValue *pA, const EdnValue *pHead) {
+void qcxBindArg(QCtx *pX, QCtx *pSub, const EdnValue *pA, const EdnValue *pHead) {
   if (ednIsVar(pA)) {
     qcCopyVar(pSub, pHead->u.s.z, qcVarFind(pX, pA->u.s.z));
   } else {
@@ -339,13 +339,13 @@ void qcrBindArg(QCtx *pX, QCtx *pSub, const EdnValue *pA, const EdnValue *pHead)
     b.aVar = &pHead;
     qcbBind(pSub, &b, pA, -1, "rule argument");
   }
-  qcrMarkArg(pSub, pHead->u.s.z);
+  qcxMarkArg(pSub, pHead->u.s.z);
 }
 
 /* A constant argument of a rule call as SQL: a lookup ref names its entity
 ** (resolved in the database the query reads; *pvt VT_REF), any other
 ** constant is itself. NULL on error. */
-char *qcrConst(QCtx *pX, const EdnValue *pA, ValueType *pvt) {
+char *qcxConst(QCtx *pX, const EdnValue *pA, ValueType *pvt) {
   if (qcIsEntityLookup(pX->pC, pA)) {
     *pvt = VT_REF;
     return qcEntityLookupSql(pX->pC, pA);
@@ -360,7 +360,7 @@ char *qcrConst(QCtx *pX, const EdnValue *pA, ValueType *pvt) {
 ** (tag 0), as Datomic reads an ident wherever an entity goes; a lookup ref
 ** matches its entity. Variables of other types: the plain equality (their
 ** tag is the caller's business). NULL on error. */
-static char *qcrArgTerm(QCtx *pX, const EdnValue *pA, const char *zCol, const char *zTag) {
+static char *qcxArgTerm(QCtx *pX, const EdnValue *pA, const char *zCol, const char *zTag) {
   ValueType vt = VT_NONE;
   char *zE, *zTerm;
   if (ednIsVar(pA)) {
@@ -368,7 +368,7 @@ static char *qcrArgTerm(QCtx *pX, const EdnValue *pA, const char *zCol, const ch
     zE = sqlite3_mprintf("%s", pV->zExpr);
     if (pV->nParam > 0) vt = pV->vt;   /* an input not yet typed by a place */
   } else {
-    zE = qcrConst(pX, pA, &vt);
+    zE = qcxConst(pX, pA, &vt);
   }
   if (zE == NULL) {
     qcNoMem(pX->pC);
@@ -390,18 +390,18 @@ static char *qcrArgTerm(QCtx *pX, const EdnValue *pA, const char *zCol, const ch
 }
 
 /* Joins argument i of a call to its answer columns <zAlias>.c<i>/.t<i>. */
-void qcrArgWhere(QCtx *pX, const EdnValue *pA, const char *zAlias, int i) {
+void qcxArgWhere(QCtx *pX, const EdnValue *pA, const char *zAlias, int i) {
   char zCol[40], zTag[40];
   char *zTerm;
   sqlite3_snprintf(sizeof zCol, zCol, "%s.c%d", zAlias, i);
   sqlite3_snprintf(sizeof zTag, zTag, "%s.t%d", zAlias, i);
-  zTerm = qcrArgTerm(pX, pA, zCol, zTag);
+  zTerm = qcxArgTerm(pX, pA, zCol, zTag);
   if (zTerm) qcWhere(pX, zTerm);
 }
 
 /* Is place j of head h required ([?a] in the head of any definition)? *ppR
 ** gets that definition. */
-int qcrReqPlace(QComp *pC, int h, int j, const QRule **ppR) {
+int qcxReqPlace(QComp *pC, int h, int j, const QRule **ppR) {
   int i;
   for (i = 0; i < pC->rules.nRule; i++) {
     const QRule *pR = pC->rules.aRule[i];
@@ -414,7 +414,7 @@ int qcrReqPlace(QComp *pC, int h, int j, const QRule **ppR) {
 }
 
 /* Is argument pA bound at the call: a constant, or a variable pX binds? */
-int qcrArgBound(QCtx *pX, const EdnValue *pA) {
+int qcxArgBound(QCtx *pX, const EdnValue *pA) {
   QVar *pV;
   if (qpIsBlank(pA)) return 0;
   if (!ednIsVar(pA)) return 1;

@@ -18,7 +18,7 @@ int qciHead(QComp *pC, int h) {
   for (i = 0; i < pRi->nHead; i++) if (i != h && pRi->aHead[i].iGroup == g) return 0;
   for (i = 0; i < pC->rules.nRule; i++) {
     const QRule *pR = pC->rules.aRule[i];
-    if (pRi->aiHeadOf[i] == h && qcrCallsHead(pRi, pR->aClause, pR->nClause, h, 0)) return 0;
+    if (pRi->aiHeadOf[i] == h && qcxCallsHead(pRi, pR->aClause, pR->nClause, h, 0)) return 0;
   }
   return 1;
 }
@@ -37,7 +37,7 @@ static void qciPrebind(QCtx *pSub, QCtx *pX, const QClause *pCl, const QRule *pR
       continue;              /* joined on the answer columns instead */
     } else if (aeArg[j] == 1) {
       qcCopyVar(pSub, pHead->u.s.z, qcVarFind(pX, pA->u.s.z));
-      qcrMarkArg(pSub, pHead->u.s.z);
+      qcxMarkArg(pSub, pHead->u.s.z);
     } else if (aeArg[j] == 2 && qcIsEntityLookup(pC, pA)) {
       /* A lookup ref names its entity, in the database the query reads. */
       qcBindVar(pSub, pHead->u.s.z, qcEntityLookupSql(pC, pA), VT_REF, NULL, 0);
@@ -67,7 +67,7 @@ static int qciUnseeded(QCtx *pX, int h, const QClause *pCl, const unsigned char 
   for (j = 0; j < pCl->nArg; j++) {
     const QVar *pV;
     if (aeArg[j] != 1) continue;
-    if (qcrReqPlace(pC, h, j, NULL)) return 0;
+    if (qcxReqPlace(pC, h, j, NULL)) return 0;
     /* A keyword (or a value of no known type) may name an ident where the
     ** body puts it in an entity place: only a passed-in value says so. */
     pV = qcVarFind(pX, pCl->aArg[j]->u.s.z);
@@ -188,7 +188,7 @@ static int qciClassify(QCtx *pX, const QClause *pCl, unsigned char *aeArg, Value
       aeArg[j] = 3;
     } else if (!ednIsVar(pA)) {
       aeArg[j] = 2;
-    } else if (qcrArgBound(pX, pA)) {
+    } else if (qcxArgBound(pX, pA)) {
       if (qcVarFind(pX, pA->u.s.z)->zExpr == NULL) return 0;   /* a pending IN list */
       aeArg[j] = 1;
       (*pnBound)++;

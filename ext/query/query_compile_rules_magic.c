@@ -82,8 +82,8 @@ int qcmShape(QComp *pC, int h, unsigned char *aePlace, unsigned char *abInv) {
     const QRule *pR = pC->rules.aRule[i];
     int iRec;
     if (pRi->aiHeadOf[i] != h) continue;
-    if (qcrIsChain(pRi, g, pR)) return 0;
-    iRec = qcrSelfCall(pRi, pR, h);
+    if (qcxIsChain(pRi, g, pR)) return 0;
+    iRec = qcxSelfCall(pRi, pR, h);
     if (iRec == -2) return 0;
     if (iRec == -1) { nBase++; continue; }
     nRec++;
@@ -103,7 +103,7 @@ int qcmShape(QComp *pC, int h, unsigned char *aePlace, unsigned char *abInv) {
   for (i = 0; i < pC->rules.nRule; i++) {
     const QRule *pR = pC->rules.aRule[i];
     if (pRi->aiHeadOf[i] != h) continue;
-    if (!qcmStepBinds(pR, qcrSelfCall(pRi, pR, h), aePlace, aInv)) return 0;
+    if (!qcmStepBinds(pR, qcxSelfCall(pRi, pR, h), aePlace, aInv)) return 0;
   }
   if (abInv) memcpy(abInv, aInv, (size_t)pRi->aHead[h].nArity);
   return 1;
@@ -183,11 +183,11 @@ static void qcmBody(QComp *pC, QCtx *pSub, int iN, const QRule *pR,
     if (!abBound[i]) continue;
     qcBindVar(pSub, pR->aHead[i]->u.s.z, sqlite3_mprintf("m.s%d", k),
               VT_NONE, sqlite3_mprintf("m.st%d", k), 0);
-    qcrMarkArg(pSub, pR->aHead[i]->u.s.z);
+    qcxMarkArg(pSub, pR->aHead[i]->u.s.z);
     k++;
   }
   for (i = 0; abDirect && i < pR->nHead && pC->rc == SQLITE_OK; i++) {
-    if (abDirect[i]) qcrBindArg(pX, pSub, pCl->aArg[i], pR->aHead[i]);
+    if (abDirect[i]) qcxBindArg(pX, pSub, pCl->aArg[i], pR->aHead[i]);
   }
   if (pR->nClause > 16) {
     a = sqlite3_malloc64(sizeof(QClause*) * pR->nClause);
@@ -264,7 +264,7 @@ void qcmOrigins(QCtx *pX, const QClause *pCl, const unsigned char *abBound,
       zTag = qcVarTag(pV);
       if (pV->nParam > 0) vt = pV->vt;   /* an input not yet typed by a place */
     } else {
-      zE = qcrConst(pX, pA, &vt);
+      zE = qcxConst(pX, pA, &vt);
       if (zE) zTag = sqlite3_mprintf("%d", vtTag(vt));
     }
     if (zE == NULL || zTag == NULL) {
@@ -326,7 +326,7 @@ static void qcmOriginsBodies(QCtx *pX, const QClause *pCl, int h, const unsigned
     sqlite3_str *pVal, *pTag;
     QCtx sub;
     if (pRi->aiHeadOf[i] != h) continue;
-    iRec = qcrSelfCall(pRi, pR, h);
+    iRec = qcxSelfCall(pRi, pR, h);
     if (pR->nClause > 16) {
       a = sqlite3_malloc64(sizeof(QClause*) * pR->nClause);
       if (a == NULL) { qcNoMem(pC); return; }
@@ -343,7 +343,7 @@ static void qcmOriginsBodies(QCtx *pX, const QClause *pCl, int h, const unsigned
       const EdnValue *pA = pCl->aArg[j];
       const EdnValue *pHead = pR->aHead[j];
       if ((!abBound[j] || !aePlace[j]) && !(abDirect && abDirect[j])) continue;
-      qcrBindArg(pX, &sub, pA, pHead);
+      qcxBindArg(pX, &sub, pA, pHead);
     }
     qcwClauses(&sub, a, m, iDepth + 1);
     for (j = 0; j < pR->nHead && pC->rc == SQLITE_OK; j++) {
@@ -379,7 +379,7 @@ static void qcmDefinitions(QCtx *pX, const QClause *pCl, int h, const unsigned c
     QCtx sub;
     sqlite3_str *pVal, *pTag;
     if (pRi->aiHeadOf[i] != h) continue;
-    iRec = qcrSelfCall(pRi, pR, h);
+    iRec = qcxSelfCall(pRi, pR, h);
     pVal = sqlite3_str_new(NULL);
     pTag = sqlite3_str_new(NULL);
     qcCtxInit(&sub, pC, NULL);
@@ -451,9 +451,9 @@ static void qcmJoinAnswers(QCtx *pX, const QClause *pCl, const char *zAlias,
     if (!ednIsVar(pA)) {
       /* A constant: the caller's origins are it already. */
       if (bCaller && abBound[i]) continue;
-      qcrArgWhere(pX, pA, zAlias, i);
+      qcxArgWhere(pX, pA, zAlias, i);
     } else if (pV && pV->zExpr) {
-      qcrArgWhere(pX, pA, zAlias, i);
+      qcxArgWhere(pX, pA, zAlias, i);
       if (!abAmb[i] && pV->nParam == 0 && (pV->vt == VT_REF || pV->vt == VT_LONG)) {
         /* an entity id is a long */
         qcWhere(pX, sqlite3_mprintf("%s.t%d IN (%d, %d)", zAlias, i, TAG_REF, TAG_NUMBER));

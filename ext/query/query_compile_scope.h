@@ -422,8 +422,9 @@ int qcrReady(QCtx *pX, const QClause *pCl);
 ** a place the recursion changes, or the call is not one the magic rewrite
 ** takes)? Used to order patterns around rule calls; 1 when unsure. */
 int qcrSeedPlace(QCtx *pX, const QClause *pCl, const char *zVar);
-/* Frees pC->pRi. */
-void qcrFree(QComp *pC);
+/* Frees pC->pRi, the rule set's heads and groups
+** (query_compile_rules_ctx.c). */
+void qcxFree(QComp *pC);
 
 /* ---- query_compile_agg.c: aggregate find specs */
 
