@@ -227,6 +227,12 @@ static int qcIsColumn(const char *z) {
                          || strcmp(z, ".a") == 0);
 }
 
+/* Is z a datom's value column "dN.v"? */
+static int qcIsValueColumn(const char *z) {
+  size_t n = z ? strlen(z) : 0;
+  return qcIsColumn(z) && n > 2 && strcmp(z + n - 2, ".v") == 0;
+}
+
 int qcVarNotNull(const QVar *pV) {
   return qcIsColumn(pV->zExpr);
 }
@@ -371,11 +377,23 @@ static void qcBindIdent(QCtx *pX, QVar *pV, const char *zExpr) {
 /* The equality of bound pV with zExpr, written so an index serves it. */
 static void qcUnifyEq(QCtx *pX, const QVar *pV, const char *zExpr, int bIntCol) {
   if (!bIntCol && pV->bIntCol) {
+    /* `x = +e` compares without e's affinity (text "5" is not entity 5);
+    ** `e = x` alone lets the planner look the datom up by e from x (a
+    ** recursive rule's step reading its CTE row: without it SQLite scans
+    ** the attribute once per row). The exact term decides. */
     qcWhere(pX, sqlite3_mprintf("%s = +%s", zExpr, pV->zExpr));
+    if (qcIsColumn(pV->zExpr)) qcWhere(pX, sqlite3_mprintf("%s = %s", pV->zExpr, zExpr));
   } else if (bIntCol && !pV->bIntCol && qcIsColumn(pV->zExpr)) {
     /* The value column was bound first. Both directions are stated so the
     ** planner may drive from either side: `v = +e` keeps the value index
     ** usable (no affinity on v), `e = v` lets it look the entity up by e. */
+    qcWhere(pX, sqlite3_mprintf("%s = +%s", pV->zExpr, zExpr));
+    qcWhere(pX, sqlite3_mprintf("%s = %s", zExpr, pV->zExpr));
+  } else if (!bIntCol && qcIsValueColumn(pV->zExpr) && !qcIsColumn(zExpr)) {
+    /* A rule's CTE column read from an entity column has its INTEGER
+    ** affinity, which would apply to v and keep SQLite off the value
+    ** index (VAET walks a recursive rule's graph backwards): `v = +x`
+    ** uses it, `x = v` an automatic index on the CTE. */
     qcWhere(pX, sqlite3_mprintf("%s = +%s", pV->zExpr, zExpr));
     qcWhere(pX, sqlite3_mprintf("%s = %s", zExpr, pV->zExpr));
   } else {

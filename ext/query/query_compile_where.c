@@ -395,6 +395,12 @@ static int qcwPattern(QCtx *pX, const QClause *pCl) {
       qcWhere(pX, sqlite3_mprintf("%s.index_avet IS NOT 0 AND %s.value_type_tag = %d",
                                   zAlias, zAlias, vtTag(pAttr->type)));
     }
+  } else if (pAttr && pAttr->type == VT_REF && pV && ednIsVar(pV) && pC->eHist != 1
+             && !pC->bHistory && !qcAttrValueIndexed(pAttr)) {
+    /* A ref value a later clause binds (a recursive rule's step reading
+    ** its CTE row: [?a :g/e ?x] (even ?x ?b)) is looked up through VAET
+    ** too, walking the graph backwards; every ref datom carries the flag. */
+    qcWhere(pX, sqlite3_mprintf("%s.index_vaet IS NOT 0", zAlias));
   }
   qcwPlace(pX, pE, zAlias, "e", VT_REF, NULL, 1);
   if (pV && pAttr && pAttr->bFulltext && pAttr->type == VT_STRING) {
