@@ -1,5 +1,5 @@
 /*
-** query_compile_scope.c — the compile scopes: errors, parameters, the FROM
+** query_compile_scope.c — the compile scopes: the FROM
 ** and WHERE of a scope, its variables (binding one, unifying it again,
 ** typing an input's lazy parameters), terms as SQL, and function results
 ** bound through mentat_one. Takes the parsed clauses' terms (query_ast.h)
@@ -10,24 +10,6 @@
 #include <string.h>
 #include <stdarg.h>
 #include "query_compile_scope.h"
-
-int qcNoMem(QComp *pC) {
-  if (pC->rc == SQLITE_OK) pC->rc = SQLITE_NOMEM;
-  return pC->rc;
-}
-
-int qcErr(QComp *pC, const EdnValue *p, const char *zFmt, ...) {
-  va_list ap;
-  int rc;
-  if (pC->rc != SQLITE_OK) return pC->rc;
-  if (p == NULL || p->line <= 0) p = pC->pAt;
-  va_start(ap, zFmt);
-  rc = ednErrorV(pC->pzErr, "", p ? p->line : 0, p ? p->col : 0, zFmt, ap);
-  va_end(ap);
-  if (rc == SQLITE_NOMEM) return qcNoMem(pC);
-  pC->rc = rc;
-  return pC->rc;
-}
 
 void qcWhere(QCtx *pX, char *zTerm) {
   if (zTerm == NULL) { qcNoMem(pX->pC); return; }
@@ -49,31 +31,6 @@ void qcFrom(QCtx *pX, char *zItem) {
   if (pX->nFrom++) sqlite3_str_appendall(pX->pFrom, ", ");
   sqlite3_str_appendall(pX->pFrom, zItem);
   sqlite3_free(zItem);
-}
-
-int qcParam(QComp *pC, const EdnValue *pConst, int iInput, int i1, int i2,
-            QConv eConv, ValueType vt) {
-  QParam *pP;
-  if (pC->rc) return 0;
-  if (pC->nParam >= 32000) {
-    qcErr(pC, NULL, "query has too many values (more than 32000 parameters)");
-    return 0;
-  }
-  if (pC->nParam == pC->nParamAlloc) {
-    int nNew = pC->nParamAlloc ? pC->nParamAlloc * 2 : 16;
-    QParam *aNew = sqlite3_realloc64(pC->aParam, sizeof(QParam) * nNew);
-    if (aNew == NULL) { qcNoMem(pC); return 0; }
-    pC->aParam = aNew;
-    pC->nParamAlloc = nNew;
-  }
-  pP = &pC->aParam[pC->nParam++];
-  pP->pConst = pConst;
-  pP->iInput = iInput;
-  pP->i1 = i1;
-  pP->i2 = i2;
-  pP->eConv = eConv;
-  pP->vt = vt;
-  return pC->nParam;
 }
 
 void qcCtxInit(QCtx *pX, QComp *pC, QCtx *pParent) {

@@ -1,13 +1,58 @@
 /*
-** query_compile_sql.c — SQL text the compile stages share: type classes
-** and names, value tags and set keys (Clojure's = over stored values),
+** query_compile_sql.c — what every compile file shares, the lowest of
+** them: the compile's errors (qcErr, qcNoMem) and parameters (qcParam), and
+** SQL text: type classes and names, value tags and set keys (Clojure's = over stored values),
 ** lookup refs and idents as scalar subqueries, the datoms of the database
 ** a query reads (current, as of, since, history), and pull find columns.
 ** Takes types, SQL fragments and EDN constants; gives sqlite3_malloc'd SQL
 ** (NULL on OOM). Calls the schema, the pull checker and nothing above.
 */
 #include <string.h>
+#include <stdarg.h>
 #include "query_compile_scope.h"
+
+int qcNoMem(QComp *pC) {
+  if (pC->rc == SQLITE_OK) pC->rc = SQLITE_NOMEM;
+  return pC->rc;
+}
+
+int qcErr(QComp *pC, const EdnValue *p, const char *zFmt, ...) {
+  va_list ap;
+  int rc;
+  if (pC->rc != SQLITE_OK) return pC->rc;
+  if (p == NULL || p->line <= 0) p = pC->pAt;
+  va_start(ap, zFmt);
+  rc = ednErrorV(pC->pzErr, "", p ? p->line : 0, p ? p->col : 0, zFmt, ap);
+  va_end(ap);
+  if (rc == SQLITE_NOMEM) return qcNoMem(pC);
+  pC->rc = rc;
+  return pC->rc;
+}
+
+int qcParam(QComp *pC, const EdnValue *pConst, int iInput, int i1, int i2,
+            QConv eConv, ValueType vt) {
+  QParam *pP;
+  if (pC->rc) return 0;
+  if (pC->nParam >= 32000) {
+    qcErr(pC, NULL, "query has too many values (more than 32000 parameters)");
+    return 0;
+  }
+  if (pC->nParam == pC->nParamAlloc) {
+    int nNew = pC->nParamAlloc ? pC->nParamAlloc * 2 : 16;
+    QParam *aNew = sqlite3_realloc64(pC->aParam, sizeof(QParam) * nNew);
+    if (aNew == NULL) { qcNoMem(pC); return 0; }
+    pC->aParam = aNew;
+    pC->nParamAlloc = nNew;
+  }
+  pP = &pC->aParam[pC->nParam++];
+  pP->pConst = pConst;
+  pP->iInput = iInput;
+  pP->i1 = i1;
+  pP->i2 = i2;
+  pP->eConv = eConv;
+  pP->vt = vt;
+  return pC->nParam;
+}
 #include "pull.h"
 
 const char *qcKwCollate(ValueType vt) {
