@@ -12,6 +12,7 @@
 #ifndef MENTAT_FUZZUTIL_H
 #define MENTAT_FUZZUTIL_H
 
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,16 +76,36 @@ static inline sqlite3 *fuzzOpenHost(void) {
   return db;
 }
 
+static char fuzzzDir[256];
+
+/* At exit: the scratch directory and the files in it go (open stores'
+** files too: on Linux their connections keep reading the unlinked inodes). */
+static inline void fuzzRemoveDir(void) {
+  DIR *d = opendir(fuzzzDir);
+  struct dirent *p;
+  char z[600];
+  if (d == NULL) return;
+  while ((p = readdir(d)) != NULL) {
+    if (p->d_name[0] == '.') continue;
+    snprintf(z, sizeof z, "%s/%s", fuzzzDir, p->d_name);
+    unlink(z);
+  }
+  closedir(d);
+  rmdir(fuzzzDir);
+}
+
 /* A fresh directory for the scratch stores: /dev/shm when it is writable
-** (no disk I/O), else TMPDIR or /tmp. Named mentat-fuzz.* so the usual
-** sweep of stale test directories finds one a killed run left behind. */
+** (no disk I/O), else TMPDIR or /tmp, removed at exit. Named mentat-fuzz.*
+** so the usual sweep of stale test directories finds one a killed run
+** left behind. */
 static inline const char *fuzzTempDir(void) {
-  static char zDir[256];
+  char *zDir = fuzzzDir;
   const char *zBase = getenv("TMPDIR");
   if (access("/dev/shm", W_OK) == 0) zBase = "/dev/shm";
   if (zBase == NULL || zBase[0] == 0) zBase = "/tmp";
-  snprintf(zDir, sizeof zDir, "%s/mentat-fuzz.XXXXXX", zBase);
+  snprintf(zDir, sizeof fuzzzDir, "%s/mentat-fuzz.XXXXXX", zBase);
   if (mkdtemp(zDir) == NULL) fuzzDie("mkdtemp", zDir);
+  atexit(fuzzRemoveDir);
   return zDir;
 }
 
