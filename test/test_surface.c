@@ -467,6 +467,28 @@ END_TEST
 ** order: the path's checks first, then opts (before the store is opened, so
 ** a bad opts creates no file), then the store itself. edn_pull checks its
 ** entity's type before anything else. */
+/* Registration while a statement of the host runs, as a host does that
+** loads us by SELECT load_extension(...) (Tcl's smoke host): every function
+** is created once, since SQLite refuses to replace one while a statement
+** is active ("unable to delete/modify user-function"). */
+START_TEST(test_surface_register_in_statement) {
+  sqlite3 *db = NULL;
+  sqlite3_stmt *pStmt = NULL;
+  char *zErr = NULL;
+  char *z;
+  ck_assert_int_eq(sqlite3_open(":memory:", &db), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT 1 UNION ALL SELECT 2", -1, &pStmt, NULL), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_step(pStmt), SQLITE_ROW);          /* left running */
+  ck_assert_msg(mentatRegister(db, &zErr) == SQLITE_OK, "register: %s", zErr ? zErr : "?");
+  sqlite3_free(zErr);
+  sqlite3_finalize(pStmt);
+  z = tuQuery(db, "SELECT edn_q('', '[:find ?x . :in $ ?x]', '{\"inputs\":[7]}')", NULL, NULL);
+  ck_assert_str_eq(z, "{\"result\":7}");
+  free(z);
+  sqlite3_close(db);
+}
+END_TEST
+
 START_TEST(test_surface_call_context_checks) {
   static const char *azCall[] = {
     "edn_t", "SELECT edn_t(%s, '[]')",
@@ -630,6 +652,7 @@ static Suite *surfaceSuite(void) {
   tcase_add_test(tc, test_surface_open_cursor_spill);
   tcase_add_test(tc, test_surface_nul_and_own_db);
   tcase_add_test(tc, test_surface_call_context_checks);
+  tcase_add_test(tc, test_surface_register_in_statement);
   tcase_add_test(tc, test_surface_native_columns);
   suite_add_tcase(s, tc);
   tc = tcase_create("oom");

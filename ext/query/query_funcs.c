@@ -150,7 +150,16 @@ int qfRegister(sqlite3 *db) {
   int rc = SQLITE_OK;
   for (i = 0; i < sizeof aQfBuiltin / sizeof aQfBuiltin[0] && rc == SQLITE_OK; i++) {
     const QfBuiltin *p = &aQfBuiltin[i];
+    size_t j;
     if (p->xFunc == NULL) continue;
+    /* Several built-ins share one SQL function: registered once, since a
+    ** second registration replaces the first, which SQLite refuses while a
+    ** statement runs (a host loading us by SELECT load_extension(...)). */
+    for (j = 0; j < i; j++) {
+      if (aQfBuiltin[j].xFunc && aQfBuiltin[j].nFuncArg == p->nFuncArg
+          && strcmp(aQfBuiltin[j].zFunc, p->zFunc) == 0) break;
+    }
+    if (j < i) continue;
     rc = sqlite3_create_function(db, p->zFunc, p->nFuncArg, f | SQLITE_DETERMINISTIC, 0, p->xFunc,
                                  0, 0);
   }
