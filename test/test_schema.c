@@ -9,23 +9,7 @@
 #include "testutil.h"
 #include "schema.h"
 
-/* The 40 bootstrap idents, from the format's list. */
-static const struct { const char *zKw; sqlite3_int64 e; } aIdent[] = {
-  {":db/ident", 1}, {":db.part/db", 2}, {":db/txInstant", 3},
-  {":db.install/partition", 4}, {":db.install/valueType", 5},
-  {":db.install/attribute", 6}, {":db/valueType", 7}, {":db/cardinality", 8},
-  {":db/unique", 9}, {":db/isComponent", 10}, {":db/index", 11},
-  {":db/fulltext", 12}, {":db/noHistory", 13}, {":db/add", 14},
-  {":db/retract", 15}, {":db.part/user", 16}, {":db.part/tx", 17},
-  {":db/excise", 18}, {":db.excise/attrs", 19}, {":db.excise/beforeT", 20},
-  {":db.excise/before", 21}, {":db.alter/attribute", 22}, {":db.type/ref", 23},
-  {":db.type/keyword", 24}, {":db.type/long", 25}, {":db.type/double", 26},
-  {":db.type/string", 27}, {":db.type/uuid", 28}, {":db.type/uri", 29},
-  {":db.type/boolean", 30}, {":db.type/instant", 31}, {":db.type/bytes", 32},
-  {":db.cardinality/one", 33}, {":db.cardinality/many", 34},
-  {":db.unique/value", 35}, {":db.unique/identity", 36}, {":db/doc", 37},
-  {":db.schema/version", 38}, {":db.schema/attribute", 39}, {":db.schema/core", 40},
-};
+#include "tuidents.h"
 
 /* The 16 core attributes as the format defines them: the entids of their
 ** :db/valueType, :db/cardinality and :db/unique (0: none) and :db/index;
