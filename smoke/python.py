@@ -113,6 +113,22 @@ def core(con, db):
     return ann
 
 
+def explain(con, db):
+    """opts {"explain": true} (issue 17 item 6): the SQL it gives, run by hand with its params
+    on a plain connection to the store (no extension), returns the rows edn_q returns."""
+    q = '[:find ?n ?a :in $ ?min :where [?e :p/name ?n] [?e :p/age ?a] [(>= ?a ?min)]]'
+    opts = json.dumps({'inputs': [26]})
+    doc = json.loads(one(con, 'SELECT edn_q(?, ?, ?)', (db, q, json.dumps({'inputs': [26], 'explain': True}))))
+    check('explain keys', sorted(doc), ['params', 'plan', 'sql'])
+    check('explain plan rows', all(sorted(r) == ['detail', 'id', 'parent'] for r in doc['plan']) and
+          len(doc['plan']) > 0, True)
+    raw = sqlite3.connect(db)
+    got = sorted(raw.execute(doc['sql'], doc['params']).fetchall())
+    raw.close()
+    want = sorted(tuple(r) for r in json.loads(one(con, 'SELECT edn_q(?, ?, ?)', (db, q, opts)))['result'])
+    check('explain sql run by hand', (got, want), ([('Ann', 30)], [('Ann', 30)]))
+
+
 def child(db, tx=None):
     """The second process: adds an attribute and an entity using it, or transacts tx."""
     con = connect()
@@ -325,6 +341,7 @@ def main():
     db = os.path.join(TMP, 'store.db')
     con = connect()
     ann = core(con, db)
+    explain(con, db)
     two_processes(con, db, ann)
     open_files(con, db)
     load_twice(db)

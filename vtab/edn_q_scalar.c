@@ -22,6 +22,8 @@
 **   collection   {"result":[e1,e2,...]}
 **   tuple        {"result":[a,b]} or {"result":null}
 **   scalar       {"result":v} or {"result":null}
+** With opts {"explain": true} the document is the query's SQL, plan and
+** parameters instead (qExplain).
 */
 #include <string.h>
 #include "edn_q.h"
@@ -164,12 +166,21 @@ void ednqScalarFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   if (rc != SQLITE_OK) goto cleanup;
   rc = vcallBegin(&call, host, argv[0], VCALL_READ, &opts, argc > 2 ? argv[2] : NULL, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
-  rc = qRunOpen(call.pConn, call.pSchema, zQuery, nQuery, &opts, &pRun, &zErr);
-  if (rc != SQLITE_OK) goto cleanup;
+  if (!opts.bExplain) {
+    rc = qRunOpen(call.pConn, call.pSchema, zQuery, nQuery, &opts, &pRun, &zErr);
+    if (rc != SQLITE_OK) goto cleanup;
+  }
   ppBuf = qCacheOutBuf(call.pConn);
   pOut = sqlioOutBegin(ppBuf, &iStart);
   if (pOut == NULL) {
     rc = SQLITE_NOMEM;
+    goto cleanup;
+  }
+  if (opts.bExplain) {
+    /* {"sql", "plan", "params"} instead of the rows (query.h, qExplain). */
+    rc = qExplain(call.pConn, call.pSchema, zQuery, nQuery, &opts, pOut, &zErr);
+    if (rc != SQLITE_OK) goto cleanup;
+    sqlioOutJson(pCtx, "edn_q", ppBuf, iStart);
     goto cleanup;
   }
   rc = ednqDocument(host, pRun, pOut, &zErr);

@@ -453,6 +453,12 @@ static int ednqFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
     rc = vcallBegin(&pCur->call, pTab->db, argv[0], VCALL_READ, &pCur->opts,
                     pCur->aArg[2].eType != SQLITE_NULL ? argv[2] : NULL, &zErr);
   }
+  if (rc == SQLITE_OK && pCur->opts.bExplain) {
+    /* The plan is one document, not rows: the scalar form gives it. */
+    zErr = sqlite3_mprintf("\"explain\" is for the scalar edn_q: SELECT edn_q(db_path, query,"
+                           " '{\"explain\": true}')");
+    rc = zErr ? SQLITE_ERROR : SQLITE_NOMEM;
+  }
   if (rc == SQLITE_OK) {
     rc = qRunOpen(pCur->call.pConn, pCur->call.pSchema, zQuery, nQuery, &pCur->opts, &pCur->pRun,
                   &zErr);

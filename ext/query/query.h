@@ -35,6 +35,7 @@ typedef struct QueryOpts {
   const EdnValue *pAsOfInst;          /* {"edn":"#inst ..."} form, or NULL */
   const EdnValue *pSinceInst;
   int bHistory;                       /* "history": true, Datomic's d/history */
+  int bExplain;                       /* "explain": true (scalar edn_q): qExplain, no rows */
   sqlite3 *pHostDb;                   /* a host store's connection (SPEC §3a), set by the
                                       ** caller: names no built-in has are its SQL functions
                                       ** (query_compile_host.c); NULL for file stores */
@@ -47,6 +48,16 @@ void qOptsReset(QueryOpts *p);
 int qOptsParse(QueryOpts *p, const char *zOpts, int nOpts, char **pzErr);
 
 typedef struct QueryRun QueryRun;
+
+/* query_explain.c. Appends to pOut, instead of running zQuery, the JSON
+** document {"sql": the compiled SQL, "plan": [{"id", "parent", "detail"}
+** ...] (SQLite's EXPLAIN QUERY PLAN rows of it, in its order), "params":
+** [the values ?1..?N are bound to, as the store holds them: instants as
+** epoch µs, booleans 0/1, keywords and idents as ":ns/name", entids as
+** integers, blobs as {"blob": "<HEX>"}]}. The plan comes from (and goes to) pConn's cache as
+** qRunOpen's does. Errors as qRunOpen's, in *pzErr without a prefix. */
+int qExplain(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
+             const QueryOpts *pOpts, sqlite3_str *pOut, char **pzErr);
 
 /* Compiles (or finds in pConn's cache) and starts zQuery on pConn.
 ** pConn must stay checked out until qRunClose(). pSchema is the snapshot

@@ -1,6 +1,6 @@
 /*
 ** query_opts.c — the `opts` argument of edn_q (SPEC.md §2.4): a JSON object
-** with the keys "inputs", "asOf", "since" and "history", turned into
+** with the keys "inputs", "asOf", "since", "history" and "explain", turned into
 ** QueryOpts. Takes the JSON text; gives the inputs as EDN values and the
 ** time options, or an error naming the option. Calls cJSON and the EDN
 ** reader.
@@ -72,6 +72,7 @@ void qOptsReset(QueryOpts *p) {
   p->iAsOf = p->iSince = 0;
   p->pAsOfInst = p->pSinceInst = NULL;
   p->bHistory = 0;
+  p->bExplain = 0;
 }
 
 static int qOptsScanPush(QOptsScan *s, int iStart, int nLen) {
@@ -424,6 +425,14 @@ int qOptsParse(QueryOpts *p, const char *zOpts, int nOpts, char **pzErr) {
         p->bHistory = cJSON_IsTrue(j);
       } else {
         qOptsError(&c, "\"history\" must be true or false");
+        rc = SQLITE_ERROR;
+      }
+    } else if (strcmp(j->string, "explain") == 0) {
+      /* The compiled SQL and SQLite's plan instead of rows (qExplain). */
+      if (cJSON_IsBool(j)) {
+        p->bExplain = cJSON_IsTrue(j);
+      } else {
+        qOptsError(&c, "\"explain\" must be true or false");
         rc = SQLITE_ERROR;
       }
     } else {
