@@ -8,6 +8,8 @@
 ** nothing stored. Expected answers are worked out by hand from SPEC §3a.
 */
 #include <string.h>
+#include <pthread.h>
+#include <time.h>
 #include "tuhost.h"
 
 static sqlite3 *openFile(const char *zName) {
@@ -130,6 +132,83 @@ START_TEST(interrupt_leaves_nothing) {
 }
 END_TEST
 
+/* sqlite3_interrupt from another thread, after a delay: how Python's
+** con.interrupt() from a timer and Go's context cancel reach a call. */
+typedef struct IntrLater { sqlite3 *db; long ms; } IntrLater;
+static void *interruptLater(void *p) {
+  IntrLater *pL = p;
+  struct timespec ts = {pL->ms / 1000, (pL->ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+  sqlite3_interrupt(pL->db);
+  return NULL;
+}
+
+static double nowSec(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* A query whose compile alone takes seconds: a chain of n functions
+** written last-first, so each pass over the clauses finds one ready. */
+static char *slowCompileQuery(int n) {
+  sqlite3_str *p = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(p, "[:find ?x0 :where [?e :p/n ?x0]");
+  for (int i = n - 1; i >= 0; i--) sqlite3_str_appendf(p, " [(+ ?x%d 1) ?x%d]", i, i + 1);
+  sqlite3_str_appendall(p, "]");
+  return sqlite3_str_finish(p);
+}
+
+/* The compile polls the host's interrupt: a query that compiles for
+** seconds stops within a moment of sqlite3_interrupt, with the same
+** error as an interrupt while it runs, on a file store and on a host
+** store, in both forms; the connection then works. */
+START_TEST(interrupt_stops_compile) {
+  static const char *azSql[] = {"SELECT edn_q(?1, ?2)", "SELECT count(*) FROM edn_q(?1, ?2)"};
+  sqlite3 *db = openFile("intrc.db");
+  char *zQuery = slowCompileQuery(20000);
+  const char *azStore[2];
+  execOk(db, zSchema);
+  azStore[0] = ":main";
+  azStore[1] = tuTempPath("intrc-file.db");
+  {
+    char *z = tuQuery(db, "SELECT edn_t(?1, ?2) IS NOT NULL", azStore[1],
+                      "[{:db/ident :p/n :db/valueType :db.type/long}]");
+    ck_assert_str_eq(z, "1");
+    free(z);
+  }
+  for (int iStore = 0; iStore < 2; iStore++) {
+    for (int iForm = 0; iForm < 2; iForm++) {
+      sqlite3_stmt *pStmt = NULL;
+      pthread_t th;
+      IntrLater later = {db, 200};
+      double t0, dt;
+      int rc;
+      char *z;
+      ck_assert_int_eq(sqlite3_prepare_v2(db, azSql[iForm], -1, &pStmt, NULL), SQLITE_OK);
+      sqlite3_bind_text(pStmt, 1, azStore[iStore], -1, SQLITE_STATIC);
+      sqlite3_bind_text(pStmt, 2, zQuery, -1, SQLITE_STATIC);
+      ck_assert_int_eq(pthread_create(&th, NULL, interruptLater, &later), 0);
+      t0 = nowSec();
+      rc = sqlite3_step(pStmt);
+      dt = nowSec() - t0;
+      pthread_join(th, NULL);
+      ck_assert_msg((rc & 0xff) == SQLITE_INTERRUPT, "%s on %s: rc %d %s", azSql[iForm], azStore[iStore],
+                    rc, sqlite3_errmsg(db));
+      ck_assert_str_eq(sqlite3_errmsg(db), "edn_q: interrupted");
+      /* Uninterrupted, this compile takes several seconds. */
+      ck_assert_msg(dt < 2.5, "%s on %s: stopped after %.2f s", azSql[iForm], azStore[iStore], dt);
+      sqlite3_finalize(pStmt);
+      z = tuQuery(db, "SELECT edn_q(?1, '[:find ?n . :where [_ :p/n ?n]]')", azStore[iStore], NULL);
+      ck_assert_str_eq(z, "{\"result\":null}");
+      free(z);
+    }
+  }
+  sqlite3_free(zQuery);
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
 static Suite *hostSuite(void) {
   Suite *s = suite_create("host");
   TCase *tc = tcase_create("host");
@@ -139,6 +218,7 @@ static Suite *hostSuite(void) {
   tcase_add_test(tc, rollback_schema_and_tx);
   tcase_add_test(tc, savepoint_nests_in_host_savepoint);
   tcase_add_test(tc, interrupt_leaves_nothing);
+  tcase_add_test(tc, interrupt_stops_compile);
   suite_add_tcase(s, tc);
   return s;
 }

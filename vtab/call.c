@@ -50,6 +50,11 @@ static int vcallCheckPath(sqlite3 *host, int eType, const char *zPath, int n, ch
   return SQLITE_OK;
 }
 
+/* QueryOpts.xInterrupted: the compile of a big query polls the host. */
+static int vcallCompileInterrupted(void *pArg) {
+  return vcallInterrupted((VCall *)pArg);
+}
+
 /* Parses the opts argument (pArg NULL or SQL NULL: none) into pOpts. */
 static int vcallOpts(QueryOpts *pOpts, sqlite3_value *pArg, char **pzErr) {
   const char *zOpts = NULL;
@@ -88,6 +93,10 @@ int vcallBegin(VCall *pCall, sqlite3 *host, sqlite3_value *pPath, int eKind,
     return rc;
   }
   intrWatchBegin(&pCall->watch, host, pCall->pConn ? pCall->pConn->db : NULL);
+  if (pOpts) {
+    pOpts->xInterrupted = vcallCompileInterrupted;
+    pOpts->pInterruptArg = pCall;
+  }
   if (eKind == VCALL_WRITE) {
     /* The probe must not be prepared mid-transaction (intrWatchPrepare). */
     rc = intrWatchPrepare(&pCall->watch);

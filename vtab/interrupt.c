@@ -90,11 +90,12 @@ int intrWatchInterrupted(IntrWatch *pWatch) {
 
 void intrWatchBegin(IntrWatch *pWatch, sqlite3 *host, sqlite3 *pStoreDb) {
   intrWatchEnd(pWatch);
-  /* A host store runs on the host itself, whose statements see its
-  ** interrupts directly; its handlers are the host's, never replaced. */
-  if (pStoreDb != NULL && pStoreDb == host) return;
   pWatch->pHost = host;
   pWatch->bProbeFailed = 0;
+  /* A host store runs on the host itself, whose statements see its
+  ** interrupts directly; its handlers are the host's, never replaced. The
+  ** probe still serves intrWatchInterrupted (a compile polls it). */
+  if (pStoreDb != NULL && pStoreDb == host) return;
   if (pStoreDb) {
     pWatch->pStoreDb = pStoreDb;
     intrWatchPause(pWatch, 0);

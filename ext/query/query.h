@@ -39,6 +39,11 @@ typedef struct QueryOpts {
   sqlite3 *pHostDb;                   /* a host store's connection (SPEC §3a), set by the
                                       ** caller: names no built-in has are its SQL functions
                                       ** (query_compile_host.c); NULL for file stores */
+  int (*xInterrupted)(void *);        /* set by the caller: polled while a query compiles
+                                      ** (every 64 steps); non-zero stops the
+                                      ** compile with SQLITE_INTERRUPT, "interrupted". NULL:
+                                      ** never polled */
+  void *pInterruptArg;                /* xInterrupted's argument */
 } QueryOpts;
 
 void qOptsInit(QueryOpts *p);

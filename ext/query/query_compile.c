@@ -205,7 +205,7 @@ static int qcdAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
     sqlite3_str_appendall(pSql, bUnique ? "SELECT " : "SELECT DISTINCT ");
     bDistinct = !bUnique;
   }
-  for (i = 0; i < pQ->nFind && pC->rc == SQLITE_OK; i++) {
+  for (i = 0; i < pQ->nFind && qcPoll(pC) == SQLITE_OK; i++) {
     const QFindElem *pE = &pQ->aFind[i];
     QVar *pV = NULL;
     if (qcdFindVar(pC, pX, pE->pVar, ":find", &pV)) break;

@@ -7,6 +7,7 @@
 ** CTE, so a chain of seeded or/rule calls stays linear. Takes and gives
 ** QCtx scopes; calls the scope helpers (query_compile_scope.h).
 */
+#include <stdlib.h>
 #include <string.h>
 #include "query_compile_scope.h"
 
@@ -53,14 +54,55 @@ static int qcIsVarNamed(const EdnValue *p, const char *zName) {
   return p && ednIsVar(p) && strcmp(p->u.s.z, zName) == 0;
 }
 
-/* Does the query still need variable zName after the clause being
-** compiled: :find, :with, :order, :limit or :offset name it, or a clause of
-** the query's own scope not yet done (qcwClauses' frames, pC->pLive) does?
-** 1 when unsure (a clause naming more variables than are counted). */
-static int qcVarLive(const QComp *pC, const char *zName) {
-  const QQuery *pQ = pC->pQ;
+/* The variables the clauses of the query's own scope not yet done name
+** (qcwClauses' frames, pC->pLive), sorted, gathered once per collapse: a
+** scan of those clauses per variable would make a long chain cubic. */
+typedef struct QcLiveSet {
+  const char **az;
+  int n;
+  int bAll;                /* unsure (a clause naming more variables than are
+                           ** counted, or no memory): every variable lives */
+} QcLiveSet;
+
+static int qcLiveCmp(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void qcLiveGather(QComp *pC, QcLiveSet *pSet) {
   const QLive *pL;
-  int i, j, n;
+  int i, j, n, nAlloc = 0;
+  memset(pSet, 0, sizeof *pSet);
+  for (pL = pC->pLive; pL && !pSet->bAll; pL = pL->pUp) {
+    for (i = 0; i < pL->n && !pSet->bAll; i++) {
+      const char *az[128];
+      if (pL->aDone[i]) continue;
+      n = qcwClauseVars(pL->a[i], az, 128, 0);
+      if (n > 128 || qcPoll(pC)) {
+        pSet->bAll = 1;
+        break;
+      }
+      if (pSet->n + n > nAlloc) {
+        int nNew = 2 * (pSet->n + n) + 16;
+        const char **azNew = sqlite3_realloc64(pSet->az, sizeof(char *) * (size_t)nNew);
+        if (azNew == NULL) {
+          pSet->bAll = 1;
+          break;
+        }
+        pSet->az = azNew;
+        nAlloc = nNew;
+      }
+      for (j = 0; j < n; j++) pSet->az[pSet->n++] = az[j];
+    }
+  }
+  if (!pSet->bAll && pSet->n > 1) qsort(pSet->az, (size_t)pSet->n, sizeof(char *), qcLiveCmp);
+}
+
+/* Does the query still need variable zName after the clause being
+** compiled: :find, :with, :order, :limit or :offset name it, or a clause
+** of pSet does? */
+static int qcVarLive(const QComp *pC, const QcLiveSet *pSet, const char *zName) {
+  const QQuery *pQ = pC->pQ;
+  int i;
   for (i = 0; i < pQ->nFind; i++) {
     const QFindElem *pE = &pQ->aFind[i];
     if (qcIsVarNamed(pE->pVar, zName) || qcIsVarNamed(pE->pAggN, zName)
@@ -71,16 +113,8 @@ static int qcVarLive(const QComp *pC, const char *zName) {
   for (i = 0; i < pQ->nWith; i++) if (qcIsVarNamed(pQ->aWith[i], zName)) return 1;
   for (i = 0; i < pQ->nOrder; i++) if (qcIsVarNamed(pQ->aOrder[i].pVar, zName)) return 1;
   if (qcIsVarNamed(pQ->pLimit, zName) || qcIsVarNamed(pQ->pOffset, zName)) return 1;
-  for (pL = pC->pLive; pL; pL = pL->pUp) {
-    for (i = 0; i < pL->n; i++) {
-      const char *az[128];
-      if (pL->aDone[i]) continue;
-      n = qcwClauseVars(pL->a[i], az, 128, 0);
-      if (n > 128) return 1;
-      for (j = 0; j < n; j++) if (strcmp(az[j], zName) == 0) return 1;
-    }
-  }
-  return 0;
+  if (pSet->bAll) return 1;
+  return pSet->n > 0 && bsearch(&zName, pSet->az, (size_t)pSet->n, sizeof(char *), qcLiveCmp) != NULL;
 }
 
 int qcCollapse(QCtx *pX) {
@@ -96,14 +130,17 @@ int qcCollapse(QCtx *pX) {
     ** variables, so it changes nothing, and DISTINCT then keeps one row
     ** per binding that matters (a chain of two-definition calls stays
     ** linear instead of carrying every path taken so far). */
+    QcLiveSet live;
+    qcLiveGather(pC, &live);
     for (i = 0; i < pX->nVar; i++) {
       QVar *pV = &pX->aVar[i];
-      if (pV->zExpr == NULL || qcIsParam(pV->zExpr) || qcVarLive(pC, pV->zName)) continue;
+      if (pV->zExpr == NULL || qcIsParam(pV->zExpr) || qcVarLive(pC, &live, pV->zName)) continue;
       sqlite3_free(pV->zExpr);
       sqlite3_free(pV->zTag);
       pV->zExpr = NULL;
       pV->zTag = NULL;
     }
+    sqlite3_free(live.az);
   }
   n = ++pC->nAlias;
   pSel = sqlite3_str_new(NULL);

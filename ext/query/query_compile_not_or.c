@@ -153,7 +153,7 @@ static int qcoOrExists(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int
   char *zOut;
   int i;
   sqlite3_str_appendall(pOut, "EXISTS (");
-  for (i = 0; i < pCl->nSub && pC->rc == SQLITE_OK; i++) {
+  for (i = 0; i < pCl->nSub && qcPoll(pC) == SQLITE_OK; i++) {
     QCtx sub;
     QClause *const *aSub;
     int nSub;
@@ -243,7 +243,7 @@ static int qcoOrTable(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int 
   pOut = sqlite3_str_new(NULL);
   if (pC->rc) { sqlite3_free(aVt); sqlite3_free(sqlite3_str_finish(pOut)); return pC->rc; }
   if (!bPhase) sqlite3_str_appendall(pOut, "(");
-  for (i = 0; i < pCl->nSub && pC->rc == SQLITE_OK; i++) {
+  for (i = 0; i < pCl->nSub && qcPoll(pC) == SQLITE_OK; i++) {
     QCtx sub;
     QClause *const *aSub;
     int nSub;

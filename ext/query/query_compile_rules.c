@@ -71,7 +71,7 @@
 static void qcrCheckLinear(QComp *pC, int g) {
   QRuleInfo *pRi = pC->pRi;
   int i, j;
-  for (i = 0; i < pC->rules.nRule && pC->rc == SQLITE_OK; i++) {
+  for (i = 0; i < pC->rules.nRule && qcPoll(pC) == SQLITE_OK; i++) {
     const QRule *pR = pC->rules.aRule[i];
     int nTop = 0;
     if (pRi->aHead[pRi->aiHeadOf[i]].iGroup != g || qcxIsChain(pRi, g, pR)) continue;
@@ -275,7 +275,7 @@ static int qcrGroupAs(QComp *pC, int g, int iDepth, const unsigned char *abSeed,
     pRi->aHead[i].eState = 1;
     pRi->aHead[i].iInst = iInst;
   }
-  for (i = 0; i < pC->rules.nRule && pC->rc == SQLITE_OK; i++) {
+  for (i = 0; i < pC->rules.nRule && qcPoll(pC) == SQLITE_OK; i++) {
     const QRule *pR = pC->rules.aRule[i];
     int h = pRi->aiHeadOf[i];
     char *zSel;

@@ -190,7 +190,9 @@ again:
   if (pRi->aHead == NULL || pRi->aiHeadOf == NULL) return qcNoMem(pC);
   for (i = 0; i < pC->rules.nRule; i++) {
     const QRule *pR = pC->rules.aRule[i];
-    int h = qcxHeadFind(pRi, pR->zName, pR->nHead, NULL);
+    int h;
+    if (qcPoll(pC)) return pC->rc;
+    h = qcxHeadFind(pRi, pR->zName, pR->nHead, NULL);
     if (h < 0) {
       h = pRi->nHead++;
       memset(&pRi->aHead[h], 0, sizeof(QRuleHead));
@@ -203,13 +205,13 @@ again:
   aReach = sqlite3_malloc64((sqlite3_uint64)n * n + 1);
   if (aReach == NULL) return qcNoMem(pC);
   memset(aReach, 0, (size_t)n * n);
-  for (i = 0; i < pC->rules.nRule; i++) {
+  for (i = 0; i < pC->rules.nRule && qcPoll(pC) == SQLITE_OK; i++) {
     const QRule *pR = pC->rules.aRule[i];
     qcxCalls(pRi, pR->aClause, pR->nClause, pRi->aiHeadOf[i], aReach, 0);
   }
   /* Transitive closure (Warshall): rule sets are small. */
-  for (k = 0; k < n; k++) {
-    for (i = 0; i < n; i++) {
+  for (k = 0; k < n && pC->rc == SQLITE_OK; k++) {
+    for (i = 0; i < n && qcPoll(pC) == SQLITE_OK; i++) {
       if (!aReach[i * n + k]) continue;
       for (j = 0; j < n; j++) if (aReach[k * n + j]) aReach[i * n + j] = 1;
     }
@@ -225,7 +227,7 @@ again:
   }
   /* An or calling back into its recursion becomes definitions of its own
   ** (one nesting level per pass). */
-  if (nPass++ < EDN_MAX_DEPTH && qcxSplit(pC, aReach)) {
+  if (pC->rc == SQLITE_OK && nPass++ < EDN_MAX_DEPTH && qcxSplit(pC, aReach)) {
     sqlite3_free(aReach);
     goto again;
   }

@@ -277,7 +277,7 @@ int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
   if (pC->rc) return 1;
   pOut = sqlite3_str_new(NULL);
   if (!bPhase) sqlite3_str_appendall(pOut, nFree ? "(" : "EXISTS (");
-  for (i = 0; i < pC->rules.nRule && pC->rc == SQLITE_OK; i++) {
+  for (i = 0; i < pC->rules.nRule && qcPoll(pC) == SQLITE_OK; i++) {
     const QRule *pR = pC->rules.aRule[i];
     QCtx sub;
     char *zBody;

@@ -318,7 +318,7 @@ static void qcmOriginsBodies(QCtx *pX, const QClause *pCl, int h, const unsigned
   unsigned char aePlace[64];
   int i, j, n = 0;
   if (pCl->nArg > 64 || !qcmShape(pC, h, aePlace, NULL)) return;
-  for (i = 0; i < pC->rules.nRule && pC->rc == SQLITE_OK; i++) {
+  for (i = 0; i < pC->rules.nRule && qcPoll(pC) == SQLITE_OK; i++) {
     const QRule *pR = pC->rules.aRule[i];
     int iRec, m = 0;
     QClause *aLocal[16];
@@ -373,7 +373,7 @@ static void qcmDefinitions(QCtx *pX, const QClause *pCl, int h, const unsigned c
   QComp *pC = pX->pC;
   QRuleInfo *pRi = pC->pRi;
   int i, k, nRec = 0, nBase = 0, nArity = pCl->nArg;
-  for (i = 0; i < pC->rules.nRule && pC->rc == SQLITE_OK; i++) {
+  for (i = 0; i < pC->rules.nRule && qcPoll(pC) == SQLITE_OK; i++) {
     const QRule *pR = pC->rules.aRule[i];
     int iRec;
     QCtx sub;

@@ -626,7 +626,7 @@ char *qcEntityExpr(QCtx *pX, const EdnValue *p, const char *zFn) {
 void qcMaterialize(QCtx *pX) {
   QComp *pC = pX->pC;
   int i;
-  for (i = 0; i < pX->nVar && pC->rc == SQLITE_OK; i++) {
+  for (i = 0; i < pX->nVar && qcPoll(pC) == SQLITE_OK; i++) {
     QVar *pV = &pX->aVar[i];
     char zName[24];
     if (pV->zInList == NULL) continue;

@@ -144,6 +144,7 @@ struct QComp {
                            ** log's assertions and retractions (SPEC.md §6) */
   const QCtx *pMain;       /* the query's own scope (its :where) */
   QLive *pLive;            /* its qcwClauses frames, innermost first */
+  unsigned nPoll;          /* qcPoll's steps so far */
 };
 
 
@@ -152,6 +153,12 @@ struct QComp {
 /* Error at form p ("line L col C: ...") unless one is set; returns the rc. */
 int qcErr(QComp *pC, const EdnValue *p, const char *zFmt, ...);
 int qcNoMem(QComp *pC);
+/* One step of a loop whose length the query sets: every QC_POLL_STEPS
+** steps asks pOpts->xInterrupted, and when the host was interrupted stops
+** the compile (rc SQLITE_INTERRUPT, "interrupted", as at run time).
+** Returns the rc. */
+int qcPoll(QComp *pC);
+#define QC_POLL_STEPS 64
 /* A new parameter; returns its number (1-based) or 0 on OOM. */
 int qcParam(QComp *pC, const EdnValue *pConst, int iInput, int i1, int i2,
             QConv eConv, ValueType vt);

@@ -29,6 +29,16 @@ int qcErr(QComp *pC, const EdnValue *p, const char *zFmt, ...) {
   return pC->rc;
 }
 
+int qcPoll(QComp *pC) {
+  const QueryOpts *pO = pC->pOpts;
+  if (pC->rc != SQLITE_OK || pO == NULL || pO->xInterrupted == NULL) return pC->rc;
+  if (++pC->nPoll % QC_POLL_STEPS != 0 || !pO->xInterrupted(pO->pInterruptArg)) return SQLITE_OK;
+  sqlite3_free(*pC->pzErr);
+  *pC->pzErr = sqlite3_mprintf("interrupted");
+  pC->rc = *pC->pzErr ? SQLITE_INTERRUPT : SQLITE_NOMEM;
+  return pC->rc;
+}
+
 int qcParam(QComp *pC, const EdnValue *pConst, int iInput, int i1, int i2,
             QConv eConv, ValueType vt) {
   QParam *pP;

@@ -531,6 +531,7 @@ static void qcwEmitPatterns(QCtx *pX, QClause *const *a, int n, unsigned char *a
     int iBest = -1, iBestScore = 0, nTie = 0;
     for (i = 0; i < n; i++) {
       if (aDone[i] || a[i]->kind != QC_PATTERN) continue;
+      if (qcPoll(pC)) return;
       iScore = 2 * qcwPatternScore(pX, a[i]);
       if (bDefer && iScore >= 8 && pX->nPatternFrom > 0 && qcwPatternCanWait(pX, a, n, aDone, a[i])) {
         continue;
@@ -586,7 +587,7 @@ static void qcwBinders(QCtx *pX, QClause *const *a, int n, unsigned char *aDone,
   do {
     bProgress = 0;
     for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
-      if (aDone[i]) continue;
+      if (aDone[i] || qcPoll(pC)) continue;
       /* SQLite joins at most 64 tables in one SELECT: a long chain of
       ** functions (each deep result one mentat_one) or of calls goes on
       ** from the rows so far, named once. */
@@ -600,7 +601,7 @@ static void qcwBinders(QCtx *pX, QClause *const *a, int n, unsigned char *aDone,
         ** first, as Datomic runs clauses in order: [(pos? ?d)] guards
         ** [(/ 1 ?d) ?x] (the WHERE terms keep this order). */
         int j;
-        for (j = 0; j < i && pC->rc == SQLITE_OK; j++) {
+        for (j = 0; j < i && qcPoll(pC) == SQLITE_OK; j++) {
           if (aDone[j] || a[j]->kind != QC_PRED || !qcwFnReady(pX, a[j])) continue;
           pC->pAt = a[j]->pForm;
           qcfPredicate(pX, a[j]);
@@ -638,7 +639,7 @@ int qcwClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
   }
   /* 1. ground: constant bindings, like inputs. (ground ?v) is identity
   ** and waits for ?v with the other functions (step 3). */
-  for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
+  for (i = 0; i < n && qcPoll(pC) == SQLITE_OK; i++) {
     if (a[i]->kind == QC_FN && strcmp(a[i]->zName, "ground") == 0
         && !(a[i]->nArg == 1 && ednIsVar(a[i]->aArg[0]))) {
       pC->pAt = a[i]->pForm;
@@ -665,7 +666,7 @@ int qcwClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
   }
   /* 4. filters; anything left unbound now is an error naming it. */
   for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
-    if (aDone[i]) continue;
+    if (aDone[i] || qcPoll(pC)) continue;
     if (pX->nFrom >= QC_COLLAPSE_FROM && qcCollapse(pX) && pC->rc) break;
     pC->pAt = a[i]->pForm;
     switch (a[i]->kind) {

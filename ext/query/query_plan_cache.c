@@ -235,6 +235,13 @@ static int qCachePrepare(StoreConn *pConn, QueryPlan *pPlan, char **pzErr) {
   int rc = sqlite3_prepare_v3(pConn->db, pPlan->zSql, -1, SQLITE_PREPARE_PERSISTENT, &pPlan->pStmt,
                               NULL);
   if (rc == SQLITE_OK) return rc;
+  if ((rc & 0xff) == SQLITE_INTERRUPT) {
+    /* A host store's statement is prepared on the host, which SQLite's
+    ** parser sees interrupted: the same error as at run time. */
+    sqlite3_free(*pzErr);
+    *pzErr = sqlite3_mprintf("interrupted");
+    return *pzErr ? SQLITE_INTERRUPT : SQLITE_NOMEM;
+  }
   zMsg = sqlite3_errmsg(pConn->db);
   zHint = strstr(zMsg, "tables in a join")
       ? " (a query or rule body joins at most 64 data patterns; inside not, or and"
