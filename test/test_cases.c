@@ -11,6 +11,8 @@
 **   store NAME            a fresh store for the blocks after it (no body)
 **   env NAME=VALUE        sets an environment variable (a MENTAT_* setting
 **                         read per call) until the end of the file (no body)
+**   %store:NAME%          in opts and expectations: the path of store NAME of
+**                         this file (for queries naming another store)
 **   tx                    body: EDN tx-data, run as edn_t(store, body)
 **   query [ordered] [scalar] [table-col N]
 **                         body: a Datalog query; an "opts {...}" line gives
@@ -120,11 +122,37 @@ static void tcFail(TcRun *pR, int iLine, const char *zWhat, const char *zWant, c
   tcAppend(&pR->report, "\n", 1);
 }
 
-static void tcNewStore(TcRun *pR, const char *zName) {
+/* The path of store zName (n bytes) of the file being run. */
+static const char *tcStorePath(TcRun *pR, const char *zName, int n) {
   char zBase[200];
-  snprintf(zBase, sizeof zBase, "case-%.80s-%.80s.db", pR->zFile, zName);
-  snprintf(pR->zStore, sizeof pR->zStore, "%s", tuTempPath(zBase));
+  snprintf(zBase, sizeof zBase, "case-%.80s-%.*s.db", pR->zFile, n > 80 ? 80 : n, zName);
+  return tuTempPath(zBase);
+}
+
+static void tcNewStore(TcRun *pR, const char *zName) {
+  snprintf(pR->zStore, sizeof pR->zStore, "%s", tcStorePath(pR, zName, (int)strlen(zName)));
   unlink(pR->zStore);
+}
+
+/* z with every %store:NAME% replaced by that store's path (malloc'd). */
+static char *tcSubstStores(TcRun *pR, const char *z) {
+  TcBuf out = {0};
+  tcAppend(&out, "", 0);
+  while (*z) {
+    const char *zAt = strstr(z, "%store:");
+    const char *zEnd = zAt ? strchr(zAt + 7, '%') : NULL;
+    if (zEnd == NULL) {
+      tcAppend(&out, z, strlen(z));
+      break;
+    }
+    tcAppend(&out, z, (size_t)(zAt - z));
+    {
+      const char *zPath = tcStorePath(pR, zAt + 7, (int)(zEnd - zAt - 7));
+      tcAppend(&out, zPath, strlen(zPath));
+    }
+    z = zEnd + 1;
+  }
+  return out.z;
 }
 
 /* The rows of one statement as text lines (malloc'd), columns joined by
@@ -338,9 +366,22 @@ static void tcRunTx(TcRun *pR, TcBlock *pB, const char *zExpect, char **pzGot, c
 
 static void tcRunBlock(TcRun *pR, TcBlock *pB) {
   char *zGot = NULL, *zWant = NULL;
-  const char *zExpect = pB->expect.z ? pB->expect.z : "";
+  const char *zExpect;
   char zWhat[64];
   if (strcmp(pB->zKind, "store") == 0) return;
+  if (pB->expect.z && strstr(pB->expect.z, "%store:")) {
+    char *z = tcSubstStores(pR, pB->expect.z);
+    tcReset(&pB->expect);
+    tcAppend(&pB->expect, z, strlen(z));
+    free(z);
+  }
+  if (pB->opts.z && strstr(pB->opts.z, "%store:")) {
+    char *z = tcSubstStores(pR, pB->opts.z);
+    tcReset(&pB->opts);
+    tcAppend(&pB->opts, z, strlen(z));
+    free(z);
+  }
+  zExpect = pB->expect.z ? pB->expect.z : "";
   pR->nCase++;
   snprintf(zWhat, sizeof zWhat, "%s block", pB->zKind);
   if (!pB->bExpect) {
