@@ -86,6 +86,10 @@ int vcallBegin(VCall *pCall, sqlite3 *host, sqlite3_value *pPath, int eKind,
       if (rc == SQLITE_OK) rc = storeReader(pCall->pStore, &pCall->pConn, &pCall->pSchema, pzErr);
     }
   }
+  /* Other store files of opts "sources" are attached to the reader. */
+  if (rc == SQLITE_OK && eKind == VCALL_READ && pOpts && pOpts->nSource) {
+    rc = qSourcesOpen(pCall->pStore, &pCall->pConn, &pCall->pSchema, pOpts, pzErr);
+  }
   /* On a host store the query runs on the host: its SQL functions are callable. */
   if (rc == SQLITE_OK && pOpts) pOpts->pHostDb = storeHostDb(pCall->pStore);
   if (rc != SQLITE_OK) {

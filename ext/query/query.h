@@ -22,6 +22,22 @@
 #include "store.h"
 #include "query_ast.h"      /* FindKind */
 
+/* One extra source of opts "sources" (SPEC.md §2.4; Datomic's `:in $ $2`):
+** the query's own store under a filter of its own (zPath NULL), or another
+** store file (attached to the reader connection as schema zDb). The
+** filters are the source's alone: the opts' top-level asOf/since/history
+** are those of $. qSourcesOpen fills pStore, pSchema and zDb. */
+typedef struct QuerySource {
+  const char *zName;                  /* "$2" (in the opts arena) */
+  const char *zPath;                  /* a store file as given, or NULL */
+  int bAsOf, bSince, bHistory;
+  sqlite3_int64 iAsOf, iSince;
+  const EdnValue *pAsOfInst, *pSinceInst;
+  Store *pStore;                      /* zPath's store, one reference, or NULL */
+  Schema *pSchema;                    /* the source's schema, one reference */
+  char zDb[24];                       /* "" ($'s store), else "msrc_<hash of its path>" */
+} QuerySource;
+
 /* Parsed `opts`. Init before use; Reset frees (idempotent). Inputs are EDN
 ** values in the arena: JSON integer → EDN_INT, other number → EDN_DOUBLE,
 ** ":kw" strings → EDN_KEYWORD, other strings → EDN_STRING, arrays →
@@ -36,6 +52,8 @@ typedef struct QueryOpts {
   const EdnValue *pSinceInst;
   int bHistory;                       /* "history": true, Datomic's d/history */
   int bExplain;                       /* "explain": true (scalar edn_q): qExplain, no rows */
+  int nSource;                        /* "sources", in document order */
+  QuerySource *aSource;
   sqlite3 *pHostDb;                   /* a host store's connection (SPEC §3a), set by the
                                       ** caller: names no built-in has are its SQL functions
                                       ** (query_compile_host.c); NULL for file stores */
@@ -51,6 +69,19 @@ void qOptsReset(QueryOpts *p);
 /* zOpts may be NULL. Errors per SPEC.md §2.4 ("unknown option \"k\"", "opts:
 ** not valid JSON", ...) in *pzErr without the "edn_q: " prefix. */
 int qOptsParse(QueryOpts *p, const char *zOpts, int nOpts, char **pzErr);
+
+/* query_sources.c. Readies the sources of pOpts for a query on pMain
+** (whose reader *ppConn and schema *ppSchema the caller holds): each source
+** gets its schema, and each other store file is attached to *ppConn
+** under its zDb. ATTACH cannot run inside the read transaction
+** storeReader opened, so when one is missing the reader is ended, the
+** files attached, and a reader checked out again: *ppConn and *ppSchema
+** may change (the old ones are given back). Attachments stay on the
+** connection for later queries. Errors (*pzErr, no "edn_q: " prefix):
+** "source $2: no store file at x.db", a host store's db_path, too many
+** files. A no-op without sources. */
+int qSourcesOpen(Store *pMain, StoreConn **ppConn, Schema **ppSchema, QueryOpts *pOpts,
+                 char **pzErr);
 
 typedef struct QueryRun QueryRun;
 

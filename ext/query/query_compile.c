@@ -74,13 +74,7 @@ static int qcdInputs(QCtx *pX) {
     const QIn *pIn = &pQ->aIn[i];
     const EdnValue *pVal;
     char zWhat[32];
-    if (pIn->kind == QIN_SRC) {
-      if (!ednIsSymbol(pIn->pForm, "$")) {
-        return qcErr(pC, pIn->pForm, "unknown source %s: multiple sources are not supported (only $)",
-                     pIn->pForm->u.s.z);
-      }
-      continue;
-    }
+    if (pIn->kind == QIN_SRC) continue;   /* checked by qcsInit */
     if (pIn->kind == QIN_PATTERN
         || (pIn->kind == QIN_BIND && pIn->bind.kind == QB_SCALAR
             && qcdIsPatternVar(pQ, pIn->bind.aVar[0]))) {
@@ -293,22 +287,8 @@ int qCompile(Schema *pSchema, const char *zQuery, int nQuery, const QueryOpts *p
   qcCtxInit(&x, &c, NULL);
   c.pMain = &x;
   for (i = 0; i < pQ->nIn; i++) if (pQ->aIn[i].kind != QIN_SRC) pPlan->nInputNeeded++;
-  if (pOpts && (pOpts->bAsOf || pOpts->bSince)) {
-    /* asOf/since (SPEC.md §6): the tx is a parameter; an instant names the
-    ** last transaction at or before it. */
-    const EdnValue *pInst = pOpts->bAsOf ? pOpts->pAsOfInst : pOpts->pSinceInst;
-    int iP = qcParam(&c, NULL, -1, -1, -1, pInst ? QV_HIST_INST : QV_HIST_TX, VT_NONE);
-    c.eHist = pOpts->bAsOf ? 1 : 2;
-    if (pInst) {
-      c.zHistTx = sqlite3_mprintf(
-          "(SELECT coalesce(max(e), 0) FROM datoms WHERE a = %d AND v <= ?%d)",
-          ENTID_DB_TXINSTANT, iP);
-    } else {
-      c.zHistTx = sqlite3_mprintf("?%d", iP);
-    }
-    if (c.zHistTx == NULL) qcNoMem(&c);
-  }
-  c.bHistory = pOpts && pOpts->bHistory;
+  c.iSrc = -1;
+  qcsInit(&c);     /* $ and the opts' sources, with their asOf/since/history */
   if (c.rc == SQLITE_OK && qcdInputs(&x) == SQLITE_OK && qcwClauses(&x, pQ->aWhere, pQ->nWhere, 0) == SQLITE_OK) {
     qcdAssemble(&c, &x, pPlan);
   }
@@ -316,8 +296,7 @@ int qCompile(Schema *pSchema, const char *zQuery, int nQuery, const QueryOpts *p
   rc = c.rc;
   qcCtxReset(&x);
   sqlite3_free(sqlite3_str_finish(c.pCte));
-  sqlite3_free(c.zHistTx);
-  qcxFree(&c);
+  qcsFree(&c);
   if (rc != SQLITE_OK) {
     sqlite3_free(c.aParam);
     qPlanFree(pPlan);

@@ -89,13 +89,13 @@ static int qcaValueCounts(QComp *pC, QueryPlan *pPlan, sqlite3_str *pSql) {
   const Attr *pAttr;
   const EdnValue *pA;
   int i;
-  if (pC->eHist != 0 || pC->bHistory || pC->nCte || pQ->eFind != FIND_REL || pQ->nFind != 2 || pQ->nWith
+  if (pC->eHist != 0 || pC->bHistory || pC->nSrc > 1 || pC->nCte || pQ->eFind != FIND_REL || pQ->nFind != 2 || pQ->nWith
       || pQ->nOrder || pQ->nWhere != 1 || pQ->nIn > 1) {
     return 0;
   }
   if (pQ->nIn == 1 && pQ->aIn[0].kind != QIN_SRC) return 0;
   pCl = pQ->aWhere[0];
-  /* (a source other than $ was refused when the body was compiled) */
+  /* (one source only: the query's own, as $) */
   if (pCl->kind != QC_PATTERN || pCl->nArg != 3) return 0;
   for (i = 0; i < 2; i++) {
     const QFindElem *pE = &pQ->aFind[i];

@@ -41,7 +41,17 @@ static const QfBuiltin *qcfBuiltin(QCtx *pX, const QClause *pCl, int bPred) {
   return NULL;
 }
 
+static int qcfPredicateIn(QCtx *pX, const QClause *pCl);
+
+/* On the source its first argument names, when it names one. */
 int qcfPredicate(QCtx *pX, const QClause *pCl) {
+  QSrcSave sv;
+  if (qcsEnter(pX->pC, pCl, &sv) == SQLITE_OK) qcfPredicateIn(pX, pCl);
+  qcsLeave(pX->pC, &sv);
+  return pX->pC->rc;
+}
+
+static int qcfPredicateIn(QCtx *pX, const QClause *pCl) {
   QComp *pC = pX->pC;
   const QfBuiltin *pFn;
   QfOut out = { NULL, VT_NONE, NULL };
@@ -133,7 +143,7 @@ static int qcfBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt
         ** bound: the entity whose ident it is, as when the place comes
         ** after (below) and as a constant or an input there (Datomic reads
         ** an ident wherever an entity goes). */
-        char *zId = qcIdentSql(zExpr);
+        char *zId = qcIdentSql(pC, zExpr);
         char *zE = NULL, *zT = NULL;
         if (zId && vt == VT_KEYWORD) {
           zE = zId;
@@ -386,17 +396,17 @@ int qcfFulltext(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut)
   if (zQ == NULL) return pC->rc;
   sqlite3_snprintf(sizeof zD, zD, "d%d", ++pC->nAlias);
   sqlite3_snprintf(sizeof zF, zF, "f%d", ++pC->nAlias);
-  qcFrom(pX, sqlite3_mprintf("fulltext_values %s", zF));
+  qcFrom(pX, sqlite3_mprintf("%s %s", pC->zFulltext, zF));
   {
     /* The datoms of the database the query reads (qcView). The log has no
     ** index_fulltext column; the attribute's flag says it there. */
-    const char *zTable = "datoms";
+    const char *zTable = pC->zDatoms;
     char *zCond = qcView(pC, zD, &zTable);
     if (zCond == NULL) qcNoMem(pC);
     qcFrom(pX, sqlite3_mprintf("%s %s", zTable, zD));
     if (zCond && zCond[0]) qcWhere(pX, zCond);
     else sqlite3_free(zCond);
-    if (strcmp(zTable, "datoms") == 0) qcWhere(pX, sqlite3_mprintf("%s.index_fulltext IS NOT 0", zD));
+    if (zTable == pC->zDatoms) qcWhere(pX, sqlite3_mprintf("%s.index_fulltext IS NOT 0", zD));
   }
   if (pA == NULL) qcWhere(pX, sqlite3_mprintf("0"));
   else qcWhere(pX, sqlite3_mprintf(
@@ -419,10 +429,10 @@ int qcfFulltext(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut)
 ** start inclusive, its end exclusive: tx < it is "instant < zInst", since
 ** instants grow with tx ids, tx.c). Past the last transaction: the largest
 ** id, so nothing is at or after it. */
-static char *qcfTxAtInstant(const char *zInst) {
-  return sqlite3_mprintf("coalesce((SELECT min(e) FROM datoms WHERE a = %d AND value_type_tag = %d"
+static char *qcfTxAtInstant(const QComp *pC, const char *zInst) {
+  return sqlite3_mprintf("coalesce((SELECT min(e) FROM %s WHERE a = %d AND value_type_tag = %d"
                          " AND v >= (%s)), 9223372036854775807)",
-                         ENTID_DB_TXINSTANT, TAG_INSTANT, zInst);
+                         pC->zDatoms, ENTID_DB_TXINSTANT, TAG_INSTANT, zInst);
 }
 
 /* A point in time argument of the log functions (Datomic's tx-range: a tx
@@ -454,7 +464,7 @@ static char *qcfTxPoint(QCtx *pX, const EdnValue *pArg, const char *zFn, const c
     zOut = zV;
     zV = NULL;
   } else if (vt == VT_INSTANT) {
-    zOut = qcfTxAtInstant(zV);
+    zOut = qcfTxAtInstant(pX->pC, zV);
   } else if (vt != VT_NONE && !qcNoRows(pX)) {
     qcErr(pC, pArg, "%s: %s %s is a %s, not a tx id or an #inst", zFn, zRole, zName, qcVtName(vt));
   } else {
@@ -462,7 +472,7 @@ static char *qcfTxPoint(QCtx *pX, const EdnValue *pArg, const char *zFn, const c
     ** reading, anything else must be an entity id or a long. */
     char *zWhere = sqlite3_mprintf("line %d col %d: %s: %s %s", pArg->line, pArg->col, zFn, zRole,
                                    zName);
-    char *zInst = qcfTxAtInstant(zV);
+    char *zInst = qcfTxAtInstant(pX->pC, zV);
     if (zWhere && zInst) {
       zOut = zTag ? sqlite3_mprintf("(CASE WHEN (%s) = %d THEN %s ELSE mentat_tx_point(%s, %s, %Q) END)",
                                     zTag, TAG_INSTANT, zInst, zV, zTag, zWhere)
@@ -506,7 +516,7 @@ int qcfTxIds(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
     sqlite3_snprintf(sizeof zAlias, zAlias, "x%d", ++pC->nAlias);
     /* A plain join (a derived table could not see ?from/?to): rows repeat
     ** per datom, and the query's DISTINCT makes them a set again. */
-    qcFrom(pX, sqlite3_mprintf("timelined_transactions %s", zAlias));
+    qcFrom(pX, sqlite3_mprintf("%s %s", pC->zLog, zAlias));
     qcWhere(pX, sqlite3_mprintf("%s.timeline IS 0", zAlias));
     if (!bOpenFrom) qcWhere(pX, sqlite3_mprintf("%s.tx >= %s", zAlias, zFrom));
     if (!bOpenTo) qcWhere(pX, sqlite3_mprintf("%s.tx < %s", zAlias, zTo));
@@ -539,7 +549,7 @@ int qcfTxData(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
   zTx = qcfTxPoint(pX, aArg[0], "tx-data", "tx", NULL);
   if (zTx == NULL) return pC->rc;
   sqlite3_snprintf(sizeof zAlias, zAlias, "x%d", ++pC->nAlias);
-  qcFrom(pX, sqlite3_mprintf("timelined_transactions %s", zAlias));
+  qcFrom(pX, sqlite3_mprintf("%s %s", pC->zLog, zAlias));
   qcWhere(pX, sqlite3_mprintf("%s.timeline IS 0 AND %s.tx = %s", zAlias, zAlias, zTx));
   sqlite3_free(zTx);
   for (i = 0; i < pCl->bind.nVar && pC->rc == SQLITE_OK; i++) {
@@ -607,7 +617,17 @@ int qcfGround(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
   return qcbBind(pX, &pCl->bind, pCl->aArg[0], -1, "ground");
 }
 
+static int qcfFunctionIn(QCtx *pX, const QClause *pCl);
+
+/* On the source its first argument names, when it names one. */
 int qcfFunction(QCtx *pX, const QClause *pCl) {
+  QSrcSave sv;
+  if (qcsEnter(pX->pC, pCl, &sv) == SQLITE_OK) qcfFunctionIn(pX, pCl);
+  qcsLeave(pX->pC, &sv);
+  return pX->pC->rc;
+}
+
+static int qcfFunctionIn(QCtx *pX, const QClause *pCl) {
   QComp *pC = pX->pC;
   const QfBuiltin *pFn;
   QfOut out = { NULL, VT_NONE, NULL };

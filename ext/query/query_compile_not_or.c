@@ -21,7 +21,17 @@
 #include <string.h>
 #include "query_compile_scope.h"
 
+static int qcoNotIn(QCtx *pX, const QClause *pCl, int iDepth);
+
+/* ($2 not ...) reads $2 in its body. */
 int qcoNot(QCtx *pX, const QClause *pCl, int iDepth) {
+  QSrcSave sv;
+  if (qcsEnter(pX->pC, pCl, &sv) == SQLITE_OK) qcoNotIn(pX, pCl, iDepth);
+  qcsLeave(pX->pC, &sv);
+  return pX->pC->rc;
+}
+
+static int qcoNotIn(QCtx *pX, const QClause *pCl, int iDepth) {
   QComp *pC = pX->pC;
   QCtx sub;
   char *zBody;
@@ -299,7 +309,17 @@ static int qcoOrTable(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int 
   return pC->rc;
 }
 
+static int qcoOrIn(QCtx *pX, const QClause *pCl, int iDepth);
+
+/* ($2 or ...) reads $2 in its branches. */
 int qcoOr(QCtx *pX, const QClause *pCl, int iDepth) {
+  QSrcSave sv;
+  if (qcsEnter(pX->pC, pCl, &sv) == SQLITE_OK) qcoOrIn(pX, pCl, iDepth);
+  qcsLeave(pX->pC, &sv);
+  return pX->pC->rc;
+}
+
+static int qcoOrIn(QCtx *pX, const QClause *pCl, int iDepth) {
   QComp *pC = pX->pC;
   const EdnValue *aJoinLocal[64];
   const EdnValue **aJoin;

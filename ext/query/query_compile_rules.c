@@ -266,8 +266,8 @@ static int qcrGroupAs(QComp *pC, int g, int iDepth, const unsigned char *abSeed,
     if (aeSave == NULL) return qcNoMem(pC);
     for (i = 0; i < pRi->nHead; i++) aeSave[i] = pRi->aHead[i].eState;
   } else {
-    sqlite3_snprintf(sizeof zCte, zCte, "rules%d", g);
-    sqlite3_snprintf(sizeof zB, zB, "rulesb%d", g);
+    sqlite3_snprintf(sizeof zCte, zCte, "rules%s%d", pC->zRuleTag, g);
+    sqlite3_snprintf(sizeof zB, zB, "rulesb%s%d", pC->zRuleTag, g);
   }
   qcrCheckLinear(pC, g);
   for (i = 0; i < pRi->nHead; i++) {
@@ -612,7 +612,7 @@ static int qcrJoinGroup(QCtx *pX, const QClause *pCl, int h, int g, int iDepth) 
   }
   sqlite3_snprintf(sizeof zAlias, zAlias, "r%d", ++pC->nAlias);
   if (iInst) qcFrom(pX, sqlite3_mprintf("rulesi%d %s", iInst, zAlias));
-  else qcFrom(pX, sqlite3_mprintf("rules%d %s", g, zAlias));
+  else qcFrom(pX, sqlite3_mprintf("rules%s%d %s", pC->zRuleTag, g, zAlias));
   qcWhere(pX, sqlite3_mprintf("%s.r = %d", zAlias, h));
   for (i = 0; i < pCl->nArg && pC->rc == SQLITE_OK; i++) {
     const EdnValue *pA = pCl->aArg[i];
@@ -632,7 +632,17 @@ static int qcrJoinGroup(QCtx *pX, const QClause *pCl, int h, int g, int iDepth) 
   return pC->rc;
 }
 
+static int qcrCallIn(QCtx *pX, const QClause *pCl, int iDepth);
+
+/* ($2 rule ...) runs the rule on $2 (its body reads $2). */
 int qcrCall(QCtx *pX, const QClause *pCl, int iDepth) {
+  QSrcSave sv;
+  if (qcsEnter(pX->pC, pCl, &sv) == SQLITE_OK) qcrCallIn(pX, pCl, iDepth);
+  qcsLeave(pX->pC, &sv);
+  return pX->pC->rc;
+}
+
+static int qcrCallIn(QCtx *pX, const QClause *pCl, int iDepth) {
   QComp *pC = pX->pC;
   int h, bArity, i;
   if (!pC->bRules) {

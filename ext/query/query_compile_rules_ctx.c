@@ -377,10 +377,10 @@ static char *qcxArgTerm(QCtx *pX, const EdnValue *pA, const char *zCol, const ch
     return NULL;
   }
   if (vt == VT_KEYWORD) {
-    zTerm = sqlite3_mprintf("((%s = %d AND %s = %s) OR (%s = %d AND %s = (SELECT e FROM datoms"
+    zTerm = sqlite3_mprintf("((%s = %d AND %s = %s) OR (%s = %d AND %s = (SELECT e FROM %s"
                             " WHERE a = %d AND v = %s AND value_type_tag = %d)))", zTag,
-                            TAG_KEYWORD, zCol, zE, zTag, TAG_REF, zCol, ENTID_DB_IDENT, zE,
-                            TAG_KEYWORD);
+                            TAG_KEYWORD, zCol, zE, zTag, TAG_REF, zCol, pX->pC->zDatoms,
+                            ENTID_DB_IDENT, zE, TAG_KEYWORD);
   } else if (!ednIsVar(pA) && vt == VT_REF) {
     zTerm = sqlite3_mprintf("(%s = %s AND %s IN (%d, %d))", zCol, zE, zTag, TAG_REF, TAG_NUMBER);
   } else {

@@ -222,6 +222,7 @@ int qcTypeParams(QCtx *pX, QVar *pV, ValueType vt, int bKeepKind) {
       }
       pP->eConv = QV_TYPED;
       pP->vt = vt;
+      pP->iSrc = pX->pC->iSrc > 0 ? pX->pC->iSrc : 0;   /* typed by a place of this source */
     }
   }
   if (pV->nParam) {
@@ -267,13 +268,14 @@ static char *qcInTerms(const QVar *pV, const char *zExpr) {
 ** entities whose idents they are (through the index); the variable becomes
 ** the keyword. */
 static void qcBindInKeywords(QCtx *pX, QVar *pV, const char *zExpr) {
-  char *zKw = sqlite3_mprintf("(SELECT v FROM datoms WHERE a = %d AND e = %s AND"
-                              " value_type_tag = %d)", ENTID_DB_IDENT, zExpr, TAG_KEYWORD);
+  char *zKw = sqlite3_mprintf("(SELECT v FROM %s WHERE a = %d AND e = %s AND"
+                              " value_type_tag = %d)", pX->pC->zDatoms, ENTID_DB_IDENT, zExpr,
+                              TAG_KEYWORD);
   char *zIn = zKw ? qcInTerms(pV, "v") : NULL;
   if (zIn) {
-    qcWhere(pX, sqlite3_mprintf("%s IN (SELECT e FROM datoms WHERE a = %d AND"
-                                " value_type_tag = %d AND %s)", zExpr, ENTID_DB_IDENT,
-                                TAG_KEYWORD, zIn));
+    qcWhere(pX, sqlite3_mprintf("%s IN (SELECT e FROM %s WHERE a = %d AND"
+                                " value_type_tag = %d AND %s)", zExpr, pX->pC->zDatoms,
+                                ENTID_DB_IDENT, TAG_KEYWORD, zIn));
   }
   if (zKw == NULL || zIn == NULL) qcNoMem(pX->pC);
   sqlite3_free(zIn);
@@ -315,7 +317,7 @@ static void qcBindInList(QCtx *pX, QVar *pV, char *zExpr, ValueType vt, const ch
 ** like any other: joins compare values, so a join never depends on which
 ** clause runs first.) */
 static void qcBindIdent(QCtx *pX, QVar *pV, const char *zExpr) {
-  char *zId = qcIdentSql(pV->zExpr);
+  char *zId = qcIdentSql(pX->pC, pV->zExpr);
   if (zId == NULL) {
     qcNoMem(pX->pC);
   } else if (pV->vt == VT_KEYWORD) {
@@ -577,7 +579,7 @@ char *qcEntityExpr(QCtx *pX, const EdnValue *p, const char *zFn) {
     if (z == NULL) return NULL;
     if (vt == VT_KEYWORD || (vt == VT_NONE && zTag)) {
       /* a keyword value names the entity whose ident it is */
-      char *zId = qcIdentSql(z);
+      char *zId = qcIdentSql(pX->pC, z);
       char *zE = zId == NULL ? NULL : vt == VT_KEYWORD ? sqlite3_mprintf("%s", zId)
                  : sqlite3_mprintf("(CASE %s WHEN %d THEN %s ELSE %s END)", zTag, TAG_KEYWORD,
                                    zId, z);

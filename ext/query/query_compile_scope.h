@@ -66,6 +66,25 @@ typedef struct QKey {
 typedef struct QComp QComp;
 typedef struct QCtx QCtx;
 
+/* One data source of the query (query_compile_src.c): aSrc[0] is $, aSrc[k]
+** opts source k-1. */
+typedef struct QSrc {
+  const char *zName;       /* "$", "$2" */
+  const EdnValue *pDecl;   /* its :in symbol (NULL for $) */
+  Schema *pSchema;         /* idents resolve here (a reference the opts hold) */
+  int eHist;               /* as QComp's, for this source */
+  char *zHistTx;
+  int bHistory;
+  char zDatoms[48], zLog[64], zFulltext[56];   /* its tables, schema-qualified */
+  char zTag[12];           /* "" for $, "sK_": its rule CTEs' names */
+  struct QRuleInfo *pRi;   /* its rule groups, while another is current */
+} QSrc;
+
+/* What qcsEnter changed, for qcsLeave. */
+typedef struct QSrcSave {
+  int iSrc, iDefault;
+} QSrcSave;
+
 /* The clauses of one qcwClauses frame of the query's own scope, with which
 ** of them are done: the clauses still to come name the variables the rows
 ** so far must keep (qcCollapse). Frames nest for (and ...) at the top. */
@@ -142,6 +161,14 @@ struct QComp {
   char *zHistTx;           /* SQL giving the asOf/since tx id */
   int bHistory;            /* the history database: every pattern reads the
                            ** log's assertions and retractions (SPEC.md §6) */
+  /* The sources (query_compile_src.c). pSchema, eHist, zHistTx, bHistory,
+  ** pRi and the table names are those of the current source aSrc[iSrc]. */
+  int nSrc;
+  QSrc *aSrc;
+  int iSrc;                /* current source (-1 before qcsInit) */
+  int iSrcDefault;         /* what a clause without a source (or with $) reads */
+  const char *zDatoms, *zLog, *zFulltext;   /* the current source's tables */
+  const char *zRuleTag;    /* the current source's rule CTE tag */
   const QCtx *pMain;       /* the query's own scope (its :where) */
   QLive *pLive;            /* its qcwClauses frames, innermost first */
   unsigned nPoll;          /* qcPoll's steps so far */
@@ -218,6 +245,28 @@ int qcVarMixesKinds(const QVar *pV);
 /* Makes every collection input of scope pX that no pattern used a VALUES
 ** CTE in FROM, before clauses that need the variable bound. */
 void qcMaterialize(QCtx *pX);
+/* ---- query_compile_src.c: the sources a query reads */
+
+/* Builds pC->aSrc from :in and the opts' sources (the errors: a source :in
+** declares that opts lack, one opts give that :in does not declare, one
+** declared twice) and makes $ current. Returns pC->rc. */
+int qcsInit(QComp *pC);
+/* Makes source k current (saving the current one's rule groups). */
+void qcsUse(QComp *pC, int k);
+/* Frees the sources, their asOf/since SQL and every source's rule groups. */
+void qcsFree(QComp *pC);
+/* The source clause pCl names: its src-var, or a function's or
+** predicate's first argument when that is one; NULL for none. */
+const EdnValue *qcsClauseSrc(const QClause *pCl);
+/* Makes the source pCl names current (none or $: the default one), and
+** the default for the clauses inside it; an undeclared source is an error
+** at its symbol. Pair with qcsLeave(pC, pSave) whatever it returns. */
+int qcsEnter(QComp *pC, const QClause *pCl, QSrcSave *pSave);
+void qcsLeave(QComp *pC, const QSrcSave *pSave);
+/* The schema of the source pCl names (for ordering heuristics; the
+** current one when it names none known). */
+const Schema *qcsSchemaOf(const QComp *pC, const QClause *pCl);
+
 /* ---- query_compile_copy.c: a scope copied into a subquery, its rows named once */
 /* Binds zName in pSub as variable pV of an enclosing scope: the same SQL,
 ** type and tag, sharing pV's still untyped input parameters, so a typed
@@ -338,9 +387,9 @@ int qcIsEntityLookup(QComp *pC, const EdnValue *p);
 /* The lookup ref constant p as SQL (qcLookupSql), "NULL" when its
 ** attribute is unknown; not :db/unique: an error at p. NULL on error. */
 char *qcEntityLookupSql(QComp *pC, const EdnValue *p);
-/* The entity an ident names, as an SQL scalar subquery (NULL when none):
-** SQL zKw is a keyword's text. NULL on OOM. */
-char *qcIdentSql(const char *zKw);
+/* The entity an ident names in the current source, as an SQL scalar
+** subquery (NULL when none): SQL zKw is a keyword's text. NULL on OOM. */
+char *qcIdentSql(const QComp *pC, const char *zKw);
 /* Does pAttr have a covering per-attribute (a, v, e) index the compiled
 ** SQL reaches by stating `dN.a = <a>`: store_tune.c's idx_mentat_avet_<a>
 ** (Attr.bValueIndex) or the format's idx_auto_avet_<a> (unique, or an

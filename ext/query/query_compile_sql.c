@@ -61,6 +61,7 @@ int qcParam(QComp *pC, const EdnValue *pConst, int iInput, int i1, int i2,
   pP->i2 = i2;
   pP->eConv = eConv;
   pP->vt = vt;
+  pP->iSrc = pC->iSrc > 0 ? pC->iSrc : 0;
   return pC->nParam;
 }
 #include "pull.h"
@@ -191,9 +192,9 @@ char *qcEntityLookupSql(QComp *pC, const EdnValue *p) {
   return qcLookupConst(pC, p);
 }
 
-char *qcIdentSql(const char *zKw) {
-  return sqlite3_mprintf("(SELECT e FROM datoms WHERE a = %d AND v = %s AND value_type_tag = %d)",
-                         ENTID_DB_IDENT, zKw, TAG_KEYWORD);
+char *qcIdentSql(const QComp *pC, const char *zKw) {
+  return sqlite3_mprintf("(SELECT e FROM %s WHERE a = %d AND v = %s AND value_type_tag = %d)",
+                         pC->zDatoms, ENTID_DB_IDENT, zKw, TAG_KEYWORD);
 }
 
 int qcAttrValueIndexed(const Attr *pAttr) {
@@ -206,7 +207,7 @@ char *qcView(QComp *pC, const char *zAlias, const char **pzTable) {
   if (pC->bHistory) {
     /* The history database (Datomic's d/history): every assertion and
     ** retraction in the log, within asOf/since when given (SPEC.md §6). */
-    *pzTable = "timelined_transactions";
+    *pzTable = pC->zLog;
     if (pC->eHist == 1) return sqlite3_mprintf("%s.timeline IS 0 AND %s.tx <= %s", zAlias, zAlias, pC->zHistTx);
     if (pC->eHist == 2) return sqlite3_mprintf("%s.timeline IS 0 AND %s.tx > %s", zAlias, zAlias, pC->zHistTx);
     return sqlite3_mprintf("%s.timeline IS 0", zAlias);
@@ -217,15 +218,15 @@ char *qcView(QComp *pC, const char *zAlias, const char **pzTable) {
     ** bound by entity and the retraction probe, and a tuned store's
     ** idx_mentat_log_avet_<a> (store_tune.c) those of indexed, unique and
     ** ref attributes bound by value (`dN.a = <a>` matches its WHERE). */
-    *pzTable = "timelined_transactions";
+    *pzTable = pC->zLog;
     return sqlite3_mprintf(
         "%s.timeline IS 0 AND %s.added = 1 AND %s.tx <= %s AND NOT EXISTS (SELECT 1 FROM"
-        " timelined_transactions r WHERE r.a = %s.a AND r.e = %s.e AND r.value_type_tag ="
+        " %s r WHERE r.a = %s.a AND r.e = %s.e AND r.value_type_tag ="
         " %s.value_type_tag AND r.v = %s.v AND r.tx > %s.tx AND r.tx <= %s AND r.timeline IS 0)",
-        zAlias, zAlias, zAlias, pC->zHistTx, zAlias, zAlias, zAlias, zAlias, zAlias,
+        zAlias, zAlias, zAlias, pC->zHistTx, pC->zLog, zAlias, zAlias, zAlias, zAlias, zAlias,
         pC->zHistTx);
   }
-  *pzTable = "datoms";
+  *pzTable = pC->zDatoms;
   /* Since T: a recent slice, read through the store's (a, tx, e) index
   ** (store_tune.c). Without the hint SQLite guesses a quarter of the
   ** attribute for `tx > ?` and prefers the (a, e) index, which needs no

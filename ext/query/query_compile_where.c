@@ -330,7 +330,7 @@ static int qcwPatternLinked(QCtx *pX, const QClause *pCl) {
   const Attr *pAttr = NULL;
   if (qcwPlaceBound(pX, pE)) return 1;
   if (pA && pA->type == EDN_KEYWORD) {
-    pAttr = schemaAttrByIdent(pX->pC->pSchema, pA->u.s.z, pA->u.s.n);
+    pAttr = schemaAttrByIdent(qcsSchemaOf(pX->pC, pCl), pA->u.s.z, pA->u.s.n);
   }
   if (pAttr == NULL || pX->pC->bHistory || (pAttr->bFulltext && pAttr->type == VT_STRING)) return 0;
   if (!qcwPlaceBound(pX, pV)) return 0;
@@ -338,7 +338,17 @@ static int qcwPatternLinked(QCtx *pX, const QClause *pCl) {
          || pAttr->type == VT_REF;
 }
 
+static int qcwPatternIn(QCtx *pX, const QClause *pCl);
+
+/* A data pattern, on the source it names (query_compile_src.c). */
 static int qcwPattern(QCtx *pX, const QClause *pCl) {
+  QSrcSave sv;
+  if (qcsEnter(pX->pC, pCl, &sv) == SQLITE_OK) qcwPatternIn(pX, pCl);
+  qcsLeave(pX->pC, &sv);
+  return pX->pC->rc;
+}
+
+static int qcwPatternIn(QCtx *pX, const QClause *pCl) {
   QComp *pC = pX->pC;
   char zAlias[24];
   const EdnValue *pE = pCl->aArg[0];
@@ -349,9 +359,6 @@ static int qcwPattern(QCtx *pX, const QClause *pCl) {
   const Attr *pAttr = NULL;
   int bEmpty = 0;
 
-  if (pCl->pSrc && !ednIsSymbol(pCl->pSrc, "$")) {
-    return qcErr(pC, pCl->pSrc, "unknown source %s: multiple sources are not supported (only $)", pCl->pSrc->u.s.z);
-  }
   if (!qcwPatternLinked(pX, pCl)) pX->bUnlinked = 1;
   sqlite3_snprintf(sizeof zAlias, zAlias, "d%d", ++pC->nAlias);
   {
@@ -407,12 +414,12 @@ static int qcwPattern(QCtx *pX, const QClause *pCl) {
     /* Fulltext values are rowids into fulltext_values. */
     if (ednIsVar(pV)) {
       qcBindVar(pX, pV->u.s.z,
-                sqlite3_mprintf("(SELECT text FROM fulltext_values WHERE rowid = %s.v)", zAlias),
+                sqlite3_mprintf("(SELECT text FROM %s WHERE rowid = %s.v)", pC->zFulltext, zAlias),
                 VT_STRING, NULL, 0);
     } else if (!qpIsBlank(pV)) {
       int iP = qcParam(pC, pV, -1, -1, -1, QV_TYPED, VT_STRING);
       qcWhere(pX, sqlite3_mprintf(
-          "%s.v IN (SELECT rowid FROM fulltext_values WHERE text = ?%d)", zAlias, iP));
+          "%s.v IN (SELECT rowid FROM %s WHERE text = ?%d)", zAlias, pC->zFulltext, iP));
     }
   } else if (pAttr) {
     qcwPlace(pX, pV, zAlias, "v", pAttr->type, NULL, 0);
@@ -445,7 +452,7 @@ static int qcwPatternScore(QCtx *pX, const QClause *pCl) {
   const Attr *pAttr = NULL;
   if (!ednIsVar(pE) && !qpIsBlank(pE)) return 0;
   if (pA && pA->type == EDN_KEYWORD) {
-    pAttr = schemaAttrByIdent(pX->pC->pSchema, pA->u.s.z, pA->u.s.n);
+    pAttr = schemaAttrByIdent(qcsSchemaOf(pX->pC, pCl), pA->u.s.z, pA->u.s.n);
   }
   if (pV && !ednIsVar(pV) && !qpIsBlank(pV)) {
     if (pAttr && (pAttr->eUnique || pAttr->bIndex)) return 1;

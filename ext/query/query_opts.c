@@ -1,7 +1,7 @@
 /*
 ** query_opts.c — the `opts` argument of edn_q (SPEC.md §2.4): a JSON object
-** with the keys "inputs", "asOf", "since", "history" and "explain", turned into
-** QueryOpts. Takes the JSON text; gives the inputs as EDN values and the
+** with the keys "inputs", "asOf", "since", "history", "explain" and
+** "sources", turned into QueryOpts. Takes the JSON text; gives the inputs as EDN values and the
 ** time options, or an error naming the option. Calls cJSON and the EDN
 ** reader.
 **
@@ -65,6 +65,13 @@ void qOptsInit(QueryOpts *p) {
 }
 
 void qOptsReset(QueryOpts *p) {
+  int i;
+  for (i = 0; i < p->nSource; i++) {
+    schemaUnref(p->aSource[i].pSchema);
+    if (p->aSource[i].pStore) storeRelease(p->aSource[i].pStore);
+  }
+  p->nSource = 0;
+  p->aSource = NULL;
   ednArenaReset(&p->arena);
   p->nInput = 0;
   p->aInput = NULL;
@@ -339,6 +346,94 @@ static int qOptsTx(QOptsCtx *c, const cJSON *j, const char *zKey, sqlite3_int64 
   return SQLITE_ERROR;
 }
 
+/* One source of "sources": "<store path>", or {"db": path, "asOf"|"since":
+** tx, "history": bool} (every key optional: {} is the store itself). */
+static int qOptsSource(QOptsCtx *c, const cJSON *j, QuerySource *pS) {
+  const cJSON *o, *k;
+  int rc = SQLITE_OK;
+  if (cJSON_IsString(j)) {
+    pS->zPath = ednArenaStrdup(&c->p->arena, j->valuestring, (int)strlen(j->valuestring));
+    return pS->zPath ? SQLITE_OK : SQLITE_NOMEM;
+  }
+  if (!cJSON_IsObject(j)) {
+    qOptsError(c, "\"sources\" %s must be a store path or an object of \"db\", \"asOf\", "
+                  "\"since\" and \"history\"", pS->zName);
+    return SQLITE_ERROR;
+  }
+  for (o = j->child; o && rc == SQLITE_OK; o = o->next) {
+    for (k = j->child; k != o; k = k->next) {
+      if (strcmp(k->string, o->string) == 0) {
+        qOptsError(c, "\"sources\" %s: duplicate option \"%s\"", pS->zName, o->string);
+        return SQLITE_ERROR;
+      }
+    }
+    if (strcmp(o->string, "db") == 0 && cJSON_IsString(o)) {
+      pS->zPath = ednArenaStrdup(&c->p->arena, o->valuestring, (int)strlen(o->valuestring));
+      if (pS->zPath == NULL) rc = SQLITE_NOMEM;
+    } else if (strcmp(o->string, "asOf") == 0) {
+      pS->bAsOf = 1;
+      rc = qOptsTx(c, o, "asOf", &pS->iAsOf, &pS->pAsOfInst);
+    } else if (strcmp(o->string, "since") == 0) {
+      pS->bSince = 1;
+      rc = qOptsTx(c, o, "since", &pS->iSince, &pS->pSinceInst);
+    } else if (strcmp(o->string, "history") == 0 && cJSON_IsBool(o)) {
+      pS->bHistory = cJSON_IsTrue(o);
+    } else if (strcmp(o->string, "db") == 0 || strcmp(o->string, "history") == 0) {
+      qOptsError(c, "\"sources\" %s: \"%s\" must be %s", pS->zName, o->string,
+                 o->string[0] == 'd' ? "a store path" : "true or false");
+      rc = SQLITE_ERROR;
+    } else {
+      qOptsError(c, "\"sources\" %s: unknown option \"%s\"", pS->zName, o->string);
+      rc = SQLITE_ERROR;
+    }
+  }
+  if (rc == SQLITE_OK && pS->bAsOf && pS->bSince) {
+    qOptsError(c, "\"sources\" %s: \"asOf\" and \"since\" cannot be used together", pS->zName);
+    rc = SQLITE_ERROR;
+  }
+  return rc;
+}
+
+/* "sources": {"$name": source, ...} (Datomic's extra :in data sources),
+** in document order; the compiler checks them against :in. */
+static int qOptsSources(QOptsCtx *c, const cJSON *j) {
+  QueryOpts *p = c->p;
+  const cJSON *pEl, *k;
+  int i = 0, rc = SQLITE_OK;
+  if (!cJSON_IsObject(j)) {
+    qOptsError(c, "\"sources\" must be an object {\"$name\": \"<store path>\" or {options}}");
+    return SQLITE_ERROR;
+  }
+  p->aSource = ednArenaAlloc(&p->arena, sizeof(QuerySource) * (size_t)(cJSON_GetArraySize(j) + 1));
+  if (p->aSource == NULL) return SQLITE_NOMEM;
+  for (pEl = j->child; pEl && rc == SQLITE_OK; pEl = pEl->next, i++) {
+    QuerySource *pS = &p->aSource[i];
+    const char *zName = pEl->string;
+    size_t n = strlen(zName);
+    for (k = j->child; k != pEl; k = k->next) {
+      if (strcmp(k->string, zName) == 0) {
+        qOptsError(c, "\"sources\": duplicate source %s", zName);
+        return SQLITE_ERROR;
+      }
+    }
+    if (strcmp(zName, "$") == 0) {
+      qOptsError(c, "\"sources\": $ is the store db_path names (give its filters as \"asOf\", "
+                    "\"since\" and \"history\")");
+      return SQLITE_ERROR;
+    }
+    if (zName[0] != '$' || n >= 64 || strcspn(zName, " \t\r\n,()[]{}\"';") != n) {
+      qOptsError(c, "\"sources\": %s is not a source name (a symbol starting with $)", zName);
+      return SQLITE_ERROR;
+    }
+    memset(pS, 0, sizeof *pS);
+    pS->zName = ednArenaStrdup(&p->arena, zName, (int)n);
+    if (pS->zName == NULL) return SQLITE_NOMEM;
+    p->nSource = i + 1;
+    rc = qOptsSource(c, pEl, pS);
+  }
+  return rc;
+}
+
 int qOptsParse(QueryOpts *p, const char *zOpts, int nOpts, char **pzErr) {
   QOptsCtx c;
   cJSON *pRoot = NULL;
@@ -418,6 +513,8 @@ int qOptsParse(QueryOpts *p, const char *zOpts, int nOpts, char **pzErr) {
     } else if (strcmp(j->string, "since") == 0) {
       p->bSince = 1;
       rc = qOptsTx(&c, j, "since", &p->iSince, &p->pSinceInst);
+    } else if (strcmp(j->string, "sources") == 0) {
+      rc = qOptsSources(&c, j);
     } else if (strcmp(j->string, "history") == 0) {
       /* Datomic's d/history: every assertion and retraction, within
       ** asOf/since when given (SPEC 6). */

@@ -34,6 +34,8 @@ typedef struct QParam {
   int iInput, i1, i2;
   QConv eConv;
   ValueType vt;
+  int iSrc;               /* the source whose schema binds it (0: $, k: opts
+                          ** source k-1; QV_HIST_*: whose asOf/since) */
 } QParam;
 
 /* Pseudo value type for expressions holding JSON text (tuple). */

@@ -166,6 +166,22 @@ static void qCacheShapeInto(QCacheKey *pOut, const QueryOpts *pOpts, const Schem
     if (i) qCacheKeyChar(pOut, ',');
     qCacheShapeOf(pOut, pOpts->aInput[i], pSchema, 0);
   }
+  /* The sources, in order (a parameter names its source by position): the
+  ** name, the store (its attached schema name), the schema snapshot its
+  ** idents resolved in, and the kind of filter (the tx is bound). */
+  for (i = 0; pOpts && i < pOpts->nSource; i++) {
+    const QuerySource *pS = &pOpts->aSource[i];
+    qCacheKeyChar(pOut, ';');
+    qCacheKeyAppend(pOut, pS->zName, strlen(pS->zName));
+    qCacheKeyChar(pOut, '=');
+    qCacheKeyAppend(pOut, pS->zDb, strlen(pS->zDb));
+    qCacheKeyChar(pOut, '@');
+    qCacheKeyInt(pOut, pS->pSchema ? schemaGeneration(pS->pSchema) : -1);
+    if (pS->bAsOf) qCacheKeyChar(pOut, 'A');
+    else if (pS->bSince) qCacheKeyChar(pOut, 'S');
+    if (pS->pAsOfInst || pS->pSinceInst) qCacheKeyChar(pOut, 't');
+    if (pS->bHistory) qCacheKeyChar(pOut, 'H');
+  }
 }
 
 static unsigned qCacheHash(const char *z, int n) {

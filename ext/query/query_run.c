@@ -17,9 +17,17 @@
 
 /* ------------------------------------------------------------ binding */
 
+/* The opts' source a parameter was made under (NULL for $). */
+static const QuerySource *qParamSource(const QParam *pP, const QueryOpts *pOpts) {
+  if (pP->iSrc <= 0 || pOpts == NULL || pP->iSrc > pOpts->nSource) return NULL;
+  return &pOpts->aSource[pP->iSrc - 1];
+}
+
 static const EdnValue *qParamValue(const QParam *pP, const QueryOpts *pOpts) {
   const EdnValue *p;
   if (pP->eConv == QV_HIST_INST) {
+    const QuerySource *pS = qParamSource(pP, pOpts);
+    if (pS) return pS->bAsOf ? pS->pAsOfInst : pS->pSinceInst;
     if (pOpts == NULL) return NULL;
     return pOpts->bAsOf ? pOpts->pAsOfInst : pOpts->pSinceInst;
   }
@@ -61,7 +69,7 @@ static int qBindTyped(sqlite3_stmt *pStmt, int i, const EdnValue *p, ValueType v
   return valueBindStatic(pStmt, i, &tv);
 }
 
-int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pSchema,
+int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pMainSchema,
               const QueryOpts *pOpts, char **pzErr) {
   int i, rc = SQLITE_OK;
   /* Parameters the SQL dropped (a comparison decided at compile time) are
@@ -70,11 +78,14 @@ int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pSchema
   for (i = 0; i < pPlan->nParam && i < nStmt && rc == SQLITE_OK; i++) {
     const QParam *pP = &pPlan->aParam[i];
     const EdnValue *p = qParamValue(pP, pOpts);
+    const QuerySource *pSrc = qParamSource(pP, pOpts);
+    /* idents and lookup refs resolve in the schema of the parameter's source */
+    const Schema *pSchema = pSrc && pSrc->pSchema ? pSrc->pSchema : pMainSchema;
     const Attr *pA = NULL;
     int iArg = i + 1;
     if (pP->eConv == QV_HIST_TX) {
-      rc = sqlite3_bind_int64(pStmt, iArg, pOpts == NULL ? 0
-                              : pOpts->bAsOf ? pOpts->iAsOf : pOpts->iSince);
+      rc = sqlite3_bind_int64(pStmt, iArg, pSrc ? (pSrc->bAsOf ? pSrc->iAsOf : pSrc->iSince)
+                              : pOpts == NULL ? 0 : pOpts->bAsOf ? pOpts->iAsOf : pOpts->iSince);
       continue;
     }
     if (p == NULL) {

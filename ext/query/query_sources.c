@@ -1,0 +1,179 @@
+/*
+** query_sources.c — the extra data sources of a query (opts "sources",
+** Datomic's `:in $ $2`) made ready on the reader connection: each source
+** gets the schema its attribute idents resolve in, and each other store
+** file is ATTACHed to the reader under a schema name of its own, so the
+** query still compiles to one SQL statement on one connection (one read
+** snapshot per file for the statement). Takes the main store, its checked
+** out reader and the parsed opts; gives the opts' sources filled in (see
+** QuerySource in query.h) or an error naming the source. Calls the store
+** stage and SQLite.
+**
+** HOW IT WORKS
+** A file source is opened as a store of its own (storeAcquire, the
+** process-wide cache), which reads and revalidates its schema; the
+** QuerySource keeps that store and schema until qOptsReset. Its schema
+** name is "msrc_" and a 64-bit FNV-1a hash of the store's canonical path,
+** the same on every connection and every run, so compiled plans (cached
+** per connection, their key naming the sources) stay valid as long as
+** the file is attached. Attachments stay on the pooled connection for the
+** next query; when SQLite's limit of attached files is reached, the ones
+** this query does not name are detached first. A path naming db_path's own
+** file (same device and inode) is the store itself, not attached twice.
+*/
+#include <string.h>
+#include <sys/stat.h>
+#include "query.h"
+
+static int qsrcError(char **pzErr, char *zMsg) {
+  sqlite3_free(*pzErr);
+  *pzErr = zMsg;
+  return zMsg ? SQLITE_ERROR : SQLITE_NOMEM;
+}
+
+/* "msrc_<16 hex digits>" for the canonical path zPath. */
+static void qsrcDbName(const char *zPath, char *zOut, int nOut) {
+  sqlite3_uint64 h = 14695981039346656037ull;
+  const unsigned char *z;
+  for (z = (const unsigned char *)zPath; *z; z++) h = (h ^ *z) * 1099511628211ull;
+  sqlite3_snprintf(nOut, zOut, "msrc_%016llx", h);
+}
+
+/* Is zPath the file of store pMain (same device and inode)? */
+static int qsrcIsMain(Store *pMain, const char *zPath) {
+  const char *zMain = storePath(pMain);
+  struct stat a, b;
+  if (zMain == NULL || zMain[0] == 0 || zMain[0] == ':') return 0;
+  if (stat(zPath, &a) != 0 || stat(zMain, &b) != 0) return 0;
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* Opens file source pS: its store and schema, its schema name. */
+static int qsrcOpenFile(StoreConn *pConn, QuerySource *pS, char **pzErr) {
+  const char *zPath = pS->zPath;
+  StoreConn *pOther = NULL;
+  struct stat st;
+  int rc;
+  if (zPath[0] == 0 || zPath[0] == ':' || strncmp(zPath, "file:", 5) == 0) {
+    return qsrcError(pzErr, sqlite3_mprintf("source %s: a source is a store file (not '', "
+                                            "':memory:', a \"file:\" URI or a host store)",
+                                            pS->zName));
+  }
+  if (stat(zPath, &st) != 0 || !S_ISREG(st.st_mode)) {
+    return qsrcError(pzErr, sqlite3_mprintf("source %s: no store file at %s", pS->zName, zPath));
+  }
+  if (pConn->bHost) {
+    /* Attaching would change the host's own connection. */
+    return qsrcError(pzErr, sqlite3_mprintf("source %s: a query on a host store cannot read other "
+                                            "store files", pS->zName));
+  }
+  rc = storeAcquire(zPath, &pS->pStore, pzErr);
+  if (rc == SQLITE_OK) rc = storeReader(pS->pStore, &pOther, &pS->pSchema, pzErr);
+  if (pOther) storeReaderDone(pS->pStore, pOther);
+  if (rc != SQLITE_OK) {
+    char *zMsg = sqlite3_mprintf("source %s: %s", pS->zName, *pzErr ? *pzErr : "cannot open");
+    return qsrcError(pzErr, zMsg);
+  }
+  qsrcDbName(storePath(pS->pStore), pS->zDb, (int)sizeof pS->zDb);
+  return SQLITE_OK;
+}
+
+/* Is a file source of pOpts not attached to db? */
+static int qsrcMissing(sqlite3 *db, const QueryOpts *pOpts) {
+  int i;
+  for (i = 0; i < pOpts->nSource; i++) {
+    const QuerySource *pS = &pOpts->aSource[i];
+    if (pS->zDb[0] && sqlite3_db_filename(db, pS->zDb) == NULL) return 1;
+  }
+  return 0;
+}
+
+/* Detaches the msrc_ files that no source of pOpts names (outside any
+** transaction). */
+static void qsrcDetachOthers(sqlite3 *db, const QueryOpts *pOpts) {
+  char azName[16][24];
+  int nName = 0, i, j;
+  sqlite3_stmt *pList = NULL;
+  if (sqlite3_prepare_v2(db, "PRAGMA database_list", -1, &pList, NULL) != SQLITE_OK) return;
+  while (sqlite3_step(pList) == SQLITE_ROW && nName < 16) {
+    const char *z = (const char *)sqlite3_column_text(pList, 1);
+    if (z && strncmp(z, "msrc_", 5) == 0 && strlen(z) < sizeof azName[0]) {
+      for (j = 0; j < pOpts->nSource && strcmp(pOpts->aSource[j].zDb, z) != 0; j++) {}
+      if (j == pOpts->nSource) strcpy(azName[nName++], z);
+    }
+  }
+  sqlite3_finalize(pList);
+  for (i = 0; i < nName; i++) {
+    char *zSql = sqlite3_mprintf("DETACH DATABASE \"%w\"", azName[i]);
+    if (zSql) sqlite3_exec(db, zSql, NULL, NULL, NULL);
+    sqlite3_free(zSql);
+  }
+}
+
+/* Attaches every file source db lacks. */
+static int qsrcAttach(sqlite3 *db, const QueryOpts *pOpts, char **pzErr) {
+  int i, rc = SQLITE_OK, bRetried = 0;
+  for (i = 0; i < pOpts->nSource && rc == SQLITE_OK; i++) {
+    const QuerySource *pS = &pOpts->aSource[i];
+    sqlite3_stmt *pStmt = NULL;
+    char *zSql;
+    if (pS->zDb[0] == 0 || sqlite3_db_filename(db, pS->zDb) != NULL) continue;
+    zSql = sqlite3_mprintf("ATTACH DATABASE ?1 AS \"%w\"", pS->zDb);
+    if (zSql == NULL) return SQLITE_NOMEM;
+    rc = sqlite3_prepare_v2(db, zSql, -1, &pStmt, NULL);
+    sqlite3_free(zSql);
+    if (rc == SQLITE_OK) {
+      sqlite3_bind_text(pStmt, 1, storePath(pS->pStore), -1, SQLITE_STATIC);
+      rc = sqlite3_step(pStmt);
+      rc = rc == SQLITE_DONE ? SQLITE_OK : sqlite3_reset(pStmt);
+    }
+    if (rc != SQLITE_OK && !bRetried && strstr(sqlite3_errmsg(db), "too many attached")) {
+      sqlite3_finalize(pStmt);
+      qsrcDetachOthers(db, pOpts);
+      bRetried = 1;
+      rc = SQLITE_OK;
+      i--;
+      continue;
+    }
+    if (rc != SQLITE_OK) {
+      qsrcError(pzErr, sqlite3_mprintf("source %s: cannot attach %s: %s", pS->zName,
+                                       storePath(pS->pStore), sqlite3_errmsg(db)));
+    }
+    sqlite3_finalize(pStmt);
+  }
+  return rc;
+}
+
+int qSourcesOpen(Store *pMain, StoreConn **ppConn, Schema **ppSchema, QueryOpts *pOpts,
+                 char **pzErr) {
+  int i, rc = SQLITE_OK, nTry;
+  if (pOpts == NULL || pOpts->nSource == 0) return SQLITE_OK;
+  for (i = 0; i < pOpts->nSource && rc == SQLITE_OK; i++) {
+    QuerySource *pS = &pOpts->aSource[i];
+    if (pS->zPath && !qsrcIsMain(pMain, pS->zPath)) rc = qsrcOpenFile(*ppConn, pS, pzErr);
+  }
+  /* A reader checked out again after attaching is most likely the same
+  ** (the pool hands back the idle connection last returned); another one
+  ** gets the files too, a few times at most. */
+  for (nTry = 0; rc == SQLITE_OK && qsrcMissing((*ppConn)->db, pOpts); nTry++) {
+    if (nTry == 4) {
+      return qsrcError(pzErr, sqlite3_mprintf("cannot attach the sources' store files"));
+    }
+    storeReaderEndRead(pMain, *ppConn);
+    rc = qsrcAttach((*ppConn)->db, pOpts, pzErr);
+    storeReaderDone(pMain, *ppConn);
+    *ppConn = NULL;
+    schemaUnref(*ppSchema);
+    *ppSchema = NULL;
+    if (rc == SQLITE_OK) rc = storeReader(pMain, ppConn, ppSchema, pzErr);
+  }
+  for (i = 0; i < pOpts->nSource && rc == SQLITE_OK; i++) {
+    QuerySource *pS = &pOpts->aSource[i];
+    if (pS->pStore == NULL) {
+      schemaUnref(pS->pSchema);
+      pS->pSchema = *ppSchema;
+      schemaRef(pS->pSchema);
+    }
+  }
+  return rc;
+}
