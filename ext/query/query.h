@@ -170,6 +170,16 @@ struct PullCache **qCachePulls(StoreConn *pConn);
 ** the string at will. */
 sqlite3_str **qCacheOutBuf(StoreConn *pConn);
 
+/* query_plan_cache.c. A statement for zSql[0..nSql) on a checked-out store
+** connection, for the SQL objects that run SQL of their own on the store
+** (edn_datoms, edn_log): the one kept there under that text (prepared and
+** kept on first use, the least recently used of more than 32 finalized),
+** or, when the kept one is running (a nested cursor), a new one the caller
+** owns (*pbOwn = 1: finalize it; otherwise reset it and leave it). Errors:
+** "cannot prepare: <SQLite's message>" in *pzErr. */
+int qCacheStmt(StoreConn *pConn, const char *zSql, int nSql, sqlite3_stmt **ppStmt, int *pbOwn,
+               char **pzErr);
+
 /* query_funcs.c. Registers on a store connection the run-time functions
 ** of the built-in table, the aggregates' helpers, mentat_one and the
 ** mentat_kw collation, which compiled plans call. Used as the store's

@@ -22,11 +22,24 @@
 ** queries, small enough that a scan of the list stays cheap. */
 #define Q_CACHE_MAX 64
 
+/* A statement kept by its SQL text (qCacheStmt). */
+typedef struct QStmt QStmt;
+struct QStmt {
+  QStmt *pNext;          /* most recently used first */
+  sqlite3_stmt *pStmt;
+  unsigned h;
+  int n;
+  char z[1];             /* the SQL text, n bytes and a NUL (allocated with the node) */
+};
+#define Q_STMT_MAX 32
+
 typedef struct QCache {
   QueryPlan *pHead;      /* most recently used first */
   int n;
   PullCache *pPull;      /* pull statements on this connection */
   sqlite3_str *pOut;     /* reusable result string (qCacheOutBuf) */
+  QStmt *pStmts;         /* statements by SQL text (qCacheStmt) */
+  int nStmt;
 } QCache;
 
 static void qCacheFree(void *p) {
@@ -39,6 +52,12 @@ static void qCacheFree(void *p) {
   }
   pullCacheFree(pCache->pPull);
   sqlite3_free(sqlite3_str_finish(pCache->pOut));
+  while (pCache->pStmts) {
+    QStmt *pS = pCache->pStmts;
+    pCache->pStmts = pS->pNext;
+    sqlite3_finalize(pS->pStmt);
+    sqlite3_free(pS);
+  }
   sqlite3_free(pCache);
 }
 
@@ -212,6 +231,69 @@ PullCache **qCachePulls(StoreConn *pConn) {
 sqlite3_str **qCacheOutBuf(StoreConn *pConn) {
   QCache *pCache = qCacheOf(pConn);
   return pCache ? &pCache->pOut : NULL;
+}
+
+int qCacheStmt(StoreConn *pConn, const char *zSql, int nSql, sqlite3_stmt **ppStmt, int *pbOwn,
+               char **pzErr) {
+  QCache *pCache = qCacheOf(pConn);
+  QStmt *pS, **pp;
+  unsigned h;
+  int rc;
+  *ppStmt = NULL;
+  *pbOwn = 0;
+  if (pCache == NULL) return SQLITE_NOMEM;
+  h = qCacheHash(zSql, nSql);
+  for (pp = &pCache->pStmts; (pS = *pp) != NULL; pp = &pS->pNext) {
+    if (pS->h == h && pS->n == nSql && memcmp(pS->z, zSql, (size_t)nSql) == 0) break;
+  }
+  if (pS && !sqlite3_stmt_busy(pS->pStmt)) {
+    *pp = pS->pNext;                  /* to the front */
+    pS->pNext = pCache->pStmts;
+    pCache->pStmts = pS;
+    *ppStmt = pS->pStmt;
+    return SQLITE_OK;
+  }
+  if (pS) {
+    /* in use by another cursor on this connection: a private one */
+    *pbOwn = 1;
+    rc = sqlite3_prepare_v2(pConn->db, zSql, nSql, ppStmt, NULL);
+  } else {
+    pS = sqlite3_malloc64(sizeof *pS + (size_t)nSql);
+    if (pS == NULL) return SQLITE_NOMEM;
+    memset(pS, 0, sizeof *pS);
+    rc = sqlite3_prepare_v3(pConn->db, zSql, nSql, SQLITE_PREPARE_PERSISTENT, &pS->pStmt, NULL);
+    if (rc == SQLITE_OK) {
+      memcpy(pS->z, zSql, (size_t)nSql);
+      pS->z[nSql] = 0;
+      pS->n = nSql;
+      pS->h = h;
+      pS->pNext = pCache->pStmts;
+      pCache->pStmts = pS;
+      *ppStmt = pS->pStmt;
+      if (++pCache->nStmt > Q_STMT_MAX) {
+        /* evict the least recently used one that no cursor runs */
+        QStmt **ppLast = NULL, **pq;
+        for (pq = &pCache->pStmts; *pq; pq = &(*pq)->pNext) {
+          if (*pq != pS && !sqlite3_stmt_busy((*pq)->pStmt)) ppLast = pq;
+        }
+        if (ppLast) {
+          QStmt *pOld = *ppLast;
+          *ppLast = pOld->pNext;
+          sqlite3_finalize(pOld->pStmt);
+          sqlite3_free(pOld);
+          pCache->nStmt--;
+        }
+      }
+    } else {
+      sqlite3_free(pS);
+    }
+  }
+  if (rc != SQLITE_OK && rc != SQLITE_NOMEM) {
+    sqlite3_free(*pzErr);
+    *pzErr = sqlite3_mprintf("cannot prepare: %s", sqlite3_errmsg(pConn->db));
+    if (*pzErr == NULL) rc = SQLITE_NOMEM;
+  }
+  return rc;
 }
 
 /* How deep the subqueries of compiled SQL zSql nest: "(SELECT" and
