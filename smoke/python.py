@@ -129,6 +129,33 @@ def explain(con, db):
     check('explain sql run by hand', (got, want), ([('Ann', 30)], [('Ann', 30)]))
 
 
+def raw_index(con, db, ann):
+    """edn_datoms against hand-written SQL on the store's own tables (a plain connection to
+    the file), on the file store and on a host store (':main')."""
+    raw = sqlite3.connect(db)
+    want = [(e, kw, v, tx) for e, kw, v, tx in raw.execute(
+        'SELECT d.e, i.v, d.v, d.tx FROM datoms d JOIN idents i ON i.e = d.a AND i.a = 1 '
+        'WHERE d.e = ? ORDER BY d.a, d.v', (ann,))]
+    raw.close()
+    got = con.execute("SELECT e, a, v, tx FROM edn_datoms(?, ':eavt', ?)", (db, ann)).fetchall()
+    check('edn_datoms eavt = SQL on the store', (got, len(got) >= 2), (want, True))
+    check('edn_datoms point lookup', con.execute(
+        "SELECT v FROM edn_datoms(?, ':eavt', '[:p/name \"Ann\"]', ':p/age')", (db,)).fetchall(), [(30,)])
+    check('edn_datoms avet range + LIMIT', con.execute(
+        "SELECT v FROM edn_datoms(?, ':avet', ':p/name') WHERE v >= 'A' LIMIT 1", (db,)).fetchall(), [('Ann',)])
+    check_error('edn_datoms lookup ref that names no entity', lambda: con.execute(
+        "SELECT * FROM edn_datoms(?, ':eavt', '[:p/name \"Zed\"]')", (db,)).fetchall(),
+        'edn_datoms: c1 (e of :eavt): lookup ref [:p/name "Zed"] names no entity')
+    host = connect(os.path.join(TMP, 'host.db'))
+    host.execute("SELECT edn_t(':main', ?)", (S,))
+    host.execute("SELECT edn_t(':main', ?)", (T1,))
+    want = host.execute("SELECT d.e, d.v FROM datoms d WHERE d.a = (SELECT e FROM idents WHERE v = ':p/age') "
+                        "ORDER BY d.v, d.e").fetchall()
+    got = host.execute("SELECT e, v FROM edn_datoms(':main', ':aevt', ':p/age') ORDER BY v").fetchall()
+    check('edn_datoms on a host store', (got, len(got)), (want, 2))
+    host.close()
+
+
 def child(db, tx=None):
     """The second process: adds an attribute and an entity using it, or transacts tx."""
     con = connect()
@@ -342,6 +369,7 @@ def main():
     con = connect()
     ann = core(con, db)
     explain(con, db)
+    raw_index(con, db, ann)
     two_processes(con, db, ann)
     open_files(con, db)
     load_twice(db)

@@ -6,7 +6,7 @@
 **   >>> con.load_extension("./libmentat_sqlite")
 **
 ** Takes a host connection; gives it edn_t, edn_q (scalar and table),
-** edn_pull and mentat_version, and sets the hook every new store
+** edn_pull, edn_datoms and mentat_version, and sets the hook every new store
 ** connection runs. Calls the SQL objects' files, the query stage's store
 ** functions and the store cache.
 **
@@ -32,6 +32,7 @@
 SQLITE_EXTENSION_INIT1
 #endif
 #include "mentat.h"
+#include "edn_datoms.h"
 #include "edn_pull.h"
 #include "edn_q.h"
 #include "edn_t.h"
@@ -151,6 +152,7 @@ int mentatRegister(sqlite3 *db, char **pzErr) {
     /* On failure SQLite calls mentatHostGone itself, undoing the count. */
     rc = ednqTableRegister(db, mentatHostGone);
   }
+  if (rc == SQLITE_OK) rc = ednDatomsRegister(db);
   /* Host stores run the query layer's SQL on the host connection itself,
   ** so its helper functions are registered there too, now, before any of
   ** our statements runs there (a function created later must not replace

@@ -1,0 +1,183 @@
+/*
+** datoms_cursor.c — the cursor the raw-index tables share (see
+** datoms_cursor.h): the call opened with its opts, one store statement
+** stepped as the host asks, and each row's attribute and value decoded.
+*/
+#include <string.h>
+#include <cJSON.h>
+#include "datoms_cursor.h"
+#include "sqlio.h"
+#include "value.h"
+
+int dcurError(sqlite3_vtab *pVtab, const char *zFunc, int rc, const char *zErr) {
+  sqlite3_free(pVtab->zErrMsg);
+  pVtab->zErrMsg = NULL;
+  if (rc == SQLITE_NOMEM) return rc;
+  if (rc == SQLITE_OK) rc = SQLITE_ERROR;
+  pVtab->zErrMsg = sqlite3_mprintf("%s: %s", zFunc, zErr ? zErr : sqlite3_errstr(rc));
+  return pVtab->zErrMsg ? rc : SQLITE_NOMEM;
+}
+
+int dcurSaveArgs(DCursor *p, sqlite3_value **apIn, int nArg) {
+  int i;
+  for (i = 0; i < DCUR_MAXARG; i++) {
+    sqlite3_value_free(p->apArg[i]);
+    p->apArg[i] = NULL;
+  }
+  for (i = 0; i < nArg && i < DCUR_MAXARG; i++) {
+    if (apIn[i] == NULL) continue;
+    p->apArg[i] = sqlite3_value_dup(apIn[i]);
+    if (p->apArg[i] == NULL) return SQLITE_NOMEM;
+  }
+  return SQLITE_OK;
+}
+
+void dcurArgResult(DCursor *p, int i, sqlite3_context *pCtx) {
+  if (i >= 0 && i < DCUR_MAXARG && p->apArg[i]) sqlite3_result_value(pCtx, p->apArg[i]);
+}
+
+/* The opts of a raw-index table hold a database filter only: "inputs" and
+** keys edn_q may have besides mean nothing here. */
+static int dcurOptsKeys(const char *zOpts, int nOpts, char **pzErr) {
+  cJSON *pRoot = cJSON_ParseWithLength(zOpts, (size_t)nOpts);
+  const cJSON *j;
+  int rc = SQLITE_OK;
+  if (pRoot == NULL) return SQLITE_OK;   /* qOptsParse judged it */
+  for (j = cJSON_IsObject(pRoot) ? pRoot->child : NULL; j; j = j->next) {
+    if (strcmp(j->string, "asOf") && strcmp(j->string, "since") && strcmp(j->string, "history")) {
+      sqlite3_free(*pzErr);
+      *pzErr = sqlite3_mprintf("unknown option \"%s\" (takes asOf, since, history)", j->string);
+      rc = *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+      break;
+    }
+  }
+  cJSON_Delete(pRoot);
+  return rc;
+}
+
+int dcurBegin(DCursor *p, sqlite3 *host, sqlite3_value *pPath, sqlite3_value *pOpts, char **pzErr) {
+  int rc = vcallBegin(&p->call, host, pPath, VCALL_READ, &p->opts, pOpts, pzErr);
+  if (rc == SQLITE_OK && pOpts && sqlite3_value_type(pOpts) != SQLITE_NULL) {
+    const char *z;
+    int n;
+    rc = sqlioText(pOpts, &z, &n);
+    if (rc == SQLITE_OK) rc = dcurOptsKeys(z, n, pzErr);
+    if (rc != SQLITE_OK) dcurRelease(p);
+  }
+  return rc;
+}
+
+int dcurPrepare(DCursor *p, const char *zSql, int n, sqlite3_stmt **ppStmt, char **pzErr) {
+  int rc = qCacheStmt(p->call.pConn, zSql, n, &p->pStmt, &p->bOwnStmt, pzErr);
+  *ppStmt = p->pStmt;
+  return rc;
+}
+
+void dcurRelease(DCursor *p) {
+  if (p->pStmt) {
+    if (p->bOwnStmt) {
+      sqlite3_finalize(p->pStmt);
+    } else {
+      sqlite3_reset(p->pStmt);
+      sqlite3_clear_bindings(p->pStmt);
+    }
+  }
+  p->pStmt = NULL;
+  p->bOwnStmt = 0;
+  vcallEnd(&p->call);
+  qOptsReset(&p->opts);
+}
+
+void dcurFree(DCursor *p) {
+  int i;
+  dcurRelease(p);
+  for (i = 0; i < DCUR_MAXARG; i++) sqlite3_value_free(p->apArg[i]);
+  memset(p->apArg, 0, sizeof p->apArg);
+}
+
+int dcurStep(DCursor *p) {
+  int rc = sqlite3_step(p->pStmt);
+  if (rc == SQLITE_ROW) {
+    p->bEof = 0;
+    p->iRowid++;
+    return SQLITE_OK;
+  }
+  p->bEof = 1;
+  if (rc == SQLITE_DONE) {
+    dcurRelease(p);
+    return SQLITE_OK;
+  }
+  {
+    char *zErr = sqlite3_mprintf("%s", vcallInterrupted(&p->call) ? "interrupted"
+                                       : sqlite3_errmsg(p->call.pConn->db));
+    if (vcallInterrupted(&p->call)) rc = SQLITE_INTERRUPT;
+    dcurRelease(p);
+    rc = dcurError(p->base.pVtab, p->zFunc, zErr ? rc : SQLITE_NOMEM, zErr);
+    sqlite3_free(zErr);
+  }
+  return rc;
+}
+
+void dcurIdentResult(DCursor *p, int iCol, sqlite3_context *pCtx) {
+  sqlite3_int64 a = sqlite3_column_int64(p->pStmt, iCol);
+  const char *z = schemaIdent(p->call.pSchema, a);
+  if (z) {
+    sqlite3_result_text(pCtx, z, -1, SQLITE_TRANSIENT);
+  } else {
+    sqlite3_result_int64(pCtx, a);
+  }
+}
+
+void dcurValueResult(DCursor *p, sqlite3_context *pCtx) {
+  valueResultFromStored(pCtx, sqlite3_column_value(p->pStmt, DCUR_COL_V),
+                        sqlite3_column_int(p->pStmt, DCUR_COL_TAG));
+}
+
+/* The EDN text of {"edn": "..."} in z[0..n), or NULL when it is not one. */
+static char *dcurEdnText(const char *z, int n) {
+  cJSON *pRoot = cJSON_ParseWithLength(z, (size_t)n);
+  const cJSON *pEdn = pRoot && cJSON_IsObject(pRoot) && pRoot->child && !pRoot->child->next
+                      ? cJSON_GetObjectItemCaseSensitive(pRoot, "edn") : NULL;
+  char *zOut = pEdn && cJSON_IsString(pEdn) ? sqlite3_mprintf("%s", pEdn->valuestring) : NULL;
+  cJSON_Delete(pRoot);
+  return zOut;
+}
+
+int dcurTimeArg(sqlite3_value *pArg, const char *zWhat, sqlite3_int64 *pi, int *pbInst,
+                char **pzErr) {
+  const char *z;
+  char *zEdn = NULL;
+  int n, rc;
+  EdnArena arena;
+  EdnValue *pV = NULL;
+  EdnError err;
+  *pbInst = 0;
+  if (sqlite3_value_type(pArg) == SQLITE_INTEGER) {
+    *pi = sqlite3_value_int64(pArg);
+    return SQLITE_OK;
+  }
+  rc = SQLITE_ERROR;
+  ednArenaInit(&arena);
+  if (sqlite3_value_type(pArg) == SQLITE_TEXT && sqlioText(pArg, &z, &n) == SQLITE_OK
+      && (zEdn = dcurEdnText(z, n)) != NULL) {
+    memset(&err, 0, sizeof err);
+    rc = ednReadOne(&arena, zEdn, (int)strlen(zEdn), &pV, &err);
+    if (rc == SQLITE_OK && pV->type == EDN_INST) {
+      *pi = pV->u.i;
+      *pbInst = 1;
+    } else if (rc == SQLITE_OK && pV->type == EDN_INT) {
+      *pi = pV->u.i;
+    } else if (rc != SQLITE_NOMEM) {
+      rc = SQLITE_ERROR;
+    }
+  }
+  if (rc == SQLITE_ERROR) {
+    sqlite3_free(*pzErr);
+    *pzErr = sqlite3_mprintf("%s must be an INTEGER tx id or {\"edn\": \"#inst \\\"...\\\"\"}",
+                             zWhat);
+    if (*pzErr == NULL) rc = SQLITE_NOMEM;
+  }
+  sqlite3_free(zEdn);
+  ednArenaReset(&arena);
+  return rc;
+}

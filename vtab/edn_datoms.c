@@ -1,0 +1,890 @@
+/*
+** edn_datoms.c — the eponymous virtual table edn_datoms: Datomic's d/datoms
+** (with index-range's value bounds and seek-datoms' order) as a
+** table-valued function whose rows stream from the store (README
+** "edn_datoms").
+**
+**   SELECT e, a, v, tx FROM edn_datoms('app.db', ':eavt', 65540);
+**   SELECT e, v FROM edn_datoms('app.db', ':avet', ':p/age') WHERE v >= 21 AND v < 30;
+**   SELECT * FROM edn_datoms('app.db', ':aevt', ':p/name', '{"history": true}');
+**
+** Columns e, a (the attribute's ident, TEXT), v (native, as edn_q's cN),
+** tx, added; hidden db_path, index, c1, c2, c3, opts. The components c1..c3
+** follow the index's order (:eavt e a v, :aevt a e v, :avet a v e, :vaet v
+** a e) and are EDN text or SQL values: an entity is an entid, an ident or a
+** lookup ref, an attribute its ident or entid, a value one of the
+** attribute's type (for refs an entity). The last given argument is the
+** opts when it is a JSON object ({...}: no component is an EDN map).
+**
+** Takes the arguments as constraints (as edn_q: equality on the hidden
+** columns), and `v` bounds (>, >=, <, <=) and LIMIT, which xBestIndex pushes
+** into the store's SQL; gives rows in the index's order (ORDER BY on that
+** order is consumed), or an "edn_datoms: " error. Calls the shared cursor
+** (datoms_cursor.h), the schema and the value encoding.
+**
+** HOW IT WORKS
+** xFilter resolves the components against the call's schema (idents) and
+** database (lookup refs: one that names no entity is an error, as Datomic's
+** "Unable to resolve entity"), writes one SELECT over the datoms (current,
+** since) or the log (asOf, history) with the attribute inlined, so the
+** format's partial and per-attribute indexes apply, and the values bound,
+** takes it from the connection's statement cache, and steps it.
+*/
+#include <stdarg.h>
+#include <string.h>
+#include "sqlite_api.h"
+#include "edn_datoms.h"
+#include "datoms_cursor.h"
+#include "sqlio.h"
+#include "value.h"
+
+#define EDND_COL_E      0
+#define EDND_COL_A      1
+#define EDND_COL_V      2
+#define EDND_COL_TX     3
+#define EDND_COL_ADDED  4
+#define EDND_COL_DBPATH 5
+#define EDND_COL_C1     7
+#define EDND_COL_OPTS   10
+#define EDND_NARG       6      /* db_path, index, c1, c2, c3, opts */
+#define EDND_REQUIRED   0x3    /* db_path and index */
+
+/* idxNum: bits 0-5 the arguments given (argv in that order), then the v
+** bounds, LIMIT and OFFSET pushed (argv after the arguments, in this
+** order). */
+#define EDND_LO_GT   (1 << 6)
+#define EDND_LO_GE   (1 << 7)
+#define EDND_HI_LT   (1 << 8)
+#define EDND_HI_LE   (1 << 9)
+#define EDND_LIMIT   (1 << 10)
+#define EDND_OFFSET  (1 << 11)
+
+static const char eddDecl[] =
+    "CREATE TABLE x(e, a, v, tx, added,"
+    " db_path HIDDEN, \"index\" HIDDEN, c1 HIDDEN, c2 HIDDEN, c3 HIDDEN, opts HIDDEN)";
+
+enum { EDD_EAVT, EDD_AEVT, EDD_AVET, EDD_VAET };
+static const char *const azIndex[] = {":eavt", ":aevt", ":avet", ":vaet"};
+/* The components of each index, in order. */
+static const char *const azSlots[] = {"eav", "aev", "ave", "vae"};
+
+typedef struct EddVtab {
+  sqlite3_vtab base;
+  sqlite3 *db;                  /* the host connection */
+} EddVtab;
+
+typedef struct EddCursor {
+  DCursor cur;
+} EddCursor;
+
+/* One call's resolved arguments. */
+typedef struct EddCall {
+  int eIndex;
+  int nComp;
+  sqlite3_value *apComp[3];
+  int bE;                       /* e given */
+  sqlite3_int64 e;
+  const Attr *pA;               /* a given (or NULL) */
+  int bV;                       /* v given */
+  TypedValue v;
+  sqlite3_value *pLo, *pHi;     /* v bounds pushed, or NULL */
+  int opLo, opHi;               /* EDND_LO_GT/GE, EDND_HI_LT/LE */
+  sqlite3_int64 iLimit;         /* < 0: none */
+  int eHist;                    /* 0 none, 1 asOf, 2 since */
+  int bHistory;
+  EdnArena arena;
+  TypedValue lo, hi;            /* the bounds in the store's encoding */
+} EddCall;
+
+static int eddConnect(sqlite3 *db, void *pAux, int argc, const char *const *argv,
+                      sqlite3_vtab **ppVtab, char **pzErr) {
+  EddVtab *pTab;
+  int rc;
+  (void)pAux; (void)argc; (void)argv; (void)pzErr;
+  rc = sqlite3_declare_vtab(db, eddDecl);
+  if (rc != SQLITE_OK) return rc;
+  pTab = sqlite3_malloc64(sizeof *pTab);
+  if (pTab == NULL) return SQLITE_NOMEM;
+  memset(pTab, 0, sizeof *pTab);
+  pTab->db = db;
+  /* It opens files named by its arguments: no calls from views/triggers. */
+  if (sqlite3_libversion_number() >= 3031000) sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
+  *ppVtab = &pTab->base;
+  return SQLITE_OK;
+}
+
+static int eddDisconnect(sqlite3_vtab *pVtab) {
+  sqlite3_free(pVtab);
+  return SQLITE_OK;
+}
+
+static int eddOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
+  EddCursor *p = sqlite3_malloc64(sizeof *p);
+  (void)pVtab;
+  if (p == NULL) return SQLITE_NOMEM;
+  memset(p, 0, sizeof *p);
+  qOptsInit(&p->cur.opts);
+  p->cur.zFunc = "edn_datoms";
+  p->cur.bEof = 1;
+  *ppCur = &p->cur.base;
+  return SQLITE_OK;
+}
+
+static int eddClose(sqlite3_vtab_cursor *cur) {
+  dcurFree((DCursor *)cur);
+  sqlite3_free(cur);
+  return SQLITE_OK;
+}
+
+/* ------------------------------------------------------------ errors */
+
+static int eddErr(char **pzErr, const char *zFmt, ...) {
+  va_list ap;
+  va_start(ap, zFmt);
+  sqlite3_free(*pzErr);
+  *pzErr = sqlite3_vmprintf(zFmt, ap);
+  va_end(ap);
+  return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+}
+
+/* "c2 (a of :eavt)": where a component error is. */
+static const char *eddWhere(const EddCall *p, int iComp, char *zBuf, int nBuf) {
+  sqlite3_snprintf(nBuf, zBuf, "c%d (%c of %s)", iComp + 1, azSlots[p->eIndex][iComp],
+                   azIndex[p->eIndex]);
+  return zBuf;
+}
+
+/* ------------------------------------------------------------ views */
+
+/* Appends "FROM <table> d WHERE <the database's condition>" for the
+** database the opts name (SPEC.md §6, as the query compiler's qcView): ?1
+** is T. bHistory 0 reads the non-history database of the same asOf/since
+** (lookup refs resolve there). Returns the `added` expression. */
+static const char *eddView(sqlite3_str *pSql, const EddCall *p, int bHistory, const char *zT) {
+  if (bHistory) {
+    sqlite3_str_appendall(pSql, " FROM timelined_transactions d WHERE d.timeline IS 0");
+    if (p->eHist == 1) sqlite3_str_appendf(pSql, " AND d.tx <= %s", zT);
+    if (p->eHist == 2) sqlite3_str_appendf(pSql, " AND d.tx > %s", zT);
+    return "d.added";
+  }
+  if (p->eHist == 1) {
+    sqlite3_str_appendf(pSql,
+        " FROM timelined_transactions d WHERE d.timeline IS 0 AND d.added = 1 AND d.tx <= %s"
+        " AND NOT EXISTS (SELECT 1 FROM timelined_transactions r WHERE r.a = d.a AND r.e = d.e"
+        " AND r.value_type_tag = d.value_type_tag AND r.v = d.v AND r.tx > d.tx AND r.tx <= %s"
+        " AND r.timeline IS 0)", zT, zT);
+    return "1";
+  }
+  sqlite3_str_appendall(pSql, " FROM datoms d WHERE 1");
+  if (p->eHist == 2) sqlite3_str_appendf(pSql, " AND d.tx > %s", zT);
+  return "1";
+}
+
+/* True when the view reads the datoms table (with its flag columns). */
+static int eddOnDatoms(const EddCall *p) {
+  return !p->bHistory && p->eHist != 1;
+}
+
+/* T as SQL: ?1 a tx id, or the last tx at or before the instant ?1. */
+static const char *eddT(const DCursor *pCur) {
+  const QueryOpts *o = &pCur->opts;
+  const EdnValue *pInst = o->bAsOf ? o->pAsOfInst : o->pSinceInst;
+  return pInst ? "(SELECT coalesce(max(e), 0) FROM datoms WHERE a = 3 AND v <= ?1)" : "?1";
+}
+
+static int eddBindT(const DCursor *pCur, sqlite3_stmt *pStmt) {
+  const QueryOpts *o = &pCur->opts;
+  const EdnValue *pInst = o->bAsOf ? o->pAsOfInst : o->pSinceInst;
+  if (!o->bAsOf && !o->bSince) return SQLITE_OK;
+  return sqlite3_bind_int64(pStmt, 1, pInst ? pInst->u.i : o->bAsOf ? o->iAsOf : o->iSince);
+}
+
+/* The value test "d.v = ?N" in the store's encoding: a fulltext attribute
+** stores the rowid of its text. */
+static void eddValueEq(sqlite3_str *pSql, const Attr *pA, int iParam) {
+  if (pA->bFulltext) {
+    sqlite3_str_appendf(pSql, " AND d.v = (SELECT rowid FROM fulltext_values WHERE text = ?%d)",
+                        iParam);
+  } else {
+    sqlite3_str_appendf(pSql, " AND d.v = ?%d", iParam);
+  }
+}
+
+/* ------------------------------------------------------------ components */
+
+/* The EDN form of a component given as an SQL value (TEXT is EDN text;
+** numbers are numbers). *ppV NULL for a BLOB (bytes, taken as they are). */
+static int eddForm(EddCall *p, sqlite3_value *pVal, int iComp, EdnValue **ppV, char **pzErr) {
+  char zW[48];
+  *ppV = NULL;
+  switch (sqlite3_value_type(pVal)) {
+    case SQLITE_INTEGER:
+      *ppV = ednNewInt(&p->arena, sqlite3_value_int64(pVal));
+      return *ppV ? SQLITE_OK : SQLITE_NOMEM;
+    case SQLITE_FLOAT:
+      *ppV = ednNew(&p->arena, EDN_DOUBLE);
+      if (*ppV == NULL) return SQLITE_NOMEM;
+      (*ppV)->u.d = sqlite3_value_double(pVal);
+      return SQLITE_OK;
+    case SQLITE_TEXT: {
+      const char *z;
+      int n, rc = sqlioText(pVal, &z, &n);
+      EdnError err;
+      if (rc != SQLITE_OK) return rc;
+      memset(&err, 0, sizeof err);
+      rc = ednReadOne(&p->arena, z, n, ppV, &err);
+      if (rc == SQLITE_ERROR) {
+        return eddErr(pzErr, "%s: line %d col %d: %s", eddWhere(p, iComp, zW, sizeof zW), err.line,
+                      err.col, err.zMsg);
+      }
+      return rc;
+    }
+    default:
+      return SQLITE_OK;
+  }
+}
+
+/* Text for a form in a message (EDN), sqlite3_malloc'd. */
+static char *eddShow(const EdnValue *pV) {
+  sqlite3_str *pOut = sqlite3_str_new(NULL);
+  ednPrint(pOut, pV);
+  return sqlite3_str_finish(pOut);
+}
+
+static int eddLookup(DCursor *pCur, EddCall *p, const Attr *pA, const EdnValue *pVal,
+                     sqlite3_int64 *pE, char **pzErr);
+
+/* An entity component (e, or v of a ref attribute): an entid, an ident or
+** a lookup ref; an ident or lookup ref that names no entity is an error
+** (Datomic's datoms: "Unable to resolve entity"). */
+static int eddEntity(DCursor *pCur, EddCall *p, int iComp, sqlite3_int64 *pE, char **pzErr) {
+  EdnValue *pV = NULL;
+  char zW[48];
+  char *zShow;
+  int rc = eddForm(p, p->apComp[iComp], iComp, &pV, pzErr);
+  if (rc != SQLITE_OK) return rc;
+  eddWhere(p, iComp, zW, sizeof zW);
+  if (pV && pV->type == EDN_INT) {
+    *pE = pV->u.i;
+    return SQLITE_OK;
+  }
+  if (pV && pV->type == EDN_KEYWORD) {
+    *pE = schemaEntid(pCur->call.pSchema, pV->u.s.z, pV->u.s.n);
+    if (*pE == 0) return eddErr(pzErr, "%s: unknown ident %s", zW, pV->u.s.z);
+    return SQLITE_OK;
+  }
+  if (pV && pV->type == EDN_VECTOR && pV->u.c.n == 2 && pV->u.c.a[0]->type == EDN_KEYWORD) {
+    const EdnValue *pK = pV->u.c.a[0];
+    const Attr *pA = schemaAttrByIdent(pCur->call.pSchema, pK->u.s.z, pK->u.s.n);
+    if (pA == NULL) return eddErr(pzErr, "%s: lookup ref on unknown attribute %s", zW, pK->u.s.z);
+    if (pA->eUnique == UNIQUE_NONE) {
+      return eddErr(pzErr, "%s: lookup ref attribute %s is not :db/unique", zW, pA->zIdent);
+    }
+    rc = eddLookup(pCur, p, pA, pV->u.c.a[1], pE, pzErr);
+    if (rc != SQLITE_OK || *pE != 0) return rc;
+    zShow = eddShow(pV);
+    rc = zShow ? eddErr(pzErr, "%s: lookup ref %s names no entity", zW, zShow) : SQLITE_NOMEM;
+    sqlite3_free(zShow);
+    return rc;
+  }
+  zShow = pV ? eddShow(pV) : NULL;
+  rc = eddErr(pzErr, "%s: expected an entity id, ident or lookup ref, got %s%s%s", zW,
+              pV ? ednKindName(pV) : "a BLOB", pV ? " " : "", zShow ? zShow : "");
+  sqlite3_free(zShow);
+  return rc;
+}
+
+/* An attribute component: its ident or entid. */
+static int eddAttr(DCursor *pCur, EddCall *p, int iComp, char **pzErr) {
+  EdnValue *pV = NULL;
+  char zW[48];
+  char *zShow;
+  int rc = eddForm(p, p->apComp[iComp], iComp, &pV, pzErr);
+  if (rc != SQLITE_OK) return rc;
+  eddWhere(p, iComp, zW, sizeof zW);
+  if (pV && pV->type == EDN_KEYWORD) {
+    p->pA = schemaAttrByIdent(pCur->call.pSchema, pV->u.s.z, pV->u.s.n);
+    if (p->pA == NULL) return eddErr(pzErr, "%s: unknown attribute %s", zW, pV->u.s.z);
+  } else if (pV && pV->type == EDN_INT) {
+    p->pA = schemaAttr(pCur->call.pSchema, pV->u.i);
+    if (p->pA == NULL) return eddErr(pzErr, "%s: entity %lld is not an attribute", zW, pV->u.i);
+  } else {
+    zShow = pV ? eddShow(pV) : NULL;
+    rc = eddErr(pzErr, "%s: expected an attribute (its ident or entid), got %s%s%s", zW,
+                pV ? ednKindName(pV) : "a BLOB", pV ? " " : "", zShow ? zShow : "");
+    sqlite3_free(zShow);
+    return rc;
+  }
+  /* Datomic keeps in AVET only attributes with :db/index or :db/unique
+  ** (Attribute.hasAVET), and in VAET only refs. */
+  if (p->eIndex == EDD_AVET && !p->pA->bIndex && p->pA->eUnique == UNIQUE_NONE) {
+    return eddErr(pzErr, "%s: %s has neither :db/index nor :db/unique, so it is not in :avet"
+                  " (read it through :aevt)", zW, p->pA->zIdent);
+  }
+  if (p->eIndex == EDD_VAET && p->pA->type != VT_REF) {
+    return eddErr(pzErr, "%s: %s is %s; :vaet holds ref attributes only", zW, p->pA->zIdent,
+                  vtName(p->pA->type));
+  }
+  return SQLITE_OK;
+}
+
+/* A value component of attribute pA (NULL for :vaet's v: a ref). */
+static int eddValue(DCursor *pCur, EddCall *p, int iComp, char **pzErr) {
+  const Attr *pA = p->pA;
+  EdnValue *pV = NULL;
+  char zW[48], *zErr = NULL;
+  int rc;
+  memset(&p->v, 0, sizeof p->v);
+  p->bV = 1;
+  if (pA == NULL || pA->type == VT_REF) {
+    p->v.type = VT_REF;
+    return eddEntity(pCur, p, iComp, &p->v.i, pzErr);
+  }
+  eddWhere(p, iComp, zW, sizeof zW);
+  if (sqlite3_value_type(p->apComp[iComp]) == SQLITE_BLOB) {
+    if (pA->type != VT_BYTES) {
+      return eddErr(pzErr, "%s: expected %s, got a BLOB", zW, vtName(pA->type));
+    }
+    p->v.type = VT_BYTES;
+    p->v.z = (const char *)sqlite3_value_blob(p->apComp[iComp]);
+    p->v.n = sqlite3_value_bytes(p->apComp[iComp]);
+    return SQLITE_OK;
+  }
+  rc = eddForm(p, p->apComp[iComp], iComp, &pV, pzErr);
+  if (rc != SQLITE_OK) return rc;
+  rc = valueFromEdn(pV, pA->type, &p->v, &zErr);
+  if (rc == SQLITE_ERROR) rc = eddErr(pzErr, "%s: %s", zW, zErr);
+  sqlite3_free(zErr);
+  return rc;
+}
+
+/* The entity lookup ref [pA pVal] names in the database the call reads
+** (not its history), 0 when none. */
+static int eddLookup(DCursor *pCur, EddCall *p, const Attr *pA, const EdnValue *pVal,
+                     sqlite3_int64 *pE, char **pzErr) {
+  sqlite3_str *pSql;
+  sqlite3_stmt *pStmt = NULL;
+  TypedValue tv;
+  char *zSql, *zErr = NULL;
+  int rc, bOwn = 0;
+  *pE = 0;
+  memset(&tv, 0, sizeof tv);
+  if (pA->type == VT_REF && pVal->type == EDN_KEYWORD) {
+    tv.type = VT_REF;
+    tv.i = schemaEntid(pCur->call.pSchema, pVal->u.s.z, pVal->u.s.n);
+    if (tv.i == 0) return SQLITE_OK;
+  } else {
+    rc = valueFromEdn(pVal, pA->type, &tv, &zErr);
+    sqlite3_free(zErr);
+    if (rc != SQLITE_OK) return rc == SQLITE_NOMEM ? rc : SQLITE_OK;
+  }
+  pSql = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(pSql, "SELECT d.e");
+  eddView(pSql, p, 0, eddT(pCur));
+  sqlite3_str_appendf(pSql, " AND d.a = %lld AND d.value_type_tag = %d", pA->e, vtTag(pA->type));
+  eddValueEq(pSql, pA, 2);
+  sqlite3_str_appendall(pSql, " LIMIT 1");
+  zSql = sqlite3_str_finish(pSql);
+  if (zSql == NULL) return SQLITE_NOMEM;
+  rc = qCacheStmt(pCur->call.pConn, zSql, (int)strlen(zSql), &pStmt, &bOwn, pzErr);
+  sqlite3_free(zSql);
+  if (rc == SQLITE_OK) rc = eddBindT(pCur, pStmt);
+  if (rc == SQLITE_OK) rc = valueBind(pStmt, 2, &tv);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_step(pStmt);
+    if (rc == SQLITE_ROW) *pE = sqlite3_column_int64(pStmt, 0);
+    rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+    if (rc != SQLITE_OK) eddErr(pzErr, "lookup ref: %s", sqlite3_errmsg(pCur->call.pConn->db));
+  }
+  if (pStmt && bOwn) {
+    sqlite3_finalize(pStmt);
+  } else if (pStmt) {
+    sqlite3_reset(pStmt);
+    sqlite3_clear_bindings(pStmt);
+  }
+  return rc;
+}
+
+/* Resolves the components in index order: the attribute first, whose type
+** a value takes. */
+static int eddResolve(DCursor *pCur, EddCall *p, char **pzErr) {
+  const char *zSlots = azSlots[p->eIndex];
+  int i, rc = SQLITE_OK;
+  for (i = 0; i < p->nComp && rc == SQLITE_OK; i++) {
+    if (zSlots[i] == 'a') rc = eddAttr(pCur, p, i, pzErr);
+  }
+  for (i = 0; i < p->nComp && rc == SQLITE_OK; i++) {
+    if (zSlots[i] == 'e') {
+      p->bE = 1;
+      rc = eddEntity(pCur, p, i, &p->e, pzErr);
+    } else if (zSlots[i] == 'v') {
+      rc = eddValue(pCur, p, i, pzErr);
+    }
+  }
+  return rc;
+}
+
+/* ------------------------------------------------------------ bounds */
+
+/* The host's bound pVal in the store's encoding of the fixed attribute's
+** values, when comparing there orders as comparing the native values does
+** (SQLite compares both columns without affinity); 0 when it cannot be
+** pushed (SQLite's own check of the native v still filters). */
+static int eddBound(const EddCall *p, sqlite3_value *pVal, TypedValue *pOut) {
+  int eType = sqlite3_value_type(pVal);
+  ValueType t = p->eIndex == EDD_VAET ? VT_REF : p->pA ? p->pA->type : VT_NONE;
+  memset(pOut, 0, sizeof *pOut);
+  if (t == VT_NONE || (p->pA && p->pA->bFulltext && p->eIndex != EDD_VAET)) return 0;
+  if (t == VT_INSTANT) {
+    /* native TEXT RFC 3339, stored µs */
+    const char *z = (const char *)sqlite3_value_text(pVal);
+    if (eType != SQLITE_TEXT || z == NULL) return 0;
+    if (ednParseInstant(z, sqlite3_value_bytes(pVal), &pOut->i) != SQLITE_OK) return 0;
+    pOut->type = VT_INSTANT;
+    return 1;
+  }
+  if (t == VT_UUID) {
+    /* native hyphenated lowercase TEXT, stored 16 bytes: the same order */
+    const char *z = (const char *)sqlite3_value_text(pVal);
+    if (eType != SQLITE_TEXT || z == NULL) return 0;
+    if (ednParseUuid(z, sqlite3_value_bytes(pVal), pOut->uuid) != SQLITE_OK) return 0;
+    pOut->type = VT_UUID;
+    return 1;
+  }
+  /* ref, boolean, long, double, string, keyword, bytes: the stored value is
+  ** the native one */
+  return 2;
+}
+
+/* ------------------------------------------------------------ the SQL */
+
+/* Appends the SELECT of the call's datoms. */
+static void eddSql(sqlite3_str *pSql, const DCursor *pCur, const EddCall *p, int bLo, int bHi) {
+  static const char *const azOrder[] = {
+    "d.e, d.a, d.value_type_tag, d.v", "d.a, d.e, d.value_type_tag, d.v",
+    "d.a, d.value_type_tag, d.v, d.e", "d.v, d.a, d.e"};
+  const Schema *pS = pCur->call.pSchema;
+  const char *zAdded;
+  int i, n = schemaAttrCount(pS), nFt = 0;
+  for (i = 0; i < n; i++) nFt += schemaAttrAt(pS, i)->bFulltext;
+  sqlite3_str_appendall(pSql, "SELECT d.e, d.a, ");
+  if (p->pA && p->eIndex != EDD_VAET) {
+    sqlite3_str_appendall(pSql, p->pA->bFulltext
+                                ? "(SELECT text FROM fulltext_values WHERE rowid = d.v)" : "d.v");
+  } else if (nFt && p->eIndex != EDD_VAET) {
+    int bFirst = 1;
+    sqlite3_str_appendall(pSql, "CASE WHEN d.a IN (");
+    for (i = 0; i < n; i++) {
+      const Attr *pA = schemaAttrAt(pS, i);
+      if (!pA->bFulltext) continue;
+      sqlite3_str_appendf(pSql, "%s%lld", bFirst ? "" : ",", pA->e);
+      bFirst = 0;
+    }
+    sqlite3_str_appendall(pSql, ") THEN (SELECT text FROM fulltext_values WHERE rowid = d.v)"
+                                " ELSE d.v END");
+  } else {
+    sqlite3_str_appendall(pSql, "d.v");
+  }
+  sqlite3_str_appendall(pSql, ", d.value_type_tag, d.tx, ");
+  {
+    sqlite3_str *pRest = sqlite3_str_new(NULL);
+    zAdded = eddView(pRest, p, p->bHistory, eddT(pCur));
+    sqlite3_str_appendall(pSql, zAdded);
+    {
+      char *z = sqlite3_str_finish(pRest);
+      if (z) sqlite3_str_appendall(pSql, z);
+      else sqlite3_str_appendall(pSql, " <oom>");
+      sqlite3_free(z);
+    }
+  }
+  /* only the index's attributes: Datomic's AVET and VAET */
+  if (p->eIndex == EDD_AVET || p->eIndex == EDD_VAET) {
+    if (eddOnDatoms(p)) {
+      sqlite3_str_appendall(pSql, p->eIndex == EDD_AVET ? " AND d.index_avet IS NOT 0"
+                                                         : " AND d.index_vaet IS NOT 0");
+    } else if (p->pA == NULL) {
+      int bFirst = 1;
+      sqlite3_str_appendall(pSql, " AND d.a IN (");
+      for (i = 0; i < n; i++) {
+        const Attr *pA = schemaAttrAt(pS, i);
+        int bIn = p->eIndex == EDD_AVET ? pA->bIndex || pA->eUnique : pA->type == VT_REF;
+        if (!bIn) continue;
+        sqlite3_str_appendf(pSql, "%s%lld", bFirst ? "" : ",", pA->e);
+        bFirst = 0;
+      }
+      sqlite3_str_appendall(pSql, ")");
+    }
+  }
+  if (p->bE) sqlite3_str_appendall(pSql, " AND d.e = ?2");
+  if (p->pA) {
+    sqlite3_str_appendf(pSql, " AND d.a = %lld AND d.value_type_tag = %d", p->pA->e,
+                        vtTag(p->pA->type));
+  }
+  if (p->bV) {
+    if (p->pA && p->eIndex != EDD_VAET) eddValueEq(pSql, p->pA, 3);
+    else sqlite3_str_appendall(pSql, " AND d.v = ?3 AND d.value_type_tag = 0");
+  }
+  if (bLo) sqlite3_str_appendf(pSql, " AND d.v %s ?4", p->opLo == EDND_LO_GT ? ">" : ">=");
+  if (bHi) sqlite3_str_appendf(pSql, " AND d.v %s ?5", p->opHi == EDND_HI_LT ? "<" : "<=");
+  sqlite3_str_appendf(pSql, " ORDER BY %s%s", azOrder[p->eIndex],
+                      p->bHistory ? ", d.tx DESC, d.added" : "");
+  if (p->iLimit >= 0) sqlite3_str_appendall(pSql, " LIMIT ?6");
+}
+
+/* ------------------------------------------------------------ xFilter */
+
+/* The index argument: one of the four keywords. */
+static int eddIndexArg(sqlite3_value *pVal, int *peIndex, char **pzErr) {
+  const char *z = (const char *)sqlite3_value_text(pVal);
+  int i;
+  if (sqlite3_value_type(pVal) == SQLITE_TEXT && z) {
+    for (i = 0; i < 4; i++) {
+      if (strcmp(z, azIndex[i]) == 0) {
+        *peIndex = i;
+        return SQLITE_OK;
+      }
+    }
+  }
+  if (z == NULL && sqlite3_value_type(pVal) == SQLITE_TEXT) return SQLITE_NOMEM;
+  return eddErr(pzErr, "unknown index %s: use :eavt, :aevt, :avet or :vaet", z ? z : "");
+}
+
+/* True for a component that is the opts: TEXT whose first non-blank is '{'. */
+static int eddIsOpts(sqlite3_value *pVal) {
+  const unsigned char *z;
+  if (pVal == NULL || sqlite3_value_type(pVal) != SQLITE_TEXT) return 0;
+  z = sqlite3_value_text(pVal);
+  while (z && (*z == ' ' || *z == '\t' || *z == '\n' || *z == '\r')) z++;
+  return z && *z == '{';
+}
+
+/* Splits the arguments: components c1..c3 (consecutive), the opts (the
+** last given argument when it is a JSON object). */
+static int eddArgs(EddCall *p, sqlite3_value **apArg, sqlite3_value **ppOpts, char **pzErr) {
+  int i;
+  *ppOpts = apArg[5];
+  for (i = 0; i < 3; i++) p->apComp[i] = apArg[2 + i];
+  if (*ppOpts == NULL) {
+    for (i = 2; i >= 0 && p->apComp[i] == NULL; i--) {}
+    if (i >= 0 && eddIsOpts(p->apComp[i])) {
+      *ppOpts = p->apComp[i];
+      p->apComp[i] = NULL;
+    }
+  } else if (sqlite3_value_type(*ppOpts) != SQLITE_NULL && !eddIsOpts(*ppOpts)) {
+    return eddErr(pzErr, "too many components: %s takes at most 3 (%c %c %c)",
+                  azIndex[p->eIndex], azSlots[p->eIndex][0], azSlots[p->eIndex][1],
+                  azSlots[p->eIndex][2]);
+  }
+  for (i = 0; i < 3 && p->apComp[i]; i++) {}
+  p->nComp = i;
+  for (; i < 3; i++) {
+    if (p->apComp[i]) {
+      return eddErr(pzErr, "c%d given without c%d", i + 1, p->nComp + 1);
+    }
+  }
+  return SQLITE_OK;
+}
+
+/* Binds the call's values on the statement eddSql wrote. */
+static int eddBind(DCursor *pCur, EddCall *p, sqlite3_stmt *pStmt, int bLo, int bHi) {
+  int rc = eddBindT(pCur, pStmt);
+  if (rc == SQLITE_OK && p->bE) rc = sqlite3_bind_int64(pStmt, 2, p->e);
+  if (rc == SQLITE_OK && p->bV) rc = valueBind(pStmt, 3, &p->v);
+  if (rc == SQLITE_OK && bLo) {
+    rc = p->lo.type ? valueBind(pStmt, 4, &p->lo) : sqlite3_bind_value(pStmt, 4, p->pLo);
+  }
+  if (rc == SQLITE_OK && bHi) {
+    rc = p->hi.type ? valueBind(pStmt, 5, &p->hi) : sqlite3_bind_value(pStmt, 5, p->pHi);
+  }
+  if (rc == SQLITE_OK && p->iLimit >= 0) rc = sqlite3_bind_int64(pStmt, 6, p->iLimit);
+  return rc;
+}
+
+/* The v bounds, LIMIT and OFFSET xBestIndex pushed, from argv[iArg...]. */
+static void eddPushed(EddCall *p, int idxNum, int argc, sqlite3_value **argv, int iArg) {
+  sqlite3_int64 nOffset = 0;
+  p->iLimit = -1;
+  if ((idxNum & (EDND_LO_GT | EDND_LO_GE)) && iArg < argc) {
+    p->pLo = argv[iArg++];
+    p->opLo = idxNum & EDND_LO_GT ? EDND_LO_GT : EDND_LO_GE;
+  }
+  if ((idxNum & (EDND_HI_LT | EDND_HI_LE)) && iArg < argc) {
+    p->pHi = argv[iArg++];
+    p->opHi = idxNum & EDND_HI_LT ? EDND_HI_LT : EDND_HI_LE;
+  }
+  if ((idxNum & EDND_LIMIT) && iArg < argc) {
+    sqlite3_value *pL = argv[iArg++];
+    p->iLimit = sqlite3_value_type(pL) == SQLITE_INTEGER ? sqlite3_value_int64(pL) : -1;
+  }
+  if ((idxNum & EDND_OFFSET) && iArg < argc) {
+    sqlite3_value *pO = argv[iArg++];
+    nOffset = sqlite3_value_type(pO) == SQLITE_INTEGER ? sqlite3_value_int64(pO) : -1;
+  }
+  /* The host applies OFFSET to our rows, then its LIMIT: we give limit +
+  ** offset. A negative limit is none. */
+  if (p->iLimit >= 0 && nOffset < 0) p->iLimit = -1;
+  if (p->iLimit >= 0 && nOffset > 0) p->iLimit += nOffset;
+}
+
+static int eddRun(DCursor *pCur, EddCall *p, sqlite3_value *pDb, sqlite3_value *pOpts,
+                  sqlite3 *host, char **pzErr);
+
+static int eddFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int argc,
+                     sqlite3_value **argv) {
+  DCursor *pCur = (DCursor *)cur;
+  sqlite3_value *apArg[EDND_NARG] = {NULL, NULL, NULL, NULL, NULL, NULL};
+  sqlite3_value *pOpts = NULL;
+  EddCall c;
+  char *zErr = NULL;
+  int i, j = 0, rc;
+  (void)idxStr;
+  dcurRelease(pCur);
+  pCur->bEof = 1;
+  pCur->iRowid = 0;
+  if ((idxNum & EDND_REQUIRED) != EDND_REQUIRED) {
+    int bDb = (idxNum & 1) == 0, bIx = (idxNum & 2) == 0;
+    char *z = sqlite3_mprintf("missing argument%s %s%s%s", bDb && bIx ? "s" : "",
+                              bDb ? "db_path" : "", bDb && bIx ? " and " : "", bIx ? "index" : "");
+    rc = dcurError(cur->pVtab, "edn_datoms", z ? SQLITE_ERROR : SQLITE_NOMEM, z);
+    sqlite3_free(z);
+    return rc;
+  }
+  for (i = 0; i < EDND_NARG && j < argc; i++) {
+    if (idxNum & (1 << i)) apArg[i] = argv[j++];
+  }
+  rc = dcurSaveArgs(pCur, apArg, EDND_NARG);
+  if (rc != SQLITE_OK) return rc;
+  memset(&c, 0, sizeof c);
+  ednArenaInit(&c.arena);
+  eddPushed(&c, idxNum, argc, argv, j);
+  /* NULL in a required argument or a component: no rows (SPEC.md §2) */
+  for (i = 0; i < EDND_NARG - 1; i++) {
+    if (apArg[i] && sqlite3_value_type(apArg[i]) == SQLITE_NULL) goto done;
+  }
+  if (sqlite3_value_type(apArg[0]) == SQLITE_NULL || sqlite3_value_type(apArg[1]) == SQLITE_NULL) {
+    goto done;
+  }
+  rc = eddIndexArg(apArg[1], &c.eIndex, &zErr);
+  if (rc == SQLITE_OK) rc = eddArgs(&c, apArg, &pOpts, &zErr);
+  if (rc == SQLITE_OK) rc = eddRun(pCur, &c, apArg[0], pOpts, ((EddVtab *)cur->pVtab)->db, &zErr);
+  if (rc != SQLITE_OK && zErr) {
+    rc = dcurError(cur->pVtab, "edn_datoms", rc, zErr);
+    dcurRelease(pCur);
+  }
+done:
+  ednArenaReset(&c.arena);
+  sqlite3_free(zErr);
+  return rc;
+}
+
+/* Opens the call, resolves the components, and starts the statement. */
+static int eddRun(DCursor *pCur, EddCall *p, sqlite3_value *pDb, sqlite3_value *pOpts,
+                  sqlite3 *host, char **pzErr) {
+  sqlite3_str *pSql = NULL;
+  sqlite3_stmt *pStmt = NULL;
+  char *zSql = NULL;
+  int rc, bLo = 0, bHi = 0;
+  rc = dcurBegin(pCur, host, pDb, pOpts, pzErr);
+  if (rc != SQLITE_OK) return rc;
+  p->bHistory = pCur->opts.bHistory;
+  p->eHist = pCur->opts.bAsOf ? 1 : pCur->opts.bSince ? 2 : 0;
+  rc = eddResolve(pCur, p, pzErr);
+  if (rc != SQLITE_OK) return rc;
+  /* A bound that cannot be written in the store's encoding is left to the
+  ** host's check, and then a LIMIT cannot be pushed either. */
+  if (p->pLo) {
+    int k = eddBound(p, p->pLo, &p->lo);
+    bLo = k != 0;
+    if (!bLo) p->iLimit = -1;
+  }
+  if (p->pHi) {
+    int k = eddBound(p, p->pHi, &p->hi);
+    bHi = k != 0;
+    if (!bHi) p->iLimit = -1;
+  }
+  pSql = sqlite3_str_new(NULL);
+  eddSql(pSql, pCur, p, bLo, bHi);
+  rc = sqlite3_str_errcode(pSql);
+  zSql = sqlite3_str_finish(pSql);
+  if (rc == SQLITE_OK && zSql == NULL) rc = SQLITE_NOMEM;
+  if (rc == SQLITE_OK) rc = dcurPrepare(pCur, zSql, (int)strlen(zSql), &pStmt, pzErr);
+  sqlite3_free(zSql);
+  if (rc == SQLITE_OK) rc = eddBind(pCur, p, pStmt, bLo, bHi);
+  if (rc == SQLITE_OK) return dcurStep(pCur);
+  return rc;
+}
+
+static int eddNext(sqlite3_vtab_cursor *cur) {
+  return dcurStep((DCursor *)cur);
+}
+
+static int eddEof(sqlite3_vtab_cursor *cur) {
+  return ((DCursor *)cur)->bEof;
+}
+
+static int eddColumn(sqlite3_vtab_cursor *cur, sqlite3_context *pCtx, int iCol) {
+  DCursor *pCur = (DCursor *)cur;
+  if (iCol >= EDND_COL_DBPATH) {
+    dcurArgResult(pCur, iCol - EDND_COL_DBPATH, pCtx);
+    return SQLITE_OK;
+  }
+  if (pCur->pStmt == NULL || pCur->bEof) return SQLITE_OK;
+  switch (iCol) {
+    case EDND_COL_E:
+      sqlite3_result_int64(pCtx, sqlite3_column_int64(pCur->pStmt, DCUR_COL_E));
+      break;
+    case EDND_COL_A: dcurIdentResult(pCur, DCUR_COL_A, pCtx); break;
+    case EDND_COL_V: dcurValueResult(pCur, pCtx); break;
+    case EDND_COL_TX:
+      sqlite3_result_int64(pCtx, sqlite3_column_int64(pCur->pStmt, DCUR_COL_TX));
+      break;
+    default:
+      sqlite3_result_int(pCtx, sqlite3_column_int(pCur->pStmt, DCUR_COL_ADDED));
+      break;
+  }
+  return SQLITE_OK;
+}
+
+static int eddRowid(sqlite3_vtab_cursor *cur, sqlite_int64 *pRowid) {
+  *pRowid = ((DCursor *)cur)->iRowid;
+  return SQLITE_OK;
+}
+
+/* ------------------------------------------------------------ xBestIndex */
+
+/* The index named by a constant `index` argument (sqlite3_vtab_rhs_value,
+** SQLite 3.38+), or -1. */
+static int eddIndexRhs(sqlite3_index_info *pInfo, int iCons) {
+  sqlite3_value *pV = NULL;
+  const char *z;
+  int i;
+  if (sqlite3_libversion_number() < 3038000) return -1;
+  if (sqlite3_vtab_rhs_value(pInfo, iCons, &pV) != SQLITE_OK || pV == NULL) return -1;
+  if (sqlite3_value_type(pV) != SQLITE_TEXT || (z = (const char *)sqlite3_value_text(pV)) == NULL) {
+    return -1;
+  }
+  for (i = 0; i < 4; i++) if (strcmp(z, azIndex[i]) == 0) return i;
+  return -1;
+}
+
+/* A component known to be one (a constant that is not the opts). */
+static int eddCompRhs(sqlite3_index_info *pInfo, int iCons) {
+  sqlite3_value *pV = NULL;
+  if (iCons < 0 || sqlite3_libversion_number() < 3038000) return 0;
+  if (sqlite3_vtab_rhs_value(pInfo, iCons, &pV) != SQLITE_OK || pV == NULL) return 0;
+  return sqlite3_value_type(pV) != SQLITE_NULL && !eddIsOpts(pV);
+}
+
+/* Whether the rows' order (the index's, the given components fixed)
+** satisfies the ORDER BY: ascending terms on the index's columns in its
+** order, leaving out the fixed ones. The `a` column (an ident) sorts by
+** entid in the index, so it counts only when fixed; tx and added never. */
+static int eddOrderConsumed(sqlite3_index_info *pInfo, int eIndex, const int *aIdx) {
+  static const int aCols[4][3] = {
+    {EDND_COL_E, EDND_COL_A, EDND_COL_V}, {EDND_COL_A, EDND_COL_E, EDND_COL_V},
+    {EDND_COL_A, EDND_COL_V, EDND_COL_E}, {EDND_COL_V, EDND_COL_A, EDND_COL_E}};
+  int k = 0, i;
+  if (eIndex < 0 || pInfo->nOrderBy == 0) return 0;
+  for (i = 0; i < pInfo->nOrderBy; i++) {
+    const struct sqlite3_index_orderby *pO = &pInfo->aOrderBy[i];
+    if (pO->desc) return 0;
+    while (k < 3 && eddCompRhs(pInfo, aIdx[2 + k]) && aCols[eIndex][k] != pO->iColumn) k++;
+    if (k >= 3 || aCols[eIndex][k] != pO->iColumn) return 0;
+    if (pO->iColumn == EDND_COL_A && !eddCompRhs(pInfo, aIdx[2 + k])) return 0;
+    k++;
+  }
+  return 1;
+}
+
+/* Pure and cheap (called many times per prepare). The arguments are
+** equality constraints on the hidden columns, as edn_q's; the v bounds and
+** LIMIT/OFFSET are pushed when every other constraint is ours (SQLite
+** applies LIMIT to what the table gives only then). The v bounds are not
+** omitted: SQLite checks the native values again, so a bound the store's
+** encoding cannot express (xFilter leaves it out) loses nothing. */
+static int eddBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
+  int aIdx[EDND_NARG] = {-1, -1, -1, -1, -1, -1};
+  int iLo = -1, iHi = -1, iLimit = -1, iOffset = -1, opLo = 0, opHi = 0;
+  int mUnusable = 0, idxNum = 0, nArg = 0, nComp = 0, bAllOurs = 1, i, eIndex = -1;
+  const struct sqlite3_index_constraint *pC = pInfo->aConstraint;
+  (void)pVtab;
+  for (i = 0; i < pInfo->nConstraint; i++, pC++) {
+    if (pC->iColumn >= EDND_COL_DBPATH && pC->op == SQLITE_INDEX_CONSTRAINT_EQ) {
+      int iArg = pC->iColumn - EDND_COL_DBPATH;
+      if (!pC->usable) mUnusable |= 1 << iArg;
+      else if (aIdx[iArg] < 0) aIdx[iArg] = i;
+      else bAllOurs = 0;
+    } else if (pC->usable && pC->iColumn == EDND_COL_V
+               && (pC->op == SQLITE_INDEX_CONSTRAINT_GT || pC->op == SQLITE_INDEX_CONSTRAINT_GE)
+               && iLo < 0) {
+      iLo = i;
+      opLo = pC->op == SQLITE_INDEX_CONSTRAINT_GT ? EDND_LO_GT : EDND_LO_GE;
+    } else if (pC->usable && pC->iColumn == EDND_COL_V
+               && (pC->op == SQLITE_INDEX_CONSTRAINT_LT || pC->op == SQLITE_INDEX_CONSTRAINT_LE)
+               && iHi < 0) {
+      iHi = i;
+      opHi = pC->op == SQLITE_INDEX_CONSTRAINT_LT ? EDND_HI_LT : EDND_HI_LE;
+    } else if (pC->usable && pC->op == SQLITE_INDEX_CONSTRAINT_LIMIT) {
+      iLimit = i;
+    } else if (pC->usable && pC->op == SQLITE_INDEX_CONSTRAINT_OFFSET) {
+      iOffset = i;
+    } else {
+      bAllOurs = 0;
+    }
+  }
+  for (i = 0; i < EDND_NARG; i++) {
+    /* given but not usable in this plan: ask for another order */
+    if (aIdx[i] < 0 && (mUnusable & (1 << i))) return SQLITE_CONSTRAINT;
+  }
+  for (i = 0; i < EDND_NARG; i++) {
+    if (aIdx[i] < 0) continue;
+    pInfo->aConstraintUsage[aIdx[i]].argvIndex = ++nArg;
+    pInfo->aConstraintUsage[aIdx[i]].omit = 1;
+    idxNum |= 1 << i;
+    if (i >= 2 && i <= 4) nComp++;
+  }
+  if (iLo >= 0) { pInfo->aConstraintUsage[iLo].argvIndex = ++nArg; idxNum |= opLo; }
+  if (iHi >= 0) { pInfo->aConstraintUsage[iHi].argvIndex = ++nArg; idxNum |= opHi; }
+  if (aIdx[1] >= 0) eIndex = eddIndexRhs(pInfo, aIdx[1]);
+  if (eddOrderConsumed(pInfo, eIndex, aIdx)) pInfo->orderByConsumed = 1;
+  if (bAllOurs && iLimit >= 0 && (pInfo->nOrderBy == 0 || pInfo->orderByConsumed)) {
+    pInfo->aConstraintUsage[iLimit].argvIndex = ++nArg;
+    idxNum |= EDND_LIMIT;
+    if (iOffset >= 0) {
+      pInfo->aConstraintUsage[iOffset].argvIndex = ++nArg;
+      idxNum |= EDND_OFFSET;
+    }
+  }
+  pInfo->idxNum = idxNum;
+  if ((idxNum & EDND_REQUIRED) != EDND_REQUIRED) {
+    /* as edn_q: a plan without a required argument is accepted at a cost
+    ** no plan with them reaches, and xFilter names what is missing */
+    pInfo->estimatedCost = 1e99;
+    pInfo->estimatedRows = 2147483647;
+    return SQLITE_OK;
+  }
+  /* each component narrows the index by a lot; a range by some */
+  pInfo->estimatedRows = nComp >= 3 ? 1 : nComp == 2 ? 10 : nComp == 1 ? 1000 : 1000000;
+  if (iLo >= 0 || iHi >= 0) pInfo->estimatedRows = pInfo->estimatedRows / 4 + 1;
+  pInfo->estimatedCost = (double)pInfo->estimatedRows * 2 + 10;
+  return SQLITE_OK;
+}
+
+static sqlite3_module eddModule = {
+  .iVersion = 0,
+  .xCreate = 0,     /* eponymous-only */
+  .xConnect = eddConnect,
+  .xBestIndex = eddBestIndex,
+  .xDisconnect = eddDisconnect,
+  .xOpen = eddOpen,
+  .xClose = eddClose,
+  .xFilter = eddFilter,
+  .xNext = eddNext,
+  .xEof = eddEof,
+  .xColumn = eddColumn,
+  .xRowid = eddRowid,
+};
+
+int ednDatomsRegister(sqlite3 *db) {
+  return sqlite3_create_module_v2(db, "edn_datoms", &eddModule, NULL, NULL);
+}
