@@ -100,6 +100,7 @@ int vcallBegin(VCall *pCall, sqlite3 *host, sqlite3_value *pPath, int eKind,
   if (pOpts) {
     pOpts->xInterrupted = vcallCompileInterrupted;
     pOpts->pInterruptArg = pCall;
+    pOpts->pDb = pCall->pConn ? pCall->pConn->db : NULL;
   }
   if (eKind == VCALL_WRITE) {
     /* The probe must not be prepared mid-transaction (intrWatchPrepare). */

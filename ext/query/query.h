@@ -62,6 +62,9 @@ typedef struct QueryOpts {
                                       ** compile with SQLITE_INTERRUPT, "interrupted". NULL:
                                       ** never polled */
   void *pInterruptArg;                /* xInterrupted's argument */
+  sqlite3 *pDb;                       /* set by the caller: the connection the query is
+                                      ** prepared on, whose limits (sqlite3_limit) the
+                                      ** compile keeps to; NULL: SQLite's defaults */
 } QueryOpts;
 
 void qOptsInit(QueryOpts *p);

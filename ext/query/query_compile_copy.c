@@ -173,8 +173,7 @@ int qcCollapse(QCtx *pX) {
   pX->nPatternFrom = 0;
   pX->nKey = 0;
   pX->bUnlinked = 0;
-  sqlite3_str_reset(pX->pWhere);
-  pX->nWhere = 0;
+  qcWhereReset(pX);
   for (i = 0, k = 0; i < pX->nVar; i++) {
     QVar *pV = &pX->aVar[i];
     char *zExpr;
@@ -251,7 +250,7 @@ int qcPhaseStart(QCtx *pX, QPhase *pPh) {
   if (pPh->zSeed == NULL || zBody == NULL) qcNoMem(pC);
   sqlite3_str_reset(pX->pFrom);
   sqlite3_str_appendf(pX->pFrom, "xs%d x%d", n, n);
-  sqlite3_str_reset(pX->pWhere);
+  qcWhereReset(pX);
   sqlite3_str_appendf(pX->pWhere, "x%d.p = 0", n);
   pX->nFrom = 1;
   pX->nWhere = 1;
@@ -290,7 +289,7 @@ void qcPhaseEnd(QCtx *pX, QPhase *pPh, const char *zBranches, const unsigned cha
                         sqlite3_str_value(pNull), pPh->zSeedBody, zBranches);
     pC->bRecursive = 1;
     sqlite3_free(sqlite3_str_finish(pNull));
-    sqlite3_str_reset(pX->pWhere);
+    qcWhereReset(pX);
     sqlite3_str_appendf(pX->pWhere, "%s.p = 1", pPh->zAlias);
     pX->nWhere = 1;
     if (sqlite3_str_errcode(pC->pCte) || sqlite3_str_errcode(pX->pWhere)) qcNoMem(pC);

@@ -324,6 +324,10 @@ static int qcoOrIn(QCtx *pX, const QClause *pCl, int iDepth) {
   const EdnValue *aJoinLocal[64];
   const EdnValue **aJoin;
   int nJoin = 0, i, bAllBound = 1;
+  if (qcCompoundLimit(pC, pCl->pForm, pCl->nSub, "the %s has %d branches",
+                      pCl->kind == QC_OR ? "or" : "or-join", pCl->nSub)) {
+    return pC->rc;
+  }
   if (pCl->kind == QC_OR_JOIN) {
     aJoin = pCl->aJoin;
     nJoin = pCl->nJoin;

@@ -238,6 +238,20 @@ static int qcrCallsGroup(const QRuleInfo *pRi, QClause *const *a, int n, int g, 
   return 0;
 }
 
+/* Refuses group g when its definitions, one UNION in its CTE (the chain
+** ones one step together), pass SQLite's compound limit: 1 then. */
+static int qcrGroupUnionLimit(QComp *pC, int g) {
+  const QRuleInfo *pRi = pC->pRi;
+  int i, i0, i1, nSel = 0, bChain = 0;
+  for (i = 0; i < pC->rules.nRule; i++) {
+    if (pRi->aHead[pRi->aiHeadOf[i]].iGroup != g) continue;
+    if (qcxChainPlaces(pRi, g, pC->rules.aRule[i], &i0, &i1)) bChain = 1;
+    else nSel++;
+  }
+  return qcCompoundLimit(pC, NULL, nSel + bChain, "rule %s has %d definitions",
+                         pRi->aHead[g].zName, nSel + bChain);
+}
+
 /* Compiles every definition of group g into the CTE rules<g>; with abSeed
 ** (iInst > 0) into an instance rulesi<iInst> whose definitions that do not
 ** call back into the group (its base) start from the seed CTE
@@ -270,6 +284,12 @@ static int qcrGroupAs(QComp *pC, int g, int iDepth, const unsigned char *abSeed,
     sqlite3_snprintf(sizeof zB, zB, "rulesb%s%d", pC->zRuleTag, g);
   }
   qcrCheckLinear(pC, g);
+  if (qcrGroupUnionLimit(pC, g)) {
+    sqlite3_free(sqlite3_str_finish(pBase));
+    sqlite3_free(sqlite3_str_finish(pRec));
+    sqlite3_free(aeSave);
+    return pC->rc;
+  }
   for (i = 0; i < pRi->nHead; i++) {
     if (pRi->aHead[i].iGroup != g) continue;
     pRi->aHead[i].eState = 1;

@@ -138,7 +138,7 @@ static int qciJoin(QCtx *pX, const QClause *pCl, int h, const unsigned char *aeA
     sqlite3_str_reset(pX->pFrom);
     sqlite3_str_appendall(pX->pFrom, sqlite3_str_value(sub.pFrom));
     pX->nFrom = sub.nFrom;
-    sqlite3_str_reset(pX->pWhere);
+    qcWhereReset(pX);
     sqlite3_str_appendall(pX->pWhere, sqlite3_str_value(sub.pWhere));
     pX->nWhere = sub.nWhere;
     if (sqlite3_str_errcode(pX->pFrom) || sqlite3_str_errcode(pX->pWhere)) qcNoMem(pC);
@@ -250,6 +250,7 @@ int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
   if (nArity > 64) return 0;
   if (!qciClassify(pX, pCl, aeArg, aVt, &nFree, &nBound)) return 0;
   for (i = 0; i < pC->rules.nRule; i++) if (pC->pRi->aiHeadOf[i] == h) nDef++;
+  if (qcCompoundLimit(pC, pCl->pForm, nDef, "rule %s has %d definitions", pCl->zName, nDef)) return 1;
   if (nFree && nBound && nDef == 1) return qciJoin(pX, pCl, h, aeArg, iDepth);
   if (nFree && nBound && pX->bRecRef) return 0;
   nDef = 0;

@@ -352,6 +352,7 @@ static void qcmOriginsBodies(QCtx *pX, const QClause *pCl, int h, const unsigned
     qcmBranch(pC, &sub, pVal, pTag, pOut, &n);
     if (a != aLocal) sqlite3_free(a);
   }
+  qcCompoundLimit(pC, pCl->pForm, n, "rule %s has %d definitions", pCl->zName, n);
 }
 
 /* The call pCl of head h with the places abBound seeded: from the caller's
@@ -406,6 +407,12 @@ static void qcmDefinitions(QCtx *pX, const QClause *pCl, int h, const unsigned c
       }
     }
     qcmBranch(pC, &sub, pVal, pTag, iRec >= 0 ? pSeed : pAns, iRec >= 0 ? &nRec : &nBase);
+  }
+  if (!qcCompoundLimit(pC, pCl->pForm, nBase, "rule %s has %d definitions without recursion",
+                       pCl->zName, nBase)) {
+    /* the seeds' CTE: the origins, then one step per recursive definition */
+    qcCompoundLimit(pC, pCl->pForm, nRec + 1, "rule %s has %d recursive definitions (each a"
+                    " step of its seeds)", pCl->zName, nRec);
   }
 }
 

@@ -11,12 +11,43 @@
 #include <stdarg.h>
 #include "query_compile_scope.h"
 
+/* Puts the end of the WHERE, from byte iStart (where a group's first term
+** begins), in parentheses. */
+static void qcWhereWrap(QCtx *pX, int iStart) {
+  int n = sqlite3_str_length(pX->pWhere);
+  char *z;
+  sqlite3_str_appendall(pX->pWhere, "()");
+  if (sqlite3_str_errcode(pX->pWhere)) {
+    qcNoMem(pX->pC);
+    return;
+  }
+  z = sqlite3_str_value(pX->pWhere);
+  memmove(z + iStart + 1, z + iStart, (size_t)(n - iStart));
+  z[iStart] = '(';
+  z[n + 1] = ')';
+}
+
 void qcWhere(QCtx *pX, char *zTerm) {
+  int k, iPos;
   if (zTerm == NULL) { qcNoMem(pX->pC); return; }
   if (strcmp(zTerm, "0") == 0) pX->bNoRows = 1;
   if (pX->nWhere++) sqlite3_str_appendall(pX->pWhere, " AND ");
+  /* The term opens a group at every level whose group has no item yet. */
+  iPos = sqlite3_str_length(pX->pWhere);
+  for (k = 0; k < QC_WHERE_LEVELS && pX->anWhereItems[k] == 0; k++) pX->aiWhereStart[k] = iPos;
   sqlite3_str_appendall(pX->pWhere, zTerm);
   sqlite3_free(zTerm);
+  /* A full group becomes one item of the level above. */
+  for (k = 0; k < QC_WHERE_LEVELS && ++pX->anWhereItems[k] == QC_WHERE_FAN; k++) {
+    qcWhereWrap(pX, pX->aiWhereStart[k]);
+    pX->anWhereItems[k] = 0;
+  }
+}
+
+void qcWhereReset(QCtx *pX) {
+  sqlite3_str_reset(pX->pWhere);
+  pX->nWhere = 0;
+  memset(pX->anWhereItems, 0, sizeof pX->anWhereItems);
 }
 
 int qcNoRows(const QCtx *pX) {

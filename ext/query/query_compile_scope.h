@@ -85,6 +85,14 @@ typedef struct QSrcSave {
   int iSrc, iDefault;
 } QSrcSave;
 
+/* qcWhere groups a scope's conditions QC_WHERE_FAN to a parenthesis, and
+** those groups again, QC_WHERE_LEVELS deep: SQLite parses "t1 AND t2 AND
+** ..." as a tree as deep as the terms are many and refuses one deeper than
+** SQLITE_LIMIT_EXPR_DEPTH (1000), so a clause list of 1000 predicates
+** failed; grouped, n terms nest about 16 * 4 + n / 16^4 deep. */
+#define QC_WHERE_FAN 16
+#define QC_WHERE_LEVELS 4
+
 /* The clauses of one qcwClauses frame of the query's own scope, with which
 ** of them are done: the clauses still to come name the variables the rows
 ** so far must keep (qcCollapse). Frames nest for (and ...) at the top. */
@@ -109,8 +117,10 @@ struct QCtx {
   int nVarHash, nVarHashed;
   sqlite3_str *pFrom;     /* "datoms d1, datoms d2" */
   int nFrom;
-  sqlite3_str *pWhere;    /* "t1 AND t2" */
+  sqlite3_str *pWhere;    /* "t1 AND t2", grouped "(t1 AND ...) AND (...)" */
   int nWhere;
+  int aiWhereStart[QC_WHERE_LEVELS];  /* qcWhere's open groups: where each  */
+  int anWhereItems[QC_WHERE_LEVELS];  /* starts in pWhere, and its items     */
   int nPatternFrom;       /* FROM items that are data patterns */
   int bUnlinked;          /* a data pattern was not reachable by an index
                           ** from a constant, an input or an earlier
@@ -172,6 +182,7 @@ struct QComp {
   const QCtx *pMain;       /* the query's own scope (its :where) */
   QLive *pLive;            /* its qcwClauses frames, innermost first */
   unsigned nPoll;          /* qcPoll's steps so far */
+  int nMaxCompound;        /* SELECTs one UNION may join (0: no limit) */
 };
 
 
@@ -186,12 +197,20 @@ int qcNoMem(QComp *pC);
 ** Returns the rc. */
 int qcPoll(QComp *pC);
 #define QC_POLL_STEPS 64
+/* Refuses, naming the construct, a UNION of nSelect SELECTs past SQLite's
+** SQLITE_LIMIT_COMPOUND_SELECT: zFmt and its arguments say what unions them
+** and how many ("the or has %d branches"). 1 with the error set (at pAt,
+** or the current clause), else 0. */
+int qcCompoundLimit(QComp *pC, const EdnValue *pAt, int nSelect, const char *zFmt, ...);
 /* A new parameter; returns its number (1-based) or 0 on OOM. */
 int qcParam(QComp *pC, const EdnValue *pConst, int iInput, int i1, int i2,
             QConv eConv, ValueType vt);
-/* Appends " AND term" to the scope's WHERE. zTerm is sqlite3_malloc'd and
-** taken over (NULL means OOM). */
+/* Appends " AND term" to the scope's WHERE (grouped: QC_WHERE_FAN). zTerm
+** is sqlite3_malloc'd and taken over (NULL means OOM). */
 void qcWhere(QCtx *pX, char *zTerm);
+/* Empties the scope's WHERE; what is appended to pWhere directly after it
+** (a copy, one term) stays outside qcWhere's groups. */
+void qcWhereReset(QCtx *pX);
 /* True when no row reaches the clause being compiled in pX: this scope or
 ** an enclosing one already holds a constant-false term. Datomic raises a
 ** function's or aggregate's type error for a row that reaches it, so the

@@ -29,6 +29,21 @@ int qcErr(QComp *pC, const EdnValue *p, const char *zFmt, ...) {
   return pC->rc;
 }
 
+int qcCompoundLimit(QComp *pC, const EdnValue *pAt, int nSelect, const char *zFmt, ...) {
+  va_list ap;
+  char *zWhat;
+  if (pC->rc != SQLITE_OK) return 1;
+  if (pC->nMaxCompound <= 0 || nSelect <= pC->nMaxCompound) return 0;
+  va_start(ap, zFmt);
+  zWhat = sqlite3_vmprintf(zFmt, ap);
+  va_end(ap);
+  if (zWhat == NULL) return qcNoMem(pC), 1;
+  qcErr(pC, pAt, "%s; SQLite unions at most %d SELECTs in one compound SELECT", zWhat,
+        pC->nMaxCompound);
+  sqlite3_free(zWhat);
+  return 1;
+}
+
 int qcPoll(QComp *pC) {
   const QueryOpts *pO = pC->pOpts;
   if (pC->rc != SQLITE_OK || pO == NULL || pO->xInterrupted == NULL) return pC->rc;

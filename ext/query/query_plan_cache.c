@@ -348,6 +348,9 @@ static int qCachePrepare(StoreConn *pConn, QueryPlan *pPlan, char **pzErr) {
       ? " (not, not-join and or nest at most 8 deep)"
       : strstr(zMsg, "parser stack overflow")
       ? " (the query's expressions nest too deep for SQLite)"
+      : strstr(zMsg, "too many terms in compound SELECT")
+      ? " (an or's branches, a rule's definitions and the steps of a recursive rule's seeds are"
+        " each one UNION)"
       : strstr(zMsg, "too many references to")
       ? " (a rule with several definitions whose functions, predicates or not read the"
         " caller's bound arguments is copied with the rows before each call: at most"
