@@ -156,6 +156,66 @@ def raw_index(con, db, ann):
     host.close()
 
 
+def sources(con):
+    """opts "sources" (issue 17 item 4): two real store files in one query, joined by a
+    shared unique value; the answer also by hand-written SQL over both files' tables."""
+    people, orders = os.path.join(TMP, 'people.db'), os.path.join(TMP, 'orders.db')
+    one(con, 'SELECT edn_t(?, ?)', (people, '[{:db/ident :person/email :db/valueType :db.type/string'
+        ' :db/cardinality :db.cardinality/one :db/unique :db.unique/identity}'
+        ' {:db/ident :person/name :db/valueType :db.type/string :db/cardinality :db.cardinality/one}]'))
+    one(con, 'SELECT edn_t(?, ?)', (people, '[{:person/email "ann@x" :person/name "Ann"}'
+        ' {:person/email "bob@x" :person/name "Bob"} {:person/email "cy@x" :person/name "Cy"}]'))
+    one(con, 'SELECT edn_t(?, ?)', (orders, '[{:db/ident :order/total :db/valueType :db.type/long'
+        ' :db/cardinality :db.cardinality/one}'
+        ' {:db/ident :order/email :db/valueType :db.type/string :db/cardinality :db.cardinality/one}]'))
+    one(con, 'SELECT edn_t(?, ?)', (orders, '[{:order/email "ann@x" :order/total 100}'
+        ' {:order/email "ann@x" :order/total 50} {:order/email "bob@x" :order/total 70}'
+        ' {:order/email "dan@x" :order/total 20}]'))
+    q = ('[:find ?name (sum ?t) :in $ $orders :where [?p :person/email ?m] [?p :person/name ?name]'
+         ' [$orders ?o :order/email ?m] [$orders ?o :order/total ?t]]')
+    opts = json.dumps({'sources': {'$orders': orders}})
+    got = sorted(json.loads(r[0]) for r in con.execute('SELECT value FROM edn_q(?, ?, ?)', (people, q, opts)))
+    check('sources: two files joined by email', got, [['Ann', 150], ['Bob', 70]])
+    # The same answer by hand, on a plain connection with both files attached.
+    plain = sqlite3.connect(people)
+    plain.execute('ATTACH ? AS o', (orders,))
+    want = sorted([n, t] for n, t in plain.execute(
+        "SELECT pn.v, sum(ot.v) FROM datoms pe JOIN datoms pn ON pn.e = pe.e"
+        " JOIN o.datoms oe ON oe.v = pe.v JOIN o.datoms ot ON ot.e = oe.e"
+        " WHERE pe.a = (SELECT e FROM idents WHERE v = ':person/email')"
+        " AND pn.a = (SELECT e FROM idents WHERE v = ':person/name')"
+        " AND oe.a = (SELECT e FROM o.idents WHERE v = ':order/email')"
+        " AND ot.a = (SELECT e FROM o.idents WHERE v = ':order/total') GROUP BY pn.v"))
+    plain.close()
+    check('sources: hand-written SQL agrees', got, want)
+    # Another connection writes the other store: the next query sees it.
+    w = connect()
+    one(w, 'SELECT edn_t(?, ?)', (orders, '[{:order/email "cy@x" :order/total 5}]'))
+    w.close()
+    got = sorted(json.loads(r[0]) for r in con.execute('SELECT value FROM edn_q(?, ?, ?)', (people, q, opts)))
+    check('sources: a later write to the other file is seen', got, [['Ann', 150], ['Bob', 70], ['Cy', 5]])
+    # An open cursor keeps its snapshot of both files while the other one is written.
+    q2 = '[:find ?t :in $ $orders :where [$orders ?o :order/total ?t]]'
+    cur = con.execute('SELECT c0 FROM edn_q(?, ?, ?) ORDER BY c0', (people, q2, opts))
+    first = cur.fetchone()
+    w = connect()
+    one(w, 'SELECT edn_t(?, ?)', (orders, '[{:order/email "cy@x" :order/total 1}]'))
+    w.close()
+    check('sources: an open cursor keeps its snapshot', [first] + cur.fetchall(),
+          [(5,), (20,), (50,), (70,), (100,)])
+    # The store itself under another filter: what Ann's row said before.
+    one(con, 'SELECT edn_t(?, ?)', (people, '[{:person/email "ann@x" :person/name "Anne"}]'))
+    got = json.loads(one(con, 'SELECT edn_q(?, ?, ?)', (people,
+        '[:find ?old . :in $ $h :where [?p :person/email "ann@x"] [$h ?p :person/name ?old _ false]]',
+        json.dumps({'sources': {'$h': {'history': True}}}))))
+    check('sources: history of the store beside its current state', got, {'result': 'Ann'})
+    missing = os.path.join(TMP, 'nope.db')
+    check_error('sources: a missing file is an error', lambda: con.execute(
+        'SELECT * FROM edn_q(?, ?, ?)', (people, q2, json.dumps({'sources': {'$orders': missing}}))).fetchall(),
+        'edn_q: source $orders: no store file at %s' % missing)
+    check('sources: the missing file was not created', os.path.exists(missing), False)
+
+
 def child(db, tx=None):
     """The second process: adds an attribute and an entity using it, or transacts tx."""
     con = connect()
@@ -370,6 +430,7 @@ def main():
     ann = core(con, db)
     explain(con, db)
     raw_index(con, db, ann)
+    sources(con)
     two_processes(con, db, ann)
     open_files(con, db)
     load_twice(db)

@@ -209,6 +209,12 @@ static int qcdAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
       ** error naming the binding (query_run.c checks values of unknown
       ** type row by row). */
       if (pV->nParam) qcTypeParams(pX, pV, VT_REF, 0);
+      if (pV->bEntitySrc == 2) {
+        qcErr(pC, pE->pForm, "pull %s: %s is an entity of source %s, another store; pull reads $"
+              " (read that store's attributes with patterns on %s)", pE->pVar->u.s.z,
+              pE->pVar->u.s.z, pC->aSrc[pV->iEntitySrc].zName, pC->aSrc[pV->iEntitySrc].zName);
+        break;
+      }
       if (pV->vt != VT_NONE && pV->vt != VT_REF && pV->vt != VT_LONG && pV->vt != VT_KEYWORD
           && !qcNoRows(pX)) {
         qcErr(pC, pE->pVar, "pull %s: %s is a %s, not an entity id, ident or lookup ref",

@@ -42,6 +42,9 @@ typedef struct QVar {
   unsigned char bInMixed;    /* ... values of more than one type (1, 2.5);
                              ** also a relation input's column of longs and
                              ** doubles (qcVarMixesKinds) */
+  unsigned char bEntitySrc;  /* in the entity place of a pattern on a source of
+                             ** $'s store (1), of another store file (2) */
+  int iEntitySrc;         /* ... the last such other source (pull refuses it) */
   int nFnDepth;           /* function results inlined in zExpr, nested (0:
                           ** a column, parameter or mentat_one value) */
   int nParam;             /* params typed lazily with this variable */

@@ -410,6 +410,13 @@ static int qcwPatternIn(QCtx *pX, const QClause *pCl) {
     qcWhere(pX, sqlite3_mprintf("%s.index_vaet IS NOT 0", zAlias));
   }
   qcwPlace(pX, pE, zAlias, "e", VT_REF, NULL, 1);
+  if (ednIsVar(pE)) {
+    /* an entity id of another store names nothing in $: pull reads $ */
+    QVar *pEv = qcVarFind(pX, pE->u.s.z);
+    int bOther = pC->aSrc && pC->aSrc[pC->iSrc].zDatoms[0] != 'd';
+    if (pEv) pEv->bEntitySrc |= (unsigned char)(bOther ? 2 : 1);
+    if (pEv && bOther) pEv->iEntitySrc = pC->iSrc;
+  }
   if (pV && pAttr && pAttr->bFulltext && pAttr->type == VT_STRING) {
     /* Fulltext values are rowids into fulltext_values. */
     if (ednIsVar(pV)) {

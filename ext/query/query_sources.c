@@ -144,13 +144,31 @@ static int qsrcAttach(sqlite3 *db, const QueryOpts *pOpts, char **pzErr) {
   return rc;
 }
 
+/* How many distinct files the sources attach. */
+static int qsrcFileCount(const QueryOpts *pOpts) {
+  int i, j, n = 0;
+  for (i = 0; i < pOpts->nSource; i++) {
+    const QuerySource *pS = &pOpts->aSource[i];
+    if (pS->zDb[0] == 0) continue;
+    for (j = 0; j < i && strcmp(pOpts->aSource[j].zDb, pS->zDb) != 0; j++) {}
+    if (j == i) n++;
+  }
+  return n;
+}
+
 int qSourcesOpen(Store *pMain, StoreConn **ppConn, Schema **ppSchema, QueryOpts *pOpts,
                  char **pzErr) {
-  int i, rc = SQLITE_OK, nTry;
+  int i, rc = SQLITE_OK, nTry, nFile, nMax;
   if (pOpts == NULL || pOpts->nSource == 0) return SQLITE_OK;
   for (i = 0; i < pOpts->nSource && rc == SQLITE_OK; i++) {
     QuerySource *pS = &pOpts->aSource[i];
     if (pS->zPath && !qsrcIsMain(pMain, pS->zPath)) rc = qsrcOpenFile(*ppConn, pS, pzErr);
+  }
+  nFile = rc == SQLITE_OK ? qsrcFileCount(pOpts) : 0;
+  nMax = sqlite3_limit((*ppConn)->db, SQLITE_LIMIT_ATTACHED, -1);
+  if (nFile > nMax) {
+    return qsrcError(pzErr, sqlite3_mprintf("\"sources\" names %d other store files; SQLite attaches"
+                                            " at most %d to one connection", nFile, nMax));
   }
   /* A reader checked out again after attaching is most likely the same
   ** (the pool hands back the idle connection last returned); another one
