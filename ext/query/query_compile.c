@@ -209,6 +209,12 @@ static int qcdAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
       ** error naming the binding (query_run.c checks values of unknown
       ** type row by row). */
       if (pV->nParam) qcTypeParams(pX, pV, VT_REF, 0);
+      if (pE->pForm->type == EDN_LIST && pE->pForm->u.c.n == 4 && qpIsSrc(pE->pForm->u.c.a[1])
+          && !ednIsSymbol(pE->pForm->u.c.a[1], "$")) {
+        qcErr(pC, pE->pForm->u.c.a[1], "pull reads $ only: (pull %s ...) is not supported",
+              pE->pForm->u.c.a[1]->u.s.z);
+        break;
+      }
       if (pV->bEntitySrc == 2) {
         qcErr(pC, pE->pForm, "pull %s: %s is an entity of source %s, another store; pull reads $"
               " (read that store's attributes with patterns on %s)", pE->pVar->u.s.z,
