@@ -110,6 +110,7 @@ TEST_STAGE_value = edn
 TEST_STAGE_schema = schema
 TEST_STAGE_store = store
 TEST_STAGE_tx = tx
+TEST_STAGE_group = tx
 TEST_STAGE_pull = pull
 TEST_STAGE_qparse = qparse
 TEST_STAGE_qcompile = query

@@ -18,7 +18,10 @@
 ** Usage: threads EXT DB NTHREADS SECONDS NUSERS [KINDS] → one JSON line on stdout.
 ** KINDS (default "012") picks the kinds in the round robin: 0 point_lookup,
 ** 1 ref_traversal, 2 pull; e.g. "0" runs point lookups only (to see which kind
-** contends).
+** contends). KINDS "w" runs writers instead: one-datom transactions
+** `[[:db/add <random issue> :issue/state <random state>]]` through edn_t (issue 20's
+** group commit: N threads writing one store), with every transaction's latency kept
+** for the nearest-rank p50/p99 in the JSON line ("tx_per_s", "p50_ms", "p99_ms").
 ** Bench code, not part of the extension: it uses <sqlite3.h> directly and libc malloc.
 */
 #include <pthread.h>
@@ -48,6 +51,8 @@ typedef struct Worker {
   int k;
   long nOp[3];
   double secOp[3];
+  double *aLat;      /* writers: each transaction's latency, ms */
+  long nLat, nLatAlloc;
   long nErr;
   char zErr[200];
 } Worker;
@@ -79,6 +84,91 @@ static int runStmt(sqlite3_stmt *pStmt) {
   }
   sqlite3_reset(pStmt);
   return rc == SQLITE_DONE ? 0 : rc;
+}
+
+static const char *const azState[] = {":state/open", ":state/in-progress", ":state/closed",
+                                       ":state/resolved", ":state/reopened"};
+
+static int cmpDouble(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The writers' loop (KINDS "w"). */
+static void *writerMain(void *pArg) {
+  Worker *w = pArg;
+  sqlite3 *db = 0;
+  sqlite3_stmt *pStmt = 0;
+  char *zErr = 0;
+  unsigned long long seed = 0x9E3779B97F4A7C15ull * (unsigned long long)(w->k + 1);
+  int ready = 0;
+  if (sqlite3_open(":memory:", &db) == SQLITE_OK &&
+      sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 1, (int *)0) == SQLITE_OK &&
+      sqlite3_load_extension(db, zExt, 0, &zErr) == SQLITE_OK &&
+      sqlite3_prepare_v2(db, "SELECT edn_t(?1, ?2)", -1, &pStmt, 0) == SQLITE_OK) {
+    ready = 1;
+  } else {
+    snprintf(w->zErr, sizeof w->zErr, "%s", zErr ? zErr : sqlite3_errmsg(db));
+  }
+  sqlite3_free(zErr);
+  pthread_barrier_wait(&barrier);
+  while (ready && !atomic_load(&bStop)) {
+    char zTx[160];
+    snprintf(zTx, sizeof zTx, "[[:db/add %lld :issue/state %s]]",
+             (long long)aIssue[xorshift(&seed) % (unsigned long long)nIssue],
+             azState[xorshift(&seed) % 5]);
+    sqlite3_bind_text(pStmt, 1, zDb, -1, SQLITE_STATIC);
+    sqlite3_bind_text(pStmt, 2, zTx, -1, SQLITE_TRANSIENT);
+    double t0 = now();
+    int rc = runStmt(pStmt);
+    double ms = (now() - t0) * 1000;
+    if (rc) {
+      if (!w->nErr) snprintf(w->zErr, sizeof w->zErr, "%s", sqlite3_errmsg(db));
+      w->nErr++;
+      continue;
+    }
+    w->nOp[0]++;
+    if (w->nLat == w->nLatAlloc) {
+      w->nLatAlloc = w->nLatAlloc ? 2 * w->nLatAlloc : 4096;
+      double *a = realloc(w->aLat, sizeof *a * (size_t)w->nLatAlloc);
+      if (!a) break;
+      w->aLat = a;
+    }
+    w->aLat[w->nLat++] = ms;
+  }
+  sqlite3_finalize(pStmt);
+  sqlite3_close(db);
+  return 0;
+}
+
+/* The writers' JSON line: tx/s and nearest-rank latency percentiles over every thread. */
+static int writerReport(Worker *aW, int nThread, double el, double cpu) {
+  long n = 0, nErr = 0;
+  const char *zErr = "";
+  for (int i = 0; i < nThread; i++) {
+    n += aW[i].nLat;
+    nErr += aW[i].nErr;
+    if (aW[i].zErr[0]) zErr = aW[i].zErr;
+  }
+  double *a = malloc(sizeof *a * (size_t)(n ? n : 1));
+  if (!a) return 1;
+  long k = 0;
+  for (int i = 0; i < nThread; i++) {
+    memcpy(a + k, aW[i].aLat, sizeof *a * (size_t)aW[i].nLat);
+    k += aW[i].nLat;
+    free(aW[i].aLat);
+  }
+  qsort(a, (size_t)n, sizeof *a, cmpDouble);
+#define PCT(p) (n ? a[(long)((p) * (double)n / 100.0 + 0.999999) - 1 < 0 ? 0 : \
+                     (long)((p) * (double)n / 100.0 + 0.999999) - 1] : 0)
+  printf("{\"threads\":%d,\"kind\":\"transact_one\",\"seconds\":%.3f,\"txs\":%ld,"
+         "\"tx_per_s\":%.1f,\"p50_ms\":%.4f,\"p95_ms\":%.4f,\"p99_ms\":%.4f,\"max_ms\":%.4f,"
+         "\"errors\":%ld,\"cpu_s\":%.3f,\"cpu_ms_per_tx\":%.4f,\"error\":\"%s\"}\n",
+         nThread, el, n, (double)n / el, PCT(50), PCT(95), PCT(99), n ? a[n - 1] : 0, nErr, cpu,
+         n ? 1000 * cpu / (double)n : 0, zErr);
+#undef PCT
+  free(a);
+  return nErr ? 1 : 0;
 }
 
 static void *workerMain(void *pArg) {
@@ -137,7 +227,8 @@ int main(int argc, char **argv) {
   int nThread = atoi(argv[3]);
   double secs = atof(argv[4]);
   nUser = atoi(argv[5]);
-  if (argc > 6) {
+  int bWrite = argc > 6 && strcmp(argv[6], "w") == 0;
+  if (argc > 6 && !bWrite) {
     nKinds = 0;
     for (const char *z = argv[6]; *z && nKinds < 7; z++) {
       if (*z >= '0' && *z <= '2') zKinds[nKinds++] = *z;
@@ -177,7 +268,7 @@ int main(int argc, char **argv) {
   pthread_barrier_init(&barrier, 0, (unsigned)nThread + 1);
   for (int i = 0; i < nThread; i++) {
     aW[i].k = i;
-    pthread_create(&aW[i].tid, 0, workerMain, &aW[i]);
+    pthread_create(&aW[i].tid, 0, bWrite ? writerMain : workerMain, &aW[i]);
   }
   pthread_barrier_wait(&barrier);
   double t0 = now(), c0 = cpuNow();
@@ -186,6 +277,12 @@ int main(int argc, char **argv) {
   atomic_store(&bStop, 1);
   for (int i = 0; i < nThread; i++) pthread_join(aW[i].tid, 0);
   double el = now() - t0, cpu = cpuNow() - c0;
+  if (bWrite) {
+    int rcW = writerReport(aW, nThread, el, cpu);
+    free(aW);
+    free(aIssue);
+    return rcW;
+  }
   long nOp[3] = {0, 0, 0}, nErr = 0;
   double sec[3] = {0, 0, 0};
   const char *zErr = "";

@@ -27,6 +27,7 @@ enum {
   CFG_SYNCHRONOUS, CFG_MMAP_SIZE, CFG_STORE_CACHE, CFG_IDLE_READERS,
   CFG_WAL_CHECKPOINT_BYTES, CFG_WAL_RESTART_BYTES, CFG_WAL_GATHER,
   CFG_TUNE_MIN_DATOMS, CFG_CACHE_SIZE, CFG_TX_INSTANT_SKEW_MS, CFG_BUSY_TIMEOUT_MS,
+  CFG_GROUP_COMMIT,
   CFG_COUNT
 };
 
@@ -54,6 +55,7 @@ static const ConfigDef aConfig[CFG_COUNT] = {
   [CFG_CACHE_SIZE]           = { "MENTAT_CACHE_SIZE", 64LL << 20, LLONG_MAX, CONFIG_INT },
   [CFG_TX_INSTANT_SKEW_MS]   = { "MENTAT_TX_INSTANT_SKEW_MS", 60000, LLONG_MAX, CONFIG_INT },
   [CFG_BUSY_TIMEOUT_MS]      = { "MENTAT_BUSY_TIMEOUT_MS", 10000, INT_MAX, CONFIG_INT },
+  [CFG_GROUP_COMMIT]         = { "MENTAT_GROUP_COMMIT", 1, 1, CONFIG_FLAG },
 };
 
 static sqlite3_int64 gaValue[CFG_COUNT];
@@ -124,6 +126,8 @@ sqlite3_int64 configSetTuneMinDatoms(sqlite3_int64 n) { return configSet(CFG_TUN
 sqlite3_int64 configWriterCacheBytes(void) { return configGet(CFG_CACHE_SIZE); }
 int configBusyTimeoutMs(void) { return (int)configGet(CFG_BUSY_TIMEOUT_MS); }
 int configSetBusyTimeoutMs(int ms) { return (int)configSet(CFG_BUSY_TIMEOUT_MS, ms); }
+int configGroupCommit(void) { return (int)configGet(CFG_GROUP_COMMIT); }
+int configSetGroupCommit(int b) { return (int)configSet(CFG_GROUP_COMMIT, b != 0); }
 
 sqlite3_int64 configTxInstantSkewMs(void) {
   return configRead(CFG_TX_INSTANT_SKEW_MS);

@@ -21,6 +21,7 @@
 **   MENTAT_CACHE_SIZE            configWriterCacheBytes  64 MiB      bytes
 **   MENTAT_TX_INSTANT_SKEW_MS    configTxInstantSkewMs   60000       ms, read per call
 **   MENTAT_BUSY_TIMEOUT_MS       configBusyTimeoutMs     10000       ms
+**   MENTAT_GROUP_COMMIT          configGroupCommit       1           "0" turns it off
 ** A number setting is a non-negative decimal integer, the whole value; an
 ** unset, empty, malformed, negative or out-of-range (past 2^63 - 1) one
 ** keeps the default; counts past INT_MAX are taken as INT_MAX.
@@ -68,6 +69,10 @@ sqlite3_int64 configTxInstantSkewMs(void);
 ** lock, ms (SPEC.md §4). */
 int configBusyTimeoutMs(void);
 int configSetBusyTimeoutMs(int ms);
+/* Whether concurrent writers of a file store at synchronous=FULL or EXTRA
+** share commits (store_writer.c, GROUP COMMIT); read per write. */
+int configGroupCommit(void);
+int configSetGroupCommit(int b);
 
 /* CLOCK_MONOTONIC milliseconds: deadlines and budgets within a process. */
 sqlite3_int64 configNowMs(void);

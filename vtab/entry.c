@@ -95,6 +95,7 @@ static int mentatConnHook(sqlite3 *db) {
 /* The hook is process-wide state, so it is set exactly once. */
 static void mentatSetHook(void) {
   storeSetConnHook(mentatConnHook);
+  storeSetCommitVeto(intrThreadInterrupted);
 }
 
 /* True when edn_t and the edn_q module are already on db. Any failure of

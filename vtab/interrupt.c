@@ -72,6 +72,10 @@ static int intrCommitCheck(void *pArg) {
   return intrCheck(NULL);
 }
 
+int intrThreadInterrupted(void) {
+  return intrCheck(NULL);
+}
+
 void intrInstall(sqlite3 *pStoreDb) {
   if (INTR_HAS_COMMIT_HOOK) sqlite3_commit_hook(pStoreDb, intrCommitCheck, NULL);
   if (!INTR_HAS_PROGRESS) return;

@@ -68,4 +68,9 @@ void intrWatchPause(IntrWatch *pWatch, int bPause);
 ** transaction's COMMIT into a ROLLBACK. */
 void intrInstall(sqlite3 *pStoreDb);
 
+/* Whether the host of the calling thread's watch (edn_t) was interrupted:
+** the store's commit veto (storeSetCommitVeto), asked when a write ends,
+** since a shared COMMIT runs on one writer's thread for all of them. */
+int intrThreadInterrupted(void);
+
 #endif /* MENTAT_INTERRUPT_H */

@@ -14,7 +14,8 @@
 ** another connection committed; if so the schema is re-read when it changed,
 ** so other processes' attributes are seen and their entids never reused.
 ** Writes are serialised in-process by the store's mutex and across processes
-** by BEGIN IMMEDIATE under a busy timeout.
+** by BEGIN IMMEDIATE under a busy timeout; concurrent writes of one file
+** store at synchronous=FULL share COMMITs (store_writer.c, GROUP COMMIT).
 **
 ** The path "" is a private in-memory store that lives until its last
 ** release; one connection serves as writer and reader there.
@@ -122,7 +123,9 @@ int storeHoldsRelease(Store *p, int *pbAll);
 int storeWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr);
 
 /* Ends the write begun above: COMMIT if bCommit else ROLLBACK, then releases
-** the mutex. pNewSchema, if not NULL, is the snapshot after a committed
+** the mutex. With other writers waiting, the COMMIT may be shared with
+** theirs (GROUP COMMIT): the call then returns when that COMMIT is done,
+** with its outcome; pConn is no longer the caller's after this call. pNewSchema, if not NULL, is the snapshot after a committed
 ** schema change; the store takes a reference and publishes it. After a
 ** commit the writer's WAL policy runs (store_wal.c, SPEC.md §3): PASSIVE
 ** checkpoints every MENTAT_WAL_CHECKPOINT_BYTES (6 MiB) of new frames, host
@@ -161,6 +164,17 @@ int storeCreateLayout(sqlite3 *db, char **pzErr);
 /* A function run on every new store connection after its settings (the
 ** query layer registers its SQL helpers there). Set once at load time. */
 void storeSetConnHook(int (*xHook)(sqlite3 *db));
+
+/* A function the writer calls, on the caller's thread, when a write that
+** is to be committed ends: non-zero means the caller was interrupted, and
+** its transaction is rolled back instead (the interrupt bridge registers
+** it; writes that share a COMMIT cannot leave that to a commit hook on
+** whichever thread runs it). Set once at load time. */
+void storeSetCommitVeto(int (*xVeto)(void));
+
+/* Tests: how many COMMITs the writer made for transactions (a group of
+** writes sharing one counts once). */
+sqlite3_int64 storeCommitCount(Store *p);
 
 /* Drops every cached store that no caller holds (tests, shutdown). */
 void storeCacheClear(void);

@@ -69,6 +69,7 @@ static void storeFree(Store *p) {
   pthread_mutex_destroy(&p->mutex);
   pthread_mutex_destroy(&p->writeMutex);
   pthread_mutex_destroy(&p->holdMutex);
+  storeGroupFini(p);
   sqlite3_free(p->zPath);
   sqlite3_free(p->zWalPath);
   sqlite3_free(p);
@@ -92,6 +93,7 @@ static int storeOpen(char *zCanon, Store **ppStore, char **pzErr) {
   pthread_mutex_init(&p->mutex, NULL);
   pthread_mutex_init(&p->writeMutex, NULL);
   pthread_mutex_init(&p->holdMutex, NULL);
+  storeGroupInit(p);
   p->zPath = zCanon;
   p->bMemory = (zCanon[0] == 0);
   p->nRef = 1;

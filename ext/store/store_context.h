@@ -38,6 +38,16 @@ typedef struct StoreSig {
 } StoreSig;
 
 /* A pooled connection: the public StoreConn first, then our statements. */
+/* A caller whose transaction waits in an open group for its COMMIT
+** (store_writer.c, GROUP COMMIT); lives on that caller's stack. */
+typedef struct StoreGroupWait StoreGroupWait;
+struct StoreGroupWait {
+  StoreGroupWait *pNext;
+  int bDone;                    /* set under Store.groupMutex by the committer */
+  int rc;                       /* the COMMIT's outcome */
+  char *zErr;                   /* its message when it failed; the waiter frees it */
+};
+
 typedef struct StoreConnImpl {
   StoreConn base;
   sqlite3_stmt *pDataVersion;   /* PRAGMA data_version */
@@ -48,6 +58,8 @@ typedef struct StoreConnImpl {
   sqlite3_stmt *pCommit;        /* COMMIT: ends it (keeps temp-table writes) */
   sqlite3_stmt *pRollback;      /* ROLLBACK, prepared while memory was there: a
                                 ** write that failed for memory must still end */
+  sqlite3_stmt *apGroup[3];     /* writer: SAVEPOINT, RELEASE, ROLLBACK TO of a write
+                                ** that joins a group (store_writer.c), prepared at first use */
   sqlite3_int64 iMmap;          /* mmap_size storeConfigure set; 0 = none */
   unsigned mChanged;            /* reader: bit k = a foreign commit seen k checkouts ago */
   int bMmapOff;                 /* reader: mmap switched off (store_reader.c) */
@@ -92,6 +104,15 @@ struct Store {
   int bTunePending;             /* a bulk commit deferred storeTune; read
                                 ** atomically by storeReader */
   struct StoreHostPart *pHost;  /* store_host.c: set for a host store (SPEC.md §3a) */
+  /* store_writer.c's group commit, under writeMutex unless said */
+  int bGroupCommit;             /* this writer shares commits (a file store at FULL/EXTRA) */
+  int bGroupOpen;               /* the writer's transaction holds txs waiting for COMMIT */
+  int nGroup;                   /* how many */
+  int bSavepoint;               /* the running write joined the group (its SAVEPOINT) */
+  StoreGroupWait *pGroupWait;   /* the waiting callers */
+  sqlite3_int64 nCommits;       /* COMMITs of writes since the store opened (tests) */
+  pthread_mutex_t groupMutex;   /* each waiter's bDone, with groupCond */
+  pthread_cond_t groupCond;
 };
 
 /* store_context.c */
@@ -222,5 +243,9 @@ void storeWalAfterCommit(Store *p, sqlite3 *db);
 ** passed the old one. Skipped, to be retried by a later call, when a write
 ** is in progress in this process or another holds the write lock. */
 void storeWriterRecheck(Store *p);
+/* The group commit's mutex and condition variable (GROUP COMMIT), made
+** and destroyed with a file store. */
+void storeGroupInit(Store *p);
+void storeGroupFini(Store *p);
 
 #endif /* MENTAT_STORE_CONTEXT_H */

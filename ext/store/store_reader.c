@@ -96,7 +96,8 @@ static void storeReleaseFds(Store *p) {
   if (pthread_mutex_trylock(&p->writeMutex) != 0) return;
   pthread_mutex_lock(&p->holdMutex);
   pthread_mutex_lock(&p->mutex);
-  bGo = p->nOut == 0 && p->nFdsPending >= STORE_FDS_PENDING_MAX && p->pHolds == NULL;
+  bGo = p->nOut == 0 && p->nFdsPending >= STORE_FDS_PENDING_MAX && p->pHolds == NULL
+        && !p->bGroupOpen;
   pList = bGo ? p->pIdle : NULL;
   if (bGo) {
     p->pIdle = NULL;

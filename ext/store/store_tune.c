@@ -510,7 +510,9 @@ static void storeRunPendingTune(Store *p) {
 
 void storeTunePending(Store *p) {
   if (pthread_mutex_trylock(&p->writeMutex) != 0) return;
-  storeRunPendingTune(p);
+  /* A group waiting for its COMMIT holds the writer's transaction: the
+  ** write that commits it tunes after it. */
+  if (!p->bGroupOpen) storeRunPendingTune(p);
   pthread_mutex_unlock(&p->writeMutex);
 }
 

@@ -68,7 +68,22 @@ void storeWalPolicyInit(Store *p, sqlite3 *db) {
   int szPage = 4096;
   if (p->bWalPolicy) return;
   p->bWalPolicy = 1;
+  p->bGroupCommit = 0;
   if (p->bMemory) return;
+  /* Only a commit that waits for the disk is worth sharing
+  ** (store_writer.c, GROUP COMMIT). */
+  if (sqlite3_prepare_v2(db, "PRAGMA synchronous", -1, &pStmt, NULL) == SQLITE_OK
+      && sqlite3_step(pStmt) == SQLITE_ROW) {
+    p->bGroupCommit = sqlite3_column_int(pStmt, 0) >= 2;
+  }
+  sqlite3_finalize(pStmt);
+  pStmt = NULL;
+  /* A write that joins a group runs in a SAVEPOINT, whose journal of the
+  ** pages it changes would otherwise go to a temp file past 64 KiB: ~20
+  ** pwrites and a file made and unlinked per group for one-datom writes.
+  ** The writer keeps no temp tables, so memory holds only that journal
+  ** (bounded by STORE_GROUP_MAX_DATOMS-sized groups, and one bulk write). */
+  if (p->bGroupCommit) sqlite3_exec(db, "PRAGMA temp_store=MEMORY", NULL, NULL, NULL);
   nCkpt = configWalCheckpointBytes();
   nHalf = configWalRestartBytes() / 2;
   if (sqlite3_prepare_v2(db, "PRAGMA page_size", -1, &pStmt, NULL) == SQLITE_OK

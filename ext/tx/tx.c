@@ -205,6 +205,11 @@ int txTransact(Store *pStore, const char *zEdn, int nEdn,
 cleanup:
   if (bBegun) {
     char *zEndErr = NULL;
+    /* The marks this transaction wrote match the data from here on (its
+    ** COMMIT may be shared and finish on another thread, after which the
+    ** connection is not this call's; a COMMIT that fails sets the flag
+    ** again). */
+    if (rc == SQLITE_OK) pConn->bMarksUnchecked = 0;
     rc2 = storeWriteEnd(pStore, pConn, rc == SQLITE_OK, rc == SQLITE_OK ? pNew : NULL, &zEndErr);
     if (rc == SQLITE_OK && rc2 != SQLITE_OK) {
       rc = rc2;
@@ -213,10 +218,6 @@ cleanup:
       zEndErr = NULL;
     }
     sqlite3_free(zEndErr);
-  }
-  if (rc == SQLITE_OK) {
-    /* Committed: the marks written match the data from here on. */
-    pConn->bMarksUnchecked = 0;
   }
   if (rc == SQLITE_NOMEM && *pzErr == NULL) *pzErr = sqlite3_mprintf("out of memory");
   schemaUnref(pNew);
