@@ -66,15 +66,10 @@ static int vcallOpts(QueryOpts *pOpts, sqlite3_value *pArg, char **pzErr) {
   return qOptsParse(pOpts, zOpts, nOpts, pzErr);
 }
 
-int vcallBegin(VCall *pCall, sqlite3 *host, sqlite3_value *pPath, int eKind,
-               QueryOpts *pOpts, sqlite3_value *pOptsArg, char **pzErr) {
-  int eType = sqlite3_value_type(pPath);   /* before text conversion */
-  const char *zPath;
-  int nPath;
-  int rc = sqlioText(pPath, &zPath, &nPath);
-  if (rc == SQLITE_OK) rc = vcallCheckPath(host, eType, zPath, nPath, pzErr);
-  if (rc == SQLITE_OK && pOpts) rc = vcallOpts(pOpts, pOptsArg, pzErr);
-  if (rc == SQLITE_OK) rc = hostAcquireStore(host, zPath, eKind == VCALL_WRITE, &pCall->pStore, pzErr);
+/* The steps of vcallBegin after the path and opts checks. */
+static int vcallOpen(VCall *pCall, sqlite3 *host, const char *zPath, int eKind,
+                     QueryOpts *pOpts, char **pzErr) {
+  int rc = hostAcquireStore(host, zPath, eKind == VCALL_WRITE, &pCall->pStore, pzErr);
   if (rc == SQLITE_OK && eKind == VCALL_READ) {
     rc = storeReader(pCall->pStore, &pCall->pConn, &pCall->pSchema, pzErr);
     if (rc == SQLITE_NOTFOUND) {
@@ -108,6 +103,24 @@ int vcallBegin(VCall *pCall, sqlite3 *host, sqlite3_value *pPath, int eKind,
     if (rc != SQLITE_OK) vcallEnd(pCall);
   }
   return rc;
+}
+
+int vcallBegin(VCall *pCall, sqlite3 *host, sqlite3_value *pPath, int eKind,
+               QueryOpts *pOpts, sqlite3_value *pOptsArg, char **pzErr) {
+  int eType = sqlite3_value_type(pPath);   /* before text conversion */
+  const char *zPath;
+  int nPath;
+  int rc = sqlioText(pPath, &zPath, &nPath);
+  if (rc == SQLITE_OK) rc = vcallCheckPath(host, eType, zPath, nPath, pzErr);
+  if (rc == SQLITE_OK && pOpts) rc = vcallOpts(pOpts, pOptsArg, pzErr);
+  return rc == SQLITE_OK ? vcallOpen(pCall, host, zPath, eKind, pOpts, pzErr) : rc;
+}
+
+int vcallBeginText(VCall *pCall, sqlite3 *host, const char *zPath, int eKind,
+                   QueryOpts *pOpts, const char *zOpts, int nOpts, char **pzErr) {
+  int rc = vcallCheckPath(host, SQLITE_TEXT, zPath, (int)strlen(zPath), pzErr);
+  if (rc == SQLITE_OK && pOpts) rc = qOptsParse(pOpts, zOpts, nOpts, pzErr);
+  return rc == SQLITE_OK ? vcallOpen(pCall, host, zPath, eKind, pOpts, pzErr) : rc;
 }
 
 void vcallEnd(VCall *pCall) {

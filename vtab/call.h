@@ -55,6 +55,11 @@ struct VCall {
 int vcallBegin(VCall *pCall, sqlite3 *host, sqlite3_value *pPath, int eKind,
                QueryOpts *pOpts, sqlite3_value *pOptsArg, char **pzErr);
 
+/* vcallBegin for a db_path and opts held as C text (zPath NUL-terminated,
+** zOpts NULL for none): the same checks, steps and errors. */
+int vcallBeginText(VCall *pCall, sqlite3 *host, const char *zPath, int eKind,
+                   QueryOpts *pOpts, const char *zOpts, int nOpts, char **pzErr);
+
 /* Ends the watch and gives back the reader, the schema and the store.
 ** Whatever runs on pConn (a query run) must be closed first. Idempotent. */
 void vcallEnd(VCall *pCall);

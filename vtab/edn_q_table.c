@@ -14,8 +14,8 @@
 ** columns db_path, query, opts.
 **
 ** Takes the call's arguments as constraints; gives rows, or an "edn_q: "
-** error in the table's zErrMsg. Calls the call context (call.h), the query
-** runner (query.h) and the store's snapshot holds (store.h).
+** error in the table's zErrMsg. Calls the call context (call.h) and the
+** streaming core the query tables share (run_cursor.h).
 **
 ** HOW IT WORKS
 ** Like series.c and json_each: the arguments of the call are equality
@@ -33,24 +33,15 @@
 ** checked out of the store's pool, so nested and correlated cursors are
 ** independent), opens the compiled query and steps to the first row;
 ** xNext steps the store's statement, so rows stream and LIMIT 1 costs one
-** row. The connection goes back to the pool at EOF, on an error, on the
-** next xFilter and in xClose. While a cursor holds it,
-** sqlite3_interrupt() on the host stops the store's statement
-** (interrupt.h).
-** A cursor with rows left is registered with the store as a snapshot hold,
-** so a writer that needs the WAL back can have the rest of its rows set
-** aside (ednqLetGo; peer fault B25).
+** row (run_cursor.h: the connection goes back at EOF, on an error, on the
+** next xFilter and in xClose; interrupts; the snapshot hold that lets a
+** writer have the rest of the rows set aside, peer fault B25).
 */
 #include <assert.h>
-#include <sched.h>
-#include <stdatomic.h>
-#include <stddef.h>
 #include <string.h>
-#include <time.h>
 #include "sqlite_api.h"
 #include "edn_q.h"
-#include "call.h"
-#include "query.h"
+#include "run_cursor.h"
 #include "sqlio.h"
 
 /* Column numbers; they must match the declaration below. */
@@ -100,20 +91,9 @@ struct EdnqCursor {
   EdnqArg aArg[EDNQ_NARG];          /* the arguments, echoed */
   char *aArgBuf;                    /* their bytes, sqlite3_malloc'd */
   size_t nArgBuf;                   /* allocated */
-  sqlite3_int64 iRowid;             /* 1 for the first row */
-  sqlite3_int64 iRowBase;           /* added to iRowid: see ednqRowBase; 0 until
-                                    ** xRowid first asks for it */
-  int bEof;
-  QueryOpts opts;
-  VCall call;                       /* store, reader, schema, watch */
-  QueryRun *pRun;                   /* NULL when not running */
-  /* While rows are left the cursor is registered with the store, so a
-  ** writer blocked by its snapshot can have the rest set aside
-  ** (ednqLetGo). lock orders that against the cursor's own use of pRun
-  ** (ednqLock); it is never held while calling into the store. */
-  StoreHold hold;
-  int bHold;                        /* hold registered */
-  atomic_int lock;                  /* 0 free, 1 taken */
+  sqlite3_int64 iRowBase;           /* added to the run's row number: see
+                                    ** ednqRowBase; 0 until xRowid first asks */
+  RunCursor run;                    /* the query, its reader and hold */
   /* The `value` column of successive rows is built at the end of this one
   ** string and copied out, and the string is dropped only past
   ** EDNQ_ROWBUF_MAX: one growth series per many rows instead of a new
@@ -123,10 +103,6 @@ struct EdnqCursor {
 };
 
 #define EDNQ_ROWBUF_MAX 65536
-
-/* The most rows a writer sets aside for one cursor in one commit
-** (ednqLetGo); its time is bounded too (tEnd). */
-#define EDNQ_SPILL_ROWS 200000
 
 /* Moves zErr (an internal message, may be NULL) into the vtab's error with
 ** the "edn_q: " prefix; frees the previous message (zErrMsg is never
@@ -165,88 +141,12 @@ static int ednqDisconnect(sqlite3_vtab *pVtab) {
   return SQLITE_OK;
 }
 
-/* The cursor's lock: taken around every step and column read (twice per
-** row) and by ednqLetGo. A compare-and-swap instead of a pthread mutex,
-** which costs a streamed row far more; the only contention is a writer's
-** set-aside (rare, and then the loser backs off). */
-static void ednqLock(EdnqCursor *pCur) {
-  int nTry = 0;
-  for (;;) {
-    int iFree = 0;
-    if (atomic_compare_exchange_weak_explicit(&pCur->lock, &iFree, 1, memory_order_acquire,
-                                              memory_order_relaxed)) {
-      return;
-    }
-    if (++nTry < 64) {
-      sched_yield();
-    } else {
-      struct timespec ts = {0, 100000};   /* a set-aside of many rows: sleep */
-      nanosleep(&ts, NULL);
-    }
-  }
-}
-
-static void ednqUnlock(EdnqCursor *pCur) {
-  atomic_store_explicit(&pCur->lock, 0, memory_order_release);
-}
-
-/* StoreHold.xRelease, on the writer's thread (storeHoldsRelease): sets
-** the rest of the rows aside and ends the store read, so the WAL can be
-** checkpointed and restarted while the host keeps this cursor open. The
-** host connection is not touched (its thread may be waiting for our
-** lock), so the store connection's interrupt polling, which probes the
-** host, is paused. The writer has committed and waits on this copy, so it
-** has a budget: EDNQ_SPILL_ROWS, and tEnd, shared by the holds one commit
-** asks (checked between rows: finding one more row, or its pulls, can pass
-** it). A longer rest (a wide join, a cross product left open) is copied a
-** part per commit: the cursor keeps its snapshot meanwhile and is asked
-** again after the next commit, so every cursor lets go within a number of
-** commits proportional to its rest, each delayed at most by the budget.
-** If the copy cannot start, the cursor keeps its snapshot and streams as
-** before. Returns 1 when the snapshot is let go, 2 when part of the rest
-** was set aside, 0 when the copy failed. */
-static int ednqLetGo(StoreHold *pHold, sqlite3_int64 tEnd) {
-  EdnqCursor *pCur = (EdnqCursor *)((char *)pHold - offsetof(EdnqCursor, hold));
-  int bLetGo = 1;
-  ednqLock(pCur);
-  if (pCur->pRun && !pCur->bEof && pCur->call.pConn) {
-    int bAll = 0;
-    vcallPause(&pCur->call, 1);
-    if (qSpillRest(pCur->pRun, EDNQ_SPILL_ROWS, tEnd, &bAll, NULL) != SQLITE_OK) {
-      vcallPause(&pCur->call, 0);
-      bLetGo = 0;
-    } else if (bAll) {
-      storeReaderEndRead(pCur->call.pStore, pCur->call.pConn);
-    } else {
-      vcallPause(&pCur->call, 0);
-      bLetGo = 2;                   /* more next commit */
-    }
-  }
-  ednqUnlock(pCur);
-  return bLetGo;
-}
-
-/* Gives the store connection and everything tied to it back; keeps the
-** argument copies (the hidden columns still echo them). Idempotent. Not
-** called with the cursor's lock held. */
-static void ednqRelease(EdnqCursor *pCur) {
-  if (pCur->bHold) {
-    /* Waits for a release in progress; after it none can start. */
-    storeHoldRemove(pCur->call.pStore, &pCur->hold);
-    pCur->bHold = 0;
-  }
-  qRunClose(pCur->pRun);
-  pCur->pRun = NULL;
-  vcallEnd(&pCur->call);
-  qOptsReset(&pCur->opts);
-}
-
+/* Gives the run back and forgets the arguments. */
 static void ednqReset(EdnqCursor *pCur) {
   int i;
-  ednqRelease(pCur);
+  rcurRelease(&pCur->run);
   for (i = 0; i < EDNQ_NARG; i++) pCur->aArg[i].eType = SQLITE_NULL;
-  pCur->iRowid = 0;
-  pCur->bEof = 1;
+  pCur->run.iRowid = 0;
 }
 
 /* Copies the arguments xFilter got (valid only during the call) for the
@@ -330,10 +230,7 @@ static int ednqOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
     pCur = sqlite3_malloc64(sizeof *pCur);
     if (pCur == NULL) return SQLITE_NOMEM;
     memset(pCur, 0, sizeof *pCur);
-    qOptsInit(&pCur->opts);
-    pCur->bEof = 1;
-    pCur->hold.xRelease = ednqLetGo;
-    atomic_init(&pCur->lock, 0);
+    rcurInit(&pCur->run);
   }
   pCur->iRowBase = 0;
   *ppCur = &pCur->base;
@@ -386,27 +283,11 @@ static int ednqClose(sqlite3_vtab_cursor *cur) {
   return SQLITE_OK;
 }
 
-/* Steps to the next row; at the end the store connection is returned at
-** once, so a host that keeps a finished statement holds no snapshot. */
+/* Steps to the next row (rcurStep), the error with the "edn_q: " prefix. */
 static int ednqStep(EdnqCursor *pCur) {
   char *zErr = NULL;
-  int rc;
-  ednqLock(pCur);
-  rc = qRunStep(pCur->pRun, &zErr);
-  /* Under the lock: a writer's thread asking the cursor to let go of its
-  ** snapshot (ednqLetGo) reads it. */
-  pCur->bEof = rc != SQLITE_ROW;
-  ednqUnlock(pCur);
-  if (rc == SQLITE_ROW) {
-    pCur->iRowid++;
-    rc = SQLITE_OK;
-  } else if (rc == SQLITE_DONE) {
-    ednqRelease(pCur);
-    rc = SQLITE_OK;
-  } else {
-    rc = ednqError(pCur->base.pVtab, rc, zErr);
-    ednqRelease(pCur);   /* an interrupted or failed run holds nothing */
-  }
+  int rc = rcurStep(&pCur->run, &zErr);
+  if (rc != SQLITE_OK) rc = ednqError(pCur->base.pVtab, rc, zErr);
   sqlite3_free(zErr);
   return rc;
 }
@@ -416,7 +297,7 @@ static int ednqNext(sqlite3_vtab_cursor *cur) {
 }
 
 static int ednqEof(sqlite3_vtab_cursor *cur) {
-  return ((EdnqCursor *)cur)->bEof;
+  return ((EdnqCursor *)cur)->run.bEof;
 }
 
 /* idxNum: bit k set = argument k (db_path, query, opts) is in argv, in
@@ -450,30 +331,19 @@ static int ednqFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
   ** query, then opts when given. */
   rc = sqlioText(argv[1], &zQuery, &nQuery);
   if (rc == SQLITE_OK) {
-    rc = vcallBegin(&pCur->call, pTab->db, argv[0], VCALL_READ, &pCur->opts,
+    rc = vcallBegin(&pCur->run.call, pTab->db, argv[0], VCALL_READ, &pCur->run.opts,
                     pCur->aArg[2].eType != SQLITE_NULL ? argv[2] : NULL, &zErr);
   }
-  if (rc == SQLITE_OK && pCur->opts.bExplain) {
+  if (rc == SQLITE_OK && pCur->run.opts.bExplain) {
     /* The plan is one document, not rows: the scalar form gives it. */
     zErr = sqlite3_mprintf("\"explain\" is for the scalar edn_q: SELECT edn_q(db_path, query,"
                            " '{\"explain\": true}')");
     rc = zErr ? SQLITE_ERROR : SQLITE_NOMEM;
   }
-  if (rc == SQLITE_OK) {
-    rc = qRunOpen(pCur->call.pConn, pCur->call.pSchema, zQuery, nQuery, &pCur->opts, &pCur->pRun,
-                  &zErr);
-  }
+  if (rc == SQLITE_OK) rc = rcurStart(&pCur->run, zQuery, nQuery, &zErr);
   if (rc != SQLITE_OK) {
     rc = ednqError(cur->pVtab, rc, zErr);
-    ednqRelease(pCur);
-  } else {
-    rc = ednqStep(pCur);
-    /* Rows left: the host may keep us open indefinitely. The in-memory
-    ** store has no WAL and its one connection is the writer. */
-    if (rc == SQLITE_OK && !pCur->bEof && storePath(pCur->call.pStore)[0] != 0) {
-      storeHoldAdd(pCur->call.pStore, &pCur->hold);
-      pCur->bHold = 1;
-    }
+    rcurRelease(&pCur->run);
   }
   sqlite3_free(zErr);
   return rc;
@@ -481,51 +351,49 @@ static int ednqFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
 
 static int ednqColumn(sqlite3_vtab_cursor *cur, sqlite3_context *pCtx, int iCol) {
   EdnqCursor *pCur = (EdnqCursor *)cur;
-  int rc = SQLITE_OK;
+  sqlite3_str *pOut;
+  int rc, iStart;
   if (iCol >= EDNQ_COL_DBPATH) {
     ednqArgResult(pCur, iCol - EDNQ_COL_DBPATH, pCtx);
     return SQLITE_OK;
   }
-  if (pCur->pRun == NULL) return SQLITE_OK;   /* at EOF: NULL */
-  ednqLock(pCur);
-  if (iCol == EDNQ_COL_VALUE) {
-    sqlite3_str *pOut = pCur->pRowBuf;
-    int iStart;
-    if (pOut && sqlite3_str_length(pOut) > EDNQ_ROWBUF_MAX) {
-      sqlite3_free(sqlite3_str_finish(pOut));
-      pOut = NULL;
-    }
-    if (pOut == NULL) pOut = pCur->pRowBuf = sqlite3_str_new(NULL);
-    iStart = sqlite3_str_length(pOut);
-    rc = qRunRowJson(pCur->pRun, pOut);
-    if (rc == SQLITE_OK) rc = sqlite3_str_errcode(pOut);
-    if (rc == SQLITE_OK) {
-      /* Length -1: the row's JSON (no NUL inside) runs to the buffer's
-      ** end, which sqlite3_str_value terminates; SQLite then copies the
-      ** terminator too, so the host's sqlite3_column_text() need not. */
-      sqlite3_result_text(pCtx, sqlite3_str_value(pOut) + iStart, -1, SQLITE_TRANSIENT);
-      sqlite3_result_subtype(pCtx, MENTAT_JSON_SUBTYPE);
-    } else {
-      /* A string in error keeps failing: start a new one next time. */
-      sqlite3_free(sqlite3_str_finish(pOut));
-      pCur->pRowBuf = NULL;
-    }
-  } else {
+  if (iCol != EDNQ_COL_VALUE) {
     assert(iCol >= EDNQ_COL_C0 && iCol < EDNQ_COL_C0 + EDNQ_NC);
-    if (iCol - EDNQ_COL_C0 < qRunColumnCount(pCur->pRun))
-      rc = qRunColumnResult(pCur->pRun, iCol - EDNQ_COL_C0, pCtx);
+    return rcurColumn(&pCur->run, iCol - EDNQ_COL_C0, pCtx, "edn_q");
+  }
+  if (pCur->run.pRun == NULL) return SQLITE_OK;   /* at EOF: NULL */
+  rcurLock(&pCur->run);
+  pOut = pCur->pRowBuf;
+  if (pOut && sqlite3_str_length(pOut) > EDNQ_ROWBUF_MAX) {
+    sqlite3_free(sqlite3_str_finish(pOut));
+    pOut = NULL;
+  }
+  if (pOut == NULL) pOut = pCur->pRowBuf = sqlite3_str_new(NULL);
+  iStart = sqlite3_str_length(pOut);
+  rc = qRunRowJson(pCur->run.pRun, pOut);
+  if (rc == SQLITE_OK) rc = sqlite3_str_errcode(pOut);
+  if (rc == SQLITE_OK) {
+    /* Length -1: the row's JSON (no NUL inside) runs to the buffer's
+    ** end, which sqlite3_str_value terminates; SQLite then copies the
+    ** terminator too, so the host's sqlite3_column_text() need not. */
+    sqlite3_result_text(pCtx, sqlite3_str_value(pOut) + iStart, -1, SQLITE_TRANSIENT);
+    sqlite3_result_subtype(pCtx, MENTAT_JSON_SUBTYPE);
+  } else {
+    /* A string in error keeps failing: start a new one next time. */
+    sqlite3_free(sqlite3_str_finish(pOut));
+    pCur->pRowBuf = NULL;
   }
   /* A pull in :find can fail here (its message is kept by the run); the
   ** message travels as the column's error result. */
-  if (rc != SQLITE_OK) sqlioError(pCtx, "edn_q", rc, qRunErrMsg(pCur->pRun));
-  ednqUnlock(pCur);
+  if (rc != SQLITE_OK) sqlioError(pCtx, "edn_q", rc, qRunErrMsg(pCur->run.pRun));
+  rcurUnlock(&pCur->run);
   return rc;
 }
 
 static int ednqRowid(sqlite3_vtab_cursor *cur, sqlite_int64 *pRowid) {
   EdnqCursor *pCur = (EdnqCursor *)cur;
   if (pCur->iRowBase == 0) ednqRowBase(pCur);
-  *pRowid = pCur->iRowBase + pCur->iRowid;
+  *pRowid = pCur->iRowBase + pCur->run.iRowid;
   return SQLITE_OK;
 }
 

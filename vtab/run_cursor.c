@@ -1,0 +1,153 @@
+/*
+** run_cursor.c — the streaming core of the query tables (run_cursor.h):
+** the run stepped under the cursor's lock, the snapshot hold registered
+** while rows are left, and the set-aside a writer asks of it.
+**
+** HOW IT WORKS
+** rcurStart opens the compiled query on the checked-out reader and steps
+** to the first row; rcurStep steps the store's statement, so rows stream
+** and LIMIT 1 costs one row. The connection goes back to the pool at EOF,
+** on an error and in rcurRelease. While a cursor holds it,
+** sqlite3_interrupt() on the host stops the store's statement
+** (interrupt.h). A cursor with rows left is registered with the store as
+** a snapshot hold, so a writer that needs the WAL back can have the rest
+** of its rows set aside (rcurLetGo; peer fault B25 in
+** ../shared/acceptance/peer-faults.md).
+*/
+#include <sched.h>
+#include <stddef.h>
+#include <time.h>
+#include "run_cursor.h"
+#include "sqlio.h"
+
+/* The most rows a writer sets aside for one cursor in one commit
+** (rcurLetGo); its time is bounded too (tEnd). */
+#define RCUR_SPILL_ROWS 200000
+
+/* A compare-and-swap instead of a pthread mutex, which costs a streamed
+** row far more; the only contention is a writer's set-aside (rare, and
+** then the loser backs off). */
+void rcurLock(RunCursor *p) {
+  int nTry = 0;
+  for (;;) {
+    int iFree = 0;
+    if (atomic_compare_exchange_weak_explicit(&p->lock, &iFree, 1, memory_order_acquire,
+                                              memory_order_relaxed)) {
+      return;
+    }
+    if (++nTry < 64) {
+      sched_yield();
+    } else {
+      struct timespec ts = {0, 100000};   /* a set-aside of many rows: sleep */
+      nanosleep(&ts, NULL);
+    }
+  }
+}
+
+void rcurUnlock(RunCursor *p) {
+  atomic_store_explicit(&p->lock, 0, memory_order_release);
+}
+
+/* StoreHold.xRelease, on the writer's thread (storeHoldsRelease): sets
+** the rest of the rows aside and ends the store read, so the WAL can be
+** checkpointed and restarted while the host keeps this cursor open. The
+** host connection is not touched (its thread may be waiting for our
+** lock), so the store connection's interrupt polling, which probes the
+** host, is paused. The writer has committed and waits on this copy, so it
+** has a budget: RCUR_SPILL_ROWS, and tEnd, shared by the holds one commit
+** asks (checked between rows: finding one more row, or its pulls, can pass
+** it). A longer rest (a wide join, a cross product left open) is copied a
+** part per commit: the cursor keeps its snapshot meanwhile and is asked
+** again after the next commit, so every cursor lets go within a number of
+** commits proportional to its rest, each delayed at most by the budget.
+** If the copy cannot start, the cursor keeps its snapshot and streams as
+** before. Returns 1 when the snapshot is let go, 2 when part of the rest
+** was set aside, 0 when the copy failed. */
+static int rcurLetGo(StoreHold *pHold, sqlite3_int64 tEnd) {
+  RunCursor *p = (RunCursor *)((char *)pHold - offsetof(RunCursor, hold));
+  int bLetGo = 1;
+  rcurLock(p);
+  if (p->pRun && !p->bEof && p->call.pConn) {
+    int bAll = 0;
+    vcallPause(&p->call, 1);
+    if (qSpillRest(p->pRun, RCUR_SPILL_ROWS, tEnd, &bAll, NULL) != SQLITE_OK) {
+      vcallPause(&p->call, 0);
+      bLetGo = 0;
+    } else if (bAll) {
+      storeReaderEndRead(p->call.pStore, p->call.pConn);
+    } else {
+      vcallPause(&p->call, 0);
+      bLetGo = 2;                   /* more next commit */
+    }
+  }
+  rcurUnlock(p);
+  return bLetGo;
+}
+
+void rcurInit(RunCursor *p) {
+  qOptsInit(&p->opts);
+  p->bEof = 1;
+  p->hold.xRelease = rcurLetGo;
+  atomic_init(&p->lock, 0);
+}
+
+void rcurRelease(RunCursor *p) {
+  if (p->bHold) {
+    /* Waits for a release in progress; after it none can start. */
+    storeHoldRemove(p->call.pStore, &p->hold);
+    p->bHold = 0;
+  }
+  qRunClose(p->pRun);
+  p->pRun = NULL;
+  vcallEnd(&p->call);
+  qOptsReset(&p->opts);
+  p->bEof = 1;
+}
+
+int rcurStep(RunCursor *p, char **pzErr) {
+  int rc;
+  rcurLock(p);
+  rc = qRunStep(p->pRun, pzErr);
+  /* Under the lock: a writer's thread asking the cursor to let go of its
+  ** snapshot (rcurLetGo) reads it. */
+  p->bEof = rc != SQLITE_ROW;
+  rcurUnlock(p);
+  if (rc == SQLITE_ROW) {
+    p->iRowid++;
+    return SQLITE_OK;
+  }
+  /* At the end the store connection is returned at once, so a host that
+  ** keeps a finished statement holds no snapshot; an interrupted or failed
+  ** run holds nothing either. */
+  rcurRelease(p);
+  return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+int rcurStart(RunCursor *p, const char *zQuery, int nQuery, char **pzErr) {
+  int rc = qRunOpen(p->call.pConn, p->call.pSchema, zQuery, nQuery, &p->opts, &p->pRun, pzErr);
+  p->iRowid = 0;
+  if (rc != SQLITE_OK) {
+    rcurRelease(p);
+    return rc;
+  }
+  rc = rcurStep(p, pzErr);
+  /* Rows left: the host may keep us open indefinitely. The in-memory
+  ** store has no WAL and its one connection is the writer. */
+  if (rc == SQLITE_OK && !p->bEof && storePath(p->call.pStore)[0] != 0) {
+    storeHoldAdd(p->call.pStore, &p->hold);
+    p->bHold = 1;
+  }
+  return rc;
+}
+
+int rcurColumn(RunCursor *p, int i, sqlite3_context *pCtx, const char *zFunc) {
+  int rc = SQLITE_OK;
+  if (p->pRun == NULL) return SQLITE_OK;   /* at EOF: NULL */
+  rcurLock(p);
+  if (i < qRunColumnCount(p->pRun)) rc = qRunColumnResult(p->pRun, i, pCtx);
+  /* A pull in :find can fail here (its message is kept by the run); the
+  ** message travels as the column's error result. */
+  if (rc != SQLITE_OK) sqlioError(pCtx, zFunc, rc, qRunErrMsg(p->pRun));
+  rcurUnlock(p);
+  return rc;
+}
