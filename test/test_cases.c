@@ -27,7 +27,10 @@
 **                         by '|', SQL NULL as NULL, in order. "store": they
 **                         run on a plain connection of their own to the
 **                         store's file (no extension), so the format's tables
-**                         are named as they are (datoms, timelined_transactions)
+**                         are named as they are (datoms, timelined_transactions).
+**                         $STORE in the body is replaced by the store's path,
+**                         for text that takes no parameter (CREATE VIRTUAL
+**                         TABLE ... USING edn_view(db='$STORE', ...))
 **
 ** Expectations: "=> ok" (tx only: it must succeed), "=> error: TEXT" (the
 ** whole error text must equal TEXT; for a tx, the store must also be left
@@ -364,6 +367,20 @@ static void tcRunTx(TcRun *pR, TcBlock *pB, const char *zExpect, char **pzGot, c
   }
 }
 
+/* zSql with every "$STORE" replaced by the store's path (malloc'd). */
+static char *tcSubstStore(TcRun *pR, const char *zSql) {
+  TcBuf out = {0};
+  const char *z = zSql, *zHit;
+  tcAppend(&out, "", 0);
+  while ((zHit = strstr(z, "$STORE")) != NULL) {
+    tcAppend(&out, z, (size_t)(zHit - z));
+    tcAppend(&out, pR->zStore, strlen(pR->zStore));
+    z = zHit + 6;
+  }
+  tcAppend(&out, z, strlen(z));
+  return out.z;
+}
+
 static void tcRunBlock(TcRun *pR, TcBlock *pB) {
   char *zGot = NULL, *zWant = NULL;
   const char *zExpect;
@@ -408,7 +425,9 @@ static void tcRunBlock(TcRun *pR, TcBlock *pB) {
     sqlite3_free(zSql);
     zWant = strdup(zExpect);
   } else if (strcmp(pB->zKind, "sql") == 0) {
-    zGot = pB->bStore ? tcRunStoreSql(pR, pB->body.z) : tcRunSql(pR, pR->db, pB->body.z, 0);
+    char *zSql = tcSubstStore(pR, pB->body.z);
+    zGot = pB->bStore ? tcRunStoreSql(pR, zSql) : tcRunSql(pR, pR->db, zSql, 0);
+    free(zSql);
     zWant = strdup(zExpect);
   } else {
     tcFail(pR, pB->iLine, "unknown directive", "tx, query, pull, sql or store", pB->zKind);

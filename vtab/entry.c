@@ -36,6 +36,7 @@ SQLITE_EXTENSION_INIT1
 #include "edn_pull.h"
 #include "edn_q.h"
 #include "edn_t.h"
+#include "edn_view.h"
 #include "host.h"
 #include "interrupt.h"
 #include "mentat_version.h"
@@ -159,6 +160,7 @@ int mentatRegister(sqlite3 *db, char **pzErr) {
   ** our statements runs there (a function created later must not replace
   ** one in use). */
   if (rc == SQLITE_OK) rc = hostStateRegister(db);
+  if (rc == SQLITE_OK) rc = ednviewRegister(db);
   if (rc == SQLITE_OK) rc = qfRegister(db);
   if (rc != SQLITE_OK) {
     sqlite3_free(*pzErr);

@@ -1,0 +1,204 @@
+/*
+** test_view.c — edn_view tables on host database files: what a data case
+** (an in-memory host) cannot say. A view lives in the host's schema, so it
+** survives closing and reopening the file (its relative db= resolved
+** against the file's directory, whatever the working directory); the path
+** rule refuses stores outside that directory at CREATE and, for a table
+** written into the file by someone else, at every scan, while DROP TABLE
+** still works; a view whose store went away reports it and can be
+** dropped. Expected answers are worked out by hand from the data each test
+** writes and the rules in vtab/view_def.h.
+*/
+#include <string.h>
+#include "tuhost.h"
+
+static char zDir[256];
+
+/* The host's directory, d inside this process's temporary one (so that
+** tuTempPath names files outside it), made on first use; zName inside it. */
+static const char *inDir(const char *zName) {
+  static char zPath[512];
+  if (zDir[0] == 0) {
+    snprintf(zDir, sizeof zDir, "%s", tuTempPath("d"));
+    ck_assert_int_eq(mkdir(zDir, 0700), 0);
+  }
+  snprintf(zPath, sizeof zPath, "%s/%s", zDir, zName);
+  return zPath;
+}
+
+static sqlite3 *openHost(const char *zName) {
+  sqlite3 *db = NULL;
+  char *zErr = NULL;
+  ck_assert_int_eq(sqlite3_open(inDir(zName), &db), SQLITE_OK);
+  ck_assert_msg(mentatRegister(db, &zErr) == SQLITE_OK, "register: %s", zErr ? zErr : "?");
+  return db;
+}
+
+static void expectQuery(sqlite3 *db, const char *zSql, const char *zWant) {
+  char *z = tuQuery(db, zSql, NULL, NULL);
+  ck_assert_msg(strcmp(z, zWant) == 0, "%s\n got:  %s\n want: %s", zSql, z, zWant);
+  free(z);
+}
+
+static void execOk(sqlite3 *db, const char *zSql) {
+  char *zErr = NULL;
+  int rc = sqlite3_exec(db, zSql, NULL, NULL, &zErr);
+  ck_assert_msg(rc == SQLITE_OK, "%s: %s", zSql, zErr ? zErr : "?");
+}
+
+/* Writes the two-person store at the absolute path zStore. */
+static void makeStore(sqlite3 *db, const char *zStore) {
+  char *z = tuQuery(db, "SELECT edn_t(?1, '[{:db/ident :p/name :db/valueType :db.type/string"
+                    " :db/cardinality :db.cardinality/one}"
+                    " {:db/ident :p/age :db/valueType :db.type/long"
+                    " :db/cardinality :db.cardinality/one}]') IS NOT NULL", zStore, NULL);
+  ck_assert_str_eq(z, "1");
+  free(z);
+  z = tuQuery(db, "SELECT edn_t(?1, '[{:p/name \"Ann\" :p/age 30} {:p/name \"Bob\" :p/age 25}]')"
+              " IS NOT NULL", zStore, NULL);
+  ck_assert_str_eq(z, "1");
+  free(z);
+}
+
+static const char zOlder[] =
+  "CREATE VIRTUAL TABLE older USING edn_view(db='tracker.db', query='[:find ?n ?a :in $ ?min"
+  " :where [?e :p/name ?n] [?e :p/age ?a] [(>= ?a ?min)]]')";
+
+START_TEST(survives_reopen) {
+  sqlite3 *db = openHost("host.db");
+  makeStore(db, inDir("tracker.db"));
+  execOk(db, zOlder);
+  expectQuery(db, "SELECT group_concat(n || ':' || a) FROM older WHERE min = 26", "Ann:30");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+  /* db='tracker.db' is the file beside host.db, not one in the working directory */
+  ck_assert_int_eq(chdir("/"), 0);
+  db = openHost("host.db");
+  expectQuery(db, "SELECT group_concat(n, ',') FROM (SELECT n FROM older WHERE min = 20 ORDER BY n)",
+              "Ann,Bob");
+  expectQuery(db, "SELECT count(*) FROM older WHERE min = 31", "0");
+  execOk(db, "DROP TABLE older");
+  expectQuery(db, "SELECT count(*) FROM sqlite_master WHERE name = 'older'", "0");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
+START_TEST(host_store_survives_reopen) {
+  sqlite3 *db = openHost("hosted.db");
+  makeStore(db, ":main");
+  execOk(db, "CREATE VIRTUAL TABLE names USING edn_view(db=':main',"
+             " query='[:find [?n ...] :where [_ :p/name ?n]]')");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+  db = openHost("hosted.db");
+  expectQuery(db, "SELECT group_concat(n, ',') FROM (SELECT n FROM names ORDER BY n)", "Ann,Bob");
+  expectQuery(db, "SELECT edn_t(':main', '[{:p/name \"Cy\"}]') IS NOT NULL", "1");
+  expectQuery(db, "SELECT group_concat(n, ',') FROM (SELECT n FROM names ORDER BY n)", "Ann,Bob,Cy");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
+/* The message of the path rule for db= zDb refused as zWhy, host.db in zDir. */
+static char *refusal(const char *zDb, const char *zWhy) {
+  static char zMsg[2048];
+  char zHost[600];
+  snprintf(zHost, sizeof zHost, "%s", inDir("host.db"));
+  snprintf(zMsg, sizeof zMsg, "ERROR: edn_view: db '%s' is refused (%s): a table stored in database"
+           " main (%s) reads a host store (':main') or a store file inside %s; a TEMP table may"
+           " name any store", zDb, zWhy, zHost, zDir);
+  return zMsg;
+}
+
+START_TEST(path_rule_at_create) {
+  sqlite3 *db = openHost("host.db");
+  char zOut[512], zSql[1024];
+  const char *zQ = "query='[:find ?n :where [_ :p/name ?n]]'";
+  snprintf(zOut, sizeof zOut, "%s", tuTempPath("outside.db"));   /* beside zDir */
+  ck_assert_int_eq(mkdir(inDir("sub"), 0700), 0);
+  makeStore(db, zOut);
+  makeStore(db, inDir("sub/in.db"));
+  /* an absolute path, even to a store that exists */
+  snprintf(zSql, sizeof zSql, "CREATE VIRTUAL TABLE a USING edn_view(db='%s', %s)", zOut, zQ);
+  expectQuery(db, zSql, refusal(zOut, "an absolute path"));
+  /* out through '..' */
+  snprintf(zSql, sizeof zSql, "CREATE VIRTUAL TABLE a USING edn_view(db='../outside.db', %s)", zQ);
+  expectQuery(db, zSql, refusal("../outside.db", "a path with '..'"));
+  snprintf(zSql, sizeof zSql, "CREATE VIRTUAL TABLE a USING edn_view(db='sub/../../outside.db', %s)", zQ);
+  expectQuery(db, zSql, refusal("sub/../../outside.db", "a path with '..'"));
+  /* out through a symbolic link in the directory */
+  ck_assert_int_eq(symlink(zOut, inDir("link.db")), 0);
+  snprintf(zSql, sizeof zSql, "CREATE VIRTUAL TABLE a USING edn_view(db='link.db', %s)", zQ);
+  expectQuery(db, zSql, refusal("link.db", "a link out of that directory"));
+  expectQuery(db, "SELECT count(*) FROM sqlite_master WHERE name = 'a'", "0");
+  /* a subdirectory is inside */
+  snprintf(zSql, sizeof zSql, "CREATE VIRTUAL TABLE a USING edn_view(db='sub/in.db', %s)", zQ);
+  execOk(db, zSql);
+  expectQuery(db, "SELECT group_concat(n, ',') FROM (SELECT n FROM a ORDER BY n)", "Ann,Bob");
+  /* a TEMP table is the connection owner's: any store */
+  snprintf(zSql, sizeof zSql, "CREATE VIRTUAL TABLE temp.t USING edn_view(db='%s', %s)", zOut, zQ);
+  execOk(db, zSql);
+  expectQuery(db, "SELECT count(*) FROM t", "2");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
+/* A database file given by someone else, with a table that names a file
+** outside its directory (written into sqlite_master directly, as an
+** attacker would): scans refuse it and open nothing, DROP TABLE works. */
+START_TEST(path_rule_at_connect) {
+  sqlite3 *db = openHost("host.db");
+  char zSecret[512], zSql[1024];
+  struct stat st;
+  makeStore(db, inDir("tracker.db"));
+  snprintf(zSecret, sizeof zSecret, "%s", tuTempPath("secret.db"));
+  execOk(db, zOlder);
+  execOk(db, "PRAGMA writable_schema = ON");
+  snprintf(zSql, sizeof zSql, "UPDATE sqlite_master SET sql = replace(sql, 'tracker.db', '%s')"
+           " WHERE name = 'older'", zSecret);
+  execOk(db, zSql);
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+  db = openHost("host.db");
+  expectQuery(db, "SELECT n FROM older WHERE min = 1", refusal(zSecret, "an absolute path"));
+  ck_assert_int_ne(stat(zSecret, &st), 0);    /* not even created */
+  execOk(db, "DROP TABLE older");
+  expectQuery(db, "SELECT count(*) FROM sqlite_master WHERE name = 'older'", "0");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
+/* The store replaced by a database that is no store: the check on connect
+** fails, every scan says why, DROP TABLE works. */
+START_TEST(store_gone_at_connect) {
+  sqlite3 *db = openHost("host.db");
+  char zWant[1024];
+  makeStore(db, inDir("tracker.db"));
+  execOk(db, zOlder);
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+  ck_assert_int_eq(unlink(inDir("tracker.db")), 0);
+  {
+    sqlite3 *pOther = NULL;
+    ck_assert_int_eq(sqlite3_open(inDir("tracker.db"), &pOther), SQLITE_OK);
+    execOk(pOther, "CREATE TABLE foo(x)");
+    sqlite3_close(pOther);
+  }
+  db = openHost("host.db");
+  snprintf(zWant, sizeof zWant, "ERROR: edn_view: %s is not a Mentat store (user_version 0)",
+           inDir("tracker.db"));
+  expectQuery(db, "SELECT n FROM older WHERE min = 1", zWant);
+  execOk(db, "DROP TABLE older");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
+static Suite *viewSuite(void) {
+  Suite *s = suite_create("view");
+  TCase *tc = tcase_create("view");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, survives_reopen);
+  tcase_add_test(tc, host_store_survives_reopen);
+  tcase_add_test(tc, path_rule_at_create);
+  tcase_add_test(tc, path_rule_at_connect);
+  tcase_add_test(tc, store_gone_at_connect);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+TU_MAIN(viewSuite)
