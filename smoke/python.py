@@ -6,7 +6,9 @@ two processes writing one store (the second's attribute is visible to the
 first and no entid is handed out twice, SPEC §4), repeated calls keeping one
 set of open store files (the process-wide cache, not a file per call), and
 loading twice on one connection while an edn_q cursor is open (peer fault
-B29). Expected values are worked out by hand from the data below.
+B29), and edn_view tables kept in a host database file (named columns,
+inputs bound as Python parameters, reopening, the path rule). Expected
+values are worked out by hand from the data below.
 
 Usage: /usr/bin/python3 smoke/python.py /abs/path/libmentat_sqlite.so
 Prints one line per check and ends with 'N passed, M failed'.
@@ -406,6 +408,63 @@ def load_twice(db):
     con.close()
 
 
+def views():
+    """edn_view in a host database file: columns named from the find spec,
+    the :in input a hidden column bound with a Python parameter, the table
+    kept over a reopen from another working directory, a host store, and
+    what a database file may not make the connection do."""
+    host = os.path.join(TMP, 'views-host.db')
+    store = os.path.join(TMP, 'views.db')
+    con = connect(host)
+    one(con, 'SELECT edn_t(?, ?)', (store, S))
+    one(con, 'SELECT edn_t(?, ?)', (store, T1))
+    con.execute("CREATE VIRTUAL TABLE older USING edn_view(db='views.db', query='[:find ?n ?a :in $ ?min"
+                " :where [?e :p/name ?n] [?e :p/age ?a] [(>= ?a ?min)]]')")
+    cur = con.execute('SELECT * FROM older WHERE min = ? ORDER BY n', (26,))
+    check('view: columns named from the find spec', [d[0] for d in cur.description], ['n', 'a'])
+    check('view: the input as a parameter', cur.fetchall(), [('Ann', 30)])
+    check('view: one query per input', con.execute(
+        'SELECT min, n FROM older WHERE min IN (?, ?) ORDER BY min, n', (20, 26)).fetchall(),
+        [(20, 'Ann'), (20, 'Bob'), (26, 'Ann')])
+    check_error('view: a missing input', lambda: con.execute('SELECT n FROM older').fetchall(),
+                'edn_view: missing input min (WHERE min = ...)')
+    check_error('view: read-only', lambda: con.execute("INSERT INTO older(n) VALUES ('x')"),
+                'table older may not be modified')
+    con.execute('CREATE VIEW v_older AS SELECT n FROM older WHERE min = 1')
+    check_error('view: not from the schema\'s views (DIRECTONLY)',
+                lambda: con.execute('SELECT * FROM v_older').fetchall(),
+                'unsafe use of virtual table "older"')
+    check_error('view: a stored table names no file outside its directory',
+                lambda: con.execute("CREATE VIRTUAL TABLE bad USING edn_view(db='%s',"
+                                    " query='[:find ?n :where [_ :p/name ?n]]')" % store),
+                "edn_view: db '%s' is refused (an absolute path): a table stored in database main"
+                " (%s) reads a host store (':main') or a store file inside %s; a TEMP table may"
+                " name any store" % (store, host, TMP))
+    one(con, 'SELECT edn_t(?, ?)', (':main', S))
+    one(con, 'SELECT edn_t(?, ?)', (':main', '[{:p/name "Cy" :p/age 40}]'))
+    con.execute("CREATE VIRTUAL TABLE hosted USING edn_view(db=':main',"
+                " query='[:find [?n ...] :where [_ :p/name ?n]]')")
+    con.commit()
+    con.close()
+    here = os.getcwd()
+    os.chdir('/')
+    try:
+        con = connect(host)
+        check('view: kept over a reopen', con.execute(
+            'SELECT n, a FROM older WHERE min = ? ORDER BY n', (20,)).fetchall(),
+            [('Ann', 30), ('Bob', 25)])
+        check('view: a host store', con.execute('SELECT n FROM hosted').fetchall(), [('Cy',)])
+        con.execute('DROP TABLE hosted')
+        check('view: dropped', one(con, "SELECT count(*) FROM sqlite_master WHERE name = 'hosted'"), 0)
+        con.close()
+    finally:
+        os.chdir(here)
+    plain = sqlite3.connect(host)
+    check_error('view: needs the extension', lambda: plain.execute('SELECT n FROM older WHERE min = 1'),
+                'no such module: edn_view')
+    plain.close()
+
+
 def main():
     global EXT
     if len(sys.argv) < 2:
@@ -436,6 +495,7 @@ def main():
     load_twice(db)
     interrupt(os.path.join(TMP, 'interrupt.db'))
     threads(os.path.join(TMP, 'threads.db'))
+    views()
     con.close()
     for f in os.listdir(TMP):
         os.unlink(os.path.join(TMP, f))

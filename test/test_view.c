@@ -14,14 +14,18 @@
 
 static char zDir[256];
 
-/* The host's directory, d inside this process's temporary one (so that
-** tuTempPath names files outside it), made on first use; zName inside it. */
+/* The host's directory for one test: zTest inside this process's
+** temporary one (so that tuTempPath names files outside it), fresh for
+** each test, which also keeps the tests apart when Check runs them in one
+** process (CK_FORK=no, make asan). */
+static void freshDir(const char *zTest) {
+  snprintf(zDir, sizeof zDir, "%s", tuTempPath(zTest));
+  ck_assert_int_eq(mkdir(zDir, 0700), 0);
+}
+
+/* zName inside the test's directory (a static buffer). */
 static const char *inDir(const char *zName) {
   static char zPath[512];
-  if (zDir[0] == 0) {
-    snprintf(zDir, sizeof zDir, "%s", tuTempPath("d"));
-    ck_assert_int_eq(mkdir(zDir, 0700), 0);
-  }
   snprintf(zPath, sizeof zPath, "%s/%s", zDir, zName);
   return zPath;
 }
@@ -65,6 +69,7 @@ static const char zOlder[] =
   " :where [?e :p/name ?n] [?e :p/age ?a] [(>= ?a ?min)]]')";
 
 START_TEST(survives_reopen) {
+  freshDir("survives_reopen");
   sqlite3 *db = openHost("host.db");
   makeStore(db, inDir("tracker.db"));
   execOk(db, zOlder);
@@ -83,6 +88,7 @@ START_TEST(survives_reopen) {
 END_TEST
 
 START_TEST(host_store_survives_reopen) {
+  freshDir("host_store_survives_reopen");
   sqlite3 *db = openHost("hosted.db");
   makeStore(db, ":main");
   execOk(db, "CREATE VIRTUAL TABLE names USING edn_view(db=':main',"
@@ -108,6 +114,7 @@ static char *refusal(const char *zDb, const char *zWhy) {
 }
 
 START_TEST(path_rule_at_create) {
+  freshDir("path_rule_at_create");
   sqlite3 *db = openHost("host.db");
   char zOut[512], zSql[1024];
   const char *zQ = "query='[:find ?n :where [_ :p/name ?n]]'";
@@ -144,6 +151,7 @@ END_TEST
 ** outside its directory (written into sqlite_master directly, as an
 ** attacker would): scans refuse it and open nothing, DROP TABLE works. */
 START_TEST(path_rule_at_connect) {
+  freshDir("path_rule_at_connect");
   sqlite3 *db = openHost("host.db");
   char zSecret[512], zSql[1024];
   struct stat st;
@@ -167,6 +175,7 @@ END_TEST
 /* The store replaced by a database that is no store: the check on connect
 ** fails, every scan says why, DROP TABLE works. */
 START_TEST(store_gone_at_connect) {
+  freshDir("store_gone_at_connect");
   sqlite3 *db = openHost("host.db");
   char zWant[1024];
   makeStore(db, inDir("tracker.db"));
@@ -188,6 +197,82 @@ START_TEST(store_gone_at_connect) {
 }
 END_TEST
 
+/* Steps zSql once; SQLITE_ROW with the first column in *pzOut (malloc'd),
+** SQLITE_DONE, or the error code. */
+static int stepOnce(sqlite3 *db, const char *zSql, char **pzOut) {
+  sqlite3_stmt *pStmt = NULL;
+  int rc = sqlite3_prepare_v2(db, zSql, -1, &pStmt, NULL);
+  *pzOut = NULL;
+  if (rc != SQLITE_OK) return rc;
+  rc = sqlite3_step(pStmt);
+  if (rc == SQLITE_ROW) {
+    int eType = sqlite3_column_type(pStmt, 0);
+    const char *z = (const char *)sqlite3_column_text(pStmt, 0);
+    if (z == NULL && eType != SQLITE_NULL) rc = SQLITE_NOMEM;
+    else *pzOut = strdup(z ? z : "NULL");
+  }
+  if (rc == SQLITE_ROW) {
+    int rc2 = sqlite3_finalize(pStmt);
+    return tuIsNomem(rc2) ? rc2 : SQLITE_ROW;
+  }
+  sqlite3_finalize(pStmt);
+  return rc;
+}
+
+/* Allocation failures (SQLite's do_malloc_test way, as test_oom.c): for N
+** = 0, 1, ... the N-th allocation of CREATE VIRTUAL TABLE, then of a scan
+** with an input, fails, once or from then on. Each outcome is SQLITE_NOMEM
+** (and a failed CREATE leaves no table) or the right answer; `make asan`
+** finds the leaks. */
+START_TEST(allocation_failures) {
+  freshDir("allocation_failures");
+  static const char *azStep[] = {
+    "CREATE VIRTUAL TABLE o USING edn_view(db='tracker.db', query='[:find ?n (count ?e) :in $ ?min"
+    " [?x ...] :where [?e :p/name ?n] [?e :p/age ?a] [(>= ?a ?min)] [(= ?n ?x)]]')",
+    "SELECT group_concat(n || count_e) FROM o WHERE min = 26 AND x = json_array('Ann', 'Bob')",
+  };
+  static const char *azWant[] = {NULL, "Ann1"};
+  sqlite3 *db;
+  int iMode, iStep, n;
+  db = openHost("host.db");
+  makeStore(db, inDir("tracker.db"));
+  sqlite3_close(db);
+  tuOomInstall();
+  for (iMode = 0; iMode < 2; iMode++) {
+    tuOomOnce = iMode == 0;
+    for (iStep = 0; iStep < 2; iStep++) {
+      int bDone = 0, nFail = 0;
+      for (n = 0; n < 20000 && !bDone; n = n < 600 ? n + 1 : n + 7) {
+        char *zOut = NULL;
+        int rc;
+        db = openHost("host.db");
+        if (iStep == 1) execOk(db, "DROP TABLE IF EXISTS o");
+        if (iStep == 1) execOk(db, azStep[0]);
+        if (iStep == 0) execOk(db, "DROP TABLE IF EXISTS o");
+        tuOomLeft = n;
+        rc = stepOnce(db, azStep[iStep], &zOut);
+        bDone = tuOomOnce ? tuOomLeft > 0 : (rc == SQLITE_DONE || rc == SQLITE_ROW);
+        tuOomLeft = -1;
+        if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+          if (azWant[iStep]) ck_assert_msg(zOut && strcmp(zOut, azWant[iStep]) == 0,
+                                           "step %d at %d: %s", iStep, n, zOut ? zOut : "(none)");
+          if (iStep == 0) expectQuery(db, "SELECT count(*) FROM sqlite_master WHERE name = 'o'", "1");
+        } else {
+          ck_assert_msg(tuIsNomem(rc), "step %d, %s failure at %d: rc %d %s", iStep,
+                        tuOomOnce ? "transient" : "persistent", n, rc, sqlite3_errmsg(db));
+          if (iStep == 0) expectQuery(db, "SELECT count(*) FROM sqlite_master WHERE name = 'o'", "0");
+          nFail++;
+        }
+        free(zOut);
+        sqlite3_close(db);
+      }
+      ck_assert_msg(bDone && nFail > 0, "step %d: ended at %d with %d failures", iStep, n, nFail);
+    }
+  }
+  tuOomRemove();
+}
+END_TEST
+
 static Suite *viewSuite(void) {
   Suite *s = suite_create("view");
   TCase *tc = tcase_create("view");
@@ -197,6 +282,7 @@ static Suite *viewSuite(void) {
   tcase_add_test(tc, path_rule_at_create);
   tcase_add_test(tc, path_rule_at_connect);
   tcase_add_test(tc, store_gone_at_connect);
+  tcase_add_test(tc, allocation_failures);
   suite_add_tcase(s, tc);
   return s;
 }

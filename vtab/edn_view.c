@@ -50,7 +50,7 @@ typedef struct EviewTab {
 typedef struct EviewCursor {
   sqlite3_vtab_cursor base;
   RunCursor run;
-  sqlite3_value **apIn;     /* the hidden columns' values of this scan (dups), def.nHidden */
+  sqlite3_value **apIn;     /* the arguments of this scan (dups), def.nArg */
   sqlite3_int64 iRowBase;   /* see eviewRowid; 0 until asked */
 } EviewCursor;
 
@@ -128,28 +128,39 @@ static int eviewDisconnect(sqlite3_vtab *pVtab) {
   return SQLITE_OK;
 }
 
-/* Equalities on hidden columns are the inputs: idxNum bit k = hidden
-** column k is in argv (in column order). The rest stays with SQLite. */
+/* The argument column iCol gives, or -1. */
+static int eviewArgOf(const ViewDef *pDef, int iCol) {
+  int k;
+  for (k = 0; k < pDef->nArg; k++) {
+    if (pDef->aArgCol[k] == iCol) return k;
+  }
+  return -1;
+}
+
+/* Equalities on the input columns are the arguments: idxNum bit k =
+** argument k is in argv (in argument order). The rest stays with SQLite. */
 static int eviewBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   const ViewDef *pDef = &((EviewTab *)pVtab)->def;
   int aIdx[VDEF_MAX_INPUTS];
   int mUnusable = 0, idxNum = 0, nArg = 0, i;
-  int mAll = (int)((1u << pDef->nHidden) - 1);
-  for (i = 0; i < pDef->nHidden; i++) aIdx[i] = -1;
+  int mAll = (int)((1u << pDef->nArg) - 1);
+  for (i = 0; i < pDef->nArg; i++) aIdx[i] = -1;
   for (i = 0; i < pInfo->nConstraint; i++) {
     const struct sqlite3_index_constraint *pC = &pInfo->aConstraint[i];
-    int k = pC->iColumn - pDef->nCol;
-    if (k < 0 || k >= pDef->nHidden || pC->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+    int k = pC->op == SQLITE_INDEX_CONSTRAINT_EQ ? eviewArgOf(pDef, pC->iColumn) : -1;
+    if (k < 0) continue;
     if (!pC->usable) mUnusable |= 1 << k;
     else if (aIdx[k] < 0) aIdx[k] = i;
   }
-  for (i = 0; i < pDef->nHidden; i++) {
+  for (i = 0; i < pDef->nArg; i++) {
     /* given but not usable in this plan: ask for another join order */
     if (aIdx[i] < 0 && (mUnusable & (1 << i))) return SQLITE_CONSTRAINT;
   }
-  for (i = 0; i < pDef->nHidden; i++) {
+  for (i = 0; i < pDef->nArg; i++) {
     if (aIdx[i] < 0) continue;
     pInfo->aConstraintUsage[aIdx[i]].argvIndex = ++nArg;
+    /* consumed: a find column that gives an input holds that input's
+    ** value (or, for a collection, one of its elements) on every row */
     pInfo->aConstraintUsage[aIdx[i]].omit = 1;
     idxNum |= 1 << i;
   }
@@ -166,10 +177,10 @@ static int eviewBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   return SQLITE_OK;
 }
 
-static void eviewFreeInputs(EviewCursor *pCur, int nHidden) {
+static void eviewFreeInputs(EviewCursor *pCur, int nArg) {
   int i;
   if (pCur->apIn == NULL) return;
-  for (i = 0; i < nHidden; i++) {
+  for (i = 0; i < nArg; i++) {
     sqlite3_value_free(pCur->apIn[i]);
     pCur->apIn[i] = NULL;
   }
@@ -181,13 +192,13 @@ static int eviewOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
   if (pCur == NULL) return SQLITE_NOMEM;
   memset(pCur, 0, sizeof *pCur);
   rcurInit(&pCur->run);
-  if (pDef->nHidden > 0) {
-    pCur->apIn = sqlite3_malloc64(sizeof(sqlite3_value *) * (size_t)pDef->nHidden);
+  if (pDef->nArg > 0) {
+    pCur->apIn = sqlite3_malloc64(sizeof(sqlite3_value *) * (size_t)pDef->nArg);
     if (pCur->apIn == NULL) {
       sqlite3_free(pCur);
       return SQLITE_NOMEM;
     }
-    memset(pCur->apIn, 0, sizeof(sqlite3_value *) * (size_t)pDef->nHidden);
+    memset(pCur->apIn, 0, sizeof(sqlite3_value *) * (size_t)pDef->nArg);
   }
   *ppCur = &pCur->base;
   return SQLITE_OK;
@@ -196,20 +207,20 @@ static int eviewOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
 static int eviewClose(sqlite3_vtab_cursor *cur) {
   EviewCursor *pCur = (EviewCursor *)cur;
   rcurRelease(&pCur->run);
-  eviewFreeInputs(pCur, ((EviewTab *)cur->pVtab)->def.nHidden);
+  eviewFreeInputs(pCur, ((EviewTab *)cur->pVtab)->def.nArg);
   sqlite3_free(pCur->apIn);
   sqlite3_free(pCur);
   return SQLITE_OK;
 }
 
 /* "missing input min (WHERE min = ...)", "missing inputs a, b (WHERE a =
-** ... AND b = ...)": the hidden columns idxNum lacks. */
+** ... AND b = ...)": the arguments idxNum lacks. */
 static char *eviewMissing(const ViewDef *pDef, int idxNum) {
   sqlite3_str *pNames = sqlite3_str_new(NULL), *pWhere = sqlite3_str_new(NULL);
   char *zNames, *zWhere, *zMsg;
   int i, n = 0;
-  for (i = 0; i < pDef->nHidden; i++) {
-    const char *zCol = pDef->azName[pDef->nCol + i];
+  for (i = 0; i < pDef->nArg; i++) {
+    const char *zCol = pDef->azName[pDef->aArgCol[i]];
     if (idxNum & (1 << i)) continue;
     sqlite3_str_appendf(pNames, "%s%s", n ? ", " : "", zCol);
     sqlite3_str_appendf(pWhere, "%s%s = ...", n ? " AND " : "", zCol);
@@ -233,17 +244,17 @@ static int eviewFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
   int i, j = 0, bNull = 0, rc = SQLITE_OK;
   (void)idxStr;
   rcurRelease(&pCur->run);
-  eviewFreeInputs(pCur, pDef->nHidden);
+  eviewFreeInputs(pCur, pDef->nArg);
   pCur->iRowBase = 0;
   pCur->run.iRowid = 0;
   if (pTab->zCheckErr) return eviewError(cur->pVtab, SQLITE_ERROR, pTab->zCheckErr);
-  if (idxNum != (int)((1u << pDef->nHidden) - 1)) {
+  if (idxNum != (int)((1u << pDef->nArg) - 1)) {
     zErr = eviewMissing(pDef, idxNum);
     rc = eviewError(cur->pVtab, zErr ? SQLITE_ERROR : SQLITE_NOMEM, zErr);
     sqlite3_free(zErr);
     return rc;
   }
-  for (i = 0; i < pDef->nHidden && j < argc; i++) {
+  for (i = 0; i < pDef->nArg && j < argc; i++) {
     pCur->apIn[i] = sqlite3_value_dup(argv[j++]);
     if (pCur->apIn[i] == NULL) return SQLITE_NOMEM;
     if (sqlite3_value_type(pCur->apIn[i]) == SQLITE_NULL) bNull = 1;
@@ -283,8 +294,9 @@ static int eviewColumn(sqlite3_vtab_cursor *cur, sqlite3_context *pCtx, int iCol
   const ViewDef *pDef = &((EviewTab *)cur->pVtab)->def;
   if (iCol < pDef->nCol) return rcurColumn(&pCur->run, iCol, pCtx, "edn_view");
   /* a hidden column echoes the input the scan was given */
-  if (pCur->apIn && iCol - pDef->nCol < pDef->nHidden && pCur->apIn[iCol - pDef->nCol]) {
-    sqlite3_result_value(pCtx, pCur->apIn[iCol - pDef->nCol]);
+  {
+    int k = eviewArgOf(pDef, iCol);
+    if (pCur->apIn && k >= 0 && pCur->apIn[k]) sqlite3_result_value(pCtx, pCur->apIn[k]);
   }
   return SQLITE_OK;
 }
@@ -300,7 +312,7 @@ static int eviewRowid(sqlite3_vtab_cursor *cur, sqlite_int64 *pRowid) {
   if (pCur->iRowBase == 0) {
     sqlite3_uint64 h = 14695981039346656037ull;
     int i, k;
-    for (i = 0; pCur->apIn && i < pDef->nHidden; i++) {
+    for (i = 0; pCur->apIn && i < pDef->nArg; i++) {
       sqlite3_value *pV = pCur->apIn[i];
       int e = pV ? sqlite3_value_type(pV) : SQLITE_NULL;
       const unsigned char *p = NULL;

@@ -70,11 +70,14 @@ static int vdefArg(const char *zArg, int iArg, char **pzKey, char **pzVal, char 
     return vdefErr(pzErr, sqlite3_mprintf("argument %.*s: the value must be one quoted SQL"
                                           " string ('...')", nKey, zKey));
   }
-  *pzVal = sqlite3_str_finish(pVal);
-  if (*pzVal == NULL) {
-    *pzVal = sqlite3_mprintf("%s", "");
-    if (*pzVal == NULL) return SQLITE_NOMEM;
+  if (sqlite3_str_errcode(pVal) != SQLITE_OK) {
+    sqlite3_free(sqlite3_str_finish(pVal));
+    return SQLITE_NOMEM;
   }
+  /* NULL: nothing was appended (an empty string) */
+  *pzVal = sqlite3_str_finish(pVal);
+  if (*pzVal == NULL) *pzVal = sqlite3_mprintf("%s", "");
+  if (*pzVal == NULL) return SQLITE_NOMEM;
   *pzKey = sqlite3_mprintf("%.*s", nKey, zKey);
   return *pzKey ? SQLITE_OK : SQLITE_NOMEM;
 }
@@ -96,9 +99,10 @@ static int vdefOptsArg(ViewDef *p, const char *zOpts, char **pzErr) {
     return vdefErr(pzErr, sqlite3_mprintf("argument opts: \"inputs\" cannot be given: a view's"
                                           " inputs are its hidden columns"));
   }
+  /* qOptsParse took it: an object, or a text that means none ('', 'null') */
   zOpen = strchr(zOpts, '{');
   zClose = strrchr(zOpts, '}');
-  if (zOpen == NULL || zClose == NULL || zClose < zOpen) return SQLITE_MISUSE;
+  if (zOpen == NULL || zClose == NULL || zClose < zOpen) return SQLITE_OK;
   for (zOpen++; zOpen < zClose && isspace((unsigned char)*zOpen); zOpen++) {}
   if (zOpen == zClose) return SQLITE_OK;
   p->zOpts = sqlite3_mprintf("%.*s", (int)(zClose - zOpen), zOpen);
@@ -112,7 +116,11 @@ static int vdefArgs(ViewDef *p, int argc, const char *const *argv, char **pzDb, 
   for (i = 3; i < argc && rc == SQLITE_OK; i++) {
     char *zKey = NULL, *zVal = NULL, **pz = NULL;
     rc = vdefArg(argv[i], i - 2, &zKey, &zVal, pzErr);
-    if (rc != SQLITE_OK) break;
+    if (rc != SQLITE_OK) {
+      sqlite3_free(zKey);
+      sqlite3_free(zVal);
+      break;
+    }
     if (sqlite3_stricmp(zKey, "db") == 0) pz = pzDb;
     else if (sqlite3_stricmp(zKey, "query") == 0) pz = &p->zQuery;
     else if (sqlite3_stricmp(zKey, "rules") == 0) pz = &p->zRules;
@@ -267,13 +275,18 @@ static int vdefSetName(ViewDef *p, int iCol, sqlite3_str *pRaw) {
   sqlite3_str *pName = sqlite3_str_new(NULL);
   char *zRaw, *zBase, *zName;
   int n, k, j;
+  int bOom = sqlite3_str_errcode(pRaw) != SQLITE_OK;
   n = sqlite3_str_length(pRaw);
   zRaw = sqlite3_str_finish(pRaw);
   if (zRaw) vdefSanitize(pName, zRaw, n);
   sqlite3_free(zRaw);
   if (sqlite3_str_length(pName) == 0) sqlite3_str_appendf(pName, "c%d", iCol);
+  bOom |= sqlite3_str_errcode(pName) != SQLITE_OK;
   zBase = sqlite3_str_finish(pName);
-  if (zBase == NULL) return SQLITE_NOMEM;
+  if (bOom || zBase == NULL) {
+    sqlite3_free(zBase);
+    return SQLITE_NOMEM;
+  }
   zName = zBase;
   for (k = 2;; k++) {
     for (j = 0; j < iCol && sqlite3_stricmp(p->azName[j], zName) != 0; j++) {}
@@ -303,13 +316,24 @@ static int vdefIsPatternVar(const QQuery *pQ, const EdnValue *pVar) {
   return 0;
 }
 
-/* The inputs' kinds and their columns' raw names. */
+/* The find element that is plain variable pVar, or -1. */
+static int vdefFindVar(const QQuery *pQ, const EdnValue *pVar) {
+  int i;
+  for (i = 0; i < pQ->nFind; i++) {
+    const QFindElem *pE = &pQ->aFind[i];
+    if (pE->kind == QFIND_VAR && strcmp(pE->pVar->u.s.z, pVar->u.s.z) == 0) return i;
+  }
+  return -1;
+}
+
+/* The inputs' kinds and columns: a find element's for a scalar or
+** collection binding of a find variable, else a new hidden one. */
 static int vdefInputs(ViewDef *p, const QQuery *pQ, char **pzErr) {
   int i, rc = SQLITE_OK, bRules = 0;
   for (i = 0; i < pQ->nIn && rc == SQLITE_OK; i++) {
     const QIn *pIn = &pQ->aIn[i];
     sqlite3_str *pRaw;
-    int eKind;
+    int eKind, iFind = -1;
     if (pIn->kind == QIN_SRC) continue;
     if (p->nIn == VDEF_MAX_INPUTS) {
       return vdefErr(pzErr, sqlite3_mprintf("line %d col %d: a view takes at most %d :in inputs",
@@ -318,20 +342,29 @@ static int vdefInputs(ViewDef *p, const QQuery *pQ, char **pzErr) {
     if (pIn->kind == QIN_RULES) {
       bRules = 1;
       p->aInKind[p->nIn] = VDEF_IN_RULES;
-      p->aInCol[p->nIn++] = -1;
+      p->aInArg[p->nIn++] = -1;
       continue;
     }
-    pRaw = sqlite3_str_new(NULL);
     if (pIn->kind == QIN_PATTERN) {
       eKind = VDEF_IN_PATTERN;
-      ednPrint(pRaw, pIn->pForm);
     } else {
       eKind = pIn->bind.kind != QB_SCALAR ? VDEF_IN_JSON
             : vdefIsPatternVar(pQ, pIn->bind.aVar[0]) ? VDEF_IN_PATTERN : VDEF_IN_SCALAR;
-      vdefBindRaw(pRaw, &pIn->bind);
+      if (pIn->bind.kind == QB_SCALAR || pIn->bind.kind == QB_COLL) {
+        iFind = vdefFindVar(pQ, pIn->bind.aVar[0]);
+      }
     }
     p->aInKind[p->nIn] = eKind;
-    p->aInCol[p->nIn++] = p->nHidden;
+    p->aInArg[p->nIn++] = p->nArg;
+    p->aArgShared[p->nArg] = iFind >= 0;
+    if (iFind >= 0) {
+      p->aArgCol[p->nArg++] = iFind;
+      continue;
+    }
+    p->aArgCol[p->nArg++] = p->nCol + p->nHidden;
+    pRaw = sqlite3_str_new(NULL);
+    if (pIn->kind == QIN_PATTERN) ednPrint(pRaw, pIn->pForm);
+    else vdefBindRaw(pRaw, &pIn->bind);
     rc = vdefSetName(p, p->nCol + p->nHidden++, pRaw);
   }
   if (rc == SQLITE_OK && bRules != (p->zRules != NULL)) {
@@ -440,11 +473,11 @@ static char vdefJsonKind(sqlite3_value *pVal) {
   return (char)*z;
 }
 
-/* Appends input iIn's value from pVal as JSON. */
-static int vdefInput(const ViewDef *p, int iIn, sqlite3_value *pVal, sqlite3_str *pOut,
+/* Appends pVal as the JSON of an input of kind eKind, for column zCol. */
+static int vdefValue(int eKind, const char *zCol, sqlite3_value *pVal, sqlite3_str *pOut,
                      char **pzErr) {
-  int eKind = p->aInKind[iIn], eType = sqlite3_value_type(pVal), n, rc;
-  const char *zCol = p->azName[p->nCol + p->aInCol[iIn]], *z;
+  int eType = sqlite3_value_type(pVal), n, rc;
+  const char *z;
   char *zWhy = NULL;
   if (eKind == VDEF_IN_JSON && eType != SQLITE_TEXT) eType = SQLITE_BLOB;   /* refused below */
   if (eType == SQLITE_INTEGER) {
@@ -491,6 +524,24 @@ static int vdefInput(const ViewDef *p, int iIn, sqlite3_value *pVal, sqlite3_str
   return rc;
 }
 
+/* Appends input iIn's value from pVal as JSON. */
+static int vdefInput(const ViewDef *p, int iIn, sqlite3_value *pVal, sqlite3_str *pOut,
+                     char **pzErr) {
+  int iArg = p->aInArg[iIn], eKind = p->aInKind[iIn], rc;
+  const char *zCol = p->azName[p->aArgCol[iArg]];
+  if (eKind == VDEF_IN_JSON && p->aArgShared[iArg]
+      && !(sqlite3_value_type(pVal) == SQLITE_TEXT
+           && sqlite3_value_subtype(pVal) == MENTAT_JSON_SUBTYPE)) {
+    /* [?x ...] with ?x a find column: one value is a collection of one,
+    ** so that WHERE x = v and WHERE x IN (...) read as they say */
+    sqlite3_str_appendchar(pOut, 1, '[');
+    rc = vdefValue(VDEF_IN_SCALAR, zCol, pVal, pOut, pzErr);
+    sqlite3_str_appendchar(pOut, 1, ']');
+    return rc;
+  }
+  return vdefValue(eKind, zCol, pVal, pOut, pzErr);
+}
+
 /* Opens the opts JSON in pOut: {"<opts= members>", "inputs":[ */
 static void vdefOptsHead(const ViewDef *p, sqlite3_str *pOut) {
   sqlite3_str_appendchar(pOut, 1, '{');
@@ -498,7 +549,7 @@ static void vdefOptsHead(const ViewDef *p, sqlite3_str *pOut) {
   sqlite3_str_appendall(pOut, "\"inputs\":[");
 }
 
-int vdefOpts(const ViewDef *p, sqlite3_value **apIn, char **pzOpts, char **pzErr) {
+int vdefOpts(const ViewDef *p, sqlite3_value **apArg, char **pzOpts, char **pzErr) {
   sqlite3_str *pOut = sqlite3_str_new(NULL);
   int i, rc = SQLITE_OK;
   vdefOptsHead(p, pOut);
@@ -507,7 +558,7 @@ int vdefOpts(const ViewDef *p, sqlite3_value **apIn, char **pzOpts, char **pzErr
     if (p->aInKind[i] == VDEF_IN_RULES) {
       vdefEdnJson(pOut, p->zRules, (int)strlen(p->zRules));
     } else {
-      rc = vdefInput(p, i, apIn[p->aInCol[i]], pOut, pzErr);
+      rc = vdefInput(p, i, apArg[p->aInArg[i]], pOut, pzErr);
     }
   }
   sqlite3_str_appendall(pOut, "]}");

@@ -15,8 +15,10 @@
 ** The rules (README "Views: edn_view") in short:
 **   arguments   db='<store>', query='<Datalog>' [, rules='<rule set>']
 **               [, opts='<JSON: asOf, since, history>'], each a quoted SQL string
-**   columns     one per find element, in order, named by vdefName's rule;
-**               then one HIDDEN column per :in binding but $ and %
+**   columns     one per find element, in order, named as README says;
+**               then one HIDDEN column per :in binding but $ and %, except
+**               that a scalar or collection input whose variable is also a
+**               plain find element is that find element's column
 **   paths       a table stored in a database file reads a host store
 **               (':main', ':temp', ':<attached>') or a store file inside the
 **               directory of that database file (relative, no '..', no symlink
@@ -44,10 +46,14 @@ typedef struct ViewDef {
   char *zRules;           /* rules='...', or NULL */
   char *zOpts;            /* opts='...' members without the braces, or NULL */
   int nCol;               /* visible columns: the find elements */
-  int nHidden;            /* hidden columns: the inputs but % */
+  int nHidden;            /* hidden columns, after them */
   int nIn;                /* inputs: the :in bindings but $ */
   int aInKind[VDEF_MAX_INPUTS];   /* VDEF_IN_* per input */
-  int aInCol[VDEF_MAX_INPUTS];    /* its hidden column (0-based among them), -1 for % */
+  int aInArg[VDEF_MAX_INPUTS];    /* the argument that gives it, -1 for % */
+  /* Arguments: the inputs a column gives (all but %), in :in order. */
+  int nArg;
+  int aArgCol[VDEF_MAX_INPUTS];   /* its column: hidden, or a shared find column */
+  int aArgShared[VDEF_MAX_INPUTS];   /* 1: the column is a find element's */
   char **azName;          /* nCol + nHidden column names */
   char *zDecl;            /* the CREATE TABLE statement for sqlite3_declare_vtab */
 } ViewDef;
@@ -67,11 +73,11 @@ int vdefParse(sqlite3 *db, int argc, const char *const *argv, ViewDef *p, char *
 ** SQLITE_OK or an SQLite code with *pzErr. */
 int vdefCheck(const ViewDef *p, sqlite3 *db, int bAttrs, char **pzErr);
 
-/* The opts JSON for one scan: {"inputs":[...]} built from apIn (the
-** hidden columns' values, nHidden of them, none SQL NULL) with the opts=
-** members, in *pzOpts (sqlite3_malloc'd). Errors name the column ("input
-** min: a BLOB is not a query input"). */
-int vdefOpts(const ViewDef *p, sqlite3_value **apIn, char **pzOpts, char **pzErr);
+/* The opts JSON for one scan: {"inputs":[...]} built from apArg (the
+** arguments' values, nArg of them, none SQL NULL) with the opts= members,
+** in *pzOpts (sqlite3_malloc'd). Errors name the column ("input min: a
+** BLOB is not a query input"). */
+int vdefOpts(const ViewDef *p, sqlite3_value **apArg, char **pzOpts, char **pzErr);
 
 /* Frees what *p holds and zeroes it. */
 void vdefFree(ViewDef *p);
