@@ -116,7 +116,7 @@ static char *refusal(const char *zDb, const char *zWhy) {
 START_TEST(path_rule_at_create) {
   freshDir("path_rule_at_create");
   sqlite3 *db = openHost("host.db");
-  char zOut[512], zSql[1024];
+  char zOut[512], zSql[2048];
   const char *zQ = "query='[:find ?n :where [_ :p/name ?n]]'";
   snprintf(zOut, sizeof zOut, "%s", tuTempPath("outside.db"));   /* beside zDir */
   ck_assert_int_eq(mkdir(inDir("sub"), 0700), 0);
@@ -139,10 +139,26 @@ START_TEST(path_rule_at_create) {
   snprintf(zSql, sizeof zSql, "CREATE VIRTUAL TABLE a USING edn_view(db='sub/in.db', %s)", zQ);
   execOk(db, zSql);
   expectQuery(db, "SELECT group_concat(n, ',') FROM (SELECT n FROM a ORDER BY n)", "Ann,Bob");
+  /* opts "sources" naming another store file: opened as given, so refused */
+  snprintf(zSql, sizeof zSql, "CREATE VIRTUAL TABLE a2 USING edn_view(db='sub/in.db', opts="
+           "'{\"sources\": {\"$2\": \"%s\"}}', query='[:find ?n :in $ $2 :where [$2 _ :p/name ?n]]')",
+           zOut);
+  {
+    char zWant[2048];
+    snprintf(zWant, sizeof zWant, "ERROR: edn_view: opts source $2 (%s) names a store file: a table"
+             " stored in database main (%s) reads no other store; a TEMP table may", zOut,
+             inDir("host.db"));
+    expectQuery(db, zSql, zWant);
+  }
   /* a TEMP table is the connection owner's: any store */
   snprintf(zSql, sizeof zSql, "CREATE VIRTUAL TABLE temp.t USING edn_view(db='%s', %s)", zOut, zQ);
   execOk(db, zSql);
   expectQuery(db, "SELECT count(*) FROM t", "2");
+  snprintf(zSql, sizeof zSql, "CREATE VIRTUAL TABLE temp.t2 USING edn_view(db='%s', opts="
+           "'{\"sources\": {\"$2\": \"%s\"}}', query='[:find ?n :in $ $2 :where [$2 _ :p/name ?n]]')",
+           zOut, inDir("sub/in.db"));
+  execOk(db, zSql);
+  expectQuery(db, "SELECT count(*) FROM t2", "2");
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
 }
 END_TEST

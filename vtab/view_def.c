@@ -90,7 +90,17 @@ static int vdefOptsArg(ViewDef *p, const char *zOpts, char **pzErr) {
   int rc;
   qOptsInit(&opts);
   rc = qOptsParse(&opts, zOpts, (int)strlen(zOpts), pzErr);
+  if (rc == SQLITE_OK && opts.bExplain) {
+    rc = vdefErr(pzErr, sqlite3_mprintf("\"explain\" is for the scalar edn_q"));
+  }
+  for (int i = 0; rc == SQLITE_OK && i < opts.nSource && p->zFileSource == NULL; i++) {
+    const QuerySource *pS = &opts.aSource[i];
+    if (pS->zPath == NULL) continue;
+    p->zFileSource = sqlite3_mprintf("%s (%s)", pS->zName, pS->zPath);
+    if (p->zFileSource == NULL) rc = SQLITE_NOMEM;
+  }
   qOptsReset(&opts);
+  if (rc == SQLITE_NOMEM) return rc;
   if (rc != SQLITE_OK) {
     char *zMsg = sqlite3_mprintf("argument opts: %s", *pzErr ? *pzErr : "not valid");
     return vdefErr(pzErr, zMsg);
@@ -188,6 +198,13 @@ static int vdefPath(ViewDef *p, sqlite3 *db, const char *zSchema, const char *zD
   const char *zFile = sqlite3_db_filename(db, zSchema);
   char *zDir = NULL, *zRealDir = NULL, *zReal = NULL;
   const char *zWhy = NULL;
+  if (zFile && zFile[0] && p->zFileSource) {
+    /* qSourcesOpen opens it as given: the rule below cannot hold for it */
+    p->zPathErr = sqlite3_mprintf("opts source %s names a store file: a table stored in"
+                                  " database %s (%s) reads no other store; a TEMP table may",
+                                  p->zFileSource, zSchema, zFile);
+    return p->zPathErr ? SQLITE_OK : SQLITE_NOMEM;
+  }
   if (zDb[0] == 0 || zDb[0] == ':' || zFile == NULL || zFile[0] == 0) {
     /* a host store, the private in-memory one, or a table its connection's
     ** owner made (TEMP, an in-memory database): as edn_q takes it */
@@ -427,6 +444,7 @@ void vdefFree(ViewDef *p) {
   sqlite3_free(p->zQuery);
   sqlite3_free(p->zRules);
   sqlite3_free(p->zOpts);
+  sqlite3_free(p->zFileSource);
   sqlite3_free(p->zDecl);
   memset(p, 0, sizeof *p);
 }

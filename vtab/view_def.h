@@ -22,8 +22,9 @@
 **   paths       a table stored in a database file reads a host store
 **               (':main', ':temp', ':<attached>') or a store file inside the
 **               directory of that database file (relative, no '..', no symlink
-**               out); TEMP tables and tables of in-memory databases name any
-**               store, as edn_q does
+**               out), and its opts "sources" name no other store file; TEMP
+**               tables and tables of in-memory databases name any store, as
+**               edn_q does
 */
 #ifndef MENTAT_VIEW_DEF_H
 #define MENTAT_VIEW_DEF_H
@@ -45,6 +46,8 @@ typedef struct ViewDef {
   char *zQuery;           /* the query text */
   char *zRules;           /* rules='...', or NULL */
   char *zOpts;            /* opts='...' members without the braces, or NULL */
+  char *zFileSource;      /* the first opts "sources" entry naming a store file
+                          ** ("$2 (other.db)"), for the path rule, or NULL */
   int nCol;               /* visible columns: the find elements */
   int nHidden;            /* hidden columns, after them */
   int nIn;                /* inputs: the :in bindings but $ */
