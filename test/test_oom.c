@@ -256,6 +256,13 @@ START_TEST(test_oom_movies) {
       free(zWant);
       nNomem += nFail;
     }
+    /* several sources (issue 17 item 4): the reference store attached as
+    ** $r, this one's history as $h; 1987's three movies by title in both */
+    nPoints += tSweep(db, "SELECT edn_q(?1, '[:find (count ?m) . :in $ $r $h :where"
+                      " [$h ?m :movie/year 1987 _ true] [?m :movie/title ?t] [$r ?n :movie/title ?t]]',"
+                      " json_object('sources', json_object('$r', ?2, '$h', json('{\"history\":true}'))))",
+                      zPath, tuTempPath("movies-ref.db"), "{\"result\":3}", 0, &nFail);
+    nNomem += nFail;
     /* the reads left the store as loaded */
     zGot = tDigest(zPath);
     ck_assert_str_eq(zGot, zRef);

@@ -204,6 +204,48 @@ START_TEST(test_opts_tx) {
 }
 END_TEST
 
+/* "sources" (issue 17 item 4): each source in document order with its own
+** filters; the top level's are $'s; numbers inside keep the inputs after
+** them exact; a new parse starts from none. */
+START_TEST(test_opts_sources) {
+  QueryOpts o;
+  char *zErr = NULL;
+  const char *z = "{\"asOf\": 7, \"sources\": {\"$h\": {\"history\": true},"
+                  " \"$2\": \"other.db\", \"$t\": {\"db\": \"t.db\", \"since\": 268435460},"
+                  " \"$now\": {}}, \"inputs\": [9007199254740993]}";
+  qOptsInit(&o);
+  ck_assert_int_eq(qOptsParse(&o, z, (int)strlen(z), &zErr), SQLITE_OK);
+  ck_assert(o.bAsOf && o.iAsOf == 7 && !o.bHistory);
+  ck_assert_int_eq(o.nSource, 4);
+  ck_assert_str_eq(o.aSource[0].zName, "$h");
+  ck_assert(o.aSource[0].bHistory && o.aSource[0].zPath == NULL && !o.aSource[0].bAsOf);
+  ck_assert_str_eq(o.aSource[1].zName, "$2");
+  ck_assert_str_eq(o.aSource[1].zPath, "other.db");
+  ck_assert(!o.aSource[1].bHistory && !o.aSource[1].bAsOf && !o.aSource[1].bSince);
+  ck_assert_str_eq(o.aSource[2].zPath, "t.db");
+  ck_assert(o.aSource[2].bSince && o.aSource[2].iSince == 268435460);
+  ck_assert(o.aSource[3].zPath == NULL && !o.aSource[3].bSince && !o.aSource[3].bHistory);
+  ck_assert(o.aSource[0].pSchema == NULL && o.aSource[1].pStore == NULL);
+  ck_assert_int_eq(o.nInput, 1);
+  ck_assert(o.aInput[0]->type == EDN_INT && o.aInput[0]->u.i == 9007199254740993LL);
+  ck_assert_int_eq(qOptsParse(&o, "{}", 2, &zErr), SQLITE_OK);
+  ck_assert_int_eq(o.nSource, 0);
+  {
+    const char *zBad = "{\"sources\": {\"$2\": {\"history\": 1}}}";
+    ck_assert_int_eq(qOptsParse(&o, zBad, (int)strlen(zBad), &zErr), SQLITE_ERROR);
+    ck_assert_str_eq(zErr, "\"sources\" $2: \"history\" must be true or false");
+    ck_assert_int_eq(o.nSource, 0);
+  }
+  {
+    const char *zDup = "{\"sources\": {\"$2\": \"a.db\", \"$2\": \"b.db\"}}";
+    ck_assert_int_eq(qOptsParse(&o, zDup, (int)strlen(zDup), &zErr), SQLITE_ERROR);
+    ck_assert_str_eq(zErr, "\"sources\": duplicate source $2");
+  }
+  qOptsReset(&o);
+  sqlite3_free(zErr);
+}
+END_TEST
+
 /* The explicit length rules: a NUL byte inside the text is not ignored,
 ** bytes past nOpts are not read. */
 START_TEST(test_opts_length) {
@@ -259,6 +301,7 @@ static Suite *optsSuite(void) {
   tcase_add_loop_test(tc, test_opts_good, 0, (int)(sizeof aGood / sizeof aGood[0]));
   tcase_add_loop_test(tc, test_opts_bad, 0, (int)(sizeof aBad / sizeof aBad[0]));
   tcase_add_test(tc, test_opts_tx);
+  tcase_add_test(tc, test_opts_sources);
   tcase_add_test(tc, test_opts_length);
   tcase_add_test(tc, test_opts_depth);
   suite_add_tcase(s, tc);

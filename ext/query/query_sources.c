@@ -72,7 +72,8 @@ static int qsrcOpenFile(StoreConn *pConn, QuerySource *pS, char **pzErr) {
   if (pOther) storeReaderDone(pS->pStore, pOther);
   if (rc != SQLITE_OK) {
     char *zMsg = sqlite3_mprintf("source %s: %s", pS->zName, *pzErr ? *pzErr : "cannot open");
-    return qsrcError(pzErr, zMsg);
+    int rcMsg = qsrcError(pzErr, zMsg);
+    return rc == SQLITE_NOMEM ? rc : rcMsg;
   }
   qsrcDbName(storePath(pS->pStore), pS->zDb, (int)sizeof pS->zDb);
   return SQLITE_OK;
