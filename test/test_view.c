@@ -78,7 +78,8 @@ START_TEST(survives_reopen) {
   /* db='tracker.db' is the file beside host.db, not one in the working directory */
   ck_assert_int_eq(chdir("/"), 0);
   db = openHost("host.db");
-  expectQuery(db, "SELECT group_concat(n, ',') FROM (SELECT n FROM older WHERE min = 20 ORDER BY n)",
+  expectQuery(db, "SELECT group_concat(n, ',') FROM"
+              " (SELECT n FROM older WHERE min = 20 ORDER BY n)",
               "Ann,Bob");
   expectQuery(db, "SELECT count(*) FROM older WHERE min = 31", "0");
   execOk(db, "DROP TABLE older");
@@ -97,7 +98,8 @@ START_TEST(host_store_survives_reopen) {
   db = openHost("hosted.db");
   expectQuery(db, "SELECT group_concat(n, ',') FROM (SELECT n FROM names ORDER BY n)", "Ann,Bob");
   expectQuery(db, "SELECT edn_t(':main', '[{:p/name \"Cy\"}]') IS NOT NULL", "1");
-  expectQuery(db, "SELECT group_concat(n, ',') FROM (SELECT n FROM names ORDER BY n)", "Ann,Bob,Cy");
+  expectQuery(db, "SELECT group_concat(n, ',') FROM (SELECT n FROM names ORDER BY n)",
+              "Ann,Bob,Cy");
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
 }
 END_TEST
@@ -128,7 +130,8 @@ START_TEST(path_rule_at_create) {
   /* out through '..' */
   snprintf(zSql, sizeof zSql, "CREATE VIRTUAL TABLE a USING edn_view(db='../outside.db', %s)", zQ);
   expectQuery(db, zSql, refusal("../outside.db", "a path with '..'"));
-  snprintf(zSql, sizeof zSql, "CREATE VIRTUAL TABLE a USING edn_view(db='sub/../../outside.db', %s)", zQ);
+  snprintf(zSql, sizeof zSql,
+           "CREATE VIRTUAL TABLE a USING edn_view(db='sub/../../outside.db', %s)", zQ);
   expectQuery(db, zSql, refusal("sub/../../outside.db", "a path with '..'"));
   /* out through a symbolic link in the directory */
   ck_assert_int_eq(symlink(zOut, inDir("link.db")), 0);
@@ -141,7 +144,8 @@ START_TEST(path_rule_at_create) {
   expectQuery(db, "SELECT group_concat(n, ',') FROM (SELECT n FROM a ORDER BY n)", "Ann,Bob");
   /* opts "sources" naming another store file: opened as given, so refused */
   snprintf(zSql, sizeof zSql, "CREATE VIRTUAL TABLE a2 USING edn_view(db='sub/in.db', opts="
-           "'{\"sources\": {\"$2\": \"%s\"}}', query='[:find ?n :in $ $2 :where [$2 _ :p/name ?n]]')",
+           "'{\"sources\": {\"$2\": \"%s\"}}',"
+           " query='[:find ?n :in $ $2 :where [$2 _ :p/name ?n]]')",
            zOut);
   {
     char zWant[2048];
@@ -155,10 +159,46 @@ START_TEST(path_rule_at_create) {
   execOk(db, zSql);
   expectQuery(db, "SELECT count(*) FROM t", "2");
   snprintf(zSql, sizeof zSql, "CREATE VIRTUAL TABLE temp.t2 USING edn_view(db='%s', opts="
-           "'{\"sources\": {\"$2\": \"%s\"}}', query='[:find ?n :in $ $2 :where [$2 _ :p/name ?n]]')",
+           "'{\"sources\": {\"$2\": \"%s\"}}',"
+           " query='[:find ?n :in $ $2 :where [$2 _ :p/name ?n]]')",
            zOut, inDir("sub/in.db"));
   execOk(db, zSql);
   expectQuery(db, "SELECT count(*) FROM t2", "2");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
+/* A table in an ATTACHed database file: the rule is that file's directory,
+** not main's. */
+START_TEST(path_rule_of_attached_file) {
+  sqlite3 *db;
+  char zSql[2048], zOther[512];
+  freshDir("path_rule_of_attached_file");
+  db = openHost("host.db");
+  snprintf(zOther, sizeof zOther, "%s", tuTempPath("aux"));
+  ck_assert_int_eq(mkdir(zOther, 0700), 0);
+  snprintf(zSql, sizeof zSql, "%s/people.db", zOther);
+  makeStore(db, zSql);
+  snprintf(zSql, sizeof zSql, "ATTACH '%s/aux.db' AS aux", zOther);
+  execOk(db, zSql);
+  execOk(db, "CREATE VIRTUAL TABLE aux.names USING edn_view(db='people.db',"
+             " query='[:find ?n :where [_ :p/name ?n]]')");
+  expectQuery(db, "SELECT group_concat(n, ',') FROM (SELECT n FROM aux.names ORDER BY n)",
+              "Ann,Bob");
+  /* beside main's file is not beside aux's */
+  makeStore(db, inDir("mine.db"));
+  snprintf(zSql, sizeof zSql, "CREATE VIRTUAL TABLE aux.mine USING edn_view("
+           "db='../path_rule_of_attached_file/mine.db', query='[:find ?n :where [_ :p/name ?n]]')");
+  {
+    char zWant[2048];
+    snprintf(zWant, sizeof zWant, "ERROR: edn_view: db '../path_rule_of_attached_file/mine.db'"
+             " is refused (a path with '..'): a table stored in database aux (%s/aux.db) reads"
+             " a host store (':main') or a store file inside %s; a TEMP table may name any store",
+             zOther, zOther);
+    expectQuery(db, zSql, zWant);
+  }
+  /* UPDATE is refused as INSERT is */
+  expectQuery(db, "UPDATE aux.names SET n = 'x'", "ERROR: table names may not be modified");
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
 }
 END_TEST
@@ -248,6 +288,7 @@ START_TEST(allocation_failures) {
     "SELECT group_concat(n || count_e) FROM o WHERE min = 26 AND x = json_array('Ann', 'Bob')",
   };
   static const char *azWant[] = {NULL, "Ann1"};
+  static const char zCountO[] = "SELECT count(*) FROM sqlite_master WHERE name = 'o'";
   sqlite3 *db;
   int iMode, iStep, n;
   db = openHost("host.db");
@@ -272,11 +313,11 @@ START_TEST(allocation_failures) {
         if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
           if (azWant[iStep]) ck_assert_msg(zOut && strcmp(zOut, azWant[iStep]) == 0,
                                            "step %d at %d: %s", iStep, n, zOut ? zOut : "(none)");
-          if (iStep == 0) expectQuery(db, "SELECT count(*) FROM sqlite_master WHERE name = 'o'", "1");
+          if (iStep == 0) expectQuery(db, zCountO, "1");
         } else {
           ck_assert_msg(tuIsNomem(rc), "step %d, %s failure at %d: rc %d %s", iStep,
                         tuOomOnce ? "transient" : "persistent", n, rc, sqlite3_errmsg(db));
-          if (iStep == 0) expectQuery(db, "SELECT count(*) FROM sqlite_master WHERE name = 'o'", "0");
+          if (iStep == 0) expectQuery(db, zCountO, "0");
           nFail++;
         }
         free(zOut);
@@ -296,6 +337,7 @@ static Suite *viewSuite(void) {
   tcase_add_test(tc, survives_reopen);
   tcase_add_test(tc, host_store_survives_reopen);
   tcase_add_test(tc, path_rule_at_create);
+  tcase_add_test(tc, path_rule_of_attached_file);
   tcase_add_test(tc, path_rule_at_connect);
   tcase_add_test(tc, store_gone_at_connect);
   tcase_add_test(tc, allocation_failures);

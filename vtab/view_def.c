@@ -508,7 +508,8 @@ static int vdefValue(int eKind, const char *zCol, sqlite3_value *pVal, sqlite3_s
   }
   if (eKind == VDEF_IN_JSON && (eType != SQLITE_TEXT || vdefJsonKind(pVal) != '[')) {
     return vdefErr(pzErr, sqlite3_mprintf("input %s: a collection, tuple or relation binding"
-                                          " takes a JSON array (json_array(...) or '[...]')", zCol));
+                                          " takes a JSON array (json_array(...) or '[...]')",
+                                          zCol));
   }
   if (eType != SQLITE_TEXT) {
     return vdefErr(pzErr, sqlite3_mprintf("input %s: a BLOB is not a query input (give a number,"
@@ -627,7 +628,8 @@ static int vdefAttrs(const Schema *pSchema, QClause **aClause, int nClause, cons
     const QClause *pC = aClause[i];
     if (pC->kind == QC_PATTERN) {
       const EdnValue *pA = pC->nArg > 1 ? pC->aArg[1] : NULL;
-      if (pA && pA->type == EDN_KEYWORD && schemaAttrByIdent(pSchema, pA->u.s.z, pA->u.s.n) == NULL) {
+      if (pA && pA->type == EDN_KEYWORD
+          && schemaAttrByIdent(pSchema, pA->u.s.z, pA->u.s.n) == NULL) {
         rc = vdefErr(pzErr, sqlite3_mprintf("%sline %d col %d: unknown attribute %s", zWhere,
                                             pA->line, pA->col, pA->u.s.z));
       }
