@@ -31,9 +31,19 @@ static int ednpullLookup(sqlite3 *db, const Schema *pSchema, const Attr *pA,
   sqlite3_stmt *pStmt = NULL;
   TypedValue tv;
   char *zErr = NULL;
+  EdnArena arena;
   int rc;
   *pE = 0;
-  if (pA->type == VT_REF && pVal->type == EDN_KEYWORD) {
+  ednArenaInit(&arena);
+  if (pA->type == VT_TUPLE) {
+    const EdnValue *pAt = NULL;
+    rc = valueTupleFromEdn(pVal, &pA->tuple, &arena, &tv, &zErr, &pAt);
+    sqlite3_free(zErr);
+    if (rc != SQLITE_OK) {
+      ednArenaReset(&arena);
+      return rc == SQLITE_NOMEM ? rc : SQLITE_OK;
+    }
+  } else if (pA->type == VT_REF && pVal->type == EDN_KEYWORD) {
     /* a ref-typed unique attribute's value may be an ident */
     memset(&tv, 0, sizeof tv);
     tv.type = VT_REF;
@@ -60,6 +70,7 @@ static int ednpullLookup(sqlite3 *db, const Schema *pSchema, const Attr *pA,
     *pzErr = sqlite3_mprintf("entity: %s", sqlite3_errmsg(db));
   }
   sqlite3_finalize(pStmt);
+  ednArenaReset(&arena);
   return rc;
 }
 

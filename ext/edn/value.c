@@ -29,10 +29,14 @@ int vtTag(ValueType t) {
     case VT_STRING: return TAG_STRING;
     case VT_UUID: return TAG_UUID;
     case VT_KEYWORD: return TAG_KEYWORD;
-    case VT_BYTES: return TAG_BYTES;
+    case VT_BYTES: case VT_TUPLE: return TAG_BYTES;
     case VT_NONE: break;
   }
   return -1;
+}
+
+int vtOutTag(ValueType t) {
+  return t == VT_TUPLE ? TAG_TUPLE : vtTag(t);
 }
 
 ValueType vtFromTypeEntid(sqlite3_int64 e) {
@@ -61,6 +65,7 @@ const char *vtName(ValueType t) {
     case VT_UUID: return ":db.type/uuid";
     case VT_KEYWORD: return ":db.type/keyword";
     case VT_BYTES: return ":db.type/bytes";
+    case VT_TUPLE: return ":db.type/tuple";
     case VT_NONE: break;
   }
   return "unknown";
@@ -123,6 +128,9 @@ int valueFromEdn(const EdnValue *p, ValueType want, TypedValue *pOut, char **pzE
       pOut->z = p->u.t.p->u.s.z;
       pOut->n = p->u.t.p->u.s.n;
       return SQLITE_OK;
+    case VT_TUPLE:
+      /* element types come from the attribute: valueTupleFromEdn */
+      return valueErr(pzErr, SQLITE_ERROR, "a tuple value needs its attribute's element types", 0, 0);
     case VT_NONE:
       return valueErr(pzErr, SQLITE_ERROR, "value of unknown type", 0, 0);
   }
@@ -157,7 +165,7 @@ int valueBind(sqlite3_stmt *pStmt, int i, const TypedValue *pVal) {
                                  SQLITE_TRANSIENT, SQLITE_UTF8);
     case VT_UUID:
       return sqlite3_bind_blob(pStmt, i, pVal->uuid, 16, SQLITE_TRANSIENT);
-    case VT_BYTES:
+    case VT_BYTES: case VT_TUPLE:
       return sqlite3_bind_blob64(pStmt, i, pVal->z ? pVal->z : "", (sqlite3_uint64)pVal->n,
                                  SQLITE_TRANSIENT);
     case VT_NONE: break;
@@ -254,6 +262,14 @@ int valueJsonFromStored(sqlite3_str *pOut, sqlite3_value *pV, int tag, int bPull
       ednFormatUuid(sqlite3_value_blob(pV), aBuf);
       sqlite3_str_appendf(pOut, "\"%s\"", aBuf);
       return SQLITE_OK;
+    case TAG_TUPLE: {
+      int rc;
+      if (eType != SQLITE_BLOB) break;
+      if (sqlite3_value_blob(pV) == NULL) return SQLITE_NOMEM;
+      rc = valueTupleJson(pOut, sqlite3_value_blob(pV), sqlite3_value_bytes(pV), bPull);
+      if (rc == SQLITE_ERROR) break;   /* not a tuple blob: printed as bytes */
+      return rc;
+    }
     case TAG_JSON:
       if (eType != SQLITE_TEXT) break;
       if (sqlite3_value_text(pV) == NULL) return SQLITE_NOMEM;
@@ -282,6 +298,19 @@ void valueResultFromStored(sqlite3_context *pCtx, sqlite3_value *pV, int tag) {
     sqlite3_result_text(pCtx, aBuf, -1, SQLITE_TRANSIENT);
   } else if (tag == TAG_BOOLEAN && eType == SQLITE_INTEGER) {
     sqlite3_result_int(pCtx, sqlite3_value_int64(pV) != 0);
+  } else if (tag == TAG_TUPLE && eType == SQLITE_BLOB) {
+    /* a tuple as its JSON array text */
+    sqlite3_str *pStr = sqlite3_str_new(NULL);
+    int rc = valueJsonFromStored(pStr, pV, tag, 0);
+    char *z;
+    if (rc == SQLITE_OK) rc = sqlite3_str_errcode(pStr);
+    z = sqlite3_str_finish(pStr);
+    if (rc != SQLITE_OK || z == NULL) {
+      sqlite3_free(z);
+      sqlite3_result_error_nomem(pCtx);
+      return;
+    }
+    sqlite3_result_text(pCtx, z, -1, sqlite3_free);
   } else {
     /* ref, long, double, string, keyword, bytes: the stored value as is. */
     sqlite3_result_value(pCtx, pV);

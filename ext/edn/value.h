@@ -23,7 +23,8 @@ typedef enum ValueType {
   VT_STRING,
   VT_UUID,
   VT_KEYWORD,
-  VT_BYTES
+  VT_BYTES,
+  VT_TUPLE       /* :db.type/tuple: stored as a tag-15 blob (value_tuple.c) */
 } ValueType;
 
 /* Store tags (format/mentat-v3.md "Value encoding"). */
@@ -38,8 +39,15 @@ typedef enum ValueType {
 /* Not a stored tag: the value is JSON text a query made (a tuple, ground
 ** of a collection), carried through rule results and untyped columns. */
 #define TAG_JSON    (-1)
+/* Not a stored tag either: a tuple value, stored as a TAG_BYTES blob in the
+** order-preserving encoding of value_tuple.c. Queries and pull know it
+** from the attribute and print it as a JSON array. */
+#define TAG_TUPLE   (-3)
 
 int vtTag(ValueType t);
+/* The tag a value of type t is printed by: vtTag(t), but TAG_TUPLE for
+** tuples (whose stored tag is TAG_BYTES). */
+int vtOutTag(ValueType t);
 /* The value type from a :db.type/... entid (23..32), or VT_NONE (0) if the
 ** entid is not a type this store can hold (29 :db.type/uri has no tag). */
 ValueType vtFromTypeEntid(sqlite3_int64 e);
@@ -95,5 +103,78 @@ int valueJsonFromStored(sqlite3_str *pOut, sqlite3_value *pV, int tag, int bPull
 ** value and its tag: instants as RFC 3339 TEXT, uuids as hyphenated TEXT,
 ** booleans 0/1, bytes BLOB, keywords TEXT. */
 void valueResultFromStored(sqlite3_context *pCtx, sqlite3_value *pV, int tag);
+
+/* ---- tuples (value_tuple.c) ----------------------------------------
+** A tuple value is 2..8 scalar elements, each of a type the attribute
+** fixes, or nil. Stored as one BLOB whose bytes sort (memcmp, as SQLite
+** compares blobs in the value index) in Datomic's tuple order: element by
+** element, nil before any value, a tuple before a longer one it starts.
+** Per element a header byte (VTUP_* below; an entid is written as a
+** long, so a query's literal matches by its natural type), then the
+** payload: 8 bytes big-endian with the sign bit flipped for long/instant; for a double
+** its IEEE bits, all flipped when negative, else the sign bit set; 1 byte
+** for a boolean; the 16 bytes of a uuid; for string, keyword (with its
+** colon) and bytes the bytes with 0x00 written 0x00 0xFF, then 0x00 0x01.
+** The tuple ends with 0x00. */
+#define VALUE_TUPLE_MIN 2
+#define VALUE_TUPLE_MAX 8
+#define VTUP_END     0x00
+#define VTUP_NIL     0x01
+#define VTUP_BOOLEAN 0x11
+#define VTUP_INSTANT 0x12
+#define VTUP_LONG    0x13
+#define VTUP_DOUBLE  0x14
+#define VTUP_STRING  0x15
+#define VTUP_KEYWORD 0x16
+#define VTUP_UUID    0x17
+#define VTUP_BYTES   0x18
+
+/* The element types of a tuple attribute: nFixed types for a composite
+** or :db/tupleTypes tuple, or (nFixed 0) any 2..8 elements of aType[0]
+** (:db/tupleType). bComposite only words the messages. */
+typedef struct ValueTupleSpec {
+  int nFixed;
+  int bComposite;
+  ValueType aType[VALUE_TUPLE_MAX];
+} ValueTupleSpec;
+
+/* A decoded tuple: n elements (type VT_NONE for nil); text and bytes point
+** into zBuf, which valueTupleClear frees. */
+typedef struct ValueTuple {
+  int n;
+  TypedValue a[VALUE_TUPLE_MAX];
+  char *zBuf;
+} ValueTuple;
+
+/* Is t a type a tuple element may have (any scalar type but tuple)? */
+int valueTupleElemOk(ValueType t);
+
+/* Encodes n elements (VT_NONE = nil) into pOut (its errors stay in it). */
+void valueTupleEncode(sqlite3_str *pOut, const TypedValue *a, int n);
+
+/* An EDN vector as a tuple of spec's types: *pOut gets type VT_TUPLE and
+** the encoding, copied into pArena. Refs must be entids (EDN_INT). Errors
+** (wrong shape, arity, element type) set *pzErr (sqlite3_malloc'd), e.g.
+** "tuple element 2: expected :db.type/long, got a string", and *ppAt to
+** the form they are about. Returns SQLITE_OK/ERROR/NOMEM. */
+int valueTupleFromEdn(const EdnValue *p, const ValueTupleSpec *pSpec, EdnArena *pArena,
+                      TypedValue *pOut, char **pzErr, const EdnValue **ppAt);
+
+/* A query's EDN vector as a tuple of its elements' natural types (no
+** attribute to guide it): *pzOut (sqlite3_malloc'd) and *pnOut. Returns
+** SQLITE_ERROR when p is no vector of 1..8 scalars or nils. */
+int valueTupleFromEdnNatural(const EdnValue *p, char **pzOut, int *pnOut);
+
+/* Decodes an encoding (entids come back as longs); SQLITE_ERROR when
+** z[0..n) is not one. */
+int valueTupleDecode(const void *z, int n, ValueTuple *pOut);
+void valueTupleClear(ValueTuple *p);
+
+/* Appends the JSON array of an encoding (elements as valueJsonFromStored
+** prints them, refs as plain entids; bPull: instants as epoch µs), or the
+** EDN vector (bEdn). Returns SQLITE_NOMEM, SQLITE_ERROR for a blob that
+** is not a tuple (nothing appended), else SQLITE_OK. */
+int valueTupleJson(sqlite3_str *pOut, const void *z, int n, int bPull);
+int valueTupleEdn(sqlite3_str *pOut, const void *z, int n);
 
 #endif /* MENTAT_VALUE_H */

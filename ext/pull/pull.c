@@ -364,7 +364,7 @@ static int pullWriteValues(PullRun *p, const PullItem *pItem, sqlite3_int64 e,
       sqlite3_str_appendchar(p->pOut, 1, ',');
     }
     rc = valueJsonFromStored(p->pOut, sqlite3_column_value(pStmt, 0),
-                             sqlite3_column_int(pStmt, 1), 1);
+                             pAttr->type == VT_TUPLE ? TAG_TUPLE : sqlite3_column_int(pStmt, 1), 1);
     if (rc != SQLITE_OK) break;
     n++;
   }
@@ -552,7 +552,8 @@ static int pullWildcardScan(PullRun *p, const PullPattern *pPat, sqlite3_int64 e
       rc = pullWriteText(p, sqlite3_column_value(pStmt, 1), tag);
       if (rc != SQLITE_OK) goto cleanup;
     } else {
-      rc = valueJsonFromStored(p->pOut, sqlite3_column_value(pStmt, 1), tag, 1);
+      rc = valueJsonFromStored(p->pOut, sqlite3_column_value(pStmt, 1),
+                               item.pAttr->type == VT_TUPLE ? TAG_TUPLE : tag, 1);
       if (rc != SQLITE_OK) goto cleanup;
     }
   }

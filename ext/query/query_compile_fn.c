@@ -368,6 +368,13 @@ int qcfUntuple(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) 
   }
   zT = qcTermExpr(pX, pCl->aArg[0], &vt, NULL, "function");
   if (zT == NULL) return pC->rc;
+  if (vt == VT_TUPLE) {
+    /* a stored tuple: its elements as the JSON array untuple reads */
+    char *zJ = sqlite3_mprintf("mentat_json(%s, %d)", zT, TAG_TUPLE);
+    sqlite3_free(zT);
+    if (zJ == NULL) return qcNoMem(pC);
+    zT = zJ;
+  }
   return qcfBindResult(pX, pCl, zT, QVT_JSON, NULL);
 }
 

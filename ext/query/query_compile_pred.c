@@ -29,6 +29,29 @@ static const char *qcpClassTags(int iClass) {
   }
 }
 
+/* A comparison where a side is a stored tuple (its encoding sorts as
+** Datomic compares tuples, value.h): with another stored tuple or a
+** literal vector (encoded by its elements' natural types) the encodings
+** compare; with a tuple the query made (JSON) = and != compare the JSON
+** forms; a value of another type is never equal and never ordered. */
+static char *qcpCompareTuples(QCtx *pX, const EdnValue *pA, const EdnValue *pB, const char *zA,
+                              const char *zB, ValueType vtA, ValueType vtB, const char *zOp,
+                              int bNe) {
+  const EdnValue *pLit = vtA == VT_TUPLE ? pB : pA;
+  ValueType vtOther = vtA == VT_TUPLE ? vtB : vtA;
+  if (vtOther == VT_TUPLE) return sqlite3_mprintf("(%s %s %s)", zA, zOp, zB);
+  if (pLit->type == EDN_VECTOR) {
+    int iP = qcParam(pX->pC, pLit, -1, -1, -1, QV_TYPED, VT_TUPLE);
+    return vtA == VT_TUPLE ? sqlite3_mprintf("(%s %s ?%d)", zA, zOp, iP)
+                           : sqlite3_mprintf("(?%d %s %s)", iP, zOp, zB);
+  }
+  if (vtOther == QVT_JSON && (zOp[0] == '=' || bNe)) {
+    return vtA == VT_TUPLE ? sqlite3_mprintf("(mentat_json(%s, %d) %s %s)", zA, TAG_TUPLE, zOp, zB)
+                           : sqlite3_mprintf("(%s %s mentat_json(%s, %d))", zA, zOp, zB, TAG_TUPLE);
+  }
+  return sqlite3_mprintf(bNe ? "1" : "0");
+}
+
 /* Compares two terms with SQL operator zOp within one type class. bNe: the
 ** operator is a "differ" (true across classes). bValue: = / != compare
 ** values as Clojure's = does, so a long never equals a double ((= 1 1.0)
@@ -43,6 +66,10 @@ static char *qcpCompareTerms(QCtx *pX, const EdnValue *pA, const EdnValue *pB, c
   char *zB = zA ? qcTermExpr(pX, pB, &vtB, &zTagB, "predicate") : NULL;
   int bEq = strcmp(zOp, "=") == 0 || strcmp(zOp, "!=") == 0;
   if (zA == NULL || zB == NULL) goto cleanup;
+  if (vtA == VT_TUPLE || vtB == VT_TUPLE) {
+    zOut = qcpCompareTuples(pX, pA, pB, zA, zB, vtA, vtB, zOp, bNe);
+    goto cleanup;
+  }
   /* the comparison proper, numbers of one kind only under bValue */
   if (bValue && vtA != QVT_JSON && vtB != QVT_JSON
       && (vtA == VT_NONE || qcTypeClass(vtA) == 1) && (vtB == VT_NONE || qcTypeClass(vtB) == 1)) {

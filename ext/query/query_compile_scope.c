@@ -461,6 +461,11 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
   } else if (vt == VT_REF && ((pV->vt == VT_KEYWORD && (pV->nParam || pV->bIdent))
                               || (pV->vt == VT_NONE && pV->zTag && pV->bIdent))) {
     qcBindIdent(pX, pV, zExpr);
+  } else if ((vt == VT_TUPLE && pV->vt == QVT_JSON) || (vt == QVT_JSON && pV->vt == VT_TUPLE)) {
+    /* a stored tuple meets a tuple a query made (an input vector, the
+    ** tuple function): compared as JSON, the form the query's has */
+    qcWhere(pX, sqlite3_mprintf("mentat_json(%s, %d) = %s", vt == VT_TUPLE ? zExpr : pV->zExpr,
+                                TAG_TUPLE, vt == VT_TUPLE ? pV->zExpr : zExpr));
   } else {
     qcUnifyEq(pX, pV, zExpr, bIntCol);
     qcUnifyTypes(pX, pV, zExpr, vt, zTag);

@@ -265,7 +265,7 @@ int qcvStr(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
     else if (a.aVt[i] == VT_NONE) {
       sqlite3_str_appendf(pStr, " || %s(%s, %s)", pFn->zFunc, a.azA[i], a.azTag[i] ? a.azTag[i] : "NULL");
     } else {
-      sqlite3_str_appendf(pStr, " || %s(%s, %d)", pFn->zFunc, a.azA[i], vtTag(a.aVt[i]));
+      sqlite3_str_appendf(pStr, " || %s(%s, %d)", pFn->zFunc, a.azA[i], vtOutTag(a.aVt[i]));
     }
   }
   sqlite3_str_appendall(pStr, ")");
@@ -354,7 +354,7 @@ int qcvTuple(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
     else if (a.aVt[i] == VT_NONE) {
       sqlite3_str_appendf(pStr, "%s%s(%s, %s)", zSep, pFn->zFunc, a.azA[i], a.azTag[i] ? a.azTag[i] : "NULL");
     } else {
-      sqlite3_str_appendf(pStr, "%s%s(%s, %d)", zSep, pFn->zFunc, a.azA[i], vtTag(a.aVt[i]));
+      sqlite3_str_appendf(pStr, "%s%s(%s, %d)", zSep, pFn->zFunc, a.azA[i], vtOutTag(a.aVt[i]));
     }
   }
   sqlite3_str_appendall(pStr, ")");

@@ -150,6 +150,20 @@ static void qcwPlaceConst(QCtx *pX, const EdnValue *pTerm, const char *zCol, Val
     if (nt == VT_DOUBLE) qcWhere(pX, sqlite3_mprintf("typeof(%s) = 'real'", zCol));
     return;
   }
+  if (vt == VT_TUPLE) {
+    /* a tuple constant: bound by its elements' natural types */
+    char *z = NULL;
+    int n = 0, rc = valueTupleFromEdnNatural(pTerm, &z, &n);
+    sqlite3_free(z);
+    if (rc == SQLITE_NOMEM) { qcNoMem(pC); return; }
+    if (rc != SQLITE_OK) {
+      qcWhere(pX, sqlite3_mprintf("0"));
+      return;
+    }
+    iP = qcParam(pC, pTerm, -1, -1, -1, QV_TYPED, VT_TUPLE);
+    qcWhere(pX, sqlite3_mprintf("%s = ?%d", zCol, iP));
+    return;
+  }
   {
     /* Check the conversion now: a constant of the wrong type matches nothing. */
     TypedValue tv;

@@ -52,6 +52,15 @@ static int qBindTyped(sqlite3_stmt *pStmt, int i, const EdnValue *p, ValueType v
   TypedValue tv;
   char *zErr = NULL;
   int rc;
+  if (vt == VT_TUPLE) {
+    /* no attribute here: the elements' natural types (value.h) */
+    char *z = NULL;
+    int n = 0;
+    rc = valueTupleFromEdnNatural(p, &z, &n);
+    if (rc == SQLITE_NOMEM) return rc;
+    if (rc != SQLITE_OK) return sqlite3_bind_null(pStmt, i);
+    return sqlite3_bind_blob(pStmt, i, z, n, sqlite3_free);
+  }
   if (vt == VT_REF) {
     if (p->type == EDN_INT) return sqlite3_bind_int64(pStmt, i, p->u.i);
     if (p->type == EDN_KEYWORD) {
@@ -67,6 +76,23 @@ static int qBindTyped(sqlite3_stmt *pStmt, int i, const EdnValue *p, ValueType v
   if (rc != SQLITE_OK) return sqlite3_bind_null(pStmt, i);
   /* The text is the query's input or constant, which outlive the run. */
   return valueBindStatic(pStmt, i, &tv);
+}
+
+/* Binds p as a tuple of pA's element types; one that does not convert
+** binds NULL (it names no entity). */
+static int qBindTupleTyped(sqlite3_stmt *pStmt, int i, const EdnValue *p, const Attr *pA) {
+  EdnArena arena;
+  TypedValue tv;
+  const EdnValue *pAt = NULL;
+  char *zErr = NULL;
+  int rc;
+  ednArenaInit(&arena);
+  rc = valueTupleFromEdn(p, &pA->tuple, &arena, &tv, &zErr, &pAt);
+  sqlite3_free(zErr);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_blob(pStmt, i, tv.z, tv.n, SQLITE_TRANSIENT);
+  else if (rc != SQLITE_NOMEM) rc = sqlite3_bind_null(pStmt, i);
+  ednArenaReset(&arena);
+  return rc;
 }
 
 int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pMainSchema,
@@ -121,6 +147,11 @@ int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pMainSc
         rc = sqlite3_bind_int64(pStmt, iArg, pA->e);
         break;
       case QV_LOOKUP_V:
+        if (pA->type == VT_TUPLE) {
+          /* typed by the attribute's element types, as edn_t stores it */
+          rc = qBindTupleTyped(pStmt, iArg, p->u.c.a[1], pA);
+          break;
+        }
         rc = qBindTyped(pStmt, iArg, p->u.c.a[1], pA->type, pSchema);
         break;
       case QV_LOOKUP_TAG:
@@ -302,8 +333,8 @@ int qRunColumnResult(QueryRun *p, int i, sqlite3_context *pCtx) {
     /* A statically typed column whose stored form is its SQL value (ref,
     ** long, double, string, keyword, bytes): straight through, as
     ** valueResultFromStored would, without its per-row tests. */
-    int tag = vtTag(pCol->vt);
-    if (tag != TAG_INSTANT && tag != TAG_UUID && tag != TAG_BOOLEAN) {
+    int tag = vtOutTag(pCol->vt);
+    if (tag != TAG_INSTANT && tag != TAG_UUID && tag != TAG_BOOLEAN && tag != TAG_TUPLE) {
       /* By storage class, not sqlite3_result_value (a generic copy, several
       ** times the work), from one column_value and the value_*
       ** accessors (each column_* call takes the connection's mutex and
@@ -352,7 +383,7 @@ int qRunColumnResult(QueryRun *p, int i, sqlite3_context *pCtx) {
     sqlite3_value *pV = sqlite3_column_value(p->pStmt, pCol->iCol);
     int tag = qRunColTag(p, pCol);
     /* unknown, or JSON text (TAG_JSON): the value as it is */
-    if (sqlite3_value_type(pV) == SQLITE_NULL || tag < 0) {
+    if (sqlite3_value_type(pV) == SQLITE_NULL || (tag < 0 && tag != TAG_TUPLE)) {
       if (tag < 0 && sqlite3_value_type(pV) != SQLITE_NULL) sqlite3_result_value(pCtx, pV);
       else sqlite3_result_null(pCtx);
     } else {

@@ -17,7 +17,7 @@ int qRunColTag(const QueryRun *p, const QPlanCol *pCol) {
   }
   if (pCol->vt == QVT_JSON) return TAG_JSON;
   if (pCol->vt == VT_NONE) return Q_TAG_UNKNOWN;
-  return vtTag(pCol->vt);
+  return vtOutTag(pCol->vt);
 }
 
 /* The entity that the value in pull column pCol names, as Datomic's pull

@@ -71,6 +71,7 @@ sqlite3_uint64 schemaHashMix(sqlite3_uint64 x) {
 /* The builder's growable arrays. */
 typedef struct IdentRow { sqlite3_int64 e; int iOff; int n; } IdentRow;
 typedef struct DefRow { sqlite3_int64 e, a, v; } DefRow;
+typedef struct TupleRow { sqlite3_int64 e; int kind; int iOff; int n; } TupleRow;
 
 struct SchemaBuilder {
   IdentRow *aIdent; int nIdent, nIdentAlloc;
@@ -79,6 +80,9 @@ struct SchemaBuilder {
   sqlite3_int64 *aValueIdx; int nValueIdx, nValueIdxAlloc;
   sqlite3_str *pStr;          /* ident text, each NUL-terminated */
   int nStr;                   /* bytes appended so far */
+  TupleRow *aTuple; int nTuple, nTupleAlloc;   /* tuple definitions */
+  sqlite3_str *pTupStr;       /* their bytes, back to back */
+  int nTupStr;
   int rc;                     /* first failure of an add, or SQLITE_OK */
 };
 
@@ -149,7 +153,9 @@ void schemaBuilderFree(SchemaBuilder *pL) {
   sqlite3_free(pL->aDef);
   sqlite3_free(pL->aNoHist);
   sqlite3_free(pL->aValueIdx);
+  sqlite3_free(pL->aTuple);
   if (pL->pStr) sqlite3_free(sqlite3_str_finish(pL->pStr));
+  if (pL->pTupStr) sqlite3_free(sqlite3_str_finish(pL->pTupStr));
   sqlite3_free(pL);
 }
 
@@ -159,7 +165,8 @@ int schemaBuilderNew(SchemaBuilder **ppOut) {
   if (pL == NULL) return SQLITE_NOMEM;
   memset(pL, 0, sizeof *pL);
   pL->pStr = sqlite3_str_new(NULL);
-  if (sqlite3_str_errcode(pL->pStr) != SQLITE_OK) {
+  pL->pTupStr = sqlite3_str_new(NULL);
+  if (sqlite3_str_errcode(pL->pStr) != SQLITE_OK || sqlite3_str_errcode(pL->pTupStr) != SQLITE_OK) {
     schemaBuilderFree(pL);
     return SQLITE_NOMEM;
   }
@@ -223,6 +230,117 @@ int schemaBuilderValueIndex(SchemaBuilder *pL, sqlite3_int64 e) {
 }
 
 
+int schemaBuilderTuple(SchemaBuilder *pL, sqlite3_int64 e, int kind, const void *z, int n) {
+  int rc = pL->rc;
+  if (rc != SQLITE_OK) return rc;
+  if (z == NULL || n <= 0) return SQLITE_OK;
+  rc = schemaGrow((void **)&pL->aTuple, &pL->nTupleAlloc, pL->nTuple, sizeof(TupleRow));
+  if (rc == SQLITE_OK) {
+    TupleRow *pRow = &pL->aTuple[pL->nTuple];
+    pRow->e = e;
+    pRow->kind = kind;
+    pRow->iOff = pL->nTupStr;
+    pRow->n = n;
+    sqlite3_str_append(pL->pTupStr, (const char *)z, n);
+    rc = sqlite3_str_errcode(pL->pTupStr);
+    if (rc == SQLITE_OK) {
+      pL->nTuple++;
+      pL->nTupStr += n;
+    }
+  }
+  pL->rc = rc;
+  return rc;
+}
+
+/* The value type a :db.type/... keyword names, VT_NONE if none. */
+static ValueType schemaTypeByKw(const Schema *p, const char *z, int n) {
+  int iEnt = schemaFindKw(p, z, n);
+  return iEnt < 0 ? VT_NONE : vtFromTypeEntid(p->aEnt[iEnt].e);
+}
+
+/* Applies one tuple definition row to its attribute (stored as bytes). */
+static int schemaApplyTuple(Schema *p, const TupleRow *pRow, const char *zBytes) {
+  int iEnt = schemaFindEnt(p, pRow->e), i, rc;
+  Attr *pA;
+  ValueTuple t;
+  if (iEnt < 0 || p->aEnt[iEnt].iAttr < 0) return SQLITE_OK;
+  pA = &p->aAttr[p->aEnt[iEnt].iAttr];
+  if (pA->type != VT_BYTES) return SQLITE_OK;
+  if (pRow->kind == TUPLE_HOMO) {
+    ValueType vt = schemaTypeByKw(p, zBytes, pRow->n);
+    if (!valueTupleElemOk(vt)) return SQLITE_OK;
+    pA->tuple.nFixed = 0;
+    pA->tuple.aType[0] = vt;
+    pA->eTuple = TUPLE_HOMO;
+    pA->type = VT_TUPLE;
+    return SQLITE_OK;
+  }
+  rc = valueTupleDecode(zBytes, pRow->n, &t);
+  if (rc == SQLITE_NOMEM) return rc;
+  if (rc != SQLITE_OK) return SQLITE_OK;
+  for (i = 0; i < t.n; i++) {
+    if (t.a[i].type != VT_KEYWORD) goto done;
+    if (pRow->kind == TUPLE_FIXED) {
+      pA->tuple.aType[i] = schemaTypeByKw(p, t.a[i].z, t.a[i].n);
+      if (!valueTupleElemOk(pA->tuple.aType[i])) goto done;
+    } else {
+      int iC = schemaFindKw(p, t.a[i].z, t.a[i].n);
+      const Attr *pC;
+      if (iC < 0 || p->aEnt[iC].iAttr < 0) goto done;
+      pC = &p->aAttr[p->aEnt[iC].iAttr];
+      if (!valueTupleElemOk(pC->type) || pC->eTuple) goto done;
+      pA->tuple.aType[i] = pC->type;
+      pA->aTupleAttr[i] = pC->e;
+    }
+  }
+  if (t.n < VALUE_TUPLE_MIN) goto done;
+  pA->tuple.nFixed = t.n;
+  pA->tuple.bComposite = pRow->kind == TUPLE_COMPOSITE;
+  pA->eTuple = (unsigned char)pRow->kind;
+  pA->type = VT_TUPLE;
+done:
+  valueTupleClear(&t);
+  return SQLITE_OK;
+}
+
+/* Tuple attributes: the vocabulary's own (keyword tuples), then every
+** definition row, then the components' bTupleSource marks. */
+static int schemaBuildTuples(Schema *p, SchemaBuilder *pL) {
+  static const char *const azKw[] = { SCHEMA_TUPLE_ATTRS, SCHEMA_TUPLE_TYPES };
+  char *zBytes = NULL;
+  int i, k, rc = SQLITE_OK;
+  for (k = 0; k < 2; k++) {
+    int iEnt = schemaFindKw(p, azKw[k], (int)strlen(azKw[k]));
+    if (iEnt >= 0 && p->aEnt[iEnt].iAttr >= 0) {
+      Attr *pA = &p->aAttr[p->aEnt[iEnt].iAttr];
+      if (pA->type == VT_BYTES) {
+        pA->type = VT_TUPLE;
+        pA->eTuple = TUPLE_HOMO;
+        pA->tuple.aType[0] = VT_KEYWORD;
+      }
+    }
+  }
+  if (pL->nTuple == 0) return SQLITE_OK;
+  zBytes = sqlite3_str_finish(pL->pTupStr);
+  pL->pTupStr = NULL;
+  if (zBytes == NULL) return SQLITE_NOMEM;
+  /* homogeneous and fixed first: a composite takes its components' types */
+  for (k = 0; k < 2 && rc == SQLITE_OK; k++) {
+    for (i = 0; i < pL->nTuple && rc == SQLITE_OK; i++) {
+      if ((pL->aTuple[i].kind == TUPLE_COMPOSITE) != (k == 1)) continue;
+      rc = schemaApplyTuple(p, &pL->aTuple[i], zBytes + pL->aTuple[i].iOff);
+    }
+  }
+  sqlite3_free(zBytes);
+  for (i = 0; i < p->nAttr; i++) {
+    if (p->aAttr[i].eTuple != TUPLE_COMPOSITE) continue;
+    for (k = 0; k < p->aAttr[i].tuple.nFixed; k++) {
+      int iC = schemaFindEnt(p, p->aAttr[i].aTupleAttr[k]);
+      if (iC >= 0 && p->aEnt[iC].iAttr >= 0) p->aAttr[p->aEnt[iC].iAttr].bTupleSource = 1;
+    }
+  }
+  return rc;
+}
 
 /* Builds the snapshot's tables from the builder's rows. */
 static int schemaBuildTables(Schema *p, SchemaBuilder *pL) {
@@ -345,6 +463,8 @@ int schemaBuild(SchemaBuilder *pL, sqlite3_uint64 fp, Schema **ppOut) {
   rc = schemaBuildTables(p, pL);
   if (rc != SQLITE_OK) goto cleanup;
   schemaApplyValueIndexes(p, pL);
+  rc = schemaBuildTuples(p, pL);
+  if (rc != SQLITE_OK) goto cleanup;
   p->iGeneration = atomic_fetch_add(&gGeneration, 1) + 1;
 
 cleanup:

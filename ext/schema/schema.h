@@ -64,7 +64,28 @@ typedef struct Attr {
   unsigned char bNoHistory; /* :db/noHistory */
   unsigned char bValueIndex; /* the store has idx_mentat_avet_<e> (store_tune.c),
                             ** a covering (a, v, e) index of this attribute */
+  unsigned char eTuple;     /* TUPLE_*: which kind of :db.type/tuple (type VT_TUPLE) */
+  unsigned char bTupleSource; /* named by some composite's :db/tupleAttrs */
+  ValueTupleSpec tuple;     /* element types (a composite's: its components') */
+  sqlite3_int64 aTupleAttr[VALUE_TUPLE_MAX]; /* composite: the component attributes */
 } Attr;
+
+/* Kinds of tuple attribute (Datomic's three). Stored as :db.type/bytes in
+** the `schema` mirror, so the Rust engine reads the values as opaque
+** bytes; the definition datoms below (in `datoms` only) make it a tuple. */
+#define TUPLE_NONE      0
+#define TUPLE_COMPOSITE 1   /* :db/tupleAttrs, kept by the transactor */
+#define TUPLE_FIXED     2   /* :db/tupleTypes */
+#define TUPLE_HOMO      3   /* :db/tupleType */
+
+/* The tuple vocabulary's idents. Not in the bootstrap (the format fixes
+** its 40 idents): the transactor installs them in :db.part/db with the
+** first transaction that names one. :db/tupleAttrs and :db/tupleTypes
+** hold homogeneous keyword tuples, :db/tupleType a keyword. */
+#define SCHEMA_TUPLE_ATTRS ":db/tupleAttrs"
+#define SCHEMA_TUPLE_TYPES ":db/tupleTypes"
+#define SCHEMA_TUPLE_TYPE  ":db/tupleType"
+#define SCHEMA_TYPE_TUPLE  ":db.type/tuple"
 
 typedef struct Schema Schema;
 
@@ -92,6 +113,12 @@ int schemaBuilderDef(SchemaBuilder *p, sqlite3_int64 e, sqlite3_int64 a, sqlite3
 /* Attribute e has the store's covering value index idx_mentat_avet_<e>
 ** (Attr.bValueIndex). */
 int schemaBuilderValueIndex(SchemaBuilder *p, sqlite3_int64 e);
+/* A tuple definition datom of attribute e: kind TUPLE_COMPOSITE
+** (:db/tupleAttrs), TUPLE_FIXED (:db/tupleTypes) — z the stored tuple of
+** keywords — or TUPLE_HOMO (:db/tupleType) — z the keyword text; copied.
+** The attribute (stored as bytes) becomes a VT_TUPLE one; keywords that
+** name nothing usable leave it bytes. */
+int schemaBuilderTuple(SchemaBuilder *p, sqlite3_int64 e, int kind, const void *z, int n);
 /* Builds the snapshot from p's rows, with fp as its fingerprint
 ** (schemaFingerprintOf; the loader's hash of the rows it read, 0 for a
 ** snapshot of no store), and frees p whatever happens. *ppOut has one

@@ -11,7 +11,9 @@
 ** the `idents` mirror (entid <-> keyword, a = :db/ident), the `schema`
 ** mirror (the datoms of :db/valueType .. :db/fulltext, entids 7..12, for
 ** attribute entities) and the :db/noHistory datoms (13, kept only in
-** `datoms` because the format's mirror stops at 12). The same rows feed
+** `datoms` because the format's mirror stops at 12), and the tuple
+** definitions (:db/tupleAttrs, :db/tupleTypes, :db/tupleType, in `datoms`
+** only: the Rust engine sees those attributes as bytes). The same rows feed
 ** the fingerprint: a sum (mod 2^64) of per-row hashes, so it does not
 ** depend on row order. Revalidation (store_revalidate.c) compares it with
 ** the published snapshot's after another connection commits and reloads
@@ -28,11 +30,15 @@
 #define SRC_IDENTS    0
 #define SRC_SCHEMA    1
 #define SRC_NOHISTORY 2
+#define SRC_TUPLE     3   /* a = TUPLE_COMPOSITE / _FIXED / _HOMO */
 
 static const char zLoadSql[] =
   "SELECT 0, e, a, v, value_type_tag FROM idents"
   " UNION ALL SELECT 1, e, a, v, value_type_tag FROM schema"
-  " UNION ALL SELECT 2, e, a, v, value_type_tag FROM datoms WHERE a = 13";
+  " UNION ALL SELECT 2, e, a, v, value_type_tag FROM datoms WHERE a = 13"
+  " UNION ALL SELECT 3, d.e, CASE i.v WHEN ':db/tupleAttrs' THEN 1 WHEN ':db/tupleTypes' THEN 2"
+  " ELSE 3 END, d.v, d.value_type_tag FROM datoms d JOIN idents i ON d.a = i.e"
+  " WHERE i.a = 1 AND i.v IN (':db/tupleAttrs', ':db/tupleTypes', ':db/tupleType')";
 
 static sqlite3_uint64 storeSchemaRowHash(sqlite3_stmt *pStmt) {
   sqlite3_uint64 h = (sqlite3_uint64)sqlite3_column_int64(pStmt, 0);
@@ -117,8 +123,15 @@ static int storeSchemaReadRows(sqlite3 *db, SchemaBuilder *pB, sqlite3_uint64 *p
     } else if (iSrc == SRC_SCHEMA) {
       if (a < ENTID_DB_VALUETYPE || a > ENTID_DB_FULLTEXT) continue;
       rc = schemaBuilderDef(pB, e, a, sqlite3_column_int64(pStmt, 3));
-    } else {
+    } else if (iSrc == SRC_NOHISTORY) {
       rc = schemaBuilderDef(pB, e, ENTID_DB_NOHISTORY, sqlite3_column_int64(pStmt, 3));
+    } else {
+      /* tuple definitions: keyword tuples are blobs, :db/tupleType text */
+      const void *z = sqlite3_column_type(pStmt, 3) == SQLITE_BLOB ? sqlite3_column_blob(pStmt, 3)
+                      : (const void *)sqlite3_column_text(pStmt, 3);
+      int n = sqlite3_column_bytes(pStmt, 3);
+      if (z == NULL && n > 0) { rc = SQLITE_NOMEM; goto cleanup; }
+      rc = schemaBuilderTuple(pB, e, (int)a, z, n);
     }
     if (rc != SQLITE_OK) goto cleanup;
   }

@@ -6,10 +6,12 @@
 ** HOW IT WORKS
 ** The input is read whole (a read error writes nothing), then inside one
 ** storeWriteBegin/storeWriteEnd pair: known_parts gives this transaction's
-** id (the :db.part/tx mark) -> txExpand (forms to ops) -> txLookupResolve
-** (every lookup ref, in bulk) -> txResolve (tempids
-** to entids, against the store as it was before the transaction, as Datomic
-** does) -> txResolveDerived (retractEntity, retract-attribute, cas) ->
+** id (the :db.part/tx mark) -> txTupleInstall (the tuple vocabulary, when
+** first named) -> txExpand (forms to ops) -> txLookupResolve (every lookup
+** ref, in bulk) -> txTupleUpsertOps (identity composites of new entities)
+** -> txResolve (tempids to entids, against the store as it was before the
+** transaction, as Datomic does) -> txResolveDerived (retractEntity,
+** retract-attribute, cas) -> txTupleDerive (composite tuples) ->
 ** txSchemaPrepare -> txWrite (checks and writes) -> txSchemaFinish (mirrors,
 ** indexes, new snapshot) -> partition marks. Any error rolls back, so the
 ** store is left byte-identical.
@@ -176,10 +178,13 @@ int txTransact(Store *pStore, const char *zEdn, int nEdn,
   tx.pRoot = pRoot;
 
   rc = txLoadParts(&tx);
+  if (rc == SQLITE_OK) rc = txTupleInstall(&tx);
   if (rc == SQLITE_OK) rc = txExpand(&tx, pRoot);
   if (rc == SQLITE_OK) rc = txLookupResolve(&tx);
+  if (rc == SQLITE_OK) rc = txTupleUpsertOps(&tx);
   if (rc == SQLITE_OK) rc = txResolve(&tx);
   if (rc == SQLITE_OK) rc = txResolveDerived(&tx);
+  if (rc == SQLITE_OK) rc = txTupleDerive(&tx);
   if (rc == SQLITE_OK) rc = txSchemaPrepare(&tx);
   if (rc == SQLITE_OK) {
     tx.iInstant = configWallUs();
@@ -221,6 +226,7 @@ cleanup:
   }
   if (rc == SQLITE_NOMEM && *pzErr == NULL) *pzErr = sqlite3_mprintf("out of memory");
   schemaUnref(pNew);
+  schemaUnref(tx.pTupleSchema);
   schemaUnref(pSchema);
   sqlite3_free(tx.aOp);
   sqlite3_free(tx.aTemp);

@@ -279,7 +279,7 @@ int txValueBindStored(Tx *p, sqlite3_stmt *pStmt, int i, const TxOp *pOp) {
   if ((pOp->v.type == VT_STRING || pOp->v.type == VT_KEYWORD) && pOp->v.z) {
     return sqlite3_bind_text64(pStmt, i, pOp->v.z, (sqlite3_uint64)pOp->v.n, SQLITE_STATIC, SQLITE_UTF8);
   }
-  if (pOp->v.type == VT_BYTES && pOp->v.z) {
+  if ((pOp->v.type == VT_BYTES || pOp->v.type == VT_TUPLE) && pOp->v.z) {
     return sqlite3_bind_blob64(pStmt, i, pOp->v.z, (sqlite3_uint64)pOp->v.n, SQLITE_STATIC);
   }
   return valueBind(pStmt, i, &pOp->v);
@@ -292,7 +292,7 @@ int txValueCmp(const TypedValue *a, const TypedValue *b) {
   switch (a->type) {
     case VT_DOUBLE:
       return a->d < b->d ? -1 : (a->d > b->d ? 1 : 0);
-    case VT_STRING: case VT_KEYWORD: case VT_BYTES:
+    case VT_STRING: case VT_KEYWORD: case VT_BYTES: case VT_TUPLE:
       n = a->n < b->n ? a->n : b->n;
       c = n ? memcmp(a->z, b->z, (size_t)n) : 0;
       if (c) return c < 0 ? -1 : 1;
@@ -333,6 +333,9 @@ void txValuePrint(sqlite3_str *pOut, const Schema *pSchema, const TypedValue *pV
       sqlite3_str_appendall(pOut, "#bytes \"");
       for (i = 0; i < pV->n; i++) sqlite3_str_appendf(pOut, "%02x", (unsigned char)pV->z[i]);
       sqlite3_str_appendall(pOut, "\"");
+      break;
+    case VT_TUPLE:
+      if (valueTupleEdn(pOut, pV->z, pV->n) != SQLITE_OK) sqlite3_str_appendall(pOut, "#tuple ?");
       break;
     default: sqlite3_str_appendall(pOut, "nil"); break;
   }
@@ -379,8 +382,8 @@ int txValueFromStored(Tx *p, const Attr *pAttr, sqlite3_stmt *pStmt, int iCol,
     case VT_DOUBLE:
       pOut->d = sqlite3_column_double(pStmt, iCol);
       break;
-    case VT_STRING: case VT_KEYWORD: case VT_BYTES:
-      z = pAttr->type == VT_BYTES ? sqlite3_column_blob(pStmt, iCol)
+    case VT_STRING: case VT_KEYWORD: case VT_BYTES: case VT_TUPLE:
+      z = (pAttr->type == VT_BYTES || pAttr->type == VT_TUPLE) ? sqlite3_column_blob(pStmt, iCol)
                                   : (const void *)sqlite3_column_text(pStmt, iCol);
       n = sqlite3_column_bytes(pStmt, iCol);
       pOut->z = ednArenaStrdup(p->pArena, z ? (const char *)z : "", n);
@@ -610,6 +613,14 @@ int txCheckOp(Tx *p, const TxOp *pOp) {
     return txErr(p, pOp->line, pOp->col,
                  "cannot %s :db/txInstant of transaction %lld: only the current transaction's "
                  "may be set", pOp->eOp == TXOP_RETRACT ? "retract" : "change", (long long)e);
+  }
+  if (txTupleMetaKind(p, pOp->pAttr)) {
+    /* A tuple definition is fixed once made: values are stored by it. */
+    p->bSchema = 1;
+    pOld = schemaAttr(p->pSchema, e);
+    if (pOld == NULL) return SQLITE_OK;
+    return txErr(p, pOp->line, pOp->col, "cannot change %s of attribute %s", pOp->pAttr->zIdent,
+                 pOld->zIdent ? pOld->zIdent : "?");
   }
   if (a != ENTID_DB_IDENT && !txIsSchemaAttr(a)) return SQLITE_OK;
   p->bSchema = 1;

@@ -43,6 +43,7 @@ typedef struct TxOp {
   unsigned char bFts;       /* iFts holds the fulltext_values rowid of v */
   unsigned char bNew;       /* ADD: not in the store, will be inserted */
   unsigned char bUpsertSeen;/* ADD on identity attr: store probe done */
+  unsigned char bTupleDerived; /* a composite tuple's value the transactor made */
   int line, col;            /* the form's position, for messages */
   TxPlace e;
   const Attr *pAttr;        /* NULL only for RETRACT_ENTITY */
@@ -123,6 +124,8 @@ typedef struct Tx {
   sqlite3_int64 iTx;        /* this transaction's entid */
   sqlite3_int64 iInstant;   /* :db/txInstant, µs */
   int bSchema;              /* some op touched :db/ident or attribute flags */
+  Schema *pTupleSchema;     /* the snapshot after installing the tuple
+                            ** vocabulary (pSchema then points at it), or NULL */
   char **pzErr;
 } Tx;
 
@@ -157,5 +160,26 @@ int txResolveDerived(Tx *p);                       /* ... derived ops -> plain o
 int txSchemaPrepare(Tx *p);                        /* tx_schema.c: before the writes */
 int txWrite(Tx *p);                                /* tx_write.c: checks and writes */
 int txSchemaFinish(Tx *p, Schema **ppNew);         /* tx_schema.c: mirrors, indexes */
+
+/* Tuples (tx_tuple.c). txTupleInstall runs before txExpand: it installs
+** the tuple vocabulary (schema.h) when the input names it and the store
+** lacks it. txTupleValue converts a value for any attribute (a tuple by
+** its element types), reporting errors at the offending form.
+** txTupleDirect refuses a user's op on a composite. txTupleUpsertOps
+** (after txLookupResolve) gives each new entity the identity composites
+** its own values make, so txResolve upserts through them;
+** txTupleDerive (after txResolveDerived) drops those and derives every
+** touched composite from the store and the transaction's ops.
+** txTupleMetaKind says which tuple definition attribute pAttr is (a
+** TUPLE_* kind, 0 for none); txTupleCheckDef validates attribute e's
+** final tuple definition (eType: its :db/valueType entid). */
+int txTupleInstall(Tx *p);
+int txTupleValue(Tx *p, const EdnValue *pV, const Attr *pAttr, const char *zAttr, TypedValue *pOut);
+int txTupleDirect(Tx *p, const Attr *pAttr, const EdnValue *pK);
+int txTupleUpsertOps(Tx *p);
+int txTupleDerive(Tx *p);
+int txTupleMetaKind(const Tx *p, const Attr *pAttr);
+int txTupleCheckDef(Tx *p, sqlite3_int64 e, const char *zName, sqlite3_int64 eType, int bMany,
+                    int *pbTuple);
 
 #endif /* MENTAT_TX_CONTEXT_H */

@@ -120,7 +120,6 @@ static int txLookupRef(Tx *p, const EdnValue *pForm, const EdnValue *pA,
   const Attr *pAttr;
   TypedValue v;
   sqlite3_stmt *pStmt = NULL;
-  char *zErr = NULL;
   int rc;
   if (pA->type != EDN_KEYWORD) {
     return txErr(p, pForm->line, pForm->col, "a lookup ref needs an attribute keyword first, got %s",
@@ -139,12 +138,8 @@ static int txLookupRef(Tx *p, const EdnValue *pForm, const EdnValue *pA,
     v.i = schemaEntid(p->pSchema, pV->u.s.z, pV->u.s.n);
     if (v.i == 0) return txErr(p, pV->line, pV->col, "unknown ident %s", pV->u.s.z);
   } else {
-    rc = valueFromEdn(pV, pAttr->type, &v, &zErr);
-    if (rc != SQLITE_OK) {
-      if (rc == SQLITE_ERROR) rc = txErr(p, pV->line, pV->col, "%s: %s", pA->u.s.z, zErr);
-      sqlite3_free(zErr);
-      return rc;
-    }
+    rc = txTupleValue(p, pV, pAttr, pA->u.s.z, &v);
+    if (rc != SQLITE_OK) return rc;
   }
   if (pAttr->bFulltext && pAttr->type == VT_STRING) {
     sqlite3_int64 iRowid = 0;
@@ -352,13 +347,14 @@ static int txOneValue(Tx *p, int eOp, const TxPlace *pE, const Attr *pAttr, int 
   TxPlace ePl = *pE, vPl;
   TypedValue v;
   TxOp *pOp;
-  char *zErr = NULL;
   int rc;
   memset(&v, 0, sizeof(v));
   memset(&vPl, 0, sizeof(vPl));
   if (pV->type == EDN_NIL) {
     return txErr(p, pV->line, pV->col, "nil is not a valid value for %s", pK->u.s.z);
   }
+  rc = txTupleDirect(p, pAttr, pK);
+  if (rc) return rc;
   if (pAttr->type == VT_REF || bReverse) {
     if (pV->type == EDN_MAP) {
       if (!bAllowMap || bReverse) {
@@ -378,12 +374,8 @@ static int txOneValue(Tx *p, int eOp, const TxPlace *pE, const Attr *pAttr, int 
     if (bReverse) { TxPlace t = ePl; ePl = vPl; vPl = t; }
     v.type = VT_REF;
   } else {
-    rc = valueFromEdn(pV, pAttr->type, &v, &zErr);
-    if (rc != SQLITE_OK) {
-      if (rc == SQLITE_ERROR) rc = txErr(p, pV->line, pV->col, "%s: %s", pK->u.s.z, zErr);
-      sqlite3_free(zErr);
-      return rc;
-    }
+    rc = txTupleValue(p, pV, pAttr, pK->u.s.z, &v);
+    if (rc != SQLITE_OK) return rc;
   }
   rc = txNewOp(p, &pOp);
   if (rc) return rc;
@@ -412,6 +404,11 @@ static int txValues(Tx *p, const TxPlace *pE, const Attr *pAttr, int bReverse,
   int i, rc;
   int bColl = (pV->type == EDN_VECTOR || pV->type == EDN_SET);
   if (bColl && (pAttr->type == VT_REF || bReverse) && txIsLookupRef(p, pV)) bColl = 0;
+  /* a vector is one tuple, unless a cardinality-many attribute is given a
+  ** collection of them (a set, or a vector of vectors) */
+  if (bColl && pAttr->type == VT_TUPLE && !bReverse
+      && !(pAttr->bMany && (pV->type == EDN_SET
+                            || (pV->u.c.n > 0 && pV->u.c.a[0]->type == EDN_VECTOR)))) bColl = 0;
   if (!bColl) return txOneValue(p, TXOP_ADD, pE, pAttr, bReverse, pV, pK, 1);
   if (!pAttr->bMany && !bReverse) {
     return txErr(p, pV->line, pV->col,
@@ -508,6 +505,8 @@ static int txList(Tx *p, const EdnValue *pF) {
       return txErr(p, a[2]->line, a[2]->col, "reverse attribute %s is not allowed in %s",
                    a[2]->u.s.z, pOpKw->u.s.z);
     }
+    rc = txTupleDirect(p, pAttr, a[2]);
+    if (rc) return rc;
     if (eOp == TXOP_CAS && pAttr->bMany) {
       /* Datomic's :db/cas: "the attribute must be :db.cardinality/one"
       ** (compare-and-swap of one value among many has no meaning) */
@@ -524,10 +523,7 @@ static int txList(Tx *p, const EdnValue *pF) {
         rc = txPlace(p, a[3], &vOldPl, 0);
         vOld.type = VT_REF;
       } else {
-        char *zErr = NULL;
-        rc = valueFromEdn(a[3], pAttr->type, &vOld, &zErr);
-        if (rc == SQLITE_ERROR) rc = txErr(p, a[3]->line, a[3]->col, "%s: %s", a[2]->u.s.z, zErr);
-        sqlite3_free(zErr);
+        rc = txTupleValue(p, a[3], pAttr, a[2]->u.s.z, &vOld);
       }
       if (rc) return rc;
       /* The new value becomes an ordinary op; the cas op checks the old. */
@@ -548,7 +544,8 @@ static int txList(Tx *p, const EdnValue *pF) {
     pOp->pAttr = pAttr;
     return SQLITE_OK;
   }
-  if (a[3]->type == EDN_VECTOR && !pAttr->bMany && pAttr->type != VT_REF && !bReverse) {
+  if (a[3]->type == EDN_VECTOR && !pAttr->bMany && pAttr->type != VT_REF && pAttr->type != VT_TUPLE
+      && !bReverse) {
     return txErr(p, a[3]->line, a[3]->col,
                  "a collection is not a valid value for cardinality-one attribute %s", a[2]->u.s.z);
   }

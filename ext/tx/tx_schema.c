@@ -295,6 +295,18 @@ static int txSchemaEntity(Tx *p, sqlite3_int64 e) {
     if (!aHas[ENTID_DB_VALUETYPE]) {
       return txErrAtEntity(p, e, "attribute %s needs a :db/valueType", zName);
     }
+    {
+      int bTuple = 0;
+      rc = txTupleCheckDef(p, e, zName, aV[ENTID_DB_VALUETYPE], bMany, &bTuple);
+      if (rc == SQLITE_ERROR && *p->pzErr) {
+        char *zMsg = sqlite3_mprintf("%s", *p->pzErr);
+        if (zMsg == NULL) return SQLITE_NOMEM;
+        rc = txErrAtEntity(p, e, "%s", zMsg);
+        sqlite3_free(zMsg);
+      }
+      if (rc) return rc;
+      if (bTuple) type = VT_TUPLE;
+    }
     if (type == VT_NONE) {
       const char *zType = schemaIdent(p->pSchema, aV[ENTID_DB_VALUETYPE]);
       return txErrAtEntity(p, e, "attribute %s: unsupported :db/valueType %s; use one of the :db.type/* "
@@ -340,8 +352,13 @@ static int txSchemaEntity(Tx *p, sqlite3_int64 e) {
       "SELECT e, a, v, value_type_tag FROM datoms WHERE e = ?1 AND a = 1", e);
   if (rc == SQLITE_OK) rc = txExecE(p, "DELETE FROM schema WHERE e = ?1", e);
   if (rc == SQLITE_OK && bAttr) rc = txExecE(p,
-      "INSERT INTO schema (e, a, v, value_type_tag) "
-      "SELECT e, a, v, value_type_tag FROM datoms WHERE e = ?1 AND a BETWEEN 7 AND 12", e);
+      type == VT_TUPLE
+      /* the Rust engine knows no tuple type: its mirror row says bytes */
+      ? "INSERT INTO schema (e, a, v, value_type_tag) "
+        "SELECT e, a, CASE a WHEN 7 THEN 32 ELSE v END, value_type_tag FROM datoms"
+        " WHERE e = ?1 AND a BETWEEN 7 AND 12"
+      : "INSERT INTO schema (e, a, v, value_type_tag) "
+        "SELECT e, a, v, value_type_tag FROM datoms WHERE e = ?1 AND a BETWEEN 7 AND 12", e);
   if (rc) return rc;
 
   if (e >= PART_USER_START && (bAttr || pOld != NULL)) {
@@ -359,7 +376,8 @@ int txSchemaFinish(Tx *p, Schema **ppNew) {
   for (i = 0; i < p->nOp; i++) {
     const TxOp *pOp = &p->aOp[i];
     if (pOp->bDrop || (pOp->eOp != TXOP_ADD && pOp->eOp != TXOP_RETRACT)) continue;
-    if (pOp->pAttr->e == ENTID_DB_IDENT || txIsSchemaAttr(pOp->pAttr->e)) aE[n++] = pOp->e.e;
+    if (pOp->pAttr->e == ENTID_DB_IDENT || txIsSchemaAttr(pOp->pAttr->e)
+        || txTupleMetaKind(p, pOp->pAttr)) aE[n++] = pOp->e.e;
   }
   qsort(aE, (size_t)n, sizeof(sqlite3_int64), txCmpEntid);
   for (i = 0; i < n && rc == SQLITE_OK; i++) {
