@@ -465,6 +465,42 @@ def views():
     plain.close()
 
 
+def tuples(db):
+    """The README's Tuples example (issue 17 item 5): a composite identity
+    upserts and names the entity in a lookup ref, a fixed tuple compares
+    element by element, and the store's schema mirror says bytes."""
+    con = connect()
+    one(con, 'SELECT edn_t(?, ?)', (db, '''[{:db/ident :course/id :db/valueType :db.type/string :db/unique :db.unique/identity}
+      {:db/ident :reg/course :db/valueType :db.type/ref}
+      {:db/ident :reg/student :db/valueType :db.type/string}
+      {:db/ident :reg/course+student :db/valueType :db.type/tuple
+       :db/tupleAttrs [:reg/course :reg/student] :db/unique :db.unique/identity}
+      {:db/ident :reg/grade :db/valueType :db.type/string}
+      {:db/ident :game/at :db/valueType :db.type/tuple :db/tupleTypes [:db.type/long :db.type/long]}
+      {:db/ident :game/tags :db/valueType :db.type/tuple :db/tupleType :db.type/keyword}]'''))
+    r = json.loads(one(con, 'SELECT edn_t(?, ?)', (db, '''[{:db/id "c" :course/id "BIO-101"}
+      {:db/id "r" :reg/course "c" :reg/student "ann" :game/at [3 4] :game/tags [:a :b :c]}]''')))
+    check('tuples: tempids', r['tempids'], {'c': 65543, 'r': 65544})
+    r = json.loads(one(con, 'SELECT edn_t(?, ?)',
+                       (db, '[{:reg/course [:course/id "BIO-101"] :reg/student "ann" :reg/grade "A"}]')))
+    check('tuples: upsert through the composite', r['tempids'], {})
+    rows = con.execute('SELECT c0, c1, value FROM edn_q(?, ?)',
+                       (db, '[:find ?t ?g :where [?e :reg/course+student ?t] [?e :reg/grade ?g]]')).fetchall()
+    check('tuples: composite as JSON', rows, [('[65543,"ann"]', 'A', '[[65543,"ann"],"A"]')])
+    check('tuples: lookup ref by tuple', json.loads(one(con, 'SELECT edn_pull(?, ?, ?)',
+          (db, '[:reg/grade]', '[:reg/course+student [65543 "ann"]]'))), {':reg/grade': 'A', ':db/id': 65544})
+    check('tuples: comparison', [x for (x,) in con.execute('SELECT value FROM edn_q(?, ?)',
+          (db, '[:find ?e :where [?e :game/at ?p] [(< ?p [3 5])]]'))], ['[65544]'])
+    check_error('tuples: wrong element type', lambda: one(con, 'SELECT edn_t(?, ?)',
+                (db, '[{:db/id 65544 :game/at [3 "x"]}]')),
+                'edn_t: line 1 col 28: :game/at: tuple element 2: expected :db.type/long, got a string')
+    con.close()
+    plain = sqlite3.connect(db)
+    check('tuples: the Rust engine sees bytes', plain.execute(
+        'SELECT v FROM schema WHERE a = 7 AND e = 65541').fetchall(), [(32,)])
+    plain.close()
+
+
 def main():
     global EXT
     if len(sys.argv) < 2:
@@ -496,6 +532,7 @@ def main():
     interrupt(os.path.join(TMP, 'interrupt.db'))
     threads(os.path.join(TMP, 'threads.db'))
     views()
+    tuples(os.path.join(TMP, 'tuples.db'))
     con.close()
     for f in os.listdir(TMP):
         os.unlink(os.path.join(TMP, f))

@@ -324,7 +324,16 @@ static void qcBindInKeywords(QCtx *pX, QVar *pV, const char *zExpr) {
 ** the column's index serves every element. */
 static void qcBindInList(QCtx *pX, QVar *pV, char *zExpr, ValueType vt, const char *zTag,
                          int bIntCol) {
-  qcWhere(pX, qcInTerms(pV, zExpr));
+  if (vt == VT_TUPLE && pV->vt == QVT_JSON) {
+    /* tuples the input gave (JSON) against stored ones: by the JSON form */
+    char *zJ = sqlite3_mprintf("mentat_json(%s, %d)", zExpr, TAG_TUPLE);
+    if (zJ == NULL) { sqlite3_free(zExpr); qcNoMem(pX->pC); return; }
+    qcWhere(pX, qcInTerms(pV, zJ));
+    sqlite3_free(zJ);
+    pV->vt = VT_TUPLE;
+  } else {
+    qcWhere(pX, qcInTerms(pV, zExpr));
+  }
   sqlite3_free(pV->zInList);
   sqlite3_free(pV->zInMore);
   pV->zInList = NULL;

@@ -180,6 +180,30 @@ static void qcwPlaceConst(QCtx *pX, const EdnValue *pTerm, const char *zCol, Val
   }
 }
 
+/* The run-time tag of a value column whose attribute is not known: the
+** stored tag, but TAG_TUPLE for the tuple attributes' values (stored as
+** bytes, printed as arrays). */
+static char *qcwTagExpr(QCtx *pX, const char *zAlias, const char *zTagCol) {
+  const Schema *pS = pX->pC->pSchema;
+  sqlite3_str *pList = NULL;
+  char *zList, *z;
+  int i, n = schemaAttrCount(pS);
+  for (i = 0; i < n; i++) {
+    const Attr *pA = schemaAttrAt(pS, i);
+    if (pA->type != VT_TUPLE) continue;
+    if (pList == NULL) pList = sqlite3_str_new(NULL);
+    else sqlite3_str_appendchar(pList, 1, ',');
+    sqlite3_str_appendf(pList, "%lld", pA->e);
+  }
+  if (pList == NULL) return sqlite3_mprintf("%s.%s", zAlias, zTagCol);
+  zList = sqlite3_str_finish(pList);
+  if (zList == NULL) return NULL;
+  z = sqlite3_mprintf("(CASE WHEN %s.a IN (%s) THEN %d ELSE %s.%s END)", zAlias, zList, TAG_TUPLE,
+                      zAlias, zTagCol);
+  sqlite3_free(zList);
+  return z;
+}
+
 static void qcwPlace(QCtx *pX, const EdnValue *pTerm, const char *zAlias, const char *zCol,
                      ValueType vt, const char *zTagCol, int bIntCol) {
   char *zExpr;
@@ -197,7 +221,7 @@ static void qcwPlace(QCtx *pX, const EdnValue *pTerm, const char *zAlias, const 
             pTerm->u.s.z);
       return;
     }
-    zTag = zTagCol ? sqlite3_mprintf("%s.%s", zAlias, zTagCol) : NULL;
+    zTag = zTagCol ? qcwTagExpr(pX, zAlias, zTagCol) : NULL;
     if (zTagCol && zTag == NULL) { sqlite3_free(zExpr); qcNoMem(pX->pC); return; }
     qcBindVar(pX, pTerm->u.s.z, zExpr, vt, zTag, bIntCol);
     return;
