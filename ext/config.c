@@ -27,7 +27,7 @@ enum {
   CFG_SYNCHRONOUS, CFG_MMAP_SIZE, CFG_STORE_CACHE, CFG_IDLE_READERS,
   CFG_WAL_CHECKPOINT_BYTES, CFG_WAL_RESTART_BYTES, CFG_WAL_GATHER,
   CFG_TUNE_MIN_DATOMS, CFG_CACHE_SIZE, CFG_TX_INSTANT_SKEW_MS, CFG_BUSY_TIMEOUT_MS,
-  CFG_GROUP_COMMIT,
+  CFG_GROUP_COMMIT, CFG_PATH_CHECK_MS,
   CFG_COUNT
 };
 
@@ -56,6 +56,7 @@ static const ConfigDef aConfig[CFG_COUNT] = {
   [CFG_TX_INSTANT_SKEW_MS]   = { "MENTAT_TX_INSTANT_SKEW_MS", 60000, LLONG_MAX, CONFIG_INT },
   [CFG_BUSY_TIMEOUT_MS]      = { "MENTAT_BUSY_TIMEOUT_MS", 10000, INT_MAX, CONFIG_INT },
   [CFG_GROUP_COMMIT]         = { "MENTAT_GROUP_COMMIT", 1, 1, CONFIG_FLAG },
+  [CFG_PATH_CHECK_MS]        = { "MENTAT_PATH_CHECK_MS", 10, INT_MAX, CONFIG_INT },
 };
 
 static sqlite3_int64 gaValue[CFG_COUNT];
@@ -128,6 +129,8 @@ int configBusyTimeoutMs(void) { return (int)configGet(CFG_BUSY_TIMEOUT_MS); }
 int configSetBusyTimeoutMs(int ms) { return (int)configSet(CFG_BUSY_TIMEOUT_MS, ms); }
 int configGroupCommit(void) { return (int)configGet(CFG_GROUP_COMMIT); }
 int configSetGroupCommit(int b) { return (int)configSet(CFG_GROUP_COMMIT, b != 0); }
+int configPathCheckMs(void) { return (int)configGet(CFG_PATH_CHECK_MS); }
+int configSetPathCheckMs(int ms) { return (int)configSet(CFG_PATH_CHECK_MS, ms); }
 
 sqlite3_int64 configTxInstantSkewMs(void) {
   return configRead(CFG_TX_INSTANT_SKEW_MS);
@@ -137,6 +140,12 @@ sqlite3_int64 configNowMs(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (sqlite3_int64)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+sqlite3_int64 configNowUs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (sqlite3_int64)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 sqlite3_int64 configWallUs(void) {

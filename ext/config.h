@@ -22,6 +22,7 @@
 **   MENTAT_TX_INSTANT_SKEW_MS    configTxInstantSkewMs   60000       ms, read per call
 **   MENTAT_BUSY_TIMEOUT_MS       configBusyTimeoutMs     10000       ms
 **   MENTAT_GROUP_COMMIT          configGroupCommit       1           "0" turns it off
+**   MENTAT_PATH_CHECK_MS         configPathCheckMs       10          ms, 0 checks every read
 ** A number setting is a non-negative decimal integer, the whole value; an
 ** unset, empty, malformed, negative or out-of-range (past 2^63 - 1) one
 ** keeps the default; counts past INT_MAX are taken as INT_MAX.
@@ -73,9 +74,16 @@ int configSetBusyTimeoutMs(int ms);
 ** share commits (store_writer.c, GROUP COMMIT); read per write. */
 int configGroupCommit(void);
 int configSetGroupCommit(int b);
+/* How long a read trusts the file its db_path named at its last check
+** before it checks again (stat: a file replaced at the path is a new
+** store, SPEC.md §4), ms; 0 checks on every read. Writes always check. */
+int configPathCheckMs(void);
+int configSetPathCheckMs(int ms);
 
 /* CLOCK_MONOTONIC milliseconds: deadlines and budgets within a process. */
 sqlite3_int64 configNowMs(void);
+/* The same clock in microseconds (vDSO: no system call on Linux). */
+sqlite3_int64 configNowUs(void);
 /* CLOCK_REALTIME microseconds since the Unix epoch: what is recorded
 ** (:db/txInstant, mentat_managed_indexes' times). */
 sqlite3_int64 configWallUs(void);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include "tuhost.h"
 #include "store.h"
+#include "config.h"
 
 static const char *zSchema =
     "[{:db/ident :p/name :db/valueType :db.type/string :db/cardinality :db.cardinality/one}"
@@ -301,6 +302,131 @@ START_TEST(test_surface_open_cursor_spill) {
     free((void *)zPath);
     sqlite3_close(db);
   }
+}
+END_TEST
+
+/* A file replaced at a store's path is a new store (SPEC.md §4): a write
+** notices at once, a read within configPathCheckMs() of the replacement
+** (README "Store cache"): reads trust the path they checked last for that
+** long instead of a stat() per call. Covered: a store file moved over the
+** path between two calls, while another host connection holds a cursor on
+** the old store (it keeps reading the old file); the file deleted (the next
+** read sees a new, empty store); and a write right after a move. */
+static char *tNames(sqlite3 *db, const char *zPath) {
+  return tuQuery(db, "SELECT group_concat(c0, ',') FROM (SELECT c0 FROM edn_q(?1, " QN
+                     ") ORDER BY 1)", zPath, NULL);
+}
+
+/* A closed store at zPath holding zData: schema, then one tx (the cache's
+** copy closed, so the file is whole without its -wal). */
+static void tStoreFile(sqlite3 *db, const char *zPath, const char *zTx) {
+  char *z = tuQuery(db, "SELECT json_extract(edn_t(?1, ?2), '$.tx_id')", zPath, zSchema);
+  ck_assert_str_eq(z, "268435457");
+  free(z);
+  z = tuQuery(db, "SELECT json_extract(edn_t(?1, ?2), '$.tx_id')", zPath, zTx);
+  ck_assert_str_eq(z, "268435458");
+  free(z);
+}
+
+/* Empties zPath's WAL into the file, so moving another file over it leaves
+** no frames of the old store for the new one's connections. */
+static void tCheckpoint(const char *zPath) {
+  sqlite3 *raw = NULL;
+  ck_assert_int_eq(sqlite3_open(zPath, &raw), SQLITE_OK);
+  char *z = tuQuery(raw, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL);
+  ck_assert_str_eq(z, "0");
+  free(z);
+  sqlite3_close(raw);
+}
+
+static void tRemoveStore(const char *zPath) {
+  char z[320];
+  unlink(zPath);
+  snprintf(z, sizeof z, "%s-wal", zPath);
+  unlink(z);
+  snprintf(z, sizeof z, "%s-shm", zPath);
+  unlink(z);
+}
+
+START_TEST(test_surface_replaced_file) {
+  const char *zPath;
+  sqlite3 *db = tHost(&zPath), *db2 = tuOpenHost();
+  sqlite3_stmt *pCur = NULL;
+  char zNew[300];
+  char *z;
+  int nOld = configSetPathCheckMs(10);
+  snprintf(zNew, sizeof zNew, "%s.new", zPath);
+  tStoreFile(db, zNew, "[{:p/name \"q\"}]");
+  storeCacheClear();            /* closes the store at zNew; zPath's too */
+
+  z = tNames(db, zPath);
+  ck_assert_str_eq(z, "x,y");
+  free(z);
+  tCheckpoint(zPath);
+  /* Another host connection holds the old store: a cursor with rows left. */
+  ck_assert_int_eq(sqlite3_prepare_v2(db2, "SELECT c0 FROM edn_q(?1, " QN ")", -1, &pCur, NULL),
+                   SQLITE_OK);
+  sqlite3_bind_text(pCur, 1, zPath, -1, SQLITE_STATIC);
+  ck_assert_int_eq(sqlite3_step(pCur), SQLITE_ROW);
+  z = tNames(db, zPath);
+  ck_assert_str_eq(z, "x,y");
+  free(z);
+
+  /* Moved over the path between two calls: within the bound (here a
+  ** minute, so this call surely falls inside it) a read may still see the
+  ** old store; once the bound has passed it sees the new file. */
+  configSetPathCheckMs(60000);
+  ck_assert_int_eq(rename(zNew, zPath), 0);
+  z = tNames(db, zPath);
+  ck_assert_str_eq(z, "x,y");
+  free(z);
+  configSetPathCheckMs(10);
+  usleep(30 * 1000);
+  z = tNames(db, zPath);
+  ck_assert_str_eq(z, "q");
+  free(z);
+  z = tNames(db2, zPath);       /* another host connection: the same */
+  ck_assert_str_eq(z, "q");
+  free(z);
+  /* The held cursor keeps reading the old file to its end. */
+  ck_assert_int_eq(sqlite3_step(pCur), SQLITE_ROW);
+  ck_assert_int_eq(sqlite3_step(pCur), SQLITE_DONE);
+  sqlite3_finalize(pCur);
+
+  /* Deleted: the next read after the bound is of a new, empty store. */
+  tCheckpoint(zPath);
+  tRemoveStore(zPath);
+  usleep(30 * 1000);
+  z = tuQuery(db, "SELECT count(*) FROM edn_q(?1, '[:find ?e :where [?e :db/ident]]')", zPath,
+              NULL);
+  ck_assert_str_eq(z, "40");    /* the bootstrap idents only */
+  free(z);
+
+  /* A write checks at once, whatever the bound: moved over the path, the
+  ** next edn_t goes to the new file, and the reads after it see that. */
+  configSetPathCheckMs(60000);
+  tStoreFile(db, zNew, "[{:p/name \"c\"}]");
+  z = tuQuery(db, "SELECT count(*) FROM edn_q(?1, '[:find ?e :where [?e :db/ident]]')", zPath,
+              NULL);
+  ck_assert_str_eq(z, "40");
+  free(z);
+  storeCacheClear();
+  z = tNames(db, zPath);        /* reopened: the path checked again */
+  ck_assert_str_eq(z, "NULL");  /* no names */
+  free(z);
+  tCheckpoint(zPath);
+  ck_assert_int_eq(rename(zNew, zPath), 0);
+  z = tuQuery(db, "SELECT json_extract(edn_t(?1, '[{:p/name \"w\"}]'), '$.tx_id')", zPath, NULL);
+  ck_assert_str_eq(z, "268435459");
+  free(z);
+  z = tNames(db, zPath);
+  ck_assert_str_eq(z, "c,w");
+  free(z);
+
+  configSetPathCheckMs(nOld);
+  sqlite3_close(db2);
+  free((void *)zPath);
+  sqlite3_close(db);
 }
 END_TEST
 
@@ -650,6 +776,7 @@ static Suite *surfaceSuite(void) {
   tcase_add_test(tc, test_surface_plan_cache_key);
   tcase_add_test(tc, test_surface_result_buffer);
   tcase_add_test(tc, test_surface_open_cursor_spill);
+  tcase_add_test(tc, test_surface_replaced_file);
   tcase_add_test(tc, test_surface_nul_and_own_db);
   tcase_add_test(tc, test_surface_call_context_checks);
   tcase_add_test(tc, test_surface_register_in_statement);

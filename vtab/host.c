@@ -116,7 +116,9 @@ static int hostHook(sqlite3 *host, char **pzErr) {
 
 int hostAcquireStore(sqlite3 *host, const char *zPath, int bWrite, Store **ppStore, char **pzErr) {
   int bNew = 0, rc;
-  if (zPath[0] != ':') return storeAcquire(zPath, ppStore, pzErr);
+  if (zPath[0] != ':') {
+    return bWrite ? storeAcquire(zPath, ppStore, pzErr) : storeAcquireRead(zPath, ppStore, pzErr);
+  }
   rc = storeHostAcquire(host, zPath + 1, bWrite, ppStore, &bNew, pzErr);
   if (rc == SQLITE_OK && bNew) {
     rc = hostHook(host, pzErr);

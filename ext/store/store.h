@@ -56,6 +56,13 @@ struct StoreConn {
 ** Errors: *pzErr (sqlite3_malloc'd) in the user's terms, e.g.
 ** "cannot open store /x/y.db: unable to open database file". */
 int storeAcquire(const char *zPath, Store **ppStore, char **pzErr);
+/* storeAcquire for a read: a path whose check (the stat that tells a
+** replaced file) is younger than configPathCheckMs() gives the store it
+** named then, without a system call; otherwise as storeAcquire, which
+** checks and records the path. So a read learns of a file replaced or
+** deleted at its path within that bound (README "Store cache"), a write
+** (storeAcquire) at once. */
+int storeAcquireRead(const char *zPath, Store **ppStore, char **pzErr);
 void storeRelease(Store *p);
 
 /* The store's canonical path ("" for in-memory). */

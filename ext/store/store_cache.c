@@ -14,6 +14,10 @@
 ** with stat() on every acquire: a file replaced at the same path has a new
 ** inode and becomes a new Store. The common call skips realpath: an
 ** absolute path is looked up as is, a relative one by the inode it names.
+** Each Store also remembers the db_path text last checked to name it and
+** when (zSeen, tSeen): a read (storeAcquireRead) given that text within
+** configPathCheckMs() takes the Store without the stat, a system call that
+** was a fifth of a point lookup; a write always checks.
 ** The old inode cannot be recycled for the new file while the cached Store
 ** keeps its writer connection open on it. A Store with references is never
 ** evicted; idle ones beyond configStoreCache() (default 16, 0 = no caching)
@@ -72,6 +76,7 @@ static void storeFree(Store *p) {
   storeGroupFini(p);
   sqlite3_free(p->zPath);
   sqlite3_free(p->zWalPath);
+  sqlite3_free(p->zSeen);
   sqlite3_free(p);
 }
 
@@ -210,6 +215,30 @@ static Store *storeFindInode(StoreCache *c, const struct stat *pSt) {
   return NULL;
 }
 
+/* The cached file store whose path was checked as zPath less than the
+** bound ago, or NULL. Cache mutex held. */
+static Store *storeFindSeen(StoreCache *c, const char *zPath, sqlite3_int64 tNow) {
+  sqlite3_int64 nBound = (sqlite3_int64)configPathCheckMs() * 1000;
+  if (nBound <= 0) return NULL;
+  for (Store *p = c->pFirst; p; p = p->pNext) {
+    if (p->zSeen && tNow - p->tSeen < nBound && strcmp(p->zSeen, zPath) == 0) return p;
+  }
+  return NULL;
+}
+
+/* Records that zPath named p's file at tSeen. Cache mutex held; without
+** memory nothing is recorded (the next read checks again). */
+static void storeNoteSeen(Store *p, const char *zPath, sqlite3_int64 tSeen) {
+  if (p->bMemory) return;
+  if (p->zSeen == NULL || strcmp(p->zSeen, zPath) != 0) {
+    char *z = sqlite3_mprintf("%s", zPath);
+    if (z == NULL) return;
+    sqlite3_free(p->zSeen);
+    p->zSeen = z;
+  }
+  p->tSeen = tSeen;
+}
+
 /* Moves idle stores beyond the limit, LRU first, onto *ppClose (linked
 ** through pNext) for closing after the mutex is released. */
 static void storeEvict(StoreCache *c, Store **ppClose) {
@@ -239,6 +268,7 @@ int storeAcquire(const char *zPath, Store **ppStore, char **pzErr) {
   char *zCanon;
   struct stat st;
   int bExists, rc;
+  sqlite3_int64 tCheck;
 
   *ppStore = NULL;
   if (zPath == NULL) {
@@ -250,6 +280,7 @@ int storeAcquire(const char *zPath, Store **ppStore, char **pzErr) {
     if (zCanon == NULL) return SQLITE_NOMEM;
     return storeOpen(zCanon, ppStore, pzErr);
   }
+  tCheck = configNowUs();     /* before the check: the record is never newer */
   if (stat(zPath, &st) == 0) {
     /* The common call names a cached store by its canonical path: then one
     ** stat() proves it is the same file, and realpath (a getcwd, readlink
@@ -269,6 +300,7 @@ int storeAcquire(const char *zPath, Store **ppStore, char **pzErr) {
       p->nRef++;
       storeUnlink(c, p);
       storeLinkFirst(c, p);
+      storeNoteSeen(p, zPath, tCheck);
       pthread_mutex_unlock(&c->mutex);
       *ppStore = p;
       return SQLITE_OK;
@@ -295,6 +327,7 @@ int storeAcquire(const char *zPath, Store **ppStore, char **pzErr) {
     p->nRef++;
     storeUnlink(c, p);
     storeLinkFirst(c, p);
+    storeNoteSeen(p, zPath, tCheck);
     pthread_mutex_unlock(&c->mutex);
     sqlite3_free(zCanon);
     *ppStore = p;
@@ -328,11 +361,37 @@ int storeAcquire(const char *zPath, Store **ppStore, char **pzErr) {
       storeLinkFirst(c, p);
       storeEvict(c, &pClose);
     }
+    /* The file opened is the one the path named at the check only if it
+    ** existed then (an open that created it raced nobody we can tell). */
+    if (p->bCached && bExists && p->dev == st.st_dev && p->ino == st.st_ino) {
+      storeNoteSeen(p, zPath, tCheck);
+    }
   }
   pthread_mutex_unlock(&c->mutex);
   storeFreeList(pClose);
   *ppStore = p;
   return SQLITE_OK;
+}
+
+int storeAcquireRead(const char *zPath, Store **ppStore, char **pzErr) {
+  if (zPath && zPath[0] != 0) {
+    StoreCache *c = storeCache();
+    Store *p;
+    pthread_mutex_lock(&c->mutex);
+    p = storeFindSeen(c, zPath, configNowUs());
+    if (p) {
+      p->nRef++;
+      if (c->pFirst != p) {
+        storeUnlink(c, p);
+        storeLinkFirst(c, p);
+      }
+      pthread_mutex_unlock(&c->mutex);
+      *ppStore = p;
+      return SQLITE_OK;
+    }
+    pthread_mutex_unlock(&c->mutex);
+  }
+  return storeAcquire(zPath, ppStore, pzErr);
 }
 
 void storeRelease(Store *p) {

@@ -74,6 +74,9 @@ struct Store {
   int nRef;                     /* guarded by the cache mutex */
   int bCached;                  /* in the cache list; cache mutex */
   Store *pPrev, *pNext;         /* LRU links; cache mutex */
+  char *zSeen;                  /* the db_path text last checked to name this file
+                                ** (stat), sqlite3_malloc'd; cache mutex */
+  sqlite3_int64 tSeen;          /* configNowUs() before that check; cache mutex */
   pthread_mutex_t mutex;        /* pIdle, pSchema, iSchemaMark, known */
   pthread_mutex_t writeMutex;   /* one writer at a time in-process */
   int nWriteWaiting;            /* storeWriteBegin calls waiting for it; atomic */
