@@ -87,6 +87,17 @@ static const struct {
   {"{\"asOf\": 268435460}", "-"},
   {"{\"since\": 268435456, \"inputs\":[3]}", "i:3"},
   {"{\"inputs\":[3], \"asOf\": 268435460}", "i:3"},
+  /* the direct scan of the common shapes (qOptsFast) and the shapes it
+  ** leaves to the full parse give the same values: empty and nested
+  ** vectors, whitespace anywhere, keys in any order, UTF-8, an escape, a
+  ** nesting deeper than the scan goes */
+  {"{\"inputs\":[[]]}", "[]"},
+  {" {\n\"inputs\" : [ [ 1 , [ 2 , [ ] ] ] , \"a\" ] } \t", "[i:1 [i:2 []]] s:a"},
+  {"{\"history\":false,\"inputs\":[\"\xc3\xa9\", \":a/b\"]}", "s:\xc3\xa9 k::a/b"},
+  {"{\"asOf\":268435460,\"history\":true,\"inputs\":[-7]}", "i:-7"},
+  {"{\"inputs\":[\"a\\\"b\", \"c\"]}", "s:a\"b s:c"},
+  {"{\"inputs\":[[[[[[[[[1]]]]]]]]]}", "[[[[[[[[i:1]]]]]]]]"},
+  {"{\"inputs\":[[[[[[[[[[1]]]]]]]]]]}", "[[[[[[[[[i:1]]]]]]]]]"},
 };
 
 START_TEST(test_opts_good) {
@@ -155,6 +166,12 @@ static const struct {
    "\"inputs\" value 1: integer -9223372036854775809 is out of the 64-bit range"},
   {"{\"inputs\":[1e999]}", "\"inputs\" value 1: number out of range"},
   {"{\"inputs\":[1], \"inputs\":[2]}", "duplicate option \"inputs\""},
+  {"{\"asOf\":1, \"asOf\":2}", "duplicate option \"asOf\""},
+  {"{\"inputs\":[1,]}", "opts: not valid JSON"},
+  {"{\"inputs\":[,1]}", "opts: not valid JSON"},
+  {"{\"inputs\":[1] ,}", "opts: not valid JSON"},
+  {"{\"inputs\":[1 2]}", "opts: not valid JSON"},
+  {"{\"inputs\":[tru]}", "opts: not valid JSON"},
   {"{\"inputs\":[\"a\\u0000b\"]}",
    "opts: \\u0000 in a JSON string is not supported; pass such a string as {\"edn\": "
    "\"\\\"a\\\\u0000b\\\"\"}"},

@@ -430,6 +430,97 @@ START_TEST(test_surface_replaced_file) {
 }
 END_TEST
 
+/* Arguments that come from a UTF-16 host database reach the store as
+** UTF-8: the table, the scalar form and edn_pull read their text without
+** sqlite3_value_text's copy (sqlioTextIn), which must still convert. The
+** store holds a name with a non-ASCII letter; the query text and the
+** opts' input carry it, a pull pattern and an ident come from the table. */
+START_TEST(test_surface_utf16_args) {
+  const char *zPath;
+  sqlite3 *db = tHost(&zPath), *h = NULL;
+  char *zErr = NULL, *z;
+  ck_assert_int_eq(sqlite3_open(":memory:", &h), SQLITE_OK);
+  ck_assert_int_eq(mentatRegister(h, &zErr), SQLITE_OK);
+  z = tuQuery(h, "SELECT json_extract(edn_t(?1, '[{:p/name \"\xc3\xa9t\xc3\xa9\" :p/age 3}]'),"
+                 " '$.tx_id')", zPath, NULL);
+  ck_assert_str_eq(z, "268435459");
+  free(z);
+  ck_assert_int_eq(sqlite3_exec(h, "PRAGMA encoding = 'UTF-16le'", NULL, NULL, NULL), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_exec(h, "CREATE TABLE j(db TEXT, q TEXT, o TEXT, q2 TEXT, ent TEXT, ident TEXT)",
+                                NULL, NULL, NULL), SQLITE_OK);
+  z = tuQuery(h, "INSERT INTO j VALUES (?1, '[:find ?a :in $ ?n :where [?e :p/name ?n] [?e :p/age ?a]]',"
+                 " '{\"inputs\":[\"\xc3\xa9t\xc3\xa9\"]}',"
+                 " '[:find ?a . :where [?e :p/name \"\xc3\xa9t\xc3\xa9\"] [?e :p/age ?a]]',"
+                 " '[:p/name]', ':p/age')", zPath, NULL);
+  ck_assert_str_eq(z, "");
+  free(z);
+  z = tuQuery(h, "SELECT encoding FROM pragma_encoding", NULL, NULL);
+  ck_assert_str_eq(z, "UTF-16le");
+  free(z);
+  z = tuQuery(h, "SELECT group_concat(r.c0) FROM j, edn_q(j.db, j.q, j.o) r", NULL, NULL);
+  ck_assert_str_eq(z, "3");
+  free(z);
+  z = tuQuery(h, "SELECT edn_q(db, q, o) FROM j", NULL, NULL);
+  ck_assert_str_eq(z, "{\"columns\":[\"?a\"],\"results\":[[3]],\"result\":[[3]]}");
+  free(z);
+  z = tuQuery(h, "SELECT edn_q(db, q2) || (SELECT c0 FROM j, edn_q(j.db, j.q2)) FROM j", NULL, NULL);
+  ck_assert_str_eq(z, "{\"result\":3}3");
+  free(z);
+  z = tuQuery(h, "SELECT json_extract(edn_pull(db, ent, (SELECT c0 FROM edn_q(j.db,"
+                 " '[:find ?e :where [?e :p/age 3]]'))), '$.:p/name') FROM j", NULL, NULL);
+  ck_assert_str_eq(z, "\xc3\xa9t\xc3\xa9");
+  free(z);
+  z = tuQuery(h, "SELECT json_extract(edn_pull(db, '[:db/ident]', ident), '$.:db/ident') FROM j",
+              NULL, NULL);
+  ck_assert_str_eq(z, ":p/age");
+  free(z);
+  sqlite3_free(zErr);
+  sqlite3_close(h);
+  free((void *)zPath);
+  sqlite3_close(db);
+}
+END_TEST
+
+/* A commit by another connection (here a plain one, as another process
+** would make it) is seen by the very next call, whichever form: the
+** edn_q forms take their reader without a check and check right after
+** their first step (storeReaderLazy), so a plan made from the old schema
+** must be made again. The other connection renames :p/nick to :p/alias
+** (and moves the tx mark, as any writer does): the old name then names
+** nothing (no rows), the new one the attribute. */
+START_TEST(test_surface_foreign_schema_change) {
+  const char *zPath;
+  sqlite3 *db = tHost(&zPath), *raw = NULL;
+  char *z;
+  for (int k = 0; k < 2; k++) {   /* plans cached, the reader's version noted */
+    z = tuQuery(db, "SELECT group_concat(c0) FROM edn_q(?1, " QK ")", zPath, NULL);
+    ck_assert_str_eq(z, "z");
+    free(z);
+    z = tuQuery(db, "SELECT edn_q(?1, " QK ")", zPath, NULL);
+    ck_assert_str_eq(z, "{\"columns\":[\"?n\"],\"results\":[[\"z\"]],\"result\":[[\"z\"]]}");
+    free(z);
+  }
+  ck_assert_int_eq(sqlite3_open(zPath, &raw), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_exec(raw, "BEGIN; UPDATE idents SET v = ':p/alias' WHERE v = ':p/nick';"
+                                     " UPDATE known_parts SET idx = idx + 1"
+                                     " WHERE part = ':db.part/tx'; COMMIT", NULL, NULL, NULL),
+                   SQLITE_OK);
+  sqlite3_close(raw);
+  z = tuQuery(db, "SELECT count(*) FROM edn_q(?1, " QK ")", zPath, NULL);
+  ck_assert_str_eq(z, "0");
+  free(z);
+  z = tuQuery(db, "SELECT edn_q(?1, " QK ")", zPath, NULL);
+  ck_assert_str_eq(z, "{\"columns\":[\"?n\"],\"results\":[],\"result\":[]}");
+  free(z);
+  z = tuQuery(db, "SELECT group_concat(c0) FROM edn_q(?1, '[:find ?n :where [_ :p/alias ?n]]')",
+              zPath, NULL);
+  ck_assert_str_eq(z, "z");
+  free(z);
+  free((void *)zPath);
+  sqlite3_close(db);
+}
+END_TEST
+
 /* Registering again, even with a statement running, is harmless (B29). */
 START_TEST(test_surface_register_twice) {
   const char *zPath;
@@ -777,6 +868,8 @@ static Suite *surfaceSuite(void) {
   tcase_add_test(tc, test_surface_result_buffer);
   tcase_add_test(tc, test_surface_open_cursor_spill);
   tcase_add_test(tc, test_surface_replaced_file);
+  tcase_add_test(tc, test_surface_utf16_args);
+  tcase_add_test(tc, test_surface_foreign_schema_change);
   tcase_add_test(tc, test_surface_nul_and_own_db);
   tcase_add_test(tc, test_surface_call_context_checks);
   tcase_add_test(tc, test_surface_register_in_statement);

@@ -55,12 +55,19 @@ static int vcallCompileInterrupted(void *pArg) {
   return vcallInterrupted((VCall *)pArg);
 }
 
+/* Buffers for the arguments' text (sqlioTextIn: no copy by SQLite to add a
+** terminator): a path and the common opts fit, longer ones are read in
+** place. */
+#define VCALL_PATH_BUF 512
+#define VCALL_OPTS_BUF 1024
+
 /* Parses the opts argument (pArg NULL or SQL NULL: none) into pOpts. */
 static int vcallOpts(QueryOpts *pOpts, sqlite3_value *pArg, char **pzErr) {
+  char aOpts[VCALL_OPTS_BUF];
   const char *zOpts = NULL;
   int nOpts = 0;
   if (pArg && sqlite3_value_type(pArg) != SQLITE_NULL) {
-    int rc = sqlioText(pArg, &zOpts, &nOpts);
+    int rc = sqlioTextIn(pArg, aOpts, (int)sizeof aOpts, &zOpts, &nOpts);
     if (rc != SQLITE_OK) return rc;
   }
   return qOptsParse(pOpts, zOpts, nOpts, pzErr);
@@ -70,16 +77,22 @@ static int vcallOpts(QueryOpts *pOpts, sqlite3_value *pArg, char **pzErr) {
 static int vcallOpen(VCall *pCall, sqlite3 *host, const char *zPath, int eKind,
                      QueryOpts *pOpts, char **pzErr) {
   int rc = hostAcquireStore(host, zPath, eKind == VCALL_WRITE, &pCall->pStore, pzErr);
-  if (rc == SQLITE_OK && eKind == VCALL_READ) {
+  if (eKind == VCALL_QUERY && pOpts && (pOpts->nSource || pOpts->bExplain)) {
+    /* Attached stores (the lazy check sees only main), or no run to check. */
+    eKind = VCALL_READ;
+  }
+  if (rc == SQLITE_OK && eKind == VCALL_QUERY) {
+    rc = storeReaderLazy(pCall->pStore, &pCall->pConn, &pCall->pSchema, pzErr);
+  } else if (rc == SQLITE_OK && eKind == VCALL_READ) {
     rc = storeReader(pCall->pStore, &pCall->pConn, &pCall->pSchema, pzErr);
-    if (rc == SQLITE_NOTFOUND) {
-      /* A host database without the store's tables reads as an empty store
-      ** (as a new file store does); only edn_t creates them. */
-      storeRelease(pCall->pStore);
-      pCall->pStore = NULL;
-      rc = storeAcquire("", &pCall->pStore, pzErr);
-      if (rc == SQLITE_OK) rc = storeReader(pCall->pStore, &pCall->pConn, &pCall->pSchema, pzErr);
-    }
+  }
+  if (rc == SQLITE_NOTFOUND && eKind != VCALL_WRITE) {
+    /* A host database without the store's tables reads as an empty store
+    ** (as a new file store does); only edn_t creates them. */
+    storeRelease(pCall->pStore);
+    pCall->pStore = NULL;
+    rc = storeAcquire("", &pCall->pStore, pzErr);
+    if (rc == SQLITE_OK) rc = storeReader(pCall->pStore, &pCall->pConn, &pCall->pSchema, pzErr);
   }
   /* Other store files of opts "sources" are attached to the reader. */
   if (rc == SQLITE_OK && eKind == VCALL_READ && pOpts && pOpts->nSource) {
@@ -108,9 +121,10 @@ static int vcallOpen(VCall *pCall, sqlite3 *host, const char *zPath, int eKind,
 int vcallBegin(VCall *pCall, sqlite3 *host, sqlite3_value *pPath, int eKind,
                QueryOpts *pOpts, sqlite3_value *pOptsArg, char **pzErr) {
   int eType = sqlite3_value_type(pPath);   /* before text conversion */
+  char aPath[VCALL_PATH_BUF];
   const char *zPath;
   int nPath;
-  int rc = sqlioText(pPath, &zPath, &nPath);
+  int rc = sqlioTextIn(pPath, aPath, (int)sizeof aPath, &zPath, &nPath);
   if (rc == SQLITE_OK) rc = vcallCheckPath(host, eType, zPath, nPath, pzErr);
   if (rc == SQLITE_OK && pOpts) rc = vcallOpts(pOpts, pOptsArg, pzErr);
   return rc == SQLITE_OK ? vcallOpen(pCall, host, zPath, eKind, pOpts, pzErr) : rc;
@@ -118,7 +132,13 @@ int vcallBegin(VCall *pCall, sqlite3 *host, sqlite3_value *pPath, int eKind,
 
 int vcallBeginText(VCall *pCall, sqlite3 *host, const char *zPath, int eKind,
                    QueryOpts *pOpts, const char *zOpts, int nOpts, char **pzErr) {
-  int rc = vcallCheckPath(host, SQLITE_TEXT, zPath, (int)strlen(zPath), pzErr);
+  return vcallBeginArgs(pCall, host, SQLITE_TEXT, zPath, (int)strlen(zPath), eKind, pOpts, zOpts,
+                        nOpts, pzErr);
+}
+
+int vcallBeginArgs(VCall *pCall, sqlite3 *host, int eType, const char *zPath, int nPath,
+                   int eKind, QueryOpts *pOpts, const char *zOpts, int nOpts, char **pzErr) {
+  int rc = vcallCheckPath(host, eType, zPath, nPath, pzErr);
   if (rc == SQLITE_OK && pOpts) rc = qOptsParse(pOpts, zOpts, nOpts, pzErr);
   return rc == SQLITE_OK ? vcallOpen(pCall, host, zPath, eKind, pOpts, pzErr) : rc;
 }

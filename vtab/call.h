@@ -29,12 +29,16 @@
 ** connection itself, so the interrupt watch goes with the thread). */
 #define VCALL_READ  1
 #define VCALL_WRITE 2
+/* A read whose first statement can start over (the edn_q forms, through
+** qRunOpen/qRunStep): the reader comes from storeReaderLazy (but from
+** storeReader when opts "sources" attach other stores to it). */
+#define VCALL_QUERY 3
 
 typedef struct VCall VCall;
 struct VCall {
   Store *pStore;            /* one reference, NULL when not held */
-  StoreConn *pConn;         /* VCALL_READ: the checked-out reader */
-  Schema *pSchema;          /* VCALL_READ: its schema, one reference */
+  StoreConn *pConn;         /* VCALL_READ, VCALL_QUERY: the checked-out reader */
+  Schema *pSchema;          /* VCALL_READ, VCALL_QUERY: its schema, one reference */
   IntrWatch watch;          /* host interrupts reach the store */
 };
 
@@ -45,7 +49,7 @@ struct VCall {
 ** symlinks and hard links are caught); then, when pOpts is given, the opts
 ** argument pOptsArg (NULL or SQL NULL: none) is parsed into it, before the
 ** store is opened so a bad opts creates no file; then the store is
-** acquired, for VCALL_READ a reader checked out, and the watch begun (for
+** acquired, for VCALL_READ (VCALL_QUERY: storeReaderLazy) a reader checked out, and the watch begun (for
 ** VCALL_WRITE with its probe prepared before anything is written).
 ** '' is the private in-memory store. pCall must be zeroed or ended.
 ** Returns SQLITE_OK, or an SQLite code with *pzErr (sqlite3_malloc'd, any
@@ -59,6 +63,11 @@ int vcallBegin(VCall *pCall, sqlite3 *host, sqlite3_value *pPath, int eKind,
 ** zOpts NULL for none): the same checks, steps and errors. */
 int vcallBeginText(VCall *pCall, sqlite3 *host, const char *zPath, int eKind,
                    QueryOpts *pOpts, const char *zOpts, int nOpts, char **pzErr);
+/* vcallBeginText for arguments already read out of their values: eType is
+** db_path's type before any conversion, zPath its nPath bytes
+** (NUL-terminated), zOpts NULL for none. */
+int vcallBeginArgs(VCall *pCall, sqlite3 *host, int eType, const char *zPath, int nPath,
+                   int eKind, QueryOpts *pOpts, const char *zOpts, int nOpts, char **pzErr);
 
 /* Ends the watch and gives back the reader, the schema and the store.
 ** Whatever runs on pConn (a query run) must be closed first. Idempotent. */

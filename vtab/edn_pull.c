@@ -130,12 +130,13 @@ static int ednpullEntityText(sqlite3 *db, const Schema *pSchema, const char *z, 
 static int ednpullEntity(VCall *pCall, sqlite3_value *pEnt, int eType, sqlite3_int64 *pE,
                          char **pzErr) {
   const char *zEnt;
+  char aEnt[512];
   int nEnt, rc;
   if (eType == SQLITE_INTEGER) {
     *pE = sqlite3_value_int64(pEnt);
     return SQLITE_OK;
   }
-  rc = sqlioText(pEnt, &zEnt, &nEnt);
+  rc = sqlioTextIn(pEnt, aEnt, (int)sizeof aEnt, &zEnt, &nEnt);
   if (rc != SQLITE_OK) return rc;
   return ednpullEntityText(pCall->pConn->db, pCall->pSchema, zEnt, nEnt, pE, pzErr);
 }
@@ -148,6 +149,7 @@ void ednpullFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   sqlite3_str *pOut = NULL, **ppBuf = NULL;
   int iStart = 0;
   VCall call;
+  char aPat[1024];              /* the pattern's text, read without an allocation */
   (void)argc;
 
   memset(&call, 0, sizeof call);
@@ -163,7 +165,7 @@ void ednpullFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
                            " or ident");
     goto cleanup;
   }
-  rc = sqlioText(argv[1], &zPat, &nPat);
+  rc = sqlioTextIn(argv[1], aPat, (int)sizeof aPat, &zPat, &nPat);
   if (rc != SQLITE_OK) goto cleanup;
   rc = vcallBegin(&call, sqlite3_context_db_handle(pCtx), argv[0], VCALL_READ, NULL, NULL, &zErr);
   if (rc != SQLITE_OK) goto cleanup;

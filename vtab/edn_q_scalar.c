@@ -157,14 +157,15 @@ void ednqScalarFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   sqlite3_str *pOut = NULL, **ppBuf = NULL;
   int iStart = 0;
   VCall call;
+  char aQuery[2048];            /* the query's text, read without an allocation */
 
   memset(&call, 0, sizeof call);
   qOptsInit(&opts);
   if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL)
     return;
-  rc = sqlioText(argv[1], &zQuery, &nQuery);
+  rc = sqlioTextIn(argv[1], aQuery, (int)sizeof aQuery, &zQuery, &nQuery);
   if (rc != SQLITE_OK) goto cleanup;
-  rc = vcallBegin(&call, host, argv[0], VCALL_READ, &opts, argc > 2 ? argv[2] : NULL, &zErr);
+  rc = vcallBegin(&call, host, argv[0], VCALL_QUERY, &opts, argc > 2 ? argv[2] : NULL, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
   if (!opts.bExplain) {
     rc = qRunOpen(call.pConn, call.pSchema, zQuery, nQuery, &opts, &pRun, &zErr);

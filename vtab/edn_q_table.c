@@ -162,8 +162,10 @@ static int ednqSaveArgs(EdnqCursor *pCur, int idxNum, int argc, sqlite3_value **
   for (i = 0; i < EDNQ_NARG; i++) {
     int e = apIn[i] ? sqlite3_value_type(apIn[i]) : SQLITE_NULL;
     if (e == SQLITE_TEXT || e == SQLITE_BLOB) {
-      /* text first: its bytes are what the host gave, in UTF-8 */
-      if (e == SQLITE_TEXT && sqlite3_value_text(apIn[i]) == NULL) return SQLITE_NOMEM;
+      /* The byte count first: it makes text UTF-8 (converting UTF-16 in
+      ** place), whose bytes sqlite3_value_blob() then reads as they are.
+      ** sqlite3_value_text() would also copy text bound without a
+      ** terminator into a new buffer to add one (sqlioTextIn). */
       nNeed += (size_t)sqlite3_value_bytes(apIn[i]) + 1;
     }
   }
@@ -185,8 +187,7 @@ static int ednqSaveArgs(EdnqCursor *pCur, int idxNum, int argc, sqlite3_value **
         /* bytes before the pointer: a zeroblob whose expansion runs out of
         ** memory becomes NULL (0 bytes), which must not echo as x'' */
         pArg->n = sqlite3_value_bytes(apIn[i]);
-        const void *p = pArg->eType == SQLITE_TEXT ? (const void *)sqlite3_value_text(apIn[i])
-                                                   : sqlite3_value_blob(apIn[i]);
+        const void *p = sqlite3_value_blob(apIn[i]);
         if (p == NULL && pArg->n > 0) {
           pArg->eType = SQLITE_NULL;
           return SQLITE_NOMEM;
@@ -201,6 +202,19 @@ static int ednqSaveArgs(EdnqCursor *pCur, int idxNum, int argc, sqlite3_value **
     }
   }
   return SQLITE_OK;
+}
+
+/* Saved argument iArg as text: TEXT and BLOB from the cursor's copy, other
+** types converted from their value pVal. */
+static int ednqArgText(EdnqCursor *pCur, int iArg, sqlite3_value *pVal, const char **pz,
+                       int *pn) {
+  const EdnqArg *pArg = &pCur->aArg[iArg];
+  if (pArg->eType == SQLITE_TEXT || pArg->eType == SQLITE_BLOB) {
+    *pz = pCur->aArgBuf + pArg->iOfs;
+    *pn = pArg->n;
+    return SQLITE_OK;
+  }
+  return sqlioText(pVal, pz, pn);
 }
 
 static void ednqArgResult(EdnqCursor *pCur, int iArg, sqlite3_context *pCtx) {
@@ -306,8 +320,8 @@ static int ednqFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
                       int argc, sqlite3_value **argv) {
   EdnqCursor *pCur = (EdnqCursor *)cur;
   EdnqVtab *pTab = (EdnqVtab *)cur->pVtab;
-  const char *zQuery;
-  int nQuery, rc = SQLITE_OK;
+  const char *zQuery, *zPath, *zOpts = NULL;
+  int nQuery, nPath, nOpts = 0, rc = SQLITE_OK;
   char *zErr = NULL;
   (void)idxStr;
 
@@ -326,13 +340,18 @@ static int ednqFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
   pCur->iRowBase = 0;
   /* NULL in a required argument: no rows (SPEC.md §2). */
   if (pCur->aArg[0].eType == SQLITE_NULL || pCur->aArg[1].eType == SQLITE_NULL) return SQLITE_OK;
-  /* Text is read after the copies were taken, so they keep the host's type
-  ** (a number given as db_path is echoed as a number). argv holds db_path,
-  ** query, then opts when given. */
-  rc = sqlioText(argv[1], &zQuery, &nQuery);
+  /* The texts come from the copies (terminated there); a number is read
+  ** as text from its value, after the copies were taken, so they keep the
+  ** host's type (a number given as db_path is echoed as a number). argv
+  ** holds db_path, query, then opts when given. */
+  rc = ednqArgText(pCur, 1, argv[1], &zQuery, &nQuery);
+  if (rc == SQLITE_OK) rc = ednqArgText(pCur, 0, argv[0], &zPath, &nPath);
+  if (rc == SQLITE_OK && pCur->aArg[2].eType != SQLITE_NULL) {
+    rc = ednqArgText(pCur, 2, argv[2], &zOpts, &nOpts);
+  }
   if (rc == SQLITE_OK) {
-    rc = vcallBegin(&pCur->run.call, pTab->db, argv[0], VCALL_READ, &pCur->run.opts,
-                    pCur->aArg[2].eType != SQLITE_NULL ? argv[2] : NULL, &zErr);
+    rc = vcallBeginArgs(&pCur->run.call, pTab->db, pCur->aArg[0].eType, zPath, nPath,
+                        VCALL_QUERY, &pCur->run.opts, zOpts, nOpts, &zErr);
   }
   if (rc == SQLITE_OK && pCur->run.opts.bExplain) {
     /* The plan is one document, not rows: the scalar form gives it. */

@@ -2,12 +2,29 @@
 ** sqlio.c — the SQL functions' argument text and results (see sqlio.h).
 */
 #include <stddef.h>
+#include <string.h>
 #include "sqlio.h"
 
 int sqlioText(sqlite3_value *pVal, const char **pz, int *pn) {
   *pz = (const char *)sqlite3_value_text(pVal);
   *pn = sqlite3_value_bytes(pVal);
   return *pz ? SQLITE_OK : SQLITE_NOMEM;
+}
+
+int sqlioTextIn(sqlite3_value *pVal, char *aBuf, int nBuf, const char **pz, int *pn) {
+  if (sqlite3_value_type(pVal) == SQLITE_TEXT) {
+    int n = sqlite3_value_bytes(pVal);        /* first: makes the value UTF-8 */
+    if (n < nBuf) {
+      const void *p = n > 0 ? sqlite3_value_blob(pVal) : NULL;
+      if (p == NULL && n > 0) return SQLITE_NOMEM;
+      if (n > 0) memcpy(aBuf, p, (size_t)n);
+      aBuf[n] = 0;
+      *pz = aBuf;
+      *pn = n;
+      return SQLITE_OK;
+    }
+  }
+  return sqlioText(pVal, pz, pn);
 }
 
 void sqlioError(sqlite3_context *pCtx, const char *zFunc, int rc, const char *zErr) {

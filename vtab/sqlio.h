@@ -19,6 +19,16 @@
 ** text. */
 int sqlioText(sqlite3_value *pVal, const char **pz, int *pn);
 
+/* sqlioText into the caller's buffer: TEXT of fewer than nBuf bytes is
+** copied to aBuf, NUL-terminated, and *pz points there (valid while aBuf
+** is). A host binds text with its length and no terminator, and
+** sqlite3_value_text() then copies it into a new buffer to add one (an
+** allocation per argument per call): here sqlite3_value_bytes() makes the
+** value UTF-8 (converting UTF-16 in place) and sqlite3_value_blob() reads
+** those bytes, which for TEXT converts nothing. Longer text, and other
+** types, are read by sqlioText. */
+int sqlioTextIn(sqlite3_value *pVal, char *aBuf, int nBuf, const char **pz, int *pn);
+
 /* Sets an error result "<zFunc>: <zErr>". rc SQLITE_NOMEM gives the
 ** host's out-of-memory error, SQLITE_TOOBIG its too-big error; any other
 ** code than SQLITE_ERROR is kept as the error code (interrupts, busy).

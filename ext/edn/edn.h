@@ -61,11 +61,17 @@ struct EdnValue {
 typedef struct EdnChunk EdnChunk;
 typedef struct EdnArena {
   EdnChunk *pChunk;   /* newest chunk first */
-  size_t nFree;       /* bytes left in pChunk */
-  char *pFree;        /* next free byte in pChunk */
+  size_t nFree;       /* bytes left in pChunk (or in pFixed before any chunk) */
+  char *pFree;        /* next free byte in pChunk (or pFixed) */
+  char *pFixed;       /* the owner's first buffer (ednArenaInitWith), or NULL */
+  size_t nFixed;
 } EdnArena;
 
 void ednArenaInit(EdnArena *p);
+/* An arena that allocates from pBuf (nBuf bytes, 8-aligned, owned by the
+** caller and outliving the arena) before its first chunk, and again after
+** each Reset: a small parse per call then costs no malloc. */
+void ednArenaInitWith(EdnArena *p, void *pBuf, size_t nBuf);
 void ednArenaReset(EdnArena *p);
 /* n bytes, 8-aligned, or NULL on OOM. Lives until the next Reset. */
 void *ednArenaAlloc(EdnArena *p, size_t n);

@@ -6,7 +6,8 @@
 ** sqlite3_malloc64, newest first. Allocation bumps a pointer in the newest
 ** chunk; a request that does not fit opens a new chunk (twice the previous
 ** one, from EDN_CHUNK_MIN up to EDN_CHUNK_MAX bytes), or a chunk of exactly
-** the request's size for big strings. Reset walks
+** the request's size for big strings; an arena given a buffer of its
+** owner's (ednArenaInitWith) fills that first. Reset walks
 ** the list and frees every chunk, so freeing a tree never recurses however
 ** deep the tree was (peer-fault B34).
 */
@@ -26,9 +27,15 @@ struct EdnChunk {
 #define EDN_CHUNK_MAX (1024 * 1024)
 
 void ednArenaInit(EdnArena *p) {
+  ednArenaInitWith(p, NULL, 0);
+}
+
+void ednArenaInitWith(EdnArena *p, void *pBuf, size_t nBuf) {
   p->pChunk = NULL;
-  p->nFree = 0;
-  p->pFree = NULL;
+  p->pFixed = pBuf;
+  p->nFixed = pBuf ? nBuf : 0;
+  p->pFree = p->pFixed;
+  p->nFree = p->nFixed;
 }
 
 void ednArenaReset(EdnArena *p) {
@@ -38,7 +45,7 @@ void ednArenaReset(EdnArena *p) {
     sqlite3_free(pChunk);
     pChunk = pNext;
   }
-  ednArenaInit(p);
+  ednArenaInitWith(p, p->pFixed, p->nFixed);
 }
 
 void *ednArenaAlloc(EdnArena *p, size_t n) {

@@ -65,6 +65,8 @@ typedef struct QueryOpts {
   sqlite3 *pDb;                       /* set by the caller: the connection the query is
                                       ** prepared on, whose limits (sqlite3_limit) the
                                       ** compile keeps to; NULL: SQLite's defaults */
+  sqlite3_uint64 aArenaBuf[1024];     /* the arena's first 8 KiB: a call's inputs
+                                      ** without a malloc (qOptsInit) */
 } QueryOpts;
 
 void qOptsInit(QueryOpts *p);

@@ -25,8 +25,19 @@
 ** number's exact spelling from that list. The same scan measures nesting
 ** (capped at EDN_MAX_DEPTH before cJSON recurses) and finds \u0000 escapes,
 ** which cJSON's NUL-terminated strings would silently cut.
+**
+** The common shapes take a direct scan instead (qOptsFast: a fifth of a
+** point lookup went to cJSON's tree, its allocations and the walk): an
+** object of the keys "inputs", "asOf", "since" and "history", each once, whose values are integers, true,
+** false, and strings without escapes or control characters, in arrays
+** nested at most Q_FAST_DEPTH deep. It builds the very values the full
+** path would; anything else in the text (an escape, a double, null, an
+** {"edn": ...} object, a bad keyword, an error of any kind) makes it give
+** up before it decides anything, and the full path parses the text again
+** and says what is wrong.
 */
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -60,8 +71,8 @@ static void qOptsError(QOptsCtx *c, const char *zFmt, ...) {
 }
 
 void qOptsInit(QueryOpts *p) {
-  memset(p, 0, sizeof *p);
-  ednArenaInit(&p->arena);
+  memset(p, 0, offsetof(QueryOpts, aArenaBuf));
+  ednArenaInitWith(&p->arena, p->aArenaBuf, sizeof p->aArenaBuf);
 }
 
 void qOptsReset(QueryOpts *p) {
@@ -434,6 +445,213 @@ static int qOptsSources(QOptsCtx *c, const cJSON *j) {
   return rc;
 }
 
+/* ------------------------------------------------------------ fast path */
+
+#define Q_FAST_DEPTH 8
+
+typedef struct QFast {
+  QueryOpts *p;
+  const char *z;
+  int n, i;
+} QFast;
+
+static void qfWs(QFast *f) {
+  while (f->i < f->n && (f->z[f->i] == ' ' || f->z[f->i] == '\t' || f->z[f->i] == '\n'
+                         || f->z[f->i] == '\r')) {
+    f->i++;
+  }
+}
+
+/* At a '"': the string's bytes (no escape, no control character, valid
+** UTF-8) in *pz and *pnz and f->i past its closing quote; 0 to give up. */
+static int qfString(QFast *f, const char **pz, int *pnz) {
+  const unsigned char *z = (const unsigned char *)f->z;
+  int i = f->i + 1;
+  while (i < f->n && z[i] != '"') {
+    if (z[i] < 0x20 || z[i] == '\\') return 0;
+    if (z[i] >= 0x80) {
+      int L = ednUtf8Len(z, f->n, i);
+      if (L == 0) return 0;
+      i += L;
+    } else {
+      i++;
+    }
+  }
+  if (i >= f->n) return 0;
+  *pz = f->z + f->i + 1;
+  *pnz = i - f->i - 1;
+  f->i = i + 1;
+  return 1;
+}
+
+/* An integer token as JSON spells it (no leading zero, no fraction or
+** exponent after it), in 64 bits; 0 to give up. */
+static int qfInteger(QFast *f, sqlite3_int64 *piOut) {
+  int iStart = f->i, i = f->i;
+  if (i < f->n && f->z[i] == '-') i++;
+  if (i >= f->n || f->z[i] < '0' || f->z[i] > '9') return 0;
+  if (f->z[i] == '0' && i + 1 < f->n && f->z[i + 1] >= '0' && f->z[i + 1] <= '9') return 0;
+  while (i < f->n && f->z[i] >= '0' && f->z[i] <= '9') i++;
+  if (i < f->n && (f->z[i] == '.' || f->z[i] == 'e' || f->z[i] == 'E')) return 0;
+  if (qOptsInteger(f->z + iStart, i - iStart, piOut) != 0) return 0;
+  f->i = i;
+  return 1;
+}
+
+static int qfWord(QFast *f, const char *zWord, int nWord) {
+  if (f->n - f->i < nWord || memcmp(f->z + f->i, zWord, (size_t)nWord) != 0) return 0;
+  f->i += nWord;
+  return 1;
+}
+
+/* The elements of the array at f->i (at its '['), counted without
+** building them: strings are skipped whole, nested arrays by depth. */
+static int qfCount(const QFast *f) {
+  int i = f->i + 1, depth = 0, n = 0, bAny = 0;
+  for (; i < f->n; i++) {
+    char ch = f->z[i];
+    if (ch == '"') {
+      for (i++; i < f->n && f->z[i] != '"'; i++) {
+        if (f->z[i] == '\\') return -1;
+      }
+      bAny = 1;
+    } else if (ch == '[') {
+      depth++;
+      bAny = 1;
+    } else if (ch == ']') {
+      if (depth-- == 0) return bAny ? n + 1 : 0;
+    } else if (ch == ',' && depth == 0) {
+      n++;
+    } else if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r') {
+      bAny = 1;
+    }
+  }
+  return -1;
+}
+
+/* One input value at f->i, as qOptsValue builds it; 0 to give up. */
+static int qfValue(QFast *f, int depth, EdnValue **ppOut) {
+  EdnArena *pA = &f->p->arena;
+  char ch = f->i < f->n ? f->z[f->i] : 0;
+  if (ch == '"') {
+    const char *z;
+    int nz;
+    if (!qfString(f, &z, &nz)) return 0;
+    if (nz > 0 && z[0] == ':') {
+      char zBuf[48];
+      if (ednKeywordProblem(z, nz, zBuf, (int)sizeof zBuf) != NULL) return 0;
+    }
+    *ppOut = ednNewString(pA, nz > 0 && z[0] == ':' ? EDN_KEYWORD : EDN_STRING, z, nz);
+    return *ppOut != NULL;
+  }
+  if (ch == '-' || (ch >= '0' && ch <= '9')) {
+    sqlite3_int64 v;
+    if (!qfInteger(f, &v)) return 0;
+    *ppOut = ednNewInt(pA, v);
+    return *ppOut != NULL;
+  }
+  if (ch == 't' || ch == 'f') {
+    EdnValue *pV;
+    int b = ch == 't';
+    if (!(b ? qfWord(f, "true", 4) : qfWord(f, "false", 5))) return 0;
+    pV = ednNew(pA, EDN_BOOL);
+    if (pV == NULL) return 0;
+    pV->u.b = b;
+    *ppOut = pV;
+    return 1;
+  }
+  if (ch == '[') {
+    int n = qfCount(f), k;
+    EdnValue *pV;
+    if (n < 0 || depth >= Q_FAST_DEPTH) return 0;
+    pV = ednNewColl(pA, EDN_VECTOR, n);
+    if (pV == NULL) return 0;
+    f->i++;
+    for (k = 0; k < n; k++) {
+      qfWs(f);
+      if (!qfValue(f, depth + 1, &pV->u.c.a[k])) return 0;
+      qfWs(f);
+      if (f->i >= f->n || f->z[f->i] != (k + 1 < n ? ',' : ']')) return 0;
+      f->i++;
+    }
+    if (n == 0) {
+      qfWs(f);
+      if (f->i >= f->n || f->z[f->i] != ']') return 0;
+      f->i++;
+    }
+    *ppOut = pV;
+    return 1;
+  }
+  return 0;
+}
+
+/* The common opts in one scan (see HOW IT WORKS): 1 with *p filled, 0 when
+** the full path must parse the text (*p then holds partial values; the
+** caller resets it). */
+static int qOptsFast(QueryOpts *p, const char *z, int n) {
+  QFast f;
+  int mSeen = 0;
+  f.p = p;
+  f.z = z;
+  f.n = n;
+  f.i = 0;
+  qfWs(&f);
+  if (f.i >= n || z[f.i] != '{') return 0;
+  f.i++;
+  qfWs(&f);
+  if (f.i < n && z[f.i] == '}') {
+    f.i++;
+  } else {
+    for (;;) {
+      const char *zKey;
+      int nKey, eKey;
+      if (f.i >= n || z[f.i] != '"' || !qfString(&f, &zKey, &nKey)) return 0;
+      if (nKey == 6 && memcmp(zKey, "inputs", 6) == 0) eKey = 1;
+      else if (nKey == 4 && memcmp(zKey, "asOf", 4) == 0) eKey = 2;
+      else if (nKey == 5 && memcmp(zKey, "since", 5) == 0) eKey = 4;
+      else if (nKey == 7 && memcmp(zKey, "history", 7) == 0) eKey = 8;
+      else return 0;
+      if (mSeen & eKey) return 0;
+      mSeen |= eKey;
+      qfWs(&f);
+      if (f.i >= n || z[f.i] != ':') return 0;
+      f.i++;
+      qfWs(&f);
+      if (eKey == 1) {
+        EdnValue *pIn = NULL;
+        if (f.i >= n || z[f.i] != '[' || !qfValue(&f, 1, &pIn)) return 0;
+        p->nInput = pIn->u.c.n;
+        p->aInput = ednArenaAlloc(&p->arena, sizeof(EdnValue *) * (size_t)(p->nInput + 1));
+        if (p->aInput == NULL) return 0;
+        memcpy(p->aInput, pIn->u.c.a, sizeof(EdnValue *) * (size_t)p->nInput);
+        p->aInput[p->nInput] = NULL;
+      } else if (eKey == 2) {
+        if (!qfInteger(&f, &p->iAsOf)) return 0;
+        p->bAsOf = 1;
+      } else if (eKey == 4) {
+        if (!qfInteger(&f, &p->iSince)) return 0;
+        p->bSince = 1;
+      } else {
+        if (qfWord(&f, "true", 4)) p->bHistory = 1;
+        else if (!qfWord(&f, "false", 5)) return 0;
+      }
+      qfWs(&f);
+      if (f.i < n && z[f.i] == ',') {
+        f.i++;
+        qfWs(&f);
+        continue;
+      }
+      if (f.i < n && z[f.i] == '}') {
+        f.i++;
+        break;
+      }
+      return 0;
+    }
+  }
+  qfWs(&f);
+  return f.i == n && !(p->bAsOf && p->bSince);
+}
+
 int qOptsParse(QueryOpts *p, const char *zOpts, int nOpts, char **pzErr) {
   QOptsCtx c;
   cJSON *pRoot = NULL;
@@ -447,6 +665,8 @@ int qOptsParse(QueryOpts *p, const char *zOpts, int nOpts, char **pzErr) {
   c.z = zOpts;
   c.pzErr = pzErr;
   if (zOpts == NULL || nOpts <= 0) return SQLITE_OK;
+  if (qOptsFast(p, zOpts, nOpts)) return SQLITE_OK;
+  qOptsReset(p);
 
   rc = qOptsScan(zOpts, nOpts, &c.scan);
   if (rc != SQLITE_OK) goto cleanup;

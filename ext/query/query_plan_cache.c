@@ -9,7 +9,8 @@
 ** shape of the inputs shapes the SQL, their values are only bound. A hit
 ** costs building the key (in a stack buffer when it fits) and a scan of at
 ** most Q_CACHE_MAX plans, most recently used first; the least recently used
-** plan is evicted. The cache also holds the connection's pull statements
+** plan is evicted. The most recent plan is compared first piece by piece,
+** before the query text is copied into the key and hashed. The cache also holds the connection's pull statements
 ** and a reusable result string, freed with it. Calls the compiler and
 ** SQLite only.
 */
@@ -40,6 +41,7 @@ typedef struct QCache {
   sqlite3_str *pOut;     /* reusable result string (qCacheOutBuf) */
   QStmt *pStmts;         /* statements by SQL text (qCacheStmt) */
   int nStmt;
+  void *pSpareRun;       /* a closed run's memory (qCacheSpareRun) */
 } QCache;
 
 static void qCacheFree(void *p) {
@@ -58,6 +60,7 @@ static void qCacheFree(void *p) {
     sqlite3_finalize(pS->pStmt);
     sqlite3_free(pS);
   }
+  sqlite3_free(pCache->pSpareRun);
   sqlite3_free(pCache);
 }
 
@@ -203,11 +206,23 @@ static void qCacheShapeInto(QCacheKey *pOut, const QueryOpts *pOpts, const Schem
   }
 }
 
+/* A key's hash, eight bytes a step (every call hashes its whole key, the
+** query text included); collisions only cost the memcmp that settles them. */
 static unsigned qCacheHash(const char *z, int n) {
-  unsigned h = 2166136261u;
-  int i;
-  for (i = 0; i < n; i++) h = (h ^ (unsigned char)z[i]) * 16777619u;
-  return h;
+  sqlite3_uint64 h = 0x9E3779B97F4A7C15ull ^ (sqlite3_uint64)n, w;
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    memcpy(&w, z + i, 8);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+  }
+  if (i < n) {
+    w = 0;
+    memcpy(&w, z + i, (size_t)(n - i));
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+  }
+  return (unsigned)(h ^ (h >> 29));
 }
 
 /* The connection's cache, created on first use; NULL on OOM. */
@@ -294,6 +309,11 @@ int qCacheStmt(StoreConn *pConn, const char *zSql, int nSql, sqlite3_stmt **ppSt
     if (*pzErr == NULL) rc = SQLITE_NOMEM;
   }
   return rc;
+}
+
+void **qCacheSpareRun(StoreConn *pConn) {
+  QCache *pCache = qCacheOf(pConn);
+  return pCache ? &pCache->pSpareRun : NULL;
 }
 
 /* How deep the subqueries of compiled SQL zSql nest: "(SELECT" and
@@ -397,6 +417,16 @@ int qCachePlan(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery
   qCacheKeyChar(&key, '\x1f');
   qCacheShapeInto(&key, pOpts, pSchema);
   qCacheKeyChar(&key, '\x1f');
+  if (key.bOom) { rc = SQLITE_NOMEM; goto cleanup; }
+  /* The common call repeats the last query: the head plan's key is
+  ** compared piecewise, before the query text is copied and hashed. */
+  pPlan = pCache->pHead;
+  if (pPlan && (size_t)pPlan->nKey == key.n + (size_t)nQuery && memcmp(pPlan->zKey, key.z, key.n) == 0
+      && memcmp(pPlan->zKey + key.n, zQuery, (size_t)nQuery) == 0
+      && !sqlite3_stmt_busy(pPlan->pStmt)) {
+    *ppPlan = pPlan;                /* (a busy one: the full lookup below says so) */
+    goto cleanup;
+  }
   qCacheKeyAppend(&key, zQuery, (size_t)nQuery);
   if (key.bOom || key.n > 0x7fffffff) { rc = SQLITE_NOMEM; goto cleanup; }
   h = qCacheHash(key.z, (int)key.n);

@@ -19,4 +19,9 @@ typedef struct QueryPlan QueryPlan;
 int qCachePlan(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
                const QueryOpts *pOpts, QueryPlan **ppPlan, int *pbOwn, char **pzErr);
 
+/* A slot on pConn for one closed run's memory (query_run.c reuses it: a
+** run per call would otherwise be a malloc and a free under SQLite's
+** allocator mutex). Freed with the cache by sqlite3_free; NULL on OOM. */
+void **qCacheSpareRun(StoreConn *pConn);
+
 #endif /* MENTAT_QUERY_PLAN_CACHE_H */

@@ -240,27 +240,80 @@ static int qRunPatterns(QueryRun *pRun, const QueryOpts *pOpts, char **pzErr) {
   return rc;
 }
 
-int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
-             const QueryOpts *pOpts, QueryRun **ppRun, char **pzErr) {
-  QueryRun *pRun = NULL;
+/* Plans the run's query for pSchema (from the connection's cache, or
+** compiled), binds its inputs and checks the pull patterns among them:
+** pPlan, pStmt and pSchema (referenced) set, also on failure, for
+** qRunUnplan. */
+static int qRunPlan(QueryRun *pRun, Schema *pSchema, char **pzErr) {
   QueryPlan *pPlan = NULL;
-  int rc, bOwn = 0;
-
-  *ppRun = NULL;
-  rc = qCachePlan(pConn, pSchema, zQuery, nQuery, pOpts, &pPlan, &bOwn, pzErr);
+  int bOwn = 0, rc;
+  rc = qCachePlan(pRun->pConn, pSchema, pRun->zQuery, pRun->nQuery, pRun->pOpts, &pPlan, &bOwn,
+                  pzErr);
   if (rc != SQLITE_OK) return rc;
-  pRun = sqlite3_malloc64(sizeof(QueryRun));
-  if (pRun == NULL) {
-    if (bOwn) qPlanFree(pPlan);
-    return SQLITE_NOMEM;
-  }
-  memset(pRun, 0, sizeof *pRun);
-  pRun->pConn = pConn;
   pRun->pSchema = pSchema;
   schemaRef(pSchema);
   pRun->pPlan = pPlan;
   pRun->bOwnPlan = bOwn;
   pRun->pStmt = pPlan->pStmt;
+  sqlite3_reset(pRun->pStmt);
+  rc = qPlanBind(pPlan, pRun->pStmt, pSchema, pRun->pOpts, pzErr);
+  if (rc == SQLITE_OK) rc = qRunPatterns(pRun, pRun->pOpts, pzErr);
+  return rc;
+}
+
+/* Undoes qRunPlan: the statement reset (so it holds no snapshot) and its
+** bindings cleared (they point into the opts), an own plan freed. */
+static void qRunUnplan(QueryRun *p) {
+  sqlite3_free(p->apPat);
+  p->apPat = NULL;
+  if (p->pStmt) {
+    sqlite3_reset(p->pStmt);
+    sqlite3_clear_bindings(p->pStmt);
+  }
+  p->pStmt = NULL;
+  if (p->bOwnPlan) qPlanFree(p->pPlan);
+  p->pPlan = NULL;
+  p->bOwnPlan = 0;
+  schemaUnref(p->pSchema);
+  p->pSchema = NULL;
+}
+
+/* The snapshot changed under a run on a storeReaderLazy connection (see
+** store.h): the connection gets one read transaction and the schema
+** current for it, and the run is planned again with that schema. Any
+** message in *pzErr (the first plan's error) is dropped first. */
+static int qRunReplan(QueryRun *p, char **pzErr) {
+  Schema *pNew = NULL;
+  int rc;
+  qRunUnplan(p);
+  sqlite3_free(*pzErr);
+  *pzErr = NULL;
+  rc = storeReaderRecheck(p->pConn->pStore, p->pConn, &pNew, pzErr);
+  if (rc == SQLITE_OK) rc = qRunPlan(p, pNew, pzErr);
+  schemaUnref(pNew);
+  return rc;
+}
+
+int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
+             const QueryOpts *pOpts, QueryRun **ppRun, char **pzErr) {
+  QueryRun *pRun = NULL;
+  void **ppSpare;
+  int rc;
+
+  *ppRun = NULL;
+  ppSpare = qCacheSpareRun(pConn);
+  if (ppSpare && *ppSpare) {
+    pRun = *ppSpare;
+    *ppSpare = NULL;
+  } else {
+    pRun = sqlite3_malloc64(sizeof(QueryRun));
+  }
+  if (pRun == NULL) return SQLITE_NOMEM;
+  memset(pRun, 0, sizeof *pRun);
+  pRun->pConn = pConn;
+  pRun->zQuery = zQuery;
+  pRun->nQuery = nQuery;
+  pRun->pOpts = pOpts;
   if (pOpts && (pOpts->bAsOf || pOpts->bSince)) {
     const EdnValue *pInst = pOpts->bAsOf ? pOpts->pAsOfInst : pOpts->pSinceInst;
     pRun->bTime = 1;
@@ -273,9 +326,14 @@ int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
       pRun->timeInst = *pInst;
     }
   }
-  sqlite3_reset(pRun->pStmt);
-  rc = qPlanBind(pRun->pPlan, pRun->pStmt, pSchema, pOpts, pzErr);
-  if (rc == SQLITE_OK) rc = qRunPatterns(pRun, pOpts, pzErr);
+  rc = qRunPlan(pRun, pSchema, pzErr);
+  /* On an unchecked connection the schema may be older than the file: an
+  ** attribute another process has just made would read as unknown. So a
+  ** plan that fails there is made again after the check. */
+  if (rc != SQLITE_OK && rc != SQLITE_NOMEM && storeReaderIsLazy(pConn)) {
+    rc = qRunReplan(pRun, pzErr);
+  }
+  pRun->bCheck = storeReaderIsLazy(pConn);
   if (rc != SQLITE_OK) {
     qRunClose(pRun);
     pRun = NULL;
@@ -284,12 +342,27 @@ int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
   return rc;
 }
 
+/* After the first step of a run on a storeReaderLazy connection: a step
+** that read a newer state than the run's schema was checked at is undone,
+** and the run planned again and stepped in one checked read transaction. */
+static int qRunFirstCheck(QueryRun *p, int rc, char **pzErr) {
+  int bStale = 0, rc2;
+  p->bCheck = 0;
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return rc;
+  rc2 = storeReaderCheck(p->pConn->pStore, p->pConn, &bStale);
+  if (rc2 != SQLITE_OK) return rc2;
+  if (!bStale) return rc;
+  rc2 = qRunReplan(p, pzErr);
+  return rc2 != SQLITE_OK ? rc2 : sqlite3_step(p->pStmt);
+}
+
 int qRunStep(QueryRun *p, char **pzErr) {
   int rc;
   if (p->pSpillDb) rc = qSpillStep(p);
   /* A failed qSpillRest left the store statement reset: never re-run it. */
   else if (p->rcSpill != SQLITE_OK) rc = SQLITE_DONE;
   else rc = sqlite3_step(p->pStmt);
+  if (p->bCheck) rc = qRunFirstCheck(p, rc, pzErr);
   if (rc == SQLITE_DONE && p->rcSpill != SQLITE_OK) {
     /* The store statement failed after the rows set aside: as it would
     ** have when streamed, the error comes after them. */
@@ -490,15 +563,16 @@ const char *qRunErrMsg(const QueryRun *p) {
 }
 
 void qRunClose(QueryRun *p) {
+  void **ppSpare;
   if (p == NULL) return;
   sqlite3_free(p->zErr);
   qSpillClose(p);
-  sqlite3_free(p->apPat);
-  if (p->pStmt) {
-    sqlite3_reset(p->pStmt);
-    sqlite3_clear_bindings(p->pStmt);
+  qRunUnplan(p);
+  /* Kept for the connection's next run (still checked out by our caller). */
+  ppSpare = qCacheSpareRun(p->pConn);
+  if (ppSpare && *ppSpare == NULL) {
+    *ppSpare = p;
+  } else {
+    sqlite3_free(p);
   }
-  if (p->bOwnPlan) qPlanFree(p->pPlan);
-  schemaUnref(p->pSchema);
-  sqlite3_free(p);
 }

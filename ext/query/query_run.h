@@ -32,6 +32,12 @@ struct QueryRun {
   char *zSpillErr;
   sqlite3_int64 nSpilled;   /* rows in the spill table (rowids 1..nSpilled) */
   sqlite3_int64 nSpillRead; /* of them, rows pStmt has returned */
+  /* The query and its inputs (they outlive the run), to plan it again when
+  ** the snapshot its first step read is newer than its schema. */
+  const char *zQuery;
+  int nQuery;
+  const QueryOpts *pOpts;
+  int bCheck;            /* the first step is still to be checked (storeReaderCheck) */
 };
 
 /* A column's tag when nothing says which: its value goes out as it is. */

@@ -77,6 +77,27 @@ const char *storePath(const Store *p);
 int storeReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr);
 void storeReaderDone(Store *p, StoreConn *pConn);
 
+/* storeReader for a caller whose first statement can start over (the edn_q
+** forms): a pooled reader whose last check saw the file's current data
+** version is handed out in autocommit, without BEGIN, `PRAGMA
+** data_version` and the COMMIT after (three statement executions, a
+** tenth of a point lookup), with the published schema. The caller's first
+** statement then opens the read snapshot, and right after its first step
+** the caller asks storeReaderCheck whether that snapshot is the state the
+** schema was checked at (SQLITE_FCNTL_DATA_VERSION, no statement). If not
+** (*pbStale), it resets its statements and calls storeReaderRecheck, which
+** does what storeReader does (one read transaction, the schema made
+** current for it) and gives the schema for that snapshot, and the caller
+** plans and runs again. Statements run before that first step (lookups
+** while binding) are covered too: nothing committed between the last
+** check and the first step's snapshot. Anything else is as storeReader. */
+int storeReaderLazy(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr);
+int storeReaderCheck(Store *p, StoreConn *pConn, int *pbStale);
+/* *ppSchema: a new reference, the caller's (the old one is not touched). */
+int storeReaderRecheck(Store *p, StoreConn *pConn, Schema **ppSchema, char **pzErr);
+/* True while pConn came from storeReaderLazy and has not been checked. */
+int storeReaderIsLazy(const StoreConn *pConn);
+
 /* storeReader hands the connection back INSIDE an open read transaction
 ** (BEGIN + the data_version check), so everything the caller runs on it
 ** shares one snapshot and one WAL read lock. Resetting a statement

@@ -62,6 +62,10 @@ typedef struct StoreConnImpl {
                                 ** that joins a group (store_writer.c), prepared at first use */
   sqlite3_int64 iMmap;          /* mmap_size storeConfigure set; 0 = none */
   unsigned mChanged;            /* reader: bit k = a foreign commit seen k checkouts ago */
+  unsigned iFileVersion;        /* reader: SQLITE_FCNTL_DATA_VERSION at its last full check */
+  int bFileVersion;             /* reader: iFileVersion holds one (storeReaderLazy may skip) */
+  int bLazy;                    /* reader: handed out by storeReaderLazy without a check */
+  int bDiscard;                 /* reader: a recheck failed; not pooled again */
   int bMmapOff;                 /* reader: mmap switched off (store_reader.c) */
 } StoreConnImpl;
 

@@ -45,6 +45,11 @@ static int storeReaderBegin(Store *p, StoreConn *pConn, Schema **ppOwn, char **p
   }
   rc = storeRevalidate(p, pConn, 0, ppOwn, pzErr);
   pImpl->mChanged = (pImpl->mChanged << 1) | (iSeen >= 0 && pConn->iDataVersion != iSeen);
+  /* The version this check stands for, for storeReaderLazy; none when the
+  ** call got a schema of its own (the next one checks again). */
+  pImpl->bFileVersion = rc == SQLITE_OK && *ppOwn == NULL
+      && sqlite3_file_control(pConn->db, "main", SQLITE_FCNTL_DATA_VERSION,
+                              &pImpl->iFileVersion) == SQLITE_OK;
   return rc;
 }
 
@@ -127,9 +132,13 @@ static void storeReaderGone(Store *p) {
   pthread_mutex_unlock(&p->mutex);
 }
 
-int storeReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
+static void storeReaderEnd(StoreConn *pConn);
+
+/* storeReader, and with bLazy storeReaderLazy. */
+static int storeReaderOpen(Store *p, int bLazy, StoreConn **ppConn, Schema **ppSchema,
+                           char **pzErr) {
   StoreConn *pConn = NULL;
-  Schema *pOwn = NULL;
+  Schema *pOwn = NULL, *pLazy = NULL;
   int rc = SQLITE_OK;
 
   if (p->pHost) return storeHostReader(p, ppConn, ppSchema, pzErr);
@@ -151,11 +160,23 @@ int storeReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
     if (pConn) {
       p->pIdle = pConn->pNext;
       p->nIdle--;
+      /* Lazy: the published schema is taken under this same lock. */
+      if (bLazy && ((StoreConnImpl *)pConn)->bFileVersion && sqlite3_get_autocommit(pConn->db)) {
+        ((StoreConnImpl *)pConn)->bLazy = 1;
+        pLazy = p->pSchema;
+        schemaRef(pLazy);
+      }
     } else if (p->nFdsPending > 0) {
       p->nFdsPending--;           /* the open below reuses a kept descriptor */
     }
     p->nOut++;
     pthread_mutex_unlock(&p->mutex);
+    if (pLazy) {
+      pConn->pNext = NULL;
+      *ppSchema = pLazy;
+      *ppConn = pConn;
+      return SQLITE_OK;
+    }
     if (pConn == NULL) {
       rc = storeConnOpen(p, 0, &pConn, pzErr);
       if (rc != SQLITE_OK) {
@@ -182,6 +203,59 @@ int storeReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
     pthread_mutex_unlock(&p->mutex);
   }
   *ppConn = pConn;
+  return SQLITE_OK;
+}
+
+int storeReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
+  return storeReaderOpen(p, 0, ppConn, ppSchema, pzErr);
+}
+
+int storeReaderLazy(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
+  return storeReaderOpen(p, 1, ppConn, ppSchema, pzErr);
+}
+
+int storeReaderIsLazy(const StoreConn *pConn) {
+  return pConn && ((const StoreConnImpl *)pConn)->bLazy;
+}
+
+int storeReaderCheck(Store *p, StoreConn *pConn, int *pbStale) {
+  StoreConnImpl *pImpl = (StoreConnImpl *)pConn;
+  unsigned v = 0;
+  (void)p;
+  *pbStale = 0;
+  if (pConn == NULL || !pImpl->bLazy) return SQLITE_OK;
+  pImpl->bLazy = 0;
+  if (sqlite3_file_control(pConn->db, "main", SQLITE_FCNTL_DATA_VERSION, &v) != SQLITE_OK
+      || v != pImpl->iFileVersion) {
+    *pbStale = 1;
+  } else {
+    pImpl->mChanged <<= 1;        /* a checkout that saw no commit (mmap policy) */
+  }
+  return SQLITE_OK;
+}
+
+int storeReaderRecheck(Store *p, StoreConn *pConn, Schema **ppSchema, char **pzErr) {
+  StoreConnImpl *pImpl = (StoreConnImpl *)pConn;
+  Schema *pOwn = NULL;
+  int rc;
+  *ppSchema = NULL;
+  pImpl->bLazy = 0;
+  /* The caller reset its statements: nothing holds a snapshot now. */
+  if (!sqlite3_get_autocommit(pConn->db)) storeReaderEnd(pConn);
+  rc = storeReaderBegin(p, pConn, &pOwn, pzErr);
+  if (rc != SQLITE_OK) {
+    pImpl->bDiscard = 1;          /* may be broken: closed when handed back */
+    return rc;
+  }
+  if (pOwn) {
+    *ppSchema = pOwn;
+    storeWriterRecheck(p);
+  } else {
+    pthread_mutex_lock(&p->mutex);
+    *ppSchema = p->pSchema;
+    schemaRef(p->pSchema);
+    pthread_mutex_unlock(&p->mutex);
+  }
   return SQLITE_OK;
 }
 
@@ -237,9 +311,10 @@ void storeReaderDone(Store *p, StoreConn *pConn) {
   if (pConn == NULL || p->bMemory) return;
   nMax = configIdleReaders();
   storeReaderEnd(pConn);
+  ((StoreConnImpl *)pConn)->bLazy = 0;
   if (sqlite3_get_autocommit(pConn->db)) storeReaderMmapPolicy((StoreConnImpl *)pConn);
   pthread_mutex_lock(&p->mutex);
-  bKeep = p->nIdle < nMax;
+  bKeep = p->nIdle < nMax && !((StoreConnImpl *)pConn)->bDiscard;
   if (bKeep) {
     pConn->pNext = p->pIdle;
     p->pIdle = pConn;
