@@ -269,10 +269,10 @@ int qcfGetElse(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) 
     char *zTag;
     if (vtD == VT_NONE && zTagD) {
       zTag = sqlite3_mprintf("(CASE WHEN (%s) IS NULL THEN %s ELSE %d END)", zSub, zTagD,
-                             vtTag(pA->type));
+                             vtOutTag(pA->type));
     } else {
       zTag = sqlite3_mprintf("(CASE WHEN (%s) IS NULL THEN %d ELSE %d END)", zSub,
-                             vtD == QVT_JSON ? TAG_JSON : vtTag(vtD), vtTag(pA->type));
+                             vtD == QVT_JSON ? TAG_JSON : vtTag(vtD), vtOutTag(pA->type));
     }
     if (zTag == NULL) qcNoMem(pC);
     else qcfBindResult(pX, pCl, sqlite3_mprintf("COALESCE((%s), %s)", zSub, zD), VT_NONE, zTag);
@@ -316,7 +316,7 @@ int qcfGetSome(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) 
     if (zHas && zOne) {
       sqlite3_str_appendf(pA, " WHEN EXISTS (%s) THEN %lld", zHas, pAt->e);
       sqlite3_str_appendf(pV, " WHEN EXISTS (%s) THEN (%s LIMIT 1)", zHas, zOne);
-      sqlite3_str_appendf(pT, " WHEN EXISTS (%s) THEN %d", zHas, vtTag(pAt->type));
+      sqlite3_str_appendf(pT, " WHEN EXISTS (%s) THEN %d", zHas, vtOutTag(pAt->type));
     }
     sqlite3_free(zHas);
     sqlite3_free(zOne);
@@ -359,22 +359,25 @@ int qcfGetSome(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) 
 int qcfUntuple(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
   QComp *pC = pX->pC;
   ValueType vt;
-  char *zT;
+  char *zT, *zTag = NULL;
   (void)pFn;
   (void)pOut;
   if (pCl->nArg != 1) return qcErr(pC, pCl->pForm, "untuple takes 1 argument(s), got %d", pCl->nArg);
   if (pCl->bind.kind != QB_TUPLE) {
     return qcErr(pC, pCl->pForm, "bad binding form for untuple: bind a tuple [?a ?b ...]");
   }
-  zT = qcTermExpr(pX, pCl->aArg[0], &vt, NULL, "function");
+  zT = qcTermExpr(pX, pCl->aArg[0], &vt, &zTag, "function");
   if (zT == NULL) return pC->rc;
-  if (vt == VT_TUPLE) {
+  if (vt == VT_TUPLE || (vt == VT_NONE && zTag)) {
     /* a stored tuple: its elements as the JSON array untuple reads */
-    char *zJ = sqlite3_mprintf("mentat_json(%s, %d)", zT, TAG_TUPLE);
+    char *zJ = vt == VT_TUPLE ? sqlite3_mprintf("mentat_json(%s, %d)", zT, TAG_TUPLE)
+        : sqlite3_mprintf("(CASE WHEN %s = %d THEN mentat_json(%s, %d) ELSE %s END)", zTag,
+                          TAG_TUPLE, zT, TAG_TUPLE, zT);
     sqlite3_free(zT);
-    if (zJ == NULL) return qcNoMem(pC);
+    if (zJ == NULL) { sqlite3_free(zTag); return qcNoMem(pC); }
     zT = zJ;
   }
+  sqlite3_free(zTag);
   return qcfBindResult(pX, pCl, zT, QVT_JSON, NULL);
 }
 

@@ -265,7 +265,7 @@ void qcmOrigins(QCtx *pX, const QClause *pCl, const unsigned char *abBound,
       if (pV->nParam > 0) vt = pV->vt;   /* an input not yet typed by a place */
     } else {
       zE = qcxConst(pX, pA, &vt);
-      if (zE) zTag = sqlite3_mprintf("%d", vtTag(vt));
+      if (zE) zTag = sqlite3_mprintf("%d", vtOutTag(vt));
     }
     if (zE == NULL || zTag == NULL) {
       qcNoMem(pC);
@@ -465,7 +465,7 @@ static void qcmJoinAnswers(QCtx *pX, const QClause *pCl, const char *zAlias,
         /* an entity id is a long */
         qcWhere(pX, sqlite3_mprintf("%s.t%d IN (%d, %d)", zAlias, i, TAG_REF, TAG_NUMBER));
       } else if (!abAmb[i] && pV->nParam == 0 && pV->vt != VT_NONE && pV->vt != QVT_JSON) {
-        qcWhere(pX, sqlite3_mprintf("%s.t%d = %d", zAlias, i, vtTag(pV->vt)));
+        qcWhere(pX, sqlite3_mprintf("%s.t%d = %d", zAlias, i, vtOutTag(pV->vt)));
       } else if (!abAmb[i] && pV->zTag) {
         qcWhere(pX, sqlite3_mprintf("%s.t%d = %s", zAlias, i, pV->zTag));
       }

@@ -109,7 +109,7 @@ char *qcVarTag(const QVar *pV) {
   if (pV->zTag) return sqlite3_mprintf("%s", pV->zTag);
   if (pV->vt == QVT_JSON) return sqlite3_mprintf("%d", TAG_JSON);
   if (pV->vt == VT_NONE) return sqlite3_mprintf("NULL");
-  return sqlite3_mprintf("%d", vtTag(pV->vt));
+  return sqlite3_mprintf("%d", vtOutTag(pV->vt));
 }
 
 char *qcSetTag(const char *zTag) {
@@ -141,7 +141,7 @@ char *qcTagIs(const char *zTag, ValueType vt) {
   if (vt == VT_LONG || vt == VT_REF) {
     return sqlite3_mprintf("%s IN (%d, %d)", zTag, TAG_REF, TAG_NUMBER);
   }
-  return sqlite3_mprintf("%s = %d", zTag, vtTag(vt));
+  return sqlite3_mprintf("%s = %d", zTag, vtOutTag(vt));
 }
 
 char *qcTagsMatch(const char *zTagA, const char *zTagB) {
