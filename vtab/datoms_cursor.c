@@ -129,8 +129,13 @@ void dcurIdentResult(DCursor *p, int iCol, sqlite3_context *pCtx) {
 }
 
 void dcurValueResult(DCursor *p, sqlite3_context *pCtx) {
-  valueResultFromStored(pCtx, sqlite3_column_value(p->pStmt, DCUR_COL_V),
-                        sqlite3_column_int(p->pStmt, DCUR_COL_TAG));
+  int tag = sqlite3_column_int(p->pStmt, DCUR_COL_TAG);
+  if (tag == TAG_BYTES) {
+    /* a tuple attribute's values are stored as bytes: its JSON array */
+    const Attr *pA = schemaAttr(p->call.pSchema, sqlite3_column_int64(p->pStmt, DCUR_COL_A));
+    if (pA && pA->type == VT_TUPLE) tag = TAG_TUPLE;
+  }
+  valueResultFromStored(pCtx, sqlite3_column_value(p->pStmt, DCUR_COL_V), tag);
 }
 
 /* The EDN text of {"edn": "..."} in z[0..n), or NULL when it is not one. */

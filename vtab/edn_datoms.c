@@ -352,7 +352,12 @@ static int eddValue(DCursor *pCur, EddCall *p, int iComp, char **pzErr) {
   }
   rc = eddForm(p, p->apComp[iComp], iComp, &pV, pzErr);
   if (rc != SQLITE_OK) return rc;
-  rc = valueFromEdn(pV, pA->type, &p->v, &zErr);
+  if (pA->type == VT_TUPLE) {
+    const EdnValue *pAt = NULL;
+    rc = valueTupleFromEdn(pV, &pA->tuple, &p->arena, &p->v, &zErr, &pAt);
+  } else {
+    rc = valueFromEdn(pV, pA->type, &p->v, &zErr);
+  }
   if (rc == SQLITE_ERROR) rc = eddErr(pzErr, "%s: %s", zW, zErr);
   sqlite3_free(zErr);
   return rc;
@@ -374,7 +379,9 @@ static int eddLookup(DCursor *pCur, EddCall *p, const Attr *pA, const EdnValue *
     tv.i = schemaEntid(pCur->call.pSchema, pVal->u.s.z, pVal->u.s.n);
     if (tv.i == 0) return SQLITE_OK;
   } else {
-    rc = valueFromEdn(pVal, pA->type, &tv, &zErr);
+    const EdnValue *pAt = NULL;
+    rc = pA->type == VT_TUPLE ? valueTupleFromEdn(pVal, &pA->tuple, &p->arena, &tv, &zErr, &pAt)
+                              : valueFromEdn(pVal, pA->type, &tv, &zErr);
     sqlite3_free(zErr);
     if (rc != SQLITE_OK) return rc == SQLITE_NOMEM ? rc : SQLITE_OK;
   }
