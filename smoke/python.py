@@ -155,6 +155,10 @@ def raw_index(con, db, ann):
                         "ORDER BY d.v, d.e").fetchall()
     got = host.execute("SELECT e, v FROM edn_datoms(':main', ':aevt', ':p/age') ORDER BY v").fetchall()
     check('edn_datoms on a host store', (got, len(got)), (want, 2))
+    want = host.execute('SELECT tx, e, added FROM timelined_transactions WHERE timeline = 0 AND tx >= 268435457 '
+                        'ORDER BY tx, rowid').fetchall()
+    got = host.execute("SELECT tx, e, added FROM edn_log(':main', 268435457)").fetchall()
+    check('edn_log on a host store = SQL on its log', (got, len({t for t, _, _ in got})), (want, 2))
     host.close()
 
 

@@ -1380,7 +1380,8 @@ START_TEST(test_tune_indexes_and_stats) {
   ck_assert_str_eq(qText(db, "SELECT group_concat(x, ';') FROM (SELECT name || '|' || a || '|' || kind AS x"
                              " FROM mentat_managed_indexes ORDER BY name)"),
                    "idx_mentat_avet_65536|65536|adaptive;idx_mentat_datoms_atx|0|store;"
-                   "idx_mentat_log_avet_65536|65536|adaptive;idx_mentat_log_avet_65537|65537|adaptive");
+                   "idx_mentat_log_avet_65536|65536|adaptive;idx_mentat_log_avet_65537|65537|adaptive;"
+                   "idx_mentat_log_tx|0|store");
   ck_assert_str_eq(qText(db, "SELECT sql FROM sqlite_master WHERE name = 'idx_mentat_avet_65536'"),
                    "CREATE INDEX idx_mentat_avet_65536 ON datoms (a, v, e) WHERE a = 65536");
   /* log value indexes for the indexed and the unique attribute, not :k/n */
@@ -1443,7 +1444,7 @@ START_TEST(test_tune_indexes_and_stats) {
   writeRaw(p, "DELETE FROM schema WHERE e = 65536 AND a = 11", 1);
   ck_assert_int_eq(qInt(db, "SELECT count(*) FROM sqlite_master WHERE name = 'idx_mentat_avet_65536'"), 0);
   ck_assert_str_eq(qText(db, "SELECT group_concat(name, ';') FROM (SELECT name FROM mentat_managed_indexes"
-                             " ORDER BY name)"), "idx_mentat_datoms_atx;idx_mentat_log_avet_65537");
+                             " ORDER BY name)"), "idx_mentat_datoms_atx;idx_mentat_log_avet_65537;idx_mentat_log_tx");
   ck_assert_int_eq(storeReader(p, &pC, &pR, &zErr), SQLITE_OK);
   ck_assert_int_eq(schemaAttr(pR, 65536)->bValueIndex, 0);
   storeReaderDone(p, pC);

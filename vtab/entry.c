@@ -6,9 +6,9 @@
 **   >>> con.load_extension("./libmentat_sqlite")
 **
 ** Takes a host connection; gives it edn_t, edn_q (scalar and table),
-** edn_pull, edn_datoms, mentat_version and the edn_view module, and sets
-** the hook every new store connection runs. Calls the SQL objects' files,
-** the query stage's store functions and the store cache.
+** edn_pull, edn_datoms, edn_log, mentat_version and the edn_view module,
+** and sets the hook every new store connection runs. Calls the SQL objects'
+** files, the query stage's store functions and the store cache.
 **
 ** SQLite derives the entry point from the file name ("libmentat_sqlite" →
 ** sqlite3_mentatsqlite_init). It is the only symbol the library exports
@@ -155,6 +155,7 @@ int mentatRegister(sqlite3 *db, char **pzErr) {
     rc = ednqTableRegister(db, mentatHostGone);
   }
   if (rc == SQLITE_OK) rc = ednDatomsRegister(db);
+  if (rc == SQLITE_OK) rc = ednLogRegister(db);
   /* Host stores run the query layer's SQL on the host connection itself,
   ** so its helper functions are registered there too, now, before any of
   ** our statements runs there (a function created later must not replace

@@ -33,6 +33,10 @@
 **                           idx_mentat_log_avet is dropped;
 **     idx_mentat_datoms_atx datoms (a, tx, e) — `since` patterns read only
 **                           the datoms of an attribute newer than T;
+**     idx_mentat_log_tx     timelined_transactions (tx) WHERE timeline IS 0
+**                           — edn_log's tx ranges (Datomic's tx-range) read
+**                           only their transactions; tx ids only grow, so
+**                           it is appended to at its end;
 **     idx_mentat_avet_<a>   datoms (a, v, e) WHERE a = <a>, for each
 **                           :db/index attribute the format's own
 **                           idx_auto_avet_<a> does not cover (not unique,
@@ -88,6 +92,8 @@
 static const char *const azStoreIdx[][2] = {
   { "idx_mentat_datoms_atx",
     "CREATE INDEX IF NOT EXISTS idx_mentat_datoms_atx ON datoms (a, tx, e)" },
+  { "idx_mentat_log_tx",
+    "CREATE INDEX IF NOT EXISTS idx_mentat_log_tx ON timelined_transactions (tx) WHERE timeline IS 0" },
 };
 #define STORE_N_IDX ((int)(sizeof azStoreIdx / sizeof azStoreIdx[0]))
 
@@ -103,7 +109,7 @@ static const char *const azAFirstPartial[] = {
 };
 /* Whole-table indexes not led by `a`: only the row count is fixed. */
 static const char *const azWhole[] = {
-  "idx_datoms_eavt", "idx_timelined_transactions_timeline", NULL
+  "idx_datoms_eavt", "idx_timelined_transactions_timeline", "idx_mentat_log_tx", NULL
 };
 
 static int storeInList(const char *z, const char *const *az) {
