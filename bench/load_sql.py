@@ -14,6 +14,15 @@ SQLite's own insert rate on this store, not Python's. The connection matches our
 bulk transactions: synchronous=FULL, 64 MiB page cache, SQLite's default autocheckpoint.
 Writes OUTDIR/load-sql-SCALE.json. Checked: the store's log holds exactly the datoms of ours'
 initial load (results-SCALE.json's load_datoms), a second count of the same data.
+
+It also measures the format's floor (issue 20): the same datoms and log rows as ours' initial
+load (read from ours' log: every row after the schema tx up to t_mid) copied by
+`INSERT ... SELECT` into a fresh store with the format's DDL (made by the schema tx through
+edn_t, so it has the `idx_auto_avet_<a>` indexes and none of the extension's managed ones), in
+one transaction, synchronous=FULL and the 64 MiB cache of our bulk writer: SQLite's own rate
+for these rows, which no loader on this format beats. FLOOR_REPS copies (default 3; 1 at m),
+the median reported as `floor_datoms_per_s` beside ours (`ours_datoms_per_s`) and their ratio.
+`--floor-only` skips the hand-written load (scale m, where it takes minutes).
 """
 import calendar
 import json
@@ -71,12 +80,68 @@ def transact(raw, n_issues, rows, a_inst):
     return len(d)
 
 
+def floor(ext, P, data, out, scale):
+    """One copy of ours' initial load into a fresh store by INSERT ... SELECT; datoms/s."""
+    db = os.path.join(out, 'store-%s-floor.db' % scale)
+    remove_db(db)
+    con = connect(ext)
+    con.execute('SELECT edn_t(?, ?)', (db, open(os.path.join(data, 'schema.edn')).read())).fetchone()
+    con.close()
+    st = json.load(open(P['state']))
+    raw = sqlite3.connect(db, isolation_level=None)
+    raw.execute('PRAGMA synchronous=FULL')
+    raw.execute('PRAGMA cache_size=-65536')
+    raw.execute('ATTACH ? AS src', (P['db'],))
+    # ours' schema tx: the first after the bootstrap one
+    t_schema = raw.execute('SELECT min(tx) FROM src.timelined_transactions WHERE tx > '
+                           '(SELECT min(tx) FROM src.timelined_transactions)').fetchone()[0]
+    raw.execute('CREATE TEMP TABLE flags AS SELECT DISTINCT a, index_avet, index_vaet, index_fulltext, '
+                'unique_value FROM src.datoms')
+    os.sync()
+    t0 = time.perf_counter()
+    raw.execute('BEGIN IMMEDIATE')
+    raw.execute('INSERT INTO datoms (e, a, v, tx, value_type_tag, index_avet, index_vaet, index_fulltext, '
+                'unique_value) SELECT t.e, t.a, t.v, t.tx, t.value_type_tag, f.index_avet, f.index_vaet, '
+                'f.index_fulltext, f.unique_value FROM src.timelined_transactions t JOIN flags f ON f.a = t.a '
+                'WHERE t.tx > ? AND t.tx <= ? AND t.added = 1 ORDER BY t.rowid', (t_schema, st['t_mid']))
+    n = raw.execute('SELECT changes()').fetchone()[0]
+    raw.execute('INSERT INTO timelined_transactions (e, a, v, tx, added, value_type_tag, timeline) '
+                'SELECT e, a, v, tx, added, value_type_tag, timeline FROM src.timelined_transactions '
+                'WHERE tx > ? AND tx <= ? ORDER BY rowid', (t_schema, st['t_mid']))
+    raw.execute('COMMIT')
+    el = time.perf_counter() - t0
+    raw.close()
+    remove_db(db)
+    return n, el
+
+
 def main():
     ext, scale, out = sys.argv[1], sys.argv[2], sys.argv[3]
     P = paths(out, scale)
+    data = P['data']
+    ours = read_result(P['results'])
+    reps = int(os.environ.get('FLOOR_REPS', '1' if scale == 'm' else '3'))
+    runs = [floor(ext, P, data, out, scale) for _ in range(reps)]
+    n_floor = runs[0][0]
+    rates = sorted(n / el for n, el in runs)
+    res_floor = {'floor_datoms': n_floor, 'floor_runs_datoms_per_s': rates,
+                 'floor_datoms_per_s': rates[len(rates) // 2]}
+    if ours:
+        res_floor['ours_datoms_per_s'] = ours['bulk_datoms_per_s']
+        res_floor['ours_vs_floor'] = ours['bulk_datoms_per_s'] / res_floor['floor_datoms_per_s']
+        res_floor['floor_check'] = ('ok' if n_floor == ours['load_datoms'] else
+                                    'the floor copied %d datoms, ours loaded %d' % (n_floor, ours['load_datoms']))
+    print('bulk_load, the format\'s floor (INSERT ... SELECT of the same %d rows into a fresh store, median of '
+          '%d): %.0f datoms/s; ours %s datoms/s, ours/floor %s' % (
+              n_floor, reps, res_floor['floor_datoms_per_s'],
+              '%.0f' % ours['bulk_datoms_per_s'] if ours else '?',
+              '%.2f' % res_floor['ours_vs_floor'] if ours else '?'), flush=True)
+    if '--floor-only' in sys.argv:
+        res_floor.update({'scale': scale, 'check': res_floor.get('floor_check', 'ok')})
+        write_json(os.path.join(out, 'load-sql-%s.json' % scale), res_floor)
+        return 0 if res_floor['check'] == 'ok' else 1
     db = os.path.join(out, 'store-%s-sql.db' % scale)
     remove_db(db)
-    data = P['data']
     loads = sorted(f for f in os.listdir(data) if f.startswith('load-'))
     texts = [open(os.path.join(data, f)).read() for f in loads]
     con = connect(ext)
@@ -100,11 +165,13 @@ def main():
     raw.close()
     con.close()
     remove_db(db)
-    ours = read_result(P['results'])
     expect = ours['load_datoms'] if ours else None
     res = {'scale': scale, 'issue_datoms': n, 'issue_seconds': t_issues, 'datoms_per_s': n / t_issues,
            'entity_seconds': t_entities, 'log_datoms': n_log, 'ours_load_datoms': expect,
            'check': 'ok' if n_log == expect else 'the log holds %d datoms, ours loaded %s' % (n_log, expect)}
+    res.update(res_floor)
+    if res['check'] == 'ok' and res_floor.get('floor_check', 'ok') != 'ok':
+        res['check'] = res_floor['floor_check']
     print('bulk_load, hand-written SQL: %d issue datoms in %.1f s = %.0f datoms/s (users and labels '
           'through edn_t, %.1f s, not counted); check: %s' % (n, t_issues, n / t_issues, t_entities, res['check']))
     write_json(os.path.join(out, 'load-sql-%s.json' % scale), res)

@@ -204,7 +204,7 @@ def main():
               res['load_datoms'], res['load_seconds'], res['bulk_datoms_per_s'],
               'pass' if res['bulk_datoms_per_s'] >= 150000 else 'miss'))
         ls = load(out, 'load-sql-%s.json' % s)
-        if ls:
+        if ls and "datoms_per_s" in ls:
             w('Hand-written SQL inserting the same issues\' rows into the format\'s tables (load_sql.py; rows '
               'built before the timer, the same cache and synchronous=FULL): %.0f datoms/s, so ours/SQL '
               'time per datom **%.2f**%s.' % (
@@ -212,6 +212,15 @@ def main():
                   '' if ls['check'] == 'ok' else ' (CHECK FAILED: %s)' % ls['check']))
             rows_csv.append([s, 'bulk_load', 'sql_datoms_per_s', '%.1f' % ls['datoms_per_s'], '', '',
                              ls['issue_datoms']])
+        if ls and 'floor_datoms_per_s' in ls:
+            r = res['bulk_datoms_per_s'] / ls['floor_datoms_per_s']
+            w('The format\'s floor (load_sql.py: the same %d datoms and log rows copied by INSERT ... SELECT into '
+              'a fresh store with the format\'s DDL in one transaction, median of %d): %.0f datoms/s, so '
+              'ours/floor **%.2f** (target ≥ 0.7: %s).' % (
+                  ls['floor_datoms'], len(ls['floor_runs_datoms_per_s']), ls['floor_datoms_per_s'], r,
+                  'pass' if r >= 0.7 else 'miss'))
+            rows_csv.append([s, 'bulk_load', 'floor_datoms_per_s', '%.1f' % ls['floor_datoms_per_s'], '', '%.3f' % r,
+                             ls['floor_datoms']])
             if ls['check'] != 'ok' and s == scale:
                 failed.append('load_sql %s: %s' % (s, ls['check']))
         dsr = ds_by_scale.get(s)
@@ -251,6 +260,25 @@ def main():
                   ', '.join('%s %s' % (k, f(v, 4)) for k, v in th[0]['mean_ms'].items()),
                   ', '.join('%s %s' % (k, f(v, 4)) for k, v in th[1]['mean_ms'].items())))
             rows_csv.append([s, 'threads', 'ratio_2_vs_1', '%.3f' % ratio, '', '', ''])
+        # writer threads (group commit): rounds of 1 and 8 threads, medians
+        wr = {n: [x for x in (load(out, 'threads-w-%s-%d-%d.json' % (s, n, r)) for r in range(1, 10)) if x]
+              for n in (1, 8)}
+        if wr[1] and wr[8]:
+            def med(n, k):
+                v = sorted(x[k] for x in wr[n])
+                return v[len(v) // 2]
+            tps = med(8, 'tx_per_s') / max(med(1, 'tx_per_s'), 1e-9)
+            p99 = med(8, 'p99_ms') / max(med(1, 'p99_ms'), 1e-9)
+            w('')
+            w('writer threads (group commit; threads.c KINDS w: one-datom edn_t per call, synchronous=FULL, '
+              'a copy of the store, %d rounds of 1 and 8 threads alternating, medians): 1 thread %.0f tx/s, '
+              'p50/p99 %s/%s ms; 8 threads %.0f tx/s, p50/p99 %s/%s ms: **%.2f×** the tx/s (target ≥ 4×: %s), '
+              'p99 %.2f× (target ≤ 2×: %s); errors %d/%d.' % (
+                  len(wr[8]), med(1, 'tx_per_s'), f(med(1, 'p50_ms')), f(med(1, 'p99_ms')), med(8, 'tx_per_s'),
+                  f(med(8, 'p50_ms')), f(med(8, 'p99_ms')), tps, 'pass' if tps >= 4 else 'miss', p99,
+                  'pass' if p99 <= 2 else 'miss', sum(x['errors'] for x in wr[1]),
+                  sum(x['errors'] for x in wr[8])))
+            rows_csv.append([s, 'writer_threads', 'ratio_8_vs_1', '%.3f' % tps, '', '%.3f' % p99, ''])
         op = load(out, 'open-%s.json' % s)
         if op:
             w('')
@@ -318,9 +346,11 @@ def main():
         w('- baselines return ours rows: %s' % ('yes' if not res.get('problems') else
                                                'NO: ' + '; '.join(res['problems'])))
         ls = load(out, 'load-sql-%s.json' % s)
-        if ls:
+        if ls and 'ours_load_datoms' in ls:
             w('- the hand-written SQL load\'s log holds as many datoms as ours\' initial load (%s): %s' % (
                 ls['ours_load_datoms'], ls['check']))
+        if ls and 'floor_check' in ls:
+            w('- the floor copied as many datoms as ours\' initial load: %s' % ls['floor_check'])
         if dsr:
             w('- DataScript answers: %s' % ('all pass' if not dsr['checks_failed'] else
                                             'FAILED: ' + '; '.join(dsr['checks_failed'])))
