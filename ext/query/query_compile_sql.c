@@ -77,6 +77,7 @@ int qcParam(QComp *pC, const EdnValue *pConst, int iInput, int i1, int i2,
   pP->eConv = eConv;
   pP->vt = vt;
   pP->iSrc = pC->iSrc > 0 ? pC->iSrc : 0;
+  pP->eTuple = 0;
   return pC->nParam;
 }
 #include "pull.h"

@@ -105,7 +105,7 @@ int qcwClausesUnseeded(QClause *const *a, int n, const char *const *azVar, int n
 ** the attribute is not known, so the constant matches only its natural
 ** type, peer fault B13). */
 static void qcwPlaceConst(QCtx *pX, const EdnValue *pTerm, const char *zCol, ValueType vt,
-                          const char *zTag) {
+                          const char *zTag, const Attr *pAttr) {
   QComp *pC = pX->pC;
   int iP;
   if (vt == VT_REF) {
@@ -150,17 +150,25 @@ static void qcwPlaceConst(QCtx *pX, const EdnValue *pTerm, const char *zCol, Val
     if (nt == VT_DOUBLE) qcWhere(pX, sqlite3_mprintf("typeof(%s) = 'real'", zCol));
     return;
   }
-  if (vt == VT_TUPLE) {
-    /* a tuple constant: bound by its elements' natural types */
-    char *z = NULL;
-    int n = 0, rc = valueTupleFromEdnNatural(pTerm, &z, &n);
-    sqlite3_free(z);
+  if (vt == VT_TUPLE && pAttr && pAttr->type == VT_TUPLE) {
+    /* a tuple constant: converted by the attribute's element types, as
+    ** edn_t stores it (1 is 1.0 in a double element) */
+    EdnArena arena;
+    TypedValue tv;
+    const EdnValue *pAt = NULL;
+    char *zErr = NULL;
+    int rc;
+    ednArenaInit(&arena);
+    rc = valueTupleFromEdn(pTerm, &pAttr->tuple, &arena, &tv, &zErr, &pAt);
+    sqlite3_free(zErr);
+    ednArenaReset(&arena);
     if (rc == SQLITE_NOMEM) { qcNoMem(pC); return; }
     if (rc != SQLITE_OK) {
       qcWhere(pX, sqlite3_mprintf("0"));
       return;
     }
     iP = qcParam(pC, pTerm, -1, -1, -1, QV_TYPED, VT_TUPLE);
+    if (iP) pC->aParam[iP - 1].eTuple = pAttr->e;
     qcWhere(pX, sqlite3_mprintf("%s = ?%d", zCol, iP));
     return;
   }
@@ -205,7 +213,7 @@ static char *qcwTagExpr(QCtx *pX, const char *zAlias, const char *zTagCol) {
 }
 
 static void qcwPlace(QCtx *pX, const EdnValue *pTerm, const char *zAlias, const char *zCol,
-                     ValueType vt, const char *zTagCol, int bIntCol) {
+                     ValueType vt, const char *zTagCol, int bIntCol, const Attr *pAttr) {
   char *zExpr;
   if (pTerm == NULL || qpIsBlank(pTerm)) return;
   zExpr = sqlite3_mprintf("%s.%s", zAlias, zCol);
@@ -228,7 +236,7 @@ static void qcwPlace(QCtx *pX, const EdnValue *pTerm, const char *zAlias, const 
   }
   {
     char *zTag = zTagCol ? sqlite3_mprintf("%s.%s", zAlias, zTagCol) : NULL;
-    qcwPlaceConst(pX, pTerm, zExpr, vt, zTag);
+    qcwPlaceConst(pX, pTerm, zExpr, vt, zTag, pAttr);
     sqlite3_free(zTag);
   }
   sqlite3_free(zExpr);
@@ -422,7 +430,7 @@ static int qcwPatternIn(QCtx *pX, const QClause *pCl) {
     qcwRecordKey(pX, pCl, pAttr);
   } else {
     qcwRecordKey(pX, pCl, NULL);
-    qcwPlace(pX, pA, zAlias, "a", VT_REF, NULL, 1);
+    qcwPlace(pX, pA, zAlias, "a", VT_REF, NULL, 1, NULL);
   }
   if (pAttr && pV && !qpIsBlank(pV) && pC->eHist != 1 && !pC->bHistory
       && (!ednIsVar(pV) || (qcVarFind(pX, pV->u.s.z) && qcVarFind(pX, pV->u.s.z)->zExpr))) {
@@ -447,7 +455,7 @@ static int qcwPatternIn(QCtx *pX, const QClause *pCl) {
     ** too, walking the graph backwards; every ref datom carries the flag. */
     qcWhere(pX, sqlite3_mprintf("%s.index_vaet IS NOT 0", zAlias));
   }
-  qcwPlace(pX, pE, zAlias, "e", VT_REF, NULL, 1);
+  qcwPlace(pX, pE, zAlias, "e", VT_REF, NULL, 1, NULL);
   if (ednIsVar(pE)) {
     /* an entity id of another store names nothing in $: pull reads $ */
     QVar *pEv = qcVarFind(pX, pE->u.s.z);
@@ -467,11 +475,11 @@ static int qcwPatternIn(QCtx *pX, const QClause *pCl) {
           "%s.v IN (SELECT rowid FROM %s WHERE text = ?%d)", zAlias, pC->zFulltext, iP));
     }
   } else if (pAttr) {
-    qcwPlace(pX, pV, zAlias, "v", pAttr->type, NULL, 0);
+    qcwPlace(pX, pV, zAlias, "v", pAttr->type, NULL, 0, pAttr);
   } else {
-    qcwPlace(pX, pV, zAlias, "v", VT_NONE, "value_type_tag", 0);
+    qcwPlace(pX, pV, zAlias, "v", VT_NONE, "value_type_tag", 0, NULL);
   }
-  qcwPlace(pX, pTx, zAlias, "tx", VT_REF, NULL, 1);
+  qcwPlace(pX, pTx, zAlias, "tx", VT_REF, NULL, 1, NULL);
   if (pAdded && !qpIsBlank(pAdded)) {
     /* The current, as-of and since databases hold assertions only: there
     ** added is true (SPEC.md §6). */

@@ -36,6 +36,8 @@ typedef struct QParam {
   ValueType vt;
   int iSrc;               /* the source whose schema binds it (0: $, k: opts
                           ** source k-1; QV_HIST_*: whose asOf/since) */
+  sqlite3_int64 eTuple;   /* QV_TYPED tuple: the attribute whose element types
+                          ** convert it (0: the elements' natural types) */
 } QParam;
 
 /* Pseudo value type for expressions holding JSON text (tuple). */

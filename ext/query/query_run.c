@@ -138,6 +138,13 @@ int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pMainSc
         rc = qBindTyped(pStmt, iArg, p, valueNaturalType(p), pSchema);
         break;
       case QV_TYPED:
+        if (pP->vt == VT_TUPLE && pP->eTuple) {
+          const Attr *pT = schemaAttr(pSchema, pP->eTuple);
+          if (pT && pT->type == VT_TUPLE) {
+            rc = qBindTupleTyped(pStmt, iArg, p, pT);
+            break;
+          }
+        }
         rc = qBindTyped(pStmt, iArg, p, pP->vt, pSchema);
         break;
       case QV_TAG:
