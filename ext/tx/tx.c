@@ -137,10 +137,83 @@ static void txReport(Tx *p, sqlite3_str *pOut) {
   sqlite3_str_appendall(pOut, "}}");
 }
 
+/* Reads zEdn[0..nEdn) into *ppRoot (one EDN vector of forms). */
+static int txRead(Tx *p, const char *zEdn, int nEdn, EdnValue **ppRoot) {
+  EdnError readErr;
+  int rc;
+  memset(&readErr, 0, sizeof(readErr));
+  rc = ednReadOne(p->pArena, zEdn, nEdn, ppRoot, &readErr);
+  if (rc != SQLITE_OK) {
+    if (rc == SQLITE_ERROR) {
+      sqlite3_free(*p->pzErr);
+      *p->pzErr = sqlite3_mprintf("line %d col %d: %s", readErr.line, readErr.col, readErr.zMsg);
+      if (*p->pzErr == NULL) rc = SQLITE_NOMEM;
+    }
+    return rc;
+  }
+  if ((*ppRoot)->type != EDN_VECTOR) {
+    return txErr(p, (*ppRoot)->line, (*ppRoot)->col,
+                 "transaction data must be a vector of forms, e.g. [[:db/add ...] {...}]");
+  }
+  return SQLITE_OK;
+}
+
+/* The stages of one transaction of the forms pRoot on pConn, inside a
+** write the caller opened (storeWriteBegin) and ends: everything is
+** written, nothing committed; the report is appended to pReport and a
+** changed schema's new snapshot left in *ppNew (one reference). */
+static int txStages(Tx *p, StoreConn *pConn, Schema *pSchema, EdnValue *pRoot,
+                    sqlite3_str *pReport, Schema **ppNew) {
+  int rc;
+  p->pConn = pConn;
+  p->db = pConn->db;
+  p->pSchema = pSchema;
+  p->pRoot = pRoot;
+  rc = txLoadParts(p);
+  if (rc == SQLITE_OK) rc = txTupleInstall(p);
+  if (rc == SQLITE_OK) rc = txExpand(p, pRoot);
+  if (rc == SQLITE_OK) rc = txLookupResolve(p);
+  if (rc == SQLITE_OK) rc = txTupleUpsertOps(p);
+  if (rc == SQLITE_OK) rc = txResolve(p);
+  if (rc == SQLITE_OK) rc = txResolveDerived(p);
+  if (rc == SQLITE_OK) rc = txTupleDerive(p);
+  if (rc == SQLITE_OK) rc = txSchemaPrepare(p);
+  if (rc == SQLITE_OK) {
+    p->iInstant = configWallUs();
+    txCacheFit(p);
+    rc = txWrite(p);
+  }
+  if (rc == SQLITE_OK && p->bSchema) rc = txSchemaFinish(p, ppNew);
+  if (rc == SQLITE_OK) rc = txSaveParts(p);
+  if (rc == SQLITE_OK && sqlite3_get_autocommit(p->db)) {
+    /* SQLite ends a transaction by itself after some errors (e.g. out of
+    ** memory); every step is checked, so this is a last guard against
+    ** committing half a transaction. */
+    rc = txErr(p, 0, 0, "the store's write transaction ended unexpectedly; nothing was written");
+  }
+  if (rc == SQLITE_OK) {
+    /* The report is built before the commit: a report that runs out of
+    ** memory then rolls the transaction back, so an error from edn_t always
+    ** means nothing was stored. */
+    txReport(p, pReport);
+    rc = sqlite3_str_errcode(pReport);
+  }
+  return rc;
+}
+
+/* Frees what a Tx holds besides its arena. */
+static void txFree(Tx *p) {
+  schemaUnref(p->pTupleSchema);
+  sqlite3_free(p->aOp);
+  sqlite3_free(p->aTemp);
+  sqlite3_free(p->aHash);
+  sqlite3_free(p->aLook);
+  sqlite3_free(p->aLookHash);
+}
+
 int txTransact(Store *pStore, const char *zEdn, int nEdn,
                sqlite3_str *pReport, char **pzErr) {
   EdnArena arena;
-  EdnError readErr;
   EdnValue *pRoot = NULL;
   StoreConn *pConn = NULL;
   Schema *pSchema = NULL;
@@ -153,59 +226,13 @@ int txTransact(Store *pStore, const char *zEdn, int nEdn,
   tx.pzErr = pzErr;
   tx.pArena = &arena;
 
-  memset(&readErr, 0, sizeof(readErr));
-  rc = ednReadOne(&arena, zEdn, nEdn, &pRoot, &readErr);
-  if (rc != SQLITE_OK) {
-    if (rc == SQLITE_ERROR) {
-      sqlite3_free(*pzErr);
-      *pzErr = sqlite3_mprintf("line %d col %d: %s", readErr.line, readErr.col, readErr.zMsg);
-      if (*pzErr == NULL) rc = SQLITE_NOMEM;
-    }
-    goto cleanup;
-  }
-  if (pRoot->type != EDN_VECTOR) {
-    rc = txErr(&tx, pRoot->line, pRoot->col,
-               "transaction data must be a vector of forms, e.g. [[:db/add ...] {...}]");
-    goto cleanup;
-  }
-
+  /* The whole input first: a read error takes no lock. */
+  rc = txRead(&tx, zEdn, nEdn, &pRoot);
+  if (rc != SQLITE_OK) goto cleanup;
   rc = storeWriteBegin(pStore, &pConn, &pSchema, pzErr);
   if (rc != SQLITE_OK) goto cleanup;
   bBegun = 1;
-  tx.pConn = pConn;
-  tx.db = pConn->db;
-  tx.pSchema = pSchema;
-  tx.pRoot = pRoot;
-
-  rc = txLoadParts(&tx);
-  if (rc == SQLITE_OK) rc = txTupleInstall(&tx);
-  if (rc == SQLITE_OK) rc = txExpand(&tx, pRoot);
-  if (rc == SQLITE_OK) rc = txLookupResolve(&tx);
-  if (rc == SQLITE_OK) rc = txTupleUpsertOps(&tx);
-  if (rc == SQLITE_OK) rc = txResolve(&tx);
-  if (rc == SQLITE_OK) rc = txResolveDerived(&tx);
-  if (rc == SQLITE_OK) rc = txTupleDerive(&tx);
-  if (rc == SQLITE_OK) rc = txSchemaPrepare(&tx);
-  if (rc == SQLITE_OK) {
-    tx.iInstant = configWallUs();
-    txCacheFit(&tx);
-    rc = txWrite(&tx);
-  }
-  if (rc == SQLITE_OK && tx.bSchema) rc = txSchemaFinish(&tx, &pNew);
-  if (rc == SQLITE_OK) rc = txSaveParts(&tx);
-  if (rc == SQLITE_OK && sqlite3_get_autocommit(tx.db)) {
-    /* SQLite ends a transaction by itself after some errors (e.g. out of
-    ** memory); every step is checked, so this is a last guard against
-    ** committing half a transaction. */
-    rc = txErr(&tx, 0, 0, "the store's write transaction ended unexpectedly; nothing was written");
-  }
-  if (rc == SQLITE_OK) {
-    /* The report is built before the commit: a report that runs out of
-    ** memory then rolls the transaction back, so an error from edn_t always
-    ** means nothing was stored. */
-    txReport(&tx, pReport);
-    rc = sqlite3_str_errcode(pReport);
-  }
+  rc = txStages(&tx, pConn, pSchema, pRoot, pReport, &pNew);
 
 cleanup:
   if (bBegun) {
@@ -226,13 +253,32 @@ cleanup:
   }
   if (rc == SQLITE_NOMEM && *pzErr == NULL) *pzErr = sqlite3_mprintf("out of memory");
   schemaUnref(pNew);
-  schemaUnref(tx.pTupleSchema);
   schemaUnref(pSchema);
-  sqlite3_free(tx.aOp);
-  sqlite3_free(tx.aTemp);
-  sqlite3_free(tx.aHash);
-  sqlite3_free(tx.aLook);
-  sqlite3_free(tx.aLookHash);
+  txFree(&tx);
+  ednArenaReset(&arena);
+  return rc;
+}
+
+int txWith(StoreConn *pConn, Schema *pSchema, const char *zEdn, int nEdn,
+           sqlite3_str *pReport, Schema **ppNew, char **pzErr) {
+  EdnArena arena;
+  EdnValue *pRoot = NULL;
+  Tx tx;
+  int rc;
+
+  *ppNew = NULL;
+  ednArenaInit(&arena);
+  memset(&tx, 0, sizeof(tx));
+  tx.pzErr = pzErr;
+  tx.pArena = &arena;
+  rc = txRead(&tx, zEdn, nEdn, &pRoot);
+  if (rc == SQLITE_OK) rc = txStages(&tx, pConn, pSchema, pRoot, pReport, ppNew);
+  if (rc != SQLITE_OK) {
+    schemaUnref(*ppNew);
+    *ppNew = NULL;
+  }
+  if (rc == SQLITE_NOMEM && *pzErr == NULL) *pzErr = sqlite3_mprintf("out of memory");
+  txFree(&tx);
   ednArenaReset(&arena);
   return rc;
 }

@@ -28,6 +28,28 @@
 int txTransact(Store *pStore, const char *zEdn, int nEdn,
                sqlite3_str *pReport, char **pzErr);
 
+/* Datomic's d/with, for the "with" opt (vtab/call.c): transacts zEdn on
+** pConn inside a write the caller opened with storeWriteBegin and always
+** ends with storeWriteEnd(..., bCommit = 0, ...), so nothing stays. The
+** same stages, checks, errors and report as txTransact (the tx id is the
+** one the next txTransact would take); pSchema is the snapshot
+** storeWriteBegin gave. *ppNew: when the transaction changed the schema, the
+** snapshot after it (one reference; the caller reads with it, never
+** publishes it), else NULL. The writer's partition marks are not marked
+** checked (nothing was committed). */
+int txWith(StoreConn *pConn, Schema *pSchema, const char *zEdn, int nEdn,
+           sqlite3_str *pReport, Schema **ppNew, char **pzErr);
+
+/* tx_rewind.c. Inside the caller's open write on pConn (never committed),
+** turns the store's datoms and log into the database as of tx iTx:
+** datoms asserted after it go, datoms it held that later transactions
+** retracted come back (with the tx that asserted them and the index flags
+** of pSchema's definition of their attribute), and log rows after it go;
+** the schema mirrors and partition marks stay, as an as-of query keeps the
+** current schema and ids. What remains reads as the asOf database does
+** (query_compile_sql.c, qcView). Costs a scan of the log and of datoms. */
+int txRewind(StoreConn *pConn, const Schema *pSchema, sqlite3_int64 iTx, char **pzErr);
+
 /* Behaviour where SPEC §5 leaves a choice (follows Datomic unless noted):
 ** - An attribute cannot be used in the transaction that defines it: ops are
 **   checked against the schema from before the transaction; the error says
