@@ -174,6 +174,19 @@ def subst_stores(text, stores):
 
 
 def run_block(con, b, store, stores):
+    """(got, want, problem); a query or pull block whose opts hold "with" must leave the
+    store as it was, as a failed transaction must."""
+    opts = '\n'.join(b.opts) if b.opts else None
+    if b.kind in ('query', 'pull') and opts and '"with"' in opts:
+        before = store_dump(store)
+        got, want, problem = run_block_once(con, b, store, stores)
+        if before is not None and store_dump(store) != before:
+            problem = problem or '"with": the store changed'
+        return got, want, problem
+    return run_block_once(con, b, store, stores)
+
+
+def run_block_once(con, b, store, stores):
     body = '\n'.join(b.body)
     opts = '\n'.join(b.opts) if b.opts else None
     if opts and '%store:' in opts:

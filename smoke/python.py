@@ -222,6 +222,66 @@ def sources(con):
     check('sources: the missing file was not created', os.path.exists(missing), False)
 
 
+def store_tables(path):
+    """Every row of the store's own tables (and sqlite_master), read without the extension."""
+    raw = sqlite3.connect(path)
+    try:
+        out = []
+        for t in ('datoms', 'timelined_transactions', 'known_parts', 'idents', 'schema',
+                  'mentat_managed_indexes', 'sqlite_master'):
+            out.append(sorted(map(repr, raw.execute('SELECT * FROM %s' % t).fetchall())))
+        return out
+    finally:
+        raw.close()
+
+
+def with_db(con, db, ann):
+    """opts {"with": tx-data} (issue 17 item 3): Datomic's d/with in a real host. The answers
+    are worked out by hand from the data of core() (Ann 30, Bob 25 who befriends Ann)."""
+    before = store_tables(db)
+    tx = '[{:db/id "c" :p/name "Cy" :p/age 7 :p/friend [[:p/name "Ann"]]} {:p/name "Ann" :p/age 31}]'
+    rows = con.execute('SELECT c0, c1 FROM edn_q(?, ?, ?) ORDER BY c1',
+                       (db, '[:find ?n ?a :where [?e :p/name ?n] [?e :p/age ?a]]', json.dumps({'with': tx}))).fetchall()
+    check('with: table rows', rows, [('Cy', 7), ('Bob', 25), ('Ann', 31)])
+    doc = json.loads(one(con, 'SELECT edn_q(?, ?, ?)', (db, '[:find [?f ...] :where [?e :p/friend ?f]]',
+                                                        json.dumps({'with': tx, 'withReport': True}))))
+    cy = doc['report']['tempids']['c']
+    check('with: scalar document and report', (doc['result'], sorted(doc['report'])),
+          ([ann], ['tempids', 'tx_id', 'tx_instant']))
+    p = json.loads(one(con, 'SELECT edn_pull(?, ?, ?, ?)', (db, '[:p/name {:p/friend [:p/name]}]',
+                                                            '[:p/name "Cy"]', json.dumps({'with': tx}))))
+    check('with: pull', p, {':p/name': 'Cy', ':p/friend': [{':p/name': 'Ann'}], ':db/id': cy})
+    check('with: nothing written', store_tables(db) == before, True)
+    again = json.loads(one(con, 'SELECT edn_q(?, ?, ?)', (db, '[:find ?e . :where [?e :p/name "Cy"]]',
+                                                          json.dumps({'with': tx, 'withReport': True}))))
+    check('with: a second with-call takes the same ids', (again['result'], again['report']['tx_id']),
+          (cy, doc['report']['tx_id']))
+    check_error('with: a failing with-tx', lambda: one(con, 'SELECT edn_q(?, ?, ?)', (
+        db, '[:find ?n :where [_ :p/name ?n]]', json.dumps({'with': '[{:p/nmae "x"}]'}))),
+        'edn_q: line 1 col 3: unknown attribute :p/nmae')
+    # A host store inside the host's own transaction: the speculative write is a savepoint,
+    # undone alone; the host's transaction and its rows stay.
+    hdb = os.path.join(TMP, 'with-host.db')
+    h = sqlite3.connect(hdb, isolation_level=None)
+    h.enable_load_extension(True)
+    h.load_extension(EXT)
+    one(h, 'SELECT edn_t(?, ?)', (':main', S))
+    h.execute('CREATE TABLE note (x)')
+    h.execute('BEGIN')
+    h.execute("INSERT INTO note VALUES ('mine')")
+    one(h, 'SELECT edn_t(?, ?)', (':main', '[{:p/name "Hy"}]'))
+    n = json.loads(one(h, 'SELECT edn_q(?, ?, ?)', (':main', '[:find (count ?e) . :where [?e :p/name]]',
+                                                      json.dumps({'with': '[{:p/name "Zed"}]'}))))['result']
+    check('with on :main inside BEGIN: sees the host\'s rows and the with-tx', n, 2)
+    check('with on :main inside BEGIN: the transaction is still open', h.in_transaction, True)
+    h.execute('COMMIT')
+    check('with on :main: after COMMIT, the host\'s rows only', (
+        [r[0] for r in h.execute('SELECT x FROM note')],
+        json.loads(one(h, 'SELECT edn_q(?, ?)', (':main', '[:find [?n ...] :where [_ :p/name ?n]]')))['result']),
+        (['mine'], ['Hy']))
+    h.close()
+
+
 def child(db, tx=None):
     """The second process: adds an attribute and an entity using it, or transacts tx."""
     con = connect()
@@ -530,6 +590,7 @@ def main():
     explain(con, db)
     raw_index(con, db, ann)
     sources(con)
+    with_db(con, db, ann)
     two_processes(con, db, ann)
     open_files(con, db)
     load_twice(db)

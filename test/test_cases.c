@@ -39,7 +39,8 @@
 ** the report's tempids object, compared as text), "=> report" followed by
 ** lines "PATH VALUE" (tx: json_extract(report, PATH) as text, SQL NULL as
 ** NULL, for each line), or "=>" followed by the expected lines (none: no
-** rows). Every mismatch is reported with its file and line; a file fails
+** rows). A query or pull block whose opts hold "with" must also leave the
+** store exactly as it was (compared as for a failed tx). Every mismatch is reported with its file and line; a file fails
 ** when any of its blocks does.
 */
 #include <dirent.h>
@@ -381,8 +382,14 @@ static char *tcSubstStore(TcRun *pR, const char *zSql) {
   return out.z;
 }
 
+/* A query or pull block whose opts hold "with" (Datomic's d/with) must
+** leave the store exactly as it was, as a failed transaction must. */
+static int tcIsWith(const TcBlock *pB) {
+  return pB->opts.n && strstr(pB->opts.z, "\"with\"") != NULL;
+}
+
 static void tcRunBlock(TcRun *pR, TcBlock *pB) {
-  char *zGot = NULL, *zWant = NULL;
+  char *zGot = NULL, *zWant = NULL, *zBefore = NULL;
   const char *zExpect;
   char zWhat[64];
   if (strcmp(pB->zKind, "store") == 0) return;
@@ -405,6 +412,7 @@ static void tcRunBlock(TcRun *pR, TcBlock *pB) {
     tcFail(pR, pB->iLine, zWhat, "an => line", "none");
     return;
   }
+  if (tcIsWith(pB)) zBefore = tcStoreDump(pR);
   if (strcmp(pB->zKind, "tx") == 0) {
     tcRunTx(pR, pB, zExpect, &zGot, &zWant);
   } else if (strcmp(pB->zKind, "query") == 0) {
@@ -434,6 +442,14 @@ static void tcRunBlock(TcRun *pR, TcBlock *pB) {
     return;
   }
   if (strcmp(zGot, zWant) != 0) tcFail(pR, pB->iLine, zWhat, zWant, zGot);
+  if (zBefore) {
+    char *zAfter = tcStoreDump(pR);
+    if (zAfter == NULL || strcmp(zBefore, zAfter) != 0) {
+      tcFail(pR, pB->iLine, "\"with\" block: the store changed", zBefore, zAfter ? zAfter : "(no store)");
+    }
+    free(zAfter);
+    free(zBefore);
+  }
   free(zGot);
   free(zWant);
 }

@@ -9,6 +9,8 @@
 #include "sqlio.h"
 #include "host.h"
 #include "store_host.h"
+#include "tx.h"
+#include "pull.h"
 
 /* Sets *pzErr to the message for a db_path that cannot be a store;
 ** returns SQLITE_ERROR, or SQLITE_NOMEM when the message cannot be made. */
@@ -73,10 +75,77 @@ static int vcallOpts(QueryOpts *pOpts, sqlite3_value *pArg, char **pzErr) {
   return qOptsParse(pOpts, zOpts, nOpts, pzErr);
 }
 
+/* edn_pull's opts (VCALL_PULL) take "with" alone. */
+static int vcallPullOpts(const QueryOpts *p, char **pzErr) {
+  if (p->nInput == 0 && !p->bAsOf && !p->bSince && !p->bHistory && !p->bExplain
+      && !p->bWithReport && p->nSource == 0) {
+    return SQLITE_OK;
+  }
+  return vcallPathError(pzErr, sqlite3_mprintf("opts: edn_pull takes \"with\" only"));
+}
+
+/* The with-span of vcallBegin (call.h): the store's write, the asOf
+** rewind, the with-tx; pCall->pConn and pSchema then read the result. */
+static int vcallWithBegin(VCall *pCall, QueryOpts *pOpts, char **pzErr) {
+  StoreConn *pConn = NULL;
+  Schema *pSchema = NULL, *pNew = NULL;
+  sqlite3_str *pReport = NULL;
+  int rc = storeWriteBegin(pCall->pStore, &pConn, &pSchema, pzErr);
+  if (rc != SQLITE_OK) return rc;
+  pCall->pConn = pConn;
+  pCall->pSchema = pSchema;
+  pCall->bWith = 1;
+  pOpts->pDb = pConn->db;
+  if (pOpts->bAsOf) {
+    /* The instant names a tx by the store's txInstants before the rewind,
+    ** as the asOf query would read them. */
+    sqlite3_int64 iTx = pOpts->iAsOf;
+    if (pOpts->pAsOfInst) rc = pullTxAtInstant(pConn->db, pOpts->pAsOfInst, &iTx, pzErr);
+    if (rc == SQLITE_OK) rc = txRewind(pConn, pSchema, iTx, pzErr);
+    pOpts->bAsOf = 0;
+    pOpts->iAsOf = 0;
+    pOpts->pAsOfInst = NULL;
+    if (rc != SQLITE_OK) return rc;
+  }
+  pReport = sqlite3_str_new(NULL);
+  rc = txWith(pConn, pSchema, pOpts->zWith, pOpts->nWith, pReport, &pNew, pzErr);
+  if (rc == SQLITE_OK) rc = sqlite3_str_errcode(pReport);
+  if (rc == SQLITE_OK && pNew) {
+    schemaUnref(pCall->pSchema);
+    pCall->pSchema = pNew;
+  }
+  if (rc == SQLITE_OK && pOpts->bWithReport) {
+    pCall->pWithReport = pReport;
+    pReport = NULL;
+  }
+  sqlite3_free(sqlite3_str_finish(pReport));
+  return rc;
+}
+
+void vcallEndWith(VCall *pCall) {
+  char *zErr = NULL;
+  if (!pCall->bWith) return;
+  /* Rolled back: nothing of the span stays, and the store's published
+  ** schema was never replaced by the span's. Inside another writer's
+  ** group commit (store_writer.c) only the span's savepoint is undone. */
+  storeWriteEnd(pCall->pStore, pCall->pConn, 0, NULL, &zErr);
+  sqlite3_free(zErr);
+  pCall->bWith = 0;
+  pCall->pConn = NULL;
+}
+
 /* The steps of vcallBegin after the path and opts checks. */
 static int vcallOpen(VCall *pCall, sqlite3 *host, const char *zPath, int eKind,
                      QueryOpts *pOpts, char **pzErr) {
-  int rc = hostAcquireStore(host, zPath, eKind == VCALL_WRITE, &pCall->pStore, pzErr);
+  int rc = SQLITE_OK, bWith;
+  if (pOpts && (eKind & VCALL_PULL)) rc = vcallPullOpts(pOpts, pzErr);
+  eKind &= ~VCALL_PULL;
+  /* A read with "with" writes (and rolls back): it opens the store as edn_t. */
+  bWith = eKind != VCALL_WRITE && pOpts && pOpts->zWith;
+  if (bWith) eKind = VCALL_WITH;
+  if (rc == SQLITE_OK) {
+    rc = hostAcquireStore(host, zPath, eKind == VCALL_WRITE || bWith, &pCall->pStore, pzErr);
+  }
   if (eKind == VCALL_QUERY && pOpts && (pOpts->nSource || pOpts->bExplain)) {
     /* Attached stores (the lazy check sees only main), or no run to check. */
     eKind = VCALL_READ;
@@ -86,7 +155,7 @@ static int vcallOpen(VCall *pCall, sqlite3 *host, const char *zPath, int eKind,
   } else if (rc == SQLITE_OK && eKind == VCALL_READ) {
     rc = storeReader(pCall->pStore, &pCall->pConn, &pCall->pSchema, pzErr);
   }
-  if (rc == SQLITE_NOTFOUND && eKind != VCALL_WRITE) {
+  if (rc == SQLITE_NOTFOUND && eKind != VCALL_WRITE && eKind != VCALL_WITH) {
     /* A host database without the store's tables reads as an empty store
     ** (as a new file store does); only edn_t creates them. */
     storeRelease(pCall->pStore);
@@ -104,15 +173,17 @@ static int vcallOpen(VCall *pCall, sqlite3 *host, const char *zPath, int eKind,
     vcallEnd(pCall);
     return rc;
   }
+  /* A with-span runs on the writer, which the thread's watch serves. */
   intrWatchBegin(&pCall->watch, host, pCall->pConn ? pCall->pConn->db : NULL);
   if (pOpts) {
     pOpts->xInterrupted = vcallCompileInterrupted;
     pOpts->pInterruptArg = pCall;
     pOpts->pDb = pCall->pConn ? pCall->pConn->db : NULL;
   }
-  if (eKind == VCALL_WRITE) {
+  if (eKind == VCALL_WRITE || eKind == VCALL_WITH) {
     /* The probe must not be prepared mid-transaction (intrWatchPrepare). */
     rc = intrWatchPrepare(&pCall->watch);
+    if (rc == SQLITE_OK && eKind == VCALL_WITH) rc = vcallWithBegin(pCall, pOpts, pzErr);
     if (rc != SQLITE_OK) vcallEnd(pCall);
   }
   return rc;
@@ -144,6 +215,9 @@ int vcallBeginArgs(VCall *pCall, sqlite3 *host, int eType, const char *zPath, in
 }
 
 void vcallEnd(VCall *pCall) {
+  vcallEndWith(pCall);
+  sqlite3_free(sqlite3_str_finish(pCall->pWithReport));
+  pCall->pWithReport = NULL;
   intrWatchEnd(&pCall->watch);
   if (pCall->pConn) storeReaderDone(pCall->pStore, pCall->pConn);
   pCall->pConn = NULL;

@@ -33,13 +33,21 @@
 ** qRunOpen/qRunStep): the reader comes from storeReaderLazy (but from
 ** storeReader when opts "sources" attach other stores to it). */
 #define VCALL_QUERY 3
+/* With VCALL_READ: edn_pull's opts, which take "with" alone (the other keys
+** shape a query), checked before the with-span begins. */
+#define VCALL_PULL  4
+/* Internal: a read whose opts hold "with" (below). */
+#define VCALL_WITH  8
 
 typedef struct VCall VCall;
 struct VCall {
   Store *pStore;            /* one reference, NULL when not held */
-  StoreConn *pConn;         /* VCALL_READ, VCALL_QUERY: the checked-out reader */
+  StoreConn *pConn;         /* VCALL_READ, VCALL_QUERY: the checked-out reader, or the
+                            ** writer of a with-span */
   Schema *pSchema;          /* VCALL_READ, VCALL_QUERY: its schema, one reference */
   IntrWatch watch;          /* host interrupts reach the store */
+  int bWith;                /* a with-span is open on pConn (see vcallBegin) */
+  sqlite3_str *pWithReport; /* the with-tx's report when opts asked for it, else NULL */
 };
 
 /* Opens the call on the store pPath names, from host connection host. In
@@ -68,6 +76,24 @@ int vcallBeginText(VCall *pCall, sqlite3 *host, const char *zPath, int eKind,
 ** (NUL-terminated), zOpts NULL for none. */
 int vcallBeginArgs(VCall *pCall, sqlite3 *host, int eType, const char *zPath, int nPath,
                    int eKind, QueryOpts *pOpts, const char *zOpts, int nOpts, char **pzErr);
+
+/* A read (VCALL_READ, VCALL_QUERY) whose opts hold "with" (Datomic's
+** d/with) reads a speculative database instead: vcallBegin takes the
+** store's write (storeWriteBegin: the write mutex and BEGIN IMMEDIATE on
+** the writer, or a SAVEPOINT on a host store's connection, within the busy
+** timeout like any writer), rewinds it to "asOf" when given (txRewind; the
+** opts' asOf is then cleared, so the query and pulls read the rewound store
+** as current), applies the with-tx with the transactor (txWith) and hands
+** that writer out as pConn, with the schema after the tx as pSchema. The
+** write is never committed: vcallEndWith (or vcallEnd) rolls it back.
+** Meanwhile other writers of the store wait, as for an edn_t. A failing
+** with-tx fails vcallBegin with edn_t's message (without a prefix). With
+** "withReport" the report is kept in pWithReport. */
+
+/* Ends the with-span early (ROLLBACK), once nothing runs on pConn any more
+** (the edn_q table after setting its rows aside): pConn is NULL after it,
+** the store stays held. No-op without a span. */
+void vcallEndWith(VCall *pCall);
 
 /* Ends the watch and gives back the reader, the schema and the store.
 ** Whatever runs on pConn (a query run) must be closed first. Idempotent. */

@@ -14,7 +14,9 @@
 ** call context (call.h) for a reader connection, and pull.h, which reads
 ** the pattern (one EDN vector) and walks it, keeping the compiled pattern
 ** and its statements in that connection's pull cache, so a repeated call
-** parses and prepares nothing.
+** parses and prepares nothing. A fourth argument, opts, takes
+** {"with": "<tx-data>"}: the pull sees the database with that transaction
+** applied, and nothing is written (call.h).
 */
 #include <string.h>
 #include "edn_pull.h"
@@ -150,9 +152,11 @@ void ednpullFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   int iStart = 0;
   VCall call;
   char aPat[1024];              /* the pattern's text, read without an allocation */
-  (void)argc;
+  QueryOpts opts;               /* argc 4 only: an unused one costs nothing per call */
+  int bOpts = argc > 3;
 
   memset(&call, 0, sizeof call);
+  if (bOpts) qOptsInit(&opts);
   if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL
       || sqlite3_value_type(argv[2]) == SQLITE_NULL)
     return;
@@ -167,7 +171,10 @@ void ednpullFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   }
   rc = sqlioTextIn(argv[1], aPat, (int)sizeof aPat, &zPat, &nPat);
   if (rc != SQLITE_OK) goto cleanup;
-  rc = vcallBegin(&call, sqlite3_context_db_handle(pCtx), argv[0], VCALL_READ, NULL, NULL, &zErr);
+  /* opts {"with": tx-data}: the pull reads the database with that
+  ** transaction applied, and nothing is written (call.h). */
+  rc = vcallBegin(&call, sqlite3_context_db_handle(pCtx), argv[0], VCALL_READ | VCALL_PULL,
+                  bOpts ? &opts : NULL, bOpts ? argv[3] : NULL, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
   rc = ednpullEntity(&call, argv[2], eTypeEnt, &e, &zErr);
   if (rc != SQLITE_OK || e == 0) goto cleanup;   /* names no entity: nil (SQL NULL) */
@@ -187,5 +194,6 @@ void ednpullFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
 cleanup:
   if (rc != SQLITE_OK) sqlioError(pCtx, "edn_pull", rc, zErr);
   vcallEnd(&call);
+  if (bOpts) qOptsReset(&opts);
   sqlite3_free(zErr);
 }

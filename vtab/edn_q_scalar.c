@@ -23,7 +23,9 @@
 **   tuple        {"result":[a,b]} or {"result":null}
 **   scalar       {"result":v} or {"result":null}
 ** With opts {"explain": true} the document is the query's SQL, plan and
-** parameters instead (qExplain).
+** parameters instead (qExplain). With {"with": tx-data} the query reads the
+** database with that transaction applied and nothing written (call.h);
+** "withReport": true adds the transaction's report as the key "report".
 */
 #include <string.h>
 #include "edn_q.h"
@@ -147,6 +149,25 @@ static int ednqDocument(sqlite3 *host, QueryRun *pRun, sqlite3_str *pOut, char *
   }
 }
 
+/* The document of pRun with the with-tx's report (opts "withReport") as
+** its last key: {..., "report": {"tx_id":..., "tx_instant":..., "tempids":
+** {...}}}, the report edn_t would have returned. */
+static int ednqDocumentReport(sqlite3 *host, QueryRun *pRun, sqlite3_str *pReport,
+                              sqlite3_str *pOut, char **pzErr) {
+  sqlite3_str *pDoc = sqlite3_str_new(host);
+  int rc = ednqDocument(host, pRun, pDoc, pzErr);
+  if (rc == SQLITE_OK) rc = sqlite3_str_errcode(pDoc);
+  if (rc == SQLITE_OK) {
+    /* every document is one object: its closing brace goes after the report */
+    sqlite3_str_append(pOut, sqlite3_str_value(pDoc), sqlite3_str_length(pDoc) - 1);
+    sqlite3_str_appendall(pOut, ",\"report\":");
+    sqlite3_str_append(pOut, sqlite3_str_value(pReport), sqlite3_str_length(pReport));
+    sqlite3_str_appendchar(pOut, 1, '}');
+  }
+  sqlite3_free(sqlite3_str_finish(pDoc));
+  return rc;
+}
+
 void ednqScalarFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   sqlite3 *host = sqlite3_context_db_handle(pCtx);
   const char *zQuery;
@@ -184,7 +205,8 @@ void ednqScalarFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     sqlioOutJson(pCtx, "edn_q", ppBuf, iStart);
     goto cleanup;
   }
-  rc = ednqDocument(host, pRun, pOut, &zErr);
+  if (call.pWithReport) rc = ednqDocumentReport(host, pRun, call.pWithReport, pOut, &zErr);
+  else rc = ednqDocument(host, pRun, pOut, &zErr);
   if (rc != SQLITE_OK) {
     /* Column functions (pulls in :find) report through the run. */
     if (zErr == NULL && qRunErrMsg(pRun) != NULL) zErr = sqlite3_mprintf("%s", qRunErrMsg(pRun));

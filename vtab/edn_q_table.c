@@ -353,6 +353,11 @@ static int ednqFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
     rc = vcallBeginArgs(&pCur->run.call, pTab->db, pCur->aArg[0].eType, zPath, nPath,
                         VCALL_QUERY, &pCur->run.opts, zOpts, nOpts, &zErr);
   }
+  if (rc == SQLITE_OK && pCur->run.opts.bWithReport) {
+    zErr = sqlite3_mprintf("\"withReport\" is for the scalar edn_q, whose one document can hold"
+                           " the report");
+    rc = zErr ? SQLITE_ERROR : SQLITE_NOMEM;
+  }
   if (rc == SQLITE_OK && pCur->run.opts.bExplain) {
     /* The plan is one document, not rows: the scalar form gives it. */
     zErr = sqlite3_mprintf("\"explain\" is for the scalar edn_q: SELECT edn_q(db_path, query,"

@@ -58,6 +58,7 @@ static const struct MentatFunc {
   {"edn_q", 2, SQLITE_DIRECTONLY, ednqScalarFunc},
   {"edn_q", 3, SQLITE_DIRECTONLY, ednqScalarFunc},
   {"edn_pull", 3, SQLITE_DIRECTONLY, ednpullFunc},
+  {"edn_pull", 4, SQLITE_DIRECTONLY, ednpullFunc},
   {"mentat_version", 0, SQLITE_DETERMINISTIC, versionFunc},
   {"mentat_version", 1, SQLITE_DETERMINISTIC, versionFunc},
 };

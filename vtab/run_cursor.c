@@ -124,16 +124,31 @@ int rcurStep(RunCursor *p, char **pzErr) {
 }
 
 int rcurStart(RunCursor *p, const char *zQuery, int nQuery, char **pzErr) {
-  int rc = qRunOpen(p->call.pConn, p->call.pSchema, zQuery, nQuery, &p->opts, &p->pRun, pzErr);
+  int rc;
+  /* A with-span's rows outlive it: the plan must not stay in its writer's cache. */
+  p->opts.bOwnPlan = p->call.bWith;
+  rc = qRunOpen(p->call.pConn, p->call.pSchema, zQuery, nQuery, &p->opts, &p->pRun, pzErr);
   p->iRowid = 0;
   if (rc != SQLITE_OK) {
     rcurRelease(p);
     return rc;
   }
   rc = rcurStep(p, pzErr);
+  if (rc == SQLITE_OK && !p->bEof && p->call.bWith) {
+    /* A with-span holds the store's write: every row is set aside and the
+    ** write rolled back before the host sees the first row. */
+    rc = qSpillAll(p->pRun, pzErr);
+    if (rc == SQLITE_OK) {
+      vcallEndWith(&p->call);
+    } else {
+      rcurRelease(p);
+      return rc;
+    }
+  }
   /* Rows left: the host may keep us open indefinitely. The in-memory
-  ** store has no WAL and its one connection is the writer. */
-  if (rc == SQLITE_OK && !p->bEof && storePath(p->call.pStore)[0] != 0) {
+  ** store has no WAL and its one connection is the writer. A with-cursor's
+  ** rows are set aside already. */
+  if (rc == SQLITE_OK && !p->bEof && p->call.pConn && storePath(p->call.pStore)[0] != 0) {
     storeHoldAdd(p->call.pStore, &p->hold);
     p->bHold = 1;
   }

@@ -54,6 +54,12 @@ typedef struct QueryOpts {
   int bExplain;                       /* "explain": true (scalar edn_q): qExplain, no rows */
   int nSource;                        /* "sources", in document order */
   QuerySource *aSource;
+  const char *zWith;                  /* "with": EDN tx-data text (in the arena), or NULL:
+                                      ** Datomic's d/with, run by the call (vtab/call.c) */
+  int nWith;
+  int bWithReport;                    /* "withReport": true, the scalar edn_q adds the report */
+  int bOwnPlan;                       /* set by the caller: the run compiles a plan of its own,
+                                      ** outside the connection's cache (qSpillAll) */
   sqlite3 *pHostDb;                   /* a host store's connection (SPEC §3a), set by the
                                       ** caller: names no built-in has are its SQL functions
                                       ** (query_compile_host.c); NULL for file stores */
@@ -156,6 +162,17 @@ const char *qRunErrMsg(const QueryRun *p);
 ** then the store statement, still on its snapshot, gives the rows after
 ** them. *pbAll is 1 otherwise. */
 int qSpillRest(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, int *pbAll, char **pzErr);
+
+/* query_spill.c. qSpillRest without a budget, for a run whose store
+** connection is about to be given up (the edn_q table under "with", whose
+** write is rolled back before the host reads the rows): SQLITE_OK only when
+** every row is set aside and the run is detached from its store
+** connection (its plan's statement finalized: the run must have been
+** opened with opts bOwnPlan), so it never touches it again, not even to
+** close; an error (the copy's, or the store statement's after some rows,
+** in *pzErr) otherwise, and the caller closes the run while the connection
+** is still its. Needs a current row. */
+int qSpillAll(QueryRun *p, char **pzErr);
 
 /* Resets the statement (so it holds no read snapshot) and frees the run.
 ** NULL is a no-op. Does not return pConn to the pool. */

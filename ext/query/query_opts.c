@@ -1,9 +1,9 @@
 /*
 ** query_opts.c — the `opts` argument of edn_q (SPEC.md §2.4): a JSON object
-** with the keys "inputs", "asOf", "since", "history", "explain" and
-** "sources", turned into QueryOpts. Takes the JSON text; gives the inputs as EDN values and the
-** time options, or an error naming the option. Calls cJSON and the EDN
-** reader.
+** with the keys "inputs", "asOf", "since", "history", "explain", "sources",
+** "with" and "withReport", turned into QueryOpts. Takes the JSON text;
+** gives the inputs as EDN values and the time options, or an error naming
+** the option. Calls cJSON and the EDN reader.
 **
 **   edn_q(db, '[:find ?n :in $ ?min [?tag ...] :where ...]',
 **         '{"inputs":[21, [":t/a", ":t/b"]], "asOf": 268435460}')
@@ -91,6 +91,10 @@ void qOptsReset(QueryOpts *p) {
   p->pAsOfInst = p->pSinceInst = NULL;
   p->bHistory = 0;
   p->bExplain = 0;
+  p->zWith = NULL;
+  p->nWith = 0;
+  p->bWithReport = 0;
+  p->bOwnPlan = 0;
 }
 
 static int qOptsScanPush(QOptsScan *s, int iStart, int nLen) {
@@ -445,6 +449,45 @@ static int qOptsSources(QOptsCtx *c, const cJSON *j) {
   return rc;
 }
 
+/* "with": the EDN tx-data as a JSON string, copied into the arena (the
+** transactor reads it when the call runs it). */
+static int qOptsWith(QOptsCtx *c, const cJSON *j) {
+  char *z;
+  size_t n;
+  if (!cJSON_IsString(j)) {
+    qOptsError(c, "\"with\" must be a string holding EDN tx-data");
+    return SQLITE_ERROR;
+  }
+  n = strlen(j->valuestring);
+  z = ednArenaAlloc(&c->p->arena, n + 1);
+  if (z == NULL) return SQLITE_NOMEM;
+  memcpy(z, j->valuestring, n + 1);
+  c->p->zWith = z;
+  c->p->nWith = (int)n;
+  return SQLITE_OK;
+}
+
+/* The keys that cannot go together, once all are read. */
+static int qOptsCombos(QOptsCtx *c) {
+  const QueryOpts *p = c->p;
+  if (p->bAsOf && p->bSince) {
+    qOptsError(c, "\"asOf\" and \"since\" cannot be used together");
+  } else if (p->bWithReport && p->zWith == NULL) {
+    qOptsError(c, "\"withReport\" needs \"with\"");
+  } else if (p->zWith && p->nSource) {
+    /* The other sources are files attached to a reader; the with-database
+    ** is read on the store's writer. */
+    qOptsError(c, "\"with\" and \"sources\" cannot be used together");
+  } else if (p->bExplain && p->zWith) {
+    /* The plan of a query on a store that is never written would be
+    ** another statement's (the with-database is read without asOf). */
+    qOptsError(c, "\"explain\" and \"with\" cannot be used together");
+  } else {
+    return SQLITE_OK;
+  }
+  return SQLITE_ERROR;
+}
+
 /* ------------------------------------------------------------ fast path */
 
 #define Q_FAST_DEPTH 8
@@ -752,16 +795,22 @@ int qOptsParse(QueryOpts *p, const char *zOpts, int nOpts, char **pzErr) {
         qOptsError(&c, "\"explain\" must be true or false");
         rc = SQLITE_ERROR;
       }
+    } else if (strcmp(j->string, "with") == 0) {
+      rc = qOptsWith(&c, j);
+    } else if (strcmp(j->string, "withReport") == 0) {
+      if (cJSON_IsBool(j)) {
+        p->bWithReport = cJSON_IsTrue(j);
+      } else {
+        qOptsError(&c, "\"withReport\" must be true or false");
+        rc = SQLITE_ERROR;
+      }
     } else {
       qOptsError(&c, "unknown option \"%s\"", j->string);
       rc = SQLITE_ERROR;
     }
     if (rc != SQLITE_OK) goto cleanup;
   }
-  if (p->bAsOf && p->bSince) {
-    qOptsError(&c, "\"asOf\" and \"since\" cannot be used together");
-    rc = SQLITE_ERROR;
-  }
+  rc = qOptsCombos(&c);
 
 cleanup:
   cJSON_Delete(pRoot);

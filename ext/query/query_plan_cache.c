@@ -411,6 +411,18 @@ int qCachePlan(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery
   *ppPlan = NULL;
   *pbOwn = 0;
   if (pCache == NULL) return SQLITE_NOMEM;
+  if (pOpts && pOpts->bOwnPlan) {
+    /* A run that outlives its use of the connection keeps nothing there. */
+    *pbOwn = 1;
+    rc = qCompile(pSchema, zQuery, nQuery, pOpts, &pPlan, pzErr);
+    if (rc == SQLITE_OK) rc = qCachePrepare(pConn, pPlan, pzErr);
+    if (rc != SQLITE_OK) {
+      qPlanFree(pPlan);
+      pPlan = NULL;
+    }
+    *ppPlan = pPlan;
+    return rc;
+  }
   qCacheKeyInit(&key);
   /* Built without an allocation when it fits, as every call builds it. */
   qCacheKeyInt(&key, schemaGeneration(pSchema));

@@ -576,7 +576,7 @@ void qRunClose(QueryRun *p) {
   qSpillClose(p);
   qRunUnplan(p);
   /* Kept for the connection's next run (still checked out by our caller). */
-  ppSpare = qCacheSpareRun(p->pConn);
+  ppSpare = p->pConn ? qCacheSpareRun(p->pConn) : NULL;   /* NULL: detached (qSpillAll) */
   if (ppSpare && *ppSpare == NULL) {
     *ppSpare = p;
   } else {

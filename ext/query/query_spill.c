@@ -273,3 +273,26 @@ void qSpillClose(QueryRun *p) {
   sqlite3_free(p->zSpillErr);
   p->zSpillErr = NULL;
 }
+
+int qSpillAll(QueryRun *p, char **pzErr) {
+  int bAll = 0;
+  int rc = qSpillRest(p, 0, 0, &bAll, pzErr);
+  if (rc == SQLITE_OK && p->rcSpill != SQLITE_OK) {
+    /* The copy stopped after some rows: the run still holds the store's
+    ** statement (reset), and the rows are not all there. */
+    rc = p->rcSpill;
+    if (p->zSpillErr) {
+      sqlite3_free(*pzErr);
+      *pzErr = p->zSpillErr;
+      p->zSpillErr = NULL;
+    }
+  } else if (rc == SQLITE_OK && (!bAll || p->pSpillDb == NULL || !p->bOwnPlan)) {
+    /* no budget, so never partial; a cached plan may go with the cache */
+    rc = SQLITE_MISUSE;
+  } else if (rc == SQLITE_OK) {
+    sqlite3_finalize(p->pPlan->pStmt);
+    p->pPlan->pStmt = NULL;
+    p->pConn = NULL;
+  }
+  return rc;
+}
