@@ -467,6 +467,16 @@ static int qOptsWith(QOptsCtx *c, const cJSON *j) {
   return SQLITE_OK;
 }
 
+/* A key that takes true or false. */
+static int qOptsBool(QOptsCtx *c, const cJSON *j, int *pb) {
+  if (!cJSON_IsBool(j)) {
+    qOptsError(c, "\"%s\" must be true or false", j->string);
+    return SQLITE_ERROR;
+  }
+  *pb = cJSON_IsTrue(j);
+  return SQLITE_OK;
+}
+
 /* The keys that cannot go together, once all are read. */
 static int qOptsCombos(QOptsCtx *c) {
   const QueryOpts *p = c->p;
@@ -798,12 +808,7 @@ int qOptsParse(QueryOpts *p, const char *zOpts, int nOpts, char **pzErr) {
     } else if (strcmp(j->string, "with") == 0) {
       rc = qOptsWith(&c, j);
     } else if (strcmp(j->string, "withReport") == 0) {
-      if (cJSON_IsBool(j)) {
-        p->bWithReport = cJSON_IsTrue(j);
-      } else {
-        qOptsError(&c, "\"withReport\" must be true or false");
-        rc = SQLITE_ERROR;
-      }
+      rc = qOptsBool(&c, j, &p->bWithReport);
     } else {
       qOptsError(&c, "unknown option \"%s\"", j->string);
       rc = SQLITE_ERROR;
