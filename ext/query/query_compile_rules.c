@@ -70,11 +70,19 @@
 ** the user sees. */
 static void qcrCheckLinear(QComp *pC, int g) {
   QRuleInfo *pRi = pC->pRi;
-  int i, j;
+  int i, j, nPure = 0, nFilt = 0, nDir = 0;
   for (i = 0; i < pC->rules.nRule && qcPoll(pC) == SQLITE_OK; i++) {
     const QRule *pR = pC->rules.aRule[i];
-    int nTop = 0;
-    if (pRi->aHead[pRi->aiHeadOf[i]].iGroup != g || qcxIsChain(pRi, g, pR)) continue;
+    const char *zA = "", *zB = "";
+    int nTop = 0, iBase, e;
+    if (pRi->aHead[pRi->aiHeadOf[i]].iGroup != g) continue;
+    if (qcxIsChain(pRi, g, pR)) { nPure++; continue; }
+    e = qcxChainFilter(pRi, g, pR, &iBase, &zA, &zB);
+    if (e == 1 || e == 4) {
+      nFilt++;
+      nDir += e == 4;
+      continue;
+    }
     for (j = 0; j < pR->nClause; j++) {
       const QClause *pCl = pR->aClause[j];
       int hc = pCl->kind == QC_RULE ? qcxHeadFind(pRi, pCl->zName, pCl->nArg, NULL) : -1;
@@ -82,9 +90,24 @@ static void qcrCheckLinear(QComp *pC, int g) {
     }
     if (nTop > 1) {
       qcErr(pC, pR->pForm, "unsupported recursion: a definition of rule %s calls its own"
-            " recursion %d times (non-linear); write it with one recursive call, e.g."
-            " [(r ?a ?b) [?a :x ?c] (r ?c ?b)]", pR->zName, nTop);
+            " recursion %d times (non-linear)%s%s%s%s%s; write it with one recursive call, e.g."
+            " [(r ?a ?b) [?a :x ?c] (r ?c ?b)]", pR->zName, nTop,
+            e == 2 ? " and its other clauses relate " : e == 3 ? " and its other clauses read"
+            " both " : "", e ? zA : "", e ? " and " : "", e ? zB : "",
+            e ? ", so it has no linear form that gives the same answer" : "");
+      return;
     }
+  }
+  /* Several chains with conditions: a derivation may take each split from
+  ** another definition, which one linear order cannot follow when one
+  ** reads an end; a chain without conditions makes the whole closure,
+  ** which holds every other definition's pairs. */
+  if (pC->rc == SQLITE_OK && nPure == 0 && nFilt > 1 && nDir > 0) {
+    qcErr(pC, NULL, "unsupported recursion: rule %s has %d transitive definitions ((r ?a ?c)"
+          " (r ?c ?b)) with other clauses, and one of them reads ?a or ?b; a set of such"
+          " definitions has a linear form only when their clauses read only the middle"
+          " variable; write it with one recursive call, e.g. [(r ?a ?b) [?a :x ?c] (r ?c ?b)]",
+          pRi->aHead[g].zName, nFilt);
   }
 }
 
@@ -173,10 +196,10 @@ static char *qcrDefinitionSelect(QComp *pC, const QRule *pR, int h, int nMax, in
 ** iChainHead (nChain) rewritten to its linear form. */
 static void qcrGroupCte(QComp *pC, const char *zCte, const char *zB, sqlite3_str *pBase,
                         sqlite3_str *pRec, int nRec, int nChain, int iChainHead, int i0, int i1,
-                        int nMax) {
+                        int nMax, int nFilt) {
   static const char *const azPre[3] = { "c", "t", "k" };
   int j, q;
-  if (pC->rc == SQLITE_OK && nChain) {
+  if (pC->rc == SQLITE_OK && (nChain || nFilt)) {
     /* rulesb<g>: the base relation; the chain becomes base ∘ rules: x
     ** starts where b ends, the places both hand on are equal, and the row
     ** runs from b's start (place i0) to x's end (i1). */
@@ -188,7 +211,9 @@ static void qcrGroupCte(QComp *pC, const char *zCte, const char *zB, sqlite3_str
     sqlite3_str_appendf(pC->pCte, ") AS (%s)", sqlite3_str_value(pBase));
     sqlite3_str_reset(pBase);
     sqlite3_str_appendf(pBase, "SELECT * FROM %s", zB);
-    sqlite3_str_appendf(pRec, "SELECT %d", iChainHead);
+  }
+  if (pC->rc == SQLITE_OK && nChain) {
+    sqlite3_str_appendf(pRec, "%sSELECT %d", nRec ? " UNION " : "", iChainHead);
     for (q = 0; q < 3; q++) {
       for (j = 0; j < nMax; j++) {
         sqlite3_str_appendf(pRec, ", %s.%s%d", j == i1 ? "x" : "b", azPre[q], j);
@@ -207,7 +232,7 @@ static void qcrGroupCte(QComp *pC, const char *zCte, const char *zB, sqlite3_str
                             azPre[q], j);
       }
     }
-    nRec = 1;
+    nRec++;
   }
   if (pC->rc == SQLITE_OK) {
     if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");
@@ -267,7 +292,7 @@ static int qcrGroupAs(QComp *pC, int g, int iDepth, const unsigned char *abSeed,
   sqlite3_str *pBase = sqlite3_str_new(NULL);
   sqlite3_str *pRec = sqlite3_str_new(NULL);
   int i, nBase = 0, nRec = 0, nChain = 0, iChainHead = 0, nMax = pRi->aHead[g].nCols;
-  int i0 = 0, i1 = 1;
+  int i0 = 0, i1 = 1, nFilt = 0;
   int nSelfSave = pC->nSelfRef;
   const char *zFirst = pRi->aHead[g].zName;
   unsigned char *aeSave = NULL;
@@ -299,15 +324,25 @@ static int qcrGroupAs(QComp *pC, int g, int iDepth, const unsigned char *abSeed,
     const QRule *pR = pC->rules.aRule[i];
     int h = pRi->aiHeadOf[i];
     char *zSel;
+    const char *zA, *zB2;
+    int iBase, e;
     if (pRi->aHead[h].iGroup != g) continue;
     if (qcxChainPlaces(pRi, g, pR, &i0, &i1)) {
       nChain++;
       iChainHead = h;
       continue;
     }
+    /* a chain with conditions: one of its calls reads the base CTE
+    ** (qcxChainFilter), the other the recursion */
+    e = qcxChainFilter(pRi, g, pR, &iBase, &zA, &zB2);
+    if (e == 1 || e == 4) {
+      pC->pChainBase = pR->aClause[iBase];
+      nFilt++;
+    }
     zSel = qcrDefinitionSelect(pC, pR, h, nMax, iDepth,
                                abSeed && !qcrCallsGroup(pRi, pR->aClause, pR->nClause, g, 0)
                                ? abSeed : NULL, iInst);
+    pC->pChainBase = NULL;
     if (zSel) {
       if (pC->nSelfRef) sqlite3_str_appendf(pRec, "%s%s", nRec++ ? " UNION " : "", zSel);
       else sqlite3_str_appendf(pBase, "%s%s", nBase++ ? " UNION " : "", zSel);
@@ -319,11 +354,11 @@ static int qcrGroupAs(QComp *pC, int g, int iDepth, const unsigned char *abSeed,
     qcErr(pC, NULL, "unsupported recursion: rule %s has no definition without recursion"
           " (it could never produce a row)", zFirst);
   }
-  if (pC->rc == SQLITE_OK && nChain && nRec) {
+  if (pC->rc == SQLITE_OK && (nChain || nFilt) && nRec > nFilt) {
     qcErr(pC, NULL, "unsupported recursion: rule %s mixes a transitive definition with other"
           " recursive ones", zFirst);
   }
-  qcrGroupCte(pC, zCte, zB, pBase, pRec, nRec, nChain, iChainHead, i0, i1, nMax);
+  qcrGroupCte(pC, zCte, zB, pBase, pRec, nRec, nChain, iChainHead, i0, i1, nMax, nFilt);
   for (i = 0; i < pRi->nHead; i++) {
     if (pRi->aHead[i].iGroup != g) continue;
     pRi->aHead[i].eState = aeSave ? aeSave[i] : 2;
@@ -618,20 +653,25 @@ static int qcrSeedGroup(QCtx *pX, const QClause *pCl, int g, int iDepth) {
 static int qcrJoinGroup(QCtx *pX, const QClause *pCl, int h, int g, int iDepth) {
   QComp *pC = pX->pC;
   char zAlias[24];
-  int i, iInst = 0;
+  int i, iInst = 0, bBase = 0;
   if (pC->pRi->aHead[h].eState != 1) {
     iInst = qcrSeedGroup(pX, pCl, g, iDepth);
     if (pC->rc) return pC->rc;
   }
   if (iInst == 0 && pC->pRi->aHead[h].eState == 0) {
     if (qcrGroup(pC, g, iDepth)) return pC->rc;
+  } else if (iInst == 0 && pC->pRi->aHead[h].eState == 1 && pCl == pC->pChainBase) {
+    bBase = 1;          /* the chain's call that reads the base CTE */
+    iInst = pC->pRi->aHead[h].iInst;
   } else if (iInst == 0 && pC->pRi->aHead[h].eState == 1) {
     pC->nSelfRef++;     /* a call back into the group being built */
     pX->bRecRef = 1;
     iInst = pC->pRi->aHead[h].iInst;
   }
   sqlite3_snprintf(sizeof zAlias, zAlias, "r%d", ++pC->nAlias);
-  if (iInst) qcFrom(pX, sqlite3_mprintf("rulesi%d %s", iInst, zAlias));
+  if (bBase && iInst) qcFrom(pX, sqlite3_mprintf("rulesbi%d %s", iInst, zAlias));
+  else if (bBase) qcFrom(pX, sqlite3_mprintf("rulesb%s%d %s", pC->zRuleTag, g, zAlias));
+  else if (iInst) qcFrom(pX, sqlite3_mprintf("rulesi%d %s", iInst, zAlias));
   else qcFrom(pX, sqlite3_mprintf("rules%s%d %s", pC->zRuleTag, g, zAlias));
   qcWhere(pX, sqlite3_mprintf("%s.r = %d", zAlias, h));
   for (i = 0; i < pCl->nArg && pC->rc == SQLITE_OK; i++) {

@@ -50,6 +50,23 @@ int qcxHeadFind(const QRuleInfo *pRi, const char *zName, int nArity, int *pbArit
 ** is r's non-recursive definitions, which SQLite can iterate. */
 int qcxIsChain(const QRuleInfo *pRi, int g, const QRule *pR);
 /* ... and the places the chain runs through. */
+/* A definition of a group of one head that calls it twice as a chain,
+** [(r ?a ?b) (r ?a ?c) (r ?c ?b) clause...], with other clauses beside.
+** Its fixpoint equals a linear one where one call reads the base (the
+** non-recursive definitions) when every condition the other clauses make
+** (clauses joined by variables of their own) reads at most one of ?a, ?c,
+** ?b (places both calls hand on unchanged are the same in every step), and
+** not ?a and ?b both: with a condition on ?b every derivation's last step
+** ends at ?b, so (base ?a ?c) (r ?c ?b) derives the same pairs (a split of
+** a path needs ?b's condition at every right end, the right-linear order
+** only at the last; ?c's condition at every inner node in both); on ?a,
+** (r ?a ?c) (base ?c ?b) likewise. Returns 0 when pR is no such chain, 1
+** when it is and no condition reads ?a or ?b, 4 when one does (it is sound
+** only as the group's one such definition), *piBase then the index of the
+** call that reads the base; 2 when a condition relates two of ?a ?c ?b, 3
+** when conditions read ?a and ?b, *pzA and *pzB then naming them. */
+int qcxChainFilter(const QRuleInfo *pRi, int g, const QRule *pR, int *piBase,
+                   const char **pzA, const char **pzB);
 int qcxChainPlaces(const QRuleInfo *pRi, int g, const QRule *pR, int *pi0, int *pi1);
 /* Does clause list a[0..n) call head h (at any depth)? */
 int qcxCallsHead(const QRuleInfo *pRi, QClause *const *a, int n, int h, int iDepth);

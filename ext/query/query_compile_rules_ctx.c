@@ -241,15 +241,12 @@ again:
 ** non-linear, but its fixpoint equals the linear [(r ?a ?b) (base ?a ?c)
 ** (r ?c ?b)] where base is r's non-recursive definitions, which SQLite can
 ** iterate. Returns 0 when pR is no such definition. */
-int qcxChainPlaces(const QRuleInfo *pRi, int g, const QRule *pR, int *pi0, int *pi1) {
-  const QClause *c1, *c2;
+/* Do calls c1, c2 of pR's own head form the chain (r ?a ?c) (r ?c ?b) of
+** head (r ?a ?b), other places handed on unchanged? *pi0, *pi1 get the
+** places of ?a and ?b, *piFirst 0 when c1 is the call from ?a, 1 when c2. */
+static int qcxChainMatch(const QRule *pR, const QClause *c1, const QClause *c2, int *pi0,
+                         int *pi1, int *piFirst) {
   int i, j, k, i0, i1;
-  for (i = 0; i < pRi->nHead; i++) {
-    if (pRi->aHead[i].iGroup == g && strcmp(pRi->aHead[i].zName, pR->zName) != 0) return 0;
-  }
-  if (pR->nHead < 2 || pR->nClause != 2) return 0;
-  c1 = pR->aClause[0];
-  c2 = pR->aClause[1];
   if (c1->kind != QC_RULE || c2->kind != QC_RULE || c1->nArg != pR->nHead
       || c2->nArg != pR->nHead) {
     return 0;
@@ -278,12 +275,147 @@ int qcxChainPlaces(const QRuleInfo *pRi, int g, const QRule *pR, int *pi0, int *
         if (bOk) {
           if (pi0) *pi0 = i0;
           if (pi1) *pi1 = i1;
+          if (piFirst) *piFirst = k;
           return 1;
         }
       }
     }
   }
   return 0;
+}
+
+/* Is group g one head, named zName? */
+static int qcxGroupOfOne(const QRuleInfo *pRi, int g, const char *zName) {
+  int i;
+  for (i = 0; i < pRi->nHead; i++) {
+    if (pRi->aHead[i].iGroup == g && strcmp(pRi->aHead[i].zName, zName) != 0) return 0;
+  }
+  return 1;
+}
+
+int qcxChainPlaces(const QRuleInfo *pRi, int g, const QRule *pR, int *pi0, int *pi1) {
+  if (!qcxGroupOfOne(pRi, g, pR->zName) || pR->nHead < 2 || pR->nClause != 2) return 0;
+  return qcxChainMatch(pR, pR->aClause[0], pR->aClause[1], pi0, pi1, NULL);
+}
+
+/* Appends the variables of form p to az[0..*pn) (at most QCX_MAXV, each
+** once); *pbOver gets 1 when there are more. */
+#define QCX_MAXV 64
+static void qcxFormVars(const EdnValue *p, const char **az, int *pn, int *pbOver, int iDepth) {
+  int i;
+  if (p == NULL || iDepth > EDN_MAX_DEPTH) { *pbOver = 1; return; }
+  if (p->type == EDN_SYMBOL && ednIsVar(p)) {
+    for (i = 0; i < *pn; i++) if (strcmp(az[i], p->u.s.z) == 0) return;
+    if (*pn == QCX_MAXV) { *pbOver = 1; return; }
+    az[(*pn)++] = p->u.s.z;
+  } else if (p->type == EDN_LIST || p->type == EDN_VECTOR || p->type == EDN_MAP
+             || p->type == EDN_SET) {
+    for (i = 0; i < p->u.c.n; i++) qcxFormVars(p->u.c.a[i], az, pn, pbOver, iDepth + 1);
+  } else if (p->type == EDN_TAGGED) {
+    qcxFormVars(p->u.t.p, az, pn, pbOver, iDepth + 1);
+  }
+}
+
+/* Which of the chain's ?a (bit 1), ?c (2), ?b (4) the clause variables
+** az[0..n) name; the places handed on unchanged (aHead[j], j not i0 or i1)
+** are the same in every step and name none. */
+static int qcxChainBits(const QRule *pR, int i0, int i1, const char *zMid, const char *const *az,
+                        int n, const char **azLocal, int *pnLocal) {
+  int i, j, m = 0;
+  *pnLocal = 0;
+  for (i = 0; i < n; i++) {
+    int bHead = 0;
+    if (strcmp(az[i], pR->aHead[i0]->u.s.z) == 0) { m |= 1; continue; }
+    if (strcmp(az[i], zMid) == 0) { m |= 2; continue; }
+    if (strcmp(az[i], pR->aHead[i1]->u.s.z) == 0) { m |= 4; continue; }
+    for (j = 0; j < pR->nHead; j++) if (strcmp(az[i], pR->aHead[j]->u.s.z) == 0) bHead = 1;
+    if (!bHead) azLocal[(*pnLocal)++] = az[i];
+  }
+  return m;
+}
+
+int qcxChainFilter(const QRuleInfo *pRi, int g, const QRule *pR, int *piBase,
+                   const char **pzA, const char **pzB) {
+  int i, j, k, n = 0, i0 = 0, i1 = 1, iFirst = 0, iC1 = -1, iC2 = -1, mAll = 0;
+  int aiComp[QCX_MAXV], amComp[QCX_MAXV];
+  const char *aaz[QCX_MAXV][QCX_MAXV];
+  int anLocal[QCX_MAXV];
+  const QClause *a;
+  if (!qcxGroupOfOne(pRi, g, pR->zName) || pR->nHead < 2 || pR->nClause < 3
+      || pR->nClause - 2 > QCX_MAXV) {
+    return 0;
+  }
+  for (i = 0; i < pR->nClause; i++) {
+    const QClause *pCl = pR->aClause[i];
+    int h = pCl->kind == QC_RULE ? qcxHeadFind(pRi, pCl->zName, pCl->nArg, NULL) : -1;
+    if (h >= 0 && pRi->aHead[h].iGroup == g) {
+      if (iC2 >= 0) return 0;
+      if (iC1 >= 0) iC2 = i; else iC1 = i;
+    } else if (pCl->nSub) {
+      for (h = 0; h < pRi->nHead; h++) {
+        if (pRi->aHead[h].iGroup == g && qcxCallsHead(pRi, pCl->aSub, pCl->nSub, h, 1)) return 0;
+      }
+    }
+  }
+  if (iC2 < 0 || pR->aClause[iC1]->pSrc || pR->aClause[iC2]->pSrc
+      || !qcxChainMatch(pR, pR->aClause[iC1], pR->aClause[iC2], &i0, &i1, &iFirst)) {
+    return 0;
+  }
+  a = pR->aClause[iFirst ? iC2 : iC1];
+  /* the other clauses, grouped by the variables of their own they share:
+  ** each group is one condition, on at most one of ?a ?c ?b */
+  for (i = 0; i < pR->nClause; i++) {
+    const char *az[QCX_MAXV];
+    int nv = 0, bOver = 0;
+    if (i == iC1 || i == iC2) continue;
+    qcxFormVars(pR->aClause[i]->pForm, az, &nv, &bOver, 0);
+    if (bOver) return 0;
+    amComp[n] = qcxChainBits(pR, i0, i1, a->aArg[i1]->u.s.z, az, nv, aaz[n],
+                             &anLocal[n]);
+    aiComp[n] = n;
+    n++;
+  }
+  for (i = 0; i < n; i++) {
+    for (j = 0; j < i; j++) {
+      int bShare = 0, p, q;
+      for (p = 0; p < anLocal[i] && !bShare; p++) {
+        for (q = 0; q < anLocal[j]; q++) if (strcmp(aaz[i][p], aaz[j][q]) == 0) bShare = 1;
+      }
+      if (bShare && aiComp[i] != aiComp[j]) {
+        int from = aiComp[i], to = aiComp[j];
+        for (k = 0; k < n; k++) if (aiComp[k] == from) aiComp[k] = to;
+      }
+    }
+  }
+  for (i = 0; i < n; i++) {
+    int m = 0;
+    for (k = 0; k < n; k++) if (aiComp[k] == i) m |= amComp[k];
+    if (m & (m - 1)) {
+      /* one condition on two of them: name the first two */
+      const char *az3[3];
+      int n3 = 0;
+      az3[0] = pR->aHead[i0]->u.s.z;
+      az3[1] = a->aArg[i1]->u.s.z;
+      az3[2] = pR->aHead[i1]->u.s.z;
+      for (k = 0; k < 3; k++) {
+        if (m & (1 << k)) {
+          if (n3++ == 0) *pzA = az3[k]; else if (n3 == 2) *pzB = az3[k];
+        }
+      }
+      return 2;
+    }
+    mAll |= m;
+  }
+  if ((mAll & 5) == 5) {
+    *pzA = pR->aHead[i0]->u.s.z;
+    *pzB = pR->aHead[i1]->u.s.z;
+    return 3;
+  }
+  /* a condition on ?b: right-linear, (base ?a ?c) (r ?c ?b); on ?a:
+  ** left-linear, (r ?a ?c) (base ?c ?b) */
+  if (mAll & 1) *piBase = iFirst ? iC1 : iC2;
+  else *piBase = iFirst ? iC2 : iC1;
+  return (mAll & 5) ? 4 : 1;
 }
 
 int qcxIsChain(const QRuleInfo *pRi, int g, const QRule *pR) {

@@ -161,6 +161,9 @@ struct QComp {
   int bRules;
   struct QRuleInfo *pRi;   /* rule heads and their recursion groups */
   int nSelfRef;            /* references to the group being built */
+  const QClause *pChainBase; /* the call of the chain definition being
+                           ** built that reads its group's base CTE
+                           ** (qcxChainFilter), or NULL */
   const QRule *pWhole;     /* the definition qcrGroup compiles (computed
                            ** whole, without the caller's arguments), for
                            ** messages; NULL elsewhere */
