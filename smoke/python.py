@@ -256,6 +256,23 @@ def with_db(con, db, ann):
                                                           json.dumps({'with': tx, 'withReport': True}))))
     check('with: a second with-call takes the same ids', (again['result'], again['report']['tx_id']),
           (cy, doc['report']['tx_id']))
+    # A table-form with-cursor left open: its rows were set aside and the write rolled back
+    # before the first row, so writes and other with-calls go on meanwhile, and its rows stay.
+    cur = con.execute('SELECT c0 FROM edn_q(?, ?, ?) ORDER BY c0', (db, '[:find ?n :where [_ :p/name ?n]]',
+                                                                   json.dumps({'with': tx})))
+    first = cur.fetchone()
+    other = connect()
+    for k in range(3):
+        one(other, 'SELECT edn_q(?, ?, ?)', (db, '[:find (count ?e) . :where [?e :p/age %d]]' % k,
+                                             json.dumps({'with': '[{:db/ident :p/x%d :db/valueType'
+                                                         ' :db.type/long :db/cardinality'
+                                                         ' :db.cardinality/one}]' % k})))
+    one(other, 'SELECT edn_t(?, ?)', (db, '[{:p/name "Wes"}]'))
+    check('with: an open with-cursor keeps its rows while others write', [first] + cur.fetchall(),
+          [('Ann',), ('Bob',), ('Cy',)])
+    one(other, 'SELECT edn_t(?, ?)', (db, '[[:db/retractEntity [:p/name "Wes"]]]'))
+    other.close()
+    before = store_tables(db)
     check_error('with: a failing with-tx', lambda: one(con, 'SELECT edn_q(?, ?, ?)', (
         db, '[:find ?n :where [_ :p/name ?n]]', json.dumps({'with': '[{:p/nmae "x"}]'}))),
         'edn_q: line 1 col 3: unknown attribute :p/nmae')
