@@ -280,6 +280,65 @@ START_TEST(test_oom_movies) {
 }
 END_TEST
 
+/* Tuples (issue 17 item 5): the schema transaction that installs the tuple
+** vocabulary, data whose composites the transactor derives, an upsert
+** through an identity composite, and reads of tuples (a pattern literal,
+** an input, untuple, a comparison, pull). Answers by hand: the schema
+** takes 65536..65541, "c" is 65542, "r" 65543. */
+START_TEST(test_oom_tuples) {
+  static const char *const zSchema =
+    "[{:db/ident :c/id :db/valueType :db.type/string :db/unique :db.unique/identity}"
+    " {:db/ident :r/c :db/valueType :db.type/ref} {:db/ident :r/s :db/valueType :db.type/string}"
+    " {:db/ident :r/c+s :db/valueType :db.type/tuple :db/tupleAttrs [:r/c :r/s]"
+    "  :db/unique :db.unique/identity}"
+    " {:db/ident :r/g :db/valueType :db.type/string}"
+    " {:db/ident :r/at :db/valueType :db.type/tuple :db/tupleTypes [:db.type/long :db.type/string]}]";
+  static const struct { const char *zSql, *zArg, *zWant; int bWrite; } aStep[] = {
+    {"SELECT edn_t(?1, ?2)", NULL, "^{\"tx_id\":268435457,", 1},
+    {"SELECT edn_t(?1, ?2)", "[{:db/id \"c\" :c/id \"X\"} {:db/id \"r\" :r/c \"c\" :r/s \"ann\" :r/at [1 \"a\"]}]",
+     "^{\"tx_id\":268435458,", 1},
+    {"SELECT edn_t(?1, ?2)", "[{:r/c [:c/id \"X\"] :r/s \"ann\" :r/g \"A\"}]", "^{\"tx_id\":268435459,", 1},
+    {"SELECT edn_q(?1, '[:find ?g . :where [?e :r/c+s [65542 \"ann\"]] [?e :r/g ?g]]')", NULL,
+     "{\"result\":\"A\"}", 0},
+    {"SELECT edn_q(?1, '[:find ?y . :in $ ?t :where [?e :r/c+s ?t] [?e :r/at ?p] [(untuple ?p) [?x ?y]]"
+     " [(< ?p [2 \"a\"])]]', '{\"inputs\":[[65542, \"ann\"]]}')", NULL, "{\"result\":\"a\"}", 0},
+    {"SELECT edn_pull(?1, '[:r/c+s :r/at]', '[:r/c+s [65542 \"ann\"]]')", NULL,
+     "{\":r/c+s\":[65542,\"ann\"],\":r/at\":[1,\"a\"],\":db/id\":65543}", 0},
+  };
+  int nPoints = 0, nNomem = 0;
+  tuOomInstall();
+  {
+    sqlite3 *db = tuOpenHost();
+    const char *zEmpty = tuTempPath("tuples-empty.db");
+    free(tuQuery(db, "SELECT count(*) FROM edn_q(?1, '[:find ?e :where [?e :db/ident :db/ident]]')",
+                 zEmpty, NULL));
+    gzEmptyDigest = tDigest(zEmpty);
+    sqlite3_close(db);
+  }
+  for (int iMode = 0; iMode < 2; iMode++) {
+    sqlite3 *db = tuOpenHost();
+    char zName[32];
+    const char *zPath;
+    int nFail;
+    tuOomOnce = iMode == 0;
+    snprintf(zName, sizeof zName, "tuples%d.db", iMode);
+    zPath = tuTempPath(zName);
+    unlink(zPath);
+    for (size_t i = 0; i < sizeof aStep / sizeof aStep[0]; i++) {
+      const char *z2 = !aStep[i].bWrite ? NULL : aStep[i].zArg ? aStep[i].zArg : zSchema;
+      nPoints += tSweep(db, aStep[i].zSql, zPath, z2, aStep[i].zWant, aStep[i].bWrite, &nFail);
+      nNomem += nFail;
+    }
+    sqlite3_close(db);
+  }
+  tuOomOnce = 0;
+  tuOomRemove();
+  free(gzEmptyDigest);
+  gzEmptyDigest = NULL;
+  fprintf(stderr, "oom tuples: %d allocation points, %d SQLITE_NOMEM outcomes\n", nPoints, nNomem);
+}
+END_TEST
+
 int main(void) {
   Suite *s;
   /* Atomicity is what is tested, not durability: without the fsyncs the
@@ -291,6 +350,7 @@ int main(void) {
   int nFailed;
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, test_oom_movies);
+  tcase_add_test(tc, test_oom_tuples);
   suite_add_tcase(s, tc);
   sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
