@@ -129,6 +129,20 @@ START_TEST(interrupt_leaves_nothing) {
   expectQuery(db, "SELECT count(*) FROM side", "0");
   expectQuery(db, "PRAGMA integrity_check", "ok");
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+  /* the first call creates the store's tables inside the statement */
+  db = openFile("inswrite2.db");
+  execOk(db, "CREATE TABLE src(x); CREATE TABLE t(r)");
+  execOk(db, "INSERT INTO src VALUES ('[{:db/ident :q/n :db/valueType :db.type/long}]')");
+  execOk(db, "BEGIN");
+  execOk(db, "INSERT INTO t SELECT edn_t(':main', x) FROM src");
+  execOk(db, "INSERT INTO t VALUES (edn_t(':main', '[{:q/n 1}]'))");
+  execOk(db, "ROLLBACK");
+  expectQuery(db, "SELECT count(*) FROM sqlite_master WHERE name = 'datoms'", "0");
+  execOk(db, "INSERT INTO t SELECT edn_t(':main', x) FROM src");
+  execOk(db, "INSERT INTO t VALUES (edn_t(':main', '[{:q/n 1}]'))");
+  expectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [_ :q/n ?n]]')", "{\"result\":1}");
+  expectQuery(db, "PRAGMA integrity_check", "ok");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
 }
 END_TEST
 
@@ -209,6 +223,86 @@ START_TEST(interrupt_stops_compile) {
 }
 END_TEST
 
+/* edn_t inside a statement that writes (INSERT ... SELECT edn_t(...)):
+** SQLite opens no savepoint while such a statement runs, so the calls'
+** writes join that statement's and stand or fall with it, as its own rows
+** do (SQL's statement atomicity); the host's ROLLBACK removes them all.
+** Expected answers worked out by hand from SPEC.md §3a. */
+START_TEST(edn_t_inside_writing_statement) {
+  sqlite3 *db = openFile("inswrite.db");
+  execOk(db, zSchema);
+  execOk(db, "CREATE TABLE src(x); CREATE TABLE t(r)");
+  execOk(db, "INSERT INTO src VALUES ('[{:p/name \"a\" :p/n 1}]'), ('[{:p/name \"b\" :p/n 2}]')");
+  /* autocommit: every call lands, one tx each */
+  execOk(db, "INSERT INTO t SELECT edn_t(':main', x) FROM src");
+  expectQuery(db, "SELECT count(DISTINCT r ->> 'tx_id') FROM t", "2");
+  expectQuery(db, "SELECT edn_q(':main', '[:find (sum ?n) . :where [_ :p/n ?n]]')", "{\"result\":3}");
+  /* inside BEGIN: the host's ROLLBACK removes the rows and the datoms */
+  execOk(db, "UPDATE src SET x = replace(replace(x, '\"a\"', '\"c\"'), '\"b\"', '\"d\"')");
+  execOk(db, "BEGIN");
+  execOk(db, "INSERT INTO t SELECT edn_t(':main', x) FROM src");
+  expectQuery(db, "SELECT edn_q(':main', '[:find (count ?e) . :where [?e :p/n]]')", "{\"result\":4}");
+  execOk(db, "ROLLBACK");
+  expectQuery(db, "SELECT count(*) FROM t", "2");
+  expectQuery(db, "SELECT edn_q(':main', '[:find (count ?e) . :where [?e :p/n]]')", "{\"result\":2}");
+  /* ... and COMMIT keeps them; UPDATE and single-row INSERT write too */
+  execOk(db, "BEGIN");
+  execOk(db, "INSERT INTO t SELECT edn_t(':main', x) FROM src");
+  execOk(db, "INSERT INTO t VALUES (edn_t(':main', '[{:p/name \"e\" :p/n 5}]'))");
+  execOk(db, "UPDATE t SET r = edn_t(':main', '[{:p/name \"f\" :p/n 6}]') WHERE rowid = 1");
+  execOk(db, "COMMIT");
+  expectQuery(db, "SELECT count(*) FROM t", "5");
+  expectQuery(db, "SELECT edn_q(':main', '[:find (sum ?n) . :with ?e :where [?e :p/n ?n]]')", "{\"result\":17}");
+  /* A failed call fails the statement: none of its rows nor datoms stay,
+  ** in autocommit and inside BEGIN, where the earlier statement stays. */
+  execOk(db, "DELETE FROM src");
+  execOk(db, "INSERT INTO src VALUES ('[{:p/name \"g\" :p/n 7}]'), ('[{:p/name \"h\" :p/bad 8}]')");
+  expectQuery(db, "INSERT INTO t SELECT edn_t(':main', x) FROM src RETURNING 1",
+              "ERROR: edn_t: line 1 col 15: unknown attribute :p/bad");
+  expectQuery(db, "SELECT count(*) FROM t", "5");
+  expectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [_ :p/name \"g\"] [_ :p/n ?n]]') ->> 'result'", "NULL");
+  execOk(db, "BEGIN");
+  execOk(db, "INSERT INTO t VALUES ('before')");
+  expectQuery(db, "INSERT INTO t SELECT edn_t(':main', x) FROM src RETURNING 1",
+              "ERROR: edn_t: line 1 col 15: unknown attribute :p/bad");
+  execOk(db, "COMMIT");
+  expectQuery(db, "SELECT count(*) FROM t", "6");
+  expectQuery(db, "SELECT edn_q(':main', '[:find (count ?e) . :where [?e :p/name \"g\"]]')", "{\"result\":null}");
+  /* a unique value already taken, found while writing: the call's own
+  ** datoms go too, in a multi-row and in a single-row statement */
+  execOk(db, "SELECT edn_t(':main', '[{:db/ident :p/u :db/valueType :db.type/long"
+             " :db/unique :db.unique/value}]')");
+  execOk(db, "SELECT edn_t(':main', '[{:p/name \"u\" :p/u 1}]')");
+  execOk(db, "DELETE FROM src");
+  execOk(db, "INSERT INTO src VALUES ('[{:p/name \"i\" :p/n 9}]'),"
+             " ('[{:p/name \"j\" :p/n 10} {:p/name \"j2\" :p/u 1}]')");
+  for (int iForm = 0; iForm < 2; iForm++) {
+    char *z;
+    execOk(db, "BEGIN");
+    execOk(db, "INSERT INTO t VALUES ('before2')");
+    z = tuQuery(db, iForm ? "INSERT INTO t VALUES (edn_t(':main', (SELECT x FROM src WHERE rowid = 2)))"
+                          : "INSERT INTO t SELECT edn_t(':main', x) FROM src", NULL, NULL);
+    /* SQLite opens no savepoint there, so the call's datoms written
+    ** before the conflict go with the host's whole transaction */
+    static const char zWant[] = "ERROR: edn_t: line 1 col 38: unique value conflict: :p/u 1 is already held";
+    ck_assert_msg(strncmp(z, zWant, strlen(zWant)) == 0
+                  && strstr(z, "; inside a statement that writes, a failed edn_t rolls the host's transaction"
+                               " back") != NULL, "got %s", z);
+    free(z);
+    ck_assert_int_eq(sqlite3_get_autocommit(db), 1);
+    expectQuery(db, "SELECT count(*) FROM t WHERE r = 'before2'", "0");
+    expectQuery(db, "SELECT edn_q(':main', '[:find (count ?e) . :where (or [?e :p/name \"i\"]"
+                    " [?e :p/name \"j\"] [?e :p/name \"j2\"])]')", "{\"result\":null}");
+    expectQuery(db, "SELECT edn_q(':main', '[:find (sum ?n) . :with ?e :where [?e :p/n ?n]]')",
+                "{\"result\":17}");
+  }
+  /* the next call works and gets the next tx id */
+  expectQuery(db, "SELECT edn_t(':main', '[{:p/name \"k\" :p/n 12}]') IS NOT NULL", "1");
+  expectQuery(db, "PRAGMA integrity_check", "ok");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
 static Suite *hostSuite(void) {
   Suite *s = suite_create("host");
   TCase *tc = tcase_create("host");
@@ -219,6 +313,7 @@ static Suite *hostSuite(void) {
   tcase_add_test(tc, savepoint_nests_in_host_savepoint);
   tcase_add_test(tc, interrupt_leaves_nothing);
   tcase_add_test(tc, interrupt_stops_compile);
+  tcase_add_test(tc, edn_t_inside_writing_statement);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -48,7 +48,19 @@ struct StoreConn {
                                ** which new schema objects are created in */
   void *pTxCache;              /* the transactor's, on the writer connection */
   void (*xTxCacheFree)(void*);
+  int bInAutoStmt;             /* host store: the write in progress runs inside an
+                               ** autocommit statement that writes, with no transaction or
+                               ** savepoint of its own (storeWriteAlive) */
 };
+
+/* For the transactor, before each statement of a write: is the write's
+** transaction still open? SQLite ends a transaction by itself after some
+** errors (out of memory, disk full, I/O), after which each statement would
+** commit on its own. Inside an autocommit statement that writes (a host
+** store's INSERT ... SELECT edn_t(...)) the connection reads autocommit
+** throughout; the statement's transaction is asked for then (SQLite 3.34+,
+** sqlite3_txn_state; on older hosts assumed open). */
+int storeWriteAlive(const StoreConn *pConn);
 
 /* Opens (creating if needed) or finds the store at zPath. Creates the v3
 ** layout and bootstrap on a new file, upgrades v1/v2, refuses other

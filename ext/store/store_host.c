@@ -67,6 +67,10 @@ typedef struct StoreHostPart {
   int bDqlite;                  /* the database's VFS is dqlite's */
   sqlite3_int64 iSchemaVersion; /* at the last layout check; -1 none */
   sqlite3_stmt *pSchemaVersion, *pSavepoint, *pRelease, *pRollbackTo;
+  int bNoSavepoint;             /* the write in progress runs inside a statement that
+                                ** writes, without a savepoint (storeHostWriteBegin) */
+  int nChanges0;                /* then: sqlite3_total_changes and schema_version */
+  sqlite3_int64 iSv0;           /* before it */
   sqlite3_stmt *pHold;          /* a read's one read transaction (storeHostReader) */
   sqlite3_stmt *apShadowSv[2];  /* schema_version of temp (and main, for an attached
                                 ** store): the databases searched before the store's */
@@ -91,6 +95,12 @@ typedef struct StoreHostPart {
 
 static pthread_mutex_t gHostMutex = PTHREAD_MUTEX_INITIALIZER;
 static Store *gpHostFirst = NULL;
+
+int storeWriteAlive(const StoreConn *pConn) {
+  if (!pConn->bInAutoStmt) return !sqlite3_get_autocommit(pConn->db);
+  if (sqlite3_libversion_number() < 3034000) return 1;
+  return sqlite3_txn_state(pConn->db, NULL) == SQLITE_TXN_WRITE;
+}
 
 sqlite3 *storeHostDb(const Store *p) {
   return p && p->pHost ? p->pHost->host : NULL;
@@ -701,6 +711,47 @@ void storeHostReaderDone(Store *p) {
   hostHoldEnd(p->pHost);
 }
 
+/* Undoes the failed write in progress. With its savepoint: back to it, the
+** host's earlier statements stay. Inside a statement that writes there is
+** none: that statement fails with the edn_t, and SQLite undoes its changes,
+** ours among them — in autocommit by rolling the transaction back, inside
+** BEGIN through the statement's journal, which a statement SQLite deems
+** unable to fail midway (INSERT ... VALUES of one row, UPDATE of one row)
+** lacks. So inside BEGIN, when the write changed anything (rows or the
+** schema), the host's transaction is rolled back: no half-applied edn_t
+** can stay. Returns 1 then. */
+static int hostUndo(Store *p) {
+  StoreHostPart *h = p->pHost;
+  sqlite3_int64 iSv = h->iSv0;
+  if (!h->bNoSavepoint) {
+    hostStep(h->pRollbackTo);
+    hostStep(h->pRelease);
+    return 0;
+  }
+  h->bNoSavepoint = 0;
+  p->pWriter->bInAutoStmt = 0;
+  if (sqlite3_get_autocommit(h->host)) return 0;
+  if (storeStepInt(h->pSchemaVersion, &iSv) == SQLITE_OK && iSv == h->iSv0
+      && sqlite3_total_changes(h->host) == h->nChanges0) {
+    return 0;
+  }
+  sqlite3_exec(h->host, "ROLLBACK", NULL, NULL, NULL);
+  return 1;
+}
+
+/* The savepoint of a write, or, inside a statement that writes (INSERT ...
+** SELECT edn_t(...)), where SQLite opens none ("cannot open savepoint -
+** SQL statements in progress"), what hostUndo needs instead. */
+static int hostWriteStart(Store *p) {
+  StoreHostPart *h = p->pHost;
+  int rc = hostStep(h->pSavepoint);
+  if (rc != SQLITE_BUSY) return rc;
+  h->bNoSavepoint = 1;
+  p->pWriter->bInAutoStmt = sqlite3_get_autocommit(h->host);
+  h->nChanges0 = sqlite3_total_changes(h->host);
+  return storeStepInt(h->pSchemaVersion, &h->iSv0);
+}
+
 int storeHostWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
   StoreHostPart *h = p->pHost;
   int rc;
@@ -718,16 +769,7 @@ int storeHostWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **
   rc = hostRevalidate(p, 0, NULL, pzErr);
   if (rc == SQLITE_OK) rc = hostCheckScans(p, pzErr);
   if (rc != SQLITE_OK) return rc;
-  rc = hostStep(h->pSavepoint);
-  if (rc == SQLITE_BUSY) {
-    /* SQLite opens no savepoint while a statement that writes runs, so
-    ** edn_t cannot be atomic inside one (INSERT ... SELECT edn_t(...)). */
-    hostErr(pzErr, sqlite3_mprintf("cannot write to host store %s from inside a statement that "
-                                   "writes (e.g. INSERT ... SELECT edn_t(...)): call SELECT "
-                                   "edn_t(...) on its own, inside BEGIN ... COMMIT to join other "
-                                   "writes", p->zPath));
-    return SQLITE_ERROR;
-  }
+  rc = hostWriteStart(p);
   if (rc != SQLITE_OK) {
     hostErr(pzErr, sqlite3_mprintf("cannot begin a write on host store %s: %s", p->zPath,
                                    sqlite3_errmsg(h->host)));
@@ -735,8 +777,7 @@ int storeHostWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **
   }
   rc = hostRevalidate(p, 1, NULL, pzErr);
   if (rc != SQLITE_OK) {
-    hostStep(h->pRollbackTo);
-    hostStep(h->pRelease);
+    hostUndo(p);
     return rc;
   }
   schemaRef(p->pSchema);
@@ -752,16 +793,23 @@ int storeHostWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchem
   int rc = SQLITE_OK;
   if (bCommit) {
     rc = storeReadSig(pImpl, &sig);
-    if (rc == SQLITE_OK) rc = hostStep(h->pRelease);
+    if (rc == SQLITE_OK && h->bNoSavepoint) {
+      h->bNoSavepoint = 0;
+      pConn->bInAutoStmt = 0;
+    } else if (rc == SQLITE_OK) {
+      rc = hostStep(h->pRelease);
+    }
     if (rc != SQLITE_OK) {
       hostErr(pzErr, sqlite3_mprintf("cannot commit to host store %s: %s", p->zPath,
                                      sqlite3_errmsg(h->host)));
     }
   }
   if (!bCommit || rc != SQLITE_OK) {
-    /* Undoes this edn_t only; the host's earlier statements stay. */
-    hostStep(h->pRollbackTo);
-    hostStep(h->pRelease);
+    /* Undoes this edn_t only where it can; else the host's transaction. */
+    if (hostUndo(p)) {
+      hostErr(pzErr, sqlite3_mprintf("inside a statement that writes, a failed edn_t rolls the"
+                                     " host's transaction back"));
+    }
     /* The schema and marks of this connection's state are revalidated
     ** against the signature at the next call. */
     return rc;

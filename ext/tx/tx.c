@@ -185,7 +185,7 @@ static int txStages(Tx *p, StoreConn *pConn, Schema *pSchema, EdnValue *pRoot,
   }
   if (rc == SQLITE_OK && p->bSchema) rc = txSchemaFinish(p, ppNew);
   if (rc == SQLITE_OK) rc = txSaveParts(p);
-  if (rc == SQLITE_OK && sqlite3_get_autocommit(p->db)) {
+  if (rc == SQLITE_OK && !storeWriteAlive(p->pConn)) {
     /* SQLite ends a transaction by itself after some errors (e.g. out of
     ** memory); every step is checked, so this is a last guard against
     ** committing half a transaction. */
@@ -248,6 +248,13 @@ cleanup:
       sqlite3_free(*pzErr);
       *pzErr = zEndErr;
       zEndErr = NULL;
+    } else if (rc != SQLITE_OK && zEndErr && *pzErr) {
+      /* what undoing the failed transaction did beyond it */
+      char *zBoth = sqlite3_mprintf("%s; %s", *pzErr, zEndErr);
+      if (zBoth) {
+        sqlite3_free(*pzErr);
+        *pzErr = zBoth;
+      }
     }
     sqlite3_free(zEndErr);
   }

@@ -161,7 +161,7 @@ int txStmt(Tx *p, int eStmt, sqlite3_stmt **ppStmt) {
   ** even a read or a PRAGMA whose error is only a hint to us; a statement
   ** run after that would commit on its own. Every statement of the
   ** transactor is fetched here, so this is where that stops. */
-  if (sqlite3_get_autocommit(p->db)) {
+  if (!storeWriteAlive(p->pConn)) {
     rc = sqlite3_errcode(p->db);
     if (rc != SQLITE_NOMEM && rc != SQLITE_FULL && (rc & 0xff) != SQLITE_IOERR) rc = SQLITE_ABORT;
     if (rc == SQLITE_NOMEM) return rc;
