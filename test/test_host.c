@@ -303,6 +303,45 @@ START_TEST(edn_t_inside_writing_statement) {
 }
 END_TEST
 
+/* A host function: the length of its text argument. */
+static void hostLen(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  (void)argc;
+  sqlite3_result_int(pCtx, sqlite3_value_bytes(argv[0]));
+}
+
+/* The host's functions in a query before the first edn_t, when the host
+** database holds no store yet and reads see an empty store (SPEC.md §3a):
+** they are callable as after it. Expected answers worked out by hand. */
+START_TEST(host_function_before_first_edn_t) {
+  sqlite3 *db = openFile("hostfn.db"), *db2;
+  ck_assert_int_eq(sqlite3_create_function(db, "my_len", 1, SQLITE_UTF8, NULL, hostLen, NULL, NULL),
+                   SQLITE_OK);
+  expectQuery(db, "SELECT edn_q(':main', '[:find ?s . :where [(ground \"abcd\") ?n] [(my_len ?n) ?s]]')",
+              "{\"result\":4}");
+  expectQuery(db, "SELECT c0 FROM edn_q(':main', '[:find ?s :where [(ground \"abc\") ?n] [(my_len ?n) ?s]]')",
+              "3");
+  /* as a predicate, over the bootstrap's idents */
+  expectQuery(db, "SELECT edn_q(':main', '[:find ?i . :where [?e :db/ident ?i] [(= ?i :db/ident)]"
+                  " [(my_len \"x\")]]')", "{\"result\":\":db/ident\"}");
+  expectQuery(db, "SELECT edn_q(':main', '[:find ?s . :where [(ground \"a\") ?n] [(nope ?n) ?s]]')",
+              "ERROR: edn_q: line 1 col 38: unknown function nope");
+  /* nothing was written */
+  expectQuery(db, "SELECT count(*) FROM sqlite_master", "0");
+  /* another connection without the function: unknown there, though the
+  ** same query text ran on the same empty store */
+  db2 = openFile("hostfn2.db");
+  expectQuery(db2, "SELECT edn_q(':main', '[:find ?s . :where [(ground \"abcd\") ?n] [(my_len ?n) ?s]]')",
+              "ERROR: edn_q: line 1 col 41: unknown function my_len");
+  ck_assert_int_eq(sqlite3_close(db2), SQLITE_OK);
+  /* and after the first edn_t, as before */
+  execOk(db, zSchema);
+  execOk(db, "SELECT edn_t(':main', '[{:p/name \"abcde\"}]')");
+  expectQuery(db, "SELECT edn_q(':main', '[:find ?s . :where [_ :p/name ?n] [(my_len ?n) ?s]]')",
+              "{\"result\":5}");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
 static Suite *hostSuite(void) {
   Suite *s = suite_create("host");
   TCase *tc = tcase_create("host");
@@ -314,6 +353,7 @@ static Suite *hostSuite(void) {
   tcase_add_test(tc, interrupt_leaves_nothing);
   tcase_add_test(tc, interrupt_stops_compile);
   tcase_add_test(tc, edn_t_inside_writing_statement);
+  tcase_add_test(tc, host_function_before_first_edn_t);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -146,6 +146,9 @@ static int vcallOpen(VCall *pCall, sqlite3 *host, const char *zPath, int eKind,
   if (rc == SQLITE_OK) {
     rc = hostAcquireStore(host, zPath, eKind == VCALL_WRITE || bWith, &pCall->pStore, pzErr);
   }
+  /* On a host store the query runs on the host: its SQL functions are
+  ** callable (through proxies while the host database holds no store). */
+  if (rc == SQLITE_OK && pOpts) pOpts->pHostDb = storeHostDb(pCall->pStore);
   if (eKind == VCALL_QUERY && pOpts && (pOpts->nSource || pOpts->bExplain)) {
     /* Attached stores (the lazy check sees only main), or no run to check. */
     eKind = VCALL_READ;
@@ -167,8 +170,6 @@ static int vcallOpen(VCall *pCall, sqlite3 *host, const char *zPath, int eKind,
   if (rc == SQLITE_OK && eKind == VCALL_READ && pOpts && pOpts->nSource) {
     rc = qSourcesOpen(pCall->pStore, &pCall->pConn, &pCall->pSchema, pOpts, pzErr);
   }
-  /* On a host store the query runs on the host: its SQL functions are callable. */
-  if (rc == SQLITE_OK && pOpts) pOpts->pHostDb = storeHostDb(pCall->pStore);
   if (rc != SQLITE_OK) {
     vcallEnd(pCall);
     return rc;

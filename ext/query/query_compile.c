@@ -311,13 +311,16 @@ int qCompile(Schema *pSchema, const char *zQuery, int nQuery, const QueryOpts *p
   qcCtxReset(&x);
   sqlite3_free(sqlite3_str_finish(c.pCte));
   qcsFree(&c);
+  if (rc == SQLITE_OK && c.pHostFns && sqlite3_str_errcode(c.pHostFns)) rc = SQLITE_NOMEM;
   if (rc != SQLITE_OK) {
     sqlite3_free(c.aParam);
+    sqlite3_free(sqlite3_str_finish(c.pHostFns));
     qPlanFree(pPlan);
     return rc;
   }
   pPlan->aParam = c.aParam;
   pPlan->nParam = c.nParam;
+  pPlan->zHostFns = c.pHostFns ? sqlite3_str_finish(c.pHostFns) : NULL;
   *ppPlan = pPlan;
   return SQLITE_OK;
 }

@@ -14,10 +14,15 @@
 ** unknown. The result's type follows its SQL type: integer and real are
 ** numbers, text a string, blob bytes, NULL no binding (a predicate holds
 ** when the result is neither NULL nor 0, SQL's own truth, since SQL
-** functions return no booleans).
+** functions return no booleans). Before the first edn_t a host database
+** holds no store, and the read runs on the private in-memory store's
+** reader: the plan records the functions it calls, and qcHostProxies
+** registers there proxies that call the host's.
 */
+#include <stdlib.h>
 #include <string.h>
 #include "query_compile_scope.h"
+#include "query_compile.h"
 
 /* A plain SQL identifier that is not one of the extension's own names. */
 static int qcHostName(const char *z) {
@@ -64,6 +69,8 @@ int qcHostCall(QCtx *pX, const QClause *pCl, int bPredicate, char **pzExpr, char
   if (host == NULL || !qcHostName(pCl->zName)) return 0;
   qcSkipSrc(pCl, &aArg, &nArg);
   if (!qcHostHas(host, pCl->zName, nArg)) return 0;
+  if (pC->pHostFns == NULL) pC->pHostFns = sqlite3_str_new(NULL);
+  sqlite3_str_appendf(pC->pHostFns, "%s\x01%d\x01", pCl->zName, nArg);
   pOut = sqlite3_str_new(NULL);
   sqlite3_str_appendf(pOut, "%s(", pCl->zName);
   for (int i = 0; i < nArg; i++) {
@@ -99,4 +106,81 @@ int qcHostCall(QCtx *pX, const QClause *pCl, int bPredicate, char **pzExpr, char
   sqlite3_free(zCall);
   if (*pzExpr == NULL) qcNoMem(pC);
   return 1;
+}
+
+/* A proxy's function: its name and argument count, and the slot naming the
+** host of the call being served. */
+typedef struct QcProxy {
+  sqlite3 **ppHost;
+  int nArg;
+  char zName[1];
+} QcProxy;
+
+/* Calls the host's function of the proxy's name with the arguments. */
+static void qcProxyFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  const QcProxy *pP = sqlite3_user_data(pCtx);
+  sqlite3 *host = *pP->ppHost;
+  sqlite3_stmt *pStmt = NULL;
+  sqlite3_str *pSql;
+  char *zSql;
+  int rc, i;
+  if (host == NULL) {
+    /* a step of the reader from another thread (a writer setting rows aside) */
+    char *z = sqlite3_mprintf("the host's function %s cannot run here", pP->zName);
+    sqlite3_result_error(pCtx, z ? z : "out of memory", -1);
+    sqlite3_free(z);
+    return;
+  }
+  pSql = sqlite3_str_new(NULL);
+  sqlite3_str_appendf(pSql, "SELECT %s(", pP->zName);
+  for (i = 0; i < argc; i++) sqlite3_str_appendall(pSql, i ? ",?" : "?");
+  sqlite3_str_appendall(pSql, ")");
+  zSql = sqlite3_str_finish(pSql);
+  if (zSql == NULL) {
+    sqlite3_result_error_nomem(pCtx);
+    return;
+  }
+  rc = sqlite3_prepare_v2(host, zSql, -1, &pStmt, NULL);
+  sqlite3_free(zSql);
+  for (i = 0; rc == SQLITE_OK && i < argc; i++) rc = sqlite3_bind_value(pStmt, i + 1, argv[i]);
+  if (rc == SQLITE_OK) rc = sqlite3_step(pStmt);
+  if (rc == SQLITE_ROW) {
+    sqlite3_result_value(pCtx, sqlite3_column_value(pStmt, 0));
+  } else if (rc == SQLITE_NOMEM) {
+    sqlite3_result_error_nomem(pCtx);
+  } else {
+    sqlite3_result_error(pCtx, sqlite3_errmsg(host), -1);
+    sqlite3_result_error_code(pCtx, rc == SQLITE_DONE ? SQLITE_ERROR : rc);
+  }
+  sqlite3_finalize(pStmt);
+}
+
+int qcHostProxies(sqlite3 *db, sqlite3 **ppHost, const char *zFns, char **pzErr) {
+  const char *z = zFns;
+  while (z && *z) {
+    const char *zName = z, *zSep = strchr(z, '\x01');
+    int nName = (int)(zSep - z), nArg = atoi(zSep + 1), rc;
+    QcProxy *pP;
+    z = strchr(zSep + 1, '\x01') + 1;
+    pP = sqlite3_malloc64(sizeof(QcProxy) + (size_t)nName);
+    if (pP == NULL) return SQLITE_NOMEM;
+    pP->ppHost = ppHost;
+    pP->nArg = nArg;
+    memcpy(pP->zName, zName, (size_t)nName);
+    pP->zName[nName] = 0;
+    /* Registered once per reader: replacing a function would expire every
+    ** statement the reader has prepared. */
+    if (qcHostHas(db, pP->zName, nArg)) {
+      sqlite3_free(pP);
+      continue;
+    }
+    rc = sqlite3_create_function_v2(db, pP->zName, nArg, SQLITE_UTF8, pP, qcProxyFunc, NULL, NULL,
+                                    sqlite3_free);
+    if (rc != SQLITE_OK) {
+      sqlite3_free(*pzErr);
+      *pzErr = sqlite3_mprintf("cannot call the host's function %s: %s", pP->zName, sqlite3_errmsg(db));
+      return rc;
+    }
+  }
+  return SQLITE_OK;
 }

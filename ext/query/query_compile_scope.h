@@ -189,6 +189,7 @@ struct QComp {
   QLive *pLive;            /* its qcwClauses frames, innermost first */
   unsigned nPoll;          /* qcPoll's steps so far */
   int nMaxCompound;        /* SELECTs one UNION may join (0: no limit) */
+  sqlite3_str *pHostFns;   /* the host functions called so far (QueryPlan.zHostFns) */
 };
 
 

@@ -10,6 +10,7 @@ void qPlanFree(QueryPlan *p) {
   sqlite3_finalize(p->pStmt);
   sqlite3_free(p->zSql);
   sqlite3_free(p->zKey);
+  sqlite3_free(p->zHostFns);
   sqlite3_free(p->aParam);
   ednArenaReset(&p->arena);
   sqlite3_free(p);

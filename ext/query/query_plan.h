@@ -77,6 +77,8 @@ struct QueryPlan {
   int bKeys;
   int bSingleAgg;
   int nInputNeeded;        /* :in bindings that consume a value */
+  char *zHostFns;          /* the host's functions the SQL calls, "name\x01nArg\x01..."
+                           ** (query_compile_host.c), or NULL */
   QueryPlan *pNext, *pPrev;   /* cache LRU list */
 };
 

@@ -41,6 +41,8 @@ typedef struct QCache {
   sqlite3_str *pOut;     /* reusable result string (qCacheOutBuf) */
   QStmt *pStmts;         /* statements by SQL text (qCacheStmt) */
   int nStmt;
+  sqlite3 *pCallHost;    /* the host whose functions this connection's proxies
+                         ** call (qcHostProxies): set per run by qCachePlan */
   void *pSpareRun;       /* a closed run's memory (qCacheSpareRun) */
 } QCache;
 
@@ -411,10 +413,17 @@ int qCachePlan(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery
   *ppPlan = NULL;
   *pbOwn = 0;
   if (pCache == NULL) return SQLITE_NOMEM;
+  /* A host store's read served by another store's reader (an empty host
+  ** store: the private in-memory one) calls the host's functions through
+  ** proxies (qcHostProxies), for this run only. */
+  pCache->pCallHost = pOpts && pOpts->pHostDb != pConn->db ? pOpts->pHostDb : NULL;
   if (pOpts && pOpts->bOwnPlan) {
     /* A run that outlives its use of the connection keeps nothing there. */
     *pbOwn = 1;
     rc = qCompile(pSchema, zQuery, nQuery, pOpts, &pPlan, pzErr);
+    if (rc == SQLITE_OK && pPlan->zHostFns && pCache->pCallHost) {
+      rc = qcHostProxies(pConn->db, &pCache->pCallHost, pPlan->zHostFns, pzErr);
+    }
     if (rc == SQLITE_OK) rc = qCachePrepare(pConn, pPlan, pzErr);
     if (rc != SQLITE_OK) {
       qPlanFree(pPlan);
@@ -456,6 +465,11 @@ int qCachePlan(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery
     goto cleanup;
   }
   rc = qCompile(pSchema, zQuery, nQuery, pOpts, &pPlan, pzErr);
+  if (rc == SQLITE_OK && pPlan->zHostFns && pCache->pCallHost) {
+    /* Another host's query of the same text must not find this plan. */
+    *pbOwn = 1;
+    rc = qcHostProxies(pConn->db, &pCache->pCallHost, pPlan->zHostFns, pzErr);
+  }
   if (rc == SQLITE_OK) rc = qCachePrepare(pConn, pPlan, pzErr);
   if (rc == SQLITE_OK && !*pbOwn) rc = qCacheAdd(pCache, pPlan, &key, h);
   if (rc != SQLITE_OK) {
@@ -466,4 +480,9 @@ int qCachePlan(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery
 cleanup:
   qCacheKeyFree(&key);
   return rc;
+}
+
+sqlite3 **qCacheCallHost(StoreConn *pConn) {
+  QCache *pCache = pConn ? (QCache *)pConn->pQueryCache : NULL;
+  return pCache && pConn->xQueryCacheFree == qCacheFree ? &pCache->pCallHost : NULL;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include "config.h"
 #include "query_spill.h"
+#include "query_plan_cache.h"
 
 /* A partial copy is used up: back on the store statement, whose current
 ** row is the last one copied. */
@@ -132,7 +133,8 @@ static int qSpillMore(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, i
   return SQLITE_OK;
 }
 
-int qSpillRest(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, int *pbAll, char **pzErr) {
+static int qSpillRestOnce(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, int *pbAll,
+                          char **pzErr) {
   sqlite3 *db = NULL;
   sqlite3_stmt *pIns = NULL, *pSel = NULL;
   sqlite3_str *pDdl = NULL, *pDml = NULL;
@@ -294,5 +296,18 @@ int qSpillAll(QueryRun *p, char **pzErr) {
     p->pPlan->pStmt = NULL;
     p->pConn = NULL;
   }
+  return rc;
+}
+
+int qSpillRest(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, int *pbAll, char **pzErr) {
+  /* Another thread (a writer) steps the statement here: the host's
+  ** functions, called through proxies on the host connection, whose own
+  ** thread may wait for this one, are off meanwhile. */
+  sqlite3 **ppHost = p->pConn ? qCacheCallHost(p->pConn) : NULL;
+  sqlite3 *pSave = ppHost ? *ppHost : NULL;
+  int rc;
+  if (ppHost) *ppHost = NULL;
+  rc = qSpillRestOnce(p, nMaxRows, tEnd, pbAll, pzErr);
+  if (ppHost) *ppHost = pSave;
   return rc;
 }
