@@ -44,6 +44,7 @@ typedef struct TxOp {
   unsigned char bNew;       /* ADD: not in the store, will be inserted */
   unsigned char bUpsertSeen;/* ADD on identity attr: store probe done */
   unsigned char bTupleDerived; /* a composite tuple's value the transactor made */
+  unsigned char bTuplePending; /* ... whose ref components are not all resolved yet */
   int line, col;            /* the form's position, for messages */
   TxPlace e;
   const Attr *pAttr;        /* NULL only for RETRACT_ENTITY */
@@ -53,6 +54,8 @@ typedef struct TxOp {
   TypedValue vOld;          /* CAS old value */
   sqlite3_int64 iFts;
   sqlite3_int64 eUpsert;    /* store entity holding this identity value, 0 none */
+  const int *aTupleSrc;     /* derived composite before resolution: the op of each
+                            ** component (-1: nil), in the arena; else NULL */
 } TxOp;
 
 /* A tempid. Keyed ones appear in the report; anonymous ones (maps without
@@ -177,6 +180,11 @@ int txTupleInstall(Tx *p);
 int txTupleValue(Tx *p, const EdnValue *pV, const Attr *pAttr, const char *zAttr, TypedValue *pOut);
 int txTupleDirect(Tx *p, const Attr *pAttr, const EdnValue *pK);
 int txTupleUpsertOps(Tx *p);
+/* The value of a derived identity composite with its components' refs as
+** resolved so far (txResolve's upserts cascade through it): 1 and *pV
+** (also kept in the op), 0 while a ref is an unresolved tempid, -1 when
+** out of memory. */
+int txTupleValueNow(Tx *p, TxOp *pOp, TypedValue *pV);
 int txTupleDerive(Tx *p);
 int txTupleMetaKind(const Tx *p, const Attr *pAttr);
 int txTupleCheckDef(Tx *p, sqlite3_int64 e, const char *zName, sqlite3_int64 eType, int bMany,

@@ -54,8 +54,10 @@ static int txProbe(Tx *p, TxOp *pOp, const TypedValue *pV) {
   return SQLITE_OK;
 }
 
-/* The op's value with its ref resolved (if it can be yet). */
-static int txOpValueNow(Tx *p, const TxOp *pOp, TypedValue *pV) {
+/* The op's value with its ref resolved (if it can be yet): 1, else 0 (or
+** -1 out of memory, for a derived composite). */
+static int txOpValueNow(Tx *p, TxOp *pOp, TypedValue *pV) {
+  if (pOp->aTupleSrc) return txTupleValueNow(p, pOp, pV);
   *pV = pOp->v;
   if (pOp->pAttr->type == VT_REF) {
     pV->i = txPlaceNow(p, &pOp->vRef);
@@ -75,7 +77,9 @@ static int txUpserts(Tx *p) {
       if (pOp->eOp != TXOP_ADD || pOp->e.eKind != TXP_TEMP) continue;
       if (pOp->pAttr->eUnique != UNIQUE_IDENTITY || pOp->pAttr->bFulltext) continue;
       if (!pOp->bUpsertSeen) {
-        if (!txOpValueNow(p, pOp, &v)) continue;
+        int bNow = txOpValueNow(p, pOp, &v);
+        if (bNow < 0) return SQLITE_NOMEM;
+        if (!bNow) continue;
         rc = txProbe(p, pOp, &v);
         if (rc) return rc;
       }
@@ -113,7 +117,7 @@ static int txMergeNewIdentities(Tx *p, int *pbChanged) {
   int i, n = 0;
   for (i = 0; i < p->nOp; i++) {
     TxOp *pOp = &p->aOp[i];
-    if (pOp->eOp == TXOP_ADD && pOp->e.eKind == TXP_TEMP
+    if (pOp->eOp == TXOP_ADD && pOp->e.eKind == TXP_TEMP && !pOp->bTuplePending
         && pOp->pAttr->eUnique == UNIQUE_IDENTITY && pOp->pAttr->type != VT_REF) n++;
   }
   if (n < 2) return SQLITE_OK;
@@ -122,7 +126,7 @@ static int txMergeNewIdentities(Tx *p, int *pbChanged) {
   n = 0;
   for (i = 0; i < p->nOp; i++) {
     TxOp *pOp = &p->aOp[i];
-    if (pOp->eOp == TXOP_ADD && pOp->e.eKind == TXP_TEMP
+    if (pOp->eOp == TXOP_ADD && pOp->e.eKind == TXP_TEMP && !pOp->bTuplePending
         && pOp->pAttr->eUnique == UNIQUE_IDENTITY && pOp->pAttr->type != VT_REF) ap[n++] = pOp;
   }
   qsort(ap, (size_t)n, sizeof(TxOp *), txCmpIdentOp);

@@ -23,9 +23,9 @@
 ** becomes nil, and a composite all nil is retracted (DataScript's rule).
 ** Upserts through a :db.unique/identity composite need the value before
 ** tempids resolve: for each new entity the composite of its own asserted
-** component values is added as an identity op for txResolve (when every
-** ref among them is already an entid or a lookup ref), then dropped and
-** derived again afterwards.
+** component values is added as an identity op for txResolve, which
+** recomputes its value as the refs among them resolve (upserts cascade
+** through it, txTupleValueNow), then dropped and derived again afterwards.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -272,30 +272,66 @@ int txTupleUpsertOps(Tx *p) {
   for (i = 0; rc == SQLITE_OK && i < n; i = j) {
     for (j = i + 1; j < n && a[j].e == a[i].e; j++) {}
     for (c = 0; rc == SQLITE_OK && c < nC; c++) {
-      TypedValue aElem[VALUE_TUPLE_MAX];
-      int bOk = 1, g;
+      int *aSrc, g;
+      TxOp *pNew;
+      TypedValue v;
       if (!txTupleTouches(a + i, j - i, apC[c])) continue;
-      memset(aElem, 0, sizeof(aElem));
-      for (k = 0; k < apC[c]->tuple.nFixed && bOk; k++) {
+      aSrc = ednArenaAlloc(p->pArena, sizeof(int) * VALUE_TUPLE_MAX);
+      if (aSrc == NULL) { rc = SQLITE_NOMEM; break; }
+      for (k = 0; k < apC[c]->tuple.nFixed; k++) {
         for (g = i; g < j && a[g].a != apC[c]->aTupleAttr[k]; g++) {}
-        if (g == j) continue;   /* not given: nil */
-        {
-          const TxOp *pOp = &p->aOp[a[g].iOp];
-          aElem[k] = pOp->v;
-          if (pOp->pAttr->type == VT_REF) {
-            aElem[k].type = VT_REF;
-            if (pOp->vRef.eKind == TXP_ENTID) aElem[k].i = pOp->vRef.e;
-            else if (pOp->vRef.eKind == TXP_LOOKUP) aElem[k].i = p->aLook[pOp->vRef.iTemp].e;
-            else bOk = 0;   /* a tempid: known only after resolution */
-          }
-        }
+        aSrc[k] = g == j ? -1 : a[g].iOp;   /* not given: nil */
       }
-      if (bOk) rc = txTupleAddOp(p, TXOP_ADD, a[i].iOp, apC[c], aElem, apC[c]->tuple.nFixed, NULL);
+      rc = txTupleAddOp(p, TXOP_ADD, a[i].iOp, apC[c], NULL, 0, NULL);
+      if (rc) break;
+      pNew = &p->aOp[p->nOp - 1];
+      pNew->aTupleSrc = aSrc;
+      rc = txTupleValueNow(p, pNew, &v) < 0 ? SQLITE_NOMEM : SQLITE_OK;
     }
   }
   sqlite3_free(a);
   sqlite3_free(apC);
   return rc;
+}
+
+int txTupleValueNow(Tx *p, TxOp *pOp, TypedValue *pV) {
+  TypedValue aElem[VALUE_TUPLE_MAX];
+  const Attr *pC = pOp->pAttr;
+  sqlite3_str *pStr;
+  char *z;
+  int k, n;
+  for (k = 0; k < pC->tuple.nFixed; k++) {
+    const TxOp *pSrc;
+    memset(&aElem[k], 0, sizeof(aElem[k]));
+    if (pOp->aTupleSrc[k] < 0) continue;
+    pSrc = &p->aOp[pOp->aTupleSrc[k]];
+    aElem[k] = pSrc->v;
+    if (pSrc->pAttr->type == VT_REF) {
+      const TxPlace *pPl = &pSrc->vRef;
+      aElem[k].type = VT_REF;
+      aElem[k].i = pPl->eKind == TXP_ENTID ? pPl->e
+                   : pPl->eKind == TXP_LOOKUP ? p->aLook[pPl->iTemp].e
+                   : p->aTemp[txTempRoot(p, pPl->iTemp)].e;
+      if (aElem[k].i == 0) {
+        /* a tempid not resolved yet: no value to upsert by */
+        pOp->bTuplePending = 1;
+        return 0;
+      }
+    }
+  }
+  pStr = sqlite3_str_new(p->db);
+  valueTupleEncode(pStr, aElem, pC->tuple.nFixed);
+  n = sqlite3_str_length(pStr);
+  z = sqlite3_str_finish(pStr);
+  if (z == NULL) return -1;
+  pOp->v.type = VT_TUPLE;
+  pOp->v.z = ednArenaStrdup(p->pArena, z, n);
+  pOp->v.n = n;
+  sqlite3_free(z);
+  if (pOp->v.z == NULL) return -1;
+  pOp->bTuplePending = 0;
+  *pV = pOp->v;
+  return 1;
 }
 
 /* The final value of component attribute pA of entity e: the ops of group
