@@ -121,6 +121,7 @@ TEST_STAGE_cases = vtab
 TEST_STAGE_oom = vtab
 TEST_STAGE_host = vtab
 TEST_STAGE_iofault = vtab
+TEST_STAGE_with = vtab
 TEST_STAGE_view = vtab
 test_stage = $(or $(TEST_STAGE_$(1)),$(error test/test_$(1).c: add TEST_STAGE_$(1) to the Makefile))
 .SECONDEXPANSION:

@@ -5,6 +5,7 @@
 */
 #include <string.h>
 #include <sys/stat.h>
+#include "config.h"
 #include "call.h"
 #include "sqlio.h"
 #include "host.h"
@@ -95,6 +96,11 @@ static int vcallWithBegin(VCall *pCall, QueryOpts *pOpts, char **pzErr) {
   pCall->pConn = pConn;
   pCall->pSchema = pSchema;
   pCall->bWith = 1;
+  if (storeHostDb(pCall->pStore) == NULL) {
+    /* The host's own lock is the host's to bound. */
+    pCall->tWithDeadline = configNowMs() + configBusyTimeoutMs();
+    pCall->watch.tDeadline = pCall->tWithDeadline;
+  }
   pOpts->pDb = pConn->db;
   if (pOpts->bAsOf) {
     /* The instant names a tx by the store's txInstants before the rewind,
@@ -122,9 +128,20 @@ static int vcallWithBegin(VCall *pCall, QueryOpts *pOpts, char **pzErr) {
   return rc;
 }
 
+int vcallWithTimedOut(VCall *pCall, int rc, char **pzErr) {
+  if (rc != SQLITE_INTERRUPT || pCall->tWithDeadline == 0 || configNowMs() <= pCall->tWithDeadline) {
+    return rc;
+  }
+  return vcallPathError(pzErr, sqlite3_mprintf(
+      "\"with\": the transaction and its query held the store's write lock past"
+      " MENTAT_BUSY_TIMEOUT_MS (%d ms), the wait other writers are allowed; nothing was written",
+      configBusyTimeoutMs()));
+}
+
 void vcallEndWith(VCall *pCall) {
   char *zErr = NULL;
   if (!pCall->bWith) return;
+  pCall->watch.tDeadline = 0;
   /* Rolled back: nothing of the span stays, and the store's published
   ** schema was never replaced by the span's. Inside another writer's
   ** group commit (store_writer.c) only the span's savepoint is undone. */
@@ -138,6 +155,7 @@ void vcallEndWith(VCall *pCall) {
 static int vcallOpen(VCall *pCall, sqlite3 *host, const char *zPath, int eKind,
                      QueryOpts *pOpts, char **pzErr) {
   int rc = SQLITE_OK, bWith;
+  pCall->tWithDeadline = 0;
   if (pOpts && (eKind & VCALL_PULL)) rc = vcallPullOpts(pOpts, pzErr);
   eKind &= ~VCALL_PULL;
   /* A read with "with" writes (and rolls back): it opens the store as edn_t. */

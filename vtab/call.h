@@ -47,6 +47,7 @@ struct VCall {
   Schema *pSchema;          /* VCALL_READ, VCALL_QUERY: its schema, one reference */
   IntrWatch watch;          /* host interrupts reach the store */
   int bWith;                /* a with-span is open on pConn (see vcallBegin) */
+  sqlite3_int64 tWithDeadline;  /* configNowMs() bound of the last with-span, or 0 */
   sqlite3_str *pWithReport; /* the with-tx's report when opts asked for it, else NULL */
 };
 
@@ -89,6 +90,13 @@ int vcallBeginArgs(VCall *pCall, sqlite3 *host, int eType, const char *zPath, in
 ** Meanwhile other writers of the store wait, as for an edn_t. A failing
 ** with-tx fails vcallBegin with edn_t's message (without a prefix). With
 ** "withReport" the report is kept in pWithReport. */
+
+/* A file store's with-span holds the write lock for at most
+** MENTAT_BUSY_TIMEOUT_MS, the wait any other writer is allowed: past it its
+** statements stop as interrupted. Returns rc, or, when rc is
+** SQLITE_INTERRUPT and that bound passed, SQLITE_ERROR with *pzErr saying
+** so. Callable after vcallEnd (the bound is kept until the next begin). */
+int vcallWithTimedOut(VCall *pCall, int rc, char **pzErr);
 
 /* Ends the with-span early (ROLLBACK), once nothing runs on pConn any more
 ** (the edn_q table after setting its rows aside): pConn is NULL after it,

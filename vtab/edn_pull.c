@@ -192,6 +192,7 @@ void ednpullFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   sqlioOutJson(pCtx, "edn_pull", ppBuf, iStart);
 
 cleanup:
+  if (rc != SQLITE_OK) rc = vcallWithTimedOut(&call, rc, &zErr);
   if (rc != SQLITE_OK) sqlioError(pCtx, "edn_pull", rc, zErr);
   vcallEnd(&call);
   if (bOpts) qOptsReset(&opts);

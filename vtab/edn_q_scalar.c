@@ -215,6 +215,7 @@ void ednqScalarFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   sqlioOutJson(pCtx, "edn_q", ppBuf, iStart);
 
 cleanup:
+  if (rc != SQLITE_OK) rc = vcallWithTimedOut(&call, rc, &zErr);
   if (rc != SQLITE_OK) sqlioError(pCtx, "edn_q", rc, zErr);
   qRunClose(pRun);
   vcallEnd(&call);

@@ -366,6 +366,7 @@ static int ednqFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
   }
   if (rc == SQLITE_OK) rc = rcurStart(&pCur->run, zQuery, nQuery, &zErr);
   if (rc != SQLITE_OK) {
+    rc = vcallWithTimedOut(&pCur->run.call, rc, &zErr);
     rc = ednqError(cur->pVtab, rc, zErr);
     rcurRelease(&pCur->run);
   }

@@ -5,6 +5,7 @@
 ** that is (one per reader, one per thread for transactions).
 */
 #include <stddef.h>
+#include "config.h"
 #include "interrupt.h"
 
 /* VM instructions between two looks at the host's interrupt flag: a probe
@@ -44,6 +45,7 @@ static int intrProbe(IntrWatch *pWatch) {
 static int intrCheck(void *pArg) {
   IntrWatch *pWatch = pArg ? (IntrWatch *)pArg : intrThreadWatch;
   if (pWatch == NULL) return 0;
+  if (pWatch->tDeadline > 0 && configNowMs() > pWatch->tDeadline) return 1;
   return intrProbe(pWatch);
 }
 
@@ -133,4 +135,5 @@ void intrWatchEnd(IntrWatch *pWatch) {
   sqlite3_finalize(pWatch->pProbe);
   pWatch->pProbe = NULL;
   pWatch->pHost = NULL;
+  pWatch->tDeadline = 0;
 }

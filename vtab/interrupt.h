@@ -36,6 +36,8 @@ struct IntrWatch {
   int bProbeFailed;         /* could not prepare it: polling is off */
   IntrWatch *pPrev;         /* thread watch: the one it covers */
   int bThread;              /* a thread watch is active */
+  sqlite3_int64 tDeadline;  /* configNowMs() past which its statements stop as interrupted
+                            ** (a with-span's bound), or 0 */
 };
 
 /* Starts watching host for pStoreDb (a reader) or, pStoreDb NULL, for the
