@@ -28,6 +28,9 @@ typedef struct QRuleHead {
   int iInst;              /* > 0 while an instance rulesi<iInst> of the
                           ** group is built (qcrGroupAs): the bodies' calls
                           ** back into the group name it */
+  int nInline;            /* qcxShareMerge: the size of its inlined expansion */
+  unsigned char eShare;   /* qcxShareMerge: 0 not known, 2 needs the caller's
+                          ** bindings, 3 being worked out, 4 needs none */
 } QRuleHead;
 
 typedef struct QRuleInfo {
@@ -92,6 +95,10 @@ void qcxArgWhere(QCtx *pX, const EdnValue *pA, const char *zAlias, int i);
 int qcxReqPlace(QComp *pC, int h, int j, const QRule **ppR);
 /* Is argument pA bound at the call: a constant, or a variable pX binds? */
 int qcxArgBound(QCtx *pX, const EdnValue *pA);
+/* Appends the variables of form p to az[0..*pn) (at most QCX_MAXV, each
+** once); *pbOver gets 1 when there are more. */
+#define QCX_MAXV 64
+void qcxFormVars(const EdnValue *p, const char **az, int *pn, int *pbOver, int iDepth);
 
 /* ---- query_compile_rules_magic.c */
 /* Classifies head h for the rewrite. Returns 0 when it does not fit (other
@@ -136,5 +143,6 @@ int qciHead(QComp *pC, int h);
 ** keeps the rule's CTE: bound variables the derived table cannot see
 ** (qcCopyScope), or a collection input not yet in FROM. */
 int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth);
+
 
 #endif /* MENTAT_QUERY_COMPILE_RULES_H */

@@ -175,6 +175,184 @@ static int qcxSplit(QComp *pC, const unsigned char *aReach) {
   return 1;
 }
 
+/* Is head h a group of its own that does not call itself (compiled into
+** each call, qciHead)? */
+static int qcxSingle(const QRuleInfo *pRi, int h, const unsigned char *aReach) {
+  int i;
+  for (i = 0; i < pRi->nHead; i++) if (i != h && pRi->aHead[i].iGroup == pRi->aHead[h].iGroup) return 0;
+  return !aReach[h * pRi->nHead + h];
+}
+
+#define QCX_SHARE_SIZE 16
+#define QCX_SIZE_CAP (1 << 24)
+
+/* Is every variable of form p among those of the forms a[0..n) (the
+** patterns and calls that bind them)? */
+static int qcxVarsBound(const EdnValue *p, const EdnValue *const *a, int n) {
+  const char *az[QCX_MAXV], *azB[QCX_MAXV];
+  int nv = 0, nb, bOver = 0, i, j, k;
+  qcxFormVars(p, az, &nv, &bOver, 0);
+  if (bOver) return 0;
+  for (i = 0; i < nv; i++) {
+    int bFound = 0;
+    for (j = 0; j < n && !bFound; j++) {
+      nb = 0;
+      qcxFormVars(a[j], azB, &nb, &bOver, 0);
+      for (k = 0; k < nb; k++) if (strcmp(az[i], azB[k]) == 0) bFound = 1;
+    }
+    if (!bFound) return 0;
+  }
+  return 1;
+}
+
+static int qcxShareInfo(QComp *pC, int h, const unsigned char *aReach, int iDepth);
+
+/* Adds to *pn the expansion size of clauses a[0..n) (a call of a
+** non-recursive head its own, any other clause 0) and returns whether they
+** need nothing from outside: patterns, calls of heads that need nothing,
+** functions and predicates over what the patterns and calls of the same
+** list (or aBound, the lists around it) bind, and not/or of such. */
+static int qcxClausesClosed(QComp *pC, const unsigned char *aReach, QClause *const *a, int n,
+                            const EdnValue **aBound, int nBound, int *pn, int iDepth) {
+  const QRuleInfo *pRi = pC->pRi;
+  const EdnValue *aB[QCX_MAXV];
+  int i, nB = 0, bClosed = 1;
+  if (iDepth > EDN_MAX_DEPTH) return 0;
+  for (i = 0; i < nBound && nB < QCX_MAXV; i++) aB[nB++] = aBound[i];
+  for (i = 0; i < n; i++) {
+    if (a[i]->kind == QC_PATTERN || a[i]->kind == QC_RULE) {
+      if (nB == QCX_MAXV) return 0;
+      aB[nB++] = a[i]->pForm;
+    }
+  }
+  for (i = 0; i < n; i++) {
+    const QClause *pCl = a[i];
+    if (pCl->kind == QC_RULE) {
+      int h2 = qcxHeadFind(pRi, pCl->zName, pCl->nArg, NULL);
+      if (h2 < 0 || !qcxSingle(pRi, h2, aReach)) {
+        bClosed = 0;
+        *pn += 1;
+      } else {
+        if (!qcxShareInfo(pC, h2, aReach, iDepth + 1)) bClosed = 0;
+        *pn += pRi->aHead[h2].nInline;
+      }
+    } else if (pCl->kind == QC_PRED || pCl->kind == QC_FN) {
+      if (!qcxVarsBound(pCl->pForm, aB, nB)) bClosed = 0;
+    } else if (pCl->nSub) {
+      if (!qcxClausesClosed(pC, aReach, pCl->aSub, pCl->nSub, aB, nB, pn, iDepth + 1)) bClosed = 0;
+    } else if (pCl->kind != QC_PATTERN) {
+      bClosed = 0;
+    }
+    if (*pn > QCX_SIZE_CAP) *pn = QCX_SIZE_CAP;
+  }
+  return bClosed;
+}
+
+/* Works out head h's nInline and whether it needs nothing from the
+** caller; returns 1 when it does not need anything. */
+static int qcxShareInfo(QComp *pC, int h, const unsigned char *aReach, int iDepth) {
+  QRuleHead *pH = &pC->pRi->aHead[h];
+  int i, n = 0, bClosed = 1;
+  if (pH->eShare == 3 || iDepth > EDN_MAX_DEPTH) return 0;
+  if (pH->eShare) return pH->eShare == 4;
+  pH->eShare = 3;
+  for (i = 0; i < pC->rules.nRule; i++) {
+    const QRule *pR = pC->rules.aRule[i];
+    if (pC->pRi->aiHeadOf[i] != h) continue;
+    n += 1;
+    if (pR->nReq) bClosed = 0;
+    if (!qcxClausesClosed(pC, aReach, pR->aClause, pR->nClause, NULL, 0, &n, iDepth)) bClosed = 0;
+    if (n > QCX_SIZE_CAP) n = QCX_SIZE_CAP;
+  }
+  pH->nInline = n;
+  pH->eShare = (unsigned char)(bClosed ? 4 : 2);
+  return bClosed;
+}
+
+
+/* Does clause list a[0..n) call, at any depth, a head that is in aIn or
+** reaches one (bNested: only calls nested in not/or count, and every call
+** there)? */
+static int qcxReachesSet(const QRuleInfo *pRi, const unsigned char *aReach,
+                         const unsigned char *aIn, QClause *const *a, int n, int iDepth) {
+  int i, k, nH = pRi->nHead;
+  if (iDepth > EDN_MAX_DEPTH) return 1;
+  for (i = 0; i < n; i++) {
+    if (a[i]->kind == QC_RULE) {
+      int h2 = qcxHeadFind(pRi, a[i]->zName, a[i]->nArg, NULL);
+      if (h2 < 0) continue;
+      if (aIn[h2]) return 1;
+      for (k = 0; k < nH; k++) if (aIn[k] && aReach[h2 * nH + k]) return 1;
+    } else if (a[i]->nSub && qcxReachesSet(pRi, aReach, aIn, a[i]->aSub, a[i]->nSub, iDepth + 1)) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Does definition pR keep the shared group one linear recursion: at most
+** one call into aIn, at the top of its body, and no other call (at any
+** depth) that reaches aIn? */
+static int qcxShareFits(const QRuleInfo *pRi, const unsigned char *aReach,
+                        const unsigned char *aIn, const QRule *pR) {
+  int i, nIn = 0;
+  for (i = 0; i < pR->nClause; i++) {
+    const QClause *pCl = pR->aClause[i];
+    if (pCl->kind == QC_RULE) {
+      int h2 = qcxHeadFind(pRi, pCl->zName, pCl->nArg, NULL);
+      if (h2 >= 0 && aIn[h2]) { nIn++; continue; }
+    }
+    if (qcxReachesSet(pRi, aReach, aIn, &pR->aClause[i], 1, 0)) return 0;
+  }
+  return nIn <= 1;
+}
+
+/* Heads of several definitions that need nothing from the caller and
+** whose inlined expansion passes QCX_SHARE_SIZE (a chain of rules of two
+** definitions each calling the next doubles at every step) are made one
+** recursion group: its CTE holds each head's rows once and every call
+** into it reads that CTE. SQLite copies a CTE's SELECT at every place
+** that names it, so a CTE per head, named by each definition of the head
+** above it, would expand exponentially too; a recursive CTE's step names
+** itself without a copy. Positive rules have the same fixpoint however
+** they are grouped. Each definition must call the group at most once, at
+** its top (qcxShareFits); heads that do not fit are left inlined. */
+static void qcxShareMerge(QComp *pC, const unsigned char *aReach) {
+  QRuleInfo *pRi = pC->pRi;
+  int h, i, g = -1, nIn = 0, bChange = 1, n = pRi->nHead;
+  unsigned char *aIn = sqlite3_malloc64((sqlite3_uint64)n + 1);
+  if (aIn == NULL) { qcNoMem(pC); return; }
+  for (h = 0; h < n; h++) {
+    int nDef = 0;
+    for (i = 0; i < pC->rules.nRule; i++) nDef += pRi->aiHeadOf[i] == h;
+    aIn[h] = (unsigned char)(qcxSingle(pRi, h, aReach) && qcxShareInfo(pC, h, aReach, 0)
+                             && nDef > 1 && pRi->aHead[h].nInline > QCX_SHARE_SIZE);
+  }
+  while (bChange) {
+    bChange = 0;
+    for (i = 0; i < pC->rules.nRule; i++) {
+      h = pRi->aiHeadOf[i];
+      if (aIn[h] && !qcxShareFits(pRi, aReach, aIn, pC->rules.aRule[i])) {
+        aIn[h] = 0;
+        bChange = 1;
+      }
+    }
+  }
+  for (h = 0; h < n; h++) {
+    if (!aIn[h]) continue;
+    if (g < 0) g = h;
+    nIn++;
+  }
+  if (nIn > 1) {
+    for (h = 0; h < n; h++) {
+      if (!aIn[h]) continue;
+      pRi->aHead[h].iGroup = g;
+      if (pRi->aHead[h].nArity > pRi->aHead[g].nCols) pRi->aHead[g].nCols = pRi->aHead[h].nArity;
+    }
+  }
+  sqlite3_free(aIn);
+}
+
 int qcxPrepare(QComp *pC) {
   QRuleInfo *pRi;
   unsigned char *aReach;
@@ -231,6 +409,7 @@ again:
     sqlite3_free(aReach);
     goto again;
   }
+  if (pC->rc == SQLITE_OK) qcxShareMerge(pC, aReach);
   sqlite3_free(aReach);
   return pC->rc;
 }
@@ -298,10 +477,7 @@ int qcxChainPlaces(const QRuleInfo *pRi, int g, const QRule *pR, int *pi0, int *
   return qcxChainMatch(pR, pR->aClause[0], pR->aClause[1], pi0, pi1, NULL);
 }
 
-/* Appends the variables of form p to az[0..*pn) (at most QCX_MAXV, each
-** once); *pbOver gets 1 when there are more. */
-#define QCX_MAXV 64
-static void qcxFormVars(const EdnValue *p, const char **az, int *pn, int *pbOver, int iDepth) {
+void qcxFormVars(const EdnValue *p, const char **az, int *pn, int *pbOver, int iDepth) {
   int i;
   if (p == NULL || iDepth > EDN_MAX_DEPTH) { *pbOver = 1; return; }
   if (p->type == EDN_SYMBOL && ednIsVar(p)) {

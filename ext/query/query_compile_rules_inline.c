@@ -317,3 +317,4 @@ int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
   qciFinish(pX, pCl, pOut, &ph, bPhase, nFree, aeArg, aVt);
   return 1;
 }
+
