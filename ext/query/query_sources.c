@@ -13,10 +13,14 @@
 ** A file source is opened as a store of its own (storeAcquire, the
 ** process-wide cache), which reads and revalidates its schema; the
 ** QuerySource keeps that store and schema until qOptsReset. Its schema
-** name is "msrc_" and a 64-bit FNV-1a hash of the store's canonical path,
-** the same on every connection and every run, so compiled plans (cached
-** per connection, their key naming the sources) stay valid as long as
-** the file is attached. Attachments stay on the pooled connection for the
+** name is "msrc_" and a 64-bit FNV-1a hash of the store's canonical path
+** and file identity (device, inode), the same on every connection and
+** every run, so compiled plans (cached per connection, their key naming
+** the sources) stay valid as long as the file is attached. A file moved
+** over the path is a new store (SPEC.md §4) under a new name: an
+** attachment of the old file, whose entids the new schema does not
+** describe, is never read for it, and is detached when the new one is
+** attached. Attachments stay on the pooled connection for the
 ** next query; when SQLite's limit of attached files is reached, the ones
 ** this query does not name are detached first. A path naming db_path's own
 ** file (same device and inode) is the store itself, not attached twice.
@@ -31,11 +35,15 @@ static int qsrcError(char **pzErr, char *zMsg) {
   return zMsg ? SQLITE_ERROR : SQLITE_NOMEM;
 }
 
-/* "msrc_<16 hex digits>" for the canonical path zPath. */
-static void qsrcDbName(const char *zPath, char *zOut, int nOut) {
-  sqlite3_uint64 h = 14695981039346656037ull;
+/* "msrc_<16 hex digits>" for store pStore: its canonical path and file
+** identity. */
+static void qsrcDbName(const Store *pStore, char *zOut, int nOut) {
+  sqlite3_uint64 h = 14695981039346656037ull, aId[2];
   const unsigned char *z;
-  for (z = (const unsigned char *)zPath; *z; z++) h = (h ^ *z) * 1099511628211ull;
+  int i;
+  for (z = (const unsigned char *)storePath(pStore); *z; z++) h = (h ^ *z) * 1099511628211ull;
+  storeFileId(pStore, &aId[0], &aId[1]);
+  for (i = 0; i < 16; i++) h = (h ^ ((aId[i / 8] >> (8 * (i % 8))) & 0xff)) * 1099511628211ull;
   sqlite3_snprintf(nOut, zOut, "msrc_%016llx", h);
 }
 
@@ -75,7 +83,7 @@ static int qsrcOpenFile(StoreConn *pConn, QuerySource *pS, char **pzErr) {
     int rcMsg = qsrcError(pzErr, zMsg);
     return rc == SQLITE_NOMEM ? rc : rcMsg;
   }
-  qsrcDbName(storePath(pS->pStore), pS->zDb, (int)sizeof pS->zDb);
+  qsrcDbName(pS->pStore, pS->zDb, (int)sizeof pS->zDb);
   return SQLITE_OK;
 }
 
@@ -89,16 +97,23 @@ static int qsrcMissing(sqlite3 *db, const QueryOpts *pOpts) {
   return 0;
 }
 
-/* Detaches the msrc_ files that no source of pOpts names (outside any
-** transaction). */
-static void qsrcDetachOthers(sqlite3 *db, const QueryOpts *pOpts) {
+/* Detaches msrc_ files (outside any transaction): with zFile NULL, the
+** ones no source of pOpts names; else the ones of file zFile (an earlier
+** file at that path) other than schema zKeep. */
+static void qsrcDetachOthers(sqlite3 *db, const QueryOpts *pOpts, const char *zFile,
+                             const char *zKeep) {
   char azName[16][24];
   int nName = 0, i, j;
   sqlite3_stmt *pList = NULL;
   if (sqlite3_prepare_v2(db, "PRAGMA database_list", -1, &pList, NULL) != SQLITE_OK) return;
   while (sqlite3_step(pList) == SQLITE_ROW && nName < 16) {
     const char *z = (const char *)sqlite3_column_text(pList, 1);
+    const char *zF = (const char *)sqlite3_column_text(pList, 2);
     if (z && strncmp(z, "msrc_", 5) == 0 && strlen(z) < sizeof azName[0]) {
+      if (zFile) {
+        if (zF && strcmp(zF, zFile) == 0 && strcmp(z, zKeep) != 0) strcpy(azName[nName++], z);
+        continue;
+      }
       for (j = 0; j < pOpts->nSource && strcmp(pOpts->aSource[j].zDb, z) != 0; j++) {}
       if (j == pOpts->nSource) strcpy(azName[nName++], z);
     }
@@ -119,6 +134,7 @@ static int qsrcAttach(sqlite3 *db, const QueryOpts *pOpts, char **pzErr) {
     sqlite3_stmt *pStmt = NULL;
     char *zSql;
     if (pS->zDb[0] == 0 || sqlite3_db_filename(db, pS->zDb) != NULL) continue;
+    if (!bRetried) qsrcDetachOthers(db, pOpts, storePath(pS->pStore), pS->zDb);
     zSql = sqlite3_mprintf("ATTACH DATABASE ?1 AS \"%w\"", pS->zDb);
     if (zSql == NULL) return SQLITE_NOMEM;
     rc = sqlite3_prepare_v2(db, zSql, -1, &pStmt, NULL);
@@ -130,7 +146,7 @@ static int qsrcAttach(sqlite3 *db, const QueryOpts *pOpts, char **pzErr) {
     }
     if (rc != SQLITE_OK && !bRetried && strstr(sqlite3_errmsg(db), "too many attached")) {
       sqlite3_finalize(pStmt);
-      qsrcDetachOthers(db, pOpts);
+      qsrcDetachOthers(db, pOpts, NULL, NULL);
       bRetried = 1;
       rc = SQLITE_OK;
       i--;

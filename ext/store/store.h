@@ -80,6 +80,12 @@ void storeRelease(Store *p);
 /* The store's canonical path ("" for in-memory). */
 const char *storePath(const Store *p);
 
+/* The file's identity when the store was opened: device and inode (both 0
+** in memory). A file moved over the path later is another store with
+** another identity (SPEC.md §4), so a name made from path and identity
+** never names two files. */
+void storeFileId(const Store *p, sqlite3_uint64 *pDev, sqlite3_uint64 *pIno);
+
 /* Checks out a reader connection, revalidated (see HOW IT WORKS).
 ** *ppSchema gets the schema current for it, with a reference the caller
 ** drops with schemaUnref(). Return it with storeReaderDone(), which resets

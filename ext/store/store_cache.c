@@ -448,3 +448,8 @@ int storeCacheCount(void) {
 const char *storePath(const Store *p) {
   return p->zPath;
 }
+
+void storeFileId(const Store *p, sqlite3_uint64 *pDev, sqlite3_uint64 *pIno) {
+  *pDev = p->bMemory ? 0 : (sqlite3_uint64)p->dev;
+  *pIno = p->bMemory ? 0 : (sqlite3_uint64)p->ino;
+}
