@@ -317,6 +317,7 @@ static void qcBindInKeywords(QCtx *pX, QVar *pV, const char *zExpr) {
   qcTypeParams(pX, pV, VT_KEYWORD, 0);
   pV->zExpr = zKw;
   pV->bIntCol = 0;
+  pV->bIdent = 1;      /* later entity places read the ident too */
 }
 
 /* A pending collection input pV meets its first place zExpr (taken over;
@@ -352,8 +353,9 @@ static void qcBindInList(QCtx *pX, QVar *pV, char *zExpr, ValueType vt, const ch
 
 /* A keyword input pV, or a keyword a rule call passed in, in entity place
 ** zExpr is the entity whose ident it is, as Datomic reads an ident
-** wherever an entity goes; the variable keeps the keyword, so a function
-** or :find sees one reading per row. (A keyword a pattern bound is a value
+** wherever an entity goes (at each such place, each in the schema of its
+** clause's source); the variable keeps the keyword, so a function or
+** :find sees one reading per row. (A keyword a pattern bound is a value
 ** like any other: joins compare values, so a join never depends on which
 ** clause runs first.) */
 static void qcBindIdent(QCtx *pX, QVar *pV, const char *zExpr) {
@@ -363,6 +365,9 @@ static void qcBindIdent(QCtx *pX, QVar *pV, const char *zExpr) {
   } else if (pV->vt == VT_KEYWORD) {
     qcWhere(pX, sqlite3_mprintf("%s = %s", zExpr, zId));
     if (pV->nParam) qcTypeParams(pX, pV, VT_KEYWORD, 0);
+    /* every later entity place reads the ident too (in its own source's
+    ** schema), not only this first one */
+    pV->bIdent = 1;
   } else {
     qcWhere(pX, sqlite3_mprintf("%s = (CASE %s WHEN %d THEN %s ELSE %s END)", zExpr, pV->zTag,
                                 TAG_KEYWORD, zId, pV->zExpr));

@@ -30,7 +30,8 @@ typedef struct QVar {
   char *zTag;             /* SQL for the tag when vt is VT_NONE, else NULL */
   ValueType vt;
   unsigned char bIntCol;  /* zExpr is an INTEGER-affinity column (e, a, tx) */
-  unsigned char bIdent;   /* a rule argument the caller gave: a keyword here
+  unsigned char bIdent;   /* a rule argument the caller gave, or an input
+                          ** an entity place read as an ident: a keyword here
                           ** names its ident's entity in an entity place */
   char *zInList;          /* pending collection: "?1,?2" (NULL when none) */
   char *zInMore;          /* more collections binding it, each a filter:
