@@ -607,7 +607,28 @@ static int qcrSeedGroup(QCtx *pX, const QClause *pCl, int g, int iDepth) {
   int i, nSeed = 0, bScope = 0, iN, k;
   int bTopScope = (pX->pParent == NULL || pX->bTopRows) && !qcrBuilding(pRi) && !pC->nLocal
                   && !pX->bRecRef && !pX->bFixed;
+  QCtx *pRoot = pX, *pOrigX = pX;
   sqlite3_str *pOrig;
+  /* In a not/or of the query's own scope, a variable the query's clauses
+  ** bound before it seeds from the query's rows so far: a superset of the
+  ** values the not/or sees, and the instance's rows for each seed value
+  ** are that value's rows, joined to the call's own below. */
+  while (pRoot->pParent) pRoot = pRoot->pParent;
+  if (!bTopScope && pRoot != pX && !qcrBuilding(pRi) && !pC->nLocal && !pRoot->bRecRef
+      && !pRoot->bFixed) {
+    int bAll = 1;
+    for (i = 0; i < pCl->nArg && i < pRi->aHead[g].nCols; i++) {
+      const EdnValue *pA = pCl->aArg[i];
+      QVar *pV, *pVR;
+      if (!aInv[i] || !ednIsVar(pA)) continue;
+      pV = qcVarFind(pX, pA->u.s.z);
+      if (pV == NULL || pV->zExpr == NULL || pV->zExpr[0] == '?') continue;
+      pVR = qcVarFind(pRoot, pA->u.s.z);
+      if (pVR == NULL || pVR->zExpr == NULL) bAll = 0;
+    }
+    if (bAll) pOrigX = pRoot;
+  }
+  if (pOrigX != pX) bTopScope = 1;
   if (pCl->nArg > 64 || !qcrGroupInvariant(pC, g, aInv, 64)) return 0;
   memset(abSeed, 0, sizeof abSeed);
   memset(abAmb, 0, sizeof abAmb);
@@ -631,7 +652,7 @@ static int qcrSeedGroup(QCtx *pX, const QClause *pCl, int g, int iDepth) {
   if (bScope && pX->pParent == NULL) qcCollapseHeavy(pX);
   if (pC->rc) return 0;
   pOrig = sqlite3_str_new(NULL);
-  qcmOrigins(pX, pCl, abSeed, abAmb, pOrig, !bScope);
+  qcmOrigins(pOrigX, pCl, abSeed, abAmb, pOrig, !bScope);
   iN = ++pC->nAlias;
   if (pC->rc == SQLITE_OK && sqlite3_str_errcode(pOrig) == SQLITE_OK) {
     if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");
