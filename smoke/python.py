@@ -292,6 +292,12 @@ def with_db(con, db, ann):
     check('with on :main inside BEGIN: sees the host\'s rows and the with-tx', n, 2)
     check('with on :main inside BEGIN: the transaction is still open', h.in_transaction, True)
     h.execute('COMMIT')
+    # Inside a statement that writes SQLite opens no savepoint: refused, nothing written.
+    check_error('with on :main inside a writing statement', lambda: h.execute(
+        'INSERT INTO note SELECT edn_q(?, ?, ?)', (':main', '[:find (count ?e) . :where [?e :p/name]]',
+                                                  json.dumps({'with': '[{:p/name "Zed"}]'}))),
+        'edn_q: "with" on host store :main cannot run inside a statement that writes (e.g. INSERT ...'
+        ' SELECT edn_q(...)): its transaction could not be undone alone')
     check('with on :main: after COMMIT, the host\'s rows only', (
         [r[0] for r in h.execute('SELECT x FROM note')],
         json.loads(one(h, 'SELECT edn_q(?, ?)', (':main', '[:find [?n ...] :where [_ :p/name ?n]]')))['result']),

@@ -91,7 +91,22 @@ static int vcallWithBegin(VCall *pCall, QueryOpts *pOpts, char **pzErr) {
   StoreConn *pConn = NULL;
   Schema *pSchema = NULL, *pNew = NULL;
   sqlite3_str *pReport = NULL;
-  int rc = storeWriteBegin(pCall->pStore, &pConn, &pSchema, pzErr);
+  sqlite3 *pHostDb = storeHostDb(pCall->pStore);
+  int rc;
+  if (pHostDb) {
+    /* Inside a statement that writes SQLite opens no savepoint, and a host
+    ** store's write then joins the statement's: the span could not be
+    ** undone alone, so it is refused there. */
+    rc = sqlite3_exec(pHostDb, "SAVEPOINT mentat_with_probe", NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(pHostDb, "RELEASE mentat_with_probe", NULL, NULL, NULL);
+    if (rc == SQLITE_BUSY) {
+      return vcallPathError(pzErr, sqlite3_mprintf(
+          "\"with\" on host store %s cannot run inside a statement that writes (e.g. INSERT ..."
+          " SELECT edn_q(...)): its transaction could not be undone alone", storePath(pCall->pStore)));
+    }
+    if (rc != SQLITE_OK) return rc;
+  }
+  rc = storeWriteBegin(pCall->pStore, &pConn, &pSchema, pzErr);
   if (rc != SQLITE_OK) return rc;
   pCall->pConn = pConn;
   pCall->pSchema = pSchema;
