@@ -331,7 +331,11 @@ def two_processes(con, db, ann):
     before = json.loads(one(con, 'SELECT edn_t(?, ?)', (db, '[{:db/id "d" :p/name "Dee"}]')))['tempids']['d']
     p = in_child(db)
     theirs = json.loads(p.stdout.strip().splitlines()[-1])['c'] if p.returncode == 0 else -1
-    # The first process's cached store must see the new attribute and data...
+    # The first process's cached store must see the new attribute and data (edn_datoms first:
+    # its reader comes without a read transaction, and the schema it resolves :q/color with
+    # must be the one of the snapshot its statement reads)...
+    check('their attribute visible to edn_datoms', con.execute(
+        "SELECT v FROM edn_datoms(?, ':aevt', ':q/color')", (db,)).fetchall(), [('red',)])
     check('their attribute visible to queries', one(con, 'SELECT c0 FROM edn_q(?, ?)',
           (db, '[:find ?c . :where [_ :q/color ?c]]')), 'red')
     # ...and to the transactor, and must not reuse their entid.

@@ -19,21 +19,63 @@ int dcurError(sqlite3_vtab *pVtab, const char *zFunc, int rc, const char *zErr) 
 }
 
 int dcurSaveArgs(DCursor *p, sqlite3_value **apIn, int nArg) {
+  size_t nNeed = 0, iOfs = 0;
   int i;
-  for (i = 0; i < DCUR_MAXARG; i++) {
-    sqlite3_value_free(p->apArg[i]);
-    p->apArg[i] = NULL;
+  for (i = 0; i < DCUR_MAXARG; i++) p->aArg[i].eType = SQLITE_NULL;
+  for (i = 0; i < nArg && i < DCUR_MAXARG; i++) {
+    int e = apIn[i] ? sqlite3_value_type(apIn[i]) : SQLITE_NULL;
+    if (e == SQLITE_TEXT || e == SQLITE_BLOB) nNeed += (size_t)sqlite3_value_bytes(apIn[i]) + 1;
+  }
+  if (nNeed > p->nArgBuf) {
+    char *aNew = sqlite3_realloc64(p->aArgBuf, nNeed);
+    if (aNew == NULL) return SQLITE_NOMEM;
+    p->aArgBuf = aNew;
+    p->nArgBuf = nNeed;
   }
   for (i = 0; i < nArg && i < DCUR_MAXARG; i++) {
+    struct DCurArg *pA = &p->aArg[i];
+    const void *pData;
     if (apIn[i] == NULL) continue;
-    p->apArg[i] = sqlite3_value_dup(apIn[i]);
-    if (p->apArg[i] == NULL) return SQLITE_NOMEM;
+    pA->eType = sqlite3_value_type(apIn[i]);
+    switch (pA->eType) {
+      case SQLITE_INTEGER: pA->i = sqlite3_value_int64(apIn[i]); break;
+      case SQLITE_FLOAT: pA->r = sqlite3_value_double(apIn[i]); break;
+      case SQLITE_TEXT:
+      case SQLITE_BLOB:
+        pData = pA->eType == SQLITE_TEXT ? (const void *)sqlite3_value_text(apIn[i])
+                                         : sqlite3_value_blob(apIn[i]);
+        pA->n = sqlite3_value_bytes(apIn[i]);
+        if (pData == NULL && pA->n > 0) {
+          pA->eType = SQLITE_NULL;
+          return SQLITE_NOMEM;
+        }
+        pA->iOfs = iOfs;
+        if (pA->n > 0) memcpy(p->aArgBuf + iOfs, pData, (size_t)pA->n);
+        p->aArgBuf[iOfs + (size_t)pA->n] = 0;
+        iOfs += (size_t)pA->n + 1;
+        break;
+      default: break;
+    }
   }
   return SQLITE_OK;
 }
 
 void dcurArgResult(DCursor *p, int i, sqlite3_context *pCtx) {
-  if (i >= 0 && i < DCUR_MAXARG && p->apArg[i]) sqlite3_result_value(pCtx, p->apArg[i]);
+  const struct DCurArg *pA;
+  if (i < 0 || i >= DCUR_MAXARG) return;
+  pA = &p->aArg[i];
+  switch (pA->eType) {
+    case SQLITE_INTEGER: sqlite3_result_int64(pCtx, pA->i); break;
+    case SQLITE_FLOAT: sqlite3_result_double(pCtx, pA->r); break;
+    case SQLITE_TEXT:
+      sqlite3_result_text64(pCtx, p->aArgBuf + pA->iOfs, (sqlite3_uint64)pA->n, SQLITE_TRANSIENT,
+                            SQLITE_UTF8);
+      break;
+    case SQLITE_BLOB:
+      sqlite3_result_blob64(pCtx, p->aArgBuf + pA->iOfs, (sqlite3_uint64)pA->n, SQLITE_TRANSIENT);
+      break;
+    default: break;
+  }
 }
 
 /* The opts of a raw-index table hold a database filter only: "inputs" and
@@ -56,7 +98,7 @@ static int dcurOptsKeys(const char *zOpts, int nOpts, char **pzErr) {
 }
 
 int dcurBegin(DCursor *p, sqlite3 *host, sqlite3_value *pPath, sqlite3_value *pOpts, char **pzErr) {
-  int rc = vcallBegin(&p->call, host, pPath, VCALL_READ, &p->opts, pOpts, pzErr);
+  int rc = vcallBegin(&p->call, host, pPath, VCALL_QUERY, &p->opts, pOpts, pzErr);
   if (rc == SQLITE_OK && pOpts && sqlite3_value_type(pOpts) != SQLITE_NULL) {
     const char *z;
     int n;
@@ -73,7 +115,34 @@ int dcurPrepare(DCursor *p, const char *zSql, int n, sqlite3_stmt **ppStmt, char
   return rc;
 }
 
+static void dcurDropStmt(DCursor *p);
+static int dcurStepDone(DCursor *p, int rc);
+
 void dcurRelease(DCursor *p) {
+  dcurDropStmt(p);
+  vcallEnd(&p->call);
+  qOptsReset(&p->opts);
+}
+
+void dcurFree(DCursor *p) {
+  dcurRelease(p);
+  sqlite3_free(p->aArgBuf);
+  p->aArgBuf = NULL;
+  p->nArgBuf = 0;
+}
+
+/* Gives back the statement only (reset, or finalized when private). */
+static void dcurDropStmt(DCursor *p) {
+  if (p->pInstStmt) {
+    if (p->bOwnInst) {
+      sqlite3_finalize(p->pInstStmt);
+    } else {
+      sqlite3_reset(p->pInstStmt);
+    }
+  }
+  p->pInstStmt = NULL;
+  p->bOwnInst = 0;
+  p->iInstTx = 0;
   if (p->pStmt) {
     if (p->bOwnStmt) {
       sqlite3_finalize(p->pStmt);
@@ -84,19 +153,58 @@ void dcurRelease(DCursor *p) {
   }
   p->pStmt = NULL;
   p->bOwnStmt = 0;
-  vcallEnd(&p->call);
-  qOptsReset(&p->opts);
 }
 
-void dcurFree(DCursor *p) {
-  int i;
-  dcurRelease(p);
-  for (i = 0; i < DCUR_MAXARG; i++) sqlite3_value_free(p->apArg[i]);
-  memset(p->apArg, 0, sizeof p->apArg);
+int dcurRecheck(DCursor *p, int *pbRedo, char **pzErr) {
+  Schema *pNew = NULL;
+  int rc;
+  *pbRedo = 0;
+  if (p->call.pConn == NULL || !storeReaderIsLazy(p->call.pConn)) return SQLITE_OK;
+  dcurDropStmt(p);
+  rc = storeReaderRecheck(p->call.pStore, p->call.pConn, &pNew, pzErr);
+  if (rc != SQLITE_OK) return rc;
+  schemaUnref(p->call.pSchema);
+  p->call.pSchema = pNew;
+  *pbRedo = 1;
+  return SQLITE_OK;
 }
+
+int dcurStepFirst(DCursor *p, int *pbRedo) {
+  int rc;
+  *pbRedo = 0;
+  if (storeReaderIsLazy(p->call.pConn)) {
+    int bStale = 0;
+    rc = sqlite3_step(p->pStmt);
+    if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+      int rc2 = storeReaderCheck(p->call.pStore, p->call.pConn, &bStale);
+      if (rc2 == SQLITE_OK && bStale) {
+        char *zErr = NULL;
+        rc2 = dcurRecheck(p, pbRedo, &zErr);
+        if (rc2 != SQLITE_OK) {
+          dcurRelease(p);
+          rc2 = dcurError(p->base.pVtab, p->zFunc, rc2, zErr);
+        }
+        sqlite3_free(zErr);
+        return rc2;
+      }
+      if (rc2 != SQLITE_OK) {
+        dcurRelease(p);
+        return dcurError(p->base.pVtab, p->zFunc, rc2, NULL);
+      }
+    }
+    return dcurStepDone(p, rc);
+  }
+  return dcurStep(p);
+}
+
+static int dcurStepDone(DCursor *p, int rc);
 
 int dcurStep(DCursor *p) {
-  int rc = sqlite3_step(p->pStmt);
+  return dcurStepDone(p, sqlite3_step(p->pStmt));
+}
+
+/* What a step's result rc means for the cursor (see dcurStep). */
+static int dcurStepDone(DCursor *p, int rc) {
   if (rc == SQLITE_ROW) {
     p->bEof = 0;
     p->iRowid++;
@@ -136,6 +244,38 @@ void dcurValueResult(DCursor *p, sqlite3_context *pCtx) {
     if (pA && pA->type == VT_TUPLE) tag = TAG_TUPLE;
   }
   valueResultFromStored(pCtx, sqlite3_column_value(p->pStmt, DCUR_COL_V), tag);
+}
+
+void dcurTxInstantResult(DCursor *p, sqlite3_context *pCtx) {
+  sqlite3_int64 tx = sqlite3_column_int64(p->pStmt, DCUR_COL_TX);
+  if (tx != p->iInstTx || p->iInstTx == 0) {
+    static const char zSql[] = "SELECT v FROM datoms WHERE e = ?1 AND a = 3";
+    int rc = SQLITE_OK;
+    char *zErr = NULL;
+    if (p->pInstStmt == NULL) {
+      rc = qCacheStmt(p->call.pConn, zSql, (int)sizeof zSql - 1, &p->pInstStmt, &p->bOwnInst, &zErr);
+      sqlite3_free(zErr);
+    }
+    if (rc != SQLITE_OK) {
+      sqlite3_result_error_code(pCtx, rc);
+      return;
+    }
+    sqlite3_reset(p->pInstStmt);
+    sqlite3_bind_int64(p->pInstStmt, 1, tx);
+    p->iInstTx = 0;
+    rc = sqlite3_step(p->pInstStmt);
+    if (rc == SQLITE_ROW) {
+      ednFormatInstant(sqlite3_column_int64(p->pInstStmt, 0), p->zInst);
+      p->iInstTx = tx;
+    }
+    sqlite3_reset(p->pInstStmt);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+      sqlite3_result_error_code(pCtx, rc);
+      return;
+    }
+    if (p->iInstTx == 0) return;     /* a tx without an instant: NULL */
+  }
+  sqlite3_result_text(pCtx, p->zInst, -1, SQLITE_TRANSIENT);
 }
 
 /* The EDN text of {"edn": "..."} in z[0..n), or NULL when it is not one. */

@@ -39,7 +39,17 @@ typedef struct DCursor {
   int bOwnStmt;                 /* finalize pStmt (a private copy), else reset it */
   int bEof;
   sqlite3_int64 iRowid;
-  sqlite3_value *apArg[DCUR_MAXARG];   /* the arguments, echoed by the hidden columns */
+  /* The arguments, echoed by the hidden columns: types and numbers here,
+  ** bytes in one buffer the cursor keeps (no allocation per call). */
+  struct DCurArg { int eType; int n; size_t iOfs; sqlite3_int64 i; double r; } aArg[DCUR_MAXARG];
+  char *aArgBuf;
+  size_t nArgBuf;
+  /* edn_log: the instant of the current row's transaction, read once per
+  ** transaction (pInstStmt, the connection's, or a private one if bOwnInst) */
+  sqlite3_stmt *pInstStmt;
+  int bOwnInst;
+  sqlite3_int64 iInstTx;        /* the tx zInst is of, 0 none */
+  char zInst[40];
 } DCursor;
 
 /* Moves zErr (may be NULL: rc's text) into the vtab's error as
@@ -53,7 +63,9 @@ int dcurSaveArgs(DCursor *p, sqlite3_value **apIn, int nArg);
 /* Sets the result to argument i's copy (NULL when not given). */
 void dcurArgResult(DCursor *p, int i, sqlite3_context *pCtx);
 
-/* Opens the call on the store pPath names (vcallBegin, VCALL_READ), with
+/* Opens the call on the store pPath names (vcallBegin, VCALL_QUERY: a
+** pooled reader without a read transaction of its own; dcurStepFirst checks
+** its snapshot after the first step), with
 ** the opts argument pOpts (NULL: none) parsed into p->opts. Only the keys
 ** "asOf", "since" and "history" are accepted: any other is an error
 ** ("unknown option \"inputs\" (takes asOf, since, history)"). Errors in
@@ -69,6 +81,21 @@ int dcurPrepare(DCursor *p, const char *zSql, int n, sqlite3_stmt **ppStmt, char
 ** call released), or an error set on the vtab (the call released). */
 int dcurStep(DCursor *p);
 
+/* The first step of the call's statement. On a reader handed out without a
+** read transaction (storeReaderLazy), when the snapshot that step opened is
+** not the state the schema was checked at, the statement is reset, the
+** reader rechecked (a read transaction, the schema made current: the
+** call's schema is replaced) and *pbRedo set: the caller resolves its
+** arguments, builds and starts its statement again. Otherwise as
+** dcurStep. */
+int dcurStepFirst(DCursor *p, int *pbRedo);
+
+/* After an error found before the first step on a lazily handed-out reader
+** (an unknown ident may be one the schema it was given does not know yet):
+** rechecks the reader as dcurStepFirst does; *pbRedo 1 when the caller
+** should try again. */
+int dcurRecheck(DCursor *p, int *pbRedo, char **pzErr);
+
 /* Gives back the statement and the call. Idempotent. */
 void dcurRelease(DCursor *p);
 
@@ -79,6 +106,10 @@ void dcurFree(DCursor *p);
 ** it has none), and its value as the native SQL value of its type. */
 void dcurIdentResult(DCursor *p, int iCol, sqlite3_context *pCtx);
 void dcurValueResult(DCursor *p, sqlite3_context *pCtx);
+
+/* edn_log's tx_instant column: the :db/txInstant of the current row's
+** transaction as RFC 3339 TEXT, looked up once per transaction. */
+void dcurTxInstantResult(DCursor *p, sqlite3_context *pCtx);
 
 /* Reads a time bound: an INTEGER tx id, or TEXT holding a JSON object
 ** {"edn": "#inst \"...\""} (an instant, *pbInst = 1, *pi in µs) or

@@ -68,9 +68,20 @@ static const char *const azIndex[] = {":eavt", ":aevt", ":avet", ":vaet"};
 /* The components of each index, in order. */
 static const char *const azSlots[] = {"eav", "aev", "ave", "vae"};
 
+/* What the SQL eddSql writes depends on: a call whose shape is the last
+** one's reuses its text (building it is a tenth of a point lookup). */
+typedef struct EddShape {
+  sqlite3_int64 iGen;           /* schema generation (attribute lists, fulltext) */
+  sqlite3_int64 a;              /* the attribute given, or 0 */
+  int eIndex, bE, bV, opLo, opHi, bLimit, bHistory, eHist, bInst;
+} EddShape;
+
 typedef struct EddVtab {
   sqlite3_vtab base;
   sqlite3 *db;                  /* the host connection */
+  EddShape shape;               /* of zSql */
+  char *zSql;                   /* the last SQL built, or NULL */
+  int nSql;
 } EddVtab;
 
 typedef struct EddCursor {
@@ -114,6 +125,7 @@ static int eddConnect(sqlite3 *db, void *pAux, int argc, const char *const *argv
 }
 
 static int eddDisconnect(sqlite3_vtab *pVtab) {
+  sqlite3_free(((EddVtab *)pVtab)->zSql);
   sqlite3_free(pVtab);
   return SQLITE_OK;
 }
@@ -643,6 +655,7 @@ static int eddFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, i
   sqlite3_value *pOpts = NULL;
   EddCall c;
   char *zErr = NULL;
+  sqlite3_int64 aArena[128];       /* the components' EDN: no allocation for small ones */
   int i, j = 0, rc;
   (void)idxStr;
   dcurRelease(pCur);
@@ -662,7 +675,7 @@ static int eddFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, i
   rc = dcurSaveArgs(pCur, apArg, EDND_NARG);
   if (rc != SQLITE_OK) return rc;
   memset(&c, 0, sizeof c);
-  ednArenaInit(&c.arena);
+  ednArenaInitWith(&c.arena, aArena, sizeof aArena);
   eddPushed(&c, idxNum, argc, argv, j);
   /* NULL in a required argument or a component: no rows (SPEC.md §2) */
   for (i = 0; i < EDND_NARG - 1; i++) {
@@ -684,40 +697,92 @@ done:
   return rc;
 }
 
-/* Opens the call, resolves the components, and starts the statement. */
-static int eddRun(DCursor *pCur, EddCall *p, sqlite3_value *pDb, sqlite3_value *pOpts,
-                  sqlite3 *host, char **pzErr) {
+/* Resolves the components on the call's schema, builds the statement and
+** takes its first step (*pbRedo: the reader's snapshot was newer than that
+** schema; start again, see dcurStepFirst). */
+static int eddStart(DCursor *pCur, EddCall *p, int *pbRedo, char **pzErr) {
   sqlite3_str *pSql = NULL;
   sqlite3_stmt *pStmt = NULL;
   char *zSql = NULL;
   int rc, bLo = 0, bHi = 0;
-  rc = dcurBegin(pCur, host, pDb, pOpts, pzErr);
-  if (rc != SQLITE_OK) return rc;
-  p->bHistory = pCur->opts.bHistory;
-  p->eHist = pCur->opts.bAsOf ? 1 : pCur->opts.bSince ? 2 : 0;
+  *pbRedo = 0;
   rc = eddResolve(pCur, p, pzErr);
+  if (rc == SQLITE_ERROR) {
+    /* an ident the schema handed out with a lazy reader may not know yet */
+    int rc2 = dcurRecheck(pCur, pbRedo, pzErr);
+    if (rc2 != SQLITE_OK) return rc2;
+    if (*pbRedo) return SQLITE_OK;
+  }
   if (rc != SQLITE_OK) return rc;
   /* A bound that cannot be written in the store's encoding is left to the
   ** host's check, and then a LIMIT cannot be pushed either. */
   if (p->pLo) {
-    int k = eddBound(p, p->pLo, &p->lo);
-    bLo = k != 0;
+    bLo = eddBound(p, p->pLo, &p->lo) != 0;
     if (!bLo) p->iLimit = -1;
   }
   if (p->pHi) {
-    int k = eddBound(p, p->pHi, &p->hi);
-    bHi = k != 0;
+    bHi = eddBound(p, p->pHi, &p->hi) != 0;
     if (!bHi) p->iLimit = -1;
   }
-  pSql = sqlite3_str_new(NULL);
-  eddSql(pSql, pCur, p, bLo, bHi);
-  rc = sqlite3_str_errcode(pSql);
-  zSql = sqlite3_str_finish(pSql);
-  if (rc == SQLITE_OK && zSql == NULL) rc = SQLITE_NOMEM;
-  if (rc == SQLITE_OK) rc = dcurPrepare(pCur, zSql, (int)strlen(zSql), &pStmt, pzErr);
-  sqlite3_free(zSql);
+  {
+    EddVtab *pTab = (EddVtab *)pCur->base.pVtab;
+    const QueryOpts *o = &pCur->opts;
+    EddShape sh;
+    memset(&sh, 0, sizeof sh);
+    sh.iGen = schemaGeneration(pCur->call.pSchema);
+    sh.a = p->pA ? p->pA->e : 0;
+    sh.eIndex = p->eIndex;
+    sh.bE = p->bE;
+    sh.bV = p->bV;
+    sh.opLo = bLo ? p->opLo : 0;
+    sh.opHi = bHi ? p->opHi : 0;
+    sh.bLimit = p->iLimit >= 0;
+    sh.bHistory = p->bHistory;
+    sh.eHist = p->eHist;
+    sh.bInst = (o->bAsOf ? o->pAsOfInst : o->pSinceInst) != NULL;
+    if (pTab->zSql == NULL || memcmp(&sh, &pTab->shape, sizeof sh) != 0) {
+      sqlite3_free(pTab->zSql);
+      pTab->zSql = NULL;
+      pSql = sqlite3_str_new(NULL);
+      eddSql(pSql, pCur, p, bLo, bHi);
+      rc = sqlite3_str_errcode(pSql);
+      zSql = sqlite3_str_finish(pSql);
+      if (rc == SQLITE_OK && zSql == NULL) rc = SQLITE_NOMEM;
+      if (rc != SQLITE_OK) {
+        sqlite3_free(zSql);
+        return rc;
+      }
+      pTab->zSql = zSql;
+      pTab->nSql = (int)strlen(zSql);
+      pTab->shape = sh;
+    }
+    rc = dcurPrepare(pCur, pTab->zSql, pTab->nSql, &pStmt, pzErr);
+  }
   if (rc == SQLITE_OK) rc = eddBind(pCur, p, pStmt, bLo, bHi);
-  if (rc == SQLITE_OK) return dcurStep(pCur);
+  if (rc == SQLITE_OK) return dcurStepFirst(pCur, pbRedo);
+  return rc;
+}
+
+/* Opens the call, then starts the statement (twice at most: once more on
+** the schema of a newer snapshot). */
+static int eddRun(DCursor *pCur, EddCall *p, sqlite3_value *pDb, sqlite3_value *pOpts,
+                  sqlite3 *host, char **pzErr) {
+  sqlite3_int64 iLimit = p->iLimit;
+  int rc, bRedo = 0, nTry;
+  rc = dcurBegin(pCur, host, pDb, pOpts, pzErr);
+  if (rc != SQLITE_OK) return rc;
+  p->bHistory = pCur->opts.bHistory;
+  p->eHist = pCur->opts.bAsOf ? 1 : pCur->opts.bSince ? 2 : 0;
+  for (nTry = 0; nTry < 2; nTry++) {
+    p->bE = p->bV = 0;
+    p->pA = NULL;
+    p->iLimit = iLimit;
+    memset(&p->v, 0, sizeof p->v);
+    memset(&p->lo, 0, sizeof p->lo);
+    memset(&p->hi, 0, sizeof p->hi);
+    rc = eddStart(pCur, p, &bRedo, pzErr);
+    if (rc != SQLITE_OK || !bRedo) break;
+  }
   return rc;
 }
 

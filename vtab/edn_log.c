@@ -114,8 +114,7 @@ static char *ednlSql(const DCursor *pCur, int bStart, int bStartInst, int bEnd, 
   sqlite3_str_appendall(pSql, bFirst ? "d.v" : ") THEN (SELECT text FROM fulltext_values"
                                                " WHERE rowid = d.v) ELSE d.v END");
   sqlite3_str_appendall(pSql,
-      ", d.value_type_tag, d.tx, d.added, (SELECT i.v FROM datoms i WHERE i.e = d.tx AND i.a = 3)"
-      " FROM timelined_transactions d WHERE d.timeline IS 0");
+      ", d.value_type_tag, d.tx, d.added FROM timelined_transactions d WHERE d.timeline IS 0");
   if (bStart && bStartInst) ednlInstBound(pSql, ">=", 1);
   else if (bStart) sqlite3_str_appendall(pSql, " AND d.tx >= ?1");
   if (bEnd && bEndInst) ednlInstBound(pSql, "<", 2);
@@ -131,21 +130,25 @@ static int ednlRun(DCursor *pCur, sqlite3 *host, sqlite3_value **apArg, sqlite3_
   sqlite3_int64 iStart = 0, iEnd = 0;
   int bStart = apArg[1] && sqlite3_value_type(apArg[1]) != SQLITE_NULL;
   int bEnd = apArg[2] && sqlite3_value_type(apArg[2]) != SQLITE_NULL;
-  int bStartInst = 0, bEndInst = 0, rc = SQLITE_OK;
+  int bStartInst = 0, bEndInst = 0, rc = SQLITE_OK, nTry, bRedo = 0;
   sqlite3_stmt *pStmt = NULL;
   char *zSql;
   if (bStart) rc = dcurTimeArg(apArg[1], "start_tx", &iStart, &bStartInst, pzErr);
   if (rc == SQLITE_OK && bEnd) rc = dcurTimeArg(apArg[2], "end_tx", &iEnd, &bEndInst, pzErr);
   if (rc == SQLITE_OK) rc = dcurBegin(pCur, host, apArg[0], NULL, pzErr);
-  if (rc != SQLITE_OK) return rc;
-  zSql = ednlSql(pCur, bStart, bStartInst, bEnd, bEndInst, iLimit >= 0);
-  if (zSql == NULL) return SQLITE_NOMEM;
-  rc = dcurPrepare(pCur, zSql, (int)strlen(zSql), &pStmt, pzErr);
-  sqlite3_free(zSql);
-  if (rc == SQLITE_OK && bStart) rc = sqlite3_bind_int64(pStmt, 1, iStart);
-  if (rc == SQLITE_OK && bEnd) rc = sqlite3_bind_int64(pStmt, 2, iEnd);
-  if (rc == SQLITE_OK && iLimit >= 0) rc = sqlite3_bind_int64(pStmt, 3, iLimit);
-  if (rc == SQLITE_OK) return dcurStep(pCur);
+  /* twice at most: once more on the schema of a newer snapshot (the SQL
+  ** names the fulltext attributes) */
+  for (nTry = 0; rc == SQLITE_OK && nTry < 2; nTry++) {
+    zSql = ednlSql(pCur, bStart, bStartInst, bEnd, bEndInst, iLimit >= 0);
+    if (zSql == NULL) return SQLITE_NOMEM;
+    rc = dcurPrepare(pCur, zSql, (int)strlen(zSql), &pStmt, pzErr);
+    sqlite3_free(zSql);
+    if (rc == SQLITE_OK && bStart) rc = sqlite3_bind_int64(pStmt, 1, iStart);
+    if (rc == SQLITE_OK && bEnd) rc = sqlite3_bind_int64(pStmt, 2, iEnd);
+    if (rc == SQLITE_OK && iLimit >= 0) rc = sqlite3_bind_int64(pStmt, 3, iLimit);
+    if (rc == SQLITE_OK) rc = dcurStepFirst(pCur, &bRedo);
+    if (!bRedo) break;
+  }
   return rc;
 }
 
@@ -199,12 +202,7 @@ static int ednlColumn(sqlite3_vtab_cursor *cur, sqlite3_context *pCtx, int iCol)
     case EDNL_COL_TX:
       sqlite3_result_int64(pCtx, sqlite3_column_int64(pCur->pStmt, DCUR_COL_TX));
       break;
-    case EDNL_COL_INST:
-      if (sqlite3_column_type(pCur->pStmt, DCUR_COL_INST) != SQLITE_NULL) {
-        valueResultFromStored(pCtx, sqlite3_column_value(pCur->pStmt, DCUR_COL_INST),
-                              TAG_INSTANT);
-      }
-      break;
+    case EDNL_COL_INST: dcurTxInstantResult(pCur, pCtx); break;
     case EDNL_COL_E:
       sqlite3_result_int64(pCtx, sqlite3_column_int64(pCur->pStmt, DCUR_COL_E));
       break;
