@@ -49,8 +49,9 @@ def scenarios(db, raw, st, rnd):
         'SELECT DISTINCT tx FROM timelined_transactions WHERE timeline = 0 AND a = ? AND added = 0 '
         'ORDER BY tx', (state_a,))]
     pl_sql = 'SELECT e, a, v, tx FROM datoms WHERE e = ? AND a = %d' % name_a
+    # the log read through its tx index, as a person tuning this SQL would name it
     lr_sql = ('SELECT d.tx, i.v, d.e, d.a, d.v, d.added FROM timelined_transactions d '
-              'CROSS JOIN datoms i ON i.e = d.tx AND i.a = 3 '
+              'INDEXED BY idx_mentat_log_tx CROSS JOIN datoms i ON i.e = d.tx AND i.a = 3 '
               'WHERE d.timeline IS 0 AND d.tx >= ? AND d.tx < ? ORDER BY d.tx, d.rowid')
     return [
         ('datoms_point_lookup',

@@ -114,7 +114,7 @@ static char *ednlSql(const DCursor *pCur, int bStart, int bStartInst, int bEnd, 
   sqlite3_str_appendall(pSql, bFirst ? "d.v" : ") THEN (SELECT text FROM fulltext_values"
                                                " WHERE rowid = d.v) ELSE d.v END");
   sqlite3_str_appendall(pSql,
-      ", d.value_type_tag, d.tx, d.added FROM timelined_transactions d WHERE d.timeline IS 0");
+      ", d.value_type_tag, d.tx, d.added FROM timelined_transactions d WHERE +d.timeline IS 0");
   if (bStart && bStartInst) ednlInstBound(pSql, ">=", 1);
   else if (bStart) sqlite3_str_appendall(pSql, " AND d.tx >= ?1");
   if (bEnd && bEndInst) ednlInstBound(pSql, "<", 2);

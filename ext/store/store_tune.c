@@ -33,10 +33,14 @@
 **                           idx_mentat_log_avet is dropped;
 **     idx_mentat_datoms_atx datoms (a, tx, e) — `since` patterns read only
 **                           the datoms of an attribute newer than T;
-**     idx_mentat_log_tx     timelined_transactions (tx) WHERE timeline IS 0
-**                           — edn_log's tx ranges (Datomic's tx-range) read
-**                           only their transactions; tx ids only grow, so
-**                           it is appended to at its end;
+**     idx_mentat_log_tx     timelined_transactions (tx) — edn_log's tx
+**                           ranges (Datomic's tx-range) read only their
+**                           transactions; tx ids only grow, so it is
+**                           appended to at its end. Not partial: the
+**                           timeline index's sampled statistics make
+**                           `timeline IS 0` look selective, so edn_log
+**                           states it as `+timeline IS 0`, which no index
+**                           serves;
 **     idx_mentat_avet_<a>   datoms (a, v, e) WHERE a = <a>, for each
 **                           :db/index attribute the format's own
 **                           idx_auto_avet_<a> does not cover (not unique,
@@ -93,7 +97,7 @@ static const char *const azStoreIdx[][2] = {
   { "idx_mentat_datoms_atx",
     "CREATE INDEX IF NOT EXISTS idx_mentat_datoms_atx ON datoms (a, tx, e)" },
   { "idx_mentat_log_tx",
-    "CREATE INDEX IF NOT EXISTS idx_mentat_log_tx ON timelined_transactions (tx) WHERE timeline IS 0" },
+    "CREATE INDEX IF NOT EXISTS idx_mentat_log_tx ON timelined_transactions (tx)" },
 };
 #define STORE_N_IDX ((int)(sizeof azStoreIdx / sizeof azStoreIdx[0]))
 
@@ -222,7 +226,16 @@ static int storeHasIndex(sqlite3 *db, const char *zName, int *pbHas) {
 static int storeEnsureIndexes(sqlite3 *db, const Schema *pSchema, int bDry, int *pnMade) {
   sqlite3_stmt *pSel = NULL;
   int rc = SQLITE_OK, bHas;
+  sqlite3_int64 bPartial = 0;
   *pnMade = 0;
+  /* A partial idx_mentat_log_tx (WHERE timeline IS 0, as a build of this
+  ** version's development made it) serves no edn_log range: made again. */
+  rc = storeInt(db, "SELECT count(*) FROM sqlite_master WHERE name = 'idx_mentat_log_tx'"
+                    " AND sql LIKE '% WHERE %'", &bPartial);
+  if (rc == SQLITE_OK && bPartial) {
+    (*pnMade)++;
+    if (!bDry) rc = sqlite3_exec(db, "DROP INDEX idx_mentat_log_tx", NULL, NULL, NULL);
+  }
   for (int i = 0; i < STORE_N_IDX && rc == SQLITE_OK; i++) {
     rc = storeHasIndex(db, azStoreIdx[i][0], &bHas);
     if (rc != SQLITE_OK || bHas) continue;
