@@ -330,6 +330,64 @@ START_TEST(allocation_failures) {
 }
 END_TEST
 
+/* A TEMP view (which may name any store) reading another store file as a
+** source: the CREATE check reads each pattern's attribute in the schema
+** of the source the pattern reads (README "Several sources": each store
+** has its own schema), so an attribute only orders.db has is no typo in a
+** $2 pattern, in a rule called on $2 or in ($2 not ...), and still one in
+** a $ pattern; a rule's attribute is a typo when no source has it. */
+static void tempView(sqlite3 *db, const char *zName, const char *zQuery, const char *zRules,
+                     const char *zWant) {
+  char zStore[600];
+  char *zSql, *z;
+  snprintf(zStore, sizeof zStore, "%s", inDir("tracker.db"));   /* inDir's buffer is reused */
+  zSql = sqlite3_mprintf("CREATE VIRTUAL TABLE temp.%s USING edn_view(db=%Q, query=%Q%s%s%s,"
+                               " opts='{\"sources\": {\"$2\": \"%s\"}}')", zName,
+                               zStore, zQuery, zRules ? ", rules='" : "",
+                               zRules ? zRules : "", zRules ? "'" : "", inDir("orders.db"));
+  z = tuQuery(db, zSql, NULL, NULL);
+  ck_assert_msg(strcmp(z, zWant) == 0, "%s\n got:  %s\n want: %s", zSql, z, zWant);
+  free(z);
+  sqlite3_free(zSql);
+}
+
+START_TEST(temp_view_file_source) {
+  freshDir("temp_view_file_source");
+  sqlite3 *db = openHost("host.db");
+  makeStore(db, inDir("tracker.db"));
+  {
+    char *z = tuQuery(db, "SELECT edn_t(?1, '[{:db/ident :o/name :db/valueType :db.type/string"
+                      " :db/cardinality :db.cardinality/one} {:db/ident :o/total"
+                      " :db/valueType :db.type/long :db/cardinality :db.cardinality/one}]')"
+                      " IS NOT NULL", inDir("orders.db"), NULL);
+    ck_assert_str_eq(z, "1");
+    free(z);
+    z = tuQuery(db, "SELECT edn_t(?1, '[{:o/name \"Ann\" :o/total 7}]') IS NOT NULL",
+                inDir("orders.db"), NULL);
+    ck_assert_str_eq(z, "1");
+    free(z);
+  }
+  tempView(db, "t1", "[:find ?n ?t :in $ $2 :where [?e :p/name ?n] [$2 ?o :o/name ?n]"
+           " [$2 ?o :o/total ?t]]", NULL, "");
+  expectQuery(db, "SELECT n || '|' || t FROM t1", "Ann|7");
+  tempView(db, "t2", "[:find ?n ?t :in $ $2 % :where [?e :p/name ?n] ($2 tot ?n ?t)]",
+           "[[(tot ?n ?t) [?o :o/name ?n] [?o :o/total ?t]]]", "");
+  expectQuery(db, "SELECT n || '|' || t FROM t2", "Ann|7");
+  tempView(db, "t3", "[:find ?n :in $ $2 :where [?e :p/name ?n]"
+           " ($2 not [?o :o/name ?n] [?o :o/total 7])]", NULL, "");
+  expectQuery(db, "SELECT group_concat(n) FROM t3", "Bob");
+  tempView(db, "t4", "[:find ?n ?t :in $ $2 :where [?e :p/name ?n] [$2 ?o :o/name ?n]"
+           " [$2 ?o :o/totl ?t]]", NULL,
+           "ERROR: edn_view: line 1 col 72: unknown attribute :o/totl");
+  tempView(db, "t5", "[:find ?t :in $ $2 :where [?e :o/total ?t] [$2 ?o :o/total ?t]]", NULL,
+           "ERROR: edn_view: line 1 col 31: unknown attribute :o/total");
+  tempView(db, "t6", "[:find ?n ?t :in $ $2 % :where [?e :p/name ?n] ($2 tot ?n ?t)]",
+           "[[(tot ?n ?t) [?o :o/name ?n] [?o :o/totl ?t]]]",
+           "ERROR: edn_view: rules: line 1 col 35: unknown attribute :o/totl");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
 static Suite *viewSuite(void) {
   Suite *s = suite_create("view");
   TCase *tc = tcase_create("view");
@@ -341,6 +399,7 @@ static Suite *viewSuite(void) {
   tcase_add_test(tc, path_rule_at_connect);
   tcase_add_test(tc, store_gone_at_connect);
   tcase_add_test(tc, allocation_failures);
+  tcase_add_test(tc, temp_view_file_source);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -619,31 +619,80 @@ static char *vdefPlaceholders(const ViewDef *p, const QQuery *pQ) {
   return sqlite3_str_finish(pOut);
 }
 
-/* Every attribute keyword in a pattern of the clauses known to pSchema;
-** zWhere prefixes the message ("" for the query, "rules: "). */
-static int vdefAttrs(const Schema *pSchema, QClause **aClause, int nClause, const char *zWhere,
-                     char **pzErr) {
+/* The schemas the attribute check reads: $'s and the opts' sources'. */
+typedef struct VdefSchemas {
+  const Schema *pMain;
+  const QueryOpts *pOpts;
+} VdefSchemas;
+
+/* The schema a clause naming source pSrc reads (NULL: any of pS's, for a
+** rule's body, whose caller names its source) into *ppSchema, where a
+** clause without one (or naming $) reads pDefault (README "Several
+** sources": inside a rule called with a source, or a not/or given one,
+** that source). 0 for a source the opts lack (the compile has reported
+** it): nothing to check against. */
+static int vdefSrcSchema(const VdefSchemas *pS, const EdnValue *pSrc, const Schema *pDefault,
+                         const Schema **ppSchema) {
+  int i;
+  *ppSchema = pDefault;
+  if (pSrc == NULL || (pSrc->u.s.n == 1 && pSrc->u.s.z[0] == '$')) return 1;
+  for (i = 0; i < pS->pOpts->nSource; i++) {
+    const QuerySource *pQ = &pS->pOpts->aSource[i];
+    if (strlen(pQ->zName) == (size_t)pSrc->u.s.n
+        && memcmp(pQ->zName, pSrc->u.s.z, (size_t)pSrc->u.s.n) == 0) {
+      *ppSchema = pQ->pSchema;
+      return pQ->pSchema != NULL;
+    }
+  }
+  return 0;
+}
+
+/* Does attribute ident pA name an attribute of pSchema (NULL: of any
+** schema pS has)? */
+static int vdefKnown(const VdefSchemas *pS, const Schema *pSchema, const EdnValue *pA) {
+  int i;
+  if (pSchema) return schemaAttrByIdent(pSchema, pA->u.s.z, pA->u.s.n) != NULL;
+  if (schemaAttrByIdent(pS->pMain, pA->u.s.z, pA->u.s.n)) return 1;
+  for (i = 0; i < pS->pOpts->nSource; i++) {
+    const Schema *p = pS->pOpts->aSource[i].pSchema;
+    if (p && schemaAttrByIdent(p, pA->u.s.z, pA->u.s.n)) return 1;
+  }
+  return 0;
+}
+
+/* Every attribute keyword in a pattern of the clauses known to the schema
+** of the source that pattern reads (pDefault where it names none; NULL:
+** any source's, for a rule's body); zWhere prefixes the message ("" for
+** the query, "rules: "). */
+static int vdefAttrs(const VdefSchemas *pS, const Schema *pDefault, QClause **aClause,
+                     int nClause, const char *zWhere, char **pzErr) {
   int i, rc = SQLITE_OK;
   for (i = 0; i < nClause && rc == SQLITE_OK; i++) {
     const QClause *pC = aClause[i];
+    const Schema *pSchema;
+    if (!vdefSrcSchema(pS, pC->pSrc, pDefault, &pSchema)) continue;
     if (pC->kind == QC_PATTERN) {
       const EdnValue *pA = pC->nArg > 1 ? pC->aArg[1] : NULL;
-      if (pA && pA->type == EDN_KEYWORD
-          && schemaAttrByIdent(pSchema, pA->u.s.z, pA->u.s.n) == NULL) {
+      if (pA && pA->type == EDN_KEYWORD && !vdefKnown(pS, pSchema, pA)) {
         rc = vdefErr(pzErr, sqlite3_mprintf("%sline %d col %d: unknown attribute %s", zWhere,
                                             pA->line, pA->col, pA->u.s.z));
       }
     } else if (pC->nSub > 0) {
-      rc = vdefAttrs(pSchema, pC->aSub, pC->nSub, zWhere, pzErr);
+      rc = vdefAttrs(pS, pSchema, pC->aSub, pC->nSub, zWhere, pzErr);
     }
   }
   return rc;
 }
 
-/* The attribute check over the query's :where and the rules' bodies. */
-static int vdefCheckAttrs(const ViewDef *p, const Schema *pSchema, EdnArena *pArena,
-                          const QQuery *pQ, char **pzErr) {
-  int rc = vdefAttrs(pSchema, pQ->aWhere, pQ->nWhere, "", pzErr);
+/* The attribute check over the query's :where and the rules' bodies; the
+** sources of pOpts are open (qSourcesOpen), their schemas filled in. */
+static int vdefCheckAttrs(const ViewDef *p, const Schema *pSchema, const QueryOpts *pOpts,
+                          EdnArena *pArena, const QQuery *pQ, char **pzErr) {
+  VdefSchemas sch;
+  int rc;
+  sch.pMain = pSchema;
+  sch.pOpts = pOpts;
+  rc = vdefAttrs(&sch, pSchema, pQ->aWhere, pQ->nWhere, "", pzErr);
   if (rc == SQLITE_OK && p->zRules) {
     EdnValue *pForm = NULL;
     EdnError err;
@@ -655,7 +704,8 @@ static int vdefCheckAttrs(const ViewDef *p, const Schema *pSchema, EdnArena *pAr
     }
     if (qpParseRules(pArena, pForm, &set, pzErr) != SQLITE_OK) return SQLITE_OK;
     for (i = 0; i < set.nRule && rc == SQLITE_OK; i++) {
-      rc = vdefAttrs(pSchema, set.aRule[i]->aClause, set.aRule[i]->nClause, "rules: ", pzErr);
+      rc = vdefAttrs(&sch, pOpts->nSource ? NULL : pSchema, set.aRule[i]->aClause,
+                     set.aRule[i]->nClause, "rules: ", pzErr);
     }
   }
   return rc;
@@ -686,7 +736,7 @@ int vdefCheck(const ViewDef *p, sqlite3 *db, int bAttrs, char **pzErr) {
     rc = qRunOpen(call.pConn, call.pSchema, p->zQuery, (int)strlen(p->zQuery), &opts, &pRun,
                   pzErr);
     qRunClose(pRun);
-    if (rc == SQLITE_OK && bAttrs) rc = vdefCheckAttrs(p, call.pSchema, &arena, pQ, pzErr);
+    if (rc == SQLITE_OK && bAttrs) rc = vdefCheckAttrs(p, call.pSchema, &opts, &arena, pQ, pzErr);
   }
   vcallEnd(&call);
   qOptsReset(&opts);
