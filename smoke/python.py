@@ -345,6 +345,10 @@ def two_processes(con, db, ann):
     check('entids keep increasing', before < theirs < mine, True)
     # Their data-only commit is seen (the schema check takes it from the log rows it added)...
     in_child(db, '[{:db/id "g" :q/color "green"}]')
+    # (edn_datoms right after it: the snapshot its first step opens is newer than the reader's
+    # last check, and its rows must not be lost to the recheck)
+    check('their data visible to edn_datoms', sorted(r[0] for r in con.execute(
+        "SELECT v FROM edn_datoms(?, ':aevt', ':q/color')", (db,))), ['blue', 'green', 'red'])
     check('their data visible', sorted(r[0] for r in con.execute(
         'SELECT c0 FROM edn_q(?, ?)', (db, '[:find ?c :where [_ :q/color ?c]]'))), ['blue', 'green', 'red'])
     # ...and so is their alteration of an attribute (the mirror's row count unchanged): our

@@ -155,11 +155,10 @@ static void dcurDropStmt(DCursor *p) {
   p->bOwnStmt = 0;
 }
 
-int dcurRecheck(DCursor *p, int *pbRedo, char **pzErr) {
+/* The recheck itself: a read transaction, the schema made current. */
+static int dcurRecheckNow(DCursor *p, int *pbRedo, char **pzErr) {
   Schema *pNew = NULL;
   int rc;
-  *pbRedo = 0;
-  if (p->call.pConn == NULL || !storeReaderIsLazy(p->call.pConn)) return SQLITE_OK;
   dcurDropStmt(p);
   rc = storeReaderRecheck(p->call.pStore, p->call.pConn, &pNew, pzErr);
   if (rc != SQLITE_OK) return rc;
@@ -167,6 +166,12 @@ int dcurRecheck(DCursor *p, int *pbRedo, char **pzErr) {
   p->call.pSchema = pNew;
   *pbRedo = 1;
   return SQLITE_OK;
+}
+
+int dcurRecheck(DCursor *p, int *pbRedo, char **pzErr) {
+  *pbRedo = 0;
+  if (p->call.pConn == NULL || !storeReaderIsLazy(p->call.pConn)) return SQLITE_OK;
+  return dcurRecheckNow(p, pbRedo, pzErr);
 }
 
 int dcurStepFirst(DCursor *p, int *pbRedo) {
@@ -179,7 +184,8 @@ int dcurStepFirst(DCursor *p, int *pbRedo) {
       int rc2 = storeReaderCheck(p->call.pStore, p->call.pConn, &bStale);
       if (rc2 == SQLITE_OK && bStale) {
         char *zErr = NULL;
-        rc2 = dcurRecheck(p, pbRedo, &zErr);
+        /* the check ended the reader's lazy state: recheck unconditionally */
+        rc2 = dcurRecheckNow(p, pbRedo, &zErr);
         if (rc2 != SQLITE_OK) {
           dcurRelease(p);
           rc2 = dcurError(p->base.pVtab, p->zFunc, rc2, zErr);
