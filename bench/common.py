@@ -23,8 +23,11 @@ def ext_path(ext):
 
 
 def connect(ext):
-    """A host connection (in memory) with the extension loaded; the store is named per call."""
-    con = sqlite3.connect(':memory:', isolation_level=None, check_same_thread=False)
+    """A host connection with the extension loaded; the store is named per call. The host's own
+    database is in memory, or the file BENCH_HOST_FILE names (each call then also asks whether
+    the store is the host's own file: vtab/call.c)."""
+    con = sqlite3.connect(os.environ.get('BENCH_HOST_FILE') or ':memory:', isolation_level=None,
+                          check_same_thread=False)
     con.enable_load_extension(True)
     con.load_extension(ext_path(ext))
     return con

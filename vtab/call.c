@@ -3,6 +3,8 @@
 ** checks, store, reader and watch taken in one order and given back in the
 ** reverse one.
 */
+#include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include "config.h"
@@ -21,11 +23,152 @@ static int vcallPathError(char **pzErr, char *zMsg) {
   return zMsg ? SQLITE_ERROR : SQLITE_NOMEM;
 }
 
+/* What a host connection knows about "is this path my own database"
+** (vcallCheckPath), so a read pays no stat of its own: the identity of the
+** file its main database is (taken once: a connection's main database never
+** changes, ATTACH and DETACH only add and drop others, and the open file
+** stays the same inode when its path is moved or replaced), and the paths
+** found not to be it, each trusted for configPathCheckMs() as the store
+** cache trusts a path (store.h). Found by the host pointer; dropped when the
+** host closes (vcallHostGone), so a later connection at the same address
+** starts afresh. */
+#define VCALL_SEEN 4
+#define VCALL_SEEN_PATH 256
+typedef struct VHostSeen VHostSeen;
+struct VHostSeen {
+  sqlite3 *host;
+  const char *zMain;        /* sqlite3_db_filename(host, "main") it was taken for */
+  dev_t dev;
+  ino_t ino;
+  struct {
+    int n;                  /* 0: unused */
+    sqlite3_int64 tSeen;    /* configNowUs() before the stat */
+    char z[VCALL_SEEN_PATH];
+  } aPath[VCALL_SEEN];
+  int iNext;                /* the slot the next verdict replaces */
+  VHostSeen *pNext;
+};
+#define VCALL_SEEN_BUCKETS 64
+static pthread_mutex_t gSeenMutex = PTHREAD_MUTEX_INITIALIZER;
+static VHostSeen *gapSeen[VCALL_SEEN_BUCKETS];
+
+static unsigned vcallSeenBucket(sqlite3 *host) {
+  return (unsigned)(((uintptr_t)host >> 4) % VCALL_SEEN_BUCKETS);
+}
+
+/* host's entry, or NULL. Seen mutex held. */
+static VHostSeen *vcallSeenFind(sqlite3 *host) {
+  VHostSeen *p = gapSeen[vcallSeenBucket(host)];
+  while (p && p->host != host) p = p->pNext;
+  return p;
+}
+
+void vcallHostGone(sqlite3 *host) {
+  VHostSeen **pp, *p = NULL;
+  pthread_mutex_lock(&gSeenMutex);
+  for (pp = &gapSeen[vcallSeenBucket(host)]; *pp; pp = &(*pp)->pNext) {
+    if ((*pp)->host == host) {
+      p = *pp;
+      *pp = p->pNext;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&gSeenMutex);
+  sqlite3_free(p);
+}
+
+/* True when host found zPath (n bytes) not to be its own database less
+** than the bound ago. */
+static int vcallSeenRecently(sqlite3 *host, const char *zMain, const char *zPath, int n) {
+  sqlite3_int64 nBound = (sqlite3_int64)configPathCheckMs() * 1000;
+  int bSeen = 0;
+  VHostSeen *p;
+  if (nBound <= 0 || n >= VCALL_SEEN_PATH) return 0;
+  pthread_mutex_lock(&gSeenMutex);
+  p = vcallSeenFind(host);
+  if (p && p->zMain == zMain) {
+    sqlite3_int64 tNow = configNowUs();
+    for (int i = 0; i < VCALL_SEEN && !bSeen; i++) {
+      bSeen = p->aPath[i].n == n && tNow - p->aPath[i].tSeen < nBound
+              && memcmp(p->aPath[i].z, zPath, (size_t)n) == 0;
+    }
+  }
+  pthread_mutex_unlock(&gSeenMutex);
+  return bSeen;
+}
+
+/* The identity of host's main database file into *pMain: remembered, or
+** taken now (and remembered when there is memory). Returns 0 when it cannot
+** be known (the file is gone from its path before the first check). */
+static int vcallMainIdentity(sqlite3 *host, const char *zMain, struct stat *pMain) {
+  VHostSeen *p, *pNew;
+  int bKnown = 0;
+  pthread_mutex_lock(&gSeenMutex);
+  p = vcallSeenFind(host);
+  if (p && p->zMain == zMain) {
+    pMain->st_dev = p->dev;
+    pMain->st_ino = p->ino;
+    bKnown = 1;
+  }
+  pthread_mutex_unlock(&gSeenMutex);
+  if (bKnown) return 1;
+  if (stat(zMain, pMain) != 0) return 0;
+  pNew = sqlite3_malloc64(sizeof *pNew);
+  if (pNew == NULL) return 1;   /* known for this call; taken again next time */
+  memset(pNew, 0, sizeof *pNew);
+  pNew->host = host;
+  pNew->zMain = zMain;
+  pNew->dev = pMain->st_dev;
+  pNew->ino = pMain->st_ino;
+  pthread_mutex_lock(&gSeenMutex);
+  p = vcallSeenFind(host);
+  if (p) {
+    /* Only a main database whose name moved in memory: start afresh. */
+    p->zMain = zMain;
+    p->dev = pMain->st_dev;
+    p->ino = pMain->st_ino;
+    memset(p->aPath, 0, sizeof p->aPath);
+  } else {
+    unsigned b = vcallSeenBucket(host);
+    pNew->pNext = gapSeen[b];
+    gapSeen[b] = pNew;
+    pNew = NULL;
+  }
+  pthread_mutex_unlock(&gSeenMutex);
+  sqlite3_free(pNew);
+  return 1;
+}
+
+/* Records that zPath (n bytes) was found at tSeen not to be host's own. */
+static void vcallSeenNote(sqlite3 *host, const char *zPath, int n, sqlite3_int64 tSeen) {
+  VHostSeen *p;
+  if (n >= VCALL_SEEN_PATH) return;
+  pthread_mutex_lock(&gSeenMutex);
+  p = vcallSeenFind(host);
+  if (p) {
+    int i;
+    for (i = 0; i < VCALL_SEEN; i++) {
+      if (p->aPath[i].n == n && memcmp(p->aPath[i].z, zPath, (size_t)n) == 0) break;
+    }
+    if (i == VCALL_SEEN) {
+      i = p->iNext;
+      p->iNext = (p->iNext + 1) % VCALL_SEEN;
+      memcpy(p->aPath[i].z, zPath, (size_t)n);
+      p->aPath[i].n = n;
+    }
+    p->aPath[i].tSeen = tSeen;
+  }
+  pthread_mutex_unlock(&gSeenMutex);
+}
+
 /* The checks of vcallBegin's first step on zPath (n bytes, eType the
-** argument's type before text conversion). */
-static int vcallCheckPath(sqlite3 *host, int eType, const char *zPath, int n, char **pzErr) {
+** argument's type before text conversion); bWrite: an edn_t, which checks
+** the path on every call. */
+static int vcallCheckPath(sqlite3 *host, int eType, const char *zPath, int n, int bWrite,
+                          char **pzErr) {
   const char *zMain;
   struct stat a, b;
+  sqlite3_int64 tNow;
   /* A number or blob would silently become a file named "1" or "Inf". */
   if (eType != SQLITE_TEXT) {
     return vcallPathError(pzErr, sqlite3_mprintf("db_path must be TEXT (a file name)"));
@@ -43,13 +186,18 @@ static int vcallCheckPath(sqlite3 *host, int eType, const char *zPath, int n, ch
   if (zPath[0] == ':') return SQLITE_OK;   /* a host store (SPEC §3a) */
   zMain = sqlite3_db_filename(host, "main");
   if (zMain == NULL || zMain[0] == 0) return SQLITE_OK;   /* host in memory */
+  if (!bWrite && vcallSeenRecently(host, zMain, zPath, n)) return SQLITE_OK;
   /* Same file = same device and inode: robust against relative paths,
-  ** symlinks and hard links, which a text comparison would miss. A path
-  ** that does not exist yet cannot be the host's (open) database. */
-  if (stat(zPath, &a) != 0 || stat(zMain, &b) != 0) return SQLITE_OK;
+  ** symlinks, hard links and moved files, which a text comparison would
+  ** miss. A path that does not exist yet cannot be the host's (open)
+  ** database. */
+  tNow = configNowUs();
+  if (stat(zPath, &a) != 0) return SQLITE_OK;
+  if (!vcallMainIdentity(host, zMain, &b)) return SQLITE_OK;
   if (a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
     return vcallPathError(pzErr, sqlite3_mprintf("db_path %s is the host's own database", zPath));
   }
+  vcallSeenNote(host, zPath, n, tNow);
   return SQLITE_OK;
 }
 
@@ -230,7 +378,7 @@ int vcallBegin(VCall *pCall, sqlite3 *host, sqlite3_value *pPath, int eKind,
   const char *zPath;
   int nPath;
   int rc = sqlioTextIn(pPath, aPath, (int)sizeof aPath, &zPath, &nPath);
-  if (rc == SQLITE_OK) rc = vcallCheckPath(host, eType, zPath, nPath, pzErr);
+  if (rc == SQLITE_OK) rc = vcallCheckPath(host, eType, zPath, nPath, eKind == VCALL_WRITE, pzErr);
   if (rc == SQLITE_OK && pOpts) rc = vcallOpts(pOpts, pOptsArg, pzErr);
   return rc == SQLITE_OK ? vcallOpen(pCall, host, zPath, eKind, pOpts, pzErr) : rc;
 }
@@ -243,7 +391,7 @@ int vcallBeginText(VCall *pCall, sqlite3 *host, const char *zPath, int eKind,
 
 int vcallBeginArgs(VCall *pCall, sqlite3 *host, int eType, const char *zPath, int nPath,
                    int eKind, QueryOpts *pOpts, const char *zOpts, int nOpts, char **pzErr) {
-  int rc = vcallCheckPath(host, eType, zPath, nPath, pzErr);
+  int rc = vcallCheckPath(host, eType, zPath, nPath, eKind == VCALL_WRITE, pzErr);
   if (rc == SQLITE_OK && pOpts) rc = qOptsParse(pOpts, zOpts, nOpts, pzErr);
   return rc == SQLITE_OK ? vcallOpen(pCall, host, zPath, eKind, pOpts, pzErr) : rc;
 }

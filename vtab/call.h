@@ -103,6 +103,10 @@ int vcallWithTimedOut(VCall *pCall, int rc, char **pzErr);
 ** the store stays held. No-op without a span. */
 void vcallEndWith(VCall *pCall);
 
+/* Forgets what host learned about its own database file (vcallBegin's
+** check); the host is closing. */
+void vcallHostGone(sqlite3 *host);
+
 /* Ends the watch and gives back the reader, the schema and the store.
 ** Whatever runs on pConn (a query run) must be closed first. Idempotent. */
 void vcallEnd(VCall *pCall);

@@ -13,7 +13,7 @@
 void ednqScalarFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 
 /* Registers the edn_q table module on db. xGone, if not NULL, is called
-** (with NULL) when the module leaves the connection — when it closes — or
+** (with db) when the module leaves the connection — when it closes — or
 ** at once if registration fails. SQLite code. */
 int ednqTableRegister(sqlite3 *db, void (*xGone)(void *));
 

@@ -489,5 +489,5 @@ static sqlite3_module ednqModule = {
 };
 
 int ednqTableRegister(sqlite3 *db, void (*xGone)(void *)) {
-  return sqlite3_create_module_v2(db, "edn_q", &ednqModule, NULL, xGone);
+  return sqlite3_create_module_v2(db, "edn_q", &ednqModule, db, xGone);
 }

@@ -38,6 +38,7 @@ SQLITE_EXTENSION_INIT1
 #include "edn_t.h"
 #include "edn_view.h"
 #include "host.h"
+#include "call.h"
 #include "interrupt.h"
 #include "mentat_version.h"
 #include "query.h"
@@ -75,9 +76,9 @@ static int mentatHosts = 0;
 
 /* The edn_q module's destructor: runs when a host connection closes (or
 ** the module is replaced, which we avoid; see mentatRegistered). */
-static void mentatHostGone(void *pUnused) {
+static void mentatHostGone(void *pHost) {
   int n;
-  (void)pUnused;
+  vcallHostGone((sqlite3 *)pHost);
   pthread_mutex_lock(&mentatMutex);
   n = --mentatHosts;
   pthread_mutex_unlock(&mentatMutex);
