@@ -143,12 +143,58 @@ static int ednpullEntity(VCall *pCall, sqlite3_value *pEnt, int eType, sqlite3_i
   return ednpullEntityText(pCall->pConn->db, pCall->pSchema, zEnt, nEnt, pE, pzErr);
 }
 
+/* The pull of ednpullFunc on the call's reader: the entity resolved into
+** *pE (0: none, nothing written), then its map appended to *ppBuf from
+** *piStart. A reader from storeReaderLazy runs its statements each in a
+** snapshot of its own; the file's data version after the last of them
+** (SQLITE_FCNTL_DATA_VERSION, which a read transaction's start advances
+** when another connection has committed) equal to the one the reader's
+** schema was checked at means no commit came between the check and any of
+** them: one snapshot, the pull stands. Otherwise — and for an error or an
+** entity not found, which an older schema may explain, or a pull that ran
+** no statement — the reader is checked in one read transaction
+** (storeReaderRecheck) and the pull runs again inside it. */
+static int ednpullRun(VCall *pCall, sqlite3_value *pEnt, int eTypeEnt, const char *zPat, int nPat,
+                      sqlite3_str **ppBuf, int *piStart, sqlite3_int64 *pE, char **pzErr) {
+  int rc;
+  for (;;) {
+    int bStale = 0;
+    Schema *pNew = NULL;
+    rc = ednpullEntity(pCall, pEnt, eTypeEnt, pE, pzErr);
+    if (rc == SQLITE_OK && *pE != 0) {
+      sqlite3_str *pOut = sqlioOutBegin(ppBuf, piStart);
+      if (pOut == NULL) return SQLITE_NOMEM;
+      /* PULL_WITH_DBID: edn_pull's map always carries :db/id (SPEC.md
+      ** §2.2). The connection's pull cache is kept with its compiled plans
+      ** (query.h). */
+      rc = pullEntityText(pCall->pConn->db, pCall->pSchema, zPat, nPat, *pE, PULL_WITH_DBID,
+                          qCachePulls(pCall->pConn), pOut, pzErr);
+    }
+    if (rc == SQLITE_NOMEM || !storeReaderIsLazy(pCall->pConn)) return rc;
+    if (rc == SQLITE_OK && *pE != 0) {
+      int rc2 = storeReaderCheck(pCall->pStore, pCall->pConn, &bStale);
+      if (rc2 != SQLITE_OK || !bStale) return rc2;
+    }
+    /* Once more, checked: the first answer and its message are dropped. */
+    if (*ppBuf) {
+      sqlite3_free(sqlite3_str_finish(*ppBuf));
+      *ppBuf = NULL;
+    }
+    sqlite3_free(*pzErr);
+    *pzErr = NULL;
+    rc = storeReaderRecheck(pCall->pStore, pCall->pConn, &pNew, pzErr);
+    if (rc != SQLITE_OK) return rc;
+    schemaUnref(pCall->pSchema);
+    pCall->pSchema = pNew;
+  }
+}
+
 void ednpullFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   const char *zPat;
   int nPat, rc, eTypeEnt;
   sqlite3_int64 e = 0;
   char *zErr = NULL;
-  sqlite3_str *pOut = NULL, **ppBuf = NULL;
+  sqlite3_str **ppBuf = NULL;
   int iStart = 0;
   VCall call;
   char aPat[1024];              /* the pattern's text, read without an allocation */
@@ -172,23 +218,15 @@ void ednpullFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   rc = sqlioTextIn(argv[1], aPat, (int)sizeof aPat, &zPat, &nPat);
   if (rc != SQLITE_OK) goto cleanup;
   /* opts {"with": tx-data}: the pull reads the database with that
-  ** transaction applied, and nothing is written (call.h). */
-  rc = vcallBegin(&call, sqlite3_context_db_handle(pCtx), argv[0], VCALL_READ | VCALL_PULL,
+  ** transaction applied, and nothing is written (call.h). VCALL_QUERY: a
+  ** reader that may start without a read transaction; ednpullRun says how
+  ** the pull still reads one snapshot. */
+  rc = vcallBegin(&call, sqlite3_context_db_handle(pCtx), argv[0], VCALL_QUERY | VCALL_PULL,
                   bOpts ? &opts : NULL, bOpts ? argv[3] : NULL, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
-  rc = ednpullEntity(&call, argv[2], eTypeEnt, &e, &zErr);
-  if (rc != SQLITE_OK || e == 0) goto cleanup;   /* names no entity: nil (SQL NULL) */
   ppBuf = qCacheOutBuf(call.pConn);
-  pOut = sqlioOutBegin(ppBuf, &iStart);
-  if (pOut == NULL) {
-    rc = SQLITE_NOMEM;
-    goto cleanup;
-  }
-  /* PULL_WITH_DBID: edn_pull's map always carries :db/id (SPEC.md §2.2).
-  ** The connection's pull cache is kept with its compiled plans (query.h). */
-  rc = pullEntityText(call.pConn->db, call.pSchema, zPat, nPat, e, PULL_WITH_DBID,
-                      qCachePulls(call.pConn), pOut, &zErr);
-  if (rc != SQLITE_OK) goto cleanup;
+  rc = ednpullRun(&call, argv[2], eTypeEnt, zPat, nPat, ppBuf, &iStart, &e, &zErr);
+  if (rc != SQLITE_OK || e == 0) goto cleanup;   /* names no entity: nil (SQL NULL) */
   sqlioOutJson(pCtx, "edn_pull", ppBuf, iStart);
 
 cleanup:
