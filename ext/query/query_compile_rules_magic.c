@@ -260,6 +260,13 @@ void qcmOrigins(QCtx *pX, const QClause *pCl, const unsigned char *abBound,
     if (!abBound[i]) continue;
     if (ednIsVar(pA)) {
       QVar *pV = qcVarFind(pX, pA->u.s.z);
+      if (pV == NULL) {
+        /* bound by a scope this rule call cannot see (a seed from outside a
+        ** not/or): refused rather than guessed */
+        qcErr(pC, pA, "cannot seed the rule call with %s: it is bound outside this clause",
+              pA->u.s.z);
+        break;
+      }
       zE = sqlite3_mprintf("%s", pV->zExpr);
       zTag = qcVarTag(pV);
       if (pV->nParam > 0) vt = pV->vt;   /* an input not yet typed by a place */
