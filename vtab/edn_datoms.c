@@ -85,19 +85,11 @@ typedef struct EddCall {
 
 static int eddConnect(sqlite3 *db, void *pAux, int argc, const char *const *argv,
                       sqlite3_vtab **ppVtab, char **pzErr) {
-  EddVtab *pTab;
   int rc;
   (void)pAux; (void)argc; (void)argv; (void)pzErr;
-  rc = sqlite3_declare_vtab(db, eddDecl);
-  if (rc != SQLITE_OK) return rc;
-  pTab = sqlite3_malloc64(sizeof *pTab);
-  if (pTab == NULL) return SQLITE_NOMEM;
-  memset(pTab, 0, sizeof *pTab);
-  pTab->db = db;
-  /* It opens files named by its arguments: no calls from views/triggers. */
-  if (sqlite3_libversion_number() >= 3031000) sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
-  *ppVtab = &pTab->base;
-  return SQLITE_OK;
+  rc = sqlioConnectTable(db, eddDecl, sizeof(EddVtab), ppVtab);
+  if (rc == SQLITE_OK) ((EddVtab *)*ppVtab)->db = db;
+  return rc;
 }
 
 static int eddDisconnect(sqlite3_vtab *pVtab) {

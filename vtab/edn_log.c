@@ -27,6 +27,7 @@
 #include "sqlite_api.h"
 #include "edn_datoms.h"
 #include "datoms_cursor.h"
+#include "sqlio.h"
 #include "value.h"
 
 #define EDNL_COL_TX      0
@@ -50,19 +51,11 @@ typedef struct EdnlVtab {
 
 static int ednlConnect(sqlite3 *db, void *pAux, int argc, const char *const *argv,
                        sqlite3_vtab **ppVtab, char **pzErr) {
-  EdnlVtab *pTab;
   int rc;
   (void)pAux; (void)argc; (void)argv; (void)pzErr;
-  rc = sqlite3_declare_vtab(db, ednlDecl);
-  if (rc != SQLITE_OK) return rc;
-  pTab = sqlite3_malloc64(sizeof *pTab);
-  if (pTab == NULL) return SQLITE_NOMEM;
-  memset(pTab, 0, sizeof *pTab);
-  pTab->db = db;
-  /* It opens files named by its arguments: no calls from views/triggers. */
-  if (sqlite3_libversion_number() >= 3031000) sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
-  *ppVtab = &pTab->base;
-  return SQLITE_OK;
+  rc = sqlioConnectTable(db, ednlDecl, sizeof(EdnlVtab), ppVtab);
+  if (rc == SQLITE_OK) ((EdnlVtab *)*ppVtab)->db = db;
+  return rc;
 }
 
 static int ednlDisconnect(sqlite3_vtab *pVtab) {

@@ -117,19 +117,11 @@ static int ednqError(sqlite3_vtab *pVtab, int rc, const char *zErr) {
 
 static int ednqConnect(sqlite3 *db, void *pAux, int argc, const char *const *argv,
                        sqlite3_vtab **ppVtab, char **pzErr) {
-  EdnqVtab *pTab;
   int rc;
   (void)pAux; (void)argc; (void)argv; (void)pzErr;
-  rc = sqlite3_declare_vtab(db, ednqDecl);
-  if (rc != SQLITE_OK) return rc;
-  pTab = sqlite3_malloc64(sizeof *pTab);
-  if (pTab == NULL) return SQLITE_NOMEM;
-  memset(pTab, 0, sizeof *pTab);
-  pTab->db = db;
-  /* It opens files named by its arguments: no calls from views/triggers. */
-  if (sqlite3_libversion_number() >= 3031000) sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
-  *ppVtab = &pTab->base;
-  return SQLITE_OK;
+  rc = sqlioConnectTable(db, ednqDecl, sizeof(EdnqVtab), ppVtab);
+  if (rc == SQLITE_OK) ((EdnqVtab *)*ppVtab)->db = db;
+  return rc;
 }
 
 static void ednqFreeCursor(EdnqCursor *pCur);

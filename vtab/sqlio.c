@@ -98,3 +98,15 @@ void sqlioOutJson(sqlite3_context *pCtx, const char *zFunc, sqlite3_str **ppBuf,
   sqlite3_result_text(pCtx, n > 0 ? sqlite3_str_value(pOut) + iStart : "", -1, SQLITE_TRANSIENT);
   sqlite3_result_subtype(pCtx, MENTAT_JSON_SUBTYPE);
 }
+
+int sqlioConnectTable(sqlite3 *db, const char *zDecl, size_t nTab, sqlite3_vtab **ppVtab) {
+  sqlite3_vtab *pTab;
+  int rc = sqlite3_declare_vtab(db, zDecl);
+  if (rc != SQLITE_OK) return rc;
+  pTab = sqlite3_malloc64(nTab);
+  if (pTab == NULL) return SQLITE_NOMEM;
+  memset(pTab, 0, nTab);
+  if (sqlite3_libversion_number() >= 3031000) sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
+  *ppVtab = pTab;
+  return SQLITE_OK;
+}

@@ -10,6 +10,7 @@
 #ifndef MENTAT_SQLIO_H
 #define MENTAT_SQLIO_H
 
+#include <stddef.h>
 #include "sqlite_api.h"
 
 /* The text of pVal in *pz (valid until pVal changes) and its length in
@@ -52,5 +53,13 @@ void sqlioJson(sqlite3_context *pCtx, const char *zFunc, sqlite3_str *pOut);
 #define SQLIO_OUT_KEEP 65536
 sqlite3_str *sqlioOutBegin(sqlite3_str **ppBuf, int *piStart);
 void sqlioOutJson(sqlite3_context *pCtx, const char *zFunc, sqlite3_str **ppBuf, int iStart);
+
+/* xConnect's common part for the eponymous tables that open stores named
+** by their arguments: declares zDecl, allocates nTab zeroed bytes (a struct
+** that starts with sqlite3_vtab; the caller fills in the rest) into *ppVtab,
+** owned by SQLite until xDisconnect, and marks the table DIRECTONLY so no
+** view or trigger of a database file can make it open a file. An SQLite
+** code on failure, with nothing allocated. */
+int sqlioConnectTable(sqlite3 *db, const char *zDecl, size_t nTab, sqlite3_vtab **ppVtab);
 
 #endif /* MENTAT_SQLIO_H */
