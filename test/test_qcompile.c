@@ -732,6 +732,71 @@ START_TEST(test_oom) {
 }
 END_TEST
 
+/* ---- Interrupts during compile: the compile polls QueryOpts.xInterrupted
+** (every QC_POLL_STEPS steps); an interrupt at any poll must end the
+** compile with SQLITE_INTERRUPT and "interrupted", never a crash or a
+** half-built rule context used afterwards (a fuzz input once interrupted
+** the rule analysis, qcxPrepare, and the call compiled on with it). Each
+** query is compiled with the interrupt at its 1st, 2nd, ... callback until
+** one compile finishes; run under `make asan` / valgrind for the memory
+** side. */
+
+static int nInterruptAt, nInterruptSeen;
+static int interruptAt(void *pArg) {
+  (void)pArg;
+  return ++nInterruptSeen >= nInterruptAt;
+}
+
+START_TEST(test_interrupt_sweep) {
+  static const char *const azQ[] = {
+    "[:find ?b :in $ % :where (a0 [:node/id 2] ?y) [?y :node/id ?b]]",
+    "[:find ?b :in $ % :where [?a :node/id 1] (reach ?a ?x) (not-join [?x] (reach ?x ?a)) [?x :node/id ?b]]",
+    "[:find ?b :in $ % :where [?a :node/id 1] (hop ?a ?x) [?x :node/id ?b]]",
+  };
+  static const char *const azRules[] = {
+    "[[(a0 ?x ?y) (a1 ?x ?y)] [(a0 ?x ?y) (a1 ?y ?x)] [(a1 ?x ?y) (a2 ?x ?y)] [(a1 ?x ?y) (a2 ?y ?x)] [(a2 ?x ?y) (a3 ?x ?y)] [(a2 ?x ?y) (a3 ?y ?x)] [(a3 ?x ?y) (a4 ?x ?y)] [(a3 ?x ?y) (a4 ?y ?x)] [(a4 ?x ?y) (a5 ?x ?y)] [(a4 ?x ?y) (a5 ?y ?x)] [(a5 ?x ?y) (a6 ?x ?y)] [(a5 ?x ?y) (a6 ?y ?x)] [(a6 ?x ?y) (a7 ?x ?y)] [(a6 ?x ?y) (a7 ?y ?x)] [(a7 ?x ?y) (a8 ?x ?y)] [(a7 ?x ?y) (a8 ?y ?x)] [(a8 ?x ?y) (a9 ?x ?y)] [(a8 ?x ?y) (a9 ?y ?x)] [(a9 ?x ?y) (a10 ?x ?y)] [(a9 ?x ?y) (a10 ?y ?x)] [(a10 ?x ?y) (a11 ?x ?y)] [(a10 ?x ?y) (a11 ?y ?x)] [(a11 ?x ?y) (a12 ?x ?y)] [(a11 ?x ?y) (a12 ?y ?x)] [(a12 ?x ?y) (a13 ?x ?y)] [(a12 ?x ?y) (a13 ?y ?x)] [(a13 ?x ?y) (a14 ?x ?y)] [(a13 ?x ?y) (a14 ?y ?x)] [(a14 ?x ?y) (a15 ?x ?y)] [(a14 ?x ?y) (a15 ?y ?x)] [(a15 ?x ?y) (a16 ?x ?y)] [(a15 ?x ?y) (a16 ?y ?x)] [(a16 ?x ?y) (a17 ?x ?y)] [(a16 ?x ?y) (a17 ?y ?x)] [(a17 ?x ?y) (a18 ?x ?y)] [(a17 ?x ?y) (a18 ?y ?x)] [(a18 ?x ?y) (a19 ?x ?y)] [(a18 ?x ?y) (a19 ?y ?x)] [(a19 ?x ?y) (a20 ?x ?y)] [(a19 ?x ?y) (a20 ?y ?x)] [(a20 ?x ?y) (a21 ?x ?y)] [(a20 ?x ?y) (a21 ?y ?x)] [(a21 ?x ?y) (a22 ?x ?y)] [(a21 ?x ?y) (a22 ?y ?x)] [(a22 ?x ?y) (a23 ?x ?y)] [(a22 ?x ?y) (a23 ?y ?x)] [(a23 ?x ?y) (a24 ?x ?y)] [(a23 ?x ?y) (a24 ?y ?x)] [(a24 ?x ?y) (a25 ?x ?y)] [(a24 ?x ?y) (a25 ?y ?x)] [(a25 ?x ?y) (a26 ?x ?y)] [(a25 ?x ?y) (a26 ?y ?x)] [(a26 ?x ?y) (a27 ?x ?y)] [(a26 ?x ?y) (a27 ?y ?x)] [(a27 ?x ?y) (a28 ?x ?y)] [(a27 ?x ?y) (a28 ?y ?x)] [(a28 ?x ?y) (a29 ?x ?y)] [(a28 ?x ?y) (a29 ?y ?x)] [(a29 ?x ?y) (a30 ?x ?y)] [(a29 ?x ?y) (a30 ?y ?x)] [(a30 ?x ?y) (a31 ?x ?y)] [(a30 ?x ?y) (a31 ?y ?x)] [(a31 ?x ?y) (a32 ?x ?y)] [(a31 ?x ?y) (a32 ?y ?x)] [(a32 ?x ?y) (a33 ?x ?y)] [(a32 ?x ?y) (a33 ?y ?x)] [(a33 ?x ?y) (a34 ?x ?y)] [(a33 ?x ?y) (a34 ?y ?x)] [(a34 ?x ?y) (a35 ?x ?y)] [(a34 ?x ?y) (a35 ?y ?x)] [(a35 ?x ?y) (a36 ?x ?y)] [(a35 ?x ?y) (a36 ?y ?x)] [(a36 ?x ?y) (a37 ?x ?y)] [(a36 ?x ?y) (a37 ?y ?x)] [(a37 ?x ?y) (a38 ?x ?y)] [(a37 ?x ?y) (a38 ?y ?x)] [(a38 ?x ?y) (a39 ?x ?y)] [(a38 ?x ?y) (a39 ?y ?x)] [(a39 ?x ?y) (a40 ?x ?y)] [(a39 ?x ?y) (a40 ?y ?x)] [(a40 ?x ?y) [?x :node/follow ?y]]]",
+    "[[(reach ?x ?y) [?x :node/follow ?y]] [(reach ?x ?y) [?x :node/follow ?z] (reach ?z ?y)]]",
+    ("[[(hop ?x ?y) [?x :node/follow ?y]]"
+     " [(hop ?x ?y) (or-join [?x ?y] (and [?x :node/follow ?z] (hop ?z ?y)) [?y :node/follow ?x])]]"),
+  };
+  int iQ;
+  for (iQ = 0; iQ < 3; iQ++) {
+    int bDone = 0;
+    for (nInterruptAt = 1; !bDone && nInterruptAt < 100000; nInterruptAt++) {
+      QueryOpts opts;
+      StoreConn *pConn = NULL;
+      Schema *pSchema = NULL;
+      QueryPlan *pPlan = NULL;
+      char *zErr = NULL;
+      char *zOpts = sqlite3_mprintf("{\"inputs\":[{\"edn\":\"%s\"}]}", azRules[iQ]);
+      int rc;
+      qOptsInit(&opts);
+      rc = qOptsParse(&opts, zOpts, (int)strlen(zOpts), &zErr);
+      ck_assert_msg(rc == SQLITE_OK, "opts: %s", zErr ? zErr : "?");
+      opts.xInterrupted = interruptAt;
+      nInterruptSeen = 0;
+      rc = storeReader(pStore, &pConn, &pSchema, &zErr);
+      ck_assert_int_eq(rc, SQLITE_OK);
+      rc = qCompile(pSchema, azQ[iQ], (int)strlen(azQ[iQ]), &opts, &pPlan, &zErr);
+      if (rc == SQLITE_OK) {
+        bDone = nInterruptSeen < nInterruptAt;
+        qPlanFree(pPlan);
+      } else {
+        ck_assert_msg(rc == SQLITE_INTERRUPT && zErr && strcmp(zErr, "interrupted") == 0,
+                      "query %d, interrupt at %d: rc %d: %s", iQ, nInterruptAt, rc, zErr ? zErr : "?");
+      }
+      storeReaderDone(pStore, pConn);
+      schemaUnref(pSchema);
+      qOptsReset(&opts);
+      sqlite3_free(zErr);
+      sqlite3_free(zOpts);
+    }
+    ck_assert_msg(bDone, "query %d: no compile finished", iQ);
+    ck_assert_msg(iQ > 0 || nInterruptAt > 2, "query %d: the compile never polled", iQ);
+  }
+}
+END_TEST
+
 static Suite *qcompileSuite(void) {
   Suite *s = suite_create("qcompile");
   TCase *tc = tcase_create("core");
@@ -748,6 +813,7 @@ static Suite *qcompileSuite(void) {
   tcase_add_test(tc, test_history);
   tcase_add_test(tc, test_tuned_plans);
   tcase_add_test(tc, test_oom);
+  tcase_add_test(tc, test_interrupt_sweep);
   suite_add_tcase(s, tc);
   return s;
 }

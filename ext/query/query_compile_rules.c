@@ -609,6 +609,7 @@ static int qcrSeedGroup(QCtx *pX, const QClause *pCl, int g, int iDepth) {
                   && !pX->bRecRef && !pX->bFixed;
   QCtx *pRoot = pX, *pOrigX = pX;
   sqlite3_str *pOrig;
+  if (pCl->nArg > 64 || !qcrGroupInvariant(pC, g, aInv, 64)) return 0;
   /* In a not/or of the query's own scope, a variable the query's clauses
   ** bound before it seeds from the query's rows so far: a superset of the
   ** values the not/or sees, and the instance's rows for each seed value
@@ -629,7 +630,6 @@ static int qcrSeedGroup(QCtx *pX, const QClause *pCl, int g, int iDepth) {
     if (bAll) pOrigX = pRoot;
   }
   if (pOrigX != pX) bTopScope = 1;
-  if (pCl->nArg > 64 || !qcrGroupInvariant(pC, g, aInv, 64)) return 0;
   memset(abSeed, 0, sizeof abSeed);
   memset(abAmb, 0, sizeof abAmb);
   for (i = 0; i < pCl->nArg && i < pRi->aHead[g].nCols; i++) {
@@ -726,6 +726,7 @@ int qcrCall(QCtx *pX, const QClause *pCl, int iDepth) {
 static int qcrCallIn(QCtx *pX, const QClause *pCl, int iDepth) {
   QComp *pC = pX->pC;
   int h, bArity, i;
+  if (pC->rc) return pC->rc;
   if (!pC->bRules) {
     return qcErr(pC, pCl->pForm, "unknown rule %s (no rule set is bound to %% in :in)", pCl->zName);
   }

@@ -353,7 +353,18 @@ static void qcxShareMerge(QComp *pC, const unsigned char *aReach) {
   sqlite3_free(aIn);
 }
 
+static int qcxBuild(QComp *pC);
+
 int qcxPrepare(QComp *pC) {
+  /* A context left half-built by an error or an interrupt must not be
+  ** read by the calls that go on to report it: it is freed here, so
+  ** pC->pRi is either whole or NULL. */
+  if (qcxBuild(pC) != SQLITE_OK) qcxFree(pC);
+  return pC->rc;
+}
+
+/* qcxPrepare's work: heads, reachability, groups, splits, sharing. */
+static int qcxBuild(QComp *pC) {
   QRuleInfo *pRi;
   unsigned char *aReach;
   int i, j, k, n, nPass = 0;
