@@ -195,6 +195,8 @@ def run_block_once(con, b, store, stores):
     if b.kind == 'sql' and '$STORE' in body:
         # text that takes no parameter (edn_view's arguments) names the store itself
         body = body.replace('$STORE', dbp(store))
+    if b.kind == 'sql' and '%store:' in body:
+        body = subst_stores(body, stores)
     if b.kind == 'tx':
         return run_tx(con, b, body, store, want)
     elif b.kind == 'query':
@@ -258,7 +260,7 @@ def run_file(path, ext):
     def finish(b):
         nonlocal passed, failed, skipped
         body = '\n'.join(b.body)
-        if HOST and (any('%store:' in o for o in b.opts)
+        if HOST and (any('%store:' in o for o in b.opts) or (b.kind == 'sql' and '%store:' in body)
                      or (b.kind == 'sql' and '"sources"' in body and ':db' in body)):
             # another store file as a source: a query on a host store refuses those
             # (README "Several sources"), so the block is for file stores only

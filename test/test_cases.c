@@ -11,8 +11,9 @@
 **   store NAME            a fresh store for the blocks after it (no body)
 **   env NAME=VALUE        sets an environment variable (a MENTAT_* setting
 **                         read per call) until the end of the file (no body)
-**   %store:NAME%          in opts and expectations: the path of store NAME of
-**                         this file (for queries naming another store)
+**   %store:NAME%          in opts, sql bodies and expectations: the path of
+**                         store NAME of this file (for queries naming another
+**                         store)
 **   tx                    body: EDN tx-data, run as edn_t(store, body)
 **   query [ordered] [scalar] [table-col N]
 **                         body: a Datalog query; an "opts {...}" line gives
@@ -434,6 +435,11 @@ static void tcRunBlock(TcRun *pR, TcBlock *pB) {
     zWant = strdup(zExpect);
   } else if (strcmp(pB->zKind, "sql") == 0) {
     char *zSql = tcSubstStore(pR, pB->body.z);
+    if (strstr(zSql, "%store:")) {
+      char *z = tcSubstStores(pR, zSql);
+      free(zSql);
+      zSql = z;
+    }
     zGot = pB->bStore ? tcRunStoreSql(pR, zSql) : tcRunSql(pR, pR->db, zSql, 0);
     free(zSql);
     zWant = strdup(zExpect);

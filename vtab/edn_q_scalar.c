@@ -23,7 +23,8 @@
 **   tuple        {"result":[a,b]} or {"result":null}
 **   scalar       {"result":v} or {"result":null}
 ** With opts {"explain": true} the document is the query's SQL, plan and
-** parameters instead (qExplain). With {"with": tx-data} the query reads the
+** parameters instead, and with "sources" the store each source reads
+** (qExplain). With {"with": tx-data} the query reads the
 ** database with that transaction applied and nothing written (call.h);
 ** "withReport": true adds the transaction's report as the key "report".
 */
@@ -200,7 +201,8 @@ void ednqScalarFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   }
   if (opts.bExplain) {
     /* {"sql", "plan", "params"} instead of the rows (query.h, qExplain). */
-    rc = qExplain(call.pConn, call.pSchema, zQuery, nQuery, &opts, pOut, &zErr);
+    rc = qExplain(call.pConn, call.pSchema, (const char *)sqlite3_value_text(argv[0]), zQuery,
+                  nQuery, &opts, pOut, &zErr);
     if (rc != SQLITE_OK) goto cleanup;
     sqlioOutJson(pCtx, "edn_q", ppBuf, iStart);
     goto cleanup;

@@ -101,10 +101,13 @@ typedef struct QueryRun QueryRun;
 ** ...] (SQLite's EXPLAIN QUERY PLAN rows of it, in its order), "params":
 ** [the values ?1..?N are bound to, as the store holds them: instants as
 ** epoch µs, booleans 0/1, keywords and idents as ":ns/name", entids as
-** integers, blobs as {"blob": "<HEX>"}]}. The plan comes from (and goes to) pConn's cache as
-** qRunOpen's does. Errors as qRunOpen's, in *pzErr without a prefix. */
-int qExplain(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
-             const QueryOpts *pOpts, sqlite3_str *pOut, char **pzErr);
+** integers, blobs as {"blob": "<HEX>"}]}, and with opts "sources" a last key
+** "sources": {"$": {"db": zDbPath}, "$2": {"db": its path as given,
+** "attached": "msrc_..."}, ...} (query_explain.c). The plan comes from (and
+** goes to) pConn's cache as qRunOpen's does. Errors as qRunOpen's, in *pzErr
+** without a prefix. */
+int qExplain(StoreConn *pConn, Schema *pSchema, const char *zDbPath, const char *zQuery,
+             int nQuery, const QueryOpts *pOpts, sqlite3_str *pOut, char **pzErr);
 
 /* Compiles (or finds in pConn's cache) and starts zQuery on pConn.
 ** pConn must stay checked out until qRunClose(). pSchema is the snapshot

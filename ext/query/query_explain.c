@@ -1,9 +1,10 @@
 /*
 ** query_explain.c — the "explain" opt of the scalar edn_q (query.h,
 ** qExplain): the SQL a query compiles to, SQLite's EXPLAIN QUERY PLAN of
-** it, and the values bound to its parameters, instead of its rows.
-** Takes a checked-out store connection, the schema, the query text and its
-** opts; gives one JSON document. Calls the plan cache, the binder
+** it, and the values bound to its parameters (and, with opts "sources",
+** the store each source reads), instead of its rows.
+** Takes a checked-out store connection, the schema, db_path, the query
+** text and its opts; gives one JSON document. Calls the plan cache, the binder
 ** (query_run.c) and SQLite.
 **
 **   SELECT edn_q(db, '[:find ?n :where [?e :p/age 30] [?e :p/name ?n]]', '{"explain": true}');
@@ -121,8 +122,35 @@ static int qExplainParams(sqlite3 *db, const QueryPlan *pPlan, const Schema *pSc
   return rc;
 }
 
-int qExplain(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
-             const QueryOpts *pOpts, sqlite3_str *pOut, char **pzErr) {
+/* Appends "sources" (opts "sources" only): "$" and then each source in the
+** opts' order, {"db": the store path as given (zDbPath for $ and for a
+** source of db_path's own store)} and, for a store file attached to the
+** reader, "attached": the schema name "sql" reads its tables by, so the SQL
+** can be run by hand after ATTACH DATABASE '<db>' AS <attached>. */
+static void qExplainSources(const char *zDbPath, const QueryOpts *pOpts, sqlite3_str *pOut) {
+  int i;
+  if (pOpts->nSource == 0) return;
+  sqlite3_str_appendall(pOut, ",\"sources\":{\"$\":{\"db\":");
+  ednJsonString(pOut, zDbPath, (int)strlen(zDbPath));
+  sqlite3_str_appendchar(pOut, 1, '}');
+  for (i = 0; i < pOpts->nSource; i++) {
+    const QuerySource *pS = &pOpts->aSource[i];
+    const char *zDb = pS->zPath ? pS->zPath : zDbPath;
+    sqlite3_str_appendchar(pOut, 1, ',');
+    ednJsonString(pOut, pS->zName, (int)strlen(pS->zName));
+    sqlite3_str_appendall(pOut, ":{\"db\":");
+    ednJsonString(pOut, zDb, (int)strlen(zDb));
+    if (pS->zDb[0]) {
+      sqlite3_str_appendall(pOut, ",\"attached\":");
+      ednJsonString(pOut, pS->zDb, (int)strlen(pS->zDb));
+    }
+    sqlite3_str_appendchar(pOut, 1, '}');
+  }
+  sqlite3_str_appendchar(pOut, 1, '}');
+}
+
+int qExplain(StoreConn *pConn, Schema *pSchema, const char *zDbPath, const char *zQuery,
+             int nQuery, const QueryOpts *pOpts, sqlite3_str *pOut, char **pzErr) {
   QueryPlan *pPlan = NULL;
   int bOwn = 0;
   int rc = qCachePlan(pConn, pSchema, zQuery, nQuery, pOpts, &pPlan, &bOwn, pzErr);
@@ -131,6 +159,7 @@ int qExplain(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
   ednJsonString(pOut, pPlan->zSql, (int)strlen(pPlan->zSql));
   rc = qExplainPlan(pConn->db, pPlan, pSchema, pOpts, pOut, pzErr);
   if (rc == SQLITE_OK) rc = qExplainParams(pConn->db, pPlan, pSchema, pOpts, pOut, pzErr);
+  if (rc == SQLITE_OK) qExplainSources(zDbPath ? zDbPath : "", pOpts, pOut);
   sqlite3_str_appendchar(pOut, 1, '}');
   if (rc == SQLITE_OK) rc = sqlite3_str_errcode(pOut);
   if (bOwn) qPlanFree(pPlan);
