@@ -6,8 +6,13 @@ Usage: layering.py STAGE... (lowest first, as the Makefile's STAGES).
 1. Every `#include "x.h"` in ext/ and vtab/ names a header of the same stage or of an earlier
    one, and across stages only a stage's public headers (PUBLIC below): what a stage keeps
    for its own files stays inside it.
-2. No circle of includes.
-3. No source file over 900 lines, no function over 120 lines (a function is counted from the
+2. Inside a stage a file includes only its own header (x.h for x.c and for the x_*.c family;
+   the longest such header of the stage), the stage's public headers, and the context headers
+   (CONTEXT below) of the part of the stage it belongs to; a driver (DRIVERS below) may also
+   include the headers of the sub-parts it drives. So only drivers and contexts are included
+   by the others: what sub-parts share lives in a context below their driver.
+3. No circle of includes.
+4. No source file over 900 lines, no function over 120 lines (a function is counted from the
    line that opens its body at column 0 to the `}` that closes it at column 0, as the style
    writes them).
 The linker half (each stage's archive links against the earlier stages alone) is in the
@@ -26,6 +31,7 @@ PUBLIC = {
     'base': {'sqlite_api.h', 'config.h'},
     'edn': {'edn.h', 'value.h'},
     'qparse': {'query_ast.h'},
+    'qfunc': {'query_funcs.h'},
     'schema': {'schema.h'},
     'store': {'store.h', 'store_host.h'},
     'tx': {'tx.h'},
@@ -33,6 +39,75 @@ PUBLIC = {
     'query': {'query.h'},
     'vtab': {'mentat.h'},
 }
+
+# Per stage, the context headers: what the files of one part of a stage share, below that
+# part's driver. Each maps to the modules whose files may include it: a module x is x.c,
+# x.h and every x_*.c, x_*.h (the part the context serves, its driver too).
+CONTEXT = {
+    # the store's shared state: the cache, the reader pool, the holds and the writer's
+    # connection bookkeeping that every store file works on
+    'store': {'store_context.h': ('store',)},
+    # the transactor's statement cache, errors and ops, which every tx stage calls
+    'tx': {'tx_context.h': ('tx',)},
+    # the pull pattern's parsed form, shared by the parser and the puller
+    'pull': {'pull_int.h': ('pull',)},
+    'query': {
+        # the compiled plan: what the compiler gives and the plan cache, the runner and
+        # explain take
+        'query_plan.h': ('query',),
+        # the compile state, scopes and variables, and what each sub-compiler offers the
+        # others (they compile each other's clause lists: not, or and rule bodies)
+        'query_compile_scope.h': ('query_compile',),
+        # the rule set's heads and recursion groups, shared by the rule-call files
+        'query_compile_rules_ctx.h': ('query_compile_rules',),
+        # the state of a running query, shared by the runner, its row's pulls and the spill
+        'query_run_context.h': ('query_run', 'query_spill'),
+    },
+}
+
+# Per stage, the drivers and the headers of the sub-parts each drives. Nothing else in a
+# stage includes a sub-part's header.
+DRIVERS = {
+    'query': {
+        # the runner: plans from the cache, a spilled rest from the spill
+        'query_run.c': {'query_plan_cache.h', 'query_spill.h'},
+        # explain: a plan from the cache, explained instead of run
+        'query_explain.c': {'query_plan_cache.h'},
+        # the plan cache: a plan it lacks from the compiler
+        'query_plan_cache.c': {'query_compile.h'},
+        # the rule calls: inlined, or rewritten for seeded recursion
+        'query_compile_rules.c': {'query_compile_rules_inline.h', 'query_compile_rules_magic.h'},
+    },
+}
+
+# TEMPORARY: stages whose files do not keep rule 2 yet. Their breaches are listed but do not
+# fail the check. Empty this as each stage conforms.
+NOT_YET = {'vtab'}
+
+
+def own_header(name, headers):
+    """The header of the module file `name` belongs to: itself for a header, else the
+    longest header x.h of its stage with the file x.c or x_*.c; None when there is none."""
+    stem = name[:-2]
+    if name.endswith('.h'):
+        return name
+    best = None
+    for h in headers:
+        hs = h[:-2]
+        if (stem == hs or stem.startswith(hs + '_')) and (best is None or len(h) > len(best)):
+            best = h
+    return best
+
+
+def may_include(stage, name, inc, headers):
+    """Rule 2: may file `name` of `stage` include `inc`, a header of the same stage?"""
+    if inc == own_header(name, headers) or inc in PUBLIC.get(stage, set()):
+        return True
+    prefixes = CONTEXT.get(stage, {}).get(inc)
+    stem = name[:-2]
+    if prefixes is not None and any(stem == p or stem.startswith(p + '_') for p in prefixes):
+        return True
+    return inc in DRIVERS.get(stage, {}).get(name, set())
 
 
 def stage_dir(stage):
@@ -135,6 +210,9 @@ def main(stages):
                 owner[name] = s
                 files.append((s, os.path.join(stage_dir(s), name)))
     rank = {s: i for i, s in enumerate(stages)}
+    headers = {s: [os.path.basename(r) for t, r in files if t == s and r.endswith('.h')]
+               for s in stages}
+    notes = []
     graph = {}
     for s, rel in files:
         name = os.path.basename(rel)
@@ -157,6 +235,10 @@ def main(stages):
             elif t != s and inc not in PUBLIC.get(t, set()):
                 errors.append('%s:%d: includes "%s", which stage %s keeps for its own files'
                               % (rel, n, inc, t))
+            elif t == s and not may_include(s, name, inc, headers[s]):
+                (notes if s in NOT_YET else errors).append(
+                    '%s:%d: includes "%s", neither its own header, nor public, nor a context '
+                    'of its part, nor a sub-part it drives' % (rel, n, inc))
         lines = text.split('\n')
         if len(lines) - 1 > MAX_FILE_LINES:
             errors.append('%s: %d lines (at most %d)' % (rel, len(lines) - 1, MAX_FILE_LINES))
@@ -178,11 +260,13 @@ def main(stages):
     for v in graph:
         if v not in state:
             visit(v, [v])
+    for e in notes:
+        print('layering: (not yet, %s) %s' % (', '.join(sorted(NOT_YET)), e), file=sys.stderr)
     for e in errors:
         print('layering: ' + e, file=sys.stderr)
     if not errors:
-        print('layering: %d files in %d stages: includes run down the pipeline only, no circle, '
-              'no file over %d lines, no function over %d'
+        print('layering: %d files in %d stages: includes run down the pipeline only, inside a stage '
+              'only to own, public, context and driven headers, no circle, no file over %d lines, no function over %d'
               % (len(files), len(stages), MAX_FILE_LINES, MAX_FUNC_LINES))
     return 1 if errors else 0
 
