@@ -1,7 +1,7 @@
 # libmentat_sqlite — a SQLite loadable extension: Datomic-style Datalog on SQLite.
 # Targets: all test smoke meta demo asan tsan valgrind bench fuzz clean deps
 #          install uninstall deb wheel npm packages (see "Installing" in README.md)
-# Layout: ext/<stage>/ (edn, qparse, schema, store, tx, pull, query), vtab/ (the SQL boundary), test/ (Check),
+# Layout: ext/<stage>/ (edn, qparse, qfunc, schema, store, tx, pull, query), vtab/ (the SQL boundary), test/ (Check),
 # smoke/ (real hosts), bench/. Outputs go to build/ only.
 
 CC      ?= cc
@@ -18,11 +18,11 @@ SHARED  ?= ../shared
 # The pipeline, lowest stage first. Each stage folder builds into its own archive; a stage
 # may call only the stages before it, and `make layering` proves it (see "How it is built").
 # ext/ itself holds what every stage includes (sqlite_api.h, config).
-STAGES   = base edn qparse schema store tx pull query vtab
+STAGES   = base edn qparse qfunc schema store tx pull query vtab
 stage_dir = $(if $(filter base,$(1)),ext,$(if $(filter vtab,$(1)),vtab,ext/$(1)))
 stage_src = $(wildcard $(call stage_dir,$(1))/*.c)
 SRC      = $(foreach s,$(STAGES),$(call stage_src,$(s)))
-INC      = -Iext $(foreach s,edn qparse schema store tx pull query,-Iext/$(s)) -Ivtab
+INC      = -Iext $(foreach s,edn qparse qfunc schema store tx pull query,-Iext/$(s)) -Ivtab
 # An object sees the headers of its own stage and of the stages before it only, so an
 # #include of a later stage's header (quotes or angle brackets) fails to compile.
 stage_of  = $(strip $(foreach s,$(STAGES),$(if $(filter $(call stage_dir,$(s))/,$(dir $(1))),$(s))))

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "store.h"
 #include "query.h"
+#include "query_funcs.h"
 #include "interrupt.h"
 
 static sqlite3 *openFile(const char *zName) {

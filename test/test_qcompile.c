@@ -13,6 +13,7 @@
 */
 #include "testutil.h"
 #include "query_compile.h"
+#include "query_funcs.h"
 #include "tuquery.h"
 #include "tx.h"
 

@@ -15,6 +15,7 @@
 #include <cJSON.h>
 #include "testutil.h"
 #include "query_compile.h"
+#include "query_funcs.h"
 #include "tuquery.h"
 #include "tx.h"
 

@@ -42,6 +42,7 @@ SQLITE_EXTENSION_INIT1
 #include "interrupt.h"
 #include "mentat_version.h"
 #include "query.h"
+#include "query_funcs.h"
 #include "store.h"
 
 /* The SQL functions, in the order they are registered. The store functions

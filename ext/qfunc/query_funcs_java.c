@@ -10,7 +10,7 @@
 #include <ctype.h>
 #include "query_funcs.h"
 
-int qfjInvalid(char **pzErr, const char *zPat, int nPat, const char *zWhy) {
+int qfJavaInvalid(char **pzErr, const char *zPat, int nPat, const char *zWhy) {
   sqlite3_free(*pzErr);
   *pzErr = sqlite3_mprintf("invalid regular expression \"%.*s\": %s", nPat, zPat, zWhy);
   return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
@@ -774,7 +774,7 @@ static void qfjRun(QfJava *p) {
 ** ints: pairs of an offset in *pzOut and the offset in z it came from), or
 ** fails with the reason ("invalid regular expression ...", SQLITE_ERROR;
 ** SQLITE_NOMEM). */
-int qfjTranslate(const char *z, int n, char **pzOut, int *pnOut, int **paMap, int *pnMap,
+int qfJavaTranslate(const char *z, int n, char **pzOut, int *pnOut, int **paMap, int *pnMap,
                        char **pzErr) {
   QfJava j;
   int rc, nGroupAll;
@@ -801,7 +801,7 @@ int qfjTranslate(const char *z, int n, char **pzOut, int *pnOut, int **paMap, in
   rc = sqlite3_str_errcode(j.pOut);
   *pzOut = sqlite3_str_finish(j.pOut);
   if (j.bNoMem) rc = SQLITE_NOMEM;
-  if (rc == SQLITE_OK && j.zWhy) rc = qfjInvalid(pzErr, z, n, j.zWhy);
+  if (rc == SQLITE_OK && j.zWhy) rc = qfJavaInvalid(pzErr, z, n, j.zWhy);
   if (rc == SQLITE_OK && *pzOut == NULL) {
     /* the empty pattern (sqlite3_str_finish gives NULL for no text) */
     *pzOut = sqlite3_malloc(1);

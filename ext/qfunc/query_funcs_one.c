@@ -1,5 +1,5 @@
 /*
-** query_one.c — mentat_one, an eponymous table-valued function on the
+** query_funcs_one.c — mentat_one, an eponymous table-valued function on the
 ** store connections: one row holding its argument, or no row for NULL.
 **
 **   SELECT f2.value FROM mentat_one(mentat_inc('line 1 col 20: inc', ?1)) f1,
@@ -24,7 +24,7 @@
 ** gives no row: a nil result binds nothing (Datomic).
 */
 #include <string.h>
-#include "query_one.h"
+#include "query_funcs.h"
 
 /* Column numbers; they must match the declaration below. */
 #define ONE_COL_VALUE   0
@@ -170,6 +170,6 @@ static sqlite3_module oneModule = {
   .xRowid = oneRowid,
 };
 
-int qOneRegister(sqlite3 *db) {
+int qfOneRegister(sqlite3 *db) {
   return sqlite3_create_module(db, "mentat_one", &oneModule, 0);
 }

@@ -75,7 +75,7 @@ static int qfRegexCompile(const char *zPat, int nPat, QfRegex **ppRe, char **pzE
   uint32_t nCap = 0;
   PCRE2_SIZE iOff = 0;
   *ppRe = NULL;
-  rc = qfjTranslate(zPat, nPat, &zJava, &nJava, &aMap, &nMap, pzErr);
+  rc = qfJavaTranslate(zPat, nPat, &zJava, &nJava, &aMap, &nMap, pzErr);
   if (rc != SQLITE_OK) goto cleanup;
   rc = SQLITE_NOMEM;
   pGen = pcre2_general_context_create(qfPcreMalloc, qfPcreFree, NULL);
@@ -107,7 +107,7 @@ static int qfRegexCompile(const char *zPat, int nPat, QfRegex **ppRe, char **pzE
     }
     zMsg = sqlite3_mprintf("%s near index %d", (const char*)zWhy, nChar);
     if (zMsg == NULL) goto cleanup;
-    rc = qfjInvalid(pzErr, zPat, nPat, zMsg);
+    rc = qfJavaInvalid(pzErr, zPat, nPat, zMsg);
     sqlite3_free(zMsg);
     goto cleanup;
   }

@@ -2,7 +2,8 @@
 ** query.h — the query stage: options, compilation to one SQL statement on
 ** the store, and the running query that the `edn_q` table and scalar step.
 ** Takes query text, opts and a checked-out store connection; gives rows as
-** SQL values or JSON. Calls the parser (ext/qparse), the schema, the store
+** SQL values or JSON. Calls the parser (ext/qparse), the SQL functions
+** (ext/qfunc, for the regular-expression check), the schema, the store
 ** and pull stages.
 **
 ** HOW IT WORKS
@@ -204,11 +205,5 @@ sqlite3_str **qCacheOutBuf(StoreConn *pConn);
 ** "cannot prepare: <SQLite's message>" in *pzErr. */
 int qCacheStmt(StoreConn *pConn, const char *zSql, int nSql, sqlite3_stmt **ppStmt, int *pbOwn,
                char **pzErr);
-
-/* query_funcs.c. Registers on a store connection the run-time functions
-** of the built-in table, the aggregates' helpers, mentat_one and the
-** mentat_kw collation, which compiled plans call. Used as the store's
-** connection hook. */
-int qfRegister(sqlite3 *db);
 
 #endif /* MENTAT_QUERY_H */

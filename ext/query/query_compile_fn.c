@@ -2,14 +2,18 @@
 ** query_compile_fn.c — function clauses in :where: [(pred ...)] as a
 ** filter and [(f ...) binding] binding its result (ground, get-else,
 ** get-some, tuple/untuple, fulltext, tx-ids, tx-data, type, and the value
-** expressions of query_compile_value.c). Calls the scope, SQL, bind,
-** predicate and value helpers.
+** expressions of query_compile_value.c), each by its row of the table of
+** built-ins below: name, kind, argument count and types, result type, the
+** compile hook that writes its SQL (query_compile_pred.c, _value.c, or the
+** function clauses here) and the SQL function (ext/qfunc) that SQL calls.
+** The compiler finds a built-in there and nowhere else. Calls the scope,
+** SQL, bind, predicate and value helpers; the hooks never call back here.
 **
 ** HOW IT WORKS
 ** A predicate becomes a WHERE term; a function becomes an SQL expression
 ** bound to its result variable (or an equality when the variable is
 ** already bound). A result that would nest too deep in the next function
-** is bound once through mentat_one in FROM (qcTermExpr, query_one.c), so
+** is bound once through mentat_one in FROM (qcTermExpr; ext/qfunc/query_funcs_one.c), so
 ** chains of functions compile to SQL linear in their length. Functions
 ** that read the store (get-else, get-some) are correlated scalar
 ** subqueries on the datoms indexes; fulltext joins the FTS4 table; tx-ids
@@ -17,16 +21,107 @@
 */
 #include <string.h>
 #include "query_compile_scope.h"
-#include "query_funcs.h"
+
+#define QCF_N QCF_MAX_ARGS
+
+/* Java's Character.isWhitespace: ASCII space and controls 9-13 and 28-31,
+** and Unicode's space separators other than the no-break ones. */
+#define QCF_BLANK_SQL "(trim(coalesce(%s, ''), char(32, 9, 10, 11, 12, 13, 28, 29, 30, 31, " \
+  "5760, 8192, 8193, 8194, 8195, 8196, 8197, 8198, 8200, 8201, 8202, 8232, 8233, 8287, 12288)) = '')"
+
+static const QcfBuiltin aQcfBuiltin[] = {
+  /* comparisons: Clojure's = (and its negations) compares values, == and
+  ** the orderings numbers by magnitude */
+  { "=", QCF_PRED, 2, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpEqual, "=", 0 },
+  { "==", QCF_PRED, 2, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpCompare, "=", 0 },
+  { "!=", QCF_PRED, 2, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpNotEqual, "!=", 0 },
+  { "not=", QCF_PRED, 2, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpNotEqual, "!=", 0 },
+  { "<", QCF_PRED, 2, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpCompare, "<", 0 },
+  { "<=", QCF_PRED, 2, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpCompare, "<=", 0 },
+  { ">", QCF_PRED, 2, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpCompare, ">", 0 },
+  { ">=", QCF_PRED, 2, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpCompare, ">=", 0 },
+  /* DataScript's -differ?: the first half of the arguments differs from
+  ** the second half in some place */
+  { "differ?", QCF_PRED, -1, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpDiffer, "!=", 0 },
+  { "-differ?", QCF_PRED, -1, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpDiffer, "!=", 0 },
+  { "missing?", QCF_PRED, -1, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpMissing, 0, 0 },
+  /* Clojure predicates */
+  { "even?", QCF_PRED, 1, 1, QCF_ARG_ANY, VT_BOOLEAN, qcpFormat, "((%s) %% 2 = 0)", 0 },
+  { "odd?", QCF_PRED, 1, 1, QCF_ARG_ANY, VT_BOOLEAN, qcpFormat, "((%s) %% 2 != 0)", 0 },
+  { "zero?", QCF_PRED, 1, 1, QCF_ARG_ANY, VT_BOOLEAN, qcpFormat, "((%s) = 0)", 0 },
+  { "pos?", QCF_PRED, 1, 1, QCF_ARG_ANY, VT_BOOLEAN, qcpFormat, "((%s) > 0)", 0 },
+  { "neg?", QCF_PRED, 1, 1, QCF_ARG_ANY, VT_BOOLEAN, qcpFormat, "((%s) < 0)", 0 },
+  { "nil?", QCF_PRED, 1, 1, QCF_ARG_ANY, VT_BOOLEAN, qcpFormat, "((%s) IS NULL)", 0 },
+  { "some?", QCF_PRED, 1, 1, QCF_ARG_ANY, VT_BOOLEAN, qcpFormat, "((%s) IS NOT NULL)", 0 },
+  { "true?", QCF_PRED, 1, 1, QCF_ARG_ANY, VT_BOOLEAN, qcpFormat, "((%s) IS 1)", 0 },
+  { "false?", QCF_PRED, 1, 1, QCF_ARG_ANY, VT_BOOLEAN, qcpFormat, "((%s) IS 0)", 0 },
+  { "clojure.string/blank?", QCF_PRED, 1, 1, QCF_ARG_ANY, VT_BOOLEAN, qcpFormat, QCF_BLANK_SQL,
+    0 },
+  { "clojure.string/starts-with?", QCF_PRED, 2, 2, QCF_ARG_ANY, VT_BOOLEAN, qcpStartsWith,
+    "(substr(%s, 1, length(%s)) = %s)", 0 },
+  { "clojure.string/ends-with?", QCF_PRED, 2, 2, QCF_ARG_ANY, VT_BOOLEAN, qcpFormat,
+    "mentat_ends_with(%s, %s)", "mentat_ends_with" },
+  { "clojure.string/includes?", QCF_PRED, 2, 2, QCF_ARG_ANY, VT_BOOLEAN, qcpFormat,
+    "(instr(%s, %s) > 0)", 0 },
+  /* arithmetic: numbers only; longs checked (an overflow, a zero divisor
+  ** an error at the clause), a double argument makes it double arithmetic */
+  { "+", QCF_VALUE, 0, QCF_N, QCF_ARG_NUM, VT_NONE, qcvArithOp, "+", "mentat_add" },
+  { "-", QCF_VALUE, 1, QCF_N, QCF_ARG_NUM, VT_NONE, qcvArithOp, "-", "mentat_sub" },
+  { "*", QCF_VALUE, 0, QCF_N, QCF_ARG_NUM, VT_NONE, qcvArithOp, "*", "mentat_mul" },
+  { "/", QCF_VALUE, 1, QCF_N, QCF_ARG_NUM, VT_NONE, qcvArith, 0, "mentat_div" },
+  { "quot", QCF_VALUE, 2, 2, QCF_ARG_NUM, VT_NONE, qcvArith, 0, "mentat_quot" },
+  { "rem", QCF_VALUE, 2, 2, QCF_ARG_NUM, VT_NONE, qcvArith, 0, "mentat_rem" },
+  { "mod", QCF_VALUE, 2, 2, QCF_ARG_NUM, VT_NONE, qcvArith, 0, "mentat_mod" },
+  { "inc", QCF_VALUE, 1, 1, QCF_ARG_NUM, VT_NONE, qcvArith1, "((%s) + 1)", "mentat_inc" },
+  { "dec", QCF_VALUE, 1, 1, QCF_ARG_NUM, VT_NONE, qcvArith1, "((%s) - 1)", "mentat_dec" },
+  { "abs", QCF_VALUE, 1, 1, QCF_ARG_NUM, VT_NONE, qcvArith1, "abs(%s)", "mentat_abs" },
+  { "max", QCF_VALUE, 1, QCF_N, QCF_ARG_NUM, VT_NONE, qcvMinMax, "max", 0 },
+  { "min", QCF_VALUE, 1, QCF_N, QCF_ARG_NUM, VT_NONE, qcvMinMax, "min", 0 },
+  /* values, strings, collections */
+  { "compare", QCF_VALUE, 2, 2, QCF_ARG_ANY, VT_LONG, qcvCompare, 0, 0 },
+  { "count", QCF_VALUE, 1, 1, QCF_ARG_ANY, VT_LONG, qcvCount, 0, 0 },
+  { "str", QCF_VALUE, 0, QCF_N, QCF_ARG_ANY, VT_STRING, qcvStr, 0, "mentat_str" },
+  { "subs", QCF_VALUE, 2, 3, QCF_ARG_ANY, VT_STRING, qcvSubs, 0, "mentat_subs" },
+  { "identity", QCF_VALUE, 1, 1, QCF_ARG_ANY, VT_NONE, qcvIdentity, 0, 0 },
+  { "tuple", QCF_VALUE, 1, QCF_N, QCF_ARG_ANY, QVT_JSON, qcvTuple, 0, "mentat_json" },
+  { "clojure.string/upper-case", QCF_VALUE, 1, 1, QCF_ARG_ANY, VT_STRING, qcvCall, 0,
+    "mentat_upper_case" },
+  { "clojure.string/lower-case", QCF_VALUE, 1, 1, QCF_ARG_ANY, VT_STRING, qcvCall, 0,
+    "mentat_lower_case" },
+  /* regular expressions, java.util.regex's dialect */
+  { "re-find", QCF_VALUE, 2, 2, QCF_ARG_STR, VT_NONE, qcvReMatch, 0, "mentat_re_find" },
+  { "re-matches", QCF_VALUE, 2, 2, QCF_ARG_STR, VT_NONE, qcvReMatch, 0, "mentat_re_matches" },
+  { "re-seq", QCF_VALUE, 2, 2, QCF_ARG_STR, QVT_JSON, qcvReSeq, 0, "mentat_re_seq" },
+  { "re-pattern", QCF_VALUE, 1, 1, QCF_ARG_STR, VT_NONE, qcvIdentity, 0, 0 },
+  /* function clauses that bind their results themselves */
+  { "ground", QCF_CLAUSE, 1, 1, QCF_ARG_ANY, VT_NONE, qcfGround, 0, 0 },
+  { "get-else", QCF_CLAUSE, -1, -1, QCF_ARG_ANY, VT_NONE, qcfGetElse, 0, 0 },
+  { "get-some", QCF_CLAUSE, -1, -1, QCF_ARG_ANY, VT_NONE, qcfGetSome, 0, 0 },
+  { "untuple", QCF_CLAUSE, 1, 1, QCF_ARG_ANY, QVT_JSON, qcfUntuple, 0, 0 },
+  { "fulltext", QCF_CLAUSE, -1, -1, QCF_ARG_ANY, VT_NONE, qcfFulltext, 0, 0 },
+  { "tx-ids", QCF_CLAUSE, -1, -1, QCF_ARG_ANY, VT_REF, qcfTxIds, 0, "mentat_tx_point" },
+  { "tx-data", QCF_CLAUSE, -1, -1, QCF_ARG_ANY, VT_NONE, qcfTxData, 0, "mentat_tx_point" },
+  { "type", QCF_CLAUSE, -1, -1, QCF_ARG_ANY, VT_KEYWORD, qcfType, 0, 0 },
+};
+
+/* The built-in named zName, or NULL when there is none. */
+static const QcfBuiltin *qcfLookup(const char *zName) {
+  size_t i;
+  if (zName == NULL) return NULL;
+  for (i = 0; i < sizeof aQcfBuiltin / sizeof aQcfBuiltin[0]; i++) {
+    if (strcmp(zName, aQcfBuiltin[i].zName) == 0) return &aQcfBuiltin[i];
+  }
+  return NULL;
+}
 
 /* The built-in pCl names, its argument count checked; NULL after an
 ** error: an unknown function, or a function clause of its own in a
 ** predicate (bPred). */
-static const QfBuiltin *qcfBuiltin(QCtx *pX, const QClause *pCl, int bPred) {
+static const QcfBuiltin *qcfBuiltin(QCtx *pX, const QClause *pCl, int bPred) {
   QComp *pC = pX->pC;
-  const QfBuiltin *pFn = qfLookup(pCl->zName);
+  const QcfBuiltin *pFn = qcfLookup(pCl->zName);
   int n = pCl->nArg;
-  if (pFn == NULL || (bPred && pFn->eKind == QF_CLAUSE)) {
+  if (pFn == NULL || (bPred && pFn->eKind == QCF_CLAUSE)) {
     qcErr(pC, pCl->pForm, "unknown function %s", pCl->zName);
     return NULL;
   }
@@ -53,10 +148,10 @@ int qcfPredicate(QCtx *pX, const QClause *pCl) {
 
 static int qcfPredicateIn(QCtx *pX, const QClause *pCl) {
   QComp *pC = pX->pC;
-  const QfBuiltin *pFn;
-  QfOut out = { NULL, VT_NONE, NULL };
+  const QcfBuiltin *pFn;
+  QcfOut out = { NULL, VT_NONE, NULL };
   /* Not a built-in: on a host store, maybe the host's own SQL function. */
-  if (qfLookup(pCl->zName) == NULL && qcHostCall(pX, pCl, 1, &out.zSql, &out.zTag)) {
+  if (qcfLookup(pCl->zName) == NULL && qcHostCall(pX, pCl, 1, &out.zSql, &out.zTag)) {
     if (out.zSql) qcWhere(pX, out.zSql);
     return pC->rc;
   }
@@ -64,7 +159,7 @@ static int qcfPredicateIn(QCtx *pX, const QClause *pCl) {
   if (pFn == NULL || pFn->xCompile(pX, pCl, pFn, &out) != SQLITE_OK) return pC->rc;
   if (out.zSql == NULL) return qcNoMem(pC);
   sqlite3_free(out.zTag);
-  if (pFn->eKind == QF_PRED) {
+  if (pFn->eKind == QCF_PRED) {
     qcWhere(pX, out.zSql);
     return pC->rc;
   }
@@ -224,7 +319,7 @@ static int qcfBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt
   return pC->rc;
 }
 
-int qcfGetElse(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcfGetElse(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   const EdnValue *const *aArg;
   int nArg;
   QComp *pC = pX->pC;
@@ -283,7 +378,7 @@ int qcfGetElse(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) 
   return pC->rc;
 }
 
-int qcfGetSome(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcfGetSome(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   const EdnValue *const *aArg;
   int nArg;
   QComp *pC = pX->pC;
@@ -356,7 +451,7 @@ int qcfGetSome(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) 
 }
 
 /* (untuple ?t) [?a ?b]: the elements of a tuple value. */
-int qcfUntuple(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcfUntuple(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QComp *pC = pX->pC;
   ValueType vt;
   char *zT, *zTag = NULL;
@@ -381,7 +476,7 @@ int qcfUntuple(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) 
   return qcfBindResult(pX, pCl, zT, QVT_JSON, NULL);
 }
 
-int qcfFulltext(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcfFulltext(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   const EdnValue *const *aArg;
   int nArg;
   QComp *pC = pX->pC;
@@ -506,7 +601,7 @@ cleanup:
 /* (tx-ids $ start end): the transactions with start <= tx < end, from the
 ** log (Datomic's tx-ids over tx-range: each bound a tx id, an #inst or nil
 ** for the log's beginning or end); bound as a collection [?tx ...]. */
-int qcfTxIds(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcfTxIds(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   const EdnValue *const *aArg;
   int nArg;
   QComp *pC = pX->pC;
@@ -542,7 +637,7 @@ int qcfTxIds(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
 /* (tx-data $ tx): the log rows of one transaction (a tx id, or an #inst:
 ** the first transaction at or after it), bound as a relation
 ** [[?e ?a ?v ?tx ?added]]. */
-int qcfTxData(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcfTxData(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   const EdnValue *const *aArg;
   int nArg;
   QComp *pC = pX->pC;
@@ -582,7 +677,7 @@ int qcfTxData(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
 }
 
 /* (type ?v): the value type keyword of a value, e.g. :db.type/long. */
-int qcfType(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcfType(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QComp *pC = pX->pC;
   ValueType vt;
   char *zTag = NULL, *zV, *zExpr;
@@ -613,7 +708,7 @@ int qcfType(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
 }
 
 /* (ground x): the value itself, a constant through the binding form. */
-int qcfGround(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcfGround(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QComp *pC = pX->pC;
   char *zExpr, *zTag = NULL;
   ValueType vt;
@@ -639,18 +734,18 @@ int qcfFunction(QCtx *pX, const QClause *pCl) {
 
 static int qcfFunctionIn(QCtx *pX, const QClause *pCl) {
   QComp *pC = pX->pC;
-  const QfBuiltin *pFn;
-  QfOut out = { NULL, VT_NONE, NULL };
+  const QcfBuiltin *pFn;
+  QcfOut out = { NULL, VT_NONE, NULL };
   pC->nArgDepth = 0;
-  if (qfLookup(pCl->zName) == NULL && qcHostCall(pX, pCl, 0, &out.zSql, &out.zTag)) {
+  if (qcfLookup(pCl->zName) == NULL && qcHostCall(pX, pCl, 0, &out.zSql, &out.zTag)) {
     if (out.zSql == NULL) return pC->rc;
     return qcfBindResult(pX, pCl, out.zSql, VT_NONE, out.zTag);
   }
   pFn = qcfBuiltin(pX, pCl, 0);
   if (pFn == NULL) return pC->rc;
-  if (pFn->xCompile(pX, pCl, pFn, &out) != SQLITE_OK || pFn->eKind == QF_CLAUSE) return pC->rc;
+  if (pFn->xCompile(pX, pCl, pFn, &out) != SQLITE_OK || pFn->eKind == QCF_CLAUSE) return pC->rc;
   if (out.zSql == NULL) return qcNoMem(pC);
-  if (pFn->eKind == QF_PRED) {
+  if (pFn->eKind == QCF_PRED) {
     /* A predicate bound to a variable gives its truth as a boolean. */
     char *zBool = sqlite3_mprintf("(CASE WHEN %s THEN 1 ELSE 0 END)", out.zSql);
     sqlite3_free(out.zSql);

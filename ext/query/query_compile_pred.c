@@ -2,7 +2,7 @@
 ** query_compile_pred.c — boolean expressions: comparisons (=, !=, <, ...,
 ** chained), Clojure-style predicates (zero?, pos?, even?, nil?,
 ** missing? ...) as SQL conditions: the compile hooks of the predicates in
-** the built-in table (query_funcs.h). Takes a function clause and its row;
+** the table of built-ins (query_compile_fn.c). Takes a function clause and its row;
 ** gives an SQL condition. Calls the scope and SQL helpers.
 **
 ** HOW IT WORKS
@@ -14,7 +14,6 @@
 */
 #include <string.h>
 #include "query_compile_scope.h"
-#include "query_funcs.h"
 
 /* The tags of a comparison class, as an SQL list. */
 static const char *qcpClassTags(int iClass) {
@@ -148,7 +147,7 @@ static void qcpCompareChain(QCtx *pX, sqlite3_str *pOut, const EdnValue *const *
 ** NULL on error (pC->rc). bNe: op is a "differ" (true across classes);
 ** bValue: = and != compare as Clojure's = (see qcpCompareTerms). */
 static int qcpChain(QCtx *pX, const QClause *pCl, const char *zOp, int bNe, int bValue,
-                    QfOut *pOut) {
+                    QcfOut *pOut) {
   QComp *pC = pX->pC;
   sqlite3_str *pStr = sqlite3_str_new(NULL);
   int n = pCl->nArg;
@@ -169,23 +168,23 @@ static int qcpChain(QCtx *pX, const QClause *pCl, const char *zOp, int bNe, int 
 }
 
 /* == and the orderings: numbers by magnitude, within one type class. */
-int qcpCompare(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcpCompare(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   return qcpChain(pX, pCl, pFn->zSql, 0, 0, pOut);
 }
 
 /* =: Clojure's =, so a long never equals a double. */
-int qcpEqual(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcpEqual(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   return qcpChain(pX, pCl, pFn->zSql, 0, 1, pOut);
 }
 
 /* != and not=: Clojure's not=, (not (= a b ...)). */
-int qcpNotEqual(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcpNotEqual(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   return qcpChain(pX, pCl, pFn->zSql, 1, 1, pOut);
 }
 
 /* differ? (DataScript's -differ?): the first half of the arguments differs
 ** from the second half in some place. */
-int qcpDiffer(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcpDiffer(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QComp *pC = pX->pC;
   sqlite3_str *pStr;
   int h = pCl->nArg / 2;
@@ -205,7 +204,7 @@ int qcpDiffer(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
 
 /* (missing? $ ?e :attr): the entity has no value of the attribute in the
 ** database the query reads, a correlated NOT EXISTS on the datoms. */
-int qcpMissing(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcpMissing(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QComp *pC = pX->pC;
   const char *z = pFn->zName;
   const EdnValue *const *aArg;
@@ -232,8 +231,8 @@ int qcpMissing(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) 
 
 /* The row's template over the one or two arguments (a Clojure predicate);
 ** bTwice: the second argument fills the template twice (starts-with?). */
-static int qcpTemplate(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, int bTwice,
-                       QfOut *pOut) {
+static int qcpTemplate(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, int bTwice,
+                       QcfOut *pOut) {
   QComp *pC = pX->pC;
   ValueType vt;
   char *zA, *zB = NULL;
@@ -250,10 +249,10 @@ static int qcpTemplate(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, int b
   return pC->rc;
 }
 
-int qcpFormat(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcpFormat(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   return qcpTemplate(pX, pCl, pFn, 0, pOut);
 }
 
-int qcpStartsWith(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcpStartsWith(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   return qcpTemplate(pX, pCl, pFn, 1, pOut);
 }

@@ -513,7 +513,7 @@ char *qcConstExpr(QCtx *pX, const EdnValue *p, ValueType vt, ValueType *pvt) {
 }
 
 /* Function results nested deeper, or longer, than this are bound once
-** through mentat_one (query_one.c) instead of being written into the
+** through mentat_one (ext/qfunc/query_funcs_one.c) instead of being written into the
 ** next expression: SQLite's parser stack takes about 15 nested str calls,
 ** and a result used twice doubles the text at each step. Shallow ones
 ** stay inline, so short chains keep their plans. */

@@ -471,11 +471,92 @@ int qcwRowsUnique(const QCtx *pX, const char *const *azVar, int nVar);
 int qcbBind(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
             const char *zWhat);
 
-/* ---- query_compile_pred.c, _value.c: the compile hooks of the built-in
-** functions, which query_funcs.h declares with their table */
-
 /* ---- query_compile_fn.c: function and predicate clauses, each compiled by
-** its built-in's row of the table (qfLookup) */
+** its built-in's row of the table of built-ins there (Datomic's :where
+** functions and the Clojure ones it lets a query call); the rows' compile
+** hooks are in query_compile_pred.c, _value.c and _fn.c */
+
+/* What a built-in is in a clause. */
+typedef enum QcfKind {
+  QCF_PRED = 1,   /* a condition: [(f ...)] filters, [(f ...) ?b] binds its truth */
+  QCF_VALUE,      /* an expression: [(f ...) ?x] binds it, [(f ...)] holds unless nil/false */
+  QCF_CLAUSE      /* a function clause of its own, which binds itself; no predicate */
+} QcfKind;
+
+/* What each argument must be. A place of known type is checked when the
+** query compiles; one of unknown type gives NULL at run time (binds
+** nothing) unless it holds such a value, as Clojure throws a
+** ClassCastException for the others. */
+typedef enum QcfArg {
+  QCF_ARG_ANY = 0,
+  QCF_ARG_NUM,    /* a number or an entity id */
+  QCF_ARG_STR     /* a string */
+} QcfArg;
+
+/* A compiled built-in call: its SQL (sqlite3_malloc'd), static type and,
+** when that is VT_NONE, the SQL of its tag (or NULL). */
+typedef struct QcfOut {
+  char *zSql;
+  ValueType vt;
+  char *zTag;
+} QcfOut;
+
+typedef struct QcfBuiltin QcfBuiltin;
+
+/* A compile hook: the SQL of clause pCl, a call of built-in pFn whose
+** argument count the caller checked (unless pFn->nMin < 0), into *pOut
+** (QCF_PRED: an SQL condition; QCF_VALUE: an expression; QCF_CLAUSE: nothing,
+** the hook binds the clause's variables itself). Returns the compile's rc;
+** on error pOut->zSql stays NULL and the compiler holds the message. */
+typedef int (*QcfCompile)(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+
+struct QcfBuiltin {
+  const char *zName;       /* as a clause writes it: "re-find", "clojure.string/blank?" */
+  QcfKind eKind;
+  signed char nMin, nMax;  /* argument count (nMax -1: no limit); nMin -1: the hook checks */
+  QcfArg eArg;              /* what every argument must be */
+  ValueType vtOut;         /* result type; VT_NONE: it follows the arguments */
+  QcfCompile xCompile;
+  const char *zSql;        /* for the hook: an SQL operator or a template, one %s an argument */
+  const char *zFunc;       /* the SQL function (ext/qfunc) the SQL calls at run time, or NULL */
+};
+
+/* The most arguments a variadic built-in takes. */
+#define QCF_MAX_ARGS 16
+
+/* The compile hooks the table names, by file: query_compile_pred.c (qcp),
+** query_compile_value.c (qcv), query_compile_fn.c (qcf). */
+int qcpCompare(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcpEqual(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcpNotEqual(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcpDiffer(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcpMissing(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcpFormat(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcpStartsWith(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+
+int qcvArith(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcvArithOp(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcvArith1(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcvMinMax(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcvCompare(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcvCount(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcvStr(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcvCall(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcvSubs(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcvIdentity(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcvReMatch(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcvReSeq(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcvTuple(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+
+int qcfGround(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcfGetElse(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcfGetSome(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcfUntuple(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcfFulltext(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcfTxIds(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcfTxData(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcfType(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+
 
 int qcfPredicate(QCtx *pX, const QClause *pCl);
 int qcfFunction(QCtx *pX, const QClause *pCl);

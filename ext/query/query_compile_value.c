@@ -1,10 +1,11 @@
 /*
 ** query_compile_value.c — value expressions of function clauses: the
 ** compile hooks of the arithmetic, string, regex, collection and
-** conversion built-ins (query_funcs.h) as SQL expressions over their
-** arguments, through the run-time functions of the built-in table where
-** SQL has no equivalent. Takes a function clause and its row; gives its
-** SQL, static type and tag. Calls the scope and SQL helpers.
+** conversion built-ins (the table of query_compile_fn.c) as SQL
+** expressions over their arguments, through the SQL functions of ext/qfunc
+** where SQL has no equivalent (named by the row's zFunc). Takes a function
+** clause and its row; gives its SQL, static type and tag. Calls the scope
+** and SQL helpers, and qfRegexGroups to check a constant pattern.
 */
 #include <string.h>
 #include "query_compile_scope.h"
@@ -28,8 +29,8 @@ static int qcvRegexCheck(QCtx *pX, const EdnValue *pPat, const char *zFn, int *p
 ** whether one is a double, and the clause's place for run-time errors. */
 typedef struct QcvArgs {
   int n;
-  char *azA[QF_MAX_ARGS], *azTag[QF_MAX_ARGS];
-  ValueType aVt[QF_MAX_ARGS];
+  char *azA[QCF_MAX_ARGS], *azTag[QCF_MAX_ARGS];
+  ValueType aVt[QCF_MAX_ARGS];
   int bDouble;
   char *zPlace;
 } QcvArgs;
@@ -44,14 +45,14 @@ static void qcvArgsClose(QcvArgs *pA) {
   sqlite3_free(pA->zPlace);
 }
 
-/* Argument i as the row's argument type (QfArg) wants it: a typed place
+/* Argument i as the row's argument type (QcfArg) wants it: a typed place
 ** of another type is an error, one of unknown type is NULL at run time
 ** unless it holds one (by its tag, or else its storage class). */
-static int qcvArgType(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QcvArgs *pA, int i) {
+static int qcvArgType(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcvArgs *pA, int i) {
   QComp *pC = pX->pC;
   ValueType vt = pA->aVt[i];
   char *z;
-  if (pFn->eArg == QF_ARG_NUM) {
+  if (pFn->eArg == QCF_ARG_NUM) {
     /* Clojure's arithmetic takes numbers only (Datomic throws a
     ** ClassCastException): SQLite would read "ann" as 0 and "7" as 7. A
     ** place whose type is known is checked here; one of unknown type
@@ -67,7 +68,7 @@ static int qcvArgType(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QcvArg
                           TAG_NUMBER, pA->azA[i])
         : sqlite3_mprintf("(CASE WHEN typeof(%s) IN ('integer', 'real') THEN (%s) END)",
                           pA->azA[i], pA->azA[i]);
-  } else if (pFn->eArg == QF_ARG_STR) {
+  } else if (pFn->eArg == QCF_ARG_STR) {
     /* re-find, re-matches, re-seq and re-pattern take strings (Clojure
     ** throws a ClassCastException for a long or a keyword): a typed place
     ** is checked here, one of unknown type yields NULL (binds nothing)
@@ -91,7 +92,7 @@ static int qcvArgType(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QcvArg
 
 /* Compiles pCl's arguments for built-in pFn into *pA (close it with
 ** qcvArgsClose even on error). */
-static int qcvArgsOpen(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QcvArgs *pA) {
+static int qcvArgsOpen(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcvArgs *pA) {
   QComp *pC = pX->pC;
   int i;
   memset(pA, 0, sizeof *pA);
@@ -112,7 +113,7 @@ static int qcvArgsOpen(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QcvAr
 /* Finishes a hook: pStr's text as pOut's SQL typed vt (a tag only when vt
 ** is VT_NONE: zTag is taken over either way), and pA closed. */
 static int qcvDone(QCtx *pX, QcvArgs *pA, sqlite3_str *pStr, ValueType vt, char *zTag,
-                   QfOut *pOut) {
+                   QcfOut *pOut) {
   QComp *pC = pX->pC;
   pOut->zSql = sqlite3_str_finish(pStr);
   if (pC->rc) {
@@ -138,7 +139,7 @@ static int qcvDone(QCtx *pX, QcvArgs *pA, sqlite3_str *pStr, ValueType vt, char 
 /* The row's run-time function over the place and the arguments: longs
 ** checked, an overflow or a zero divisor an error at this clause (SQLite's
 ** operators would give a double or NULL). */
-static void qcvRuntime(sqlite3_str *pStr, const QfBuiltin *pFn, const QcvArgs *pA) {
+static void qcvRuntime(sqlite3_str *pStr, const QcfBuiltin *pFn, const QcvArgs *pA) {
   int i;
   sqlite3_str_appendf(pStr, "%s(%s", pFn->zFunc, pA->zPlace);
   for (i = 0; i < pA->n; i++) sqlite3_str_appendf(pStr, ", %s", pA->azA[i]);
@@ -149,7 +150,7 @@ static void qcvRuntime(sqlite3_str *pStr, const QfBuiltin *pFn, const QcvArgs *p
 ** take integer parts, and a zero divisor must be an error, not NULL). / of
 ** longs is a long when whole, else a double: its static type stays
 ** VT_LONG, and the storage class says which (numbers share one tag). */
-int qcvArith(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcvArith(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QcvArgs a;
   sqlite3_str *pStr;
   QCV_OPEN(pX, pCl, pFn, a);
@@ -160,7 +161,7 @@ int qcvArith(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
 
 /* +, - and *: over longs the run-time function; with a double argument
 ** SQLite's operator (doubles do not overflow). */
-int qcvArithOp(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcvArithOp(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QcvArgs a;
   sqlite3_str *pStr;
   int i;
@@ -179,7 +180,7 @@ int qcvArithOp(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) 
 
 /* inc, dec and abs: over a long the run-time function; over a double the
 ** row's SQL template. */
-int qcvArith1(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcvArith1(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QcvArgs a;
   sqlite3_str *pStr;
   QCV_OPEN(pX, pCl, pFn, a);
@@ -190,7 +191,7 @@ int qcvArith1(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
 }
 
 /* max and min of numbers: SQLite's scalar max/min; of one argument, it. */
-int qcvMinMax(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcvMinMax(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QcvArgs a;
   sqlite3_str *pStr;
   ValueType vt;
@@ -215,7 +216,7 @@ int qcvMinMax(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
 
 /* Clojure's compare as its sign: -1, 0 or 1; keywords in its order
 ** (COLLATE mentat_kw), decided by the tags when both types are unknown. */
-int qcvCompare(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcvCompare(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   const char *zCmp = "(CASE WHEN (%s) < (%s)%s THEN -1 WHEN (%s) > (%s)%s THEN 1 ELSE 0 END)";
   const char *zKw = " COLLATE mentat_kw";
   QcvArgs a;
@@ -237,7 +238,7 @@ int qcvCompare(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) 
 }
 
 /* count of a string (its length) or a collection (a map its entries). */
-int qcvCount(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcvCount(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QcvArgs a;
   sqlite3_str *pStr;
   QCV_OPEN(pX, pCl, pFn, a);
@@ -253,7 +254,7 @@ int qcvCount(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
 }
 
 /* str: each value printed as Clojure's str does (true, instants, uuids). */
-int qcvStr(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcvStr(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QcvArgs a;
   sqlite3_str *pStr;
   int i;
@@ -273,7 +274,7 @@ int qcvStr(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
 }
 
 /* The row's run-time function over the arguments alone. */
-int qcvCall(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcvCall(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QcvArgs a;
   sqlite3_str *pStr;
   int i;
@@ -286,7 +287,7 @@ int qcvCall(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
 }
 
 /* subs: an error out of range, as Clojure's (SQLite's substr clamps). */
-int qcvSubs(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcvSubs(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QcvArgs a;
   sqlite3_str *pStr;
   QCV_OPEN(pX, pCl, pFn, a);
@@ -296,7 +297,7 @@ int qcvSubs(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
 }
 
 /* identity and re-pattern: the argument, its tag travelling with it. */
-int qcvIdentity(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcvIdentity(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QcvArgs a;
   sqlite3_str *pStr;
   char *zTag;
@@ -311,7 +312,7 @@ int qcvIdentity(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut)
 /* re-find and re-matches: Clojure's match, or with groups a vector [whole
 ** g1 ...]; the groups are known when the pattern is a constant (one from
 ** a variable gives the match: the place names a bad one). */
-int qcvReMatch(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcvReMatch(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QcvArgs a;
   sqlite3_str *pStr;
   ValueType vt = VT_STRING;
@@ -328,7 +329,7 @@ int qcvReMatch(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) 
 
 /* re-seq: every match in turn (each [whole g1 ...] with groups, which the
 ** run-time function learns from the pattern itself), nil when none. */
-int qcvReSeq(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcvReSeq(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QcvArgs a;
   sqlite3_str *pStr;
   int nGroup;
@@ -341,7 +342,7 @@ int qcvReSeq(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
 }
 
 /* tuple: a JSON array of the values, each as its stored JSON. */
-int qcvTuple(QCtx *pX, const QClause *pCl, const QfBuiltin *pFn, QfOut *pOut) {
+int qcvTuple(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QcvArgs a;
   sqlite3_str *pStr;
   int i;
