@@ -11,7 +11,7 @@
 ** qcwClauseVars: nothing in the other rules files.
 */
 #include <string.h>
-#include "query_compile_rules.h"
+#include "query_compile_rules_ctx.h"
 
 void qcxFree(QComp *pC) {
   if (pC->pRi) {

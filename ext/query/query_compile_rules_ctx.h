@@ -1,13 +1,15 @@
 /*
-** query_compile_rules.h — what the rule-call files share: the rule set's
-** heads and recursion groups (QRuleInfo, pC->pRi) and the helpers below
-** the driver. The driver query_compile_rules.c (qcr, its entry points in
-** query_compile_scope.h) calls query_compile_rules_inline.c (qci),
-** query_compile_rules_magic.c (qcm) and query_compile_rules_ctx.c (qcx);
-** inline and magic call ctx only; nothing here calls back into the driver.
+** query_compile_rules_ctx.h — the rule calls' context: what the rule-call
+** files share, the rule set's heads and recursion groups (QRuleInfo,
+** pC->pRi) and the helpers below the driver (query_compile_rules_ctx.c,
+** qcx). The driver query_compile_rules.c (qcr, its entry points in
+** query_compile_scope.h) calls query_compile_rules_inline.c (qci,
+** query_compile_rules_inline.h), query_compile_rules_magic.c (qcm,
+** query_compile_rules_magic.h) and this context; inline and magic call the
+** context only; nothing here calls back into the driver.
 */
-#ifndef MENTAT_QUERY_COMPILE_RULES_H
-#define MENTAT_QUERY_COMPILE_RULES_H
+#ifndef MENTAT_QUERY_COMPILE_RULES_CTX_H
+#define MENTAT_QUERY_COMPILE_RULES_CTX_H
 
 #include "query_compile_scope.h"
 
@@ -100,49 +102,4 @@ int qcxArgBound(QCtx *pX, const EdnValue *pA);
 #define QCX_MAXV 64
 void qcxFormVars(const EdnValue *p, const char **az, int *pn, int *pbOver, int iDepth);
 
-/* ---- query_compile_rules_magic.c */
-/* Classifies head h for the rewrite. Returns 0 when it does not fit (other
-** heads in its recursion group, the transitive form, several or nested self
-** calls, no recursive or no base definition); else 1, with aePlace[j] = 1
-** for the places every recursive definition passes through and 0 for the
-** places the recursion changes. abInv (when not NULL) gets 1 for the
-** places of aePlace 1 that some recursive definition reads besides
-** handing them on (qcmInvariantPlace): the seeds must carry the caller's
-** value there, so the rewrite takes a call only where it binds them. */
-int qcmShape(QComp *pC, int h, unsigned char *aePlace, unsigned char *abInv);
-/* "SELECT DISTINCT <bound values>, <tag, storage class>.. FROM <the
-** scope's rows>" of call pCl's places abBound into pOut (without the
-** scope's FROM and WHERE when bNoScope: constants and inputs only). An
-** integer, which may be an entity id, gets both readings (abAmb[i] = 1). */
-void qcmOrigins(QCtx *pX, const QClause *pCl, const unsigned char *abBound,
-                unsigned char *abAmb, sqlite3_str *pOut, int bNoScope);
-/* The call pCl of head h with the places abBound seeded: from the caller's
-** rows (bCaller 1 or 2), from the rule's bodies (0), or from the bodies
-** joined to the caller's rows (3 or 4; abDirect: places bound to the call's
-** constant in every body). Emits the origins, seeds and answers CTEs of the
-** file comment, then joins the answers. With bCaller 2 or 4 the call is in
-** a nested scope (a not/or or rule body), whose
-** rows only a subquery there sees: the CTEs are that subquery's own WITH,
-** their origins read from a copy of the scope's FROM and WHERE (correlated
-** with the enclosing scopes, which SQLite allows in a subquery's WITH). */
-int qcmCall(QCtx *pX, const QClause *pCl, int h, const unsigned char *abBound,
-            const unsigned char *abDirect, int bCaller, int iDepth);
-
-/* ---- query_compile_rules_inline.c */
-/* Is head h compiled into each call (qciCall): a recursion group of
-** its own that it does not call back into? */
-int qciHead(QComp *pC, int h);
-/* Compiles call pCl of the non-recursive head h in the caller's scope, as
-** Datomic evaluates a rule: with the bindings the caller has passed in
-** (its bound arguments and constants pre-bind the head's variables), so
-** the body's functions and predicates see them. The definitions are the
-** branches of an or-join on the arguments: a correlated EXISTS when every
-** argument is bound, else a UNION derived table of the free arguments (and
-** the bound ones, each branch then starting from a copy of the caller's
-** scope). Returns 1 when compiled (or failed: pC->rc), 0 when the call
-** keeps the rule's CTE: bound variables the derived table cannot see
-** (qcCopyScope), or a collection input not yet in FROM. */
-int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth);
-
-
-#endif /* MENTAT_QUERY_COMPILE_RULES_H */
+#endif /* MENTAT_QUERY_COMPILE_RULES_CTX_H */

@@ -5,10 +5,10 @@
 ** or-join on the arguments, the head's variables pre-bound to the caller's
 ** bound arguments and constants. Takes a call; gives the or-join's FROM
 ** item or WHERE term in the caller's scope. Calls the scope helpers and
-** query_compile_rules.h.
+** the rules context (query_compile_rules_ctx.h).
 */
 #include <string.h>
-#include "query_compile_rules.h"
+#include "query_compile_rules_inline.h"
 
 /* Is head h compiled into each call (qciCall): a recursion group of
 ** its own that it does not call back into? */

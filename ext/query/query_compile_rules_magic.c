@@ -4,10 +4,10 @@
 ** query_compile_rules.c): the shape test (qcmShape), the origins the caller
 ** binds, the seeds they reach, and the base definitions applied to the
 ** seeds. Takes a call and its rule; gives the CTEs and the join into the
-** caller's scope. Calls the scope helpers and query_compile_rules.h.
+** caller's scope. Calls the scope helpers and the rules context (query_compile_rules_ctx.h).
 */
 #include <string.h>
-#include "query_compile_rules.h"
+#include "query_compile_rules_magic.h"
 
 /* Is place j of recursive definition pR (self call at clause iRec) a
 ** pass-through: the self call hands head variable j on unchanged, and

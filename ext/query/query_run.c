@@ -1,6 +1,7 @@
 /*
 ** query_run.c — running a query (query.h): its plan from the connection's
-** plan cache (query_plan_cache.c), the inputs bound, the rows stepped, and
+** plan cache (query_plan_cache.c), the inputs bound (qPlanBind,
+** query_plan.c), the rows stepped, and
 ** each result column decoded through the static value type the plan knows
 ** or the tag column it selected.
 **
@@ -11,205 +12,9 @@
 ** so no read snapshot outlives the run.
 */
 #include <string.h>
-#include "query_run.h"
+#include "query_run_context.h"
 #include "query_plan_cache.h"
 #include "query_spill.h"
-
-/* ------------------------------------------------------------ binding */
-
-/* The opts' source a parameter was made under (NULL for $). */
-static const QuerySource *qParamSource(const QParam *pP, const QueryOpts *pOpts) {
-  if (pP->iSrc <= 0 || pOpts == NULL || pP->iSrc > pOpts->nSource) return NULL;
-  return &pOpts->aSource[pP->iSrc - 1];
-}
-
-static const EdnValue *qParamValue(const QParam *pP, const QueryOpts *pOpts) {
-  const EdnValue *p;
-  if (pP->eConv == QV_HIST_INST) {
-    const QuerySource *pS = qParamSource(pP, pOpts);
-    if (pS) return pS->bAsOf ? pS->pAsOfInst : pS->pSinceInst;
-    if (pOpts == NULL) return NULL;
-    return pOpts->bAsOf ? pOpts->pAsOfInst : pOpts->pSinceInst;
-  }
-  if (pP->iInput < 0) return pP->pConst;
-  if (pOpts == NULL || pP->iInput >= pOpts->nInput) return NULL;
-  p = pOpts->aInput[pP->iInput];
-  if (pP->i1 >= 0) {
-    if (p->type < EDN_LIST || p->type > EDN_SET || p->u.c.n <= pP->i1) return NULL;
-    p = p->u.c.a[pP->i1];
-  }
-  if (pP->i2 >= 0) {
-    if (p->type < EDN_LIST || p->type > EDN_SET || p->u.c.n <= pP->i2) return NULL;
-    p = p->u.c.a[pP->i2];
-  }
-  return p;
-}
-
-/* Binds p converted to vt; a value that cannot convert binds NULL, which
-** matches nothing (a wrongly typed constant finds no datoms). */
-static int qBindTyped(sqlite3_stmt *pStmt, int i, const EdnValue *p, ValueType vt,
-                      const Schema *pSchema) {
-  TypedValue tv;
-  char *zErr = NULL;
-  int rc;
-  if (vt == VT_TUPLE) {
-    /* no attribute here: the elements' natural types (value.h) */
-    char *z = NULL;
-    int n = 0;
-    rc = valueTupleFromEdnNatural(p, &z, &n);
-    if (rc == SQLITE_NOMEM) return rc;
-    if (rc != SQLITE_OK) return sqlite3_bind_null(pStmt, i);
-    return sqlite3_bind_blob(pStmt, i, z, n, sqlite3_free);
-  }
-  if (vt == VT_REF) {
-    if (p->type == EDN_INT) return sqlite3_bind_int64(pStmt, i, p->u.i);
-    if (p->type == EDN_KEYWORD) {
-      sqlite3_int64 e = schemaEntid(pSchema, p->u.s.z, p->u.s.n);
-      return e ? sqlite3_bind_int64(pStmt, i, e) : sqlite3_bind_null(pStmt, i);
-    }
-    return sqlite3_bind_null(pStmt, i);
-  }
-  if (vt == VT_NONE) return sqlite3_bind_null(pStmt, i);
-  rc = valueFromEdn(p, vt, &tv, &zErr);
-  sqlite3_free(zErr);
-  if (rc == SQLITE_NOMEM) return rc;
-  if (rc != SQLITE_OK) return sqlite3_bind_null(pStmt, i);
-  /* The text is the query's input or constant, which outlive the run. */
-  return valueBindStatic(pStmt, i, &tv);
-}
-
-/* Binds p as a tuple of pA's element types; one that does not convert
-** binds NULL (it names no entity). */
-static int qBindTupleTyped(sqlite3_stmt *pStmt, int i, const EdnValue *p, const Attr *pA) {
-  EdnArena arena;
-  TypedValue tv;
-  const EdnValue *pAt = NULL;
-  char *zErr = NULL;
-  int rc;
-  ednArenaInit(&arena);
-  rc = valueTupleFromEdn(p, &pA->tuple, &arena, &tv, &zErr, &pAt);
-  sqlite3_free(zErr);
-  if (rc == SQLITE_OK) rc = sqlite3_bind_blob(pStmt, i, tv.z, tv.n, SQLITE_TRANSIENT);
-  else if (rc != SQLITE_NOMEM) rc = sqlite3_bind_null(pStmt, i);
-  ednArenaReset(&arena);
-  return rc;
-}
-
-int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pMainSchema,
-              const QueryOpts *pOpts, char **pzErr) {
-  int i, rc = SQLITE_OK;
-  /* Parameters the SQL dropped (a comparison decided at compile time) are
-  ** past the statement's last one: binding them would be SQLITE_RANGE. */
-  int nStmt = sqlite3_bind_parameter_count(pStmt);
-  for (i = 0; i < pPlan->nParam && i < nStmt && rc == SQLITE_OK; i++) {
-    const QParam *pP = &pPlan->aParam[i];
-    const EdnValue *p = qParamValue(pP, pOpts);
-    const QuerySource *pSrc = qParamSource(pP, pOpts);
-    /* idents and lookup refs resolve in the schema of the parameter's source */
-    const Schema *pSchema = pSrc && pSrc->pSchema ? pSrc->pSchema : pMainSchema;
-    const Attr *pA = NULL;
-    int iArg = i + 1;
-    if (pP->eConv == QV_HIST_TX) {
-      rc = sqlite3_bind_int64(pStmt, iArg, pSrc ? (pSrc->bAsOf ? pSrc->iAsOf : pSrc->iSince)
-                              : pOpts == NULL ? 0 : pOpts->bAsOf ? pOpts->iAsOf : pOpts->iSince);
-      continue;
-    }
-    if (p == NULL) {
-      rc = sqlite3_bind_null(pStmt, iArg);
-      continue;
-    }
-    if (pP->eConv >= QV_LOOKUP_A && pP->eConv <= QV_LOOKUP_TAG) {
-      if (qPlanLookupRef(pSchema, p)) {
-        pA = schemaAttrByIdent(pSchema, p->u.c.a[0]->u.s.z, p->u.c.a[0]->u.s.n);
-      }
-      if (pA == NULL) {
-        rc = sqlite3_bind_null(pStmt, iArg);
-        continue;
-      }
-      /* As edn_t refuses it: a non-unique attribute names no one entity. */
-      if (pA->eUnique == UNIQUE_NONE) {
-        sqlite3_free(*pzErr);
-        *pzErr = sqlite3_mprintf("lookup ref attribute %s is not :db/unique", pA->zIdent);
-        return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
-      }
-    }
-    switch (pP->eConv) {
-      case QV_NATURAL:
-        rc = qBindTyped(pStmt, iArg, p, valueNaturalType(p), pSchema);
-        break;
-      case QV_TYPED:
-        if (pP->vt == VT_TUPLE && pP->eTuple) {
-          const Attr *pT = schemaAttr(pSchema, pP->eTuple);
-          if (pT && pT->type == VT_TUPLE) {
-            rc = qBindTupleTyped(pStmt, iArg, p, pT);
-            break;
-          }
-        }
-        rc = qBindTyped(pStmt, iArg, p, pP->vt, pSchema);
-        break;
-      case QV_TAG:
-        rc = sqlite3_bind_int(pStmt, iArg, vtTag(valueNaturalType(p)));
-        break;
-      case QV_LOOKUP_A:
-        rc = sqlite3_bind_int64(pStmt, iArg, pA->e);
-        break;
-      case QV_LOOKUP_V:
-        if (pA->type == VT_TUPLE) {
-          /* typed by the attribute's element types, as edn_t stores it */
-          rc = qBindTupleTyped(pStmt, iArg, p->u.c.a[1], pA);
-          break;
-        }
-        rc = qBindTyped(pStmt, iArg, p->u.c.a[1], pA->type, pSchema);
-        break;
-      case QV_LOOKUP_TAG:
-        rc = sqlite3_bind_int(pStmt, iArg, vtTag(pA->type));
-        break;
-      case QV_INT:
-        if (p->type != EDN_INT || p->u.i < 0) {
-          sqlite3_free(*pzErr);
-          *pzErr = sqlite3_mprintf(":limit and :offset take a non-negative integer");
-          return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
-        }
-        rc = sqlite3_bind_int64(pStmt, iArg, p->u.i);
-        break;
-      case QV_AGG_N:
-        if (p->type != EDN_INT || p->u.i < 0) {
-          sqlite3_str *pMsg = sqlite3_str_new(NULL);
-          sqlite3_str_appendf(pMsg, "input %d: ", pP->iInput + 1);
-          if (pP->pConst) ednPrint(pMsg, pP->pConst);
-          sqlite3_str_appendall(pMsg, " needs a non-negative integer count, got ");
-          ednPrint(pMsg, p);
-          sqlite3_free(*pzErr);
-          *pzErr = sqlite3_str_finish(pMsg);
-          return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
-        }
-        rc = sqlite3_bind_int64(pStmt, iArg, p->u.i);
-        break;
-      case QV_HIST_TX:
-        break;
-      case QV_HIST_INST:
-        if (p->type == EDN_INST) rc = sqlite3_bind_int64(pStmt, iArg, p->u.i);
-        else rc = sqlite3_bind_null(pStmt, iArg);
-        break;
-      case QV_JSON: {
-        sqlite3_str *pOut = sqlite3_str_new(NULL);
-        char *z;
-        int n;
-        ednPrintJson(pOut, p);
-        n = sqlite3_str_length(pOut);
-        z = sqlite3_str_finish(pOut);
-        if (z == NULL) return SQLITE_NOMEM;
-        rc = sqlite3_bind_text(pStmt, iArg, z, n, sqlite3_free);
-        break;
-      }
-    }
-  }
-  if (rc != SQLITE_OK && rc != SQLITE_NOMEM) {
-    sqlite3_free(*pzErr);
-    *pzErr = sqlite3_mprintf("cannot bind query value %d", i);
-  }
-  return rc;
-}
 
 /* Takes the pull patterns that pRun's plan reads from the inputs (Datomic's
 ** `:in $ pattern`), each checked before any row as a literal one is when
@@ -318,6 +123,7 @@ int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
   if (pRun == NULL) return SQLITE_NOMEM;
   memset(pRun, 0, sizeof *pRun);
   pRun->pConn = pConn;
+  pRun->ppCallHost = qCacheCallHost(pConn);
   pRun->zQuery = zQuery;
   pRun->nQuery = nQuery;
   pRun->pOpts = pOpts;

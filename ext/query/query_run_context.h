@@ -1,17 +1,18 @@
 /*
-** query_run.h — the state of a running query, shared by the runner
-** (query_run.c), the pulls of its current row (query_run_pull.c) and the
-** spill that sets the rest of its rows aside (query_spill.c). Nothing
-** outside those files sees a QueryRun's fields.
+** query_run_context.h — the run's context: the state of a running query,
+** shared by the runner (query_run.c, the driver), the pulls of its current
+** row (query_run_pull.c) and the spill that sets the rest of its rows aside
+** (query_spill.c). Nothing outside those files sees a QueryRun's fields.
 */
-#ifndef MENTAT_QUERY_RUN_H
-#define MENTAT_QUERY_RUN_H
+#ifndef MENTAT_QUERY_RUN_CONTEXT_H
+#define MENTAT_QUERY_RUN_CONTEXT_H
 
-#include "query_compile.h"
+#include "query_plan.h"
 #include "pull.h"
 
 struct QueryRun {
   StoreConn *pConn;
+  sqlite3 **ppCallHost;  /* pConn's slot of the host its proxies call (qCacheCallHost) */
   Schema *pSchema;
   QueryPlan *pPlan;
   int bOwnPlan;          /* not in the cache: freed by qRunClose */
@@ -53,4 +54,4 @@ int qRunColTag(const QueryRun *p, const QPlanCol *pCol);
 ** C: pull ?e: ?e is a <type>, not ..."), the pull's own, in *pzErr. */
 int qRunPull(QueryRun *p, int i, sqlite3_str *pOut, char **pzErr);
 
-#endif /* MENTAT_QUERY_RUN_H */
+#endif /* MENTAT_QUERY_RUN_CONTEXT_H */

@@ -4,11 +4,11 @@
 ** :find), for the runner's columns (query_run.c) and the spill's copies
 ** (query_spill.c).
 **
-** Takes a QueryRun on a row (query_run.h); gives JSON. Resolves the run's
+** Takes a QueryRun on a row (query_run_context.h); gives JSON. Resolves the run's
 ** as-of/since instant once, inside the query's read transaction, and calls
 ** the pull stage with the connection's pull statements.
 */
-#include "query_run.h"
+#include "query_run_context.h"
 
 int qRunColTag(const QueryRun *p, const QPlanCol *pCol) {
   if (pCol->iTagCol >= 0) {

@@ -4,7 +4,7 @@
 ** the JSON of pull elements, which read the store) are copied into a
 ** private temporary database and the run goes on from the copy.
 **
-** Takes a QueryRun on a current row (query_run.h); gives the same rows
+** Takes a QueryRun on a current row (query_run_context.h); gives the same rows
 ** from the copy, with the store statement reset, or, past the budget, the
 ** copied rows first and then the store statement's, still on its
 ** snapshot. An error of the store statement after some rows is kept and
@@ -14,7 +14,6 @@
 #include <string.h>
 #include "config.h"
 #include "query_spill.h"
-#include "query_plan_cache.h"
 
 /* A partial copy is used up: back on the store statement, whose current
 ** row is the last one copied. */
@@ -303,7 +302,7 @@ int qSpillRest(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, int *pbA
   /* Another thread (a writer) steps the statement here: the host's
   ** functions, called through proxies on the host connection, whose own
   ** thread may wait for this one, are off meanwhile. */
-  sqlite3 **ppHost = p->pConn ? qCacheCallHost(p->pConn) : NULL;
+  sqlite3 **ppHost = p->pConn ? p->ppCallHost : NULL;
   sqlite3 *pSave = ppHost ? *ppHost : NULL;
   int rc;
   if (ppHost) *ppHost = NULL;

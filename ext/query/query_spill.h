@@ -5,7 +5,7 @@
 #ifndef MENTAT_QUERY_SPILL_H
 #define MENTAT_QUERY_SPILL_H
 
-#include "query_run.h"
+#include "query_run_context.h"
 
 /* The next row of a run that was set aside (p->pSpillDb set): from the
 ** copy, then, after a partial copy, from the store statement again.
