@@ -1,7 +1,8 @@
 /*
 ** query_compile_agg.c — find specs with aggregates: takes the query's
 ** scope once :where is compiled, gives the whole SELECT and the plan's
-** columns. Calls the scope and SQL helpers and qcwRowsUnique.
+** columns. Calls the scope and SQL helpers and qcwRowsUnique. Each
+** aggregate is a row of one table (aQcaAgg: name, arity, kind, SQL).
 **
 ** HOW IT WORKS
 ** Datomic aggregates over the SET of bindings of the find and :with
@@ -28,6 +29,70 @@
 */
 #include <string.h>
 #include "query_compile_scope.h"
+
+/* The SQL shape of an aggregate. */
+typedef enum QcaKind {
+  QCA_COUNT = 1,       /* count(v), count(*) over a store column */
+  QCA_COUNT_DISTINCT,  /* count(DISTINCT v), under Clojure's = when kinds mix */
+  QCA_SUM,             /* mentat_sum(v, place): a long overflow is an error */
+  QCA_NUMERIC,         /* zSql(v) over numbers: a double (median of longs a long) */
+  QCA_EXTREME,         /* min(v), max(v) in the value's collation */
+  QCA_JSON,            /* mentat_agg_json(mode, v, t[, n]): a JSON array */
+  QCA_THE              /* (the ?x): a bare column beside one min or max */
+} QcaKind;
+
+/* One aggregate of :find: Datomic's documented set and Mentat's
+** (the ?x). A name has two rows when its arities differ in kind. */
+typedef struct QcaAgg {
+  const char *zName;
+  signed char nArity;      /* 1: (f ?x) only, 2: (f n ?x) only, 0: either */
+  unsigned char eKind;     /* QcaKind */
+  unsigned char bNumeric;  /* numbers only: a known type checked when the query
+                           ** compiles, an unknown one value by value (mentat_num) */
+  const char *zSql;        /* the SQL aggregate (QCA_NUMERIC, QCA_EXTREME) */
+  signed char iMode;       /* QCA_JSON: mentat_agg_json's mode, -1 without an n */
+  ValueType vtOut;         /* QCA_NUMERIC: the result type (VT_NONE: the median's rule) */
+} QcaAgg;
+
+static const QcaAgg aQcaAgg[] = {
+  { "count", 0, QCA_COUNT, 0, 0, 0, VT_LONG },
+  { "count-distinct", 0, QCA_COUNT_DISTINCT, 0, 0, 0, VT_LONG },
+  { "sum", 0, QCA_SUM, 1, 0, 0, VT_NONE },
+  { "avg", 0, QCA_NUMERIC, 1, "avg", 0, VT_DOUBLE },
+  /* Datomic's median (middle value, or the mean of the two middle ones; a
+  ** long for longs), population variance and stddev */
+  { "median", 0, QCA_NUMERIC, 1, "mentat_median", 0, VT_NONE },
+  { "variance", 0, QCA_NUMERIC, 1, "mentat_variance", 0, VT_DOUBLE },
+  { "stddev", 0, QCA_NUMERIC, 1, "mentat_stddev", 0, VT_DOUBLE },
+  { "min", 1, QCA_EXTREME, 0, "min", 0, VT_NONE },
+  { "max", 1, QCA_EXTREME, 0, "max", 0, VT_NONE },
+  /* distinct values; (min n), (max n); sample n (distinct), rand n (with
+  ** replacement), n 1 when not given */
+  { "distinct", 0, QCA_JSON, 0, 0, -1, VT_NONE },
+  { "min", 2, QCA_JSON, 0, 0, 1, VT_NONE },
+  { "max", 2, QCA_JSON, 0, 0, 2, VT_NONE },
+  { "sample", 0, QCA_JSON, 0, 0, 3, VT_NONE },
+  { "rand", 0, QCA_JSON, 0, 0, 4, VT_NONE },
+  { "the", 0, QCA_THE, 0, 0, 0, VT_NONE },
+};
+
+/* The row of aggregate element pE, or NULL when there is none. */
+static const QcaAgg *qcaAggFind(const QFindElem *pE) {
+  size_t i;
+  int nArity = pE->pAggN ? 2 : 1;
+  if (pE->kind != QFIND_AGG || pE->zAgg == NULL) return NULL;
+  for (i = 0; i < sizeof aQcaAgg / sizeof aQcaAgg[0]; i++) {
+    const QcaAgg *p = &aQcaAgg[i];
+    if ((p->nArity == 0 || p->nArity == nArity) && strcmp(p->zName, pE->zAgg) == 0) return p;
+  }
+  return NULL;
+}
+
+/* Is pE an aggregate of kind eKind? */
+static int qcaIs(const QFindElem *pE, int eKind) {
+  const QcaAgg *p = qcaAggFind(pE);
+  return p != NULL && p->eKind == eKind;
+}
 
 /* Index of variable zName among the inner columns, adding it if new. */
 static int qcaInnerCol(QComp *pC, QCtx *pX, sqlite3_str *pInner, const char **azCol,
@@ -100,7 +165,7 @@ static int qcaValueCounts(QComp *pC, QueryPlan *pPlan, sqlite3_str *pSql) {
   for (i = 0; i < 2; i++) {
     const QFindElem *pE = &pQ->aFind[i];
     if (pE->kind == QFIND_VAR) pVal = pE;
-    else if (pE->kind == QFIND_AGG && strcmp(pE->zAgg, "count") == 0 && pE->pAggN == NULL) pCount = pE;
+    else if (qcaIs(pE, QCA_COUNT) && pE->pAggN == NULL) pCount = pE;
   }
   if (pVal == NULL || pCount == NULL) return 0;
   pA = pCl->aArg[1];
@@ -139,11 +204,14 @@ static int qcaValueCounts(QComp *pC, QueryPlan *pPlan, sqlite3_str *pSql) {
 ** aggregate into pOut, setting pCol's type or kind. SQLite code. */
 static int qcaAggExpr(QComp *pC, QCtx *pX, const QFindElem *pE, int k, const QVar *pV,
                       QPlanCol *pCol, sqlite3_str *pOuter) {
-  const char *zA = pE->zAgg;
+  const QcaAgg *pAgg = qcaAggFind(pE);
   char *zPlace = NULL;    /* numeric aggregates: the element's place */
   ValueType vt = pV->vt;
-  if (strcmp(zA, "sum") == 0 || strcmp(zA, "avg") == 0 || strcmp(zA, "median") == 0
-      || strcmp(zA, "variance") == 0 || strcmp(zA, "stddev") == 0) {
+  if (pAgg == NULL || pAgg->eKind == QCA_THE) {
+    qcErr(pC, pE->pForm, "unsupported aggregate %s", pE->zAgg);
+    goto done;
+  }
+  if (pAgg->bNumeric) {
     /* Datomic's numeric aggregates throw on other values; SQLite's would
     ** read a string as 0 and an instant as its microseconds. A known
     ** type is checked here, an unknown one value by value. */
@@ -154,53 +222,51 @@ static int qcaAggExpr(QComp *pC, QCtx *pX, const QFindElem *pE, int k, const QVa
     zPlace = qcPlaceSql(pE->pForm, pE->zName);
     if (zPlace == NULL) { qcNoMem(pC); goto done; }
   }
-  if (strcmp(zA, "count") == 0) {
-    /* A store column is never NULL: count(*) reads no column, as a
-    ** hand-written GROUP BY would. */
-    if (qcVarNotNull(pV)) sqlite3_str_appendall(pOuter, "count(*)");
-    else sqlite3_str_appendf(pOuter, "count(v%d)", k);
-    pCol->vt = VT_LONG;
-  } else if (strcmp(zA, "count-distinct") == 0) {
-    /* One key per value under Clojure's = (mentat_set_key): true is
-    ** not 1, ":x/y" not :x/y, 1 not 1.0. */
-    if (qcVarMixesKinds(pV)) sqlite3_str_appendf(pOuter, "count(DISTINCT mentat_set_key(v%d, t%d))", k, k);
-    else sqlite3_str_appendf(pOuter, "count(DISTINCT v%d)", k);
-    pCol->vt = VT_LONG;
-  } else if (strcmp(zA, "sum") == 0) {
-    sqlite3_str_appendf(pOuter, "mentat_sum(");
-    qcaAggValue(pOuter, k, vt, zPlace);
-    sqlite3_str_appendf(pOuter, ", %s)", zPlace);
-    pCol->vt = vt == VT_DOUBLE ? VT_DOUBLE : VT_LONG;
-  } else if (strcmp(zA, "avg") == 0) {
-    sqlite3_str_appendall(pOuter, "avg(");
-    qcaAggValue(pOuter, k, vt, zPlace);
-    sqlite3_str_appendall(pOuter, ")");
-    pCol->vt = VT_DOUBLE;
-  } else if ((strcmp(zA, "min") == 0 || strcmp(zA, "max") == 0) && pE->pAggN == NULL) {
-    /* SQLite's min/max take their argument's collation. */
-    sqlite3_str_appendf(pOuter, "%s(v%d%s)", zA, k, qcKwCollate(vt));
-    pCol->vt = vt;
-  } else if (strcmp(zA, "median") == 0 || strcmp(zA, "variance") == 0
-             || strcmp(zA, "stddev") == 0) {
-    sqlite3_str_appendf(pOuter, "mentat_%s(", zA);
-    qcaAggValue(pOuter, k, vt, zPlace);
-    sqlite3_str_appendall(pOuter, ")");
-    pCol->vt = strcmp(zA, "median") == 0 && vt == VT_LONG ? VT_LONG : VT_DOUBLE;
-  } else if (strcmp(zA, "distinct") == 0) {
-    sqlite3_str_appendf(pOuter, "mentat_agg_json(-1, v%d, t%d)", k, k);
-    pCol->kind = QCOL_JSON;
-  } else if (strcmp(zA, "min") == 0 || strcmp(zA, "max") == 0 || strcmp(zA, "sample") == 0
-             || strcmp(zA, "rand") == 0) {
-    int iP = pE->pAggN ? qcaAggCount(pC, pX, pE) : 0;
-    if (pC->rc) goto done;
-    /* min n, max n, sample n (distinct), rand n (with replacement) */
-    int iMode = zA[0] == 'm' ? (zA[1] == 'i' ? 1 : 2) : (zA[0] == 'r' ? 4 : 3);
-    if (iP) sqlite3_str_appendf(pOuter, "mentat_agg_json(%d, v%d, t%d, ?%d)", iMode, k, k, iP);
-    else sqlite3_str_appendf(pOuter, "mentat_agg_json(%d, v%d, t%d, 1)", iMode, k, k);
-    pCol->kind = QCOL_JSON;
-  } else {
-    qcErr(pC, pE->pForm, "unsupported aggregate %s", zA);
-    goto done;
+  switch (pAgg->eKind) {
+    case QCA_COUNT:
+      /* A store column is never NULL: count(*) reads no column, as a
+      ** hand-written GROUP BY would. */
+      if (qcVarNotNull(pV)) sqlite3_str_appendall(pOuter, "count(*)");
+      else sqlite3_str_appendf(pOuter, "count(v%d)", k);
+      pCol->vt = VT_LONG;
+      break;
+    case QCA_COUNT_DISTINCT:
+      /* One key per value under Clojure's = (mentat_set_key): true is
+      ** not 1, ":x/y" not :x/y, 1 not 1.0. */
+      if (qcVarMixesKinds(pV)) sqlite3_str_appendf(pOuter, "count(DISTINCT mentat_set_key(v%d, t%d))", k, k);
+      else sqlite3_str_appendf(pOuter, "count(DISTINCT v%d)", k);
+      pCol->vt = VT_LONG;
+      break;
+    case QCA_SUM:
+      sqlite3_str_appendf(pOuter, "mentat_sum(");
+      qcaAggValue(pOuter, k, vt, zPlace);
+      sqlite3_str_appendf(pOuter, ", %s)", zPlace);
+      pCol->vt = vt == VT_DOUBLE ? VT_DOUBLE : VT_LONG;
+      break;
+    case QCA_NUMERIC:
+      sqlite3_str_appendf(pOuter, "%s(", pAgg->zSql);
+      qcaAggValue(pOuter, k, vt, zPlace);
+      sqlite3_str_appendall(pOuter, ")");
+      pCol->vt = pAgg->vtOut != VT_NONE ? pAgg->vtOut : vt == VT_LONG ? VT_LONG : VT_DOUBLE;
+      break;
+    case QCA_EXTREME:
+      /* SQLite's min/max take their argument's collation. */
+      sqlite3_str_appendf(pOuter, "%s(v%d%s)", pAgg->zSql, k, qcKwCollate(vt));
+      pCol->vt = vt;
+      break;
+    default: {  /* QCA_JSON */
+      int iP = 0;
+      if (pAgg->iMode < 0) {
+        sqlite3_str_appendf(pOuter, "mentat_agg_json(%d, v%d, t%d)", pAgg->iMode, k, k);
+      } else {
+        iP = pE->pAggN ? qcaAggCount(pC, pX, pE) : 0;
+        if (pC->rc) goto done;
+        if (iP) sqlite3_str_appendf(pOuter, "mentat_agg_json(%d, v%d, t%d, ?%d)", pAgg->iMode, k, k, iP);
+        else sqlite3_str_appendf(pOuter, "mentat_agg_json(%d, v%d, t%d, 1)", pAgg->iMode, k, k);
+      }
+      pCol->kind = QCOL_JSON;
+      break;
+    }
   }
 done:
   sqlite3_free(zPlace);
@@ -253,12 +319,8 @@ static int qcaAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *
   for (i = 0; i < pQ->nFind && pC->rc == SQLITE_OK; i++) {
     const QFindElem *pE = &pQ->aFind[i];
     aiElem[i] = qcaInnerCol(pC, pX, pInner, azCol, apVar, &nCol, pE->pVar, ":find");
-    if (pE->kind == QFIND_AGG) {
-      if (strcmp(pE->zAgg, "min") == 0 || strcmp(pE->zAgg, "max") == 0) {
-        if (pE->pAggN == NULL) nExtreme++;
-      }
-      if (strcmp(pE->zAgg, "the") == 0) bThe = 1;
-    }
+    if (qcaIs(pE, QCA_EXTREME)) nExtreme++;
+    if (qcaIs(pE, QCA_THE)) bThe = 1;
   }
   for (i = 0; i < pQ->nWith && pC->rc == SQLITE_OK; i++) {
     qcaInnerCol(pC, pX, pInner, azCol, apVar, &nCol, pQ->aWith[i], ":with");
@@ -274,11 +336,10 @@ static int qcaAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *
     QPlanCol *pCol = &pPlan->aCol[i];
     int k = aiElem[i];
     const QVar *pV = apVar[k];
-    const char *zA = pE->zAgg;
     ValueType vt = pV->vt;
     if (nOut) sqlite3_str_appendall(pOuter, ", ");
     pCol->iTagCol = -1;
-    if (pE->kind != QFIND_AGG || strcmp(zA, "the") == 0) {
+    if (pE->kind != QFIND_AGG || qcaIs(pE, QCA_THE)) {
       sqlite3_str_appendf(pOuter, "v%d AS c%d", k, nOut);
       pCol->iCol = nOut++;
       pCol->vt = vt;
