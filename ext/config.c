@@ -148,6 +148,35 @@ sqlite3_int64 configNowUs(void) {
   return (sqlite3_int64)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* This thread's CPU time in microseconds, or the monotonic clock where
+** the thread clock is missing. */
+static sqlite3_int64 configThreadCpuUs(void) {
+  struct timespec ts;
+#ifdef CLOCK_THREAD_CPUTIME_ID
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
+    return (sqlite3_int64)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+  }
+#endif
+  return configNowUs();
+}
+
+void configBudgetStart(ConfigBudget *p, sqlite3_int64 usCpu) {
+  p->usWallSeen = configNowUs();
+  p->usCpuSeen = configThreadCpuUs();
+  p->usEnd = p->usCpuSeen + (usCpu > 0 ? usCpu : 1);
+}
+
+int configBudgetSpent(ConfigBudget *p) {
+  sqlite3_int64 usWall;
+  if (p == NULL || p->usEnd == 0) return 0;
+  usWall = configNowUs();
+  /* The CPU used since the last reading is at most the wall time since. */
+  if (p->usCpuSeen + (usWall - p->usWallSeen) < p->usEnd) return 0;
+  p->usWallSeen = usWall;
+  p->usCpuSeen = configThreadCpuUs();
+  return p->usCpuSeen >= p->usEnd;
+}
+
 sqlite3_int64 configWallUs(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);

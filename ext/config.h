@@ -84,6 +84,25 @@ int configSetPathCheckMs(int ms);
 sqlite3_int64 configNowMs(void);
 /* The same clock in microseconds (vDSO: no system call on Linux). */
 sqlite3_int64 configNowUs(void);
+/* A budget of the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID),
+** for work done on another's behalf that must not depend on the machine's
+** load: a thread descheduled by other processes does not spend it, so the
+** same budget does the same work at any load (B25: how many commits a
+** host cursor needs to set its rows aside). Reading that clock is a
+** system call; configBudgetSpent reads it only when the wall time since its
+** last reading could have spent the rest (a thread uses at most one second
+** of CPU per second), a few times per budget. Where the clock is missing
+** the wall clock stands in. Zero-initialised: no budget (never spent). */
+typedef struct ConfigBudget ConfigBudget;
+struct ConfigBudget {
+  sqlite3_int64 usEnd;       /* thread CPU microseconds at which it is spent; 0: none */
+  sqlite3_int64 usCpuSeen;   /* the CPU clock at its last reading */
+  sqlite3_int64 usWallSeen;  /* configNowUs() then */
+};
+/* Starts a budget of usCpu microseconds of this thread's CPU from now. */
+void configBudgetStart(ConfigBudget *p, sqlite3_int64 usCpu);
+/* True once the thread started on it has used it up (p NULL: never). */
+int configBudgetSpent(ConfigBudget *p);
 /* CLOCK_REALTIME microseconds since the Unix epoch: what is recorded
 ** (:db/txInstant, mentat_managed_indexes' times). */
 sqlite3_int64 configWallUs(void);

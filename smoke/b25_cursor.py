@@ -161,16 +161,22 @@ raw.execute('PRAGMA wal_checkpoint(TRUNCATE)')    # the load's WAL out of the wa
 raw.close()
 cur = A.execute('SELECT value FROM edn_q(?, ?)', (db, wq))
 got = [cur.fetchone()]
-worst, wmax = 0.0, 0
+worst, worst_cpu, wmax = 0.0, 0.0, 0
 for i in range(300):
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     B.execute('SELECT edn_t(?, ?)', (db, '[{:w/blob "%d%s"}]' % (i, 'y' * 65536)))
     worst = max(worst, time.perf_counter() - t0)
+    worst_cpu = max(worst_cpu, time.thread_time() - c0)
     wmax = max(wmax, wal(db))
 print('wide join left open: WAL at most %d bytes over 300 commits of 64 KiB, slowest commit %.3f s'
-      % (wmax, worst))
+      ' (%.3f s of its thread\'s CPU)' % (wmax, worst, worst_cpu))
 check('wide join left open: WAL a few MiB', wmax < 8 * 1024 * 1024, True)
-check('wide join left open: no commit waits long (< 1 s)', worst < 1.0, True)
+# The set-aside's budget is the writer thread's CPU time (100 ms a commit), so that the WAL
+# bound above holds at any load; a commit's wall time then grows with the load like any
+# other work, so the latency is checked in the budget's own unit (idle, wall and CPU agree),
+# with a loose wall-clock bound that still catches a commit that waits for the whole rest.
+check('wide join left open: no commit waits long (< 0.5 s of CPU, < 5 s)',
+      (worst_cpu < 0.5, worst < 5.0), (True, True))
 got += cur.fetchall()
 check('wide join left open: its snapshot\'s rows', len(got), NW)
 check('wide join left open: rows whole', all(json.loads(r[0])[1] == json.loads(r[0])[0] + 1 for r in got), True)
@@ -196,14 +202,16 @@ cur = A.execute('SELECT c0, c1 FROM edn_q(?, ?)',
 ents = set(e for (e,) in A.execute('SELECT c0 FROM edn_q(?, ?)', (db, '[:find ?e :where [?e :p/age _]]')))
 check('cross product left open: %d entities' % N, len(ents), N)
 got = [cur.fetchone()]
-worst = 0.0
+worst, worst_cpu = 0.0, 0.0
 for i in range(10):
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     B.execute('SELECT edn_t(?, ?)', (db, '[%s]' % ' '.join('{:p/age 2 :p/bio "%s"}' % ('x' * 2000)
                                                                for _ in range(200))))
     worst = max(worst, time.perf_counter() - t0)
-print('cross product left open: slowest of 10 commits of 400 KB %.3f s' % worst)
-check('cross product left open: no commit waits for its rest (< 2 s)', worst < 2.0, True)
+    worst_cpu = max(worst_cpu, time.thread_time() - c0)
+print('cross product left open: slowest of 10 commits of 400 KB %.3f s (%.3f s of CPU)' % (worst, worst_cpu))
+check('cross product left open: no commit waits for its rest (< 1 s of CPU, < 10 s)',
+      (worst_cpu < 1.0, worst < 10.0), (True, True))
 got += cur.fetchmany(300000)
 check('cross product left open: rows still those of its snapshot',
       all(a in ents and b in ents for a, b in got), True)

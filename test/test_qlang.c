@@ -542,7 +542,7 @@ START_TEST(test_spill_bindings) {
   ck_assert_msg(rc == SQLITE_OK, "open: %s", zErr ? zErr : "?");
   ck_assert_int_eq(qRunStep(pRun, &zErr), SQLITE_ROW);
   nRow++;
-  ck_assert_int_eq(qSpillRest(pRun, 0, 0, NULL, &zErr), SQLITE_OK);
+  ck_assert_int_eq(qSpillRest(pRun, 0, NULL, NULL, &zErr), SQLITE_OK);
   while ((rc = qRunStep(pRun, &zErr)) == SQLITE_ROW) nRow++;
   ck_assert_int_eq(rc, SQLITE_DONE);
   ck_assert_int_eq(nRow, 6);
@@ -592,7 +592,7 @@ START_TEST(test_spill_budget) {
       aRow[iPass][aRows[iPass]++] = sqlite3_str_finish(pOut);
       if (iPass == 1 && aRows[1] == 2) {
         /* three rows copied (this one and two more), then the store again */
-        ck_assert_int_eq(qSpillRest(pRun, 3, 0, &bAll, &zErr), SQLITE_OK);
+        ck_assert_int_eq(qSpillRest(pRun, 3, NULL, &bAll, &zErr), SQLITE_OK);
         ck_assert_int_eq(bAll, 0);
       }
     }

@@ -588,9 +588,9 @@ typedef struct TestHold {
   int nRelease;
 } TestHold;
 
-static int testHoldRelease(StoreHold *pHold, sqlite3_int64 tEnd) {
+static int testHoldRelease(StoreHold *pHold, ConfigBudget *pBudget) {
   TestHold *p = (TestHold *)pHold;
-  (void)tEnd;
+  (void)pBudget;
   p->nRelease++;
   sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL);
   return 1;

@@ -21,7 +21,7 @@
 #include "sqlio.h"
 
 /* The most rows a writer sets aside for one cursor in one commit
-** (rcurLetGo); its time is bounded too (tEnd). */
+** (rcurLetGo); its CPU time is bounded too (pBudget). */
 #define RCUR_SPILL_ROWS 200000
 
 /* A compare-and-swap instead of a pthread mutex, which costs a streamed
@@ -54,23 +54,24 @@ void rcurUnlock(RunCursor *p) {
 ** host connection is not touched (its thread may be waiting for our
 ** lock), so the store connection's interrupt polling, which probes the
 ** host, is paused. The writer has committed and waits on this copy, so it
-** has a budget: RCUR_SPILL_ROWS, and tEnd, shared by the holds one commit
-** asks (checked between rows: finding one more row, or its pulls, can pass
-** it). A longer rest (a wide join, a cross product left open) is copied a
+** has a budget: RCUR_SPILL_ROWS, and pBudget, the writer thread's CPU
+** time shared by the holds one commit asks (checked between rows: finding
+** one more row, or its pulls, can pass it; CPU rather than wall time, so
+** a loaded machine sets as many rows aside per commit as an idle one). A longer rest (a wide join, a cross product left open) is copied a
 ** part per commit: the cursor keeps its snapshot meanwhile and is asked
 ** again after the next commit, so every cursor lets go within a number of
 ** commits proportional to its rest, each delayed at most by the budget.
 ** If the copy cannot start, the cursor keeps its snapshot and streams as
 ** before. Returns 1 when the snapshot is let go, 2 when part of the rest
 ** was set aside, 0 when the copy failed. */
-static int rcurLetGo(StoreHold *pHold, sqlite3_int64 tEnd) {
+static int rcurLetGo(StoreHold *pHold, ConfigBudget *pBudget) {
   RunCursor *p = (RunCursor *)((char *)pHold - offsetof(RunCursor, hold));
   int bLetGo = 1;
   rcurLock(p);
   if (p->pRun && !p->bEof && p->call.pConn) {
     int bAll = 0;
     vcallPause(&p->call, 1);
-    if (qSpillRest(p->pRun, RCUR_SPILL_ROWS, tEnd, &bAll, NULL) != SQLITE_OK) {
+    if (qSpillRest(p->pRun, RCUR_SPILL_ROWS, pBudget, &bAll, NULL) != SQLITE_OK) {
       vcallPause(&p->call, 0);
       bLetGo = 0;
     } else if (bAll) {

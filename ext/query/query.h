@@ -158,14 +158,16 @@ const char *qRunErrMsg(const QueryRun *p);
 ** either the rest was copied, or the copy failed after the store statement
 ** moved on, and the next qRunStep reports that failure (*pzErr says it
 ** too). An error code: the copy could not start and the run is unchanged.
-** Budget: at most nMaxRows rows (<= 0: no limit) and until tEnd
-** (configNowMs milliseconds, checked after each row; <= 0: no limit),
+** Budget: at most nMaxRows rows (<= 0: no limit) and until pBudget is
+** spent (the calling thread's CPU time, checked after each row; NULL: no
+** limit),
 ** since the caller may be another thread's writer waiting on this run. A
 ** rest longer than that is only partly copied: *pbAll (may be NULL) is
 ** then 0 and the run still needs the store — the copied rows come first,
 ** then the store statement, still on its snapshot, gives the rows after
 ** them. *pbAll is 1 otherwise. */
-int qSpillRest(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, int *pbAll, char **pzErr);
+int qSpillRest(QueryRun *p, sqlite3_int64 nMaxRows, ConfigBudget *pBudget, int *pbAll,
+               char **pzErr);
 
 /* query_spill.c. qSpillRest without a budget, for a run whose store
 ** connection is about to be given up (the edn_q table under "with", whose

@@ -81,7 +81,7 @@ static int qSpillRow(QueryRun *p, sqlite3_stmt *pIns, int nStmtCol, char **pzErr
 /* qSpillRest after a partial copy: appends the store statement's next rows
 ** to the spill table within the budget. Done, the store statement is reset
 ** (the snapshot can end) and the spill reader gives every row. */
-static int qSpillMore(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, int *pbAll,
+static int qSpillMore(QueryRun *p, sqlite3_int64 nMaxRows, ConfigBudget *pBudget, int *pbAll,
                       char **pzErr) {
   sqlite3_stmt *pSel = p->pStmt, *pIns = NULL, *pRest = p->pRest;
   sqlite3_str *pDml = sqlite3_str_new(NULL);
@@ -100,7 +100,7 @@ static int qSpillMore(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, i
   /* qSpillRow and the pulls read p->pStmt: the store statement meanwhile */
   p->pStmt = pRest;
   while (rc == SQLITE_OK) {
-    if ((nMaxRows > 0 && nRows >= nMaxRows) || (tEnd > 0 && configNowMs() >= tEnd)) break;
+    if ((nMaxRows > 0 && nRows >= nMaxRows) || configBudgetSpent(pBudget)) break;
     rcStore = sqlite3_step(pRest);
     if (rcStore != SQLITE_ROW) break;
     rc = qSpillRow(p, pIns, nStmtCol, &zErr);
@@ -132,7 +132,7 @@ static int qSpillMore(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, i
   return SQLITE_OK;
 }
 
-static int qSpillRestOnce(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, int *pbAll,
+static int qSpillRestOnce(QueryRun *p, sqlite3_int64 nMaxRows, ConfigBudget *pBudget, int *pbAll,
                           char **pzErr) {
   sqlite3 *db = NULL;
   sqlite3_stmt *pIns = NULL, *pSel = NULL;
@@ -142,7 +142,7 @@ static int qSpillRestOnce(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEn
   sqlite3_int64 nRows = 0;
 
   if (pbAll) *pbAll = p->pRest == NULL;
-  if (p->pSpillDb) return p->pRest ? qSpillMore(p, nMaxRows, tEnd, pbAll, pzErr) : SQLITE_OK;
+  if (p->pSpillDb) return p->pRest ? qSpillMore(p, nMaxRows, pBudget, pbAll, pzErr) : SQLITE_OK;
   nStmtCol = sqlite3_column_count(p->pStmt);
   nSpillCol = nStmtCol;
   p->aSpillPull = sqlite3_malloc64(sizeof(int) * (size_t)(p->pPlan->nCol + 1));
@@ -179,9 +179,9 @@ static int qSpillRestOnce(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEn
   rc = qSpillRow(p, pIns, nStmtCol, &zErr);
   while (rc == SQLITE_OK) {
     nRows++;
-    /* every row: one can take long (its pulls), and the clock is a vDSO
-    ** read, not a system call */
-    if ((nMaxRows > 0 && nRows >= nMaxRows) || (tEnd > 0 && configNowMs() >= tEnd)) {
+    /* every row: one can take long (its pulls), and the budget reads the
+    ** CPU clock only when the wall clock (a vDSO read) says it may be spent */
+    if ((nMaxRows > 0 && nRows >= nMaxRows) || configBudgetSpent(pBudget)) {
       bPartial = 1;             /* the store statement stays on this row */
       break;
     }
@@ -277,7 +277,7 @@ void qSpillClose(QueryRun *p) {
 
 int qSpillAll(QueryRun *p, char **pzErr) {
   int bAll = 0;
-  int rc = qSpillRest(p, 0, 0, &bAll, pzErr);
+  int rc = qSpillRest(p, 0, NULL, &bAll, pzErr);
   if (rc == SQLITE_OK && p->rcSpill != SQLITE_OK) {
     /* The copy stopped after some rows: the run still holds the store's
     ** statement (reset), and the rows are not all there. */
@@ -298,7 +298,8 @@ int qSpillAll(QueryRun *p, char **pzErr) {
   return rc;
 }
 
-int qSpillRest(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, int *pbAll, char **pzErr) {
+int qSpillRest(QueryRun *p, sqlite3_int64 nMaxRows, ConfigBudget *pBudget, int *pbAll,
+               char **pzErr) {
   /* Another thread (a writer) steps the statement here: the host's
   ** functions, called through proxies on the host connection, whose own
   ** thread may wait for this one, are off meanwhile. */
@@ -306,7 +307,7 @@ int qSpillRest(QueryRun *p, sqlite3_int64 nMaxRows, sqlite3_int64 tEnd, int *pbA
   sqlite3 *pSave = ppHost ? *ppHost : NULL;
   int rc;
   if (ppHost) *ppHost = NULL;
-  rc = qSpillRestOnce(p, nMaxRows, tEnd, pbAll, pzErr);
+  rc = qSpillRestOnce(p, nMaxRows, pBudget, pbAll, pzErr);
   if (ppHost) *ppHost = pSave;
   return rc;
 }

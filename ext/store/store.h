@@ -23,6 +23,7 @@
 #ifndef MENTAT_STORE_H
 #define MENTAT_STORE_H
 
+#include "config.h"
 #include "schema.h"
 
 typedef struct Store Store;
@@ -141,20 +142,22 @@ void storeReaderEndRead(Store *p, StoreConn *pConn);
 ** hold's memory goes, never while holding the holder's own mutex. */
 typedef struct StoreHold StoreHold;
 struct StoreHold {
-  /* tEnd: configNowMs() milliseconds by which the writer wants its
-  ** thread back, shared by every hold it asks after one commit; a hold
-  ** that cannot let go by then may keep its snapshot. */
+  /* pBudget: the writer thread's CPU time it spends on the holds after
+  ** one commit, shared by every hold it asks then (configBudgetSpent); a
+  ** hold that cannot let go within it may keep its snapshot. */
   /* 1: let go; 2: still holds, part of the work done: ask again after the
   ** next commit; 0: keeps its snapshot, do not ask again */
-  int (*xRelease)(StoreHold *pHold, sqlite3_int64 tEnd);
+  int (*xRelease)(StoreHold *pHold, ConfigBudget *pBudget);
   StoreHold *pHoldPrev, *pHoldNext;   /* the store's list; store-private */
 };
 void storeHoldAdd(Store *p, StoreHold *pHold);
 void storeHoldRemove(Store *p, StoreHold *pHold);
 /* Asks the registered holds to let go of their snapshots (each is removed
-** from the list first, so it is asked once), within 100 ms for all of
-** them: those not reached by then stay registered for a later
-** commit. Returns how many were asked; *pbAll (may be NULL) says whether
+** from the list first, so it is asked once), within 100 ms of the
+** calling thread's CPU time for all of them (CPU, not wall time: a writer
+** descheduled by load does the same work, so a cursor lets go after as
+** many commits at any load): those not reached by then stay registered
+** for a later commit. Returns how many were asked; *pbAll (may be NULL) says whether
 ** every hold let go (none left registered, none kept its snapshot), which
 ** is when a RESTART checkpoint can succeed. Called by the writer's WAL
 ** policy (store_wal.c) under the write mutex. */

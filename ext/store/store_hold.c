@@ -4,15 +4,18 @@
 **
 ** Takes in holds registered by the SQL boundary (an edn_q cursor with rows
 ** left: store.h's StoreHold); gives out, to the WAL policy, how many let
-** go; calls the holds' xRelease and the clock (configNowMs). A snapshot
+** go; calls the holds' xRelease and the thread's CPU clock (ConfigBudget). A snapshot
 ** pins the WAL: no checkpoint can copy or rewind past it, so an idle host
 ** cursor would let the WAL grow with every later commit.
 */
 #include "config.h"
 #include "store_context.h"
 
-/* One commit's budget for asking every hold, ms: a writer asking 30 open
-** cursors one budget each would wait for all of them in turn. */
+/* One commit's budget for asking every hold, ms of the writer thread's
+** CPU time: a writer asking 30 open cursors one budget each would wait for
+** all of them in turn. CPU time, not wall time, so the rows set aside per
+** commit, and with them the WAL an open cursor lets grow, do not depend on
+** the machine's load. */
 #define STORE_HOLD_RELEASE_MS 100
 
 /* The list is guarded by holdMutex, which storeHoldsRelease keeps across
@@ -45,15 +48,16 @@ void storeHoldRemove(Store *p, StoreHold *pHold) {
 
 int storeHoldsRelease(Store *p, int *pbAll) {
   int n = 0, bAll = 1;
-  sqlite3_int64 tEnd = configNowMs() + STORE_HOLD_RELEASE_MS;
+  ConfigBudget budget;
+  configBudgetStart(&budget, STORE_HOLD_RELEASE_MS * 1000);
   pthread_mutex_lock(&p->holdMutex);
   /* One budget for the commit, not per hold. */
   StoreHold *pAgain = NULL;
-  while (p->pHolds && (n == 0 || configNowMs() < tEnd)) {
+  while (p->pHolds && (n == 0 || !configBudgetSpent(&budget))) {
     StoreHold *pHold = p->pHolds;
     int r;
     storeHoldUnlink(p, pHold);
-    r = pHold->xRelease(pHold, tEnd);
+    r = pHold->xRelease(pHold, &budget);
     if (r != 1) bAll = 0;
     if (r == 2) {
       pHold->pHoldNext = pAgain;    /* back in the list after this commit */
