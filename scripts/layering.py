@@ -73,8 +73,9 @@ DRIVERS = {
         'query_run.c': {'query_plan_cache.h', 'query_spill.h'},
         # explain: a plan from the cache, explained instead of run
         'query_explain.c': {'query_plan_cache.h'},
-        # the plan cache: a plan it lacks from the compiler
-        'query_plan_cache.c': {'query_compile.h'},
+        # the plan cache: a plan it lacks from the compiler, the host functions it calls
+        # readied on the reader
+        'query_plan_cache.c': {'query_compile.h', 'query_compile_host.h'},
         # the rule calls: inlined, or rewritten for seeded recursion
         'query_compile_rules.c': {'query_compile_rules_inline.h', 'query_compile_rules_magic.h'},
     },

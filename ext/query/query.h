@@ -61,7 +61,7 @@ typedef struct QueryOpts {
   int bWithReport;                    /* "withReport": true, the scalar edn_q adds the report */
   int bOwnPlan;                       /* set by the caller: the run compiles a plan of its own,
                                       ** outside the connection's cache (qSpillAll) */
-  sqlite3 *pHostDb;                   /* a host store's connection (SPEC §3a), set by the
+  sqlite3 *pHostDb;                   /* a host store's connection (SPEC.md §3a), set by the
                                       ** caller: names no built-in has are its SQL functions
                                       ** (query_compile_host.c); NULL for file stores */
   int (*xInterrupted)(void *);        /* set by the caller: polled while a query compiles

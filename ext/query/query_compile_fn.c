@@ -151,7 +151,7 @@ static int qcfPredicateIn(QCtx *pX, const QClause *pCl) {
   const QcfBuiltin *pFn;
   QcfOut out = { NULL, VT_NONE, NULL };
   /* Not a built-in: on a host store, maybe the host's own SQL function. */
-  if (qcfLookup(pCl->zName) == NULL && qcHostCall(pX, pCl, 1, &out.zSql, &out.zTag)) {
+  if (qcfLookup(pCl->zName) == NULL && qchCall(pX, pCl, 1, &out.zSql, &out.zTag)) {
     if (out.zSql) qcWhere(pX, out.zSql);
     return pC->rc;
   }
@@ -737,7 +737,7 @@ static int qcfFunctionIn(QCtx *pX, const QClause *pCl) {
   const QcfBuiltin *pFn;
   QcfOut out = { NULL, VT_NONE, NULL };
   pC->nArgDepth = 0;
-  if (qcfLookup(pCl->zName) == NULL && qcHostCall(pX, pCl, 0, &out.zSql, &out.zTag)) {
+  if (qcfLookup(pCl->zName) == NULL && qchCall(pX, pCl, 0, &out.zSql, &out.zTag)) {
     if (out.zSql == NULL) return pC->rc;
     return qcfBindResult(pX, pCl, out.zSql, VT_NONE, out.zTag);
   }

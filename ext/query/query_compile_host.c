@@ -16,16 +16,16 @@
 ** when the result is neither NULL nor 0, SQL's own truth, since SQL
 ** functions return no booleans). Before the first edn_t a host database
 ** holds no store, and the read runs on the private in-memory store's
-** reader: the plan records the functions it calls, and qcHostProxies
+** reader: the plan records the functions it calls, and qchProxies
 ** registers there proxies that call the host's.
 */
 #include <stdlib.h>
 #include <string.h>
+#include "query_compile_host.h"
 #include "query_compile_scope.h"
-#include "query_compile.h"
 
 /* A plain SQL identifier that is not one of the extension's own names. */
-static int qcHostName(const char *z) {
+static int qchName(const char *z) {
   int i;
   if (z == NULL || !((z[0] >= 'a' && z[0] <= 'z') || (z[0] >= 'A' && z[0] <= 'Z') || z[0] == '_')) {
     return 0;
@@ -41,7 +41,7 @@ static int qcHostName(const char *z) {
 }
 
 /* Is zName(nArg arguments) callable on host? */
-static int qcHostHas(sqlite3 *host, const char *zName, int nArg) {
+static int qchHas(sqlite3 *host, const char *zName, int nArg) {
   sqlite3_str *pSql = sqlite3_str_new(NULL);
   sqlite3_stmt *pStmt = NULL;
   char *zSql;
@@ -57,7 +57,7 @@ static int qcHostHas(sqlite3 *host, const char *zName, int nArg) {
   return rc == SQLITE_OK;
 }
 
-int qcHostCall(QCtx *pX, const QClause *pCl, int bPredicate, char **pzExpr, char **pzTag) {
+int qchCall(QCtx *pX, const QClause *pCl, int bPredicate, char **pzExpr, char **pzTag) {
   QComp *pC = pX->pC;
   sqlite3 *host = pC->pOpts ? pC->pOpts->pHostDb : NULL;
   const EdnValue *const *aArg;
@@ -66,9 +66,9 @@ int qcHostCall(QCtx *pX, const QClause *pCl, int bPredicate, char **pzExpr, char
   int nArg;
   *pzExpr = NULL;
   *pzTag = NULL;
-  if (host == NULL || !qcHostName(pCl->zName)) return 0;
+  if (host == NULL || !qchName(pCl->zName)) return 0;
   qcSkipSrc(pCl, &aArg, &nArg);
-  if (!qcHostHas(host, pCl->zName, nArg)) return 0;
+  if (!qchHas(host, pCl->zName, nArg)) return 0;
   if (pC->pHostFns == NULL) pC->pHostFns = sqlite3_str_new(NULL);
   sqlite3_str_appendf(pC->pHostFns, "%s\x01%d\x01", pCl->zName, nArg);
   pOut = sqlite3_str_new(NULL);
@@ -155,7 +155,7 @@ static void qcProxyFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   sqlite3_finalize(pStmt);
 }
 
-int qcHostProxies(sqlite3 *db, sqlite3 **ppHost, const char *zFns, char **pzErr) {
+int qchProxies(sqlite3 *db, sqlite3 **ppHost, const char *zFns, char **pzErr) {
   const char *z = zFns;
   while (z && *z) {
     const char *zName = z, *zSep = strchr(z, '\x01');
@@ -170,7 +170,7 @@ int qcHostProxies(sqlite3 *db, sqlite3 **ppHost, const char *zFns, char **pzErr)
     pP->zName[nName] = 0;
     /* Registered once per reader: replacing a function would expire every
     ** statement the reader has prepared. */
-    if (qcHostHas(db, pP->zName, nArg)) {
+    if (qchHas(db, pP->zName, nArg)) {
       sqlite3_free(pP);
       continue;
     }

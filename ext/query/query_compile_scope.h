@@ -3,11 +3,16 @@
 ** compile state (QComp), scopes (QCtx) and their variables (QVar), and the
 ** functions each query_compile_*.c file offers the others. The driver
 ** (query_compile.c) and every sub-compiler include this header and no
-** other of the compiler's, so the sub-compilers may call each other (not,
-** or and rule bodies compile clause lists) without a circle of includes.
-** Prefixes: qc for the scope and SQL helpers, qcw the clause list, qcb
-** bindings, qcp predicates, qcv value expressions, qcf function
-** clauses, qco not/or, qcr rules, qca aggregates.
+** other of the compiler's (but a part's own: the rule calls' context, the
+** host functions'), so the sub-compilers may call each other (not, or and
+** rule bodies compile clause lists) without a circle of includes.
+** One prefix per module: qc for the context itself (this header's
+** query_compile_scope.c, _sql.c and _copy.c: scopes and variables, SQL
+** shapes, scope copies), qcs the sources, qcw the clause list, qcb
+** bindings, qcp predicates, qcv value expressions, qcf function clauses
+** and the table of built-ins, qch host functions, qco not/or, qcr rule
+** calls (over qcx, qci, qcm: query_compile_rules_ctx.h), qca aggregates;
+** the driver's qCompile.
 **
 ** HOW IT WORKS
 ** A query compiles to ONE SQL statement. Each scope (the query, a not/or
@@ -194,7 +199,7 @@ struct QComp {
 };
 
 
-/* ---- query_compile_scope.c: errors, parameters, FROM and WHERE, variables, terms */
+/* ---- query_compile_sql.c: errors, interrupts, limits, parameters */
 
 /* Error at form p ("line L col C: ...") unless one is set; returns the rc. */
 int qcErr(QComp *pC, const EdnValue *p, const char *zFmt, ...);
@@ -213,6 +218,9 @@ int qcCompoundLimit(QComp *pC, const EdnValue *pAt, int nSelect, const char *zFm
 /* A new parameter; returns its number (1-based) or 0 on OOM. */
 int qcParam(QComp *pC, const EdnValue *pConst, int iInput, int i1, int i2,
             QConv eConv, ValueType vt);
+
+/* ---- query_compile_scope.c: FROM and WHERE, variables, terms */
+
 /* Appends " AND term" to the scope's WHERE (grouped: QC_WHERE_FAN). zTerm
 ** is sqlite3_malloc'd and taken over (NULL means OOM). */
 void qcWhere(QCtx *pX, char *zTerm);
@@ -560,12 +568,14 @@ int qcfType(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
 
 int qcfPredicate(QCtx *pX, const QClause *pCl);
 int qcfFunction(QCtx *pX, const QClause *pCl);
+/* ---- query_compile_host.c: the host's own SQL functions */
+
 /* A function clause no built-in has, on a host store: a call of the host
-** connection's SQL function of that name (query_compile_host.c). Returns 0
+** connection's SQL function of that name. Returns 0
 ** when it is not one (the caller reports "unknown function"); otherwise 1
 ** with *pzExpr the SQL (NULL on error, in pC->rc): for bPredicate the
 ** WHERE term, else the value with *pzTag its type tag. */
-int qcHostCall(QCtx *pX, const QClause *pCl, int bPredicate, char **pzExpr, char **pzTag);
+int qchCall(QCtx *pX, const QClause *pCl, int bPredicate, char **pzExpr, char **pzTag);
 
 /* ---- query_compile_not_or.c: not and or */
 

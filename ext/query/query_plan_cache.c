@@ -17,6 +17,7 @@
 #include <string.h>
 #include "query_plan_cache.h"
 #include "query_compile.h"
+#include "query_compile_host.h"
 #include "pull.h"
 
 /* Plans kept per connection: enough for an application's working set of
@@ -42,7 +43,7 @@ typedef struct QCache {
   QStmt *pStmts;         /* statements by SQL text (qCacheStmt) */
   int nStmt;
   sqlite3 *pCallHost;    /* the host whose functions this connection's proxies
-                         ** call (qcHostProxies): set per run by qCachePlan */
+                         ** call (qchProxies): set per run by qCachePlan */
   void *pSpareRun;       /* a closed run's memory (qCacheSpareRun) */
 } QCache;
 
@@ -415,14 +416,14 @@ int qCachePlan(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery
   if (pCache == NULL) return SQLITE_NOMEM;
   /* A host store's read served by another store's reader (an empty host
   ** store: the private in-memory one) calls the host's functions through
-  ** proxies (qcHostProxies), for this run only. */
+  ** proxies (qchProxies), for this run only. */
   pCache->pCallHost = pOpts && pOpts->pHostDb != pConn->db ? pOpts->pHostDb : NULL;
   if (pOpts && pOpts->bOwnPlan) {
     /* A run that outlives its use of the connection keeps nothing there. */
     *pbOwn = 1;
     rc = qCompile(pSchema, zQuery, nQuery, pOpts, &pPlan, pzErr);
     if (rc == SQLITE_OK && pPlan->zHostFns && pCache->pCallHost) {
-      rc = qcHostProxies(pConn->db, &pCache->pCallHost, pPlan->zHostFns, pzErr);
+      rc = qchProxies(pConn->db, &pCache->pCallHost, pPlan->zHostFns, pzErr);
     }
     if (rc == SQLITE_OK) rc = qCachePrepare(pConn, pPlan, pzErr);
     if (rc != SQLITE_OK) {
@@ -468,7 +469,7 @@ int qCachePlan(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery
   if (rc == SQLITE_OK && pPlan->zHostFns && pCache->pCallHost) {
     /* Another host's query of the same text must not find this plan. */
     *pbOwn = 1;
-    rc = qcHostProxies(pConn->db, &pCache->pCallHost, pPlan->zHostFns, pzErr);
+    rc = qchProxies(pConn->db, &pCache->pCallHost, pPlan->zHostFns, pzErr);
   }
   if (rc == SQLITE_OK) rc = qCachePrepare(pConn, pPlan, pzErr);
   if (rc == SQLITE_OK && !*pbOwn) rc = qCacheAdd(pCache, pPlan, &key, h);

@@ -17,7 +17,7 @@ typedef struct QueryPlan QueryPlan;
 ** qPlanFree). Errors in *pzErr: the compiler's, or "cannot compile query:
 ** <SQLite's reason> (<the part of the query to blame>)". */
 /* The slot of the host whose functions pConn's proxies call during the run
-** (qcHostProxies), or NULL when pConn has no cache yet. */
+** (qchProxies), or NULL when pConn has no cache yet. */
 sqlite3 **qCacheCallHost(StoreConn *pConn);
 
 int qCachePlan(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
