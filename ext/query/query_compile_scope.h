@@ -98,7 +98,7 @@ typedef struct QSrcSave {
 ** those groups again, QC_WHERE_LEVELS deep: SQLite parses "t1 AND t2 AND
 ** ..." as a tree as deep as the terms are many and refuses one deeper than
 ** SQLITE_LIMIT_EXPR_DEPTH (1000), so a clause list of 1000 predicates
-** failed; grouped, n terms nest about 16 * 4 + n / 16^4 deep. */
+** would fail; grouped, n terms nest about 16 * 4 + n / 16^4 deep. */
 #define QC_WHERE_FAN 16
 #define QC_WHERE_LEVELS 4
 
