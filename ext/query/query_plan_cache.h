@@ -1,6 +1,7 @@
 /*
 ** query_plan_cache.h — the compiled plans a store connection keeps
-** (query_plan_cache.c), for the runner (query_run.c).
+** (query_plan_cache.c), for the runner (query_run.c) and explain
+** (query_explain.c).
 */
 #ifndef MENTAT_QUERY_PLAN_CACHE_H
 #define MENTAT_QUERY_PLAN_CACHE_H
@@ -16,12 +17,12 @@ typedef struct QueryPlan QueryPlan;
 ** is compiled for this run (*pbOwn = 1: the caller frees it with
 ** qPlanFree). Errors in *pzErr: the compiler's, or "cannot compile query:
 ** <SQLite's reason> (<the part of the query to blame>)". */
+int qCachePlan(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
+               const QueryOpts *pOpts, QueryPlan **ppPlan, int *pbOwn, char **pzErr);
+
 /* The slot of the host whose functions pConn's proxies call during the run
 ** (qchProxies), or NULL when pConn has no cache yet. */
 sqlite3 **qCacheCallHost(StoreConn *pConn);
-
-int qCachePlan(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
-               const QueryOpts *pOpts, QueryPlan **ppPlan, int *pbOwn, char **pzErr);
 
 /* A slot on pConn for one closed run's memory (query_run.c reuses it: a
 ** run per call would otherwise be a malloc and a free under SQLite's
