@@ -330,8 +330,9 @@ static int vcallOpen(VCall *pCall, sqlite3 *host, const char *zPath, int eKind,
   /* On a host store the query runs on the host: its SQL functions are
   ** callable (through proxies while the host database holds no store). */
   if (rc == SQLITE_OK && pOpts) pOpts->pHostDb = storeHostDb(pCall->pStore);
-  if (eKind == VCALL_QUERY && pOpts && (pOpts->nSource || pOpts->bExplain)) {
-    /* Attached stores (the lazy check sees only main), or no run to check. */
+  if (eKind == VCALL_QUERY && pOpts && pOpts->bExplain) {
+    /* No run whose first step the lazy reader's check could follow: the
+    ** plan must come from a schema checked for the file as it is now. */
     eKind = VCALL_READ;
   }
   if (rc == SQLITE_OK && eKind == VCALL_QUERY) {
@@ -347,8 +348,13 @@ static int vcallOpen(VCall *pCall, sqlite3 *host, const char *zPath, int eKind,
     rc = storeAcquire("", &pCall->pStore, pzErr);
     if (rc == SQLITE_OK) rc = storeReader(pCall->pStore, &pCall->pConn, &pCall->pSchema, pzErr);
   }
-  /* Other store files of opts "sources" are attached to the reader. */
-  if (rc == SQLITE_OK && eKind == VCALL_READ && pOpts && pOpts->nSource) {
+  /* Other store files of opts "sources" are attached to the reader. On a
+  ** lazy reader the run's first step checks $'s store as for any query
+  ** (a newer state plans again, with the sources that read this store on
+  ** the new schema: qSourcesSetMain); each other file's schema was checked
+  ** as it was opened (qSourcesOpen), and the statement reads one snapshot
+  ** of each file, as inside a read transaction begun on $'s store alone. */
+  if (rc == SQLITE_OK && (eKind == VCALL_READ || eKind == VCALL_QUERY) && pOpts && pOpts->nSource) {
     rc = qSourcesOpen(pCall->pStore, &pCall->pConn, &pCall->pSchema, pOpts, pzErr);
   }
   if (rc != SQLITE_OK) {

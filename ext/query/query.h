@@ -95,6 +95,13 @@ int qOptsParse(QueryOpts *p, const char *zOpts, int nOpts, char **pzErr);
 int qSourcesOpen(Store *pMain, StoreConn **ppConn, Schema **ppSchema, QueryOpts *pOpts,
                  char **pzErr);
 
+/* query_sources.c. Gives the sources of pOpts that read the query's own
+** store (a filter of it, or its own path: those qSourcesOpen gave the
+** main schema) the schema pSchema instead, one reference each: the run
+** was planned again on it after its first step read a newer state than
+** the reader was handed out at (qRunOpen). */
+void qSourcesSetMain(QueryOpts *pOpts, Schema *pSchema);
+
 typedef struct QueryRun QueryRun;
 
 /* query_explain.c. Appends to pOut, instead of running zQuery, the JSON
@@ -115,10 +122,13 @@ int qExplain(StoreConn *pConn, Schema *pSchema, const char *zDbPath, const char 
 ** storeReader() returned; the run keeps its own reference. pOpts must
 ** outlive the run: its strings are bound without a copy (valueBindStatic),
 ** so qOptsReset() it only after qRunClose(), which clears the bindings.
+** On a storeReaderLazy connection the run may be planned again on a newer
+** schema after its first step; the sources of pOpts that read pConn's own
+** store then take that schema too (qSourcesSetMain).
 ** Errors in *pzErr (sqlite3_malloc'd) without the "edn_q: " prefix, e.g.
 ** "line 1 col 30: unbound variable ?x in predicate". */
 int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
-             const QueryOpts *pOpts, QueryRun **ppRun, char **pzErr);
+             QueryOpts *pOpts, QueryRun **ppRun, char **pzErr);
 
 /* SQLITE_ROW with a row ready, SQLITE_DONE, or an error (*pzErr). */
 int qRunStep(QueryRun *p, char **pzErr);

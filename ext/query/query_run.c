@@ -101,13 +101,16 @@ static int qRunReplan(QueryRun *p, char **pzErr) {
   sqlite3_free(*pzErr);
   *pzErr = NULL;
   rc = storeReaderRecheck(p->pConn->pStore, p->pConn, &pNew, pzErr);
+  /* The sources that read this store ($2 a filter of it) read it at the
+  ** same snapshot, so with the same schema; other files keep theirs. */
+  if (rc == SQLITE_OK && p->pOpts) qSourcesSetMain(p->pOpts, pNew);
   if (rc == SQLITE_OK) rc = qRunPlan(p, pNew, pzErr);
   schemaUnref(pNew);
   return rc;
 }
 
 int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
-             const QueryOpts *pOpts, QueryRun **ppRun, char **pzErr) {
+             QueryOpts *pOpts, QueryRun **ppRun, char **pzErr) {
   QueryRun *pRun = NULL;
   void **ppSpare;
   int rc;

@@ -37,7 +37,7 @@ struct QueryRun {
   ** the snapshot its first step read is newer than its schema. */
   const char *zQuery;
   int nQuery;
-  const QueryOpts *pOpts;
+  QueryOpts *pOpts;
   int bCheck;            /* the first step is still to be checked (storeReaderCheck) */
 };
 

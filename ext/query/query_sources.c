@@ -173,6 +173,17 @@ static int qsrcFileCount(const QueryOpts *pOpts) {
   return n;
 }
 
+void qSourcesSetMain(QueryOpts *pOpts, Schema *pSchema) {
+  int i;
+  for (i = 0; i < pOpts->nSource; i++) {
+    QuerySource *pS = &pOpts->aSource[i];
+    if (pS->pStore != NULL || pS->pSchema == NULL || pS->pSchema == pSchema) continue;
+    schemaUnref(pS->pSchema);
+    pS->pSchema = pSchema;
+    schemaRef(pSchema);
+  }
+}
+
 int qSourcesOpen(Store *pMain, StoreConn **ppConn, Schema **ppSchema, QueryOpts *pOpts,
                  char **pzErr) {
   int i, rc = SQLITE_OK, nTry, nFile, nMax;
