@@ -10,7 +10,7 @@
 #include "config.h"
 #include "call.h"
 #include "sqlio.h"
-#include "host.h"
+#include "host_state.h"
 #include "store_host.h"
 #include "tx.h"
 #include "pull.h"

@@ -37,7 +37,7 @@ SQLITE_EXTENSION_INIT1
 #include "edn_q.h"
 #include "edn_t.h"
 #include "edn_view.h"
-#include "host.h"
+#include "host_state.h"
 #include "call.h"
 #include "interrupt.h"
 #include "mentat_version.h"

@@ -14,7 +14,7 @@
 ** Selecting from it returns no rows.
 */
 #include <string.h>
-#include "host.h"
+#include "host_state.h"
 #include "store_host.h"
 
 typedef struct HostTab {
