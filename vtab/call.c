@@ -10,10 +10,46 @@
 #include "config.h"
 #include "call.h"
 #include "sqlio.h"
-#include "host_state.h"
 #include "store_host.h"
 #include "tx.h"
 #include "pull.h"
+
+/* Connects mentat_host_state on host (host_state.c), whose disconnect at
+** the connection's close frees its host-store state. */
+static int vcallHostHook(sqlite3 *host, char **pzErr) {
+  sqlite3_stmt *pStmt = NULL;
+  int rc = sqlite3_prepare_v2(host, "SELECT 1 FROM mentat_host_state", -1, &pStmt, NULL);
+  sqlite3_finalize(pStmt);
+  if (rc != SQLITE_OK) {
+    sqlite3_free(*pzErr);
+    *pzErr = sqlite3_mprintf("cannot set up host stores on this connection: %s",
+                             sqlite3_errmsg(host));
+  }
+  return rc;
+}
+
+/* The store `db_path` zPath names for host connection host: a host store
+** for ':main', ':temp', ':<attached>' (store_host.h, ../shared/SPEC.md
+** §3a), else the file store (storeAcquire). bWrite: edn_t (a read-only
+** host database is refused). *ppStore as storeAcquire's; errors in
+** *pzErr. */
+static int vcallAcquireStore(sqlite3 *host, const char *zPath, int bWrite, Store **ppStore,
+                             char **pzErr) {
+  int bNew = 0, rc;
+  if (zPath[0] != ':') {
+    return bWrite ? storeAcquire(zPath, ppStore, pzErr) : storeAcquireRead(zPath, ppStore, pzErr);
+  }
+  rc = storeHostAcquire(host, zPath + 1, bWrite, ppStore, &bNew, pzErr);
+  if (rc == SQLITE_OK && bNew) {
+    rc = vcallHostHook(host, pzErr);
+    if (rc != SQLITE_OK) {
+      storeRelease(*ppStore);
+      *ppStore = NULL;
+      storeHostClose(host);
+    }
+  }
+  return rc;
+}
 
 /* Sets *pzErr to the message for a db_path that cannot be a store;
 ** returns SQLITE_ERROR, or SQLITE_NOMEM when the message cannot be made. */
@@ -183,7 +219,7 @@ static int vcallCheckPath(sqlite3 *host, int eType, const char *zPath, int n, in
     return vcallPathError(pzErr, sqlite3_mprintf("db_path contains a NUL byte"));
   }
   if (n == 0) return SQLITE_OK;   /* the private in-memory store */
-  if (zPath[0] == ':') return SQLITE_OK;   /* a host store (SPEC §3a) */
+  if (zPath[0] == ':') return SQLITE_OK;   /* a host store (SPEC.md §3a) */
   zMain = sqlite3_db_filename(host, "main");
   if (zMain == NULL || zMain[0] == 0) return SQLITE_OK;   /* host in memory */
   if (!bWrite && vcallSeenRecently(host, zMain, zPath, n)) return SQLITE_OK;
@@ -325,7 +361,7 @@ static int vcallOpen(VCall *pCall, sqlite3 *host, const char *zPath, int eKind,
   bWith = eKind != VCALL_WRITE && pOpts && pOpts->zWith;
   if (bWith) eKind = VCALL_WITH;
   if (rc == SQLITE_OK) {
-    rc = hostAcquireStore(host, zPath, eKind == VCALL_WRITE || bWith, &pCall->pStore, pzErr);
+    rc = vcallAcquireStore(host, zPath, eKind == VCALL_WRITE || bWith, &pCall->pStore, pzErr);
   }
   /* On a host store the query runs on the host: its SQL functions are
   ** callable (through proxies while the host database holds no store). */

@@ -6,8 +6,9 @@
 **
 ** Takes the host connection, the db_path argument and optionally the opts
 ** argument; gives a VCall holding the store (and reader, schema) for the
-** call. Calls the store stage, the query stage's opts parser and the
-** interrupt bridge (interrupt.h).
+** call. Calls the store stage (a file store, or a host store through
+** store_host.h), the query stage's opts parser, the transactor and puller
+** for a with-span, and the interrupt bridge (interrupt.h).
 **
 **   VCall call;
 **   memset(&call, 0, sizeof call);

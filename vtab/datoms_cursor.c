@@ -9,15 +9,6 @@
 #include "sqlio.h"
 #include "value.h"
 
-int dcurError(sqlite3_vtab *pVtab, const char *zFunc, int rc, const char *zErr) {
-  sqlite3_free(pVtab->zErrMsg);
-  pVtab->zErrMsg = NULL;
-  if (rc == SQLITE_NOMEM) return rc;
-  if (rc == SQLITE_OK) rc = SQLITE_ERROR;
-  pVtab->zErrMsg = sqlite3_mprintf("%s: %s", zFunc, zErr ? zErr : sqlite3_errstr(rc));
-  return pVtab->zErrMsg ? rc : SQLITE_NOMEM;
-}
-
 int dcurSaveArgs(DCursor *p, sqlite3_value **apIn, int nArg) {
   size_t nNeed = 0, iOfs = 0;
   int i;
@@ -188,14 +179,14 @@ int dcurStepFirst(DCursor *p, int *pbRedo) {
         rc2 = dcurRecheckNow(p, pbRedo, &zErr);
         if (rc2 != SQLITE_OK) {
           dcurRelease(p);
-          rc2 = dcurError(p->base.pVtab, p->zFunc, rc2, zErr);
+          rc2 = sqlioVtabError(p->base.pVtab, p->zFunc, rc2, zErr);
         }
         sqlite3_free(zErr);
         return rc2;
       }
       if (rc2 != SQLITE_OK) {
         dcurRelease(p);
-        return dcurError(p->base.pVtab, p->zFunc, rc2, NULL);
+        return sqlioVtabError(p->base.pVtab, p->zFunc, rc2, NULL);
       }
     }
     return dcurStepDone(p, rc);
@@ -226,7 +217,7 @@ static int dcurStepDone(DCursor *p, int rc) {
                                        : sqlite3_errmsg(p->call.pConn->db));
     if (vcallInterrupted(&p->call)) rc = SQLITE_INTERRUPT;
     dcurRelease(p);
-    rc = dcurError(p->base.pVtab, p->zFunc, zErr ? rc : SQLITE_NOMEM, zErr);
+    rc = sqlioVtabError(p->base.pVtab, p->zFunc, zErr ? rc : SQLITE_NOMEM, zErr);
     sqlite3_free(zErr);
   }
   return rc;
@@ -331,4 +322,38 @@ int dcurTimeArg(sqlite3_value *pArg, const char *zWhat, sqlite3_int64 *pi, int *
   sqlite3_free(zEdn);
   ednArenaReset(&arena);
   return rc;
+}
+
+int dcurColumn(DCursor *p, const unsigned char *aCol, int nCol, int iCol, sqlite3_context *pCtx) {
+  if (iCol >= nCol) {
+    dcurArgResult(p, iCol - nCol, pCtx);
+    return SQLITE_OK;
+  }
+  if (p->pStmt == NULL || p->bEof) return SQLITE_OK;
+  switch (aCol[iCol]) {
+    case DCUR_COL_E:
+    case DCUR_COL_TX:
+      sqlite3_result_int64(pCtx, sqlite3_column_int64(p->pStmt, aCol[iCol]));
+      break;
+    case DCUR_COL_A: dcurIdentResult(p, DCUR_COL_A, pCtx); break;
+    case DCUR_COL_V: dcurValueResult(p, pCtx); break;
+    case DCUR_COL_INST: dcurTxInstantResult(p, pCtx); break;
+    default:
+      sqlite3_result_int(pCtx, sqlite3_column_int(p->pStmt, DCUR_COL_ADDED));
+      break;
+  }
+  return SQLITE_OK;
+}
+
+int dcurNext(sqlite3_vtab_cursor *pCur) {
+  return dcurStep((DCursor *)pCur);
+}
+
+int dcurEof(sqlite3_vtab_cursor *pCur) {
+  return ((DCursor *)pCur)->bEof;
+}
+
+int dcurRowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid) {
+  *pRowid = ((DCursor *)pCur)->iRowid;
+  return SQLITE_OK;
 }

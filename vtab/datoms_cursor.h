@@ -52,10 +52,6 @@ typedef struct DCursor {
   char zInst[40];
 } DCursor;
 
-/* Moves zErr (may be NULL: rc's text) into the vtab's error as
-** "<zFunc>: <zErr>"; returns rc (SQLITE_NOMEM when even that fails). */
-int dcurError(sqlite3_vtab *pVtab, const char *zFunc, int rc, const char *zErr);
-
 /* Copies the nArg arguments (NULL entries: not given) so the hidden columns
 ** can echo them after xFilter; frees the previous copies. */
 int dcurSaveArgs(DCursor *p, sqlite3_value **apIn, int nArg);
@@ -101,6 +97,17 @@ void dcurRelease(DCursor *p);
 
 /* Frees the echoed arguments too (xClose). */
 void dcurFree(DCursor *p);
+
+/* The xColumn of a raw-index table whose visible columns are aCol[0..nCol)
+** (each the DCUR_COL_* of the row it shows) and whose hidden columns after
+** them echo the arguments: sets pCtx to column iCol of the current row
+** (nothing with no row), or to argument iCol - nCol. SQLITE_OK. */
+int dcurColumn(DCursor *p, const unsigned char *aCol, int nCol, int iCol, sqlite3_context *pCtx);
+
+/* The xNext, xEof and xRowid of a table whose cursor is a DCursor. */
+int dcurNext(sqlite3_vtab_cursor *pCur);
+int dcurEof(sqlite3_vtab_cursor *pCur);
+int dcurRowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid);
 
 /* The current row's attribute as its ident TEXT (the entid as INTEGER when
 ** it has none), and its value as the native SQL value of its type. */

@@ -625,7 +625,7 @@ static int eddFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, i
     int bDb = (idxNum & 1) == 0, bIx = (idxNum & 2) == 0;
     char *z = sqlite3_mprintf("missing argument%s %s%s%s", bDb && bIx ? "s" : "",
                               bDb ? "db_path" : "", bDb && bIx ? " and " : "", bIx ? "index" : "");
-    rc = dcurError(cur->pVtab, "edn_datoms", z ? SQLITE_ERROR : SQLITE_NOMEM, z);
+    rc = sqlioVtabError(cur->pVtab, "edn_datoms", z ? SQLITE_ERROR : SQLITE_NOMEM, z);
     sqlite3_free(z);
     return rc;
   }
@@ -648,7 +648,7 @@ static int eddFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, i
   if (rc == SQLITE_OK) rc = eddArgs(&c, apArg, &pOpts, &zErr);
   if (rc == SQLITE_OK) rc = eddRun(pCur, &c, apArg[0], pOpts, ((EddVtab *)cur->pVtab)->db, &zErr);
   if (rc != SQLITE_OK && zErr) {
-    rc = dcurError(cur->pVtab, "edn_datoms", rc, zErr);
+    rc = sqlioVtabError(cur->pVtab, "edn_datoms", rc, zErr);
     dcurRelease(pCur);
   }
 done:
@@ -746,40 +746,13 @@ static int eddRun(DCursor *pCur, EddCall *p, sqlite3_value *pDb, sqlite3_value *
   return rc;
 }
 
-static int eddNext(sqlite3_vtab_cursor *cur) {
-  return dcurStep((DCursor *)cur);
-}
-
-static int eddEof(sqlite3_vtab_cursor *cur) {
-  return ((DCursor *)cur)->bEof;
-}
+/* The table's visible columns e, a, v, tx, added: the row's columns they show. */
+static const unsigned char eddRowCols[EDND_COL_DBPATH] = {
+  DCUR_COL_E, DCUR_COL_A, DCUR_COL_V, DCUR_COL_TX, DCUR_COL_ADDED
+};
 
 static int eddColumn(sqlite3_vtab_cursor *cur, sqlite3_context *pCtx, int iCol) {
-  DCursor *pCur = (DCursor *)cur;
-  if (iCol >= EDND_COL_DBPATH) {
-    dcurArgResult(pCur, iCol - EDND_COL_DBPATH, pCtx);
-    return SQLITE_OK;
-  }
-  if (pCur->pStmt == NULL || pCur->bEof) return SQLITE_OK;
-  switch (iCol) {
-    case EDND_COL_E:
-      sqlite3_result_int64(pCtx, sqlite3_column_int64(pCur->pStmt, DCUR_COL_E));
-      break;
-    case EDND_COL_A: dcurIdentResult(pCur, DCUR_COL_A, pCtx); break;
-    case EDND_COL_V: dcurValueResult(pCur, pCtx); break;
-    case EDND_COL_TX:
-      sqlite3_result_int64(pCtx, sqlite3_column_int64(pCur->pStmt, DCUR_COL_TX));
-      break;
-    default:
-      sqlite3_result_int(pCtx, sqlite3_column_int(pCur->pStmt, DCUR_COL_ADDED));
-      break;
-  }
-  return SQLITE_OK;
-}
-
-static int eddRowid(sqlite3_vtab_cursor *cur, sqlite_int64 *pRowid) {
-  *pRowid = ((DCursor *)cur)->iRowid;
-  return SQLITE_OK;
+  return dcurColumn((DCursor *)cur, eddRowCols, EDND_COL_DBPATH, iCol, pCtx);
 }
 
 static sqlite3_module eddModule = {
@@ -791,12 +764,12 @@ static sqlite3_module eddModule = {
   .xOpen = eddOpen,
   .xClose = eddClose,
   .xFilter = eddFilter,
-  .xNext = eddNext,
-  .xEof = eddEof,
+  .xNext = dcurNext,
+  .xEof = dcurEof,
   .xColumn = eddColumn,
-  .xRowid = eddRowid,
+  .xRowid = dcurRowid,
 };
 
-int ednDatomsRegister(sqlite3 *db) {
+int eddRegister(sqlite3 *db) {
   return sqlite3_create_module_v2(db, "edn_datoms", &eddModule, NULL, NULL);
 }

@@ -25,7 +25,7 @@
 */
 #include <string.h>
 #include "sqlite_api.h"
-#include "edn_datoms.h"
+#include "edn_log.h"
 #include "datoms_cursor.h"
 #include "sqlio.h"
 #include "value.h"
@@ -156,7 +156,7 @@ static int ednlFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, 
   dcurRelease(pCur);
   pCur->bEof = 1;
   pCur->iRowid = 0;
-  if ((idxNum & 1) == 0) return dcurError(cur->pVtab, "edn_log", SQLITE_ERROR,
+  if ((idxNum & 1) == 0) return sqlioVtabError(cur->pVtab, "edn_log", SQLITE_ERROR,
                                           "missing argument db_path");
   for (i = 0; i < EDNL_NARG && j < argc; i++) {
     if (idxNum & (1 << i)) apArg[i] = argv[j++];
@@ -169,48 +169,21 @@ static int ednlFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, 
   if (sqlite3_value_type(apArg[0]) == SQLITE_NULL) return SQLITE_OK;   /* no rows */
   rc = ednlRun(pCur, ((EdnlVtab *)cur->pVtab)->db, apArg, iLimit, &zErr);
   if (rc != SQLITE_OK && zErr) {
-    rc = dcurError(cur->pVtab, "edn_log", rc, zErr);
+    rc = sqlioVtabError(cur->pVtab, "edn_log", rc, zErr);
     dcurRelease(pCur);
   }
   sqlite3_free(zErr);
   return rc;
 }
 
-static int ednlNext(sqlite3_vtab_cursor *cur) {
-  return dcurStep((DCursor *)cur);
-}
-
-static int ednlEof(sqlite3_vtab_cursor *cur) {
-  return ((DCursor *)cur)->bEof;
-}
+/* The table's visible columns tx, tx_instant, e, a, v, added: the row's
+** columns they show. */
+static const unsigned char ednlRowCols[EDNL_COL_DBPATH] = {
+  DCUR_COL_TX, DCUR_COL_INST, DCUR_COL_E, DCUR_COL_A, DCUR_COL_V, DCUR_COL_ADDED
+};
 
 static int ednlColumn(sqlite3_vtab_cursor *cur, sqlite3_context *pCtx, int iCol) {
-  DCursor *pCur = (DCursor *)cur;
-  if (iCol >= EDNL_COL_DBPATH) {
-    dcurArgResult(pCur, iCol - EDNL_COL_DBPATH, pCtx);
-    return SQLITE_OK;
-  }
-  if (pCur->pStmt == NULL || pCur->bEof) return SQLITE_OK;
-  switch (iCol) {
-    case EDNL_COL_TX:
-      sqlite3_result_int64(pCtx, sqlite3_column_int64(pCur->pStmt, DCUR_COL_TX));
-      break;
-    case EDNL_COL_INST: dcurTxInstantResult(pCur, pCtx); break;
-    case EDNL_COL_E:
-      sqlite3_result_int64(pCtx, sqlite3_column_int64(pCur->pStmt, DCUR_COL_E));
-      break;
-    case EDNL_COL_A: dcurIdentResult(pCur, DCUR_COL_A, pCtx); break;
-    case EDNL_COL_V: dcurValueResult(pCur, pCtx); break;
-    default:
-      sqlite3_result_int(pCtx, sqlite3_column_int(pCur->pStmt, DCUR_COL_ADDED));
-      break;
-  }
-  return SQLITE_OK;
-}
-
-static int ednlRowid(sqlite3_vtab_cursor *cur, sqlite_int64 *pRowid) {
-  *pRowid = ((DCursor *)cur)->iRowid;
-  return SQLITE_OK;
+  return dcurColumn((DCursor *)cur, ednlRowCols, EDNL_COL_DBPATH, iCol, pCtx);
 }
 
 /* As edn_q's: the arguments are equality constraints on the hidden
@@ -269,12 +242,12 @@ static sqlite3_module ednlModule = {
   .xOpen = ednlOpen,
   .xClose = ednlClose,
   .xFilter = ednlFilter,
-  .xNext = ednlNext,
-  .xEof = ednlEof,
+  .xNext = dcurNext,
+  .xEof = dcurEof,
   .xColumn = ednlColumn,
-  .xRowid = ednlRowid,
+  .xRowid = dcurRowid,
 };
 
-int ednLogRegister(sqlite3 *db) {
+int ednlRegister(sqlite3 *db) {
   return sqlite3_create_module_v2(db, "edn_log", &ednlModule, NULL, NULL);
 }

@@ -104,17 +104,6 @@ struct EdnqCursor {
 
 #define EDNQ_ROWBUF_MAX 65536
 
-/* Moves zErr (an internal message, may be NULL) into the vtab's error with
-** the "edn_q: " prefix; frees the previous message (zErrMsg is never
-** leaked or overwritten). Returns rc, or SQLITE_NOMEM if even that fails. */
-static int ednqError(sqlite3_vtab *pVtab, int rc, const char *zErr) {
-  sqlite3_free(pVtab->zErrMsg);
-  pVtab->zErrMsg = NULL;
-  if (rc == SQLITE_NOMEM) return rc;
-  pVtab->zErrMsg = sqlite3_mprintf("edn_q: %s", zErr ? zErr : sqlite3_errstr(rc));
-  return pVtab->zErrMsg ? rc : SQLITE_NOMEM;
-}
-
 static int ednqConnect(sqlite3 *db, void *pAux, int argc, const char *const *argv,
                        sqlite3_vtab **ppVtab, char **pzErr) {
   int rc;
@@ -293,7 +282,7 @@ static int ednqClose(sqlite3_vtab_cursor *cur) {
 static int ednqStep(EdnqCursor *pCur) {
   char *zErr = NULL;
   int rc = rcurStep(&pCur->run, &zErr);
-  if (rc != SQLITE_OK) rc = ednqError(pCur->base.pVtab, rc, zErr);
+  if (rc != SQLITE_OK) rc = sqlioVtabError(pCur->base.pVtab, "edn_q", rc, zErr);
   sqlite3_free(zErr);
   return rc;
 }
@@ -359,7 +348,7 @@ static int ednqFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
   if (rc == SQLITE_OK) rc = rcurStart(&pCur->run, zQuery, nQuery, &zErr);
   if (rc != SQLITE_OK) {
     rc = vcallWithTimedOut(&pCur->run.call, rc, &zErr);
-    rc = ednqError(cur->pVtab, rc, zErr);
+    rc = sqlioVtabError(cur->pVtab, "edn_q", rc, zErr);
     rcurRelease(&pCur->run);
   }
   sqlite3_free(zErr);

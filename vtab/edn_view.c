@@ -38,6 +38,7 @@
 #include "sqlite_api.h"
 #include "edn_view.h"
 #include "run_cursor.h"
+#include "sqlio.h"
 #include "view_def.h"
 
 typedef struct EviewTab {
@@ -53,16 +54,6 @@ typedef struct EviewCursor {
   sqlite3_value **apIn;     /* the arguments of this scan (dups), def.nArg */
   sqlite3_int64 iRowBase;   /* see eviewRowid; 0 until asked */
 } EviewCursor;
-
-/* Sets the table's error "edn_view: <zErr>"; returns rc (SQLITE_NOMEM
-** when the message cannot be made). */
-static int eviewError(sqlite3_vtab *pVtab, int rc, const char *zErr) {
-  sqlite3_free(pVtab->zErrMsg);
-  pVtab->zErrMsg = NULL;
-  if (rc == SQLITE_NOMEM) return rc;
-  pVtab->zErrMsg = sqlite3_mprintf("edn_view: %s", zErr ? zErr : sqlite3_errstr(rc));
-  return pVtab->zErrMsg ? rc : SQLITE_NOMEM;
-}
 
 static void eviewFreeTab(EviewTab *pTab) {
   if (pTab == NULL) return;
@@ -247,10 +238,12 @@ static int eviewFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
   eviewFreeInputs(pCur, pDef->nArg);
   pCur->iRowBase = 0;
   pCur->run.iRowid = 0;
-  if (pTab->zCheckErr) return eviewError(cur->pVtab, SQLITE_ERROR, pTab->zCheckErr);
+  if (pTab->zCheckErr) {
+    return sqlioVtabError(cur->pVtab, "edn_view", SQLITE_ERROR, pTab->zCheckErr);
+  }
   if (idxNum != (int)((1u << pDef->nArg) - 1)) {
     zErr = eviewMissing(pDef, idxNum);
-    rc = eviewError(cur->pVtab, zErr ? SQLITE_ERROR : SQLITE_NOMEM, zErr);
+    rc = sqlioVtabError(cur->pVtab, "edn_view", zErr ? SQLITE_ERROR : SQLITE_NOMEM, zErr);
     sqlite3_free(zErr);
     return rc;
   }
@@ -268,7 +261,7 @@ static int eviewFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
   }
   if (rc == SQLITE_OK) rc = rcurStart(&pCur->run, pDef->zQuery, (int)strlen(pDef->zQuery), &zErr);
   if (rc != SQLITE_OK) {
-    rc = eviewError(cur->pVtab, rc, zErr);
+    rc = sqlioVtabError(cur->pVtab, "edn_view", rc, zErr);
     rcurRelease(&pCur->run);
   }
   sqlite3_free(zOpts);
@@ -280,7 +273,7 @@ static int eviewNext(sqlite3_vtab_cursor *cur) {
   EviewCursor *pCur = (EviewCursor *)cur;
   char *zErr = NULL;
   int rc = rcurStep(&pCur->run, &zErr);
-  if (rc != SQLITE_OK) rc = eviewError(cur->pVtab, rc, zErr);
+  if (rc != SQLITE_OK) rc = sqlioVtabError(cur->pVtab, "edn_view", rc, zErr);
   sqlite3_free(zErr);
   return rc;
 }
@@ -356,6 +349,6 @@ static sqlite3_module eviewModule = {
   .xRowid = eviewRowid,
 };
 
-int ednviewRegister(sqlite3 *db) {
+int eviewRegister(sqlite3 *db) {
   return sqlite3_create_module_v2(db, "edn_view", &eviewModule, NULL, NULL);
 }

@@ -8,6 +8,6 @@
 #include "sqlite_api.h"
 
 /* Registers the edn_view module on db. SQLite code. */
-int ednviewRegister(sqlite3 *db);
+int eviewRegister(sqlite3 *db);
 
 #endif /* MENTAT_EDN_VIEW_H */

@@ -33,14 +33,15 @@ SQLITE_EXTENSION_INIT1
 #endif
 #include "mentat.h"
 #include "edn_datoms.h"
+#include "edn_log.h"
 #include "edn_pull.h"
 #include "edn_q.h"
 #include "edn_t.h"
 #include "edn_view.h"
 #include "host_state.h"
+#include "mentat_version.h"
 #include "call.h"
 #include "interrupt.h"
-#include "mentat_version.h"
 #include "query.h"
 #include "query_funcs.h"
 #include "store.h"
@@ -157,14 +158,14 @@ int mentatRegister(sqlite3 *db, char **pzErr) {
     /* On failure SQLite calls mentatHostGone itself, undoing the count. */
     rc = ednqTableRegister(db, mentatHostGone);
   }
-  if (rc == SQLITE_OK) rc = ednDatomsRegister(db);
-  if (rc == SQLITE_OK) rc = ednLogRegister(db);
+  if (rc == SQLITE_OK) rc = eddRegister(db);
+  if (rc == SQLITE_OK) rc = ednlRegister(db);
   /* Host stores run the query layer's SQL on the host connection itself,
   ** so its helper functions are registered there too, now, before any of
   ** our statements runs there (a function created later must not replace
   ** one in use). */
   if (rc == SQLITE_OK) rc = hostStateRegister(db);
-  if (rc == SQLITE_OK) rc = ednviewRegister(db);
+  if (rc == SQLITE_OK) rc = eviewRegister(db);
   if (rc == SQLITE_OK) rc = qfRegister(db);
   if (rc != SQLITE_OK) {
     sqlite3_free(*pzErr);

@@ -1,17 +1,18 @@
 /*
-** host.c — the SQL layer's part of host stores (SPEC §3a,
-** ext/store/store_host.h): which store a `db_path` names, and the
+** host_state.c — the eponymous-only virtual table mentat_host_state: the
 ** per-connection hook that frees a connection's host-store state (its
-** prepared statements on the host) when the connection closes.
+** prepared statements on the host, ext/store/store_host.h) when the
+** connection closes.
 **
-** The hook is an eponymous-only virtual table, mentat_host_state, that no
-** query needs: preparing a statement that names it connects it once per
-** connection, and SQLite disconnects every virtual table, eponymous ones
-** included, before sqlite3_close checks for unfinalized statements
-** (disconnectAllVtab in sqlite3Close: "the v-table implementation may be
-** storing some prepared statements internally"). Its xDisconnect frees the
-** state, so a plain sqlite3_close returns SQLITE_OK after host-store calls.
-** Selecting from it returns no rows.
+** Takes nothing and gives no rows; calls the store stage's storeHostClose.
+** No query needs the table: the call context (call.c) prepares a statement
+** that names it when a connection first uses a host store, which connects
+** it once per connection, and SQLite disconnects every virtual table,
+** eponymous ones included, before sqlite3_close checks for unfinalized
+** statements (disconnectAllVtab in sqlite3Close: "the v-table
+** implementation may be storing some prepared statements internally"). Its
+** xDisconnect frees the state, so a plain sqlite3_close returns SQLITE_OK
+** after host-store calls.
 */
 #include <string.h>
 #include "host_state.h"
@@ -99,34 +100,4 @@ static sqlite3_module hostModule = {
 
 int hostStateRegister(sqlite3 *db) {
   return sqlite3_create_module_v2(db, "mentat_host_state", &hostModule, NULL, NULL);
-}
-
-/* Connects mentat_host_state on host (see the file comment). */
-static int hostHook(sqlite3 *host, char **pzErr) {
-  sqlite3_stmt *pStmt = NULL;
-  int rc = sqlite3_prepare_v2(host, "SELECT 1 FROM mentat_host_state", -1, &pStmt, NULL);
-  sqlite3_finalize(pStmt);
-  if (rc != SQLITE_OK) {
-    sqlite3_free(*pzErr);
-    *pzErr = sqlite3_mprintf("cannot set up host stores on this connection: %s",
-                             sqlite3_errmsg(host));
-  }
-  return rc;
-}
-
-int hostAcquireStore(sqlite3 *host, const char *zPath, int bWrite, Store **ppStore, char **pzErr) {
-  int bNew = 0, rc;
-  if (zPath[0] != ':') {
-    return bWrite ? storeAcquire(zPath, ppStore, pzErr) : storeAcquireRead(zPath, ppStore, pzErr);
-  }
-  rc = storeHostAcquire(host, zPath + 1, bWrite, ppStore, &bNew, pzErr);
-  if (rc == SQLITE_OK && bNew) {
-    rc = hostHook(host, pzErr);
-    if (rc != SQLITE_OK) {
-      storeRelease(*ppStore);
-      *ppStore = NULL;
-      storeHostClose(host);
-    }
-  }
-  return rc;
 }

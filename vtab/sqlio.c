@@ -49,6 +49,15 @@ void sqlioError(sqlite3_context *pCtx, const char *zFunc, int rc, const char *zE
   if (rc != SQLITE_ERROR) sqlite3_result_error_code(pCtx, rc);
 }
 
+int sqlioVtabError(sqlite3_vtab *pVtab, const char *zFunc, int rc, const char *zErr) {
+  sqlite3_free(pVtab->zErrMsg);
+  pVtab->zErrMsg = NULL;
+  if (rc == SQLITE_NOMEM) return rc;
+  if (rc == SQLITE_OK) rc = SQLITE_ERROR;
+  pVtab->zErrMsg = sqlite3_mprintf("%s: %s", zFunc, zErr ? zErr : sqlite3_errstr(rc));
+  return pVtab->zErrMsg ? rc : SQLITE_NOMEM;
+}
+
 void sqlioJson(sqlite3_context *pCtx, const char *zFunc, sqlite3_str *pOut) {
   int rc = sqlite3_str_errcode(pOut);
   char *z = sqlite3_str_finish(pOut);

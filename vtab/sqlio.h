@@ -36,6 +36,13 @@ int sqlioTextIn(sqlite3_value *pVal, char *aBuf, int nBuf, const char **pz, int 
 ** zErr may be NULL (the code's own text is used). Does not free zErr. */
 void sqlioError(sqlite3_context *pCtx, const char *zFunc, int rc, const char *zErr);
 
+/* A virtual table's error: sets pVtab->zErrMsg to "<zFunc>: <zErr>" (zErr
+** may be NULL: rc's own text), freeing the previous message, so zErrMsg is
+** never leaked or overwritten. rc SQLITE_OK becomes SQLITE_ERROR;
+** SQLITE_NOMEM sets no message (SQLite reports its own). Returns rc, or
+** SQLITE_NOMEM when the message cannot be made. Does not free zErr. */
+int sqlioVtabError(sqlite3_vtab *pVtab, const char *zFunc, int rc, const char *zErr);
+
 /* Finishes pOut (a sqlite3_str) as the function's JSON text result with
 ** subtype 74 (SPEC.md §2: json_object() nests it), or as the matching
 ** error when the builder failed (OOM, too big). Always consumes pOut. */
