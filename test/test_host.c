@@ -5,7 +5,7 @@
 ** disconnects mentat_host_state, before its busy check); edn_t commits and
 ** rolls back with the host's transaction; a rolled-back schema change and
 ** tx counter leave no cached trace; interrupts stop a host-store edn_t with
-** nothing stored. Expected answers are worked out by hand from SPEC §3a.
+** nothing stored. Expected answers are worked out by hand from SPEC.md §3a.
 */
 #include <string.h>
 #include <pthread.h>
@@ -18,24 +18,9 @@
 #include "query_funcs.h"
 #include "interrupt.h"
 
+/* A host on the file zName in the test's temporary directory. */
 static sqlite3 *openFile(const char *zName) {
-  sqlite3 *db = NULL;
-  char *zErr = NULL;
-  ck_assert_int_eq(sqlite3_open(tuTempPath(zName), &db), SQLITE_OK);
-  ck_assert_msg(mentatRegister(db, &zErr) == SQLITE_OK, "register: %s", zErr ? zErr : "?");
-  return db;
-}
-
-static void expectQuery(sqlite3 *db, const char *zSql, const char *zWant) {
-  char *z = tuQuery(db, zSql, NULL, NULL);
-  ck_assert_msg(strcmp(z, zWant) == 0, "%s\n got:  %s\n want: %s", zSql, z, zWant);
-  free(z);
-}
-
-static void execOk(sqlite3 *db, const char *zSql) {
-  char *zErr = NULL;
-  int rc = sqlite3_exec(db, zSql, NULL, NULL, &zErr);
-  ck_assert_msg(rc == SQLITE_OK, "%s: %s", zSql, zErr ? zErr : "?");
+  return tuOpenHostAt(tuTempPath(zName));
 }
 
 static const char zSchema[] =
@@ -44,11 +29,11 @@ static const char zSchema[] =
 
 START_TEST(close_v1_after_host_calls) {
   sqlite3 *db = openFile("close.db");
-  execOk(db, zSchema);
-  execOk(db, "SELECT edn_t(':main', '[{:p/name \"a\" :p/n 1}]')");
-  expectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [_ :p/n ?n]]')", "{\"result\":1}");
-  expectQuery(db, "SELECT count(*) FROM edn_q(':main', '[:find ?e :where [?e :p/n]]')", "1");
-  expectQuery(db, "SELECT edn_pull(':main', '[:p/n]', '[:p/name \"a\"]') IS NOT NULL", "1");
+  tuExecOk(db, zSchema);
+  tuExecOk(db, "SELECT edn_t(':main', '[{:p/name \"a\" :p/n 1}]')");
+  tuExpectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [_ :p/n ?n]]')", "{\"result\":1}");
+  tuExpectQuery(db, "SELECT count(*) FROM edn_q(':main', '[:find ?e :where [?e :p/n]]')", "1");
+  tuExpectQuery(db, "SELECT edn_pull(':main', '[:p/n]', '[:p/name \"a\"]') IS NOT NULL", "1");
   /* Cached plans and transactor statements live on this connection. */
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
 }
@@ -57,46 +42,46 @@ END_TEST
 START_TEST(close_v1_twice_used) {
   /* State freed at close and made anew on the next connection. */
   sqlite3 *db = openFile("close2.db");
-  execOk(db, zSchema);
+  tuExecOk(db, zSchema);
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
   db = openFile("close2.db");
-  execOk(db, "SELECT edn_t(':main', '[{:p/name \"b\" :p/n 2}]')");
-  expectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [_ :p/n ?n]]')", "{\"result\":2}");
+  tuExecOk(db, "SELECT edn_t(':main', '[{:p/name \"b\" :p/n 2}]')");
+  tuExpectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [_ :p/n ?n]]')", "{\"result\":2}");
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
 }
 END_TEST
 
 START_TEST(rollback_schema_and_tx) {
   sqlite3 *db = openFile("rb.db");
-  execOk(db, zSchema);
+  tuExecOk(db, zSchema);
   /* tx ids: bootstrap 268435456, schema 268435457. */
-  execOk(db, "BEGIN");
-  expectQuery(db, "SELECT edn_t(':main', '[{:db/ident :a/x :db/valueType :db.type/long}]') ->> 'tx_id'",
-              "268435458");
-  expectQuery(db, "SELECT edn_t(':main', '[{:p/name \"x\" :a/x 7}]') ->> 'tx_id'", "268435459");
-  expectQuery(db, "SELECT edn_q(':main', '[:find ?v . :where [_ :a/x ?v]]')", "{\"result\":7}");
-  execOk(db, "ROLLBACK");
-  expectQuery(db, "SELECT edn_t(':main', '[{:p/name \"y\" :a/x 8}]')",
-              "ERROR: edn_t: line 1 col 15: unknown attribute :a/x");
+  tuExecOk(db, "BEGIN");
+  tuExpectQuery(db, "SELECT edn_t(':main', '[{:db/ident :a/x :db/valueType :db.type/long}]') ->> 'tx_id'",
+                "268435458");
+  tuExpectQuery(db, "SELECT edn_t(':main', '[{:p/name \"x\" :a/x 7}]') ->> 'tx_id'", "268435459");
+  tuExpectQuery(db, "SELECT edn_q(':main', '[:find ?v . :where [_ :a/x ?v]]')", "{\"result\":7}");
+  tuExecOk(db, "ROLLBACK");
+  tuExpectQuery(db, "SELECT edn_t(':main', '[{:p/name \"y\" :a/x 8}]')",
+                "ERROR: edn_t: line 1 col 15: unknown attribute :a/x");
   /* The tx counter went back with the rollback: the next tx reuses it. */
-  expectQuery(db, "SELECT edn_t(':main', '[{:p/name \"y\" :p/n 8}]') ->> 'tx_id'", "268435458");
-  expectQuery(db, "SELECT edn_q(':main', '[:find ?v . :where [_ :a/x ?v]]')", "{\"result\":null}");
+  tuExpectQuery(db, "SELECT edn_t(':main', '[{:p/name \"y\" :p/n 8}]') ->> 'tx_id'", "268435458");
+  tuExpectQuery(db, "SELECT edn_q(':main', '[:find ?v . :where [_ :a/x ?v]]')", "{\"result\":null}");
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
 }
 END_TEST
 
 START_TEST(savepoint_nests_in_host_savepoint) {
   sqlite3 *db = openFile("sp.db");
-  execOk(db, zSchema);
-  execOk(db, "BEGIN");
-  execOk(db, "SELECT edn_t(':main', '[{:p/name \"k\" :p/n 1}]')");
-  execOk(db, "SAVEPOINT s");
-  execOk(db, "SELECT edn_t(':main', '[{:p/name \"k\" :p/n 2}]')");
-  expectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [_ :p/n ?n]]')", "{\"result\":2}");
-  execOk(db, "ROLLBACK TO s");
-  expectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [_ :p/n ?n]]')", "{\"result\":1}");
-  execOk(db, "COMMIT");
-  expectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [_ :p/n ?n]]')", "{\"result\":1}");
+  tuExecOk(db, zSchema);
+  tuExecOk(db, "BEGIN");
+  tuExecOk(db, "SELECT edn_t(':main', '[{:p/name \"k\" :p/n 1}]')");
+  tuExecOk(db, "SAVEPOINT s");
+  tuExecOk(db, "SELECT edn_t(':main', '[{:p/name \"k\" :p/n 2}]')");
+  tuExpectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [_ :p/n ?n]]')", "{\"result\":2}");
+  tuExecOk(db, "ROLLBACK TO s");
+  tuExpectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [_ :p/n ?n]]')", "{\"result\":1}");
+  tuExecOk(db, "COMMIT");
+  tuExpectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [_ :p/n ?n]]')", "{\"result\":1}");
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
 }
 END_TEST
@@ -113,10 +98,10 @@ START_TEST(interrupt_leaves_nothing) {
   char *zTx;
   sqlite3_stmt *pStmt = NULL;
   int rc;
-  execOk(db, zSchema);
-  execOk(db, "CREATE TABLE side(x)");
-  execOk(db, "BEGIN");
-  execOk(db, "INSERT INTO side VALUES (1)");
+  tuExecOk(db, zSchema);
+  tuExecOk(db, "CREATE TABLE side(x)");
+  tuExecOk(db, "BEGIN");
+  tuExecOk(db, "INSERT INTO side VALUES (1)");
   sqlite3_str_appendall(pTx, "[");
   for (int i = 0; i < 2000; i++) sqlite3_str_appendf(pTx, "{:p/name \"n%d\" :p/n %d}", i, i);
   sqlite3_str_appendall(pTx, "]");
@@ -129,25 +114,25 @@ START_TEST(interrupt_leaves_nothing) {
   sqlite3_finalize(pStmt);
   ck_assert_int_eq(rc & 0xff, SQLITE_INTERRUPT);
   /* An interrupt ends the host's transaction; nothing of the edn_t stays. */
-  if (!sqlite3_get_autocommit(db)) execOk(db, "ROLLBACK");
-  expectQuery(db, "SELECT edn_q(':main', '[:find (count ?e) . :where [?e :p/n]]')",
-              /* Datomic: an aggregate over no rows is nil */ "{\"result\":null}");
-  expectQuery(db, "SELECT count(*) FROM side", "0");
-  expectQuery(db, "PRAGMA integrity_check", "ok");
+  if (!sqlite3_get_autocommit(db)) tuExecOk(db, "ROLLBACK");
+  tuExpectQuery(db, "SELECT edn_q(':main', '[:find (count ?e) . :where [?e :p/n]]')",
+                /* Datomic: an aggregate over no rows is nil */ "{\"result\":null}");
+  tuExpectQuery(db, "SELECT count(*) FROM side", "0");
+  tuExpectQuery(db, "PRAGMA integrity_check", "ok");
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
   /* the first call creates the store's tables inside the statement */
   db = openFile("inswrite2.db");
-  execOk(db, "CREATE TABLE src(x); CREATE TABLE t(r)");
-  execOk(db, "INSERT INTO src VALUES ('[{:db/ident :q/n :db/valueType :db.type/long}]')");
-  execOk(db, "BEGIN");
-  execOk(db, "INSERT INTO t SELECT edn_t(':main', x) FROM src");
-  execOk(db, "INSERT INTO t VALUES (edn_t(':main', '[{:q/n 1}]'))");
-  execOk(db, "ROLLBACK");
-  expectQuery(db, "SELECT count(*) FROM sqlite_master WHERE name = 'datoms'", "0");
-  execOk(db, "INSERT INTO t SELECT edn_t(':main', x) FROM src");
-  execOk(db, "INSERT INTO t VALUES (edn_t(':main', '[{:q/n 1}]'))");
-  expectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [_ :q/n ?n]]')", "{\"result\":1}");
-  expectQuery(db, "PRAGMA integrity_check", "ok");
+  tuExecOk(db, "CREATE TABLE src(x); CREATE TABLE t(r)");
+  tuExecOk(db, "INSERT INTO src VALUES ('[{:db/ident :q/n :db/valueType :db.type/long}]')");
+  tuExecOk(db, "BEGIN");
+  tuExecOk(db, "INSERT INTO t SELECT edn_t(':main', x) FROM src");
+  tuExecOk(db, "INSERT INTO t VALUES (edn_t(':main', '[{:q/n 1}]'))");
+  tuExecOk(db, "ROLLBACK");
+  tuExpectQuery(db, "SELECT count(*) FROM sqlite_master WHERE name = 'datoms'", "0");
+  tuExecOk(db, "INSERT INTO t SELECT edn_t(':main', x) FROM src");
+  tuExecOk(db, "INSERT INTO t VALUES (edn_t(':main', '[{:q/n 1}]'))");
+  tuExpectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [_ :q/n ?n]]')", "{\"result\":1}");
+  tuExpectQuery(db, "PRAGMA integrity_check", "ok");
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
 }
 END_TEST
@@ -188,7 +173,7 @@ START_TEST(interrupt_stops_compile) {
   sqlite3 *db = openFile("intrc.db");
   char *zQuery = slowCompileQuery(20000);
   const char *azStore[2];
-  execOk(db, zSchema);
+  tuExecOk(db, zSchema);
   azStore[0] = ":main";
   azStore[1] = tuTempPath("intrc-file.db");
   {
@@ -235,57 +220,61 @@ END_TEST
 ** do (SQL's statement atomicity); the host's ROLLBACK removes them all.
 ** Expected answers worked out by hand from SPEC.md §3a. */
 START_TEST(edn_t_inside_writing_statement) {
+  static const TuStep aStep[] = {
+    {zSchema, NULL},
+    {"CREATE TABLE src(x); CREATE TABLE t(r)", NULL},
+    {"INSERT INTO src VALUES ('[{:p/name \"a\" :p/n 1}]'), ('[{:p/name \"b\" :p/n 2}]')", NULL},
+    /* autocommit: every call lands, one tx each */
+    {"INSERT INTO t SELECT edn_t(':main', x) FROM src", NULL},
+    {"SELECT count(DISTINCT r ->> 'tx_id') FROM t", "2"},
+    {"SELECT edn_q(':main', '[:find (sum ?n) . :where [_ :p/n ?n]]')", "{\"result\":3}"},
+    /* inside BEGIN: the host's ROLLBACK removes the rows and the datoms */
+    {"UPDATE src SET x = replace(replace(x, '\"a\"', '\"c\"'), '\"b\"', '\"d\"')", NULL},
+    {"BEGIN", NULL},
+    {"INSERT INTO t SELECT edn_t(':main', x) FROM src", NULL},
+    {"SELECT edn_q(':main', '[:find (count ?e) . :where [?e :p/n]]')", "{\"result\":4}"},
+    {"ROLLBACK", NULL},
+    {"SELECT count(*) FROM t", "2"},
+    {"SELECT edn_q(':main', '[:find (count ?e) . :where [?e :p/n]]')", "{\"result\":2}"},
+    /* ... and COMMIT keeps them; UPDATE and single-row INSERT write too */
+    {"BEGIN", NULL},
+    {"INSERT INTO t SELECT edn_t(':main', x) FROM src", NULL},
+    {"INSERT INTO t VALUES (edn_t(':main', '[{:p/name \"e\" :p/n 5}]'))", NULL},
+    {"UPDATE t SET r = edn_t(':main', '[{:p/name \"f\" :p/n 6}]') WHERE rowid = 1", NULL},
+    {"COMMIT", NULL},
+    {"SELECT count(*) FROM t", "5"},
+    {"SELECT edn_q(':main', '[:find (sum ?n) . :with ?e :where [?e :p/n ?n]]')", "{\"result\":17}"},
+    /* A failed call fails the statement: none of its rows nor datoms stay,
+    ** in autocommit and inside BEGIN, where the earlier statement stays. */
+    {"DELETE FROM src", NULL},
+    {"INSERT INTO src VALUES ('[{:p/name \"g\" :p/n 7}]'), ('[{:p/name \"h\" :p/bad 8}]')", NULL},
+    {"INSERT INTO t SELECT edn_t(':main', x) FROM src RETURNING 1",
+     "ERROR: edn_t: line 1 col 15: unknown attribute :p/bad"},
+    {"SELECT count(*) FROM t", "5"},
+    {"SELECT edn_q(':main', '[:find ?n . :where [_ :p/name \"g\"] [_ :p/n ?n]]') ->> 'result'",
+     "NULL"},
+    {"BEGIN", NULL},
+    {"INSERT INTO t VALUES ('before')", NULL},
+    {"INSERT INTO t SELECT edn_t(':main', x) FROM src RETURNING 1",
+     "ERROR: edn_t: line 1 col 15: unknown attribute :p/bad"},
+    {"COMMIT", NULL},
+    {"SELECT count(*) FROM t", "6"},
+    {"SELECT edn_q(':main', '[:find (count ?e) . :where [?e :p/name \"g\"]]')", "{\"result\":null}"},
+  };
   sqlite3 *db = openFile("inswrite.db");
-  execOk(db, zSchema);
-  execOk(db, "CREATE TABLE src(x); CREATE TABLE t(r)");
-  execOk(db, "INSERT INTO src VALUES ('[{:p/name \"a\" :p/n 1}]'), ('[{:p/name \"b\" :p/n 2}]')");
-  /* autocommit: every call lands, one tx each */
-  execOk(db, "INSERT INTO t SELECT edn_t(':main', x) FROM src");
-  expectQuery(db, "SELECT count(DISTINCT r ->> 'tx_id') FROM t", "2");
-  expectQuery(db, "SELECT edn_q(':main', '[:find (sum ?n) . :where [_ :p/n ?n]]')", "{\"result\":3}");
-  /* inside BEGIN: the host's ROLLBACK removes the rows and the datoms */
-  execOk(db, "UPDATE src SET x = replace(replace(x, '\"a\"', '\"c\"'), '\"b\"', '\"d\"')");
-  execOk(db, "BEGIN");
-  execOk(db, "INSERT INTO t SELECT edn_t(':main', x) FROM src");
-  expectQuery(db, "SELECT edn_q(':main', '[:find (count ?e) . :where [?e :p/n]]')", "{\"result\":4}");
-  execOk(db, "ROLLBACK");
-  expectQuery(db, "SELECT count(*) FROM t", "2");
-  expectQuery(db, "SELECT edn_q(':main', '[:find (count ?e) . :where [?e :p/n]]')", "{\"result\":2}");
-  /* ... and COMMIT keeps them; UPDATE and single-row INSERT write too */
-  execOk(db, "BEGIN");
-  execOk(db, "INSERT INTO t SELECT edn_t(':main', x) FROM src");
-  execOk(db, "INSERT INTO t VALUES (edn_t(':main', '[{:p/name \"e\" :p/n 5}]'))");
-  execOk(db, "UPDATE t SET r = edn_t(':main', '[{:p/name \"f\" :p/n 6}]') WHERE rowid = 1");
-  execOk(db, "COMMIT");
-  expectQuery(db, "SELECT count(*) FROM t", "5");
-  expectQuery(db, "SELECT edn_q(':main', '[:find (sum ?n) . :with ?e :where [?e :p/n ?n]]')", "{\"result\":17}");
-  /* A failed call fails the statement: none of its rows nor datoms stay,
-  ** in autocommit and inside BEGIN, where the earlier statement stays. */
-  execOk(db, "DELETE FROM src");
-  execOk(db, "INSERT INTO src VALUES ('[{:p/name \"g\" :p/n 7}]'), ('[{:p/name \"h\" :p/bad 8}]')");
-  expectQuery(db, "INSERT INTO t SELECT edn_t(':main', x) FROM src RETURNING 1",
-              "ERROR: edn_t: line 1 col 15: unknown attribute :p/bad");
-  expectQuery(db, "SELECT count(*) FROM t", "5");
-  expectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [_ :p/name \"g\"] [_ :p/n ?n]]') ->> 'result'", "NULL");
-  execOk(db, "BEGIN");
-  execOk(db, "INSERT INTO t VALUES ('before')");
-  expectQuery(db, "INSERT INTO t SELECT edn_t(':main', x) FROM src RETURNING 1",
-              "ERROR: edn_t: line 1 col 15: unknown attribute :p/bad");
-  execOk(db, "COMMIT");
-  expectQuery(db, "SELECT count(*) FROM t", "6");
-  expectQuery(db, "SELECT edn_q(':main', '[:find (count ?e) . :where [?e :p/name \"g\"]]')", "{\"result\":null}");
+  TU_RUN_STEPS(db, aStep);
   /* a unique value already taken, found while writing: the call's own
   ** datoms go too, in a multi-row and in a single-row statement */
-  execOk(db, "SELECT edn_t(':main', '[{:db/ident :p/u :db/valueType :db.type/long"
-             " :db/unique :db.unique/value}]')");
-  execOk(db, "SELECT edn_t(':main', '[{:p/name \"u\" :p/u 1}]')");
-  execOk(db, "DELETE FROM src");
-  execOk(db, "INSERT INTO src VALUES ('[{:p/name \"i\" :p/n 9}]'),"
-             " ('[{:p/name \"j\" :p/n 10} {:p/name \"j2\" :p/u 1}]')");
+  tuExecOk(db, "SELECT edn_t(':main', '[{:db/ident :p/u :db/valueType :db.type/long"
+               " :db/unique :db.unique/value}]')");
+  tuExecOk(db, "SELECT edn_t(':main', '[{:p/name \"u\" :p/u 1}]')");
+  tuExecOk(db, "DELETE FROM src");
+  tuExecOk(db, "INSERT INTO src VALUES ('[{:p/name \"i\" :p/n 9}]'),"
+               " ('[{:p/name \"j\" :p/n 10} {:p/name \"j2\" :p/u 1}]')");
   for (int iForm = 0; iForm < 2; iForm++) {
     char *z;
-    execOk(db, "BEGIN");
-    execOk(db, "INSERT INTO t VALUES ('before2')");
+    tuExecOk(db, "BEGIN");
+    tuExecOk(db, "INSERT INTO t VALUES ('before2')");
     z = tuQuery(db, iForm ? "INSERT INTO t VALUES (edn_t(':main', (SELECT x FROM src WHERE rowid = 2)))"
                           : "INSERT INTO t SELECT edn_t(':main', x) FROM src", NULL, NULL);
     /* SQLite opens no savepoint there, so the call's datoms written
@@ -296,15 +285,15 @@ START_TEST(edn_t_inside_writing_statement) {
                                " back") != NULL, "got %s", z);
     free(z);
     ck_assert_int_eq(sqlite3_get_autocommit(db), 1);
-    expectQuery(db, "SELECT count(*) FROM t WHERE r = 'before2'", "0");
-    expectQuery(db, "SELECT edn_q(':main', '[:find (count ?e) . :where (or [?e :p/name \"i\"]"
-                    " [?e :p/name \"j\"] [?e :p/name \"j2\"])]')", "{\"result\":null}");
-    expectQuery(db, "SELECT edn_q(':main', '[:find (sum ?n) . :with ?e :where [?e :p/n ?n]]')",
-                "{\"result\":17}");
+    tuExpectQuery(db, "SELECT count(*) FROM t WHERE r = 'before2'", "0");
+    tuExpectQuery(db, "SELECT edn_q(':main', '[:find (count ?e) . :where (or [?e :p/name \"i\"]"
+                      " [?e :p/name \"j\"] [?e :p/name \"j2\"])]')", "{\"result\":null}");
+    tuExpectQuery(db, "SELECT edn_q(':main', '[:find (sum ?n) . :with ?e :where [?e :p/n ?n]]')",
+                  "{\"result\":17}");
   }
   /* the next call works and gets the next tx id */
-  expectQuery(db, "SELECT edn_t(':main', '[{:p/name \"k\" :p/n 12}]') IS NOT NULL", "1");
-  expectQuery(db, "PRAGMA integrity_check", "ok");
+  tuExpectQuery(db, "SELECT edn_t(':main', '[{:p/name \"k\" :p/n 12}]') IS NOT NULL", "1");
+  tuExpectQuery(db, "PRAGMA integrity_check", "ok");
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
 }
 END_TEST
@@ -322,28 +311,28 @@ START_TEST(host_function_before_first_edn_t) {
   sqlite3 *db = openFile("hostfn.db"), *db2;
   ck_assert_int_eq(sqlite3_create_function(db, "my_len", 1, SQLITE_UTF8, NULL, hostLen, NULL, NULL),
                    SQLITE_OK);
-  expectQuery(db, "SELECT edn_q(':main', '[:find ?s . :where [(ground \"abcd\") ?n] [(my_len ?n) ?s]]')",
-              "{\"result\":4}");
-  expectQuery(db, "SELECT c0 FROM edn_q(':main', '[:find ?s :where [(ground \"abc\") ?n] [(my_len ?n) ?s]]')",
-              "3");
+  tuExpectQuery(db, "SELECT edn_q(':main', '[:find ?s . :where [(ground \"abcd\") ?n] [(my_len ?n) ?s]]')",
+                "{\"result\":4}");
+  tuExpectQuery(db, "SELECT c0 FROM edn_q(':main', '[:find ?s :where [(ground \"abc\") ?n] [(my_len ?n) ?s]]')",
+                "3");
   /* as a predicate, over the bootstrap's idents */
-  expectQuery(db, "SELECT edn_q(':main', '[:find ?i . :where [?e :db/ident ?i] [(= ?i :db/ident)]"
-                  " [(my_len \"x\")]]')", "{\"result\":\":db/ident\"}");
-  expectQuery(db, "SELECT edn_q(':main', '[:find ?s . :where [(ground \"a\") ?n] [(nope ?n) ?s]]')",
-              "ERROR: edn_q: line 1 col 38: unknown function nope");
+  tuExpectQuery(db, "SELECT edn_q(':main', '[:find ?i . :where [?e :db/ident ?i] [(= ?i :db/ident)]"
+                    " [(my_len \"x\")]]')", "{\"result\":\":db/ident\"}");
+  tuExpectQuery(db, "SELECT edn_q(':main', '[:find ?s . :where [(ground \"a\") ?n] [(nope ?n) ?s]]')",
+                "ERROR: edn_q: line 1 col 38: unknown function nope");
   /* nothing was written */
-  expectQuery(db, "SELECT count(*) FROM sqlite_master", "0");
+  tuExpectQuery(db, "SELECT count(*) FROM sqlite_master", "0");
   /* another connection without the function: unknown there, though the
   ** same query text ran on the same empty store */
   db2 = openFile("hostfn2.db");
-  expectQuery(db2, "SELECT edn_q(':main', '[:find ?s . :where [(ground \"abcd\") ?n] [(my_len ?n) ?s]]')",
-              "ERROR: edn_q: line 1 col 41: unknown function my_len");
+  tuExpectQuery(db2, "SELECT edn_q(':main', '[:find ?s . :where [(ground \"abcd\") ?n] [(my_len ?n) ?s]]')",
+                "ERROR: edn_q: line 1 col 41: unknown function my_len");
   ck_assert_int_eq(sqlite3_close(db2), SQLITE_OK);
   /* and after the first edn_t, as before */
-  execOk(db, zSchema);
-  execOk(db, "SELECT edn_t(':main', '[{:p/name \"abcde\"}]')");
-  expectQuery(db, "SELECT edn_q(':main', '[:find ?s . :where [_ :p/name ?n] [(my_len ?n) ?s]]')",
-              "{\"result\":5}");
+  tuExecOk(db, zSchema);
+  tuExecOk(db, "SELECT edn_t(':main', '[{:p/name \"abcde\"}]')");
+  tuExpectQuery(db, "SELECT edn_q(':main', '[:find ?s . :where [_ :p/name ?n] [(my_len ?n) ?s]]')",
+                "{\"result\":5}");
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
 }
 END_TEST
@@ -351,7 +340,7 @@ END_TEST
 /* "db_path is the host's own database" (vtab/call.c) is remembered per
 ** host connection for configPathCheckMs(), as the store cache remembers a
 ** path; these are the cases a remembered verdict could get wrong, each
-** worked out from SPEC §4 (a file moved over a path is a new file): the
+** worked out from SPEC.md §4 (a file moved over a path is a new file): the
 ** host's own file moved over a store's path is refused by the next write
 ** at once, and by the next read once the bound has passed (0: at once);
 ** another connection's verdict for the same path is not this one's; an
@@ -381,7 +370,7 @@ START_TEST(own_db_verdict_remembered) {
   snprintf(zOwn, sizeof zOwn, "%s", tuTempPath("own-host.db"));
   snprintf(zOther, sizeof zOther, "%s", tuTempPath("own-other.db"));
   host = openFile("own-host.db");
-  execOk(host, "CREATE TABLE t(x); INSERT INTO t VALUES (1)");
+  tuExecOk(host, "CREATE TABLE t(x); INSERT INTO t VALUES (1)");
   expectOwn(host, zStore, 0, 1);
   expectOwn(host, zStore, 0, 0);
   expectOwn(host, zOwn, 1, 0);
@@ -394,10 +383,10 @@ START_TEST(own_db_verdict_remembered) {
 
   /* ATTACH and DETACH leave main alone. */
   snprintf(zAttach, sizeof zAttach, "ATTACH '%s' AS other", zOther);
-  execOk(host, zAttach);
+  tuExecOk(host, zAttach);
   expectOwn(host, zOwn, 1, 0);
   expectOwn(host, zStore, 0, 0);
-  execOk(host, "DETACH other");
+  tuExecOk(host, "DETACH other");
   expectOwn(host, zOwn, 1, 0);
   expectOwn(host, zStore, 0, 0);
 
@@ -407,7 +396,7 @@ START_TEST(own_db_verdict_remembered) {
   expectOwn(host, zStore, 1, 1);     /* a write checks every call */
   configSetPathCheckMs(0);
   expectOwn(host, zStore, 1, 0);     /* a read once the bound has passed */
-  expectQuery(host, "SELECT x FROM t", "1");
+  tuExpectQuery(host, "SELECT x FROM t", "1");
   sqlite3_close(host);
 
   /* A new connection (maybe at the old one's address, which remembered
@@ -424,7 +413,7 @@ END_TEST
 ** may start without a read transaction (storeReaderLazy): a commit by
 ** another connection between its statements (here, right before the
 ** nested entity's read) gives the state before or the state after, never
-** the parent from one and the child from the other (SPEC §4: a call sees
+** the parent from one and the child from the other (SPEC.md §4: a call sees
 ** one database value). The commit changes both names at once. */
 static sqlite3 *gPullRaw;
 static int gPullArmed, gPullSeen;

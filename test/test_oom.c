@@ -73,31 +73,6 @@ static char *tDigest(const char *zPath) {
   return z;
 }
 
-/* Steps zSql (?1 the store path, ?2 an optional text) once; the first
-** column of its first row as text in *pzOut (malloc'd). */
-static int tStep(sqlite3 *db, const char *zSql, const char *zPath, const char *z2, char **pzOut) {
-  sqlite3_stmt *pStmt = NULL;
-  int rc = sqlite3_prepare_v2(db, zSql, -1, &pStmt, NULL);
-  *pzOut = NULL;
-  if (rc != SQLITE_OK) return rc;
-  rc = sqlite3_bind_text(pStmt, 1, zPath, -1, SQLITE_TRANSIENT);
-  if (rc == SQLITE_OK && z2) rc = sqlite3_bind_text(pStmt, 2, z2, -1, SQLITE_TRANSIENT);
-  if (rc == SQLITE_OK) rc = sqlite3_step(pStmt);
-  if (rc == SQLITE_ROW) {
-    /* the type first: a text conversion that runs out of memory leaves a NULL */
-    int eType = sqlite3_column_type(pStmt, 0);
-    const char *z = (const char *)sqlite3_column_text(pStmt, 0);
-    if (z == NULL && eType != SQLITE_NULL) rc = SQLITE_NOMEM;
-    else *pzOut = strdup(z ? z : "NULL");
-  }
-  if (rc == SQLITE_ROW) {
-    int rc2 = sqlite3_finalize(pStmt);
-    return tuIsNomem(rc2) ? rc2 : SQLITE_ROW;
-  }
-  sqlite3_finalize(pStmt);
-  return rc;
-}
-
 /* The digest of a store that holds only its bootstrap (SPEC.md §3: a store
 ** is created on first use, by a read as well; the transaction that then
 ** fails is not what created it), which counts as no store. */
@@ -124,7 +99,7 @@ static int tSweep(sqlite3 *db, const char *zSql, const char *zPath, const char *
     char *zBefore = bWrite ? tDigest(zPath) : NULL, *zOut = NULL;
     int rc;
     tuOomLeft = n;
-    rc = tStep(db, zSql, zPath, z2, &zOut);
+    rc = tuStepOnce(db, zSql, zPath, z2, &zOut);
     bDone = tuOomOnce ? tuOomLeft > 0 : rc == SQLITE_ROW;
     tuOomLeft = -1;
     nTried++;
@@ -160,6 +135,30 @@ static int tSweep(sqlite3 *db, const char *zSql, const char *zPath, const char *
   }
   ck_assert_msg(bDone && *pnFail > 0, "%s: ended at %d with %d failures", zSql, n, *pnFail);
   return nTried;
+}
+
+/* Starts a suite of sweeps: the failing allocator installed, and the
+** digest of a store that holds only its bootstrap (gzEmptyDigest) taken
+** from a read of the fresh store zEmptyName. */
+static void tOomBegin(const char *zEmptyName) {
+  sqlite3 *db;
+  const char *zEmpty;
+  tuOomInstall();
+  db = tuOpenHost();
+  zEmpty = tuTempPath(zEmptyName);
+  free(tuQuery(db, "SELECT count(*) FROM edn_q(?1, '[:find ?e :where [?e :db/ident :db/ident]]')",
+               zEmpty, NULL));
+  gzEmptyDigest = tDigest(zEmpty);
+  sqlite3_close(db);
+}
+
+/* Ends what tOomBegin started and reports the suite's counts. */
+static void tOomEnd(const char *zWhat, int nPoints, int nNomem) {
+  tuOomOnce = 0;
+  tuOomRemove();
+  free(gzEmptyDigest);
+  gzEmptyDigest = NULL;
+  fprintf(stderr, "oom %s: %d allocation points, %d SQLITE_NOMEM outcomes\n", zWhat, nPoints, nNomem);
 }
 
 /* edn_t alone, not inside json_extract: an allocation failing in the
@@ -213,15 +212,7 @@ START_TEST(test_oom_movies) {
   };
   char *zSchema = tReadMovies("schema.edn"), *zData = tReadMovies("data.edn");
   int nPoints = 0, nNomem = 0;
-  tuOomInstall();
-  {
-    sqlite3 *db = tuOpenHost();
-    const char *zEmpty = tuTempPath("movies-empty.db");
-    free(tuQuery(db, "SELECT count(*) FROM edn_q(?1, '[:find ?e :where [?e :db/ident :db/ident]]')",
-                 zEmpty, NULL));
-    gzEmptyDigest = tDigest(zEmpty);
-    sqlite3_close(db);
-  }
+  tOomBegin("movies-empty.db");
   for (int iMode = 0; iMode < 2; iMode++) {
     sqlite3 *db = tuOpenHost();
     char zName[32], *zRef, *zGot;
@@ -256,7 +247,7 @@ START_TEST(test_oom_movies) {
       free(zWant);
       nNomem += nFail;
     }
-    /* several sources (issue 17 item 4): the reference store attached as
+    /* several sources: the reference store attached as
     ** $r, this one's history as $h; 1987's three movies by title in both */
     nPoints += tSweep(db, "SELECT edn_q(?1, '[:find (count ?m) . :in $ $r $h :where"
                       " [$h ?m :movie/year 1987 _ true] [?m :movie/title ?t] [$r ?n :movie/title ?t]]',"
@@ -270,17 +261,13 @@ START_TEST(test_oom_movies) {
     free(zRef);
     sqlite3_close(db);
   }
-  tuOomOnce = 0;
-  tuOomRemove();
-  free(gzEmptyDigest);
-  gzEmptyDigest = NULL;
-  fprintf(stderr, "oom movies: %d allocation points, %d SQLITE_NOMEM outcomes\n", nPoints, nNomem);
+  tOomEnd("movies", nPoints, nNomem);
   free(zSchema);
   free(zData);
 }
 END_TEST
 
-/* Tuples (issue 17 item 5): the schema transaction that installs the tuple
+/* Tuples: the schema transaction that installs the tuple
 ** vocabulary, data whose composites the transactor derives, an upsert
 ** through an identity composite, and reads of tuples (a pattern literal,
 ** an input, untuple, a comparison, pull). Answers by hand: the schema
@@ -306,15 +293,7 @@ START_TEST(test_oom_tuples) {
      "{\":r/c+s\":[65542,\"ann\"],\":r/at\":[1,\"a\"],\":db/id\":65543}", 0},
   };
   int nPoints = 0, nNomem = 0;
-  tuOomInstall();
-  {
-    sqlite3 *db = tuOpenHost();
-    const char *zEmpty = tuTempPath("tuples-empty.db");
-    free(tuQuery(db, "SELECT count(*) FROM edn_q(?1, '[:find ?e :where [?e :db/ident :db/ident]]')",
-                 zEmpty, NULL));
-    gzEmptyDigest = tDigest(zEmpty);
-    sqlite3_close(db);
-  }
+  tOomBegin("tuples-empty.db");
   for (int iMode = 0; iMode < 2; iMode++) {
     sqlite3 *db = tuOpenHost();
     char zName[32];
@@ -331,11 +310,7 @@ START_TEST(test_oom_tuples) {
     }
     sqlite3_close(db);
   }
-  tuOomOnce = 0;
-  tuOomRemove();
-  free(gzEmptyDigest);
-  gzEmptyDigest = NULL;
-  fprintf(stderr, "oom tuples: %d allocation points, %d SQLITE_NOMEM outcomes\n", nPoints, nNomem);
+  tOomEnd("tuples", nPoints, nNomem);
 }
 END_TEST
 

@@ -761,27 +761,8 @@ END_TEST
 /* ---- OOM through the SQL surface (edn_q_scalar.c, edn_t.c, edn_pull.c,
 ** edn_q_table.c): with the n-th allocation failing, transiently or from
 ** then on, each statement gives exactly its answer by hand from zData or
-** fails with SQLITE_NOMEM, and the host connection goes on working. */
-static int tOomStep(sqlite3 *db, const char *zSql, const char *zPath, char **pzOut) {
-  sqlite3_stmt *pStmt = NULL;
-  int rc = sqlite3_prepare_v2(db, zSql, -1, &pStmt, NULL);
-  *pzOut = NULL;
-  if (rc != SQLITE_OK) return rc;
-  rc = sqlite3_bind_text(pStmt, 1, zPath, -1, SQLITE_TRANSIENT);
-  if (rc == SQLITE_OK) rc = sqlite3_step(pStmt);
-  if (rc == SQLITE_ROW) {
-    /* The type before the text: a conversion to text that runs out of
-    ** memory leaves the column NULL (SQLite clears the Mem), so the type
-    ** asked afterwards would make it look like a SQL NULL result. */
-    int eType = sqlite3_column_type(pStmt, 0);
-    const char *z = (const char *)sqlite3_column_text(pStmt, 0);
-    if (z == NULL && eType != SQLITE_NULL) rc = SQLITE_NOMEM;
-    else *pzOut = strdup(z ? z : "NULL");
-  }
-  sqlite3_finalize(pStmt);
-  return rc;
-}
-
+** fails with SQLITE_NOMEM, and the host connection goes on working (each
+** statement stepped by tuStepOnce). */
 START_TEST(test_surface_oom) {
   static const struct { const char *zSql, *zWant; } a[] = {
     {"SELECT edn_q(?1, '[:find ?n ?a :where [?e :p/name ?n] [?e :p/age ?a] :order ?a]')",
@@ -819,7 +800,7 @@ START_TEST(test_surface_oom) {
         char *zOut = NULL, *zAgain = NULL;
         int rc;
         tuOomLeft = n;
-        rc = tOomStep(db, a[i].zSql, zPath, &zOut);
+        rc = tuStepOnce(db, a[i].zSql, zPath, NULL, &zOut);
         bDone = tuOomOnce ? tuOomLeft > 0 : rc == SQLITE_ROW;
         tuOomLeft = -1;
         if (rc == SQLITE_ROW) {
@@ -830,7 +811,7 @@ START_TEST(test_surface_oom) {
                         iMode ? "persistent" : "transient", n, rc, sqlite3_errmsg(db));
           nFail++;
           /* and the next run, without failures, is right */
-          ck_assert_int_eq(tOomStep(db, a[i].zSql, zPath, &zAgain), SQLITE_ROW);
+          ck_assert_int_eq(tuStepOnce(db, a[i].zSql, zPath, NULL, &zAgain), SQLITE_ROW);
           ck_assert_str_eq(zAgain, a[i].zWant);
         }
         free(zOut);

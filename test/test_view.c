@@ -30,24 +30,9 @@ static const char *inDir(const char *zName) {
   return zPath;
 }
 
+/* A host on the file zName in the test's directory. */
 static sqlite3 *openHost(const char *zName) {
-  sqlite3 *db = NULL;
-  char *zErr = NULL;
-  ck_assert_int_eq(sqlite3_open(inDir(zName), &db), SQLITE_OK);
-  ck_assert_msg(mentatRegister(db, &zErr) == SQLITE_OK, "register: %s", zErr ? zErr : "?");
-  return db;
-}
-
-static void expectQuery(sqlite3 *db, const char *zSql, const char *zWant) {
-  char *z = tuQuery(db, zSql, NULL, NULL);
-  ck_assert_msg(strcmp(z, zWant) == 0, "%s\n got:  %s\n want: %s", zSql, z, zWant);
-  free(z);
-}
-
-static void execOk(sqlite3 *db, const char *zSql) {
-  char *zErr = NULL;
-  int rc = sqlite3_exec(db, zSql, NULL, NULL, &zErr);
-  ck_assert_msg(rc == SQLITE_OK, "%s: %s", zSql, zErr ? zErr : "?");
+  return tuOpenHostAt(inDir(zName));
 }
 
 /* Writes the two-person store at the absolute path zStore. */
@@ -72,18 +57,18 @@ START_TEST(survives_reopen) {
   freshDir("survives_reopen");
   sqlite3 *db = openHost("host.db");
   makeStore(db, inDir("tracker.db"));
-  execOk(db, zOlder);
-  expectQuery(db, "SELECT group_concat(n || ':' || a) FROM older WHERE min = 26", "Ann:30");
+  tuExecOk(db, zOlder);
+  tuExpectQuery(db, "SELECT group_concat(n || ':' || a) FROM older WHERE min = 26", "Ann:30");
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
   /* db='tracker.db' is the file beside host.db, not one in the working directory */
   ck_assert_int_eq(chdir("/"), 0);
   db = openHost("host.db");
-  expectQuery(db, "SELECT group_concat(n, ',') FROM"
-              " (SELECT n FROM older WHERE min = 20 ORDER BY n)",
-              "Ann,Bob");
-  expectQuery(db, "SELECT count(*) FROM older WHERE min = 31", "0");
-  execOk(db, "DROP TABLE older");
-  expectQuery(db, "SELECT count(*) FROM sqlite_master WHERE name = 'older'", "0");
+  tuExpectQuery(db, "SELECT group_concat(n, ',') FROM"
+                " (SELECT n FROM older WHERE min = 20 ORDER BY n)",
+                "Ann,Bob");
+  tuExpectQuery(db, "SELECT count(*) FROM older WHERE min = 31", "0");
+  tuExecOk(db, "DROP TABLE older");
+  tuExpectQuery(db, "SELECT count(*) FROM sqlite_master WHERE name = 'older'", "0");
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
 }
 END_TEST
@@ -92,14 +77,14 @@ START_TEST(host_store_survives_reopen) {
   freshDir("host_store_survives_reopen");
   sqlite3 *db = openHost("hosted.db");
   makeStore(db, ":main");
-  execOk(db, "CREATE VIRTUAL TABLE names USING edn_view(db=':main',"
-             " query='[:find [?n ...] :where [_ :p/name ?n]]')");
+  tuExecOk(db, "CREATE VIRTUAL TABLE names USING edn_view(db=':main',"
+               " query='[:find [?n ...] :where [_ :p/name ?n]]')");
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
   db = openHost("hosted.db");
-  expectQuery(db, "SELECT group_concat(n, ',') FROM (SELECT n FROM names ORDER BY n)", "Ann,Bob");
-  expectQuery(db, "SELECT edn_t(':main', '[{:p/name \"Cy\"}]') IS NOT NULL", "1");
-  expectQuery(db, "SELECT group_concat(n, ',') FROM (SELECT n FROM names ORDER BY n)",
-              "Ann,Bob,Cy");
+  tuExpectQuery(db, "SELECT group_concat(n, ',') FROM (SELECT n FROM names ORDER BY n)", "Ann,Bob");
+  tuExpectQuery(db, "SELECT edn_t(':main', '[{:p/name \"Cy\"}]') IS NOT NULL", "1");
+  tuExpectQuery(db, "SELECT group_concat(n, ',') FROM (SELECT n FROM names ORDER BY n)",
+                "Ann,Bob,Cy");
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
 }
 END_TEST
@@ -126,22 +111,22 @@ START_TEST(path_rule_at_create) {
   makeStore(db, inDir("sub/in.db"));
   /* an absolute path, even to a store that exists */
   snprintf(zSql, sizeof zSql, "CREATE VIRTUAL TABLE a USING edn_view(db='%s', %s)", zOut, zQ);
-  expectQuery(db, zSql, refusal(zOut, "an absolute path"));
+  tuExpectQuery(db, zSql, refusal(zOut, "an absolute path"));
   /* out through '..' */
   snprintf(zSql, sizeof zSql, "CREATE VIRTUAL TABLE a USING edn_view(db='../outside.db', %s)", zQ);
-  expectQuery(db, zSql, refusal("../outside.db", "a path with '..'"));
+  tuExpectQuery(db, zSql, refusal("../outside.db", "a path with '..'"));
   snprintf(zSql, sizeof zSql,
            "CREATE VIRTUAL TABLE a USING edn_view(db='sub/../../outside.db', %s)", zQ);
-  expectQuery(db, zSql, refusal("sub/../../outside.db", "a path with '..'"));
+  tuExpectQuery(db, zSql, refusal("sub/../../outside.db", "a path with '..'"));
   /* out through a symbolic link in the directory */
   ck_assert_int_eq(symlink(zOut, inDir("link.db")), 0);
   snprintf(zSql, sizeof zSql, "CREATE VIRTUAL TABLE a USING edn_view(db='link.db', %s)", zQ);
-  expectQuery(db, zSql, refusal("link.db", "a link out of that directory"));
-  expectQuery(db, "SELECT count(*) FROM sqlite_master WHERE name = 'a'", "0");
+  tuExpectQuery(db, zSql, refusal("link.db", "a link out of that directory"));
+  tuExpectQuery(db, "SELECT count(*) FROM sqlite_master WHERE name = 'a'", "0");
   /* a subdirectory is inside */
   snprintf(zSql, sizeof zSql, "CREATE VIRTUAL TABLE a USING edn_view(db='sub/in.db', %s)", zQ);
-  execOk(db, zSql);
-  expectQuery(db, "SELECT group_concat(n, ',') FROM (SELECT n FROM a ORDER BY n)", "Ann,Bob");
+  tuExecOk(db, zSql);
+  tuExpectQuery(db, "SELECT group_concat(n, ',') FROM (SELECT n FROM a ORDER BY n)", "Ann,Bob");
   /* opts "sources" naming another store file: opened as given, so refused */
   snprintf(zSql, sizeof zSql, "CREATE VIRTUAL TABLE a2 USING edn_view(db='sub/in.db', opts="
            "'{\"sources\": {\"$2\": \"%s\"}}',"
@@ -152,18 +137,18 @@ START_TEST(path_rule_at_create) {
     snprintf(zWant, sizeof zWant, "ERROR: edn_view: opts source $2 (%s) names a store file: a table"
              " stored in database main (%s) reads no other store; a TEMP table may", zOut,
              inDir("host.db"));
-    expectQuery(db, zSql, zWant);
+    tuExpectQuery(db, zSql, zWant);
   }
   /* a TEMP table is the connection owner's: any store */
   snprintf(zSql, sizeof zSql, "CREATE VIRTUAL TABLE temp.t USING edn_view(db='%s', %s)", zOut, zQ);
-  execOk(db, zSql);
-  expectQuery(db, "SELECT count(*) FROM t", "2");
+  tuExecOk(db, zSql);
+  tuExpectQuery(db, "SELECT count(*) FROM t", "2");
   snprintf(zSql, sizeof zSql, "CREATE VIRTUAL TABLE temp.t2 USING edn_view(db='%s', opts="
            "'{\"sources\": {\"$2\": \"%s\"}}',"
            " query='[:find ?n :in $ $2 :where [$2 _ :p/name ?n]]')",
            zOut, inDir("sub/in.db"));
-  execOk(db, zSql);
-  expectQuery(db, "SELECT count(*) FROM t2", "2");
+  tuExecOk(db, zSql);
+  tuExpectQuery(db, "SELECT count(*) FROM t2", "2");
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
 }
 END_TEST
@@ -180,11 +165,11 @@ START_TEST(path_rule_of_attached_file) {
   snprintf(zSql, sizeof zSql, "%s/people.db", zOther);
   makeStore(db, zSql);
   snprintf(zSql, sizeof zSql, "ATTACH '%s/aux.db' AS aux", zOther);
-  execOk(db, zSql);
-  execOk(db, "CREATE VIRTUAL TABLE aux.names USING edn_view(db='people.db',"
-             " query='[:find ?n :where [_ :p/name ?n]]')");
-  expectQuery(db, "SELECT group_concat(n, ',') FROM (SELECT n FROM aux.names ORDER BY n)",
-              "Ann,Bob");
+  tuExecOk(db, zSql);
+  tuExecOk(db, "CREATE VIRTUAL TABLE aux.names USING edn_view(db='people.db',"
+               " query='[:find ?n :where [_ :p/name ?n]]')");
+  tuExpectQuery(db, "SELECT group_concat(n, ',') FROM (SELECT n FROM aux.names ORDER BY n)",
+                "Ann,Bob");
   /* beside main's file is not beside aux's */
   makeStore(db, inDir("mine.db"));
   snprintf(zSql, sizeof zSql, "CREATE VIRTUAL TABLE aux.mine USING edn_view("
@@ -195,10 +180,10 @@ START_TEST(path_rule_of_attached_file) {
              " is refused (a path with '..'): a table stored in database aux (%s/aux.db) reads"
              " a host store (':main') or a store file inside %s; a TEMP table may name any store",
              zOther, zOther);
-    expectQuery(db, zSql, zWant);
+    tuExpectQuery(db, zSql, zWant);
   }
   /* UPDATE is refused as INSERT is */
-  expectQuery(db, "UPDATE aux.names SET n = 'x'", "ERROR: table names may not be modified");
+  tuExpectQuery(db, "UPDATE aux.names SET n = 'x'", "ERROR: table names may not be modified");
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
 }
 END_TEST
@@ -213,17 +198,17 @@ START_TEST(path_rule_at_connect) {
   struct stat st;
   makeStore(db, inDir("tracker.db"));
   snprintf(zSecret, sizeof zSecret, "%s", tuTempPath("secret.db"));
-  execOk(db, zOlder);
-  execOk(db, "PRAGMA writable_schema = ON");
+  tuExecOk(db, zOlder);
+  tuExecOk(db, "PRAGMA writable_schema = ON");
   snprintf(zSql, sizeof zSql, "UPDATE sqlite_master SET sql = replace(sql, 'tracker.db', '%s')"
            " WHERE name = 'older'", zSecret);
-  execOk(db, zSql);
+  tuExecOk(db, zSql);
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
   db = openHost("host.db");
-  expectQuery(db, "SELECT n FROM older WHERE min = 1", refusal(zSecret, "an absolute path"));
+  tuExpectQuery(db, "SELECT n FROM older WHERE min = 1", refusal(zSecret, "an absolute path"));
   ck_assert_int_ne(stat(zSecret, &st), 0);    /* not even created */
-  execOk(db, "DROP TABLE older");
-  expectQuery(db, "SELECT count(*) FROM sqlite_master WHERE name = 'older'", "0");
+  tuExecOk(db, "DROP TABLE older");
+  tuExpectQuery(db, "SELECT count(*) FROM sqlite_master WHERE name = 'older'", "0");
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
 }
 END_TEST
@@ -235,45 +220,23 @@ START_TEST(store_gone_at_connect) {
   sqlite3 *db = openHost("host.db");
   char zWant[1024];
   makeStore(db, inDir("tracker.db"));
-  execOk(db, zOlder);
+  tuExecOk(db, zOlder);
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
   ck_assert_int_eq(unlink(inDir("tracker.db")), 0);
   {
     sqlite3 *pOther = NULL;
     ck_assert_int_eq(sqlite3_open(inDir("tracker.db"), &pOther), SQLITE_OK);
-    execOk(pOther, "CREATE TABLE foo(x)");
+    tuExecOk(pOther, "CREATE TABLE foo(x)");
     sqlite3_close(pOther);
   }
   db = openHost("host.db");
   snprintf(zWant, sizeof zWant, "ERROR: edn_view: %s is not a Mentat store (user_version 0)",
            inDir("tracker.db"));
-  expectQuery(db, "SELECT n FROM older WHERE min = 1", zWant);
-  execOk(db, "DROP TABLE older");
+  tuExpectQuery(db, "SELECT n FROM older WHERE min = 1", zWant);
+  tuExecOk(db, "DROP TABLE older");
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
 }
 END_TEST
-
-/* Steps zSql once; SQLITE_ROW with the first column in *pzOut (malloc'd),
-** SQLITE_DONE, or the error code. */
-static int stepOnce(sqlite3 *db, const char *zSql, char **pzOut) {
-  sqlite3_stmt *pStmt = NULL;
-  int rc = sqlite3_prepare_v2(db, zSql, -1, &pStmt, NULL);
-  *pzOut = NULL;
-  if (rc != SQLITE_OK) return rc;
-  rc = sqlite3_step(pStmt);
-  if (rc == SQLITE_ROW) {
-    int eType = sqlite3_column_type(pStmt, 0);
-    const char *z = (const char *)sqlite3_column_text(pStmt, 0);
-    if (z == NULL && eType != SQLITE_NULL) rc = SQLITE_NOMEM;
-    else *pzOut = strdup(z ? z : "NULL");
-  }
-  if (rc == SQLITE_ROW) {
-    int rc2 = sqlite3_finalize(pStmt);
-    return tuIsNomem(rc2) ? rc2 : SQLITE_ROW;
-  }
-  sqlite3_finalize(pStmt);
-  return rc;
-}
 
 /* Allocation failures (SQLite's do_malloc_test way, as test_oom.c): for N
 ** = 0, 1, ... the N-th allocation of CREATE VIRTUAL TABLE, then of a scan
@@ -303,21 +266,21 @@ START_TEST(allocation_failures) {
         char *zOut = NULL;
         int rc;
         db = openHost("host.db");
-        if (iStep == 1) execOk(db, "DROP TABLE IF EXISTS o");
-        if (iStep == 1) execOk(db, azStep[0]);
-        if (iStep == 0) execOk(db, "DROP TABLE IF EXISTS o");
+        if (iStep == 1) tuExecOk(db, "DROP TABLE IF EXISTS o");
+        if (iStep == 1) tuExecOk(db, azStep[0]);
+        if (iStep == 0) tuExecOk(db, "DROP TABLE IF EXISTS o");
         tuOomLeft = n;
-        rc = stepOnce(db, azStep[iStep], &zOut);
+        rc = tuStepOnce(db, azStep[iStep], NULL, NULL, &zOut);
         bDone = tuOomOnce ? tuOomLeft > 0 : (rc == SQLITE_DONE || rc == SQLITE_ROW);
         tuOomLeft = -1;
         if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
           if (azWant[iStep]) ck_assert_msg(zOut && strcmp(zOut, azWant[iStep]) == 0,
                                            "step %d at %d: %s", iStep, n, zOut ? zOut : "(none)");
-          if (iStep == 0) expectQuery(db, zCountO, "1");
+          if (iStep == 0) tuExpectQuery(db, zCountO, "1");
         } else {
           ck_assert_msg(tuIsNomem(rc), "step %d, %s failure at %d: rc %d %s", iStep,
                         tuOomOnce ? "transient" : "persistent", n, rc, sqlite3_errmsg(db));
-          if (iStep == 0) expectQuery(db, zCountO, "0");
+          if (iStep == 0) tuExpectQuery(db, zCountO, "0");
           nFail++;
         }
         free(zOut);
@@ -369,13 +332,13 @@ START_TEST(temp_view_file_source) {
   }
   tempView(db, "t1", "[:find ?n ?t :in $ $2 :where [?e :p/name ?n] [$2 ?o :o/name ?n]"
            " [$2 ?o :o/total ?t]]", NULL, "");
-  expectQuery(db, "SELECT n || '|' || t FROM t1", "Ann|7");
+  tuExpectQuery(db, "SELECT n || '|' || t FROM t1", "Ann|7");
   tempView(db, "t2", "[:find ?n ?t :in $ $2 % :where [?e :p/name ?n] ($2 tot ?n ?t)]",
            "[[(tot ?n ?t) [?o :o/name ?n] [?o :o/total ?t]]]", "");
-  expectQuery(db, "SELECT n || '|' || t FROM t2", "Ann|7");
+  tuExpectQuery(db, "SELECT n || '|' || t FROM t2", "Ann|7");
   tempView(db, "t3", "[:find ?n :in $ $2 :where [?e :p/name ?n]"
            " ($2 not [?o :o/name ?n] [?o :o/total 7])]", NULL, "");
-  expectQuery(db, "SELECT group_concat(n) FROM t3", "Bob");
+  tuExpectQuery(db, "SELECT group_concat(n) FROM t3", "Bob");
   tempView(db, "t4", "[:find ?n ?t :in $ $2 :where [?e :p/name ?n] [$2 ?o :o/name ?n]"
            " [$2 ?o :o/totl ?t]]", NULL,
            "ERROR: edn_view: line 1 col 72: unknown attribute :o/totl");

@@ -139,6 +139,36 @@ static inline int tuIsNomem(int rc) {
   return rc == SQLITE_NOMEM || rc == SQLITE_IOERR_NOMEM;
 }
 
+/* Steps zSql once, as an allocation-failure sweep does (?1 bound to z1 and
+** ?2 to z2 when they are not NULL): SQLITE_ROW with the first column of the
+** row as text in *pzOut (malloc'd, "NULL" for SQL NULL), else SQLITE_DONE
+** or the error code (*pzOut NULL). A text conversion that runs out of memory
+** (a NULL for a value that is not NULL) and a finalize that reports an
+** allocation failure both give SQLITE_NOMEM's code. */
+static inline int tuStepOnce(sqlite3 *db, const char *zSql, const char *z1, const char *z2,
+                             char **pzOut) {
+  sqlite3_stmt *pStmt = NULL;
+  int rc = sqlite3_prepare_v2(db, zSql, -1, &pStmt, NULL);
+  *pzOut = NULL;
+  if (rc != SQLITE_OK) return rc;
+  if (z1) rc = sqlite3_bind_text(pStmt, 1, z1, -1, SQLITE_TRANSIENT);
+  if (rc == SQLITE_OK && z2) rc = sqlite3_bind_text(pStmt, 2, z2, -1, SQLITE_TRANSIENT);
+  if (rc == SQLITE_OK) rc = sqlite3_step(pStmt);
+  if (rc == SQLITE_ROW) {
+    /* the type first: a text conversion that runs out of memory leaves a NULL */
+    int eType = sqlite3_column_type(pStmt, 0);
+    const char *z = (const char *)sqlite3_column_text(pStmt, 0);
+    if (z == NULL && eType != SQLITE_NULL) rc = SQLITE_NOMEM;
+    else *pzOut = strdup(z ? z : "NULL");
+  }
+  if (rc == SQLITE_ROW) {
+    int rc2 = sqlite3_finalize(pStmt);
+    return tuIsNomem(rc2) ? rc2 : SQLITE_ROW;
+  }
+  sqlite3_finalize(pStmt);
+  return rc;
+}
+
 /* One test program per suite: TU_MAIN(ednSuite) gives main(). */
 #define TU_MAIN(SUITE_FN)                                        \
   int main(void) {                                               \

@@ -9,13 +9,52 @@
 #include "testutil.h"
 #include "mentat.h"
 
-/* An in-memory host connection with the extension registered. */
-static inline sqlite3 *tuOpenHost(void) {
+/* A host connection on the database file zPath (":memory:": in memory)
+** with the extension registered; the caller closes it. */
+static inline sqlite3 *tuOpenHostAt(const char *zPath) {
   sqlite3 *db = NULL;
   char *zErr = NULL;
-  ck_assert_int_eq(sqlite3_open(":memory:", &db), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_open(zPath, &db), SQLITE_OK);
   ck_assert_msg(mentatRegister(db, &zErr) == SQLITE_OK, "register: %s", zErr ? zErr : "?");
   return db;
 }
+
+/* An in-memory host connection with the extension registered. */
+static inline sqlite3 *tuOpenHost(void) {
+  return tuOpenHostAt(":memory:");
+}
+
+/* Fails the test unless zSql's first row, as tuQuery gives it, is zWant. */
+static inline void tuExpectQuery(sqlite3 *db, const char *zSql, const char *zWant) {
+  char *z = tuQuery(db, zSql, NULL, NULL);
+  ck_assert_msg(strcmp(z, zWant) == 0, "%s\n got:  %s\n want: %s", zSql, z, zWant);
+  free(z);
+}
+
+/* Fails the test unless zSql runs without an error. */
+static inline void tuExecOk(sqlite3 *db, const char *zSql) {
+  char *zErr = NULL;
+  int rc = sqlite3_exec(db, zSql, NULL, NULL, &zErr);
+  ck_assert_msg(rc == SQLITE_OK, "%s: %s", zSql, zErr ? zErr : "?");
+  sqlite3_free(zErr);
+}
+
+/* One step of a scripted test: zSql run and, when zWant is not NULL, its
+** first row compared with zWant (tuExpectQuery); with zWant NULL it must
+** run without an error (tuExecOk, so it may hold several statements). */
+typedef struct TuStep {
+  const char *zSql;
+  const char *zWant;
+} TuStep;
+
+/* Runs the nStep steps of aStep in order on db, failing at the first that
+** does not give what it wants. TU_RUN_STEPS(db, a) for a static array. */
+static inline void tuRunSteps(sqlite3 *db, const TuStep *aStep, int nStep) {
+  for (int i = 0; i < nStep; i++) {
+    if (aStep[i].zWant) tuExpectQuery(db, aStep[i].zSql, aStep[i].zWant);
+    else tuExecOk(db, aStep[i].zSql);
+  }
+}
+#define TU_RUN_STEPS(db, a) tuRunSteps((db), (a), (int)(sizeof(a) / sizeof((a)[0])))
 
 #endif /* MENTAT_TUHOST_H */
