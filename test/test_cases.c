@@ -581,6 +581,7 @@ START_TEST(test_no_case_files) {
 END_TEST
 
 static Suite *casesSuite(void) {
+  tuNoFsync();
   Suite *s = suite_create("cases");
   TCase *tc = tcase_create("files");
   tcListFiles();

@@ -497,6 +497,7 @@ START_TEST(pull_one_snapshot_under_commit) {
 END_TEST
 
 static Suite *hostSuite(void) {
+  tuNoFsync();
   Suite *s = suite_create("host");
   TCase *tc = tcase_create("host");
   tcase_set_timeout(tc, 60);

@@ -1397,6 +1397,7 @@ START_TEST(test_oom_pull) {
 END_TEST
 
 static Suite *pullSuite(void) {
+  tuNoFsync();
   Suite *s = suite_create("pull");
   TCase *tc = tcase_create("pull");
   tcase_add_checked_fixture(tc, tSetup, tTeardown);

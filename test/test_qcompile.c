@@ -799,6 +799,7 @@ START_TEST(test_interrupt_sweep) {
 END_TEST
 
 static Suite *qcompileSuite(void) {
+  tuNoFsync();
   Suite *s = suite_create("qcompile");
   TCase *tc = tcase_create("core");
   tcase_add_checked_fixture(tc, setup, teardown);

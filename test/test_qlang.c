@@ -637,6 +637,7 @@ START_TEST(test_spill_budget) {
 END_TEST
 
 static Suite *qlangSuite(void) {
+  tuNoFsync();
   Suite *s = suite_create("qlang");
   TCase *tc = tcase_create("core");
   TCase *tcRules = tcase_create("rules");

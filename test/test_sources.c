@@ -167,6 +167,7 @@ START_TEST(test_sources_foreign_schema_change) {
 END_TEST
 
 static Suite *sourcesSuite(void) {
+  tuNoFsync();
   Suite *s = suite_create("sources");
   TCase *tc = tcase_create("files");
   tcase_set_timeout(tc, 60);

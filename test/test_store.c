@@ -2123,9 +2123,12 @@ static Suite *storeSuite(void) {
   tcase_add_test(tc, test_refuse_foreign);
   tcase_add_test(tc, test_upgrade_v1_v2);
   suite_add_tcase(s, tc);
+  /* From here on the stores skip their fsyncs (tuNoFsync, in each test's
+  ** process): "file" checks the default synchronous level and the settings
+  ** a fresh process reads, the others what writes do. */
   tc = tcase_create("cache");
   tcase_set_timeout(tc, 300);
-  tcase_add_checked_fixture(tc, NULL, storeCacheClear);
+  tcase_add_checked_fixture(tc, tuNoFsync, storeCacheClear);
   tcase_add_test(tc, test_same_store_by_any_spelling);
   tcase_add_test(tc, test_replaced_file_is_new_store);
   tcase_add_test(tc, test_cache_disabled_and_lru);
@@ -2143,6 +2146,7 @@ static Suite *storeSuite(void) {
   suite_add_tcase(s, tc);
   tc = tcase_create("schema");
   tcase_set_timeout(tc, 60);
+  tcase_add_checked_fixture(tc, tuNoFsync, NULL);
   tcase_add_test(tc, test_idents_both_ways);
   tcase_add_test(tc, test_core_attributes);
   tcase_add_test(tc, test_user_attributes);
@@ -2152,6 +2156,7 @@ static Suite *storeSuite(void) {
   suite_add_tcase(s, tc);
   tc = tcase_create("schema-oom");
   tcase_set_timeout(tc, 300);
+  tcase_add_checked_fixture(tc, tuNoFsync, NULL);
   tcase_add_test(tc, test_oom_schema_load);
   tcase_add_test(tc, test_oom_store_open);
   suite_add_tcase(s, tc);

@@ -839,6 +839,7 @@ START_TEST(test_surface_oom) {
 END_TEST
 
 static Suite *surfaceSuite(void) {
+  tuNoFsync();
   Suite *s = suite_create("surface");
   TCase *tc = tcase_create("sql");
   tcase_set_timeout(tc, 60);

@@ -856,6 +856,7 @@ START_TEST(test_tune_retried_after_busy) {
 END_TEST
 
 static Suite *txSuite(void) {
+  tuNoFsync();
   Suite *s = suite_create("tx");
   TCase *tc = tcase_create("tx");
   tcase_set_timeout(tc, 60);

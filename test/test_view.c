@@ -352,6 +352,7 @@ START_TEST(temp_view_file_source) {
 END_TEST
 
 static Suite *viewSuite(void) {
+  tuNoFsync();
   Suite *s = suite_create("view");
   TCase *tc = tcase_create("view");
   tcase_set_timeout(tc, 60);

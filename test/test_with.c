@@ -68,6 +68,7 @@ START_TEST(test_with_span_bounded) {
 END_TEST
 
 static Suite *withSuite(void) {
+  tuNoFsync();
   Suite *s = suite_create("with");
   TCase *tc = tcase_create("span");
   tcase_set_timeout(tc, 60);

@@ -169,6 +169,15 @@ static inline int tuStepOnce(sqlite3 *db, const char *zSql, const char *z1, cons
   return rc;
 }
 
+/* For a suite that tests what a write does, not that it outlives a power
+** loss (test_iofault and test_group test that): store connections opened
+** from now on run at synchronous=OFF, so a commit waits for no fsync — on
+** a shared disk one costs milliseconds, and a suite commits thousands of
+** times. Atomicity and isolation are the same at every level. */
+static inline void tuNoFsync(void) {
+  configSetSynchronous("OFF");
+}
+
 /* One test program per suite: TU_MAIN(ednSuite) gives main(). */
 #define TU_MAIN(SUITE_FN)                                        \
   int main(void) {                                               \
