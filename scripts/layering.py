@@ -43,6 +43,10 @@ PUBLIC = {
 # Per stage, the context headers: what the files of one part of a stage share, below that
 # part's driver. Each maps to the modules whose files may include it: a module x is x.c,
 # x.h and every x_*.c, x_*.h (the part the context serves, its driver too).
+# vtab's SQL objects (each a module: its files and the header it owns), which the entry
+# point registers.
+VTAB_OBJECTS = ('edn_t', 'edn_q', 'edn_pull', 'edn_datoms', 'edn_log', 'edn_view', 'view_def',
+                'mentat_version', 'host_state')
 CONTEXT = {
     # the store's shared state: the cache, the reader pool, the holds and the writer's
     # connection bookkeeping that every store file works on
@@ -63,6 +67,20 @@ CONTEXT = {
         # the state of a running query, shared by the runner, its row's pulls and the spill
         'query_run_context.h': ('query_run', 'query_spill'),
     },
+    'vtab': {
+        # the SQL-boundary context: arguments in and results out (sqlio), the call on a
+        # store (db_path checked, store acquired, reader, watch, given back), and the
+        # interrupt bridge that the call and the store connections' hook use
+        'sqlio.h': VTAB_OBJECTS + ('call', 'datoms_cursor', 'run_cursor'),
+        'call.h': VTAB_OBJECTS + ('datoms_cursor', 'run_cursor', 'entry'),
+        'interrupt.h': ('call', 'entry'),
+        # the shared cursors: a query run streamed (the edn_q table, edn_view) and a store
+        # statement over the datoms (edn_datoms, edn_log)
+        'run_cursor.h': ('edn_q', 'edn_view'),
+        'datoms_cursor.h': ('edn_datoms', 'edn_log'),
+        # edn_datoms' columns and plan bits, shared by its xFilter and xBestIndex files
+        'edn_datoms_int.h': ('edn_datoms',),
+    },
 }
 
 # Per stage, the drivers and the headers of the sub-parts each drives. Nothing else in a
@@ -79,11 +97,18 @@ DRIVERS = {
         # the rule calls: inlined, or rewritten for seeded recursion
         'query_compile_rules.c': {'query_compile_rules_inline.h', 'query_compile_rules_magic.h'},
     },
+    'vtab': {
+        # the entry point registers every SQL object
+        'entry.c': {'edn_t.h', 'edn_q.h', 'edn_pull.h', 'edn_datoms.h', 'edn_log.h',
+                    'edn_view.h', 'mentat_version.h', 'host_state.h'},
+        # edn_view's table reads its definition through view_def
+        'edn_view.c': {'view_def.h'},
+    },
 }
 
 # TEMPORARY: stages whose files do not keep rule 2 yet. Their breaches are listed but do not
-# fail the check. Empty this as each stage conforms.
-NOT_YET = {'vtab'}
+# fail the check. Empty this as each stage conforms (every stage does).
+NOT_YET = set()
 
 
 def own_header(name, headers):
