@@ -89,6 +89,47 @@ START_TEST(host_store_survives_reopen) {
 }
 END_TEST
 
+/* A view whose attribute is renamed while the host is closed follows it on
+** the next connection (Datomic: the old ident still refers to the entity),
+** on a store file and on a host store; an enum whose :db/ident is retracted
+** then is an error naming the view at every scan, and DROP TABLE works. */
+START_TEST(follows_rename_across_reopen) {
+  freshDir("follows_rename_across_reopen");
+  sqlite3 *db = openHost("host.db");
+  makeStore(db, inDir("tracker.db"));
+  makeStore(db, ":main");
+  tuExecOk(db, zOlder);
+  tuExecOk(db, "CREATE VIRTUAL TABLE hosted USING edn_view(db=':main',"
+             " query='[:find [?a ...] :where [_ :p/age ?a]]')");
+  tuExpectQuery(db, "SELECT edn_t(':main', '[{:db/ident :k/on} {:db/ident :p/k"
+              " :db/valueType :db.type/ref :db/cardinality :db.cardinality/one}"
+              "]') IS NOT NULL", "1");
+  tuExpectQuery(db, "SELECT edn_t(':main', '[{:p/name \"Ann\" :p/k :k/on}]') IS NOT NULL", "1");
+  tuExecOk(db, "CREATE VIRTUAL TABLE ons USING edn_view(db=':main',"
+             " query='[:find ?n :where [?e :p/k :k/on] [?e :p/name ?n]]')");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+  db = openHost("host.db");
+  {
+    char *z = tuQuery(db, "SELECT edn_t(?1, '[{:db/id :p/age :db/ident :p/years}]') IS NOT NULL",
+                      inDir("tracker.db"), NULL);
+    ck_assert_str_eq(z, "1");
+    free(z);
+  }
+  tuExpectQuery(db, "SELECT edn_t(':main', '[{:db/id :p/age :db/ident :p/years}"
+              " [:db/retract :k/on :db/ident :k/on]]') IS NOT NULL", "1");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+  db = openHost("host.db");
+  tuExpectQuery(db, "SELECT group_concat(n || ':' || a) FROM older WHERE min = 26", "Ann:30");
+  tuExpectQuery(db, "SELECT group_concat(a, ',') FROM (SELECT a FROM hosted ORDER BY a)", "25,30");
+  tuExpectQuery(db, "SELECT n FROM ons", "ERROR: edn_view: ons: line 1 col 27: ident :k/on no"
+              " longer exists (its :db/ident was retracted)");
+  tuExpectQuery(db, "SELECT n FROM ons", "ERROR: edn_view: ons: line 1 col 27: ident :k/on no"
+              " longer exists (its :db/ident was retracted)");
+  tuExecOk(db, "DROP TABLE ons");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
 /* The message of the path rule for db= zDb refused as zWhy, host.db in zDir. */
 static char *refusal(const char *zDb, const char *zWhy) {
   static char zMsg[2048];
@@ -358,6 +399,7 @@ static Suite *viewSuite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, survives_reopen);
   tcase_add_test(tc, host_store_survives_reopen);
+  tcase_add_test(tc, follows_rename_across_reopen);
   tcase_add_test(tc, path_rule_at_create);
   tcase_add_test(tc, path_rule_of_attached_file);
   tcase_add_test(tc, path_rule_at_connect);

@@ -31,7 +31,9 @@
 ** equality on each hidden column as that input, like the edn_q table's
 ** arguments (a plan without all inputs is accepted at a prohibitive cost
 ** and xFilter names the missing ones); xFilter builds the opts JSON from
-** them (vdefOpts) and runs the query. There is no xUpdate: SQLite refuses
+** them (vdefOpts) and runs the query, followed through the ident renames
+** since it was written (vdefResolve, kept per table until the schema
+** changes: Datomic's old ident still refers to its entity). There is no xUpdate: SQLite refuses
 ** INSERT, UPDATE and DELETE itself.
 */
 #include <string.h>
@@ -46,6 +48,11 @@ typedef struct EviewTab {
   sqlite3 *db;              /* the host connection */
   ViewDef def;
   char *zCheckErr;          /* xConnect's check failed: every scan reports it */
+  /* The query as it reads the store now (vdefResolve), for the schemas of
+  ** key iNowKey (bNow): renamed idents followed, or why it cannot run. */
+  int bNow;
+  sqlite3_uint64 iNowKey;
+  char *zQueryNow, *zRulesNow, *zNowErr;
 } EviewTab;
 
 typedef struct EviewCursor {
@@ -53,12 +60,17 @@ typedef struct EviewCursor {
   RunCursor run;
   sqlite3_value **apIn;     /* the arguments of this scan (dups), def.nArg */
   sqlite3_int64 iRowBase;   /* see eviewRowid; 0 until asked */
+  char *zQuery;             /* the followed query text this scan runs (the run reads it
+                            ** while it lives), or NULL for the view's own */
 } EviewCursor;
 
 static void eviewFreeTab(EviewTab *pTab) {
   if (pTab == NULL) return;
   vdefFree(&pTab->def);
   sqlite3_free(pTab->zCheckErr);
+  sqlite3_free(pTab->zQueryNow);
+  sqlite3_free(pTab->zRulesNow);
+  sqlite3_free(pTab->zNowErr);
   sqlite3_free(pTab);
 }
 
@@ -199,6 +211,7 @@ static int eviewClose(sqlite3_vtab_cursor *cur) {
   EviewCursor *pCur = (EviewCursor *)cur;
   rcurRelease(&pCur->run);
   eviewFreeInputs(pCur, ((EviewTab *)cur->pVtab)->def.nArg);
+  sqlite3_free(pCur->zQuery);
   sqlite3_free(pCur->apIn);
   sqlite3_free(pCur);
   return SQLITE_OK;
@@ -226,16 +239,48 @@ static char *eviewMissing(const ViewDef *pDef, int idxNum) {
   return zMsg;
 }
 
+/* The query text a scan on pRun's call runs: the view's query with the
+** idents renamed since it was written followed (vdefResolve), worked out
+** again when the schemas change; the rules input follows too. An ident
+** that cannot be followed is an error naming the view. */
+static int eviewQueryNow(EviewTab *pTab, RunCursor *pRun, const char **pzQuery, char **pzErr) {
+  sqlite3_uint64 iKey = vdefSchemaKey(&pRun->call, &pRun->opts);
+  int rc = SQLITE_OK;
+  if (!pTab->bNow || iKey != pTab->iNowKey) {
+    sqlite3_free(pTab->zQueryNow);
+    sqlite3_free(pTab->zRulesNow);
+    sqlite3_free(pTab->zNowErr);
+    pTab->zQueryNow = pTab->zRulesNow = pTab->zNowErr = NULL;
+    pTab->bNow = 0;
+    rc = vdefResolve(&pTab->def, &pRun->call, &pRun->opts, 1, &pTab->zQueryNow,
+                     &pTab->zRulesNow, &pTab->zNowErr);
+    if (rc == SQLITE_NOMEM) return rc;
+    if (rc != SQLITE_OK && pTab->zNowErr == NULL) return rc;
+    pTab->bNow = 1;
+    pTab->iNowKey = iKey;
+  }
+  if (pTab->zNowErr) {
+    *pzErr = sqlite3_mprintf("%s", pTab->zNowErr);
+    return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+  }
+  if (pTab->zRulesNow) rc = vdefSetRules(&pTab->def, &pRun->opts, pTab->zRulesNow, pzErr);
+  *pzQuery = pTab->zQueryNow ? pTab->zQueryNow : pTab->def.zQuery;
+  return rc;
+}
+
 static int eviewFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int argc,
                        sqlite3_value **argv) {
   EviewCursor *pCur = (EviewCursor *)cur;
   EviewTab *pTab = (EviewTab *)cur->pVtab;
   const ViewDef *pDef = &pTab->def;
   char *zErr = NULL, *zOpts = NULL;
+  const char *zQuery = NULL;
   int i, j = 0, bNull = 0, rc = SQLITE_OK;
   (void)idxStr;
   rcurRelease(&pCur->run);
   eviewFreeInputs(pCur, pDef->nArg);
+  sqlite3_free(pCur->zQuery);
+  pCur->zQuery = NULL;
   pCur->iRowBase = 0;
   pCur->run.iRowid = 0;
   if (pTab->zCheckErr) {
@@ -259,7 +304,13 @@ static int eviewFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
     rc = vcallBeginText(&pCur->run.call, pTab->db, pDef->zPath, VCALL_READ, &pCur->run.opts,
                         zOpts, (int)strlen(zOpts), &zErr);
   }
-  if (rc == SQLITE_OK) rc = rcurStart(&pCur->run, pDef->zQuery, (int)strlen(pDef->zQuery), &zErr);
+  if (rc == SQLITE_OK) rc = eviewQueryNow(pTab, &pCur->run, &zQuery, &zErr);
+  if (rc == SQLITE_OK && zQuery != pDef->zQuery) {
+    pCur->zQuery = sqlite3_mprintf("%s", zQuery);
+    zQuery = pCur->zQuery;
+    if (zQuery == NULL) rc = SQLITE_NOMEM;
+  }
+  if (rc == SQLITE_OK) rc = rcurStart(&pCur->run, zQuery, (int)strlen(zQuery), &zErr);
   if (rc != SQLITE_OK) {
     rc = sqlioVtabError(cur->pVtab, "edn_view", rc, zErr);
     rcurRelease(&pCur->run);

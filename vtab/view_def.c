@@ -22,6 +22,7 @@
 #include "query.h"
 #include "schema.h"
 #include "sqlio.h"
+#include "view_idents.h"
 
 static int vdefErr(char **pzErr, char *zMsg) {
   sqlite3_free(*pzErr);
@@ -425,6 +426,10 @@ int vdefParse(sqlite3 *db, int argc, const char *const *argv, ViewDef *p, char *
   char *zDb = NULL;
   int rc = vdefArgs(p, argc, argv, &zDb, pzErr);
   ednArenaInit(&arena);
+  if (rc == SQLITE_OK) {
+    p->zName = sqlite3_mprintf("%s", argc > 2 ? argv[2] : "");
+    if (p->zName == NULL) rc = SQLITE_NOMEM;
+  }
   if (rc == SQLITE_OK) rc = qpParse(&arena, p->zQuery, (int)strlen(p->zQuery), &pQ, pzErr);
   if (rc == SQLITE_OK) rc = vdefColumns(p, pQ, pzErr);
   if (rc == SQLITE_OK) rc = vdefPath(p, db, argv[1], zDb);
@@ -439,6 +444,7 @@ void vdefFree(ViewDef *p) {
     for (i = 0; i < p->nCol + p->nHidden; i++) sqlite3_free(p->azName[i]);
   }
   sqlite3_free(p->azName);
+  sqlite3_free(p->zName);
   sqlite3_free(p->zPath);
   sqlite3_free(p->zPathErr);
   sqlite3_free(p->zQuery);
@@ -686,20 +692,20 @@ static int vdefAttrs(const VdefSchemas *pS, const Schema *pDefault, QClause **aC
 
 /* The attribute check over the query's :where and the rules' bodies; the
 ** sources of pOpts are open (qSourcesOpen), their schemas filled in. */
-static int vdefCheckAttrs(const ViewDef *p, const Schema *pSchema, const QueryOpts *pOpts,
+static int vdefCheckAttrs(const char *zRules, const Schema *pSchema, const QueryOpts *pOpts,
                           EdnArena *pArena, const QQuery *pQ, char **pzErr) {
   VdefSchemas sch;
   int rc;
   sch.pMain = pSchema;
   sch.pOpts = pOpts;
   rc = vdefAttrs(&sch, pSchema, pQ->aWhere, pQ->nWhere, "", pzErr);
-  if (rc == SQLITE_OK && p->zRules) {
+  if (rc == SQLITE_OK && zRules) {
     EdnValue *pForm = NULL;
     EdnError err;
     QRuleSet set;
     int i;
     memset(&set, 0, sizeof set);
-    if (ednReadOne(pArena, p->zRules, (int)strlen(p->zRules), &pForm, &err) != SQLITE_OK) {
+    if (ednReadOne(pArena, zRules, (int)strlen(zRules), &pForm, &err) != SQLITE_OK) {
       return SQLITE_OK;   /* the compile has reported it */
     }
     if (qpParseRules(pArena, pForm, &set, pzErr) != SQLITE_OK) return SQLITE_OK;
@@ -711,13 +717,54 @@ static int vdefCheckAttrs(const ViewDef *p, const Schema *pSchema, const QueryOp
   return rc;
 }
 
+/* The database of pCall's reader connection that holds $'s tables. */
+static const char *vdefMainDb(const VCall *pCall) {
+  return pCall->pConn->bHost && pCall->pConn->zHostDb ? pCall->pConn->zHostDb : "main";
+}
+
+int vdefResolve(const ViewDef *p, const VCall *pCall, const QueryOpts *pOpts, int bUnknown,
+                char **pzQuery, char **pzRules, char **pzErr) {
+  char *zErr = NULL;
+  int rc = vidResolve(pCall->pConn->db, vdefMainDb(pCall), pCall->pSchema, pOpts, p->zQuery,
+                      p->zRules, bUnknown, pzQuery, pzRules, &zErr);
+  if (rc != SQLITE_OK && rc != SQLITE_NOMEM) {
+    rc = vdefErr(pzErr, zErr ? sqlite3_mprintf("%s: %s", p->zName, zErr) : NULL);
+  }
+  sqlite3_free(zErr);
+  return rc;
+}
+
+int vdefSetRules(const ViewDef *p, QueryOpts *pOpts, const char *zRules, char **pzErr) {
+  EdnValue *pForm = NULL;
+  EdnError err;
+  int i, rc;
+  for (i = 0; i < p->nIn && p->aInKind[i] != VDEF_IN_RULES; i++) {}
+  if (i == p->nIn || i >= pOpts->nInput) return SQLITE_OK;
+  rc = ednReadOne(&pOpts->arena, zRules, (int)strlen(zRules), &pForm, &err);
+  if (rc == SQLITE_OK) pOpts->aInput[i] = pForm;
+  else if (rc != SQLITE_NOMEM) rc = vdefErr(pzErr, sqlite3_mprintf("rules: %s", err.zMsg));
+  return rc;
+}
+
+sqlite3_uint64 vdefSchemaKey(const VCall *pCall, const QueryOpts *pOpts) {
+  sqlite3_uint64 h = schemaHashMix(schemaFingerprintOf(pCall->pSchema)
+                                   ^ (sqlite3_uint64)schemaGeneration(pCall->pSchema));
+  int i;
+  for (i = 0; i < pOpts->nSource; i++) {
+    const Schema *pS = pOpts->aSource[i].pSchema;
+    if (pS) h = schemaHashMix(h ^ schemaFingerprintOf(pS) ^ (sqlite3_uint64)schemaGeneration(pS));
+  }
+  return h;
+}
+
 int vdefCheck(const ViewDef *p, sqlite3 *db, int bAttrs, char **pzErr) {
   EdnArena arena;
   QQuery *pQ = NULL;
   QueryOpts opts;
   VCall call;
   QueryRun *pRun = NULL;
-  char *zPlace = NULL;
+  char *zPlace = NULL, *zQueryNow = NULL, *zRulesNow = NULL;
+  const char *zQuery = p->zQuery;
   int rc;
   if (p->zPathErr) return vdefErr(pzErr, sqlite3_mprintf("%s", p->zPathErr));
   ednArenaInit(&arena);
@@ -732,15 +779,34 @@ int vdefCheck(const ViewDef *p, sqlite3 *db, int bAttrs, char **pzErr) {
     rc = vcallBeginText(&call, db, p->zPath, VCALL_READ, &opts, zPlace, (int)strlen(zPlace),
                         pzErr);
   }
+  /* The query as it reads the store now: renamed idents followed
+  ** (view_idents.h); the attribute check below reports the unknown ones. */
   if (rc == SQLITE_OK) {
-    rc = qRunOpen(call.pConn, call.pSchema, p->zQuery, (int)strlen(p->zQuery), &opts, &pRun,
-                  pzErr);
+    rc = vdefResolve(p, &call, &opts, 0, &zQueryNow, &zRulesNow, pzErr);
+    /* on a later connection a scan reports it (the ident may come back) */
+    if (rc == SQLITE_ERROR && !bAttrs) {
+      sqlite3_free(*pzErr);
+      *pzErr = NULL;
+      rc = SQLITE_OK;
+    }
+  }
+  if (rc == SQLITE_OK && zRulesNow) rc = vdefSetRules(p, &opts, zRulesNow, pzErr);
+  if (rc == SQLITE_OK && zQueryNow) {
+    zQuery = zQueryNow;
+    rc = qpParse(&arena, zQuery, (int)strlen(zQuery), &pQ, pzErr);
+  }
+  if (rc == SQLITE_OK) {
+    rc = qRunOpen(call.pConn, call.pSchema, zQuery, (int)strlen(zQuery), &opts, &pRun, pzErr);
     qRunClose(pRun);
-    if (rc == SQLITE_OK && bAttrs) rc = vdefCheckAttrs(p, call.pSchema, &opts, &arena, pQ, pzErr);
+    if (rc == SQLITE_OK && bAttrs) {
+      rc = vdefCheckAttrs(zRulesNow ? zRulesNow : p->zRules, call.pSchema, &opts, &arena, pQ, pzErr);
+    }
   }
   vcallEnd(&call);
   qOptsReset(&opts);
   ednArenaReset(&arena);
   sqlite3_free(zPlace);
+  sqlite3_free(zQueryNow);
+  sqlite3_free(zRulesNow);
   return rc;
 }

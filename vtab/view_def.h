@@ -30,6 +30,7 @@
 #define MENTAT_VIEW_DEF_H
 
 #include "sqlite_api.h"
+#include "call.h"
 
 /* How a hidden column's value becomes a query input (vdefOpts). */
 #define VDEF_IN_SCALAR  1   /* ?x: number, text (":kw" a keyword), or JSON */
@@ -41,6 +42,7 @@
 #define VDEF_MAX_INPUTS 30
 
 typedef struct ViewDef {
+  char *zName;            /* the table's name, for the errors of a scan */
   char *zPath;            /* the store, as vcallBeginText takes it */
   char *zPathErr;         /* the path rule refused db=: the reason, else NULL */
   char *zQuery;           /* the query text */
@@ -75,6 +77,23 @@ int vdefParse(sqlite3 *db, int argc, const char *const *argv, ViewDef *p, char *
 ** known to the store's schema ("line 1 col 30: unknown attribute :p/nmae").
 ** SQLITE_OK or an SQLite code with *pzErr. */
 int vdefCheck(const ViewDef *p, sqlite3 *db, int bAttrs, char **pzErr);
+
+/* The view's query and rules as they read the store pCall holds now (its
+** reader and schema, pOpts's sources open): each ident a rename left
+** behind replaced by its entity's ident now (view_idents.h), *pzQuery and
+** *pzRules sqlite3_malloc'd or NULL when unchanged. Errors name the view:
+** "offs: line 1 col 31: ident :status/off no longer exists (its :db/ident
+** was retracted)"; bUnknown: an attribute that never existed is one too. */
+int vdefResolve(const ViewDef *p, const VCall *pCall, const QueryOpts *pOpts, int bUnknown,
+                char **pzQuery, char **pzRules, char **pzErr);
+
+/* Gives the rules input of pOpts (parsed from vdefOpts' JSON) the rule set
+** zRules instead (vdefResolve's). */
+int vdefSetRules(const ViewDef *p, QueryOpts *pOpts, const char *zRules, char **pzErr);
+
+/* A number that changes with the schemas a scan reads (pCall's and the
+** sources'): vdefResolve's answer holds while it stays. */
+sqlite3_uint64 vdefSchemaKey(const VCall *pCall, const QueryOpts *pOpts);
 
 /* The opts JSON for one scan: {"inputs":[...]} built from apArg (the
 ** arguments' values, nArg of them, none SQL NULL) with the opts= members,
