@@ -103,6 +103,8 @@ DRIVERS = {
                     'edn_view.h', 'mentat_version.h', 'host_state.h'},
         # edn_view's table reads its definition through view_def
         'edn_view.c': {'view_def.h'},
+        # the definition's query followed through ident renames
+        'view_def.c': {'view_idents.h'},
     },
 }
 
