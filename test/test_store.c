@@ -1739,6 +1739,59 @@ START_TEST(test_wal_restart) {
 }
 END_TEST
 
+/* Between bulk commits the WAL file keeps its length (cutting it at each
+** restart made the next bulk commits allocate those blocks again); the first
+** small commit after them cuts it back to the writer's limit. A bulk commit
+** is one that wrote 1 MiB of frames or more (store_wal.c). */
+START_TEST(test_wal_keep_bulk) {
+  const char *zPath = tuTempPath("walkeep.db");
+  char zCopy[256], zWal[270];
+  snprintf(zCopy, sizeof zCopy, "%s", zPath);
+  snprintf(zWal, sizeof zWal, "%s-wal", zCopy);
+  Store *p = acquire(zCopy);
+  StoreConn *pW = NULL;
+  Schema *pS = NULL;
+  char *zErr = NULL;
+  struct stat st;
+  off_t nFirst;
+  /* ~4.6 MB of frames: past the 1 MiB restart bound set in main */
+  ck_assert_int_eq(storeWriteBegin(p, &pW, &pS, &zErr), SQLITE_OK);
+  exec(pW->db, "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)"
+               " INSERT INTO datoms (e, a, v, tx, value_type_tag)"
+               " SELECT 100000 + i, 37, printf('%0200d', i), 268435457, 10 FROM n");
+  ck_assert_int_eq(storeWriteEnd(p, pW, 1, NULL, &zErr), SQLITE_OK);
+  schemaUnref(pS);
+  ck_assert_int_eq(stat(zWal, &st), 0);
+  nFirst = st.st_size;
+  ck_assert_msg(nFirst > 4000000, "wal is %lld bytes", (long long)nFirst);
+  /* a smaller bulk commit (~1.6 MB), written from the WAL's start */
+  ck_assert_int_eq(storeWriteBegin(p, &pW, &pS, &zErr), SQLITE_OK);
+  exec(pW->db, "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 7000)"
+               " INSERT INTO datoms (e, a, v, tx, value_type_tag)"
+               " SELECT 200000 + i, 37, printf('%0200d', i), 268435458, 10 FROM n");
+  ck_assert_int_eq(storeWriteEnd(p, pW, 1, NULL, &zErr), SQLITE_OK);
+  schemaUnref(pS);
+  ck_assert_int_eq(stat(zWal, &st), 0);
+  ck_assert_msg(st.st_size == nFirst, "wal is %lld bytes, was %lld", (long long)st.st_size,
+                (long long)nFirst);
+  /* a small commit: the file is cut */
+  ck_assert_int_eq(storeWriteBegin(p, &pW, &pS, &zErr), SQLITE_OK);
+  exec(pW->db, "UPDATE known_parts SET idx = idx + 1 WHERE part = ':db.part/tx'");
+  ck_assert_int_eq(storeWriteEnd(p, pW, 1, NULL, &zErr), SQLITE_OK);
+  schemaUnref(pS);
+  ck_assert_int_eq(stat(zWal, &st), 0);
+  ck_assert_msg(st.st_size <= 3145728 + 65536, "wal is %lld bytes", (long long)st.st_size);
+  storeRelease(p);
+  {
+    sqlite3 *db = NULL;
+    ck_assert_int_eq(sqlite3_open(zCopy, &db), SQLITE_OK);
+    ck_assert_int_eq(qInt(db, "SELECT count(*) FROM datoms WHERE e BETWEEN 100000 AND 300000"), 27002);
+    sqlite3_close(db);
+  }
+  sqlite3_free(zErr);
+}
+END_TEST
+
 /* ---------------------------------------------------------- concurrency */
 
 typedef struct ThreadArg {
@@ -2249,6 +2302,7 @@ static Suite *storeSuite(void) {
   tcase_add_test(tc, test_write_busy_handoff);
   tcase_add_test(tc, test_write_busy_in_process);
   tcase_add_test(tc, test_wal_restart);
+  tcase_add_test(tc, test_wal_keep_bulk);
   tcase_add_test(tc, test_threads);
   tcase_add_test(tc, test_threads_acquire_new_store);
   tcase_add_test(tc, test_processes_write);

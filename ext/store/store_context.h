@@ -105,6 +105,8 @@ struct Store {
   sqlite3_int64 nWalRetryBytes; /* WAL size before which a timed-out RESTART waits */
   sqlite3_int64 nWalRetryFrom;  /* WAL size when that RESTART timed out */
   sqlite3_int64 nWalLastTx;     /* WAL frames the writer's last commit added */
+  sqlite3_int64 nWalKeep;       /* the writer's journal_size_limit between bulk commits */
+  int bWalKeepAll;              /* journal_size_limit lifted after a bulk commit */
   /* store_writer.c and store_tune.c, under writeMutex */
   sqlite3_int64 nNoteDatoms;    /* datoms max rowid noted by this write, 0 none */
   sqlite3_int64 nNoteInserted;  /* datoms this write inserted */

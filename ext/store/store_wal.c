@@ -33,7 +33,13 @@
 ** The writer's journal_size_limit is one interval (never above half the
 ** restart bound, never below the format's 3 MiB): the WAL file is reused
 ** from its start instead of being cut and extended again. The interval is
-** small so that a WAL with a host cursor open stays a few MiB.
+** small so that a WAL with a host cursor open stays a few MiB. After a bulk
+** commit the limit is lifted until the next small commit: bulk commits
+** fill the WAL to the restart bound between checkpoints, and cutting the
+** file back at each new start made the next commits free and allocate
+** those blocks again (truncate_inode_pages and ext4's block allocation,
+** ~6% of a bench-s load's CPU; bench/findings.md). The file then stays at
+** most one commit past the restart bound, as the WAL itself does.
 ** Nothing here fails the caller: its transaction is committed; a busy
 ** checkpoint is retried after a later commit.
 */
@@ -96,6 +102,7 @@ void storeWalPolicyInit(Store *p, sqlite3 *db) {
   p->szFrame = (szPage > 0 ? szPage : 4096) + 24;
   sqlite3_wal_hook(db, storeWalHook, p);
   nKeep = nCkpt < nHalf ? nCkpt : nHalf;
+  p->nWalKeep = nKeep > STORE_JOURNAL_SIZE_LIMIT ? nKeep : STORE_JOURNAL_SIZE_LIMIT;
   if (nKeep > STORE_JOURNAL_SIZE_LIMIT) {
     /* After each new start the WAL is written again from its beginning;
     ** trimming the file below one checkpoint interval only makes the next
@@ -119,6 +126,24 @@ static int storeCheckpoint(Store *p, sqlite3 *db, int eMode, int *pbDone) {
   return rc;
 }
 
+/* The writer's journal_size_limit: none after a bulk commit (bBulk),
+** p->nWalKeep again at the first small commit after bulk ones, which then
+** cuts the file the lifted limit left long: a TRUNCATE checkpoint (the
+** WAL then holds at most the bulk commits not yet checkpointed and this
+** one; the PASSIVE checkpoint due at this commit would copy them anyway).
+** Returns 1 when that checkpoint emptied the WAL (nothing more to do). */
+static int storeWalKeep(Store *p, sqlite3 *db, int bBulk) {
+  char zSql[64];
+  int bDone = 0;
+  if (bBulk == p->bWalKeepAll) return 0;
+  sqlite3_snprintf(sizeof zSql, zSql, "PRAGMA journal_size_limit=%lld", bBulk ? -1LL : p->nWalKeep);
+  if (sqlite3_exec(db, zSql, NULL, NULL, NULL) != SQLITE_OK) return 0;
+  p->bWalKeepAll = bBulk;
+  if (bBulk || storeHoldsAny(p)) return 0;
+  storeCheckpoint(p, db, SQLITE_CHECKPOINT_TRUNCATE, &bDone);
+  return bDone;
+}
+
 /* After a commit (write mutex held): the WAL policy of the header comment.
 ** A RESTART that timed out is not retried before the WAL grew by another
 ** STORE_HOLD_BYTES, so a reader that never lets go (another process's open
@@ -131,6 +156,7 @@ void storeWalAfterCommit(Store *p, sqlite3 *db) {
   if (p->bMemory || p->szFrame == 0) return;
   nBytes = p->nWalFrames * p->szFrame;
   nNew = (p->nWalFrames - p->nWalCkpt) * p->szFrame;
+  if (storeWalKeep(p, db, nLast >= STORE_BULK_TX_BYTES)) return;
   /* Below the size the timed-out RESTART saw: the WAL started again (the
   ** retry mark itself is always above the size: comparing with it cleared
   ** the mark at the very next commit, and every commit waited). */
