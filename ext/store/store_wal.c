@@ -131,7 +131,9 @@ static int storeCheckpoint(Store *p, sqlite3 *db, int eMode, int *pbDone) {
 ** cuts the file the lifted limit left long: a TRUNCATE checkpoint (the
 ** WAL then holds at most the bulk commits not yet checkpointed and this
 ** one; the PASSIVE checkpoint due at this commit would copy them anyway).
-** Returns 1 when that checkpoint emptied the WAL (nothing more to do). */
+** Like the RESTART after bulk commits, it waits up to STORE_RESTART_BUSY_MS
+** for readers of the WAL, once per run of bulk commits. Returns 1 when that
+** checkpoint emptied the WAL (nothing more to do). */
 static int storeWalKeep(Store *p, sqlite3 *db, int bBulk) {
   char zSql[64];
   int bDone = 0;
