@@ -56,26 +56,60 @@ static int qsrcIsMain(Store *pMain, const char *zPath) {
   return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-/* Opens file source pS: its store and schema, its schema name. */
-static int qsrcOpenFile(StoreConn *pConn, QuerySource *pS, char **pzErr) {
+/* Is pSeen, a store found by its path within the path-check bound, pMain's
+** file (the identity each took when opened)? */
+static int qsrcSeenIsMain(Store *pMain, Store *pSeen) {
+  const char *zMain = storePath(pMain);
+  sqlite3_uint64 aMain[2], aSeen[2];
+  if (pSeen == pMain) return 1;
+  if (zMain == NULL || zMain[0] == 0 || zMain[0] == ':') return 0;
+  storeFileId(pMain, &aMain[0], &aMain[1]);
+  storeFileId(pSeen, &aSeen[0], &aSeen[1]);
+  return aMain[0] == aSeen[0] && aMain[1] == aSeen[1];
+}
+
+/* Opens file source pS: its store and schema, its schema name. The store
+** of a path checked within the store cache's bound (storeAcquireSeen: a
+** read learns of a file replaced or deleted at a path within it, README
+** "Store cache") is taken without the stats; *pbMain is set when that store
+** is pMain's file, which is then the source's (nothing opened). */
+static int qsrcOpenFile(Store *pMain, StoreConn *pConn, QuerySource *pS, int *pbMain,
+                        char **pzErr) {
   const char *zPath = pS->zPath;
   StoreConn *pOther = NULL;
+  Store *pSeen = NULL;
   struct stat st;
   int rc;
+  *pbMain = 0;
   if (zPath[0] == 0 || zPath[0] == ':' || strncmp(zPath, "file:", 5) == 0) {
     return qsrcError(pzErr, sqlite3_mprintf("source %s: a source is a store file (not '', "
                                             "':memory:', a \"file:\" URI or a host store)",
                                             pS->zName));
   }
-  if (stat(zPath, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (storeAcquireSeen(zPath, &pSeen) == SQLITE_OK && qsrcSeenIsMain(pMain, pSeen)) {
+    storeRelease(pSeen);
+    *pbMain = 1;
+    return SQLITE_OK;
+  }
+  if (pSeen == NULL && qsrcIsMain(pMain, zPath)) {
+    *pbMain = 1;
+    return SQLITE_OK;
+  }
+  if (pSeen == NULL && (stat(zPath, &st) != 0 || !S_ISREG(st.st_mode))) {
     return qsrcError(pzErr, sqlite3_mprintf("source %s: no store file at %s", pS->zName, zPath));
   }
   if (pConn->bHost) {
     /* Attaching would change the host's own connection. */
+    storeRelease(pSeen);
     return qsrcError(pzErr, sqlite3_mprintf("source %s: a query on a host store cannot read other "
                                             "store files", pS->zName));
   }
-  rc = storeAcquire(zPath, &pS->pStore, pzErr);
+  if (pSeen) {
+    pS->pStore = pSeen;
+    rc = SQLITE_OK;
+  } else {
+    rc = storeAcquire(zPath, &pS->pStore, pzErr);
+  }
   if (rc == SQLITE_OK) rc = storeReader(pS->pStore, &pOther, &pS->pSchema, pzErr);
   if (pOther) storeReaderDone(pS->pStore, pOther);
   if (rc != SQLITE_OK) {
@@ -190,7 +224,8 @@ int qSourcesOpen(Store *pMain, StoreConn **ppConn, Schema **ppSchema, QueryOpts 
   if (pOpts == NULL || pOpts->nSource == 0) return SQLITE_OK;
   for (i = 0; i < pOpts->nSource && rc == SQLITE_OK; i++) {
     QuerySource *pS = &pOpts->aSource[i];
-    if (pS->zPath && !qsrcIsMain(pMain, pS->zPath)) rc = qsrcOpenFile(*ppConn, pS, pzErr);
+    int bMain = 0;
+    if (pS->zPath) rc = qsrcOpenFile(pMain, *ppConn, pS, &bMain, pzErr);
   }
   nFile = rc == SQLITE_OK ? qsrcFileCount(pOpts) : 0;
   nMax = sqlite3_limit((*ppConn)->db, SQLITE_LIMIT_ATTACHED, -1);

@@ -76,6 +76,12 @@ int storeAcquire(const char *zPath, Store **ppStore, char **pzErr);
 ** deleted at its path within that bound (README "Store cache"), a write
 ** (storeAcquire) at once. */
 int storeAcquireRead(const char *zPath, Store **ppStore, char **pzErr);
+/* The first half of storeAcquireRead alone: SQLITE_OK and one reference in
+** *ppStore when zPath named a cached store's file less than
+** configPathCheckMs() ago (the file existed then and was that store);
+** SQLITE_NOTFOUND otherwise, with no system call, no open and nothing
+** created. */
+int storeAcquireSeen(const char *zPath, Store **ppStore);
 void storeRelease(Store *p);
 
 /* The store's canonical path ("" for in-memory). */

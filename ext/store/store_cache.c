@@ -373,24 +373,28 @@ int storeAcquire(const char *zPath, Store **ppStore, char **pzErr) {
   return SQLITE_OK;
 }
 
-int storeAcquireRead(const char *zPath, Store **ppStore, char **pzErr) {
-  if (zPath && zPath[0] != 0) {
-    StoreCache *c = storeCache();
-    Store *p;
-    pthread_mutex_lock(&c->mutex);
-    p = storeFindSeen(c, zPath, configNowUs());
-    if (p) {
-      p->nRef++;
-      if (c->pFirst != p) {
-        storeUnlink(c, p);
-        storeLinkFirst(c, p);
-      }
-      pthread_mutex_unlock(&c->mutex);
-      *ppStore = p;
-      return SQLITE_OK;
+int storeAcquireSeen(const char *zPath, Store **ppStore) {
+  StoreCache *c;
+  Store *p;
+  *ppStore = NULL;
+  if (zPath == NULL || zPath[0] == 0) return SQLITE_NOTFOUND;
+  c = storeCache();
+  pthread_mutex_lock(&c->mutex);
+  p = storeFindSeen(c, zPath, configNowUs());
+  if (p) {
+    p->nRef++;
+    if (c->pFirst != p) {
+      storeUnlink(c, p);
+      storeLinkFirst(c, p);
     }
-    pthread_mutex_unlock(&c->mutex);
   }
+  pthread_mutex_unlock(&c->mutex);
+  *ppStore = p;
+  return p ? SQLITE_OK : SQLITE_NOTFOUND;
+}
+
+int storeAcquireRead(const char *zPath, Store **ppStore, char **pzErr) {
+  if (storeAcquireSeen(zPath, ppStore) == SQLITE_OK) return SQLITE_OK;
   return storeAcquire(zPath, ppStore, pzErr);
 }
 
