@@ -256,3 +256,74 @@ int qcpFormat(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut)
 int qcpStartsWith(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   return qcpTemplate(pX, pCl, pFn, 1, pOut);
 }
+
+/* zero?, pos?, neg? (bInt 0) and even?, odd? (bInt 1) over one argument:
+** clojure.core casts it to a Number (even? and odd? throw "Argument must be
+** an integer" for a double), so a typed place of another type is an error
+** at the clause, as arithmetic's is; a value of unknown type passes the row
+** only when it holds a number (an entity id is a long), an integer for
+** bInt, as an arithmetic argument of unknown type binds nothing. */
+static int qcpNumTest(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, int bInt,
+                      QcfOut *pOut) {
+  QComp *pC = pX->pC;
+  ValueType vt = VT_NONE;
+  char *zTag = NULL, *zTest = NULL;
+  char *zA = qcTermExpr(pX, pCl->aArg[0], &vt, &zTag, "predicate");
+  if (zA == NULL) goto cleanup;
+  if (vt == VT_NONE) {
+    zTest = sqlite3_mprintf(pFn->zSql, zA);
+    pOut->zSql = zTest == NULL ? NULL
+        : zTag ? sqlite3_mprintf("((%s) IN (%d, %d) AND typeof(%s) IN (%s) AND %s)", zTag,
+                                 TAG_REF, TAG_NUMBER, zA,
+                                 bInt ? "'integer'" : "'integer', 'real'", zTest)
+        : sqlite3_mprintf("(typeof(%s) IN (%s) AND %s)", zA,
+                          bInt ? "'integer'" : "'integer', 'real'", zTest);
+  } else if (vt == VT_LONG || vt == VT_REF || (vt == VT_DOUBLE && !bInt)) {
+    pOut->zSql = sqlite3_mprintf(pFn->zSql, zA);
+  } else if (qcNoRows(pX)) {
+    pOut->zSql = sqlite3_mprintf("0");
+  } else {
+    qcErr(pC, pCl->pForm, "%s: argument 1 is a %s, not %s", pFn->zName, qcVtName(vt),
+          bInt ? "an integer" : "a number");
+    goto cleanup;
+  }
+  if (pOut->zSql == NULL) qcNoMem(pC);
+cleanup:
+  sqlite3_free(zTest);
+  sqlite3_free(zTag);
+  sqlite3_free(zA);
+  return pC->rc;
+}
+
+int qcpNumber(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
+  return qcpNumTest(pX, pCl, pFn, 0, pOut);
+}
+
+int qcpInteger(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
+  return qcpNumTest(pX, pCl, pFn, 1, pOut);
+}
+
+/* true? and false? (clojure.core: (identical? x true)): only a boolean
+** passes, never the long 1 or 0 SQLite stores a boolean as. */
+int qcpBoolean(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
+  QComp *pC = pX->pC;
+  ValueType vt = VT_NONE;
+  char *zTag = NULL, *zTest = NULL;
+  char *zA = qcTermExpr(pX, pCl->aArg[0], &vt, &zTag, "predicate");
+  if (zA == NULL) goto cleanup;
+  zTest = sqlite3_mprintf(pFn->zSql, zA);
+  if (zTest == NULL) { qcNoMem(pC); goto cleanup; }
+  if (vt == VT_BOOLEAN || (vt == VT_NONE && zTag == NULL)) {
+    pOut->zSql = sqlite3_mprintf("%s", zTest);
+  } else if (vt == VT_NONE) {
+    pOut->zSql = sqlite3_mprintf("((%s) = %d AND %s)", zTag, TAG_BOOLEAN, zTest);
+  } else {
+    pOut->zSql = sqlite3_mprintf("0");
+  }
+  if (pOut->zSql == NULL) qcNoMem(pC);
+cleanup:
+  sqlite3_free(zTest);
+  sqlite3_free(zTag);
+  sqlite3_free(zA);
+  return pC->rc;
+}
