@@ -229,21 +229,61 @@ int qcpMissing(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut
   return pC->rc;
 }
 
-/* The row's template over the one or two arguments (a Clojure predicate);
-** bTwice: the second argument fills the template twice (starts-with?). */
+/* The string test of argument i (expression zA, type vt, tag zTag) for a
+** row taking strings (clojure.string's predicates hint ^CharSequence, so
+** Clojure throws a ClassCastException for a long, a boolean or a
+** keyword): "1" for a string, a tag test for a value of unknown type, "0"
+** for a typed place where no row can come; NULL after the error a typed
+** place of another type is. */
+static char *qcpStringTest(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, int i,
+                           const char *zA, ValueType vt, const char *zTag) {
+  char *z;
+  if (vt == VT_STRING) z = sqlite3_mprintf("1");
+  else if (vt == VT_NONE && zTag) z = sqlite3_mprintf("((%s) = %d)", zTag, TAG_STRING);
+  else if (vt == VT_NONE) z = sqlite3_mprintf("(typeof(%s) = 'text')", zA);
+  else if (qcNoRows(pX)) z = sqlite3_mprintf("0");
+  else {
+    qcErr(pX->pC, pCl->pForm, "%s: argument %d is a %s, not a string", pFn->zName, i + 1,
+          qcVtName(vt));
+    return NULL;
+  }
+  if (z == NULL) qcNoMem(pX->pC);
+  return z;
+}
+
+/* The row's template over the one or two arguments (a Clojure predicate),
+** each a string when the row says so; bTwice: the second argument fills
+** the template twice (starts-with?). */
 static int qcpTemplate(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, int bTwice,
                        QcfOut *pOut) {
   QComp *pC = pX->pC;
-  ValueType vt;
-  char *zA, *zB = NULL;
-  zA = qcTermExpr(pX, pCl->aArg[0], &vt, NULL, "predicate");
-  if (zA && pCl->nArg == 2) zB = qcTermExpr(pX, pCl->aArg[1], &vt, NULL, "predicate");
-  if (pC->rc == SQLITE_OK) {
-    if (bTwice) pOut->zSql = sqlite3_mprintf(pFn->zSql, zA, zB, zB);
-    else if (pCl->nArg == 2) pOut->zSql = sqlite3_mprintf(pFn->zSql, zA, zB);
-    else pOut->zSql = sqlite3_mprintf(pFn->zSql, zA);
-    if (pOut->zSql == NULL) qcNoMem(pC);
+  ValueType vtA = VT_NONE, vtB = VT_NONE;
+  char *zA, *zB = NULL, *zTagA = NULL, *zTagB = NULL, *zOkA = NULL, *zOkB = NULL;
+  char *zTest = NULL;
+  zA = qcTermExpr(pX, pCl->aArg[0], &vtA, &zTagA, "predicate");
+  if (zA && pCl->nArg == 2) zB = qcTermExpr(pX, pCl->aArg[1], &vtB, &zTagB, "predicate");
+  if (pC->rc == SQLITE_OK && pFn->eArg == QCF_ARG_STR) {
+    zOkA = qcpStringTest(pX, pCl, pFn, 0, zA, vtA, zTagA);
+    if (zOkA && zB) zOkB = qcpStringTest(pX, pCl, pFn, 1, zB, vtB, zTagB);
   }
+  if (pC->rc == SQLITE_OK) {
+    if (bTwice) zTest = sqlite3_mprintf(pFn->zSql, zA, zB, zB);
+    else if (pCl->nArg == 2) zTest = sqlite3_mprintf(pFn->zSql, zA, zB);
+    else zTest = sqlite3_mprintf(pFn->zSql, zA);
+    if (zTest == NULL) qcNoMem(pC);
+    else if (zOkA) {
+      pOut->zSql = sqlite3_mprintf("(%s AND %s AND %s)", zOkA, zOkB ? zOkB : "1", zTest);
+      if (pOut->zSql == NULL) qcNoMem(pC);
+    } else {
+      pOut->zSql = zTest;
+      zTest = NULL;
+    }
+  }
+  sqlite3_free(zTest);
+  sqlite3_free(zOkA);
+  sqlite3_free(zOkB);
+  sqlite3_free(zTagA);
+  sqlite3_free(zTagB);
   sqlite3_free(zA);
   sqlite3_free(zB);
   return pC->rc;

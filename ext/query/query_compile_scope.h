@@ -498,7 +498,8 @@ typedef enum QcfKind {
 typedef enum QcfArg {
   QCF_ARG_ANY = 0,
   QCF_ARG_NUM,    /* a number or an entity id */
-  QCF_ARG_STR     /* a string */
+  QCF_ARG_STR,    /* a string */
+  QCF_ARG_STR1    /* the first a string, the others numbers (subs) */
 } QcfArg;
 
 /* A compiled built-in call: its SQL (sqlite3_malloc'd), static type and,

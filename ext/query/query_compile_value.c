@@ -51,8 +51,9 @@ static void qcvArgsClose(QcvArgs *pA) {
 static int qcvArgType(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcvArgs *pA, int i) {
   QComp *pC = pX->pC;
   ValueType vt = pA->aVt[i];
+  QcfArg eArg = pFn->eArg == QCF_ARG_STR1 ? (i == 0 ? QCF_ARG_STR : QCF_ARG_NUM) : pFn->eArg;
   char *z;
-  if (pFn->eArg == QCF_ARG_NUM) {
+  if (eArg == QCF_ARG_NUM) {
     /* Clojure's arithmetic takes numbers only (Datomic throws a
     ** ClassCastException): SQLite would read "ann" as 0 and "7" as 7. A
     ** place whose type is known is checked here; one of unknown type
@@ -68,7 +69,7 @@ static int qcvArgType(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcvAr
                           TAG_NUMBER, pA->azA[i])
         : sqlite3_mprintf("(CASE WHEN typeof(%s) IN ('integer', 'real') THEN (%s) END)",
                           pA->azA[i], pA->azA[i]);
-  } else if (pFn->eArg == QCF_ARG_STR) {
+  } else if (eArg == QCF_ARG_STR) {
     /* re-find, re-matches, re-seq and re-pattern take strings (Clojure
     ** throws a ClassCastException for a long or a keyword): a typed place
     ** is checked here, one of unknown type yields NULL (binds nothing)
@@ -242,11 +243,25 @@ int qcvCount(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) 
   QcvArgs a;
   sqlite3_str *pStr;
   QCV_OPEN(pX, pCl, pFn, a);
+  if (a.aVt[0] != QVT_JSON && a.aVt[0] != VT_STRING && a.aVt[0] != VT_NONE && !qcNoRows(pX)) {
+    /* Clojure's count takes strings and collections: "count not supported
+    ** on this type" for a keyword, a number, a boolean ... */
+    qcErr(pX->pC, pCl->pForm, "count: argument 1 is a %s, not a string or a collection",
+          qcVtName(a.aVt[0]));
+    qcvArgsClose(&a);
+    return pX->pC->rc;
+  }
   pStr = sqlite3_str_new(NULL);
   if (a.aVt[0] == QVT_JSON) {
     /* json_array_length gives 0 for a map */
     sqlite3_str_appendf(pStr, "(CASE json_type(%s) WHEN 'object' THEN (SELECT count(*) FROM json_each(%s)) "
                         "ELSE json_array_length(%s) END)", a.azA[0], a.azA[0], a.azA[0]);
+  } else if (a.aVt[0] == VT_NONE && a.azTag[0]) {
+    sqlite3_str_appendf(pStr, "(CASE WHEN (%s) = %d THEN length(%s) END)", a.azTag[0], TAG_STRING,
+                        a.azA[0]);
+  } else if (a.aVt[0] == VT_NONE) {
+    sqlite3_str_appendf(pStr, "(CASE WHEN typeof(%s) = 'text' THEN length(%s) END)", a.azA[0],
+                        a.azA[0]);
   } else {
     sqlite3_str_appendf(pStr, "length(%s)", a.azA[0]);
   }
