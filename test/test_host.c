@@ -214,12 +214,10 @@ START_TEST(interrupt_stops_compile) {
 }
 END_TEST
 
-/* A rule set whose compile takes tens of seconds: six rules, each with a
-** base definition and one that calls the next rule twice, so every level
-** doubles what the compiler expands (r0 alone: 40 s here, then SQLite runs
-** out of memory). The compile polls the host's interrupt, so
-** sqlite3_interrupt stops it within a moment, in both forms, on a file
-** store; the connection then works. */
+/* Six rules, each with a base definition and one that calls the next rule
+** twice: inlined, every call copies the rows before it into each
+** definition it calls, so the SQL grows doubly exponentially with the
+** levels (before the compiler counted it: 40 s, then out of memory). */
 static char *fanRules(int n) {
   sqlite3_str *p = sqlite3_str_new(NULL);
   sqlite3_str_appendall(p, "[");
@@ -231,11 +229,68 @@ static char *fanRules(int n) {
   return sqlite3_str_finish(p);
 }
 
+/* A legal rule set whose compile takes seconds: rule r0 of nDef definitions,
+** each a chain of nPat patterns (SQL of a few MB, within every limit). */
+static char *wideRules(int nDef, int nPat) {
+  sqlite3_str *p = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(p, "[");
+  for (int i = 0; i < nDef; i++) {
+    sqlite3_str_appendall(p, "[(r0 ?a ?b) [?a :n/next ?x0]");
+    for (int j = 1; j + 1 < nPat; j++) sqlite3_str_appendf(p, " [?x%d :n/next ?x%d]", j - 1, j);
+    sqlite3_str_appendf(p, " [?x%d :n/next ?b]]", nPat - 2);
+  }
+  sqlite3_str_appendall(p, "]");
+  return sqlite3_str_finish(p);
+}
+
+/* The six-level set of fanRules is refused at once, before the compiler
+** builds what it would expand to: the error names the call and the limit,
+** and the compile's allocations stay bounded (SQLite's memory high-water
+** mark, a check that does not depend on the machine's speed). */
+START_TEST(rule_expansion_refused_fast) {
+  static const char *azSql[] = {"SELECT edn_q(?1, ?2, ?3)", "SELECT count(*) FROM edn_q(?1, ?2, ?3)"};
+  sqlite3 *db = openFile("expand.db");
+  const char *zStore = tuTempPath("expand-file.db");
+  char *zRules = fanRules(6), *zOpts, *z;
+  z = tuQuery(db, "SELECT edn_t(?1, ?2) IS NOT NULL", zStore,
+              "[{:db/ident :n/next :db/valueType :db.type/ref :db/cardinality :db.cardinality/one}]");
+  ck_assert_str_eq(z, "1");
+  free(z);
+  zOpts = sqlite3_mprintf("{\"inputs\": [{\"edn\": \"%s\"}, 1]}", zRules);
+  for (int iForm = 0; iForm < 2; iForm++) {
+    sqlite3_stmt *pStmt = NULL;
+    sqlite3_int64 nBefore = sqlite3_memory_used(), nPeak;
+    ck_assert_int_eq(sqlite3_prepare_v2(db, azSql[iForm], -1, &pStmt, NULL), SQLITE_OK);
+    sqlite3_bind_text(pStmt, 1, zStore, -1, SQLITE_STATIC);
+    sqlite3_bind_text(pStmt, 2, "[:find ?b :in $ % ?a :where (r0 ?a ?b)]", -1, SQLITE_STATIC);
+    sqlite3_bind_text(pStmt, 3, zOpts, -1, SQLITE_STATIC);
+    sqlite3_memory_highwater(1);
+    ck_assert_int_eq(sqlite3_step(pStmt), SQLITE_ERROR);
+    nPeak = sqlite3_memory_highwater(0) - nBefore;
+    ck_assert_str_eq(sqlite3_errmsg(db),
+                     "edn_q: line 1 col 29: rule r0 expands to more than 16777216 bytes of SQL, the most "
+                     "the compiler builds for one statement (SQLite's limit: 1000000000 bytes, and its "
+                     "parser stack); its calls copy the rows before them into every definition of the "
+                     "rules they call");
+    ck_assert_msg(nPeak < ((sqlite3_int64)256 << 20), "%s: %lld bytes at the peak", azSql[iForm],
+                  (long long)nPeak);
+    sqlite3_finalize(pStmt);
+  }
+  sqlite3_free(zOpts);
+  sqlite3_free(zRules);
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
+/* A rule set whose compile takes seconds (wideRules: 400 definitions of 60
+** patterns). The compile polls the host's interrupt, so sqlite3_interrupt
+** stops it within a moment, in both forms, on a file store; the connection
+** then works. */
 START_TEST(interrupt_stops_rule_compile) {
   static const char *azSql[] = {"SELECT edn_q(?1, ?2, ?3)", "SELECT count(*) FROM edn_q(?1, ?2, ?3)"};
   sqlite3 *db = openFile("intrr.db");
   const char *zStore = tuTempPath("intrr-file.db");
-  char *zRules = fanRules(6), *zOpts, *z;
+  char *zRules = wideRules(400, 60), *zOpts, *z;
   z = tuQuery(db, "SELECT edn_t(?1, ?2) IS NOT NULL", zStore,
               "[{:db/ident :n/next :db/valueType :db.type/ref :db/cardinality :db.cardinality/one}]");
   ck_assert_str_eq(z, "1");
@@ -565,6 +620,7 @@ static Suite *hostSuite(void) {
   tcase_add_test(tc, interrupt_leaves_nothing);
   tcase_add_test(tc, interrupt_stops_compile);
   tcase_add_test(tc, interrupt_stops_rule_compile);
+  tcase_add_test(tc, rule_expansion_refused_fast);
   tcase_add_test(tc, edn_t_inside_writing_statement);
   tcase_add_test(tc, host_function_before_first_edn_t);
   tcase_add_test(tc, own_db_verdict_remembered);

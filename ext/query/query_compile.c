@@ -298,6 +298,10 @@ int qCompile(Schema *pSchema, const char *zQuery, int nQuery, const QueryOpts *p
   c.pCte = sqlite3_str_new(NULL);
   /* SQLite's default when the connection is not known (the tests). */
   c.nMaxCompound = pOpts && pOpts->pDb ? sqlite3_limit(pOpts->pDb, SQLITE_LIMIT_COMPOUND_SELECT, -1) : 500;
+  c.nMaxText = QC_TEXT_CAP;
+  if (pOpts && pOpts->pDb && sqlite3_limit(pOpts->pDb, SQLITE_LIMIT_SQL_LENGTH, -1) < c.nMaxText) {
+    c.nMaxText = sqlite3_limit(pOpts->pDb, SQLITE_LIMIT_SQL_LENGTH, -1);
+  }
   qcCtxInit(&x, &c, NULL);
   c.pMain = &x;
   for (i = 0; i < pQ->nIn; i++) if (pQ->aIn[i].kind != QIN_SRC) pPlan->nInputNeeded++;

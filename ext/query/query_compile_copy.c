@@ -32,6 +32,9 @@ void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV) {
 
 int qcCopyScope(QCtx *pSub, QCtx *pX) {
   if (pX->bRecRef) return 0;
+  if (qcTextBudget(pSub->pC, (sqlite3_int64)sqlite3_str_length(pX->pFrom) + sqlite3_str_length(pX->pWhere))) {
+    return 0;
+  }
   sqlite3_str_appendall(pSub->pFrom, sqlite3_str_value(pX->pFrom));
   pSub->nFrom = pX->nFrom;
   if (pX->nWhere) {

@@ -720,8 +720,11 @@ static int qcrCallIn(QCtx *pX, const QClause *pCl, int iDepth);
 /* ($2 rule ...) runs the rule on $2 (its body reads $2). */
 int qcrCall(QCtx *pX, const QClause *pCl, int iDepth) {
   QSrcSave sv;
+  int bTop = pX->pC->pTopCall == NULL;
+  if (bTop) pX->pC->pTopCall = pCl;
   if (qcsEnter(pX->pC, pCl, &sv) == SQLITE_OK) qcrCallIn(pX, pCl, iDepth);
   qcsLeave(pX->pC, &sv);
+  if (bTop) pX->pC->pTopCall = NULL;
   return pX->pC->rc;
 }
 

@@ -100,6 +100,9 @@ static int qciJoin(QCtx *pX, const QClause *pCl, int h, const unsigned char *aeA
   QCtx sub;
   int i, j;
   for (i = 0; i < pC->rules.nRule; i++) if (pC->pRi->aiHeadOf[i] == h) pR = pC->rules.aRule[i];
+  if (qcTextBudget(pC, (sqlite3_int64)sqlite3_str_length(pX->pFrom) + sqlite3_str_length(pX->pWhere))) {
+    return 1;
+  }
   qcCtxInit(&sub, pC, pX);
   sub.nVisible = 0;          /* the body's variables are its own */
   sqlite3_str_appendall(sub.pFrom, sqlite3_str_value(pX->pFrom));

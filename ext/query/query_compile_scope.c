@@ -123,6 +123,10 @@ char *qcBody(QCtx *pX) {
   zRet = sqlite3_mprintf("%s%s%s%s", pX->nFrom ? " FROM " : "", pX->nFrom ? zFrom : "",
                          pX->nWhere ? " WHERE " : "", pX->nWhere ? zWhere : "");
   sqlite3_free(zJoin);
+  if (zRet && qcTextBudget(pX->pC, (sqlite3_int64)strlen(zRet))) {
+    sqlite3_free(zRet);
+    return NULL;
+  }
   /* Callers may skip a NULL body (an or branch, a rule body): the failure
   ** must stop the compile, or the SQL silently loses that part. */
   if (zRet == NULL) qcNoMem(pX->pC);

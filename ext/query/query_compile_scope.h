@@ -196,6 +196,11 @@ struct QComp {
   unsigned nPoll;          /* qcPoll's steps so far */
   int nMaxCompound;        /* SELECTs one UNION may join (0: no limit) */
   sqlite3_str *pHostFns;   /* the host functions called so far (QueryPlan.zHostFns) */
+  sqlite3_int64 nText;     /* bytes of SQL text built and copied so far (qcTextBudget) */
+  sqlite3_int64 nMaxText;  /* ... the most it may build (QC_TEXT_CAP or SQLite's
+                           ** SQLITE_LIMIT_SQL_LENGTH, the smaller) */
+  const QClause *pTopCall; /* the outermost rule call being compiled, for
+                           ** qcTextBudget's message */
 };
 
 
@@ -215,6 +220,18 @@ int qcPoll(QComp *pC);
 ** and how many ("the or has %d branches"). 1 with the error set (at pAt,
 ** or the current clause), else 0. */
 int qcCompoundLimit(QComp *pC, const EdnValue *pAt, int nSelect, const char *zFmt, ...);
+/* Counts n more bytes of SQL text the compile builds or copies (a scope
+** copied into each branch of a rule or an or, a body into its caller),
+** called BEFORE a copy is made: calls whose branches copy the rows before
+** them nest copies of copies, which grow exponentially with the nesting
+** (a rule calling the next one twice, six levels deep: gigabytes). Past
+** pC->nMaxText in all it refuses at once, naming the outermost rule call
+** being compiled (or the current clause), instead of building a statement
+** SQLite's parser could not take. The total is at least the emitted SQL's
+** length and at most its length times the nesting, so a query below the
+** limit compiles in time linear in it. 1 with the error set, else 0. */
+int qcTextBudget(QComp *pC, sqlite3_int64 n);
+#define QC_TEXT_CAP ((sqlite3_int64)16 << 20)
 /* A new parameter; returns its number (1-based) or 0 on OOM. */
 int qcParam(QComp *pC, const EdnValue *pConst, int iInput, int i1, int i2,
             QConv eConv, ValueType vt);

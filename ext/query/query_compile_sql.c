@@ -29,6 +29,13 @@ int qcErr(QComp *pC, const EdnValue *p, const char *zFmt, ...) {
   return pC->rc;
 }
 
+/* SQLite's SQLITE_LIMIT_SQL_LENGTH on the host's connection (its default
+** when the connection is not known: the tests). */
+static int qcSqlLengthLimit(QComp *pC) {
+  return pC->pOpts && pC->pOpts->pDb ? sqlite3_limit(pC->pOpts->pDb, SQLITE_LIMIT_SQL_LENGTH, -1)
+                                     : 1000000000;
+}
+
 int qcCompoundLimit(QComp *pC, const EdnValue *pAt, int nSelect, const char *zFmt, ...) {
   va_list ap;
   char *zWhat;
@@ -41,6 +48,23 @@ int qcCompoundLimit(QComp *pC, const EdnValue *pAt, int nSelect, const char *zFm
   qcErr(pC, pAt, "%s; SQLite unions at most %d SELECTs in one compound SELECT", zWhat,
         pC->nMaxCompound);
   sqlite3_free(zWhat);
+  return 1;
+}
+
+int qcTextBudget(QComp *pC, sqlite3_int64 n) {
+  if (pC->rc != SQLITE_OK) return 1;
+  pC->nText += n;
+  if (pC->nText <= pC->nMaxText) return 0;
+  if (pC->pTopCall) {
+    qcErr(pC, pC->pTopCall->pForm, "rule %s expands to more than %lld bytes of SQL, the most the "
+          "compiler builds for one statement (SQLite's limit: %d bytes, and its parser stack); "
+          "its calls copy the rows before them into every definition of the rules they call",
+          pC->pTopCall->zName, pC->nMaxText, qcSqlLengthLimit(pC));
+  } else {
+    qcErr(pC, NULL, "the query expands to more than %lld bytes of SQL, the most the compiler "
+          "builds for one statement (SQLite's limit: %d bytes, and its parser stack)",
+          pC->nMaxText, qcSqlLengthLimit(pC));
+  }
   return 1;
 }
 
