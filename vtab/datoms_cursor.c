@@ -1,13 +1,37 @@
 /*
 ** datoms_cursor.c — the cursor the raw-index tables share (see
 ** datoms_cursor.h): the call opened with its opts, one store statement
-** stepped as the host asks, and each row's attribute and value decoded.
+** stepped as the host asks, each row's attribute and value decoded, and
+** the rest of the rows set aside when a writer needs the WAL back.
+**
+** HOW IT WORKS
+** The statement runs on a reader checked out for the call; its read
+** snapshot lasts while it has rows left, so a host that keeps the cursor
+** open would pin the WAL (peer fault B25). Once the first step gave a row
+** the cursor is registered with a file store as a snapshot hold, as the
+** edn_q cursors are (run_cursor.c): a writer past the WAL bound calls
+** dcurLetGo on its own thread, which copies the current row and the rest
+** into aRow (a budget of rows and time per commit; a longer rest is copied
+** a part per commit) and, once the statement is done, ends the store read.
+** The host then reads the copies: the same rows, of the same snapshot.
 */
+#include <sched.h>
+#include <stddef.h>
 #include <string.h>
+#include <time.h>
 #include <cJSON.h>
+#include "config.h"
 #include "datoms_cursor.h"
 #include "sqlio.h"
 #include "value.h"
+
+/* The most rows a writer sets aside for one cursor in one commit
+** (dcurLetGo); its CPU time is bounded too (the commit's budget). */
+#define DCUR_SPILL_ROWS 200000
+/* The most memory one cursor's rows set aside may take: a rest larger than
+** this (a whole index of a big store left open) keeps its snapshot rather
+** than the process's memory growing with it. */
+#define DCUR_SPILL_BYTES (64LL * 1024 * 1024)
 
 int dcurSaveArgs(DCursor *p, sqlite3_value **apIn, int nArg) {
   size_t nNeed = 0, iOfs = 0;
@@ -33,9 +57,11 @@ int dcurSaveArgs(DCursor *p, sqlite3_value **apIn, int nArg) {
       case SQLITE_FLOAT: pA->r = sqlite3_value_double(apIn[i]); break;
       case SQLITE_TEXT:
       case SQLITE_BLOB:
-        pData = pA->eType == SQLITE_TEXT ? (const void *)sqlite3_value_text(apIn[i])
-                                         : sqlite3_value_blob(apIn[i]);
+        /* bytes first (makes TEXT UTF-8), then the bytes as they are: a
+        ** host binds text without a terminator, which sqlite3_value_text
+        ** would add by reallocating the argument (sqlio.h sqlioTextIn) */
         pA->n = sqlite3_value_bytes(apIn[i]);
+        pData = sqlite3_value_blob(apIn[i]);
         if (pData == NULL && pA->n > 0) {
           pA->eType = SQLITE_NULL;
           return SQLITE_NOMEM;
@@ -89,7 +115,9 @@ static int dcurOptsKeys(const char *zOpts, int nOpts, char **pzErr) {
 }
 
 int dcurBegin(DCursor *p, sqlite3 *host, sqlite3_value *pPath, sqlite3_value *pOpts, char **pzErr) {
-  int rc = vcallBegin(&p->call, host, pPath, VCALL_QUERY, &p->opts, pOpts, pzErr);
+  int rc;
+  p->bLive = 1;
+  rc = vcallBegin(&p->call, host, pPath, VCALL_QUERY, &p->opts, pOpts, pzErr);
   if (rc == SQLITE_OK && pOpts && sqlite3_value_type(pOpts) != SQLITE_NULL) {
     const char *z;
     int n;
@@ -100,23 +128,250 @@ int dcurBegin(DCursor *p, sqlite3 *host, sqlite3_value *pPath, sqlite3_value *pO
   return rc;
 }
 
+static int dcurLetGo(StoreHold *pHold, ConfigBudget *pBudget);
+
+/* Clears a cursor for a new use but for the opts' arena buffer (qOptsInit
+** needs no zeroes in it) and the buffers it keeps (aArgBuf, aRow). */
+static void dcurInit(DCursor *p, const char *zFunc, int bLog) {
+  char *aArgBuf = p->aArgBuf;
+  size_t nArgBuf = p->nArgBuf;
+  DCurRow *aRow = p->aRow;
+  int nRowAlloc = p->nRowAlloc;
+  memset(p, 0, offsetof(DCursor, opts));
+  qOptsInit(&p->opts);
+  p->aArgBuf = aArgBuf;
+  p->nArgBuf = nArgBuf;
+  p->aRow = aRow;
+  p->nRowAlloc = nRowAlloc;
+  p->zFunc = zFunc;
+  p->bLog = bLog;
+  p->bEof = 1;
+  p->hold.xRelease = dcurLetGo;
+  atomic_init(&p->lock, 0);
+}
+
+int dcurOpen(DCursor **ppSpare, const char *zFunc, int bLog, sqlite3_vtab_cursor **ppCur) {
+  DCursor *p = *ppSpare;
+  if (p) {
+    *ppSpare = NULL;
+  } else {
+    p = sqlite3_malloc64(sizeof *p);
+    if (p == NULL) return SQLITE_NOMEM;
+    p->aArgBuf = NULL;
+    p->nArgBuf = 0;
+    p->aRow = NULL;
+    p->nRowAlloc = 0;
+  }
+  dcurInit(p, zFunc, bLog);
+  *ppCur = &p->base;
+  return SQLITE_OK;
+}
+
+void dcurClose(DCursor **ppSpare, DCursor *p) {
+  dcurRelease(p);
+  if (*ppSpare == NULL) {
+    *ppSpare = p;
+    return;
+  }
+  dcurFree(p);
+  sqlite3_free(p);
+}
+
+void dcurSpareFree(DCursor **ppSpare) {
+  if (*ppSpare) {
+    dcurFree(*ppSpare);
+    sqlite3_free(*ppSpare);
+  }
+  *ppSpare = NULL;
+}
+
 int dcurPrepare(DCursor *p, const char *zSql, int n, sqlite3_stmt **ppStmt, char **pzErr) {
   int rc = qCacheStmt(p->call.pConn, zSql, n, &p->pStmt, &p->bOwnStmt, pzErr);
   *ppStmt = p->pStmt;
   return rc;
 }
 
+int dcurPrepareHashed(DCursor *p, const char *zSql, int n, unsigned h, sqlite3_stmt **ppStmt,
+                      char **pzErr) {
+  int rc = qCacheStmtHashed(p->call.pConn, zSql, n, h, &p->pStmt, &p->bOwnStmt, pzErr);
+  *ppStmt = p->pStmt;
+  return rc;
+}
+
+/* ------------------------------------------------------------ the lock */
+
+/* A compare-and-swap, as run_cursor.c's: the only contention is a
+** writer's set-aside (rare, and then the loser backs off). */
+static void dcurLock(DCursor *p) {
+  int nTry = 0;
+  for (;;) {
+    int iFree = 0;
+    if (atomic_compare_exchange_weak_explicit(&p->lock, &iFree, 1, memory_order_acquire,
+                                              memory_order_relaxed)) {
+      return;
+    }
+    if (++nTry < 64) {
+      sched_yield();
+    } else {
+      struct timespec ts = {0, 100000};   /* a set-aside of many rows: sleep */
+      nanosleep(&ts, NULL);
+    }
+  }
+}
+
+static void dcurUnlock(DCursor *p) {
+  atomic_store_explicit(&p->lock, 0, memory_order_release);
+}
+
+/* ------------------------------------------------------------ set aside */
+
+/* Frees the rows set aside from aRow[iFrom]. */
+static void dcurRowsFree(DCursor *p, int iFrom) {
+  for (int i = iFrom; i < p->nRow; i++) sqlite3_value_free(p->aRow[i].pV);
+  p->nRow = p->iRow = 0;
+  p->nBufBytes = 0;
+  p->bBuf = 0;
+}
+
+static int dcurInstant(DCursor *p, sqlite3_int64 tx, char **pzErr);
+
+/* Appends pStmt's current row to aRow. */
+static int dcurRowAdd(DCursor *p) {
+  DCurRow *pR;
+  if (p->nRow == p->nRowAlloc) {
+    int nNew = p->nRowAlloc ? p->nRowAlloc * 2 : 64;
+    DCurRow *aNew = sqlite3_realloc64(p->aRow, sizeof *aNew * (sqlite3_uint64)nNew);
+    if (aNew == NULL) return SQLITE_NOMEM;
+    p->aRow = aNew;
+    p->nRowAlloc = nNew;
+  }
+  pR = &p->aRow[p->nRow];
+  memset(pR, 0, sizeof *pR);
+  pR->e = sqlite3_column_int64(p->pStmt, DCUR_COL_E);
+  pR->a = sqlite3_column_int64(p->pStmt, DCUR_COL_A);
+  pR->tx = sqlite3_column_int64(p->pStmt, DCUR_COL_TX);
+  pR->tag = sqlite3_column_int(p->pStmt, DCUR_COL_TAG);
+  pR->added = sqlite3_column_int(p->pStmt, DCUR_COL_ADDED);
+  pR->pV = sqlite3_value_dup(sqlite3_column_value(p->pStmt, DCUR_COL_V));
+  if (pR->pV == NULL) return SQLITE_NOMEM;
+  /* the row, the value's copy and its bytes, and the allocator's own */
+  p->nBufBytes += (sqlite3_int64)sizeof *pR + 96 + sqlite3_value_bytes(pR->pV);
+  if (p->bLog) {
+    char *zErr = NULL;
+    int rc = dcurInstant(p, pR->tx, &zErr);
+    sqlite3_free(zErr);
+    if (rc != SQLITE_OK) {
+      sqlite3_value_free(pR->pV);
+      return rc;
+    }
+    pR->bInst = p->bInstUs;
+    pR->iInst = p->iInstUs;
+  }
+  p->nRow++;
+  return SQLITE_OK;
+}
+
+/* Copies the current row and up to DCUR_SPILL_ROWS more, within pBudget
+** (the writer thread's CPU time, checked every 64 rows);
+** *pbAll when the statement is done (an error it gave is kept for the
+** host, after the rows). Lock held. */
+static int dcurSetAside(DCursor *p, ConfigBudget *pBudget, int *pbAll) {
+  int rc = SQLITE_OK, n = 0;
+  *pbAll = 0;
+  if (!p->bBuf) {
+    /* the host's current row: copied first, it becomes aRow[0] */
+    p->nRow = p->iRow = 0;
+    rc = dcurRowAdd(p);
+    if (rc != SQLITE_OK) return rc;
+    p->bBuf = 1;
+  } else if (p->iRow > 0) {
+    /* a part set aside before: the rows the host has read go */
+    memmove(p->aRow, p->aRow + p->iRow, sizeof *p->aRow * (size_t)(p->nRow - p->iRow));
+    p->nRow -= p->iRow;
+    p->iRow = 0;
+  }
+  while (n < DCUR_SPILL_ROWS && ((n & 63) != 0 || !configBudgetSpent(pBudget))) {
+    if (p->nBufBytes > DCUR_SPILL_BYTES) return SQLITE_FULL;   /* keeps its snapshot */
+    int rcStep = sqlite3_step(p->pStmt);
+    if (rcStep == SQLITE_ROW) {
+      rc = dcurRowAdd(p);
+      if (rc != SQLITE_OK) return rc;
+      n++;
+      continue;
+    }
+    if (rcStep != SQLITE_DONE) {
+      p->rcSpill = rcStep;
+      p->zSpillErr = sqlite3_mprintf("%s", sqlite3_errmsg(p->call.pConn->db));
+    }
+    *pbAll = 1;
+    break;
+  }
+  return SQLITE_OK;
+}
+
+/* StoreHold.xRelease, on the writer's thread (storeHoldsRelease): sets
+** the rest of the rows aside and ends the store read, so the WAL can be
+** checkpointed and restarted while the host keeps this cursor open. As
+** run_cursor.c's rcurLetGo: the host connection is not touched (the
+** interrupt polling, which probes it, is paused), a rest longer than one
+** commit's budget is copied a part per commit (returns 2: ask again), and
+** a copy that fails leaves the cursor streaming on its snapshot (returns
+** 0; the rows copied so far come first). Returns 1 once let go. */
+static int dcurLetGo(StoreHold *pHold, ConfigBudget *pBudget) {
+  DCursor *p = (DCursor *)((char *)pHold - offsetof(DCursor, hold));
+  int bLetGo = 1;
+  dcurLock(p);
+  if (p->pStmt && !p->bEof && !p->bStmtGone && p->call.pConn) {
+    int bAll = 0;
+    vcallPause(&p->call, 1);
+    if (dcurSetAside(p, pBudget, &bAll) != SQLITE_OK) {
+      vcallPause(&p->call, 0);
+      bLetGo = 0;
+    } else if (bAll) {
+      if (p->pInstStmt) sqlite3_reset(p->pInstStmt);
+      sqlite3_reset(p->pStmt);
+      storeReaderEndRead(p->call.pStore, p->call.pConn);
+      p->bStmtGone = 1;
+    } else {
+      vcallPause(&p->call, 0);
+      bLetGo = 2;                   /* more next commit */
+    }
+  }
+  dcurUnlock(p);
+  return bLetGo;
+}
+
+/* ------------------------------------------------------------ release */
+
 static void dcurDropStmt(DCursor *p);
-static int dcurStepDone(DCursor *p, int rc);
+static int dcurStepDone(DCursor *p, int rc, const char *zErr);
 
 void dcurRelease(DCursor *p) {
+  /* xFilter releases first: a cursor that holds nothing costs nothing */
+  if (!p->bLive) return;
+  p->bLive = 0;
+  if (p->bHold) {
+    /* Waits for a release in progress; after it none can start. */
+    storeHoldRemove(p->call.pStore, &p->hold);
+    p->bHold = 0;
+  }
+  dcurRowsFree(p, p->iRow);
+  p->bStmtGone = 0;
+  p->rcSpill = 0;
+  sqlite3_free(p->zSpillErr);
+  p->zSpillErr = NULL;
   dcurDropStmt(p);
+  p->bOne = 0;
+  p->zIdentA = NULL;
   vcallEnd(&p->call);
   qOptsReset(&p->opts);
 }
 
 void dcurFree(DCursor *p) {
   dcurRelease(p);
+  sqlite3_free(p->aRow);
+  p->aRow = NULL;
+  p->nRowAlloc = 0;
   sqlite3_free(p->aArgBuf);
   p->aArgBuf = NULL;
   p->nArgBuf = 0;
@@ -146,6 +401,8 @@ static void dcurDropStmt(DCursor *p) {
   p->bOwnStmt = 0;
 }
 
+/* ------------------------------------------------------------ stepping */
+
 /* The recheck itself: a read transaction, the schema made current. */
 static int dcurRecheckNow(DCursor *p, int *pbRedo, char **pzErr) {
   Schema *pNew = NULL;
@@ -163,6 +420,17 @@ int dcurRecheck(DCursor *p, int *pbRedo, char **pzErr) {
   *pbRedo = 0;
   if (p->call.pConn == NULL || !storeReaderIsLazy(p->call.pConn)) return SQLITE_OK;
   return dcurRecheckNow(p, pbRedo, pzErr);
+}
+
+/* After the first row: the host may keep us open indefinitely, so a file
+** store's writer must be able to have the rest set aside. The in-memory
+** store has no WAL. */
+static int dcurStarted(DCursor *p, int rc) {
+  if (rc == SQLITE_OK && !p->bEof && p->call.pConn && storePath(p->call.pStore)[0] != 0) {
+    storeHoldAdd(p->call.pStore, &p->hold);
+    p->bHold = 1;
+  }
+  return rc;
 }
 
 int dcurStepFirst(DCursor *p, int *pbRedo) {
@@ -189,19 +457,48 @@ int dcurStepFirst(DCursor *p, int *pbRedo) {
         return sqlioVtabError(p->base.pVtab, p->zFunc, rc2, NULL);
       }
     }
-    return dcurStepDone(p, rc);
+    return dcurStarted(p, dcurStepDone(p, rc, NULL));
   }
-  return dcurStep(p);
+  return dcurStarted(p, dcurStepDone(p, sqlite3_step(p->pStmt), NULL));
 }
-
-static int dcurStepDone(DCursor *p, int rc);
 
 int dcurStep(DCursor *p) {
-  return dcurStepDone(p, sqlite3_step(p->pStmt));
+  int rc;
+  char *zErr = NULL;
+  if (!p->bHold) return dcurStepDone(p, p->bOne ? SQLITE_DONE : sqlite3_step(p->pStmt), NULL);
+  dcurLock(p);
+  if (p->bBuf) {
+    p->nBufBytes -= (sqlite3_int64)sizeof(DCurRow) + 96 + sqlite3_value_bytes(p->aRow[p->iRow].pV);
+    sqlite3_value_free(p->aRow[p->iRow].pV);
+    p->aRow[p->iRow].pV = NULL;
+    if (++p->iRow < p->nRow) {
+      dcurUnlock(p);
+      return dcurStepDone(p, SQLITE_ROW, NULL);
+    }
+    p->nRow = p->iRow = 0;
+    p->nBufBytes = 0;
+    p->bBuf = 0;
+  }
+  if (p->bStmtGone) {
+    /* every row was set aside: the end, or the error the statement gave */
+    rc = p->rcSpill ? p->rcSpill : SQLITE_DONE;
+    zErr = p->zSpillErr;
+    p->zSpillErr = NULL;
+  } else {
+    rc = p->bOne ? SQLITE_DONE : sqlite3_step(p->pStmt);
+  }
+  /* Under the lock: a writer's set-aside reads it. */
+  p->bEof = rc != SQLITE_ROW;
+  dcurUnlock(p);
+  rc = dcurStepDone(p, rc, zErr);
+  sqlite3_free(zErr);
+  return rc;
 }
 
-/* What a step's result rc means for the cursor (see dcurStep). */
-static int dcurStepDone(DCursor *p, int rc) {
+/* What a step's result rc means for the cursor (see dcurStep); zErr the
+** message of an error met while setting rows aside, else NULL. Not called
+** with the lock held (the release removes the hold). */
+static int dcurStepDone(DCursor *p, int rc, const char *zErr) {
   if (rc == SQLITE_ROW) {
     p->bEof = 0;
     p->iRowid++;
@@ -213,66 +510,129 @@ static int dcurStepDone(DCursor *p, int rc) {
     return SQLITE_OK;
   }
   {
-    char *zErr = sqlite3_mprintf("%s", vcallInterrupted(&p->call) ? "interrupted"
-                                       : sqlite3_errmsg(p->call.pConn->db));
+    char *zMsg = sqlite3_mprintf("%s", vcallInterrupted(&p->call) ? "interrupted"
+                                       : zErr ? zErr : sqlite3_errmsg(p->call.pConn->db));
     if (vcallInterrupted(&p->call)) rc = SQLITE_INTERRUPT;
     dcurRelease(p);
-    rc = sqlioVtabError(p->base.pVtab, p->zFunc, zErr ? rc : SQLITE_NOMEM, zErr);
-    sqlite3_free(zErr);
+    rc = sqlioVtabError(p->base.pVtab, p->zFunc, zMsg ? rc : SQLITE_NOMEM, zMsg);
+    sqlite3_free(zMsg);
   }
   return rc;
 }
 
-void dcurIdentResult(DCursor *p, int iCol, sqlite3_context *pCtx) {
-  sqlite3_int64 a = sqlite3_column_int64(p->pStmt, iCol);
-  const char *z = schemaIdent(p->call.pSchema, a);
-  if (z) {
-    sqlite3_result_text(pCtx, z, -1, SQLITE_TRANSIENT);
-  } else {
-    sqlite3_result_int64(pCtx, a);
+/* ------------------------------------------------------------ columns */
+
+sqlite3_int64 dcurInt(DCursor *p, int iCol) {
+  const DCurRow *pR;
+  if (!p->bBuf) return sqlite3_column_int64(p->pStmt, iCol);
+  pR = &p->aRow[p->iRow];
+  switch (iCol) {
+    case DCUR_COL_E: return pR->e;
+    case DCUR_COL_A: return pR->a;
+    case DCUR_COL_TX: return pR->tx;
+    case DCUR_COL_TAG: return pR->tag;
+    default: return pR->added;
   }
 }
 
-void dcurValueResult(DCursor *p, sqlite3_context *pCtx) {
-  int tag = sqlite3_column_int(p->pStmt, DCUR_COL_TAG);
-  if (tag == TAG_BYTES) {
-    /* a tuple attribute's values are stored as bytes: its JSON array */
-    const Attr *pA = schemaAttr(p->call.pSchema, sqlite3_column_int64(p->pStmt, DCUR_COL_A));
-    if (pA && pA->type == VT_TUPLE) tag = TAG_TUPLE;
+/* The :db/txInstant of tx into iInstUs/bInstUs (iInstTx remembers which). */
+static int dcurInstant(DCursor *p, sqlite3_int64 tx, char **pzErr) {
+  static const char zSql[] = "SELECT v FROM datoms WHERE e = ?1 AND a = 3";
+  int rc = SQLITE_OK;
+  if (tx == p->iInstTx && tx != 0) return SQLITE_OK;
+  if (p->pInstStmt == NULL) {
+    rc = qCacheStmt(p->call.pConn, zSql, (int)sizeof zSql - 1, &p->pInstStmt, &p->bOwnInst, pzErr);
+    if (rc != SQLITE_OK) return rc;
   }
-  valueResultFromStored(pCtx, sqlite3_column_value(p->pStmt, DCUR_COL_V), tag);
+  sqlite3_reset(p->pInstStmt);
+  sqlite3_bind_int64(p->pInstStmt, 1, tx);
+  p->iInstTx = 0;
+  rc = sqlite3_step(p->pInstStmt);
+  p->bInstUs = rc == SQLITE_ROW;      /* a tx without an instant: NULL */
+  if (rc == SQLITE_ROW) p->iInstUs = sqlite3_column_int64(p->pInstStmt, 0);
+  sqlite3_reset(p->pInstStmt);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return rc;
+  p->iInstTx = tx;
+  return SQLITE_OK;
 }
 
-void dcurTxInstantResult(DCursor *p, sqlite3_context *pCtx) {
-  sqlite3_int64 tx = sqlite3_column_int64(p->pStmt, DCUR_COL_TX);
-  if (tx != p->iInstTx || p->iInstTx == 0) {
-    static const char zSql[] = "SELECT v FROM datoms WHERE e = ?1 AND a = 3";
-    int rc = SQLITE_OK;
-    char *zErr = NULL;
-    if (p->pInstStmt == NULL) {
-      rc = qCacheStmt(p->call.pConn, zSql, (int)sizeof zSql - 1, &p->pInstStmt, &p->bOwnInst, &zErr);
-      sqlite3_free(zErr);
+/* The current row's column iCol (see dcurColumn); lock held when bHold. */
+static void dcurColumnNow(DCursor *p, int iCol, sqlite3_context *pCtx) {
+  const DCurRow *pR = p->bBuf ? &p->aRow[p->iRow] : NULL;
+  switch (iCol) {
+    case DCUR_COL_A: {
+      sqlite3_int64 a = dcurInt(p, DCUR_COL_A);
+      const char *z;
+      if (p->zIdentA == NULL || p->iIdentA != a) {
+        p->zIdentA = schemaIdent(p->call.pSchema, a);
+        p->iIdentA = a;
+      }
+      z = p->zIdentA;
+      if (z) {
+        sqlite3_result_text(pCtx, z, -1, SQLITE_TRANSIENT);
+      } else {
+        sqlite3_result_int64(pCtx, a);
+      }
+      break;
     }
-    if (rc != SQLITE_OK) {
-      sqlite3_result_error_code(pCtx, rc);
-      return;
+    case DCUR_COL_V: {
+      int tag = (int)dcurInt(p, DCUR_COL_TAG);
+      if (tag == TAG_BYTES) {
+        /* a tuple attribute's values are stored as bytes: its JSON array */
+        const Attr *pA = schemaAttr(p->call.pSchema, dcurInt(p, DCUR_COL_A));
+        if (pA && pA->type == VT_TUPLE) tag = TAG_TUPLE;
+      }
+      valueResultFromStored(pCtx, pR ? pR->pV : sqlite3_column_value(p->pStmt, DCUR_COL_V), tag);
+      break;
     }
-    sqlite3_reset(p->pInstStmt);
-    sqlite3_bind_int64(p->pInstStmt, 1, tx);
-    p->iInstTx = 0;
-    rc = sqlite3_step(p->pInstStmt);
-    if (rc == SQLITE_ROW) {
-      ednFormatInstant(sqlite3_column_int64(p->pInstStmt, 0), p->zInst);
-      p->iInstTx = tx;
+    case DCUR_COL_INST: {
+      sqlite3_int64 us;
+      if (pR) {
+        if (!pR->bInst) return;
+        us = pR->iInst;
+      } else {
+        char *zErr = NULL;
+        int rc = dcurInstant(p, dcurInt(p, DCUR_COL_TX), &zErr);
+        sqlite3_free(zErr);
+        if (rc != SQLITE_OK) {
+          sqlite3_result_error_code(pCtx, rc);
+          return;
+        }
+        if (!p->bInstUs) return;
+        us = p->iInstUs;
+      }
+      /* a transaction's rows share its instant: formatted once */
+      if (!p->bInstFmt || p->iInstFmt != us) {
+        ednFormatInstant(us, p->zInst);
+        p->iInstFmt = us;
+        p->bInstFmt = 1;
+      }
+      sqlite3_result_text(pCtx, p->zInst, -1, SQLITE_TRANSIENT);
+      break;
     }
-    sqlite3_reset(p->pInstStmt);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-      sqlite3_result_error_code(pCtx, rc);
-      return;
-    }
-    if (p->iInstTx == 0) return;     /* a tx without an instant: NULL */
+    case DCUR_COL_ADDED:
+      sqlite3_result_int(pCtx, (int)dcurInt(p, DCUR_COL_ADDED));
+      break;
+    default:
+      sqlite3_result_int64(pCtx, dcurInt(p, iCol));
+      break;
   }
-  sqlite3_result_text(pCtx, p->zInst, -1, SQLITE_TRANSIENT);
+}
+
+int dcurColumn(DCursor *p, const unsigned char *aCol, int nCol, int iCol, sqlite3_context *pCtx) {
+  if (iCol >= nCol) {
+    dcurArgResult(p, iCol - nCol, pCtx);
+    return SQLITE_OK;
+  }
+  if (p->pStmt == NULL || p->bEof) return SQLITE_OK;
+  if (!p->bHold) {
+    dcurColumnNow(p, aCol[iCol], pCtx);
+    return SQLITE_OK;
+  }
+  dcurLock(p);
+  dcurColumnNow(p, aCol[iCol], pCtx);
+  dcurUnlock(p);
+  return SQLITE_OK;
 }
 
 /* The EDN text of {"edn": "..."} in z[0..n), or NULL when it is not one. */
@@ -322,27 +682,6 @@ int dcurTimeArg(sqlite3_value *pArg, const char *zWhat, sqlite3_int64 *pi, int *
   sqlite3_free(zEdn);
   ednArenaReset(&arena);
   return rc;
-}
-
-int dcurColumn(DCursor *p, const unsigned char *aCol, int nCol, int iCol, sqlite3_context *pCtx) {
-  if (iCol >= nCol) {
-    dcurArgResult(p, iCol - nCol, pCtx);
-    return SQLITE_OK;
-  }
-  if (p->pStmt == NULL || p->bEof) return SQLITE_OK;
-  switch (aCol[iCol]) {
-    case DCUR_COL_E:
-    case DCUR_COL_TX:
-      sqlite3_result_int64(pCtx, sqlite3_column_int64(p->pStmt, aCol[iCol]));
-      break;
-    case DCUR_COL_A: dcurIdentResult(p, DCUR_COL_A, pCtx); break;
-    case DCUR_COL_V: dcurValueResult(p, pCtx); break;
-    case DCUR_COL_INST: dcurTxInstantResult(p, pCtx); break;
-    default:
-      sqlite3_result_int(pCtx, sqlite3_column_int(p->pStmt, DCUR_COL_ADDED));
-      break;
-  }
-  return SQLITE_OK;
 }
 
 int dcurNext(sqlite3_vtab_cursor *pCur) {

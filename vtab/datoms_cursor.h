@@ -8,15 +8,17 @@
 ** Takes the host connection, the call's db_path and opts arguments and the
 ** SQL text of the datoms to read; gives the rows column by column. Calls
 ** the call context (call.h), the query stage's statement cache
-** (qCacheStmt) and the value encoding (value.h).
+** (qCacheStmt), the value encoding (value.h) and the store's snapshot
+** holds (store.h).
 **
 ** A row of a statement run through a DCursor has the columns e, a, v,
-** value_type_tag, tx, added (DCUR_COL_*), and edn_log's tx instant after
-** them.
+** value_type_tag, tx, added (DCUR_COL_*); DCUR_COL_INST names edn_log's
+** tx instant, looked up once per transaction.
 */
 #ifndef MENTAT_DATOMS_CURSOR_H
 #define MENTAT_DATOMS_CURSOR_H
 
+#include <stdatomic.h>
 #include "sqlite_api.h"
 #include "call.h"
 
@@ -30,13 +32,26 @@
 
 #define DCUR_MAXARG 6
 
+/* A row set aside (dcurLetGo in datoms_cursor.c): the columns of the
+** statement's row, and for edn_log its transaction's instant. */
+typedef struct DCurRow {
+  sqlite3_int64 e, a, tx;
+  sqlite3_int64 iInst;          /* the instant, µs (bInst) */
+  int tag, added, bInst;
+  sqlite3_value *pV;            /* a copy (sqlite3_value_dup) */
+} DCurRow;
+
 typedef struct DCursor {
   sqlite3_vtab_cursor base;
   const char *zFunc;            /* "edn_datoms", "edn_log": the errors' prefix */
+  int bLog;                     /* edn_log: rows set aside keep their tx instant */
   VCall call;                   /* store, reader, schema, watch */
-  QueryOpts opts;
   sqlite3_stmt *pStmt;          /* the running statement, NULL when none */
   int bOwnStmt;                 /* finalize pStmt (a private copy), else reset it */
+  int bLive;                    /* begun (dcurBegin) and not released since */
+  int bOne;                     /* pStmt gives one row at most: the end needs no step */
+  sqlite3_int64 iIdentA;        /* the last attribute the a column named, */
+  const char *zIdentA;          /* its ident (the call's schema's), NULL none */
   int bEof;
   sqlite3_int64 iRowid;
   /* The arguments, echoed by the hidden columns: types and numbers here,
@@ -48,9 +63,44 @@ typedef struct DCursor {
   ** transaction (pInstStmt, the connection's, or a private one if bOwnInst) */
   sqlite3_stmt *pInstStmt;
   int bOwnInst;
-  sqlite3_int64 iInstTx;        /* the tx zInst is of, 0 none */
+  sqlite3_int64 iInstTx;        /* the tx iInstUs is of, 0 none */
+  sqlite3_int64 iInstUs;
+  int bInstUs;                  /* that tx has an instant */
+  sqlite3_int64 iInstFmt;       /* the instant zInst holds (bInstFmt), formatted once */
+  int bInstFmt;
   char zInst[40];
+  /* While rows are left the cursor is registered with the store as a
+  ** snapshot hold (B25): a writer that needs the WAL back has the rest of
+  ** the rows copied into aRow and the store read ended (dcurLetGo). lock
+  ** orders that against the host thread's use of pStmt and aRow; it is
+  ** taken only while bHold (an unregistered cursor is the host's alone). */
+  StoreHold hold;
+  int bHold;
+  atomic_int lock;
+  DCurRow *aRow;                /* rows set aside, aRow[iRow] current when bBuf */
+  int nRow, nRowAlloc, iRow;
+  sqlite3_int64 nBufBytes;      /* memory the rows set aside take (DCUR_SPILL_BYTES) */
+  int bBuf;                     /* the current row is aRow[iRow], not pStmt's */
+  int bStmtGone;                /* every row left is in aRow: pStmt reset, snapshot let go */
+  int rcSpill;                  /* an error the statement gave while rows were set aside, */
+  char *zSpillErr;              /* reported after those rows */
+  QueryOpts opts;               /* last: its arena's buffer is not cleared by dcurInit */
 } DCursor;
+
+/* xOpen: the table's spare cursor *ppSpare when it has one (a point
+** lookup opens and closes a cursor per call), else a new one; readied for
+** zFunc's errors ("edn_datoms"), bLog for edn_log's rows. SQLITE_NOMEM. */
+int dcurOpen(DCursor **ppSpare, const char *zFunc, int bLog, sqlite3_vtab_cursor **ppCur);
+
+/* xClose: everything given back (dcurRelease); the cursor becomes the
+** spare when there is none, else it is freed. */
+void dcurClose(DCursor **ppSpare, DCursor *p);
+
+/* xDisconnect: frees the spare. */
+void dcurSpareFree(DCursor **ppSpare);
+
+/* The current row's integer column iCol (DCUR_COL_E, _A, _TX, _ADDED). */
+sqlite3_int64 dcurInt(DCursor *p, int iCol);
 
 /* Copies the nArg arguments (NULL entries: not given) so the hidden columns
 ** can echo them after xFilter; frees the previous copies. */
@@ -72,9 +122,13 @@ int dcurBegin(DCursor *p, sqlite3 *host, sqlite3_value *pPath, sqlite3_value *pO
 ** connection's cache (or a private one), returned in *ppStmt for the
 ** caller to bind; it becomes p->pStmt. */
 int dcurPrepare(DCursor *p, const char *zSql, int n, sqlite3_stmt **ppStmt, char **pzErr);
+/* dcurPrepare for a text whose qCacheStmtHash h the caller keeps. */
+int dcurPrepareHashed(DCursor *p, const char *zSql, int n, unsigned h, sqlite3_stmt **ppStmt,
+                      char **pzErr);
 
-/* Steps p->pStmt: SQLITE_OK with a row (bEof 0) or at the end (bEof 1, the
-** call released), or an error set on the vtab (the call released). */
+/* Steps to the next row (the rows set aside first, then p->pStmt's):
+** SQLITE_OK with a row (bEof 0) or at the end (bEof 1, the call released),
+** or an error set on the vtab (the call released). */
 int dcurStep(DCursor *p);
 
 /* The first step of the call's statement. On a reader handed out without a
@@ -83,7 +137,8 @@ int dcurStep(DCursor *p);
 ** reader rechecked (a read transaction, the schema made current: the
 ** call's schema is replaced) and *pbRedo set: the caller resolves its
 ** arguments, builds and starts its statement again. Otherwise as
-** dcurStep. */
+** dcurStep; with rows left on a file store the cursor is then registered
+** as a snapshot hold (store.h StoreHold, peer fault B25). */
 int dcurStepFirst(DCursor *p, int *pbRedo);
 
 /* After an error found before the first step on a lazily handed-out reader
@@ -92,7 +147,8 @@ int dcurStepFirst(DCursor *p, int *pbRedo);
 ** should try again. */
 int dcurRecheck(DCursor *p, int *pbRedo, char **pzErr);
 
-/* Gives back the statement and the call. Idempotent. */
+/* Gives back the hold, the rows set aside, the statement and the call.
+** Idempotent. */
 void dcurRelease(DCursor *p);
 
 /* Frees the echoed arguments too (xClose). */
@@ -101,22 +157,15 @@ void dcurFree(DCursor *p);
 /* The xColumn of a raw-index table whose visible columns are aCol[0..nCol)
 ** (each the DCUR_COL_* of the row it shows) and whose hidden columns after
 ** them echo the arguments: sets pCtx to column iCol of the current row
-** (nothing with no row), or to argument iCol - nCol. SQLITE_OK. */
+** (nothing with no row), or to argument iCol - nCol: the store's columns
+** DCUR_COL_E, _A (the ident), _V (native), _TX, _ADDED, _INST (edn_log's
+** tx_instant). Takes the cursor's lock while it is registered. SQLITE_OK. */
 int dcurColumn(DCursor *p, const unsigned char *aCol, int nCol, int iCol, sqlite3_context *pCtx);
 
 /* The xNext, xEof and xRowid of a table whose cursor is a DCursor. */
 int dcurNext(sqlite3_vtab_cursor *pCur);
 int dcurEof(sqlite3_vtab_cursor *pCur);
 int dcurRowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid);
-
-/* The current row's attribute as its ident TEXT (the entid as INTEGER when
-** it has none), and its value as the native SQL value of its type. */
-void dcurIdentResult(DCursor *p, int iCol, sqlite3_context *pCtx);
-void dcurValueResult(DCursor *p, sqlite3_context *pCtx);
-
-/* edn_log's tx_instant column: the :db/txInstant of the current row's
-** transaction as RFC 3339 TEXT, looked up once per transaction. */
-void dcurTxInstantResult(DCursor *p, sqlite3_context *pCtx);
 
 /* Reads a time bound: an INTEGER tx id, or TEXT holding a JSON object
 ** {"edn": "#inst \"...\""} (an instant, *pbInst = 1, *pi in µs) or

@@ -217,5 +217,10 @@ sqlite3_str **qCacheOutBuf(StoreConn *pConn);
 ** "cannot prepare: <SQLite's message>" in *pzErr. */
 int qCacheStmt(StoreConn *pConn, const char *zSql, int nSql, sqlite3_stmt **ppStmt, int *pbOwn,
                char **pzErr);
+/* qCacheStmt for a text whose hash h (qCacheStmtHash) the caller keeps:
+** a caller that runs the same text call after call hashes it once. */
+unsigned qCacheStmtHash(const char *zSql, int nSql);
+int qCacheStmtHashed(StoreConn *pConn, const char *zSql, int nSql, unsigned h,
+                     sqlite3_stmt **ppStmt, int *pbOwn, char **pzErr);
 
 #endif /* MENTAT_QUERY_H */

@@ -251,16 +251,23 @@ sqlite3_str **qCacheOutBuf(StoreConn *pConn) {
   return pCache ? &pCache->pOut : NULL;
 }
 
+unsigned qCacheStmtHash(const char *zSql, int nSql) {
+  return qCacheHash(zSql, nSql);
+}
+
 int qCacheStmt(StoreConn *pConn, const char *zSql, int nSql, sqlite3_stmt **ppStmt, int *pbOwn,
                char **pzErr) {
+  return qCacheStmtHashed(pConn, zSql, nSql, qCacheHash(zSql, nSql), ppStmt, pbOwn, pzErr);
+}
+
+int qCacheStmtHashed(StoreConn *pConn, const char *zSql, int nSql, unsigned h,
+                     sqlite3_stmt **ppStmt, int *pbOwn, char **pzErr) {
   QCache *pCache = qCacheOf(pConn);
   QStmt *pS, **pp;
-  unsigned h;
   int rc;
   *ppStmt = NULL;
   *pbOwn = 0;
   if (pCache == NULL) return SQLITE_NOMEM;
-  h = qCacheHash(zSql, nSql);
   for (pp = &pCache->pStmts; (pS = *pp) != NULL; pp = &pS->pNext) {
     if (pS->h == h && pS->n == nSql && memcmp(pS->z, zSql, (size_t)nSql) == 0) break;
   }
