@@ -28,6 +28,9 @@
 #define EDND_HI_LE   (1 << 9)
 #define EDND_LIMIT   (1 << 10)
 #define EDND_OFFSET  (1 << 11)
+/* The statement reads a hidden column (sqlite3_index_info.colUsed): only
+** then does xFilter keep copies of the arguments for it to echo. */
+#define EDND_ECHO    (1 << 12)
 
 enum { EDD_EAVT, EDD_AEVT, EDD_AVET, EDD_VAET };
 /* The index names, ":eavt" ..., and each one's components in order, "eav" ... */

@@ -124,6 +124,8 @@ int eddBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
       idxNum |= EDND_OFFSET;
     }
   }
+  /* bit i of colUsed is column i, bit 63 every column from 63 on */
+  if (pInfo->colUsed & ~(((sqlite3_uint64)1 << EDND_COL_DBPATH) - 1)) idxNum |= EDND_ECHO;
   pInfo->idxNum = idxNum;
   if ((idxNum & EDND_REQUIRED) != EDND_REQUIRED) {
     /* as edn_q: a plan without a required argument is accepted at a cost

@@ -39,6 +39,9 @@
 #define EDNL_COL_DBPATH  6
 #define EDNL_NARG        3      /* db_path, start_tx, end_tx */
 #define EDNL_LIMIT       (1 << 3)
+/* The statement reads a hidden column (colUsed): only then are the
+** arguments copied for the hidden columns to echo. */
+#define EDNL_ECHO        (1 << 4)
 
 static const char ednlDecl[] =
     "CREATE TABLE x(tx, tx_instant, e, a, v, added, db_path HIDDEN, start_tx HIDDEN,"
@@ -47,6 +50,7 @@ static const char ednlDecl[] =
 typedef struct EdnlVtab {
   sqlite3_vtab base;
   sqlite3 *db;                  /* the host connection */
+  DCursor *pSpare;              /* a closed cursor kept for the next xOpen */
 } EdnlVtab;
 
 static int ednlConnect(sqlite3 *db, void *pAux, int argc, const char *const *argv,
@@ -59,25 +63,17 @@ static int ednlConnect(sqlite3 *db, void *pAux, int argc, const char *const *arg
 }
 
 static int ednlDisconnect(sqlite3_vtab *pVtab) {
+  dcurSpareFree(&((EdnlVtab *)pVtab)->pSpare);
   sqlite3_free(pVtab);
   return SQLITE_OK;
 }
 
 static int ednlOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
-  DCursor *p = sqlite3_malloc64(sizeof *p);
-  (void)pVtab;
-  if (p == NULL) return SQLITE_NOMEM;
-  memset(p, 0, sizeof *p);
-  qOptsInit(&p->opts);
-  p->zFunc = "edn_log";
-  p->bEof = 1;
-  *ppCur = &p->base;
-  return SQLITE_OK;
+  return dcurOpen(&((EdnlVtab *)pVtab)->pSpare, "edn_log", 1, ppCur);
 }
 
 static int ednlClose(sqlite3_vtab_cursor *cur) {
-  dcurFree((DCursor *)cur);
-  sqlite3_free(cur);
+  dcurClose(&((EdnlVtab *)cur->pVtab)->pSpare, (DCursor *)cur);
   return SQLITE_OK;
 }
 
@@ -164,7 +160,7 @@ static int ednlFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, 
   if ((idxNum & EDNL_LIMIT) && j < argc && sqlite3_value_type(argv[j]) == SQLITE_INTEGER) {
     iLimit = sqlite3_value_int64(argv[j]);
   }
-  rc = dcurSaveArgs(pCur, apArg, EDNL_NARG);
+  rc = dcurSaveArgs(pCur, apArg, (idxNum & EDNL_ECHO) ? EDNL_NARG : 0);
   if (rc != SQLITE_OK) return rc;
   if (sqlite3_value_type(apArg[0]) == SQLITE_NULL) return SQLITE_OK;   /* no rows */
   rc = ednlRun(pCur, ((EdnlVtab *)cur->pVtab)->db, apArg, iLimit, &zErr);
@@ -222,6 +218,7 @@ static int ednlBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     pInfo->aConstraintUsage[iLimit].argvIndex = ++nArg;
     idxNum |= EDNL_LIMIT;
   }
+  if (pInfo->colUsed & ~(((sqlite3_uint64)1 << EDNL_COL_DBPATH) - 1)) idxNum |= EDNL_ECHO;
   pInfo->idxNum = idxNum;
   if ((idxNum & 1) == 0) {
     pInfo->estimatedCost = 1e99;

@@ -225,7 +225,8 @@ int storeReaderCheck(Store *p, StoreConn *pConn, int *pbStale) {
   *pbStale = 0;
   if (pConn == NULL || !pImpl->bLazy) return SQLITE_OK;
   pImpl->bLazy = 0;
-  if (sqlite3_file_control(pConn->db, "main", SQLITE_FCNTL_DATA_VERSION, &v) != SQLITE_OK
+  /* NULL names main without a lookup by name (once per call) */
+  if (sqlite3_file_control(pConn->db, NULL, SQLITE_FCNTL_DATA_VERSION, &v) != SQLITE_OK
       || v != pImpl->iFileVersion) {
     *pbStale = 1;
   } else {
