@@ -6,6 +6,7 @@ Usage: /usr/bin/python3 bench/report.py OUTDIR SCALE
 
 Reads results-<scale>.json (run.py), ds-<scale>.json (ds.js), transact-<scale>-FULL/NORMAL.json
 (write.py), threads-<scale>-1/2.json (threads.c), mixed-<scale>.json (mixed.py),
+datoms-<scale>.json (datoms.py: edn_datoms and edn_log beside hand-written SQL),
 stream-mmap-default.json / stream-mmap-0.json (stream.py), and bench/findings.md (the
 profiling notes, written by hand) which is appended as is. Exits 1 when a check of the
 run just made (SCALE) failed — BENCH.md: a failed check fails the run, after the report
@@ -137,6 +138,39 @@ plot %s
     return notes
 
 
+# datoms.py's scenarios: what each reads, for the report
+DATOMS_WHAT = {
+    'datoms_point_lookup': "`edn_datoms(db, ':eavt', <user>, ':user/name')` vs `SELECT ... FROM datoms "
+                           "WHERE e = ? AND a = <:user/name>`",
+    'log_tx_range': '`edn_log(db, t, t + 1)` (one history tx, 500 datoms, tx_instant) vs the log read '
+                    'through its tx index joined to the instants',
+}
+
+
+def datoms_section(out, s, w, rows_csv, failed):
+    """edn_datoms and edn_log beside hand-written SQL (datoms.py: datoms-SCALE.json)."""
+    dt = load(out, 'datoms-%s.json' % s)
+    if not dt:
+        return
+    w('')
+    w('edn_datoms and edn_log against hand-written SQL on the same store (datoms.py; interleaved, '
+      'ratio = ours p50 / SQL p50, target ≤ %.2f, issue 17):' % RATIO)
+    w('')
+    w('| scenario | reads | ours p50/p95/p99 | SQL p50/p95/p99 | ratio | ratio by CPU time | result |')
+    w('|---|---|---|---|---|---|---|')
+    for n, m in dt['scenarios'].items():
+        r = m['ours'][0] / max(m['sql'][0], 1e-9)
+        rc = m['ours_cpu'][0] / max(m['sql_cpu'][0], 1e-9) if 'sql_cpu' in m else None
+        w('| %s | %s | %s / %s / %s | %s / %s / %s | %.2f | %s | %s |' % (
+            n, DATOMS_WHAT.get(n, ''), f(m['ours'][0], 4), f(m['ours'][1], 4), f(m['ours'][2], 4),
+            f(m['sql'][0], 4), f(m['sql'][1], 4), f(m['sql'][2], 4), r,
+            '%.2f' % rc if rc is not None else 'n/a', 'pass' if r <= RATIO else 'miss: ratio'))
+        for form in [k for k in ('ours', 'sql', 'ours_cpu', 'sql_cpu') if k in m]:
+            rows_csv.append([s, n, form] + ['%.5f' % x for x in m[form][:3]] + [m[form][3]])
+    # a baseline that gives other rows than ours is a failed check (datoms.py compares them)
+    failed += ['datoms %s: %s' % (s, x) for x in dt.get('problems', [])]
+
+
 def main():
     out, scale = sys.argv[1], sys.argv[2]
     res_by_scale = {s: load(out, 'results-%s.json' % s) for s in SCALES}
@@ -161,6 +195,10 @@ def main():
     for s in SCALES:
         res = res_by_scale.get(s)
         if not res:
+            if load(out, 'datoms-%s.json' % s):
+                w('')
+                w('## Scale %s — edn_datoms and edn_log only (no run.py results here)' % s)
+                datoms_section(out, s, w, rows_csv, failed)
             continue
         ds = (ds_by_scale.get(s) or {}).get('scenarios')
         w('')
@@ -364,6 +402,7 @@ def main():
                 failed += ['DataScript: ' + x for x in dsr['checks_failed']]
             if not res['scenarios'] or len(res['scenarios']) < len(SCEN):
                 failed.append('not every scenario ran')
+        datoms_section(out, s, w, rows_csv, failed)
         if os.path.exists(os.path.join(out, 'latency-%s.png' % s)) or shutil.which('gnuplot'):
             w('')
             w('![latency %s](latency-%s.png)' % (s, s))
