@@ -5,6 +5,7 @@
 */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include "config.h"
@@ -312,9 +313,27 @@ static int vcallWithBegin(VCall *pCall, QueryOpts *pOpts, char **pzErr) {
     pOpts->pAsOfInst = NULL;
     if (rc != SQLITE_OK) return rc;
   }
+  if (pOpts->nSource) {
+    /* The sources read the store without the with-tx (qSourcesWith); an
+    ** instant names a tx by the log before it. */
+    int i;
+    rc = qSourcesWith(pCall->pStore, pSchema, pOpts, pzErr);
+    for (i = 0; rc == SQLITE_OK && i < pOpts->nSource; i++) {
+      QuerySource *pS = &pOpts->aSource[i];
+      if (pS->pAsOfInst) rc = pullTxAtInstant(pConn->db, pS->pAsOfInst, &pS->iAsOf, pzErr);
+      pS->pAsOfInst = NULL;
+    }
+    if (rc != SQLITE_OK) return rc;
+  }
   pReport = sqlite3_str_new(NULL);
   rc = txWith(pConn, pSchema, pOpts->zWith, pOpts->nWith, pReport, &pNew, pzErr);
   if (rc == SQLITE_OK) rc = sqlite3_str_errcode(pReport);
+  if (rc == SQLITE_OK && pOpts->nSource) {
+    /* the report starts {"tx_id":N (edn_t's): every tx before N is the store's */
+    const char *zTx = strstr(sqlite3_str_value(pReport), "\"tx_id\":");
+    if (zTx == NULL) rc = SQLITE_ERROR;
+    else qSourcesWithBasis(pOpts, strtoll(zTx + 8, NULL, 10) - 1);
+  }
   if (rc == SQLITE_OK && pNew) {
     schemaUnref(pCall->pSchema);
     pCall->pSchema = pNew;

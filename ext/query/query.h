@@ -102,6 +102,18 @@ int qSourcesOpen(Store *pMain, StoreConn **ppConn, Schema **ppSchema, QueryOpts 
 ** the reader was handed out at (qRunOpen). */
 void qSourcesSetMain(QueryOpts *pOpts, Schema *pSchema);
 
+/* query_sources.c. Readies the sources of pOpts beside a with-database
+** (Datomic's d/with gives $ a database value of its own; the other
+** sources are the store as it is): each must read pMain's store (a source
+** of the same store under a filter, or a path naming its file), whose
+** schema before the with-transaction is pSchema; another store file is an
+** error ("\"sources\" $2: another store file cannot be read beside
+** \"with\" ..."). Then, once the with-transaction is applied as tx
+** iBasis + 1, qSourcesWithBasis reads each source as of iBasis at the
+** latest, so none sees it. A source's #inst asOf must be a tx id by then. */
+int qSourcesWith(Store *pMain, Schema *pSchema, QueryOpts *pOpts, char **pzErr);
+void qSourcesWithBasis(QueryOpts *pOpts, sqlite3_int64 iBasis);
+
 typedef struct QueryRun QueryRun;
 
 /* query_explain.c. Appends to pOut, instead of running zQuery, the JSON

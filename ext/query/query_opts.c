@@ -477,6 +477,15 @@ static int qOptsBool(QOptsCtx *c, const cJSON *j, int *pb) {
   return SQLITE_OK;
 }
 
+/* The name of the first source with "since", or NULL. */
+static const char *qOptsSinceSource(const QueryOpts *p) {
+  int i;
+  for (i = 0; i < p->nSource; i++) {
+    if (p->aSource[i].bSince) return p->aSource[i].zName;
+  }
+  return NULL;
+}
+
 /* The keys that cannot go together, once all are read. */
 static int qOptsCombos(QOptsCtx *c) {
   const QueryOpts *p = c->p;
@@ -484,10 +493,16 @@ static int qOptsCombos(QOptsCtx *c) {
     qOptsError(c, "\"asOf\" and \"since\" cannot be used together");
   } else if (p->bWithReport && p->zWith == NULL) {
     qOptsError(c, "\"withReport\" needs \"with\"");
-  } else if (p->zWith && p->nSource) {
-    /* The other sources are files attached to a reader; the with-database
-    ** is read on the store's writer. */
-    qOptsError(c, "\"with\" and \"sources\" cannot be used together");
+  } else if (p->zWith && p->nSource && p->bAsOf) {
+    /* The with-database is the store rewound to asOf: the store as it is,
+    ** which the sources read, is not there to read. */
+    qOptsError(c, "\"with\" on top of \"asOf\" cannot be used with \"sources\"");
+  } else if (p->zWith && qOptsSinceSource(p)) {
+    /* Beside the with-database a source reads the store as of the last
+    ** transaction before it, and a since-database as of a tx is not
+    ** compiled. */
+    qOptsError(c, "\"sources\" %s: a \"since\" source cannot be read beside \"with\"",
+               qOptsSinceSource(p));
   } else if (p->bExplain && p->zWith) {
     /* The plan of a query on a store that is never written would be
     ** another statement's (the with-database is read without asOf). */

@@ -258,3 +258,31 @@ int qSourcesOpen(Store *pMain, StoreConn **ppConn, Schema **ppSchema, QueryOpts 
   }
   return rc;
 }
+
+int qSourcesWith(Store *pMain, Schema *pSchema, QueryOpts *pOpts, char **pzErr) {
+  int i;
+  for (i = 0; i < pOpts->nSource; i++) {
+    QuerySource *pS = &pOpts->aSource[i];
+    if (pS->zPath && !qsrcIsMain(pMain, pS->zPath)) {
+      return qsrcError(pzErr, sqlite3_mprintf("\"sources\" %s: another store file cannot be read"
+                                              " beside \"with\" (the with-database is read on the"
+                                              " store's writer connection, where no other store file"
+                                              " is attached)", pS->zName));
+    }
+    schemaUnref(pS->pSchema);
+    pS->pSchema = pSchema;
+    schemaRef(pSchema);
+  }
+  return SQLITE_OK;
+}
+
+void qSourcesWithBasis(QueryOpts *pOpts, sqlite3_int64 iBasis) {
+  int i;
+  for (i = 0; i < pOpts->nSource; i++) {
+    QuerySource *pS = &pOpts->aSource[i];
+    if (!pS->bAsOf || pS->iAsOf > iBasis) {
+      pS->bAsOf = 1;
+      pS->iAsOf = iBasis;
+    }
+  }
+}
