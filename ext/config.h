@@ -2,7 +2,8 @@
 ** config.h — the process's settings and clocks, below every stage.
 **
 ** Takes in the environment (the MENTAT_* variables, read once, at the first
-** call of any getter here) and the tests' setters; gives out one value per
+** call of any getter here, but for MENTAT_TX_INSTANT_SKEW_MS, read at every
+** call) and the tests' setters; gives out one value per
 ** setting and the two clocks; calls nothing but libc. A process has one
 ** policy: the settings are the same for every store and thread, so the
 ** stages ask here instead of reading getenv themselves.
