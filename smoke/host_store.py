@@ -186,7 +186,8 @@ def main():
 
     # The store's SQL names its tables unqualified (SQLite looks in temp,
     # main, then attached databases in order), so an attached store is
-    # refused while main holds one too (README "Known limits").
+    # refused while main holds one too (README "Decisions", "Host stores name
+    # their tables unqualified").
     con.execute("ATTACH ? AS aux", (os.path.join(TMP, "aux.db"),))
     check("an attached store behind main's is refused",
           err_of(con, "SELECT edn_t(':aux', '[]')"),

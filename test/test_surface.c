@@ -307,8 +307,8 @@ END_TEST
 
 /* A file replaced at a store's path is a new store (SPEC.md §4): a write
 ** notices at once, a read within configPathCheckMs() of the replacement
-** (README "Store cache"): reads trust the path they checked last for that
-** long instead of a stat() per call. Covered: a store file moved over the
+** (README "Limits and settings", MENTAT_PATH_CHECK_MS): reads trust the
+** path they checked last for that long instead of a stat() per call. Covered: a store file moved over the
 ** path between two calls, while another host connection holds a cursor on
 ** the old store (it keeps reading the old file); the file deleted (the next
 ** read sees a new, empty store); and a write right after a move. */

@@ -73,8 +73,8 @@ int storeAcquire(const char *zPath, Store **ppStore, char **pzErr);
 ** replaced file) is younger than configPathCheckMs() gives the store it
 ** named then, without a system call; otherwise as storeAcquire, which
 ** checks and records the path. So a read learns of a file replaced or
-** deleted at its path within that bound (README "Store cache"), a write
-** (storeAcquire) at once. */
+** deleted at its path within that bound (README "Limits and settings",
+** MENTAT_PATH_CHECK_MS), a write (storeAcquire) at once. */
 int storeAcquireRead(const char *zPath, Store **ppStore, char **pzErr);
 /* The first half of storeAcquireRead alone: SQLITE_OK and one reference in
 ** *ppStore when zPath named a cached store's file less than
