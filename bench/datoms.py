@@ -10,7 +10,7 @@ missing). Each baseline is checked against ours first (same rows); then both are
 interleaved, call by call, on their own connections: warm-up 3 calls, each repetition at
 least 30 samples and 2 s, median of 3 repetitions by p50, nearest-rank percentiles of wall
 time and of the thread's CPU time. Writes OUTDIR/datoms-SCALE.json; the target is ours/SQL
-p50 <= 1.25 (issue 17).
+p50 <= 1.25 (the datoms/SQL target of README "Performance").
 """
 import json
 import os

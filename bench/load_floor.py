@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""bulk_load against the format's floor alone, for A/B runs of two builds (issue 20).
+"""bulk_load against the format's floor alone, for A/B runs of two builds (what a
+bulk load costs over the same rows written by bare SQL, bench/load_sql.py).
 
 Usage: /usr/bin/python3 bench/load_floor.py EXT SCALE OUTDIR [FLOORS]
 

@@ -15,7 +15,7 @@ bulk transactions: synchronous=FULL, 64 MiB page cache, SQLite's default autoche
 Writes OUTDIR/load-sql-SCALE.json. Checked: the store's log holds exactly the datoms of ours'
 initial load (results-SCALE.json's load_datoms), a second count of the same data.
 
-It also measures the format's floor (issue 20): the same datoms and log rows as ours' initial
+It also measures the format's floor (the least a load into our layout can cost): the same datoms and log rows as ours' initial
 load (read from ours' log: every row after the schema tx up to t_mid) copied by
 `INSERT ... SELECT` into a fresh store with the format's DDL (made by the schema tx through
 edn_t, so it has the `idx_auto_avet_<a>` indexes and none of the extension's managed ones), in

@@ -19,8 +19,8 @@
 ** KINDS (default "012") picks the kinds in the round robin: 0 point_lookup,
 ** 1 ref_traversal, 2 pull; e.g. "0" runs point lookups only (to see which kind
 ** contends). KINDS "w" runs writers instead: one-datom transactions
-** `[[:db/add <random issue> :issue/state <random state>]]` through edn_t (issue 20's
-** group commit: N threads writing one store), with every transaction's latency kept
+** `[[:db/add <random issue> :issue/state <random state>]]` through edn_t (the
+** store writer's group commit: N threads writing one store), with every transaction's latency kept
 ** for the nearest-rank p50/p99 in the JSON line ("tx_per_s", "p50_ms", "p99_ms").
 ** Bench code, not part of the extension: it uses <sqlite3.h> directly and libc malloc.
 */

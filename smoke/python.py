@@ -116,7 +116,7 @@ def core(con, db):
 
 
 def explain(con, db):
-    """opts {"explain": true} (issue 17 item 6): the SQL it gives, run by hand with its params
+    """opts {"explain": true} (README "Explain"): the SQL it gives, run by hand with its params
     on a plain connection to the store (no extension), returns the rows edn_q returns."""
     q = '[:find ?n ?a :in $ ?min :where [?e :p/name ?n] [?e :p/age ?a] [(>= ?a ?min)]]'
     opts = json.dumps({'inputs': [26]})
@@ -163,7 +163,7 @@ def raw_index(con, db, ann):
 
 
 def sources(con):
-    """opts "sources" (issue 17 item 4): two real store files in one query, joined by a
+    """opts "sources" (README "Several sources"): two real store files in one query, joined by a
     shared unique value; the answer also by hand-written SQL over both files' tables."""
     people, orders = os.path.join(TMP, 'people.db'), os.path.join(TMP, 'orders.db')
     one(con, 'SELECT edn_t(?, ?)', (people, '[{:db/ident :person/email :db/valueType :db.type/string'
@@ -236,7 +236,7 @@ def store_tables(path):
 
 
 def with_db(con, db, ann):
-    """opts {"with": tx-data} (issue 17 item 3): Datomic's d/with in a real host. The answers
+    """opts {"with": tx-data} (README "Speculative transactions"): Datomic's d/with in a real host. The answers
     are worked out by hand from the data of core() (Ann 30, Bob 25 who befriends Ann)."""
     before = store_tables(db)
     tx = '[{:db/id "c" :p/name "Cy" :p/age 7 :p/friend [[:p/name "Ann"]]} {:p/name "Ann" :p/age 31}]'
@@ -561,7 +561,7 @@ def views():
 
 
 def tuples(db):
-    """The README's Tuples example (issue 17 item 5): a composite identity
+    """The README's Tuples example: a composite identity
     upserts and names the entity in a lookup ref, a fixed tuple compares
     element by element, and the store's schema mirror says bytes."""
     con = connect()
