@@ -37,8 +37,8 @@
 ** commit the limit is lifted until the next small commit: bulk commits
 ** fill the WAL to the restart bound between checkpoints, and cutting the
 ** file back at each new start made the next commits free and allocate
-** those blocks again (truncate_inode_pages and ext4's block allocation,
-** ~6% of a bench-s load's CPU; bench/findings.md). The file then stays at
+** those blocks again (truncate_inode_pages and ext4's block allocation, a
+** visible share of a bulk load's CPU: bench/findings.md). The file then stays at
 ** most one commit past the restart bound, as the WAL itself does.
 ** Nothing here fails the caller: its transaction is committed; a busy
 ** checkpoint is retried after a later commit.
@@ -175,9 +175,9 @@ void storeWalAfterCommit(Store *p, sqlite3 *db) {
                                            : nBytes >= nRestart && nBytes >= p->nWalRetryBytes) {
     /* After a bulk commit, the WAL is let grow as long as one more such
     ** commit stays under the bound: the index pages consecutive bulk
-    ** commits all rewrite (each value's tail in the value indexes: ~3,600
-    ** pages per 500-issue commit at bench scale s) are copied back once per
-    ** four commits instead of once per two (bench/findings.md). */
+    ** commits all rewrite (each value's tail in the value indexes, a large
+    ** part of every bulk commit) are copied back once per four commits
+    ** instead of once per two (bench/findings.md). */
     eMode = SQLITE_CHECKPOINT_RESTART;
   } else if (nLast < STORE_BULK_TX_BYTES && nNew >= configWalCheckpointBytes()
              && nNew >= 2 * nLast) {

@@ -214,7 +214,8 @@ void storeWriterRecheck(Store *p) {
 /* Takes the write mutex within msTimeout ms. SQLITE_OK, or SQLITE_BUSY
 ** with *pzErr naming the store and how many writers of this process were
 ** waiting: an unfair mutex under many writers let some wait seconds while
-** others went round (bench/overload.py: 64 writers, max 3.9 s). *pmsLeft
+** others went round, with no bound as writers are added (bench/overload.py;
+** bench/findings.md "Soak and overload"). *pmsLeft
 ** gets what is left of the timeout for BEGIN IMMEDIATE. */
 static int storeWriteLock(Store *p, int msTimeout, int *pmsLeft, char **pzErr) {
   struct timespec ts;
@@ -248,8 +249,8 @@ static int storeWriteLock(Store *p, int msTimeout, int *pmsLeft, char **pzErr) {
 ** process writing in a loop frees the lock for only the moment between its
 ** COMMIT and its next BEGIN: a waiter that sleeps 100 ms almost never
 ** finds it free, so one process kept the store for seconds while the
-** others starved (bench/fairness.py: 4 processes, fewest/most commits
-** 0.44, calls of 4.7 s). Here every try is followed by a short sleep
+** others starved (bench/fairness.py; bench/findings.md "Soak and
+** overload"). Here every try is followed by a short sleep
 ** drawn at random from STORE_BUSY_MIN_US..STORE_BUSY_MAX_US (the jitter
 ** keeps the waiters from polling in step), until the deadline: each
 ** waiter tries about 2,000 times a second, each try one lock attempt on
