@@ -154,7 +154,7 @@ def datoms_section(out, s, w, rows_csv, failed):
         return
     w('')
     w('edn_datoms and edn_log against hand-written SQL on the same store (datoms.py; interleaved, '
-      'ratio = ours p50 / SQL p50, target ≤ %.2f, issue 17):' % RATIO)
+      'ratio = ours p50 / SQL p50, target ≤ %.2f, README "Performance"):' % RATIO)
     w('')
     w('| scenario | reads | ours p50/p95/p99 | SQL p50/p95/p99 | ratio | ratio by CPU time | result |')
     w('|---|---|---|---|---|---|---|')

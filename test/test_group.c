@@ -1,5 +1,5 @@
 /*
-** test_group.c — group commit (issue 20, store_writer.c GROUP COMMIT):
+** test_group.c — group commit (store_writer.c GROUP COMMIT):
 ** threads of one process writing one file store at synchronous=FULL share
 ** COMMITs, and each transaction keeps its own tx id, report and
 ** all-or-nothing outcome.

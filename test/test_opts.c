@@ -221,7 +221,7 @@ START_TEST(test_opts_tx) {
 }
 END_TEST
 
-/* "sources" (issue 17 item 4): each source in document order with its own
+/* "sources" (README "Several sources"): each source in document order with its own
 ** filters; the top level's are $'s; numbers inside keep the inputs after
 ** them exact; a new parse starts from none. */
 START_TEST(test_opts_sources) {
