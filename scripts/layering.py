@@ -3,7 +3,8 @@
 
 Usage: layering.py STAGE... (lowest first, as the Makefile's STAGES).
 
-1. Every `#include "x.h"` in ext/ and vtab/ names a header of the same stage or of an earlier
+1. Every `#include "x.h"` (and `#include <x.h>` naming a file a stage holds: the earlier
+   stages' folders are on the include path, so it finds theirs) in ext/ and vtab/ names a header of the same stage or of an earlier
    one, and across stages only a stage's public headers (PUBLIC below): what a stage keeps
    for its own files stays inside it.
 2. Inside a stage a file includes only its own header (x.h for x.c and for the x_*.c family;
@@ -248,13 +249,19 @@ def main(stages):
         with open(os.path.join(ROOT, rel), encoding='utf-8') as f:
             text = f.read()
         for n, line in enumerate(text.split('\n'), 1):
-            m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+            m = re.match(r'\s*#\s*include\s*([<"])([^">]+)[">]', line)
             if not m:
                 continue
-            inc = os.path.basename(m.group(1))
+            if m.group(1) == '<' and '/' in m.group(2):
+                continue                  # <sys/x.h> and the like: no stage's folder has one
+            inc = os.path.basename(m.group(2))
             t = owner.get(inc)
             if t is None:
-                errors.append('%s:%d: includes "%s", which no stage holds' % (rel, n, inc))
+                # <...> names a system header unless a stage holds a file of that name
+                # (the earlier stages' folders are on the include path, so <x.h> finds
+                # theirs as "x.h" would)
+                if m.group(1) == '"':
+                    errors.append('%s:%d: includes "%s", which no stage holds' % (rel, n, inc))
                 continue
             graph[name].append(inc)
             if rank[t] > rank[s]:
