@@ -6,7 +6,9 @@ Usage: layering.py STAGE... (lowest first, as the Makefile's STAGES).
 1. Every `#include "x.h"` (and `#include <x.h>` naming a file a stage holds: the earlier
    stages' folders are on the include path, so it finds theirs) in ext/ and vtab/ names a header of the same stage or of an earlier
    one, and across stages only a stage's public headers (PUBLIC below): what a stage keeps
-   for its own files stays inside it.
+   for its own files stays inside it. A stage's public header includes only public headers
+   (its own stage's or earlier ones') and system headers, so no private header leaks out
+   through it.
 2. Inside a stage a file includes only its own header (x.h for x.c and for the x_*.c family;
    the longest such header of the stage), the stage's public headers, and the context headers
    (CONTEXT below) of the part of the stage it belongs to; a driver (DRIVERS below) may also
@@ -270,6 +272,9 @@ def main(stages):
             elif t != s and inc not in PUBLIC.get(t, set()):
                 errors.append('%s:%d: includes "%s", which stage %s keeps for its own files'
                               % (rel, n, inc, t))
+            elif name in PUBLIC.get(s, set()) and inc not in PUBLIC.get(t, set()):
+                errors.append('%s:%d: the public header includes "%s", which is not public'
+                              % (rel, n, inc))
             elif t == s and not may_include(s, name, inc, headers[s]):
                 (notes if s in NOT_YET else errors).append(
                     '%s:%d: includes "%s", neither its own header, nor public, nor a context '
