@@ -225,6 +225,17 @@ int storeConfigure(sqlite3 *db, int bMemory, char **pzErr) {
 
   /* Before WAL: switching the journal mode may need to wait for a lock. */
   sqlite3_busy_timeout(db, msBusy);
+  /* Also before WAL: the switch of a new file is a rollback-journal write
+  ** and syncs at the connection's level, so it must already be the
+  ** configured one. An explicit level stays through the switch (SQLite
+  ** applies its WAL default level only to connections that never set one),
+  ** so a FULL store stays FULL. */
+  zSql = sqlite3_mprintf("PRAGMA synchronous=%s", configSynchronous());
+  if (zSql == NULL) { rc = SQLITE_NOMEM; goto cleanup; }
+  rc = sqlite3_exec(db, zSql, NULL, NULL, NULL);
+  sqlite3_free(zSql);
+  zSql = NULL;
+  if (rc != SQLITE_OK) goto cleanup;
   if (!bMemory) {
     sqlite3_stmt *pStmt = NULL;
     rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &pStmt, NULL);
@@ -264,8 +275,7 @@ int storeConfigure(sqlite3 *db, int bMemory, char **pzErr) {
   }
   zSql = sqlite3_mprintf(
       "PRAGMA wal_autocheckpoint=32; PRAGMA journal_size_limit=3145728;"
-      "PRAGMA foreign_keys=ON; PRAGMA temp_store=FILE; PRAGMA synchronous=%s",
-      configSynchronous());
+      "PRAGMA foreign_keys=ON; PRAGMA temp_store=FILE;");
   if (zSql == NULL) { rc = SQLITE_NOMEM; goto cleanup; }
   rc = sqlite3_exec(db, zSql, NULL, NULL, NULL);
   if (rc != SQLITE_OK) goto cleanup;
