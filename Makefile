@@ -137,8 +137,10 @@ $(B)/test_%: test/test_%.c $$(call libs_upto,$$(call test_stage,$$*))
 
 # Every suite runs even when an earlier one fails; the target fails at the end. The suites
 # are independent programs: make -j2 unit runs two at a time, each one's output kept together.
-# The longest suites start first, so that make -j2 unit does not end waiting for one of them.
-UNIT_FIRST = $(addprefix $(B)/,test_iofault test_oom test_tx test_qlang test_view)
+# The suites start longest first (by their CPU time), so that make -j2 unit does not end
+# waiting for one of them.
+UNIT_FIRST = $(addprefix $(B)/,test_iofault test_tx test_oom test_view test_qlang test_cases test_store \
+  test_surface test_qcompile test_host test_group)
 UNIT_RUNS = $(patsubst $(B)/%,$(B)/run/%,$(filter $(UNIT_FIRST),$(TESTS)) $(filter-out $(UNIT_FIRST),$(TESTS)))
 unit: $(UNIT_RUNS)
 	@fail=0; for t in $(UNIT_RUNS); do if [ -f $$t.fail ]; then echo "FAILED: $$t"; fail=1; fi; done; exit $$fail
