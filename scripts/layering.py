@@ -16,8 +16,8 @@ Usage: layering.py STAGE... (lowest first, as the Makefile's STAGES).
    by the others: what sub-parts share lives in a context below their driver.
 3. No circle of includes.
 4. No source file over 900 lines, no function over 120 lines (a function is counted from the
-   line that opens its body at column 0 to the `}` that closes it at column 0, as the style
-   writes them).
+   first line of its signature to the `}` that closes its body; functions returning a
+   function pointer count too).
 The linker half (each stage's archive links against the earlier stages alone) is in the
 Makefile's layering target. Exit status 1 on any breach, each one named on stderr.
 """
@@ -154,6 +154,12 @@ def stage_dir(stage):
     return os.path.join('ext', stage)
 
 
+# words a `(` may follow in a function's head that are not its name
+NOT_NAMES = {'__attribute__', '_Alignas', 'alignas', 'void', 'char', 'short', 'int', 'long',
+             'float', 'double', 'signed', 'unsigned', 'const', 'volatile', 'static', 'inline',
+             'extern', '_Bool', 'restrict'}
+
+
 def functions(text):
     """(first line, last line, name) of every function definition: a top-level `{` whose
     head (the text since the previous top-level `;`, `}` or preprocessor line) has a
@@ -208,9 +214,14 @@ def functions(text):
                 head, head_line = [], None
             elif c == '{':
                 h = ''.join(head).strip()
-                m = re.search(r'([A-Za-z_][A-Za-z0-9_]*)\s*\([^()]*(\([^()]*\)[^()]*)*\)\s*$', h)
+                # the name is the first identifier a `(` follows: f in `int f(...)` and in
+                # `void (*f(...))(void)`, a function returning a function pointer
+                m = None
+                if h.endswith(')'):
+                    m = next((x for x in re.finditer(r'([A-Za-z_][A-Za-z0-9_]*)\s*\(', h)
+                              if x.group(1) not in NOT_NAMES), None)
                 if m and '=' not in h and not re.match(r'(typedef\b|struct\b|enum\b|union\b)', h):
-                    start, name = line, m.group(1)
+                    start, name = head_line, m.group(1)
                 else:
                     start = None
                 depth = 1
