@@ -591,6 +591,17 @@ int txIsSchemaAttr(sqlite3_int64 a) {
   return a >= ENTID_DB_VALUETYPE && a <= ENTID_DB_NOHISTORY;
 }
 
+/* Here, below the stages, because the context's op check and the tuple stage both ask it:
+** the context never calls a stage. The order is tx_tuple.c's azTupleMeta's. */
+int txTupleMetaKind(const Tx *p, const Attr *pAttr) {
+  static const char *const azMeta[] = { SCHEMA_TUPLE_ATTRS, SCHEMA_TUPLE_TYPES, SCHEMA_TUPLE_TYPE };
+  int i;
+  (void)p;
+  if (pAttr == NULL || pAttr->e >= PART_USER_START || pAttr->zIdent == NULL) return 0;
+  for (i = 0; i < 3; i++) if (strcmp(pAttr->zIdent, azMeta[i]) == 0) return i + 1;
+  return 0;
+}
+
 int txCheckOp(Tx *p, const TxOp *pOp) {
   sqlite3_int64 a = pOp->pAttr->e, e = pOp->e.e;
   const Attr *pOld;

@@ -146,14 +146,6 @@ int txTupleDirect(Tx *p, const Attr *pAttr, const EdnValue *pK) {
                "assert or retract those attributes instead", pAttr->zIdent ? pAttr->zIdent : "?");
 }
 
-int txTupleMetaKind(const Tx *p, const Attr *pAttr) {
-  int i;
-  (void)p;
-  if (pAttr == NULL || pAttr->e >= PART_USER_START || pAttr->zIdent == NULL) return 0;
-  for (i = 0; i < 3; i++) if (strcmp(pAttr->zIdent, azTupleMeta[i]) == 0) return i + 1;
-  return 0;
-}
-
 /* ---- composites ------------------------------------------------------- */
 
 /* An op on a component attribute, keyed by entity (entid, or tempid root
