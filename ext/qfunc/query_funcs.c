@@ -1,7 +1,6 @@
 /*
 ** query_funcs.c — registers the family's SQL functions on a store
-** connection (qfRegister, the store's connection hook), and the error
-** helper they share. Takes a store connection; gives it every function
+** connection (qfRegister, the store's connection hook). Takes a store connection; gives it every function
 ** below, mentat_one and the mentat_kw collation. The functions follow
 ** Datomic's documented :where functions (its "Built-in Expression
 ** Functions and Predicates"), the Clojure functions Datomic lets a query
@@ -12,21 +11,7 @@
 ** store connections are private to the extension, so nothing else sees
 ** them).
 */
-#include <stdarg.h>
 #include "query_funcs.h"
-
-void qfErrorAt(sqlite3_context *pCtx, sqlite3_value *pWhere, const char *zFmt, ...) {
-  va_list ap;
-  char *zMsg, *zErr;
-  va_start(ap, zFmt);
-  zMsg = sqlite3_vmprintf(zFmt, ap);
-  va_end(ap);
-  zErr = zMsg ? sqlite3_mprintf("%s: %s", (const char *)sqlite3_value_text(pWhere), zMsg) : NULL;
-  if (zErr == NULL) sqlite3_result_error_nomem(pCtx);
-  else sqlite3_result_error(pCtx, zErr, -1);
-  sqlite3_free(zErr);
-  sqlite3_free(zMsg);
-}
 
 /* Every SQL function of the family, each once: a second registration of
 ** a name replaces the first, which SQLite refuses while a statement runs
