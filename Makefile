@@ -157,7 +157,7 @@ layering: $(foreach s,$(STAGES),$(call stage_lib,$(s)))
 	  $(CC) -shared -o $(B)/layer-$$s.so -Wl,--no-undefined -Wl,--whole-archive $(B)/lib/lib$$s.a \
 	    -Wl,--no-whole-archive $$below -lsqlite3 $(LIBS) || { echo "layering: stage $$s calls a later stage"; exit 1; }; \
 	  rm -f $(B)/layer-$$s.so; echo "layering: $$s links against the stages before it only"; done
-	$(PY) scripts/layering.py $(STAGES)
+	$(PY) scripts/layering.py --lib $(B)/lib $(STAGES)
 
 # Every host runs even when an earlier one fails; the target fails at the end.
 smoke: $(SO)

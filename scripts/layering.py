@@ -18,6 +18,10 @@ Usage: layering.py STAGE... (lowest first, as the Makefile's STAGES).
 4. No source file over 900 lines, no function over 120 lines (a function is counted from the
    first line of its signature to the `}` that closes its body; functions returning a
    function pointer count too).
+5. With --lib DIR (the stage archives, lib<stage>.a): a context's files call, inside their
+   stage, only context files, and nothing in a stage calls a driver (DRIVERS) or the file
+   that registers the family's functions (query_funcs.c) that calls it back: what a stage's parts share lives
+   below them, so no call runs back up (no circle through a context or a driver).
 The linker half (each stage's archive links against the earlier stages alone) is in the
 Makefile's layering target. Exit status 1 on any breach, each one named on stderr.
 """
@@ -117,6 +121,16 @@ FAMILY = {
     # edn_q: the scalar form and the table form, one SQL name, registered through edn_q.h
     'edn_q.h': ('edn_q_scalar.c', 'edn_q_table.c'),
 }
+
+# The files that implement a context header besides x.c for x.h (a context in several files).
+CONTEXT_IMPL = {
+    'query': {'query_compile_sql.c': 'query_compile_scope.h'},
+}
+
+# TEMPORARY: contexts that still call a sub-part of their stage (rule 5): listed, not failed.
+# The rule calls and the where clauses compile each other (a rule body is clauses, a clause
+# may call a rule) through the rules driver: the same, until the shared entry moves below it.
+CALLS_NOT_YET = {'query_compile_rules_ctx.c', 'query_compile_where.c'}
 
 # TEMPORARY: stages whose files do not keep rule 2 yet. Their breaches are listed but do not
 # fail the check. Empty this as each stage conforms (every stage does).
@@ -243,7 +257,56 @@ def functions(text):
     return out
 
 
+def stage_calls(lib):
+    """{object: set of the objects of the same archive it calls}, from nm."""
+    import subprocess
+    out = subprocess.run(['nm', '-o', lib], capture_output=True, text=True, check=True).stdout
+    defs, uses = {}, {}
+    for l in out.splitlines():
+        f = l.split()
+        if len(f) < 2 or ':' not in f[0]:
+            continue
+        obj = f[0].split(':')[1]
+        if f[-2] in 'TDBR':
+            defs[f[-1]] = obj
+        elif f[-2] == 'U':
+            uses.setdefault(obj, set()).add(f[-1])
+    return {o: {defs[u] for u in us if u in defs and defs[u] != o} for o, us in uses.items()}
+
+
+def reach(calls, v):
+    """The objects the object v calls, directly or through others."""
+    seen, todo = set(), [v]
+    while todo:
+        for w in calls.get(todo.pop(), ()):
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
+
+
+def check_calls(stages, libdir, errors, notes):
+    """Rule 5 over the archives in libdir."""
+    for s in stages:
+        calls = stage_calls(os.path.join(libdir, 'lib%s.a' % s))
+        ctx = {h[:-2] + '.c' for h in CONTEXT.get(s, {})} | set(CONTEXT_IMPL.get(s, {}))
+        up = set(DRIVERS.get(s, {})) | ({'query_funcs.c'} if s == 'qfunc' else set())
+        for o, called in sorted(calls.items()):
+            c = o[:-2] + '.c'
+            for w in sorted(called):
+                wc = w[:-2] + '.c'
+                if c in ctx and wc not in ctx:
+                    (notes if c in CALLS_NOT_YET else errors).append(
+                        '%s (a context of stage %s) calls %s, a part it serves' % (c, s, wc))
+                elif wc in up and o in reach(calls, w):
+                    (notes if c in CALLS_NOT_YET else errors).append('%s calls %s, the driver above it in stage %s, which calls '
+                                  'it back' % (c, wc, s))
+
+
 def main(stages):
+    libdir = None
+    if stages[:1] == ['--lib']:
+        libdir, stages = stages[1], stages[2:]
     errors = []
     owner = {}                       # file name -> stage
     files = []                       # (stage, relative path)
@@ -316,8 +379,10 @@ def main(stages):
     for v in graph:
         if v not in state:
             visit(v, [v])
+    if libdir:
+        check_calls(stages, libdir, errors, notes)
     for e in notes:
-        print('layering: (not yet, %s) %s' % (', '.join(sorted(NOT_YET)), e), file=sys.stderr)
+        print('layering: (not yet) %s' % e, file=sys.stderr)
     for e in errors:
         print('layering: ' + e, file=sys.stderr)
     if not errors:
