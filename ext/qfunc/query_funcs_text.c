@@ -6,6 +6,9 @@
 ** value tags; gives text. Calls SQLite and the C library's wide-character
 ** case mapping.
 */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <ctype.h>
 #include <locale.h>
@@ -22,8 +25,56 @@ void qfEndsWith(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   sqlite3_result_int(pCtx, nS <= n && memcmp(z + n - nS, zS, nS) == 0);
 }
 
-/* Clojure's str of one value: text as is, booleans true/false, instants,
-** uuids and bytes as their JSON text without the quotes, nil as "". */
+/* Java's Double.toString of a double, as Clojure's str prints one: the
+** shortest digits that read back as d, in plain notation with at least one
+** fraction digit when 10^-3 <= |d| < 10^7 ("100.0", "0.001"), else in
+** computerized scientific notation ("1.0E7", "1.5E-4"); Infinity, NaN. */
+static void qfJavaDouble(double d, char *zOut, size_t nOut) {
+  char aE[40], aD[24];
+  int prec, nD = 0, iExp, i;
+  const char *z;
+  char *p = zOut;
+  if (isnan(d)) { snprintf(zOut, nOut, "NaN"); return; }
+  if (isinf(d)) { snprintf(zOut, nOut, d < 0 ? "-Infinity" : "Infinity"); return; }
+  if (d == 0.0) { snprintf(zOut, nOut, signbit(d) ? "-0.0" : "0.0"); return; }
+  for (prec = 0; prec <= 16; prec++) {
+    snprintf(aE, sizeof aE, "%.*e", prec, d);
+    if (strtod(aE, NULL) == d) break;
+  }
+  /* aE is [-]D[.DDD]e(+|-)XX, read in any locale's decimal point */
+  z = aE;
+  if (*z == '-') *p++ = *z++;
+  for (; *z && *z != 'e' && *z != 'E'; z++) {
+    if (*z >= '0' && *z <= '9' && nD < (int)sizeof aD - 1) aD[nD++] = *z;
+  }
+  while (nD > 1 && aD[nD - 1] == '0') nD--;
+  aD[nD] = 0;
+  iExp = *z ? atoi(z + 1) : 0;
+  if (iExp >= -3 && iExp < 7) {
+    if (iExp >= 0) {
+      for (i = 0; i <= iExp; i++) *p++ = i < nD ? aD[i] : '0';
+      *p++ = '.';
+      if (nD > iExp + 1) { for (i = iExp + 1; i < nD; i++) *p++ = aD[i]; }
+      else *p++ = '0';
+    } else {
+      *p++ = '0';
+      *p++ = '.';
+      for (i = 0; i < -iExp - 1; i++) *p++ = '0';
+      for (i = 0; i < nD; i++) *p++ = aD[i];
+    }
+    *p = 0;
+  } else {
+    *p++ = aD[0];
+    *p++ = '.';
+    if (nD > 1) { for (i = 1; i < nD; i++) *p++ = aD[i]; }
+    else *p++ = '0';
+    snprintf(p, nOut - (size_t)(p - zOut), "E%d", iExp);
+  }
+}
+
+/* Clojure's str of one value: text as is, booleans true/false, a double as
+** Java's Double.toString, instants, uuids and bytes as their JSON text
+** without the quotes, nil as "". */
 void qfStr(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   int tag = sqlite3_value_type(argv[1]) == SQLITE_NULL ? -1 : sqlite3_value_int(argv[1]);
   (void)argc;
@@ -45,6 +96,10 @@ void qfStr(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     if (n >= 2 && z[0] == '"') sqlite3_result_text(pCtx, z + 1, n - 2, SQLITE_TRANSIENT);
     else sqlite3_result_text(pCtx, z, n, SQLITE_TRANSIENT);
     sqlite3_free(z);
+  } else if (sqlite3_value_type(argv[0]) == SQLITE_FLOAT) {
+    char aNum[48];
+    qfJavaDouble(sqlite3_value_double(argv[0]), aNum, sizeof aNum);
+    sqlite3_result_text(pCtx, aNum, -1, SQLITE_TRANSIENT);
   } else {
     const unsigned char *z = sqlite3_value_text(argv[0]);
     if (z == NULL) { sqlite3_result_error_nomem(pCtx); return; }
