@@ -42,6 +42,11 @@ static const struct {
   { "mentat_str", 2, 1, qfStr, 0, 0 },
   { "mentat_subs", -1, 1, qfSubs, 0, 0 },
   { "mentat_json", 2, 1, qfJson, 0, 0 },
+  /* tuples a query makes: the store's encoding, and their elements */
+  { "mentat_tuple", -1, 1, qfTuple, 0, 0 },
+  { "mentat_untuple", 2, 1, qfUntuple, 0, 0 },
+  { "mentat_untuple_tag", 2, 1, qfUntupleTag, 0, 0 },
+  { "mentat_tuple_count", 1, 1, qfTupleCount, 0, 0 },
   { "mentat_upper_case", 1, 1, qfUpperCase, 0, 0 },
   { "mentat_lower_case", 1, 1, qfLowerCase, 0, 0 },
   /* regular expressions, java.util.regex's dialect */

@@ -86,6 +86,12 @@ void qfReSeq(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 
 void qfJson(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfSetKey(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+/* Tuples a query makes (query_funcs_tuple.c): mentat_tuple(v1, tag1, ...),
+** mentat_untuple(t, k), mentat_untuple_tag(t, k), mentat_tuple_count(t). */
+void qfTuple(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+void qfUntuple(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+void qfUntupleTag(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+void qfTupleCount(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfValsStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfValsFinal(sqlite3_context *pCtx);
 int qfCollateKw(void *pArg, int nx, const void *x, int ny, const void *y);

@@ -74,7 +74,8 @@ static void qfJavaDouble(double d, char *zOut, size_t nOut) {
 
 /* Clojure's str of one value: text as is, booleans true/false, a double as
 ** Java's Double.toString, instants, uuids and bytes as their JSON text
-** without the quotes, nil as "". */
+** without the quotes, a tuple as its EDN vector ("[1 \"a\" :k]", as
+** Clojure's str of a vector), nil as "". */
 void qfStr(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   int tag = sqlite3_value_type(argv[1]) == SQLITE_NULL ? -1 : sqlite3_value_int(argv[1]);
   (void)argc;
@@ -82,10 +83,15 @@ void qfStr(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     sqlite3_result_text(pCtx, "", 0, SQLITE_STATIC);
   } else if (tag == TAG_BOOLEAN) {
     sqlite3_result_text(pCtx, sqlite3_value_int(argv[0]) ? "true" : "false", -1, SQLITE_STATIC);
-  } else if (tag == TAG_INSTANT || tag == TAG_UUID || tag == TAG_BYTES) {
+  } else if (tag == TAG_INSTANT || tag == TAG_UUID || tag == TAG_BYTES
+             || (tag == TAG_TUPLE && sqlite3_value_type(argv[0]) == SQLITE_BLOB)) {
+    /* a tuple as Clojure prints a vector: its EDN text */
     sqlite3_str *pOut = sqlite3_str_new(NULL);
     char *z;
-    int n, rc = valueJsonFromStored(pOut, argv[0], tag, 0);
+    int n, rc = tag == TAG_TUPLE
+        ? valueTupleEdn(pOut, sqlite3_value_blob(argv[0]), sqlite3_value_bytes(argv[0]))
+        : valueJsonFromStored(pOut, argv[0], tag, 0);
+    if (rc == SQLITE_ERROR) rc = SQLITE_OK;
     n = sqlite3_str_length(pOut);
     z = sqlite3_str_finish(pOut);
     if (z == NULL || rc != SQLITE_OK) {

@@ -35,6 +35,11 @@ static char *qcbLeafExpr(QCtx *pX, const EdnValue *pVal, const EdnValue *pConst,
     sqlite3_snprintf(sizeof zT, zT, "?%d", iT);
     return qcLookupSql(pC, zA, zV, zT);
   }
+  if (qcIsTupleConst(pVal, &pC->rc)) {
+    iP = qcParam(pC, pConst, iInput, i1, i2, QV_TYPED, VT_TUPLE);
+    *pvt = VT_TUPLE;
+    return sqlite3_mprintf("?%d", iP);
+  }
   if (pVal->type == EDN_VECTOR || pVal->type == EDN_LIST || pVal->type == EDN_SET
       || pVal->type == EDN_MAP) {
     iP = qcParam(pC, pConst, iInput, i1, i2, QV_JSON, QVT_JSON);

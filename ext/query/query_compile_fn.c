@@ -197,6 +197,89 @@ static void qcfBindJsonElem(QCtx *pX, const EdnValue *pVar, const char *zDoc, in
   sqlite3_free(zVal);
 }
 
+/* Binds element k of tuple zTup (SQL of a tuple value, or when zTag is
+** given a value of that run-time tag, a tuple or a JSON collection) to
+** pVar (blank: skipped), with the element's own type: a tuple keeps each
+** element's type in its encoding (query_funcs_tuple.c), JSON only guesses. */
+static void qcfBindTupleElem(QCtx *pX, const EdnValue *pVar, const char *zTup, const char *zTag,
+                             const char *zK) {
+  char *zVal, *zElTag;
+  if (qpIsBlank(pVar)) return;
+  if (zTag == NULL) {
+    zVal = sqlite3_mprintf("mentat_untuple(%s, %s)", zTup, zK);
+    zElTag = sqlite3_mprintf("mentat_untuple_tag(%s, %s)", zTup, zK);
+  } else {
+    char *zPath = sqlite3_mprintf("'$[' || (%s) || ']'", zK);
+    char *zJType = zPath ? sqlite3_mprintf("json_type(CASE %s WHEN %d THEN %s END, %s)", zTag,
+                                           TAG_JSON, zTup, zPath) : NULL;
+    char *zJVal = zPath ? sqlite3_mprintf("json_extract(CASE %s WHEN %d THEN %s END, %s)", zTag,
+                                          TAG_JSON, zTup, zPath) : NULL;
+    char *zJTag = zJType && zJVal ? qcfJsonTag(zJType, zJVal) : NULL;
+    zVal = zJVal ? sqlite3_mprintf("(CASE %s WHEN %d THEN mentat_untuple(%s, %s) ELSE %s END)",
+                                   zTag, TAG_TUPLE, zTup, zK, zJVal) : NULL;
+    zElTag = zJTag ? sqlite3_mprintf("(CASE %s WHEN %d THEN mentat_untuple_tag(%s, %s) ELSE %s"
+                                     " END)", zTag, TAG_TUPLE, zTup, zK, zJTag) : NULL;
+    sqlite3_free(zPath);
+    sqlite3_free(zJType);
+    sqlite3_free(zJVal);
+    sqlite3_free(zJTag);
+  }
+  if (zVal && zElTag) {
+    int bNew = qcVarFind(pX, pVar->u.s.z) == NULL;
+    qcBindVar(pX, pVar->u.s.z, zVal, VT_NONE, zElTag, 0);
+    if (bNew) qcFnResult(pX, pVar->u.s.z);
+  } else {
+    sqlite3_free(zVal);
+    sqlite3_free(zElTag);
+    qcNoMem(pX->pC);
+  }
+}
+
+/* Binds the elements of tuple zTup (tag zTag as qcfBindTupleElem) through
+** tuple binding pB: one that is shorter than pB binds nothing. */
+static void qcfBindTupleElems(QCtx *pX, const QBinding *pB, const char *zTup, const char *zTag) {
+  int i;
+  for (i = 0; i < pB->nVar && pX->pC->rc == SQLITE_OK; i++) {
+    char zK[16];
+    sqlite3_snprintf(sizeof zK, zK, "%d", i);
+    qcfBindTupleElem(pX, pB->aVar[i], zTup, zTag, zK);
+  }
+  if (zTag == NULL) {
+    qcWhere(pX, sqlite3_mprintf("mentat_tuple_count(%s) >= %d", zTup, pB->nVar));
+  } else {
+    qcWhere(pX, sqlite3_mprintf("(CASE %s WHEN %d THEN mentat_tuple_count(%s) WHEN %d THEN"
+                                " json_array_length(%s) END) >= %d", zTag, TAG_TUPLE, zTup,
+                                TAG_JSON, zTup, pB->nVar));
+  }
+}
+
+/* Binds tuple zTup (taken over) through tuple or collection binding pB:
+** its elements with their own types ([?x ...]: one row per element,
+** json_each giving the positions); NULL then. For a relation binding it
+** gives the tuple's JSON array instead, read as a vector of scalars. */
+static char *qcfBindTupleForm(QCtx *pX, const QBinding *pB, char *zTup) {
+  QComp *pC = pX->pC;
+  char zAlias[24], *zKey;
+  if (pB->kind == QB_REL) {
+    char *zJ = sqlite3_mprintf("mentat_json(%s, %d)", zTup, TAG_TUPLE);
+    sqlite3_free(zTup);
+    if (zJ == NULL) qcNoMem(pC);
+    return zJ;
+  }
+  if (pB->kind == QB_TUPLE) {
+    qcfBindTupleElems(pX, pB, zTup, NULL);
+  } else {
+    sqlite3_snprintf(sizeof zAlias, zAlias, "j%d", ++pC->nAlias);
+    qcFrom(pX, sqlite3_mprintf("json_each(mentat_json(%s, %d)) %s", zTup, TAG_TUPLE, zAlias));
+    zKey = sqlite3_mprintf("%s.key", zAlias);
+    if (zKey == NULL) qcNoMem(pC);
+    else qcfBindTupleElem(pX, pB->aVar[0], zTup, NULL, zKey);
+    sqlite3_free(zKey);
+  }
+  sqlite3_free(zTup);
+  return NULL;
+}
+
 /* Binds a function's result (SQL zExpr of type vt, tag zTag when vt is
 ** VT_NONE; both taken over) through the clause's binding form. A scalar
 ** binds anything; tuple, collection and relation forms need a result that
@@ -226,7 +309,7 @@ static int qcfBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt
       QVar *pV = qcVarFind(pX, pB->aVar[0]->u.s.z);
       int bNew = pV == NULL;
       int bKw = vt == VT_KEYWORD || (vt == VT_NONE && zTag);
-      if (!bNew && vt == QVT_JSON && pV->zExpr && pV->vt == VT_REF && !pV->nParam) {
+      if (!bNew && (vt == QVT_JSON || vt == VT_TUPLE) && pV->zExpr && pV->vt == VT_REF && !pV->nParam) {
         /* as a pattern after it would say (qcwPlace) */
         sqlite3_free(zExpr);
         sqlite3_free(zTag);
@@ -271,6 +354,11 @@ static int qcfBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt
     return pC->rc;
   }
   sqlite3_free(zTag);
+  if (vt == VT_TUPLE) {
+    zExpr = qcfBindTupleForm(pX, pB, zExpr);
+    if (zExpr == NULL) return pC->rc;
+    vt = QVT_JSON;
+  }
   if (vt != QVT_JSON) {
     sqlite3_free(zExpr);
     return qcErr(pC, pCl->pForm, "bad binding form for %s: it returns one value, bind it to a"
@@ -464,13 +552,12 @@ int qcfUntuple(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut
   zT = qcTermExpr(pX, pCl->aArg[0], &vt, &zTag, "function");
   if (zT == NULL) return pC->rc;
   if (vt == VT_TUPLE || (vt == VT_NONE && zTag)) {
-    /* a stored tuple: its elements as the JSON array untuple reads */
-    char *zJ = vt == VT_TUPLE ? sqlite3_mprintf("mentat_json(%s, %d)", zT, TAG_TUPLE)
-        : sqlite3_mprintf("(CASE WHEN %s = %d THEN mentat_json(%s, %d) ELSE %s END)", zTag,
-                          TAG_TUPLE, zT, TAG_TUPLE, zT);
+    /* a tuple (or, by its run-time tag, a tuple or a collection): each
+    ** element with its own type */
+    qcfBindTupleElems(pX, &pCl->bind, zT, vt == VT_TUPLE ? NULL : zTag);
     sqlite3_free(zT);
-    if (zJ == NULL) { sqlite3_free(zTag); return qcNoMem(pC); }
-    zT = zJ;
+    sqlite3_free(zTag);
+    return pC->rc;
   }
   sqlite3_free(zTag);
   return qcfBindResult(pX, pCl, zT, QVT_JSON, NULL);

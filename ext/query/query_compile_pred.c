@@ -28,17 +28,24 @@ static const char *qcpClassTags(int iClass) {
   }
 }
 
-/* A comparison where a side is a stored tuple (its encoding sorts as
-** Datomic compares tuples, value.h): with another stored tuple or a
-** literal vector (encoded by its elements' natural types) the encodings
-** compare; with a tuple the query made (JSON) = and != compare the JSON
-** forms; a value of another type is never equal and never ordered. */
+/* A comparison where a side is a tuple (stored, or one the query made:
+** both in the store's encoding, which sorts as Datomic compares tuples and
+** keeps each element's type, value.h): with another tuple, or a value of
+** unknown type that its tag says is one, the encodings compare; with a
+** literal vector that is no tuple of scalars, or a collection the query
+** made as JSON (re-seq), = and != compare the JSON forms; a value of
+** another type is never equal and never ordered. */
 static char *qcpCompareTuples(QCtx *pX, const EdnValue *pA, const EdnValue *pB, const char *zA,
-                              const char *zB, ValueType vtA, ValueType vtB, const char *zOp,
-                              int bNe) {
+                              const char *zB, ValueType vtA, ValueType vtB, const char *zTagA,
+                              const char *zTagB, const char *zOp, int bNe) {
   const EdnValue *pLit = vtA == VT_TUPLE ? pB : pA;
   ValueType vtOther = vtA == VT_TUPLE ? vtB : vtA;
+  const char *zTagOther = vtA == VT_TUPLE ? zTagB : zTagA;
   if (vtOther == VT_TUPLE) return sqlite3_mprintf("(%s %s %s)", zA, zOp, zB);
+  if (vtOther == VT_NONE && zTagOther) {
+    return bNe ? sqlite3_mprintf("(%s IS NOT %d OR %s %s %s)", zTagOther, TAG_TUPLE, zA, zOp, zB)
+               : sqlite3_mprintf("(%s = %d AND %s %s %s)", zTagOther, TAG_TUPLE, zA, zOp, zB);
+  }
   if (pLit->type == EDN_VECTOR) {
     int iP = qcParam(pX->pC, pLit, -1, -1, -1, QV_TYPED, VT_TUPLE);
     return vtA == VT_TUPLE ? sqlite3_mprintf("(%s %s ?%d)", zA, zOp, iP)
@@ -66,7 +73,7 @@ static char *qcpCompareTerms(QCtx *pX, const EdnValue *pA, const EdnValue *pB, c
   int bEq = strcmp(zOp, "=") == 0 || strcmp(zOp, "!=") == 0;
   if (zA == NULL || zB == NULL) goto cleanup;
   if (vtA == VT_TUPLE || vtB == VT_TUPLE) {
-    zOut = qcpCompareTuples(pX, pA, pB, zA, zB, vtA, vtB, zOp, bNe);
+    zOut = qcpCompareTuples(pX, pA, pB, zA, zB, vtA, vtB, zTagA, zTagB, zOp, bNe);
     goto cleanup;
   }
   /* the comparison proper, numbers of one kind only under bValue */

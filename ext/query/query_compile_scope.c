@@ -492,11 +492,32 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
   sqlite3_free(zTag);
 }
 
+int qcIsMadeTuple(const char *zExpr) {
+  return zExpr && (zExpr[0] == '?' || strncmp(zExpr, "mentat_tuple(", 13) == 0);
+}
+
+int qcIsTupleConst(const EdnValue *p, int *pRc) {
+  char *z = NULL;
+  int n = 0, rc;
+  if (p->type != EDN_VECTOR) return 0;
+  rc = valueTupleFromEdnNatural(p, &z, &n);
+  sqlite3_free(z);
+  if (rc == SQLITE_NOMEM) *pRc = rc;
+  return rc == SQLITE_OK;
+}
+
 /* A literal as an SQL parameter of its natural type (predicates, rules). */
 char *qcConstExpr(QCtx *pX, const EdnValue *p, ValueType vt, ValueType *pvt) {
   int iP;
   char *z;
   ValueType nt = vt != VT_NONE ? vt : valueNaturalType(p);
+  if (vt == VT_NONE && qcIsTupleConst(p, &pX->pC->rc)) {
+    iP = qcParam(pX->pC, p, -1, -1, -1, QV_TYPED, VT_TUPLE);
+    *pvt = VT_TUPLE;
+    z = iP ? sqlite3_mprintf("?%d", iP) : NULL;
+    if (iP && z == NULL) qcNoMem(pX->pC);
+    return z;
+  }
   if (p->type == EDN_VECTOR || p->type == EDN_LIST || p->type == EDN_MAP
       || p->type == EDN_SET) {
     iP = qcParam(pX->pC, p, -1, -1, -1, QV_JSON, QVT_JSON);
@@ -642,7 +663,7 @@ char *qcEntityExpr(QCtx *pX, const EdnValue *p, const char *zFn) {
       z = zE;
     } else if (vt != VT_NONE && vt != VT_REF && vt != VT_LONG && !qcNoRows(pX)) {
       qcErr(pC, p, "%s: %s is a %s, not an entity id, ident or lookup ref", zFn, p->u.s.z,
-            qcVtName(vt));
+            qcVtName(vt == VT_TUPLE && qcIsMadeTuple(z) ? QVT_JSON : vt));
       sqlite3_free(z);
       z = NULL;
     }

@@ -268,6 +268,18 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
 int qcTypeParams(QCtx *pX, QVar *pV, ValueType vt, int bKeepKind);
 /* A constant as an SQL expression typed vt (VT_NONE: natural). Sets *pvt. */
 char *qcConstExpr(QCtx *pX, const EdnValue *p, ValueType vt, ValueType *pvt);
+
+/* Is p a vector a query gives (a literal, an input, ground's value) that
+** is a tuple: 1 to 8 scalars or nils? Such a vector is a tuple value of its
+** elements' natural types (a QV_TYPED VT_TUPLE parameter), so it compares
+** with stored tuples and the tuple function's by value and type; any other
+** collection stays JSON. SQLITE_NOMEM is the caller's on *pRc. */
+int qcIsTupleConst(const EdnValue *p, int *pRc);
+
+/* Is zExpr, of type VT_TUPLE, a tuple the query made (a parameter or the
+** tuple function's result) rather than a stored one? The messages call
+** the first a collection, as Datomic's vectors are. */
+int qcIsMadeTuple(const char *zExpr);
 /* The SQL expression and type of a bound variable or constant term;
 ** unbound variables are an error naming zWhat ("predicate"). For zWhat
 ** "function" (an argument of a function expression) a function result of

@@ -252,7 +252,9 @@ int qcvCount(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) 
     return pX->pC->rc;
   }
   pStr = sqlite3_str_new(NULL);
-  if (a.aVt[0] == QVT_JSON) {
+  if (a.aVt[0] == VT_TUPLE) {
+    sqlite3_str_appendf(pStr, "mentat_tuple_count(%s)", a.azA[0]);
+  } else if (a.aVt[0] == QVT_JSON) {
     /* json_array_length gives 0 for a map */
     sqlite3_str_appendf(pStr, "(CASE json_type(%s) WHEN 'object' THEN (SELECT count(*) FROM json_each(%s)) "
                         "ELSE json_array_length(%s) END)", a.azA[0], a.azA[0], a.azA[0]);
@@ -356,23 +358,51 @@ int qcvReSeq(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) 
   return qcvDone(pX, &a, pStr, pFn->vtOut, NULL, pOut);
 }
 
-/* tuple: a JSON array of the values, each as its stored JSON. */
+/* tuple: the values as one tuple (mentat_tuple: the store's encoding, so
+** it compares with stored tuples by value and type, query_funcs_tuple.c).
+** A collection among them, or more than a tuple's 8, makes a vector
+** instead: the JSON array of their JSON forms. An argument whose type is
+** known only at run time may be either: the result's tag says which. */
 int qcvTuple(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QcvArgs a;
   sqlite3_str *pStr;
-  int i;
+  int i, bJson = 0, bDyn = 0;
+  char *zTag = NULL;
   QCV_OPEN(pX, pCl, pFn, a);
+  for (i = 0; i < a.n; i++) {
+    if (a.aVt[i] == QVT_JSON || a.aVt[i] == VT_TUPLE) bJson = 1;
+    if (a.aVt[i] == VT_NONE) bDyn = 1;
+  }
+  /* more than a tuple holds, or taken apart by a binding form while an
+  ** element's type is known only at run time: a vector (JSON) */
+  if (a.n > VALUE_TUPLE_MAX || (bDyn && pCl->bind.kind != QB_SCALAR)) bJson = 1;
   pStr = sqlite3_str_new(NULL);
-  sqlite3_str_appendall(pStr, "json_array(");
+  if (bJson) {
+    sqlite3_str_appendall(pStr, "json_array(");
+  } else {
+    sqlite3_str_appendall(pStr, "mentat_tuple(");
+  }
   for (i = 0; i < a.n; i++) {
     const char *zSep = i ? ", " : "";
-    if (a.aVt[i] == QVT_JSON) sqlite3_str_appendf(pStr, "%sjson(%s)", zSep, a.azA[i]);
-    else if (a.aVt[i] == VT_NONE) {
-      sqlite3_str_appendf(pStr, "%s%s(%s, %s)", zSep, pFn->zFunc, a.azA[i], a.azTag[i] ? a.azTag[i] : "NULL");
+    if (bJson) {
+      if (a.aVt[i] == QVT_JSON) sqlite3_str_appendf(pStr, "%sjson(%s)", zSep, a.azA[i]);
+      else if (a.aVt[i] == VT_NONE) {
+        sqlite3_str_appendf(pStr, "%s%s(%s, %s)", zSep, pFn->zFunc, a.azA[i], a.azTag[i] ? a.azTag[i] : "NULL");
+      } else {
+        sqlite3_str_appendf(pStr, "%s%s(%s, %d)", zSep, pFn->zFunc, a.azA[i], vtOutTag(a.aVt[i]));
+      }
+    } else if (a.aVt[i] == VT_NONE) {
+      sqlite3_str_appendf(pStr, "%s%s, %s", zSep, a.azA[i], a.azTag[i] ? a.azTag[i] : "NULL");
     } else {
-      sqlite3_str_appendf(pStr, "%s%s(%s, %d)", zSep, pFn->zFunc, a.azA[i], vtOutTag(a.aVt[i]));
+      sqlite3_str_appendf(pStr, "%s%s, %d", zSep, a.azA[i], vtTag(a.aVt[i]));
     }
   }
   sqlite3_str_appendall(pStr, ")");
-  return qcvDone(pX, &a, pStr, pFn->vtOut, NULL, pOut);
+  if (bJson) return qcvDone(pX, &a, pStr, QVT_JSON, NULL, pOut);
+  if (!bDyn) return qcvDone(pX, &a, pStr, VT_TUPLE, NULL, pOut);
+  /* a value of unknown type may be a collection: a blob is a tuple */
+  zTag = sqlite3_mprintf("(CASE typeof(%s) WHEN 'blob' THEN %d ELSE %d END)",
+                         sqlite3_str_value(pStr), TAG_TUPLE, TAG_JSON);
+  if (zTag == NULL) qcNoMem(pX->pC);
+  return qcvDone(pX, &a, pStr, VT_NONE, zTag, pOut);
 }

@@ -136,6 +136,14 @@ static void qcwPlaceConst(QCtx *pX, const EdnValue *pTerm, const char *zCol, Val
     }
     return;
   }
+  if (vt == VT_NONE && qcIsTupleConst(pTerm, &pC->rc)) {
+    /* a tuple of its elements' natural types, against tuple values only
+    ** (zTag says TAG_TUPLE for the tuple attributes', qcwTagExpr) */
+    iP = qcParam(pC, pTerm, -1, -1, -1, QV_TYPED, VT_TUPLE);
+    qcWhere(pX, sqlite3_mprintf("%s = ?%d", zCol, iP));
+    qcWhere(pX, qcTagIs(zTag, VT_TUPLE));
+    return;
+  }
   if (vt == VT_NONE) {
     ValueType nt = valueNaturalType(pTerm);
     if (nt == VT_NONE) {
@@ -221,7 +229,8 @@ static void qcwPlace(QCtx *pX, const EdnValue *pTerm, const char *zAlias, const 
   if (ednIsVar(pTerm)) {
     char *zTag;
     QVar *pV = qcVarFind(pX, pTerm->u.s.z);
-    if (vt == VT_REF && pV && pV->zExpr && pV->vt == QVT_JSON && pV->nParam == 0) {
+    if (vt == VT_REF && pV && pV->zExpr && pV->nParam == 0
+        && (pV->vt == QVT_JSON || (pV->vt == VT_TUPLE && qcIsMadeTuple(pV->zExpr)))) {
       /* a collection a function bound names no entity: an error, as
       ** get-else says of it, not a silent empty join */
       sqlite3_free(zExpr);
@@ -235,7 +244,9 @@ static void qcwPlace(QCtx *pX, const EdnValue *pTerm, const char *zAlias, const 
     return;
   }
   {
-    char *zTag = zTagCol ? sqlite3_mprintf("%s.%s", zAlias, zTagCol) : NULL;
+    char *zTag = zTagCol == NULL ? NULL : pTerm->type == EDN_VECTOR
+        ? qcwTagExpr(pX, zAlias, zTagCol) : sqlite3_mprintf("%s.%s", zAlias, zTagCol);
+    if (zTagCol && zTag == NULL) { sqlite3_free(zExpr); qcNoMem(pX->pC); return; }
     qcwPlaceConst(pX, pTerm, zExpr, vt, zTag, pAttr);
     sqlite3_free(zTag);
   }

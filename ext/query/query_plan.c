@@ -22,9 +22,12 @@ void qPlanFree(QueryPlan *p) {
 int qPlanLookupRef(const Schema *pSchema, const EdnValue *p) {
   const Attr *pA;
   if (p->type != EDN_VECTOR || p->u.c.n != 2 || p->u.c.a[0]->type != EDN_KEYWORD) return 0;
-  if (p->u.c.a[1]->type != EDN_KEYWORD) return 1;
   pA = schemaAttrByIdent(pSchema, p->u.c.a[0]->u.s.z, p->u.c.a[0]->u.s.n);
-  return pA != NULL && pA->eUnique != UNIQUE_NONE;
+  /* a keyword that names no attribute makes no lookup ref: the pair is a
+  ** tuple ([:x "y"] against a stored tuple of a keyword and a string) */
+  if (pA == NULL) return 0;
+  if (p->u.c.a[1]->type != EDN_KEYWORD) return 1;
+  return pA->eUnique != UNIQUE_NONE;
 }
 
 /* ------------------------------------------------------------ binding */

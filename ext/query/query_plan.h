@@ -87,8 +87,8 @@ void qPlanFree(QueryPlan *p);
 
 /* Is input value p a lookup ref [:attr v]? A pair of keywords is one only
 ** when the first names a :db/unique attribute; else it is a tuple (two
-** idents). Other [keyword v] pairs are lookup refs (a non-unique attribute
-** is an error when bound). */
+** idents). Other [keyword v] pairs are lookup refs when the keyword names
+** an attribute (a non-unique one is an error when bound), else tuples. */
 int qPlanLookupRef(const Schema *pSchema, const EdnValue *p);
 
 /* Binds every parameter of p on pStmt from pOpts. */

@@ -163,8 +163,7 @@ static void qCacheShapeOf(QCacheKey *pOut, const EdnValue *p, const Schema *pSch
       qCacheKeyChar(pOut, '[');
       for (i = 0; i < p->u.c.n; i++) qCacheShapeOf(pOut, p->u.c.a[i], pSchema, iDepth + 1);
       /* [:a :b] is a lookup ref or a tuple by the schema (qPlanLookupRef) */
-      if (pSchema && p->u.c.n == 2 && p->u.c.a[1]->type == EDN_KEYWORD
-          && qPlanLookupRef(pSchema, p)) {
+      if (pSchema && p->u.c.n == 2 && qPlanLookupRef(pSchema, p)) {
         qCacheKeyChar(pOut, 'L');
       }
       qCacheKeyChar(pOut, ']');
