@@ -227,7 +227,7 @@ static int qcbBindColl(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int i
     sqlite3_str_appendall(pList, z);
     /* each value with its own tag, for a collection of several types */
     sqlite3_str_appendf(pRows, "%s(%s, %d)", i ? "," : "", z,
-                        vt == QVT_JSON ? TAG_JSON : vtTag(vt));
+                        vt == QVT_JSON ? TAG_JSON : vtOutTag(vt));
     sqlite3_free(z);
   }
   if (bHetero && pC->rc == SQLITE_OK) {

@@ -455,7 +455,7 @@ int qcfGetElse(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut
                              vtOutTag(pA->type));
     } else {
       zTag = sqlite3_mprintf("(CASE WHEN (%s) IS NULL THEN %d ELSE %d END)", zSub,
-                             vtD == QVT_JSON ? TAG_JSON : vtTag(vtD), vtOutTag(pA->type));
+                             vtD == QVT_JSON ? TAG_JSON : vtOutTag(vtD), vtOutTag(pA->type));
     }
     if (zTag == NULL) qcNoMem(pC);
     else qcfBindResult(pX, pCl, sqlite3_mprintf("COALESCE((%s), %s)", zSub, zD), VT_NONE, zTag);

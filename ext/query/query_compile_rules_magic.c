@@ -239,7 +239,7 @@ static void qcmTerm(QCtx *pSub, sqlite3_str *pVal, sqlite3_str *pTag, const EdnV
     char *zC = qcConstExpr(pSub, p, VT_NONE, &vt);
     if (zC == NULL) return;
     sqlite3_str_appendf(pVal, ", %s", zC);
-    sqlite3_str_appendf(pTag, ", %d, typeof(%s)", vt == QVT_JSON ? TAG_JSON : vtTag(vt), zC);
+    sqlite3_str_appendf(pTag, ", %d, typeof(%s)", vt == QVT_JSON ? TAG_JSON : vtOutTag(vt), zC);
     sqlite3_free(zC);
   }
 }
