@@ -243,7 +243,8 @@ int qcvCount(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) 
   QcvArgs a;
   sqlite3_str *pStr;
   QCV_OPEN(pX, pCl, pFn, a);
-  if (a.aVt[0] != QVT_JSON && a.aVt[0] != VT_STRING && a.aVt[0] != VT_NONE && !qcNoRows(pX)) {
+  if (a.aVt[0] != QVT_JSON && a.aVt[0] != VT_TUPLE && a.aVt[0] != VT_STRING && a.aVt[0] != VT_NONE
+      && !qcNoRows(pX)) {
     /* Clojure's count takes strings and collections: "count not supported
     ** on this type" for a keyword, a number, a boolean ... */
     qcErr(pX->pC, pCl->pForm, "count: argument 1 is a %s, not a string or a collection",
@@ -259,8 +260,8 @@ int qcvCount(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) 
     sqlite3_str_appendf(pStr, "(CASE json_type(%s) WHEN 'object' THEN (SELECT count(*) FROM json_each(%s)) "
                         "ELSE json_array_length(%s) END)", a.azA[0], a.azA[0], a.azA[0]);
   } else if (a.aVt[0] == VT_NONE && a.azTag[0]) {
-    sqlite3_str_appendf(pStr, "(CASE WHEN (%s) = %d THEN length(%s) END)", a.azTag[0], TAG_STRING,
-                        a.azA[0]);
+    sqlite3_str_appendf(pStr, "(CASE (%s) WHEN %d THEN length(%s) WHEN %d THEN mentat_tuple_count(%s)"
+                        " END)", a.azTag[0], TAG_STRING, a.azA[0], TAG_TUPLE, a.azA[0]);
   } else if (a.aVt[0] == VT_NONE) {
     sqlite3_str_appendf(pStr, "(CASE WHEN typeof(%s) = 'text' THEN length(%s) END)", a.azA[0],
                         a.azA[0]);
