@@ -85,6 +85,8 @@ CONTEXT = {
         # statement over the datoms (edn_datoms, edn_log)
         'run_cursor.h': ('edn_q', 'edn_view'),
         'datoms_cursor.h': ('edn_datoms', 'edn_log'),
+        # the compare-and-swap lock of a cursor's rows, which both shared cursors take
+        'row_lock.h': ('run_cursor', 'datoms_cursor'),
         # edn_datoms' columns and plan bits, shared by its xFilter and xBestIndex files
         'edn_datoms_int.h': ('edn_datoms',),
     },

@@ -15,13 +15,12 @@
 ** a part per commit) and, once the statement is done, ends the store read.
 ** The host then reads the copies: the same rows, of the same snapshot.
 */
-#include <sched.h>
 #include <stddef.h>
 #include <string.h>
-#include <time.h>
 #include <cJSON.h>
 #include "config.h"
 #include "datoms_cursor.h"
+#include "row_lock.h"
 #include "sqlio.h"
 #include "value.h"
 
@@ -200,27 +199,12 @@ int dcurPrepareHashed(DCursor *p, const char *zSql, int n, unsigned h, sqlite3_s
 
 /* ------------------------------------------------------------ the lock */
 
-/* A compare-and-swap, as run_cursor.c's: the only contention is a
-** writer's set-aside (rare, and then the loser backs off). */
 static void dcurLock(DCursor *p) {
-  int nTry = 0;
-  for (;;) {
-    int iFree = 0;
-    if (atomic_compare_exchange_weak_explicit(&p->lock, &iFree, 1, memory_order_acquire,
-                                              memory_order_relaxed)) {
-      return;
-    }
-    if (++nTry < 64) {
-      sched_yield();
-    } else {
-      struct timespec ts = {0, 100000};   /* a set-aside of many rows: sleep */
-      nanosleep(&ts, NULL);
-    }
-  }
+  rowLock(&p->lock);
 }
 
 static void dcurUnlock(DCursor *p) {
-  atomic_store_explicit(&p->lock, 0, memory_order_release);
+  rowUnlock(&p->lock);
 }
 
 /* ------------------------------------------------------------ set aside */

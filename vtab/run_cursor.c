@@ -14,9 +14,8 @@
 ** of its rows set aside (rcurLetGo; peer fault B25 in
 ** ../shared/acceptance/peer-faults.md).
 */
-#include <sched.h>
 #include <stddef.h>
-#include <time.h>
+#include "row_lock.h"
 #include "run_cursor.h"
 #include "sqlio.h"
 
@@ -24,28 +23,12 @@
 ** (rcurLetGo); its CPU time is bounded too (pBudget). */
 #define RCUR_SPILL_ROWS 200000
 
-/* A compare-and-swap instead of a pthread mutex, which costs a streamed
-** row far more; the only contention is a writer's set-aside (rare, and
-** then the loser backs off). */
 void rcurLock(RunCursor *p) {
-  int nTry = 0;
-  for (;;) {
-    int iFree = 0;
-    if (atomic_compare_exchange_weak_explicit(&p->lock, &iFree, 1, memory_order_acquire,
-                                              memory_order_relaxed)) {
-      return;
-    }
-    if (++nTry < 64) {
-      sched_yield();
-    } else {
-      struct timespec ts = {0, 100000};   /* a set-aside of many rows: sleep */
-      nanosleep(&ts, NULL);
-    }
-  }
+  rowLock(&p->lock);
 }
 
 void rcurUnlock(RunCursor *p) {
-  atomic_store_explicit(&p->lock, 0, memory_order_release);
+  rowUnlock(&p->lock);
 }
 
 /* StoreHold.xRelease, on the writer's thread (storeHoldsRelease): sets
