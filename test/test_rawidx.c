@@ -73,6 +73,18 @@ static char *tAll(sqlite3 *db, const char *zSql, const char *zPath, int *pnRow) 
   return b.z;
 }
 
+/* A TRUNCATE checkpoint from a plain connection to zPath finds no reader
+** holding a snapshot (it returns busy 0). */
+static void tCheckpointFree(const char *zPath) {
+  sqlite3 *raw = NULL;
+  char *z;
+  ck_assert_int_eq(sqlite3_open(zPath, &raw), SQLITE_OK);
+  z = tuQuery(raw, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL);
+  ck_assert_str_eq(z, "0");
+  free(z);
+  sqlite3_close(raw);
+}
+
 static sqlite3_int64 tWalBytes(const char *zPath) {
   char zWal[300];
   struct stat st;
@@ -101,7 +113,7 @@ START_TEST(test_rawidx_open_cursor_wal) {
   static int iStore = 0;
   char zName[32];
   const char *zPath;
-  sqlite3 *db = tuOpenHost(), *w = tuOpenHost(), *raw = NULL;
+  sqlite3 *db = tuOpenHost(), *w = tuOpenHost();
   sqlite3_stmt *pCur, *pTx;
   char *zWant, *z;
   TBuf got = {NULL, 0, 0};
@@ -168,11 +180,7 @@ START_TEST(test_rawidx_open_cursor_wal) {
     sqlite3_finalize(pCur);
     free(zWant);
     /* nothing holds a snapshot any more */
-    ck_assert_int_eq(sqlite3_open(zPath, &raw), SQLITE_OK);
-    z = tuQuery(raw, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL);
-    ck_assert_str_eq(z, "0");
-    free(z);
-    sqlite3_close(raw);
+    tCheckpointFree(zPath);
   }
   free(got.z);
   sqlite3_close(w);
@@ -187,7 +195,7 @@ END_TEST
 ** from a plain connection finds no reader. */
 START_TEST(test_rawidx_done_and_early_close) {
   const char *zPath = strdup(tuTempPath("rawidx-done.db"));
-  sqlite3 *db = tuOpenHost(), *raw = NULL;
+  sqlite3 *db = tuOpenHost();
   sqlite3_stmt *pCur;
   char *z = tuQuery(db, "SELECT json_extract(edn_t(?1, ?2), '$.tx_id')", zPath, zSchema);
   ck_assert_str_eq(z, "268435457");
@@ -206,11 +214,7 @@ START_TEST(test_rawidx_done_and_early_close) {
     } else {
       sqlite3_reset(pCur);
     }
-    ck_assert_int_eq(sqlite3_open(zPath, &raw), SQLITE_OK);
-    z = tuQuery(raw, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL);
-    ck_assert_str_eq(z, "0");
-    free(z);
-    sqlite3_close(raw);
+    tCheckpointFree(zPath);
     sqlite3_finalize(pCur);
   }
   sqlite3_close(db);
@@ -226,7 +230,7 @@ END_TEST
 ** exactly the snapshot's. */
 START_TEST(test_rawidx_long_rest) {
   const char *zPath = strdup(tuTempPath("rawidx-long.db"));
-  sqlite3 *db = tuOpenHost(), *w = tuOpenHost(), *raw = NULL;
+  sqlite3 *db = tuOpenHost(), *w = tuOpenHost();
   sqlite3_stmt *pCur, *pTx;
   sqlite3_int64 nSum = 0, nLast = -1, nWal = 0;
   int nRow = 0, rc, bOrder = 1;
@@ -250,12 +254,7 @@ START_TEST(test_rawidx_long_rest) {
   }
   /* the load's WAL out of the way: a bulk commit leaves the file long
   ** (store_wal.c), and only the commits below are the cursor's to bound */
-  ck_assert_int_eq(sqlite3_open(zPath, &raw), SQLITE_OK);
-  z = tuQuery(raw, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL);
-  ck_assert_str_eq(z, "0");
-  free(z);
-  sqlite3_close(raw);
-  raw = NULL;
+  tCheckpointFree(zPath);
   pCur = tPrepare(db, "SELECT e, v FROM edn_datoms(?1, ':aevt', ':p/age')", zPath);
   pTx = tPrepare(w, "SELECT edn_t(?1, ?2)", zPath);
   for (int i = 0; i < 600; i++) {
@@ -293,11 +292,7 @@ START_TEST(test_rawidx_long_rest) {
   ck_assert_int_eq(nSum, (sqlite3_int64)N * (N - 1) / 2);
   ck_assert_int_eq(bOrder, 1);
   sqlite3_finalize(pCur);
-  ck_assert_int_eq(sqlite3_open(zPath, &raw), SQLITE_OK);
-  z = tuQuery(raw, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL);
-  ck_assert_str_eq(z, "0");
-  free(z);
-  sqlite3_close(raw);
+  tCheckpointFree(zPath);
   sqlite3_close(w);
   sqlite3_close(db);
   free((void *)zPath);
