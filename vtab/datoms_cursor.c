@@ -540,6 +540,18 @@ static int dcurInstant(DCursor *p, sqlite3_int64 tx, char **pzErr) {
   return SQLITE_OK;
 }
 
+/* A bound SQLite checks on a tuple's v would compare its JSON text, not
+** the tuple order the rows come in: the row's v is an error instead. */
+static void dcurTupleBoundsError(DCursor *p, const char *zIdent, sqlite3_context *pCtx) {
+  char *zErr = sqlite3_mprintf("%s: " DCUR_TUPLE_BOUNDS, p->zFunc, zIdent);
+  if (zErr == NULL) {
+    sqlite3_result_error_nomem(pCtx);
+    return;
+  }
+  sqlite3_result_error(pCtx, zErr, -1);
+  sqlite3_free(zErr);
+}
+
 /* The current row's column iCol (see dcurColumn); lock held when bHold. */
 static void dcurColumnNow(DCursor *p, int iCol, sqlite3_context *pCtx) {
   const DCurRow *pR = p->bBuf ? &p->aRow[p->iRow] : NULL;
@@ -565,6 +577,10 @@ static void dcurColumnNow(DCursor *p, int iCol, sqlite3_context *pCtx) {
         /* a tuple attribute's values are stored as bytes: its JSON array */
         const Attr *pA = schemaAttr(p->call.pSchema, dcurInt(p, DCUR_COL_A));
         if (pA && pA->type == VT_TUPLE) tag = TAG_TUPLE;
+        if (tag == TAG_TUPLE && p->bBounds) {
+          dcurTupleBoundsError(p, pA->zIdent, pCtx);
+          break;
+        }
       }
       valueResultFromStored(pCtx, pR ? pR->pV : sqlite3_column_value(p->pStmt, DCUR_COL_V), tag);
       break;

@@ -32,6 +32,13 @@
 
 #define DCUR_MAXARG 6
 
+/* The error of v bounds over a tuple attribute (%s: its ident), after the
+** function's prefix: v is the tuple's JSON text, which SQLite compares as
+** text ("[10,0]" before "[9,0]"), not in Datomic's tuple order. */
+#define DCUR_TUPLE_BOUNDS "v bounds (>, >=, <, <=) over the tuple attribute %s are not" \
+  " supported: v is the tuple's JSON text, which does not sort as tuples do; give the whole" \
+  " tuple as the v component, or compare tuples in edn_q"
+
 /* A row set aside (dcurLetGo in datoms_cursor.c): the columns of the
 ** statement's row, and for edn_log its transaction's instant. */
 typedef struct DCurRow {
@@ -50,6 +57,8 @@ typedef struct DCursor {
   int bOwnStmt;                 /* finalize pStmt (a private copy), else reset it */
   int bLive;                    /* begun (dcurBegin) and not released since */
   int bOne;                     /* pStmt gives one row at most: the end needs no step */
+  int bBounds;                  /* SQLite checks v bounds on the rows' v: a tuple's v is
+                                ** then the DCUR_TUPLE_BOUNDS error (edn_datoms) */
   sqlite3_int64 iIdentA;        /* the last attribute the a column named, */
   const char *zIdentA;          /* its ident (the call's schema's), NULL none */
   int bEof;
@@ -158,7 +167,8 @@ void dcurFree(DCursor *p);
 ** (each the DCUR_COL_* of the row it shows) and whose hidden columns after
 ** them echo the arguments: sets pCtx to column iCol of the current row
 ** (nothing with no row), or to argument iCol - nCol: the store's columns
-** DCUR_COL_E, _A (the ident), _V (native), _TX, _ADDED, _INST (edn_log's
+** DCUR_COL_E, _A (the ident), _V (native; with bBounds, a tuple attribute's
+** v is the DCUR_TUPLE_BOUNDS error), _TX, _ADDED, _INST (edn_log's
 ** tx_instant). Takes the cursor's lock while it is registered. SQLITE_OK. */
 int dcurColumn(DCursor *p, const unsigned char *aCol, int nCol, int iCol, sqlite3_context *pCtx);
 

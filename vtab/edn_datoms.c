@@ -655,6 +655,7 @@ static int eddFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, i
   memset(&c, 0, sizeof c);
   ednArenaInitWith(&c.arena, aArena, sizeof aArena);
   eddPushed(&c, idxNum, argc, argv, j);
+  pCur->bBounds = c.pLo != NULL || c.pHi != NULL;
   /* NULL in a required argument or a component: no rows (SPEC.md §2) */
   for (i = 0; i < EDND_NARG - 1; i++) {
     if (apArg[i] && sqlite3_value_type(apArg[i]) == SQLITE_NULL) goto done;
@@ -705,6 +706,11 @@ static int eddStart(DCursor *pCur, EddCall *p, int *pbRedo, char **pzErr) {
     if (*pbRedo) return SQLITE_OK;
   }
   if (rc != SQLITE_OK) return rc;
+  if ((p->pLo || p->pHi) && p->pA && p->pA->type == VT_TUPLE && p->eIndex != EDD_VAET) {
+    /* SQLite checks every bound again on v, the tuple's JSON text: no range
+    ** could come out in Datomic's tuple order, so none is given */
+    return eddErr(pzErr, DCUR_TUPLE_BOUNDS, p->pA->zIdent);
+  }
   /* A bound that cannot be written in the store's encoding is left to the
   ** host's check, and then a LIMIT cannot be pushed either. */
   if (p->pLo) {
