@@ -2,8 +2,9 @@
 ** query_funcs_regex.c — re-find, re-matches and re-seq at run time:
 ** mentat_re_find, mentat_re_matches and mentat_re_seq, with
 ** java.util.regex's dialect through PCRE2. Takes a pattern, a text and the
-** place of the clause (for errors); gives the match, its groups or every
-** match as JSON. A pattern is compiled once per statement
+** place of the clause (for errors); gives the match, its groups (a tuple
+** in the store's encoding when they fit one, else JSON) or every match as
+** JSON. A pattern is compiled once per statement
 ** (sqlite3_get_auxdata). Calls PCRE2 and the Java translation
 ** (query_funcs_java.c).
 **
@@ -167,6 +168,37 @@ static void qfRegexMatchJson(sqlite3_str *pOut, const QfRegex *pRe, const char *
   sqlite3_str_appendchar(pOut, 1, ']');
 }
 
+/* Sets the result to the last match's [whole g1 ...] as a tuple in the
+** store's encoding (value.h): strings, nil for a group that took no part,
+** so it equals a stored tuple of the same strings (Clojure's = on the
+** vector Datomic hands a query). The caller checks it has at most
+** VALUE_TUPLE_MAX elements. */
+static void qfRegexMatchTuple(sqlite3_context *pCtx, const QfRegex *pRe, const char *z) {
+  PCRE2_SIZE *aOv = pcre2_get_ovector_pointer(pRe->pData);
+  TypedValue a[VALUE_TUPLE_MAX];
+  sqlite3_str *pOut;
+  int i, n, rc;
+  char *zOut;
+  for (i = 0; i <= pRe->nGroup; i++) {
+    memset(&a[i], 0, sizeof a[i]);
+    if (aOv[2 * i] == PCRE2_UNSET) continue;
+    a[i].type = VT_STRING;
+    a[i].z = z + aOv[2 * i];
+    a[i].n = (int)(aOv[2 * i + 1] - aOv[2 * i]);
+  }
+  pOut = sqlite3_str_new(NULL);
+  valueTupleEncode(pOut, a, pRe->nGroup + 1);
+  rc = sqlite3_str_errcode(pOut);
+  n = sqlite3_str_length(pOut);
+  zOut = sqlite3_str_finish(pOut);
+  if (rc != SQLITE_OK || zOut == NULL) {
+    sqlite3_free(zOut);
+    sqlite3_result_error_nomem(pCtx);
+    return;
+  }
+  sqlite3_result_blob(pCtx, zOut, n, sqlite3_free);
+}
+
 /* One pcre2_match from byte iStart: 1 matched, 0 not, -1 an error already
 ** set on pCtx (a limit: "<where>: <fn>: regular expression ... is too
 ** costly to match"). */
@@ -197,11 +229,13 @@ static int qfRegexRun(sqlite3_context *pCtx, sqlite3_value *pWhere, QfRegex *pRe
 }
 
 /* What qfRegexApply gives: the first match (0), the whole text as a match
-** (QFR_MATCHES), either with its groups as a JSON vector (QFR_GROUPS), or
-** every match (QFR_SEQ). NULL inputs give NULL (no match). */
+** (QFR_MATCHES), either with its groups as a JSON vector (QFR_GROUPS) or
+** as a tuple (QFR_TUPLE, when they fit one), or every match (QFR_SEQ).
+** NULL inputs give NULL (no match). */
 #define QFR_MATCHES 1
 #define QFR_GROUPS  2
 #define QFR_SEQ     4
+#define QFR_TUPLE   8
 
 static void qfRegexApply(sqlite3_context *pCtx, sqlite3_value **argv, int iMode) {
   const char *zPat = (const char*)sqlite3_value_text(argv[0]);
@@ -275,6 +309,8 @@ static void qfRegexApply(sqlite3_context *pCtx, sqlite3_value **argv, int iMode)
   if (!(iMode & QFR_GROUPS)) {
     PCRE2_SIZE *aOv = pcre2_get_ovector_pointer(pRe->pData);
     sqlite3_result_text(pCtx, z + aOv[0], (int)(aOv[1] - aOv[0]), SQLITE_TRANSIENT);
+  } else if ((iMode & QFR_TUPLE) && pRe->nGroup < VALUE_TUPLE_MAX) {
+    qfRegexMatchTuple(pCtx, pRe, z);
   } else {
     sqlite3_str *pOut = sqlite3_str_new(NULL);
     char *zJson;
@@ -292,19 +328,27 @@ done:
   if (bOwn) qfRegexFree(pRe);
 }
 
+/* The groups argument of mentat_re_find/_matches as QFR_* bits: 0 the
+** match alone, 1 its [whole g1 ...] vector as JSON, 2 that vector as a
+** tuple (it has at most VALUE_TUPLE_MAX elements; else JSON). */
+static int qfRegexGroupMode(sqlite3_value *pGroups) {
+  int g = sqlite3_value_int(pGroups);
+  return g == 2 ? QFR_GROUPS | QFR_TUPLE : g ? QFR_GROUPS : 0;
+}
+
 /* mentat_re_find(re, s, where, groups): Clojure's re-find, the first match
-** (groups 0) or its [whole g1 ...] vector as JSON (groups 1, the pattern
-** having groups); NULL when none. */
+** (groups 0) or its [whole g1 ...] vector (groups 1: JSON; 2: a tuple,
+** the pattern having groups); NULL when none. */
 void qfReFind(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   (void)argc;
-  qfRegexApply(pCtx, argv, sqlite3_value_int(argv[3]) ? QFR_GROUPS : 0);
+  qfRegexApply(pCtx, argv, qfRegexGroupMode(argv[3]));
 }
 
 /* mentat_re_matches(re, s, where, groups): Clojure's re-matches, as
 ** mentat_re_find but the whole text must match. */
 void qfReMatches(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   (void)argc;
-  qfRegexApply(pCtx, argv, QFR_MATCHES | (sqlite3_value_int(argv[3]) ? QFR_GROUPS : 0));
+  qfRegexApply(pCtx, argv, QFR_MATCHES | qfRegexGroupMode(argv[3]));
 }
 
 /* mentat_re_seq(re, s, where): Clojure's re-seq, every match in turn as a

@@ -149,7 +149,7 @@ int qcfPredicate(QCtx *pX, const QClause *pCl) {
 static int qcfPredicateIn(QCtx *pX, const QClause *pCl) {
   QComp *pC = pX->pC;
   const QcfBuiltin *pFn;
-  QcfOut out = { NULL, VT_NONE, NULL };
+  QcfOut out = { NULL, VT_NONE, NULL, QCF_RE_NONE, 0 };
   /* Not a built-in: on a host store, maybe the host's own SQL function. */
   if (qcfLookup(pCl->zName) == NULL && qchCall(pX, pCl, 1, &out.zSql, &out.zTag)) {
     if (out.zSql) qcWhere(pX, out.zSql);
@@ -822,7 +822,7 @@ int qcfFunction(QCtx *pX, const QClause *pCl) {
 static int qcfFunctionIn(QCtx *pX, const QClause *pCl) {
   QComp *pC = pX->pC;
   const QcfBuiltin *pFn;
-  QcfOut out = { NULL, VT_NONE, NULL };
+  QcfOut out = { NULL, VT_NONE, NULL, QCF_RE_NONE, 0 };
   pC->nArgDepth = 0;
   if (qcfLookup(pCl->zName) == NULL && qchCall(pX, pCl, 0, &out.zSql, &out.zTag)) {
     if (out.zSql == NULL) return pC->rc;
@@ -837,6 +837,10 @@ static int qcfFunctionIn(QCtx *pX, const QClause *pCl) {
     char *zBool = sqlite3_mprintf("(CASE WHEN %s THEN 1 ELSE 0 END)", out.zSql);
     sqlite3_free(out.zSql);
     return qcfBindResult(pX, pCl, zBool, VT_BOOLEAN, NULL);
+  }
+  if (out.eRe != QCF_RE_NONE && out.vt == QVT_JSON && pCl->bind.kind != QB_SCALAR) {
+    sqlite3_free(out.zTag);
+    return qcvBindRegex(pX, &pCl->bind, out.zSql, out.eRe, out.nReElems);
   }
   return qcfBindResult(pX, pCl, out.zSql, out.vt, out.zTag);
 }

@@ -531,12 +531,24 @@ typedef enum QcfArg {
   QCF_ARG_STR1    /* the first a string, the others numbers (subs) */
 } QcfArg;
 
+/* What a regular expression's JSON result (QVT_JSON) holds, for the
+** binding forms that take it apart: its scalars are strings (a group
+** vector or a match never holds a keyword, whatever its text), so they are
+** not read by JSON's guess. QCF_RE_STRS: strings and nils (re-seq without
+** groups, a group vector longer than a tuple); QCF_RE_VECS: group vectors
+** of nReElems strings each (re-seq with groups: each one a tuple when it
+** fits one); QCF_RE_ANY: either (re-seq of a pattern known at run time). */
+enum { QCF_RE_NONE = 0, QCF_RE_STRS, QCF_RE_VECS, QCF_RE_ANY };
+
 /* A compiled built-in call: its SQL (sqlite3_malloc'd), static type and,
-** when that is VT_NONE, the SQL of its tag (or NULL). */
+** when that is VT_NONE, the SQL of its tag (or NULL); eRe/nReElems for a
+** regular expression's JSON (QCF_RE_*, else QCF_RE_NONE). */
 typedef struct QcfOut {
   char *zSql;
   ValueType vt;
   char *zTag;
+  int eRe;
+  int nReElems;
 } QcfOut;
 
 typedef struct QcfBuiltin QcfBuiltin;
@@ -587,6 +599,11 @@ int qcvSubs(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
 int qcvIdentity(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
 int qcvReMatch(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
 int qcvReSeq(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+/* Binds a regular expression's JSON result zDoc (taken over; of kind
+** eKind, QCF_RE_*, its group vectors of nElems strings) through the
+** tuple, collection or relation binding pB: strings stay strings (JSON's
+** guess would read ":x" as a keyword), group vectors become tuples. */
+int qcvBindRegex(QCtx *pX, const QBinding *pB, char *zDoc, int eKind, int nElems);
 int qcvTuple(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
 
 int qcfGround(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);

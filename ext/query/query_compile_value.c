@@ -329,20 +329,26 @@ int qcvIdentity(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOu
 
 /* re-find and re-matches: Clojure's match, or with groups a vector [whole
 ** g1 ...]; the groups are known when the pattern is a constant (one from
-** a variable gives the match: the place names a bad one). */
+** a variable gives the match: the place names a bad one). A vector of at
+** most a tuple's 8 strings is a tuple in the store's encoding, as the
+** tuple function's (qcvTuple), so it meets stored tuples by value and
+** type; a longer one is JSON of strings (QCF_RE_STRS). */
 int qcvReMatch(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QcvArgs a;
   sqlite3_str *pStr;
   ValueType vt = VT_STRING;
-  int nGroup;
+  int nGroup, bTuple, rc;
   QCV_OPEN(pX, pCl, pFn, a);
   pStr = sqlite3_str_new(NULL);
   if (qcvRegexCheck(pX, pCl->aArg[0], pFn->zName, &nGroup) == SQLITE_OK) {
+    bTuple = nGroup > 0 && nGroup < VALUE_TUPLE_MAX;
     sqlite3_str_appendf(pStr, "%s(%s, %s, %s, %d)", pFn->zFunc, a.azA[0], a.azA[1], a.zPlace,
-                        nGroup > 0);
-    if (nGroup > 0) vt = QVT_JSON;
+                        bTuple ? 2 : nGroup > 0);
+    if (nGroup > 0) vt = bTuple ? VT_TUPLE : QVT_JSON;
   }
-  return qcvDone(pX, &a, pStr, vt, NULL, pOut);
+  rc = qcvDone(pX, &a, pStr, vt, NULL, pOut);
+  if (vt == QVT_JSON) pOut->eRe = QCF_RE_STRS;
+  return rc;
 }
 
 /* re-seq: every match in turn (each [whole g1 ...] with groups, which the
@@ -350,13 +356,16 @@ int qcvReMatch(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut
 int qcvReSeq(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QcvArgs a;
   sqlite3_str *pStr;
-  int nGroup;
+  int nGroup = -1, rc;
   QCV_OPEN(pX, pCl, pFn, a);
   pStr = sqlite3_str_new(NULL);
   if (qcvRegexCheck(pX, pCl->aArg[0], pFn->zName, &nGroup) == SQLITE_OK) {
     sqlite3_str_appendf(pStr, "%s(%s, %s, %s)", pFn->zFunc, a.azA[0], a.azA[1], a.zPlace);
   }
-  return qcvDone(pX, &a, pStr, pFn->vtOut, NULL, pOut);
+  rc = qcvDone(pX, &a, pStr, pFn->vtOut, NULL, pOut);
+  pOut->eRe = nGroup < 0 ? QCF_RE_ANY : nGroup == 0 ? QCF_RE_STRS : QCF_RE_VECS;
+  pOut->nReElems = nGroup + 1;
+  return rc;
 }
 
 /* tuple: the values as one tuple (mentat_tuple: the store's encoding, so
@@ -406,4 +415,93 @@ int qcvTuple(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) 
                          sqlite3_str_value(pStr), TAG_TUPLE, TAG_JSON);
   if (zTag == NULL) qcNoMem(pX->pC);
   return qcvDone(pX, &a, pStr, VT_NONE, zTag, pOut);
+}
+
+/* ------------------------------------------------------------ regex JSON */
+
+/* Binds one element of a regular expression's JSON (its json_type zType
+** and SQL value zVal) to pVar (blank: skipped): kind QCF_RE_STRS a string
+** or nil, QCF_RE_VECS a group vector of nElems strings (a tuple when it
+** fits one, as qcvReMatch gives it), QCF_RE_ANY either (a vector as JSON). */
+static void qcvBindReElem(QCtx *pX, const EdnValue *pVar, const char *zType, const char *zVal,
+                          int eKind, int nElems) {
+  char *zExpr = NULL, *zTag = NULL;
+  ValueType vt = VT_NONE;
+  int bNew;
+  if (qpIsBlank(pVar)) return;
+  if (eKind == QCF_RE_VECS && nElems <= VALUE_TUPLE_MAX) {
+    sqlite3_str *pStr = sqlite3_str_new(NULL);
+    int k;
+    sqlite3_str_appendall(pStr, "mentat_tuple(");
+    for (k = 0; k < nElems; k++) {
+      sqlite3_str_appendf(pStr, "%sjson_extract(%s, '$[%d]'), %d", k ? ", " : "", zVal, k,
+                          TAG_STRING);
+    }
+    sqlite3_str_appendall(pStr, ")");
+    zExpr = sqlite3_str_finish(pStr);
+    vt = VT_TUPLE;
+  } else if (eKind == QCF_RE_VECS) {
+    zExpr = sqlite3_mprintf("%s", zVal);
+    vt = QVT_JSON;
+  } else {
+    zExpr = sqlite3_mprintf("%s", zVal);
+    zTag = sqlite3_mprintf("(CASE %s WHEN 'text' THEN %d WHEN 'array' THEN %d END)", zType,
+                           TAG_STRING, eKind == QCF_RE_ANY ? TAG_JSON : TAG_STRING);
+    if (zTag == NULL) qcNoMem(pX->pC);
+  }
+  if (zExpr == NULL) {
+    sqlite3_free(zTag);
+    qcNoMem(pX->pC);
+    return;
+  }
+  bNew = qcVarFind(pX, pVar->u.s.z) == NULL;
+  qcBindVar(pX, pVar->u.s.z, zExpr, vt, zTag, 0);
+  if (bNew) qcFnResult(pX, pVar->u.s.z);
+}
+
+/* Binds element k of JSON array zDoc (of kind eKind) to pVar. */
+static void qcvBindReAt(QCtx *pX, const EdnValue *pVar, const char *zDoc, int k, int eKind,
+                        int nElems) {
+  char *zType = sqlite3_mprintf("json_type(%s, '$[%d]')", zDoc, k);
+  char *zVal = sqlite3_mprintf("json_extract(%s, '$[%d]')", zDoc, k);
+  if (zType && zVal) qcvBindReElem(pX, pVar, zType, zVal, eKind, nElems);
+  else qcNoMem(pX->pC);
+  sqlite3_free(zType);
+  sqlite3_free(zVal);
+}
+
+int qcvBindRegex(QCtx *pX, const QBinding *pB, char *zDoc, int eKind, int nElems) {
+  QComp *pC = pX->pC;
+  char zAlias[24], zType[40], zVal[40];
+  int i;
+  if (zDoc == NULL) return qcNoMem(pC);
+  sqlite3_snprintf(sizeof zAlias, zAlias, "j%d", pC->nAlias + 1);
+  sqlite3_snprintf(sizeof zType, zType, "%s.type", zAlias);
+  sqlite3_snprintf(sizeof zVal, zVal, "%s.value", zAlias);
+  switch (pB->kind) {
+    case QB_TUPLE:
+      for (i = 0; i < pB->nVar && pC->rc == SQLITE_OK; i++) {
+        qcvBindReAt(pX, pB->aVar[i], zDoc, i, eKind, nElems);
+      }
+      /* a shorter one cannot fill the tuple: no binding */
+      qcWhere(pX, sqlite3_mprintf("json_array_length(%s) >= %d", zDoc, pB->nVar));
+      break;
+    case QB_COLL:
+      pC->nAlias++;
+      qcFrom(pX, sqlite3_mprintf("json_each(%s) %s", zDoc, zAlias));
+      if (pC->rc == SQLITE_OK) qcvBindReElem(pX, pB->aVar[0], zType, zVal, eKind, nElems);
+      break;
+    default:
+      /* each element a vector of strings taken apart */
+      pC->nAlias++;
+      qcFrom(pX, sqlite3_mprintf("json_each(%s) %s", zDoc, zAlias));
+      qcWhere(pX, sqlite3_mprintf("%s = 'array' AND json_array_length(%s) >= %d", zType, zVal,
+                                  pB->nVar));
+      for (i = 0; i < pB->nVar && pC->rc == SQLITE_OK; i++) {
+        qcvBindReAt(pX, pB->aVar[i], zVal, i, QCF_RE_STRS, 0);
+      }
+      break;
+  }
+  sqlite3_free(zDoc);
+  return pC->rc;
 }
