@@ -55,6 +55,9 @@ static const struct {
   { "mentat_re_seq", 3, 1, qfReSeq, 0, 0 },
   /* tx-ids, tx-data: a tx id, an instant or a tx entity as a tx id */
   { "mentat_tx_point", 3, 1, qfTxPoint, 0, 0 },
+  /* compare of values whose types are known only at run time: 1, or the
+  ** error Clojure's compare throws across types */
+  { "mentat_comparable", 5, 1, qfComparable, 0, 0 },
   /* the aggregates of :find (query_compile_agg.c): sum, its long overflow
   ** an error saying where; Datomic's median (middle value, or the mean of
   ** the two middle ones), population variance and stddev; distinct,
@@ -64,6 +67,9 @@ static const struct {
   { "mentat_variance", 1, 0, 0, qfNumsStep, qfVarianceFinal },
   { "mentat_stddev", 1, 0, 0, qfNumsStep, qfStddevFinal },
   { "mentat_agg_json", 3, 0, 0, qfValsStep, qfValsFinal },
+  /* NULL, or an error once a group's values fall in two comparison
+  ** classes: min and max (also of n) over values of unknown type */
+  { "mentat_one_class", 2, 0, 0, qfOneClassStep, qfOneClassFinal },
   { "mentat_agg_json", 4, 0, 0, qfValsStep, qfValsFinal },
   /* v if a number, else an error (the numeric aggregates); a BLOB equal
   ** for values equal under Clojure's = (count-distinct) */

@@ -212,6 +212,78 @@ const char *qfTagName(int tag, int t) {
   return "value of unknown type";
 }
 
+/* The comparison class of a value for Clojure's compare: numbers (longs,
+** doubles and entity ids) compare with each other, every other type only
+** with itself; 0 for a value compare cannot order (bytes: a Java byte[] is
+** not Comparable). tag < -9: unknown, the storage class t decides. */
+static int qfCompareClass(int tag, int t) {
+  if (tag < -9) {
+    return t == SQLITE_INTEGER || t == SQLITE_FLOAT ? TAG_NUMBER : t == SQLITE_TEXT ? TAG_STRING : 0;
+  }
+  if (tag == TAG_REF || tag == TAG_NUMBER) return TAG_NUMBER;
+  return tag == TAG_BYTES ? 0 : tag;
+}
+
+/* The user's name for a value's type in a comparison message. */
+static const char *qfCompareName(int tag, int t) {
+  if (tag < -9) return t == SQLITE_TEXT ? "text" : t == SQLITE_BLOB ? "blob" : qfTagName(TAG_NUMBER, t);
+  if (tag == TAG_TUPLE) return ":db.type/tuple";
+  return qfTagName(tag, t);
+}
+
+/* mentat_comparable(a, tagA, b, tagB, where): 1 when Clojure's compare
+** orders a and b (numbers with numbers, else one type with itself), else
+** the ClassCastException Datomic's query throws, as "<where>: cannot
+** compare a :db.type/long with a :db.type/string". A NULL tag: the type is
+** not known there, its storage class says. NULL values compare (nil is
+** first in Clojure's compare). */
+void qfComparable(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  int ta = sqlite3_value_type(argv[0]), tb = sqlite3_value_type(argv[2]);
+  int tagA = sqlite3_value_type(argv[1]) == SQLITE_NULL ? -99 : sqlite3_value_int(argv[1]);
+  int tagB = sqlite3_value_type(argv[3]) == SQLITE_NULL ? -99 : sqlite3_value_int(argv[3]);
+  int ca, cb;
+  (void)argc;
+  if (ta == SQLITE_NULL || tb == SQLITE_NULL) {
+    sqlite3_result_int(pCtx, 1);
+    return;
+  }
+  ca = qfCompareClass(tagA, ta);
+  cb = qfCompareClass(tagB, tb);
+  if (ca != 0 && ca == cb) {
+    sqlite3_result_int(pCtx, 1);
+    return;
+  }
+  qfErrorAt(pCtx, argv[4], "cannot compare a %s with a %s", qfCompareName(tagA, ta),
+            qfCompareName(tagB, tb));
+}
+
+/* mentat_one_class(tag, where), an aggregate: NULL, or the error Clojure's
+** compare throws once the values of its group fall in two comparison
+** classes (Datomic's min and max aggregates order by compare), named in
+** tag order so the message does not depend on the rows' order. */
+typedef struct QfOneClass { int bAny, tag; } QfOneClass;
+
+void qfOneClassStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  QfOneClass *p = sqlite3_aggregate_context(pCtx, sizeof(QfOneClass));
+  int tag;
+  (void)argc;
+  if (p == NULL) { sqlite3_result_error_nomem(pCtx); return; }
+  if (sqlite3_value_type(argv[0]) == SQLITE_NULL) return;
+  tag = sqlite3_value_int(argv[0]);
+  if (!p->bAny) {
+    p->bAny = 1;
+    p->tag = tag;
+  } else if (qfCompareClass(tag, 0) != qfCompareClass(p->tag, 0)) {
+    int lo = tag < p->tag ? tag : p->tag, hi = tag < p->tag ? p->tag : tag;
+    qfErrorAt(pCtx, argv[1], "cannot compare a %s with a %s", qfCompareName(lo, SQLITE_INTEGER),
+              qfCompareName(hi, SQLITE_INTEGER));
+  }
+}
+
+void qfOneClassFinal(sqlite3_context *pCtx) {
+  sqlite3_result_null(pCtx);
+}
+
 /* mentat_tx_point(v, tag, where): see the header. tag NULL: the value's
 ** storage class decides (an integer is a tx id). NULL gives NULL. */
 void qfTxPoint(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {

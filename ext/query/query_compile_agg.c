@@ -221,6 +221,12 @@ static int qcaAggExpr(QComp *pC, QCtx *pX, const QFindElem *pE, int k, const QVa
     }
     zPlace = qcPlaceSql(pE->pForm, pE->zName);
     if (zPlace == NULL) { qcNoMem(pC); goto done; }
+  } else if (vt == VT_NONE && (pAgg->eKind == QCA_EXTREME
+                               || (pAgg->eKind == QCA_JSON && (pAgg->iMode == 1 || pAgg->iMode == 2)))) {
+    /* min, max, (min n), (max n) order by Clojure's compare, which throws
+    ** across types: checked value by value when the type is unknown */
+    zPlace = qcPlaceSql(pE->pForm, pE->zName);
+    if (zPlace == NULL) { qcNoMem(pC); goto done; }
   }
   switch (pAgg->eKind) {
     case QCA_COUNT:
@@ -250,8 +256,11 @@ static int qcaAggExpr(QComp *pC, QCtx *pX, const QFindElem *pE, int k, const QVa
       pCol->vt = pAgg->vtOut != VT_NONE ? pAgg->vtOut : vt == VT_LONG ? VT_LONG : VT_DOUBLE;
       break;
     case QCA_EXTREME:
-      /* SQLite's min/max take their argument's collation. */
+      /* SQLite's min/max take their argument's collation. Values of
+      ** unknown type must share a comparison class (mentat_one_class). */
+      if (zPlace) sqlite3_str_appendf(pOuter, "coalesce(mentat_one_class(t%d, %s), ", k, zPlace);
       sqlite3_str_appendf(pOuter, "%s(v%d%s)", pAgg->zSql, k, qcKwCollate(vt));
+      if (zPlace) sqlite3_str_appendall(pOuter, ")");
       pCol->vt = vt;
       break;
     default: {  /* QCA_JSON */
@@ -261,8 +270,10 @@ static int qcaAggExpr(QComp *pC, QCtx *pX, const QFindElem *pE, int k, const QVa
       } else {
         iP = pE->pAggN ? qcaAggCount(pC, pX, pE) : 0;
         if (pC->rc) goto done;
+        if (zPlace) sqlite3_str_appendf(pOuter, "coalesce(mentat_one_class(t%d, %s), ", k, zPlace);
         if (iP) sqlite3_str_appendf(pOuter, "mentat_agg_json(%d, v%d, t%d, ?%d)", pAgg->iMode, k, k, iP);
         else sqlite3_str_appendf(pOuter, "mentat_agg_json(%d, v%d, t%d, 1)", pAgg->iMode, k, k);
+        if (zPlace) sqlite3_str_appendall(pOuter, ")");
       }
       pCol->kind = QCOL_JSON;
       break;

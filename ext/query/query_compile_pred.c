@@ -58,20 +58,43 @@ static char *qcpCompareTuples(QCtx *pX, const EdnValue *pA, const EdnValue *pB, 
   return sqlite3_mprintf(bNe ? "1" : "0");
 }
 
+/* The error an ordering (< <= > >=) or == of two known types is when
+** Clojure's would throw a ClassCastException: values compare within one
+** comparison class only (qcComparable), == takes numbers only. A value of
+** unknown type is left to the tag tests (peer fault B13: `[?e _ ?v] [(> ?v
+** 0)]` sees the numbers). 1 after the error, 0 when they compare. */
+static int qcpIncomparable(QCtx *pX, const QClause *pCl, const char *zFn, const char *zOp,
+                           ValueType vtA, ValueType vtB) {
+  if (qcNoRows(pX)) return 0;
+  if (zOp[0] == '=') {
+    ValueType vt = vtA != VT_NONE && qcTypeClass(vtA) != 1 ? vtA : vtB;
+    if (vt == VT_NONE || qcTypeClass(vt) == 1) return 0;
+    qcErr(pX->pC, pCl->pForm, "%s: argument %d is a %s, not a number", zFn, vt == vtA ? 1 : 2,
+          vt == VT_TUPLE ? ":db.type/tuple" : qcVtName(vt));
+    return 1;
+  }
+  if (vtA == VT_NONE || vtB == VT_NONE || qcComparable(vtA, vtB)) return 0;
+  qcErr(pX->pC, pCl->pForm, "%s: cannot compare a %s with a %s", zFn,
+        vtA == VT_TUPLE ? ":db.type/tuple" : qcVtName(vtA),
+        vtB == VT_TUPLE ? ":db.type/tuple" : qcVtName(vtB));
+  return 1;
+}
+
 /* Compares two terms with SQL operator zOp within one type class. bNe: the
 ** operator is a "differ" (true across classes). bValue: = / != compare
 ** values as Clojure's = does, so a long never equals a double ((= 1 1.0)
 ** is false; Datomic stores 1 and 1.0 as different values); == and the
 ** orderings compare numbers by magnitude. SQLite keeps the two apart by
 ** storage class (a stored double is REAL), so the test is typeof's. */
-static char *qcpCompareTerms(QCtx *pX, const EdnValue *pA, const EdnValue *pB, const char *zOp,
-                             int bNe, int bValue) {
+static char *qcpCompareTerms(QCtx *pX, const QClause *pCl, const char *zFn, const EdnValue *pA,
+                             const EdnValue *pB, const char *zOp, int bNe, int bValue) {
   ValueType vtA, vtB;
   char *zTagA = NULL, *zTagB = NULL, *zOut = NULL, *zCmp = NULL;
   char *zA = qcTermExpr(pX, pA, &vtA, &zTagA, "predicate");
   char *zB = zA ? qcTermExpr(pX, pB, &vtB, &zTagB, "predicate") : NULL;
   int bEq = strcmp(zOp, "=") == 0 || strcmp(zOp, "!=") == 0;
   if (zA == NULL || zB == NULL) goto cleanup;
+  if (!bNe && !bValue && qcpIncomparable(pX, pCl, zFn, zOp, vtA, vtB)) goto cleanup;
   if (vtA == VT_TUPLE || vtB == VT_TUPLE) {
     zOut = qcpCompareTuples(pX, pA, pB, zA, zB, vtA, vtB, zTagA, zTagB, zOp, bNe);
     goto cleanup;
@@ -139,12 +162,12 @@ cleanup:
 }
 
 /* Appends the terms of a chain of comparisons joined by zJoin. */
-static void qcpCompareChain(QCtx *pX, sqlite3_str *pOut, const EdnValue *const *aA,
-                            const EdnValue *const *aB, int n, const char *zOp, int bNe,
-                            int bValue, const char *zJoin) {
+static void qcpCompareChain(QCtx *pX, const QClause *pCl, const char *zFn, sqlite3_str *pOut,
+                            const EdnValue *const *aA, const EdnValue *const *aB, int n,
+                            const char *zOp, int bNe, int bValue, const char *zJoin) {
   int j;
   for (j = 0; j < n && pX->pC->rc == SQLITE_OK; j++) {
-    char *zT = qcpCompareTerms(pX, aA[j], aB[j], zOp, bNe, bValue);
+    char *zT = qcpCompareTerms(pX, pCl, zFn, aA[j], aB[j], zOp, bNe, bValue);
     if (zT) sqlite3_str_appendf(pOut, "%s%s", j ? zJoin : "", zT);
     sqlite3_free(zT);
   }
@@ -153,8 +176,8 @@ static void qcpCompareChain(QCtx *pX, sqlite3_str *pOut, const EdnValue *const *
 /* The chain (op a b c ...) as (a op b) AND (b op c) ...: pOut->zSql, or
 ** NULL on error (pC->rc). bNe: op is a "differ" (true across classes);
 ** bValue: = and != compare as Clojure's = (see qcpCompareTerms). */
-static int qcpChain(QCtx *pX, const QClause *pCl, const char *zOp, int bNe, int bValue,
-                    QcfOut *pOut) {
+static int qcpChain(QCtx *pX, const QClause *pCl, const char *zFn, const char *zOp, int bNe,
+                    int bValue, QcfOut *pOut) {
   QComp *pC = pX->pC;
   sqlite3_str *pStr = sqlite3_str_new(NULL);
   int n = pCl->nArg;
@@ -162,10 +185,11 @@ static int qcpChain(QCtx *pX, const QClause *pCl, const char *zOp, int bNe, int 
   if (bNe && n > 2) {
     /* (not= a b c) is (not (= a b c)): true unless all are equal. */
     sqlite3_str_appendall(pStr, "NOT (");
-    qcpCompareChain(pX, pStr, pCl->aArg, pCl->aArg + 1, n - 1, "=", 0, 1, " AND ");
+    qcpCompareChain(pX, pCl, zFn, pStr, pCl->aArg, pCl->aArg + 1, n - 1, "=", 0, 1, " AND ");
     sqlite3_str_appendall(pStr, ")");
   } else {
-    qcpCompareChain(pX, pStr, pCl->aArg, pCl->aArg + 1, n - 1, zOp, bNe, bValue, " AND ");
+    qcpCompareChain(pX, pCl, zFn, pStr, pCl->aArg, pCl->aArg + 1, n - 1, zOp, bNe, bValue,
+                    " AND ");
   }
   sqlite3_str_appendall(pStr, ")");
   pOut->zSql = sqlite3_str_finish(pStr);
@@ -176,17 +200,17 @@ static int qcpChain(QCtx *pX, const QClause *pCl, const char *zOp, int bNe, int 
 
 /* == and the orderings: numbers by magnitude, within one type class. */
 int qcpCompare(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
-  return qcpChain(pX, pCl, pFn->zSql, 0, 0, pOut);
+  return qcpChain(pX, pCl, pFn->zName, pFn->zSql, 0, 0, pOut);
 }
 
 /* =: Clojure's =, so a long never equals a double. */
 int qcpEqual(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
-  return qcpChain(pX, pCl, pFn->zSql, 0, 1, pOut);
+  return qcpChain(pX, pCl, pFn->zName, pFn->zSql, 0, 1, pOut);
 }
 
 /* != and not=: Clojure's not=, (not (= a b ...)). */
 int qcpNotEqual(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
-  return qcpChain(pX, pCl, pFn->zSql, 1, 1, pOut);
+  return qcpChain(pX, pCl, pFn->zName, pFn->zSql, 1, 1, pOut);
 }
 
 /* differ? (DataScript's -differ?): the first half of the arguments differs
@@ -201,7 +225,8 @@ int qcpDiffer(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut)
   }
   pStr = sqlite3_str_new(NULL);
   sqlite3_str_appendall(pStr, "(");
-  qcpCompareChain(pX, pStr, pCl->aArg, pCl->aArg + h, h, pFn->zSql, 1, 1, " OR ");
+  qcpCompareChain(pX, pCl, pFn->zName, pStr, pCl->aArg, pCl->aArg + h, h, pFn->zSql, 1, 1,
+                  " OR ");
   sqlite3_str_appendall(pStr, ")");
   pOut->zSql = sqlite3_str_finish(pStr);
   if (pC->rc) { sqlite3_free(pOut->zSql); pOut->zSql = NULL; }

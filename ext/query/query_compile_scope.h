@@ -400,6 +400,11 @@ void qcPhaseEnd(QCtx *pX, QPhase *pPh, const char *zBranches, const unsigned cha
 /* Value type class for comparisons: 1 numbers, 2 strings, 3 instants,
 ** 4 keywords, 5 booleans, 6 uuids, 0 other. */
 int qcTypeClass(ValueType vt);
+/* Does Clojure's compare order values of the known types a and b (not
+** VT_NONE)? Numbers and entity ids with each other, any other type with
+** itself only, tuples (and the collections a query makes) with each other;
+** never bytes (a Java byte[] is not Comparable). */
+int qcComparable(ValueType a, ValueType b);
 /* A type's name in messages: ":db.type/string", or "collection" for the
 ** JSON values queries make. */
 const char *qcVtName(ValueType vt);

@@ -122,6 +122,12 @@ int qcTypeClass(ValueType vt) {
   }
 }
 
+int qcComparable(ValueType a, ValueType b) {
+  if (a == QVT_JSON || b == QVT_JSON) return a == b || a == VT_TUPLE || b == VT_TUPLE;
+  if (a == VT_TUPLE || b == VT_TUPLE) return a == b;
+  return qcTypeClass(a) != 0 && qcTypeClass(a) == qcTypeClass(b);
+}
+
 const char *qcVtName(ValueType vt) {
   return vt == QVT_JSON ? "collection" : vtName(vt);
 }

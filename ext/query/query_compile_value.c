@@ -215,15 +215,50 @@ int qcvMinMax(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut)
   return qcvDone(pX, &a, pStr, vt, zTag, pOut);
 }
 
-/* Clojure's compare as its sign: -1, 0 or 1; keywords in its order
-** (COLLATE mentat_kw), decided by the tags when both types are unknown. */
+/* A type's name in compare's message. */
+static const char *qcvCmpName(ValueType vt) {
+  return vt == VT_TUPLE ? ":db.type/tuple" : qcVtName(vt);
+}
+
+/* The run-time tag SQL of compare's argument i: its tag expression, the
+** static tag of its known type, or NULL (the storage class decides). */
+static char *qcvCmpTag(const QcvArgs *pA, int i) {
+  if (pA->aVt[i] == VT_NONE) return sqlite3_mprintf("%s", pA->azTag[i] ? pA->azTag[i] : "NULL");
+  return sqlite3_mprintf("%d", pA->aVt[i] == QVT_JSON ? TAG_JSON : vtOutTag(pA->aVt[i]));
+}
+
+/* compare: Clojure's, as its sign -1, 0 or 1, within one comparison class
+** (numbers, or one type; keywords in its order, COLLATE mentat_kw, decided
+** by the tags when both types are unknown), an error across classes (Clojure's compare throws a
+** ClassCastException: at compile time when both types are known, else at
+** run time through mentat_comparable). */
 int qcvCompare(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   const char *zCmp = "(CASE WHEN (%s) < (%s)%s THEN -1 WHEN (%s) > (%s)%s THEN 1 ELSE 0 END)";
   const char *zKw = " COLLATE mentat_kw";
   QcvArgs a;
   sqlite3_str *pStr;
   QCV_OPEN(pX, pCl, pFn, a);
+  if (a.aVt[0] != VT_NONE && a.aVt[1] != VT_NONE && !qcComparable(a.aVt[0], a.aVt[1])
+      && !qcNoRows(pX)) {
+    /* Clojure's compare throws a ClassCastException across types */
+    qcErr(pX->pC, pCl->pForm, "compare: cannot compare a %s with a %s", qcvCmpName(a.aVt[0]),
+          qcvCmpName(a.aVt[1]));
+    qcvArgsClose(&a);
+    return pX->pC->rc;
+  }
   pStr = sqlite3_str_new(NULL);
+  if (a.aVt[0] == VT_NONE || a.aVt[1] == VT_NONE) {
+    /* a type known only at run time: checked there, row by row */
+    char *zTa = qcvCmpTag(&a, 0), *zTb = qcvCmpTag(&a, 1);
+    if (zTa && zTb) {
+      sqlite3_str_appendf(pStr, "(CASE WHEN mentat_comparable(%s, %s, %s, %s, %s) THEN ", a.azA[0],
+                          zTa, a.azA[1], zTb, a.zPlace);
+    } else {
+      qcNoMem(pX->pC);
+    }
+    sqlite3_free(zTa);
+    sqlite3_free(zTb);
+  }
   if (a.aVt[0] == VT_NONE && a.aVt[1] == VT_NONE && a.azTag[0] && a.azTag[1]) {
     sqlite3_str_appendf(pStr, "(CASE WHEN %s = %d AND %s = %d THEN ", a.azTag[0], TAG_KEYWORD,
                         a.azTag[1], TAG_KEYWORD);
@@ -235,6 +270,7 @@ int qcvCompare(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut
     const char *zColl = *qcKwCollate(a.aVt[0]) && *qcKwCollate(a.aVt[1]) ? zKw : "";
     sqlite3_str_appendf(pStr, zCmp, a.azA[0], a.azA[1], zColl, a.azA[0], a.azA[1], zColl);
   }
+  if (a.aVt[0] == VT_NONE || a.aVt[1] == VT_NONE) sqlite3_str_appendall(pStr, " END)");
   return qcvDone(pX, &a, pStr, pFn->vtOut, NULL, pOut);
 }
 
