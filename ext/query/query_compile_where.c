@@ -25,6 +25,7 @@
 ** index, absent on a small store) cannot make SQLite drive from a whole
 ** attribute; otherwise they are plain inner joins the planner orders.
 */
+#include <stdlib.h>
 #include <string.h>
 #include "query_compile_scope.h"
 
@@ -220,6 +221,17 @@ static char *qcwTagExpr(QCtx *pX, const char *zAlias, const char *zTagCol) {
   return z;
 }
 
+/* The attribute of the input pair [:attr v] variable pV stands for when
+** :attr is not :db/unique (qPlanNotLookup), else NULL. */
+static const Attr *qcwInputNotLookup(QCtx *pX, const QVar *pV) {
+  QComp *pC = pX->pC;
+  int iP;
+  if (pV->zExpr[0] != '?' || pC->pOpts == NULL) return NULL;
+  iP = atoi(pV->zExpr + 1);
+  if (iP < 1 || iP > pC->nParam || pC->aParam[iP - 1].iInput < 0) return NULL;
+  return qPlanNotLookup(pC->pSchema, qParamValue(&pC->aParam[iP - 1], pC->pOpts));
+}
+
 static void qcwPlace(QCtx *pX, const EdnValue *pTerm, const char *zAlias, const char *zCol,
                      ValueType vt, const char *zTagCol, int bIntCol, const Attr *pAttr) {
   char *zExpr;
@@ -232,10 +244,20 @@ static void qcwPlace(QCtx *pX, const EdnValue *pTerm, const char *zAlias, const 
     if (vt == VT_REF && pV && pV->zExpr && pV->nParam == 0
         && (pV->vt == QVT_JSON || (pV->vt == VT_TUPLE && qcIsMadeTuple(pV->zExpr)))) {
       /* a collection a function bound names no entity: an error, as
-      ** get-else says of it, not a silent empty join */
+      ** get-else says of it, not a silent empty join; an input pair on a
+      ** non-unique attribute is the lookup ref edn_t refuses */
+      const Attr *pNot = qcwInputNotLookup(pX, pV);
       sqlite3_free(zExpr);
-      qcErr(pX->pC, pTerm, "%s is a collection, not an entity id, ident or lookup ref",
-            pTerm->u.s.z);
+      if (pNot) {
+        /* the input's fault, said as binding it says it: no place */
+        const EdnValue *pAt = pX->pC->pAt;
+        pX->pC->pAt = NULL;
+        qcErr(pX->pC, NULL, "lookup ref attribute %s is not :db/unique", pNot->zIdent);
+        pX->pC->pAt = pAt;
+      } else {
+        qcErr(pX->pC, pTerm, "%s is a collection, not an entity id, ident or lookup ref",
+              pTerm->u.s.z);
+      }
       return;
     }
     zTag = zTagCol ? qcwTagExpr(pX, zAlias, zTagCol) : NULL;

@@ -23,11 +23,20 @@ int qPlanLookupRef(const Schema *pSchema, const EdnValue *p) {
   const Attr *pA;
   if (p->type != EDN_VECTOR || p->u.c.n != 2 || p->u.c.a[0]->type != EDN_KEYWORD) return 0;
   pA = schemaAttrByIdent(pSchema, p->u.c.a[0]->u.s.z, p->u.c.a[0]->u.s.n);
-  /* a keyword that names no attribute makes no lookup ref: the pair is a
-  ** tuple ([:x "y"] against a stored tuple of a keyword and a string) */
-  if (pA == NULL) return 0;
-  if (p->u.c.a[1]->type != EDN_KEYWORD) return 1;
-  return pA->eUnique != UNIQUE_NONE;
+  /* a keyword that names no unique attribute makes no lookup ref (Datomic
+  ** resolves one through a :db/unique attribute only): the pair is a tuple
+  ** ([:x "y"] against a stored tuple of a keyword and a string); in an
+  ** entity place it is the error qPlanNotLookup names */
+  return pA != NULL && pA->eUnique != UNIQUE_NONE;
+}
+
+const Attr *qPlanNotLookup(const Schema *pSchema, const EdnValue *p) {
+  const Attr *pA;
+  if (p == NULL || p->type != EDN_VECTOR || p->u.c.n != 2 || p->u.c.a[0]->type != EDN_KEYWORD) {
+    return NULL;
+  }
+  pA = schemaAttrByIdent(pSchema, p->u.c.a[0]->u.s.z, p->u.c.a[0]->u.s.n);
+  return pA && pA->eUnique == UNIQUE_NONE ? pA : NULL;
 }
 
 /* ------------------------------------------------------------ binding */
@@ -38,7 +47,7 @@ static const QuerySource *qParamSource(const QParam *pP, const QueryOpts *pOpts)
   return &pOpts->aSource[pP->iSrc - 1];
 }
 
-static const EdnValue *qParamValue(const QParam *pP, const QueryOpts *pOpts) {
+const EdnValue *qParamValue(const QParam *pP, const QueryOpts *pOpts) {
   const EdnValue *p;
   if (pP->eConv == QV_HIST_INST) {
     const QuerySource *pS = qParamSource(pP, pOpts);

@@ -85,11 +85,19 @@ struct QueryPlan {
 /* Frees plan p and what it owns (its statement too); p may be NULL. */
 void qPlanFree(QueryPlan *p);
 
-/* Is input value p a lookup ref [:attr v]? A pair of keywords is one only
-** when the first names a :db/unique attribute; else it is a tuple (two
-** idents). Other [keyword v] pairs are lookup refs when the keyword names
-** an attribute (a non-unique one is an error when bound), else tuples. */
+/* Is input value p a lookup ref [:attr v]? Only when the keyword names a
+** :db/unique attribute (as Datomic resolves one); else the pair is a
+** tuple, which meets stored tuples by value and type. */
 int qPlanLookupRef(const Schema *pSchema, const EdnValue *p);
+
+/* The attribute of input pair p [:attr v] when it names one that is not
+** :db/unique: no lookup ref, so in an entity place the error "lookup ref
+** attribute :attr is not :db/unique" (as edn_t refuses it); else NULL. */
+const Attr *qPlanNotLookup(const Schema *pSchema, const EdnValue *p);
+
+/* The value parameter pP stands for in pOpts' inputs (its constant when it
+** is none's), NULL when the inputs have no such place. */
+const EdnValue *qParamValue(const QParam *pP, const QueryOpts *pOpts);
 
 /* Binds every parameter of p on pStmt from pOpts. */
 int qPlanBind(const QueryPlan *p, sqlite3_stmt *pStmt, const Schema *pSchema,
