@@ -1,5 +1,5 @@
 # libmentat_sqlite — a SQLite loadable extension: Datomic-style Datalog on SQLite.
-# Targets: all test smoke meta demo asan tsan valgrind bench fuzz clean deps
+# Targets: all test unit faults layering smoke meta demo asan tsan valgrind bench fuzz clean deps
 #          install uninstall deb wheel npm packages (see "Installing" in README.md)
 # Layout: ext/<stage>/ (edn, qparse, qfunc, schema, store, tx, pull, query), vtab/ (the SQL boundary), test/ (Check),
 # smoke/ (real hosts), bench/. Outputs go to build/ only.
@@ -41,7 +41,7 @@ reverse    = $(if $(1),$(call reverse,$(wordlist 2,99,$(1))) $(firstword $(1)))
 TESTS    = $(patsubst test/%.c,$(B)/%,$(wildcard test/test_*.c))
 SO       = build/libmentat_sqlite.so
 
-.PHONY: all test unit layering smoke meta acceptance demo asan tsan valgrind bench soak fuzz fuzz-bins clean deps \
+.PHONY: all test unit faults unit-runs fault-runs layering smoke meta acceptance demo asan tsan valgrind bench soak fuzz fuzz-bins clean deps \
         install uninstall deb wheel npm packages FORCE
 # Objects are not intermediates to throw away: keep them so rebuilds stay incremental.
 .SECONDARY:
@@ -135,17 +135,41 @@ $(B)/test_%: test/test_%.c $$(call libs_upto,$$(call test_stage,$$*))
 
 -include $(OBJ:.o=.d) $(TOBJ:.o=.d) $(patsubst $(B)/%,$(B)/tdep/%.d,$(TESTS))
 
-# Every suite runs even when an earlier one fails; the target fails at the end. The suites
-# are independent programs: make -j2 unit runs two at a time, each one's output kept together.
-# The suites start longest first (by their CPU time), so that make -j2 unit does not end
-# waiting for one of them.
-UNIT_FIRST = $(addprefix $(B)/,test_iofault test_tx test_oom test_view test_qlang test_cases test_store \
-  test_surface test_qcompile test_host test_group)
-UNIT_RUNS = $(patsubst $(B)/%,$(B)/run/%,$(filter $(UNIT_FIRST),$(TESTS)) $(filter-out $(UNIT_FIRST),$(TESTS)))
-unit: $(UNIT_RUNS)
-	@fail=0; for t in $(UNIT_RUNS); do if [ -f $$t.fail ]; then echo "FAILED: $$t"; fail=1; fi; done; exit $$fail
-$(B)/run/%: $(B)/% FORCE
-	@mkdir -p $(dir $@); rm -f $@.fail; $< > $@.log 2>&1 || touch $@.fail; echo "== $<"; cat $@.log
+# Every suite runs even when an earlier one fails; the target fails at the end. make unit runs
+# UNIT_JOBS suites at a time by itself (a make -jN of the caller's wins), each one's output kept
+# together. A run is a program, or one Check tcase of it (program@tcase, CK_RUN_CASE), so a long
+# program spreads over the cores; runs start longest first (by CPU time), so no core ends
+# waiting for one of them. The allocation- and I/O-failure sweeps (the tcases tagged "faults",
+# testutil.h tuFaultCase) are make faults, not make unit; make test runs both.
+UNIT_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+run_jobs   = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(UNIT_JOBS))
+UNIT_FIRST = test_cases test_qlang test_tx test_rawidx test_group test_host test_store test_surface \
+  test_qcompile test_view
+UNIT_RUNS  = $(addprefix $(B)/run/unit/,$(filter $(TESTS:$(B)/%=%),$(UNIT_FIRST)) \
+  $(filter-out $(UNIT_FIRST) $(FAULT_ONLY),$(TESTS:$(B)/%=%)))
+# the programs that are sweeps alone, and every run of make faults
+FAULT_ONLY  = test_iofault test_oom
+FAULT_RUNS  = $(addprefix $(B)/run/faults/,test_iofault@wal test_tx test_iofault@errors test_view \
+  test_qlang test_oom@tuples test_oom@movies test_store test_iofault@power test_qcompile test_pull \
+  test_surface)
+unit:
+	@$(MAKE) --no-print-directory $(run_jobs) unit-runs
+faults:
+	@$(MAKE) --no-print-directory $(run_jobs) fault-runs
+unit-runs: $(UNIT_RUNS)
+	@fail=0; for t in $^; do if [ -f $$t.fail ]; then echo "FAILED: $$t"; fail=1; fi; done; exit $$fail
+fault-runs: $(FAULT_RUNS)
+	@fail=0; for t in $^; do if [ -f $$t.fail ]; then echo "FAILED: $$t"; fail=1; fi; done; exit $$fail
+run_prog = $(B)/$(firstword $(subst @, ,$(1)))
+run_case = $(if $(word 2,$(subst @, ,$(1))),CK_RUN_CASE=$(word 2,$(subst @, ,$(1))))
+# one run: its output in a log, printed whole when it ends, with its wall time
+run_one = mkdir -p $(dir $@); rm -f $@.fail; t0=$$(date +%s%N); \
+  $(1) $(call run_case,$*) $< > $@.log 2>&1 || touch $@.fail; \
+  echo "== $<$(2) $(call run_case,$*) ($$(( ($$(date +%s%N) - t0) / 1000000 )) ms)"; cat $@.log
+$(B)/run/unit/%: $$(call run_prog,$$*) FORCE
+	@$(call run_one,CK_EXCLUDE_TAGS=faults,)
+$(B)/run/faults/%: $$(call run_prog,$$*) FORCE
+	@$(call run_one,CK_INCLUDE_TAGS=faults, faults)
 
 # Layering: every stage's archive, whole, must link against the stages before it alone
 # (ld --no-undefined), and every #include must name a header of the same or an earlier
@@ -180,6 +204,7 @@ test:
 	$(MAKE) deps DEB_EXTRA="$(DEB_HOSTS) $(DEB_EXTRA)"
 	$(MAKE) all
 	$(MAKE) unit
+	$(MAKE) faults
 	$(MAKE) layering
 	$(MAKE) smoke
 	@if [ -f $(SHARED)/acceptance/run.py ]; then $(MAKE) acceptance; \
@@ -189,11 +214,11 @@ demo: deps
 	$(MAKE) all
 	@SO=$(abspath $(SO)) SHARED=$(SHARED) bash smoke/demo.sh
 
-# Sanitizers: the unit tests built with ASan+UBSan (clang) in build/asan, no fork so
+# Sanitizers: the unit tests and the fault sweeps built with ASan+UBSan (clang) in build/asan, no fork so
 # LeakSanitizer sees every test's allocations.
 asan:
 	$(MAKE) deps DEB_EXTRA="clang libclang-rt-14-dev"
-	CK_FORK=no $(MAKE) unit B=build/asan CC=clang \
+	CK_FORK=no $(MAKE) unit faults B=build/asan CC=clang \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 
 # ThreadSanitizer on the .so (built whole into build/tsan) in a threaded Python host: the

@@ -906,7 +906,7 @@ END_TEST
 
 int main(void) {
   Suite *s = suite_create("iofault");
-  TCase *tc = tcase_create("iofault");
+  TCase *tc;
   SRunner *sr;
   int nFailed;
   gLong = getenv("IOFAULT_LONG") && strcmp(getenv("IOFAULT_LONG"), "0") != 0;
@@ -919,9 +919,14 @@ int main(void) {
   setenv("MENTAT_WAL_RESTART_BYTES", "262144", 1);
   setenv("MENTAT_TUNE_MIN_DATOMS", "40", 1);
   ioInstall();
-  tcase_set_timeout(tc, gLong ? 3600 : 120);
+  /* one tcase per sweep, so make faults runs them side by side (CK_RUN_CASE) */
+  tc = tuFaultCase("errors", gLong ? 3600 : 120);
   tcase_add_test(tc, test_iofault_errors);
+  suite_add_tcase(s, tc);
+  tc = tuFaultCase("wal", gLong ? 3600 : 120);
   tcase_add_test(tc, test_iofault_wal);
+  suite_add_tcase(s, tc);
+  tc = tuFaultCase("power", gLong ? 3600 : 120);
   tcase_add_test(tc, test_iofault_power);
   suite_add_tcase(s, tc);
   sr = srunner_create(s);

@@ -325,11 +325,12 @@ int main(void) {
   ** sweep's thousands of failed and retried commits take a second, not ten. */
   setenv("MENTAT_SYNCHRONOUS", "OFF", 1);
   s = suite_create("oom");
-  TCase *tc = tcase_create("movies");
+  TCase *tc = tuFaultCase("movies", 600);
   SRunner *sr;
   int nFailed;
-  tcase_set_timeout(tc, 600);
   tcase_add_test(tc, test_oom_movies);
+  suite_add_tcase(s, tc);
+  tc = tuFaultCase("tuples", 600);
   tcase_add_test(tc, test_oom_tuples);
   suite_add_tcase(s, tc);
   sr = srunner_create(s);

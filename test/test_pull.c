@@ -1419,8 +1419,7 @@ static Suite *pullSuite(void) {
   tcase_add_checked_fixture(tc, tStoreSetup, tStoreTeardown);
   tcase_add_test(tc, test_store_cases);
   suite_add_tcase(s, tc);
-  tc = tcase_create("oom");
-  tcase_set_timeout(tc, 120);
+  tc = tuFaultCase("oom", 120);
   tcase_add_test(tc, test_oom_pull);
   suite_add_tcase(s, tc);
   tc = tcase_create("history");

@@ -814,8 +814,11 @@ static Suite *qcompileSuite(void) {
   tcase_add_test(tc, test_plan_cache);
   tcase_add_test(tc, test_history);
   tcase_add_test(tc, test_tuned_plans);
-  tcase_add_test(tc, test_oom);
   tcase_add_test(tc, test_interrupt_sweep);
+  suite_add_tcase(s, tc);
+  tc = tuFaultCase("oom", 300);
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, test_oom);
   suite_add_tcase(s, tc);
   return s;
 }

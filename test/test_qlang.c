@@ -646,9 +646,12 @@ static Suite *qlangSuite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_sample_rand);
   tcase_add_test(tc, test_helpers);
-  tcase_add_test(tc, test_oom);
   tcase_add_test(tc, test_spill_bindings);
   tcase_add_test(tc, test_spill_budget);
+  suite_add_tcase(s, tc);
+  tc = tuFaultCase("oom", 300);
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, test_oom);
   suite_add_tcase(s, tc);
   tcase_add_checked_fixture(tcRules, setup, teardown);
   tcase_set_timeout(tcRules, 600);

@@ -300,6 +300,7 @@ START_TEST(test_rawidx_long_rest) {
 END_TEST
 
 static Suite *rawidxSuite(void) {
+  tuNoFsync();
   Suite *s = suite_create("rawidx");
   TCase *tc = tcase_create("open cursors");
   tcase_set_timeout(tc, 120);

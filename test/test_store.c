@@ -2314,8 +2314,7 @@ static Suite *storeSuite(void) {
   tcase_add_test(tc, test_many_idents);
   tcase_add_test(tc, test_load_error);
   suite_add_tcase(s, tc);
-  tc = tcase_create("schema-oom");
-  tcase_set_timeout(tc, 300);
+  tc = tuFaultCase("schema-oom", 300);
   tcase_add_checked_fixture(tc, tuNoFsync, NULL);
   tcase_add_test(tc, test_oom_schema_load);
   tcase_add_test(tc, test_oom_store_open);

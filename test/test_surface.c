@@ -857,8 +857,7 @@ static Suite *surfaceSuite(void) {
   tcase_add_test(tc, test_surface_register_in_statement);
   tcase_add_test(tc, test_surface_native_columns);
   suite_add_tcase(s, tc);
-  tc = tcase_create("oom");
-  tcase_set_timeout(tc, 300);
+  tc = tuFaultCase("oom", 300);
   tcase_add_test(tc, test_surface_oom);
   suite_add_tcase(s, tc);
   return s;

@@ -866,7 +866,6 @@ static Suite *txSuite(void) {
   tcase_add_test(tc, test_many_small_transactions);
   tcase_add_test(tc, test_bulk_batches);
   tcase_add_test(tc, test_bulk_lookup_refs);
-  tcase_add_test(tc, test_oom_sweep);
   tcase_add_test(tc, test_writer_cache_fits_tx);
   tcase_add_test(tc, test_wal_bounded);
   tcase_add_test(tc, test_wal_restart_throttled);
@@ -874,6 +873,9 @@ static Suite *txSuite(void) {
   tcase_add_test(tc, test_tune_on_growth);
   tcase_add_test(tc, test_tune_deferred_by_bulk);
   tcase_add_test(tc, test_tune_retried_after_busy);
+  suite_add_tcase(s, tc);
+  tc = tuFaultCase("oom", 300);
+  tcase_add_test(tc, test_oom_sweep);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -404,8 +404,10 @@ static Suite *viewSuite(void) {
   tcase_add_test(tc, path_rule_of_attached_file);
   tcase_add_test(tc, path_rule_at_connect);
   tcase_add_test(tc, store_gone_at_connect);
-  tcase_add_test(tc, allocation_failures);
   tcase_add_test(tc, temp_view_file_source);
+  suite_add_tcase(s, tc);
+  tc = tuFaultCase("oom", 300);
+  tcase_add_test(tc, allocation_failures);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -178,6 +178,16 @@ static inline void tuNoFsync(void) {
   configSetSynchronous("OFF");
 }
 
+/* A tcase of allocation- or I/O-failure sweeps, tagged "faults": make unit
+** leaves these out (CK_EXCLUDE_TAGS=faults) and make faults runs only them
+** (CK_INCLUDE_TAGS=faults); run by hand, a program runs every tcase. */
+static inline TCase *tuFaultCase(const char *zName, int nTimeout) {
+  TCase *tc = tcase_create(zName);
+  tcase_set_tags(tc, "faults");
+  tcase_set_timeout(tc, nTimeout);
+  return tc;
+}
+
 /* One test program per suite: TU_MAIN(ednSuite) gives main(). */
 #define TU_MAIN(SUITE_FN)                                        \
   int main(void) {                                               \
