@@ -116,6 +116,7 @@ TEST_STAGE_qparse = qparse
 TEST_STAGE_qcompile = query
 TEST_STAGE_qlang = query
 TEST_STAGE_opts = query
+TEST_STAGE_qgrowth = query
 TEST_STAGE_surface = vtab
 TEST_STAGE_cases = vtab
 TEST_STAGE_oom = vtab
