@@ -532,7 +532,14 @@ static int qcrTryMagic(QCtx *pX, const QClause *pCl, int h, int iDepth) {
     ** recursive CTE being built). Bound pass-through places are seeded
     ** too (each seed carries its value unchanged), so the base
     ** definitions' functions see them as the caller bound them. */
-    int bTop = pX->pParent == NULL && !qcrBuilding(pC->pRi);
+    /* A rule body's call (qcrBuilding) goes to the statement's WITH too
+    ** when the body's rows are the statement's own tables (no enclosing
+    ** scope, no recursive CTE being built, no subquery's WITH around it):
+    ** each level of a chain of recursive rules nested in the one before
+    ** would nest a subquery deeper, and SQLite's parser stack takes about
+    ** eight. */
+    int bTop = pX->pParent == NULL && !pC->nLocal && !pX->bRecRef
+               && (!qcrBuilding(pC->pRi) || pX->bFixed);
     for (i = 0; i < pCl->nArg; i++) {
       const EdnValue *pA = pCl->aArg[i];
       QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
