@@ -75,6 +75,9 @@ static const struct {
   ** for values equal under Clojure's = (count-distinct) */
   { "mentat_num", 3, 1, qfNum, 0, 0 },
   { "mentat_set_key", 2, 1, qfSetKey, 0, 0 },
+  /* a uuid's bytes in Java's UUID order (signed halves), for <, compare,
+  ** min, max and :order */
+  { "mentat_uuid_ord", 1, 1, qfUuidOrd, 0, 0 },
 };
 
 int qfRegister(sqlite3 *db) {

@@ -98,5 +98,6 @@ void qfTupleCount(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfValsStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfValsFinal(sqlite3_context *pCtx);
 int qfCollateKw(void *pArg, int nx, const void *x, int ny, const void *y);
+void qfUuidOrd(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 
 #endif /* MENTAT_QUERY_FUNCS_H */

@@ -154,6 +154,40 @@ int qfCollateKw(void *pArg, int nx, const void *x, int ny, const void *y) {
   return c ? c : nx - ny;
 }
 
+/* Clojure's compare of two uuids given as their 16 bytes: java.util.UUID's
+** compareTo, which compares the most significant 64 bits as a signed long,
+** then the least significant ones (JDK-7025832: kept signed so that sort
+** orders stay stable across Java versions), so 8000... sorts before
+** 0000.... The store's BLOBs compare unsigned: the sign bit of each half
+** flipped makes memcmp give Java's order (qfUuidOrd). */
+static int qfUuidCmp(const unsigned char *x, const unsigned char *y) {
+  int i;
+  for (i = 0; i < 16; i++) {
+    unsigned a = x[i], b = y[i];
+    if (i == 0 || i == 8) { a ^= 0x80; b ^= 0x80; }
+    if (a != b) return a < b ? -1 : 1;
+  }
+  return 0;
+}
+
+/* mentat_uuid_ord(x): a 16-byte BLOB (a uuid: the compiler calls it on
+** uuid values only) with the top bit of each 8-byte half flipped, so that
+** SQLite's BLOB order of the results is Java's UUID order; the flip is its
+** own inverse (mentat_uuid_ord(max(mentat_uuid_ord(v))) is the greatest v).
+** Any other value comes back as it is. */
+void qfUuidOrd(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  unsigned char a[16];
+  (void)argc;
+  if (sqlite3_value_type(argv[0]) != SQLITE_BLOB || sqlite3_value_bytes(argv[0]) != 16) {
+    sqlite3_result_value(pCtx, argv[0]);
+    return;
+  }
+  memcpy(a, sqlite3_value_blob(argv[0]), 16);
+  a[0] ^= 0x80;
+  a[8] ^= 0x80;
+  sqlite3_result_blob(pCtx, a, 16, SQLITE_TRANSIENT);
+}
+
 /* SQLite's order across storage classes: numbers, then text, then blobs;
 ** keywords (by tag) in Clojure's order among themselves. */
 /* Ties of qfCmpVal: values that SQLite stores alike but Clojure's = tells
@@ -171,6 +205,11 @@ static int qfCmpVal(const void *a, const void *b) {
     const char *zx = (const char*)sqlite3_value_text(x), *zy = (const char*)sqlite3_value_text(y);
     int nx = sqlite3_value_bytes(x), ny = sqlite3_value_bytes(y);
     if (zx && zy && nx > 1 && ny > 1) return qfKeywordCmp(zx, nx, zy, ny);
+  }
+  if (((const QfVal*)a)->tag == TAG_UUID && ((const QfVal*)b)->tag == TAG_UUID
+      && sqlite3_value_type(x) == SQLITE_BLOB && sqlite3_value_type(y) == SQLITE_BLOB
+      && sqlite3_value_bytes(x) == 16 && sqlite3_value_bytes(y) == 16) {
+    return qfUuidCmp(sqlite3_value_blob(x), sqlite3_value_blob(y));
   }
   int tx = sqlite3_value_type(x), ty = sqlite3_value_type(y);
   int cx = (tx == SQLITE_INTEGER || tx == SQLITE_FLOAT) ? 1 : tx == SQLITE_TEXT ? 2 : 3;

@@ -244,8 +244,10 @@ static int qcdAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
   for (i = 0; i < pQ->nOrder && pC->rc == SQLITE_OK; i++) {
     QVar *pV = NULL;
     if (qcdFindVar(pC, pX, pQ->aOrder[i].pVar, ":order", &pV)) break;
-    sqlite3_str_appendf(pSql, "%s%s%s%s", i ? ", " : " ORDER BY ", pV->zExpr,
-                        qcKwCollate(pV->vt), pQ->aOrder[i].bDesc ? " DESC" : "");
+    /* uuids by Java's UUID order (qcUuidOrd), keywords by Clojure's */
+    sqlite3_str_appendf(pSql, pV->vt == VT_UUID ? "%smentat_uuid_ord(%s)%s%s" : "%s%s%s%s",
+                        i ? ", " : " ORDER BY ", pV->zExpr, qcKwCollate(pV->vt),
+                        pQ->aOrder[i].bDesc ? " DESC" : "");
   }
 finish:
   if (pC->rc) goto cleanup;

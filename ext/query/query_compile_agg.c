@@ -259,7 +259,12 @@ static int qcaAggExpr(QComp *pC, QCtx *pX, const QFindElem *pE, int k, const QVa
       /* SQLite's min/max take their argument's collation. Values of
       ** unknown type must share a comparison class (mentat_one_class). */
       if (zPlace) sqlite3_str_appendf(pOuter, "coalesce(mentat_one_class(t%d, %s), ", k, zPlace);
-      sqlite3_str_appendf(pOuter, "%s(v%d%s)", pAgg->zSql, k, qcKwCollate(vt));
+      if (vt == VT_UUID) {
+        /* uuids by Java's UUID order: the flip is its own inverse */
+        sqlite3_str_appendf(pOuter, "mentat_uuid_ord(%s(mentat_uuid_ord(v%d)))", pAgg->zSql, k);
+      } else {
+        sqlite3_str_appendf(pOuter, "%s(v%d%s)", pAgg->zSql, k, qcKwCollate(vt));
+      }
       if (zPlace) sqlite3_str_appendall(pOuter, ")");
       pCol->vt = vt;
       break;
@@ -304,7 +309,8 @@ static void qcaOrderBy(QComp *pC, const QueryPlan *pPlan, sqlite3_str *pSql) {
             pQ->aOrder[i].pVar->u.s.z);
       break;
     }
-    sqlite3_str_appendf(pSql, "%sc%d%s%s", i ? ", " : " ORDER BY ", iCol, qcKwCollate(vtOrder),
+    sqlite3_str_appendf(pSql, vtOrder == VT_UUID ? "%smentat_uuid_ord(c%d)%s%s" : "%sc%d%s%s",
+                        i ? ", " : " ORDER BY ", iCol, qcKwCollate(vtOrder),
                         pQ->aOrder[i].bDesc ? " DESC" : "");
   }
 }

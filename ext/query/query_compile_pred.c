@@ -99,6 +99,16 @@ static char *qcpCompareTerms(QCtx *pX, const QClause *pCl, const char *zFn, cons
     zOut = qcpCompareTuples(pX, pA, pB, zA, zB, vtA, vtB, zTagA, zTagB, zOp, bNe);
     goto cleanup;
   }
+  if ((zOp[0] == '<' || zOp[0] == '>') && (vtA == VT_UUID || vtB == VT_UUID
+                                           || (vtA == VT_NONE && vtB == VT_NONE))) {
+    /* uuids order as Java's UUID.compareTo (signed halves), not as bytes */
+    char *zUa = qcUuidOrd(zA, vtA, zTagA), *zUb = qcUuidOrd(zB, vtB, zTagB);
+    sqlite3_free(zA);
+    sqlite3_free(zB);
+    zA = zUa;
+    zB = zUb;
+    if (zA == NULL || zB == NULL) { qcNoMem(pX->pC); goto cleanup; }
+  }
   /* the comparison proper, numbers of one kind only under bValue */
   if (bValue && vtA != QVT_JSON && vtB != QVT_JSON
       && (vtA == VT_NONE || qcTypeClass(vtA) == 1) && (vtB == VT_NONE || qcTypeClass(vtB) == 1)) {

@@ -416,6 +416,9 @@ char *qcPlaceSql(const EdnValue *p, const char *zWhat);
 ** (VT_KEYWORD, or VT_NONE), else "": min, max, :order and compare then
 ** order keywords as Clojure's compare does (query_funcs.c). */
 const char *qcKwCollate(ValueType vt);
+/* zExpr ordered as Clojure's compare orders uuids (a new string; see
+** query_compile_sql.c). */
+char *qcUuidOrd(const char *zExpr, ValueType vt, const char *zTag);
 /* The tag SQL for a variable (its tag expression or its static tag). */
 char *qcVarTag(const QVar *pV);
 /* "tag zTag holds a value of static type vt" (a long or a ref meets both). */

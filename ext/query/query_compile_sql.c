@@ -110,6 +110,19 @@ const char *qcKwCollate(ValueType vt) {
   return vt == VT_KEYWORD || vt == VT_NONE ? " COLLATE mentat_kw" : "";
 }
 
+/* zExpr as a key that orders as Clojure's compare where it is a uuid
+** (Java's UUID.compareTo: signed halves, mentat_uuid_ord): for a uuid
+** column, and for one of unknown type whose tag (zTag) says uuid; zExpr
+** itself otherwise. A new string (NULL when out of memory). */
+char *qcUuidOrd(const char *zExpr, ValueType vt, const char *zTag) {
+  if (vt == VT_UUID) return sqlite3_mprintf("mentat_uuid_ord(%s)", zExpr);
+  if (vt == VT_NONE && zTag) {
+    return sqlite3_mprintf("(CASE WHEN %s = %d THEN mentat_uuid_ord(%s) ELSE %s END)", zTag, TAG_UUID,
+                           zExpr, zExpr);
+  }
+  return sqlite3_mprintf("%s", zExpr);
+}
+
 int qcTypeClass(ValueType vt) {
   switch (vt) {
     case VT_LONG: case VT_DOUBLE: case VT_REF: return 1;

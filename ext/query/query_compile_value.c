@@ -237,6 +237,7 @@ int qcvCompare(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut
   const char *zKw = " COLLATE mentat_kw";
   QcvArgs a;
   sqlite3_str *pStr;
+  int i;
   QCV_OPEN(pX, pCl, pFn, a);
   if (a.aVt[0] != VT_NONE && a.aVt[1] != VT_NONE && !qcComparable(a.aVt[0], a.aVt[1])
       && !qcNoRows(pX)) {
@@ -245,6 +246,13 @@ int qcvCompare(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut
           qcvCmpName(a.aVt[1]));
     qcvArgsClose(&a);
     return pX->pC->rc;
+  }
+  for (i = 0; i < 2; i++) {
+    /* uuids order as Java's UUID.compareTo (signed halves), not as bytes */
+    char *zU = qcUuidOrd(a.azA[i], a.aVt[i], a.azTag[i]);
+    if (zU == NULL) { qcvArgsClose(&a); return qcNoMem(pX->pC); }
+    sqlite3_free(a.azA[i]);
+    a.azA[i] = zU;
   }
   pStr = sqlite3_str_new(NULL);
   if (a.aVt[0] == VT_NONE || a.aVt[1] == VT_NONE) {
