@@ -589,11 +589,45 @@ def tuples(db):
     check_error('tuples: wrong element type', lambda: one(con, 'SELECT edn_t(?, ?)',
                 (db, '[{:db/id 65544 :game/at [3 "x"]}]')),
                 'edn_t: line 1 col 28: :game/at: tuple element 2: expected :db.type/long, got a string')
+    tuples_typed(con, db, 'file')
     con.close()
+    host = connect(os.path.join(TMP, 'tuples-host.db'))
+    one(host, 'SELECT edn_t(?, ?)', (':main', '''[{:db/ident :game/at :db/valueType :db.type/tuple
+      :db/tupleTypes [:db.type/long :db.type/long]}
+      {:db/ident :game/tags :db/valueType :db.type/tuple :db/tupleType :db.type/keyword}]'''))
+    one(host, 'SELECT edn_t(?, ?)', (':main', '[{:game/at [3 4] :game/tags [:a :b :c]}]'))
+    tuples_typed(host, ':main', 'host')
+    host.close()
     plain = sqlite3.connect(db)
     check('tuples: the Rust engine sees bytes', plain.execute(
         'SELECT v FROM schema WHERE a = 7 AND e = 65541').fetchall(), [(32,)])
     plain.close()
+
+
+def tuples_typed(con, db, where):
+    """Tuples by value and type in a real host (test/cases/tuple_regex.test,
+    tuple_json_inputs.test, tuple_datoms.test): a JSON vector input into a rule
+    is the EDN one, a regex group vector of strings meets no tuple of longs or
+    keywords but a string tuple made by `tuple`, and a v bound over a tuple
+    attribute in edn_datoms is an error, not a range in JSON text order."""
+    e = one(con, 'SELECT e FROM edn_datoms(?, \':aevt\', \':game/at\')', (db,))
+    rule = {'edn': '[[(tagged ?e ?t) [?e :game/tags ?t]]]'}
+    q = '[:find ?e :in $ ?t % :where (tagged ?e ?t)]'
+    got = [json.loads(one(con, 'SELECT edn_q(?, ?, ?)', (db, q, json.dumps({'inputs': [t, rule]}))))['result']
+           for t in ([':a', ':b', ':c'], {'edn': '[:a :b :c]'}, ['a', 'b', 'c'], {'edn': '["a" "b" "c"]'})]
+    check('tuples (%s): JSON and EDN vector inputs into a rule' % where, got, [[[e]], [[e]], [], []])
+    got = json.loads(one(con, 'SELECT edn_q(?, ?)', (db, '[:find ?e ?s :where [?e :game/at ?p]'
+        ' [(re-find "(\\\\d) (\\\\d)" "3 4") [_ ?x ?y]] [(tuple ?x ?y) ?t] [(str ?t) ?s]'
+        ' (not [(= ?p ?t)])]')))['result']
+    check('tuples (%s): regex strings are not longs' % where, got, [[e, '["3" "4"]']])
+    got = json.loads(one(con, 'SELECT edn_q(?, ?)', (db, '[:find ?n . :where'
+        ' [(re-find "(a)(b)" "ab") ?m] [(tuple "ab" "a" "b") ?t] [(= ?m ?t)] [(count ?m) ?n]]')))['result']
+    check('tuples (%s): a regex group vector is the tuple of its strings' % where, got, 3)
+    check_error('tuples (%s): edn_datoms v bound over a tuple attribute' % where, lambda: con.execute(
+        "SELECT e FROM edn_datoms(?, ':aevt', ':game/at') WHERE v > '[0 0]'", (db,)).fetchall(),
+        'edn_datoms: v bounds (>, >=, <, <=) over the tuple attribute :game/at are not supported: v is'
+        ' the tuple\'s JSON text, which does not sort as tuples do; give the whole tuple as the v'
+        ' component, or compare tuples in edn_q')
 
 
 def main():
