@@ -64,8 +64,6 @@
 */
 #include <string.h>
 #include "query_compile_rules_ctx.h"
-#include "query_compile_rules_inline.h"
-#include "query_compile_rules_magic.h"
 
 /* Refuses a definition of group g that calls its own recursion twice at
 ** the top of its body: said before any body compiles, so it is the error

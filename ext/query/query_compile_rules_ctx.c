@@ -647,22 +647,6 @@ void qcxMarkArg(QCtx *pSub, const char *zName) {
   if (pV) pV->bIdent = 1;
 }
 
-/* Binds head variable pHead of a rule body pSub to argument pA of the call
-** in scope pX: a variable's value (an input, or a caller's value the body
-** may read), or a constant typed by the first place that uses it. */
-void qcxBindArg(QCtx *pX, QCtx *pSub, const EdnValue *pA, const EdnValue *pHead) {
-  if (ednIsVar(pA)) {
-    qcCopyVar(pSub, pHead->u.s.z, qcVarFind(pX, pA->u.s.z));
-  } else {
-    QBinding b;
-    b.kind = QB_SCALAR;
-    b.nVar = 1;
-    b.aVar = &pHead;
-    qcbBind(pSub, &b, pA, -1, "rule argument");
-  }
-  qcxMarkArg(pSub, pHead->u.s.z);
-}
-
 /* A constant argument of a rule call as SQL: a lookup ref names its entity
 ** (resolved in the database the query reads; *pvt VT_REF), any other
 ** constant is itself. NULL on error. */

@@ -82,10 +82,6 @@ int qcxSelfCall(const QRuleInfo *pRi, const QRule *pR, int h);
 ** (QVar.bIdent): a keyword it holds names its ident's entity where the body
 ** puts it in an entity place. */
 void qcxMarkArg(QCtx *pSub, const char *zName);
-/* Binds head variable pHead of a rule body pSub to argument pA of the call
-** in scope pX: a variable's value (an input, or a caller's value the body
-** may read), or a constant typed by the first place that uses it. */
-void qcxBindArg(QCtx *pX, QCtx *pSub, const EdnValue *pA, const EdnValue *pHead);
 /* A constant argument of a rule call as SQL: a lookup ref names its entity
 ** (resolved in the database the query reads; *pvt VT_REF), any other
 ** constant is itself. NULL on error. */
@@ -101,5 +97,54 @@ int qcxArgBound(QCtx *pX, const EdnValue *pA);
 ** once); *pbOver gets 1 when there are more. */
 #define QCX_MAXV 64
 void qcxFormVars(const EdnValue *p, const char **az, int *pn, int *pbOver, int iDepth);
+
+
+/* ---- query_compile_rules_inline.c: rule calls compiled into the caller's scope */
+
+/* Is head h compiled into each call (qciCall): a recursion group of
+** its own that it does not call back into? */
+int qciHead(QComp *pC, int h);
+/* Compiles call pCl of the non-recursive head h in the caller's scope, as
+** Datomic evaluates a rule: with the bindings the caller has passed in
+** (its bound arguments and constants pre-bind the head's variables), so
+** the body's functions and predicates see them. The definitions are the
+** branches of an or-join on the arguments: a correlated EXISTS when every
+** argument is bound, else a UNION derived table of the free arguments (and
+** the bound ones, each branch then starting from a copy of the caller's
+** scope). Returns 1 when compiled (or failed: pC->rc), 0 when the call
+** keeps the rule's CTE: bound variables the derived table cannot see
+** (qcCopyScope), or a collection input not yet in FROM. */
+int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth);
+
+/* ---- query_compile_rules_magic.c: the seeded rewrite of recursive rule calls
+** (a call whose arguments bind places the recursion passes through reads
+** only the rows those values reach) */
+
+/* Classifies head h for the rewrite. Returns 0 when it does not fit (other
+** heads in its recursion group, the transitive form, several or nested self
+** calls, no recursive or no base definition); else 1, with aePlace[j] = 1
+** for the places every recursive definition passes through and 0 for the
+** places the recursion changes. abInv (when not NULL) gets 1 for the
+** places of aePlace 1 that some recursive definition reads besides
+** handing them on (qcmInvariantPlace): the seeds must carry the caller's
+** value there, so the rewrite takes a call only where it binds them. */
+int qcmShape(QComp *pC, int h, unsigned char *aePlace, unsigned char *abInv);
+/* "SELECT DISTINCT <bound values>, <tag, storage class>.. FROM <the
+** scope's rows>" of call pCl's places abBound into pOut (without the
+** scope's FROM and WHERE when bNoScope: constants and inputs only). An
+** integer, which may be an entity id, gets both readings (abAmb[i] = 1). */
+void qcmOrigins(QCtx *pX, const QClause *pCl, const unsigned char *abBound,
+                unsigned char *abAmb, sqlite3_str *pOut, int bNoScope);
+/* The call pCl of head h with the places abBound seeded: from the caller's
+** rows (bCaller 1 or 2), from the rule's bodies (0), or from the bodies
+** joined to the caller's rows (3 or 4; abDirect: places bound to the call's
+** constant in every body). Emits the origins, seeds and answers CTEs of the
+** file comment, then joins the answers. With bCaller 2 or 4 the call is in
+** a nested scope (a not/or or rule body), whose
+** rows only a subquery there sees: the CTEs are that subquery's own WITH,
+** their origins read from a copy of the scope's FROM and WHERE (correlated
+** with the enclosing scopes, which SQLite allows in a subquery's WITH). */
+int qcmCall(QCtx *pX, const QClause *pCl, int h, const unsigned char *abBound,
+            const unsigned char *abDirect, int bCaller, int iDepth);
 
 #endif /* MENTAT_QUERY_COMPILE_RULES_CTX_H */

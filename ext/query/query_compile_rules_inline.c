@@ -8,7 +8,7 @@
 ** the rules context (query_compile_rules_ctx.h).
 */
 #include <string.h>
-#include "query_compile_rules_inline.h"
+#include "query_compile_rules_ctx.h"
 
 /* Is head h compiled into each call (qciCall): a recursion group of
 ** its own that it does not call back into? */

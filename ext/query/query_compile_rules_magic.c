@@ -7,7 +7,7 @@
 ** caller's scope. Calls the scope helpers and the rules context (query_compile_rules_ctx.h).
 */
 #include <string.h>
-#include "query_compile_rules_magic.h"
+#include "query_compile_rules_ctx.h"
 
 /* Is place j of recursive definition pR (self call at clause iRec) a
 ** pass-through: the self call hands head variable j on unchanged, and
@@ -166,6 +166,22 @@ static int qcmStepBinds(const QRule *pR, int iRec, const unsigned char *aePlace,
     if (m == nB) return 0;
   }
   return 1;
+}
+
+/* Binds head variable pHead of a rule body pSub to argument pA of the call
+** in scope pX: a variable's value (an input, or a caller's value the body
+** may read), or a constant typed by the first place that uses it. */
+static void qcxBindArg(QCtx *pX, QCtx *pSub, const EdnValue *pA, const EdnValue *pHead) {
+  if (ednIsVar(pA)) {
+    qcCopyVar(pSub, pHead->u.s.z, qcVarFind(pX, pA->u.s.z));
+  } else {
+    QBinding b;
+    b.kind = QB_SCALAR;
+    b.nVar = 1;
+    b.aVar = &pHead;
+    qcbBind(pSub, &b, pA, -1, "rule argument");
+  }
+  qcxMarkArg(pSub, pHead->u.s.z);
 }
 
 /* A definition body with the bound head places pre-bound to the seed

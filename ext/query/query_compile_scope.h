@@ -309,6 +309,9 @@ int qcVarMixesKinds(const QVar *pV);
 /* Makes every collection input of scope pX that no pattern used a VALUES
 ** CTE in FROM, before clauses that need the variable bound. */
 void qcMaterialize(QCtx *pX);
+/* Variables a clause mentions (for ordering and or checks), into a[] up
+** to nMax; returns the count (may exceed nMax: then a[] is truncated). */
+int qcwClauseVars(const QClause *pCl, const char **a, int nMax, int iDepth);
 /* ---- query_compile_src.c: the sources a query reads */
 
 /* Builds pC->aSrc from :in and the opts' sources (the errors: a source :in
@@ -494,9 +497,6 @@ void qcSkipSrc(const QClause *pCl, const EdnValue *const **paArg, int *pnArg);
 
 /* Compiles clauses into scope pX (binding ones first, then filters). */
 int qcwClauses(QCtx *pX, QClause *const *a, int n, int iDepth);
-/* Variables a clause mentions (for ordering and or checks), into a[] up
-** to nMax; returns the count (may exceed nMax: then a[] is truncated). */
-int qcwClauseVars(const QClause *pCl, const char **a, int nMax, int iDepth);
 /* Can clauses a[0..n) (a rule body, an or branch) run without the
 ** caller's bindings of azVar and be joined on them after: patterns in a[]
 ** bind every one, and other clauses read them only as arguments of

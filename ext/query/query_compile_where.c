@@ -29,43 +29,6 @@
 #include <string.h>
 #include "query_compile_scope.h"
 
-static int qcwAddName(const char **a, int n, int nMax, const char *z) {
-  int i;
-  for (i = 0; i < n && i < nMax; i++) if (strcmp(a[i], z) == 0) return n;
-  if (n < nMax) a[n] = z;
-  return n + 1;
-}
-
-static int qcwTermsVars(const EdnValue *const *aT, int nT, const char **a, int n, int nMax) {
-  int i;
-  for (i = 0; i < nT; i++) {
-    if (ednIsVar(aT[i])) n = qcwAddName(a, n, nMax, aT[i]->u.s.z);
-  }
-  return n;
-}
-
-int qcwClauseVars(const QClause *pCl, const char **a, int nMax, int iDepth) {
-  int n = 0, i, j;
-  if (iDepth > EDN_MAX_DEPTH) return 0;
-  switch (pCl->kind) {
-    case QC_PATTERN: case QC_PRED: case QC_RULE:
-      return qcwTermsVars(pCl->aArg, pCl->nArg, a, 0, nMax);
-    case QC_FN:
-      n = qcwTermsVars(pCl->aArg, pCl->nArg, a, 0, nMax);
-      return qcwTermsVars(pCl->bind.aVar, pCl->bind.nVar, a, n, nMax);
-    case QC_NOT_JOIN: case QC_OR_JOIN:
-      return qcwTermsVars(pCl->aJoin, pCl->nJoin, a, 0, nMax);
-    default: {
-      const char *aSub[64];
-      for (i = 0; i < pCl->nSub; i++) {
-        int nSub = qcwClauseVars(pCl->aSub[i], aSub, 64, iDepth + 1);
-        for (j = 0; j < nSub && j < 64; j++) n = qcwAddName(a, n, nMax, aSub[j]);
-      }
-      return n;
-    }
-  }
-}
-
 int qcwClausesUnseeded(QClause *const *a, int n, const char *const *azVar, int nVar) {
   const char *azB[64];
   int nB = 0, i, j, k, m;
