@@ -79,7 +79,7 @@ static void qcLiveGather(QComp *pC, QcLiveSet *pSet) {
     for (i = 0; i < pL->n && !pSet->bAll; i++) {
       const char *az[128];
       if (pL->aDone[i]) continue;
-      n = qcwClauseVars(pL->a[i], az, 128, 0);
+      n = qcClauseVars(pL->a[i], az, 128, 0);
       if (n > 128 || qcPoll(pC)) {
         pSet->bAll = 1;
         break;

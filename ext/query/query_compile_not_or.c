@@ -103,12 +103,12 @@ static int qcoOrVars(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int *
                      int iDepth) {
   QComp *pC = pX->pC;
   const char *azFirst[64], *azVar[64], *azAll[64];
-  int nFirst = qcwClauseVars(pCl->aSub[0], azFirst, 64, iDepth + 1);
+  int nFirst = qcClauseVars(pCl->aSub[0], azFirst, 64, iDepth + 1);
   int nAll = 0, i, j, k, m;
   if (nFirst > 64) return qcErr(pC, pCl->pForm, "or uses too many variables");
   for (j = 0; j < nFirst; j++) azAll[nAll++] = azFirst[j];
   for (i = 1; i < pCl->nSub; i++) {
-    int n = qcwClauseVars(pCl->aSub[i], azVar, 64, iDepth + 1);
+    int n = qcClauseVars(pCl->aSub[i], azVar, 64, iDepth + 1);
     sqlite3_str *pDiff;
     char *zDiff;
     int nDiff = 0;

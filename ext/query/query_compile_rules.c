@@ -6,8 +6,9 @@
 ** the bound arguments, query_compile_rules_magic.c; or a join with the
 ** group's CTE). Takes a rule-call clause and the scope it runs in; gives
 ** FROM items, WHERE terms and the variables the call binds. Calls the
-** rule set and argument helpers (query_compile_rules_ctx.c), the scope
-** helpers, and compiles bodies with qcwClauses.
+** rule set and argument helpers (query_compile_rules_ctx.c), the inline
+** and seeded compilers (their entry points in query_compile_rules_ctx.h),
+** the scope helpers, and compiles bodies with qcwClauses.
 **
 ** HOW IT WORKS
 ** Rules are grouped by head (name and arity); heads that call each other,

@@ -4,11 +4,11 @@
 ** qcxPrepare, which also splits an or that calls back into its recursion
 ** into definitions of its own) and the questions asked of them (which head
 ** a call names, whether a body calls a head, the one self call, the
-** transitive-closure form, the required places), and the binding of a
-** call's arguments (bound or not, into a body's head variables, joined to
-** answer columns). Takes the parsed rule set and scopes; gives QRuleInfo
-** and SQL terms. Calls only the scope helpers (query_compile_scope.h) and
-** qcwClauseVars: nothing in the other rules files.
+** transitive-closure form, the required places), and a call's arguments
+** (bound or not, constants as SQL, joined to answer columns). Takes the
+** parsed rule set and scopes; gives QRuleInfo and SQL terms. Calls only the
+** scope context (query_compile_scope.h): nothing in the rule compilers it
+** serves, nor the clause list they compile bodies with.
 */
 #include <string.h>
 #include "query_compile_rules_ctx.h"
@@ -75,7 +75,7 @@ static int qcxOrSplits(const QRule *pR, const QClause *pOr) {
   if (pOr->kind == QC_OR) return 1;
   for (b = 0; b < pOr->nSub; b++) {
     const char *az[128];
-    int n = qcwClauseVars(pOr->aSub[b], az, 128, 0);
+    int n = qcClauseVars(pOr->aSub[b], az, 128, 0);
     if (n > 128) return 0;
     for (i = 0; i < n; i++) {
       for (j = 0; j < pOr->nJoin && strcmp(pOr->aJoin[j]->u.s.z, az[i]); j++) {}
@@ -85,7 +85,7 @@ static int qcxOrSplits(const QRule *pR, const QClause *pOr) {
         const char *azC[128];
         int m, nC;
         if (pR->aClause[k] == pOr) continue;
-        nC = qcwClauseVars(pR->aClause[k], azC, 128, 0);
+        nC = qcClauseVars(pR->aClause[k], azC, 128, 0);
         if (nC > 128) return 0;
         for (m = 0; m < nC; m++) if (strcmp(azC[m], az[i]) == 0) return 0;
       }

@@ -1,12 +1,16 @@
 /*
-** query_compile_rules_ctx.h — the rule calls' context: what the rule-call
-** files share, the rule set's heads and recursion groups (QRuleInfo,
-** pC->pRi) and the helpers below the driver (query_compile_rules_ctx.c,
-** qcx). The driver query_compile_rules.c (qcr, its entry points in
-** query_compile_scope.h) calls query_compile_rules_inline.c (qci,
-** query_compile_rules_inline.h), query_compile_rules_magic.c (qcm,
-** query_compile_rules_magic.h) and this context; inline and magic call the
-** context only; nothing here calls back into the driver.
+** query_compile_rules_ctx.h — the rule calls' context: what the three rule
+** compilers share. They are query_compile_rules.c (qcr: the whole-closure
+** CTE of a recursion group and the choice per call; its entry points, which
+** the clause list calls, in query_compile_scope.h),
+** query_compile_rules_inline.c (qci: a call compiled into the caller's
+** scope) and query_compile_rules_magic.c (qcm: the seeded rewrite); qcr
+** calls qci and qcm, which do not call it. Like the other sub-compilers
+** they compile bodies with the clause list (qcwClauses), which calls qcr
+** back: a rule body is clauses, a clause may call a rule. Here: the rule
+** set's heads and recursion groups (QRuleInfo, pC->pRi) and the questions
+** asked of them (query_compile_rules_ctx.c, qcx, which calls only the scope
+** context), and the entry points of qci and qcm.
 */
 #ifndef MENTAT_QUERY_COMPILE_RULES_CTX_H
 #define MENTAT_QUERY_COMPILE_RULES_CTX_H

@@ -25,7 +25,7 @@ static int qcmPassThrough(const QRule *pR, int iRec, int j) {
     const char *az[64];
     int n;
     if (k == iRec) continue;
-    n = qcwClauseVars(pR->aClause[k], az, 64, 1);
+    n = qcClauseVars(pR->aClause[k], az, 64, 1);
     if (n > 64) return 0;
     for (m = 0; m < n; m++) if (strcmp(az[m], zVar) == 0) return 0;
   }
@@ -146,7 +146,7 @@ static int qcmStepBinds(const QRule *pR, int iRec, const unsigned char *aePlace,
         if (k < pCl->nArg) continue;
         n = qcmTermsVarsOf(pCl->bind.aVar, pCl->bind.nVar, az, 64);
       } else {
-        n = qcwClauseVars(pCl, az, 64, 1);
+        n = qcClauseVars(pCl, az, 64, 1);
       }
       if (n > 64) return 0;
       aDone[i] = 1;
@@ -171,7 +171,7 @@ static int qcmStepBinds(const QRule *pR, int iRec, const unsigned char *aePlace,
 /* Binds head variable pHead of a rule body pSub to argument pA of the call
 ** in scope pX: a variable's value (an input, or a caller's value the body
 ** may read), or a constant typed by the first place that uses it. */
-static void qcxBindArg(QCtx *pX, QCtx *pSub, const EdnValue *pA, const EdnValue *pHead) {
+static void qcmBindArg(QCtx *pX, QCtx *pSub, const EdnValue *pA, const EdnValue *pHead) {
   if (ednIsVar(pA)) {
     qcCopyVar(pSub, pHead->u.s.z, qcVarFind(pX, pA->u.s.z));
   } else {
@@ -203,7 +203,7 @@ static void qcmBody(QComp *pC, QCtx *pSub, int iN, const QRule *pR,
     k++;
   }
   for (i = 0; abDirect && i < pR->nHead && pC->rc == SQLITE_OK; i++) {
-    if (abDirect[i]) qcxBindArg(pX, pSub, pCl->aArg[i], pR->aHead[i]);
+    if (abDirect[i]) qcmBindArg(pX, pSub, pCl->aArg[i], pR->aHead[i]);
   }
   if (pR->nClause > 16) {
     a = sqlite3_malloc64(sizeof(QClause*) * pR->nClause);
@@ -426,7 +426,7 @@ static void qcmOriginsBodies(QCtx *pX, const QClause *pCl, int h, const unsigned
       const EdnValue *pA = pCl->aArg[j];
       const EdnValue *pHead = pR->aHead[j];
       if ((!abBound[j] || !aePlace[j]) && !(abDirect && abDirect[j])) continue;
-      qcxBindArg(pX, &sub, pA, pHead);
+      qcmBindArg(pX, &sub, pA, pHead);
     }
     qcwClauses(&sub, a, m, iDepth + 1);
     for (j = 0; j < pR->nHead && pC->rc == SQLITE_OK; j++) {

@@ -2,7 +2,9 @@
 ** query_compile_scope.c — the compile scopes: the FROM
 ** and WHERE of a scope, its variables (binding one, unifying it again,
 ** typing an input's lazy parameters), terms as SQL, and function results
-** bound through mentat_one. Takes the parsed clauses' terms (query_ast.h)
+** bound through mentat_one; the variables a clause mentions (an AST walk
+** for clause ordering, or checks and rule analysis). Takes the parsed
+** clauses' terms (query_ast.h)
 ** and the schema; gives SQL text into a QCtx. Calls only
 ** query_compile_sql.c and the stages below the query
 ** (query_compile_scope.h explains scopes and variables).
@@ -743,37 +745,42 @@ void qcMaterialize(QCtx *pX) {
   }
 }
 
-static int qcwAddName(const char **a, int n, int nMax, const char *z) {
+/* ---- the variables a clause mentions */
+
+/* Adds name z to the n names of a[] unless it is there (keeping at most
+** nMax); the count, which may exceed nMax. */
+static int qcAddName(const char **a, int n, int nMax, const char *z) {
   int i;
   for (i = 0; i < n && i < nMax; i++) if (strcmp(a[i], z) == 0) return n;
   if (n < nMax) a[n] = z;
   return n + 1;
 }
 
-static int qcwTermsVars(const EdnValue *const *aT, int nT, const char **a, int n, int nMax) {
+/* Adds the variables among terms aT[0..nT) to the n names of a[]. */
+static int qcTermsVars(const EdnValue *const *aT, int nT, const char **a, int n, int nMax) {
   int i;
   for (i = 0; i < nT; i++) {
-    if (ednIsVar(aT[i])) n = qcwAddName(a, n, nMax, aT[i]->u.s.z);
+    if (ednIsVar(aT[i])) n = qcAddName(a, n, nMax, aT[i]->u.s.z);
   }
   return n;
 }
 
-int qcwClauseVars(const QClause *pCl, const char **a, int nMax, int iDepth) {
+int qcClauseVars(const QClause *pCl, const char **a, int nMax, int iDepth) {
   int n = 0, i, j;
   if (iDepth > EDN_MAX_DEPTH) return 0;
   switch (pCl->kind) {
     case QC_PATTERN: case QC_PRED: case QC_RULE:
-      return qcwTermsVars(pCl->aArg, pCl->nArg, a, 0, nMax);
+      return qcTermsVars(pCl->aArg, pCl->nArg, a, 0, nMax);
     case QC_FN:
-      n = qcwTermsVars(pCl->aArg, pCl->nArg, a, 0, nMax);
-      return qcwTermsVars(pCl->bind.aVar, pCl->bind.nVar, a, n, nMax);
+      n = qcTermsVars(pCl->aArg, pCl->nArg, a, 0, nMax);
+      return qcTermsVars(pCl->bind.aVar, pCl->bind.nVar, a, n, nMax);
     case QC_NOT_JOIN: case QC_OR_JOIN:
-      return qcwTermsVars(pCl->aJoin, pCl->nJoin, a, 0, nMax);
+      return qcTermsVars(pCl->aJoin, pCl->nJoin, a, 0, nMax);
     default: {
       const char *aSub[64];
       for (i = 0; i < pCl->nSub; i++) {
-        int nSub = qcwClauseVars(pCl->aSub[i], aSub, 64, iDepth + 1);
-        for (j = 0; j < nSub && j < 64; j++) n = qcwAddName(a, n, nMax, aSub[j]);
+        int nSub = qcClauseVars(pCl->aSub[i], aSub, 64, iDepth + 1);
+        for (j = 0; j < nSub && j < 64; j++) n = qcAddName(a, n, nMax, aSub[j]);
       }
       return n;
     }

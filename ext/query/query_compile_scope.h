@@ -311,7 +311,7 @@ int qcVarMixesKinds(const QVar *pV);
 void qcMaterialize(QCtx *pX);
 /* Variables a clause mentions (for ordering and or checks), into a[] up
 ** to nMax; returns the count (may exceed nMax: then a[] is truncated). */
-int qcwClauseVars(const QClause *pCl, const char **a, int nMax, int iDepth);
+int qcClauseVars(const QClause *pCl, const char **a, int nMax, int iDepth);
 /* ---- query_compile_src.c: the sources a query reads */
 
 /* Builds pC->aSrc from :in and the opts' sources (the errors: a source :in

@@ -2,8 +2,8 @@
 ** query_compile_where.c — a :where clause list into a scope: data
 ** patterns, and the order in which the clauses compile (ground and
 ** bindings, patterns most selective first, functions and predicates once
-** their arguments are bound, not/or/rules when they can run). Also the
-** variables a clause mentions. Takes the clauses (query_ast.h); gives FROM
+** their arguments are bound, not/or/rules when they can run). Takes the
+** clauses (query_ast.h); gives FROM
 ** items and WHERE terms in the QCtx. Calls the scope and SQL helpers and
 ** the clause compilers declared in query_compile_scope.h.
 **
@@ -36,7 +36,7 @@ int qcwClausesUnseeded(QClause *const *a, int n, const char *const *azVar, int n
     const char *az[64];
     int nV;
     if (a[i]->kind != QC_PATTERN) continue;
-    nV = qcwClauseVars(a[i], az, 64, 1);
+    nV = qcClauseVars(a[i], az, 64, 1);
     if (nV > 64) return 0;
     for (m = 0; m < nV; m++) {
       for (k = 0; k < nB && strcmp(azB[k], az[m]); k++) {}
@@ -47,7 +47,7 @@ int qcwClausesUnseeded(QClause *const *a, int n, const char *const *azVar, int n
     const char *az[64];
     int nV;
     if (a[i]->kind == QC_PATTERN) continue;
-    nV = qcwClauseVars(a[i], az, 64, 1);
+    nV = qcClauseVars(a[i], az, 64, 1);
     if (nV > 64) return 0;
     for (m = 0; m < nV; m++) {
       for (j = 0; j < nVar && strcmp(azVar[j], az[m]); j++) {}
@@ -528,13 +528,13 @@ static int qcwFnReady(QCtx *pX, const QClause *pCl) {
 static int qcwPatternFilters(QCtx *pX, QClause *const *a, int n, const unsigned char *aDone,
                              const QClause *pPat) {
   const char *azPat[8], *azPred[16];
-  int nPat = qcwClauseVars(pPat, azPat, 8, 0);
+  int nPat = qcClauseVars(pPat, azPat, 8, 0);
   int i, j, k;
   if (nPat > 8) nPat = 8;
   for (i = 0; i < n; i++) {
     int nPred, bNew = 0, bAll = 1;
     if (aDone[i] || a[i]->kind != QC_PRED) continue;
-    nPred = qcwClauseVars(a[i], azPred, 16, 0);
+    nPred = qcClauseVars(a[i], azPred, 16, 0);
     if (nPred > 16) continue;
     for (j = 0; j < nPred && bAll; j++) {
       QVar *pV = qcVarFind(pX, azPred[j]);
@@ -554,7 +554,7 @@ static int qcwPatternFilters(QCtx *pX, QClause *const *a, int n, const unsigned 
 static int qcwPatternCanWait(QCtx *pX, QClause *const *a, int n, const unsigned char *aDone,
                              const QClause *pPat) {
   const char *azPat[8], *azCl[64];
-  int nPat = qcwClauseVars(pPat, azPat, 8, 0);
+  int nPat = qcClauseVars(pPat, azPat, 8, 0);
   int i, j, k;
   if (nPat > 8) return 0;
   for (i = 0; i < n; i++) {
@@ -562,7 +562,7 @@ static int qcwPatternCanWait(QCtx *pX, QClause *const *a, int n, const unsigned 
     if (a[i]->kind == QC_RULE) {
       for (k = 0; k < nPat; k++) if (qcrSeedPlace(pX, a[i], azPat[k])) return 0;
     } else if (a[i]->kind == QC_OR || a[i]->kind == QC_OR_JOIN || a[i]->kind == QC_FN) {
-      int nCl = qcwClauseVars(a[i], azCl, 64, 0);
+      int nCl = qcClauseVars(a[i], azCl, 64, 0);
       if (nCl > 64) return 0;
       for (j = 0; j < nCl; j++) {
         for (k = 0; k < nPat; k++) if (strcmp(azCl[j], azPat[k]) == 0) return 0;
