@@ -766,7 +766,7 @@ static int qcrCallIn(QCtx *pX, const QClause *pCl, int iDepth) {
       }
     }
   }
-  if (qciHead(pC, h) && qciCall(pX, pCl, h, iDepth)) return pC->rc;
+  if (qciHead(pC, h) && !pC->pRi->aHead[h].bShared && qciCall(pX, pCl, h, iDepth)) return pC->rc;
   if (pCl->nArg <= 64 && qcrTryMagic(pX, pCl, h, iDepth)) return pC->rc;
   return qcrJoinGroup(pX, pCl, h, pC->pRi->aHead[h].iGroup, iDepth);
 }

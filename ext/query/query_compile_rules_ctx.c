@@ -316,7 +316,15 @@ static int qcxShareFits(const QRuleInfo *pRi, const unsigned char *aReach,
 ** above it, would expand exponentially too; a recursive CTE's step names
 ** itself without a copy. Positive rules have the same fixpoint however
 ** they are grouped. Each definition must call the group at most once, at
-** its top (qcxShareFits); heads that do not fit are left inlined. */
+** its top (qcxShareFits). A head that does not fit (its definitions call
+** the next head several times: non-linear) stays a group of its own,
+** computed once as that group's CTE (bShared) rather than inlined: inlined,
+** each call copies the rows before it into every definition of the head it
+** calls, exponential in the levels at run time too (5 levels of 2 calls:
+** 30 KB of SQL, 11 s; 4 levels of 3 calls: over a minute), while each
+** level's CTE is its whole relation, made once per statement run (SQLite
+** still copies a CTE's SELECT at each name, so w calls a level parse w^L
+** copies: 14 levels of 2 calls, 1.3 s). */
 static void qcxShareMerge(QComp *pC, const unsigned char *aReach) {
   QRuleInfo *pRi = pC->pRi;
   int h, i, g = -1, nIn = 0, bChange = 1, n = pRi->nHead;
@@ -327,6 +335,7 @@ static void qcxShareMerge(QComp *pC, const unsigned char *aReach) {
     for (i = 0; i < pC->rules.nRule; i++) nDef += pRi->aiHeadOf[i] == h;
     aIn[h] = (unsigned char)(qcxSingle(pRi, h, aReach) && qcxShareInfo(pC, h, aReach, 0)
                              && nDef > 1 && pRi->aHead[h].nInline > QCX_SHARE_SIZE);
+    pRi->aHead[h].bShared = aIn[h];
   }
   while (bChange) {
     bChange = 0;

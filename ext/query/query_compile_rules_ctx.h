@@ -37,6 +37,8 @@ typedef struct QRuleHead {
   int nInline;            /* qcxShareMerge: the size of its inlined expansion */
   unsigned char eShare;   /* qcxShareMerge: 0 not known, 2 needs the caller's
                           ** bindings, 3 being worked out, 4 needs none */
+  unsigned char bShared;  /* qcxShareMerge: computed once as its group's CTE, which
+                          ** every call reads, never inlined into the calls */
 } QRuleHead;
 
 typedef struct QRuleInfo {
