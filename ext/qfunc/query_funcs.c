@@ -59,13 +59,14 @@ static const struct {
   ** error Clojure's compare throws across types */
   { "mentat_comparable", 5, 1, qfComparable, 0, 0 },
   /* the aggregates of :find (query_compile_agg.c): sum, its long overflow
-  ** an error saying where; Datomic's median (middle value, or the mean of
+  ** an error saying where, and avg, its sum over the count; Datomic's median (middle value, or the mean of
   ** the two middle ones), population variance and stddev; distinct,
   ** (min n), (max n), sample, rand as JSON arrays */
   { "mentat_sum", 2, 0, 0, qfSumStep, qfSumFinal },
-  { "mentat_median", 1, 0, 0, qfNumsStep, qfMedianFinal },
-  { "mentat_variance", 1, 0, 0, qfNumsStep, qfVarianceFinal },
-  { "mentat_stddev", 1, 0, 0, qfNumsStep, qfStddevFinal },
+  { "mentat_avg", 2, 0, 0, qfAvgStep, qfAvgFinal },
+  { "mentat_median", 2, 0, 0, qfNumsStep, qfMedianFinal },
+  { "mentat_variance", 2, 0, 0, qfNumsStep, qfVarianceFinal },
+  { "mentat_stddev", 2, 0, 0, qfNumsStep, qfStddevFinal },
   { "mentat_agg_json", 3, 0, 0, qfValsStep, qfValsFinal },
   /* NULL, or an error once a group's values fall in two comparison
   ** classes: min and max (also of n) over values of unknown type */

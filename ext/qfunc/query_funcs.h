@@ -39,6 +39,11 @@ int qfRegexGroups(const char *zPat, int nPat, int *pnGroup, char **pzErr);
 ** the compiler passes ("line L col C: fn"), so the message says which
 ** clause. */
 void qfErrorAt(sqlite3_context *pCtx, sqlite3_value *pWhere, const char *zFmt, ...);
+/* Gives the double d, or the error "<where>: the result is NaN ..." for a
+** NaN: SQLite turns a NaN result into NULL, which would read as nil (the
+** store refuses NaN too, value.c), so every double a function or an
+** aggregate makes goes out through here. */
+void qfResultDouble(sqlite3_context *pCtx, sqlite3_value *pWhere, double d);
 
 /* The user's name for the type of a stored value: its tag, and for
 ** TAG_NUMBER its storage class t (long or double). Static text. */
@@ -72,6 +77,8 @@ void qfOneClassFinal(sqlite3_context *pCtx);
 void qfNum(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfSumStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfSumFinal(sqlite3_context *pCtx);
+void qfAvgStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+void qfAvgFinal(sqlite3_context *pCtx);
 void qfNumsStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfMedianFinal(sqlite3_context *pCtx);
 void qfVarianceFinal(sqlite3_context *pCtx);

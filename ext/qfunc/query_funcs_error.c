@@ -7,6 +7,7 @@
 ** files, so no function file calls back up into it.
 */
 #include <stdarg.h>
+#include <math.h>
 #include "query_funcs.h"
 
 void qfErrorAt(sqlite3_context *pCtx, sqlite3_value *pWhere, const char *zFmt, ...) {
@@ -20,4 +21,9 @@ void qfErrorAt(sqlite3_context *pCtx, sqlite3_value *pWhere, const char *zFmt, .
   else sqlite3_result_error(pCtx, zErr, -1);
   sqlite3_free(zErr);
   sqlite3_free(zMsg);
+}
+
+void qfResultDouble(sqlite3_context *pCtx, sqlite3_value *pWhere, double d) {
+  if (isnan(d)) qfErrorAt(pCtx, pWhere, "the result is NaN (not a number), which no query value holds");
+  else sqlite3_result_double(pCtx, d);
 }

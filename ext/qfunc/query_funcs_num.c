@@ -39,7 +39,7 @@ static void qfDivide(sqlite3_context *pCtx, sqlite3_value *pWhere, int n, sqlite
   if (bReal) {
     double d = n == 1 ? 1.0 : sqlite3_value_double(argv[0]);
     for (i = n == 1 ? 0 : 1; i < n; i++) d /= sqlite3_value_double(argv[i]);
-    sqlite3_result_double(pCtx, d);
+    qfResultDouble(pCtx, pWhere, d);
     return;
   }
   if (n > 1) num = sqlite3_value_int64(argv[0]);
@@ -128,7 +128,7 @@ static void qfArith(sqlite3_context *pCtx, int op, int argc, sqlite3_value **arg
       r = fmod(a, b);
       if (op == QFA_MOD && r != 0 && (r < 0) != (b < 0)) r += b;
     }
-    sqlite3_result_double(pCtx, r);
+    qfResultDouble(pCtx, argv[0], r);
     return;
   }
   if (bReal) {
@@ -141,7 +141,7 @@ static void qfArith(sqlite3_context *pCtx, int op, int argc, sqlite3_value **arg
     if (op == QFA_INC) d += 1;
     else if (op == QFA_DEC) d -= 1;
     else if (op == QFA_ABS) d = fabs(d);
-    sqlite3_result_double(pCtx, d);
+    qfResultDouble(pCtx, argv[0], d);
     return;
   }
   x = sqlite3_value_int64(argv[1]);
@@ -340,9 +340,12 @@ void qfNum(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
 typedef struct QfSum {
   sqlite3_int64 i;
   double d;
+  sqlite3_int64 n;      /* values summed (mentat_avg) */
   int bAny, bReal, bOver;
 } QfSum;
 
+/* A NaN sum (infinities of both signs) stops the statement where it
+** happens, as an overflow does: its result would come back as NULL. */
 void qfSumStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   QfSum *p = sqlite3_aggregate_context(pCtx, sizeof(QfSum));
   int t = sqlite3_value_numeric_type(argv[0]);
@@ -350,6 +353,7 @@ void qfSumStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   if (p == NULL) { sqlite3_result_error_nomem(pCtx); return; }
   if (t == SQLITE_NULL) return;
   p->bAny = 1;
+  p->n++;
   if (t == SQLITE_INTEGER && !p->bReal) {
     if (__builtin_add_overflow(p->i, sqlite3_value_int64(argv[0]), &p->i)) {
       /* the statement stops here, as Clojure's + throws */
@@ -363,6 +367,10 @@ void qfSumStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     p->d = (double)p->i;
   }
   p->d += sqlite3_value_double(argv[0]);
+  if (isnan(p->d)) {
+    p->bOver = 1;
+    qfErrorAt(pCtx, argv[1], "the result is NaN (not a number), which no query value holds");
+  }
 }
 
 void qfSumFinal(sqlite3_context *pCtx) {
@@ -377,19 +385,37 @@ void qfSumFinal(sqlite3_context *pCtx) {
   }
 }
 
+/* mentat_avg(x, where): Datomic's avg, the sum (mentat_sum's, its long
+** overflow and a NaN an error at the step) over the count, a double. */
+void qfAvgStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  qfSumStep(pCtx, argc, argv);
+}
+
+void qfAvgFinal(sqlite3_context *pCtx) {
+  QfSum *p = sqlite3_aggregate_context(pCtx, 0);
+  if (p == NULL || !p->bAny) { sqlite3_result_null(pCtx); return; }
+  if (p->bOver) sqlite3_result_error(pCtx, "integer overflow", -1);   /* the step said where */
+  else sqlite3_result_double(pCtx, (p->bReal ? p->d : (double)p->i) / (double)p->n);
+}
+
 typedef struct QfNums {
   double *a;
   sqlite3_int64 n, nAlloc;
   int bAllInt;
   int bOom;
+  char *zWhere;         /* the place argument, for the final's error */
 } QfNums;
 
+/* The steps of median, variance and stddev (x, where): the numbers kept. */
 void qfNumsStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   QfNums *p = sqlite3_aggregate_context(pCtx, sizeof(QfNums));
   int t = sqlite3_value_numeric_type(argv[0]);
-  (void)argc;
   if (p == NULL) { sqlite3_result_error_nomem(pCtx); return; }
   if (p->n == 0 && p->nAlloc == 0) p->bAllInt = 1;
+  if (argc > 1 && p->zWhere == NULL) {
+    p->zWhere = sqlite3_mprintf("%s", (const char *)sqlite3_value_text(argv[1]));
+    if (p->zWhere == NULL) p->bOom = 1;
+  }
   if (t != SQLITE_INTEGER && t != SQLITE_FLOAT) return;
   if (t != SQLITE_INTEGER) p->bAllInt = 0;
   if (p->n == p->nAlloc) {
@@ -407,33 +433,55 @@ static int qfCmpDouble(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* Frees what the steps kept. */
+static void qfNumsFree(QfNums *p) {
+  if (p == NULL) return;
+  sqlite3_free(p->a);
+  sqlite3_free(p->zWhere);
+}
+
+/* The double d as p's result: a NaN (infinities of both signs met) is an
+** error at the aggregate's place, as qfResultDouble's. */
+static void qfNumsDouble(sqlite3_context *pCtx, const QfNums *p, double d) {
+  char *zErr;
+  if (!isnan(d)) {
+    sqlite3_result_double(pCtx, d);
+    return;
+  }
+  zErr = sqlite3_mprintf("%s: the result is NaN (not a number), which no query value holds",
+                         p->zWhere ? p->zWhere : "");
+  if (zErr == NULL) sqlite3_result_error_nomem(pCtx);
+  else sqlite3_result_error(pCtx, zErr, -1);
+  sqlite3_free(zErr);
+}
+
 void qfMedianFinal(sqlite3_context *pCtx) {
   QfNums *p = sqlite3_aggregate_context(pCtx, 0);
-  if (p == NULL || p->n == 0) { if (p) sqlite3_free(p->a); sqlite3_result_null(pCtx); return; }
-  if (p->bOom) { sqlite3_free(p->a); sqlite3_result_error_nomem(pCtx); return; }
+  if (p == NULL || p->n == 0) { qfNumsFree(p); sqlite3_result_null(pCtx); return; }
+  if (p->bOom) { qfNumsFree(p); sqlite3_result_error_nomem(pCtx); return; }
   qsort(p->a, (size_t)p->n, sizeof(double), qfCmpDouble);
   if (p->n % 2) {
     double m = p->a[p->n / 2];
     if (p->bAllInt) sqlite3_result_int64(pCtx, (sqlite3_int64)m);
-    else sqlite3_result_double(pCtx, m);
+    else qfNumsDouble(pCtx, p, m);
   } else {
-    sqlite3_result_double(pCtx, (p->a[p->n / 2 - 1] + p->a[p->n / 2]) / 2.0);
+    qfNumsDouble(pCtx, p, (p->a[p->n / 2 - 1] + p->a[p->n / 2]) / 2.0);
   }
-  sqlite3_free(p->a);
+  qfNumsFree(p);
 }
 
 static void qfVarianceOf(sqlite3_context *pCtx, int bStddev) {
   QfNums *p = sqlite3_aggregate_context(pCtx, 0);
   double mean = 0, ss = 0;
   sqlite3_int64 i;
-  if (p == NULL || p->n == 0) { if (p) sqlite3_free(p->a); sqlite3_result_null(pCtx); return; }
-  if (p->bOom) { sqlite3_free(p->a); sqlite3_result_error_nomem(pCtx); return; }
+  if (p == NULL || p->n == 0) { qfNumsFree(p); sqlite3_result_null(pCtx); return; }
+  if (p->bOom) { qfNumsFree(p); sqlite3_result_error_nomem(pCtx); return; }
   for (i = 0; i < p->n; i++) mean += p->a[i];
   mean /= (double)p->n;
   for (i = 0; i < p->n; i++) ss += (p->a[i] - mean) * (p->a[i] - mean);
   ss /= (double)p->n;
-  sqlite3_result_double(pCtx, bStddev ? sqrt(ss) : ss);
-  sqlite3_free(p->a);
+  qfNumsDouble(pCtx, p, bStddev ? sqrt(ss) : ss);
+  qfNumsFree(p);
 }
 
 void qfVarianceFinal(sqlite3_context *pCtx) { qfVarianceOf(pCtx, 0); }

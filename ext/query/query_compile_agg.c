@@ -12,7 +12,7 @@
 **   SELECT g, count(v1), ... FROM (inner) GROUP BY g
 ** With no grouping element, `HAVING count(*) > 0` keeps an aggregate over no
 ** rows from producing a row (Datomic returns nothing). SQLite's own
-** aggregates serve count, sum, avg, min and max; median, variance, stddev
+** aggregates serve count, min and max; sum, avg, median, variance, stddev
 ** (population), distinct, (min n ?x), (max n ?x) and (sample n ?x) are SQL
 ** functions registered by qfRegister (query_funcs.c).
 ** Mentat's (the ?x) is a bare column: with exactly one min/max aggregate
@@ -35,7 +35,7 @@ typedef enum QcaKind {
   QCA_COUNT = 1,       /* count(v), count(*) over a store column */
   QCA_COUNT_DISTINCT,  /* count(DISTINCT v), under Clojure's = when kinds mix */
   QCA_SUM,             /* mentat_sum(v, place): a long overflow is an error */
-  QCA_NUMERIC,         /* zSql(v) over numbers: a double (median of longs a long) */
+  QCA_NUMERIC,         /* zSql(v, place) over numbers: a double (median of longs a long) */
   QCA_EXTREME,         /* min(v), max(v) in the value's collation */
   QCA_JSON,            /* mentat_agg_json(mode, v, t[, n]): a JSON array */
   QCA_THE              /* (the ?x): a bare column beside one min or max */
@@ -58,7 +58,7 @@ static const QcaAgg aQcaAgg[] = {
   { "count", 0, QCA_COUNT, 0, 0, 0, VT_LONG },
   { "count-distinct", 0, QCA_COUNT_DISTINCT, 0, 0, 0, VT_LONG },
   { "sum", 0, QCA_SUM, 1, 0, 0, VT_NONE },
-  { "avg", 0, QCA_NUMERIC, 1, "avg", 0, VT_DOUBLE },
+  { "avg", 0, QCA_NUMERIC, 1, "mentat_avg", 0, VT_DOUBLE },
   /* Datomic's median (middle value, or the mean of the two middle ones; a
   ** long for longs), population variance and stddev */
   { "median", 0, QCA_NUMERIC, 1, "mentat_median", 0, VT_NONE },
@@ -250,9 +250,10 @@ static int qcaAggExpr(QComp *pC, QCtx *pX, const QFindElem *pE, int k, const QVa
       pCol->vt = vt == VT_DOUBLE ? VT_DOUBLE : VT_LONG;
       break;
     case QCA_NUMERIC:
+      /* the place: a NaN result is an error there (qfResultDouble) */
       sqlite3_str_appendf(pOuter, "%s(", pAgg->zSql);
       qcaAggValue(pOuter, k, vt, zPlace);
-      sqlite3_str_appendall(pOuter, ")");
+      sqlite3_str_appendf(pOuter, ", %s)", zPlace);
       pCol->vt = pAgg->vtOut != VT_NONE ? pAgg->vtOut : vt == VT_LONG ? VT_LONG : VT_DOUBLE;
       break;
     case QCA_EXTREME:

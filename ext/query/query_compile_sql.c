@@ -8,6 +8,7 @@
 ** (NULL on OOM). Calls the schema, the pull checker and nothing above.
 */
 #include <string.h>
+#include <math.h>
 #include <stdarg.h>
 #include "query_compile_scope.h"
 
@@ -82,6 +83,12 @@ int qcParam(QComp *pC, const EdnValue *pConst, int iInput, int i1, int i2,
             QConv eConv, ValueType vt) {
   QParam *pP;
   if (pC->rc) return 0;
+  if (pConst && pConst->type == EDN_DOUBLE && isnan(pConst->u.d)) {
+    /* SQLite holds a NaN as NULL, which would read as nil (the store
+    ** refuses NaN too, value.c) */
+    qcErr(pC, pConst, "##NaN cannot be a query value");
+    return 0;
+  }
   if (pC->nParam >= 32000) {
     qcErr(pC, NULL, "query has too many values (more than 32000 parameters)");
     return 0;

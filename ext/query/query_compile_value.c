@@ -160,23 +160,16 @@ int qcvArith(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) 
   return qcvDone(pX, &a, pStr, a.bDouble ? VT_DOUBLE : VT_LONG, NULL, pOut);
 }
 
-/* +, - and *: over longs the run-time function; with a double argument
-** SQLite's operator (doubles do not overflow). */
+/* +, - and *: the run-time function, over longs (an overflow is an error)
+** and over doubles alike (infinities of both signs make a NaN, an error
+** too: SQLite's operators would give NULL). */
 int qcvArithOp(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QcvArgs a;
   sqlite3_str *pStr;
-  int i;
   QCV_OPEN(pX, pCl, pFn, a);
   pStr = sqlite3_str_new(NULL);
-  if (!a.bDouble) {
-    qcvRuntime(pStr, pFn, &a);
-    return qcvDone(pX, &a, pStr, VT_LONG, NULL, pOut);
-  }
-  sqlite3_str_appendall(pStr, "(");
-  if (a.n == 1 && pFn->zSql[0] == '-') sqlite3_str_appendall(pStr, "-");
-  for (i = 0; i < a.n; i++) sqlite3_str_appendf(pStr, "%s(%s)", i ? pFn->zSql : "", a.azA[i]);
-  sqlite3_str_appendall(pStr, ")");
-  return qcvDone(pX, &a, pStr, VT_DOUBLE, NULL, pOut);
+  qcvRuntime(pStr, pFn, &a);
+  return qcvDone(pX, &a, pStr, a.bDouble ? VT_DOUBLE : VT_LONG, NULL, pOut);
 }
 
 /* inc, dec and abs: over a long the run-time function; over a double the

@@ -6,6 +6,7 @@
 ** value conversions only.
 */
 #include <string.h>
+#include <math.h>
 #include "query_plan.h"
 
 void qPlanFree(QueryPlan *p) {
@@ -141,6 +142,12 @@ int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pMainSc
     if (p == NULL) {
       rc = sqlite3_bind_null(pStmt, iArg);
       continue;
+    }
+    if (p->type == EDN_DOUBLE && isnan(p->u.d)) {
+      /* SQLite would hold it as NULL, which reads as nil */
+      sqlite3_free(*pzErr);
+      *pzErr = sqlite3_mprintf("input %d: ##NaN cannot be a query value", pP->iInput + 1);
+      return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
     }
     if (pP->eConv >= QV_LOOKUP_A && pP->eConv <= QV_LOOKUP_TAG) {
       if (qPlanLookupRef(pSchema, p)) {
