@@ -120,6 +120,15 @@ static int qBindTupleTyped(sqlite3_stmt *pStmt, int i, const EdnValue *p, const 
   return rc;
 }
 
+/* Is input value p a NaN? Then *pzErr says so: SQLite would hold it as
+** NULL, which reads as nil (the store refuses NaN too, value.c). */
+static int qBindIsNaN(const QParam *pP, const EdnValue *p, char **pzErr) {
+  if (p->type != EDN_DOUBLE || !isnan(p->u.d)) return 0;
+  sqlite3_free(*pzErr);
+  *pzErr = sqlite3_mprintf("input %d: ##NaN cannot be a query value", pP->iInput + 1);
+  return 1;
+}
+
 int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pMainSchema,
               const QueryOpts *pOpts, char **pzErr) {
   int i, rc = SQLITE_OK;
@@ -143,12 +152,7 @@ int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pMainSc
       rc = sqlite3_bind_null(pStmt, iArg);
       continue;
     }
-    if (p->type == EDN_DOUBLE && isnan(p->u.d)) {
-      /* SQLite would hold it as NULL, which reads as nil */
-      sqlite3_free(*pzErr);
-      *pzErr = sqlite3_mprintf("input %d: ##NaN cannot be a query value", pP->iInput + 1);
-      return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
-    }
+    if (qBindIsNaN(pP, p, pzErr)) return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
     if (pP->eConv >= QV_LOOKUP_A && pP->eConv <= QV_LOOKUP_TAG) {
       if (qPlanLookupRef(pSchema, p)) {
         pA = schemaAttrByIdent(pSchema, p->u.c.a[0]->u.s.z, p->u.c.a[0]->u.s.n);
