@@ -730,8 +730,38 @@ static int qpRule(QParse *pP, const EdnValue *p, QRule *pR) {
       pR->aHead[pR->nHead++] = pA;
     }
   }
+  /* DataScript's parser: "Rule variables should be distinct" (a head
+  ** naming one twice would be an equality no call can see). */
+  for (i = 1; i < pR->nHead; i++) {
+    for (j = 0; j < i; j++) {
+      if (strcmp(pR->aHead[i]->u.s.z, pR->aHead[j]->u.s.z) == 0) {
+        return qpErr(pP, pR->aHead[i], "rule %s names %s twice in its head (rule variables must be"
+                     " distinct)", pR->zName, pR->aHead[i]->u.s.z);
+      }
+    }
+  }
   pR->nClause = p->u.c.n - 1;
   return qpClauses(pP, p->u.c.a + 1, p->u.c.n - 1, &pR->aClause, 1);
+}
+
+/* Every definition of one rule takes the same arguments, as many required
+** ones first (DataScript's validate-arity: "Arity mismatch for rule"); a
+** call of the wrong arity would otherwise use only the definitions that
+** fit it. pR is the newest of pSet's rules. */
+static int qpRuleArity(QParse *pP, const QRuleSet *pSet, const QRule *pR) {
+  int i;
+  for (i = 0; i < pSet->nRule; i++) {
+    const QRule *pO = pSet->aRule[i];
+    if (strcmp(pO->zName, pR->zName) || (pO->nHead == pR->nHead && pO->nReq == pR->nReq)) continue;
+    if (pO->nReq == 0 && pR->nReq == 0) {
+      return qpErr(pP, pR->pForm->u.c.a[0], "rule %s is defined with %d argument(s) and with %d: every"
+                   " definition of a rule takes the same arguments", pR->zName, pO->nHead, pR->nHead);
+    }
+    return qpErr(pP, pR->pForm->u.c.a[0], "rule %s is defined with %d argument(s), %d required, and with"
+                 " %d, %d required: every definition of a rule takes the same arguments",
+                 pR->zName, pO->nHead, pO->nReq, pR->nHead, pR->nReq);
+  }
+  return SQLITE_OK;
 }
 
 int qpParseRules(EdnArena *pArena, const EdnValue *pForm, QRuleSet *pSet, char **pzErr) {
@@ -748,7 +778,7 @@ int qpParseRules(EdnArena *pArena, const EdnValue *pForm, QRuleSet *pSet, char *
     for (i = 0; p.rc == SQLITE_OK && i < pForm->u.c.n; i++) {
       QRule *pR = qpAlloc(&p, sizeof(QRule));
       if (pR == NULL) break;
-      if (qpRule(&p, pForm->u.c.a[i], pR)) break;
+      if (qpRule(&p, pForm->u.c.a[i], pR) || qpRuleArity(&p, pSet, pR)) break;
       pSet->aRule[pSet->nRule++] = pR;
     }
   }

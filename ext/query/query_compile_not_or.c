@@ -22,12 +22,40 @@
 #include "query_compile_scope.h"
 
 static int qcoNotIn(QCtx *pX, const QClause *pCl, int iDepth);
+static int qcoIsBound(QCtx *pX, const char *zName);
 
 /* ($2 not ...) reads $2 in its body. */
 int qcoNot(QCtx *pX, const QClause *pCl, int iDepth) {
   QSrcSave sv;
   if (qcsEnter(pX->pC, pCl, &sv) == SQLITE_OK) qcoNotIn(pX, pCl, iDepth);
   qcsLeave(pX->pC, &sv);
+  return pX->pC->rc;
+}
+
+/* A plain not must share a variable with the scope around it, bound there
+** by the time it runs (it runs after every binding clause): one that shares
+** none would remove all rows or none. DataScript: "Insufficient bindings:
+** none of #{?y} is bound in (not [?y :a 1])"; Datomic unifies a not's
+** variables with the query around it. An error (pC->rc) names them. */
+static int qcoNotShares(QCtx *pX, const QClause *pCl, int iDepth) {
+  const char *az[64];
+  int nV = qcClauseVars(pCl, az, 64, iDepth), i;
+  sqlite3_str *pList;
+  char *zList;
+  if (nV > 64) return SQLITE_OK;
+  for (i = 0; i < nV; i++) if (qcoIsBound(pX, az[i])) return SQLITE_OK;
+  pList = sqlite3_str_new(NULL);
+  for (i = 0; i < nV; i++) sqlite3_str_appendf(pList, "%s%s", i ? " " : "", az[i]);
+  zList = sqlite3_str_finish(pList);
+  if (zList == NULL && nV) return qcNoMem(pX->pC);
+  if (nV == 0) {
+    qcErr(pX->pC, pCl->pForm, "insufficient bindings: not uses no variable (a not must share a"
+          " variable with the query around it)");
+  } else {
+    qcErr(pX->pC, pCl->pForm, "insufficient bindings: none of %s is bound in not (a not must share a"
+          " variable with the query around it)", zList);
+  }
+  sqlite3_free(zList);
   return pX->pC->rc;
 }
 
@@ -50,6 +78,8 @@ static int qcoNotIn(QCtx *pX, const QClause *pCl, int iDepth) {
     sub.aVisible = pCl->aJoin;
   }
   qcwClauses(&sub, pCl->aSub, pCl->nSub, iDepth + 1);
+  /* (after the body, whose own errors come first) */
+  if (pC->rc == SQLITE_OK && pCl->kind == QC_NOT) qcoNotShares(pX, pCl, iDepth);
   if (pC->rc == SQLITE_OK) {
     zBody = qcBody(&sub);
     if (zBody) qcWhere(pX, sqlite3_mprintf("NOT EXISTS (SELECT 1%s)", zBody));
