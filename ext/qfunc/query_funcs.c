@@ -52,7 +52,7 @@ static const struct {
   /* regular expressions, java.util.regex's dialect */
   { "mentat_re_find", 4, 1, qfReFind, 0, 0 },
   { "mentat_re_matches", 4, 1, qfReMatches, 0, 0 },
-  { "mentat_re_seq", 3, 1, qfReSeq, 0, 0 },
+  { "mentat_re_seq", 4, 1, qfReSeq, 0, 0 },
   /* tx-ids, tx-data: a tx id, an instant or a tx entity as a tx id */
   { "mentat_tx_point", 3, 1, qfTxPoint, 0, 0 },
   /* compare of values whose types are known only at run time: 1, or the

@@ -102,6 +102,9 @@ void qfTuple(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfUntuple(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfUntupleTag(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfTupleCount(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+/* Sets the result to the tuple of a[0..n) in the store's encoding (a BLOB);
+** out of memory an error. */
+void qfTupleResult(sqlite3_context *pCtx, const TypedValue *a, int n);
 void qfValsStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfValsFinal(sqlite3_context *pCtx);
 int qfCollateKw(void *pArg, int nx, const void *x, int ny, const void *y);

@@ -176,9 +176,7 @@ static void qfRegexMatchJson(sqlite3_str *pOut, const QfRegex *pRe, const char *
 static void qfRegexMatchTuple(sqlite3_context *pCtx, const QfRegex *pRe, const char *z) {
   PCRE2_SIZE *aOv = pcre2_get_ovector_pointer(pRe->pData);
   TypedValue a[VALUE_TUPLE_MAX];
-  sqlite3_str *pOut;
-  int i, n, rc;
-  char *zOut;
+  int i;
   for (i = 0; i <= pRe->nGroup; i++) {
     memset(&a[i], 0, sizeof a[i]);
     if (aOv[2 * i] == PCRE2_UNSET) continue;
@@ -186,17 +184,7 @@ static void qfRegexMatchTuple(sqlite3_context *pCtx, const QfRegex *pRe, const c
     a[i].z = z + aOv[2 * i];
     a[i].n = (int)(aOv[2 * i + 1] - aOv[2 * i]);
   }
-  pOut = sqlite3_str_new(NULL);
-  valueTupleEncode(pOut, a, pRe->nGroup + 1);
-  rc = sqlite3_str_errcode(pOut);
-  n = sqlite3_str_length(pOut);
-  zOut = sqlite3_str_finish(pOut);
-  if (rc != SQLITE_OK || zOut == NULL) {
-    sqlite3_free(zOut);
-    sqlite3_result_error_nomem(pCtx);
-    return;
-  }
-  sqlite3_result_blob(pCtx, zOut, n, sqlite3_free);
+  qfTupleResult(pCtx, a, pRe->nGroup + 1);
 }
 
 /* One pcre2_match from byte iStart: 1 matched, 0 not, -1 an error already
@@ -270,13 +258,20 @@ static void qfRegexApply(sqlite3_context *pCtx, sqlite3_value **argv, int iMode)
       bOwn = 1;
     }
   }
-  if (iMode == QFR_SEQ) {
+  if (iMode & QFR_SEQ) {
     /* Matcher.find in turn: the next search starts where a match ended,
     ** one character on after an empty match; nil when none matched */
     sqlite3_str *pOut = sqlite3_str_new(NULL);
     int iAt = 0, iLast = 0, nFound = 0;
+    TypedValue aTup[VALUE_TUPLE_MAX];
     while (iAt <= n && (r = qfRegexRun(pCtx, argv[2], pRe, zPat, nPat, z, n, iAt, iLast, 0)) == 1) {
       PCRE2_SIZE *aOv = pcre2_get_ovector_pointer(pRe->pData);
+      if (nFound < VALUE_TUPLE_MAX) {
+        memset(&aTup[nFound], 0, sizeof aTup[nFound]);
+        aTup[nFound].type = VT_STRING;
+        aTup[nFound].z = z + aOv[0];
+        aTup[nFound].n = (int)(aOv[1] - aOv[0]);
+      }
       sqlite3_str_appendchar(pOut, 1, nFound++ ? ',' : '[');
       qfRegexMatchJson(pOut, pRe, z, pRe->nGroup > 0);
       iAt = iLast = (int)aOv[1];
@@ -289,6 +284,9 @@ static void qfRegexApply(sqlite3_context *pCtx, sqlite3_value **argv, int iMode)
       sqlite3_free(sqlite3_str_finish(pOut));
     } else if (nFound == 0) {
       sqlite3_free(sqlite3_str_finish(pOut));
+    } else if ((iMode & QFR_TUPLE) && pRe->nGroup == 0 && nFound <= VALUE_TUPLE_MAX) {
+      sqlite3_free(sqlite3_str_finish(pOut));
+      qfTupleResult(pCtx, aTup, nFound);
     } else {
       int nJson;
       char *zJson;
@@ -351,10 +349,12 @@ void qfReMatches(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   qfRegexApply(pCtx, argv, QFR_MATCHES | qfRegexGroupMode(argv[3]));
 }
 
-/* mentat_re_seq(re, s, where): Clojure's re-seq, every match in turn as a
-** JSON array (each [whole g1 ...] when the pattern has groups); NULL when
-** none. */
+/* mentat_re_seq(re, s, where, tuple): Clojure's re-seq, every match in
+** turn as a JSON array (each [whole g1 ...] when the pattern has groups);
+** with tuple 1, matches without groups, at most VALUE_TUPLE_MAX of them, as
+** the tuple of their strings (a seq equals the vector of its elements);
+** NULL when none. */
 void qfReSeq(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   (void)argc;
-  qfRegexApply(pCtx, argv, QFR_SEQ);
+  qfRegexApply(pCtx, argv, QFR_SEQ | (sqlite3_value_int(argv[3]) ? QFR_TUPLE : 0));
 }

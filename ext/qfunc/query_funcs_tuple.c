@@ -1,7 +1,7 @@
 /*
 ** query_funcs_tuple.c — tuples a query makes, at run time: mentat_tuple
 ** (the `tuple` function: its arguments as one tuple value in the store's
-** encoding, value.h), mentat_untuple / mentat_untuple_tag (element k of a
+** encoding, value.h; qfTupleResult, that encoding as a result), mentat_untuple / mentat_untuple_tag (element k of a
 ** tuple as its native SQL value and its tag) and mentat_tuple_count.
 **
 ** Why the store's encoding and not JSON: Datomic compares tuples element by
@@ -76,9 +76,7 @@ static void qftJsonArray(sqlite3_context *pCtx, int argc, sqlite3_value **argv) 
 ** with a collection among them, or more than 8, their JSON array. */
 void qfTuple(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   TypedValue a[VALUE_TUPLE_MAX];
-  sqlite3_str *pOut;
-  int i, n = argc / 2, rc, nOut;
-  char *z;
+  int i, n = argc / 2;
   if (n > VALUE_TUPLE_MAX) { qftJsonArray(pCtx, argc, argv); return; }
   for (i = 0; i < n; i++) {
     sqlite3_value *pV = argv[2 * i];
@@ -111,7 +109,13 @@ void qfTuple(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
         break;
     }
   }
-  pOut = sqlite3_str_new(NULL);
+  qfTupleResult(pCtx, a, n);
+}
+
+void qfTupleResult(sqlite3_context *pCtx, const TypedValue *a, int n) {
+  sqlite3_str *pOut = sqlite3_str_new(NULL);
+  int rc, nOut;
+  char *z;
   valueTupleEncode(pOut, a, n);
   rc = sqlite3_str_errcode(pOut);
   nOut = sqlite3_str_length(pOut);

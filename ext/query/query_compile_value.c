@@ -297,8 +297,11 @@ int qcvCount(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) 
     sqlite3_str_appendf(pStr, "(CASE json_type(%s) WHEN 'object' THEN (SELECT count(*) FROM json_each(%s)) "
                         "ELSE json_array_length(%s) END)", a.azA[0], a.azA[0], a.azA[0]);
   } else if (a.aVt[0] == VT_NONE && a.azTag[0]) {
+    /* a collection whose kind only the row knows: a string, a tuple or JSON */
     sqlite3_str_appendf(pStr, "(CASE (%s) WHEN %d THEN length(%s) WHEN %d THEN mentat_tuple_count(%s)"
-                        " END)", a.azTag[0], TAG_STRING, a.azA[0], TAG_TUPLE, a.azA[0]);
+                        " WHEN %d THEN (CASE json_type(%s) WHEN 'object' THEN (SELECT count(*) FROM"
+                        " json_each(%s)) ELSE json_array_length(%s) END) END)", a.azTag[0], TAG_STRING,
+                        a.azA[0], TAG_TUPLE, a.azA[0], TAG_JSON, a.azA[0], a.azA[0], a.azA[0]);
   } else if (a.aVt[0] == VT_NONE) {
     sqlite3_str_appendf(pStr, "(CASE WHEN typeof(%s) = 'text' THEN length(%s) END)", a.azA[0],
                         a.azA[0]);
@@ -393,11 +396,23 @@ int qcvReMatch(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut
 int qcvReSeq(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QcvArgs a;
   sqlite3_str *pStr;
-  int nGroup = -1, rc;
+  char *zTag;
+  int nGroup = -1, rc, bTuple = 0;
   QCV_OPEN(pX, pCl, pFn, a);
   pStr = sqlite3_str_new(NULL);
   if (qcvRegexCheck(pX, pCl->aArg[0], pFn->zName, &nGroup) == SQLITE_OK) {
-    sqlite3_str_appendf(pStr, "%s(%s, %s, %s)", pFn->zFunc, a.azA[0], a.azA[1], a.zPlace);
+    /* bound whole, a seq of at most 8 strings is the tuple of them, as
+    ** Clojure's = compares a seq with a vector (the run-time function
+    ** learns the groups of a pattern known only then) */
+    bTuple = pCl->bind.kind == QB_SCALAR && nGroup <= 0;
+    sqlite3_str_appendf(pStr, "%s(%s, %s, %s, %d)", pFn->zFunc, a.azA[0], a.azA[1], a.zPlace,
+                        bTuple);
+  }
+  if (bTuple) {
+    zTag = sqlite3_mprintf("(CASE typeof(%s) WHEN 'blob' THEN %d ELSE %d END)",
+                           sqlite3_str_value(pStr), TAG_TUPLE, TAG_JSON);
+    if (zTag == NULL) qcNoMem(pX->pC);
+    return qcvDone(pX, &a, pStr, VT_NONE, zTag, pOut);
   }
   rc = qcvDone(pX, &a, pStr, pFn->vtOut, NULL, pOut);
   pOut->eRe = nGroup < 0 ? QCF_RE_ANY : nGroup == 0 ? QCF_RE_STRS : QCF_RE_VECS;
