@@ -139,13 +139,14 @@ $(B)/test_%: test/test_%.c $$(call libs_upto,$$(call test_stage,$$*))
 # Every suite runs even when an earlier one fails; the target fails at the end. make unit runs
 # UNIT_JOBS suites at a time by itself (a make -jN of the caller's wins), each one's output kept
 # together. A run is a program, or one Check tcase of it (program@tcase, CK_RUN_CASE), so a long
-# program spreads over the cores; runs start longest first (by CPU time), so no core ends
-# waiting for one of them. The allocation- and I/O-failure sweeps (the tcases tagged "faults",
-# testutil.h tuFaultCase) are make faults, not make unit; make test runs both.
+# program spreads over the cores; runs start longest first (by wall time on an idle machine,
+# their waits for locks and busy timeouts included), so no core ends waiting for one of them.
+# The allocation- and I/O-failure sweeps (the tcases tagged "faults", testutil.h tuFaultCase)
+# are make faults, not make unit; make test runs both.
 UNIT_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 run_jobs   = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(UNIT_JOBS))
-UNIT_FIRST = test_cases test_qlang test_tx test_rawidx test_group test_host test_store test_surface \
-  test_qcompile test_view
+UNIT_FIRST = test_cases test_store test_tx test_qlang test_group test_rawidx test_host test_surface \
+  test_qcompile test_qgrowth test_pull test_view
 UNIT_RUNS  = $(addprefix $(B)/run/unit/,$(filter $(TESTS:$(B)/%=%),$(UNIT_FIRST)) \
   $(filter-out $(UNIT_FIRST) $(FAULT_ONLY),$(TESTS:$(B)/%=%)))
 # the programs that are sweeps alone, and every run of make faults
