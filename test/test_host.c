@@ -614,6 +614,147 @@ START_TEST(pull_one_snapshot_under_commit) {
 }
 END_TEST
 
+/* THE READ STAMP (store_host.c): a read whose state a read validated last
+** skips the revalidation while the store database's data version, file and
+** schema_version, and temp's version, are unchanged. Each case below
+** changes what a stale schema would get wrong, a rename (the old name
+** then matches nothing, the new one is unknown), through the scalar form,
+** the table form and edn_pull, each asked twice before the change. */
+static const char zOneN[] = "SELECT edn_q(':main', '[:find ?n . :where [_ :p/n ?n]]')";
+static const char zOneNTable[] = "SELECT c0 FROM edn_q(':main', '[:find ?n :where [_ :p/n ?n]]')";
+static const char zOneNPull[] =
+  "SELECT edn_pull(':main', '[:p/n]', '[:p/name \"a\"]') ->> '$.\":p/n\"'";
+
+static void readTwice(sqlite3 *db, const char *zScalar, const char *zTable, const char *zPull) {
+  for (int i = 0; i < 2; i++) {
+    tuExpectQuery(db, zOneN, zScalar);
+    tuExpectQuery(db, zOneNTable, zTable);
+    tuExpectQuery(db, zOneNPull, zPull);
+  }
+}
+
+/* Another connection's commits (the pager learns of them when a read
+** transaction begins), in both journal modes: a rename of :p/n, then back. */
+START_TEST(read_stamp_sees_other_connection) {
+  const char *azMode[] = { "PRAGMA journal_mode=DELETE", "PRAGMA journal_mode=WAL" };
+  for (int m = 0; m < 2; m++) {
+    char zName[32];
+    sqlite3 *a, *b;
+    snprintf(zName, sizeof zName, "stamp-other%d.db", m);
+    a = openFile(zName);
+    tuExecOk(a, azMode[m]);
+    tuExecOk(a, zSchema);
+    tuExecOk(a, "SELECT edn_t(':main', '[{:p/name \"a\" :p/n 1}]')");
+    b = openFile(zName);
+    readTwice(a, "{\"result\":1}", "1", "1");
+    tuExecOk(b, "SELECT edn_t(':main', '[{:db/id :p/n :db/ident :p/m}]')");
+    tuExpectQuery(a, zOneN, "{\"result\":null}");
+    tuExpectQuery(a, "SELECT edn_q(':main', '[:find ?n . :where [_ :p/m ?n]]')", "{\"result\":1}");
+    tuExecOk(b, "SELECT edn_t(':main', '[{:db/id :p/m :db/ident :p/n}]')");
+    tuExpectQuery(a, zOneNTable, "1");
+    tuExecOk(b, "SELECT edn_t(':main', '[{:db/id :p/n :db/ident :p/m}]')");
+    tuExpectQuery(a, "SELECT edn_pull(':main', '[:p/m]', '[:p/name \"a\"]') ->> '$.\":p/m\"'", "1");
+    sqlite3_close(b);
+    ck_assert_int_eq(sqlite3_close(a), SQLITE_OK);
+  }
+}
+END_TEST
+
+/* No stamp is taken inside a write transaction (its changes move no data
+** version, and a rollback undoes them): reads between a rename inside
+** BEGIN and its ROLLBACK, then the name from before. Also a rename rolled
+** back to the host's savepoint, and a read-only BEGIN (a stamp may hold
+** there: what it reads is committed). */
+START_TEST(read_stamp_not_inside_write) {
+  sqlite3 *db = openFile("stamp-rb.db");
+  tuExecOk(db, zSchema);
+  tuExecOk(db, "SELECT edn_t(':main', '[{:p/name \"a\" :p/n 1}]')");
+  readTwice(db, "{\"result\":1}", "1", "1");
+  tuExecOk(db, "BEGIN");
+  readTwice(db, "{\"result\":1}", "1", "1");
+  tuExecOk(db, "SELECT edn_t(':main', '[{:db/id :p/n :db/ident :p/m}]')");
+  for (int i = 0; i < 2; i++) {
+    tuExpectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [_ :p/m ?n]]')", "{\"result\":1}");
+    tuExpectQuery(db, zOneN, "{\"result\":null}");
+  }
+  tuExecOk(db, "ROLLBACK");
+  readTwice(db, "{\"result\":1}", "1", "1");
+  tuExecOk(db, "BEGIN; SAVEPOINT s");
+  tuExecOk(db, "SELECT edn_t(':main', '[{:db/id :p/n :db/ident :p/m}]')");
+  tuExpectQuery(db, zOneN, "{\"result\":null}");
+  tuExpectQuery(db, zOneN, "{\"result\":null}");
+  tuExecOk(db, "ROLLBACK TO s");
+  tuExpectQuery(db, zOneNPull, "1");
+  readTwice(db, "{\"result\":1}", "1", "1");
+  tuExecOk(db, "COMMIT");
+  /* The host's own raw write inside BEGIN (a new idents row, which the
+  ** signature sees), then its rollback. */
+  tuExecOk(db, "BEGIN; INSERT INTO idents SELECT e, a, ':p/m', value_type_tag FROM idents"
+           " WHERE v = ':p/n'; DELETE FROM idents WHERE v = ':p/n'");
+  tuExpectQuery(db, zOneN, "{\"result\":null}");
+  tuExpectQuery(db, zOneN, "{\"result\":null}");
+  tuExecOk(db, "ROLLBACK");
+  readTwice(db, "{\"result\":1}", "1", "1");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
+/* A TEMP table of the store's names, made after a stamp (temp's own data
+** version), refuses the next read; dropped, reads work again. */
+START_TEST(read_stamp_temp_shadow) {
+  sqlite3 *db = openFile("stamp-temp.db");
+  tuExecOk(db, zSchema);
+  tuExecOk(db, "SELECT edn_t(':main', '[{:p/name \"a\" :p/n 1}]')");
+  tuExecOk(db, "CREATE TEMP TABLE other(x)");
+  readTwice(db, "{\"result\":1}", "1", "1");
+  tuExecOk(db, "CREATE TEMP TABLE datoms(x)");
+  tuExpectQuery(db, zOneN, "ERROR: edn_q: db_path ':main': database temp also holds tables named "
+                "like the store's (datoms, ...), and unqualified names find those first; rename "
+                "them or use ':temp'");
+  tuExecOk(db, "DROP TABLE temp.datoms");
+  readTwice(db, "{\"result\":1}", "1", "1");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
+/* Another file ATTACHed under the store's name after a DETACH: two stores
+** with as many transactions and idents (the same signature), whose
+** attribute 65536 is :p/n in one and :q/k in the other. */
+START_TEST(read_stamp_reattached_file) {
+  char zA[512], zB[512], zSql[600];
+  sqlite3 *db;
+  const char *azStore[] = { "stamp-att-a.db", "stamp-att-b.db" };
+  const char *azIdent[] = { ":p/n", ":q/k" };
+  for (int i = 0; i < 2; i++) {
+    char zTx[200];
+    db = openFile(azStore[i]);
+    snprintf(zTx, sizeof zTx, "SELECT edn_t(':main', '[{:db/ident %s :db/valueType :db.type/long}]')",
+             azIdent[i]);
+    tuExecOk(db, zTx);
+    snprintf(zTx, sizeof zTx, "SELECT edn_t(':main', '[{%s %d}]')", azIdent[i], i + 1);
+    tuExecOk(db, zTx);
+    ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+  }
+  snprintf(zA, sizeof zA, "%s", tuTempPath(azStore[0]));
+  snprintf(zB, sizeof zB, "%s", tuTempPath(azStore[1]));
+  db = tuOpenHost();
+  snprintf(zSql, sizeof zSql, "ATTACH '%s' AS aux", zA);
+  tuExecOk(db, zSql);
+  for (int i = 0; i < 2; i++) {
+    tuExpectQuery(db, "SELECT edn_q(':aux', '[:find ?n . :where [_ :p/n ?n]]')", "{\"result\":1}");
+    tuExpectQuery(db, "SELECT c0 FROM edn_q(':aux', '[:find ?n :where [_ :p/n ?n]]')", "1");
+  }
+  snprintf(zSql, sizeof zSql, "DETACH aux; ATTACH '%s' AS aux", zB);
+  tuExecOk(db, zSql);
+  tuExpectQuery(db, "SELECT edn_q(':aux', '[:find ?n . :where [_ :q/k ?n]]')", "{\"result\":2}");
+  tuExpectQuery(db, "SELECT edn_q(':aux', '[:find ?n . :where [_ :p/n ?n]]')", "{\"result\":null}");
+  snprintf(zSql, sizeof zSql, "DETACH aux; ATTACH '%s' AS aux", zA);
+  tuExecOk(db, zSql);
+  tuExpectQuery(db, "SELECT c0 FROM edn_q(':aux', '[:find ?n :where [_ :p/n ?n]]')", "1");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
 static Suite *hostSuite(void) {
   tuNoFsync();
   Suite *s = suite_create("host");
@@ -631,6 +772,10 @@ static Suite *hostSuite(void) {
   tcase_add_test(tc, host_function_before_first_edn_t);
   tcase_add_test(tc, own_db_verdict_remembered);
   tcase_add_test(tc, pull_one_snapshot_under_commit);
+  tcase_add_test(tc, read_stamp_sees_other_connection);
+  tcase_add_test(tc, read_stamp_not_inside_write);
+  tcase_add_test(tc, read_stamp_temp_shadow);
+  tcase_add_test(tc, read_stamp_reattached_file);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -12,8 +12,10 @@
 
 int qRunColTag(const QueryRun *p, const QPlanCol *pCol) {
   if (pCol->iTagCol >= 0) {
-    if (sqlite3_column_type(p->pStmt, pCol->iTagCol) == SQLITE_NULL) return Q_TAG_UNKNOWN;
-    return sqlite3_column_int(p->pStmt, pCol->iTagCol);
+    /* One column_* call (each takes the connection's mutex: qRunColumnJson). */
+    sqlite3_value *pTag = sqlite3_column_value(p->pStmt, pCol->iTagCol);
+    if (sqlite3_value_type(pTag) == SQLITE_NULL) return Q_TAG_UNKNOWN;
+    return sqlite3_value_int(pTag);
   }
   if (pCol->vt == QVT_JSON) return TAG_JSON;
   if (pCol->vt == VT_NONE) return Q_TAG_UNKNOWN;

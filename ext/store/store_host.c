@@ -24,6 +24,19 @@
 ** are never cached: the transactor reads known_parts in every
 ** transaction, so a rolled-back edn_t leaves nothing a later call sees.
 **
+** THE READ STAMP. A read whose state was last validated by a read skips
+** all of that (the signature alone is six subqueries, ~24k instructions,
+** as much as the rest of a point lookup) when its stamp is unchanged: the
+** store database pager's data version (SQLITE_FCNTL_DATA_VERSION: moved by
+** every commit, this connection's included, and by another connection's,
+** seen when a read transaction begins), temp's, the database file and
+** schema_version, and the read hold's re-prepare count. A stamp is taken
+** and compared only inside a read transaction on the store's database with
+** no write transaction open on the connection, so every state it vouches
+** for is a committed one; what is not committed yet (an edn_t inside the
+** host's BEGIN, the host's own writes) never has a stamp, and a rollback
+** can only bring back a committed state. Every edn_t drops the stamp.
+**
 ** A write is `SAVEPOINT mentat_edn_t` ... `RELEASE` (ROLLBACK TO + RELEASE
 ** on failure): in autocommit it is atomic by itself, inside the host's
 ** BEGIN it nests, and a failed edn_t undoes only its own work. The layout
@@ -58,6 +71,20 @@ static const char zHostNames[] =
 
 #define HOST_SCAN_CACHE 4
 
+/* What a read compares to skip the revalidation (hostStampTake): nothing
+** this connection or another committed to the store's database or to
+** temp, and the same database file, since the state was last validated. */
+typedef struct HostStamp {
+  sqlite3_file *pFile;          /* the store database's file: another after a
+                                ** DETACH + ATTACH or sqlite3_deserialize */
+  unsigned int uDv;             /* its pager's data version */
+  unsigned int uDvTemp;         /* temp's, when bTemp (temp's pager exists) */
+  int bTemp;
+  sqlite3_int64 iSv;            /* its schema_version, as the hold read it */
+  sqlite3_int64 iSvMain;        /* main's, for a store in an attached database */
+  int nReprepare;               /* the hold's re-prepares (a DETACH expires it) */
+} HostStamp;
+
 typedef struct StoreHostPart {
   sqlite3 *host;
   char *zName;                  /* the database's name as the connection lists it */
@@ -86,6 +113,12 @@ typedef struct StoreHostPart {
     int bReads;
   } aScan[HOST_SCAN_CACHE];
   int iScanNext;
+  sqlite3_file *pFileSeen;      /* the database's file at the last revalidation, and */
+  int nSvReprepare;             /* pSchemaVersion's re-prepares then (a DETACH expires
+                                ** every statement): either moved, another database
+                                ** may hold the name now (hostRevalidate) */
+  int bStamp;                   /* stamp is the state last validated (hostStampTake) */
+  HostStamp stamp;
   Store *pNextHost;
 } StoreHostPart;
 
@@ -523,6 +556,71 @@ void storeHostClose(sqlite3 *host) {
 
 /* ---------------------------------------------------------- revalidate */
 
+/* Takes the stamp of the state the host's next statement reads (THE READ
+** STAMP in HOW IT WORKS). Returns 0 when none can be taken here: no read
+** hold stepped, no read transaction open on the store's database (its
+** pager learns of other connections' commits only when one begins), a
+** write transaction open on any database of the connection (its
+** uncommitted changes move no data version, and a rollback may undo
+** them), or an SQLite before 3.34 (no sqlite3_txn_state). */
+static int hostStampTake(StoreHostPart *h, HostStamp *pSt) {
+  sqlite3 *db = h->host;
+  memset(pSt, 0, sizeof *pSt);
+  if (sqlite3_libversion_number() < 3034000 || !sqlite3_stmt_busy(h->pHold)) return 0;
+  if (sqlite3_txn_state(db, NULL) == SQLITE_TXN_WRITE
+      || sqlite3_txn_state(db, h->zName) != SQLITE_TXN_READ) {
+    return 0;
+  }
+  if (sqlite3_file_control(db, h->zName, SQLITE_FCNTL_FILE_POINTER, &pSt->pFile) != SQLITE_OK
+      || sqlite3_file_control(db, h->zName, SQLITE_FCNTL_DATA_VERSION, &pSt->uDv) != SQLITE_OK) {
+    return 0;
+  }
+  /* temp is this connection's alone: its pager's version is current. */
+  if (h->iDb != 1) {
+    pSt->bTemp = sqlite3_file_control(db, "temp", SQLITE_FCNTL_DATA_VERSION, &pSt->uDvTemp)
+                 == SQLITE_OK;
+  }
+  /* main, searched before an attached store, may be another connection's
+  ** to change: its schema_version, read in its own read transaction. */
+  if (h->iDb >= 2 && storeStepInt(h->apShadowSv[1], &pSt->iSvMain) != SQLITE_OK) return 0;
+  pSt->iSv = sqlite3_column_int64(h->pHold, 0);
+  pSt->nReprepare = sqlite3_stmt_status(h->pHold, SQLITE_STMTSTATUS_REPREPARE, 0);
+  return 1;
+}
+
+static int hostStampSame(const HostStamp *a, const HostStamp *b) {
+  return a->pFile == b->pFile && a->uDv == b->uDv && a->bTemp == b->bTemp
+         && (!a->bTemp || a->uDvTemp == b->uDvTemp) && a->iSv == b->iSv
+         && a->iSvMain == b->iSvMain && a->nReprepare == b->nReprepare;
+}
+
+/* After a DETACH and an ATTACH of another file under the same name the
+** signature may well match (two stores with as many transactions and
+** idents), so a new file (or an expired pSchemaVersion: any DETACH, or a
+** schema change, which reads the layout again anyway) forgets all that is
+** known of the old one: layout, signature, data version, its seq. */
+static int hostSameFile(Store *p) {
+  StoreHostPart *h = p->pHost;
+  sqlite3_file *pFile = NULL;
+  int nRe = sqlite3_stmt_status(h->pSchemaVersion, SQLITE_STMTSTATUS_REPREPARE, 0), iDb;
+  char *zCanon = NULL;
+  int rc;
+  if (sqlite3_file_control(h->host, h->zName, SQLITE_FCNTL_FILE_POINTER, &pFile) != SQLITE_OK) {
+    pFile = NULL;
+  }
+  if (pFile == h->pFileSeen && nRe == h->nSvReprepare) return SQLITE_OK;
+  rc = hostFindDb(h->host, h->zName, &iDb, &zCanon, NULL);
+  sqlite3_free(zCanon);
+  if (rc != SQLITE_OK) return rc;
+  h->iDb = iDb;
+  h->eLayout = HOST_LAYOUT_UNKNOWN;
+  p->bKnown = 0;
+  ((StoreConnImpl *)p->pWriter)->base.iDataVersion = -1;
+  h->pFileSeen = pFile;
+  h->nSvReprepare = nRe;
+  return SQLITE_OK;
+}
+
 /* Makes p's layout knowledge and schema current for the host's next
 ** statement (see HOW IT WORKS). bCreate: create the layout when absent
 ** (inside the caller's savepoint). *pbAbsent (may be NULL): no store. */
@@ -533,10 +631,14 @@ static int hostRevalidate(Store *p, int bCreate, int *pbAbsent, char **pzErr) {
   sqlite3_int64 iSv = 0, iVersion = 0;
   sqlite3_uint64 fp = 0;
   StoreSig sig;
+  HostStamp st;
   int rc;
 
   if (pbAbsent) *pbAbsent = 0;
+  if (h->bStamp && hostStampTake(h, &st) && hostStampSame(&st, &h->stamp)) return SQLITE_OK;
+  h->bStamp = 0;
   rc = storeStepInt(h->pSchemaVersion, &iSv);
+  if (rc == SQLITE_OK) rc = hostSameFile(p);
   if (rc == SQLITE_OK) {
     int bChanged = 0;
     rc = hostShadowSeen(h, &bChanged);
@@ -583,7 +685,7 @@ static int hostRevalidate(Store *p, int bCreate, int *pbAbsent, char **pzErr) {
   if (rc == SQLITE_OK) rc = storeReadSig(pImpl, &sig);
   if (rc != SQLITE_OK) goto cleanup;
   if (p->pSchema && iVersion == pImpl->base.iDataVersion && p->bKnown && storeSigEqual(&sig, &p->known)) {
-    goto cleanup;
+    goto stamp;
   }
   /* Another connection committed, or this one rolled back: the marks may
   ** have moved by other means than this extension, and the schema too. */
@@ -600,6 +702,9 @@ static int hostRevalidate(Store *p, int bCreate, int *pbAbsent, char **pzErr) {
   p->known = sig;
   p->bKnown = 1;
   pImpl->base.iDataVersion = iVersion;
+
+stamp:
+  if (!bCreate && h->eLayout == HOST_LAYOUT_PRESENT) h->bStamp = hostStampTake(h, &h->stamp);
 
 cleanup:
   if (rc != SQLITE_OK && pzErr && *pzErr == NULL) {
@@ -767,6 +872,9 @@ int storeHostWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **
   /* Before the savepoint: a layout check run inside it would see our own
   ** schema_version change. */
   rc = hostRevalidate(p, 0, NULL, pzErr);
+  /* The write is this connection's: it moves no version until it commits,
+  ** and the host may yet roll it back. The next read validates again. */
+  h->bStamp = 0;
   if (rc == SQLITE_OK) rc = hostCheckScans(p, pzErr);
   if (rc != SQLITE_OK) return rc;
   rc = hostWriteStart(p);
