@@ -10,6 +10,7 @@
 **   store_file.c       opening one connection: settings, layout, upgrades
 **   store_schema.c     loading a Schema from a store connection
 **   store_revalidate.c the state signature; keeping the published schema current
+**   store_host_layout.c a host database's store objects: layout, shadows, scans
 **   store_host.c       host stores: a store inside a database of the caller's
 **                      connection (store_host.h)
 **   store_conn.c       one connection and its prepared statements
@@ -186,6 +187,78 @@ int storeHostWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **
 int storeHostWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, char **pzErr);
 void storeHostRelease(Store *p);
 void storeHostReaderDone(Store *p);
+
+/* A host store's own part (store_host.c, store_host_layout.c). */
+#define HOST_SCAN_CACHE 4
+
+/* What a read compares to skip the revalidation (hostStampTake): nothing
+** this connection or another committed to the store's database or to
+** temp, and the same database file, since the state was last validated. */
+typedef struct HostStamp {
+  sqlite3_file *pFile;          /* the store database's file: another after a
+                                ** DETACH + ATTACH or sqlite3_deserialize */
+  unsigned int uDv;             /* its pager's data version */
+  unsigned int uDvTemp;         /* temp's, when bTemp (temp's pager exists) */
+  int bTemp;
+  sqlite3_int64 iSv;            /* its schema_version, as the hold read it */
+  sqlite3_int64 iSvMain;        /* main's, for a store in an attached database */
+  int nReprepare;               /* the hold's re-prepares (a DETACH expires it) */
+} HostStamp;
+
+typedef struct StoreHostPart {
+  sqlite3 *host;
+  char *zName;                  /* the database's name as the connection lists it */
+  int iDb;                      /* its index (pragma database_list seq) */
+  int bClosed;                  /* storeHostClose ran: freed at the last release */
+  int eLayout;                  /* HOST_LAYOUT_* */
+  int bDqlite;                  /* the database's VFS is dqlite's */
+  sqlite3_int64 iSchemaVersion; /* at the last layout check; -1 none */
+  sqlite3_stmt *pSchemaVersion, *pSavepoint, *pRelease, *pRollbackTo;
+  int bNoSavepoint;             /* the write in progress runs inside a statement that
+                                ** writes, without a savepoint (storeHostWriteBegin) */
+  int nChanges0;                /* then: sqlite3_total_changes and schema_version */
+  sqlite3_int64 iSv0;           /* before it */
+  sqlite3_stmt *pHold;          /* a read's one read transaction (storeHostReader) */
+  sqlite3_stmt *apShadowSv[2];  /* schema_version of temp (and main, for an attached
+                                ** store): the databases searched before the store's */
+  sqlite3_int64 aShadowSv[2];   /* their values at the last shadow check */
+  int nReadHold;                /* reads holding it, nested ones included */
+  int *aRoot;                   /* root pages of the store's tables and indexes */
+  int nRoot;
+  int iRootGen;                 /* bumped when aRoot is read again */
+  struct {                      /* nested-scan verdicts, by statement */
+    sqlite3_stmt *pStmt;
+    char *zSql;
+    int iGen;
+    int bReads;
+  } aScan[HOST_SCAN_CACHE];
+  int iScanNext;
+  sqlite3_file *pFileSeen;      /* the database's file at the last revalidation, and */
+  int nSvReprepare;             /* pSchemaVersion's re-prepares then (a DETACH expires
+                                ** every statement): either moved, another database
+                                ** may hold the name now (hostRevalidate) */
+  int bStamp;                   /* stamp is the state last validated (hostStampTake) */
+  HostStamp stamp;
+  Store *pNextHost;
+} StoreHostPart;
+
+#define HOST_LAYOUT_UNKNOWN 0
+#define HOST_LAYOUT_ABSENT 1
+#define HOST_LAYOUT_PRESENT 2
+
+/* store_host_layout.c: the host database's store objects. */
+/* Refuses (SQLITE_ERROR, *pzErr) when a database searched before the
+** store's holds objects of the store's names; bCreating: the layout is
+** about to be created, which must not hide a later database's store. */
+int storeHostCheckShadow(StoreHostPart *h, int bCreating, char **pzErr);
+/* Steps the schema_version of the databases searched before the store's;
+** *pbChanged (may be NULL): one moved since the last call. */
+int storeHostShadowSeen(StoreHostPart *h, int *pbChanged);
+/* Sets h->eLayout from the database's objects (ABSENT or PRESENT, reading
+** the root pages then); anything else is refused, never altered. */
+int storeHostCheckLayout(StoreHostPart *h, char **pzErr);
+/* Refuses a write while a statement of the host reads the store's tables. */
+int storeHostCheckScans(Store *p, char **pzErr);
 
 /* store_conn.c */
 /* Opens a connection of pStore (bValidate: its first, see storeOpenDb)
