@@ -520,6 +520,26 @@ START_TEST(test_growth) {
 }
 END_TEST
 
+/* Past SQLite's SQLITE_LIMIT_COLUMN (2000) the compile refuses, naming the
+** element whose columns pass it, before SQLite's "too many columns in
+** result set": 1024 find variables of (+ ?v0 k), each a long or a double,
+** take a value and a kind of number each (the DISTINCT set key tells 1 from
+** 1.0), ?v0 a value alone: ?v1000 is the 2001st column. 512 compile. */
+START_TEST(test_column_limit) {
+  QgFamily f = { "findmany", fFindMany, 0 };
+  QgWork w;
+  qgMeasure(&f, 512, &w);
+  ck_assert_msg(w.rc == SQLITE_OK, "512: %s", w.zErr ? w.zErr : "?");
+  sqlite3_free(w.zErr);
+  qgMeasure(&f, 1024, &w);
+  ck_assert_int_eq(w.rc, SQLITE_ERROR);
+  ck_assert_str_eq(w.zErr, "line 1 col 5898: the query's 1024 :find and :with elements take 2001 or"
+                   " more result columns (each a value, with its type tag or its kind of number where"
+                   " the type does not say); SQLite returns at most 2000 columns (SQLITE_LIMIT_COLUMN)");
+  sqlite3_free(w.zErr);
+}
+END_TEST
+
 static Suite *qgrowthSuite(void) {
   tuNoFsync();
   Suite *s = suite_create("qgrowth");
@@ -527,6 +547,7 @@ static Suite *qgrowthSuite(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_set_timeout(tc, 60);
   tcase_add_loop_test(tc, test_growth, 0, (int)(sizeof aFamily / sizeof aFamily[0]));
+  tcase_add_test(tc, test_column_limit);
   suite_add_tcase(s, tc);
   return s;
 }
