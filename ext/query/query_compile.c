@@ -157,6 +157,29 @@ static int qcdHasAggregate(const QQuery *pQ) {
   return 0;
 }
 
+/* Refuses a result of nCol columns past the connection's
+** SQLITE_LIMIT_COLUMN (SQLite's default 2000 when it is not known), naming
+** the :find element whose columns pass it, instead of handing SQLite a
+** statement it refuses as "too many columns in result set". A find
+** variable of no static type takes a tag column too, :with ones count, and
+** a set key may add a storage-class column. iFind < 0: the elements alone
+** (one column each), the error at the first past the limit. 1 with the
+** error set. */
+static int qcdColumnLimit(QComp *pC, int nCol, int iFind) {
+  const QQuery *pQ = pC->pQ;
+  int nMax = pC->pOpts && pC->pOpts->pDb ? sqlite3_limit(pC->pOpts->pDb, SQLITE_LIMIT_COLUMN, -1)
+                                          : 2000;
+  if (pC->rc != SQLITE_OK) return 1;
+  if (nCol <= nMax) return 0;
+  if (iFind < 0) iFind = nMax;
+  qcErr(pC, iFind < pQ->nFind ? pQ->aFind[iFind].pForm : NULL, "the query's %d :find and :with "
+        "elements take %d or more result columns (each a value, with its type tag or its kind of "
+        "number where the type does not say); SQLite returns at most %d columns "
+        "(SQLITE_LIMIT_COLUMN)", pQ->nFind + pQ->nWith,
+        nCol, nMax);
+  return 1;
+}
+
 static int qcdAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
   const QQuery *pQ = pC->pQ;
   sqlite3_str *pSql = sqlite3_str_new(NULL);
@@ -180,6 +203,7 @@ static int qcdAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
     }
   }
   pPlan->bSingleAgg = pQ->eFind == FIND_REL && pQ->nFind == 1 && pQ->aFind[0].kind == QFIND_AGG;
+  if (qcdColumnLimit(pC, pQ->nFind + pQ->nWith, -1)) goto cleanup;
 
   if (qcdHasAggregate(pQ)) {
     qcaAggregate(pC, pX, pPlan, pSql);
@@ -229,6 +253,7 @@ static int qcdAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
       }
     }
     qcdSelectVar(pC, pSql, &nCol, pV, &pPlan->aCol[i], bDistinct);
+    if (qcdColumnLimit(pC, nCol, i)) break;
     if (pE->kind == QFIND_PULL && qcPullColumn(pC, pE, &pPlan->aCol[i])) break;
   }
   for (i = 0; i < pQ->nWith && pC->rc == SQLITE_OK; i++) {
@@ -236,6 +261,7 @@ static int qcdAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
     QPlanCol tmp;
     if (qcdFindVar(pC, pX, pQ->aWith[i], ":with", &pV)) break;
     qcdSelectVar(pC, pSql, &nCol, pV, &tmp, bDistinct);
+    if (qcdColumnLimit(pC, nCol, pQ->nFind)) break;
   }
   if (pC->rc) goto cleanup;
   zBody = qcBody(pX);
