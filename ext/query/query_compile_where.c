@@ -639,7 +639,11 @@ static int qcwJoinLimit(QCtx *pX, QClause *const *a, int n, int bBinders) {
 ** until they are bound), other rules and ors at once. */
 static void qcwBinders(QCtx *pX, QClause *const *a, int n, unsigned char *aDone, int iDepth) {
   QComp *pC = pX->pC;
-  int i, bProgress;
+  int i, bProgress, iPred0 = 0;
+  /* The first predicate not yet done: each function scans the predicates
+  ** before it from there, not the whole list before it (a chain of n
+  ** functions would take n^2 / 2 steps). */
+  while (iPred0 < n && (aDone[iPred0] || a[iPred0]->kind != QC_PRED)) iPred0++;
   do {
     bProgress = 0;
     for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
@@ -657,12 +661,13 @@ static void qcwBinders(QCtx *pX, QClause *const *a, int n, unsigned char *aDone,
         ** first, as Datomic runs clauses in order: [(pos? ?d)] guards
         ** [(/ 1 ?d) ?x] (the WHERE terms keep this order). */
         int j;
-        for (j = 0; j < i && qcPoll(pC) == SQLITE_OK; j++) {
+        for (j = iPred0; j < i && qcPoll(pC) == SQLITE_OK; j++) {
           if (aDone[j] || a[j]->kind != QC_PRED || !qcwFnReady(pX, a[j])) continue;
           pC->pAt = a[j]->pForm;
           qcfPredicate(pX, a[j]);
           aDone[j] = 1;
         }
+        while (iPred0 < n && (aDone[iPred0] || a[iPred0]->kind != QC_PRED)) iPred0++;
         pC->pAt = a[i]->pForm;
         if (pC->rc == SQLITE_OK) qcfFunction(pX, a[i]);
       }
