@@ -118,6 +118,7 @@ TEST_STAGE_qlang = query
 TEST_STAGE_opts = query
 TEST_STAGE_qgrowth = query
 TEST_STAGE_surface = vtab
+TEST_STAGE_rerun = vtab
 TEST_STAGE_cases = vtab
 TEST_STAGE_oom = vtab
 TEST_STAGE_host = vtab

@@ -202,10 +202,11 @@ static void vcallSeenNote(sqlite3 *host, const char *zPath, int n, sqlite3_int64
 ** argument's type before text conversion); bWrite: an edn_t, which checks
 ** the path on every call. */
 static int vcallCheckPath(sqlite3 *host, int eType, const char *zPath, int n, int bWrite,
-                          char **pzErr) {
+                          int *pbPure, char **pzErr) {
   const char *zMain;
   struct stat a, b;
   sqlite3_int64 tNow;
+  *pbPure = 0;
   /* A number or blob would silently become a file named "1" or "Inf". */
   if (eType != SQLITE_TEXT) {
     return vcallPathError(pzErr, sqlite3_mprintf("db_path must be TEXT (a file name)"));
@@ -222,7 +223,11 @@ static int vcallCheckPath(sqlite3 *host, int eType, const char *zPath, int n, in
   if (n == 0) return SQLITE_OK;   /* the private in-memory store */
   if (zPath[0] == ':') return SQLITE_OK;   /* a host store (SPEC.md §3a) */
   zMain = sqlite3_db_filename(host, "main");
-  if (zMain == NULL || zMain[0] == 0) return SQLITE_OK;   /* host in memory */
+  if (zMain == NULL || zMain[0] == 0) {
+    /* host in memory: the verdict holds for this path text for good */
+    *pbPure = 1;
+    return SQLITE_OK;
+  }
   if (!bWrite && vcallSeenRecently(host, zMain, zPath, n)) return SQLITE_OK;
   /* Same file = same device and inode: robust against relative paths,
   ** symlinks, hard links and moved files, which a text comparison would
@@ -439,7 +444,9 @@ int vcallBegin(VCall *pCall, sqlite3 *host, sqlite3_value *pPath, int eKind,
   const char *zPath;
   int nPath;
   int rc = sqlioTextIn(pPath, aPath, (int)sizeof aPath, &zPath, &nPath);
-  if (rc == SQLITE_OK) rc = vcallCheckPath(host, eType, zPath, nPath, eKind == VCALL_WRITE, pzErr);
+  if (rc == SQLITE_OK) {
+    rc = vcallCheckPath(host, eType, zPath, nPath, eKind == VCALL_WRITE, &pCall->bPathPure, pzErr);
+  }
   if (rc == SQLITE_OK && pOpts) rc = vcallOpts(pOpts, pOptsArg, pzErr);
   return rc == SQLITE_OK ? vcallOpen(pCall, host, zPath, eKind, pOpts, pzErr) : rc;
 }
@@ -452,9 +459,31 @@ int vcallBeginText(VCall *pCall, sqlite3 *host, const char *zPath, int eKind,
 
 int vcallBeginArgs(VCall *pCall, sqlite3 *host, int eType, const char *zPath, int nPath,
                    int eKind, QueryOpts *pOpts, const char *zOpts, int nOpts, char **pzErr) {
-  int rc = vcallCheckPath(host, eType, zPath, nPath, eKind == VCALL_WRITE, pzErr);
+  int rc = vcallCheckPath(host, eType, zPath, nPath, eKind == VCALL_WRITE, &pCall->bPathPure,
+                          pzErr);
   if (rc == SQLITE_OK && pOpts) rc = qOptsParse(pOpts, zOpts, nOpts, pzErr);
   return rc == SQLITE_OK ? vcallOpen(pCall, host, zPath, eKind, pOpts, pzErr) : rc;
+}
+
+int vcallPark(VCall *pCall) {
+  Store *p = pCall->pStore;
+  if (p == NULL || pCall->pConn == NULL || pCall->bWith || pCall->pWithReport
+      || storePath(p)[0] == 0 || storeHostDb(p) != NULL) {
+    return 0;
+  }
+  storeReaderPark(p, pCall->pConn);
+  return 1;
+}
+
+int vcallResume(VCall *pCall, sqlite3 *host, const char *zPath, int nPath, char **pzErr) {
+  int rc = SQLITE_OK;
+  if (!pCall->bPathPure) {
+    int bPure = 0;
+    rc = vcallCheckPath(host, SQLITE_TEXT, zPath, nPath, 0, &bPure, pzErr);
+    if (rc != SQLITE_OK) return rc;
+  }
+  if (!storeStillSeen(pCall->pStore, zPath)) return SQLITE_NOTFOUND;
+  return storeReaderResume(pCall->pStore, pCall->pConn, &pCall->pSchema);
 }
 
 void vcallEnd(VCall *pCall) {

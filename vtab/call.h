@@ -50,6 +50,8 @@ struct VCall {
   int bWith;                /* a with-span is open on pConn (see vcallBegin) */
   sqlite3_int64 tWithDeadline;  /* configNowMs() bound of the last with-span, or 0 */
   sqlite3_str *pWithReport; /* the with-tx's report when opts asked for it, else NULL */
+  int bPathPure;            /* the db_path check needed no file system (a host in memory):
+                            ** its verdict holds for that path text on this host for good */
 };
 
 /* Opens the call on the store pPath names, from host connection host. In
@@ -107,6 +109,24 @@ void vcallEndWith(VCall *pCall);
 /* Forgets what host learned about its own database file (vcallBegin's
 ** check); the host is closing. */
 void vcallHostGone(sqlite3 *host);
+
+/* Keeping a read call between the runs of one host statement (the edn_q
+** table: the next run with the same db_path and query text skips the store
+** cache, the pool and the watch). vcallPark, once nothing runs on pConn,
+** keeps store, reader (storeReaderPark), schema and watch, and returns 1;
+** 0 when the call cannot be kept (the in-memory or a host store, a
+** with-span, no reader), and the caller ends it (vcallEnd). vcallResume
+** readies a parked call for the next run on db_path zPath (nPath bytes,
+** the same text as the call was begun with; NUL-terminated): the db_path
+** check again unless its verdict needs no file system (bPathPure), the
+** store still what that path names within the bound of storeAcquireRead
+** (storeStillSeen; a file found replaced at its path fails it), the reader
+** re-armed lazily (storeReaderResume, pSchema the published schema): then
+** SQLITE_OK, and the run's first step is checked as any lazy read's.
+** SQLITE_NOTFOUND: not resumable, the caller ends the call (vcallEnd) and
+** begins anew; another code: the db_path check failed (*pzErr). */
+int vcallPark(VCall *pCall);
+int vcallResume(VCall *pCall, sqlite3 *host, const char *zPath, int nPath, char **pzErr);
 
 /* Ends the watch and gives back the reader, the schema and the store.
 ** Whatever runs on pConn (a query run) must be closed first. Idempotent. */

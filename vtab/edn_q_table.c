@@ -122,12 +122,32 @@ static int ednqDisconnect(sqlite3_vtab *pVtab) {
   return SQLITE_OK;
 }
 
-/* Gives the run back and forgets the arguments. */
+/* Gives a running run back and forgets the arguments; a finished run kept
+** for the next one (RunCursor bKeep) stays, with the arguments it was
+** started with, which the next xFilter compares (ednqSameArg). */
 static void ednqReset(EdnqCursor *pCur) {
   int i;
-  rcurRelease(&pCur->run);
-  for (i = 0; i < EDNQ_NARG; i++) pCur->aArg[i].eType = SQLITE_NULL;
+  if (pCur->run.pParked == NULL) rcurRelease(&pCur->run);
+  else if (pCur->run.pRun) rcurRelease(&pCur->run);
+  if (pCur->run.pParked == NULL) {
+    for (i = 0; i < EDNQ_NARG; i++) pCur->aArg[i].eType = SQLITE_NULL;
+  }
   pCur->run.iRowid = 0;
+}
+
+/* True when argument value pV is the saved argument iArg again: NULL both,
+** or TEXT both with the same bytes (as ednqSaveArgs reads them). */
+static int ednqSameArg(EdnqCursor *pCur, int iArg, sqlite3_value *pV) {
+  const EdnqArg *pArg = &pCur->aArg[iArg];
+  int e = pV ? sqlite3_value_type(pV) : SQLITE_NULL;
+  const void *p;
+  int n;
+  if (e != pArg->eType || (e != SQLITE_NULL && e != SQLITE_TEXT)) return 0;
+  if (e == SQLITE_NULL) return 1;
+  n = sqlite3_value_bytes(pV);
+  if (n != pArg->n) return 0;
+  p = sqlite3_value_blob(pV);
+  return p != NULL && memcmp(p, pCur->aArgBuf + pArg->iOfs, (size_t)n) == 0;
 }
 
 /* Copies the arguments xFilter got (valid only during the call) for the
@@ -226,6 +246,7 @@ static int ednqOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
     if (pCur == NULL) return SQLITE_NOMEM;
     memset(pCur, 0, sizeof *pCur);
     rcurInit(&pCur->run);
+    pCur->run.bKeep = 1;
   }
   pCur->iRowBase = 0;
   *ppCur = &pCur->base;
@@ -261,6 +282,7 @@ static void ednqRowBase(EdnqCursor *pCur) {
 }
 
 static void ednqFreeCursor(EdnqCursor *pCur) {
+  rcurRelease(&pCur->run);
   sqlite3_free(sqlite3_str_finish(pCur->pRowBuf));
   sqlite3_free(pCur->aArgBuf);
   sqlite3_free(pCur);
@@ -302,11 +324,19 @@ static int ednqFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
   EdnqCursor *pCur = (EdnqCursor *)cur;
   EdnqVtab *pTab = (EdnqVtab *)cur->pVtab;
   const char *zQuery, *zPath, *zOpts = NULL;
-  int nQuery, nPath, nOpts = 0, rc = SQLITE_OK;
+  int nQuery, nPath, nOpts = 0, rc = SQLITE_OK, bResume = 0, bSameOpts = 0;
   char *zErr = NULL;
   (void)idxStr;
 
   ednqReset(pCur);
+  if (pCur->run.pParked) {
+    /* The last run of this cursor finished and was kept: the same db_path
+    ** and query resume it (argv holds db_path, query, then opts when given). */
+    bResume = (idxNum & EDNQ_REQUIRED) == EDNQ_REQUIRED && ednqSameArg(pCur, 0, argv[0])
+              && ednqSameArg(pCur, 1, argv[1]);
+    bSameOpts = bResume && ednqSameArg(pCur, 2, (idxNum & 4) ? argv[2] : NULL);
+    if (!bResume) rcurRelease(&pCur->run);
+  }
   if ((idxNum & EDNQ_REQUIRED) != EDNQ_REQUIRED) {
     /* the only plan SQLite found lacks them (ednqBestIndex) */
     int bDb = (idxNum & 1) == 0, bQuery = (idxNum & 2) == 0;
@@ -330,6 +360,12 @@ static int ednqFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
   if (rc == SQLITE_OK && pCur->aArg[2].eType != SQLITE_NULL) {
     rc = ednqArgText(pCur, 2, argv[2], &zOpts, &nOpts);
   }
+  if (rc == SQLITE_OK && bResume) {
+    rc = rcurResume(&pCur->run, pTab->db, zPath, nPath, zQuery, nQuery, bSameOpts, zOpts, nOpts,
+                    &zErr);
+    if (rc != SQLITE_NOTFOUND) goto done;
+    rc = SQLITE_OK;
+  }
   if (rc == SQLITE_OK) {
     rc = vcallBeginArgs(&pCur->run.call, pTab->db, pCur->aArg[0].eType, zPath, nPath,
                         VCALL_QUERY, &pCur->run.opts, zOpts, nOpts, &zErr);
@@ -346,6 +382,7 @@ static int ednqFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
     rc = zErr ? SQLITE_ERROR : SQLITE_NOMEM;
   }
   if (rc == SQLITE_OK) rc = rcurStart(&pCur->run, zQuery, nQuery, &zErr);
+done:
   if (rc != SQLITE_OK) {
     rc = vcallWithTimedOut(&pCur->run.call, rc, &zErr);
     rc = sqlioVtabError(cur->pVtab, "edn_q", rc, zErr);

@@ -15,6 +15,7 @@
 ** ../shared/acceptance/peer-faults.md).
 */
 #include <stddef.h>
+#include <string.h>
 #include "row_lock.h"
 #include "run_cursor.h"
 #include "sqlio.h"
@@ -22,6 +23,10 @@
 /* The most rows a writer sets aside for one cursor in one commit
 ** (rcurLetGo); its CPU time is bounded too (pBudget). */
 #define RCUR_SPILL_ROWS 200000
+
+/* The longest opts shape (qOptsShape) whose runs are bound again in place
+** (rcurResume): a query of up to 30 scalar inputs. */
+#define RCUR_SHAPE_MAX 32
 
 void rcurLock(RunCursor *p) {
   rowLock(&p->lock);
@@ -83,9 +88,31 @@ void rcurRelease(RunCursor *p) {
   }
   qRunClose(p->pRun);
   p->pRun = NULL;
+  qRunClose(p->pParked);
+  p->pParked = NULL;
   vcallEnd(&p->call);
   qOptsReset(&p->opts);
   p->bEof = 1;
+}
+
+/* At the end of a run of a keeping cursor (bKeep): the run, its call and
+** opts kept for the next run of the same query (rcurResume), the hold
+** removed (no rows are left to set aside) and the reader parked (no
+** snapshot). 0 when this run cannot be kept; the caller releases it. */
+static int rcurPark(RunCursor *p) {
+  if (!p->bKeep || p->pRun == NULL || p->opts.nSource || p->opts.zWith || p->opts.bExplain
+      || p->opts.bWithReport) {
+    return 0;
+  }
+  if (p->bHold) {
+    storeHoldRemove(p->call.pStore, &p->hold);
+    p->bHold = 0;
+  }
+  if (!vcallPark(&p->call)) return 0;
+  p->pParked = p->pRun;
+  p->pRun = NULL;
+  p->bEof = 1;
+  return 1;
 }
 
 int rcurStep(RunCursor *p, char **pzErr) {
@@ -102,21 +129,17 @@ int rcurStep(RunCursor *p, char **pzErr) {
   }
   /* At the end the store connection is returned at once, so a host that
   ** keeps a finished statement holds no snapshot; an interrupted or failed
-  ** run holds nothing either. */
+  ** run holds nothing either. A keeping cursor keeps a finished run. */
+  if (rc == SQLITE_DONE && rcurPark(p)) return SQLITE_OK;
   rcurRelease(p);
   return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-int rcurStart(RunCursor *p, const char *zQuery, int nQuery, char **pzErr) {
+/* rcurStart's steps after the run is open: the first row, a with-span's
+** rows set aside, the hold. */
+static int rcurFirst(RunCursor *p, char **pzErr) {
   int rc;
-  /* A with-span's rows outlive it: the plan must not stay in its writer's cache. */
-  p->opts.bOwnPlan = p->call.bWith;
-  rc = qRunOpen(p->call.pConn, p->call.pSchema, zQuery, nQuery, &p->opts, &p->pRun, pzErr);
   p->iRowid = 0;
-  if (rc != SQLITE_OK) {
-    rcurRelease(p);
-    return rc;
-  }
   rc = rcurStep(p, pzErr);
   if (rc == SQLITE_OK && !p->bEof && p->call.bWith) {
     /* A with-span holds the store's write: every row is set aside and the
@@ -137,6 +160,64 @@ int rcurStart(RunCursor *p, const char *zQuery, int nQuery, char **pzErr) {
     p->bHold = 1;
   }
   return rc;
+}
+
+int rcurStart(RunCursor *p, const char *zQuery, int nQuery, char **pzErr) {
+  int rc;
+  /* A with-span's rows outlive it: the plan must not stay in its writer's cache. */
+  p->opts.bOwnPlan = p->call.bWith;
+  rc = qRunOpen(p->call.pConn, p->call.pSchema, zQuery, nQuery, &p->opts, &p->pRun, pzErr);
+  p->iRowid = 0;
+  if (rc != SQLITE_OK) {
+    rcurRelease(p);
+    return rc;
+  }
+  return rcurFirst(p, pzErr);
+}
+
+int rcurResume(RunCursor *p, sqlite3 *host, const char *zPath, int nPath, const char *zQuery,
+               int nQuery, int bSameOpts, const char *zOpts, int nOpts, char **pzErr) {
+  int rc;
+  int bRebind = 0;
+  if (p->pParked == NULL || p->pRun != NULL) return SQLITE_NOTFOUND;
+  rc = vcallResume(&p->call, host, zPath, nPath, pzErr);
+  if (rc == SQLITE_OK && !bSameOpts) {
+    /* New opts of the shape the kept run was planned for need only their
+    ** inputs bound again; the run's bindings into the old opts are not
+    ** stepped before that (qRunRestart), or the run is closed first. */
+    unsigned char aOld[RCUR_SHAPE_MAX], aNew[RCUR_SHAPE_MAX];
+    int nOld = qOptsShape(&p->opts, aOld, (int)sizeof aOld);
+    rc = qOptsParse(&p->opts, zOpts, nOpts, pzErr);
+    if (rc == SQLITE_OK && (p->opts.nSource || p->opts.zWith || p->opts.bExplain
+                            || p->opts.bWithReport)) {
+      rc = SQLITE_NOTFOUND;       /* these take the call's full opening */
+    }
+    bRebind = nOld >= 0 && qOptsShape(&p->opts, aNew, (int)sizeof aNew) == nOld
+              && memcmp(aOld, aNew, (size_t)nOld) == 0;
+    if (!bRebind) {
+      qRunClose(p->pParked);
+      p->pParked = NULL;
+    }
+  }
+  if (rc != SQLITE_OK) {
+    rcurRelease(p);
+    return rc;
+  }
+  if (p->pParked) {
+    rc = qRunRestart(p->pParked, p->call.pSchema, bRebind, pzErr);
+    if (rc == SQLITE_OK) {
+      p->pRun = p->pParked;
+      p->pParked = NULL;
+      return rcurFirst(p, pzErr);
+    }
+    if (rc != SQLITE_NOTFOUND) {
+      rcurRelease(p);
+      return rc;
+    }
+  }
+  qRunClose(p->pParked);
+  p->pParked = NULL;
+  return rcurStart(p, zQuery, nQuery, pzErr);
 }
 
 int rcurColumn(RunCursor *p, int i, sqlite3_context *pCtx, const char *zFunc) {

@@ -39,6 +39,11 @@ typedef struct RunCursor {
   StoreHold hold;
   int bHold;                        /* hold registered */
   atomic_int lock;                  /* 0 free, 1 taken */
+  /* bKeep (set by the table): a run that reached its end is kept, with its
+  ** call and opts, for the next run of the same query (rcurResume); pRun
+  ** is then NULL and pParked the finished run. */
+  int bKeep;
+  QueryRun *pParked;
 } RunCursor;
 
 /* Readies a zeroed cursor (opts, hold callback, lock); once per cursor. */
@@ -51,11 +56,24 @@ void rcurInit(RunCursor *p);
 ** given back (rcurRelease). */
 int rcurStart(RunCursor *p, const char *zQuery, int nQuery, char **pzErr);
 
+/* Starts the next run of a keeping cursor whose last run finished
+** (pParked), for a call with the same db_path text zPath (nPath bytes) and
+** query text as that run's: the call resumed (vcallResume), the opts
+** parsed again unless bSameOpts (the same opts text, or none again;
+** zOpts/nOpts otherwise), the run restarted (qRunRestart) or opened anew,
+** and stepped to the first row, as rcurStart. SQLITE_NOTFOUND when the
+** cursor cannot resume (nothing parked, the store's path due a check, the
+** reader or opts need the full opening): everything is released, and the
+** caller begins the call (vcallBegin) and rcurStart as usual. Errors as
+** rcurStart's. */
+int rcurResume(RunCursor *p, sqlite3 *host, const char *zPath, int nPath, const char *zQuery,
+               int nQuery, int bSameOpts, const char *zOpts, int nOpts, char **pzErr);
+
 /* Steps to the next row: SQLITE_OK (p->bEof set at the end, when the
 ** store connection is given back at once) or an error as rcurStart's. */
 int rcurStep(RunCursor *p, char **pzErr);
 
-/* Gives back the run, the hold, the call and the opts. Idempotent; not
+/* Gives back the run (a kept one too), the hold, the call and the opts. Idempotent; not
 ** called with the lock held. */
 void rcurRelease(RunCursor *p);
 

@@ -142,6 +142,27 @@ int qExplain(StoreConn *pConn, Schema *pSchema, const char *zDbPath, const char 
 int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
              QueryOpts *pOpts, QueryRun **ppRun, char **pzErr);
 
+/* Readies a run that stepped to SQLITE_DONE for another run of the same
+** query on the same connection, which stayed checked out meanwhile and was
+** readied again (storeReaderResume), with pSchema the schema it was
+** handed: SQLITE_OK, the next qRunStep starts over (its first step checked
+** on a lazy reader, as after qRunOpen). The run's opts are the same object:
+** unchanged since qRunOpen (bRebind 0: the bindings still point into
+** them), or parsed again from a new text whose qOptsShape equals the old
+** one's (bRebind 1: the inputs bound again, as the cached plan of that
+** shape would be). SQLITE_NOTFOUND when the run cannot start over as it is
+** (another schema, its rest set aside, a plan of its own, pull patterns
+** among the inputs to rebind): close it and open a new run. Another code:
+** binding failed (*pzErr), close it. */
+int qRunRestart(QueryRun *p, Schema *pSchema, int bRebind, char **pzErr);
+
+/* The shape of pOpts's inputs and time options as a few bytes in aBuf
+** (nBuf bytes): what the plan cache keys plans by besides the query text
+** and schema (query_plan_cache.c), for opts whose inputs are all scalars
+** and that have no sources. Returns the length, or -1 for any other opts
+** (collections, sources, "with", a shape longer than nBuf). */
+int qOptsShape(const QueryOpts *p, unsigned char *aBuf, int nBuf);
+
 /* SQLITE_ROW with a row ready, SQLITE_DONE, or an error (*pzErr). */
 int qRunStep(QueryRun *p, char **pzErr);
 

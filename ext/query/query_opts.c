@@ -97,6 +97,25 @@ void qOptsReset(QueryOpts *p) {
   p->bOwnPlan = 0;
 }
 
+int qOptsShape(const QueryOpts *p, unsigned char *aBuf, int nBuf) {
+  int i, n = 0;
+  if (p->nSource || p->zWith || p->bExplain || p->bWithReport || nBuf < p->nInput + 2) return -1;
+  aBuf[n++] = (unsigned char)((p->bAsOf ? 1 : 0) | (p->bSince ? 2 : 0) | (p->bHistory ? 4 : 0)
+                              | (p->pAsOfInst || p->pSinceInst ? 8 : 0));
+  aBuf[n++] = (unsigned char)p->nInput;
+  if (p->nInput > 255) return -1;
+  for (i = 0; i < p->nInput; i++) {
+    switch (p->aInput[i]->type) {
+      case EDN_NIL: case EDN_BOOL: case EDN_INT: case EDN_DOUBLE: case EDN_STRING:
+      case EDN_KEYWORD: case EDN_INST: case EDN_UUID:
+        aBuf[n++] = (unsigned char)p->aInput[i]->type;
+        break;
+      default: return -1;
+    }
+  }
+  return n;
+}
+
 static int qOptsScanPush(QOptsScan *s, int iStart, int nLen) {
   if (s->nTok == s->nAlloc) {
     int nNew = s->nAlloc ? s->nAlloc * 2 : 16;

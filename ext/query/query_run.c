@@ -109,6 +109,26 @@ static int qRunReplan(QueryRun *p, char **pzErr) {
   return rc;
 }
 
+/* The time options of pOpts (asOf, since and their instants) on the run,
+** for the pulls among its find elements. */
+static void qRunSetTime(QueryRun *pRun, const QueryOpts *pOpts) {
+  pRun->bTime = 0;
+  pRun->bTimeInst = 0;
+  memset(&pRun->time, 0, sizeof pRun->time);
+  if (pOpts && (pOpts->bAsOf || pOpts->bSince)) {
+    const EdnValue *pInst = pOpts->bAsOf ? pOpts->pAsOfInst : pOpts->pSinceInst;
+    pRun->bTime = 1;
+    pRun->time.bAsOf = pOpts->bAsOf;
+    pRun->time.iAsOf = pOpts->iAsOf;
+    pRun->time.bSince = pOpts->bSince;
+    pRun->time.iSince = pOpts->iSince;
+    if (pInst) {
+      pRun->bTimeInst = 1;
+      pRun->timeInst = *pInst;
+    }
+  }
+}
+
 int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
              QueryOpts *pOpts, QueryRun **ppRun, char **pzErr) {
   QueryRun *pRun = NULL;
@@ -130,18 +150,7 @@ int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
   pRun->zQuery = zQuery;
   pRun->nQuery = nQuery;
   pRun->pOpts = pOpts;
-  if (pOpts && (pOpts->bAsOf || pOpts->bSince)) {
-    const EdnValue *pInst = pOpts->bAsOf ? pOpts->pAsOfInst : pOpts->pSinceInst;
-    pRun->bTime = 1;
-    pRun->time.bAsOf = pOpts->bAsOf;
-    pRun->time.iAsOf = pOpts->iAsOf;
-    pRun->time.bSince = pOpts->bSince;
-    pRun->time.iSince = pOpts->iSince;
-    if (pInst) {
-      pRun->bTimeInst = 1;
-      pRun->timeInst = *pInst;
-    }
-  }
+  qRunSetTime(pRun, pOpts);
   rc = qRunPlan(pRun, pSchema, pzErr);
   /* On an unchecked connection the schema may be older than the file: an
   ** attribute another process has just made would read as unknown. So a
@@ -156,6 +165,20 @@ int qRunOpen(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery,
   }
   *ppRun = pRun;
   return rc;
+}
+
+int qRunRestart(QueryRun *p, Schema *pSchema, int bRebind, char **pzErr) {
+  if (p == NULL || p->pSpillDb || p->rcSpill != SQLITE_OK || p->bOwnPlan || p->pStmt == NULL
+      || p->pSchema != pSchema || (bRebind && p->apPat)) {
+    return SQLITE_NOTFOUND;
+  }
+  sqlite3_reset(p->pStmt);
+  sqlite3_free(p->zErr);
+  p->zErr = NULL;
+  p->bCheck = storeReaderIsLazy(p->pConn);
+  if (!bRebind) return SQLITE_OK;   /* the bindings point into the same, unchanged opts */
+  qRunSetTime(p, p->pOpts);
+  return qPlanBind(p->pPlan, p->pStmt, p->pSchema, p->pOpts, pzErr);
 }
 
 /* After the first step of a run on a storeReaderLazy connection: a step

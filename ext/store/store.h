@@ -83,6 +83,13 @@ int storeAcquireRead(const char *zPath, Store **ppStore, char **pzErr);
 ** created. */
 int storeAcquireSeen(const char *zPath, Store **ppStore);
 void storeRelease(Store *p);
+/* storeAcquireSeen's test for a store the caller already holds a reference
+** to: true when p is still the cached store of its file and zPath was
+** checked to name that file less than configPathCheckMs() ago. False for
+** the in-memory store, host stores, a store the cache let go of (its file
+** was found replaced or deleted at its path) and an older check: the
+** caller then acquires again (storeAcquireRead), which checks the path. */
+int storeStillSeen(Store *p, const char *zPath);
 
 /* The store's canonical path ("" for in-memory). */
 const char *storePath(const Store *p);
@@ -122,6 +129,24 @@ int storeReaderCheck(Store *p, StoreConn *pConn, int *pbStale);
 int storeReaderRecheck(Store *p, StoreConn *pConn, Schema **ppSchema, char **pzErr);
 /* True while pConn came from storeReaderLazy and has not been checked. */
 int storeReaderIsLazy(const StoreConn *pConn);
+
+/* A reader kept checked out between the runs of one host statement (the
+** edn_q table's cursor, whose next run with the same db_path and query
+** takes it back without the pool). storeReaderPark ends what the run left
+** (a read transaction, busy statements) and applies the mmap policy, as
+** storeReaderDone does, but keeps pConn checked out. storeReaderResume
+** readies it for the next run as storeReaderLazy readies a pooled reader
+** (no statement; the caller's first step is checked with storeReaderCheck
+** and a stale snapshot rechecked): *ppSchema holds the caller's reference
+** to the schema it last used and gets the published schema (the old
+** reference dropped when they differ). SQLITE_NOTFOUND when pConn cannot
+** be handed out lazily (its last check gave it a schema of its own, it
+** is to be discarded, a bulk write's index build is pending, a read
+** transaction is open): the caller gives it back (storeReaderDone) and
+** checks out another. File stores only (a no-op / SQLITE_NOTFOUND for the
+** in-memory and host stores). */
+void storeReaderPark(Store *p, StoreConn *pConn);
+int storeReaderResume(Store *p, StoreConn *pConn, Schema **ppSchema);
 
 /* storeReader hands the connection back INSIDE an open read transaction
 ** (BEGIN + the data_version check), so everything the caller runs on it

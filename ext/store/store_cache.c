@@ -393,6 +393,18 @@ int storeAcquireSeen(const char *zPath, Store **ppStore) {
   return p ? SQLITE_OK : SQLITE_NOTFOUND;
 }
 
+int storeStillSeen(Store *p, const char *zPath) {
+  StoreCache *c;
+  sqlite3_int64 nBound = (sqlite3_int64)configPathCheckMs() * 1000;
+  int bSeen;
+  if (p == NULL || p->bMemory || p->pHost || nBound <= 0) return 0;
+  c = storeCache();
+  pthread_mutex_lock(&c->mutex);
+  bSeen = p->bCached && p->zSeen && configNowUs() - p->tSeen < nBound && strcmp(p->zSeen, zPath) == 0;
+  pthread_mutex_unlock(&c->mutex);
+  return bSeen;
+}
+
 int storeAcquireRead(const char *zPath, Store **ppStore, char **pzErr) {
   if (storeAcquireSeen(zPath, ppStore) == SQLITE_OK) return SQLITE_OK;
   return storeAcquire(zPath, ppStore, pzErr);

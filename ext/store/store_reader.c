@@ -329,3 +329,33 @@ void storeReaderDone(Store *p, StoreConn *pConn) {
   if (!bKeep) storeConnClose(pConn);
   if (bRelease) storeReleaseFds(p);
 }
+
+void storeReaderPark(Store *p, StoreConn *pConn) {
+  StoreConnImpl *pImpl = (StoreConnImpl *)pConn;
+  if (pConn == NULL || p->bMemory || p->pHost) return;
+  storeReaderEnd(pConn);
+  pImpl->bLazy = 0;
+  if (sqlite3_get_autocommit(pConn->db)) storeReaderMmapPolicy(pImpl);
+}
+
+int storeReaderResume(Store *p, StoreConn *pConn, Schema **ppSchema) {
+  StoreConnImpl *pImpl = (StoreConnImpl *)pConn;
+  Schema *pOld = NULL;
+  if (pConn == NULL || p->bMemory || p->pHost || pImpl->bDiscard || !pImpl->bFileVersion
+      || !sqlite3_get_autocommit(pConn->db)
+      || __atomic_load_n(&p->bTunePending, __ATOMIC_ACQUIRE)) {
+    return SQLITE_NOTFOUND;
+  }
+  /* As storeReaderOpen's lazy checkout: the published schema, taken under
+  ** the store's mutex, stands for the state iFileVersion names. */
+  pthread_mutex_lock(&p->mutex);
+  if (*ppSchema != p->pSchema) {
+    pOld = *ppSchema;
+    *ppSchema = p->pSchema;
+    schemaRef(p->pSchema);
+  }
+  pthread_mutex_unlock(&p->mutex);
+  schemaUnref(pOld);
+  pImpl->bLazy = 1;
+  return SQLITE_OK;
+}
