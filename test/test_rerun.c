@@ -84,6 +84,15 @@ static void tCheckpoint(const char *zPath) {
   sqlite3_close(raw);
 }
 
+static void tRemoveStore(const char *zPath) {
+  char z[320];
+  unlink(zPath);
+  snprintf(z, sizeof z, "%s-wal", zPath);
+  unlink(z);
+  snprintf(z, sizeof z, "%s-shm", zPath);
+  unlink(z);
+}
+
 /* The names in c0, in order: the outer ORDER BY reads the table to its end
 ** before the first row, so each run finishes the table's run (and the
 ** cursor keeps it) inside the first step. */
@@ -184,6 +193,17 @@ START_TEST(test_rerun_replaced_file) {
   usleep(30 * 1000);
   EXPECT_ROWS(pStmt, zPath, QN, NULL, "o");
   EXPECT_ROWS(pStmt, zPath, QN, NULL, "o");
+  /* Deleted (the old store's connections keep their unlinked files) and
+  ** made anew by a write, which checks the path: the runs after it read
+  ** the new store, not the kept one. */
+  configSetPathCheckMs(60000);
+  tCheckpoint(zPath);
+  tRemoveStore(zPath);
+  EXPECT_ROWS(pStmt, zPath, QN, NULL, "o");   /* within the bound */
+  tTx(db, zPath, zSchema, "268435457");
+  tTx(db, zPath, "[{:p/name \"n\"}]", "268435458");
+  EXPECT_ROWS(pStmt, zPath, QN, NULL, "n");
+  EXPECT_ROWS(pStmt, zPath, QN, NULL, "n");
   sqlite3_finalize(pStmt);
   configSetPathCheckMs(nOld);
   sqlite3_close(db);
@@ -197,7 +217,8 @@ END_TEST
 ** another type (a string is not the long 1: no rows), asOf and since (tx
 ** 268435457 holds the schema only, 268435458 the data), none (the input
 ** is missing: an error), "with" (its datom seen by that run only),
-** "sources" ($2 the store as of the schema tx: no names) and back. */
+** "sources" ($2 the store as of the schema tx: no names) and back; an
+** entity given as an ident, then as an entid. */
 START_TEST(test_rerun_opts) {
   sqlite3 *db = tuOpenHost();
   char *zPath = tStore(db, "rerun4.db");
@@ -223,6 +244,21 @@ START_TEST(test_rerun_opts) {
   EXPECT_ROWS(pStmt, zPath, zQ2, "{\"sources\":{\"$2\":{}}}", "x,y");
   EXPECT_ROWS(pStmt, zPath, zQ2, "{\"sources\":{\"$2\":{\"asOf\":268435457}}}", "");
   EXPECT_ROWS(pStmt, zPath, QN, NULL, "x,y");
+  /* an entity input as an ident (a keyword), then as its entid: one
+  ** letter of shape apart, two plans */
+  tTx(db, zPath, "[{:db/ident :p/me :p/name \"m\"}]", "268435459");
+  {
+    char zOpts[64];
+    char *zE = tuQuery(db, "SELECT edn_q(?1, '[:find ?e . :where [?e :db/ident :p/me]]') ->> '$.result'",
+                       zPath, NULL);
+    const char *zQe = "[:find ?n :in $ ?e :where [?e :p/name ?n]]";
+    const char *zById = zOpts;
+    snprintf(zOpts, sizeof zOpts, "{\"inputs\":[%s]}", zE);
+    EXPECT_ROWS(pStmt, zPath, zQe, "{\"inputs\":[\":p/me\"]}", "m");
+    EXPECT_ROWS(pStmt, zPath, zQe, zById, "m");
+    EXPECT_ROWS(pStmt, zPath, zQe, "{\"inputs\":[\":p/me\"]}", "m");
+    free(zE);
+  }
   sqlite3_finalize(pStmt);
   sqlite3_close(db);
   free(zPath);
@@ -271,11 +307,19 @@ START_TEST(test_rerun_turns) {
 }
 END_TEST
 
+/* Every test runs with the path check's bound at a minute (unless it sets
+** its own), so each second run surely resumes the kept run instead of
+** depending on how fast the machine is. */
+static void tSetup(void) {
+  configSetPathCheckMs(60000);
+}
+
 static Suite *rerunSuite(void) {
   tuNoFsync();
   Suite *s = suite_create("rerun");
   TCase *tc = tcase_create("rerun");
   tcase_set_timeout(tc, 60);
+  tcase_add_checked_fixture(tc, tSetup, NULL);
   tcase_add_test(tc, test_rerun_foreign_commit);
   tcase_add_test(tc, test_rerun_own_schema_change);
   tcase_add_test(tc, test_rerun_replaced_file);
