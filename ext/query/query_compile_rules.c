@@ -516,6 +516,54 @@ static int qcrCheckRequired(QCtx *pX, const QClause *pCl, int h) {
   return SQLITE_OK;
 }
 
+/* Is head variable pVar of rule pR in an entity place of a data pattern
+** of its body: the e or tx place, or the value of a ref attribute? */
+static int qcrEntityPlace(QComp *pC, const QRule *pR, const EdnValue *pVar) {
+  int i;
+  for (i = 0; i < pR->nClause; i++) {
+    const QClause *pCl = pR->aClause[i];
+    const Attr *pA;
+    if (pCl->kind != QC_PATTERN || pCl->pSrc) continue;
+    if (ednIsSymbol(pCl->aArg[0], pVar->u.s.z)) return 1;
+    if (pCl->nArg > 3 && ednIsSymbol(pCl->aArg[3], pVar->u.s.z)) return 1;
+    if (pCl->nArg < 3 || !ednIsSymbol(pCl->aArg[2], pVar->u.s.z)) continue;
+    if (pCl->aArg[1]->type != EDN_KEYWORD) continue;
+    pA = schemaAttrByIdent(pC->pSchema, pCl->aArg[1]->u.s.z, pCl->aArg[1]->u.s.n);
+    if (pA && pA->type == VT_REF) return 1;
+  }
+  return 0;
+}
+
+/* The arguments of call pCl of head h that go to an entity place of one
+** of its definitions: a constant that names no entity (a string, a
+** double ...) is an error, as it is in a pattern (the recursive forms
+** would only find no rows), and an input not yet typed is read as an
+** entity there, so a scalar input that names none is an error when bound
+** (query_plan.c). */
+static int qcrEntityArgs(QCtx *pX, const QClause *pCl, int h) {
+  QComp *pC = pX->pC;
+  int i, j;
+  for (i = 0; i < pC->rules.nRule && pC->rc == SQLITE_OK; i++) {
+    const QRule *pR = pC->rules.aRule[i];
+    if (pC->pRi->aiHeadOf[i] != h) continue;
+    for (j = 0; j < pCl->nArg && j < pR->nHead && pC->rc == SQLITE_OK; j++) {
+      const EdnValue *pA = pCl->aArg[j];
+      QVar *pV;
+      if (qpIsBlank(pA) || !qcrEntityPlace(pC, pR, pR->aHead[j])) continue;
+      if (!ednIsVar(pA)) {
+        if (pA->type != EDN_INT && pA->type != EDN_KEYWORD && !qcIsLookupRef(pA)
+            && !qcNoRows(pX)) {
+          qcNotEntity(pC, pA, NULL);
+        }
+        continue;
+      }
+      pV = qcVarFind(pX, pA->u.s.z);
+      if (pV && pV->zExpr && pV->nParam && pV->vt != VT_KEYWORD) qcTypeParams(pX, pV, VT_REF, 0);
+    }
+  }
+  return pC->rc;
+}
+
 /* Compiles call pCl of head h by the magic-set rewrite when its shape and
 ** its bound arguments allow (query_compile_rules_magic.c): returns 1 when
 ** done (or failed: pC->rc), 0 when the call joins the whole-closure CTE. */
@@ -751,7 +799,7 @@ static int qcrCallIn(QCtx *pX, const QClause *pCl, int iDepth) {
     return qcErr(pC, pCl->pForm, "rule %s takes %d argument(s), called with %d", pCl->zName,
                  pC->pRi->aHead[i].nArity, pCl->nArg);
   }
-  if (qcrCheckRequired(pX, pCl, h)) return pC->rc;
+  if (qcrCheckRequired(pX, pCl, h) || qcrEntityArgs(pX, pCl, h)) return pC->rc;
   if (!qciHead(pC, h)) {
     /* The recursive forms seed and join their arguments by one type per
     ** variable; a collection of values of several types would lose rows

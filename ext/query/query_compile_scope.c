@@ -252,6 +252,13 @@ int qcTypeParams(QCtx *pX, QVar *pV, ValueType vt, int bKeepKind) {
   if (vt == VT_NONE || vt == QVT_JSON) return 0;
   for (i = 0; i < pV->nParam; i++) {
     QParam *pP = &pX->pC->aParam[pV->aParam[i] - 1];
+    if (vt == VT_REF && pP->eConv == QV_NATURAL && pP->iInput < 0 && pP->pConst
+        && pP->pConst->type != EDN_INT && pP->pConst->type != EDN_KEYWORD && !qcNoRows(pX)) {
+      /* a constant a function bound ((ground "x")) in an entity place
+      ** names no entity: an error, as the constant in a pattern is */
+      qcNotEntity(pX->pC, pP->pConst, NULL);
+      return 0;
+    }
     if (pP->eConv == QV_NATURAL) {
       if (bKeepKind && pP->iInput < 0 && qcNumKindsDiffer(pP->vt, vt)) {
         bKept = 1;
@@ -683,19 +690,20 @@ char *qcEntityExpr(QCtx *pX, const EdnValue *p, const char *zFn) {
     qcErr(pC, p, "_ is not allowed in %s", "function");
     return NULL;
   }
-  {
-    sqlite3_str *pTxt = sqlite3_str_new(NULL);
-    char *zTxt;
-    ednPrint(pTxt, p);
-    zTxt = sqlite3_str_finish(pTxt);
-    if (zTxt == NULL) {
-      qcNoMem(pC);
-      return NULL;
-    }
-    qcErr(pC, p, "%s: %s is not an entity id, ident or lookup ref", zFn, zTxt);
-    sqlite3_free(zTxt);
-    return NULL;
-  }
+  qcNotEntity(pC, p, zFn);
+  return NULL;
+}
+
+int qcNotEntity(QComp *pC, const EdnValue *p, const char *zFn) {
+  sqlite3_str *pTxt = sqlite3_str_new(NULL);
+  char *zTxt;
+  ednPrint(pTxt, p);
+  zTxt = sqlite3_str_finish(pTxt);
+  if (zTxt == NULL) return qcNoMem(pC);
+  if (zFn) qcErr(pC, p, "%s: %s is not an entity id, ident or lookup ref", zFn, zTxt);
+  else qcErr(pC, p, "%s is not an entity id, ident or lookup ref", zTxt);
+  sqlite3_free(zTxt);
+  return pC->rc;
 }
 
 /* A collection input no pattern used: a VALUES CTE in FROM. */

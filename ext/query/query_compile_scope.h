@@ -408,6 +408,10 @@ int qcTypeClass(ValueType vt);
 ** itself only, tuples (and the collections a query makes) with each other;
 ** never bytes (a Java byte[] is not Comparable). */
 int qcComparable(ValueType a, ValueType b);
+/* The error that constant p names no entity: "<zFn>: "x" is not an
+** entity id, ident or lookup ref" (no "<zFn>: " when zFn is NULL), at p.
+** Returns pC->rc. */
+int qcNotEntity(QComp *pC, const EdnValue *p, const char *zFn);
 /* A type's name in messages: ":db.type/string", or "collection" for the
 ** JSON values queries make. */
 const char *qcVtName(ValueType vt);

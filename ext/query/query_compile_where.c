@@ -95,8 +95,12 @@ static void qcwPlaceConst(QCtx *pX, const EdnValue *pTerm, const char *zCol, Val
         if (zLookup) qcWhere(pX, sqlite3_mprintf("%s = %s", zCol, zLookup));
         sqlite3_free(zLookup);
       }
-    } else {
+    } else if (qcNoRows(pX)) {
       qcWhere(pX, sqlite3_mprintf("0"));
+    } else {
+      /* a string, double, boolean ... names no entity: an error, as
+      ** get-else and pull say of it, not a silent empty pattern */
+      qcNotEntity(pC, pTerm, NULL);
     }
     return;
   }

@@ -71,9 +71,13 @@ const EdnValue *qParamValue(const QParam *pP, const QueryOpts *pOpts) {
 }
 
 /* Binds p converted to vt; a value that cannot convert binds NULL, which
-** matches nothing (a wrongly typed constant finds no datoms). */
+** matches nothing (a wrongly typed constant finds no datoms), but a scalar
+** input (bScalar) that names no entity where one goes is SQLITE_MISMATCH:
+** an error, as the same constant in the query is. An element of a
+** collection input names nothing and binds nothing (DataScript's
+** lookup_refs_test: [?e ...] of [1 2 3 "A"] matches the entities). */
 static int qBindTyped(sqlite3_stmt *pStmt, int i, const EdnValue *p, ValueType vt,
-                      const Schema *pSchema) {
+                      const Schema *pSchema, int bScalar) {
   TypedValue tv;
   char *zErr = NULL;
   int rc;
@@ -92,6 +96,7 @@ static int qBindTyped(sqlite3_stmt *pStmt, int i, const EdnValue *p, ValueType v
       sqlite3_int64 e = schemaEntid(pSchema, p->u.s.z, p->u.s.n);
       return e ? sqlite3_bind_int64(pStmt, i, e) : sqlite3_bind_null(pStmt, i);
     }
+    if (bScalar) return SQLITE_MISMATCH;   /* the caller says which input */
     return sqlite3_bind_null(pStmt, i);
   }
   if (vt == VT_NONE) return sqlite3_bind_null(pStmt, i);
@@ -127,6 +132,18 @@ static int qBindIsNaN(const QParam *pP, const EdnValue *p, char **pzErr) {
   sqlite3_free(*pzErr);
   *pzErr = sqlite3_mprintf("input %d: ##NaN cannot be a query value", pP->iInput + 1);
   return 1;
+}
+
+/* The error of scalar input p in an entity place: "input N: "x" is not an
+** entity id, ident or lookup ref". SQLITE_ERROR (SQLITE_NOMEM). */
+static int qBindNotEntity(const QParam *pP, const EdnValue *p, char **pzErr) {
+  sqlite3_str *pMsg = sqlite3_str_new(NULL);
+  sqlite3_str_appendf(pMsg, "input %d: ", pP->iInput + 1);
+  ednPrint(pMsg, p);
+  sqlite3_str_appendall(pMsg, " is not an entity id, ident or lookup ref");
+  sqlite3_free(*pzErr);
+  *pzErr = sqlite3_str_finish(pMsg);
+  return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
 }
 
 int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pMainSchema,
@@ -170,7 +187,7 @@ int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pMainSc
     }
     switch (pP->eConv) {
       case QV_NATURAL:
-        rc = qBindTyped(pStmt, iArg, p, valueNaturalType(p), pSchema);
+        rc = qBindTyped(pStmt, iArg, p, valueNaturalType(p), pSchema, 0);
         break;
       case QV_TYPED:
         if (pP->vt == VT_TUPLE && pP->eTuple) {
@@ -180,7 +197,8 @@ int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pMainSc
             break;
           }
         }
-        rc = qBindTyped(pStmt, iArg, p, pP->vt, pSchema);
+        rc = qBindTyped(pStmt, iArg, p, pP->vt, pSchema, pP->iInput >= 0 && pP->i1 < 0);
+        if (rc == SQLITE_MISMATCH) return qBindNotEntity(pP, p, pzErr);
         break;
       case QV_TAG:
         rc = sqlite3_bind_int(pStmt, iArg, vtTag(valueNaturalType(p)));
@@ -194,7 +212,7 @@ int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pMainSc
           rc = qBindTupleTyped(pStmt, iArg, p->u.c.a[1], pA);
           break;
         }
-        rc = qBindTyped(pStmt, iArg, p->u.c.a[1], pA->type, pSchema);
+        rc = qBindTyped(pStmt, iArg, p->u.c.a[1], pA->type, pSchema, 0);
         break;
       case QV_LOOKUP_TAG:
         rc = sqlite3_bind_int(pStmt, iArg, vtTag(pA->type));
