@@ -72,8 +72,35 @@ static void qfJavaDouble(double d, char *zOut, size_t nOut) {
   }
 }
 
+/* Clojure's str of an instant, a java.util.Date: Date.toString, "EEE MMM
+** dd HH:mm:ss zzz yyyy" in the JVM's zone, here UTC ("Sat Feb 29 13:04:05
+** UTC 2020"; the fraction of the second is not printed). us: microseconds
+** since the epoch; the civil date as the store reads #inst (proleptic
+** Gregorian; days_from_civil's inverse, H. Hinnant). */
+static void qfInstantText(sqlite3_int64 us, char *zOut, size_t nOut) {
+  static const char *const azDay[] = { "Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed" };
+  static const char *const azMon[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+  sqlite3_int64 sec = us / 1000000 - (us % 1000000 < 0);
+  sqlite3_int64 days = sec / 86400 - (sec % 86400 < 0);
+  sqlite3_int64 sod = sec - days * 86400;
+  sqlite3_int64 z = days + 719468;
+  sqlite3_int64 era = (z >= 0 ? z : z - 146096) / 146097;
+  sqlite3_int64 doe = z - era * 146097;
+  sqlite3_int64 yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  sqlite3_int64 doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  sqlite3_int64 mp = (5 * doy + 2) / 153;
+  sqlite3_int64 d = doy - (153 * mp + 2) / 5 + 1;
+  sqlite3_int64 m = mp < 10 ? mp + 3 : mp - 9;
+  sqlite3_int64 y = yoe + era * 400 + (m <= 2);
+  int wd = (int)(((days % 7) + 7) % 7);     /* 1970-01-01 was a Thursday */
+  snprintf(zOut, nOut, "%s %s %02d %02d:%02d:%02d UTC %lld", azDay[wd], azMon[m - 1], (int)d,
+           (int)(sod / 3600), (int)(sod / 60 % 60), (int)(sod % 60), (long long)y);
+}
+
 /* Clojure's str of one value: text as is, booleans true/false, a double as
-** Java's Double.toString, instants, uuids and bytes as their JSON text
+** Java's Double.toString, an instant as Date.toString (qfInstantText),
+** uuids and bytes as their JSON text
 ** without the quotes, a tuple as its EDN vector ("[1 \"a\" :k]", as
 ** Clojure's str of a vector), nil as "". */
 void qfStr(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
@@ -83,6 +110,10 @@ void qfStr(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     sqlite3_result_text(pCtx, "", 0, SQLITE_STATIC);
   } else if (tag == TAG_BOOLEAN) {
     sqlite3_result_text(pCtx, sqlite3_value_int(argv[0]) ? "true" : "false", -1, SQLITE_STATIC);
+  } else if (tag == TAG_INSTANT && sqlite3_value_type(argv[0]) == SQLITE_INTEGER) {
+    char z[64];
+    qfInstantText(sqlite3_value_int64(argv[0]), z, sizeof z);
+    sqlite3_result_text(pCtx, z, -1, SQLITE_TRANSIENT);
   } else if (tag == TAG_INSTANT || tag == TAG_UUID || tag == TAG_BYTES
              || (tag == TAG_TUPLE && sqlite3_value_type(argv[0]) == SQLITE_BLOB)) {
     /* a tuple as Clojure prints a vector: its EDN text */
