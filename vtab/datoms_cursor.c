@@ -543,7 +543,8 @@ static int dcurInstant(DCursor *p, sqlite3_int64 tx, char **pzErr) {
 /* A bound SQLite checks on a tuple's v would compare its JSON text, not
 ** the tuple order the rows come in: the row's v is an error instead. */
 static void dcurTupleBoundsError(DCursor *p, const char *zIdent, sqlite3_context *pCtx) {
-  char *zErr = sqlite3_mprintf("%s: " DCUR_TUPLE_BOUNDS, p->zFunc, zIdent);
+  char *zErr = sqlite3_mprintf("%s: " DCUR_TUPLE_BOUNDS, p->zFunc, zIdent,
+                               p->bLog ? DCUR_TUPLE_LOG : DCUR_TUPLE_DATOMS);
   if (zErr == NULL) {
     sqlite3_result_error_nomem(pCtx);
     return;

@@ -32,12 +32,14 @@
 
 #define DCUR_MAXARG 6
 
-/* The error of v bounds over a tuple attribute (%s: its ident), after the
-** function's prefix: v is the tuple's JSON text, which SQLite compares as
-** text ("[10,0]" before "[9,0]"), not in Datomic's tuple order. */
+/* The error of v bounds over a tuple attribute (%s: its ident, then what
+** to do instead: DCUR_TUPLE_DATOMS or DCUR_TUPLE_LOG), after the function's
+** prefix: v is the tuple's JSON text, which SQLite compares as text
+** ("[10,0]" before "[9,0]"), not in Datomic's tuple order. */
 #define DCUR_TUPLE_BOUNDS "v bounds (>, >=, <, <=) over the tuple attribute %s are not" \
-  " supported: v is the tuple's JSON text, which does not sort as tuples do; give the whole" \
-  " tuple as the v component, or compare tuples in edn_q"
+  " supported: v is the tuple's JSON text, which does not sort as tuples do; %s"
+#define DCUR_TUPLE_DATOMS "give the whole tuple as the v component, or compare tuples in edn_q"
+#define DCUR_TUPLE_LOG "compare tuples in edn_q"
 
 /* A row set aside (dcurLetGo in datoms_cursor.c): the columns of the
 ** statement's row, and for edn_log its transaction's instant. */
@@ -58,7 +60,7 @@ typedef struct DCursor {
   int bLive;                    /* begun (dcurBegin) and not released since */
   int bOne;                     /* pStmt gives one row at most: the end needs no step */
   int bBounds;                  /* SQLite checks v bounds on the rows' v: a tuple's v is
-                                ** then the DCUR_TUPLE_BOUNDS error (edn_datoms) */
+                                ** then the DCUR_TUPLE_BOUNDS error */
   sqlite3_int64 iIdentA;        /* the last attribute the a column named, */
   const char *zIdentA;          /* its ident (the call's schema's), NULL none */
   int bEof;

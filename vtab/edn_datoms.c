@@ -709,7 +709,7 @@ static int eddStart(DCursor *pCur, EddCall *p, int *pbRedo, char **pzErr) {
   if ((p->pLo || p->pHi) && p->pA && p->pA->type == VT_TUPLE && p->eIndex != EDD_VAET) {
     /* SQLite checks every bound again on v, the tuple's JSON text: no range
     ** could come out in Datomic's tuple order, so none is given */
-    return eddErr(pzErr, DCUR_TUPLE_BOUNDS, p->pA->zIdent);
+    return eddErr(pzErr, DCUR_TUPLE_BOUNDS, p->pA->zIdent, DCUR_TUPLE_DATOMS);
   }
   /* A bound that cannot be written in the store's encoding is left to the
   ** host's check, and then a LIMIT cannot be pushed either. */

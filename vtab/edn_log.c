@@ -42,6 +42,9 @@
 /* The statement reads a hidden column (colUsed): only then are the
 ** arguments copied for the hidden columns to echo. */
 #define EDNL_ECHO        (1 << 4)
+/* A range constraint on v: SQLite compares the rows' v with it, which
+** over a tuple's JSON text is no tuple order (DCursor.bBounds). */
+#define EDNL_VBOUND      (1 << 5)
 
 static const char ednlDecl[] =
     "CREATE TABLE x(tx, tx_instant, e, a, v, added, db_path HIDDEN, start_tx HIDDEN,"
@@ -152,6 +155,7 @@ static int ednlFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, 
   dcurRelease(pCur);
   pCur->bEof = 1;
   pCur->iRowid = 0;
+  pCur->bBounds = (idxNum & EDNL_VBOUND) != 0;
   if ((idxNum & 1) == 0) return sqlioVtabError(cur->pVtab, "edn_log", SQLITE_ERROR,
                                           "missing argument db_path");
   for (i = 0; i < EDNL_NARG && j < argc; i++) {
@@ -198,6 +202,11 @@ static int ednlBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     } else if (pC->usable && pC->op == SQLITE_INDEX_CONSTRAINT_LIMIT) {
       iLimit = i;
     } else {
+      if (pC->iColumn == EDNL_COL_V && (pC->op == SQLITE_INDEX_CONSTRAINT_GT
+          || pC->op == SQLITE_INDEX_CONSTRAINT_GE || pC->op == SQLITE_INDEX_CONSTRAINT_LT
+          || pC->op == SQLITE_INDEX_CONSTRAINT_LE)) {
+        idxNum |= EDNL_VBOUND;
+      }
       bAllOurs = 0;
     }
   }
