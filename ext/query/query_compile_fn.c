@@ -492,6 +492,11 @@ int qcfGetSome(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut
   for (i = 1; i < nArg && pC->rc == SQLITE_OK; i++) {
     const Attr *pAt = qcAttrArg(pX, aArg[i], "get-some");
     if (pAt == NULL) continue;
+    /* Datomic: "one or more cardinality-one attributes", as get-else */
+    if (pAt->bMany) {
+      qcErr(pC, aArg[i], "get-some: %s is cardinality many", aArg[i]->u.s.z);
+      break;
+    }
     if (vtAll == VT_NONE) vtAll = pAt->type;
     else if (vtAll != pAt->type) bSame = 0;
     zHas = qcEntityAttrSql(pX, pCl->pForm, "get-some", "1", zE, pAt->e);
