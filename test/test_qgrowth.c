@@ -215,6 +215,13 @@ static void fRuleChain(int n, sqlite3_str *pQ, sqlite3_str *pO) {
   sqlite3_free(z);
 }
 
+/* ... with both ends bound, so each call only tests for a path */
+static void fRuleChainBound(int n, sqlite3_str *pQ, sqlite3_str *pO) {
+  fRuleChain(n, pQ, pO);
+  sqlite3_str_reset(pQ);
+  sqlite3_str_appendall(pQ, "[:find ?i :in $ % :where [?x :node/id 1] (r0 ?x ?y) [?y :node/id ?i]]");
+}
+
 /* n rules of two definitions each calling the next (a union per level) */
 static void fRuleChain2(int n, sqlite3_str *pQ, sqlite3_str *pO) {
   sqlite3_str *pR = sqlite3_str_new(NULL);
@@ -371,6 +378,7 @@ static const QgFamily aFamily[] = {
   { "notjoinmany", fNotJoinMany, 8 },
   { "notdeep", fNotDeep, 2 },
   { "rulechain", fRuleChain, 8 },
+  { "rulechainbound", fRuleChainBound, 8 },
   { "rulechain2", fRuleChain2, 4 },
   { "rulechainrec", fRuleChainRec, 4 },
   { "rulelevels", fRuleLevels, 4 },
