@@ -407,11 +407,22 @@ again:
     const QRule *pR = pC->rules.aRule[i];
     qcxCalls(pRi, pR->aClause, pR->nClause, pRi->aiHeadOf[i], aReach, 0);
   }
-  /* Transitive closure (Warshall): rule sets are small. */
+  /* Transitive closure (Warshall). A row is ORed into another whole, which
+  ** the compiler does many bytes at a time: a chain of 2,048 rules, each
+  ** calling the next, reaches n^3 / 6 pairs (1.4 s one byte at a time). */
   for (k = 0; k < n && pC->rc == SQLITE_OK; k++) {
     for (i = 0; i < n && qcPoll(pC) == SQLITE_OK; i++) {
-      if (!aReach[i * n + k]) continue;
-      for (j = 0; j < n; j++) if (aReach[k * n + j]) aReach[i * n + j] = 1;
+      unsigned char *pI = aReach + (size_t)i * n;
+      const unsigned char *pK = aReach + (size_t)k * n;
+      if (i == k || !pI[k]) continue;
+      for (j = 0; j + 8 <= n; j += 8) {
+        sqlite3_uint64 uI, uK;
+        memcpy(&uI, pI + j, 8);
+        memcpy(&uK, pK + j, 8);
+        uI |= uK;
+        memcpy(pI + j, &uI, 8);
+      }
+      for (; j < n; j++) pI[j] |= pK[j];
     }
   }
   for (i = 0; i < n; i++) {

@@ -100,6 +100,14 @@ static int qciJoin(QCtx *pX, const QClause *pCl, int h, const unsigned char *aeA
   QCtx sub;
   int i, j;
   for (i = 0; i < pC->rules.nRule; i++) if (pC->pRi->aiHeadOf[i] == h) pR = pC->rules.aRule[i];
+  if (pX->nFrom >= QC_MAX_JOIN) {
+    /* refused at the call that passes the limit, before the calls inside
+    ** it copy the rows again (a chain of 2,048 such rules) */
+    qcErr(pC, pCl->pForm, "rule %s joins its body into the rows before the call, which already join"
+          " %d tables (each call of a rule of one definition joins its body into them); SQLite"
+          " joins at most %d tables in one SELECT", pCl->zName, pX->nFrom, QC_MAX_JOIN);
+    return 1;
+  }
   if (qcTextBudget(pC, (sqlite3_int64)sqlite3_str_length(pX->pFrom) + sqlite3_str_length(pX->pWhere))) {
     return 1;
   }
@@ -113,6 +121,7 @@ static int qciJoin(QCtx *pX, const QClause *pCl, int h, const unsigned char *aeA
   sub.bUnlinked = pX->bUnlinked;
   sub.bRecRef = pX->bRecRef;
   sub.bTopRows = pX->pParent == NULL || pX->bTopRows;
+  sub.bSemi = pX->bSemi;
   qciPrebind(&sub, pX, pCl, pR, aeArg, 0);
   /* A pre-bound argument keeps how deep the functions inlined in it nest,
   ** so the body's own functions bind it once (mentat_one, in the FROM
@@ -255,6 +264,10 @@ int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
   for (i = 0; i < pC->rules.nRule; i++) if (pC->pRi->aiHeadOf[i] == h) nDef++;
   if (qcCompoundLimit(pC, pCl->pForm, nDef, "rule %s has %d definitions", pCl->zName, nDef)) return 1;
   if (nFree && nBound && nDef == 1) return qciJoin(pX, pCl, h, aeArg, iDepth);
+  /* Binding nothing inside an EXISTS, whose rows only count by being
+  ** there: joined in, not an EXISTS nested in it (a chain of such rules
+  ** nested one subquery a level, past SQLite's parser stack at 10). */
+  if (!nFree && nDef == 1 && pX->bSemi && !pX->bRecRef) return qciJoin(pX, pCl, h, aeArg, iDepth);
   if (nFree && nBound && pX->bRecRef) return 0;
   nDef = 0;
   /* Each branch starts from a copy of the scope so far. When that holds
@@ -289,6 +302,7 @@ int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
     if (pC->pRi->aiHeadOf[i] != h) continue;
     qcCtxInit(&sub, pC, pX);
     sub.nVisible = 0;        /* the body's variables are its own */
+    sub.bSemi = !nFree;
     if (bSeed && qcCopyScope(&sub, pX) && bPhase) sub.bRecRef = 1;
     qciPrebind(&sub, pX, pCl, pR, aeArg, nFree && !bSeed);
     qcwClauses(&sub, pR->aClause, pR->nClause, iDepth + 1);

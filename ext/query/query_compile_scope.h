@@ -147,6 +147,9 @@ struct QCtx {
                           ** collapsed (qcCollapse) */
   int bNoRows;            /* a WHERE term is constant false (an empty join or
                           ** pattern): no row reaches the clauses after it */
+  int bSemi;              /* the rows are only tested for being there (the
+                          ** EXISTS of a rule call binding nothing): a call
+                          ** may join its body into them (qciCall) */
 };
 
 /* State of one compilation. */

@@ -632,6 +632,13 @@ static int qcwJoinLimit(QCtx *pX, QClause *const *a, int n, int bBinders) {
     if (++nPat == nMax + 1) pAt = a[i]->pForm;
   }
   if (nPat <= nMax) return 0;
+  if (pX->nFrom > 0 && !bBinders) {
+    /* a rule body joined into its caller's rows (qciJoin): their tables count */
+    qcErr(pX->pC, pAt, "the query joins %d data patterns in one clause list after %d tables of the rows"
+          " before it (each call of a rule of one definition joins its body into them); SQLite"
+          " joins at most %d tables in one SELECT", nPat, pX->nFrom, QC_MAX_JOIN);
+    return 1;
+  }
   qcErr(pX->pC, pAt, "the query joins %d data patterns in one clause list; SQLite joins at most %d tables"
         " in one SELECT (a rule or an or-join joins its own)", nPat, QC_MAX_JOIN);
   return 1;
