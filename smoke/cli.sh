@@ -154,7 +154,9 @@ q err_unknown_option "SELECT * FROM edn_q($DA, $(sq "$QNA"), '{\"input\":[]}')"
 q err_not_json "SELECT edn_q($DA, $(sq "$QNA"), '{inputs:[]}')"
 q err_not_object "SELECT edn_q($DA, $(sq "$QNA"), '[1]')"
 q err_tx_id "SELECT edn_q($DA, $(sq "$QNA"), '{\"asOf\":\"yesterday\"}')"
-q err_asof_since "SELECT edn_q($DA, $(sq "$QNA"), '{\"asOf\":268435457,\"since\":268435456}')"
+# asOf and since compose (Datomic's (d/since (d/as-of db t2) t1)): the data tx is in the span, then not
+q asof_since "SELECT (SELECT group_concat(c0, ',') FROM (SELECT c0 FROM edn_q($DA, $(sq "$QNA"), '{\"asOf\":268435458,\"since\":268435457}') ORDER BY c0)),
+                     (SELECT count(*) FROM edn_q($DA, $(sq "$QNA"), '{\"asOf\":268435458,\"since\":268435458}'))"
 q err_inputs_array "SELECT edn_q($DA, $(sq "$QAGE"), '{\"inputs\":\"Ann\"}')"
 q err_input_null "SELECT edn_q($DA, $(sq "$QAGE"), '{\"inputs\":[null]}')"
 q err_input_object "SELECT edn_q($DA, $(sq "$QAGE"), '{\"inputs\":[{\"name\":\"Ann\"}]}')"

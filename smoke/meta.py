@@ -24,7 +24,7 @@ the order of its clauses does not change its meaning, docs "Query"):
   count    (count ?x) :with the other variables vs the number of rows over all
            variables; count-distinct vs the distinct values
   pull     edn_pull(e, [*]) and (pull ?e [*]) in :find vs [?e ?a ?v]
-  model    [?e ?a ?v] over the user attributes (now, asOf T, since T) vs the
+  model    [?e ?a ?v] over the user attributes (now, asOf T, since T, both) vs the
            datoms this script's own model of the transactions gives
   history  the history database's assertions and retractions up to T vs the
            asOf T database
@@ -1239,6 +1239,19 @@ def check_model(st, seed, rnd):
                 v = int(v[8:10])
             last[(e, i, key(v))] = added
         check(seed, 'history asOf %d' % tx, {k for k, a in last.items() if a}, dump({'asOf': tx}), hq)
+    # asOf and since together (Datomic's (d/since (d/as-of db t2) t1)): the
+    # as-of database's datoms asserted after t1; with history every log datom
+    # of t1 < tx <= t2. Their own generator, so the other checks draw as before.
+    rspan = random.Random(seed * 31 + 7)
+    for _ in range(2 if len(st.txs) > 1 else 0):
+        t1, t2 = sorted(rspan.sample(st.txs, 2))
+        if rspan.random() < 0.3:
+            t1, t2 = t2, t1   # an empty span
+        check(seed, 'model asOf %d since %d' % (t2, t1), st.model(as_of=t2, since=t1),
+              dump({'asOf': t2, 'since': t1}), 'asOf %d, since %d' % (t2, t1))
+        span = {(e, a, key(v)) for e, a, v, tx, added in st.log if t1 < tx <= t2}
+        check(seed, 'model history asOf %d since %d' % (t2, t1), span,
+              dump({'history': True, 'asOf': t2, 'since': t1}), 'history, asOf %d, since %d' % (t2, t1))
 
 
 def run_seed(seed, nq):

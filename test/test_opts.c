@@ -147,7 +147,7 @@ static const struct {
   {"{\"since\": null}", "\"since\" must be an integer tx id or {\"edn\": \"#inst ...\"}"},
   {"{\"since\": {\"edn\": \":x\"}}",
    "\"since\" must be an integer tx id or {\"edn\": \"#inst ...\"}"},
-  {"{\"asOf\": 5, \"since\": 3}", "\"asOf\" and \"since\" cannot be used together"},
+  {"{\"asOf\": 5, \"since\": 3, \"since\": 4}", "duplicate option \"since\""},
   {"{\"history\": 1}", "\"history\" must be true or false"},
   {"{\"history\": null}", "\"history\" must be true or false"},
   {"{\"history\": true, \"history\": false}", "duplicate option \"history\""},
@@ -215,6 +215,19 @@ START_TEST(test_opts_tx) {
     ck_assert(o.bHistory && o.bAsOf && o.iAsOf == 268435461);
     ck_assert_int_eq(qOptsParse(&o, z4, (int)strlen(z4), &zErr), SQLITE_OK);
     ck_assert(!o.bHistory && !o.bAsOf);
+  }
+  /* asOf and since together compose, as Datomic's (d/since (d/as-of db t2)
+  ** t1): both kept, by the fast path (tx ids) and the full one (instants) */
+  {
+    const char *z5 = "{\"asOf\": 268435462, \"since\": 268435458}";
+    const char *z6 = "{\"since\": {\"edn\": \"#inst \\\"1970-01-01T00:00:02Z\\\"\"},"
+                     " \"asOf\": {\"edn\": \"#inst \\\"1970-01-01T00:00:03Z\\\"\"}}";
+    ck_assert_int_eq(qOptsParse(&o, z5, (int)strlen(z5), &zErr), SQLITE_OK);
+    ck_assert(o.bAsOf && o.bSince && o.iAsOf == 268435462 && o.iSince == 268435458);
+    ck_assert(o.pAsOfInst == NULL && o.pSinceInst == NULL);
+    ck_assert_int_eq(qOptsParse(&o, z6, (int)strlen(z6), &zErr), SQLITE_OK);
+    ck_assert(o.bAsOf && o.bSince && o.pAsOfInst && o.pSinceInst);
+    ck_assert(o.pAsOfInst->u.i == 3000000 && o.pSinceInst->u.i == 2000000);
   }
   qOptsReset(&o);
   sqlite3_free(zErr);

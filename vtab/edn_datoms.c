@@ -49,7 +49,7 @@ static const char eddDecl[] =
 typedef struct EddShape {
   sqlite3_int64 iGen;           /* schema generation (attribute lists, fulltext) */
   sqlite3_int64 a;              /* the attribute given, or 0 */
-  int eIndex, bE, bV, opLo, opHi, bLimit, bHistory, eHist, bInst;
+  int eIndex, bE, bV, opLo, opHi, bLimit, bHistory, bAsOf, bSince, mInst;
 } EddShape;
 
 typedef struct EddVtab {
@@ -75,7 +75,7 @@ typedef struct EddCall {
   sqlite3_value *pLo, *pHi;     /* v bounds pushed, or NULL */
   int opLo, opHi;               /* EDND_LO_GT/GE, EDND_HI_LT/LE */
   sqlite3_int64 iLimit;         /* < 0: none */
-  int eHist;                    /* 0 none, 1 asOf, 2 since */
+  int bAsOf, bSince;            /* the opts' filters (both: t1 < tx <= t2) */
   int bHistory;
   EdnArena arena;
   TypedValue lo, hi;            /* the bounds in the store's encoding */
@@ -131,47 +131,54 @@ static const char *eddWhere(const EddCall *p, int iComp, char *zBuf, int nBuf) {
 
 /* ------------------------------------------------------------ views */
 
+/* The asOf (bSince 0, ?1) or since (?7) tx as SQL: the parameter's tx id,
+** or the last tx at or before the instant it holds. */
+static const char *eddT(const DCursor *pCur, int bSince) {
+  const QueryOpts *o = &pCur->opts;
+  if (bSince) {
+    return o->pSinceInst ? "(SELECT coalesce(max(e), 0) FROM datoms WHERE a = 3 AND v <= ?7)" : "?7";
+  }
+  return o->pAsOfInst ? "(SELECT coalesce(max(e), 0) FROM datoms WHERE a = 3 AND v <= ?1)" : "?1";
+}
+
 /* Appends "FROM <table> d WHERE <the database's condition>" for the
-** database the opts name (SPEC.md §6, as the query compiler's qcView): ?1
-** is T. bHistory 0 reads the non-history database of the same asOf/since
-** (lookup refs resolve there). Returns the `added` expression. */
-static const char *eddView(sqlite3_str *pSql, const EddCall *p, int bHistory, const char *zT) {
+** database the opts name (SPEC.md §6, as the query compiler's qcView):
+** as of T (?1), since T (?7), both (Datomic's (d/since (d/as-of db t2) t1):
+** t1 < tx <= t2). bHistory 0 reads the non-history database of the same
+** asOf/since (lookup refs resolve there). Returns the `added` expression. */
+static const char *eddView(sqlite3_str *pSql, const EddCall *p, int bHistory, const DCursor *pCur) {
+  const char *zT = eddT(pCur, 0), *zAdded = "1";
   if (bHistory) {
     sqlite3_str_appendall(pSql, " FROM timelined_transactions d WHERE d.timeline IS 0");
-    if (p->eHist == 1) sqlite3_str_appendf(pSql, " AND d.tx <= %s", zT);
-    if (p->eHist == 2) sqlite3_str_appendf(pSql, " AND d.tx > %s", zT);
-    return "d.added";
-  }
-  if (p->eHist == 1) {
+    if (p->bAsOf) sqlite3_str_appendf(pSql, " AND d.tx <= %s", zT);
+    zAdded = "d.added";
+  } else if (p->bAsOf) {
     sqlite3_str_appendf(pSql,
         " FROM timelined_transactions d WHERE d.timeline IS 0 AND d.added = 1 AND d.tx <= %s"
         " AND NOT EXISTS (SELECT 1 FROM timelined_transactions r WHERE r.a = d.a AND r.e = d.e"
         " AND r.value_type_tag = d.value_type_tag AND r.v = d.v AND r.tx > d.tx AND r.tx <= %s"
         " AND r.timeline IS 0)", zT, zT);
-    return "1";
+  } else {
+    sqlite3_str_appendall(pSql, " FROM datoms d WHERE 1");
   }
-  sqlite3_str_appendall(pSql, " FROM datoms d WHERE 1");
-  if (p->eHist == 2) sqlite3_str_appendf(pSql, " AND d.tx > %s", zT);
-  return "1";
+  if (p->bSince) sqlite3_str_appendf(pSql, " AND d.tx > %s", eddT(pCur, 1));
+  return zAdded;
 }
 
 /* True when the view reads the datoms table (with its flag columns). */
 static int eddOnDatoms(const EddCall *p) {
-  return !p->bHistory && p->eHist != 1;
+  return !p->bHistory && !p->bAsOf;
 }
 
-/* T as SQL: ?1 a tx id, or the last tx at or before the instant ?1. */
-static const char *eddT(const DCursor *pCur) {
-  const QueryOpts *o = &pCur->opts;
-  const EdnValue *pInst = o->bAsOf ? o->pAsOfInst : o->pSinceInst;
-  return pInst ? "(SELECT coalesce(max(e), 0) FROM datoms WHERE a = 3 AND v <= ?1)" : "?1";
-}
-
+/* Binds ?1 (asOf) and ?7 (since), each when given. */
 static int eddBindT(const DCursor *pCur, sqlite3_stmt *pStmt) {
   const QueryOpts *o = &pCur->opts;
-  const EdnValue *pInst = o->bAsOf ? o->pAsOfInst : o->pSinceInst;
-  if (!o->bAsOf && !o->bSince) return SQLITE_OK;
-  return sqlite3_bind_int64(pStmt, 1, pInst ? pInst->u.i : o->bAsOf ? o->iAsOf : o->iSince);
+  int rc = SQLITE_OK;
+  if (o->bAsOf) rc = sqlite3_bind_int64(pStmt, 1, o->pAsOfInst ? o->pAsOfInst->u.i : o->iAsOf);
+  if (rc == SQLITE_OK && o->bSince) {
+    rc = sqlite3_bind_int64(pStmt, 7, o->pSinceInst ? o->pSinceInst->u.i : o->iSince);
+  }
+  return rc;
 }
 
 /* The value test "d.v = ?N" in the store's encoding: a fulltext attribute
@@ -385,7 +392,7 @@ static int eddLookup(DCursor *pCur, EddCall *p, const Attr *pA, const EdnValue *
   }
   pSql = sqlite3_str_new(NULL);
   sqlite3_str_appendall(pSql, "SELECT d.e");
-  eddView(pSql, p, 0, eddT(pCur));
+  eddView(pSql, p, 0, pCur);
   sqlite3_str_appendf(pSql, " AND d.a = %lld AND d.value_type_tag = %d", pA->e, vtTag(pA->type));
   eddValueEq(pSql, pA, 2);
   sqlite3_str_appendall(pSql, " LIMIT 1");
@@ -493,7 +500,7 @@ static void eddSql(sqlite3_str *pSql, const DCursor *pCur, const EddCall *p, int
   sqlite3_str_appendall(pSql, ", d.value_type_tag, d.tx, ");
   {
     sqlite3_str *pRest = sqlite3_str_new(NULL);
-    zAdded = eddView(pRest, p, p->bHistory, eddT(pCur));
+    zAdded = eddView(pRest, p, p->bHistory, pCur);
     sqlite3_str_appendall(pSql, zAdded);
     {
       char *z = sqlite3_str_finish(pRest);
@@ -735,8 +742,9 @@ static int eddStart(DCursor *pCur, EddCall *p, int *pbRedo, char **pzErr) {
     sh.opHi = bHi ? p->opHi : 0;
     sh.bLimit = p->iLimit >= 0;
     sh.bHistory = p->bHistory;
-    sh.eHist = p->eHist;
-    sh.bInst = (o->bAsOf ? o->pAsOfInst : o->pSinceInst) != NULL;
+    sh.bAsOf = p->bAsOf;
+    sh.bSince = p->bSince;
+    sh.mInst = (o->pAsOfInst ? 1 : 0) | (o->pSinceInst ? 2 : 0);
     if (pTab->zSql == NULL || memcmp(&sh, &pTab->shape, sizeof sh) != 0) {
       sqlite3_free(pTab->zSql);
       pTab->zSql = NULL;
@@ -771,7 +779,8 @@ static int eddRun(DCursor *pCur, EddCall *p, sqlite3_value *pDb, sqlite3_value *
   rc = dcurBegin(pCur, host, pDb, pOpts, pzErr);
   if (rc != SQLITE_OK) return rc;
   p->bHistory = pCur->opts.bHistory;
-  p->eHist = pCur->opts.bAsOf ? 1 : pCur->opts.bSince ? 2 : 0;
+  p->bAsOf = pCur->opts.bAsOf;
+  p->bSince = pCur->opts.bSince;
   for (nTry = 0; nTry < 2; nTry++) {
     p->bE = p->bV = 0;
     p->pA = NULL;

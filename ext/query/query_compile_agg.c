@@ -154,7 +154,7 @@ static int qcaValueCounts(QComp *pC, QueryPlan *pPlan, sqlite3_str *pSql) {
   const Attr *pAttr;
   const EdnValue *pA;
   int i;
-  if (pC->eHist != 0 || pC->bHistory || pC->nSrc > 1 || pC->nCte || pQ->eFind != FIND_REL || pQ->nFind != 2 || pQ->nWith
+  if (pC->zAsOfTx || pC->zSinceTx || pC->bHistory || pC->nSrc > 1 || pC->nCte || pQ->eFind != FIND_REL || pQ->nFind != 2 || pQ->nWith
       || pQ->nOrder || pQ->nWhere != 1 || pQ->nIn > 1) {
     return 0;
   }

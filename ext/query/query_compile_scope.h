@@ -81,8 +81,7 @@ typedef struct QSrc {
   const char *zName;       /* "$", "$2" */
   const EdnValue *pDecl;   /* its :in symbol (NULL for $) */
   Schema *pSchema;         /* idents resolve here (a reference the opts hold) */
-  int eHist;               /* as QComp's, for this source */
-  char *zHistTx;
+  char *zAsOfTx, *zSinceTx; /* as QComp's, for this source */
   int bHistory;
   char zDatoms[48], zLog[64], zFulltext[56];   /* its tables, schema-qualified */
   char zTag[12];           /* "" for $, "sK_": its rule CTEs' names */
@@ -182,11 +181,14 @@ struct QComp {
   const EdnValue *pAt;     /* current clause, for error positions */
   int nArgDepth;           /* the deepest nFnDepth among the arguments of
                            ** the function being compiled */
-  int eHist;               /* 0 current, 1 asOf (the log), 2 since */
-  char *zHistTx;           /* SQL giving the asOf/since tx id */
+  char *zAsOfTx;           /* SQL giving the asOf tx id (the database is read
+                           ** from the log), or NULL */
+  char *zSinceTx;          /* SQL giving the since tx id, or NULL; with asOf
+                           ** both filter, as Datomic's (d/since (d/as-of db
+                           ** t2) t1): t1 < tx <= t2 */
   int bHistory;            /* the history database: every pattern reads the
                            ** log's assertions and retractions (SPEC.md §6) */
-  /* The sources (query_compile_src.c). pSchema, eHist, zHistTx, bHistory,
+  /* The sources (query_compile_src.c). pSchema, zAsOfTx, zSinceTx, bHistory,
   ** pRi and the table names are those of the current source aSrc[iSrc]. */
   int nSrc;
   QSrc *aSrc;

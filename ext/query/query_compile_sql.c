@@ -270,35 +270,45 @@ int qcAttrValueIndexed(const Attr *pAttr) {
 }
 
 char *qcView(QComp *pC, const char *zAlias, const char **pzTable) {
+  /* since T beside asOf or history: a term on the log's own tx, after the
+  ** rest (Datomic's (d/since (d/as-of db t2) t1) keeps t1 < tx <= t2) */
+  char *zSince = pC->zSinceTx ? sqlite3_mprintf(" AND %s.tx > %s", zAlias, pC->zSinceTx)
+                              : sqlite3_mprintf("%s", "");
+  char *z = NULL;
+  if (zSince == NULL) return NULL;
   if (pC->bHistory) {
     /* The history database (Datomic's d/history): every assertion and
     ** retraction in the log, within asOf/since when given (SPEC.md §6). */
     *pzTable = pC->zLog;
-    if (pC->eHist == 1) return sqlite3_mprintf("%s.timeline IS 0 AND %s.tx <= %s", zAlias, zAlias, pC->zHistTx);
-    if (pC->eHist == 2) return sqlite3_mprintf("%s.timeline IS 0 AND %s.tx > %s", zAlias, zAlias, pC->zHistTx);
-    return sqlite3_mprintf("%s.timeline IS 0", zAlias);
-  }
-  if (pC->eHist == 1) {
+    if (pC->zAsOfTx) {
+      z = sqlite3_mprintf("%s.timeline IS 0 AND %s.tx <= %s%s", zAlias, zAlias, pC->zAsOfTx, zSince);
+    } else {
+      z = sqlite3_mprintf("%s.timeline IS 0%s", zAlias, zSince);
+    }
+  } else if (pC->zAsOfTx) {
     /* As of T: the log's assertions up to T not retracted by T. The log's
     ** columns have the datoms' names; idx_transactions_aevt serves patterns
     ** bound by entity and the retraction probe, and a tuned store's
     ** idx_mentat_log_avet_<a> (store_tune.c) those of indexed, unique and
     ** ref attributes bound by value (`dN.a = <a>` matches its WHERE). */
     *pzTable = pC->zLog;
-    return sqlite3_mprintf(
+    z = sqlite3_mprintf(
         "%s.timeline IS 0 AND %s.added = 1 AND %s.tx <= %s AND NOT EXISTS (SELECT 1 FROM"
         " %s r WHERE r.a = %s.a AND r.e = %s.e AND r.value_type_tag ="
-        " %s.value_type_tag AND r.v = %s.v AND r.tx > %s.tx AND r.tx <= %s AND r.timeline IS 0)",
-        zAlias, zAlias, zAlias, pC->zHistTx, pC->zLog, zAlias, zAlias, zAlias, zAlias, zAlias,
-        pC->zHistTx);
+        " %s.value_type_tag AND r.v = %s.v AND r.tx > %s.tx AND r.tx <= %s AND r.timeline IS 0)%s",
+        zAlias, zAlias, zAlias, pC->zAsOfTx, pC->zLog, zAlias, zAlias, zAlias, zAlias, zAlias,
+        pC->zAsOfTx, zSince);
+  } else {
+    *pzTable = pC->zDatoms;
+    /* Since T: a recent slice, read through the store's (a, tx, e) index
+    ** (store_tune.c). Without the hint SQLite guesses a quarter of the
+    ** attribute for `tx > ?` and prefers the (a, e) index, which needs no
+    ** DISTINCT sort but reads every datom of the attribute. */
+    if (pC->zSinceTx) z = sqlite3_mprintf("likelihood(%s.tx > %s, 0.01)", zAlias, pC->zSinceTx);
+    else z = sqlite3_mprintf("%s", "");
   }
-  *pzTable = pC->zDatoms;
-  /* Since T: a recent slice, read through the store's (a, tx, e) index
-  ** (store_tune.c). Without the hint SQLite guesses a quarter of the
-  ** attribute for `tx > ?` and prefers the (a, e) index, which needs no
-  ** DISTINCT sort but reads every datom of the attribute. */
-  if (pC->eHist == 2) return sqlite3_mprintf("likelihood(%s.tx > %s, 0.01)", zAlias, pC->zHistTx);
-  return sqlite3_mprintf("%s", "");
+  sqlite3_free(zSince);
+  return z;
 }
 
 /* The input (counted as "inputs" counts them) that holds the pull pattern

@@ -33,22 +33,35 @@ static void qcsTables(QSrc *pS, const char *zDb) {
   sqlite3_snprintf(sizeof pS->zFulltext, pS->zFulltext, "%s%sfulltext_values", zDb, zDot);
 }
 
-/* The asOf/since tx of source k as SQL: a parameter, or for an instant
-** the last transaction at or before it, in that source's log. */
-static int qcsHistTx(QComp *pC, int k, int bInst) {
+/* The asOf (bSince 0) or since tx of source k as SQL: a parameter, or for
+** an instant the last transaction at or before it, in that source's log. */
+static int qcsHistTx(QComp *pC, int k, int bSince, int bInst) {
   QSrc *pS = &pC->aSrc[k];
   int iSave = pC->iSrc, iP;
+  char *z;
   pC->iSrc = k;
-  iP = qcParam(pC, NULL, -1, -1, -1, bInst ? QV_HIST_INST : QV_HIST_TX, VT_NONE);
+  /* i1 tells the binder which of the two the parameter is */
+  iP = qcParam(pC, NULL, -1, bSince, -1, bInst ? QV_HIST_INST : QV_HIST_TX, VT_NONE);
   pC->iSrc = iSave;
   if (iP == 0) return pC->rc;
   if (bInst) {
-    pS->zHistTx = sqlite3_mprintf("(SELECT coalesce(max(e), 0) FROM %s WHERE a = %d AND v <= ?%d)",
-                                  pS->zDatoms, ENTID_DB_TXINSTANT, iP);
+    z = sqlite3_mprintf("(SELECT coalesce(max(e), 0) FROM %s WHERE a = %d AND v <= ?%d)",
+                        pS->zDatoms, ENTID_DB_TXINSTANT, iP);
   } else {
-    pS->zHistTx = sqlite3_mprintf("?%d", iP);
+    z = sqlite3_mprintf("?%d", iP);
   }
-  return pS->zHistTx ? SQLITE_OK : qcNoMem(pC);
+  if (z == NULL) return qcNoMem(pC);
+  if (bSince) pS->zSinceTx = z;
+  else pS->zAsOfTx = z;
+  return SQLITE_OK;
+}
+
+/* Both filters of source k, each when given (SPEC.md §6). */
+static int qcsTime(QComp *pC, int k, int bAsOf, const EdnValue *pAsOfInst, int bSince,
+                   const EdnValue *pSinceInst) {
+  if (bAsOf && qcsHistTx(pC, k, 0, pAsOfInst != NULL)) return pC->rc;
+  if (bSince && qcsHistTx(pC, k, 1, pSinceInst != NULL)) return pC->rc;
+  return SQLITE_OK;
 }
 
 /* Checks :in's sources against the opts' (each declared once, each given). */
@@ -92,13 +105,10 @@ int qcsInit(QComp *pC) {
   pC->aSrc[0].pSchema = pC->pSchema;
   pC->aSrc[0].bHistory = pOpts && pOpts->bHistory;
   qcsTables(&pC->aSrc[0], "");
-  if (pOpts && (pOpts->bAsOf || pOpts->bSince)) {
-    /* asOf/since (SPEC.md §6): the tx is a parameter; an instant names the
-    ** last transaction at or before it. */
-    pC->aSrc[0].eHist = pOpts->bAsOf ? 1 : 2;
-    if (qcsHistTx(pC, 0, (pOpts->bAsOf ? pOpts->pAsOfInst : pOpts->pSinceInst) != NULL)) {
-      return pC->rc;
-    }
+  /* asOf/since (SPEC.md §6): each tx is a parameter; an instant names the
+  ** last transaction at or before it. */
+  if (pOpts && qcsTime(pC, 0, pOpts->bAsOf, pOpts->pAsOfInst, pOpts->bSince, pOpts->pSinceInst)) {
+    return pC->rc;
   }
   for (k = 1; k <= nSource; k++) {
     const QuerySource *pQs = &pOpts->aSource[k - 1];
@@ -108,10 +118,7 @@ int qcsInit(QComp *pC) {
     pS->bHistory = pQs->bHistory;
     sqlite3_snprintf(sizeof pS->zTag, pS->zTag, "s%d_", k);
     qcsTables(pS, pQs->zDb);
-    if (pQs->bAsOf || pQs->bSince) {
-      pS->eHist = pQs->bAsOf ? 1 : 2;
-      if (qcsHistTx(pC, k, (pQs->bAsOf ? pQs->pAsOfInst : pQs->pSinceInst) != NULL)) return pC->rc;
-    }
+    if (qcsTime(pC, k, pQs->bAsOf, pQs->pAsOfInst, pQs->bSince, pQs->pSinceInst)) return pC->rc;
   }
   if (qcsCheckIn(pC)) return pC->rc;
   for (k = 1; k <= nSource; k++) {
@@ -130,8 +137,8 @@ void qcsUse(QComp *pC, int k) {
   if (pC->iSrc >= 0) pC->aSrc[pC->iSrc].pRi = pC->pRi;
   pC->iSrc = k;
   pC->pSchema = pS->pSchema;
-  pC->eHist = pS->eHist;
-  pC->zHistTx = pS->zHistTx;
+  pC->zAsOfTx = pS->zAsOfTx;
+  pC->zSinceTx = pS->zSinceTx;
   pC->bHistory = pS->bHistory;
   pC->zDatoms = pS->zDatoms;
   pC->zLog = pS->zLog;
@@ -150,10 +157,12 @@ void qcsFree(QComp *pC) {
   for (k = 0; k < pC->nSrc; k++) {
     pC->pRi = pC->aSrc[k].pRi;
     qcxFree(pC);
-    sqlite3_free(pC->aSrc[k].zHistTx);
+    sqlite3_free(pC->aSrc[k].zAsOfTx);
+    sqlite3_free(pC->aSrc[k].zSinceTx);
   }
   pC->pRi = NULL;
-  pC->zHistTx = NULL;
+  pC->zAsOfTx = NULL;
+  pC->zSinceTx = NULL;
   sqlite3_free(pC->aSrc);
   pC->aSrc = NULL;
   pC->nSrc = 0;

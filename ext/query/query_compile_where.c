@@ -432,7 +432,7 @@ static int qcwPatternIn(QCtx *pX, const QClause *pCl) {
     qcwRecordKey(pX, pCl, NULL);
     qcwPlace(pX, pA, zAlias, "a", VT_REF, NULL, 1, NULL);
   }
-  if (pAttr && pV && !qpIsBlank(pV) && pC->eHist != 1 && !pC->bHistory
+  if (pAttr && pV && !qpIsBlank(pV) && pC->zAsOfTx == NULL && !pC->bHistory
       && (!ednIsVar(pV) || (qcVarFind(pX, pV->u.s.z) && qcVarFind(pX, pV->u.s.z)->zExpr))) {
     /* The value is bound: state the flags that make the format's partial
     ** value indexes usable when no per-attribute index serves (format
@@ -448,7 +448,7 @@ static int qcwPatternIn(QCtx *pX, const QClause *pCl) {
       qcWhere(pX, sqlite3_mprintf("%s.index_avet IS NOT 0 AND %s.value_type_tag = %d",
                                   zAlias, zAlias, vtTag(pAttr->type)));
     }
-  } else if (pAttr && pAttr->type == VT_REF && pV && ednIsVar(pV) && pC->eHist != 1
+  } else if (pAttr && pAttr->type == VT_REF && pV && ednIsVar(pV) && pC->zAsOfTx == NULL
              && !pC->bHistory && !qcAttrValueIndexed(pAttr)) {
     /* A ref value a later clause binds (a recursive rule's step reading
     ** its CTE row: [?a :g/e ?x] (even ?x ?b)) is looked up through VAET

@@ -101,7 +101,7 @@ int qOptsShape(const QueryOpts *p, unsigned char *aBuf, int nBuf) {
   int i, n = 0;
   if (p->nSource || p->zWith || p->bExplain || p->bWithReport || nBuf < p->nInput + 2) return -1;
   aBuf[n++] = (unsigned char)((p->bAsOf ? 1 : 0) | (p->bSince ? 2 : 0) | (p->bHistory ? 4 : 0)
-                              | (p->pAsOfInst || p->pSinceInst ? 8 : 0));
+                              | (p->pAsOfInst ? 8 : 0) | (p->pSinceInst ? 16 : 0));
   aBuf[n++] = (unsigned char)p->nInput;
   if (p->nInput > 255) return -1;
   for (i = 0; i < p->nInput; i++) {
@@ -421,10 +421,6 @@ static int qOptsSource(QOptsCtx *c, const cJSON *j, QuerySource *pS) {
       rc = SQLITE_ERROR;
     }
   }
-  if (rc == SQLITE_OK && pS->bAsOf && pS->bSince) {
-    qOptsError(c, "\"sources\" %s: \"asOf\" and \"since\" cannot be used together", pS->zName);
-    rc = SQLITE_ERROR;
-  }
   return rc;
 }
 
@@ -508,9 +504,7 @@ static const char *qOptsSinceSource(const QueryOpts *p) {
 /* The keys that cannot go together, once all are read. */
 static int qOptsCombos(QOptsCtx *c) {
   const QueryOpts *p = c->p;
-  if (p->bAsOf && p->bSince) {
-    qOptsError(c, "\"asOf\" and \"since\" cannot be used together");
-  } else if (p->bWithReport && p->zWith == NULL) {
+  if (p->bWithReport && p->zWith == NULL) {
     qOptsError(c, "\"withReport\" needs \"with\"");
   } else if (p->zWith && p->nSource && p->bAsOf) {
     /* The with-database is the store rewound to asOf: the store as it is,
@@ -736,7 +730,7 @@ static int qOptsFast(QueryOpts *p, const char *z, int n) {
     }
   }
   qfWs(&f);
-  return f.i == n && !(p->bAsOf && p->bSince);
+  return f.i == n;
 }
 
 int qOptsParse(QueryOpts *p, const char *zOpts, int nOpts, char **pzErr) {

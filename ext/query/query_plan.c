@@ -51,10 +51,11 @@ static const QuerySource *qParamSource(const QParam *pP, const QueryOpts *pOpts)
 const EdnValue *qParamValue(const QParam *pP, const QueryOpts *pOpts) {
   const EdnValue *p;
   if (pP->eConv == QV_HIST_INST) {
+    /* i1: 0 the asOf instant, 1 the since one (qcsHistTx) */
     const QuerySource *pS = qParamSource(pP, pOpts);
-    if (pS) return pS->bAsOf ? pS->pAsOfInst : pS->pSinceInst;
+    if (pS) return pP->i1 ? pS->pSinceInst : pS->pAsOfInst;
     if (pOpts == NULL) return NULL;
-    return pOpts->bAsOf ? pOpts->pAsOfInst : pOpts->pSinceInst;
+    return pP->i1 ? pOpts->pSinceInst : pOpts->pAsOfInst;
   }
   if (pP->iInput < 0) return pP->pConst;
   if (pOpts == NULL || pP->iInput >= pOpts->nInput) return NULL;
@@ -161,8 +162,8 @@ int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pMainSc
     const Attr *pA = NULL;
     int iArg = i + 1;
     if (pP->eConv == QV_HIST_TX) {
-      rc = sqlite3_bind_int64(pStmt, iArg, pSrc ? (pSrc->bAsOf ? pSrc->iAsOf : pSrc->iSince)
-                              : pOpts == NULL ? 0 : pOpts->bAsOf ? pOpts->iAsOf : pOpts->iSince);
+      rc = sqlite3_bind_int64(pStmt, iArg, pSrc ? (pP->i1 ? pSrc->iSince : pSrc->iAsOf)
+                              : pOpts == NULL ? 0 : pP->i1 ? pOpts->iSince : pOpts->iAsOf);
       continue;
     }
     if (p == NULL) {

@@ -174,6 +174,16 @@ static void qCacheShapeOf(QCacheKey *pOut, const EdnValue *p, const Schema *pSch
   }
 }
 
+/* The filters of a database, appended to the key: "A" asOf ("a" as an
+** instant), "S" since ("s"), "H" history; the txs are bound, an instant
+** compiles into other SQL than a tx id. */
+static void qCacheTimeKey(QCacheKey *pOut, int bAsOf, const EdnValue *pAsOfInst, int bSince,
+                          const EdnValue *pSinceInst, int bHistory) {
+  if (bAsOf) qCacheKeyChar(pOut, pAsOfInst ? 'a' : 'A');
+  if (bSince) qCacheKeyChar(pOut, pSinceInst ? 's' : 'S');
+  if (bHistory) qCacheKeyChar(pOut, 'H');
+}
+
 /* The shape of the inputs, appended to the key: their count, the time
 ** options, then one letter per input leaf type and brackets for vectors,
 ** e.g. "3:i,[s s],k" (an "L" marks a pair of keywords that pSchema reads
@@ -181,10 +191,8 @@ static void qCacheShapeOf(QCacheKey *pOut, const EdnValue *p, const Schema *pSch
 static void qCacheShapeInto(QCacheKey *pOut, const QueryOpts *pOpts, const Schema *pSchema) {
   int i;
   qCacheKeyInt(pOut, pOpts ? pOpts->nInput : 0);
-  if (pOpts && pOpts->bAsOf) qCacheKeyChar(pOut, 'A');
-  else if (pOpts && pOpts->bSince) qCacheKeyChar(pOut, 'S');
-  if (pOpts && (pOpts->pAsOfInst || pOpts->pSinceInst)) qCacheKeyChar(pOut, 't');
-  if (pOpts && pOpts->bHistory) qCacheKeyChar(pOut, 'H');
+  if (pOpts) qCacheTimeKey(pOut, pOpts->bAsOf, pOpts->pAsOfInst, pOpts->bSince, pOpts->pSinceInst,
+                           pOpts->bHistory);
   qCacheKeyChar(pOut, ':');
   for (i = 0; pOpts && i < pOpts->nInput; i++) {
     if (i) qCacheKeyChar(pOut, ',');
@@ -201,10 +209,7 @@ static void qCacheShapeInto(QCacheKey *pOut, const QueryOpts *pOpts, const Schem
     qCacheKeyAppend(pOut, pS->zDb, strlen(pS->zDb));
     qCacheKeyChar(pOut, '@');
     qCacheKeyInt(pOut, pS->pSchema ? schemaGeneration(pS->pSchema) : -1);
-    if (pS->bAsOf) qCacheKeyChar(pOut, 'A');
-    else if (pS->bSince) qCacheKeyChar(pOut, 'S');
-    if (pS->pAsOfInst || pS->pSinceInst) qCacheKeyChar(pOut, 't');
-    if (pS->bHistory) qCacheKeyChar(pOut, 'H');
+    qCacheTimeKey(pOut, pS->bAsOf, pS->pAsOfInst, pS->bSince, pS->pSinceInst, pS->bHistory);
   }
 }
 

@@ -113,18 +113,21 @@ static int qRunReplan(QueryRun *p, char **pzErr) {
 ** for the pulls among its find elements. */
 static void qRunSetTime(QueryRun *pRun, const QueryOpts *pOpts) {
   pRun->bTime = 0;
-  pRun->bTimeInst = 0;
+  pRun->bTimeInst = pRun->bAsOfInst = pRun->bSinceInst = 0;
   memset(&pRun->time, 0, sizeof pRun->time);
   if (pOpts && (pOpts->bAsOf || pOpts->bSince)) {
-    const EdnValue *pInst = pOpts->bAsOf ? pOpts->pAsOfInst : pOpts->pSinceInst;
     pRun->bTime = 1;
     pRun->time.bAsOf = pOpts->bAsOf;
     pRun->time.iAsOf = pOpts->iAsOf;
     pRun->time.bSince = pOpts->bSince;
     pRun->time.iSince = pOpts->iSince;
-    if (pInst) {
-      pRun->bTimeInst = 1;
-      pRun->timeInst = *pInst;
+    if (pOpts->bAsOf && pOpts->pAsOfInst) {
+      pRun->bAsOfInst = pRun->bTimeInst = 1;
+      pRun->asOfInst = *pOpts->pAsOfInst;
+    }
+    if (pOpts->bSince && pOpts->pSinceInst) {
+      pRun->bSinceInst = pRun->bTimeInst = 1;
+      pRun->sinceInst = *pOpts->pSinceInst;
     }
   }
 }

@@ -20,8 +20,10 @@ struct QueryRun {
   char *zErr;            /* last column error, see qRunErrMsg */
   PullTime time;         /* the run's asOf/since, for pulls (SPEC.md §6) */
   int bTime;             /* time applies to pulls */
-  int bTimeInst;         /* time's tx is still timeInst, to resolve */
-  EdnValue timeInst;     /* copy of the opts' instant (only type, u.i read) */
+  int bTimeInst;         /* a tx of time is still an instant, to resolve */
+  int bAsOfInst, bSinceInst;   /* which: asOfInst, sinceInst */
+  EdnValue asOfInst, sinceInst;   /* copies of the opts' instants (only type,
+                                  ** u.i read) */
   const EdnValue **apPat;   /* per find element: a pull pattern from the
                             ** inputs (in the opts, which outlive the run), or NULL */
   /* After qSpillRest: pStmt reads the rest of the result from pSpillDb;

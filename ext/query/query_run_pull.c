@@ -75,11 +75,12 @@ int qRunPull(QueryRun *p, int i, sqlite3_str *pOut, char **pzErr) {
   }
   if (p->bTimeInst) {
     /* Resolved inside the query's read transaction, as its own SQL does. */
-    sqlite3_int64 iTx = 0;
-    int rc = pullTxAtInstant(p->pConn->db, &p->timeInst, &iTx, pzErr);
+    int rc = SQLITE_OK;
+    if (p->bAsOfInst) rc = pullTxAtInstant(p->pConn->db, &p->asOfInst, &p->time.iAsOf, pzErr);
+    if (rc == SQLITE_OK && p->bSinceInst) {
+      rc = pullTxAtInstant(p->pConn->db, &p->sinceInst, &p->time.iSince, pzErr);
+    }
     if (rc != SQLITE_OK) return rc;
-    if (p->time.bAsOf) p->time.iAsOf = iTx;
-    else p->time.iSince = iTx;
     p->bTimeInst = 0;
   }
   return pullEntityAt(p->pConn->db, p->pSchema, pPattern, e, 0,
