@@ -126,9 +126,11 @@ FAMILY = {
 
 # The files that implement a context header besides x.c for x.h (a context in several files).
 CONTEXT_IMPL = {
-    # the scope context is three files: scopes and variables, the SQL shapes, scope copies
+    # the scope context is four files: scopes and variables, the SQL shapes, scope copies,
+    # the guards of expressions that can fail at run time
     'query': {'query_compile_sql.c': 'query_compile_scope.h',
-              'query_compile_copy.c': 'query_compile_scope.h'},
+              'query_compile_copy.c': 'query_compile_scope.h',
+              'query_compile_guard.c': 'query_compile_scope.h'},
 }
 
 # TEMPORARY: stages whose files do not keep rule 2 yet. Their breaches are listed but do not

@@ -348,6 +348,20 @@ static void fFindMany(int n, sqlite3_str *pQ, sqlite3_str *pO) {
   sqlite3_str_appendall(pQ, "]");
 }
 
+/* n find variables of (max ?v0 k), which cannot fail at run time (the
+** column limit's test: a chain of (+ ?v0 k), each of which may overflow,
+** is guarded clause by clause and named anew through gates, a value
+** column each) */
+static void fFindMax(int n, sqlite3_str *pQ, sqlite3_str *pO) {
+  int i;
+  (void)pO;
+  sqlite3_str_appendall(pQ, "[:find");
+  for (i = 0; i < n; i++) sqlite3_str_appendf(pQ, " ?v%d", i);
+  sqlite3_str_appendall(pQ, " :where [?e :node/v ?v0]");
+  for (i = 1; i < n; i++) sqlite3_str_appendf(pQ, " [(max ?v0 %d) ?v%d]", i, i);
+  sqlite3_str_appendall(pQ, "]");
+}
+
 /* n aggregates */
 static void fAggMany(int n, sqlite3_str *pQ, sqlite3_str *pO) {
   static const char *const az[] = {"count", "sum", "min", "max", "count-distinct", "avg"};
@@ -530,11 +544,11 @@ END_TEST
 
 /* Past SQLite's SQLITE_LIMIT_COLUMN (2000) the compile refuses, naming the
 ** element whose columns pass it, before SQLite's "too many columns in
-** result set": 1024 find variables of (+ ?v0 k), each a long or a double,
+** result set": 1024 find variables of (max ?v0 k), each a long or a double,
 ** take a value and a kind of number each (the DISTINCT set key tells 1 from
 ** 1.0), ?v0 a value alone: ?v1000 is the 2001st column. 512 compile. */
 START_TEST(test_column_limit) {
-  QgFamily f = { "findmany", fFindMany, 0 };
+  QgFamily f = { "findmax", fFindMax, 0 };
   QgWork w;
   qgMeasure(&f, 512, &w);
   ck_assert_msg(w.rc == SQLITE_OK, "512: %s", w.zErr ? w.zErr : "?");

@@ -43,7 +43,7 @@ int qcCopyScope(QCtx *pSub, QCtx *pX) {
   }
   /* The planner orders the copied joins. */
   pSub->bUnlinked = 1;
-  return 1;
+  return qcTermsCopy(pSub, pX);
 }
 
 /* Is z a bare parameter "?N" (valid anywhere in the statement)? */

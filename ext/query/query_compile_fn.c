@@ -152,13 +152,18 @@ static int qcfPredicateIn(QCtx *pX, const QClause *pCl) {
   QcfOut out = { NULL, VT_NONE, NULL, QCF_RE_NONE, 0 };
   /* Not a built-in: on a host store, maybe the host's own SQL function. */
   if (qcfLookup(pCl->zName) == NULL && qchCall(pX, pCl, 1, &out.zSql, &out.zTag)) {
-    if (out.zSql) qcWhere(pX, out.zSql);
+    /* the host's function may fail for any argument: only rows that
+    ** reach the clause call it */
+    sqlite3_free(out.zTag);
+    if (out.zSql) qcWhere(pX, qcGuard(pX, out.zSql));
     return pC->rc;
   }
   pFn = qcfBuiltin(pX, pCl, 1);
   if (pFn == NULL || pFn->xCompile(pX, pCl, pFn, &out) != SQLITE_OK) return pC->rc;
   if (out.zSql == NULL) return qcNoMem(pC);
   sqlite3_free(out.zTag);
+  out.zSql = qcGuardRaising(pX, out.zSql);
+  if (out.zSql == NULL) return pC->rc;
   if (pFn->eKind == QCF_PRED) {
     qcWhere(pX, out.zSql);
     return pC->rc;
@@ -707,8 +712,8 @@ int qcfTxIds(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) 
   if (pCl->bind.kind != QB_COLL && pCl->bind.kind != QB_SCALAR) {
     return qcErr(pC, pCl->pForm, "tx-ids binds a collection [?tx ...]");
   }
-  zFrom = qcfTxPoint(pX, aArg[0], "tx-ids", "start", &bOpenFrom);
-  if (pC->rc == SQLITE_OK) zTo = qcfTxPoint(pX, aArg[1], "tx-ids", "end", &bOpenTo);
+  zFrom = qcGuardRaising(pX, qcfTxPoint(pX, aArg[0], "tx-ids", "start", &bOpenFrom));
+  if (pC->rc == SQLITE_OK) zTo = qcGuardRaising(pX, qcfTxPoint(pX, aArg[1], "tx-ids", "end", &bOpenTo));
   if (pC->rc == SQLITE_OK) {
     sqlite3_snprintf(sizeof zAlias, zAlias, "x%d", ++pC->nAlias);
     /* A plain join (a derived table could not see ?from/?to): rows repeat
@@ -743,7 +748,7 @@ int qcfTxData(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut)
   if (pCl->bind.kind != QB_REL || pCl->bind.nVar > 5) {
     return qcErr(pC, pCl->pForm, "tx-data binds a relation [[?e ?a ?v ?tx ?added]]");
   }
-  zTx = qcfTxPoint(pX, aArg[0], "tx-data", "tx", NULL);
+  zTx = qcGuardRaising(pX, qcfTxPoint(pX, aArg[0], "tx-data", "tx", NULL));
   if (zTx == NULL) return pC->rc;
   sqlite3_snprintf(sizeof zAlias, zAlias, "x%d", ++pC->nAlias);
   qcFrom(pX, sqlite3_mprintf("%s %s", pC->zLog, zAlias));
@@ -830,13 +835,21 @@ static int qcfFunctionIn(QCtx *pX, const QClause *pCl) {
   QcfOut out = { NULL, VT_NONE, NULL, QCF_RE_NONE, 0 };
   pC->nArgDepth = 0;
   if (qcfLookup(pCl->zName) == NULL && qchCall(pX, pCl, 0, &out.zSql, &out.zTag)) {
-    if (out.zSql == NULL) return pC->rc;
+    if (out.zSql == NULL) { sqlite3_free(out.zTag); return pC->rc; }
+    out.zSql = qcGuard(pX, out.zSql);
+    if (out.zTag) out.zTag = qcGuard(pX, out.zTag);
+    if (out.zSql == NULL || pC->rc) { sqlite3_free(out.zSql); sqlite3_free(out.zTag); return pC->rc; }
     return qcfBindResult(pX, pCl, out.zSql, VT_NONE, out.zTag);
   }
   pFn = qcfBuiltin(pX, pCl, 0);
   if (pFn == NULL) return pC->rc;
   if (pFn->xCompile(pX, pCl, pFn, &out) != SQLITE_OK || pFn->eKind == QCF_CLAUSE) return pC->rc;
   if (out.zSql == NULL) return qcNoMem(pC);
+  /* Only rows that reach the clause may make it fail (Datomic runs the
+  ** clauses in order): see qcGuard. */
+  out.zSql = qcGuardRaising(pX, out.zSql);
+  if (out.zTag) out.zTag = qcGuardRaising(pX, out.zTag);
+  if (out.zSql == NULL || pC->rc) { sqlite3_free(out.zSql); sqlite3_free(out.zTag); return pC->rc; }
   if (pFn->eKind == QCF_PRED) {
     /* A predicate bound to a variable gives its truth as a boolean. */
     char *zBool = sqlite3_mprintf("(CASE WHEN %s THEN 1 ELSE 0 END)", out.zSql);

@@ -82,7 +82,8 @@ static int qcoNotIn(QCtx *pX, const QClause *pCl, int iDepth) {
   if (pC->rc == SQLITE_OK && pCl->kind == QC_NOT) qcoNotShares(pX, pCl, iDepth);
   if (pC->rc == SQLITE_OK) {
     zBody = qcBody(&sub);
-    if (zBody) qcWhere(pX, sqlite3_mprintf("NOT EXISTS (SELECT 1%s)", zBody));
+    /* its body's run-time errors only for rows the clauses before it pass */
+    if (zBody) qcWhere(pX, qcGuardRaising(pX, sqlite3_mprintf("NOT EXISTS (SELECT 1%s)", zBody)));
     sqlite3_free(zBody);
   }
   qcCtxReset(&sub);
@@ -210,7 +211,7 @@ static int qcoOrExists(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int
   }
   sqlite3_str_appendall(pOut, ")");
   zOut = sqlite3_str_finish(pOut);
-  if (pC->rc == SQLITE_OK) qcWhere(pX, zOut);
+  if (pC->rc == SQLITE_OK) qcWhere(pX, qcGuardRaising(pX, zOut));
   else sqlite3_free(zOut);
   return pC->rc;
 }

@@ -122,6 +122,7 @@ static int qciJoin(QCtx *pX, const QClause *pCl, int h, const unsigned char *aeA
   sub.bRecRef = pX->bRecRef;
   sub.bTopRows = pX->pParent == NULL || pX->bTopRows;
   sub.bSemi = pX->bSemi;
+  qcTermsCopy(&sub, pX);
   qciPrebind(&sub, pX, pCl, pR, aeArg, 0);
   /* A pre-bound argument keeps how deep the functions inlined in it nest,
   ** so the body's own functions bind it once (mentat_one, in the FROM
@@ -153,6 +154,7 @@ static int qciJoin(QCtx *pX, const QClause *pCl, int h, const unsigned char *aeA
     qcWhereReset(pX);
     sqlite3_str_appendall(pX->pWhere, sqlite3_str_value(sub.pWhere));
     pX->nWhere = sub.nWhere;
+    qcTermsTake(pX, &sub);
     if (sqlite3_str_errcode(pX->pFrom) || sqlite3_str_errcode(pX->pWhere)) qcNoMem(pC);
     if (sub.bUnlinked) pX->bUnlinked = 1;
   }
@@ -232,7 +234,7 @@ static void qciFinish(QCtx *pX, const QClause *pCl, sqlite3_str *pOut, QPhase *p
     sqlite3_str_appendall(pOut, ")");
     zOut = sqlite3_str_finish(pOut);
     if (zOut == NULL) qcNoMem(pC);
-    if (pC->rc == SQLITE_OK) qcWhere(pX, zOut);
+    if (pC->rc == SQLITE_OK) qcWhere(pX, qcGuardRaising(pX, zOut));
     else sqlite3_free(zOut);
     return;
   } else {

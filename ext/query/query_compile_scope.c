@@ -31,7 +31,9 @@ static void qcWhereWrap(QCtx *pX, int iStart) {
 
 void qcWhere(QCtx *pX, char *zTerm) {
   int k, iPos;
+  if (zTerm && pX->nTerm > pX->iTerm0) zTerm = qcTermWait(pX, zTerm);
   if (zTerm == NULL) { qcNoMem(pX->pC); return; }
+  qcTermKeep(pX, zTerm);
   if (strcmp(zTerm, "0") == 0) pX->bNoRows = 1;
   if (pX->nWhere++) sqlite3_str_appendall(pX->pWhere, " AND ");
   /* The term opens a group at every level whose group has no item yet. */
@@ -47,6 +49,7 @@ void qcWhere(QCtx *pX, char *zTerm) {
 }
 
 void qcWhereReset(QCtx *pX) {
+  qcTermsClear(pX);
   sqlite3_str_reset(pX->pWhere);
   pX->nWhere = 0;
   memset(pX->anWhereItems, 0, sizeof pX->anWhereItems);
@@ -68,6 +71,7 @@ void qcFrom(QCtx *pX, char *zItem) {
 
 void qcCtxInit(QCtx *pX, QComp *pC, QCtx *pParent) {
   memset(pX, 0, sizeof *pX);
+  pX->iLastRaise = -1;
   pX->pC = pC;
   pX->pParent = pParent;
   pX->nVisible = -1;
@@ -89,6 +93,7 @@ void qcCtxReset(QCtx *pX) {
   sqlite3_free(pX->aKey);
   sqlite3_free(sqlite3_str_finish(pX->pFrom));
   sqlite3_free(sqlite3_str_finish(pX->pWhere));
+  qcTermsClear(pX);
   memset(pX, 0, sizeof *pX);
 }
 

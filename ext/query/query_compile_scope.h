@@ -7,10 +7,11 @@
 ** host functions'), so the sub-compilers may call each other (not, or and
 ** rule bodies compile clause lists) without a circle of includes.
 ** One prefix per module: qc for the context itself (this header's
-** query_compile_scope.c, _sql.c and _copy.c: scopes and variables, SQL
-** shapes, scope copies), qcs the sources, qcw the clause list, qcb
-** bindings, qcp predicates, qcv value expressions, qcf function clauses
-** and the table of built-ins, qch host functions, qco not/or, qcr rule
+** query_compile_scope.c, _sql.c, _copy.c and _guard.c: scopes and
+** variables, SQL shapes, scope copies, guards of failing expressions),
+** qcs the sources, qcw the clause list, qcb bindings, qcp predicates,
+** qcv value expressions, qcf function clauses and the table of built-ins,
+** qch host functions, qco not/or, qcr rule
 ** calls (over qcx, qci, qcm: query_compile_rules_ctx.h), qca aggregates;
 ** the driver's qCompile.
 **
@@ -74,6 +75,33 @@ typedef struct QKey {
 
 typedef struct QComp QComp;
 typedef struct QCtx QCtx;
+
+/* Datomic runs a scope's clauses in order, so a clause's run-time error
+** (a compare of a long and a string, (/ ?x 0), a regex past its limits)
+** comes only from a row every clause before it passed. The compiler emits
+** clauses in its own order (patterns first) and SQLite evaluates a WHERE
+** term at the outermost loop that binds its tables, so an expression that
+** can fail is written CASE WHEN <the terms of the clauses before it> THEN
+** expr END (qcGuard). Each WHERE term is kept for that with the clause
+** that made it: a path of clause indices through the qcwClauses frames
+** open on the scope. */
+#define QC_PATH_MAX 6
+typedef struct QTerm {
+  char *z;
+  int aPath[QC_PATH_MAX];
+  unsigned char nPath;
+  unsigned char eRel;     /* QC_REL_*: how it stands to the scope's clauses */
+  unsigned char bGated;   /* a gate (qcGuard) already holds it */
+  unsigned char eRelWas;  /* eRel in the scope qcTermsCopy copied it from */
+  unsigned char bRaise;   /* it can fail at run time (qcRaises) */
+  unsigned char nNest;    /* guards nested in it (each names the last) */
+  unsigned char bFull;    /* ... and qcGuard guarded it: it holds only
+                          ** where the terms of the clauses before its own
+                          ** hold (later guards name it instead of them) */
+} QTerm;
+#define QC_REL_PATH 0     /* by its path */
+#define QC_REL_BEFORE 1   /* copied from the rows before the scope's clauses */
+#define QC_REL_AFTER 2    /* copied from a clause after the one being compiled */
 
 /* One data source of the query (query_compile_src.c): aSrc[0] is $, aSrc[k]
 ** opts source k-1. */
@@ -149,6 +177,22 @@ struct QCtx {
   int bSemi;              /* the rows are only tested for being there (the
                           ** EXISTS of a rule call binding nothing): a call
                           ** may join its body into them (qciCall) */
+  int nTerm, nTermAlloc;  /* the WHERE terms, for qcGuard */
+  QTerm *aTerm;
+  int iTerm0;             /* the first not in a gate */
+  int iLastRaise;         /* the last that can fail (qcRaises), -1 none */
+  int nPath;              /* qcwClauses frames open on this scope */
+  int aPath[QC_PATH_MAX]; /* the clause each is compiling */
+  char zGate[16];         /* the last gate's alias ("" none): a mentat_one
+                          ** row holding the terms before some clause */
+  int bGuardNow;          /* qcGuard guarded an expression of the clause
+                          ** being compiled (qcwAt clears it) ... */
+  int nGuardNest;         /* ... nesting this many guards */
+  int bFilterNow;         /* the clause being compiled is a predicate, a
+                          ** function or a not: its terms wait for the
+                          ** clauses before it that can fail (qcWhere) */
+  int nTermCopied;        /* aTerm[0..n) are the terms of the scope whose
+                          ** rows this one copied (qcTermsCopy) */
 };
 
 /* State of one compilation. */
@@ -244,7 +288,12 @@ int qcParam(QComp *pC, const EdnValue *pConst, int iInput, int i1, int i2,
 /* ---- query_compile_scope.c: FROM and WHERE, variables, terms */
 
 /* Appends " AND term" to the scope's WHERE (grouped: QC_WHERE_FAN). zTerm
-** is sqlite3_malloc'd and taken over (NULL means OOM). */
+** is sqlite3_malloc'd and taken over (NULL means OOM). A term of a filter
+** clause (bFilterNow) after one that can fail at run time is written
+** (CASE WHEN <that one's terms> THEN term END): Datomic fails at the
+** earlier clause for a row the later one would drop, so SQLite must not
+** drop the row first (it tests a term at the outermost loop its tables
+** allow, the later filter's maybe before the earlier clause's). */
 void qcWhere(QCtx *pX, char *zTerm);
 /* Empties the scope's WHERE; what is appended to pWhere directly after it
 ** (a copy, one term) stays outside qcWhere's groups. */
@@ -254,6 +303,37 @@ void qcWhereReset(QCtx *pX);
 ** function's or aggregate's type error for a row that reaches it, so the
 ** static type checks raise none there (the clause sees no values). */
 int qcNoRows(const QCtx *pX);
+/* Does SQL text z call a function that can fail at run time (a checked
+** arithmetic, compare's comparability test, a regex, subs, a tx point)? */
+int qcRaises(const char *z);
+/* zExpr (taken over), an expression of the clause being compiled that can
+** fail at run time, as SQL that evaluates it only on rows the terms of the
+** clauses before it in clause order hold for: (CASE WHEN t1 AND ... THEN
+** zExpr END), NULL where they fail (the row fails them anyway). Past
+** QC_GUARD_INLINE bytes of terms, or QC_GUARD_NEST guards nested (a guard
+** names the last guarded term before it), a gate holds them instead, a FROM item
+** mentat_one(CASE WHEN ... THEN 1 END) gN that later guards name, so the
+** guards of a chain of clauses stay linear in its length. NULL on OOM. */
+char *qcGuard(QCtx *pX, char *zExpr);
+/* query_compile_guard.c, for qcWhere and the scope's life: keeps a copy
+** of term z as made by the current clause; a filter clause's term zTerm
+** (taken over) made to wait for the failing clauses before it (see
+** qcWhere); frees the kept terms and forgets the gate. */
+void qcTermKeep(QCtx *pX, const char *z);
+char *qcTermWait(QCtx *pX, char *zTerm);
+void qcTermsClear(QCtx *pX);
+/* qcGuard when qcRaises(zExpr), else zExpr itself (NULL stays NULL). */
+char *qcGuardRaising(QCtx *pX, char *zExpr);
+/* Scope pSub copies pX's rows (FROM and WHERE text): it takes pX's terms
+** and gate too, those of clauses before pX's current clause as before
+** every clause of pSub, the others as after them. 0 on OOM. */
+int qcTermsCopy(QCtx *pSub, const QCtx *pX);
+/* pX takes over pSub's terms and gate (a body compiled on a copy of pX's
+** rows, which now replace them): those pX gave back as they were, pSub's
+** own as made by pX's current clause. */
+void qcTermsTake(QCtx *pX, QCtx *pSub);
+#define QC_GUARD_INLINE 1500
+#define QC_GUARD_NEST 4
 /* Adds a FROM item; zItem taken over. */
 void qcFrom(QCtx *pX, char *zItem);
 void qcCtxInit(QCtx *pX, QComp *pC, QCtx *pParent);

@@ -576,6 +576,17 @@ static int qcwPatternCanWait(QCtx *pX, QClause *const *a, int n, const unsigned 
   return 1;
 }
 
+/* Clause i of the innermost qcwClauses frame open on pX is the one being
+** compiled: the place for errors, and for qcGuard the clause the terms
+** it makes belong to. */
+static void qcwAt(QCtx *pX, QClause *const *a, int i) {
+  QClauseKind k = a[i]->kind;
+  pX->pC->pAt = a[i]->pForm;
+  pX->bGuardNow = 0;
+  pX->bFilterNow = k == QC_PRED || k == QC_FN || k == QC_NOT || k == QC_NOT_JOIN;
+  if (pX->nPath > 0 && pX->nPath <= QC_PATH_MAX) pX->aPath[pX->nPath - 1] = i;
+}
+
 /* Emits the data patterns of a[] one at a time: the most selective given
 ** what is bound so far, and among equals one that lets a predicate filter
 ** the rows early, then clause order (the joins are emitted in this order,
@@ -609,7 +620,7 @@ static void qcwEmitPatterns(QCtx *pX, QClause *const *a, int n, unsigned char *a
     ** selects fewer rows is the statistics' business, so the planner
     ** orders this scope (qcBody). */
     if (pX->nPatternFrom == 0 && nTie > 0) pX->bUnlinked = 1;
-    pC->pAt = a[iBest]->pForm;
+    qcwAt(pX, a, iBest);
     qcwPattern(pX, a[iBest]);
     aDone[iBest] = 1;
   }
@@ -644,6 +655,41 @@ static int qcwJoinLimit(QCtx *pX, QClause *const *a, int n, int bBinders) {
   return 1;
 }
 
+/* May the not a[j] compile now, before a function after it: every variable
+** it shares with another clause of a[] is bound already (one only it names
+** is its own either way), a not-join's join variables too. */
+static int qcwNotReady(QCtx *pX, QClause *const *a, int n, int j) {
+  const QClause *pNot = a[j];
+  const char *az[32], *azO[64];
+  int nV, i, k, m, nO;
+  if (pNot->kind == QC_NOT_JOIN) {
+    for (k = 0; k < pNot->nJoin; k++) {
+      QVar *pV = qcVarFind(pX, pNot->aJoin[k]->u.s.z);
+      if (pV == NULL || pV->zExpr == NULL) return 0;
+    }
+    return 1;
+  }
+  nV = qcClauseVars(pNot, az, 32, 0);
+  if (nV > 32) return 0;
+  for (k = 0; k < nV; k++) {
+    QVar *pV = qcVarFind(pX, az[k]);
+    if (pV && pV->zExpr) continue;
+    for (i = 0; i < n; i++) {
+      if (i == j) continue;
+      nO = qcClauseVars(a[i], azO, 64, 0);
+      if (nO > 64) return 0;
+      for (m = 0; m < nO; m++) if (strcmp(azO[m], az[k]) == 0) return 0;
+    }
+  }
+  return 1;
+}
+
+/* Is a[i] a predicate or a not: a filter step 4 would compile, which a
+** function after it waits for when it can (qcwBinders)? */
+static int qcwIsFilter(const QClause *pCl) {
+  return pCl->kind == QC_PRED || pCl->kind == QC_NOT || pCl->kind == QC_NOT_JOIN;
+}
+
 /* Compiles the binding clauses of a[] not yet done (aDone) as they become
 ** ready: functions once their arguments are bound, rule calls and or-joins
 ** once their required variables are (Datomic pushes such a clause down
@@ -654,7 +700,7 @@ static void qcwBinders(QCtx *pX, QClause *const *a, int n, unsigned char *aDone,
   /* The first predicate not yet done: each function scans the predicates
   ** before it from there, not the whole list before it (a chain of n
   ** functions would take n^2 / 2 steps). */
-  while (iPred0 < n && (aDone[iPred0] || a[iPred0]->kind != QC_PRED)) iPred0++;
+  while (iPred0 < n && (aDone[iPred0] || !qcwIsFilter(a[iPred0]))) iPred0++;
   do {
     bProgress = 0;
     for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
@@ -663,23 +709,26 @@ static void qcwBinders(QCtx *pX, QClause *const *a, int n, unsigned char *aDone,
       ** functions (each deep result one mentat_one) or of calls goes on
       ** from the rows so far, named once. */
       if (pX->nFrom >= QC_COLLAPSE_FROM && qcCollapse(pX) && pC->rc) break;
-      pC->pAt = a[i]->pForm;
+      qcwAt(pX, a, i);
       if (a[i]->kind == QC_RULE && qcrReady(pX, a[i])) qcrCall(pX, a[i], iDepth);
       else if ((a[i]->kind == QC_OR || a[i]->kind == QC_OR_JOIN) && qcoOrReady(pX, a[i])) {
         qcoOr(pX, a[i], iDepth);
       } else if (a[i]->kind == QC_FN && qcwFnReady(pX, a[i])) {
-        /* A predicate written before the function filters its rows
-        ** first, as Datomic runs clauses in order: [(pos? ?d)] guards
-        ** [(/ 1 ?d) ?x] (the WHERE terms keep this order). */
+        /* A predicate or a not written before the function filters its
+        ** rows first, as Datomic runs clauses in order: [(pos? ?d)] and
+        ** (not [(zero? ?d)]) guard [(/ 1 ?d) ?x] (qcGuard reads the terms
+        ** of the clauses before a function, so they must be there). */
         int j;
         for (j = iPred0; j < i && qcPoll(pC) == SQLITE_OK; j++) {
-          if (aDone[j] || a[j]->kind != QC_PRED || !qcwFnReady(pX, a[j])) continue;
-          pC->pAt = a[j]->pForm;
-          qcfPredicate(pX, a[j]);
+          if (aDone[j] || !qcwIsFilter(a[j])) continue;
+          if (a[j]->kind == QC_PRED ? !qcwFnReady(pX, a[j]) : !qcwNotReady(pX, a, n, j)) continue;
+          qcwAt(pX, a, j);
+          if (a[j]->kind == QC_PRED) qcfPredicate(pX, a[j]);
+          else qcoNot(pX, a[j], iDepth);
           aDone[j] = 1;
         }
-        while (iPred0 < n && (aDone[iPred0] || a[iPred0]->kind != QC_PRED)) iPred0++;
-        pC->pAt = a[i]->pForm;
+        while (iPred0 < n && (aDone[iPred0] || !qcwIsFilter(a[iPred0]))) iPred0++;
+        qcwAt(pX, a, i);
         if (pC->rc == SQLITE_OK) qcfFunction(pX, a[i]);
       }
       else continue;
@@ -702,6 +751,9 @@ int qcwClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
   aDone = sqlite3_malloc64(n);
   if (aDone == NULL) return qcNoMem(pC);
   memset(aDone, 0, n);
+  /* a frame: until a clause starts, terms are the enclosing clause's */
+  if (pX->nPath < QC_PATH_MAX) pX->aPath[pX->nPath] = -1;
+  pX->nPath++;
   if (pX == pC->pMain) {
     live.a = a;
     live.n = n;
@@ -714,7 +766,7 @@ int qcwClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
   for (i = 0; i < n && qcPoll(pC) == SQLITE_OK; i++) {
     if (a[i]->kind == QC_FN && strcmp(a[i]->zName, "ground") == 0
         && !(a[i]->nArg == 1 && ednIsVar(a[i]->aArg[0]))) {
-      pC->pAt = a[i]->pForm;
+      qcwAt(pX, a, i);
       qcfFunction(pX, a[i]);
       aDone[i] = 1;
     }
@@ -740,7 +792,7 @@ int qcwClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
   for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
     if (aDone[i] || qcPoll(pC)) continue;
     if (pX->nFrom >= QC_COLLAPSE_FROM && qcCollapse(pX) && pC->rc) break;
-    pC->pAt = a[i]->pForm;
+    qcwAt(pX, a, i);
     switch (a[i]->kind) {
       case QC_PRED: qcfPredicate(pX, a[i]); break;
       case QC_FN: qcfFunction(pX, a[i]); break;
@@ -754,6 +806,7 @@ int qcwClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
     aDone[i] = 1;
   }
 done:
+  pX->nPath--;
   if (pX == pC->pMain) pC->pLive = live.pUp;
   sqlite3_free(aDone);
   return pC->rc;
