@@ -75,6 +75,10 @@ static const struct {
   /* v if a number, else an error (the numeric aggregates); a BLOB equal
   ** for values equal under Clojure's = (count-distinct) */
   { "mentat_num", 3, 1, qfNum, 0, 0 },
+  /* a built-in's argument of unknown type if it is of the kind the
+  ** built-in takes, else the error Clojure's would throw (arguments past
+  ** the fourth are ignored: the compiler's order fence) */
+  { "mentat_arg", -1, 1, qfArg, 0, 0 },
   { "mentat_set_key", 2, 1, qfSetKey, 0, 0 },
   /* a uuid's bytes in Java's UUID order (signed halves), for <, compare,
   ** min, max and :order */

@@ -33,6 +33,15 @@ int qfOneRegister(sqlite3 *db);
 ** "invalid regular expression \"...\": <reason>" in *pzErr; SQLITE_NOMEM. */
 int qfRegexGroups(const char *zPat, int nPat, int *pnGroup, char **pzErr);
 
+/* ---- for the compiler: argument kinds ---- */
+
+/* The kind argument of mentat_arg(v, tag, kind, where) (query_funcs_num.c),
+** which checks a built-in's argument of unknown type at run time. */
+#define QF_ARG_NUM  0   /* a number or an entity id */
+#define QF_ARG_INT  1   /* an integer (an entity id is one) */
+#define QF_ARG_STR  2   /* a string */
+#define QF_ARG_COLL 3   /* a string or a collection (a tuple, JSON) */
+
 /* ---- shared by the files of the family ---- */
 
 /* Fails the call with "<where>: <message>": where is the place argument
@@ -75,6 +84,7 @@ void qfComparable(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfOneClassStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfOneClassFinal(sqlite3_context *pCtx);
 void qfNum(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+void qfArg(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfSumStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfSumFinal(sqlite3_context *pCtx);
 void qfAvgStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv);

@@ -333,6 +333,54 @@ void qfNum(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   sqlite3_result_value(pCtx, argv[0]);
 }
 
+/* mentat_arg(v, tag, kind, where): v when a built-in's argument may be it,
+** for arguments whose type the compiler does not know ([?e ?a ?v], rule
+** outputs, collections of several types): kind QF_ARG_NUM a number or an
+** entity id, QF_ARG_INT an integer (even?, odd?), QF_ARG_STR a string,
+** QF_ARG_COLL a string or a collection (count). Anything else is the
+** exception Clojure throws there (ClassCastException; even? "Argument must
+** be an integer", count "not supported on this type"), as the compiler's
+** error for a typed place says it: "<where> is a :db.type/string, not a
+** number". The tag says the type; a NULL tag leaves it to the storage
+** class. NULL stays NULL (binds nothing, as a nil result). */
+void qfArg(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  static const char *const azWant[] = { "a number", "an integer", "a string",
+                                        "a string or a collection" };
+  int t = sqlite3_value_type(argv[0]);
+  int bTag = sqlite3_value_type(argv[1]) != SQLITE_NULL;
+  int tag = bTag ? sqlite3_value_int(argv[1]) : -100;
+  int kind = sqlite3_value_int(argv[2]), bOk;
+  char *zErr;
+  (void)argc;
+  if (t == SQLITE_NULL) return;
+  if (kind < QF_ARG_NUM || kind > QF_ARG_COLL) kind = QF_ARG_NUM;
+  switch (kind) {
+    case QF_ARG_NUM:
+      bOk = bTag ? tag == TAG_REF || tag == TAG_NUMBER : t == SQLITE_INTEGER || t == SQLITE_FLOAT;
+      break;
+    case QF_ARG_INT:
+      bOk = (!bTag || tag == TAG_REF || tag == TAG_NUMBER) && t == SQLITE_INTEGER;
+      break;
+    case QF_ARG_STR:
+      bOk = bTag ? tag == TAG_STRING : t == SQLITE_TEXT;
+      break;
+    default:
+      bOk = bTag ? tag == TAG_STRING || tag == TAG_TUPLE || tag == TAG_JSON : t == SQLITE_TEXT;
+      break;
+  }
+  if (bOk) {
+    sqlite3_result_value(pCtx, argv[0]);
+    return;
+  }
+  zErr = sqlite3_mprintf("%s is a %s, not %s", (const char *)sqlite3_value_text(argv[3]),
+                         bTag ? qfCompareName(tag, t) : t == SQLITE_TEXT ? "string or keyword"
+                         : t == SQLITE_BLOB ? "uuid, bytes or tuple" : qfTagName(TAG_NUMBER, t),
+                         azWant[kind]);
+  if (zErr == NULL) sqlite3_result_error_nomem(pCtx);
+  else sqlite3_result_error(pCtx, zErr, -1);
+  sqlite3_free(zErr);
+}
+
 /* mentat_sum(x, where): SQLite's sum (exact over longs, a double once a
 ** double comes, NULL over no rows), but a long overflow stops at once and
 ** says where ("line L col C: (sum ?x): integer overflow") instead of a

@@ -84,9 +84,9 @@ static const QcfBuiltin aQcfBuiltin[] = {
   { "subs", QCF_VALUE, 2, 3, QCF_ARG_STR1, VT_STRING, qcvSubs, 0, "mentat_subs" },
   { "identity", QCF_VALUE, 1, 1, QCF_ARG_ANY, VT_NONE, qcvIdentity, 0, 0 },
   { "tuple", QCF_VALUE, 1, QCF_N, QCF_ARG_ANY, QVT_JSON, qcvTuple, 0, "mentat_json" },
-  { "clojure.string/upper-case", QCF_VALUE, 1, 1, QCF_ARG_ANY, VT_STRING, qcvCall, 0,
+  { "clojure.string/upper-case", QCF_VALUE, 1, 1, QCF_ARG_STR, VT_STRING, qcvCall, 0,
     "mentat_upper_case" },
-  { "clojure.string/lower-case", QCF_VALUE, 1, 1, QCF_ARG_ANY, VT_STRING, qcvCall, 0,
+  { "clojure.string/lower-case", QCF_VALUE, 1, 1, QCF_ARG_STR, VT_STRING, qcvCall, 0,
     "mentat_lower_case" },
   /* regular expressions, java.util.regex's dialect */
   { "re-find", QCF_VALUE, 2, 2, QCF_ARG_STR, VT_NONE, qcvReMatch, 0, "mentat_re_find" },

@@ -14,6 +14,7 @@
 */
 #include <string.h>
 #include "query_compile_scope.h"
+#include "query_funcs.h"
 
 /* The tags of a comparison class, as an SQL list. */
 static const char *qcpClassTags(int iClass) {
@@ -274,16 +275,21 @@ int qcpMissing(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut
 /* The string test of argument i (expression zA, type vt, tag zTag) for a
 ** row taking strings (clojure.string's predicates hint ^CharSequence, so
 ** Clojure throws a ClassCastException for a long, a boolean or a
-** keyword): "1" for a string, a tag test for a value of unknown type, "0"
-** for a typed place where no row can come; NULL after the error a typed
-** place of another type is. */
+** keyword): "1" for a string, a check when the row comes for a value of
+** unknown type (mentat_arg: the same error for another type), "0" for a
+** typed place where no row can come; NULL after the error a typed place of
+** another type is. */
 static char *qcpStringTest(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, int i,
                            const char *zA, ValueType vt, const char *zTag) {
   char *z;
   if (vt == VT_STRING) z = sqlite3_mprintf("1");
-  else if (vt == VT_NONE && zTag) z = sqlite3_mprintf("((%s) = %d)", zTag, TAG_STRING);
-  else if (vt == VT_NONE) z = sqlite3_mprintf("(typeof(%s) = 'text')", zA);
-  else if (qcNoRows(pX)) z = sqlite3_mprintf("0");
+  else if (vt == VT_NONE) {
+    /* checked when the row comes: a string passes, another type is the
+    ** error, NULL (no value) fails the row */
+    char *zChk = qcArgCheckSql(pX, pCl->pForm, pFn->zName, i + 1, zA, zTag, QF_ARG_STR);
+    z = zChk ? sqlite3_mprintf("(%s IS NOT NULL)", zChk) : NULL;
+    sqlite3_free(zChk);
+  } else if (qcNoRows(pX)) z = sqlite3_mprintf("0");
   else {
     qcErr(pX->pC, pCl->pForm, "%s: argument %d is a %s, not a string", pFn->zName, i + 1,
           qcVtName(vt));
@@ -342,9 +348,9 @@ int qcpStartsWith(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *p
 /* zero?, pos?, neg? (bInt 0) and even?, odd? (bInt 1) over one argument:
 ** clojure.core casts it to a Number (even? and odd? throw "Argument must be
 ** an integer" for a double), so a typed place of another type is an error
-** at the clause, as arithmetic's is; a value of unknown type passes the row
-** only when it holds a number (an entity id is a long), an integer for
-** bInt, as an arithmetic argument of unknown type binds nothing. */
+** at the clause, as arithmetic's is; a value of unknown type is checked
+** when the row comes (a number, an entity id, an integer for bInt), with the
+** same error for another, as an arithmetic argument of unknown type is. */
 static int qcpNumTest(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, int bInt,
                       QcfOut *pOut) {
   QComp *pC = pX->pC;
@@ -353,13 +359,8 @@ static int qcpNumTest(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, int b
   char *zA = qcTermExpr(pX, pCl->aArg[0], &vt, &zTag, "predicate");
   if (zA == NULL) goto cleanup;
   if (vt == VT_NONE) {
-    zTest = sqlite3_mprintf(pFn->zSql, zA);
-    pOut->zSql = zTest == NULL ? NULL
-        : zTag ? sqlite3_mprintf("((%s) IN (%d, %d) AND typeof(%s) IN (%s) AND %s)", zTag,
-                                 TAG_REF, TAG_NUMBER, zA,
-                                 bInt ? "'integer'" : "'integer', 'real'", zTest)
-        : sqlite3_mprintf("(typeof(%s) IN (%s) AND %s)", zA,
-                          bInt ? "'integer'" : "'integer', 'real'", zTest);
+    zTest = qcArgCheckSql(pX, pCl->pForm, pFn->zName, 1, zA, zTag, bInt ? QF_ARG_INT : QF_ARG_NUM);
+    pOut->zSql = zTest ? sqlite3_mprintf(pFn->zSql, zTest) : NULL;
   } else if (vt == VT_LONG || vt == VT_REF || (vt == VT_DOUBLE && !bInt)) {
     pOut->zSql = sqlite3_mprintf(pFn->zSql, zA);
   } else if (qcNoRows(pX)) {

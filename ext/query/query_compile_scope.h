@@ -504,6 +504,14 @@ const char *qcVtName(ValueType vt);
 ** literal: the place argument of the store functions that fail at run
 ** time (mentat_add, _subs, _re_find, _sum, _num ...). NULL on OOM. */
 char *qcPlaceSql(const EdnValue *p, const char *zWhat);
+/* zA, argument iArg (from 1) of built-in zFn whose type only the row knows
+** (tag expression zTag, or NULL), checked when the row comes to be of kind
+** eKind (QF_ARG_* of query_funcs.h): mentat_arg(zA, zTag, eKind, 'line L
+** col C: zFn: argument iArg', dN.e ...), which is zA, or the error Clojure's
+** ClassCastException is, at pForm; the trailing arguments name pX's data
+** patterns, so the check runs after their joins. NULL on OOM. */
+char *qcArgCheckSql(const QCtx *pX, const EdnValue *pForm, const char *zFn, int iArg,
+                    const char *zA, const char *zTag, int eKind);
 /* " COLLATE mentat_kw" for an expression of type vt that may hold keywords
 ** (VT_KEYWORD, or VT_NONE), else "": min, max, :order and compare then
 ** order keywords as Clojure's compare does (query_funcs.c). */

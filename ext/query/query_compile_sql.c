@@ -156,6 +156,49 @@ char *qcPlaceSql(const EdnValue *p, const char *zWhat) {
   return sqlite3_mprintf("'line %d col %d: %q'", p ? p->line : 0, p ? p->col : 0, zWhat);
 }
 
+/* ", dN.e" for each data-pattern alias among pX's FROM items ("datoms dN",
+** "timelined_transactions dN"; items in parentheses are skipped). */
+static void qcPatternFence(const QCtx *pX, sqlite3_str *pOut) {
+  const char *z = sqlite3_str_value(pX->pFrom);
+  int i = 0, iStart = 0, nDepth = 0;
+  if (z == NULL) return;
+  for (;; i++) {
+    if (z[i] == '(') nDepth++;
+    else if (z[i] == ')') nDepth--;
+    if ((z[i] == ',' && nDepth == 0) || z[i] == 0) {
+      int j = i;
+      while (j > iStart && z[j - 1] == ' ') j--;
+      int k = j;
+      while (k > iStart && z[k - 1] != ' ') k--;
+      if (j - k > 1 && z[k] == 'd' && z[k - 1] == ' ') {
+        int m = k + 1;
+        while (m < j && z[m] >= '0' && z[m] <= '9') m++;
+        if (m == j) sqlite3_str_appendf(pOut, ", %.*s.e", j - k, z + k);
+      }
+      if (z[i] == 0) break;
+      iStart = i + 1;
+    }
+  }
+}
+
+char *qcArgCheckSql(const QCtx *pX, const EdnValue *pForm, const char *zFn, int iArg,
+                    const char *zA, const char *zTag, int eKind) {
+  char *zWhat = sqlite3_mprintf("%s: argument %d", zFn, iArg);
+  char *zPlace = zWhat ? qcPlaceSql(pForm, zWhat) : NULL;
+  sqlite3_str *pOut;
+  sqlite3_free(zWhat);
+  if (zPlace == NULL) return NULL;
+  pOut = sqlite3_str_new(NULL);
+  sqlite3_str_appendf(pOut, "mentat_arg(%s, %s, %d, %s", zA, zTag ? zTag : "NULL", eKind, zPlace);
+  /* Datomic runs the clauses in order, so only the rows the clauses before
+  ** this one let through meet the check: naming every pattern of the scope
+  ** keeps SQLite from testing it before the joins that filter them. */
+  qcPatternFence(pX, pOut);
+  sqlite3_str_appendall(pOut, ")");
+  sqlite3_free(zPlace);
+  return sqlite3_str_finish(pOut);
+}
+
 char *qcVarTag(const QVar *pV) {
   if (pV->zTag) return sqlite3_mprintf("%s", pV->zTag);
   if (pV->vt == QVT_JSON) return sqlite3_mprintf("%d", TAG_JSON);

@@ -57,31 +57,27 @@ static int qcvArgType(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcvAr
     /* Clojure's arithmetic takes numbers only (Datomic throws a
     ** ClassCastException): SQLite would read "ann" as 0 and "7" as 7. A
     ** place whose type is known is checked here; one of unknown type
-    ** (a rule's output, an attribute variable) yields NULL unless it holds a
-    ** number or an entity id, which binds nothing, as a nil result does. */
+    ** (a rule's output, an attribute variable) when the row comes: a number
+    ** or an entity id passes, anything else is the same error. */
     if (vt == VT_LONG || vt == VT_DOUBLE || vt == VT_REF) return SQLITE_OK;
-    if (vt != VT_NONE && !qcNoRows(pX)) {
+    if (vt != VT_NONE) {
+      if (qcNoRows(pX)) return SQLITE_OK;
       return qcErr(pC, pCl->pForm, "%s: argument %d is a %s, not a number", pFn->zName, i + 1,
                    qcVtName(vt));
     }
-    z = pA->azTag[i]
-        ? sqlite3_mprintf("(CASE WHEN (%s) IN (%d, %d) THEN (%s) END)", pA->azTag[i], TAG_REF,
-                          TAG_NUMBER, pA->azA[i])
-        : sqlite3_mprintf("(CASE WHEN typeof(%s) IN ('integer', 'real') THEN (%s) END)",
-                          pA->azA[i], pA->azA[i]);
+    z = qcArgCheckSql(pX, pCl->pForm, pFn->zName, i + 1, pA->azA[i], pA->azTag[i], QF_ARG_NUM);
   } else if (eArg == QCF_ARG_STR) {
-    /* re-find, re-matches, re-seq and re-pattern take strings (Clojure
-    ** throws a ClassCastException for a long or a keyword): a typed place
-    ** is checked here, one of unknown type yields NULL (binds nothing)
-    ** unless it holds a string, as arithmetic's numbers do */
+    /* re-find, re-matches, re-seq, re-pattern, subs and clojure.string's
+    ** functions take strings (Clojure throws a ClassCastException for a
+    ** long, a boolean or a keyword): a typed place is checked here, one of
+    ** unknown type when the row comes, as arithmetic's numbers are */
     if (vt == VT_STRING) return SQLITE_OK;
-    if (vt != VT_NONE && !qcNoRows(pX)) {
+    if (vt != VT_NONE) {
+      if (qcNoRows(pX)) return SQLITE_OK;
       return qcErr(pC, pCl->pForm, "%s: argument %d is a %s, not a string", pFn->zName, i + 1,
                    qcVtName(vt));
     }
-    z = pA->azTag[i]
-        ? sqlite3_mprintf("(CASE WHEN (%s) = %d THEN (%s) END)", pA->azTag[i], TAG_STRING, pA->azA[i])
-        : sqlite3_mprintf("(CASE WHEN typeof(%s) = 'text' THEN (%s) END)", pA->azA[i], pA->azA[i]);
+    z = qcArgCheckSql(pX, pCl->pForm, pFn->zName, i + 1, pA->azA[i], pA->azTag[i], QF_ARG_STR);
   } else {
     return SQLITE_OK;
   }
@@ -290,6 +286,17 @@ int qcvCount(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) 
     return pX->pC->rc;
   }
   pStr = sqlite3_str_new(NULL);
+  if (a.aVt[0] == VT_NONE) {
+    /* a value of another type is the same error when the row comes */
+    char *z = qcArgCheckSql(pX, pCl->pForm, "count", 1, a.azA[0], a.azTag[0], QF_ARG_COLL);
+    if (z == NULL) {
+      sqlite3_free(sqlite3_str_finish(pStr));
+      qcvArgsClose(&a);
+      return qcNoMem(pX->pC);
+    }
+    sqlite3_str_appendf(pStr, "(CASE WHEN %s IS NULL THEN NULL ELSE ", z);
+    sqlite3_free(z);
+  }
   if (a.aVt[0] == VT_TUPLE) {
     sqlite3_str_appendf(pStr, "mentat_tuple_count(%s)", a.azA[0]);
   } else if (a.aVt[0] == QVT_JSON) {
@@ -308,6 +315,7 @@ int qcvCount(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) 
   } else {
     sqlite3_str_appendf(pStr, "length(%s)", a.azA[0]);
   }
+  if (a.aVt[0] == VT_NONE) sqlite3_str_appendall(pStr, " END)");
   return qcvDone(pX, &a, pStr, pFn->vtOut, NULL, pOut);
 }
 
