@@ -114,6 +114,22 @@ static const QcfBuiltin *qcfLookup(const char *zName) {
   return NULL;
 }
 
+int qcfMayFail(const char *zName) {
+  /* besides those taking numbers or strings (checked per row when their
+  ** type is unknown, mentat_arg) */
+  static const char *const azFail[] = {
+    "compare", "<", ">", "<=", ">=", "==", "count", "even?", "odd?", "zero?", "pos?", "neg?",
+    "tx-ids", "tx-data",
+  };
+  const QcfBuiltin *pFn = qcfLookup(zName);
+  size_t k;
+  if (pFn == NULL || pFn->eArg != QCF_ARG_ANY) return 1;
+  for (k = 0; k < sizeof azFail / sizeof azFail[0]; k++) {
+    if (strcmp(zName, azFail[k]) == 0) return 1;
+  }
+  return 0;
+}
+
 /* The built-in pCl names, its argument count checked; NULL after an
 ** error: an unknown function, or a function clause of its own in a
 ** predicate (bPred). */

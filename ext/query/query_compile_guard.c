@@ -113,7 +113,7 @@ int qcRaises(const char *z) {
   ** running out of memory) */
   static const char *const azFail[] = {
     "add(", "sub(", "mul(", "div(", "quot(", "rem(", "mod(", "inc(", "dec(", "abs(",
-    "comparable(", "subs(", "re_find(", "re_matches(", "re_seq(", "tx_point(", "num(",
+    "comparable(", "subs(", "re_find(", "re_matches(", "re_seq(", "tx_point(", "num(", "arg(",
   };
   size_t i;
   if (z == NULL) return 0;

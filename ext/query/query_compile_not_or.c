@@ -224,6 +224,21 @@ static int qcoOrExists(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int
 ** the rows so far named once: extended by the branches inside one
 ** recursive CTE when every branch fits (*pbPhase set, *pPh started,
 ** qcPhaseStart), else collapsed (qcCollapse). */
+/* May one of clauses a[0..n), or a clause nested in them, fail at run
+** time for some row (qcfMayFail)? */
+static int qcoMayFail(QClause *const *a, int n) {
+  int i;
+  for (i = 0; i < n; i++) {
+    const QClause *p = a[i];
+    if (p->kind == QC_FN || p->kind == QC_PRED) {
+      if (qcfMayFail(p->zName)) return 1;
+    } else if (p->nSub > 0 && qcoMayFail(p->aSub, p->nSub)) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static int qcoOrSeeded(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int nJoin,
                        int *pbPhase, QPhase *pPh) {
   int i, j, bSeed = 0;
@@ -245,6 +260,9 @@ static int qcoOrSeeded(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int
       int nSub;
       qcoBranch(pCl, i, &aSub, &nSub);
       bOwn = qcwClausesUnseeded(aSub, nSub, azVar, nVar);
+      /* computed whole, a branch would fail for rows the clauses before
+      ** the or drop (Datomic passes it the rows so far) */
+      if (bOwn && qcoMayFail(aSub, nSub)) bOwn = 0;
     }
     if (bOwn) {
       bSeed = 0;

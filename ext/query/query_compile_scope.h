@@ -722,6 +722,10 @@ int qcfType(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
 
 
 int qcfPredicate(QCtx *pX, const QClause *pCl);
+/* May function zName fail at run time for some arguments (a built-in
+** that checks them per row: one taking numbers or strings, compare and
+** the orderings, count, the log functions; or a host's function)? */
+int qcfMayFail(const char *zName);
 int qcfFunction(QCtx *pX, const QClause *pCl);
 /* ---- query_compile_host.c: the host's own SQL functions */
 

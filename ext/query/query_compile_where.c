@@ -709,16 +709,19 @@ static void qcwBinders(QCtx *pX, QClause *const *a, int n, unsigned char *aDone,
       ** functions (each deep result one mentat_one) or of calls goes on
       ** from the rows so far, named once. */
       if (pX->nFrom >= QC_COLLAPSE_FROM && qcCollapse(pX) && pC->rc) break;
-      qcwAt(pX, a, i);
-      if (a[i]->kind == QC_RULE && qcrReady(pX, a[i])) qcrCall(pX, a[i], iDepth);
-      else if ((a[i]->kind == QC_OR || a[i]->kind == QC_OR_JOIN) && qcoOrReady(pX, a[i])) {
-        qcoOr(pX, a[i], iDepth);
-      } else if (a[i]->kind == QC_FN && qcwFnReady(pX, a[i])) {
-        /* A predicate or a not written before the function filters its
-        ** rows first, as Datomic runs clauses in order: [(pos? ?d)] and
+      {
+        QClauseKind k = a[i]->kind;
+        int j, bReady;
+        qcwAt(pX, a, i);
+        bReady = k == QC_RULE ? qcrReady(pX, a[i])
+               : k == QC_OR || k == QC_OR_JOIN ? qcoOrReady(pX, a[i])
+               : k == QC_FN ? qcwFnReady(pX, a[i]) : 0;
+        if (!bReady) continue;
+        /* A predicate or a not written before the clause filters its rows
+        ** first, as Datomic runs clauses in order: [(pos? ?d)] and
         ** (not [(zero? ?d)]) guard [(/ 1 ?d) ?x] (qcGuard reads the terms
-        ** of the clauses before a function, so they must be there). */
-        int j;
+        ** of the clauses before a function, so they must be there), and
+        ** an or or a rule call seeded with the rows so far sees them. */
         for (j = iPred0; j < i && qcPoll(pC) == SQLITE_OK; j++) {
           if (aDone[j] || !qcwIsFilter(a[j])) continue;
           if (a[j]->kind == QC_PRED ? !qcwFnReady(pX, a[j]) : !qcwNotReady(pX, a, n, j)) continue;
@@ -729,9 +732,11 @@ static void qcwBinders(QCtx *pX, QClause *const *a, int n, unsigned char *aDone,
         }
         while (iPred0 < n && (aDone[iPred0] || !qcwIsFilter(a[iPred0]))) iPred0++;
         qcwAt(pX, a, i);
-        if (pC->rc == SQLITE_OK) qcfFunction(pX, a[i]);
+        if (pC->rc != SQLITE_OK) break;
+        if (k == QC_RULE) qcrCall(pX, a[i], iDepth);
+        else if (k == QC_FN) qcfFunction(pX, a[i]);
+        else qcoOr(pX, a[i], iDepth);
       }
-      else continue;
       aDone[i] = 1;
       bProgress = 1;
     }
