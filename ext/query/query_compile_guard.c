@@ -12,7 +12,12 @@
 /* Frees the terms qcWhere kept and forgets the gate. */
 void qcTermsClear(QCtx *pX) {
   int i;
-  for (i = 0; i < pX->nTerm; i++) sqlite3_free(pX->aTerm[i].z);
+  for (i = 0; i < pX->nTerm; i++) {
+    sqlite3_free(pX->aTerm[i].z);
+    sqlite3_free(pX->aTerm[i].zCore);
+  }
+  sqlite3_free(pX->zGuardFirst);
+  pX->zGuardFirst = NULL;
   sqlite3_free(pX->aTerm);
   pX->aTerm = NULL;
   pX->nTerm = pX->nTermAlloc = pX->iTerm0 = pX->nTermCopied = 0;
@@ -54,6 +59,10 @@ void qcTermKeep(QCtx *pX, const char *z) {
   p->bRaise = (unsigned char)qcRaises(z);
   p->bFull = p->bRaise && pX->bGuardNow;
   if (p->bFull) p->nNest = (unsigned char)pX->nGuardNest;
+  if (p->bFull && pX->zGuardFirst && strstr(z, pX->zGuardFirst)) {
+    p->zCore = sqlite3_mprintf("%s", pX->zGuardFirst);
+    if (p->zCore == NULL) qcNoMem(pX->pC);
+  }
   if (p->bRaise) pX->iLastRaise = pX->nTerm;
   pX->nTerm++;
 }
@@ -90,7 +99,7 @@ static int qcTermImplies(const QCtx *pX, int j, int i) {
 ** neither holds. bRaiseOnly: only terms that can fail (qcTermWait).
 ** With bMark each becomes held by a new gate. */
 static int qcTermsBefore(QCtx *pX, sqlite3_str *p, int bRaiseOnly, int *pbSub, int bMark, int n,
-                         int *pnNest) {
+                         int *pnNest, const char *zHolding) {
   int i, j = -1;
   for (i = pX->nTerm - 1; i >= pX->iTerm0; i--) {
     const QTerm *pT = &pX->aTerm[i];
@@ -101,6 +110,8 @@ static int qcTermsBefore(QCtx *pX, sqlite3_str *p, int bRaiseOnly, int *pbSub, i
     if (pT->bGated || !qcTermBefore(pX, pT) || (bRaiseOnly && !pT->bRaise)) continue;
     if (bMark) { pT->bGated = 1; continue; }
     if (j >= 0 && qcTermImplies(pX, j, i)) continue;
+    /* a term holding its guarded expression evaluates it anyway */
+    if (zHolding && pT->zCore && strstr(zHolding, pT->zCore)) continue;
     sqlite3_str_appendf(p, "%s(%s)", n++ ? " AND " : "", pT->z);
     if (pbSub && strstr(pT->z, "SELECT")) *pbSub = 1;
     if (pnNest && pT->nNest > *pnNest) *pnNest = pT->nNest;
@@ -134,7 +145,7 @@ char *qcGuard(QCtx *pX, char *zExpr) {
   if (zExpr == NULL) { qcNoMem(pC); return NULL; }
   p = sqlite3_str_new(NULL);
   if (pX->zGate[0]) sqlite3_str_appendf(p, "%s.value", pX->zGate);
-  n = qcTermsBefore(pX, p, 0, &bSub, 0, pX->zGate[0] != 0, &nNest);
+  n = qcTermsBefore(pX, p, 0, &bSub, 0, pX->zGate[0] != 0, &nNest, NULL);
   pX->bGuardNow = 1;
   pX->nGuardNest = nNest + 1;
   if (n == 0) {
@@ -151,7 +162,7 @@ char *qcGuard(QCtx *pX, char *zExpr) {
     sqlite3_snprintf(sizeof zAlias, zAlias, "g%d", ++pC->nAlias);
     qcFrom(pX, sqlite3_mprintf("mentat_one(CASE WHEN %s THEN 1 END) %s", sqlite3_str_value(p),
                                zAlias));
-    qcTermsBefore(pX, NULL, 0, NULL, 1, 0, NULL);
+    qcTermsBefore(pX, NULL, 0, NULL, 1, 0, NULL, NULL);
     pX->nGuardNest = 1;
     while (pX->iTerm0 < pX->nTerm && pX->aTerm[pX->iTerm0].bGated) pX->iTerm0++;
     memcpy(pX->zGate, zAlias, sizeof zAlias);
@@ -163,6 +174,9 @@ char *qcGuard(QCtx *pX, char *zExpr) {
   sqlite3_free(zCond);
   sqlite3_free(zExpr);
   if (zOut == NULL) qcNoMem(pC);
+  else if (pX->zGuardFirst == NULL && (pX->zGuardFirst = sqlite3_mprintf("%s", zOut)) == NULL) {
+    qcNoMem(pC);
+  }
   return zOut;
 }
 
@@ -184,6 +198,11 @@ int qcTermsCopy(QCtx *pSub, const QCtx *pX) {
     p->eRelWas = pX->aTerm[i].eRel;
     p->bRaise = pX->aTerm[i].bRaise;
     p->bFull = pX->aTerm[i].bFull;
+    if (pX->aTerm[i].zCore && (p->zCore = sqlite3_mprintf("%s", pX->aTerm[i].zCore)) == NULL) {
+      sqlite3_free(p->z);
+      qcNoMem(pX->pC);
+      return 0;
+    }
     p->nNest = pX->aTerm[i].nNest;
     p->eRel = qcTermBefore(pX, &pX->aTerm[i]) ? QC_REL_BEFORE : QC_REL_AFTER;
     if (p->bRaise) pSub->iLastRaise = pSub->nTerm;
@@ -203,6 +222,7 @@ void qcTermsTake(QCtx *pX, QCtx *pSub) {
     if (p == NULL) { qcNoMem(pX->pC); return; }
     *p = pSub->aTerm[i];
     pSub->aTerm[i].z = NULL;
+    pSub->aTerm[i].zCore = NULL;
     /* pX's own terms stand as they stood; pSub's are the current clause's */
     if (i < pSub->nTermCopied) p->eRel = p->eRelWas;
     else qcTermStamp(pX, p);
@@ -223,7 +243,7 @@ char *qcTermWait(QCtx *pX, char *zTerm) {
   int n;
   if (!pX->bFilterNow || pX->bGuardNow || pX->iLastRaise < pX->iTerm0) return zTerm;
   p = sqlite3_str_new(NULL);
-  n = qcTermsBefore(pX, p, 1, NULL, 0, 0, NULL);
+  n = qcTermsBefore(pX, p, 1, NULL, 0, 0, NULL, zTerm);
   if (n == 0) {
     sqlite3_free(sqlite3_str_finish(p));
     return zTerm;

@@ -93,6 +93,8 @@ typedef struct QTerm {
   unsigned char eRel;     /* QC_REL_*: how it stands to the scope's clauses */
   unsigned char bGated;   /* a gate (qcGuard) already holds it */
   unsigned char eRelWas;  /* eRel in the scope qcTermsCopy copied it from */
+  char *zCore;            /* a guarded term: the guarded expression in it, which
+                          ** a later term holding it evaluates as well */
   unsigned char bRaise;   /* it can fail at run time (qcRaises) */
   unsigned char nNest;    /* guards nested in it (each names the last) */
   unsigned char bFull;    /* ... and qcGuard guarded it: it holds only
@@ -188,6 +190,7 @@ struct QCtx {
   int bGuardNow;          /* qcGuard guarded an expression of the clause
                           ** being compiled (qcwAt clears it) ... */
   int nGuardNest;         /* ... nesting this many guards */
+  char *zGuardFirst;      /* ... the first such expression, guarded */
   int bFilterNow;         /* the clause being compiled is a predicate, a
                           ** function or a not: its terms wait for the
                           ** clauses before it that can fail (qcWhere) */

@@ -583,6 +583,8 @@ static void qcwAt(QCtx *pX, QClause *const *a, int i) {
   QClauseKind k = a[i]->kind;
   pX->pC->pAt = a[i]->pForm;
   pX->bGuardNow = 0;
+  sqlite3_free(pX->zGuardFirst);
+  pX->zGuardFirst = NULL;
   pX->bFilterNow = k == QC_PRED || k == QC_FN || k == QC_NOT || k == QC_NOT_JOIN;
   if (pX->nPath > 0 && pX->nPath <= QC_PATH_MAX) pX->aPath[pX->nPath - 1] = i;
 }
