@@ -180,8 +180,31 @@ char *qcGuard(QCtx *pX, char *zExpr) {
   return zOut;
 }
 
+/* Can zExpr fail outside the guarded expressions it holds (a variable a
+** failing function bound, whose guard holds the clauses before that one)?
+** Those fail only where Datomic fails at their own clause. */
+static int qcRaisesUnguarded(const QCtx *pX, const char *zExpr) {
+  const QCtx *pS;
+  char *z = sqlite3_mprintf("%s", zExpr), *q;
+  int i, bRaise;
+  if (z == NULL) return 1;
+  for (pS = pX; pS; pS = pS->pParent) {
+    for (i = 0; i < pS->nTerm; i++) {
+      const char *zCore = pS->aTerm[i].zCore;
+      size_t n;
+      if (zCore == NULL) continue;
+      n = strlen(zCore);
+      while ((q = strstr(z, zCore)) != NULL) memset(q, ' ', n);
+    }
+  }
+  bRaise = qcRaises(z);
+  sqlite3_free(z);
+  return bRaise;
+}
+
 char *qcGuardRaising(QCtx *pX, char *zExpr) {
-  return zExpr && qcRaises(zExpr) ? qcGuard(pX, zExpr) : zExpr;
+  if (zExpr == NULL || !qcRaises(zExpr) || !qcRaisesUnguarded(pX, zExpr)) return zExpr;
+  return qcGuard(pX, zExpr);
 }
 
 int qcTermsCopy(QCtx *pSub, const QCtx *pX) {
