@@ -83,6 +83,8 @@ static const struct {
   /* a uuid's bytes in Java's UUID order (signed halves), for <, compare,
   ** min, max and :order */
   { "mentat_uuid_ord", 1, 1, qfUuidOrd, 0, 0 },
+  /* a tuple's encoding with its uuid elements flipped likewise */
+  { "mentat_tuple_ord", 1, 1, qfTupleOrd, 0, 0 },
 };
 
 int qfRegister(sqlite3 *db) {

@@ -188,6 +188,78 @@ void qfUuidOrd(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   sqlite3_result_blob(pCtx, a, 16, SQLITE_TRANSIENT);
 }
 
+/* Flips, in the tuple encoding z (value.h) copied to a, the sign bit of
+** each half of every uuid element, as qfUuidOrd does for one uuid: memcmp
+** of the results is Datomic's tuple order with Java's uuid order. 0 when z
+** is no well-formed encoding (a is then z unchanged). */
+static int qfTupleOrdKey(const unsigned char *z, int n, unsigned char *a) {
+  int i = 0;
+  memcpy(a, z, (size_t)n);
+  while (i < n) {
+    unsigned char h = z[i++];
+    switch (h) {
+      case VTUP_END: return i == n;
+      case VTUP_NIL: break;
+      case VTUP_BOOLEAN: i += 1; break;
+      case VTUP_INSTANT: case VTUP_LONG: case VTUP_DOUBLE: i += 8; break;
+      case VTUP_UUID:
+        if (i + 16 > n) return 0;
+        a[i] ^= 0x80;
+        a[i + 8] ^= 0x80;
+        i += 16;
+        break;
+      case VTUP_STRING: case VTUP_KEYWORD: case VTUP_BYTES:
+        while (i + 1 < n && !(z[i] == 0 && z[i + 1] == 1)) i += z[i] == 0 ? 2 : 1;
+        i += 2;
+        break;
+      default: return 0;
+    }
+  }
+  return 0;
+}
+
+/* mentat_tuple_ord(x): a tuple's encoding (a BLOB) with each uuid element
+** flipped as mentat_uuid_ord flips a uuid, so SQLite's BLOB order of the
+** results is Datomic's tuple order with Java's uuid order; its own inverse.
+** Any other value comes back as it is. */
+void qfTupleOrd(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  const unsigned char *z;
+  unsigned char *a;
+  int n;
+  (void)argc;
+  if (sqlite3_value_type(argv[0]) != SQLITE_BLOB) {
+    sqlite3_result_value(pCtx, argv[0]);
+    return;
+  }
+  z = sqlite3_value_blob(argv[0]);
+  n = sqlite3_value_bytes(argv[0]);
+  a = sqlite3_malloc64((sqlite3_uint64)n + 1);
+  if (a == NULL) {
+    sqlite3_result_error_nomem(pCtx);
+    return;
+  }
+  if (n == 0 || !qfTupleOrdKey(z, n, a)) {
+    sqlite3_free(a);
+    sqlite3_result_value(pCtx, argv[0]);
+    return;
+  }
+  sqlite3_result_blob(pCtx, a, n, sqlite3_free);
+}
+
+/* Two tuple encodings in Datomic's order (qfTupleOrdKey); 2 when they do
+** not both parse, or out of memory (the caller falls back to memcmp). */
+static int qfTupleCmp(const unsigned char *x, int nx, const unsigned char *y, int ny) {
+  unsigned char *a = sqlite3_malloc64((sqlite3_uint64)nx + (sqlite3_uint64)ny + 2);
+  int c = 2;
+  if (a && qfTupleOrdKey(x, nx, a) && qfTupleOrdKey(y, ny, a + nx + 1)) {
+    c = memcmp(a, a + nx + 1, (size_t)(nx < ny ? nx : ny));
+    if (c == 0) c = nx - ny;
+    c = c < 0 ? -1 : c > 0;
+  }
+  sqlite3_free(a);
+  return c;
+}
+
 /* SQLite's order across storage classes: numbers, then text, then blobs;
 ** keywords (by tag) in Clojure's order among themselves. */
 /* Ties of qfCmpVal: values that SQLite stores alike but Clojure's = tells
@@ -210,6 +282,12 @@ static int qfCmpVal(const void *a, const void *b) {
       && sqlite3_value_type(x) == SQLITE_BLOB && sqlite3_value_type(y) == SQLITE_BLOB
       && sqlite3_value_bytes(x) == 16 && sqlite3_value_bytes(y) == 16) {
     return qfUuidCmp(sqlite3_value_blob(x), sqlite3_value_blob(y));
+  }
+  if (((const QfVal*)a)->tag == TAG_TUPLE && ((const QfVal*)b)->tag == TAG_TUPLE
+      && sqlite3_value_type(x) == SQLITE_BLOB && sqlite3_value_type(y) == SQLITE_BLOB) {
+    int c = qfTupleCmp(sqlite3_value_blob(x), sqlite3_value_bytes(x), sqlite3_value_blob(y),
+                       sqlite3_value_bytes(y));
+    if (c != 2) return c;
   }
   int tx = sqlite3_value_type(x), ty = sqlite3_value_type(y);
   int cx = (tx == SQLITE_INTEGER || tx == SQLITE_FLOAT) ? 1 : tx == SQLITE_TEXT ? 2 : 3;

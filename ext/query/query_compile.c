@@ -180,6 +180,23 @@ static int qcdColumnLimit(QComp *pC, int nCol, int iFind) {
   return 1;
 }
 
+/* The query's :order as " ORDER BY ...": uuids (alone, in tuples, of
+** unknown type) by Java's UUID order (qcUuidOrd), keywords by Clojure's. */
+static void qcdOrderBy(QComp *pC, QCtx *pX, sqlite3_str *pSql) {
+  const QQuery *pQ = pC->pQ;
+  int i;
+  for (i = 0; i < pQ->nOrder && pC->rc == SQLITE_OK; i++) {
+    QVar *pV = NULL;
+    char *zKey;
+    if (qcdFindVar(pC, pX, pQ->aOrder[i].pVar, ":order", &pV)) break;
+    zKey = qcUuidOrd(pV->zExpr, pV->vt, pV->zTag);
+    if (zKey == NULL) { qcNoMem(pC); break; }
+    sqlite3_str_appendf(pSql, "%s%s%s%s", i ? ", " : " ORDER BY ", zKey, qcKwCollate(pV->vt),
+                        pQ->aOrder[i].bDesc ? " DESC" : "");
+    sqlite3_free(zKey);
+  }
+}
+
 static int qcdAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
   const QQuery *pQ = pC->pQ;
   sqlite3_str *pSql = sqlite3_str_new(NULL);
@@ -267,14 +284,7 @@ static int qcdAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
   zBody = qcBody(pX);
   if (zBody == NULL) { qcNoMem(pC); goto cleanup; }
   sqlite3_str_appendall(pSql, zBody);
-  for (i = 0; i < pQ->nOrder && pC->rc == SQLITE_OK; i++) {
-    QVar *pV = NULL;
-    if (qcdFindVar(pC, pX, pQ->aOrder[i].pVar, ":order", &pV)) break;
-    /* uuids by Java's UUID order (qcUuidOrd), keywords by Clojure's */
-    sqlite3_str_appendf(pSql, pV->vt == VT_UUID ? "%smentat_uuid_ord(%s)%s%s" : "%s%s%s%s",
-                        i ? ", " : " ORDER BY ", pV->zExpr, qcKwCollate(pV->vt),
-                        pQ->aOrder[i].bDesc ? " DESC" : "");
-  }
+  qcdOrderBy(pC, pX, pSql);
 finish:
   if (pC->rc) goto cleanup;
   if (pQ->pLimit) {

@@ -260,9 +260,17 @@ static int qcaAggExpr(QComp *pC, QCtx *pX, const QFindElem *pE, int k, const QVa
       /* SQLite's min/max take their argument's collation. Values of
       ** unknown type must share a comparison class (mentat_one_class). */
       if (zPlace) sqlite3_str_appendf(pOuter, "coalesce(mentat_one_class(t%d, %s), ", k, zPlace);
-      if (vt == VT_UUID) {
-        /* uuids by Java's UUID order: the flip is its own inverse */
-        sqlite3_str_appendf(pOuter, "mentat_uuid_ord(%s(mentat_uuid_ord(v%d)))", pAgg->zSql, k);
+      if (vt == VT_UUID || vt == VT_TUPLE) {
+        /* uuids (alone or in tuples) by Java's UUID order: the flip is its
+        ** own inverse */
+        const char *zF = vt == VT_UUID ? "mentat_uuid_ord" : "mentat_tuple_ord";
+        sqlite3_str_appendf(pOuter, "%s(%s(%s(v%d)))", zF, pAgg->zSql, zF, k);
+      } else if (vt == VT_NONE) {
+        /* one class per group (mentat_one_class): its tags say uuid or tuple */
+        sqlite3_str_appendf(pOuter, "(CASE min(t%d) WHEN %d THEN mentat_uuid_ord(%s(mentat_uuid_ord(v%d)))"
+                            " WHEN %d THEN mentat_tuple_ord(%s(mentat_tuple_ord(v%d))) ELSE %s(v%d%s) END)",
+                            k, TAG_UUID, pAgg->zSql, k, TAG_TUPLE, pAgg->zSql, k, pAgg->zSql, k,
+                            qcKwCollate(vt));
       } else {
         sqlite3_str_appendf(pOuter, "%s(v%d%s)", pAgg->zSql, k, qcKwCollate(vt));
       }
@@ -296,12 +304,14 @@ static void qcaOrderBy(QComp *pC, const QueryPlan *pPlan, sqlite3_str *pSql) {
   const QQuery *pQ = pC->pQ;
   int i;
   for (i = 0; i < pQ->nOrder && pC->rc == SQLITE_OK; i++) {
-    int j, iCol = -1;
+    int j, iCol = -1, iTagCol = -1;
     ValueType vtOrder = VT_NONE;
+    char zCol[24], zTag[24], *zKey;
     for (j = 0; j < pQ->nFind; j++) {
       if (pQ->aFind[j].kind != QFIND_AGG
           && strcmp(pQ->aFind[j].pVar->u.s.z, pQ->aOrder[i].pVar->u.s.z) == 0) {
         iCol = pPlan->aCol[j].iCol;
+        iTagCol = pPlan->aCol[j].iTagCol;
         vtOrder = pPlan->aCol[j].vt;
       }
     }
@@ -310,9 +320,14 @@ static void qcaOrderBy(QComp *pC, const QueryPlan *pPlan, sqlite3_str *pSql) {
             pQ->aOrder[i].pVar->u.s.z);
       break;
     }
-    sqlite3_str_appendf(pSql, vtOrder == VT_UUID ? "%smentat_uuid_ord(c%d)%s%s" : "%sc%d%s%s",
-                        i ? ", " : " ORDER BY ", iCol, qcKwCollate(vtOrder),
+    /* uuids (alone, in tuples, of unknown type) by Java's UUID order */
+    sqlite3_snprintf(sizeof zCol, zCol, "c%d", iCol);
+    sqlite3_snprintf(sizeof zTag, zTag, "c%d", iTagCol);
+    zKey = qcUuidOrd(zCol, vtOrder, iTagCol >= 0 ? zTag : NULL);
+    if (zKey == NULL) { qcNoMem(pC); break; }
+    sqlite3_str_appendf(pSql, "%s%s%s%s", i ? ", " : " ORDER BY ", zKey, qcKwCollate(vtOrder),
                         pQ->aOrder[i].bDesc ? " DESC" : "");
+    sqlite3_free(zKey);
   }
 }
 

@@ -42,15 +42,31 @@ static char *qcpCompareTuples(QCtx *pX, const EdnValue *pA, const EdnValue *pB, 
   const EdnValue *pLit = vtA == VT_TUPLE ? pB : pA;
   ValueType vtOther = vtA == VT_TUPLE ? vtB : vtA;
   const char *zTagOther = vtA == VT_TUPLE ? zTagB : zTagA;
-  if (vtOther == VT_TUPLE) return sqlite3_mprintf("(%s %s %s)", zA, zOp, zB);
+  /* an ordering compares the encodings with their uuid elements flipped
+  ** (Java's UUID order, mentat_tuple_ord); equality needs no flip */
+  const char *zOrd = zOp[0] == '<' || zOp[0] == '>' ? "mentat_tuple_ord" : "";
+  int i;
+  for (i = 0; i < 2; i++) {
+    /* a literal without uuids orders against any tuple before a uuid's
+    ** payload decides (the headers or its end differ there first): the
+    ** plain comparison then, which an index range serves */
+    const EdnValue *p = i ? pB : pA;
+    int j;
+    if (p->type != EDN_VECTOR) continue;
+    for (j = 0; j < p->u.c.n && p->u.c.a[j]->type != EDN_UUID; j++) {}
+    if (j == p->u.c.n) zOrd = "";
+  }
+  if (vtOther == VT_TUPLE) return sqlite3_mprintf("(%s(%s) %s %s(%s))", zOrd, zA, zOp, zOrd, zB);
   if (vtOther == VT_NONE && zTagOther) {
-    return bNe ? sqlite3_mprintf("(%s IS NOT %d OR %s %s %s)", zTagOther, TAG_TUPLE, zA, zOp, zB)
-               : sqlite3_mprintf("(%s = %d AND %s %s %s)", zTagOther, TAG_TUPLE, zA, zOp, zB);
+    return bNe ? sqlite3_mprintf("(%s IS NOT %d OR %s(%s) %s %s(%s))", zTagOther, TAG_TUPLE, zOrd, zA,
+                                 zOp, zOrd, zB)
+               : sqlite3_mprintf("(%s = %d AND %s(%s) %s %s(%s))", zTagOther, TAG_TUPLE, zOrd, zA, zOp,
+                                 zOrd, zB);
   }
   if (pLit->type == EDN_VECTOR) {
     int iP = qcParam(pX->pC, pLit, -1, -1, -1, QV_TYPED, VT_TUPLE);
-    return vtA == VT_TUPLE ? sqlite3_mprintf("(%s %s ?%d)", zA, zOp, iP)
-                           : sqlite3_mprintf("(?%d %s %s)", iP, zOp, zB);
+    return vtA == VT_TUPLE ? sqlite3_mprintf("(%s(%s) %s %s(?%d))", zOrd, zA, zOp, zOrd, iP)
+                           : sqlite3_mprintf("(%s(?%d) %s %s(%s))", zOrd, iP, zOp, zOrd, zB);
   }
   if (vtOther == QVT_JSON && (zOp[0] == '=' || bNe)) {
     return vtA == VT_TUPLE ? sqlite3_mprintf("(mentat_json(%s, %d) %s %s)", zA, TAG_TUPLE, zOp, zB)

@@ -118,14 +118,17 @@ const char *qcKwCollate(ValueType vt) {
 }
 
 /* zExpr as a key that orders as Clojure's compare where it is a uuid
-** (Java's UUID.compareTo: signed halves, mentat_uuid_ord): for a uuid
-** column, and for one of unknown type whose tag (zTag) says uuid; zExpr
-** itself otherwise. A new string (NULL when out of memory). */
+** (Java's UUID.compareTo: signed halves, mentat_uuid_ord) or a tuple that
+** may hold uuids (mentat_tuple_ord flips each uuid element alike): for a
+** uuid or tuple column, and for one of unknown type whose tag (zTag) says
+** so; zExpr itself otherwise. Both flips are their own inverse. A new
+** string (NULL when out of memory). */
 char *qcUuidOrd(const char *zExpr, ValueType vt, const char *zTag) {
   if (vt == VT_UUID) return sqlite3_mprintf("mentat_uuid_ord(%s)", zExpr);
+  if (vt == VT_TUPLE) return sqlite3_mprintf("mentat_tuple_ord(%s)", zExpr);
   if (vt == VT_NONE && zTag) {
-    return sqlite3_mprintf("(CASE WHEN %s = %d THEN mentat_uuid_ord(%s) ELSE %s END)", zTag, TAG_UUID,
-                           zExpr, zExpr);
+    return sqlite3_mprintf("(CASE %s WHEN %d THEN mentat_uuid_ord(%s) WHEN %d THEN mentat_tuple_ord(%s)"
+                           " ELSE %s END)", zTag, TAG_UUID, zExpr, TAG_TUPLE, zExpr, zExpr);
   }
   return sqlite3_mprintf("%s", zExpr);
 }
