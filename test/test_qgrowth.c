@@ -269,6 +269,25 @@ static void fRuleLevels(int n, sqlite3_str *pQ, sqlite3_str *pO) {
   sqlite3_free(z);
 }
 
+/* n rules, rule i calling rules i+1 and i+2 (so each reaches every rule
+** after it: n^2 / 2 pairs of the rule set's reachability), the query
+** calling the last one alone: the compiler still works out which rules
+** reach which over the whole set, to find the recursive ones */
+static void fRuleReach(int n, sqlite3_str *pQ, sqlite3_str *pO) {
+  sqlite3_str *pR = sqlite3_str_new(NULL);
+  char *z;
+  int i;
+  sqlite3_str_appendf(pQ, "[:find ?y :in $ %% :where [?x :node/id 1] (r%d ?x ?y)]", n - 1);
+  for (i = 0; i + 2 < n; i++) {
+    sqlite3_str_appendf(pR, "[(r%d ?a ?b) (r%d ?a ?c) (r%d ?c ?b)]", i, i + 1, i + 2);
+  }
+  sqlite3_str_appendf(pR, "[(r%d ?a ?b) (r%d ?a ?b)]", n - 2, n - 1);
+  sqlite3_str_appendf(pR, "[(r%d ?a ?b) [?a :node/follow ?b]]", n - 1);
+  z = sqlite3_str_finish(pR);
+  qgRulesOpts(pO, z, NULL);
+  sqlite3_free(z);
+}
+
 /* one non-recursive rule called n times in a chain */
 static void fRuleCalls(int n, sqlite3_str *pQ, sqlite3_str *pO) {
   int i;
@@ -396,6 +415,7 @@ static const QgFamily aFamily[] = {
   { "rulechain2", fRuleChain2, 4 },
   { "rulechainrec", fRuleChainRec, 4 },
   { "rulelevels", fRuleLevels, 4 },
+  { "rulereach", fRuleReach, 512 },
   { "rulecalls", fRuleCalls, 8 },
   { "rulecallsrec", fRuleCallsRec, 8 },
   { "inputs", fInputs, 64 },

@@ -362,6 +362,49 @@ static void qcxShareMerge(QComp *pC, const unsigned char *aReach) {
   sqlite3_free(aIn);
 }
 
+/* Turns aReach, the n heads' direct calls, into which heads each reaches
+** by one call or more (aReach[h * n + h]: h is recursive): a search from
+** each head along the calls, n * (n + calls) steps, at most quadratic in
+** the query (closing the matrix head by head, Warshall's way, is n^3). */
+static void qcxClosure(QComp *pC, unsigned char *aReach, int n) {
+  int *aiStart = sqlite3_malloc64(sizeof(int) * ((sqlite3_uint64)n + 1));
+  int *aiQueue = sqlite3_malloc64(sizeof(int) * ((sqlite3_uint64)n + 1));
+  int *aiCallee = NULL;
+  sqlite3_int64 nEdge = 0;
+  int h, i, k;
+  if (aiStart == NULL || aiQueue == NULL) goto no_mem;
+  for (h = 0; h < n; h++) for (k = 0; k < n; k++) nEdge += aReach[(size_t)h * n + k];
+  aiCallee = sqlite3_malloc64(sizeof(int) * ((sqlite3_uint64)nEdge + 1));
+  if (aiCallee == NULL) goto no_mem;
+  nEdge = 0;
+  for (h = 0; h < n; h++) {
+    unsigned char *pRow = aReach + (size_t)h * n;
+    aiStart[h] = (int)nEdge;
+    for (k = 0; k < n; k++) if (pRow[k]) aiCallee[nEdge++] = k;
+    memset(pRow, 0, (size_t)n);
+  }
+  aiStart[n] = (int)nEdge;
+  for (h = 0; h < n && pC->rc == SQLITE_OK; h++) {
+    unsigned char *pRow = aReach + (size_t)h * n;
+    int nQ = 0, iQ = 0, u = h;
+    for (;;) {
+      for (i = aiStart[u]; i < aiStart[u + 1] && qcPoll(pC) == SQLITE_OK; i++) {
+        k = aiCallee[i];
+        if (!pRow[k]) { pRow[k] = 1; aiQueue[nQ++] = k; }
+      }
+      if (iQ == nQ || pC->rc != SQLITE_OK) break;
+      u = aiQueue[iQ++];
+    }
+  }
+  goto done;
+no_mem:
+  qcNoMem(pC);
+done:
+  sqlite3_free(aiStart);
+  sqlite3_free(aiQueue);
+  sqlite3_free(aiCallee);
+}
+
 static int qcxBuild(QComp *pC);
 
 int qcxPrepare(QComp *pC) {
@@ -376,7 +419,7 @@ int qcxPrepare(QComp *pC) {
 static int qcxBuild(QComp *pC) {
   QRuleInfo *pRi;
   unsigned char *aReach;
-  int i, j, k, n, nPass = 0;
+  int i, j, n, nPass = 0;
 again:
   qcxFree(pC);
   pRi = sqlite3_malloc64(sizeof(QRuleInfo));
@@ -407,24 +450,7 @@ again:
     const QRule *pR = pC->rules.aRule[i];
     qcxCalls(pRi, pR->aClause, pR->nClause, pRi->aiHeadOf[i], aReach, 0);
   }
-  /* Transitive closure (Warshall). A row is ORed into another whole, which
-  ** the compiler does many bytes at a time: a chain of 2,048 rules, each
-  ** calling the next, reaches n^3 / 6 pairs (1.4 s one byte at a time). */
-  for (k = 0; k < n && pC->rc == SQLITE_OK; k++) {
-    for (i = 0; i < n && qcPoll(pC) == SQLITE_OK; i++) {
-      unsigned char *pI = aReach + (size_t)i * n;
-      const unsigned char *pK = aReach + (size_t)k * n;
-      if (i == k || !pI[k]) continue;
-      for (j = 0; j + 8 <= n; j += 8) {
-        sqlite3_uint64 uI, uK;
-        memcpy(&uI, pI + j, 8);
-        memcpy(&uK, pK + j, 8);
-        uI |= uK;
-        memcpy(pI + j, &uI, 8);
-      }
-      for (; j < n; j++) pI[j] |= pK[j];
-    }
-  }
+  if (pC->rc == SQLITE_OK) qcxClosure(pC, aReach, n);
   for (i = 0; i < n; i++) {
     pRi->aHead[i].iGroup = i;
     for (j = 0; j < i; j++) {
