@@ -1355,7 +1355,7 @@ START_TEST(test_oom_pull) {
     EdnValue *pPat = NULL;
     EdnError err;
     char *zWant, *zWantN;
-    int n, bDone = 0, nFail = 0;
+    int n, bDone = 0, nFail = 0, nRound = 0;
     tStoreSetup();
     ednArenaInit(&arena);
     ck_assert_int_eq(ednReadOne(&arena, zPat, (int)strlen(zPat), &pPat, &err), SQLITE_OK);
@@ -1368,6 +1368,7 @@ START_TEST(test_oom_pull) {
       char *zErr = NULL, *zJson;
       int rc;
       tuOomLeft = n;
+      nRound++;
       rc = pullEntityEx(db, pSchema, pPat, eP1, 0, NULL, pOut, &zErr);
       bDone = tuOomOnce ? tuOomLeft > 0 : rc == SQLITE_OK;
       tuOomLeft = -1;
@@ -1386,6 +1387,7 @@ START_TEST(test_oom_pull) {
       sqlite3_free(zErr);
     }
     ck_assert_msg(bDone && nFail > 0, "mode %d: sweep ended at %d with %d failures", iMode, n, nFail);
+    tuFaultSummary("pullEntity", iMode ? "persistent" : "transient", nRound, nFail);
     sqlite3_free(zWant);
     sqlite3_free(zWantN);
     ednArenaReset(&arena);

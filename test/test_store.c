@@ -2204,11 +2204,12 @@ START_TEST(test_oom_schema_load) {
   exec(db, "INSERT INTO idents VALUES (65536, 1, ':p/name', 13);"
            "INSERT INTO schema VALUES (65536, 7, 27, 0), (65536, 8, 33, 0);"
            "INSERT INTO datoms (e, a, v, tx, value_type_tag) VALUES (65536, 13, 1, 268435457, 1)");
-  int bDone = 0;
+  int bDone = 0, nRound = 0, nFail = 0;
   for (int n = 0; !bDone && n < 2000; n++) {
     Schema *p = NULL;
     char *zErr = NULL;
     tuOomLeft = n;
+    nRound++;
     int rc = storeSchemaLoad(db, &p, &zErr);
     tuOomLeft = -1;
     if (rc == SQLITE_OK) {
@@ -2224,24 +2225,27 @@ START_TEST(test_oom_schema_load) {
     } else {
       ck_assert_msg(tuIsNomem(rc), "failing allocation %d: rc %d %s", n, rc, zErr ? zErr : "");
       ck_assert_ptr_null(p);
+      nFail++;
     }
     schemaUnref(p);
     sqlite3_free(zErr);
   }
   ck_assert(bDone);
+  tuFaultSummary("storeSchemaLoad", "persistent", nRound, nFail);
   sqlite3_close(db);
 }
 END_TEST
 
 START_TEST(test_oom_store_open) {
   tuOomInstall();
-  int bDone = 0;
+  int bDone = 0, nRound = 0, nFail = 0;
   for (int n = 0; !bDone && n < 20000; n += (n < 400 ? 1 : 7)) {
     Store *p = NULL;
     StoreConn *pC = NULL;
     Schema *pS = NULL;
     char *zErr = NULL;
     tuOomLeft = n;
+    nRound++;
     int rc = storeAcquire("", &p, &zErr);
     if (rc == SQLITE_OK) rc = storeReader(p, &pC, &pS, &zErr);
     tuOomLeft = -1;
@@ -2252,6 +2256,7 @@ START_TEST(test_oom_store_open) {
       bDone = 1;
     } else {
       ck_assert_msg(tuIsNomem(rc), "failing allocation %d: rc %d %s", n, rc, zErr ? zErr : "");
+      nFail++;
     }
     if (pC) storeReaderDone(p, pC);
     schemaUnref(pS);
@@ -2259,6 +2264,7 @@ START_TEST(test_oom_store_open) {
     sqlite3_free(zErr);
   }
   ck_assert(bDone);
+  tuFaultSummary("storeAcquire+storeReader", "persistent", nRound, nFail);
 }
 END_TEST
 

@@ -795,11 +795,12 @@ START_TEST(test_surface_oom) {
     tuOomOnce = iMode == 0;
     db = tHost(&zPath);
     for (size_t i = 0; i < sizeof a / sizeof a[0]; i++) {
-      int n, bDone = 0, nFail = 0;
+      int n, bDone = 0, nFail = 0, nRound = 0;
       for (n = 0; n < 20000 && !bDone; n += (n < 400 ? 1 : 7)) {
         char *zOut = NULL, *zAgain = NULL;
         int rc;
         tuOomLeft = n;
+        nRound++;
         rc = tuStepOnce(db, a[i].zSql, zPath, NULL, &zOut);
         bDone = tuOomOnce ? tuOomLeft > 0 : rc == SQLITE_ROW;
         tuOomLeft = -1;
@@ -819,9 +820,11 @@ START_TEST(test_surface_oom) {
       }
       ck_assert_msg(bDone && nFail > 0, "%s: mode %d ended at %d with %d failures", a[i].zSql, iMode, n,
                     nFail);
-      if (getenv("MENTAT_OOM_REPORT"))
-        fprintf(stderr, "oom %s: %d rounds, %d SQLITE_NOMEM: %s\n", iMode ? "persistent" : "transient",
-                n, nFail, a[i].zSql);
+      {
+        char zSweep[64];
+        snprintf(zSweep, sizeof zSweep, "sql %.44s", a[i].zSql);
+        tuFaultSummary(zSweep, iMode ? "persistent" : "transient", nRound, nFail);
+      }
     }
     {
       char *z = tuQuery(db, "SELECT json_extract(edn_q(?1, '[:find ?d . :where [:p/nick :db/doc ?d]]'),"

@@ -455,7 +455,7 @@ static void checkSweepTx(void) {
 START_TEST(test_oom_sweep) {
   sqlite3_str *pTx;
   char *zTx, *zBefore, *zWant;
-  int n, i, bDone = 0, nFail = 0;
+  int n, i, bDone = 0, nFail = 0, nRound = 0;
   pTx = sqlite3_str_new(NULL);
   sqlite3_str_appendall(pTx, "[[:db/add :p/name :db/cardinality :db.cardinality/many]"
                              " [:db/add :p/age :db/unique :db.unique/value]"
@@ -482,6 +482,7 @@ START_TEST(test_oom_sweep) {
   tuOomOnce = iMode == 0;
   bDone = 0;
   nFail = 0;
+  nRound = 0;
   oomStore();
   zBefore = dump();
   for (n = 0; n < 50000 && !bDone; n += (n < 1500 ? 1 : 7)) {
@@ -489,6 +490,7 @@ START_TEST(test_oom_sweep) {
     char *zErr = NULL, *zAfter;
     int rc, bReached;
     tuOomLeft = n;
+    nRound++;
     rc = txTransact(gStore, zTx, (int)strlen(zTx), pOut, &zErr);
     /* transient: the failure was handed out (the counter went past 0);
     ** persistent: the call could not finish without it */
@@ -526,6 +528,7 @@ START_TEST(test_oom_sweep) {
   }
   ck_assert_msg(bDone && nFail > 100, "%s sweep ended at %d with %d failures",
                 iMode ? "persistent" : "transient", n, nFail);
+  tuFaultSummary("txTransact", iMode ? "persistent" : "transient", nRound, nFail);
   free(zBefore);
   closeStore();
   }

@@ -302,7 +302,7 @@ START_TEST(allocation_failures) {
   for (iMode = 0; iMode < 2; iMode++) {
     tuOomOnce = iMode == 0;
     for (iStep = 0; iStep < 2; iStep++) {
-      int bDone = 0, nFail = 0;
+      int bDone = 0, nFail = 0, nRound = 0;
       for (n = 0; n < 20000 && !bDone; n = n < 600 ? n + 1 : n + 7) {
         char *zOut = NULL;
         int rc;
@@ -311,6 +311,7 @@ START_TEST(allocation_failures) {
         if (iStep == 1) tuExecOk(db, azStep[0]);
         if (iStep == 0) tuExecOk(db, "DROP TABLE IF EXISTS o");
         tuOomLeft = n;
+        nRound++;
         rc = tuStepOnce(db, azStep[iStep], NULL, NULL, &zOut);
         bDone = tuOomOnce ? tuOomLeft > 0 : (rc == SQLITE_DONE || rc == SQLITE_ROW);
         tuOomLeft = -1;
@@ -328,6 +329,8 @@ START_TEST(allocation_failures) {
         sqlite3_close(db);
       }
       ck_assert_msg(bDone && nFail > 0, "step %d: ended at %d with %d failures", iStep, n, nFail);
+      tuFaultSummary(iStep ? "view step 1" : "view step 0", iMode ? "persistent" : "transient",
+                     nRound, nFail);
     }
   }
   tuOomRemove();

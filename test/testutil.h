@@ -178,6 +178,15 @@ static inline void tuNoFsync(void) {
   configSetSynchronous("OFF");
 }
 
+/* One sweep's summary line, for the figures make faults reports: the
+** allocation points tried (each a round with the n-th allocation failing)
+** and how many ended in SQLITE_NOMEM; every other round gave the right
+** answer. zMode is "transient" or "persistent". */
+static inline void tuFaultSummary(const char *zSweep, const char *zMode, int nPoints, int nNomem) {
+  fprintf(stderr, "faults %s (%s): %d allocation points, %d SQLITE_NOMEM, %d right answers\n",
+          zSweep, zMode, nPoints, nNomem, nPoints - nNomem);
+}
+
 /* A tcase of allocation- or I/O-failure sweeps, tagged "faults": make unit
 ** leaves these out (CK_EXCLUDE_TAGS=faults) and make faults runs only them
 ** (CK_INCLUDE_TAGS=faults); run by hand, a program runs every tcase. */

@@ -140,10 +140,12 @@ static inline int tuOomQueryRound(Store *pStore, const char *zQuery, const char 
 ** failures, must give zWant again (nothing cached or left behind). */
 static inline void tuOomSweep1(Store *pStore, const char *zQuery, const char *zOpts,
                                const char *zWant, int nMax) {
-  int n, bDone = 0, nFail = 0;
+  int n, bDone = 0, nFail = 0, nRound = 0;
+  char zSweep[64];
   for (n = 0; n < nMax && !bDone; n += (n < 400 ? 1 : 7)) {
     char *zErr = NULL, *zRows = NULL;
     int rc = tuOomQueryRound(pStore, zQuery, zOpts, n, &bDone, &zErr, &zRows);
+    nRound++;
     if (rc == SQLITE_DONE) {
       ck_assert_msg(strcmp(zRows, zWant) == 0, "%s, failing allocation %d: got %s, want %s",
                     zQuery, n, zRows, zWant);
@@ -162,6 +164,8 @@ static inline void tuOomSweep1(Store *pStore, const char *zQuery, const char *zO
   }
   ck_assert_msg(bDone, "%s never completed within %d allocations", zQuery, nMax);
   ck_assert_msg(nFail > 0 || tuOomOnce, "%s: no round failed", zQuery);
+  snprintf(zSweep, sizeof zSweep, "query %.40s", zQuery);
+  tuFaultSummary(zSweep, tuOomOnce ? "transient" : "persistent", nRound, nFail);
 }
 
 static inline void tuOomSweep(Store *pStore, const char *zQuery, const char *zOpts,
