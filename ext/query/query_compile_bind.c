@@ -281,18 +281,19 @@ static int qcbBindColl(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int i
   return pC->rc;
 }
 
-/* The VALUES rows of relation pVal into the CTE being written, with each
-** column's lazy parameters (aaP[j]), type (aVt[j]) and whether it holds
-** lookup refs (abLookup[j]). */
-static void qcbRelRows(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
-                       const char *zWhat, int **aaP, ValueType *aVt, unsigned char *abLookup) {
+/* The cells of relation pVal (row i, column j at azCell[i * nVar + j],
+** with its tag), each column's lazy parameters (aaP[j]), first type
+** (aVt[j]), whether it holds lookup refs (abLookup[j]) and whether its
+** values have several types (abHetero[j]: numbers and entity ids mix, a
+** keyword beside a lookup ref is an ident). */
+static void qcbRelCells(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
+                        char **azCell, int *aTag, int **aaP, ValueType *aVt,
+                        unsigned char *abLookup, unsigned char *abHetero) {
   QComp *pC = pX->pC;
-  sqlite3_str *pCte = pC->pCte;
   int bConst = iInput < 0;
   int i, j;
   for (i = 0; pC->rc == SQLITE_OK && i < pVal->u.c.n; i++) {
     const EdnValue *pRow = qcbElem(pVal, i);
-    sqlite3_str_appendf(pCte, "%s(", i ? "," : "");
     for (j = 0; j < pB->nVar; j++) {
       ValueType vt;
       int iP;
@@ -300,18 +301,28 @@ static void qcbRelRows(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int i
       char *z = qcbLeafExpr(pX, pE, bConst ? pE : NULL, iInput, i, j, &vt, &iP);
       if (z == NULL) { qcNoMem(pC); break; }
       if (i == 0) aVt[j] = vt;
-      else if (!qcbVtMix(aVt[j], vt)) {
-        qcErr(pC, NULL, "%s: value %d is a %s, value 1 a %s: a relation column's values must have "
-              "one type", zWhat, i + 1, qcVtName(vt), qcVtName(aVt[j]));
-        sqlite3_free(z);
-        break;
-      }
+      else if (!qcbVtMix(aVt[j], vt)) abHetero[j] = 1;
       aaP[j][i] = iP;
       if (qcbLeafIsLookup(pX, pE, iInput)) abLookup[j] = 1;
-      sqlite3_str_appendf(pCte, "%s%s", j ? "," : "", z);
-      sqlite3_free(z);
+      azCell[i * pB->nVar + j] = z;
+      aTag[i * pB->nVar + j] = vt == QVT_JSON ? TAG_JSON : vtOutTag(vt);
     }
-    sqlite3_str_appendall(pCte, ")");
+  }
+}
+
+/* The VALUES rows of the cells into the CTE being written: a column of
+** several types with each value's tag after it (its tJ column). */
+static void qcbRelRows(QComp *pC, int nRow, int nVar, char **azCell, const int *aTag,
+                       const unsigned char *abHetero) {
+  int i, j;
+  for (i = 0; i < nRow; i++) {
+    sqlite3_str_appendf(pC->pCte, "%s(", i ? "," : "");
+    for (j = 0; j < nVar; j++) {
+      const char *z = azCell[i * nVar + j];
+      sqlite3_str_appendf(pC->pCte, "%s%s", j ? "," : "", z ? z : "NULL");
+      if (abHetero[j]) sqlite3_str_appendf(pC->pCte, ",%d", aTag[i * nVar + j]);
+    }
+    sqlite3_str_appendall(pC->pCte, ")");
   }
 }
 
@@ -334,27 +345,82 @@ static void qcbRelAdopt(QCtx *pX, const EdnValue *pVal, const EdnValue *pVar, in
   *paP = NULL;
 }
 
+/* Column j of relation CTE zName bound to pVar: one type, or with several
+** its tag column tJ beside it, the variable then of no static type, as a
+** collection binding of several types is (qcbBindMixed). */
+static void qcbRelBindCol(QCtx *pX, const EdnValue *pVal, const EdnValue *pVar, const char *zName,
+                          int j, ValueType vt, int bHetero, int **paP) {
+  QComp *pC = pX->pC;
+  int bNew = qcVarFind(pX, pVar->u.s.z) == NULL;
+  QVar *pV;
+  if (!bHetero) {
+    qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.c%d", zName, j), vt == VT_NONE ? VT_LONG : vt,
+              NULL, 0);
+    if (bNew && pC->rc == SQLITE_OK) qcbRelAdopt(pX, pVal, pVar, j, paP);
+    return;
+  }
+  qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.c%d", zName, j), VT_NONE,
+            sqlite3_mprintf("%s.t%d", zName, j), 0);
+  pV = bNew && pC->rc == SQLITE_OK ? qcVarFind(pX, pVar->u.s.z) : NULL;
+  if (pV) {
+    pV->bIdent = 1;      /* a keyword value names its ident where an entity goes */
+    pV->bInMixed = 1;    /* 1 and 1.0 are two values */
+    pV->bHetero = 1;
+  }
+}
+
 /* Relation binding [[?a ?b] ...] of pVal: a VALUES CTE inN in FROM, its
-** columns bound to the variables. */
+** columns bound to the variables. A column whose values have several types
+** carries each one's tag (tJ), so each keeps its type, as in a collection. */
 static int qcbBindRel(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
                       const char *zWhat) {
   QComp *pC = pX->pC;
   sqlite3_str *pCte = pC->pCte;
   char zName[24];
-  int i, j;
+  int i, j, n;
   /* Column j's lazy parameters, typed together by the column's first place. */
   int **aaP;
   ValueType *aVt;
-  unsigned char *abLookup;
+  unsigned char *abLookup, *abHetero;
+  char **azCell;
+  int *aTag;
   sqlite3_snprintf(sizeof zName, zName, "in%d", ++pC->nAlias);
   for (i = 0; i < pVal->u.c.n || !qcbIsColl(pVal); i++) {
     if (!qcbIsColl(pVal) || !qcbIsColl(qcbElem(pVal, i)) || qcbElem(pVal, i)->u.c.n != pB->nVar) {
       return qcErr(pC, NULL, "%s: expected a relation of %d-tuples", zWhat, pB->nVar);
     }
   }
+  n = pVal->u.c.n * pB->nVar;
+  aaP = sqlite3_malloc64(sizeof(int*) * pB->nVar);
+  aVt = sqlite3_malloc64(sizeof(ValueType) * pB->nVar);
+  abLookup = sqlite3_malloc64((sqlite3_uint64)pB->nVar * 2);
+  azCell = sqlite3_malloc64(sizeof(char*) * (sqlite3_uint64)(n + 1));
+  aTag = sqlite3_malloc64(sizeof(int) * (sqlite3_uint64)(n + 1));
+  abHetero = abLookup ? abLookup + pB->nVar : NULL;
+  if (aaP == NULL || aVt == NULL || abLookup == NULL || azCell == NULL || aTag == NULL) {
+    sqlite3_free(aaP);
+    sqlite3_free(aVt);
+    sqlite3_free(abLookup);
+    sqlite3_free(azCell);
+    sqlite3_free(aTag);
+    return qcNoMem(pC);
+  }
+  memset(azCell, 0, sizeof(char*) * (size_t)(n + 1));
+  for (j = 0; j < pB->nVar; j++) {
+    aaP[j] = sqlite3_malloc64(sizeof(int) * (pVal->u.c.n + 1));
+    aVt[j] = VT_NONE;
+    abLookup[j] = abHetero[j] = 0;
+    if (aaP[j] == NULL) qcNoMem(pC);
+  }
+  if (pC->rc == SQLITE_OK) {
+    qcbRelCells(pX, pB, pVal, iInput, azCell, aTag, aaP, aVt, abLookup, abHetero);
+  }
   if (pC->nCte++) sqlite3_str_appendall(pCte, ", ");
   sqlite3_str_appendf(pCte, "%s(", zName);
-  for (j = 0; j < pB->nVar; j++) sqlite3_str_appendf(pCte, "%sc%d", j ? "," : "", j);
+  for (j = 0; j < pB->nVar; j++) {
+    sqlite3_str_appendf(pCte, "%sc%d", j ? "," : "", j);
+    if (abHetero[j]) sqlite3_str_appendf(pCte, ",t%d", j);
+  }
   sqlite3_str_appendall(pCte, ") AS (");
   if (pVal->u.c.n == 0) {
     sqlite3_str_appendall(pCte, "SELECT ");
@@ -362,34 +428,19 @@ static int qcbBindRel(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iI
     sqlite3_str_appendall(pCte, " WHERE 0");
   } else {
     sqlite3_str_appendall(pCte, "VALUES ");
+    qcbRelRows(pC, pVal->u.c.n, pB->nVar, azCell, aTag, abHetero);
   }
-  aaP = sqlite3_malloc64(sizeof(int*) * pB->nVar);
-  aVt = sqlite3_malloc64(sizeof(ValueType) * pB->nVar);
-  abLookup = sqlite3_malloc64(pB->nVar);
-  if (aaP == NULL || aVt == NULL || abLookup == NULL) {
-    sqlite3_free(aaP);
-    sqlite3_free(aVt);
-    sqlite3_free(abLookup);
-    return qcNoMem(pC);
-  }
-  for (j = 0; j < pB->nVar; j++) {
-    aaP[j] = sqlite3_malloc64(sizeof(int) * (pVal->u.c.n + 1));
-    aVt[j] = VT_NONE;
-    abLookup[j] = 0;
-    if (aaP[j] == NULL) qcNoMem(pC);
-  }
-  qcbRelRows(pX, pB, pVal, iInput, zWhat, aaP, aVt, abLookup);
   sqlite3_str_appendall(pCte, ")");
+  for (i = 0; i < n; i++) sqlite3_free(azCell[i]);
+  sqlite3_free(azCell);
+  sqlite3_free(aTag);
   qcFrom(pX, sqlite3_mprintf("%s", zName));
   for (j = 0; j < pB->nVar; j++) {
     const EdnValue *pVar = pB->aVar[j];
     /* a row whose lookup ref names no entity binds nothing */
     if (abLookup[j]) qcWhere(pX, sqlite3_mprintf("%s.c%d IS NOT NULL", zName, j));
     if (pC->rc == SQLITE_OK && !qpIsBlank(pVar)) {
-      int bNew = qcVarFind(pX, pVar->u.s.z) == NULL;
-      qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.c%d", zName, j),
-                aVt[j] == VT_NONE ? VT_LONG : aVt[j], NULL, 0);
-      if (bNew && pC->rc == SQLITE_OK) qcbRelAdopt(pX, pVal, pVar, j, &aaP[j]);
+      qcbRelBindCol(pX, pVal, pVar, zName, j, aVt[j], abHetero[j], &aaP[j]);
     }
     sqlite3_free(aaP[j]);
   }
