@@ -99,17 +99,33 @@ static int qcTermImplies(const QCtx *pX, int j, int i) {
 ** neither holds. bRaiseOnly: only terms that can fail (qcTermWait).
 ** With bMark each becomes held by a new gate. */
 static int qcTermsBefore(QCtx *pX, sqlite3_str *p, int bRaiseOnly, int *pbSub, int bMark, int n,
-                         int *pnNest, const char *zHolding) {
-  int i, j = -1;
+                         int *pnNest, const char *zHolding, const char *zFor) {
+  int i, j = -1, jOne = -1;
   for (i = pX->nTerm - 1; i >= pX->iTerm0; i--) {
     const QTerm *pT = &pX->aTerm[i];
     if (pT->bFull && !pT->bGated && qcTermBefore(pX, pT)) { j = i; break; }
+  }
+  /* The guarded expression names a guarded term's mentat_one row: SQLite
+  ** evaluates it only where that row is, so where the term and all it
+  ** implies hold. */
+  for (i = pX->nTerm - 1; zFor && !bMark && i >= pX->iTerm0; i--) {
+    const QTerm *pT = &pX->aTerm[i];
+    char zRef[24];
+    const char *q;
+    if (!pT->zOne[0] || !pT->bFull || !qcTermBefore(pX, pT)) continue;
+    sqlite3_snprintf(sizeof zRef, zRef, "%s.", pT->zOne);
+    for (q = strstr(zFor, zRef); q; q = strstr(q + 1, zRef)) {
+      /* "f12." is not "f123.": the alias must start a name */
+      if (q == zFor || !(q[-1] == '_' || (q[-1] >= 'a' && q[-1] <= 'z') || (q[-1] >= '0' && q[-1] <= '9'))) break;
+    }
+    if (q) { jOne = i; break; }
   }
   for (i = pX->iTerm0; i < pX->nTerm; i++) {
     QTerm *pT = &pX->aTerm[i];
     if (pT->bGated || !qcTermBefore(pX, pT) || (bRaiseOnly && !pT->bRaise)) continue;
     if (bMark) { pT->bGated = 1; continue; }
     if (j >= 0 && qcTermImplies(pX, j, i)) continue;
+    if (jOne >= 0 && (i == jOne || qcTermImplies(pX, jOne, i))) continue;
     /* a term holding its guarded expression evaluates it anyway */
     if (zHolding && pT->zCore && strstr(zHolding, pT->zCore)) continue;
     sqlite3_str_appendf(p, "%s(%s)", n++ ? " AND " : "", pT->z);
@@ -145,11 +161,15 @@ char *qcGuard(QCtx *pX, char *zExpr) {
   if (zExpr == NULL) { qcNoMem(pC); return NULL; }
   p = sqlite3_str_new(NULL);
   if (pX->zGate[0]) sqlite3_str_appendf(p, "%s.value", pX->zGate);
-  n = qcTermsBefore(pX, p, 0, &bSub, 0, pX->zGate[0] != 0, &nNest, NULL);
+  n = qcTermsBefore(pX, p, 0, &bSub, 0, pX->zGate[0] != 0, &nNest, NULL, zExpr);
   pX->bGuardNow = 1;
   pX->nGuardNest = nNest + 1;
   if (n == 0) {
+    /* nothing to wait for: guarded as it is */
     sqlite3_free(sqlite3_str_finish(p));
+    if (pX->zGuardFirst == NULL && (pX->zGuardFirst = sqlite3_mprintf("%s", zExpr)) == NULL) {
+      qcNoMem(pC);
+    }
     return zExpr;
   }
   /* A subquery (a not, an or, a rule call) goes to a gate too: written
@@ -162,7 +182,7 @@ char *qcGuard(QCtx *pX, char *zExpr) {
     sqlite3_snprintf(sizeof zAlias, zAlias, "g%d", ++pC->nAlias);
     qcFrom(pX, sqlite3_mprintf("mentat_one(CASE WHEN %s THEN 1 END) %s", sqlite3_str_value(p),
                                zAlias));
-    qcTermsBefore(pX, NULL, 0, NULL, 1, 0, NULL, NULL);
+    qcTermsBefore(pX, NULL, 0, NULL, 1, 0, NULL, NULL, NULL);
     pX->nGuardNest = 1;
     while (pX->iTerm0 < pX->nTerm && pX->aTerm[pX->iTerm0].bGated) pX->iTerm0++;
     memcpy(pX->zGate, zAlias, sizeof zAlias);
@@ -221,6 +241,7 @@ int qcTermsCopy(QCtx *pSub, const QCtx *pX) {
     p->eRelWas = pX->aTerm[i].eRel;
     p->bRaise = pX->aTerm[i].bRaise;
     p->bFull = pX->aTerm[i].bFull;
+    memcpy(p->zOne, pX->aTerm[i].zOne, sizeof p->zOne);
     if (pX->aTerm[i].zCore && (p->zCore = sqlite3_mprintf("%s", pX->aTerm[i].zCore)) == NULL) {
       sqlite3_free(p->z);
       qcNoMem(pX->pC);
@@ -260,13 +281,23 @@ void qcTermsTake(QCtx *pX, QCtx *pSub) {
 ** terms of the clauses before it that can fail at run time: evaluated
 ** where SQLite tests it, they fail first (see qcWhere). A term that can
 ** fail itself is guarded already (qcGuard: its guard holds them). */
+void qcTermsBoundOnce(QCtx *pX, const char *zExpr, const char *zAlias) {
+  int i;
+  for (i = pX->iTerm0; i < pX->nTerm; i++) {
+    QTerm *pT = &pX->aTerm[i];
+    if (pT->zCore && !pT->zOne[0] && strcmp(pT->zCore, zExpr) == 0) {
+      sqlite3_snprintf(sizeof pT->zOne, pT->zOne, "%s", zAlias);
+    }
+  }
+}
+
 char *qcTermWait(QCtx *pX, char *zTerm) {
   sqlite3_str *p;
   char *zCond, *zOut;
   int n;
   if (!pX->bFilterNow || pX->bGuardNow || pX->iLastRaise < pX->iTerm0) return zTerm;
   p = sqlite3_str_new(NULL);
-  n = qcTermsBefore(pX, p, 1, NULL, 0, 0, NULL, zTerm);
+  n = qcTermsBefore(pX, p, 1, NULL, 0, 0, NULL, zTerm, NULL);
   if (n == 0) {
     sqlite3_free(sqlite3_str_finish(p));
     return zTerm;

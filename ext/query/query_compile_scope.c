@@ -580,6 +580,7 @@ static void qcFnBindOnce(QCtx *pX, QVar *pV) {
   sqlite3_snprintf(sizeof zAlias, zAlias, "f%d", ++pC->nAlias);
   if (pV->zTag) qcFrom(pX, sqlite3_mprintf("mentat_one(%s, %s) %s", pV->zExpr, pV->zTag, zAlias));
   else qcFrom(pX, sqlite3_mprintf("mentat_one(%s) %s", pV->zExpr, zAlias));
+  qcTermsBoundOnce(pX, pV->zExpr, zAlias);
   zExpr = sqlite3_mprintf("%s.value", zAlias);
   if (pV->zTag) zTag = sqlite3_mprintf("%s.tag", zAlias);
   if (zExpr == NULL || (pV->zTag && zTag == NULL)) {

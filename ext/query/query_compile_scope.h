@@ -95,6 +95,9 @@ typedef struct QTerm {
   unsigned char eRelWas;  /* eRel in the scope qcTermsCopy copied it from */
   char *zCore;            /* a guarded term: the guarded expression in it, which
                           ** a later term holding it evaluates as well */
+  char zOne[16];          /* ... bound once as mentat_one(zCore) zOne (""
+                          ** none): an expression naming zOne.value runs only
+                          ** where the term holds */
   unsigned char bRaise;   /* it can fail at run time (qcRaises) */
   unsigned char nNest;    /* guards nested in it (each names the last) */
   unsigned char bFull;    /* ... and qcGuard guarded it: it holds only
@@ -325,6 +328,9 @@ char *qcGuard(QCtx *pX, char *zExpr);
 void qcTermKeep(QCtx *pX, const char *z);
 char *qcTermWait(QCtx *pX, char *zTerm);
 void qcTermsClear(QCtx *pX);
+/* Function result zExpr is bound once through mentat_one(zExpr) zAlias
+** (qcFnBindOnce): the guarded terms holding it say so (QTerm.zOne). */
+void qcTermsBoundOnce(QCtx *pX, const char *zExpr, const char *zAlias);
 /* qcGuard when qcRaises(zExpr), else zExpr itself (NULL stays NULL). */
 char *qcGuardRaising(QCtx *pX, char *zExpr);
 /* Scope pSub copies pX's rows (FROM and WHERE text): it takes pX's terms
