@@ -130,6 +130,16 @@ struct Store {
 void storeErr(char **pzErr, char *zMsg);
 /* Steps a one-integer statement and resets it; *piOut 0 when no row. */
 int storeStepInt(sqlite3_stmt *pStmt, sqlite3_int64 *piOut);
+/* A busy wait that tries again every 50-1000 us (at random) until msWait ms
+** have passed, in place of sqlite3_busy_timeout's sleeps of up to 100 ms,
+** which almost never find free a lock that writers in other processes
+** take back at once. *w (the deadline and the jitter's state) must live
+** until the caller puts the connection's usual busy timeout back. */
+typedef struct StoreBusyWait {
+  sqlite3_int64 usEnd;      /* configNowUs() deadline */
+  unsigned int uRand;       /* xorshift state of the jitter */
+} StoreBusyWait;
+void storeBusyWaitSet(sqlite3 *db, StoreBusyWait *w, int msWait);
 
 /* store_vfs.c */
 /* The name of the VFS store connections are opened with (the default VFS

@@ -118,7 +118,11 @@ void storeWalPolicyInit(Store *p, sqlite3 *db) {
 ** frame (and, for RESTART, made sure the next write starts the WAL again). */
 static int storeCheckpoint(Store *p, sqlite3 *db, int eMode, int *pbDone) {
   int nLog = 0, nCkpt = 0, rc;
-  if (eMode != SQLITE_CHECKPOINT_PASSIVE) sqlite3_busy_timeout(db, STORE_RESTART_BUSY_MS);
+  StoreBusyWait w;
+  /* A RESTART first takes the write lock, which the other processes'
+  ** writers take back between their commits, then waits for the readers
+  ** of old frames: short polls, or it times out while the WAL grows. */
+  if (eMode != SQLITE_CHECKPOINT_PASSIVE) storeBusyWaitSet(db, &w, STORE_RESTART_BUSY_MS);
   rc = sqlite3_wal_checkpoint_v2(db, NULL, eMode, &nLog, &nCkpt);
   if (eMode != SQLITE_CHECKPOINT_PASSIVE) sqlite3_busy_timeout(db, configBusyTimeoutMs());
   if (nCkpt > 0) p->nWalCkpt = nCkpt;

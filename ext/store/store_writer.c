@@ -244,53 +244,13 @@ static int storeWriteLock(Store *p, int msTimeout, int *pmsLeft, char **pzErr) {
   return SQLITE_OK;
 }
 
-/* BEGIN IMMEDIATE's wait for another process's write lock. SQLite's own
-** busy handler sleeps 1, 2, 5 ... up to 100 ms between tries, while a
-** process writing in a loop frees the lock for only the moment between its
-** COMMIT and its next BEGIN: a waiter that sleeps 100 ms almost never
-** finds it free, so one process kept the store for seconds while the
-** others starved (bench/fairness.py; bench/findings.md "Soak and
-** overload"). Here every try is followed by a short sleep
-** drawn at random from STORE_BUSY_MIN_US..STORE_BUSY_MAX_US (the jitter
-** keeps the waiters from polling in step), until the deadline: each
-** waiter tries about 2,000 times a second, each try one lock attempt on
-** the -shm file. */
-#define STORE_BUSY_MIN_US 50
-#define STORE_BUSY_MAX_US 1000
-
-typedef struct StoreBusyWait {
-  sqlite3_int64 usEnd;      /* configNowUs() deadline */
-  unsigned int uRand;       /* xorshift state of the jitter */
-} StoreBusyWait;
-
-/* sqlite3_busy_handler's callback: 1 to try again after the sleep, 0 to
-** give up (BEGIN IMMEDIATE then fails with SQLITE_BUSY). */
-static int storeBusyPoll(void *pArg, int nTry) {
-  StoreBusyWait *w = (StoreBusyWait *)pArg;
-  sqlite3_int64 usNow = configNowUs(), usSleep;
-  struct timespec ts;
-  (void)nTry;
-  if (usNow >= w->usEnd) return 0;
-  w->uRand ^= w->uRand << 13;
-  w->uRand ^= w->uRand >> 17;
-  w->uRand ^= w->uRand << 5;
-  usSleep = STORE_BUSY_MIN_US + (sqlite3_int64)(w->uRand % (STORE_BUSY_MAX_US - STORE_BUSY_MIN_US));
-  if (usSleep > w->usEnd - usNow) usSleep = w->usEnd - usNow;
-  ts.tv_sec = 0;
-  ts.tv_nsec = (long)usSleep * 1000L;
-  nanosleep(&ts, NULL);
-  return 1;
-}
-
 /* BEGIN IMMEDIATE on db, waiting at most msWait ms for another process's
-** write lock (storeBusyPoll), then the connection's usual busy timeout
+** write lock (storeBusyWaitSet), then the connection's usual busy timeout
 ** back. */
 static int storeBeginImmediate(sqlite3 *db, int msWait) {
   StoreBusyWait w;
   int rc;
-  w.usEnd = configNowUs() + (sqlite3_int64)msWait * 1000;
-  w.uRand = (unsigned int)(w.usEnd ^ ((sqlite3_int64)(size_t)&w >> 4)) | 1u;
-  sqlite3_busy_handler(db, storeBusyPoll, &w);
+  storeBusyWaitSet(db, &w, msWait);
   rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
   sqlite3_busy_timeout(db, configBusyTimeoutMs());
   return rc;
