@@ -755,6 +755,91 @@ START_TEST(read_stamp_reattached_file) {
 }
 END_TEST
 
+/* THE WRITE WITNESS (store_host.c): inside the host's BEGIN an edn_t that
+** follows an edn_t skips the revalidation while nothing moved. A rollback
+** to the host's savepoint that undid a schema change (and then one that
+** undid a data tx): the next edn_t knows neither the attribute nor the tx
+** id. tx ids: bootstrap 268435456, schema 268435457. */
+START_TEST(write_witness_rollback_to_savepoint) {
+  sqlite3 *db = openFile("wit-sp.db");
+  tuExecOk(db, zSchema);
+  tuExecOk(db, "BEGIN; SAVEPOINT s");
+  tuExpectQuery(db, "SELECT edn_t(':main', '[{:db/ident :a/x :db/valueType :db.type/long}]') ->> 'tx_id'",
+                "268435458");
+  tuExpectQuery(db, "SELECT edn_t(':main', '[{:p/name \"x\" :a/x 1}]') ->> 'tx_id'", "268435459");
+  tuExecOk(db, "ROLLBACK TO s");
+  tuExpectQuery(db, "SELECT edn_t(':main', '[{:p/name \"y\" :a/x 2}]')",
+                "ERROR: edn_t: line 1 col 15: unknown attribute :a/x");
+  tuExpectQuery(db, "SELECT edn_t(':main', '[{:p/name \"k\" :p/n 1}]') ->> 'tx_id'", "268435458");
+  tuExecOk(db, "SAVEPOINT t");
+  tuExpectQuery(db, "SELECT edn_t(':main', '[{:p/name \"k\" :p/n 2}]') ->> 'tx_id'", "268435459");
+  tuExecOk(db, "ROLLBACK TO t");
+  tuExpectQuery(db, "SELECT edn_t(':main', '[{:p/name \"k\" :p/n 3}]') ->> 'tx_id'", "268435459");
+  tuExecOk(db, "COMMIT");
+  tuExpectQuery(db, zOneN, "{\"result\":3}");
+  /* A whole rollback, then a write transaction with no change before the
+  ** edn_t (BEGIN IMMEDIATE): the attribute is gone with it. */
+  tuExecOk(db, "BEGIN");
+  tuExpectQuery(db, "SELECT edn_t(':main', '[{:db/ident :a/x :db/valueType :db.type/long}]') ->> 'tx_id'",
+                "268435460");
+  tuExpectQuery(db, "SELECT edn_t(':main', '[{:p/name \"x\" :a/x 1}]') ->> 'tx_id'", "268435461");
+  tuExecOk(db, "ROLLBACK; BEGIN IMMEDIATE");
+  tuExpectQuery(db, "SELECT edn_t(':main', '[{:p/name \"y\" :a/x 2}]')",
+                "ERROR: edn_t: line 1 col 15: unknown attribute :a/x");
+  tuExecOk(db, "COMMIT");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
+/* The host's own raw write between two edn_t of one transaction (the
+** ident renamed in the idents mirror, a delete and an insert), and a TEMP
+** table of the store's names made there: the next edn_t sees each. */
+START_TEST(write_witness_host_statements) {
+  sqlite3 *db = openFile("wit-raw.db");
+  tuExecOk(db, zSchema);
+  tuExecOk(db, "BEGIN");
+  tuExpectQuery(db, "SELECT edn_t(':main', '[{:p/name \"a\" :p/n 1}]') ->> 'tx_id'", "268435458");
+  tuExecOk(db, "INSERT INTO idents SELECT e, a, ':p/m', value_type_tag FROM idents"
+           " WHERE v = ':p/n'; DELETE FROM idents WHERE v = ':p/n'");
+  tuExpectQuery(db, "SELECT edn_t(':main', '[{:p/name \"c\" :p/n 3}]')",
+                "ERROR: edn_t: line 1 col 15: unknown attribute :p/n");
+  tuExpectQuery(db, "SELECT edn_t(':main', '[{:p/name \"b\" :p/m 2}]') ->> 'tx_id'", "268435459");
+  tuExecOk(db, "ROLLBACK; BEGIN");
+  tuExpectQuery(db, "SELECT edn_t(':main', '[{:p/name \"a\" :p/n 1}]') ->> 'tx_id'", "268435458");
+  tuExecOk(db, "CREATE TEMP TABLE datoms(x)");
+  tuExpectQuery(db, "SELECT edn_t(':main', '[{:p/name \"b\" :p/n 2}]')",
+                "ERROR: edn_t: db_path ':main': database temp also holds tables named like the "
+                "store's (datoms, ...), and unqualified names find those first; rename them or "
+                "use ':temp'");
+  tuExecOk(db, "DROP TABLE temp.datoms");
+  tuExpectQuery(db, "SELECT edn_t(':main', '[{:p/name \"b\" :p/n 2}]') ->> 'tx_id'", "268435459");
+  tuExecOk(db, "COMMIT");
+  tuExpectQuery(db, "SELECT edn_q(':main', '[:find (sum ?n) . :where [_ :p/n ?n]]')", "{\"result\":3}");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
+/* Another connection's commit between two host transactions, a raw rename
+** that moves no tx mark, and then a write transaction that changed nothing
+** before its edn_t (BEGIN IMMEDIATE): the edn_t sees the rename. */
+START_TEST(write_witness_other_connection) {
+  sqlite3 *a = openFile("wit-other.db"), *b;
+  tuExecOk(a, "PRAGMA journal_mode=WAL");
+  tuExecOk(a, zSchema);
+  tuExecOk(a, "BEGIN");
+  tuExecOk(a, "SELECT edn_t(':main', '[{:p/name \"a\" :p/n 1}]')");
+  tuExecOk(a, "COMMIT");
+  b = openFile("wit-other.db");
+  tuExecOk(b, "INSERT INTO idents SELECT e, a, ':p/m', value_type_tag FROM idents"
+           " WHERE v = ':p/n'; DELETE FROM idents WHERE v = ':p/n'");
+  tuExecOk(a, "BEGIN IMMEDIATE");
+  tuExpectQuery(a, "SELECT edn_t(':main', '[{:p/name \"b\" :p/m 2}]') ->> 'tx_id'", "268435459");
+  tuExecOk(a, "COMMIT");
+  ck_assert_int_eq(sqlite3_close(b), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_close(a), SQLITE_OK);
+}
+END_TEST
+
 static Suite *hostSuite(void) {
   tuNoFsync();
   Suite *s = suite_create("host");
@@ -776,6 +861,9 @@ static Suite *hostSuite(void) {
   tcase_add_test(tc, read_stamp_not_inside_write);
   tcase_add_test(tc, read_stamp_temp_shadow);
   tcase_add_test(tc, read_stamp_reattached_file);
+  tcase_add_test(tc, write_witness_rollback_to_savepoint);
+  tcase_add_test(tc, write_witness_host_statements);
+  tcase_add_test(tc, write_witness_other_connection);
   suite_add_tcase(s, tc);
   return s;
 }

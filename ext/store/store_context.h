@@ -215,6 +215,21 @@ typedef struct HostStamp {
   int nReprepare;               /* the hold's re-prepares (a DETACH expires it) */
 } HostStamp;
 
+/* What a write inside the host's open write transaction compares to skip
+** the revalidation (hostWitSame): the state the last edn_t left, with
+** nothing changed since by this connection's statements (the change
+** counter), by a rollback (the tx mark, which every edn_t moves on and a
+** rollback of it moves back), by DDL (schema_version) or by a commit (the
+** pager's data version). */
+typedef struct HostWitness {
+  sqlite3_file *pFile;          /* the store database's file */
+  unsigned int uDv;             /* its pager's data version */
+  int nChanges;                 /* sqlite3_total_changes of the connection */
+  sqlite3_int64 iSv;            /* the store database's schema_version */
+  int nReprepare;               /* pSchemaVersion's re-prepares */
+  sqlite3_int64 iMark;          /* the :db.part/tx mark */
+} HostWitness;
+
 typedef struct StoreHostPart {
   sqlite3 *host;
   char *zName;                  /* the database's name as the connection lists it */
@@ -249,6 +264,10 @@ typedef struct StoreHostPart {
                                 ** may hold the name now (hostRevalidate) */
   int bStamp;                   /* stamp is the state last validated (hostStampTake) */
   HostStamp stamp;
+  sqlite3_stmt *pMark;          /* the :db.part/tx mark alone (the write witness) */
+  int bWit;                     /* wit is what the last edn_t left inside the host's
+                                ** open write transaction (hostWitTake) */
+  HostWitness wit;
   Store *pNextHost;
 } StoreHostPart;
 

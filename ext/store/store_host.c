@@ -103,6 +103,7 @@ static void hostFree(Store *p) {
     sqlite3_finalize(h->pSavepoint);
     sqlite3_finalize(h->pRelease);
     sqlite3_finalize(h->pRollbackTo);
+    sqlite3_finalize(h->pMark);
     for (int i = 0; i < HOST_SCAN_CACHE; i++) sqlite3_free(h->aScan[i].zSql);
     sqlite3_free(h->aRoot);
     sqlite3_free(h->zName);
@@ -311,6 +312,10 @@ void storeHostClose(sqlite3 *host) {
 
 /* ---------------------------------------------------------- revalidate */
 
+/* The tx partition's mark, as the state signature reads it. */
+static const char zHostMarkSql[] =
+  "SELECT idx FROM known_parts NOT INDEXED WHERE part = ':db.part/tx'";
+
 /* Takes the stamp of the state the host's next statement reads (THE READ
 ** STAMP in HOW IT WORKS). Returns 0 when none can be taken here: no read
 ** hold stepped, no read transaction open on the store's database (its
@@ -411,7 +416,9 @@ static int hostRevalidate(Store *p, int bCreate, int *pbAbsent, char **pzErr) {
       /* Dropped (e.g. the host rolled back the edn_t that created it). */
       sqlite3_finalize(pImpl->pSig);
       sqlite3_finalize(pImpl->pFingerprint);
+      sqlite3_finalize(h->pMark);
       pImpl->pSig = pImpl->pFingerprint = NULL;
+      h->pMark = NULL;
       schemaUnref(p->pSchema);
       p->pSchema = NULL;
       p->bKnown = 0;
@@ -433,6 +440,9 @@ static int hostRevalidate(Store *p, int bCreate, int *pbAbsent, char **pzErr) {
     if (rc == SQLITE_OK) {
       rc = sqlite3_prepare_v3(db, storeSchemaFingerprintSql(), -1, SQLITE_PREPARE_PERSISTENT,
                               &pImpl->pFingerprint, NULL);
+    }
+    if (rc == SQLITE_OK) {
+      rc = sqlite3_prepare_v3(db, zHostMarkSql, -1, SQLITE_PREPARE_PERSISTENT, &h->pMark, NULL);
     }
     if (rc != SQLITE_OK) goto cleanup;
   }
@@ -543,9 +553,62 @@ static int hostWriteStart(Store *p) {
   return storeStepInt(h->pSchemaVersion, &h->iSv0);
 }
 
+/* THE WRITE WITNESS. Inside the host's BEGIN, consecutive edn_t calls
+** would each read the state signature three times (before the savepoint,
+** inside it, at its release) although nothing can have moved between them
+** but what this connection did. So a write that leaves the host's write
+** transaction open records a witness (HostWitness): the pager's data
+** version and file, the connection's change counter, the store
+** database's schema_version and the tx mark. The next write whose
+** witness is unchanged, still inside a write transaction, skips the
+** revalidation. Each part covers one way the state can move: a commit
+** (ours, then another connection's seen by the next transaction) moves
+** the data version; any row the host's statements or a "with" span
+** insert, update or delete moves the change counter, even when a
+** rollback undoes it later; DDL moves schema_version; and a rollback
+** (whole, or to a host savepoint) that undoes the last edn_t moves the
+** mark back, every edn_t having moved it on. The databases searched
+** before the store's are checked as on every call. Each write drops the
+** witness first; only a released savepoint sets it again. */
+static int hostWitRead(StoreHostPart *h, HostWitness *pW) {
+  sqlite3 *db = h->host;
+  int rc;
+  memset(pW, 0, sizeof *pW);
+  if (h->pMark == NULL || sqlite3_libversion_number() < 3034000
+      || sqlite3_txn_state(db, h->zName) != SQLITE_TXN_WRITE) {
+    return SQLITE_NOTFOUND;
+  }
+  if (sqlite3_file_control(db, h->zName, SQLITE_FCNTL_FILE_POINTER, &pW->pFile) != SQLITE_OK
+      || sqlite3_file_control(db, h->zName, SQLITE_FCNTL_DATA_VERSION, &pW->uDv) != SQLITE_OK) {
+    return SQLITE_NOTFOUND;
+  }
+  pW->nChanges = sqlite3_total_changes(db);
+  rc = storeStepInt(h->pSchemaVersion, &pW->iSv);
+  pW->nReprepare = sqlite3_stmt_status(h->pSchemaVersion, SQLITE_STMTSTATUS_REPREPARE, 0);
+  return rc;
+}
+
+/* Is the witness the state now, and the databases searched before the
+** store's as at their last check? (They are not recorded as seen here: a
+** change is left for the revalidation to find.) */
+static int hostWitSame(StoreHostPart *h) {
+  HostWitness w;
+  if (!h->bWit || hostWitRead(h, &w) != SQLITE_OK) return 0;
+  if (w.pFile != h->wit.pFile || w.uDv != h->wit.uDv || w.nChanges != h->wit.nChanges
+      || w.iSv != h->wit.iSv || w.nReprepare != h->wit.nReprepare) {
+    return 0;
+  }
+  for (int i = 0; i < 2; i++) {
+    sqlite3_int64 v = 0;
+    if (h->apShadowSv[i] == NULL) continue;
+    if (storeStepInt(h->apShadowSv[i], &v) != SQLITE_OK || v != h->aShadowSv[i]) return 0;
+  }
+  return storeStepInt(h->pMark, &w.iMark) == SQLITE_OK && w.iMark == h->wit.iMark;
+}
+
 int storeHostWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
   StoreHostPart *h = p->pHost;
-  int rc;
+  int bWit = hostWitSame(h), rc;
   *ppConn = NULL;
   *ppSchema = NULL;
   if (h->bDqlite && sqlite3_get_autocommit(h->host)) {
@@ -555,9 +618,10 @@ int storeHostWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **
         "function in autocommit", p->zPath));
     return SQLITE_ERROR;
   }
+  h->bWit = 0;
   /* Before the savepoint: a layout check run inside it would see our own
   ** schema_version change. */
-  rc = hostRevalidate(p, 0, NULL, pzErr);
+  rc = bWit ? SQLITE_OK : hostRevalidate(p, 0, NULL, pzErr);
   /* The write is this connection's: it moves no version until it commits,
   ** and the host may yet roll it back. The next read validates again. */
   h->bStamp = 0;
@@ -569,7 +633,9 @@ int storeHostWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **
                                    sqlite3_errmsg(h->host)));
     return rc;
   }
-  rc = hostRevalidate(p, 1, NULL, pzErr);
+  /* With the witness the state is the one the last write left, inside the
+  ** same write transaction: the savepoint changed nothing. */
+  rc = bWit ? SQLITE_OK : hostRevalidate(p, 1, NULL, pzErr);
   if (rc != SQLITE_OK) {
     hostUndo(p);
     return rc;
@@ -585,8 +651,16 @@ int storeHostWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchem
   StoreConnImpl *pImpl = (StoreConnImpl *)pConn;
   StoreSig sig;
   int rc = SQLITE_OK;
-  if (bCommit) {
+  if (bCommit && pNewSchema == NULL && p->bKnown && h->pMark) {
+    /* No schema change: the mirrors the signature counts are as the
+    ** schema was known for (a change to them gives a new schema); only
+    ** the mark moved. */
+    sig = p->known;
+    rc = storeStepInt(h->pMark, &sig.iMark);
+  } else if (bCommit) {
     rc = storeReadSig(pImpl, &sig);
+  }
+  if (bCommit) {
     if (rc == SQLITE_OK && h->bNoSavepoint) {
       h->bNoSavepoint = 0;
       pConn->bInAutoStmt = 0;
@@ -617,6 +691,11 @@ int storeHostWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchem
   p->bKnown = 1;
   /* The layout check need not run again for our own schema changes... but
   ** a new attribute may create indexes; read the root pages again then. */
-  if (pNewSchema) h->iSchemaVersion = -1;
+  if (pNewSchema) {
+    h->iSchemaVersion = -1;
+  } else if (!sqlite3_get_autocommit(h->host) && hostWitRead(h, &h->wit) == SQLITE_OK) {
+    h->wit.iMark = sig.iMark;
+    h->bWit = 1;
+  }
   return SQLITE_OK;
 }
