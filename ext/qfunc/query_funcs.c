@@ -83,8 +83,10 @@ static const struct {
   /* a uuid's bytes in Java's UUID order (signed halves), for <, compare,
   ** min, max and :order */
   { "mentat_uuid_ord", 1, 1, qfUuidOrd, 0, 0 },
-  /* a tuple's encoding with its uuid elements flipped likewise */
+  /* a tuple's order key (uuids flipped likewise, keywords in Clojure's
+  ** order) followed by the tuple, and the tuple back from one */
   { "mentat_tuple_ord", 1, 1, qfTupleOrd, 0, 0 },
+  { "mentat_tuple_unord", 1, 1, qfTupleUnord, 0, 0 },
 };
 
 int qfRegister(sqlite3 *db) {

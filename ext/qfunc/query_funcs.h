@@ -119,6 +119,7 @@ void qfValsStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfValsFinal(sqlite3_context *pCtx);
 int qfCollateKw(void *pArg, int nx, const void *x, int ny, const void *y);
 void qfTupleOrd(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+void qfTupleUnord(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfUuidOrd(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 
 #endif /* MENTAT_QUERY_FUNCS_H */

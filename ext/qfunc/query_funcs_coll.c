@@ -188,44 +188,78 @@ void qfUuidOrd(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   sqlite3_result_blob(pCtx, a, 16, SQLITE_TRANSIENT);
 }
 
-/* Flips, in the tuple encoding z (value.h) copied to a, the sign bit of
-** each half of every uuid element, as qfUuidOrd does for one uuid: memcmp
-** of the results is Datomic's tuple order with Java's uuid order. 0 when z
-** is no well-formed encoding (a is then z unchanged). */
-static int qfTupleOrdKey(const unsigned char *z, int n, unsigned char *a) {
+/* Appends to pOut the order key of the tuple encoding z (value.h): the
+** encoding with each uuid element's halves sign-flipped (Java's UUID
+** order, as qfUuidOrd) and each keyword element rewritten so bytes order
+** it as Clojure's compare does (a marker 01 without a namespace, 02 with
+** one, then the namespace, 00 02, the name: no namespace first, then by
+** namespace, then by name). memcmp of keys is then Datomic's tuple order.
+** 0 when z is no well-formed encoding. */
+static int qfTupleKey(const unsigned char *z, int n, sqlite3_str *pOut) {
   int i = 0;
-  memcpy(a, z, (size_t)n);
   while (i < n) {
     unsigned char h = z[i++];
+    sqlite3_str_appendchar(pOut, 1, (char)h);
     switch (h) {
       case VTUP_END: return i == n;
       case VTUP_NIL: break;
-      case VTUP_BOOLEAN: i += 1; break;
-      case VTUP_INSTANT: case VTUP_LONG: case VTUP_DOUBLE: i += 8; break;
-      case VTUP_UUID:
+      case VTUP_BOOLEAN: case VTUP_INSTANT: case VTUP_LONG: case VTUP_DOUBLE: {
+        int w = h == VTUP_BOOLEAN ? 1 : 8;
+        if (i + w > n) return 0;
+        sqlite3_str_append(pOut, (const char *)z + i, w);
+        i += w;
+        break;
+      }
+      case VTUP_UUID: {
+        unsigned char a[16];
         if (i + 16 > n) return 0;
-        a[i] ^= 0x80;
-        a[i + 8] ^= 0x80;
+        memcpy(a, z + i, 16);
+        a[0] ^= 0x80;
+        a[8] ^= 0x80;
+        sqlite3_str_append(pOut, (const char *)a, 16);
         i += 16;
         break;
-      case VTUP_STRING: case VTUP_KEYWORD: case VTUP_BYTES:
-        while (i + 1 < n && !(z[i] == 0 && z[i + 1] == 1)) i += z[i] == 0 ? 2 : 1;
-        i += 2;
+      }
+      case VTUP_STRING: case VTUP_KEYWORD: case VTUP_BYTES: {
+        int j = i, iSlash = -1, iText = i;
+        while (j + 1 < n && !(z[j] == 0 && z[j + 1] == 1)) {
+          if (z[j] == '/' && iSlash < 0 && j > iText + (z[iText] == ':')) iSlash = j;
+          j += z[j] == 0 ? 2 : 1;
+        }
+        if (j + 1 >= n) return 0;
+        if (h == VTUP_KEYWORD) {
+          if (z[iText] == ':') iText++;
+          if (iSlash < 0) {
+            sqlite3_str_appendchar(pOut, 1, 1);
+            sqlite3_str_append(pOut, (const char *)z + iText, j - iText);
+          } else {
+            sqlite3_str_appendchar(pOut, 1, 2);
+            sqlite3_str_append(pOut, (const char *)z + iText, iSlash - iText);
+            sqlite3_str_append(pOut, "\0\2", 2);
+            sqlite3_str_append(pOut, (const char *)z + iSlash + 1, j - iSlash - 1);
+          }
+        } else {
+          sqlite3_str_append(pOut, (const char *)z + i, j - i);
+        }
+        sqlite3_str_append(pOut, "\0\1", 2);
+        i = j + 2;
         break;
+      }
       default: return 0;
     }
   }
   return 0;
 }
 
-/* mentat_tuple_ord(x): a tuple's encoding (a BLOB) with each uuid element
-** flipped as mentat_uuid_ord flips a uuid, so SQLite's BLOB order of the
-** results is Datomic's tuple order with Java's uuid order; its own inverse.
-** Any other value comes back as it is. */
+/* mentat_tuple_ord(x): for a tuple's encoding (a BLOB), its order key
+** (qfTupleKey) followed by the encoding itself, so SQLite's BLOB order of
+** the results is Datomic's tuple order with Java's uuid and Clojure's
+** keyword order, and mentat_tuple_unord gives the tuple back (min and max
+** of keys). Any other value comes back as it is. */
 void qfTupleOrd(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   const unsigned char *z;
-  unsigned char *a;
-  int n;
+  sqlite3_str *pOut;
+  int n, rc;
   (void)argc;
   if (sqlite3_value_type(argv[0]) != SQLITE_BLOB) {
     sqlite3_result_value(pCtx, argv[0]);
@@ -233,30 +267,68 @@ void qfTupleOrd(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   }
   z = sqlite3_value_blob(argv[0]);
   n = sqlite3_value_bytes(argv[0]);
-  a = sqlite3_malloc64((sqlite3_uint64)n + 1);
-  if (a == NULL) {
-    sqlite3_result_error_nomem(pCtx);
-    return;
-  }
-  if (n == 0 || !qfTupleOrdKey(z, n, a)) {
-    sqlite3_free(a);
+  pOut = sqlite3_str_new(NULL);
+  if (n == 0 || !qfTupleKey(z, n, pOut)) {
+    sqlite3_free(sqlite3_str_finish(pOut));
     sqlite3_result_value(pCtx, argv[0]);
     return;
   }
-  sqlite3_result_blob(pCtx, a, n, sqlite3_free);
+  sqlite3_str_append(pOut, (const char *)z, n);
+  rc = sqlite3_str_errcode(pOut);
+  n = sqlite3_str_length(pOut);
+  if (rc != SQLITE_OK) {
+    sqlite3_free(sqlite3_str_finish(pOut));
+    sqlite3_result_error_nomem(pCtx);
+    return;
+  }
+  sqlite3_result_blob(pCtx, sqlite3_str_finish(pOut), n, sqlite3_free);
 }
 
-/* Two tuple encodings in Datomic's order (qfTupleOrdKey); 2 when they do
-** not both parse, or out of memory (the caller falls back to memcmp). */
+/* mentat_tuple_unord(k): the tuple whose mentat_tuple_ord key k is (the
+** part after the key's end); any other value as it is. */
+void qfTupleUnord(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  const unsigned char *z;
+  int n, i = 0;
+  (void)argc;
+  if (sqlite3_value_type(argv[0]) != SQLITE_BLOB) {
+    sqlite3_result_value(pCtx, argv[0]);
+    return;
+  }
+  z = sqlite3_value_blob(argv[0]);
+  n = sqlite3_value_bytes(argv[0]);
+  /* the key's elements: a header, then fixed bytes or text ended by 00 01 */
+  while (i < n && z[i] != VTUP_END) {
+    unsigned char h = z[i++];
+    if (h == VTUP_BOOLEAN) i += 1;
+    else if (h == VTUP_INSTANT || h == VTUP_LONG || h == VTUP_DOUBLE) i += 8;
+    else if (h == VTUP_UUID) i += 16;
+    else if (h == VTUP_STRING || h == VTUP_KEYWORD || h == VTUP_BYTES) {
+      while (i + 1 < n && !(z[i] == 0 && z[i + 1] == 1)) i += z[i] == 0 ? 2 : 1;
+      i += 2;
+    } else if (h != VTUP_NIL) break;
+  }
+  if (i >= n - 1 || z[i] != VTUP_END) {
+    sqlite3_result_value(pCtx, argv[0]);
+    return;
+  }
+  sqlite3_result_blob(pCtx, z + i + 1, n - i - 1, SQLITE_TRANSIENT);
+}
+
+/* Two tuple encodings in Datomic's order (their qfTupleKey keys); 2 when
+** they do not both parse, or out of memory (the caller falls back to
+** memcmp). */
 static int qfTupleCmp(const unsigned char *x, int nx, const unsigned char *y, int ny) {
-  unsigned char *a = sqlite3_malloc64((sqlite3_uint64)nx + (sqlite3_uint64)ny + 2);
+  sqlite3_str *pX = sqlite3_str_new(NULL), *pY = sqlite3_str_new(NULL);
   int c = 2;
-  if (a && qfTupleOrdKey(x, nx, a) && qfTupleOrdKey(y, ny, a + nx + 1)) {
-    c = memcmp(a, a + nx + 1, (size_t)(nx < ny ? nx : ny));
-    if (c == 0) c = nx - ny;
+  if (qfTupleKey(x, nx, pX) && qfTupleKey(y, ny, pY) && sqlite3_str_errcode(pX) == SQLITE_OK
+      && sqlite3_str_errcode(pY) == SQLITE_OK) {
+    int n = sqlite3_str_length(pX), m = sqlite3_str_length(pY);
+    c = memcmp(sqlite3_str_value(pX), sqlite3_str_value(pY), (size_t)(n < m ? n : m));
+    if (c == 0) c = n - m;
     c = c < 0 ? -1 : c > 0;
   }
-  sqlite3_free(a);
+  sqlite3_free(sqlite3_str_finish(pX));
+  sqlite3_free(sqlite3_str_finish(pY));
   return c;
 }
 

@@ -261,14 +261,15 @@ static int qcaAggExpr(QComp *pC, QCtx *pX, const QFindElem *pE, int k, const QVa
       ** unknown type must share a comparison class (mentat_one_class). */
       if (zPlace) sqlite3_str_appendf(pOuter, "coalesce(mentat_one_class(t%d, %s), ", k, zPlace);
       if (vt == VT_UUID || vt == VT_TUPLE) {
-        /* uuids (alone or in tuples) by Java's UUID order: the flip is its
-        ** own inverse */
-        const char *zF = vt == VT_UUID ? "mentat_uuid_ord" : "mentat_tuple_ord";
-        sqlite3_str_appendf(pOuter, "%s(%s(%s(v%d)))", zF, pAgg->zSql, zF, k);
+        /* uuids (alone or in tuples) by Java's UUID order, keywords in
+        ** tuples by Clojure's: by the key, the value back from it */
+        sqlite3_str_appendf(pOuter, "%s(%s(%s(v%d)))", vt == VT_UUID ? "mentat_uuid_ord"
+                            : "mentat_tuple_unord", pAgg->zSql, vt == VT_UUID ? "mentat_uuid_ord"
+                            : "mentat_tuple_ord", k);
       } else if (vt == VT_NONE) {
         /* one class per group (mentat_one_class): its tags say uuid or tuple */
         sqlite3_str_appendf(pOuter, "(CASE min(t%d) WHEN %d THEN mentat_uuid_ord(%s(mentat_uuid_ord(v%d)))"
-                            " WHEN %d THEN mentat_tuple_ord(%s(mentat_tuple_ord(v%d))) ELSE %s(v%d%s) END)",
+                            " WHEN %d THEN mentat_tuple_unord(%s(mentat_tuple_ord(v%d))) ELSE %s(v%d%s) END)",
                             k, TAG_UUID, pAgg->zSql, k, TAG_TUPLE, pAgg->zSql, k, pAgg->zSql, k,
                             qcKwCollate(vt));
       } else {

@@ -42,18 +42,19 @@ static char *qcpCompareTuples(QCtx *pX, const EdnValue *pA, const EdnValue *pB, 
   const EdnValue *pLit = vtA == VT_TUPLE ? pB : pA;
   ValueType vtOther = vtA == VT_TUPLE ? vtB : vtA;
   const char *zTagOther = vtA == VT_TUPLE ? zTagB : zTagA;
-  /* an ordering compares the encodings with their uuid elements flipped
-  ** (Java's UUID order, mentat_tuple_ord); equality needs no flip */
+  /* an ordering compares the tuples' keys (mentat_tuple_ord: Java's uuid
+  ** order, Clojure's keyword order); equality needs no key */
   const char *zOrd = zOp[0] == '<' || zOp[0] == '>' ? "mentat_tuple_ord" : "";
   int i;
   for (i = 0; i < 2; i++) {
-    /* a literal without uuids orders against any tuple before a uuid's
-    ** payload decides (the headers or its end differ there first): the
-    ** plain comparison then, which an index range serves */
+    /* a literal without uuids or keywords orders against any tuple before
+    ** such a payload decides (the headers or its end differ there first):
+    ** the plain comparison then, which an index range serves */
     const EdnValue *p = i ? pB : pA;
     int j;
     if (p->type != EDN_VECTOR) continue;
-    for (j = 0; j < p->u.c.n && p->u.c.a[j]->type != EDN_UUID; j++) {}
+    for (j = 0; j < p->u.c.n && p->u.c.a[j]->type != EDN_UUID && p->u.c.a[j]->type != EDN_KEYWORD;
+         j++) {}
     if (j == p->u.c.n) zOrd = "";
   }
   if (vtOther == VT_TUPLE) return sqlite3_mprintf("(%s(%s) %s %s(%s))", zOrd, zA, zOp, zOrd, zB);

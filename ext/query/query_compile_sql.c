@@ -119,9 +119,10 @@ const char *qcKwCollate(ValueType vt) {
 
 /* zExpr as a key that orders as Clojure's compare where it is a uuid
 ** (Java's UUID.compareTo: signed halves, mentat_uuid_ord) or a tuple that
-** may hold uuids (mentat_tuple_ord flips each uuid element alike): for a
-** uuid or tuple column, and for one of unknown type whose tag (zTag) says
-** so; zExpr itself otherwise. Both flips are their own inverse. A new
+** may hold uuids or keywords (mentat_tuple_ord's key: uuids flipped alike,
+** keywords in Clojure's order): for a uuid or tuple column, and for one of
+** unknown type whose tag (zTag) says so; zExpr itself otherwise. The uuid
+** flip is its own inverse, mentat_tuple_unord undoes the tuple key. A new
 ** string (NULL when out of memory). */
 char *qcUuidOrd(const char *zExpr, ValueType vt, const char *zTag) {
   if (vt == VT_UUID) return sqlite3_mprintf("mentat_uuid_ord(%s)", zExpr);
