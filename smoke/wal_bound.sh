@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# smoke/wal_bound.sh — the WAL bound (SPEC §3, README "Settings": MENTAT_WAL_RESTART_BYTES)
+# smoke/wal_bound.sh — the WAL bound (SPEC §3, README "Limits and settings": MENTAT_WAL_RESTART_BYTES)
 # holds with writers in several processes: bench/soak.py's 4 processes x 4 threads of reads,
 # edn_t and :db/cas for 8 s with a 16 MiB bound. The RESTART checkpoint must win the write
 # lock that the other processes' writers take back between commits (store_context.c's short

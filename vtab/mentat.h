@@ -1,7 +1,10 @@
 /*
 ** mentat.h — the extension's SQL surface as seen from C: registration of
-** edn_t, edn_q (scalar and table), edn_pull and mentat_version on a host
+** edn_t, edn_q (scalar and table), edn_pull, edn_datoms, edn_log, the
+** edn_view module and mentat_version on a host
 ** connection (entry.c; the unit tests call it directly).
+** Takes in a host connection; gives out the registered functions and
+** tables; calls every stage below (the vtab stage is the last).
 */
 #ifndef MENTAT_MENTAT_H
 #define MENTAT_MENTAT_H
