@@ -307,6 +307,189 @@ START_TEST(test_rerun_turns) {
 }
 END_TEST
 
+/* ---- the edn_datoms table: the cursor keeps a finished run's call (store,
+** reader, schema; vtab/datoms_cursor.c dcurBeginKept) for the next run of
+** the same db_path and opts text. ?1 the path, ?2 the attribute (c1 of
+** :aevt), ?3 the opts; pD2 takes no opts (a NULL argument would be an
+** empty result, not "no opts"). */
+typedef struct TDatoms { sqlite3_stmt *pD2, *pD3; } TDatoms;
+
+static TDatoms tPrepareDatoms(sqlite3 *db) {
+  TDatoms t = {NULL, NULL};
+  ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT v FROM edn_datoms(?1, ':aevt', ?2) ORDER BY 1",
+                                      -1, &t.pD2, NULL), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT v FROM edn_datoms(?1, ':aevt', ?2, ?3) ORDER BY 1",
+                                      -1, &t.pD3, NULL), SQLITE_OK);
+  return t;
+}
+
+static void tFinalizeDatoms(TDatoms *t) {
+  sqlite3_finalize(t->pD2);
+  sqlite3_finalize(t->pD3);
+}
+
+#define EXPECT_DATOMS(t, path, attr, opts, want) \
+  EXPECT_ROWS((opts) ? (t).pD3 : (t).pD2, (path), (attr), (opts), (want))
+
+/* Another connection's commits between two runs: a new name, then a plain
+** connection renaming :p/nick to :p/alias (moving the tx mark as any writer
+** does): a run that kept the schema it resolved :p/nick on would still
+** give "z". */
+START_TEST(test_rerun_datoms_foreign_commit) {
+  sqlite3 *db = tuOpenHost(), *db2 = tuOpenHost(), *raw = NULL;
+  char *zPath = tStore(db, "rerund1.db");
+  TDatoms t = tPrepareDatoms(db);
+  EXPECT_DATOMS(t, zPath, ":p/name", NULL, "x,y");
+  EXPECT_DATOMS(t, zPath, ":p/name", NULL, "x,y");
+  tTx(db2, zPath, "[{:p/name \"w\"}]", "268435459");
+  EXPECT_DATOMS(t, zPath, ":p/name", NULL, "w,x,y");
+  EXPECT_DATOMS(t, zPath, ":p/nick", NULL, "z");
+  EXPECT_DATOMS(t, zPath, ":p/nick", NULL, "z");
+  ck_assert_int_eq(sqlite3_open(zPath, &raw), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_exec(raw, "BEGIN; UPDATE idents SET v = ':p/alias' WHERE v = ':p/nick';"
+                                     " UPDATE known_parts SET idx = idx + 1"
+                                     " WHERE part = ':db.part/tx'; COMMIT", NULL, NULL, NULL),
+                   SQLITE_OK);
+  sqlite3_close(raw);
+  EXPECT_DATOMS(t, zPath, ":p/nick", NULL, "ERROR: edn_datoms: c1 (a of :aevt): unknown attribute :p/nick");
+  EXPECT_DATOMS(t, zPath, ":p/alias", NULL, "z");
+  EXPECT_DATOMS(t, zPath, ":p/alias", NULL, "z");
+  tFinalizeDatoms(&t);
+  sqlite3_close(db2);
+  sqlite3_close(db);
+  free(zPath);
+}
+END_TEST
+
+/* A schema change made through another host connection of this process:
+** the attribute is unknown (an error, as d/datoms throws), then installed
+** (no datoms), then has a datom; and one written on this connection. */
+START_TEST(test_rerun_datoms_schema_change) {
+  sqlite3 *db = tuOpenHost(), *db2 = tuOpenHost();
+  char *zPath = tStore(db, "rerund2.db");
+  TDatoms t = tPrepareDatoms(db);
+  EXPECT_DATOMS(t, zPath, ":p/name", NULL, "x,y");
+  EXPECT_DATOMS(t, zPath, ":p/email", NULL, "ERROR: edn_datoms: c1 (a of :aevt): unknown attribute :p/email");
+  EXPECT_DATOMS(t, zPath, ":p/name", NULL, "x,y");
+  tTx(db2, zPath, "[{:db/ident :p/email :db/valueType :db.type/string"
+                  " :db/cardinality :db.cardinality/one}]", "268435459");
+  EXPECT_DATOMS(t, zPath, ":p/email", NULL, "");
+  tTx(db2, zPath, "[{:p/email \"a@b\"}]", "268435460");
+  EXPECT_DATOMS(t, zPath, ":p/email", NULL, "a@b");
+  tTx(db, zPath, "[{:p/email \"c@d\"}]", "268435461");
+  EXPECT_DATOMS(t, zPath, ":p/email", NULL, "a@b,c@d");
+  tFinalizeDatoms(&t);
+  sqlite3_close(db2);
+  sqlite3_close(db);
+  free(zPath);
+}
+END_TEST
+
+/* The replaced-file rule between two runs (as test_rerun_replaced_file):
+** the old store only within MENTAT_PATH_CHECK_MS, a write checks at once,
+** a deleted store made anew by a write is read after it. */
+START_TEST(test_rerun_datoms_replaced_file) {
+  sqlite3 *db = tuOpenHost();
+  char *zPath = tStore(db, "rerund3.db");
+  char *zNew = strdup(tuTempPath("rerund3.db.new"));
+  char *zOther = strdup(tuTempPath("rerund3.db.other"));
+  TDatoms t = tPrepareDatoms(db);
+  int nOld = configSetPathCheckMs(60000);
+  tTx(db, zNew, zSchema, "268435457");
+  tTx(db, zNew, "[{:p/name \"q\"}]", "268435458");
+  tTx(db, zOther, zSchema, "268435457");
+  tTx(db, zOther, "[{:p/name \"o\"}]", "268435458");
+  storeCacheClear();
+  EXPECT_DATOMS(t, zPath, ":p/name", NULL, "x,y");
+  EXPECT_DATOMS(t, zPath, ":p/name", NULL, "x,y");
+  tCheckpoint(zPath);
+  ck_assert_int_eq(rename(zNew, zPath), 0);
+  EXPECT_DATOMS(t, zPath, ":p/name", NULL, "x,y");        /* within the bound */
+  tTx(db, zPath, "[{:p/name \"w\"}]", "268435459");
+  EXPECT_DATOMS(t, zPath, ":p/name", NULL, "q,w");
+  EXPECT_DATOMS(t, zPath, ":p/name", NULL, "q,w");
+  configSetPathCheckMs(10);
+  EXPECT_DATOMS(t, zPath, ":p/name", NULL, "q,w");
+  tCheckpoint(zPath);
+  ck_assert_int_eq(rename(zOther, zPath), 0);
+  usleep(30 * 1000);
+  EXPECT_DATOMS(t, zPath, ":p/name", NULL, "o");
+  EXPECT_DATOMS(t, zPath, ":p/name", NULL, "o");
+  configSetPathCheckMs(60000);
+  tCheckpoint(zPath);
+  tRemoveStore(zPath);
+  EXPECT_DATOMS(t, zPath, ":p/name", NULL, "o");          /* within the bound */
+  tTx(db, zPath, zSchema, "268435457");
+  tTx(db, zPath, "[{:p/name \"n\"}]", "268435458");
+  EXPECT_DATOMS(t, zPath, ":p/name", NULL, "n");
+  EXPECT_DATOMS(t, zPath, ":p/name", NULL, "n");
+  tFinalizeDatoms(&t);
+  configSetPathCheckMs(nOld);
+  sqlite3_close(db);
+  free(zOther);
+  free(zNew);
+  free(zPath);
+}
+END_TEST
+
+/* Opts and argument shapes changing between runs of one statement: asOf
+** the schema tx (no names) and the data tx, since, history with a
+** retraction, none again; another attribute; a second store; a point
+** lookup (e and a of a cardinality-one attribute: one row, the end
+** without a second step) resumed for another entity. */
+START_TEST(test_rerun_datoms_opts) {
+  sqlite3 *db = tuOpenHost();
+  char *zPath = tStore(db, "rerund4.db");
+  char *zPath2 = strdup(tuTempPath("rerund4b.db"));
+  TDatoms t = tPrepareDatoms(db);
+  sqlite3_stmt *pE = NULL;
+  char *zX = tuQuery(db, "SELECT e FROM edn_datoms(?1, ':aevt', ':p/name') WHERE v = 'x'", zPath, NULL);
+  char *zY = tuQuery(db, "SELECT e FROM edn_datoms(?1, ':aevt', ':p/name') WHERE v = 'y'", zPath, NULL);
+  char zTx[128];
+  EXPECT_DATOMS(t, zPath, ":p/name", "{\"asOf\":268435457}", "");
+  EXPECT_DATOMS(t, zPath, ":p/name", "{\"asOf\":268435458}", "x,y");
+  EXPECT_DATOMS(t, zPath, ":p/name", "{\"asOf\":268435458}", "x,y");
+  EXPECT_DATOMS(t, zPath, ":p/name", "{\"since\":268435458}", "");
+  EXPECT_DATOMS(t, zPath, ":p/name", "{\"since\":268435457}", "x,y");
+  EXPECT_DATOMS(t, zPath, ":p/name", NULL, "x,y");
+  /* y renamed v: the history holds y twice (asserted, retracted) and v */
+  snprintf(zTx, sizeof zTx, "[[:db/add %s :p/name \"v\"]]", zY);
+  tTx(db, zPath, zTx, "268435459");
+  EXPECT_DATOMS(t, zPath, ":p/name", NULL, "v,x");
+  EXPECT_DATOMS(t, zPath, ":p/name", "{\"history\":true}", "v,x,y,y");
+  EXPECT_DATOMS(t, zPath, ":p/name", "{\"history\":true}", "v,x,y,y");
+  EXPECT_DATOMS(t, zPath, ":p/name", "{\"asOf\":268435458}", "x,y");
+  EXPECT_DATOMS(t, zPath, ":p/name", NULL, "v,x");
+  EXPECT_DATOMS(t, zPath, ":p/age", NULL, "1,2");
+  EXPECT_DATOMS(t, zPath, ":p/name", "{\"bogus\":1}",
+                "ERROR: edn_datoms: unknown option \"bogus\"");
+  EXPECT_DATOMS(t, zPath, ":p/name", NULL, "v,x");
+  tTx(db, zPath2, zSchema, "268435457");
+  tTx(db, zPath2, "[{:p/name \"b\"}]", "268435458");
+  for (int k = 0; k < 2; k++) {
+    EXPECT_DATOMS(t, zPath2, ":p/name", NULL, "b");
+    EXPECT_DATOMS(t, zPath, ":p/name", NULL, "v,x");
+  }
+  ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT v FROM edn_datoms(?1, ':eavt', ?2, ':p/age')", -1,
+                                      &pE, NULL), SQLITE_OK);
+  for (int k = 0; k < 2; k++) {
+    EXPECT_ROWS(pE, zPath, zX, NULL, "1");
+    EXPECT_ROWS(pE, zPath, zY, NULL, "2");
+  }
+  snprintf(zTx, sizeof zTx, "[[:db/add %s :p/age 5]]", zY);
+  tTx(db, zPath, zTx, "268435460");
+  EXPECT_ROWS(pE, zPath, zY, NULL, "5");
+  EXPECT_ROWS(pE, zPath, zX, NULL, "1");
+  free(zY);
+  free(zX);
+  sqlite3_finalize(pE);
+  tFinalizeDatoms(&t);
+  sqlite3_close(db);
+  free(zPath2);
+  free(zPath);
+}
+END_TEST
+
 /* Every test runs with the path check's bound at a minute (unless it sets
 ** its own), so each second run surely resumes the kept run instead of
 ** depending on how fast the machine is. */
@@ -325,6 +508,10 @@ static Suite *rerunSuite(void) {
   tcase_add_test(tc, test_rerun_replaced_file);
   tcase_add_test(tc, test_rerun_opts);
   tcase_add_test(tc, test_rerun_turns);
+  tcase_add_test(tc, test_rerun_datoms_foreign_commit);
+  tcase_add_test(tc, test_rerun_datoms_schema_change);
+  tcase_add_test(tc, test_rerun_datoms_replaced_file);
+  tcase_add_test(tc, test_rerun_datoms_opts);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -127,23 +127,114 @@ int dcurBegin(DCursor *p, sqlite3 *host, sqlite3_value *pPath, sqlite3_value *pO
   return rc;
 }
 
+/* True when path and opts are the texts of the parked call's key. */
+static int dcurParkedSame(const DCursor *p, const char *zPath, int nPath, int eOpts,
+                          const char *zOpts, int nOpts) {
+  if (nPath != p->nParkPath || eOpts != p->eParkOpts || memcmp(zPath, p->aParkKey, (size_t)nPath)) {
+    return 0;
+  }
+  return eOpts == SQLITE_NULL
+         || (nOpts == p->nParkOpts && memcmp(zOpts, p->aParkKey + nPath + 1, (size_t)nOpts) == 0);
+}
+
+/* Remembers path and opts as the key of the call just begun (nParkPath 0
+** when they cannot be kept, or memory ran out: the call is then not
+** parked). */
+static void dcurParkKey(DCursor *p, const char *zPath, int nPath, int eOpts, const char *zOpts,
+                       int nOpts) {
+  size_t nNeed = (size_t)nPath + (size_t)nOpts + 2;
+  p->nParkPath = 0;
+  if (nNeed > p->nParkKeyAlloc) {
+    char *aNew = sqlite3_realloc64(p->aParkKey, nNeed);
+    if (aNew == NULL) return;
+    p->aParkKey = aNew;
+    p->nParkKeyAlloc = nNeed;
+  }
+  memcpy(p->aParkKey, zPath, (size_t)nPath);
+  p->aParkKey[nPath] = 0;
+  if (nOpts > 0) memcpy(p->aParkKey + nPath + 1, zOpts, (size_t)nOpts);
+  p->aParkKey[nPath + 1 + nOpts] = 0;
+  p->eParkOpts = eOpts;
+  p->nParkOpts = nOpts;
+  p->nParkPath = nPath;
+}
+
+/* A TEXT argument's bytes for the key, as they are: the byte count first
+** (it makes the text UTF-8), then the bytes without the terminator that
+** sqlite3_value_text() would add by copying a host's unterminated text. */
+static int dcurKeyText(sqlite3_value *pVal, const char **pz, int *pn) {
+  *pn = sqlite3_value_bytes(pVal);
+  *pz = *pn > 0 ? (const char *)sqlite3_value_blob(pVal) : "";
+  return *pz ? SQLITE_OK : SQLITE_NOMEM;
+}
+
+int dcurBeginKept(DCursor *p, sqlite3 *host, sqlite3_value *pPath, sqlite3_value *pOpts,
+                  char **pzErr) {
+  const char *zPath = NULL, *zOpts = NULL;
+  int nPath = 0, nOpts = 0, rc = SQLITE_OK;
+  int eOpts = pOpts ? sqlite3_value_type(pOpts) : SQLITE_NULL;
+  /* Only text keys: a number or blob as db_path or opts takes the full
+  ** opening, whose conversions and errors stay where they are. */
+  int bText = sqlite3_value_type(pPath) == SQLITE_TEXT
+              && (eOpts == SQLITE_NULL || eOpts == SQLITE_TEXT);
+  if (bText) rc = dcurKeyText(pPath, &zPath, &nPath);
+  if (rc == SQLITE_OK && bText && eOpts == SQLITE_TEXT) rc = dcurKeyText(pOpts, &zOpts, &nOpts);
+  if (rc != SQLITE_OK) return rc;
+  if (p->bParked) {
+    if (bText && nPath > 0 && dcurParkedSame(p, zPath, nPath, eOpts, zOpts, nOpts)) {
+      /* the key's copy of the path: NUL-terminated, as vcallResume asks */
+      rc = vcallResume(&p->call, host, p->aParkKey, nPath, pzErr);
+      if (rc == SQLITE_OK) {
+        p->bParked = 0;
+        p->bLive = 1;
+        return SQLITE_OK;
+      }
+      if (rc != SQLITE_NOTFOUND) {
+        dcurRelease(p);
+        return rc;
+      }
+    }
+    dcurRelease(p);
+  }
+  p->nParkPath = 0;
+  rc = dcurBegin(p, host, pPath, pOpts, pzErr);
+  if (rc == SQLITE_OK && bText && nPath > 0) dcurParkKey(p, zPath, nPath, eOpts, zOpts, nOpts);
+  return rc;
+}
+
 static int dcurLetGo(StoreHold *pHold, ConfigBudget *pBudget);
 
 /* Clears a cursor for a new use but for the opts' arena buffer (qOptsInit
-** needs no zeroes in it) and the buffers it keeps (aArgBuf, aRow). */
+** needs no zeroes in it), the buffers it keeps (aArgBuf, aRow, aParkKey)
+** and a parked call with its opts (bParked). */
 static void dcurInit(DCursor *p, const char *zFunc, int bLog) {
-  char *aArgBuf = p->aArgBuf;
-  size_t nArgBuf = p->nArgBuf;
+  char *aArgBuf = p->aArgBuf, *aParkKey = p->aParkKey;
+  size_t nArgBuf = p->nArgBuf, nParkKeyAlloc = p->nParkKeyAlloc;
   DCurRow *aRow = p->aRow;
-  int nRowAlloc = p->nRowAlloc;
+  int nRowAlloc = p->nRowAlloc, bParked = p->bParked;
+  int eParkOpts = p->eParkOpts, nParkPath = p->nParkPath, nParkOpts = p->nParkOpts;
+  VCall call = p->call;
   memset(p, 0, offsetof(DCursor, opts));
-  qOptsInit(&p->opts);
+  if (bParked) {
+    p->call = call;
+    p->bParked = 1;
+  } else {
+    qOptsInit(&p->opts);
+  }
   p->aArgBuf = aArgBuf;
   p->nArgBuf = nArgBuf;
   p->aRow = aRow;
   p->nRowAlloc = nRowAlloc;
+  p->aParkKey = aParkKey;
+  p->nParkKeyAlloc = nParkKeyAlloc;
+  p->eParkOpts = eParkOpts;
+  p->nParkPath = nParkPath;
+  p->nParkOpts = nParkOpts;
   p->zFunc = zFunc;
   p->bLog = bLog;
+  /* edn_datoms keeps its call between runs; edn_log's cursor also holds
+  ** its instant statement and is opened once per tx range, not kept. */
+  p->bKeep = !bLog;
   p->bEof = 1;
   p->hold.xRelease = dcurLetGo;
   atomic_init(&p->lock, 0);
@@ -160,6 +251,9 @@ int dcurOpen(DCursor **ppSpare, const char *zFunc, int bLog, sqlite3_vtab_cursor
     p->nArgBuf = 0;
     p->aRow = NULL;
     p->nRowAlloc = 0;
+    p->aParkKey = NULL;
+    p->nParkKeyAlloc = 0;
+    p->bParked = 0;
   }
   dcurInit(p, zFunc, bLog);
   *ppCur = &p->base;
@@ -167,8 +261,8 @@ int dcurOpen(DCursor **ppSpare, const char *zFunc, int bLog, sqlite3_vtab_cursor
 }
 
 void dcurClose(DCursor **ppSpare, DCursor *p) {
-  dcurRelease(p);
   if (*ppSpare == NULL) {
+    dcurReleaseKeep(p);
     *ppSpare = p;
     return;
   }
@@ -330,7 +424,13 @@ static int dcurLetGo(StoreHold *pHold, ConfigBudget *pBudget) {
 static void dcurDropStmt(DCursor *p);
 static int dcurStepDone(DCursor *p, int rc, const char *zErr);
 
-void dcurRelease(DCursor *p) {
+/* dcurRelease, dcurReleaseKeep: bPark keeps a keeping cursor's call. */
+static void dcurEnd(DCursor *p, int bPark) {
+  if (p->bParked && !bPark) {
+    p->bParked = 0;
+    vcallEnd(&p->call);
+    qOptsReset(&p->opts);
+  }
   /* xFilter releases first: a cursor that holds nothing costs nothing */
   if (!p->bLive) return;
   p->bLive = 0;
@@ -347,8 +447,22 @@ void dcurRelease(DCursor *p) {
   dcurDropStmt(p);
   p->bOne = 0;
   p->zIdentA = NULL;
+  /* Only a call dcurBeginKept remembered (its key) is parked: nothing
+  ** runs on the reader now (the statement is reset). */
+  if (bPark && p->bKeep && p->nParkPath > 0 && vcallPark(&p->call)) {
+    p->bParked = 1;
+    return;
+  }
   vcallEnd(&p->call);
   qOptsReset(&p->opts);
+}
+
+void dcurRelease(DCursor *p) {
+  dcurEnd(p, 0);
+}
+
+void dcurReleaseKeep(DCursor *p) {
+  dcurEnd(p, 1);
 }
 
 void dcurFree(DCursor *p) {
@@ -359,6 +473,10 @@ void dcurFree(DCursor *p) {
   sqlite3_free(p->aArgBuf);
   p->aArgBuf = NULL;
   p->nArgBuf = 0;
+  sqlite3_free(p->aParkKey);
+  p->aParkKey = NULL;
+  p->nParkKeyAlloc = 0;
+  p->nParkPath = 0;
 }
 
 /* Gives back the statement only (reset, or finalized when private). */
@@ -490,7 +608,7 @@ static int dcurStepDone(DCursor *p, int rc, const char *zErr) {
   }
   p->bEof = 1;
   if (rc == SQLITE_DONE) {
-    dcurRelease(p);
+    dcurReleaseKeep(p);
     return SQLITE_OK;
   }
   {

@@ -95,6 +95,18 @@ typedef struct DCursor {
   int bStmtGone;                /* every row left is in aRow: pStmt reset, snapshot let go */
   int rcSpill;                  /* an error the statement gave while rows were set aside, */
   char *zSpillErr;              /* reported after those rows */
+  /* A keeping cursor (bKeep: edn_datoms) parks its call at the end of a run
+  ** of a file store (bParked: store, reader and schema kept, vcallPark;
+  ** opts kept), for the next run with the same db_path and opts text
+  ** (aParkKey: the path, NUL, the opts, NUL; eParkOpts SQLITE_NULL when
+  ** none), which resumes it (vcallResume) instead of opening a call.
+  ** dcurInit keeps these. */
+  int bKeep;
+  int bParked;
+  int eParkOpts;
+  int nParkPath, nParkOpts;
+  char *aParkKey;
+  size_t nParkKeyAlloc;
   QueryOpts opts;               /* last: its arena's buffer is not cleared by dcurInit */
 } DCursor;
 
@@ -128,6 +140,12 @@ void dcurArgResult(DCursor *p, int i, sqlite3_context *pCtx);
 ** ("unknown option \"inputs\" (takes asOf, since, history)"). Errors in
 ** *pzErr without the function's prefix. */
 int dcurBegin(DCursor *p, sqlite3 *host, sqlite3_value *pPath, sqlite3_value *pOpts, char **pzErr);
+/* dcurBegin for a keeping cursor: a parked call of the same db_path and
+** opts text is resumed (vcallResume; its first step is checked as any
+** lazy read's), another is ended first; a call begun anew is remembered
+** for parking at the end of its run. */
+int dcurBeginKept(DCursor *p, sqlite3 *host, sqlite3_value *pPath, sqlite3_value *pOpts,
+                  char **pzErr);
 
 /* Starts zSql (n bytes) on the call's reader: a statement from the
 ** connection's cache (or a private one), returned in *ppStmt for the
@@ -158,9 +176,12 @@ int dcurStepFirst(DCursor *p, int *pbRedo);
 ** should try again. */
 int dcurRecheck(DCursor *p, int *pbRedo, char **pzErr);
 
-/* Gives back the hold, the rows set aside, the statement and the call.
-** Idempotent. */
+/* Gives back the hold, the rows set aside, the statement and the call
+** (a parked one too). Idempotent. */
 void dcurRelease(DCursor *p);
+/* As dcurRelease, but a keeping cursor's call on a file store is parked
+** for the next run (dcurBeginKept) rather than ended. */
+void dcurReleaseKeep(DCursor *p);
 
 /* Frees the echoed arguments too (xClose). */
 void dcurFree(DCursor *p);

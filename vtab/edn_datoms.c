@@ -643,7 +643,7 @@ static int eddFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, i
   sqlite3_int64 aArena[128];       /* the components' EDN: no allocation for small ones */
   int i, j = 0, rc;
   (void)idxStr;
-  dcurRelease(pCur);
+  dcurReleaseKeep(pCur);
   pCur->bEof = 1;
   pCur->iRowid = 0;
   if ((idxNum & EDND_REQUIRED) != EDND_REQUIRED) {
@@ -776,7 +776,7 @@ static int eddRun(DCursor *pCur, EddCall *p, sqlite3_value *pDb, sqlite3_value *
                   sqlite3 *host, char **pzErr) {
   sqlite3_int64 iLimit = p->iLimit;
   int rc, bRedo = 0, nTry;
-  rc = dcurBegin(pCur, host, pDb, pOpts, pzErr);
+  rc = dcurBeginKept(pCur, host, pDb, pOpts, pzErr);
   if (rc != SQLITE_OK) return rc;
   p->bHistory = pCur->opts.bHistory;
   p->bAsOf = pCur->opts.bAsOf;
