@@ -8,7 +8,10 @@
 ** change made by another connection and by this process, a file moved over
 ** the store's path (the replaced-file rule: ../shared/SPEC.md §4, README
 ** "Limits and settings" MENTAT_PATH_CHECK_MS), new opts of the same or
-** another shape, another query between two runs, a with-span.
+** another shape, another query between two runs, a with-span. The
+** edn_datoms table keeps its finished run's call the same way
+** (vtab/datoms_cursor.c dcurBeginKept): test_rerun_datoms_* make the same
+** changes between two of its runs.
 **
 ** Expected answers are worked out by hand from the data each test writes.
 */
