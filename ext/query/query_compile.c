@@ -180,6 +180,22 @@ static int qcdColumnLimit(QComp *pC, int nCol, int iFind) {
   return 1;
 }
 
+/* The finished statement zSql (NULL: out of memory) against what SQLite's
+** parser may be given (qcExpandedText): SQLite copies a CTE into every
+** place that names it, and its prepare does not poll the interrupt. */
+static void qcdParseBudget(QComp *pC, const char *zSql) {
+  sqlite3_int64 nParse = zSql ? qcExpandedText(zSql, QC_EXPAND_CAP) : -1;
+  if (nParse < 0) {
+    qcNoMem(pC);
+  } else if (nParse > QC_EXPAND_CAP) {
+    qcErr(pC, NULL, "the query's rules expand to more than %lld bytes of SQL inside SQLite, "
+          "the most the compiler gives its parser: SQLite copies a rule computed once as a "
+          "common table expression into every place that names it, so rules with several "
+          "definitions that each call the next double the copies at every level",
+          QC_EXPAND_CAP);
+  }
+}
+
 /* The query's :order as " ORDER BY ...": uuids (alone, in tuples, of
 ** unknown type) by Java's UUID order (qcUuidOrd), keywords by Clojure's. */
 static void qcdOrderBy(QComp *pC, QCtx *pX, sqlite3_str *pSql) {
@@ -303,7 +319,7 @@ cleanup:
   sqlite3_free(zBody);
   if (pC->rc == SQLITE_OK) {
     pPlan->zSql = sqlite3_str_finish(pSql);
-    if (pPlan->zSql == NULL) qcNoMem(pC);
+    qcdParseBudget(pC, pPlan->zSql);
   } else {
     sqlite3_free(sqlite3_str_finish(pSql));
   }

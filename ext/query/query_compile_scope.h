@@ -287,6 +287,19 @@ int qcCompoundLimit(QComp *pC, const EdnValue *pAt, int nSelect, const char *zFm
 ** limit compiles in time linear in it. 1 with the error set, else 0. */
 int qcTextBudget(QComp *pC, sqlite3_int64 n);
 #define QC_TEXT_CAP ((sqlite3_int64)16 << 20)
+/* The text SQLite parses for statement zSql: SQLite copies a common table
+** expression's SELECT into every place that names it while it parses, so
+** a CTE named twice by the next, level after level (rules the compiler
+** shares as CTEs, each definition calling the next rule), doubles the
+** parse at every level although zSql stays linear. Counts each top-level
+** CTE's body once per reference, transitively, in one pass over zSql
+** (names as whole words outside string literals); stops counting past
+** nCap. Returns the expanded size in bytes (at most nCap + 1), -1 on OOM. */
+sqlite3_int64 qcExpandedText(const char *zSql, sqlite3_int64 nCap);
+/* The most expanded text (qcExpandedText) a compiled statement may give
+** SQLite's parser, which does not poll the host's interrupt: as much as
+** the compiler itself may build (QC_TEXT_CAP). */
+#define QC_EXPAND_CAP QC_TEXT_CAP
 /* A new parameter; returns its number (1-based) or 0 on OOM. */
 int qcParam(QComp *pC, const EdnValue *pConst, int iInput, int i1, int i2,
             QConv eConv, ValueType vt);

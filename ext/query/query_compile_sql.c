@@ -451,3 +451,145 @@ const Attr *qcAttrArg(QCtx *pX, const EdnValue *p, const char *zFn) {
   }
   return schemaAttrByIdent(pX->pC->pSchema, p->u.s.z, p->u.s.n);
 }
+
+/* qcExpandedText's scan: the index just past the string literal opening
+** at z[i] == '\'' ('' inside it is a quote), or n. */
+static int qcLiteralEnd(const char *z, int i, int n) {
+  for (i++; i < n; i++) {
+    if (z[i] == '\'') {
+      if (i + 1 < n && z[i + 1] == '\'') i++;
+      else return i + 1;
+    }
+  }
+  return n;
+}
+
+/* The index of the ')' closing the '(' at z[i], skipping literals; n when
+** it does not close. */
+static int qcSpanEnd(const char *z, int i, int n) {
+  int nDepth = 0;
+  while (i < n) {
+    if (z[i] == '\'') { i = qcLiteralEnd(z, i, n); continue; }
+    if (z[i] == '(') nDepth++;
+    else if (z[i] == ')' && --nDepth == 0) return i;
+    i++;
+  }
+  return n;
+}
+
+static int qcIdentChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+#define QC_EXPAND_HASH 4096
+
+/* The top-level CTEs seen so far, by name: a chained hash. */
+typedef struct QcCteSet {
+  const char *z;            /* the statement */
+  int aHead[QC_EXPAND_HASH];  /* 1 + the first CTE of a bucket, 0 none */
+  int nCte, nAlloc;
+  struct QcCte {
+    int iName, nName;
+    int iNext;              /* 1 + the next CTE of its bucket, 0 none */
+    sqlite3_int64 nExpanded;  /* its body with every CTE it names expanded */
+  } *aCte;
+} QcCteSet;
+
+static unsigned qcNameHash(const char *z, int n) {
+  unsigned h = 2166136261u;
+  int i;
+  for (i = 0; i < n; i++) h = (h ^ (unsigned char)z[i]) * 16777619u;
+  return h % QC_EXPAND_HASH;
+}
+
+/* The expansion of an earlier CTE named z[i..j), or -1 for no such CTE. */
+static sqlite3_int64 qcCteFind(const QcCteSet *pSet, int i, int j) {
+  int k = pSet->aHead[qcNameHash(pSet->z + i, j - i)];
+  while (k) {
+    const struct QcCte *p = &pSet->aCte[k - 1];
+    if (p->nName == j - i && memcmp(pSet->z + p->iName, pSet->z + i, (size_t)(j - i)) == 0) {
+      return p->nExpanded;
+    }
+    k = p->iNext;
+  }
+  return -1;
+}
+
+/* The expanded size of z[i..iEnd): its bytes plus, for every whole-word
+** name of an earlier CTE, that CTE's expansion; at most nCap + 1. */
+static sqlite3_int64 qcSpanExpanded(const QcCteSet *pSet, int i, int iEnd, sqlite3_int64 nCap) {
+  const char *z = pSet->z;
+  sqlite3_int64 n = iEnd - i;
+  while (i < iEnd && n <= nCap) {
+    if (z[i] == '\'') {
+      i = qcLiteralEnd(z, i, iEnd);
+    } else if (qcIdentChar(z[i])) {
+      int j = i;
+      sqlite3_int64 nCopy;
+      while (j < iEnd && qcIdentChar(z[j])) j++;
+      nCopy = qcCteFind(pSet, i, j);
+      if (nCopy > 0) n += nCopy;
+      i = j;
+    } else {
+      i++;
+    }
+  }
+  return n > nCap ? nCap + 1 : n;
+}
+
+/* Adds the CTE named z[iName..iName+nName) with expansion nExpanded.
+** SQLITE_NOMEM or SQLITE_OK. */
+static int qcCteAdd(QcCteSet *pSet, int iName, int nName, sqlite3_int64 nExpanded) {
+  struct QcCte *p;
+  unsigned h;
+  if (pSet->nCte == pSet->nAlloc) {
+    int nNew = pSet->nAlloc ? pSet->nAlloc * 2 : 64;
+    struct QcCte *a = sqlite3_realloc64(pSet->aCte, (sqlite3_uint64)nNew * sizeof *a);
+    if (a == NULL) return SQLITE_NOMEM;
+    pSet->aCte = a;
+    pSet->nAlloc = nNew;
+  }
+  p = &pSet->aCte[pSet->nCte++];
+  p->iName = iName;
+  p->nName = nName;
+  p->nExpanded = nExpanded;
+  h = qcNameHash(pSet->z + iName, nName);
+  p->iNext = pSet->aHead[h];
+  pSet->aHead[h] = pSet->nCte;
+  return SQLITE_OK;
+}
+
+sqlite3_int64 qcExpandedText(const char *zSql, sqlite3_int64 nCap) {
+  QcCteSet *pSet;
+  int n = (int)strlen(zSql), i = 5;
+  sqlite3_int64 nAll = -1;
+  if (sqlite3_strnicmp(zSql, "WITH ", 5) != 0) return n;
+  pSet = sqlite3_malloc64(sizeof *pSet);
+  if (pSet == NULL) return -1;
+  memset(pSet, 0, sizeof *pSet);
+  pSet->z = zSql;
+  if (sqlite3_strnicmp(zSql + i, "RECURSIVE ", 10) == 0) i += 10;
+  for (;;) {
+    int j = i, iOpen, iEnd;
+    sqlite3_int64 nBody;
+    while (j < n && qcIdentChar(zSql[j])) j++;
+    /* name(columns) AS [[NOT ]MATERIALIZED ](body); its own name in its
+    ** body is a recursive step, not a copy: only earlier CTEs count */
+    iOpen = j < n && zSql[j] == '(' ? qcSpanEnd(zSql, j, n) + 1 : j;
+    while (iOpen < n && zSql[iOpen] != '(') iOpen++;
+    if (j == i || iOpen >= n) { nAll = nCap + 1; goto done; }   /* not a shape we emit */
+    iEnd = qcSpanEnd(zSql, iOpen, n);
+    nBody = qcSpanExpanded(pSet, iOpen + 1, iEnd, nCap);
+    if (nBody > nCap) { nAll = nCap + 1; goto done; }
+    if (qcCteAdd(pSet, i, j - i, nBody) != SQLITE_OK) goto done;
+    i = iEnd + 1;
+    while (i < n && zSql[i] == ' ') i++;
+    if (i >= n || zSql[i] != ',') break;
+    for (i++; i < n && zSql[i] == ' '; i++) {}
+  }
+  nAll = qcSpanExpanded(pSet, i, n, nCap);
+done:
+  sqlite3_free(pSet->aCte);
+  sqlite3_free(pSet);
+  return nAll;
+}
