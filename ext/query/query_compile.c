@@ -242,7 +242,8 @@ static int qcdAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
     qcaAggregate(pC, pX, pPlan, pSql);
     goto finish;
   }
-  if (pC->nCte) {
+  if (pC->nCte && sqlite3_str_errcode(pC->pCte) != SQLITE_OK) qcNoMem(pC);
+  if (pC->nCte && pC->rc == SQLITE_OK) {
     sqlite3_str_appendf(pSql, "WITH %s%s ", pC->bRecursive ? "RECURSIVE " : "",
                         sqlite3_str_value(pC->pCte));
   }

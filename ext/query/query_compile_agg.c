@@ -402,7 +402,8 @@ static int qcaAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *
   if (pC->rc) goto cleanup;
   zBody = qcBody(pX);
   if (zBody == NULL) { qcNoMem(pC); goto cleanup; }
-  if (pC->nCte) {
+  if (pC->nCte && sqlite3_str_errcode(pC->pCte) != SQLITE_OK) qcNoMem(pC);
+  if (pC->nCte && pC->rc == SQLITE_OK) {
     sqlite3_str_appendf(pSql, "WITH %s%s ", pC->bRecursive ? "RECURSIVE " : "",
                         sqlite3_str_value(pC->pCte));
   }

@@ -577,7 +577,7 @@ sqlite3_int64 qcExpandedText(const char *zSql, sqlite3_int64 nCap) {
     ** body is a recursive step, not a copy: only earlier CTEs count */
     iOpen = j < n && zSql[j] == '(' ? qcSpanEnd(zSql, j, n) + 1 : j;
     while (iOpen < n && zSql[iOpen] != '(') iOpen++;
-    if (j == i || iOpen >= n) { nAll = nCap + 1; goto done; }   /* not a shape we emit */
+    if (j == i || iOpen >= n) { nAll = n; goto done; }   /* not a WITH list: its length */
     iEnd = qcSpanEnd(zSql, iOpen, n);
     nBody = qcSpanExpanded(pSet, iOpen + 1, iEnd, nCap);
     if (nBody > nCap) { nAll = nCap + 1; goto done; }
