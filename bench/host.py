@@ -59,6 +59,17 @@ def measure(forms, gen, min_samples=30, min_secs=1.0):
     return {f: sorted(reps, key=lambda r: r[f][0])[1][f] for f, _ in forms}
 
 
+def copy_store(src_path, dst_path):
+    """A fresh copy of the store at src_path in dst_path (SQLite's backup API), in WAL mode."""
+    remove_db(dst_path)
+    src = sqlite3.connect(src_path)
+    dst = sqlite3.connect(dst_path)
+    src.backup(dst)
+    src.close()
+    dst.execute('PRAGMA journal_mode=WAL')
+    dst.close()
+
+
 def writes(ext, P, host_db, st, rnd):
     issues = st['issue_eids']
 
@@ -68,13 +79,7 @@ def writes(ext, P, host_db, st, rnd):
     # The file store's writes go to a copy: the bench's store must keep the state its
     # writes log replays (run.py's checks, `make -C bench retime`).
     fdb = os.path.join(os.path.dirname(host_db), 'hostfile-' + os.path.basename(host_db))
-    remove_db(fdb)
-    src = sqlite3.connect(P['db'])
-    dst = sqlite3.connect(fdb)
-    src.backup(dst)
-    src.close()
-    dst.execute('PRAGMA journal_mode=WAL')
-    dst.close()
+    copy_store(P['db'], fdb)
     fcon = connect(ext)
     hcon = host_connect(ext, host_db)
     hcon.execute('PRAGMA synchronous=FULL')
@@ -133,15 +138,7 @@ def main():
         raw.close()
     st = json.load(open(P['state']))
     host_db = os.path.join(out, 'host-%s.db' % scale)
-    for suffix in ('', '-wal', '-shm'):
-        if os.path.exists(host_db + suffix):
-            os.remove(host_db + suffix)
-    src = sqlite3.connect(P['db'])
-    dst = sqlite3.connect(host_db)
-    src.backup(dst)
-    src.close()
-    dst.execute('PRAGMA journal_mode=WAL')
-    dst.close()
+    copy_store(P['db'], host_db)
     fcon = connect(ext)
     hcon = host_connect(ext, host_db)
     A, scs = R.scenarios(P['db'], st, exp, random.Random(7))
