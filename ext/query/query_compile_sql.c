@@ -496,10 +496,7 @@ typedef struct QcCteSet {
 } QcCteSet;
 
 static unsigned qcNameHash(const char *z, int n) {
-  unsigned h = 2166136261u;
-  int i;
-  for (i = 0; i < n; i++) h = (h ^ (unsigned char)z[i]) * 16777619u;
-  return h % QC_EXPAND_HASH;
+  return (unsigned)(schemaHashBytes((const unsigned char *)z, n) % QC_EXPAND_HASH);
 }
 
 /* The expansion of an earlier CTE named z[i..j), or -1 for no such CTE. */
