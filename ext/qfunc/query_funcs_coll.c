@@ -251,6 +251,19 @@ static int qfTupleKey(const unsigned char *z, int n, sqlite3_str *pOut) {
   return 0;
 }
 
+/* The argument of mentat_tuple_ord/unord as a tuple's bytes (*pz, *pn): 0
+** when it is not a BLOB, which the call then returns as it is. */
+static int qfTupleBlobArg(sqlite3_context *pCtx, sqlite3_value *pV, const unsigned char **pz,
+                          int *pn) {
+  if (sqlite3_value_type(pV) != SQLITE_BLOB) {
+    sqlite3_result_value(pCtx, pV);
+    return 0;
+  }
+  *pz = sqlite3_value_blob(pV);
+  *pn = sqlite3_value_bytes(pV);
+  return 1;
+}
+
 /* mentat_tuple_ord(x): for a tuple's encoding (a BLOB), its order key
 ** (qfTupleKey) followed by the encoding itself, so SQLite's BLOB order of
 ** the results is Datomic's tuple order with Java's uuid and Clojure's
@@ -261,12 +274,7 @@ void qfTupleOrd(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   sqlite3_str *pOut;
   int n, rc;
   (void)argc;
-  if (sqlite3_value_type(argv[0]) != SQLITE_BLOB) {
-    sqlite3_result_value(pCtx, argv[0]);
-    return;
-  }
-  z = sqlite3_value_blob(argv[0]);
-  n = sqlite3_value_bytes(argv[0]);
+  if (!qfTupleBlobArg(pCtx, argv[0], &z, &n)) return;
   pOut = sqlite3_str_new(NULL);
   if (n == 0 || !qfTupleKey(z, n, pOut)) {
     sqlite3_free(sqlite3_str_finish(pOut));
@@ -290,12 +298,7 @@ void qfTupleUnord(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   const unsigned char *z;
   int n, i = 0;
   (void)argc;
-  if (sqlite3_value_type(argv[0]) != SQLITE_BLOB) {
-    sqlite3_result_value(pCtx, argv[0]);
-    return;
-  }
-  z = sqlite3_value_blob(argv[0]);
-  n = sqlite3_value_bytes(argv[0]);
+  if (!qfTupleBlobArg(pCtx, argv[0], &z, &n)) return;
   /* the key's elements: a header, then fixed bytes or text ended by 00 01 */
   while (i < n && z[i] != VTUP_END) {
     unsigned char h = z[i++];
