@@ -97,10 +97,10 @@ static char *txBatchSql(int eStmt) {
   sqlite3_str *pSql = sqlite3_str_new(NULL);
   int i;
   if (eStmt == TXS_INSERT_BATCH) {
-    sqlite3_str_appendall(pSql, "INSERT OR ROLLBACK INTO datoms (e, a, v, tx, value_type_tag, index_avet,"
+    sqlite3_str_appendall(pSql, "INSERT OR FAIL INTO datoms (e, a, v, tx, value_type_tag, index_avet,"
                                 " index_vaet, index_fulltext, unique_value) VALUES ");
   } else {
-    sqlite3_str_appendall(pSql, "INSERT OR ROLLBACK INTO timelined_transactions (e, a, v, tx, added,"
+    sqlite3_str_appendall(pSql, "INSERT OR FAIL INTO timelined_transactions (e, a, v, tx, added,"
                                 " value_type_tag, timeline) VALUES ");
   }
   for (i = 0; i < TX_BATCH; i++) {

@@ -21,14 +21,18 @@
 ** Entities allocated by this transaction skip the existence and old-value
 ** probes (they cannot have datoms yet). New datoms and their log rows go in
 ** TX_BATCH rows per INSERT: per-statement start/halt (cursor per index)
-** otherwise dominates bulk loads. Those multi-row INSERTs are OR ROLLBACK:
+** otherwise dominates bulk loads. Those multi-row INSERTs are OR FAIL:
 ** a multi-row statement that may abort needs a statement journal, which
 ** copies every page it touches to a temp file (25,000 pwrites per 5,000-datom
-** transaction); with OR ROLLBACK SQLite keeps none. They cannot fail on a
-** constraint (duplicates and existing datoms are gone, no NULLs), and a
-** failure would end the whole transaction anyway; datoms of :db/unique
-** attributes, whose conflicts are the user's error to name, are inserted
-** one per (single-row, journal-free) statement.
+** transaction); with OR FAIL SQLite keeps none (only OR ABORT asks for one),
+** and a failure leaves the rows before it for our own undo: the write's
+** ROLLBACK, its group SAVEPOINT or a host store's. They should not fail on a
+** constraint (duplicates and existing datoms are gone, no NULLs), but a host
+** database may add constraints of its own on the tables (a unique index):
+** OR ROLLBACK would then end the host's whole transaction, its earlier
+** statements with it (test_host host_constraint_in_batch_insert). Datoms of
+** :db/unique attributes, whose conflicts are the user's error to name, are
+** inserted one per (single-row, journal-free) statement.
 **
 ** Known cost: a fulltext text with no ASCII letter or digit has no FTS
 ** phrase to find it by, so its lookup (txFtsFind) scans fulltext_values.
@@ -296,7 +300,7 @@ static int txInsert(Tx *p, TxOp *pOp) {
 }
 
 /* Inserts TX_BATCH new datoms (no :db/unique attribute among them) and
-** their log rows with the multi-row OR ROLLBACK statements. */
+** their log rows with the multi-row OR FAIL statements. */
 static int txInsertBatch(Tx *p, TxOp **aBatch) {
   sqlite3_stmt *pStmt = NULL;
   int i, rc = txStmt(p, TXS_INSERT_BATCH, &pStmt);
