@@ -885,6 +885,70 @@ START_TEST(host_constraint_in_batch_insert) {
 }
 END_TEST
 
+/* Every kind of failed edn_t inside the host's BEGIN undoes only its own
+** work (issue 16 item 2, as a failed SQL statement): after each, the
+** host's transaction is still open with its rows, the next edn_t works on
+** the state before the failure, and COMMIT keeps all but the failed calls.
+** The failures, each found at a different stage: the reader, expansion
+** (unknown attribute), tempid resolution (one tempid upserted to two
+** entities: Datomic's :db.error/datoms-conflict... here a resolve error),
+** :db/cas, the write's checks after it has written (a card-one value
+** replaced, then :db/txInstant of a past transaction refused: Datomic lets
+** only the running transaction's be set), and the unique-value index. */
+START_TEST(failures_inside_begin_keep_host_rows) {
+  static const char *azBad[] = {
+    "[{:p/name \"r\" :p/n",
+    "[{:p/name \"c\" :p/bad 1}]",
+    "[[:db/add \"t\" :p/name \"a\"] [:db/add \"t\" :p/name \"b\"]]",
+    "[[:db/cas [:p/name \"a\"] :p/n 99 100]]",
+    "[[:db/add [:p/name \"a\"] :p/n 2] [:db/add 268435457 :db/txInstant #inst \"2020-01-01\"]]",
+    "[{:p/name \"d\" :p/u \"x\"} {:p/name \"e\" :p/n 4}]",
+  };
+  sqlite3 *db = openFile("failbegin.db");
+  char zSql[160];
+  tuExecOk(db, zSchema);
+  tuExecOk(db, "SELECT edn_t(':main', '[{:db/ident :p/u :db/valueType :db.type/string"
+               " :db/unique :db.unique/value}]')");
+  tuExecOk(db, "SELECT edn_t(':main', '[{:p/name \"a\" :p/n 1 :p/u \"x\"} {:p/name \"b\" :p/n 10}]')");
+  tuExecOk(db, "CREATE TABLE side(x)");
+  tuExecOk(db, "BEGIN");
+  for (int i = 0; i < (int)(sizeof azBad / sizeof azBad[0]); i++) {
+    sqlite3_stmt *pStmt = NULL;
+    int rc;
+    sqlite3_snprintf(sizeof zSql, zSql, "INSERT INTO side VALUES (%d)", i);
+    tuExecOk(db, zSql);
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT edn_t(':main', ?1)", -1, &pStmt, NULL), SQLITE_OK);
+    sqlite3_bind_text(pStmt, 1, azBad[i], -1, SQLITE_STATIC);
+    rc = sqlite3_step(pStmt);
+    ck_assert_msg(rc == SQLITE_ERROR && strncmp(sqlite3_errmsg(db), "edn_t: ", 7) == 0,
+                  "case %d: rc %d %s", i, rc, sqlite3_errmsg(db));
+    sqlite3_finalize(pStmt);
+    ck_assert_msg(sqlite3_get_autocommit(db) == 0, "case %d ended the host's transaction", i);
+    sqlite3_snprintf(sizeof zSql, zSql, "SELECT count(*) FROM side");
+    {
+      char *z = tuQuery(db, zSql, NULL, NULL), zWant[16];
+      sqlite3_snprintf(sizeof zWant, zWant, "%d", i + 1);
+      ck_assert_msg(strcmp(z, zWant) == 0, "case %d: %s host rows", i, z);
+      free(z);
+    }
+    /* The next call sees the state before the failed one: a's :p/n is 1
+    ** plus the i good calls before. */
+    sqlite3_snprintf(sizeof zSql, zSql, "SELECT edn_t(':main', '[[:db/add [:p/name \"a\"] :p/n %d]]')",
+                     i + 2);
+    tuExecOk(db, zSql);
+  }
+  tuExecOk(db, "COMMIT");
+  tuExpectQuery(db, "SELECT count(*) FROM side", "6");
+  tuExpectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [?e :p/name \"a\"] [?e :p/n ?n]]')",
+                "{\"result\":7}");
+  tuExpectQuery(db, "SELECT edn_q(':main', '[:find (count ?e) . :where [?e :p/name]]')", "{\"result\":2}");
+  tuExpectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [?e :p/name \"b\"] [?e :p/n ?n]]')",
+                "{\"result\":10}");
+  tuExpectQuery(db, "PRAGMA integrity_check", "ok");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
 static Suite *hostSuite(void) {
   tuNoFsync();
   Suite *s = suite_create("host");
@@ -910,6 +974,7 @@ static Suite *hostSuite(void) {
   tcase_add_test(tc, write_witness_host_statements);
   tcase_add_test(tc, write_witness_other_connection);
   tcase_add_test(tc, host_constraint_in_batch_insert);
+  tcase_add_test(tc, failures_inside_begin_keep_host_rows);
   suite_add_tcase(s, tc);
   return s;
 }
