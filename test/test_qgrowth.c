@@ -222,6 +222,20 @@ static void fRuleChainBound(int n, sqlite3_str *pQ, sqlite3_str *pO) {
   sqlite3_str_appendall(pQ, "[:find ?i :in $ % :where [?x :node/id 1] (r0 ?x ?y) [?y :node/id ?i]]");
 }
 
+/* n rules of one definition, each calling the next with every argument
+** free (issue 19: nested a subquery a level, past SQLite's parser stack) */
+static void fRuleChainFree(int n, sqlite3_str *pQ, sqlite3_str *pO) {
+  sqlite3_str *pR = sqlite3_str_new(NULL);
+  char *z;
+  int i;
+  sqlite3_str_appendall(pQ, "[:find ?x ?y :in $ % :where (r0 ?x ?y)]");
+  for (i = 0; i + 1 < n; i++) sqlite3_str_appendf(pR, "[(r%d ?a ?b) (r%d ?b ?a) [(!= ?a ?b)]]", i, i + 1);
+  sqlite3_str_appendf(pR, "[(r%d ?a ?b) [?a :node/follow ?b]]", n - 1);
+  z = sqlite3_str_finish(pR);
+  qgRulesOpts(pO, z, NULL);
+  sqlite3_free(z);
+}
+
 /* n rules of two definitions each calling the next (a union per level) */
 static void fRuleChain2(int n, sqlite3_str *pQ, sqlite3_str *pO) {
   sqlite3_str *pR = sqlite3_str_new(NULL);
@@ -412,6 +426,7 @@ static const QgFamily aFamily[] = {
   { "notdeep", fNotDeep, 2 },
   { "rulechain", fRuleChain, 8 },
   { "rulechainbound", fRuleChainBound, 8 },
+  { "rulechainfree", fRuleChainFree, 8 },
   { "rulechain2", fRuleChain2, 4 },
   { "rulechainrec", fRuleChainRec, 4 },
   { "rulelevels", fRuleLevels, 4 },

@@ -265,7 +265,10 @@ int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
   if (!qciClassify(pX, pCl, aeArg, aVt, &nFree, &nBound)) return 0;
   for (i = 0; i < pC->rules.nRule; i++) if (pC->pRi->aiHeadOf[i] == h) nDef++;
   if (qcCompoundLimit(pC, pCl->pForm, nDef, "rule %s has %d definitions", pCl->zName, nDef)) return 1;
-  if (nFree && nBound && nDef == 1) return qciJoin(pX, pCl, h, aeArg, iDepth);
+  /* One definition with free arguments (bound ones or not): its body
+  ** joins the caller's rows, so a chain of such rules r1 -> r2 -> ...
+  ** nests no subquery a level (issue 19: past SQLite's parser stack at 13-19). */
+  if (nFree && nDef == 1) return qciJoin(pX, pCl, h, aeArg, iDepth);
   /* Binding nothing inside an EXISTS, whose rows only count by being
   ** there: joined in, not an EXISTS nested in it (a chain of such rules
   ** nested one subquery a level, past SQLite's parser stack at 10). */
