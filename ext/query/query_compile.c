@@ -368,6 +368,7 @@ int qCompile(Schema *pSchema, const char *zQuery, int nQuery, const QueryOpts *p
   if (c.rc == SQLITE_OK && sqlite3_str_errcode(c.pCte)) c.rc = SQLITE_NOMEM;
   rc = c.rc;
   qcCtxReset(&x);
+  sqlite3_free(c.aShare);
   sqlite3_free(sqlite3_str_finish(c.pCte));
   qcsFree(&c);
   if (rc == SQLITE_OK && c.pHostFns && sqlite3_str_errcode(c.pHostFns)) rc = SQLITE_NOMEM;

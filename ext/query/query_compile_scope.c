@@ -544,7 +544,7 @@ char *qcConstExpr(QCtx *pX, const EdnValue *p, ValueType vt, ValueType *pvt) {
     qcErr(pX->pC, p, "unsupported constant %s", p->type == EDN_NIL ? "nil" : "value");
     return NULL;
   }
-  iP = qcParam(pX->pC, p, -1, -1, -1, vt != VT_NONE ? QV_TYPED : QV_NATURAL, nt);
+  iP = qcParamShared(pX->pC, p, vt != VT_NONE ? QV_TYPED : QV_NATURAL, nt);
   *pvt = nt;
   z = iP ? sqlite3_mprintf("?%d", iP) : NULL;
   if (iP && z == NULL) qcNoMem(pX->pC);

@@ -212,6 +212,9 @@ struct QComp {
   int nAlias;              /* d1, d2, ... unique across the statement */
   int nParam, nParamAlloc;
   QParam *aParam;
+  int *aShare;             /* open-addressed set of shared constant params
+                           ** (qcParamShared): 1-based indexes, 0 empty */
+  int nShare, nShareSlot;
   sqlite3_str *pCte;       /* "name(cols) AS (...), ..." */
   int nCte;
   int bRecursive;
@@ -303,6 +306,9 @@ sqlite3_int64 qcExpandedText(const char *zSql, sqlite3_int64 nCap);
 /* A new parameter; returns its number (1-based) or 0 on OOM. */
 int qcParam(QComp *pC, const EdnValue *pConst, int iInput, int i1, int i2,
             QConv eConv, ValueType vt);
+/* A parameter for a predicate's or function's constant p, one per equal
+** constant (query_compile_sql.c); returns as qcParam. */
+int qcParamShared(QComp *pC, const EdnValue *p, QConv eConv, ValueType vt);
 
 /* ---- query_compile_scope.c: FROM and WHERE, variables, terms */
 

@@ -111,6 +111,92 @@ int qcParam(QComp *pC, const EdnValue *pConst, int iInput, int i1, int i2,
   pP->eTuple = 0;
   return pC->nParam;
 }
+/* The hash of scalar constant p (0 for one never shared: a collection,
+** nil, a tagged value), FNV-1a over its type and bytes. */
+static unsigned qcShareHash(const EdnValue *p, QConv eConv, ValueType vt) {
+  const unsigned char *z;
+  size_t n, i;
+  unsigned h = 2166136261u;
+  switch (p->type) {
+    case EDN_BOOL: case EDN_INT: case EDN_CHAR: case EDN_INST:
+      z = (const unsigned char *)&p->u.i; n = sizeof p->u.i;
+      if (p->type == EDN_BOOL) { z = (const unsigned char *)&p->u.b; n = sizeof p->u.b; }
+      break;
+    case EDN_DOUBLE: z = (const unsigned char *)&p->u.d; n = sizeof p->u.d; break;
+    case EDN_STRING: case EDN_KEYWORD: z = (const unsigned char *)p->u.s.z; n = (size_t)p->u.s.n; break;
+    case EDN_UUID: z = p->u.uuid; n = 16; break;
+    default: return 0;
+  }
+  h = (h ^ (unsigned)p->type) * 16777619u;
+  h = (h ^ (unsigned)eConv) * 16777619u;
+  h = (h ^ (unsigned)vt) * 16777619u;
+  for (i = 0; i < n; i++) h = (h ^ z[i]) * 16777619u;
+  return h ? h : 1;
+}
+
+/* Is parameter pP the same binding as constant p converted by eConv to vt
+** in the current source? Doubles by their bits (-0.0 prints apart from
+** 0.0, which ednEqual holds equal). */
+static int qcShareSame(const QComp *pC, const QParam *pP, const EdnValue *p, QConv eConv,
+                       ValueType vt) {
+  if (pP->pConst == NULL || pP->iInput >= 0 || pP->eConv != eConv || pP->vt != vt
+      || pP->eTuple != 0 || pP->iSrc != (pC->iSrc > 0 ? pC->iSrc : 0)
+      || pP->pConst->type != p->type) {
+    return 0;
+  }
+  if (p->type == EDN_DOUBLE) return memcmp(&pP->pConst->u.d, &p->u.d, sizeof p->u.d) == 0;
+  return ednEqual(pP->pConst, p);
+}
+
+/* Doubles the shared-constant set. SQLITE_OK or SQLITE_NOMEM. */
+static int qcShareGrow(QComp *pC) {
+  int nNew = pC->nShareSlot ? pC->nShareSlot * 2 : 64, i;
+  int *aNew = sqlite3_malloc64(sizeof(int) * (sqlite3_uint64)nNew);
+  if (aNew == NULL) return SQLITE_NOMEM;
+  memset(aNew, 0, sizeof(int) * (size_t)nNew);
+  for (i = 0; i < pC->nShareSlot; i++) {
+    int iP = pC->aShare[i];
+    const QParam *pP;
+    unsigned k;
+    if (iP == 0) continue;
+    pP = &pC->aParam[iP - 1];
+    k = qcShareHash(pP->pConst, pP->eConv, pP->vt) & (unsigned)(nNew - 1);
+    while (aNew[k]) k = (k + 1) & (unsigned)(nNew - 1);
+    aNew[k] = iP;
+  }
+  sqlite3_free(pC->aShare);
+  pC->aShare = aNew;
+  pC->nShareSlot = nNew;
+  return SQLITE_OK;
+}
+
+/* A parameter for query constant p (converted by eConv to vt) that a
+** predicate or function reads, shared by every such use of an equal
+** constant: SQLite's prepare looks each ?NNN written again up in a list
+** of the numbers it has seen (sqlite3VListNumToName, linear), so a chain
+** of 10,000 [(+ ?a 1) ?b], each 1 a number of its own, took it quadratic
+** time (issue 19). Only for constants nothing retypes later (a ground
+** binding's lazy parameters are qcParam's). Returns as qcParam. */
+int qcParamShared(QComp *pC, const EdnValue *p, QConv eConv, ValueType vt) {
+  unsigned h = qcShareHash(p, eConv, vt), k;
+  int iP;
+  if (pC->rc) return 0;
+  if (h == 0) return qcParam(pC, p, -1, -1, -1, eConv, vt);
+  if (2 * (pC->nShare + 1) > pC->nShareSlot && qcShareGrow(pC) != SQLITE_OK) {
+    qcNoMem(pC);
+    return 0;
+  }
+  for (k = h & (unsigned)(pC->nShareSlot - 1); pC->aShare[k];
+       k = (k + 1) & (unsigned)(pC->nShareSlot - 1)) {
+    if (qcShareSame(pC, &pC->aParam[pC->aShare[k] - 1], p, eConv, vt)) return pC->aShare[k];
+  }
+  iP = qcParam(pC, p, -1, -1, -1, eConv, vt);
+  if (iP) {
+    pC->aShare[k] = iP;
+    pC->nShare++;
+  }
+  return iP;
+}
 #include "pull.h"
 
 const char *qcKwCollate(ValueType vt) {
