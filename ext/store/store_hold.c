@@ -18,6 +18,16 @@
 ** the machine's load. */
 #define STORE_HOLD_RELEASE_MS 100
 
+/* ... and that much more per this many bytes of WAL the commit itself
+** wrote, up to STORE_HOLD_RELEASE_MAX_MS: while a cursor keeps its
+** snapshot every commit adds its whole size to the WAL, so a commit of an
+** 8 MB value (40 MiB of WAL, the value in every index that holds v) left
+** a wide cursor three commits to let go and the WAL at 128 MiB against a
+** 64 MiB bound (issue 19, B2). A commit's extra wait stays proportional to
+** its own writing. */
+#define STORE_HOLD_RELEASE_PER_BYTES (4LL * 1024 * 1024)
+#define STORE_HOLD_RELEASE_MAX_MS 1000
+
 /* The list is guarded by holdMutex, which storeHoldsRelease keeps across
 ** the xRelease calls: a holder removing itself (to free its memory) waits
 ** until a release in progress is over, so xRelease never runs on freed
@@ -49,7 +59,9 @@ void storeHoldRemove(Store *p, StoreHold *pHold) {
 int storeHoldsRelease(Store *p, int *pbAll) {
   int n = 0, bAll = 1;
   ConfigBudget budget;
-  configBudgetStart(&budget, STORE_HOLD_RELEASE_MS * 1000);
+  sqlite3_int64 ms = STORE_HOLD_RELEASE_MS
+                     * (1 + p->nWalLastTx * p->szFrame / STORE_HOLD_RELEASE_PER_BYTES);
+  configBudgetStart(&budget, (ms < STORE_HOLD_RELEASE_MAX_MS ? ms : STORE_HOLD_RELEASE_MAX_MS) * 1000);
   pthread_mutex_lock(&p->holdMutex);
   /* One budget for the commit, not per hold. */
   StoreHold *pAgain = NULL;
