@@ -213,6 +213,22 @@ static void qcdOrderBy(QComp *pC, QCtx *pX, sqlite3_str *pSql) {
   }
 }
 
+/* One row at most: the scope holds data patterns only (no function, rule,
+** not or or: nothing that joins another table or evaluates an expression
+** that could fail on a later candidate row) and the schema's functional
+** dependencies fix every pattern's datom from the constants and
+** single-valued inputs alone (qcwRowsUnique from no variable), so the join
+** has one combination of datoms at most. */
+static int qcdAtMostOne(const QComp *pC, const QCtx *pX) {
+  const QQuery *pQ = pC->pQ;
+  int i;
+  if (pC->nCte || qcdHasAggregate(pQ)) return 0;
+  for (i = 0; i < pQ->nWhere; i++) {
+    if (pQ->aWhere[i]->kind != QC_PATTERN) return 0;
+  }
+  return pQ->nWhere > 0 && qcwRowsUnique(pX, NULL, 0);
+}
+
 static int qcdAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
   const QQuery *pQ = pC->pQ;
   sqlite3_str *pSql = sqlite3_str_new(NULL);
@@ -254,6 +270,7 @@ static int qcdAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
     for (i = 0; i < pQ->nFind && nVar < 64; i++) azVar[nVar++] = pQ->aFind[i].pVar->u.s.z;
     for (i = 0; i < pQ->nWith && nVar < 64; i++) azVar[nVar++] = pQ->aWith[i]->u.s.z;
     bUnique = nVar < 64 && qcwRowsUnique(pX, azVar, nVar);
+    pPlan->bAtMostOne = qcdAtMostOne(pC, pX);
     sqlite3_str_appendall(pSql, bUnique ? "SELECT " : "SELECT DISTINCT ");
     bDistinct = !bUnique;
   }

@@ -76,6 +76,9 @@ struct QueryPlan {
   QPlanCol *aCol;
   int bKeys;
   int bSingleAgg;
+  int bAtMostOne;          /* every row's datoms are fixed by the query's constants
+                           ** and inputs (qcdAtMostOne): one row at most, so the
+                           ** run ends after it without stepping to the end */
   int nInputNeeded;        /* :in bindings that consume a value */
   char *zHostFns;          /* the host's functions the SQL calls, "name\x01nArg\x01..."
                            ** (query_compile_host.c), or NULL */

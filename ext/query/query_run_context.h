@@ -41,6 +41,7 @@ struct QueryRun {
   int nQuery;
   QueryOpts *pOpts;
   int bCheck;            /* the first step is still to be checked (storeReaderCheck) */
+  int bGave;             /* pStmt gave a row since it was reset (bAtMostOne) */
 };
 
 /* A column's tag when nothing says which: its value goes out as it is. */
