@@ -152,15 +152,27 @@ static int ednqSameArg(EdnqCursor *pCur, int iArg, sqlite3_value *pV) {
 
 /* Copies the arguments xFilter got (valid only during the call) for the
 ** hidden columns: types and numbers in aArg, bytes in one buffer that the
-** cursor keeps between executions. */
-static int ednqSaveArgs(EdnqCursor *pCur, int idxNum, int argc, sqlite3_value **argv) {
+** cursor keeps between executions. Arguments before iFirst are kept as
+** they are (the caller found them the same as the saved ones), their bytes
+** first in the buffer. */
+static int ednqSaveArgs(EdnqCursor *pCur, int idxNum, int argc, sqlite3_value **argv,
+                        int iFirst) {
   sqlite3_value *apIn[EDNQ_NARG] = {NULL, NULL, NULL};
   size_t nNeed = 0, iOfs = 0;
   int i, j = 0;
   for (i = 0; i < EDNQ_NARG && j < argc; i++) {
     if (idxNum & (1 << i)) apIn[i] = argv[j++];
   }
-  for (i = 0; i < EDNQ_NARG; i++) {
+  for (i = 0; i < iFirst; i++) {
+    EdnqArg *pArg = &pCur->aArg[i];
+    /* the same bytes may come with another subtype, which the echo keeps */
+    pArg->eSubtype = apIn[i] ? sqlite3_value_subtype(apIn[i]) : 0;
+    if (pArg->eType == SQLITE_TEXT || pArg->eType == SQLITE_BLOB) {
+      iOfs = pArg->iOfs + (size_t)pArg->n + 1;
+    }
+  }
+  nNeed = iOfs;
+  for (i = iFirst; i < EDNQ_NARG; i++) {
     int e = apIn[i] ? sqlite3_value_type(apIn[i]) : SQLITE_NULL;
     if (e == SQLITE_TEXT || e == SQLITE_BLOB) {
       /* The byte count first: it makes text UTF-8 (converting UTF-16 in
@@ -176,7 +188,7 @@ static int ednqSaveArgs(EdnqCursor *pCur, int idxNum, int argc, sqlite3_value **
     pCur->aArgBuf = aNew;
     pCur->nArgBuf = nNeed;
   }
-  for (i = 0; i < EDNQ_NARG; i++) {
+  for (i = iFirst; i < EDNQ_NARG; i++) {
     EdnqArg *pArg = &pCur->aArg[i];
     pArg->eType = apIn[i] ? sqlite3_value_type(apIn[i]) : SQLITE_NULL;
     pArg->eSubtype = apIn[i] ? sqlite3_value_subtype(apIn[i]) : 0;
@@ -305,7 +317,7 @@ static int ednqStep(EdnqCursor *pCur) {
   char *zErr = NULL;
   int rc = rcurStep(&pCur->run, &zErr);
   if (rc != SQLITE_OK) rc = sqlioVtabError(pCur->base.pVtab, "edn_q", rc, zErr);
-  sqlite3_free(zErr);
+  if (zErr) sqlite3_free(zErr);      /* a call per row saved */
   return rc;
 }
 
@@ -346,7 +358,9 @@ static int ednqFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
                                          bDb && bQuery ? " and " : "", bQuery ? "query" : "");
     return pTab->base.zErrMsg ? SQLITE_ERROR : SQLITE_NOMEM;
   }
-  rc = ednqSaveArgs(pCur, idxNum, argc, argv);
+  /* A resumed call's db_path and query are the saved ones (ednqSameArg),
+  ** its opts too when bSameOpts: only what differs is copied. */
+  rc = ednqSaveArgs(pCur, idxNum, argc, argv, bSameOpts ? EDNQ_NARG : bResume ? 2 : 0);
   if (rc != SQLITE_OK) return rc;
   pCur->iRowBase = 0;
   /* NULL in a required argument: no rows (SPEC.md §2). */

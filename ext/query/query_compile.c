@@ -398,6 +398,7 @@ int qCompile(Schema *pSchema, const char *zQuery, int nQuery, const QueryOpts *p
   pPlan->aParam = c.aParam;
   pPlan->nParam = c.nParam;
   pPlan->zHostFns = c.pHostFns ? sqlite3_str_finish(c.pHostFns) : NULL;
+  qPlanColDirect(pPlan);
   *ppPlan = pPlan;
   return SQLITE_OK;
 }

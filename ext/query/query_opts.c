@@ -529,6 +529,7 @@ static int qOptsCombos(QOptsCtx *c) {
 /* ------------------------------------------------------------ fast path */
 
 #define Q_FAST_DEPTH 8
+#define Q_FAST_SMALL 8    /* array elements read without counting them first */
 
 typedef struct QFast {
   QueryOpts *p;
@@ -543,22 +544,47 @@ static void qfWs(QFast *f) {
   }
 }
 
+/* 1 for a byte a JSON string holds as it is in the fast path: printable
+** ASCII other than '"' and '\\' (qfString). */
+static const unsigned char qfPlain[256] = {
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+  1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+  1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+  1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
+  1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+  1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+};
+
 /* At a '"': the string's bytes (no escape, no control character, valid
-** UTF-8) in *pz and *pnz and f->i past its closing quote; 0 to give up. */
+** UTF-8) in *pz and *pnz and f->i past its closing quote; 0 to give up.
+** ASCII runs are read a byte at a time against one test (the common case
+** of an opts text: a key or an input string). */
 static int qfString(QFast *f, const char **pz, int *pnz) {
   const unsigned char *z = (const unsigned char *)f->z;
-  int i = f->i + 1;
-  while (i < f->n && z[i] != '"') {
-    if (z[i] < 0x20 || z[i] == '\\') return 0;
-    if (z[i] >= 0x80) {
-      int L = ednUtf8Len(z, f->n, i);
+  int i = f->i + 1, n = f->n;
+  for (;;) {
+    unsigned char c;
+    while (i < n && qfPlain[z[i]]) i++;
+    if (i >= n) return 0;
+    c = z[i];
+    if (c == '"') break;
+    if (c < 0x20 || c == '\\') return 0;
+    {
+      int L = ednUtf8Len(z, n, i);
       if (L == 0) return 0;
       i += L;
-    } else {
-      i++;
     }
   }
-  if (i >= f->n) return 0;
   *pz = f->z + f->i + 1;
   *pnz = i - f->i - 1;
   f->i = i + 1;
@@ -642,9 +668,38 @@ static int qfValue(QFast *f, int depth, EdnValue **ppOut) {
     return 1;
   }
   if (ch == '[') {
-    int n = qfCount(f), k;
+    int n, k;
     EdnValue *pV;
-    if (n < 0 || depth >= Q_FAST_DEPTH) return 0;
+    if (depth >= Q_FAST_DEPTH) return 0;
+    /* A short array is read in one pass into aSmall (no count first). */
+    {
+      EdnValue *aSmall[Q_FAST_SMALL];
+      int iStart = f->i;
+      f->i++;
+      qfWs(f);
+      for (n = 0; n < Q_FAST_SMALL && f->i < f->n && f->z[f->i] != ']'; n++) {
+        if (n > 0) {
+          if (f->z[f->i] != ',') return 0;
+          f->i++;
+          qfWs(f);
+        }
+        if (!qfValue(f, depth + 1, &aSmall[n])) return 0;
+        qfWs(f);
+      }
+      if (f->i < f->n && f->z[f->i] == ']') {
+        pV = ednNewColl(pA, EDN_VECTOR, n);
+        if (pV == NULL) return 0;
+        if (n > 0) memcpy(pV->u.c.a, aSmall, sizeof(EdnValue *) * (size_t)n);
+        f->i++;
+        *ppOut = pV;
+        return 1;
+      }
+      if (f->i >= f->n || f->z[f->i] != ',') return 0;
+      f->i = iStart;    /* longer: counted first, then read (what was built stays
+                        ** in the arena until the call's end) */
+    }
+    n = qfCount(f);
+    if (n < 0) return 0;
     pV = ednNewColl(pA, EDN_VECTOR, n);
     if (pV == NULL) return 0;
     f->i++;

@@ -9,6 +9,22 @@
 #include <math.h>
 #include "query_plan.h"
 
+void qPlanColDirect(QueryPlan *p) {
+  int i;
+  for (i = 0; i < p->nCol; i++) {
+    QPlanCol *pCol = &p->aCol[i];
+    int tag;
+    pCol->bDirect = 0;
+    if (pCol->kind != QCOL_VALUE || pCol->iTagCol >= 0 || pCol->vt == QVT_JSON
+        || pCol->vt == VT_NONE) {
+      continue;
+    }
+    tag = vtOutTag(pCol->vt);
+    pCol->bDirect = tag != TAG_INSTANT && tag != TAG_UUID && tag != TAG_BOOLEAN
+                    && tag != TAG_TUPLE;
+  }
+}
+
 void qPlanFree(QueryPlan *p) {
   if (p == NULL) return;
   sqlite3_finalize(p->pStmt);

@@ -57,6 +57,8 @@ typedef struct QPlanCol {
   const EdnValue *pPullVar;  /* QCOL_PULL: the pulled variable, for errors */
   const char *zName;
   char *zKey;             /* JSON key for :keys/:strs/:syms, or NULL */
+  int bDirect;            /* a static type whose stored form is its SQL value
+                          ** (qPlanColDirect): the column goes out as it is */
 } QPlanCol;
 
 /* A compiled query: the SQL, its parameters, its result columns. Owned by
@@ -84,6 +86,11 @@ struct QueryPlan {
                            ** (query_compile_host.c), or NULL */
   QueryPlan *pNext, *pPrev;   /* cache LRU list */
 };
+
+/* Sets each column's bDirect: a value of a static type (ref, long, double,
+** string, keyword, bytes) with no tag column, whose stored form is what
+** the cN column gives. */
+void qPlanColDirect(QueryPlan *p);
 
 /* Frees plan p and what it owns (its statement too); p may be NULL. */
 void qPlanFree(QueryPlan *p);

@@ -202,6 +202,18 @@ static int qRunFirstCheck(QueryRun *p, int rc, char **pzErr) {
 
 int qRunStep(QueryRun *p, char **pzErr) {
   int rc;
+  if (p->pSpillDb == NULL && p->rcSpill == SQLITE_OK && !p->bCheck
+      && !(p->bGave && p->pPlan->bAtMostOne)) {
+    /* The common step: the store statement's next row (not the first of a
+    ** run still to be checked, nor one past the only row). */
+    rc = sqlite3_step(p->pStmt);
+    if (rc == SQLITE_ROW) {
+      p->bGave = 1;
+      return rc;
+    }
+    if (rc == SQLITE_DONE) return rc;
+    goto failed;
+  }
   if (p->pSpillDb) rc = qSpillStep(p);
   /* A failed qSpillRest left the store statement reset: never re-run it. */
   else if (p->rcSpill != SQLITE_OK) rc = SQLITE_DONE;
@@ -227,6 +239,7 @@ int qRunStep(QueryRun *p, char **pzErr) {
     return (*pzErr || rc == SQLITE_NOMEM) ? rc : SQLITE_NOMEM;
   }
   if (rc == SQLITE_ROW || rc == SQLITE_DONE) return rc;
+failed:
   sqlite3_free(*pzErr);
   *pzErr = sqlite3_mprintf("%s", sqlite3_errmsg(p->pSpillDb ? p->pSpillDb : p->pConn->db));
   sqlite3_reset(p->pStmt);
@@ -255,12 +268,11 @@ int qRunColumnResult(QueryRun *p, int i, sqlite3_context *pCtx) {
     return SQLITE_OK;
   }
   pCol = &p->pPlan->aCol[i];
-  if (pCol->kind == QCOL_VALUE && pCol->iTagCol < 0 && pCol->vt != QVT_JSON && pCol->vt != VT_NONE) {
+  if (pCol->bDirect) {
     /* A statically typed column whose stored form is its SQL value (ref,
-    ** long, double, string, keyword, bytes): straight through, as
-    ** valueResultFromStored would, without its per-row tests. */
-    int tag = vtOutTag(pCol->vt);
-    if (tag != TAG_INSTANT && tag != TAG_UUID && tag != TAG_BOOLEAN && tag != TAG_TUPLE) {
+    ** long, double, string, keyword, bytes; qPlanColDirect): straight
+    ** through, as valueResultFromStored would, without its per-row tests. */
+    {
       /* By storage class, not sqlite3_result_value (a generic copy, several
       ** times the work), from one column_value and the value_*
       ** accessors (each column_* call takes the connection's mutex and

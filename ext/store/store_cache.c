@@ -25,7 +25,6 @@
 **
 ** Locks, always taken in this order and never held while running SQL
 ** (except a store's write mutex, which IS the write serialisation):
-**   gInitMutex     lazy creation of the cache
 **   cache->mutex   the list and every Store's nRef / bCached
 **   store->mutex   the idle pool and the published schema
 **
@@ -46,19 +45,12 @@ typedef struct StoreCache {
   int nStore;
 } StoreCache;
 
-static pthread_mutex_t gInitMutex = PTHREAD_MUTEX_INITIALIZER;
-static StoreCache *gpCache = NULL;
-static StoreCache gCache;
+/* Statically initialised: taking the cache needs no lock of its own (a
+** lazy creation under a second mutex cost a lock pair per call). */
+static StoreCache gCache = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0};
 
-/* The cache, created on first use. */
 static StoreCache *storeCache(void) {
-  pthread_mutex_lock(&gInitMutex);
-  if (gpCache == NULL) {
-    pthread_mutex_init(&gCache.mutex, NULL);
-    gpCache = &gCache;
-  }
-  pthread_mutex_unlock(&gInitMutex);
-  return gpCache;
+  return &gCache;
 }
 
 static void storeFree(Store *p) {
