@@ -59,8 +59,9 @@ typedef struct StoreConnImpl {
   sqlite3_stmt *pCommit;        /* COMMIT: ends it (keeps temp-table writes) */
   sqlite3_stmt *pRollback;      /* ROLLBACK, prepared while memory was there: a
                                 ** write that failed for memory must still end */
-  sqlite3_stmt *apGroup[3];     /* writer: SAVEPOINT, RELEASE, ROLLBACK TO of a write
-                                ** that joins a group (store_writer.c), prepared at first use */
+  sqlite3_stmt *apGroup[5];     /* writer: SAVEPOINT, RELEASE, ROLLBACK TO of a write
+                                ** that joins a group, BEGIN IMMEDIATE and COMMIT
+                                ** (store_writer.c), prepared at first use */
   sqlite3_int64 iMmap;          /* mmap_size storeConfigure set; 0 = none */
   unsigned mChanged;            /* reader: bit k = a foreign commit seen k checkouts ago */
   unsigned iFileVersion;        /* reader: SQLITE_FCNTL_DATA_VERSION at its last full check */
