@@ -274,6 +274,13 @@ static int qcrGroupUnionLimit(QComp *pC, int g) {
     if (qcxChainPlaces(pRi, g, pC->rules.aRule[i], &i0, &i1)) bChain = 1;
     else nSel++;
   }
+  for (i = 0, i0 = 0; i < pRi->nHead; i++) i0 += pRi->aHead[i].iGroup == g;
+  if (i0 > 1) {
+    /* mutually recursive rules are one CTE: name them all, not one */
+    return qcCompoundLimit(pC, NULL, nSel + bChain, "the %d mutually recursive rules of %s (one"
+                           " recursive CTE) have %d definitions together", i0,
+                           pRi->aHead[g].zName, nSel + bChain);
+  }
   return qcCompoundLimit(pC, NULL, nSel + bChain, "rule %s has %d definitions",
                          pRi->aHead[g].zName, nSel + bChain);
 }
