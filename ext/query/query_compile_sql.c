@@ -112,25 +112,25 @@ int qcParam(QComp *pC, const EdnValue *pConst, int iInput, int i1, int i2,
   return pC->nParam;
 }
 /* The hash of scalar constant p (0 for one never shared: a collection,
-** nil, a tagged value), FNV-1a over its type and bytes. */
+** nil, a tagged value): the schema stage's FNV-1a of its bytes, mixed with
+** its type and conversion (qcShareSame decides equality). */
 static unsigned qcShareHash(const EdnValue *p, QConv eConv, ValueType vt) {
   const unsigned char *z;
-  size_t n, i;
-  unsigned h = 2166136261u;
+  int n;
+  unsigned h;
   switch (p->type) {
-    case EDN_BOOL: case EDN_INT: case EDN_CHAR: case EDN_INST:
-      z = (const unsigned char *)&p->u.i; n = sizeof p->u.i;
-      if (p->type == EDN_BOOL) { z = (const unsigned char *)&p->u.b; n = sizeof p->u.b; }
+    case EDN_BOOL: z = (const unsigned char *)&p->u.b; n = (int)sizeof p->u.b; break;
+    case EDN_INT: case EDN_CHAR: case EDN_INST:
+      z = (const unsigned char *)&p->u.i; n = (int)sizeof p->u.i;
       break;
-    case EDN_DOUBLE: z = (const unsigned char *)&p->u.d; n = sizeof p->u.d; break;
-    case EDN_STRING: case EDN_KEYWORD: z = (const unsigned char *)p->u.s.z; n = (size_t)p->u.s.n; break;
+    case EDN_DOUBLE: z = (const unsigned char *)&p->u.d; n = (int)sizeof p->u.d; break;
+    case EDN_STRING: case EDN_KEYWORD: z = (const unsigned char *)p->u.s.z; n = p->u.s.n; break;
     case EDN_UUID: z = p->u.uuid; n = 16; break;
     default: return 0;
   }
-  h = (h ^ (unsigned)p->type) * 16777619u;
-  h = (h ^ (unsigned)eConv) * 16777619u;
-  h = (h ^ (unsigned)vt) * 16777619u;
-  for (i = 0; i < n; i++) h = (h ^ z[i]) * 16777619u;
+  h = (unsigned)schemaHashMix(schemaHashBytes(z, n)
+                              ^ ((sqlite3_uint64)p->type << 48 | (sqlite3_uint64)eConv << 32
+                                 | (unsigned)vt));
   return h ? h : 1;
 }
 
