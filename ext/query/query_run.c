@@ -261,6 +261,55 @@ const char *qRunKeyName(const QueryRun *p, int i) {
 
 int qRunIsSingleAggregate(const QueryRun *p) { return p->pPlan->bSingleAgg; }
 
+/* Column pCol of a static type whose stored form is its SQL value (ref,
+** long, double, string, keyword, bytes; qPlanColDirect) into pCtx: straight
+** through, as valueResultFromStored would, without its per-row tests.
+** SQLITE_OK or SQLITE_NOMEM. */
+static int qRunColumnDirect(QueryRun *p, const QPlanCol *pCol, sqlite3_context *pCtx) {
+  /* By storage class, not sqlite3_result_value (a generic copy, several
+  ** times the work), from one column_value and the value_*
+  ** accessors (each column_* call takes the connection's mutex and
+  ** checks for a malloc failure). The value is "unprotected" in
+  ** SQLite's terms, which matters only on a connection with a mutex:
+  ** store connections are opened NOMUTEX and used by one cursor at a
+  ** time, where SQLite's documentation says protected and unprotected
+  ** values can be used interchangeably. */
+  sqlite3_value *pV = sqlite3_column_value(p->pStmt, pCol->iCol);
+  switch (sqlite3_value_type(pV)) {
+    case SQLITE_INTEGER: sqlite3_result_int64(pCtx, sqlite3_value_int64(pV)); break;
+    case SQLITE_FLOAT: sqlite3_result_double(pCtx, sqlite3_value_double(pV)); break;
+    case SQLITE_TEXT: {
+      /* Length -1 when the text has no NUL inside: SQLite then copies
+      ** the terminator too, and the host's sqlite3_column_text() (every
+      ** language binding calls it) need not grow the copy to add one. */
+      /* NULL text of a TEXT value (even '' has a pointer) is a
+      ** conversion that ran out of memory, not an empty string. */
+      const char *z = (const char *)sqlite3_value_text(pV);
+      int n = sqlite3_value_bytes(pV);
+      if (z == NULL) {
+        sqlite3_result_error_nomem(pCtx);
+        return SQLITE_NOMEM;
+      }
+      sqlite3_result_text(pCtx, z, memchr(z, 0, (size_t)n) ? n : -1, SQLITE_TRANSIENT);
+      break;
+    }
+    case SQLITE_BLOB: {
+      /* bytes before the pointer: a blob whose expansion runs out of
+      ** memory becomes NULL (0 bytes) after sqlite3_value_blob */
+      int n = sqlite3_value_bytes(pV);
+      const void *pB = sqlite3_value_blob(pV);
+      if (pB == NULL && n > 0) {
+        sqlite3_result_error_nomem(pCtx);
+        return SQLITE_NOMEM;
+      }
+      sqlite3_result_blob(pCtx, pB ? pB : "", n, SQLITE_TRANSIENT);
+      break;
+    }
+    default: sqlite3_result_null(pCtx); break;
+  }
+  return SQLITE_OK;
+}
+
 int qRunColumnResult(QueryRun *p, int i, sqlite3_context *pCtx) {
   const QPlanCol *pCol;
   if (i < 0 || i >= p->pPlan->nCol) {
@@ -268,55 +317,7 @@ int qRunColumnResult(QueryRun *p, int i, sqlite3_context *pCtx) {
     return SQLITE_OK;
   }
   pCol = &p->pPlan->aCol[i];
-  if (pCol->bDirect) {
-    /* A statically typed column whose stored form is its SQL value (ref,
-    ** long, double, string, keyword, bytes; qPlanColDirect): straight
-    ** through, as valueResultFromStored would, without its per-row tests. */
-    {
-      /* By storage class, not sqlite3_result_value (a generic copy, several
-      ** times the work), from one column_value and the value_*
-      ** accessors (each column_* call takes the connection's mutex and
-      ** checks for a malloc failure). The value is "unprotected" in
-      ** SQLite's terms, which matters only on a connection with a mutex:
-      ** store connections are opened NOMUTEX and used by one cursor at a
-      ** time, where SQLite's documentation says protected and unprotected
-      ** values can be used interchangeably. */
-      sqlite3_value *pV = sqlite3_column_value(p->pStmt, pCol->iCol);
-      switch (sqlite3_value_type(pV)) {
-        case SQLITE_INTEGER: sqlite3_result_int64(pCtx, sqlite3_value_int64(pV)); break;
-        case SQLITE_FLOAT: sqlite3_result_double(pCtx, sqlite3_value_double(pV)); break;
-        case SQLITE_TEXT: {
-          /* Length -1 when the text has no NUL inside: SQLite then copies
-          ** the terminator too, and the host's sqlite3_column_text() (every
-          ** language binding calls it) need not grow the copy to add one. */
-          /* NULL text of a TEXT value (even '' has a pointer) is a
-          ** conversion that ran out of memory, not an empty string. */
-          const char *z = (const char *)sqlite3_value_text(pV);
-          int n = sqlite3_value_bytes(pV);
-          if (z == NULL) {
-            sqlite3_result_error_nomem(pCtx);
-            return SQLITE_NOMEM;
-          }
-          sqlite3_result_text(pCtx, z, memchr(z, 0, (size_t)n) ? n : -1, SQLITE_TRANSIENT);
-          break;
-        }
-        case SQLITE_BLOB: {
-          /* bytes before the pointer: a blob whose expansion runs out of
-          ** memory becomes NULL (0 bytes) after sqlite3_value_blob */
-          int n = sqlite3_value_bytes(pV);
-          const void *pB = sqlite3_value_blob(pV);
-          if (pB == NULL && n > 0) {
-            sqlite3_result_error_nomem(pCtx);
-            return SQLITE_NOMEM;
-          }
-          sqlite3_result_blob(pCtx, pB ? pB : "", n, SQLITE_TRANSIENT);
-          break;
-        }
-        default: sqlite3_result_null(pCtx); break;
-      }
-      return SQLITE_OK;
-    }
-  }
+  if (pCol->bDirect) return qRunColumnDirect(p, pCol, pCtx);
   if (pCol->kind == QCOL_VALUE && pCol->vt != QVT_JSON) {
     sqlite3_value *pV = sqlite3_column_value(p->pStmt, pCol->iCol);
     int tag = qRunColTag(p, pCol);
