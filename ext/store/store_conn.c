@@ -22,7 +22,7 @@ void storeConnClose(StoreConn *pConn) {
   sqlite3_finalize(p->pBegin);
   sqlite3_finalize(p->pCommit);
   sqlite3_finalize(p->pRollback);
-  for (int i = 0; i < 5; i++) sqlite3_finalize(p->apGroup[i]);
+  for (size_t i = 0; i < sizeof p->apGroup / sizeof p->apGroup[0]; i++) sqlite3_finalize(p->apGroup[i]);
   /* close_v2: anything the upper layers failed to finalize cannot keep the
   ** file open forever or crash us; it is released with them. */
   sqlite3_close_v2(p->base.db);
