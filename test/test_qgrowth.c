@@ -211,17 +211,25 @@ static void qgRulesOpts(sqlite3_str *pO, const char *zRules, const char *zMore) 
   sqlite3_str_appendf(pO, "{\"inputs\":[{\"edn\":\"[%s]\"}%s]}", zRules, zMore ? zMore : "");
 }
 
-/* n rules, each calling the next once (non-recursive) */
-static void fRuleChain(int n, sqlite3_str *pQ, sqlite3_str *pO) {
+/* Query zQuery over n rules r0 -> r1 -> ... -> r(n-1), rule i's body
+** zStep (two %d: i, then i + 1), the last one follow edge. */
+static void qgRuleChainOf(int n, const char *zQuery, const char *zStep, sqlite3_str *pQ,
+                          sqlite3_str *pO) {
   sqlite3_str *pR = sqlite3_str_new(NULL);
   char *z;
   int i;
-  sqlite3_str_appendall(pQ, "[:find ?y :in $ % :where [?x :node/id 1] (r0 ?x ?y)]");
-  for (i = 0; i + 1 < n; i++) sqlite3_str_appendf(pR, "[(r%d ?a ?b) [?a :node/follow ?c] (r%d ?c ?b)]", i, i + 1);
+  sqlite3_str_appendall(pQ, zQuery);
+  for (i = 0; i + 1 < n; i++) sqlite3_str_appendf(pR, zStep, i, i + 1);
   sqlite3_str_appendf(pR, "[(r%d ?a ?b) [?a :node/follow ?b]]", n - 1);
   z = sqlite3_str_finish(pR);
   qgRulesOpts(pO, z, NULL);
   sqlite3_free(z);
+}
+
+/* n rules, each calling the next once (non-recursive) */
+static void fRuleChain(int n, sqlite3_str *pQ, sqlite3_str *pO) {
+  qgRuleChainOf(n, "[:find ?y :in $ % :where [?x :node/id 1] (r0 ?x ?y)]",
+                "[(r%d ?a ?b) [?a :node/follow ?c] (r%d ?c ?b)]", pQ, pO);
 }
 
 /* ... with both ends bound, so each call only tests for a path */
@@ -234,15 +242,8 @@ static void fRuleChainBound(int n, sqlite3_str *pQ, sqlite3_str *pO) {
 /* n rules of one definition, each calling the next with every argument
 ** free (issue 19: nested a subquery a level, past SQLite's parser stack) */
 static void fRuleChainFree(int n, sqlite3_str *pQ, sqlite3_str *pO) {
-  sqlite3_str *pR = sqlite3_str_new(NULL);
-  char *z;
-  int i;
-  sqlite3_str_appendall(pQ, "[:find ?x ?y :in $ % :where (r0 ?x ?y)]");
-  for (i = 0; i + 1 < n; i++) sqlite3_str_appendf(pR, "[(r%d ?a ?b) (r%d ?b ?a) [(!= ?a ?b)]]", i, i + 1);
-  sqlite3_str_appendf(pR, "[(r%d ?a ?b) [?a :node/follow ?b]]", n - 1);
-  z = sqlite3_str_finish(pR);
-  qgRulesOpts(pO, z, NULL);
-  sqlite3_free(z);
+  qgRuleChainOf(n, "[:find ?x ?y :in $ % :where (r0 ?x ?y)]",
+                "[(r%d ?a ?b) (r%d ?b ?a) [(!= ?a ?b)]]", pQ, pO);
 }
 
 /* n rules of two definitions each calling the next (a union per level) */
