@@ -949,6 +949,99 @@ START_TEST(failures_inside_begin_keep_host_rows) {
 }
 END_TEST
 
+/* Statements the host's trace callback saw, as one string. */
+typedef struct TraceLog { char az[4096]; int n; } TraceLog;
+static int traceStmt(unsigned mask, void *pCtx, void *pStmt, void *pX) {
+  TraceLog *pLog = pCtx;
+  (void)mask;
+  (void)pX;
+  int n = snprintf(pLog->az + pLog->n, sizeof pLog->az - (size_t)pLog->n, "%s;",
+                   sqlite3_sql((sqlite3_stmt *)pStmt));
+  if (n > 0 && pLog->n + n < (int)sizeof pLog->az) pLog->n += n;
+  return 0;
+}
+
+/* The interrupt bridge looks at the host without running statements on
+** it: a host's trace callback (Python's set_trace_callback, Go's hooks)
+** sees only its own statements, on a file store whose writes end in a
+** commit hook and whose long queries poll the host from the progress
+** handler. Expected: exactly the three statements the test stepped. */
+START_TEST(interrupt_probe_not_traced) {
+  sqlite3 *db = openFile("trace.db");
+  const char *zStore = tuTempPath("trace-file.db");
+  char *z;
+  TraceLog log = {{0}, 0};
+  z = tuQuery(db, "SELECT edn_t(?1, ?2) IS NOT NULL", zStore,
+              "[{:db/ident :p/n :db/valueType :db.type/long}]");
+  ck_assert_str_eq(z, "1");
+  free(z);
+  sqlite3_trace_v2(db, SQLITE_TRACE_STMT, traceStmt, &log);
+  z = tuQuery(db, "SELECT edn_t(?1, ?2) IS NOT NULL", zStore, "[{:p/n 1} {:p/n 2} {:p/n 3}]");
+  ck_assert_str_eq(z, "1");
+  free(z);
+  /* 3^6 = 729 rows of a cross join: enough VM steps for the progress
+  ** handler (every 10,000) to look at the host. */
+  z = tuQuery(db, "SELECT edn_q(?1, ?2)", zStore,
+              "[:find (count ?a) . :with ?b ?c ?d ?e ?f :where [_ :p/n ?a] [_ :p/n ?b] [_ :p/n ?c]"
+              " [_ :p/n ?d] [_ :p/n ?e] [_ :p/n ?f]]");
+  ck_assert_str_eq(z, "{\"result\":729}");
+  free(z);
+  z = tuQuery(db, "SELECT count(*) FROM edn_q(?1, ?2)", zStore,
+              "[:find ?a ?b ?c ?d ?e ?f :where [_ :p/n ?a] [_ :p/n ?b] [_ :p/n ?c]"
+              " [_ :p/n ?d] [_ :p/n ?e] [_ :p/n ?f]]");
+  ck_assert_str_eq(z, "729");
+  free(z);
+  sqlite3_trace_v2(db, 0, NULL, NULL);
+  ck_assert_str_eq(log.az, "SELECT edn_t(?1, ?2) IS NOT NULL;SELECT edn_q(?1, ?2);"
+                           "SELECT count(*) FROM edn_q(?1, ?2);");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
+/* sqlite3_interrupt from another thread in the middle of a big edn_t on a
+** file store: the call fails as interrupted and the store holds nothing of
+** it (peer fault B32); the store then takes the same transaction. */
+START_TEST(interrupt_file_store_write) {
+  sqlite3 *db = openFile("intrw.db");
+  const char *zStore = tuTempPath("intrw-file.db");
+  sqlite3_str *pTx = sqlite3_str_new(NULL);
+  sqlite3_stmt *pStmt = NULL;
+  pthread_t th;
+  IntrLater later = {db, 30};
+  char *zTx, *z;
+  int rc;
+  z = tuQuery(db, "SELECT edn_t(?1, ?2) IS NOT NULL", zStore,
+              "[{:db/ident :p/n :db/valueType :db.type/long}]");
+  ck_assert_str_eq(z, "1");
+  free(z);
+  sqlite3_str_appendall(pTx, "[");
+  for (int i = 0; i < 200000; i++) sqlite3_str_appendf(pTx, "{:p/n %d}", i);
+  sqlite3_str_appendall(pTx, "]");
+  zTx = sqlite3_str_finish(pTx);
+  ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT edn_t(?1, ?2) IS NOT NULL", -1, &pStmt, NULL),
+                   SQLITE_OK);
+  sqlite3_bind_text(pStmt, 1, zStore, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pStmt, 2, zTx, -1, SQLITE_STATIC);
+  ck_assert_int_eq(pthread_create(&th, NULL, interruptLater, &later), 0);
+  rc = sqlite3_step(pStmt);
+  pthread_join(th, NULL);
+  ck_assert_int_ne(rc, SQLITE_ROW);
+  ck_assert_ptr_nonnull(strstr(sqlite3_errmsg(db), "interrupt"));
+  sqlite3_finalize(pStmt);
+  z = tuQuery(db, "SELECT edn_q(?1, ?2)", zStore, "[:find (count ?e) . :where [?e :p/n]]");
+  ck_assert_str_eq(z, "{\"result\":null}");
+  free(z);
+  z = tuQuery(db, "SELECT edn_t(?1, ?2) IS NOT NULL", zStore, "[{:p/n 1} {:p/n 2}]");
+  ck_assert_str_eq(z, "1");
+  free(z);
+  z = tuQuery(db, "SELECT edn_q(?1, ?2)", zStore, "[:find (count ?e) . :where [?e :p/n]]");
+  ck_assert_str_eq(z, "{\"result\":2}");
+  free(z);
+  sqlite3_free(zTx);
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
 static Suite *hostSuite(void) {
   tuNoFsync();
   Suite *s = suite_create("host");
@@ -975,6 +1068,8 @@ static Suite *hostSuite(void) {
   tcase_add_test(tc, write_witness_other_connection);
   tcase_add_test(tc, host_constraint_in_batch_insert);
   tcase_add_test(tc, failures_inside_begin_keep_host_rows);
+  tcase_add_test(tc, interrupt_probe_not_traced);
+  tcase_add_test(tc, interrupt_file_store_write);
   suite_add_tcase(s, tc);
   return s;
 }

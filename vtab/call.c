@@ -428,13 +428,8 @@ static int vcallOpen(VCall *pCall, sqlite3 *host, const char *zPath, int eKind,
     pOpts->pInterruptArg = pCall;
     pOpts->pDb = pCall->pConn ? pCall->pConn->db : NULL;
   }
-  if (eKind == VCALL_WRITE || eKind == VCALL_WITH) {
-    /* The probe must not be prepared mid-transaction (intrWatchPrepare).
-    ** A host store's write runs on the host, which sees its interrupts
-    ** itself and needs no commit veto: its probe is prepared if ever asked
-    ** (intrWatchInterrupted, after a failure). */
-    if (storeHostDb(pCall->pStore) == NULL) rc = intrWatchPrepare(&pCall->watch);
-    if (rc == SQLITE_OK && eKind == VCALL_WITH) rc = vcallWithBegin(pCall, pOpts, pzErr);
+  if (eKind == VCALL_WITH) {
+    rc = vcallWithBegin(pCall, pOpts, pzErr);
     if (rc != SQLITE_OK) vcallEnd(pCall);
   }
   return rc;

@@ -10,11 +10,11 @@
 ** A store connection runs its own VM, and the host's VM looks at its
 ** interrupt flag only between our calls, so long store statements
 ** (aggregates, recursive rules, big transactions) would otherwise run on
-** (peer fault B32). The handler steps a trivial "SELECT 1" on the
+** (peer fault B32). The handler prepares an empty statement on the
 ** host, which fails with SQLITE_INTERRUPT once the host is interrupted
-** (SQLite checks the flag when a statement starts; sqlite3_is_interrupted,
-** 3.41, is not available on older hosts); the store statement then stops
-** with SQLITE_INTERRUPT.
+** (SQLite's parser checks the flag; sqlite3_is_interrupted, 3.41, is not
+** available on older hosts); the store statement then stops with
+** SQLITE_INTERRUPT.
 */
 #ifndef MENTAT_INTERRUPT_H
 #define MENTAT_INTERRUPT_H
@@ -27,13 +27,11 @@
 ** connection carries intrInstall()'s handler, which serves the thread's
 ** watch; a reader watch replaces it while active and intrWatchEnd puts it
 ** back. Zero-initialise; intrWatchEnd is idempotent and must run before the
-** connection goes back to the pool. Without a probe nothing is watched. */
+** connection goes back to the pool. */
 typedef struct IntrWatch IntrWatch;
 struct IntrWatch {
   sqlite3 *pStoreDb;        /* watched reader connection, or NULL */
   sqlite3 *pHost;           /* the host connection watched */
-  sqlite3_stmt *pProbe;     /* "SELECT 1" on the host, prepared at first use */
-  int bProbeFailed;         /* could not prepare it: polling is off */
   IntrWatch *pPrev;         /* thread watch: the one it covers */
   int bThread;              /* a thread watch is active */
   sqlite3_int64 tDeadline;  /* configNowMs() past which its statements stop as interrupted
@@ -44,15 +42,8 @@ struct IntrWatch {
 ** calling thread; ends a watch pWatch still had first. */
 void intrWatchBegin(IntrWatch *pWatch, sqlite3 *host, sqlite3 *pStoreDb);
 
-/* Prepares the watch's probe now rather than at its first look. A write
-** call needs it before writing: a prepare on the host connection that ran
-** out of memory in the middle of a transaction would fail the host's
-** statement after the transaction committed. SQLITE_NOMEM, or SQLITE_OK
-** (another failure only turns the probe off). */
-int intrWatchPrepare(IntrWatch *pWatch);
-
 /* Stops the watch: the reader gets intrInstall()'s handler back, a thread
-** watch uncovers the one it covered. Frees the probe. Idempotent. */
+** watch uncovers the one it covered. Idempotent. */
 void intrWatchEnd(IntrWatch *pWatch);
 
 /* True when the host connection of a begun watch has been interrupted. */
