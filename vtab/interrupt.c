@@ -16,19 +16,19 @@
 /* The innermost thread watch of this thread (edn_t during txTransact). */
 static _Thread_local IntrWatch *intrThreadWatch = NULL;
 
-/* Whether the watched host was interrupted. SQLite's parser looks at the
-** connection's interrupt flag before every token and stops with
-** SQLITE_INTERRUPT, so preparing a lone space on the host answers without
-** running a statement there: nothing for the host's trace or authorizer
-** callbacks to see, no statement left to finalize, and about a tenth of
-** preparing and stepping "SELECT 1" (works on hosts older than
-** sqlite3_is_interrupted, 3.41). The flag stays set while the host's own
-** statement (the one calling us) is active, which is always the case here.
-** A prepare that ran out of memory also stops the call: inside a host
-** statement SQLite keeps the connection's malloc-failed state until that
-** statement ends, so the host's statement fails anyway, and the write the
-** probe guards must not commit under it. */
-static int intrProbe(IntrWatch *pWatch) {
+/* Whether the watched host was interrupted, asked without running a
+** statement there. SQLite's parser looks at the connection's interrupt
+** flag before every token and stops with SQLITE_INTERRUPT, so preparing a
+** lone space answers: nothing for the host's trace or authorizer callbacks
+** to see, no statement to keep, and a tenth of the cost of preparing and
+** stepping "SELECT 1" (works on hosts older than sqlite3_is_interrupted,
+** 3.41). The flag stays set while the host's own statement (the one
+** calling us) is active, as it always is here. A prepare that ran out of
+** memory also stops the call: inside a host statement SQLite keeps the
+** connection's malloc-failed state until that statement ends, so the
+** host's statement fails anyway, and the write the probe guards must not
+** commit under it. */
+static int intrFlagged(IntrWatch *pWatch) {
   sqlite3_stmt *pNone = NULL;
   int rc;
   if (pWatch->pHost == NULL) return 0;
@@ -37,13 +37,52 @@ static int intrProbe(IntrWatch *pWatch) {
   return rc == SQLITE_INTERRUPT || rc == SQLITE_NOMEM;
 }
 
-/* The progress handler. pArg: a reader watch, or NULL for the thread's
-** watch. */
-static int intrCheck(void *pArg) {
-  IntrWatch *pWatch = pArg ? (IntrWatch *)pArg : intrThreadWatch;
+/* The same question asked by stepping "SELECT 1" on the host (prepared at
+** the first look, kept until the watch ends): SQLite checks the flag when a
+** statement starts, and the step's instructions count toward the host's own
+** progress handler, which is how a host that stops calls from that handler
+** (README "Interrupts") still reaches a file store's long work. Used from
+** the store's progress handler only, that is in long statements: short
+** calls run nothing on the host. */
+static int intrStepped(IntrWatch *pWatch) {
+  if (pWatch->pProbe == NULL) {
+    int rc;
+    if (pWatch->pHost == NULL) return 0;
+    if (pWatch->bProbeFailed) return intrFlagged(pWatch);
+    rc = sqlite3_prepare_v2(pWatch->pHost, "SELECT 1", -1, &pWatch->pProbe, NULL);
+    if (rc != SQLITE_OK) {
+      sqlite3_finalize(pWatch->pProbe);
+      pWatch->pProbe = NULL;
+      if (rc == SQLITE_INTERRUPT || rc == SQLITE_NOMEM) return 1;
+      pWatch->bProbeFailed = 1;
+      return intrFlagged(pWatch);
+    }
+  }
+  sqlite3_step(pWatch->pProbe);
+  return sqlite3_reset(pWatch->pProbe) == SQLITE_INTERRUPT;
+}
+
+/* The watch of a hook: pArg, a reader watch, or NULL for the thread's. */
+static IntrWatch *intrWatchOf(void *pArg) {
+  return pArg ? (IntrWatch *)pArg : intrThreadWatch;
+}
+
+static int intrPastDeadline(const IntrWatch *pWatch) {
+  return pWatch->tDeadline > 0 && configNowMs() > pWatch->tDeadline;
+}
+
+/* The progress handler. */
+static int intrProgress(void *pArg) {
+  IntrWatch *pWatch = intrWatchOf(pArg);
   if (pWatch == NULL) return 0;
-  if (pWatch->tDeadline > 0 && configNowMs() > pWatch->tDeadline) return 1;
-  return intrProbe(pWatch);
+  return intrPastDeadline(pWatch) || intrStepped(pWatch);
+}
+
+/* The commit veto and the compile's polls. */
+static int intrCheck(void *pArg) {
+  IntrWatch *pWatch = intrWatchOf(pArg);
+  if (pWatch == NULL) return 0;
+  return intrPastDeadline(pWatch) || intrFlagged(pWatch);
 }
 
 /* Hosts whose SQLite is built with SQLITE_OMIT_PROGRESS_CALLBACK (the one
@@ -78,22 +117,23 @@ int intrThreadInterrupted(void) {
 void intrInstall(sqlite3 *pStoreDb) {
   if (INTR_HAS_COMMIT_HOOK) sqlite3_commit_hook(pStoreDb, intrCommitCheck, NULL);
   if (!INTR_HAS_PROGRESS) return;
-  sqlite3_progress_handler(pStoreDb, INTR_WATCH_OPS, intrCheck, NULL);
+  sqlite3_progress_handler(pStoreDb, INTR_WATCH_OPS, intrProgress, NULL);
 }
 
 void intrWatchPause(IntrWatch *pWatch, int bPause) {
   if (pWatch->pStoreDb == NULL || !INTR_HAS_PROGRESS) return;
   if (bPause) sqlite3_progress_handler(pWatch->pStoreDb, 0, NULL, NULL);
-  else sqlite3_progress_handler(pWatch->pStoreDb, INTR_WATCH_OPS, intrCheck, pWatch);
+  else sqlite3_progress_handler(pWatch->pStoreDb, INTR_WATCH_OPS, intrProgress, pWatch);
 }
 
 int intrWatchInterrupted(IntrWatch *pWatch) {
-  return intrProbe(pWatch);
+  return intrFlagged(pWatch);
 }
 
 void intrWatchBegin(IntrWatch *pWatch, sqlite3 *host, sqlite3 *pStoreDb) {
   intrWatchEnd(pWatch);
   pWatch->pHost = host;
+  pWatch->bProbeFailed = 0;
   /* A host store runs on the host itself, whose statements see its
   ** interrupts directly; its handlers are the host's, never replaced. The
   ** probe still serves intrWatchInterrupted (a compile polls it). */
@@ -117,6 +157,8 @@ void intrWatchEnd(IntrWatch *pWatch) {
     pWatch->bThread = 0;
     pWatch->pPrev = NULL;
   }
+  sqlite3_finalize(pWatch->pProbe);
+  pWatch->pProbe = NULL;
   pWatch->pHost = NULL;
   pWatch->tDeadline = 0;
 }

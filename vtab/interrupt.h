@@ -10,11 +10,13 @@
 ** A store connection runs its own VM, and the host's VM looks at its
 ** interrupt flag only between our calls, so long store statements
 ** (aggregates, recursive rules, big transactions) would otherwise run on
-** (peer fault B32). The handler prepares an empty statement on the
-** host, which fails with SQLITE_INTERRUPT once the host is interrupted
-** (SQLite's parser checks the flag; sqlite3_is_interrupted, 3.41, is not
-** available on older hosts); the store statement then stops with
-** SQLITE_INTERRUPT.
+** (peer fault B32). The progress handler steps a trivial "SELECT 1" on
+** the host, which fails with SQLITE_INTERRUPT once the host is
+** interrupted (SQLite checks the flag when a statement starts;
+** sqlite3_is_interrupted, 3.41, is not available on older hosts), and the
+** store statement then stops with SQLITE_INTERRUPT; the commit hook and the
+** compile's polls only prepare an empty statement, which SQLite's parser
+** fails the same way, so short calls run nothing on the host.
 */
 #ifndef MENTAT_INTERRUPT_H
 #define MENTAT_INTERRUPT_H
@@ -32,6 +34,9 @@ typedef struct IntrWatch IntrWatch;
 struct IntrWatch {
   sqlite3 *pStoreDb;        /* watched reader connection, or NULL */
   sqlite3 *pHost;           /* the host connection watched */
+  sqlite3_stmt *pProbe;     /* "SELECT 1" on the host, prepared at the progress
+                            ** handler's first look */
+  int bProbeFailed;         /* could not prepare it: the empty prepare only */
   IntrWatch *pPrev;         /* thread watch: the one it covers */
   int bThread;              /* a thread watch is active */
   sqlite3_int64 tDeadline;  /* configNowMs() past which its statements stop as interrupted
@@ -43,7 +48,7 @@ struct IntrWatch {
 void intrWatchBegin(IntrWatch *pWatch, sqlite3 *host, sqlite3 *pStoreDb);
 
 /* Stops the watch: the reader gets intrInstall()'s handler back, a thread
-** watch uncovers the one it covered. Idempotent. */
+** watch uncovers the one it covered. Frees the probe. Idempotent. */
 void intrWatchEnd(IntrWatch *pWatch);
 
 /* True when the host connection of a begun watch has been interrupted. */
