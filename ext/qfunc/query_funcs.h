@@ -118,6 +118,11 @@ void qfTupleResult(sqlite3_context *pCtx, const TypedValue *a, int n);
 void qfValsStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfValsFinal(sqlite3_context *pCtx);
 int qfCollateKw(void *pArg, int nx, const void *x, int ny, const void *y);
+/* Java's String.compareTo of two UTF-8 texts (UTF-16 code units) and
+** Clojure's compare of two keyword texts; mentat_compare_text(x, y, kw). */
+int qfJavaStrCmp(const char *x, int nx, const char *y, int ny);
+int qfKeywordCmp(const char *x, int nx, const char *y, int ny);
+void qfCompareText(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfTupleOrd(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfTupleUnord(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfUuidOrd(sqlite3_context *pCtx, int argc, sqlite3_value **argv);

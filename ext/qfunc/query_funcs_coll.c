@@ -113,16 +113,53 @@ void qfValsStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   p->n++;
 }
 
+/* The next UTF-16 code unit of the UTF-8 text z[*pi..n): a supplementary
+** character gives its high surrogate, then (*pLow, kept for the next call)
+** its low one, as Java's String holds it; a byte that starts no valid
+** sequence counts as itself. */
+static unsigned qfUtf16Next(const unsigned char *z, int n, int *pi, unsigned *pLow) {
+  unsigned cp;
+  int L;
+  if (*pLow) {
+    cp = *pLow;
+    *pLow = 0;
+    return cp;
+  }
+  L = ednUtf8Len(z, n, *pi);
+  if (L <= 0) return z[(*pi)++];
+  cp = (unsigned)ednUtf8Decode(z + *pi, L);
+  *pi += L;
+  if (cp < 0x10000) return cp;
+  cp -= 0x10000;
+  *pLow = 0xDC00 + (cp & 0x3FF);
+  return 0xD800 + (cp >> 10);
+}
+
+int qfJavaStrCmp(const char *x, int nx, const char *y, int ny) {
+  const unsigned char *a = (const unsigned char*)x, *b = (const unsigned char*)y;
+  int i = 0, j = 0, lenA = 0, lenB = 0;
+  unsigned lowA = 0, lowB = 0;
+  while ((i < nx || lowA) && (j < ny || lowB)) {
+    unsigned ca = qfUtf16Next(a, nx, &i, &lowA), cb = qfUtf16Next(b, ny, &j, &lowB);
+    if (ca != cb) return (int)ca - (int)cb;
+  }
+  /* equal up to the shorter: the difference of the lengths in UTF-16
+  ** units (only the rest of each needs counting) */
+  while (i < nx || lowA) { qfUtf16Next(a, nx, &i, &lowA); lenA++; }
+  while (j < ny || lowB) { qfUtf16Next(b, ny, &j, &lowB); lenB++; }
+  return lenA - lenB;
+}
+
 /* Clojure's compare of two keywords given as their texts (":ns/name",
 ** ":name"), as Keyword.compareTo -> Symbol.compareTo: a keyword without
 ** namespace first, then namespace, then name (so :ns/z < :ns-/a, while
-** bytewise ":ns/" > ":ns-"). The namespace ends at the first '/' (as
-** Symbol.intern splits it). Parts compare bytewise: UTF-8 order is code
-** point order (Java's String.compareTo orders UTF-16 units, which differs
-** only between supplementary characters and U+E000..U+FFFF). */
-static int qfKeywordCmp(const char *x, int nx, const char *y, int ny) {
+** bytewise ":ns/" > ":ns-"), each part by String.compareTo (qfJavaStrCmp:
+** its value, not only its sign, is compare's answer). The namespace ends
+** at the first '/' (as Symbol.intern splits it). */
+int qfKeywordCmp(const char *x, int nx, const char *y, int ny) {
   const char *sx, *sy;
   int nsx = -1, nsy = -1, c;
+  if (nx == ny && memcmp(x, y, (size_t)nx) == 0) return 0;
   x++; nx--; y++; ny--;                /* past the ':' */
   sx = nx > 1 ? memchr(x, '/', (size_t)nx) : NULL;
   sy = ny > 1 ? memchr(y, '/', (size_t)ny) : NULL;
@@ -130,14 +167,28 @@ static int qfKeywordCmp(const char *x, int nx, const char *y, int ny) {
   if (sy && sy > y) nsy = (int)(sy - y);
   if ((nsx < 0) != (nsy < 0)) return nsx < 0 ? -1 : 1;
   if (nsx >= 0) {
-    c = memcmp(x, y, (size_t)(nsx < nsy ? nsx : nsy));
-    if (c == 0) c = nsx - nsy;
+    c = qfJavaStrCmp(x, nsx, y, nsy);
     if (c) return c;
     x += nsx + 1; nx -= nsx + 1;
     y += nsy + 1; ny -= nsy + 1;
   }
-  c = memcmp(x, y, (size_t)(nx < ny ? nx : ny));
-  return c ? c : nx - ny;
+  return qfJavaStrCmp(x, nx, y, ny);
+}
+
+/* mentat_compare_text(x, y, kw): Clojure's compare of two strings
+** (String.compareTo: the difference of the first differing UTF-16 code
+** units, else of the lengths) or, kw 1, of two keywords; NULL when either
+** is NULL (the caller orders nil itself). */
+void qfCompareText(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  const char *x = (const char*)sqlite3_value_text(argv[0]);
+  const char *y = (const char*)sqlite3_value_text(argv[1]);
+  int nx, ny;
+  (void)argc;
+  if (x == NULL || y == NULL) return;
+  nx = sqlite3_value_bytes(argv[0]);
+  ny = sqlite3_value_bytes(argv[1]);
+  sqlite3_result_int(pCtx, sqlite3_value_int(argv[2]) && nx > 1 && ny > 1 && x[0] == ':' && y[0] == ':'
+                               ? qfKeywordCmp(x, nx, y, ny) : qfJavaStrCmp(x, nx, y, ny));
 }
 
 /* The mentat_kw collation: keyword order for texts that both look like

@@ -256,6 +256,26 @@ int qcvCompare(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut
     sqlite3_free(zTa);
     sqlite3_free(zTb);
   }
+  if (a.aVt[0] == VT_NONE || a.aVt[1] == VT_NONE
+      || (a.aVt[0] == a.aVt[1] && (a.aVt[0] == VT_STRING || a.aVt[0] == VT_KEYWORD))) {
+    /* strings and keywords: String.compareTo's difference, not its sign
+    ** (compare "a" "c" is -2), over UTF-16 code units; a run-time type
+    ** tells them by their tags (a NULL tag: text is a string) */
+    char *zTa = qcvCmpTag(&a, 0), *zTb = qcvCmpTag(&a, 1);
+    if (zTa && zTb) {
+      sqlite3_str_appendf(pStr,
+                          "(CASE WHEN typeof(%s) = 'text' AND typeof(%s) = 'text' AND coalesce(%s, %d) <> %d"
+                          " AND coalesce(%s, %d) <> %d THEN mentat_compare_text(%s, %s, coalesce(%s, %d) = %d)"
+                          " ELSE ", a.azA[0], a.azA[1], zTa, TAG_STRING, TAG_JSON, zTb, TAG_STRING,
+                          TAG_JSON, a.azA[0], a.azA[1], zTa, TAG_STRING, TAG_KEYWORD);
+    } else {
+      qcNoMem(pX->pC);
+    }
+    sqlite3_free(zTa);
+    sqlite3_free(zTb);
+  } else {
+    sqlite3_str_appendall(pStr, "(CASE WHEN 0 THEN 0 ELSE ");
+  }
   if (a.aVt[0] == VT_NONE && a.aVt[1] == VT_NONE && a.azTag[0] && a.azTag[1]) {
     sqlite3_str_appendf(pStr, "(CASE WHEN %s = %d AND %s = %d THEN ", a.azTag[0], TAG_KEYWORD,
                         a.azTag[1], TAG_KEYWORD);
@@ -267,6 +287,7 @@ int qcvCompare(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut
     const char *zColl = *qcKwCollate(a.aVt[0]) && *qcKwCollate(a.aVt[1]) ? zKw : "";
     sqlite3_str_appendf(pStr, zCmp, a.azA[0], a.azA[1], zColl, a.azA[0], a.azA[1], zColl);
   }
+  sqlite3_str_appendall(pStr, " END)");
   if (a.aVt[0] == VT_NONE || a.aVt[1] == VT_NONE) sqlite3_str_appendall(pStr, " END)");
   return qcvDone(pX, &a, pStr, pFn->vtOut, NULL, pOut);
 }
