@@ -60,6 +60,8 @@ static const struct {
   { "mentat_comparable", 5, 1, qfComparable, 0, 0 },
   /* compare of two strings or keywords: String.compareTo's difference */
   { "mentat_compare_text", 3, 1, qfCompareText, 0, 0 },
+  /* fulltext's search string, checked before MATCH reads it */
+  { "mentat_fts_query", 2, 1, qfFtsQuery, 0, 0 },
   /* the aggregates of :find (query_compile_agg.c): sum, its long overflow
   ** an error saying where, and avg, its sum over the count; Datomic's median (middle value, or the mean of
   ** the two middle ones), population variance and stddev; distinct,

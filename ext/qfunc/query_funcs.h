@@ -123,6 +123,9 @@ int qfCollateKw(void *pArg, int nx, const void *x, int ny, const void *y);
 int qfJavaStrCmp(const char *x, int nx, const char *y, int ny);
 int qfKeywordCmp(const char *x, int nx, const char *y, int ny);
 void qfCompareText(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+/* mentat_fts_query(q, where): fulltext's search string, or an error at
+** where when Datomic's would throw (query_funcs_fts.c). */
+void qfFtsQuery(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfTupleOrd(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfTupleUnord(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfUuidOrd(sqlite3_context *pCtx, int argc, sqlite3_value **argv);

@@ -612,6 +612,16 @@ int qcfFulltext(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOu
   }
   zQ = qcTermExpr(pX, aArg[1], &vt, NULL, "function");
   if (zQ == NULL) return pC->rc;
+  {
+    /* a search string Datomic's fulltext rejects is an error at the
+    ** clause, not FTS4's placeless one or a silent empty match */
+    char *zPlace = qcPlaceSql(pCl->pForm, "fulltext");
+    char *zChecked = zPlace ? sqlite3_mprintf("mentat_fts_query(%s, %s)", zQ, zPlace) : NULL;
+    sqlite3_free(zPlace);
+    sqlite3_free(zQ);
+    if (zChecked == NULL) return qcNoMem(pC);
+    zQ = zChecked;
+  }
   sqlite3_snprintf(sizeof zD, zD, "d%d", ++pC->nAlias);
   sqlite3_snprintf(sizeof zF, zF, "f%d", ++pC->nAlias);
   qcFrom(pX, sqlite3_mprintf("%s %s", pC->zFulltext, zF));
