@@ -204,7 +204,12 @@ int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pMainSc
     }
     switch (pP->eConv) {
       case QV_NATURAL:
-        rc = qBindTyped(pStmt, iArg, p, valueNaturalType(p), pSchema, 0);
+        /* a double of its own (a function's argument, an input) keeps
+        ** -0.0, as Clojure does ((str -0.0) is "-0.0"); the store's
+        ** one-zero rule (B31) is for stored values, and SQLite's = and <
+        ** hold -0.0 equal to 0.0 as Clojure's == does */
+        if (p->type == EDN_DOUBLE && p->u.d == 0.0) rc = sqlite3_bind_double(pStmt, iArg, p->u.d);
+        else rc = qBindTyped(pStmt, iArg, p, valueNaturalType(p), pSchema, 0);
         break;
       case QV_TYPED:
         if (pP->vt == VT_TUPLE && pP->eTuple) {
