@@ -171,7 +171,11 @@ static char *qcpCompareTerms(QCtx *pX, const QClause *pCl, const char *zFn, cons
   } else {
     ValueType vtKnown = vtA == VT_NONE ? vtB : vtA;
     const char *zTag = vtA == VT_NONE ? zTagA : zTagB;
-    const char *zTags = bEq && (vtKnown == VT_LONG || vtKnown == VT_REF) ? "0, 5"
+    /* a ref value is the entity id it holds in an equality: = with a
+    ** long or ref, == with any number ((== ?v 65542.0) finds the datom
+    ** pointing at 65542, as Datomic's == of a Long and a Double) */
+    const char *zTags = bEq && (vtKnown == VT_LONG || vtKnown == VT_REF
+                                || (!bValue && vtKnown == VT_DOUBLE)) ? "0, 5"
                         : qcpClassTags(qcTypeClass(vtKnown));
     if (bNe) {
       zOut = sqlite3_mprintf("(%s NOT IN (%s) OR %s)", zTag, zTags, zCmp);
