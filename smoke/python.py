@@ -617,11 +617,11 @@ def tuples_typed(con, db, where):
            for t in ([':a', ':b', ':c'], {'edn': '[:a :b :c]'}, ['a', 'b', 'c'], {'edn': '["a" "b" "c"]'})]
     check('tuples (%s): JSON and EDN vector inputs into a rule' % where, got, [[[e]], [[e]], [], []])
     got = json.loads(one(con, 'SELECT edn_q(?, ?)', (db, '[:find ?e ?s :where [?e :game/at ?p]'
-        ' [(re-find "(\\\\d) (\\\\d)" "3 4") [_ ?x ?y]] [(tuple ?x ?y) ?t] [(str ?t) ?s]'
+        ' [(re-pattern "(\\\\d) (\\\\d)") ?re] [(re-find ?re "3 4") [_ ?x ?y]] [(tuple ?x ?y) ?t] [(str ?t) ?s]'
         ' (not [(= ?p ?t)])]')))['result']
     check('tuples (%s): regex strings are not longs' % where, got, [[e, '["3" "4"]']])
     got = json.loads(one(con, 'SELECT edn_q(?, ?)', (db, '[:find ?n . :where'
-        ' [(re-find "(a)(b)" "ab") ?m] [(tuple "ab" "a" "b") ?t] [(= ?m ?t)] [(count ?m) ?n]]')))['result']
+        ' [(re-pattern "(a)(b)") ?re] [(re-find ?re "ab") ?m] [(tuple "ab" "a" "b") ?t] [(= ?m ?t)] [(count ?m) ?n]]')))['result']
     check('tuples (%s): a regex group vector is the tuple of its strings' % where, got, 3)
     check_error('tuples (%s): edn_datoms v bound over a tuple attribute' % where, lambda: con.execute(
         "SELECT e FROM edn_datoms(?, ':aevt', ':game/at') WHERE v > '[0 0]'", (db,)).fetchall(),

@@ -285,7 +285,7 @@ START_TEST(test_reader_macros) {
     {"[#?@(:clj [1 2])]", -1, "!#?@ is a Clojure reader conditional, not EDN", 1, 2},
     {"#'foo", -1, "!#' is a Clojure reader macro (var quote), not EDN", 1, 1},
     {"#(inc %)", -1, "!#( is a Clojure reader macro (anonymous function), not EDN", 1, 1},
-    {"#\"re\"", -1, "!#\" is a Clojure regular expression literal, not EDN: write the pattern as a string", 1, 1},
+    {"#\"re\"", -1, "!#\" is a Clojure regular expression literal, not EDN: make the pattern with (re-pattern \"...\")", 1, 1},
     {"#^String x", -1, "!#^ is a Clojure reader macro (metadata), not EDN", 1, 1},
     {"#:a{:b 1}", -1, "!#: is a Clojure namespaced map, not EDN", 1, 1},
     {"#::{:b 1}", -1, "!#: is a Clojure namespaced map, not EDN", 1, 1},

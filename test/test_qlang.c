@@ -497,8 +497,8 @@ START_TEST(test_oom) {
     "[:find [?j ...] :in $ % :where (rid 3 ?j)]",
     "[:find [?i ...] :in $ % :where [?a :node/id 2] (reach ?a ?b) [?b :node/id ?i]]",
     "[:find (count ?b) . :with ?a :in $ % :where (reach ?a ?b)]",
-    ("[:find ?x ?g ?s :where [?e :person/id 3] [?e :person/name ?n] [(re-find \"(O)(l)\" ?n) [?w ?g]]"
-     " [(tuple ?n 1) ?t] [(identity ?t) [?x ...]] [(str ?n ?e) ?s] [(re-matches \"O.*\" ?n)]]"),
+    ("[:find ?x ?g ?s :where [?e :person/id 3] [?e :person/name ?n] [(re-pattern \"(O)(l)\") ?p] [(re-find ?p ?n) [?w ?g]]"
+     " [(tuple ?n 1) ?t] [(identity ?t) [?x ...]] [(str ?n ?e) ?s] [(re-pattern \"O.*\") ?q] [(re-matches ?q ?n)]]"),
     "[:find ?m . :where [(ground {1 \"a\" [2] \"b\"}) ?m]]",
   };
   char *azWant[5];

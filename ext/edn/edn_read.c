@@ -598,7 +598,7 @@ static int ednDispatchErr(EdnReader *r, unsigned char d) {
   int i;
   if (d == '"') {
     return ednErrAt(r, r->i, "#\" is a Clojure regular expression literal, not EDN: "
-                    "write the pattern as a string");
+                    "make the pattern with (re-pattern \"...\")");
   }
   for (i = 0; i < (int)(sizeof aMacro / sizeof aMacro[0]); i++) {
     if (aMacro[i].c == (char)d) {

@@ -43,6 +43,10 @@ typedef enum ValueType {
 ** order-preserving encoding of value_tuple.c. Queries and pull know it
 ** from the attribute and print it as a JSON array. */
 #define TAG_TUPLE   (-3)
+/* Not a stored tag either: a regular expression pattern (re-pattern's
+** result, Clojure's java.util.regex.Pattern), held as its source text; the
+** tag is what tells it from a string, which re-find does not take. */
+#define TAG_PATTERN (-4)
 
 int vtTag(ValueType t);
 /* The tag a value of type t is printed by: vtTag(t), but TAG_TUPLE for

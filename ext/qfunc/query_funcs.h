@@ -41,6 +41,8 @@ int qfRegexGroups(const char *zPat, int nPat, int *pnGroup, char **pzErr);
 #define QF_ARG_INT  1   /* an integer (an entity id is one) */
 #define QF_ARG_STR  2   /* a string */
 #define QF_ARG_COLL 3   /* a string or a collection (a tuple, JSON) */
+#define QF_ARG_RE   4   /* a regular expression pattern (TAG_PATTERN) */
+#define QF_ARG_RESTR 5  /* a string or a pattern (re-pattern) */
 
 /* ---- shared by the files of the family ---- */
 
@@ -103,6 +105,8 @@ void qfSubs(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfReFind(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfReMatches(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfReSeq(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+void qfReGroups(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+void qfRePattern(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 
 void qfJson(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfSetKey(sqlite3_context *pCtx, int argc, sqlite3_value **argv);

@@ -31,6 +31,12 @@ int qfJavaInvalid(char **pzErr, const char *zPat, int nPat, const char *zWhy) {
 #define QFJ_F_S 0x04    /* DOTALL */
 #define QFJ_F_D 0x08    /* UNIX_LINES */
 #define QFJ_F_X 0x10    /* COMMENTS */
+#define QFJ_F_U 0x20    /* UNICODE_CASE */
+/* CASE_INSENSITIVE without UNICODE_CASE folds US-ASCII only (Java's
+** default), while PCRE2 in UTF mode folds every letter: a non-ASCII
+** literal is then matched exactly ((?-i:...)), a class so for non-ASCII
+** text (qfjClassFold). */
+#define QFJ_ASCII_FOLD(p) (((p)->flags & (QFJ_F_I | QFJ_F_U)) == QFJ_F_I)
 #define QFJ_NEST 250    /* groups nest at most this deep (PCRE2's default) */
 
 typedef struct QfJava {
@@ -43,6 +49,7 @@ typedef struct QfJava {
   int nGroup;               /* capturing groups opened so far */
   int nGroupAll;            /* capturing groups in the pattern, -1 unknown */
   int nNest;                /* groups open at the cursor */
+  int nClass;               /* character classes open at the cursor */
   int aSave[QFJ_NEST];      /* the flags each open group restores at ')' */
   int *aMap;                /* pairs (offset in pOut, offset in z) per token */
   int nMap, nMapAlloc;
@@ -116,7 +123,26 @@ static void qfjSkipSpace(QfJava *p) {
 
 /* One code point as a PCRE2 literal. */
 static void qfjCodePoint(QfJava *p, int cp) {
-  sqlite3_str_appendf(p->pOut, "\\x{%X}", (unsigned)cp);
+  if (cp >= 0x80 && QFJ_ASCII_FOLD(p) && p->nClass == 0) {
+    sqlite3_str_appendf(p->pOut, "(?-i:\\x{%X})", (unsigned)cp);
+  } else {
+    sqlite3_str_appendf(p->pOut, "\\x{%X}", (unsigned)cp);
+  }
+}
+
+/* Appends class T (PCRE2's text, "[^...]" when bNeg) as Java's ASCII-only
+** case folding has it: a non-ASCII character matches T exactly, an ASCII
+** one as PCRE2's caseless T; negated, whatever the positive form does not
+** match. */
+static void qfjClassFold(QfJava *p, const char *zT, int bNeg) {
+  if (!bNeg) {
+    sqlite3_str_appendf(p->pOut, "(?:(?-i:%s)|(?=[\\x{0}-\\x{7F}])%s)", zT, zT);
+  } else {
+    /* zT is "[^" members "]": the positive class is "[" members "]" */
+    int n = (int)strlen(zT);
+    sqlite3_str_appendf(p->pOut, "(?:(?!(?-i:[%.*s])|(?=[\\x{0}-\\x{7F}])[%.*s])(?s:.))", n - 3,
+                        zT + 2, n - 3, zT + 2);
+  }
 }
 
 /* Byte c of a \Q...\E quote as a PCRE2 literal (multibyte sequences pass
@@ -522,6 +548,7 @@ static void qfjClass(QfJava *p, int iDepth) {
   sqlite3_str *pSimple = NULL;         /* this operand's plain members */
   sqlite3_str *pNest = NULL;           /* |nested class ... of this operand */
   int bNeg = 0, nOperand = 0, nNest = 0, bAnyNest = 0, bEnd = 0;
+  p->nClass++;                         /* undone at done */
   if (iDepth >= QFJ_CLASS_NEST) {
     qfjWhy(p, "character classes nest more than %d deep", QFJ_CLASS_NEST);
     goto done;
@@ -607,12 +634,19 @@ static void qfjClass(QfJava *p, int iDepth) {
     zA = sqlite3_str_finish(pAhead);
     pFirst = pAhead = NULL;
     if ((nF && zF == NULL) || (nA && zA == NULL)) p->bNoMem = 1;
+    else if (nOperand == 1 && iDepth == 0 && QFJ_ASCII_FOLD(p)) qfjClassFold(p, zF, bNeg);
     else if (nOperand == 1) sqlite3_str_appendall(p->pOut, zF);
-    else sqlite3_str_appendf(p->pOut, "(?:%s%s)", zA, zF);
+    else if (iDepth == 0 && QFJ_ASCII_FOLD(p)) {
+      char *zT = sqlite3_mprintf("(?:%s%s)", zA, zF);
+      if (zT == NULL) p->bNoMem = 1;
+      else qfjClassFold(p, zT, 0);
+      sqlite3_free(zT);
+    } else sqlite3_str_appendf(p->pOut, "(?:%s%s)", zA, zF);
     sqlite3_free(zF);
     sqlite3_free(zA);
   }
 done:
+  p->nClass--;
   p->pOut = pSave;
   if (pSimple && sqlite3_str_errcode(pSimple)) p->bNoMem = 1;
   if (sqlite3_str_errcode(pSave)) p->bNoMem = 1;
@@ -677,7 +711,7 @@ static void qfjGroup(QfJava *p) {
         case 's': f = QFJ_F_S; break;
         case 'd': f = QFJ_F_D; break;
         case 'x': f = QFJ_F_X; break;
-        case 'u': break;    /* UNICODE_CASE: (?i) already folds every letter */
+        case 'u': f = QFJ_F_U; break;   /* UNICODE_CASE: (?i) folds every letter */
         case '-':
           if (!bNeg) { bNeg = 1; break; }
           /* fall through */
@@ -762,7 +796,14 @@ static void qfjRun(QfJava *p) {
       }
       default:
         qfjChar(p, p->i, &L);
-        sqlite3_str_append(p->pOut, (const char*)p->z + p->i, L);
+        if (c >= 0x80 && QFJ_ASCII_FOLD(p)) {
+          /* no case of its own under ASCII-only folding */
+          sqlite3_str_appendall(p->pOut, "(?-i:");
+          sqlite3_str_append(p->pOut, (const char*)p->z + p->i, L);
+          sqlite3_str_appendchar(p->pOut, 1, ')');
+        } else {
+          sqlite3_str_append(p->pOut, (const char*)p->z + p->i, L);
+        }
         p->i += L;
         break;
     }

@@ -208,6 +208,7 @@ const char *qfTagName(int tag, int t) {
     case TAG_KEYWORD: return ":db.type/keyword";
     case TAG_BYTES: return ":db.type/bytes";
     case TAG_JSON: return "collection";
+    case TAG_PATTERN: return "regular expression pattern";
   }
   return "value of unknown type";
 }
@@ -345,7 +346,9 @@ void qfNum(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
 ** class. NULL stays NULL (binds nothing, as a nil result). */
 void qfArg(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   static const char *const azWant[] = { "a number", "an integer", "a string",
-                                        "a string or a collection" };
+                                        "a string or a collection",
+                                        "a regular expression pattern (re-pattern makes one)",
+                                        "a string" };
   int t = sqlite3_value_type(argv[0]);
   int bTag = sqlite3_value_type(argv[1]) != SQLITE_NULL;
   int tag = bTag ? sqlite3_value_int(argv[1]) : -100;
@@ -353,7 +356,7 @@ void qfArg(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   char *zErr;
   (void)argc;
   if (t == SQLITE_NULL) return;
-  if (kind < QF_ARG_NUM || kind > QF_ARG_COLL) kind = QF_ARG_NUM;
+  if (kind < QF_ARG_NUM || kind > QF_ARG_RESTR) kind = QF_ARG_NUM;
   switch (kind) {
     case QF_ARG_NUM:
       bOk = bTag ? tag == TAG_REF || tag == TAG_NUMBER : t == SQLITE_INTEGER || t == SQLITE_FLOAT;
@@ -363,6 +366,13 @@ void qfArg(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
       break;
     case QF_ARG_STR:
       bOk = bTag ? tag == TAG_STRING : t == SQLITE_TEXT;
+      break;
+    case QF_ARG_RE:
+      /* a pattern always carries its tag: untagged text is a string */
+      bOk = bTag && tag == TAG_PATTERN;
+      break;
+    case QF_ARG_RESTR:
+      bOk = bTag ? tag == TAG_STRING || tag == TAG_PATTERN : t == SQLITE_TEXT;
       break;
     default:
       bOk = bTag ? tag == TAG_STRING || tag == TAG_TUPLE || tag == TAG_JSON : t == SQLITE_TEXT;

@@ -224,6 +224,40 @@ static int qfRegexRun(sqlite3_context *pCtx, sqlite3_value *pWhere, QfRegex *pRe
 #define QFR_GROUPS  2
 #define QFR_SEQ     4
 #define QFR_TUPLE   8
+#define QFR_AUTO    16   /* the groups decide: none the match, else a tuple or JSON */
+
+/* The compiled form of pattern argument 0 of this call: kept by SQLite
+** while the argument stays the same (a constant or bound parameter), else
+** freed after the call; *pbOwn set when the caller must free it (not kept,
+** out of memory there). NULL after an error set on pCtx (an invalid
+** pattern: "<where>: invalid regular expression ..."). */
+static QfRegex *qfRegexOf(sqlite3_context *pCtx, sqlite3_value *pWhere, const char *zPat, int nPat,
+                          int *pbOwn) {
+  QfRegex *pRe = sqlite3_get_auxdata(pCtx, 0);
+  char *zErr = NULL;
+  int rc;
+  *pbOwn = 0;
+  if (pRe) return pRe;
+  rc = qfRegexCompile(zPat, nPat, &pRe, &zErr);
+  if (rc != SQLITE_OK) {
+    if (rc == SQLITE_NOMEM) sqlite3_result_error_nomem(pCtx);
+    else qfErrorAt(pCtx, pWhere, "%s", zErr);
+    sqlite3_free(zErr);
+    return NULL;
+  }
+  sqlite3_set_auxdata(pCtx, 0, pRe, qfRegexFree);
+  pRe = sqlite3_get_auxdata(pCtx, 0);
+  if (pRe == NULL) {
+    /* Not kept (out of memory there): compile a private copy. */
+    if (qfRegexCompile(zPat, nPat, &pRe, &zErr) != SQLITE_OK) {
+      sqlite3_free(zErr);
+      sqlite3_result_error_nomem(pCtx);
+      return NULL;
+    }
+    *pbOwn = 1;
+  }
+  return pRe;
+}
 
 static void qfRegexApply(sqlite3_context *pCtx, sqlite3_value **argv, int iMode) {
   const char *zPat = (const char*)sqlite3_value_text(argv[0]);
@@ -233,30 +267,13 @@ static void qfRegexApply(sqlite3_context *pCtx, sqlite3_value **argv, int iMode)
   if (zPat == NULL || z == NULL) return;
   n = sqlite3_value_bytes(argv[1]);
   nPat = sqlite3_value_bytes(argv[0]);
-  pRe = sqlite3_get_auxdata(pCtx, 0);
-  if (pRe == NULL) {
-    char *zErr = NULL;
-    int rc = qfRegexCompile(zPat, nPat, &pRe, &zErr);
-    if (rc != SQLITE_OK) {
-      if (rc == SQLITE_NOMEM) sqlite3_result_error_nomem(pCtx);
-      else qfErrorAt(pCtx, argv[2], "%s", zErr);
-      sqlite3_free(zErr);
-      return;
-    }
-    /* SQLite keeps it while the pattern argument stays the same (a
-    ** constant or bound parameter), else frees it after this call. */
-    sqlite3_set_auxdata(pCtx, 0, pRe, qfRegexFree);
-    pRe = sqlite3_get_auxdata(pCtx, 0);
-    if (pRe == NULL) {
-      /* Not kept (out of memory there): compile a private copy. */
-      char *zErr2 = NULL;
-      if (qfRegexCompile(zPat, nPat, &pRe, &zErr2) != SQLITE_OK) {
-        sqlite3_free(zErr2);
-        sqlite3_result_error_nomem(pCtx);
-        return;
-      }
-      bOwn = 1;
-    }
+  pRe = qfRegexOf(pCtx, argv[2], zPat, nPat, &bOwn);
+  if (pRe == NULL) return;
+  if (iMode & QFR_AUTO) {
+    /* a pattern known only now: its groups decide the shape, as
+    ** Clojure's re-find decides it from the Matcher's groupCount */
+    iMode &= ~QFR_AUTO;
+    if (pRe->nGroup > 0) iMode |= QFR_GROUPS | (pRe->nGroup < VALUE_TUPLE_MAX ? QFR_TUPLE : 0);
   }
   if (iMode & QFR_SEQ) {
     /* Matcher.find in turn: the next search starts where a match ended,
@@ -328,10 +345,12 @@ done:
 
 /* The groups argument of mentat_re_find/_matches as QFR_* bits: 0 the
 ** match alone, 1 its [whole g1 ...] vector as JSON, 2 that vector as a
-** tuple (it has at most VALUE_TUPLE_MAX elements; else JSON). */
+** tuple (it has at most VALUE_TUPLE_MAX elements; else JSON), 3 as the
+** pattern's groups say (a pattern known only at run time: the match when
+** it has none, else the vector, a tuple when it fits one). */
 static int qfRegexGroupMode(sqlite3_value *pGroups) {
   int g = sqlite3_value_int(pGroups);
-  return g == 2 ? QFR_GROUPS | QFR_TUPLE : g ? QFR_GROUPS : 0;
+  return g == 3 ? QFR_AUTO : g == 2 ? QFR_GROUPS | QFR_TUPLE : g ? QFR_GROUPS : 0;
 }
 
 /* mentat_re_find(re, s, where, groups): Clojure's re-find, the first match
@@ -357,4 +376,34 @@ void qfReMatches(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
 void qfReSeq(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   (void)argc;
   qfRegexApply(pCtx, argv, QFR_SEQ | (sqlite3_value_int(argv[3]) ? QFR_TUPLE : 0));
+}
+
+/* mentat_re_groups(re): the capturing groups of pattern re (the shape of
+** re-find's result for a pattern known only at run time: 0 a string, 1 to
+** 7 a tuple, more JSON); NULL for NULL. */
+void qfReGroups(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  const char *zPat = (const char*)sqlite3_value_text(argv[0]);
+  QfRegex *pRe;
+  int bOwn;
+  (void)argc;
+  if (zPat == NULL) return;
+  pRe = qfRegexOf(pCtx, argv[1], zPat, sqlite3_value_bytes(argv[0]), &bOwn);
+  if (pRe == NULL) return;
+  sqlite3_result_int(pCtx, pRe->nGroup);
+  if (bOwn) qfRegexFree(pRe);
+}
+
+/* mentat_re_pattern(s, where): Clojure's re-pattern of a string known only
+** at run time: s itself, once it compiles (Pattern.compile throws in
+** re-pattern, so an invalid one is an error naming that clause). */
+void qfRePattern(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  const char *zPat = (const char*)sqlite3_value_text(argv[0]);
+  QfRegex *pRe;
+  int bOwn;
+  (void)argc;
+  if (zPat == NULL) return;
+  pRe = qfRegexOf(pCtx, argv[1], zPat, sqlite3_value_bytes(argv[0]), &bOwn);
+  if (pRe == NULL) return;
+  sqlite3_result_value(pCtx, argv[0]);
+  if (bOwn) qfRegexFree(pRe);
 }

@@ -89,10 +89,10 @@ static const QcfBuiltin aQcfBuiltin[] = {
   { "clojure.string/lower-case", QCF_VALUE, 1, 1, QCF_ARG_STR, VT_STRING, qcvCall, 0,
     "mentat_lower_case" },
   /* regular expressions, java.util.regex's dialect */
-  { "re-find", QCF_VALUE, 2, 2, QCF_ARG_STR, VT_NONE, qcvReMatch, 0, "mentat_re_find" },
-  { "re-matches", QCF_VALUE, 2, 2, QCF_ARG_STR, VT_NONE, qcvReMatch, 0, "mentat_re_matches" },
-  { "re-seq", QCF_VALUE, 2, 2, QCF_ARG_STR, QVT_JSON, qcvReSeq, 0, "mentat_re_seq" },
-  { "re-pattern", QCF_VALUE, 1, 1, QCF_ARG_STR, VT_NONE, qcvIdentity, 0, 0 },
+  { "re-find", QCF_VALUE, 2, 2, QCF_ARG_RE, VT_NONE, qcvReMatch, 0, "mentat_re_find" },
+  { "re-matches", QCF_VALUE, 2, 2, QCF_ARG_RE, VT_NONE, qcvReMatch, 0, "mentat_re_matches" },
+  { "re-seq", QCF_VALUE, 2, 2, QCF_ARG_RE, QVT_JSON, qcvReSeq, 0, "mentat_re_seq" },
+  { "re-pattern", QCF_VALUE, 1, 1, QCF_ARG_RESTR, VT_NONE, qcvRePattern, 0, "mentat_re_pattern" },
   /* function clauses that bind their results themselves */
   { "ground", QCF_CLAUSE, 1, 1, QCF_ARG_ANY, VT_NONE, qcfGround, 0, 0 },
   { "get-else", QCF_CLAUSE, -1, -1, QCF_ARG_ANY, VT_NONE, qcfGetElse, 0, 0 },

@@ -661,7 +661,9 @@ typedef enum QcfArg {
   QCF_ARG_ANY = 0,
   QCF_ARG_NUM,    /* a number or an entity id */
   QCF_ARG_STR,    /* a string */
-  QCF_ARG_STR1    /* the first a string, the others numbers (subs) */
+  QCF_ARG_STR1,   /* the first a string, the others numbers (subs) */
+  QCF_ARG_RE,     /* the first a pattern (re-pattern's), the others strings */
+  QCF_ARG_RESTR   /* a string or a pattern (re-pattern) */
 } QcfArg;
 
 /* What a regular expression's JSON result (QVT_JSON) holds, for the
@@ -731,6 +733,7 @@ int qcvCall(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
 int qcvSubs(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
 int qcvIdentity(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
 int qcvReMatch(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+int qcvRePattern(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
 int qcvReSeq(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
 /* Binds a regular expression's JSON result zDoc (taken over; of kind
 ** eKind, QCF_RE_*, its group vectors of nElems strings) through the

@@ -51,9 +51,27 @@ static void qcvArgsClose(QcvArgs *pA) {
 static int qcvArgType(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcvArgs *pA, int i) {
   QComp *pC = pX->pC;
   ValueType vt = pA->aVt[i];
-  QcfArg eArg = pFn->eArg == QCF_ARG_STR1 ? (i == 0 ? QCF_ARG_STR : QCF_ARG_NUM) : pFn->eArg;
+  QcfArg eArg = pFn->eArg == QCF_ARG_STR1 ? (i == 0 ? QCF_ARG_STR : QCF_ARG_NUM)
+                : pFn->eArg == QCF_ARG_RE && i > 0 ? QCF_ARG_STR : pFn->eArg;
   char *z;
-  if (eArg == QCF_ARG_NUM) {
+  if (eArg == QCF_ARG_RE || eArg == QCF_ARG_RESTR) {
+    /* re-find, re-matches and re-seq take a Pattern (Clojure casts: a
+    ** String is a ClassCastException), which only re-pattern makes: no
+    ** static type is one, so a typed place is an error here, one of
+    ** run-time type (a rule's output, an or's) when the row comes, by the
+    ** pattern's tag. re-pattern takes a string (or a pattern). */
+    if (vt == VT_NONE) {
+      z = qcArgCheckSql(pX, pCl->pForm, pFn->zName, i + 1, pA->azA[i], pA->azTag[i],
+                        eArg == QCF_ARG_RE ? QF_ARG_RE : QF_ARG_RESTR);
+    } else if (eArg == QCF_ARG_RESTR && vt == VT_STRING) {
+      return SQLITE_OK;
+    } else {
+      if (qcNoRows(pX)) return SQLITE_OK;
+      return qcErr(pC, pCl->pForm, "%s: argument %d is a %s, not %s", pFn->zName, i + 1,
+                   qcVtName(vt), eArg == QCF_ARG_RE
+                   ? "a regular expression pattern (re-pattern makes one)" : "a string");
+    }
+  } else if (eArg == QCF_ARG_NUM) {
     /* Clojure's arithmetic takes numbers only (Datomic throws a
     ** ClassCastException): SQLite would read "ann" as 0 and "7" as 7. A
     ** place whose type is known is checked here; one of unknown type
@@ -396,6 +414,27 @@ int qcvIdentity(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOu
   return qcvDone(pX, &a, pStr, a.aVt[0], zTag, pOut);
 }
 
+/* re-pattern: the pattern, its source text tagged TAG_PATTERN (which is
+** what re-find takes: a string is not one). A constant is checked when the
+** query compiles, one known only at run time by mentat_re_pattern, so an
+** invalid pattern is an error at this clause, as Pattern.compile throws in
+** re-pattern. A pattern given to it comes back as it is. */
+int qcvRePattern(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
+  QcvArgs a;
+  sqlite3_str *pStr;
+  char *zTag;
+  int nGroup;
+  QCV_OPEN(pX, pCl, pFn, a);
+  pStr = sqlite3_str_new(NULL);
+  if (qcvRegexCheck(pX, pCl->aArg[0], pFn->zName, &nGroup) == SQLITE_OK) {
+    if (pCl->aArg[0]->type == EDN_STRING) sqlite3_str_appendall(pStr, a.azA[0]);
+    else sqlite3_str_appendf(pStr, "%s(%s, %s)", pFn->zFunc, a.azA[0], a.zPlace);
+  }
+  zTag = sqlite3_mprintf("%d", TAG_PATTERN);
+  if (zTag == NULL) qcNoMem(pX->pC);
+  return qcvDone(pX, &a, pStr, VT_NONE, zTag, pOut);
+}
+
 /* re-find and re-matches: Clojure's match, or with groups a vector [whole
 ** g1 ...]; the groups are known when the pattern is a constant (one from
 ** a variable gives the match: the place names a bad one). A vector of at
@@ -405,17 +444,27 @@ int qcvIdentity(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOu
 int qcvReMatch(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QcvArgs a;
   sqlite3_str *pStr;
-  ValueType vt = VT_STRING;
-  int nGroup, bTuple, rc;
+  ValueType vt = VT_NONE;
+  char *zTag = NULL;
+  int rc;
   QCV_OPEN(pX, pCl, pFn, a);
   pStr = sqlite3_str_new(NULL);
-  if (qcvRegexCheck(pX, pCl->aArg[0], pFn->zName, &nGroup) == SQLITE_OK) {
-    bTuple = nGroup > 0 && nGroup < VALUE_TUPLE_MAX;
-    sqlite3_str_appendf(pStr, "%s(%s, %s, %s, %d)", pFn->zFunc, a.azA[0], a.azA[1], a.zPlace,
-                        bTuple ? 2 : nGroup > 0);
-    if (nGroup > 0) vt = bTuple ? VT_TUPLE : QVT_JSON;
+  if (pCl->bind.kind != QB_SCALAR) {
+    /* taken apart by a binding form: always the vector, as JSON */
+    sqlite3_str_appendf(pStr, "%s(%s, %s, %s, 1)", pFn->zFunc, a.azA[0], a.azA[1], a.zPlace);
+    vt = QVT_JSON;
+  } else {
+    /* the pattern is known only at run time: its groups make the result
+    ** the match (a string), a tuple of [whole g1 ...] or, past a tuple's
+    ** size, that vector as JSON, and the tag says which */
+    sqlite3_str_appendf(pStr, "%s(%s, %s, %s, 3)", pFn->zFunc, a.azA[0], a.azA[1], a.zPlace);
+    zTag = sqlite3_mprintf("(CASE WHEN mentat_re_groups(%s, %s) = 0 THEN %d"
+                           " WHEN mentat_re_groups(%s, %s) < %d THEN %d ELSE %d END)",
+                           a.azA[0], a.zPlace, TAG_STRING, a.azA[0], a.zPlace, VALUE_TUPLE_MAX,
+                           TAG_TUPLE, TAG_JSON);
+    if (zTag == NULL) qcNoMem(pX->pC);
   }
-  rc = qcvDone(pX, &a, pStr, vt, NULL, pOut);
+  rc = qcvDone(pX, &a, pStr, vt, zTag, pOut);
   if (vt == QVT_JSON) pOut->eRe = QCF_RE_STRS;
   return rc;
 }
@@ -524,6 +573,27 @@ static void qcvBindReElem(QCtx *pX, const EdnValue *pVar, const char *zType, con
   } else if (eKind == QCF_RE_VECS) {
     zExpr = sqlite3_mprintf("%s", zVal);
     vt = QVT_JSON;
+  } else if (eKind == QCF_RE_ANY) {
+    /* a pattern known only at run time: a string, or a group vector,
+    ** which is a tuple when it fits one as for a constant pattern (so it
+    ** meets stored tuples), by its length */
+    sqlite3_str *pStr = sqlite3_str_new(NULL);
+    int k, m;
+    sqlite3_str_appendf(pStr, "(CASE WHEN %s = 'array' AND json_array_length(%s) <= %d THEN CASE json_array_length(%s)",
+                        zType, zVal, VALUE_TUPLE_MAX, zVal);
+    for (m = 1; m <= VALUE_TUPLE_MAX; m++) {
+      sqlite3_str_appendf(pStr, " WHEN %d THEN mentat_tuple(", m);
+      for (k = 0; k < m; k++) {
+        sqlite3_str_appendf(pStr, "%sjson_extract(%s, '$[%d]'), %d", k ? ", " : "", zVal, k, TAG_STRING);
+      }
+      sqlite3_str_appendall(pStr, ")");
+    }
+    sqlite3_str_appendf(pStr, " END ELSE %s END)", zVal);
+    zExpr = sqlite3_str_finish(pStr);
+    zTag = sqlite3_mprintf("(CASE %s WHEN 'text' THEN %d WHEN 'array' THEN CASE WHEN json_array_length(%s) <= %d"
+                           " THEN %d ELSE %d END END)", zType, TAG_STRING, zVal, VALUE_TUPLE_MAX, TAG_TUPLE,
+                           TAG_JSON);
+    if (zTag == NULL) qcNoMem(pX->pC);
   } else {
     zExpr = sqlite3_mprintf("%s", zVal);
     zTag = sqlite3_mprintf("(CASE %s WHEN 'text' THEN %d WHEN 'array' THEN %d END)", zType,
