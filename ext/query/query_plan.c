@@ -125,6 +125,15 @@ static int qBindTyped(sqlite3_stmt *pStmt, int i, const EdnValue *p, ValueType v
   return valueBindStatic(pStmt, i, &tv);
 }
 
+/* Binds p as its own type. A double of its own (a function's argument,
+** an input) keeps -0.0, as Clojure does ((str -0.0) is "-0.0"): the
+** store's one zero (B31) is for stored values, and SQLite's = and < hold
+** -0.0 equal to 0.0 as Clojure's == does. */
+static int qBindNatural(sqlite3_stmt *pStmt, int i, const EdnValue *p, const Schema *pSchema) {
+  if (p->type == EDN_DOUBLE && p->u.d == 0.0) return sqlite3_bind_double(pStmt, i, p->u.d);
+  return qBindTyped(pStmt, i, p, valueNaturalType(p), pSchema, 0);
+}
+
 /* Binds p as a tuple of pA's element types; one that does not convert
 ** binds NULL (it names no entity). */
 static int qBindTupleTyped(sqlite3_stmt *pStmt, int i, const EdnValue *p, const Attr *pA) {
@@ -204,12 +213,7 @@ int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pMainSc
     }
     switch (pP->eConv) {
       case QV_NATURAL:
-        /* a double of its own (a function's argument, an input) keeps
-        ** -0.0, as Clojure does ((str -0.0) is "-0.0"); the store's
-        ** one-zero rule (B31) is for stored values, and SQLite's = and <
-        ** hold -0.0 equal to 0.0 as Clojure's == does */
-        if (p->type == EDN_DOUBLE && p->u.d == 0.0) rc = sqlite3_bind_double(pStmt, iArg, p->u.d);
-        else rc = qBindTyped(pStmt, iArg, p, valueNaturalType(p), pSchema, 0);
+        rc = qBindNatural(pStmt, iArg, p, pSchema);
         break;
       case QV_TYPED:
         if (pP->vt == VT_TUPLE && pP->eTuple) {
