@@ -437,7 +437,19 @@ static void qfjEscape(QfJava *p, int bClass) {
   switch (c) {
     case 'Q': {
       /* \Q...\E: literal up to \E or the end */
-      while (i < n && !(z[i] == '\\' && i + 1 < n && z[i + 1] == 'E')) qfjQuoted(p, z[i++]);
+      while (i < n && !(z[i] == '\\' && i + 1 < n && z[i + 1] == 'E')) {
+        int L;
+        if (z[i] < 0x80 || !QFJ_ASCII_FOLD(p) || p->nClass) {
+          qfjQuoted(p, z[i++]);
+          continue;
+        }
+        /* a non-ASCII character has no case of its own (QFJ_ASCII_FOLD) */
+        qfjChar(p, i, &L);
+        sqlite3_str_appendall(p->pOut, "(?-i:");
+        sqlite3_str_append(p->pOut, (const char*)z + i, L);
+        sqlite3_str_appendchar(p->pOut, 1, ')');
+        i += L;
+      }
       if (i < n) i += 2;
       break;
     }

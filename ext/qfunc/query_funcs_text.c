@@ -41,6 +41,10 @@ static void qfJavaDouble(double d, char *zOut, size_t nOut) {
     snprintf(aE, sizeof aE, "%.*e", prec, d);
     if (strtod(aE, NULL) == d) break;
   }
+  /* one digit reads back: Java then prints the two-digit decimal nearest
+  ** d (Double.toString, JDK 19 on), which differs where doubles are
+  ** sparse: 4.9E-324 for the least subnormal, not 5.0E-324 */
+  if (prec == 0) snprintf(aE, sizeof aE, "%.1e", d);
   /* aE is [-]D[.DDD]e(+|-)XX, read in any locale's decimal point */
   z = aE;
   if (*z == '-') *p++ = *z++;
