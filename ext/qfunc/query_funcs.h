@@ -60,6 +60,9 @@ void qfResultDouble(sqlite3_context *pCtx, sqlite3_value *pWhere, double d);
 ** TAG_NUMBER its storage class t (long or double). Static text. */
 const char *qfTagName(int tag, int t);
 
+/* The first callout number of the translation's checks of caseless back
+** references (QF_JAVA_BACKREF_CALLOUT + the group, for groups 1..155). */
+#define QF_JAVA_BACKREF_CALLOUT 100
 /* query_funcs_java.c: java.util.regex pattern z[0..n) in PCRE2's syntax
 ** (*pzOut, *pnOut bytes, sqlite3_malloc'd; *paMap, *pnMap: pairs of an
 ** offset in *pzOut and the offset in z it came from), or the reason it

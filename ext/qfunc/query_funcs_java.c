@@ -415,6 +415,9 @@ static void qfjBackref(QfJava *p, int c, int *pi) {
     /* a group the pattern does not have: Java compiles it (Matcher
     ** keeps at least 10 group slots) and it never matches */
     sqlite3_str_appendall(p->pOut, "(?:(?!))");
+  } else if (QFJ_ASCII_FOLD(p) && v <= 255 - QF_JAVA_BACKREF_CALLOUT) {
+    /* PCRE2 folds every letter: a callout keeps it to ASCII ones */
+    sqlite3_str_appendf(p->pOut, "(?:\\g{%d}(?C%d))", v, QF_JAVA_BACKREF_CALLOUT + v);
   } else {
     sqlite3_str_appendf(p->pOut, "\\g{%d}", v);
   }

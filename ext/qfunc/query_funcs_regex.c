@@ -16,6 +16,7 @@
 ** Memory comes from sqlite3_malloc.
 */
 #include <string.h>
+#include <ctype.h>
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 #include "query_funcs.h"
@@ -36,11 +37,31 @@ typedef struct QfRegex {
   PCRE2_SIZE iLast;                      /* where the last match ended (Java's \G) */
 } QfRegex;
 
-/* Java's \G, (?C1) in the translation: the end of the previous match of
-** this search (Matcher's oldLast), 0 for the first. */
+/* The callouts of the translation (query_funcs_java.c). (?C1) is Java's
+** \G: the end of the previous match of this search (Matcher's oldLast), 0
+** for the first. (?C<QF_JAVA_BACKREF_CALLOUT + v>) follows a caseless back
+** reference to group v under ASCII-only folding: PCRE2 folded every
+** letter, Java only US-ASCII ones, so the text it matched (as many bytes as
+** the group's: Java's matches keep each character's length) must equal
+** the group's byte for byte but for the case of ASCII letters. 0 goes on,
+** 1 backtracks. */
 static int qfRegexCallout(pcre2_callout_block *pBlock, void *pArg) {
   const QfRegex *pRe = (const QfRegex*)pArg;
-  return pBlock->current_position == pRe->iLast ? 0 : 1;
+  uint32_t v = pBlock->callout_number;
+  PCRE2_SIZE a, b, len, cur = pBlock->current_position, k;
+  if (v < QF_JAVA_BACKREF_CALLOUT) return cur == pRe->iLast ? 0 : 1;
+  v -= QF_JAVA_BACKREF_CALLOUT;
+  if (v >= pBlock->capture_top) return 1;
+  a = pBlock->offset_vector[2 * v];
+  b = pBlock->offset_vector[2 * v + 1];
+  if (a == PCRE2_UNSET || b < a) return 1;
+  len = b - a;
+  if (len > cur) return 1;
+  for (k = 0; k < len; k++) {
+    unsigned char x = pBlock->subject[a + k], y = pBlock->subject[cur - len + k];
+    if (x != y && !(x < 0x80 && y < 0x80 && tolower(x) == tolower(y))) return 1;
+  }
+  return 0;
 }
 
 static void *qfPcreMalloc(PCRE2_SIZE n, void *pArg) {
