@@ -153,6 +153,27 @@ static void qfjQuoted(QfJava *p, int c) {
   else qfjCodePoint(p, c);
 }
 
+/* The text of \Q...\E from z[i] up to \E (or the end), as literals;
+** gives the index past it. */
+static int qfjQuote(QfJava *p, int i) {
+  const unsigned char *z = p->z;
+  int n = p->n;
+  while (i < n && !(z[i] == '\\' && i + 1 < n && z[i + 1] == 'E')) {
+    int L;
+    if (z[i] < 0x80 || !QFJ_ASCII_FOLD(p) || p->nClass) {
+      qfjQuoted(p, z[i++]);
+      continue;
+    }
+    /* a non-ASCII character has no case of its own (QFJ_ASCII_FOLD) */
+    qfjChar(p, i, &L);
+    sqlite3_str_appendall(p->pOut, "(?-i:");
+    sqlite3_str_append(p->pOut, (const char*)z + i, L);
+    sqlite3_str_appendchar(p->pOut, 1, ')');
+    i += L;
+  }
+  return i < n ? i + 2 : i;
+}
+
 /* Java's $ (and \Z, which is $ without MULTILINE): the end, or before a
 ** line terminator that ends the text (any line terminator under
 ** MULTILINE), never between \r and \n. */
@@ -440,20 +461,7 @@ static void qfjEscape(QfJava *p, int bClass) {
   switch (c) {
     case 'Q': {
       /* \Q...\E: literal up to \E or the end */
-      while (i < n && !(z[i] == '\\' && i + 1 < n && z[i + 1] == 'E')) {
-        int L;
-        if (z[i] < 0x80 || !QFJ_ASCII_FOLD(p) || p->nClass) {
-          qfjQuoted(p, z[i++]);
-          continue;
-        }
-        /* a non-ASCII character has no case of its own (QFJ_ASCII_FOLD) */
-        qfjChar(p, i, &L);
-        sqlite3_str_appendall(p->pOut, "(?-i:");
-        sqlite3_str_append(p->pOut, (const char*)z + i, L);
-        sqlite3_str_appendchar(p->pOut, 1, ')');
-        i += L;
-      }
-      if (i < n) i += 2;
+      i = qfjQuote(p, i);
       break;
     }
     case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
