@@ -482,6 +482,7 @@ static const QgFamily aFamily[] = {
 typedef struct QgWork {
   sqlite3_int64 nBytes, nAlloc, nPoll, nSql, nPrepBytes;
   int nParam;                  /* the plan's parameters */
+  int nNumbered;               /* ?NNN left in the text prepared */
   double tCompile, tPrepare;   /* seconds, printed only */
   int rc;
   char *zErr;
@@ -538,7 +539,16 @@ static void qgMeasure(const QgFamily *pF, int n, QgWork *pW) {
     pW->nParam = pPlan->nParam;
     qgnBytes = 0;
     t0 = qgNow();
-    rc = sqlite3_prepare_v2(pConn->db, pPlan->zSql, -1, &pStmt, NULL);
+    {
+      /* as the plan cache prepares it (qCachePrepare) */
+      char *zBare = qPlanSqlBare(pPlan->zSql);
+      ck_assert_ptr_nonnull(zBare);
+      rc = sqlite3_prepare_v2(pConn->db, zBare, -1, &pStmt, NULL);
+      for (const char *z = zBare; (z = strchr(z, '?')) != NULL; z++) {
+        if (z[1] >= '0' && z[1] <= '9') pW->nNumbered++;
+      }
+      sqlite3_free(zBare);
+    }
     pW->tPrepare = qgNow() - t0;
     pW->nPrepBytes = qgnBytes;
     if (rc != SQLITE_OK) {
@@ -650,6 +660,49 @@ START_TEST(test_const_params) {
 }
 END_TEST
 
+/* The text the plan cache prepares: a ?NNN that is the next number in
+** text order becomes "?", which SQLite numbers the same (one past the
+** largest before it), because SQLite's code generator looks each ?NNN's
+** name up in a linear list (32,000 collection values prepared in 2.46 s,
+** 0.09 s bare; breaker F3, issue 19). Outputs worked out by hand: a repeat,
+** a jump and a number below the largest keep their digits; quotes, doubled
+** quotes and comments are copied untouched. */
+START_TEST(test_sql_bare_params) {
+  static const char *az[][2] = {
+    {"SELECT ?1, ?2, ?1, ?3", "SELECT ?, ?, ?1, ?"},
+    {"SELECT ?2, ?1, ?3", "SELECT ?2, ?1, ?"},
+    {"SELECT ?1, ?5, ?6, ?2", "SELECT ?, ?5, ?, ?2"},
+    {"SELECT '?1', ?1, 'it''s ?2', ?2", "SELECT '?1', ?, 'it''s ?2', ?"},
+    {"SELECT \"a?1\"\"?2\" , [?3], `?4`, ?1", "SELECT \"a?1\"\"?2\" , [?3], `?4`, ?"},
+    {"SELECT ?1 -- ?2\n, ?2 /* ?3 */, ?3", "SELECT ? -- ?2\n, ? /* ?3 */, ?"},
+    {"SELECT ?1 /* unclosed ?2", "SELECT ? /* unclosed ?2"},
+    {"SELECT ?10, ?11", "SELECT ?10, ?"},
+    {"SELECT 'unclosed ?1", "SELECT 'unclosed ?1"},
+    {"", ""},
+  };
+  for (size_t i = 0; i < sizeof az / sizeof az[0]; i++) {
+    char *z = qPlanSqlBare(az[i][0]);
+    ck_assert_ptr_nonnull(z);
+    ck_assert_str_eq(z, az[i][1]);
+    sqlite3_free(z);
+  }
+}
+END_TEST
+
+/* A collection input of 30,000 values compiles to 30,000 parameters,
+** and the text prepared carries them bare: no ?NNN left (the count itself
+** is checked in test/cases/params_bare.test). */
+START_TEST(test_collection_input_bare) {
+  QgFamily f = { "collinput", fCollInput, 0 };
+  QgWork w;
+  qgMeasure(&f, 30000, &w);
+  ck_assert_msg(w.rc == SQLITE_OK, "30000: %s", w.zErr ? w.zErr : "?");
+  ck_assert_int_eq(w.nParam, 30000);
+  ck_assert_int_eq(w.nNumbered, 0);
+  sqlite3_free(w.zErr);
+}
+END_TEST
+
 static Suite *qgrowthSuite(void) {
   tuNoFsync();
   Suite *s = suite_create("qgrowth");
@@ -659,6 +712,8 @@ static Suite *qgrowthSuite(void) {
   tcase_add_loop_test(tc, test_growth, 0, (int)(sizeof aFamily / sizeof aFamily[0]));
   tcase_add_test(tc, test_column_limit);
   tcase_add_test(tc, test_const_params);
+  tcase_add_test(tc, test_sql_bare_params);
+  tcase_add_test(tc, test_collection_input_bare);
   suite_add_tcase(s, tc);
   return s;
 }

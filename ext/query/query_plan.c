@@ -2,8 +2,9 @@
 ** query_plan.c — what a compiled plan owns and how it is freed, how its
 ** parameters are bound from the opts' inputs (qPlanBind, for the runner and
 ** explain), and the one rule the compiler and the binder must read an input
-** by alike: which input vectors are lookup refs. Calls the schema and the
-** value conversions only.
+** by alike: which input vectors are lookup refs; the SQL text a plan is
+** prepared from (qPlanSqlBare). Calls the schema and the value conversions
+** only.
 */
 #include <string.h>
 #include <math.h>
@@ -288,4 +289,47 @@ int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pMainSc
     *pzErr = sqlite3_mprintf("cannot bind query value %d", i);
   }
   return rc;
+}
+
+/* See query_plan.h. Tracks the largest number so far as SQLite does. */
+char *qPlanSqlBare(const char *zSql) {
+  size_t n = strlen(zSql), i = 0, o = 0;
+  long long nMax = 0;      /* largest parameter number so far */
+  char *zOut = sqlite3_malloc64(n + 1);
+  if (zOut == NULL) return NULL;
+  while (i < n) {
+    char c = zSql[i];
+    if (c == '\'' || c == '"' || c == '`' || c == '[') {
+      char cEnd = c == '[' ? ']' : c;
+      zOut[o++] = zSql[i++];
+      while (i < n) {
+        zOut[o++] = zSql[i];
+        if (zSql[i++] != cEnd) continue;
+        if (cEnd != ']' && i < n && zSql[i] == cEnd) zOut[o++] = zSql[i++];  /* doubled */
+        else break;
+      }
+    } else if (c == '-' && zSql[i + 1] == '-') {
+      while (i < n && zSql[i] != '\n') zOut[o++] = zSql[i++];
+    } else if (c == '/' && zSql[i + 1] == '*') {
+      const char *zEnd = strstr(zSql + i + 2, "*/");
+      size_t iEnd = zEnd ? (size_t)(zEnd - zSql) + 2 : n;
+      while (i < iEnd) zOut[o++] = zSql[i++];
+    } else if (c == '?') {
+      size_t j = i + 1;
+      long long x = 0;
+      while (j < n && zSql[j] >= '0' && zSql[j] <= '9' && x < 1000000000) x = x * 10 + (zSql[j++] - '0');
+      if (j == i + 1 || x == nMax + 1) {
+        zOut[o++] = '?';   /* bare: SQLite gives it nMax + 1 */
+        nMax++;
+      } else {
+        while (i < j) zOut[o++] = zSql[i++];
+        if (x > nMax) nMax = x;
+      }
+      i = j;
+    } else {
+      zOut[o++] = zSql[i++];
+    }
+  }
+  zOut[o] = 0;
+  return zOut;
 }

@@ -364,8 +364,11 @@ static int qCacheSubqueryDepth(const char *zSql) {
 ** the query to blame (README, Limits). */
 static int qCachePrepare(StoreConn *pConn, QueryPlan *pPlan, char **pzErr) {
   const char *zMsg, *zHint;
-  int rc = sqlite3_prepare_v3(pConn->db, pPlan->zSql, -1, SQLITE_PREPARE_PERSISTENT, &pPlan->pStmt,
-                              NULL);
+  char *zBare = qPlanSqlBare(pPlan->zSql);
+  int rc;
+  if (zBare == NULL) return SQLITE_NOMEM;
+  rc = sqlite3_prepare_v3(pConn->db, zBare, -1, SQLITE_PREPARE_PERSISTENT, &pPlan->pStmt, NULL);
+  sqlite3_free(zBare);
   if (rc == SQLITE_OK) return rc;
   if ((rc & 0xff) == SQLITE_INTERRUPT) {
     /* A host store's statement is prepared on the host, which SQLite's
