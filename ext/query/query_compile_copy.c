@@ -37,6 +37,7 @@ int qcCopyScope(QCtx *pSub, QCtx *pX) {
   }
   sqlite3_str_appendall(pSub->pFrom, sqlite3_str_value(pX->pFrom));
   pSub->nFrom = pX->nFrom;
+  pSub->bCross = pX->bCross;
   if (pX->nWhere) {
     sqlite3_str_appendall(pSub->pWhere, sqlite3_str_value(pX->pWhere));
     pSub->nWhere = pX->nWhere;

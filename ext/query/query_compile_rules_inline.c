@@ -116,6 +116,7 @@ static int qciJoin(QCtx *pX, const QClause *pCl, int h, const unsigned char *aeA
   sqlite3_str_appendall(sub.pFrom, sqlite3_str_value(pX->pFrom));
   sqlite3_str_appendall(sub.pWhere, sqlite3_str_value(pX->pWhere));
   sub.nFrom = pX->nFrom;
+  sub.bCross = pX->bCross;
   sub.nWhere = pX->nWhere;
   sub.nPatternFrom = pX->nPatternFrom;
   sub.bUnlinked = pX->bUnlinked;
@@ -151,6 +152,7 @@ static int qciJoin(QCtx *pX, const QClause *pCl, int h, const unsigned char *aeA
     sqlite3_str_reset(pX->pFrom);
     sqlite3_str_appendall(pX->pFrom, sqlite3_str_value(sub.pFrom));
     pX->nFrom = sub.nFrom;
+    pX->bCross = sub.bCross;
     qcWhereReset(pX);
     sqlite3_str_appendall(pX->pWhere, sqlite3_str_value(sub.pWhere));
     pX->nWhere = sub.nWhere;

@@ -64,7 +64,7 @@ int qcNoRows(const QCtx *pX) {
 
 void qcFrom(QCtx *pX, char *zItem) {
   if (zItem == NULL) { qcNoMem(pX->pC); return; }
-  if (pX->nFrom++) sqlite3_str_appendall(pX->pFrom, ", ");
+  if (pX->nFrom++) sqlite3_str_appendall(pX->pFrom, pX->bCross ? " CROSS JOIN " : ", ");
   sqlite3_str_appendall(pX->pFrom, zItem);
   sqlite3_free(zItem);
 }

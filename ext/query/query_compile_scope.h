@@ -199,6 +199,13 @@ struct QCtx {
                           ** clauses before it that can fail (qcWhere) */
   int nTermCopied;        /* aTerm[0..n) are the terms of the scope whose
                           ** rows this one copied (qcTermsCopy) */
+  int bCross;             /* a clause that can fail at run time was compiled
+                          ** (qcwClauses): FROM items after it are joined
+                          ** CROSS JOIN, so the tables of the clauses after
+                          ** it are inner loops and cannot drop a row before
+                          ** its term, evaluated at the loop of its own
+                          ** tables, sees it (Datomic runs it on every row
+                          ** the clauses before it give) */
 };
 
 /* State of one compilation. */

@@ -255,7 +255,9 @@ static void qcPatternFence(const QCtx *pX, sqlite3_str *pOut) {
   for (;; i++) {
     if (z[i] == '(') nDepth++;
     else if (z[i] == ')') nDepth--;
-    if ((z[i] == ',' && nDepth == 0) || z[i] == 0) {
+    /* items are separated by ", " or, past a failing clause, " CROSS JOIN " */
+    int nSep = nDepth ? 0 : z[i] == ',' ? 1 : strncmp(z + i, " CROSS JOIN ", 12) == 0 ? 12 : 0;
+    if (nSep || z[i] == 0) {
       int j = i;
       while (j > iStart && z[j - 1] == ' ') j--;
       int k = j;
@@ -266,7 +268,8 @@ static void qcPatternFence(const QCtx *pX, sqlite3_str *pOut) {
         if (m == j) sqlite3_str_appendf(pOut, ", %.*s.e", j - k, z + k);
       }
       if (z[i] == 0) break;
-      iStart = i + 1;
+      iStart = i + nSep;
+      i += nSep - 1;
     }
   }
 }

@@ -596,13 +596,15 @@ static void qcwAt(QCtx *pX, QClause *const *a, int i) {
 ** pattern, patterns joined to nothing bound (score 4) that no binding
 ** clause needs (qcwPatternCanWait) are left for later: emitted now they
 ** would be a cartesian product, in a rule's origins too (a 100,000-datom
-** scan for a 3-answer reach in test_qlang's chain). */
-static void qcwEmitPatterns(QCtx *pX, QClause *const *a, int n, unsigned char *aDone, int bDefer) {
+** scan for a 3-answer reach in test_qlang's chain). Only patterns before
+** a[iLimit] (a failing function still to come, qcwSegments). */
+static void qcwEmitPatterns(QCtx *pX, QClause *const *a, int n, unsigned char *aDone, int bDefer,
+                            int iLimit) {
   QComp *pC = pX->pC;
   int i, iScore;
   while (pC->rc == SQLITE_OK) {
     int iBest = -1, iBestScore = 0, nTie = 0;
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < n && i < iLimit; i++) {
       if (aDone[i] || a[i]->kind != QC_PATTERN) continue;
       if (qcPoll(pC)) return;
       iScore = 2 * qcwPatternScore(pX, a[i]);
@@ -692,20 +694,55 @@ static int qcwIsFilter(const QClause *pCl) {
   return pCl->kind == QC_PRED || pCl->kind == QC_NOT || pCl->kind == QC_NOT_JOIN;
 }
 
+/* A function clause that can fail at run time for some row (qcfMayFail):
+** Datomic runs it on exactly the rows the clauses before it give. */
+static int qcwFails(const QClause *pCl) {
+  return pCl->kind == QC_FN && qcfMayFail(pCl->zName);
+}
+
+/* The first failing function of a[] from i on not done yet, n when none. */
+static int qcwNextFail(QClause *const *a, int n, const unsigned char *aDone, int i) {
+  while (i < n && (aDone[i] || !qcwFails(a[i]))) i++;
+  return i;
+}
+
+/* Is every clause before a[i] done, or a filter ready to compile now (the
+** loop in qcwBinders compiles those first)? A failing function waits for
+** that: its guard holds the terms of the clauses before it only once they
+** are compiled ([?x :f/n ?m] [(< ?m ?n)] before [(/ 10 ?n) ?w] were left
+** for later, the pattern joined to nothing bound). *piFrom: the first
+** clause not done, kept by the caller so a chain stays linear. */
+static int qcwBeforeDone(QCtx *pX, QClause *const *a, int n, const unsigned char *aDone, int i,
+                         int *piFrom) {
+  int j;
+  while (*piFrom < i && aDone[*piFrom]) (*piFrom)++;
+  for (j = *piFrom; j < i; j++) {
+    if (aDone[j]) continue;
+    if (!qcwIsFilter(a[j])) return 0;
+    if (a[j]->kind == QC_PRED ? !qcwFnReady(pX, a[j]) : !qcwNotReady(pX, a, n, j)) return 0;
+  }
+  return 1;
+}
+
 /* Compiles the binding clauses of a[] not yet done (aDone) as they become
 ** ready: functions once their arguments are bound, rule calls and or-joins
 ** once their required variables are (Datomic pushes such a clause down
-** until they are bound), other rules and ors at once. */
-static void qcwBinders(QCtx *pX, QClause *const *a, int n, unsigned char *aDone, int iDepth) {
+** until they are bound), other rules and ors at once. With bOrdered, none
+** after the first failing function not done (qcwSegments), which waits for
+** the clauses before it; once it raised (qcGuard), the FROM items after it
+** are joined CROSS JOIN (QCtx.bCross). */
+static void qcwBinders(QCtx *pX, QClause *const *a, int n, unsigned char *aDone, int iDepth,
+                       int bOrdered) {
   QComp *pC = pX->pC;
-  int i, bProgress, iPred0 = 0;
+  int i, bProgress, iPred0 = 0, iUndone = 0;
+  int iFail = bOrdered ? qcwNextFail(a, n, aDone, 0) : n;
   /* The first predicate not yet done: each function scans the predicates
   ** before it from there, not the whole list before it (a chain of n
   ** functions would take n^2 / 2 steps). */
   while (iPred0 < n && (aDone[iPred0] || !qcwIsFilter(a[iPred0]))) iPred0++;
   do {
     bProgress = 0;
-    for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
+    for (i = 0; i < n && i <= iFail && pC->rc == SQLITE_OK; i++) {
       if (aDone[i] || qcPoll(pC)) continue;
       /* SQLite joins at most 64 tables in one SELECT: a long chain of
       ** functions (each deep result one mentat_one) or of calls goes on
@@ -718,6 +755,7 @@ static void qcwBinders(QCtx *pX, QClause *const *a, int n, unsigned char *aDone,
         bReady = k == QC_RULE ? qcrReady(pX, a[i])
                : k == QC_OR || k == QC_OR_JOIN ? qcoOrReady(pX, a[i])
                : k == QC_FN ? qcwFnReady(pX, a[i]) : 0;
+        if (bReady && i == iFail) bReady = qcwBeforeDone(pX, a, n, aDone, i, &iUndone);
         if (!bReady) continue;
         /* A predicate or a not written before the clause filters its rows
         ** first, as Datomic runs clauses in order: [(pos? ?d)] and
@@ -741,8 +779,42 @@ static void qcwBinders(QCtx *pX, QClause *const *a, int n, unsigned char *aDone,
       }
       aDone[i] = 1;
       bProgress = 1;
+      if (i == iFail) {
+        if (pX->bGuardNow) pX->bCross = 1;
+        iFail = qcwNextFail(a, n, aDone, i + 1);
+      }
     }
   } while (bProgress && pC->rc == SQLITE_OK);
+}
+
+/* Steps 2 and 3 of qcwClauses, a segment at a time: a failing function
+** runs in Datomic on every row the clauses before it give, so the
+** patterns and binding clauses after it wait until it is compiled, then
+** join after it (bCross): a later [?a :db/ident :x/n] must not keep
+** [(inc ?v) ?w] from the string values of [?e ?a ?v]. Without a failing
+** function this is the one pass it always was (the same SQL). */
+static void qcwSegments(QCtx *pX, QClause *const *a, int n, unsigned char *aDone, int bBinders,
+                        int iDepth) {
+  QComp *pC = pX->pC;
+  int iFail = qcwNextFail(a, n, aDone, 0), bFirst = 1;
+  for (;;) {
+    qcwEmitPatterns(pX, a, n, aDone, bBinders, iFail);
+    if (bFirst && pX->pParent == NULL) qcMaterialize(pX);
+    bFirst = 0;
+    qcwBinders(pX, a, n, aDone, iDepth, 1);
+    if (bBinders) {
+      qcwEmitPatterns(pX, a, n, aDone, 0, iFail);
+      qcwBinders(pX, a, n, aDone, iDepth, 1);
+    }
+    if (pC->rc != SQLITE_OK || iFail >= n || !aDone[iFail]) break;
+    iFail = qcwNextFail(a, n, aDone, iFail + 1);
+  }
+  /* A failing function that cannot run in order (an argument only a later
+  ** clause binds): the rest as before, the error its own. */
+  if (pC->rc == SQLITE_OK && iFail < n) {
+    qcwEmitPatterns(pX, a, n, aDone, 0, n);
+    qcwBinders(pX, a, n, aDone, iDepth, 0);
+  }
 }
 
 int qcwClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
@@ -785,16 +857,10 @@ int qcwClauses(QCtx *pX, QClause *const *a, int n, int iDepth) {
                || (a[i]->kind == QC_FN && !aDone[i]);
   }
   if (qcwJoinLimit(pX, a, n, bBinders)) goto done;
-  qcwEmitPatterns(pX, a, n, aDone, bBinders);
-  if (pX->pParent == NULL) qcMaterialize(pX);
-  /* 3. binding clauses (rules, or, functions) as their inputs are bound. */
-  qcwBinders(pX, a, n, aDone, iDepth);
-  /* 2'. the patterns that waited, now joined to what those bound, and the
+  /* 3. binding clauses (rules, or, functions) as their inputs are bound.
+  ** 2'. the patterns that waited, now joined to what those bound, and the
   ** binding clauses that waited for them (required variables). */
-  if (bBinders) {
-    qcwEmitPatterns(pX, a, n, aDone, 0);
-    qcwBinders(pX, a, n, aDone, iDepth);
-  }
+  qcwSegments(pX, a, n, aDone, bBinders, iDepth);
   /* 4. filters; anything left unbound now is an error naming it. */
   for (i = 0; i < n && pC->rc == SQLITE_OK; i++) {
     if (aDone[i] || qcPoll(pC)) continue;
