@@ -17,6 +17,8 @@
 ** variables bound before it (inputs, earlier clauses) every branch sees.
 ** or-join's required variables ([[?e] ...]) must be bound where it runs:
 ** qcwClauses defers it until they are, as Datomic pushes it down.
+** qcoNextFail tells qcwClauses which clauses of a list can fail at run
+** time, a not holding a failing function among them.
 */
 #include <string.h>
 #include "query_compile_scope.h"
@@ -399,4 +401,82 @@ static int qcoOrIn(QCtx *pX, const QClause *pCl, int iDepth) {
   }
   if (bAllBound) return qcoOrExists(pX, pCl, aJoin, nJoin, iDepth);
   return qcoOrTable(pX, pCl, aJoin, nJoin, iDepth);
+}
+
+/* May clause list a[0..n) hold a function that can fail (qcfMayFail)? */
+static int qcoSubFails(QClause *const *a, int n) {
+  int i;
+  for (i = 0; i < n; i++) {
+    if (a[i]->kind == QC_FN && qcfMayFail(a[i]->zName)) return 1;
+    if (a[i]->nSub > 0 && qcoSubFails(a[i]->aSub, a[i]->nSub)) return 1;
+  }
+  return 0;
+}
+
+/* Is a variable of predicate a[i] the value of a pattern of a[] whose
+** attribute is not a constant ([?e ?a ?v]): of a type only the row knows,
+** which the predicate may not take (compare of a string and a long)? */
+static int qcoUnknownArg(QClause *const *a, int n, int i) {
+  int j, k;
+  for (k = 0; k < a[i]->nArg; k++) {
+    const EdnValue *pArg = a[i]->aArg[k];
+    if (!ednIsVar(pArg)) continue;
+    for (j = 0; j < n; j++) {
+      const QClause *p = a[j];
+      if (p->kind != QC_PATTERN || p->nArg < 3 || !ednIsVar(p->aArg[2])) continue;
+      if (p->aArg[1]->type == EDN_KEYWORD) continue;
+      if (p->aArg[2]->u.s.n == pArg->u.s.n
+          && memcmp(p->aArg[2]->u.s.z, pArg->u.s.z, (size_t)pArg->u.s.n) == 0) {
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+/* A clause that can fail at run time for some row, which Datomic runs on
+** exactly the rows the clauses before it give: a function that may fail
+** (qcfMayFail), a not holding one, a predicate that may fail over a value
+** of a type only the row knows (eOrder 2: a[] has such a pattern; with
+** known types a predicate compiles to SQL that cannot fail). */
+static int qcoClauseFails(QClause *const *a, int n, int i, int eOrder) {
+  /* these fail only for an argument of the wrong type: with the types
+  ** known they compile to SQL that cannot fail, and so do the range
+  ** predicates given a constant (a value of another class is not in the
+  ** range: right14b.test) */
+  static const char *const azTyped[] = {
+    "compare", "tx-ids", "tx-data", "count", "<", ">", "<=", ">=", "==", "=", "!=",
+  };
+  const QClause *pCl = a[i];
+  size_t k;
+  int bTyped = pCl->kind == QC_PRED, bRange = 0;
+  if (pCl->kind == QC_NOT || pCl->kind == QC_NOT_JOIN) return qcoSubFails(pCl->aSub, pCl->nSub);
+  if ((pCl->kind != QC_FN && pCl->kind != QC_PRED) || !qcfMayFail(pCl->zName)) return 0;
+  for (k = 0; k < sizeof azTyped / sizeof azTyped[0]; k++) {
+    if (strcmp(pCl->zName, azTyped[k]) == 0) {
+      bTyped = 1;
+      bRange = k >= 4;
+      break;
+    }
+  }
+  if (strncmp(pCl->zName, "clojure.string/", 15) == 0) bTyped = 1;
+  if (!bTyped) return 1;
+  if (bRange && pCl->nArg == 2) {
+    if (!ednIsVar(pCl->aArg[0]) || !ednIsVar(pCl->aArg[1])) return 0;
+  }
+  return eOrder == 2 && qcoUnknownArg(a, n, i);
+}
+
+int qcoNextFail(QClause *const *a, int n, const unsigned char *aDone, int i, int eOrder) {
+  while (i < n && (aDone[i] || !qcoClauseFails(a, n, i, eOrder))) i++;
+  return i;
+}
+
+int qcoClauseOrder(QClause *const *a, int n) {
+  int i;
+  for (i = 0; i < n; i++) {
+    const QClause *p = a[i];
+    if (p->kind == QC_PATTERN && p->nArg >= 3 && p->aArg[1]->type != EDN_KEYWORD) return 2;
+  }
+  return 1;
 }

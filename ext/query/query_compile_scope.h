@@ -367,6 +367,17 @@ int qcTermsCopy(QCtx *pSub, const QCtx *pX);
 ** rows, which now replace them): those pX gave back as they were, pSub's
 ** own as made by pX's current clause. */
 void qcTermsTake(QCtx *pX, QCtx *pSub);
+/* query_compile_not_or.c, for qcwClauses' order of failing clauses (a not
+** holding a failing function is one). The order it keeps for a[0..n): 2 when a pattern
+** of it has no constant attribute ([?e ?a ?v]: values of a type only the
+** row knows, which a predicate may not take), else 1. */
+int qcoClauseOrder(QClause *const *a, int n);
+/* The first clause of a[] from i on, not done (aDone), that can fail at run
+** time for some row and so runs in Datomic on exactly the rows the clauses
+** before it give: a function that may fail (qcfMayFail), a not holding
+** one, with eOrder 2 a predicate that may fail over such a value; n when
+** none. */
+int qcoNextFail(QClause *const *a, int n, const unsigned char *aDone, int i, int eOrder);
 #define QC_GUARD_INLINE 1500
 #define QC_GUARD_NEST 4
 /* Adds a FROM item; zItem taken over. */

@@ -694,18 +694,6 @@ static int qcwIsFilter(const QClause *pCl) {
   return pCl->kind == QC_PRED || pCl->kind == QC_NOT || pCl->kind == QC_NOT_JOIN;
 }
 
-/* A function clause that can fail at run time for some row (qcfMayFail):
-** Datomic runs it on exactly the rows the clauses before it give. */
-static int qcwFails(const QClause *pCl) {
-  return pCl->kind == QC_FN && qcfMayFail(pCl->zName);
-}
-
-/* The first failing function of a[] from i on not done yet, n when none. */
-static int qcwNextFail(QClause *const *a, int n, const unsigned char *aDone, int i) {
-  while (i < n && (aDone[i] || !qcwFails(a[i]))) i++;
-  return i;
-}
-
 /* Is every clause before a[i] done, or a filter ready to compile now (the
 ** loop in qcwBinders compiles those first)? A failing function waits for
 ** that: its guard holds the terms of the clauses before it only once they
@@ -727,15 +715,15 @@ static int qcwBeforeDone(QCtx *pX, QClause *const *a, int n, const unsigned char
 /* Compiles the binding clauses of a[] not yet done (aDone) as they become
 ** ready: functions once their arguments are bound, rule calls and or-joins
 ** once their required variables are (Datomic pushes such a clause down
-** until they are bound), other rules and ors at once. With bOrdered, none
-** after the first failing function not done (qcwSegments), which waits for
+** until they are bound), other rules and ors at once. With eOrder, none
+** after the first failing clause not done (qcwSegments), which waits for
 ** the clauses before it; once it raised (qcGuard), the FROM items after it
 ** are joined CROSS JOIN (QCtx.bCross). */
 static void qcwBinders(QCtx *pX, QClause *const *a, int n, unsigned char *aDone, int iDepth,
-                       int bOrdered) {
+                       int eOrder) {
   QComp *pC = pX->pC;
   int i, bProgress, iPred0 = 0, iUndone = 0;
-  int iFail = bOrdered ? qcwNextFail(a, n, aDone, 0) : n;
+  int iFail = eOrder ? qcoNextFail(a, n, aDone, 0, eOrder) : n;
   /* The first predicate not yet done: each function scans the predicates
   ** before it from there, not the whole list before it (a chain of n
   ** functions would take n^2 / 2 steps). */
@@ -755,7 +743,7 @@ static void qcwBinders(QCtx *pX, QClause *const *a, int n, unsigned char *aDone,
         bReady = k == QC_RULE ? qcrReady(pX, a[i])
                : k == QC_OR || k == QC_OR_JOIN ? qcoOrReady(pX, a[i])
                : k == QC_FN ? qcwFnReady(pX, a[i]) : 0;
-        if (bReady && i == iFail) bReady = qcwBeforeDone(pX, a, n, aDone, i, &iUndone);
+        if (bReady && i == iFail && k == QC_FN) bReady = qcwBeforeDone(pX, a, n, aDone, i, &iUndone);
         if (!bReady) continue;
         /* A predicate or a not written before the clause filters its rows
         ** first, as Datomic runs clauses in order: [(pos? ?d)] and
@@ -781,35 +769,58 @@ static void qcwBinders(QCtx *pX, QClause *const *a, int n, unsigned char *aDone,
       bProgress = 1;
       if (i == iFail) {
         if (pX->bGuardNow) pX->bCross = 1;
-        iFail = qcwNextFail(a, n, aDone, i + 1);
+        iFail = qcoNextFail(a, n, aDone, i + 1, eOrder);
       }
     }
   } while (bProgress && pC->rc == SQLITE_OK);
 }
 
-/* Steps 2 and 3 of qcwClauses, a segment at a time: a failing function
+/* Compiles filter a[iF], a failing clause of qcwSegments, when the clauses
+** before it are done or are filters ready now (compiled first, in order):
+** the patterns after it then join after it. 1 when it compiled. */
+static int qcwFilterAt(QCtx *pX, QClause *const *a, int n, unsigned char *aDone, int iF,
+                       int iDepth) {
+  int j, nTerm0;
+  for (j = 0; j <= iF && pX->pC->rc == SQLITE_OK; j++) {
+    if (aDone[j]) continue;
+    if (!qcwIsFilter(a[j])) return 0;
+    if (a[j]->kind == QC_PRED ? !qcwFnReady(pX, a[j]) : !qcwNotReady(pX, a, n, j)) return 0;
+    nTerm0 = pX->nTerm;
+    qcwAt(pX, a, j);
+    if (a[j]->kind == QC_PRED) qcfPredicate(pX, a[j]);
+    else qcoNot(pX, a[j], iDepth);
+    aDone[j] = 1;
+    if (j == iF && (pX->bGuardNow || pX->iLastRaise >= nTerm0)) pX->bCross = 1;
+  }
+  return pX->pC->rc == SQLITE_OK;
+}
+
+/* Steps 2 and 3 of qcwClauses, a segment at a time: a failing clause
 ** runs in Datomic on every row the clauses before it give, so the
 ** patterns and binding clauses after it wait until it is compiled, then
 ** join after it (bCross): a later [?a :db/ident :x/n] must not keep
 ** [(inc ?v) ?w] from the string values of [?e ?a ?v]. Without a failing
-** function this is the one pass it always was (the same SQL). */
+** clause this is the one pass it always was (the same SQL). */
 static void qcwSegments(QCtx *pX, QClause *const *a, int n, unsigned char *aDone, int bBinders,
                         int iDepth) {
   QComp *pC = pX->pC;
-  int iFail = qcwNextFail(a, n, aDone, 0), bFirst = 1;
+  int iFail, bFirst = 1, eOrder = qcoClauseOrder(a, n);
+  iFail = qcoNextFail(a, n, aDone, 0, eOrder);
   for (;;) {
     qcwEmitPatterns(pX, a, n, aDone, bBinders, iFail);
     if (bFirst && pX->pParent == NULL) qcMaterialize(pX);
     bFirst = 0;
-    qcwBinders(pX, a, n, aDone, iDepth, 1);
+    qcwBinders(pX, a, n, aDone, iDepth, eOrder);
     if (bBinders) {
       qcwEmitPatterns(pX, a, n, aDone, 0, iFail);
-      qcwBinders(pX, a, n, aDone, iDepth, 1);
+      qcwBinders(pX, a, n, aDone, iDepth, eOrder);
     }
-    if (pC->rc != SQLITE_OK || iFail >= n || !aDone[iFail]) break;
-    iFail = qcwNextFail(a, n, aDone, iFail + 1);
+    if (pC->rc != SQLITE_OK || iFail >= n) break;
+    if (!aDone[iFail] && qcwIsFilter(a[iFail])) qcwFilterAt(pX, a, n, aDone, iFail, iDepth);
+    if (!aDone[iFail]) break;
+    iFail = qcoNextFail(a, n, aDone, iFail + 1, eOrder);
   }
-  /* A failing function that cannot run in order (an argument only a later
+  /* A failing clause that cannot run in order (an argument only a later
   ** clause binds): the rest as before, the error its own. */
   if (pC->rc == SQLITE_OK && iFail < n) {
     qcwEmitPatterns(pX, a, n, aDone, 0, n);
