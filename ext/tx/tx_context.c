@@ -620,6 +620,12 @@ int txCheckOp(Tx *p, const TxOp *pOp) {
   }
   /* A past transaction's instant is history that as-of by #inst relies on:
   ** only the running transaction's :db/txInstant may be set. */
+  if (a == ENTID_DB_TXINSTANT && e != p->iTx && e < PART_TX_START) {
+    return txErr(p, pOp->line, pOp->col,
+                 "cannot %s :db/txInstant of entity %lld, which is not a transaction: only the "
+                 "current transaction's may be set", pOp->eOp == TXOP_RETRACT ? "retract" : "set",
+                 (long long)e);
+  }
   if (a == ENTID_DB_TXINSTANT && e != p->iTx) {
     return txErr(p, pOp->line, pOp->col,
                  "cannot %s :db/txInstant of transaction %lld: only the current transaction's "
