@@ -142,6 +142,9 @@ static int ednqDocument(sqlite3 *host, QueryRun *pRun, sqlite3_str *pOut, char *
       if (rc == SQLITE_ROW) {
         rc = qRunRowJson(pRun, pOut);
         if (rc != SQLITE_OK) return rc;
+        if (qRunDrainsOne(pRun) && (rc = qRunStep(pRun, pzErr)) != SQLITE_DONE) {
+          return rc == SQLITE_ROW ? SQLITE_INTERNAL : rc;
+        }
       } else {
         sqlite3_str_appendall(pOut, "null");
       }

@@ -167,6 +167,9 @@ int qOptsShape(const QueryOpts *p, unsigned char *aBuf, int nBuf);
 int qRunStep(QueryRun *p, char **pzErr);
 
 FindKind qRunFindKind(const QueryRun *p);
+/* A . or tuple find whose rows after the first are stepped for their errors
+** (a failing function meets every row): step once more after the row. */
+int qRunDrainsOne(const QueryRun *p);
 int qRunColumnCount(const QueryRun *p);           /* find elements */
 const char *qRunColumnName(const QueryRun *p, int i);  /* "?a", "(count ?x)" */
 /* Non-NULL when the query has :keys/:strs/:syms: the key for element i as

@@ -324,6 +324,10 @@ finish:
   if (pQ->pLimit) {
     int iP = qcdLimitParam(pC, pX, pQ->pLimit);
     sqlite3_str_appendf(pSql, " LIMIT ?%d", iP);
+  } else if ((pQ->eFind == FIND_TUPLE || pQ->eFind == FIND_SCALAR)
+             && qcRaises(sqlite3_str_value(pSql))) {
+    /* a failing function must meet every row, not only the first */
+    pPlan->bDrainOne = 1;
   } else if (pQ->eFind == FIND_TUPLE || pQ->eFind == FIND_SCALAR) {
     sqlite3_str_appendall(pSql, " LIMIT 1");
   } else if (pQ->pOffset) {

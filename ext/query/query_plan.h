@@ -81,6 +81,10 @@ struct QueryPlan {
   int bAtMostOne;          /* every row's datoms are fixed by the query's constants
                            ** and inputs (qcdAtMostOne): one row at most, so the
                            ** run ends after it without stepping to the end */
+  int bDrainOne;           /* a . or tuple find whose SQL can fail at run time
+                           ** (qcRaises): no LIMIT 1, the run gives its first
+                           ** row and steps the rest for their errors, as
+                           ** Datomic computes the whole result (qRunStep) */
   int nInputNeeded;        /* :in bindings that consume a value */
   char *zHostFns;          /* the host's functions the SQL calls, "name\x01nArg\x01..."
                            ** (query_compile_host.c), or NULL */

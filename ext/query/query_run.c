@@ -203,7 +203,7 @@ static int qRunFirstCheck(QueryRun *p, int rc, char **pzErr) {
 int qRunStep(QueryRun *p, char **pzErr) {
   int rc;
   if (p->pSpillDb == NULL && p->rcSpill == SQLITE_OK && !p->bCheck
-      && !(p->bGave && p->pPlan->bAtMostOne)) {
+      && !(p->bGave && (p->pPlan->bAtMostOne || p->pPlan->bDrainOne))) {
     /* The common step: the store statement's next row (not the first of a
     ** run still to be checked, nor one past the only row). */
     rc = sqlite3_step(p->pStmt);
@@ -214,7 +214,11 @@ int qRunStep(QueryRun *p, char **pzErr) {
     if (rc == SQLITE_DONE) return rc;
     goto failed;
   }
-  if (p->pSpillDb) rc = qSpillStep(p);
+  if (p->bGave && p->pPlan->bDrainOne && (p->pSpillDb || p->rcSpill == SQLITE_OK)) {
+    /* one row given: the rest only for their errors (bDrainOne) */
+    do rc = p->pSpillDb ? qSpillStep(p) : sqlite3_step(p->pStmt);
+    while (rc == SQLITE_ROW);
+  } else if (p->pSpillDb) rc = qSpillStep(p);
   /* A failed qSpillRest left the store statement reset: never re-run it. */
   else if (p->rcSpill != SQLITE_OK) rc = SQLITE_DONE;
   else if (p->bGave && p->pPlan->bAtMostOne) {
@@ -247,6 +251,7 @@ failed:
 }
 
 FindKind qRunFindKind(const QueryRun *p) { return p->pPlan->eFind; }
+int qRunDrainsOne(const QueryRun *p) { return p->pPlan->bDrainOne; }
 int qRunColumnCount(const QueryRun *p) { return p->pPlan->nCol; }
 
 const char *qRunColumnName(const QueryRun *p, int i) {
