@@ -122,6 +122,7 @@ TEST_STAGE_rerun = vtab
 TEST_STAGE_cases = vtab
 TEST_STAGE_oom = vtab
 TEST_STAGE_host = vtab
+TEST_STAGE_host_undo = vtab
 TEST_STAGE_iofault = vtab
 TEST_STAGE_with = vtab
 TEST_STAGE_view = vtab
@@ -154,7 +155,7 @@ UNIT_RUNS  = $(addprefix $(B)/run/unit/,$(filter $(TESTS:$(B)/%=%),$(UNIT_FIRST)
 FAULT_ONLY  = test_iofault test_oom
 FAULT_RUNS  = $(addprefix $(B)/run/faults/,test_iofault@wal test_tx test_iofault@errors test_view \
   test_qlang test_oom@tuples test_oom@movies test_store test_iofault@power test_qcompile test_pull \
-  test_surface)
+  test_surface test_host_undo)
 unit:
 	@$(MAKE) --no-print-directory $(run_jobs) unit-runs
 faults:
