@@ -76,26 +76,35 @@ static sqlite3 *openStore(const char *zName) {
   return db;
 }
 
+/* The host's row of a transaction, and (bWarm) an edn_t after it: the
+** next edn_t then finds the host's transaction as the last edn_t left it
+** (store_host.c's write witness), where its savepoint is put off until
+** its first write, or left out. */
+static const char zHostRow[] = "BEGIN; INSERT INTO side VALUES ('kept')";
+static const char zWarm[] = "SELECT edn_t(':main', '[[:db/add [:p/name \"b\"] :p/s :s/warm]]')";
+
 /* Runs edn_t(':main', zTx), which must fail with an "edn_t: " error that
-** holds zWant (NULL: any), in autocommit (bBegin 0) or inside BEGIN after
-** a host row: the host's transaction stays open, with its row, and the
-** digest is the one before the call; a COMMIT then keeps the host row. */
-static void expectUndone(sqlite3 *db, const char *zTx, const char *zWant, int bBegin) {
+** holds zWant (NULL: any), in autocommit (eMode 0), inside BEGIN after a
+** host row (1), or after a host row and an edn_t (2): the host's
+** transaction stays open, with its rows, and the digest is the one before
+** the call; a COMMIT then keeps the host row. */
+static void expectUndone(sqlite3 *db, const char *zTx, const char *zWant, int eMode) {
   char *zBefore, *zAfter, *z;
-  if (bBegin) tuExecOk(db, "BEGIN; INSERT INTO side VALUES ('kept')");
+  if (eMode) tuExecOk(db, zHostRow);
+  if (eMode == 2) tuExecOk(db, zWarm);
   zBefore = digest(db);
   z = tuQuery(db, "SELECT edn_t(':main', ?1)", zTx, NULL);
   ck_assert_msg(strncmp(z, "ERROR: edn_t: ", 14) == 0 && (zWant == NULL || strstr(z, zWant)),
                 "%s: got %s", zTx, z);
   free(z);
-  ck_assert_msg(sqlite3_get_autocommit(db) == !bBegin, "%s: the host's transaction %s", zTx,
-                bBegin ? "ended" : "stayed open");
+  ck_assert_msg(sqlite3_get_autocommit(db) == !eMode, "%s (mode %d): the host's transaction %s", zTx,
+                eMode, eMode ? "ended" : "stayed open");
   zAfter = digest(db);
-  ck_assert_msg(strcmp(zBefore, zAfter) == 0, "%s changed the state:\n  before %s\n  after  %s", zTx,
-                zBefore, zAfter);
+  ck_assert_msg(strcmp(zBefore, zAfter) == 0, "%s (mode %d) changed the state:\n  before %s\n  after  %s",
+                zTx, eMode, zBefore, zAfter);
   free(zBefore);
   free(zAfter);
-  if (bBegin) tuExecOk(db, "COMMIT");
+  if (eMode) tuExecOk(db, "COMMIT");
 }
 
 /* The next edn_t works on the state before the failed one. */
@@ -113,7 +122,7 @@ static void expectNextWorks(sqlite3 *db) {
 ** datoms) are done when the insert of the new value hits it, in the
 ** single-row path (few datoms) and after a multi-row batch (20 datoms). */
 START_TEST(host_index_after_first_write) {
-  for (int bBegin = 0; bBegin < 2; bBegin++) {
+  for (int bBegin = 0; bBegin < 3; bBegin++) {
     sqlite3 *db = openStore("undo-idx.db");
     char *zA = tuQuery(db, "SELECT e FROM idents WHERE v = ':p/n'", NULL, NULL), zSql[160];
     sqlite3_str *pTx = sqlite3_str_new(NULL);
@@ -141,7 +150,7 @@ END_TEST
 ** refers to a host table from the log makes the log insert fail after the
 ** datoms. */
 START_TEST(host_foreign_keys_after_first_write) {
-  for (int bBegin = 0; bBegin < 2; bBegin++) {
+  for (int bBegin = 0; bBegin < 3; bBegin++) {
     sqlite3 *db = openStore("undo-fk.db");
     tuExecOk(db, "PRAGMA foreign_keys=ON");
     tuExecOk(db, "CREATE TABLE pin(e, a, t, v, FOREIGN KEY (e, a, t, v) REFERENCES"
@@ -162,7 +171,7 @@ END_TEST
 ** that raises an error at the log row of a given value, after datoms and
 ** other log rows were written. */
 START_TEST(host_triggers_after_first_write) {
-  for (int bBegin = 0; bBegin < 2; bBegin++) {
+  for (int bBegin = 0; bBegin < 3; bBegin++) {
     sqlite3 *db = openStore("undo-trig.db");
     tuExecOk(db, "CREATE TRIGGER host_copy AFTER INSERT ON datoms BEGIN"
                  " INSERT INTO side VALUES ('t' || new.e); END");
@@ -177,6 +186,15 @@ START_TEST(host_triggers_after_first_write) {
   }
 }
 END_TEST
+
+/* Counts the rollbacks of a "ROLLBACK" statement (the extension's
+** sqlite3_exec), not SQLite's own rollback inside a failing statement. */
+static int gOwnRollback;
+static void ownRollback(void *pArg) {
+  for (sqlite3_stmt *p = sqlite3_next_stmt(pArg, NULL); p; p = sqlite3_next_stmt(pArg, p)) {
+    if (sqlite3_sql(p) && strcmp(sqlite3_sql(p), "ROLLBACK") == 0) gOwnRollback++;
+  }
+}
 
 /* Allocation failures at every point of one edn_t inside the host's
 ** BEGIN (transient: the n-th allocation fails; persistent: every one from
@@ -197,40 +215,48 @@ START_TEST(nomem_inside_begin) {
   };
   int nKept = 0, nEnded = 0, nPoints = 0;
   tuOomInstall();
-  for (int iMode = 0; iMode < 2; iMode++) {
+  for (int iMode = 0; iMode < 4; iMode++) {
+    int bWarm = iMode >= 2;
     for (size_t iTx = 0; iTx < sizeof azTx / sizeof azTx[0]; iTx++) {
       sqlite3 *db = openStore("undo-oom.db");
       char *zCommitted = digest(db);
       int bDone = 0;
-      tuOomOnce = iMode == 0;
+      tuOomOnce = iMode % 2 == 0;
       /* the first call creates the cached statements: sweep the second */
       tuExecOk(db, "BEGIN; SELECT edn_t(':main', '[[:db/add [:p/name \"b\"] :p/n 11]]'); ROLLBACK");
       for (int n = 0; n < 100000 && !bDone; n += n < 400 ? 1 : 7) {
         char *zBefore, *zOut = NULL, *zAfter;
         int rc;
-        tuExecOk(db, "BEGIN; INSERT INTO side VALUES ('kept')");
+        tuExecOk(db, zHostRow);
+        if (bWarm) tuExecOk(db, zWarm);
         zBefore = digest(db);
+        gOwnRollback = 0;
+        sqlite3_rollback_hook(db, ownRollback, db);
         tuOomLeft = n;
         rc = tuStepOnce(db, "SELECT edn_t(':main', ?1)", azTx[iTx], NULL, &zOut);
         bDone = tuOomOnce ? tuOomLeft > 0 : rc == SQLITE_ROW;
         tuOomLeft = -1;
+        sqlite3_rollback_hook(db, NULL, NULL);
         nPoints++;
         if (rc == SQLITE_ROW) {
-          ck_assert_msg(strncmp(zOut, "{\"tx_id\":268435459,", 19) == 0, "tx %d at %d: %s", (int)iTx, n, zOut);
+          ck_assert_msg(strncmp(zOut, bWarm ? "{\"tx_id\":268435460," : "{\"tx_id\":268435459,", 19) == 0, "tx %d at %d: %s", (int)iTx, n, zOut);
           bDone = 1;
         } else {
           ck_assert_msg(tuIsNomem(rc) || rc == SQLITE_ERROR, "tx %d at %d: rc %d %s", (int)iTx, n, rc,
                         sqlite3_errmsg(db));
+          /* never a ROLLBACK of the extension's own */
+          ck_assert_msg(gOwnRollback == 0, "tx %d at %d (%s): the extension rolled the host's"
+                        " transaction back", (int)iTx, n, iMode % 2 ? "persistent" : "transient");
           zAfter = digest(db);
           if (sqlite3_get_autocommit(db)) {
             nEnded++;
             ck_assert_msg(strcmp(zAfter, zCommitted) == 0, "tx %d at %d (%s) ended the transaction but"
-                          " left\n  %s\n  not %s", (int)iTx, n, iMode ? "persistent" : "transient",
+                          " left\n  %s\n  not %s", (int)iTx, n, iMode % 2 ? "persistent" : "transient",
                           zAfter, zCommitted);
           } else {
             nKept++;
             ck_assert_msg(strcmp(zAfter, zBefore) == 0, "tx %d at %d (%s) changed the state:\n  before %s\n"
-                          "  after  %s", (int)iTx, n, iMode ? "persistent" : "transient", zBefore, zAfter);
+                          "  after  %s", (int)iTx, n, iMode % 2 ? "persistent" : "transient", zBefore, zAfter);
           }
           free(zAfter);
         }
