@@ -202,6 +202,24 @@ int storeHoldsRelease(Store *p, int *pbAll);
 ** callers may pair unconditionally or return early. */
 int storeWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr);
 
+/* storeWriteBegin for a caller that calls storeWriteUndoPoint before its
+** first write (the transactor's txTransact). On a host store inside the
+** host's transaction, where the last edn_t left it, no savepoint is
+** opened yet (store_host.c, THE UNDO POINT); elsewhere it is
+** storeWriteBegin. */
+int storeWriteBeginLazy(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr);
+
+/* Before the first write of a write begun by storeWriteBeginLazy (a no-op
+** after storeWriteBegin, and after a first call): opens its savepoint when
+** it has none yet and bRisky (a step after the first write may still fail
+** by the transaction's own data: the caller's checks are not all done) or
+** the host has objects of its own on the store's tables. With neither, the
+** write runs without one: the caller must do all its reads and checks,
+** prepare its statements and bind nothing that SQLite copies before its
+** first write, so that only SQLite (which then ends the host's transaction
+** itself) can fail a step after it. Errors (nothing written): *pzErr. */
+int storeWriteUndoPoint(StoreConn *pConn, int bRisky, char **pzErr);
+
 /* Ends the write begun above: COMMIT if bCommit else ROLLBACK, then releases
 ** the mutex. With other writers waiting, the COMMIT may be shared with
 ** theirs (GROUP COMMIT): the call then returns when that COMMIT is done,

@@ -194,7 +194,8 @@ int storeRevalidate(Store *p, StoreConn *pConn, int bLatest, Schema **ppOwn, cha
 /* store_host.c: host stores (store_host.h); store.h's functions on one
 ** dispatch to these. */
 int storeHostReader(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr);
-int storeHostWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr);
+int storeHostWriteBegin(Store *p, int bLazy, StoreConn **ppConn, Schema **ppSchema, char **pzErr);
+int storeHostUndoPoint(Store *p, int bRisky, char **pzErr);
 int storeHostWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, char **pzErr);
 void storeHostRelease(Store *p);
 void storeHostReaderDone(Store *p);
@@ -269,8 +270,22 @@ typedef struct StoreHostPart {
   int bWit;                     /* wit is what the last edn_t left inside the host's
                                 ** open write transaction (hostWitTake) */
   HostWitness wit;
+  int eUndo;                    /* HOST_UNDO_*: how the write in progress is undone */
+  int bForeign;                 /* the host's own objects on the tables a datom write
+                                ** changes, or a UTF-16 database (storeHostForeign) */
+  int bForeignKnown;            /* bForeign holds for the schema_versions in aForeignSv */
+  sqlite3_int64 aForeignSv[2];  /* the store database's and temp's, when it was read */
   Store *pNextHost;
 } StoreHostPart;
+
+/* How a host store's write in progress is undone (THE UNDO POINT in
+** store_host.c): by its savepoint (or, inside a statement that writes,
+** bNoSavepoint's way); not yet decided, nothing written yet; or by nothing
+** of its own, no step of it able to fail but by SQLite ending the host's
+** transaction. */
+#define HOST_UNDO_SAVEPOINT 0
+#define HOST_UNDO_DEFERRED 1
+#define HOST_UNDO_NONE 2
 
 #define HOST_LAYOUT_UNKNOWN 0
 #define HOST_LAYOUT_ABSENT 1
@@ -289,6 +304,12 @@ int storeHostShadowSeen(StoreHostPart *h, int *pbChanged);
 int storeHostCheckLayout(StoreHostPart *h, char **pzErr);
 /* Refuses a write while a statement of the host reads the store's tables. */
 int storeHostCheckScans(Store *p, char **pzErr);
+/* *pbForeign: the host has objects of its own that a datom write (datoms,
+** the log, known_parts) would run into — triggers (temp ones included),
+** indexes not the format's nor recorded in mentat_managed_indexes, foreign
+** keys to or from those tables — or the database is not UTF-8 (binding
+** text then allocates). Read again when either schema_version moved. */
+int storeHostForeign(StoreHostPart *h, sqlite3_int64 iSv, sqlite3_int64 iSvTemp, int *pbForeign);
 
 /* store_conn.c */
 /* Opens a connection of pStore (bValidate: its first, see storeOpenDb)

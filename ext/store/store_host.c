@@ -40,7 +40,9 @@
 **
 ** A write is `SAVEPOINT mentat_edn_t` ... `RELEASE` (ROLLBACK TO + RELEASE
 ** on failure): in autocommit it is atomic by itself, inside the host's
-** BEGIN it nests, and a failed edn_t undoes only its own work. The layout
+** BEGIN it nests, and a failed edn_t undoes only its own work. Inside the
+** host's transaction an edn_t after the last one opens it only at its
+** first write, and only when a step after it can fail (THE UNDO POINT). The layout
 ** is created inside that savepoint by the first edn_t, each object named
 ** in the store's database; the statements above the store name tables
 ** unqualified, which SQLite resolves temp, main, then attached databases
@@ -520,11 +522,17 @@ void storeHostReaderDone(Store *p) {
 ** unable to fail midway (INSERT ... VALUES of one row, UPDATE of one row)
 ** lacks. So inside BEGIN, when the write changed anything (rows or the
 ** schema), the host's transaction is rolled back: no half-applied edn_t
-** can stay. Returns 1 then. */
+** can stay. A write with no undo of its own (HOST_UNDO_NONE) is undone the
+** same way; none of its steps fails but by SQLite ending the transaction
+** itself, so that is a last guard. Returns 1 when it rolled the host's
+** transaction back (2: a write with no undo of its own). */
 static int hostUndo(Store *p) {
   StoreHostPart *h = p->pHost;
   sqlite3_int64 iSv = h->iSv0;
-  if (!h->bNoSavepoint) {
+  int eUndo = h->eUndo;
+  h->eUndo = HOST_UNDO_SAVEPOINT;
+  if (eUndo == HOST_UNDO_DEFERRED) return 0;   /* nothing written */
+  if (eUndo == HOST_UNDO_SAVEPOINT && !h->bNoSavepoint) {
     hostStep(h->pRollbackTo);
     hostStep(h->pRelease);
     return 0;
@@ -537,7 +545,7 @@ static int hostUndo(Store *p) {
     return 0;
   }
   sqlite3_exec(h->host, "ROLLBACK", NULL, NULL, NULL);
-  return 1;
+  return eUndo == HOST_UNDO_NONE ? 2 : 1;
 }
 
 /* The savepoint of a write, or, inside a statement that writes (INSERT ...
@@ -606,7 +614,7 @@ static int hostWitSame(StoreHostPart *h) {
   return storeStepInt(h->pMark, &w.iMark) == SQLITE_OK && w.iMark == h->wit.iMark;
 }
 
-int storeHostWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
+int storeHostWriteBegin(Store *p, int bLazy, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
   StoreHostPart *h = p->pHost;
   int bWit = hostWitSame(h), rc;
   *ppConn = NULL;
@@ -619,6 +627,7 @@ int storeHostWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **
     return SQLITE_ERROR;
   }
   h->bWit = 0;
+  h->eUndo = HOST_UNDO_SAVEPOINT;
   /* Before the savepoint: a layout check run inside it would see our own
   ** schema_version change. */
   rc = bWit ? SQLITE_OK : hostRevalidate(p, 0, NULL, pzErr);
@@ -627,11 +636,19 @@ int storeHostWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **
   h->bStamp = 0;
   if (rc == SQLITE_OK) rc = storeHostCheckScans(p, pzErr);
   if (rc != SQLITE_OK) return rc;
-  rc = hostWriteStart(p);
-  if (rc != SQLITE_OK) {
-    hostErr(pzErr, sqlite3_mprintf("cannot begin a write on host store %s: %s", p->zPath,
-                                   sqlite3_errmsg(h->host)));
-    return rc;
+  if (bLazy && bWit) {
+    /* THE UNDO POINT decides at the first write; the witness's figures
+    ** are the state now, which hostUndo compares with. */
+    h->eUndo = HOST_UNDO_DEFERRED;
+    h->nChanges0 = h->wit.nChanges;
+    h->iSv0 = h->wit.iSv;
+  } else {
+    rc = hostWriteStart(p);
+    if (rc != SQLITE_OK) {
+      hostErr(pzErr, sqlite3_mprintf("cannot begin a write on host store %s: %s", p->zPath,
+                                     sqlite3_errmsg(h->host)));
+      return rc;
+    }
   }
   /* With the witness the state is the one the last write left, inside the
   ** same write transaction: the savepoint changed nothing. */
@@ -644,6 +661,60 @@ int storeHostWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **
   *ppSchema = p->pSchema;
   *ppConn = p->pWriter;
   return SQLITE_OK;
+}
+
+/* THE UNDO POINT. Inside the host's BEGIN a savepoint's cost is its
+** sub-journal: SQLite copies there every page the write changes that the
+** host's transaction had changed already (~13 pages, 4 KiB each, per
+** one-datom edn_t; past 64 KiB the sub-journal is a temp file at the
+** default temp_store, and the kernel's writes to it were ~14 % of a grouped
+** write). It buys an undo of failures met after the write began. Those
+** are: the transaction's own data (a unique value taken, found by the
+** index; schema changes and their checks; fulltext), the host's objects
+** on the tables (a unique index, a trigger, a foreign key: storeHostForeign),
+** and errors outside SQLite's statements (a prepare, a bind that copies,
+** an interrupt of a read between two writes). An allocation failure,
+** interrupt, I/O error or full disk inside a statement that writes (and
+** the transactor's have no statement journal) makes SQLite roll the
+** host's whole transaction back by itself, savepoint or not. So a write
+** begun lazily, within the host's transaction where the last edn_t left
+** it (the witness: no host statement since), opens its savepoint only
+** here, before its first write, and only when bRisky (the transactor
+** says its checks are not all done before writing) or the host has
+** objects of its own there; otherwise it runs with none, its reads and
+** checks done, its statements prepared and its binds not copied before
+** its first write. */
+int storeHostUndoPoint(Store *p, int bRisky, char **pzErr) {
+  StoreHostPart *h = p->pHost;
+  int bForeign = 1, rc;
+  if (h->eUndo != HOST_UNDO_DEFERRED) return SQLITE_OK;
+  if (sqlite3_get_autocommit(h->host)) {
+    /* SQLite ended the host's transaction (a read ran out of memory): a
+    ** savepoint now would begin one of its own. */
+    hostErr(pzErr, sqlite3_mprintf("the store's write transaction ended unexpectedly; nothing was "
+                                   "written"));
+    return SQLITE_ABORT;
+  }
+  if (!bRisky) {
+    sqlite3_int64 iSvTemp = h->iDb != 1 ? h->aShadowSv[0] : 0;
+    rc = storeHostForeign(h, h->iSv0, iSvTemp, &bForeign);
+    if (rc != SQLITE_OK) {
+      hostErr(pzErr, sqlite3_mprintf("cannot read host database %s: %s", h->zName,
+                                     sqlite3_errmsg(h->host)));
+      return rc;
+    }
+  }
+  if (!bForeign) {
+    h->eUndo = HOST_UNDO_NONE;
+    return SQLITE_OK;
+  }
+  h->eUndo = HOST_UNDO_SAVEPOINT;
+  rc = hostWriteStart(p);
+  if (rc != SQLITE_OK) {
+    hostErr(pzErr, sqlite3_mprintf("cannot begin a write on host store %s: %s", p->zPath,
+                                   sqlite3_errmsg(h->host)));
+  }
+  return rc;
 }
 
 int storeHostWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, char **pzErr) {
@@ -661,7 +732,9 @@ int storeHostWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchem
     rc = storeReadSig(pImpl, &sig);
   }
   if (bCommit) {
-    if (rc == SQLITE_OK && h->bNoSavepoint) {
+    if (rc == SQLITE_OK && h->eUndo != HOST_UNDO_SAVEPOINT) {
+      h->eUndo = HOST_UNDO_SAVEPOINT;   /* no savepoint to release */
+    } else if (rc == SQLITE_OK && h->bNoSavepoint) {
       h->bNoSavepoint = 0;
       pConn->bInAutoStmt = 0;
     } else if (rc == SQLITE_OK) {
@@ -674,9 +747,13 @@ int storeHostWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchem
   }
   if (!bCommit || rc != SQLITE_OK) {
     /* Undoes this edn_t only where it can; else the host's transaction. */
-    if (hostUndo(p)) {
+    int eRolled = hostUndo(p);
+    if (eRolled == 1) {
       hostErr(pzErr, sqlite3_mprintf("inside a statement that writes, a failed edn_t rolls the"
                                      " host's transaction back"));
+    } else if (eRolled == 2) {
+      hostErr(pzErr, sqlite3_mprintf("the failed edn_t could not be undone alone: the host's "
+                                     "transaction was rolled back"));
     }
     /* The schema and marks of this connection's state are revalidated
     ** against the signature at the next call. */

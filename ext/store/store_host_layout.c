@@ -266,3 +266,42 @@ int storeHostCheckScans(Store *p, char **pzErr) {
   }
   return SQLITE_OK;
 }
+
+/* The tables a datom write changes, and the format's own indexes on them
+** (the managed ones are listed in mentat_managed_indexes). */
+static const char zHostWriteTables[] = "('datoms','timelined_transactions','known_parts')";
+static const char zHostFormatIdx[] =
+  "('idx_datoms_eavt','idx_datoms_aevt','idx_datoms_avet','idx_datoms_vaet','idx_datoms_fulltext',"
+  "'idx_datoms_unique_value','idx_timelined_transactions_timeline','idx_transactions_aevt')";
+
+int storeHostForeign(StoreHostPart *h, sqlite3_int64 iSv, sqlite3_int64 iSvTemp, int *pbForeign) {
+  sqlite3_int64 n = 1;
+  char *zSql;
+  int rc;
+  if (h->bForeignKnown && h->aForeignSv[0] == iSv && h->aForeignSv[1] == iSvTemp) {
+    *pbForeign = h->bForeign;
+    return SQLITE_OK;
+  }
+  /* Names compared without case, as SQLite resolves them; a temp trigger
+  ** may be on a table of any database; an unreadable answer counts as
+  ** foreign (the caller then keeps its savepoint). */
+  zSql = sqlite3_mprintf(
+      "SELECT (SELECT encoding FROM pragma_encoding) IS NOT 'UTF-8'"
+      " OR EXISTS (SELECT 1 FROM \"%w\".sqlite_schema WHERE lower(tbl_name) IN %s AND (type = 'trigger'"
+      "   OR (type = 'index' AND substr(name, 1, 17) IS NOT 'sqlite_autoindex_' AND name NOT IN %s"
+      "   AND name NOT IN (SELECT name FROM \"%w\".mentat_managed_indexes))))"
+      " OR EXISTS (SELECT 1 FROM temp.sqlite_schema WHERE type = 'trigger' AND lower(tbl_name) IN %s)"
+      " OR EXISTS (SELECT 1 FROM \"%w\".sqlite_schema m, pragma_foreign_key_list(m.name, %Q) f"
+      "   WHERE m.type = 'table' AND (lower(f.\"table\") IN %s OR lower(m.name) IN %s))",
+      h->zName, zHostWriteTables, zHostFormatIdx, h->zName, zHostWriteTables, h->zName, h->zName,
+      zHostWriteTables, zHostWriteTables);
+  rc = hostQueryInt(h->host, zSql, &n);
+  sqlite3_free(zSql);
+  *pbForeign = 1;
+  if (rc != SQLITE_OK) return rc;
+  h->bForeign = *pbForeign = n != 0;
+  h->aForeignSv[0] = iSv;
+  h->aForeignSv[1] = iSvTemp;
+  h->bForeignKnown = 1;
+  return SQLITE_OK;
+}

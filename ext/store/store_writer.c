@@ -267,7 +267,7 @@ int storeWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzEr
   int msTimeout = configBusyTimeoutMs(), msLeft;
   int rc;
 
-  if (p->pHost) return storeHostWriteBegin(p, ppConn, ppSchema, pzErr);
+  if (p->pHost) return storeHostWriteBegin(p, 0, ppConn, ppSchema, pzErr);
   *ppConn = NULL;
   *ppSchema = NULL;
   rc = storeWriteLock(p, msTimeout, &msLeft, pzErr);
@@ -336,6 +336,17 @@ cleanup:
   return rc;
 }
 
+
+int storeWriteBeginLazy(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzErr) {
+  if (p->pHost) return storeHostWriteBegin(p, 1, ppConn, ppSchema, pzErr);
+  return storeWriteBegin(p, ppConn, ppSchema, pzErr);
+}
+
+int storeWriteUndoPoint(StoreConn *pConn, int bRisky, char **pzErr) {
+  /* A file store's write is its own transaction (or group savepoint). */
+  if (!pConn->bHost) return SQLITE_OK;
+  return storeHostUndoPoint(pConn->pStore, bRisky, pzErr);
+}
 
 void storeWriteNoteDatoms(Store *p, sqlite3_int64 iMaxRowid, int nInserted) {
   if (iMaxRowid > p->nNoteDatoms) p->nNoteDatoms = iMaxRowid;

@@ -12,9 +12,13 @@
 ** -> txResolve (tempids to entids, against the store as it was before the
 ** transaction, as Datomic does) -> txResolveDerived (retractEntity,
 ** retract-attribute, cas) -> txTupleDerive (composite tuples) ->
-** txSchemaPrepare -> txWrite (checks and writes) -> txSchemaFinish (mirrors,
-** indexes, new snapshot) -> partition marks. Any error rolls back, so the
-** store is left byte-identical.
+** txSchemaPrepare -> the report (before any write) -> txWrite (checks and
+** writes) -> txSchemaFinish (mirrors, indexes, new snapshot) -> partition
+** marks. Any error rolls back, so the store is left byte-identical. The
+** write begins lazily (storeWriteBeginLazy): on a host store its
+** savepoint is opened before the first write, or not at all when no step
+** after it can fail but by SQLite ending the host's transaction
+** (storeWriteUndoPoint, called by txTupleInstall and txWrite).
 **
 ** Statements are prepared once per writer connection (tx_context.c), so a
 ** small transaction costs a handful of indexed statement steps plus the
@@ -181,8 +185,18 @@ static int txStages(Tx *p, StoreConn *pConn, Schema *pSchema, EdnValue *pRoot,
   if (rc == SQLITE_OK) {
     p->iInstant = configWallUs();
     txCacheFit(p);
-    rc = txWrite(p);
+    rc = txWriteInstant(p);
   }
+  if (rc == SQLITE_OK) {
+    /* The report is built before the first write (what it says is known
+    ** by now): a report that runs out of memory then fails the
+    ** transaction before anything is written, so an error from edn_t
+    ** always means nothing was stored, and a write with no undo of its own
+    ** allocates nothing after its first write (storeWriteUndoPoint). */
+    txReport(p, pReport);
+    rc = sqlite3_str_errcode(pReport);
+  }
+  if (rc == SQLITE_OK) rc = txWrite(p);
   if (rc == SQLITE_OK && p->bSchema) rc = txSchemaFinish(p, ppNew);
   if (rc == SQLITE_OK) rc = txSaveParts(p);
   if (rc == SQLITE_OK && !storeWriteAlive(p->pConn)) {
@@ -190,13 +204,6 @@ static int txStages(Tx *p, StoreConn *pConn, Schema *pSchema, EdnValue *pRoot,
     ** memory); every step is checked, so this is a last guard against
     ** committing half a transaction. */
     rc = txErr(p, 0, 0, "the store's write transaction ended unexpectedly; nothing was written");
-  }
-  if (rc == SQLITE_OK) {
-    /* The report is built before the commit: a report that runs out of
-    ** memory then rolls the transaction back, so an error from edn_t always
-    ** means nothing was stored. */
-    txReport(p, pReport);
-    rc = sqlite3_str_errcode(pReport);
   }
   return rc;
 }
@@ -229,7 +236,9 @@ int txTransact(Store *pStore, const char *zEdn, int nEdn,
   /* The whole input first: a read error takes no lock. */
   rc = txRead(&tx, zEdn, nEdn, &pRoot);
   if (rc != SQLITE_OK) goto cleanup;
-  rc = storeWriteBegin(pStore, &pConn, &pSchema, pzErr);
+  /* Its savepoint, on a host store, only when needed, before the first
+  ** write (storeWriteUndoPoint: txTupleInstall, txWrite). */
+  rc = storeWriteBeginLazy(pStore, &pConn, &pSchema, pzErr);
   if (rc != SQLITE_OK) goto cleanup;
   bBegun = 1;
   rc = txStages(&tx, pConn, pSchema, pRoot, pReport, &pNew);

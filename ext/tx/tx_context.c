@@ -195,6 +195,16 @@ int txStmt(Tx *p, int eStmt, sqlite3_stmt **ppStmt) {
   return SQLITE_OK;
 }
 
+/* A write with no undo of its own (storeWriteUndoPoint) prepares every
+** statement it will run before its first write: a prepare after it could
+** fail (out of memory) with the transaction still open. */
+int txStmtReady(Tx *p, int eStmt) {
+  TxCache *pCache = (TxCache *)p->pConn->pTxCache;
+  sqlite3_stmt *pStmt = NULL;
+  if (pCache && pCache->aStmt[eStmt]) return SQLITE_OK;
+  return txStmt(p, eStmt, &pStmt);
+}
+
 /* Sizes the writer's page cache for this transaction, before its writes.
 ** A bulk transaction wants the large cache: it holds the hot pages of every
 ** index the transaction inserts into (values land at random places in AVET,
@@ -275,14 +285,21 @@ int txValueBindStored(Tx *p, sqlite3_stmt *pStmt, int i, const TxOp *pOp) {
   if (pOp->bFts) return sqlite3_bind_int64(pStmt, i, pOp->iFts);
   /* Text and bytes live in the arena or the input until the transaction
   ** ends, and every use of a cached statement rebinds it (txStmt clears the
-  ** bindings), so SQLite need not copy them (valueBind does). */
-  if ((pOp->v.type == VT_STRING || pOp->v.type == VT_KEYWORD) && pOp->v.z) {
-    return sqlite3_bind_text64(pStmt, i, pOp->v.z, (sqlite3_uint64)pOp->v.n, SQLITE_STATIC, SQLITE_UTF8);
+  ** bindings), so SQLite need not copy them (valueBind does). No bind
+  ** allocates then (in a UTF-8 database), which a write with no undo of
+  ** its own relies on (storeWriteUndoPoint). */
+  switch (pOp->v.type) {
+    case VT_STRING: case VT_KEYWORD:
+      return sqlite3_bind_text64(pStmt, i, pOp->v.z ? pOp->v.z : "", (sqlite3_uint64)pOp->v.n,
+                                 SQLITE_STATIC, SQLITE_UTF8);
+    case VT_BYTES: case VT_TUPLE:
+      return sqlite3_bind_blob64(pStmt, i, pOp->v.z ? pOp->v.z : "", (sqlite3_uint64)pOp->v.n,
+                                 SQLITE_STATIC);
+    case VT_UUID:
+      return sqlite3_bind_blob(pStmt, i, pOp->v.uuid, 16, SQLITE_STATIC);
+    default:
+      return valueBind(pStmt, i, &pOp->v);
   }
-  if ((pOp->v.type == VT_BYTES || pOp->v.type == VT_TUPLE) && pOp->v.z) {
-    return sqlite3_bind_blob64(pStmt, i, pOp->v.z, (sqlite3_uint64)pOp->v.n, SQLITE_STATIC);
-  }
-  return valueBind(pStmt, i, &pOp->v);
 }
 
 /* Total order on values of one type (for sorting ops and comparing cas). */

@@ -134,6 +134,7 @@ typedef struct Tx {
 
 /* The context (tx_context.c): statements, errors, ops, tempids, lookup refs, values. */
 int txStmt(Tx *p, int eStmt, sqlite3_stmt **ppStmt);
+int txStmtReady(Tx *p, int eStmt);   /* prepared, not reset (before a write's first write) */
 void txCacheFit(Tx *p);   /* the writer's page cache for this transaction's size */
 int txErr(Tx *p, int line, int col, const char *zFmt, ...);
 int txSqlErr(Tx *p, const char *zWhat);
@@ -161,7 +162,8 @@ int txLookupResolve(Tx *p);                        /* tx_lookup.c: lookup refs, 
 int txResolve(Tx *p);                              /* tx_resolve.c: tempids -> entids */
 int txResolveDerived(Tx *p);                       /* ... derived ops -> plain ops */
 int txSchemaPrepare(Tx *p);                        /* tx_schema.c: before the writes */
-int txWrite(Tx *p);                                /* tx_write.c: checks and writes */
+int txWriteInstant(Tx *p);                         /* tx_write.c: the tx's :db/txInstant */
+int txWrite(Tx *p);                                /* ... checks and writes */
 int txSchemaFinish(Tx *p, Schema **ppNew);         /* tx_schema.c: mirrors, indexes */
 
 /* Tuples (tx_tuple.c). txTupleInstall runs before txExpand: it installs

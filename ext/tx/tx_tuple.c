@@ -98,6 +98,9 @@ int txTupleInstall(Tx *p) {
   if (schemaEntid(p->pSchema, SCHEMA_TYPE_TUPLE, (int)strlen(SCHEMA_TYPE_TUPLE)) != 0) return SQLITE_OK;
   if (!txTupleNamed(p->pRoot)) return SQLITE_OK;
   if (pDb->iIdx + 4 > pDb->iEnd) return txErr(p, 0, 0, "partition :db.part/db is full");
+  /* a schema change: undone by a savepoint (storeWriteUndoPoint) */
+  rc = storeWriteUndoPoint(p->pConn, 1, p->pzErr);
+  if (rc != SQLITE_OK) return rc;
   rc = sqlite3_prepare_v2(p->db,
       "INSERT INTO datoms (e, a, v, tx, value_type_tag, index_avet, index_vaet, index_fulltext,"
       " unique_value) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?6)", -1, &pIns, NULL);

@@ -187,8 +187,11 @@ static int txLog(Tx *p, const TxOp *pOp, int bAdded) {
   return rc == SQLITE_DONE ? SQLITE_OK : txSqlErr(p, "cannot write the log: ");
 }
 
-static int txRetract(Tx *p, TxOp *pOp) {
+/* The reads and checks of a retraction (bChecked: txCheckFirst did them),
+** then its delete and log row. */
+static int txRetract(Tx *p, TxOp *pOp, int bChecked) {
   int rc, nChange = 0, bFound = 1;
+  if (bChecked) goto write;
   if (pOp->pAttr->bFulltext && pOp->pAttr->type == VT_STRING) {
     rc = txFts(p, pOp, 0, &bFound);
     if (rc) return rc;
@@ -199,20 +202,22 @@ static int txRetract(Tx *p, TxOp *pOp) {
   if (!bFound) { pOp->bDrop = 1; return SQLITE_OK; }
   rc = txCheckOp(p, pOp);
   if (rc) return rc;
+write:
   rc = txStepEAV(p, TXS_DELETE, pOp, NULL, &nChange);
   if (rc) return rc;
   return txLog(p, pOp, 0);
 }
 
-/* Decides whether an ADD is new; if so retracts a cardinality-one value. */
-static int txPrepareAdd(Tx *p, TxOp *pOp) {
+/* Decides whether an ADD is new (bChecked: txCheckFirst did); if so
+** retracts a cardinality-one value. */
+static int txPrepareAdd(Tx *p, TxOp *pOp, int bChecked) {
   sqlite3_stmt *pStmt = NULL;
-  int rc, bFound = 0, bFresh;
+  int rc, bFound = 0, bFresh = txIsFresh(p, pOp->e.e);
+  if (bChecked) goto write;
   if (pOp->pAttr->bFulltext && pOp->pAttr->type == VT_STRING) {
     rc = txFts(p, pOp, 1, &bFound);
     if (rc) return rc;
   }
-  bFresh = txIsFresh(p, pOp->e.e);
   if (!bFresh) {
     rc = txStepEAV(p, TXS_EXISTS, pOp, &bFound, NULL);
     if (rc) return rc;
@@ -221,6 +226,7 @@ static int txPrepareAdd(Tx *p, TxOp *pOp) {
   rc = txCheckOp(p, pOp);
   if (rc) return rc;
   pOp->bNew = 1;
+write:
   if (pOp->pAttr->bMany || bFresh) return SQLITE_OK;
   /* The old value's retraction is logged, or for :db/noHistory its log
   ** rows (and any older value's) go. */
@@ -343,7 +349,7 @@ static int txInstantAhead(Tx *p, const TxOp *pOp) {
 /* The tx's :db/txInstant: an explicit one (on "datomic.tx") wins but may not
 ** precede the previous transaction's nor be ahead of the clock; otherwise
 ** now. */
-static int txInstant(Tx *p) {
+int txWriteInstant(Tx *p) {
   const Attr *pAttr = schemaAttr(p->pSchema, ENTID_DB_TXINSTANT);
   sqlite3_stmt *pStmt = NULL;
   sqlite3_int64 iPrev = 0;
@@ -391,12 +397,53 @@ static int txInstant(Tx *p) {
   return SQLITE_OK;
 }
 
+/* Can every check of the ops be made before the first write? Not with a
+** fulltext value (its text is stored as its datom is prepared) nor a new
+** datom of a :db/unique attribute (a conflict is found by the unique
+** index, at the insert). */
+static int txCheckable(TxOp **ap, int n) {
+  for (int i = 0; i < n; i++) {
+    const Attr *pA = ap[i]->pAttr;
+    if (pA->bFulltext || (ap[i]->eOp == TXOP_ADD && pA->eUnique != UNIQUE_NONE)) return 0;
+  }
+  return 1;
+}
+
+/* The reads and checks of txRetract and txPrepareAdd, all before the
+** first write (storeWriteUndoPoint), and every statement the writes will
+** run prepared. The same answers as made between the writes: whether a
+** datom exists does not depend on this transaction's other writes (a
+** datom is not both asserted and retracted, and one [e a] of cardinality
+** one has one assertion: txCheckSet), and txCheckOp reads nothing. */
+static int txCheckFirst(Tx *p, TxOp **ap, int n) {
+  static const int aWrite[] = { TXS_DELETE, TXS_LOG, TXS_LOG_OLD, TXS_DELETE_OLD, TXS_INSERT,
+                                TXS_INSERT_BATCH, TXS_LOG_BATCH, TXS_SET_PART, TXS_LOG_FORGET,
+                                TXS_LOG_FORGET_OLD };
+  int i, rc = SQLITE_OK, bFound;
+  for (i = 0; rc == SQLITE_OK && i < n; i++) {
+    if (ap[i]->bDrop || ap[i]->eOp != TXOP_RETRACT) continue;
+    rc = txStepEAV(p, TXS_EXISTS, ap[i], &bFound, NULL);
+    if (rc == SQLITE_OK && !bFound) ap[i]->bDrop = 1;
+    else if (rc == SQLITE_OK) rc = txCheckOp(p, ap[i]);
+  }
+  for (i = 0; rc == SQLITE_OK && i < n; i++) {
+    if (ap[i]->bDrop || ap[i]->eOp != TXOP_ADD) continue;
+    bFound = 0;
+    if (!txIsFresh(p, ap[i]->e.e)) rc = txStepEAV(p, TXS_EXISTS, ap[i], &bFound, NULL);
+    if (rc == SQLITE_OK && bFound) ap[i]->bDrop = 1;
+    else if (rc == SQLITE_OK) rc = txCheckOp(p, ap[i]);
+    if (rc == SQLITE_OK && !bFound) ap[i]->bNew = 1;
+  }
+  for (i = 0; rc == SQLITE_OK && i < (int)(sizeof aWrite / sizeof aWrite[0]); i++) {
+    rc = txStmtReady(p, aWrite[i]);
+  }
+  return rc;
+}
+
 int txWrite(Tx *p) {
   TxOp **ap = NULL;
-  int i, n = 0, rc;
+  int i, n = 0, rc, bChecked;
 
-  rc = txInstant(p);
-  if (rc) return rc;
   ap = sqlite3_malloc64((sqlite3_uint64)(p->nOp ? p->nOp : 1) * sizeof(TxOp *));
   if (ap == NULL) return SQLITE_NOMEM;
   for (i = 0; i < p->nOp; i++) {
@@ -406,11 +453,18 @@ int txWrite(Tx *p) {
   }
   qsort(ap, (size_t)n, sizeof(TxOp *), txCmpDatom);
   rc = txCheckSet(p, ap, n);
+  bChecked = rc == SQLITE_OK && txCheckable(ap, n);
+  if (bChecked) rc = txCheckFirst(p, ap, n);
+  /* A schema change is checked against the data after it is written
+  ** (txSchemaFinish): risky, as is anything not checked first. */
+  if (rc == SQLITE_OK) rc = storeWriteUndoPoint(p->pConn, !bChecked || p->bSchema, p->pzErr);
   for (i = 0; rc == SQLITE_OK && i < n; i++) {
-    if (!ap[i]->bDrop && ap[i]->eOp == TXOP_RETRACT) rc = txRetract(p, ap[i]);
+    if (!ap[i]->bDrop && ap[i]->eOp == TXOP_RETRACT) rc = txRetract(p, ap[i], bChecked);
   }
   for (i = 0; rc == SQLITE_OK && i < n; i++) {
-    if (!ap[i]->bDrop && ap[i]->eOp == TXOP_ADD) rc = txPrepareAdd(p, ap[i]);
+    if (!ap[i]->bDrop && ap[i]->eOp == TXOP_ADD && (!bChecked || ap[i]->bNew)) {
+      rc = txPrepareAdd(p, ap[i], bChecked);
+    }
   }
   if (rc == SQLITE_OK) {
     TxOp *aBatch[TX_BATCH];
