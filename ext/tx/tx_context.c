@@ -45,8 +45,12 @@ static const char *const azTxSql[TXS_COUNT] = {
   /* TXS_LOG */
   "INSERT INTO timelined_transactions (e, a, v, tx, added, value_type_tag, timeline)"
   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0)",
-  /* TXS_LOG_OLD: the implicit retractions of a cardinality-one replacement */
-  "INSERT INTO timelined_transactions (e, a, v, tx, added, value_type_tag, timeline)"
+  /* TXS_LOG_OLD: the implicit retractions of a cardinality-one replacement.
+  ** OR FAIL: an INSERT ... SELECT that may abort midway keeps a statement
+  ** journal, each page it changes copied to it (a temp file once past
+  ** 64 KiB inside a host's transaction); the write's own undo takes what a
+  ** failure leaves (tx_write.c's batch inserts) */
+  "INSERT OR FAIL INTO timelined_transactions (e, a, v, tx, added, value_type_tag, timeline)"
   " SELECT e, a, v, ?3, 0, value_type_tag, 0 FROM datoms WHERE e = ?1 AND a = (?2 + 0)",
   /* TXS_DELETE_OLD */
   "DELETE FROM datoms WHERE e = ?1 AND a = (?2 + 0)",
