@@ -167,9 +167,10 @@ START_TEST(host_foreign_keys_after_first_write) {
 END_TEST
 
 /* Host triggers on the store's tables: one that writes the host's own
-** rows for each new datom (its rows go with the failed edn_t), and one
-** that raises an error at the log row of a given value, after datoms and
-** other log rows were written. */
+** rows for each new datom (its rows go with the failed edn_t), one that
+** raises an error at the log row of a given value, after datoms and other
+** log rows were written, and a TEMP trigger of the connection on the
+** table in main. */
 START_TEST(host_triggers_after_first_write) {
   for (int bBegin = 0; bBegin < 3; bBegin++) {
     sqlite3 *db = openStore("undo-trig.db");
@@ -181,6 +182,13 @@ START_TEST(host_triggers_after_first_write) {
                  "host refuses 666", bBegin);
     expectUndone(db, "[{:p/name \"e\" :p/n 5} {:p/name \"f\" :p/n 666}]", "host refuses 666", bBegin);
     tuExecOk(db, "DROP TRIGGER host_copy");
+    tuExecOk(db, "DROP TRIGGER host_refuse");
+    /* a TEMP trigger on the store's table in main (the connection's own) */
+    tuExecOk(db, "CREATE TEMP TRIGGER temp_refuse BEFORE INSERT ON main.timelined_transactions"
+                 " WHEN new.v = 777 BEGIN SELECT RAISE(ABORT, 'temp refuses 777'); END");
+    expectUndone(db, "[[:db/add [:p/name \"a\"] :p/s :s/four] [:db/add [:p/name \"c\"] :p/n 777]]",
+                 "temp refuses 777", bBegin);
+    tuExecOk(db, "DROP TRIGGER temp_refuse");
     expectNextWorks(db);
     ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
   }
