@@ -559,16 +559,17 @@ char *qcConstExpr(QCtx *pX, const EdnValue *p, ValueType vt, ValueType *pvt) {
 #define QC_FN_INLINE_DEPTH 3
 #define QC_FN_INLINE_BYTES 1000
 
-/* Is pV one of scope pX's own variables (not a parent's)? */
+/* Is pV one of scope pX's own variables (not a parent's)? A scope with none
+** (a not holding only a predicate) has aVar NULL, where aVar + 0 is undefined. */
 static int qcOwnVar(const QCtx *pX, const QVar *pV) {
-  return pV >= pX->aVar && pV < pX->aVar + pX->nVar;
+  return pX->nVar > 0 && pV >= pX->aVar && pV < pX->aVar + pX->nVar;
 }
 
 void qcFnResult(QCtx *pX, const char *zName) {
   /* by qcVarFind's index: a scan per function would make a chain of n
   ** functions quadratic (16,384: 1.6 s) */
   QVar *pV = qcVarFind(pX, zName);
-  if (pV && pV >= pX->aVar && pV < pX->aVar + pX->nVar) pV->nFnDepth = pX->pC->nArgDepth + 1;
+  if (pV && qcOwnVar(pX, pV)) pV->nFnDepth = pX->pC->nArgDepth + 1;
 }
 
 /* Moves function result pV into the FROM clause: mentat_one(expr, tag)
