@@ -1,7 +1,7 @@
 /*
 ** query_funcs.c — registers the family's SQL functions on a store
 ** connection (qfRegister, the store's connection hook). Takes a store connection; gives it every function
-** below, mentat_one and the mentat_kw collation. The functions follow
+** below, mentat_one and the mentat_kw and mentat_utf16 collations. The functions follow
 ** Datomic's documented :where functions (its "Built-in Expression
 ** Functions and Predicates"), the Clojure functions Datomic lets a query
 ** call, and its aggregates; the compiler's table of built-ins
@@ -62,6 +62,10 @@ static const struct {
   { "mentat_comparable", 5, 1, qfComparable, 0, 0 },
   /* compare of two strings or keywords: String.compareTo's difference */
   { "mentat_compare_text", 3, 1, qfCompareText, 0, 0 },
+  /* BINARY bounds of a String.compareTo range (the mentat_utf16
+  ** collation), so that an index on the strings still gives it */
+  { "mentat_utf16_lo", 1, 1, qfUtf16Lo, 0, 0 },
+  { "mentat_utf16_hi", 1, 1, qfUtf16Hi, 0, 0 },
   /* fulltext's search string, checked before MATCH reads it */
   { "mentat_fts_query", 2, 1, qfFtsQuery, 0, 0 },
   /* the aggregates of :find (query_compile_agg.c): sum, its long overflow
@@ -105,5 +109,8 @@ int qfRegister(sqlite3 *db) {
   }
   if (rc == SQLITE_OK) rc = qfOneRegister(db);
   if (rc == SQLITE_OK) rc = sqlite3_create_collation_v2(db, "mentat_kw", SQLITE_UTF8, 0, qfCollateKw, 0);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_create_collation_v2(db, "mentat_utf16", SQLITE_UTF8, 0, qfCollateUtf16, 0);
+  }
   return rc;
 }

@@ -191,18 +191,93 @@ void qfCompareText(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
                                ? qfKeywordCmp(x, nx, y, ny) : qfJavaStrCmp(x, nx, y, ny));
 }
 
+/* A byte of UTF-8 as it orders under UTF-16: the lead bytes of U+E000..
+** U+FFFF (EE, EF) moved above those of the supplementary characters (F0..
+** F4), to F5 and F6, which UTF-8 never uses. */
+#define QF_U16_BYTE(c) ((c) == 0xEE || (c) == 0xEF ? (c) + 7 : (c))
+
+/* The sign of Java's String.compareTo of two UTF-8 texts, as fast as
+** memcmp: bytes compare as code points do except that a character in
+** U+E000..U+FFFF is above every supplementary one (whose high surrogate,
+** D800..DBFF, is below it in UTF-16). The first differing bytes of valid
+** UTF-8 are at one place of a character in both (the same bytes before),
+** so moving the two lead bytes is the whole difference; a continuation
+** byte is never EE or EF. qfJavaStrCmp gives compare's value. */
+int qfStr16Cmp(const void *x, int nx, const void *y, int ny) {
+  const unsigned char *a = x, *b = y;
+  int n = nx < ny ? nx : ny, i = 0;
+  while (i < n && a[i] == b[i]) i++;
+  if (i < n) return QF_U16_BYTE(a[i]) - QF_U16_BYTE(b[i]);
+  return nx - ny;
+}
+
+/* The mentat_utf16 collation: strings in String.compareTo's order, for
+** <, <=, >, >=, min, max and :order over strings (SQLite's BINARY is code
+** point order). */
+int qfCollateUtf16(void *pArg, int nx, const void *x, int ny, const void *y) {
+  (void)pArg;
+  return qfStr16Cmp(x, nx, y, ny);
+}
+
+/* The length of the part of text z (n bytes) before its first character
+** at U+E000 or above (a lead byte EE..F4 or any byte past them), n when
+** it has none: the strings that share those bytes with z are the only
+** ones whose order against z may differ between UTF-16 and code points. */
+static int qfUtf16Plain(const unsigned char *z, int n) {
+  int i = 0;
+  while (i < n && z[i] < 0xEE) i++;
+  return i;
+}
+
+/* mentat_utf16_lo(x) and mentat_utf16_hi(x): bounds in SQLite's BINARY
+** order that hold wherever String.compareTo's order does, so that an
+** index on a string column still gives the range: y > x (UTF-16) implies
+** y > lo(x), and y < x implies y < hi(x) (BINARY), the same for >= and
+** <=. For text with no character at U+E000 or above, both are x itself
+** (the orders agree on it); else lo is its part before that character
+** (qfUtf16Plain) and hi that part followed by FF, above every text that
+** starts with it. Anything else comes back as it is. */
+static void qfUtf16Bound(sqlite3_context *pCtx, sqlite3_value *pV, int bHi) {
+  const unsigned char *z;
+  char *zOut;
+  int n, k;
+  if (sqlite3_value_type(pV) != SQLITE_TEXT) {
+    sqlite3_result_value(pCtx, pV);
+    return;
+  }
+  z = sqlite3_value_text(pV);
+  n = sqlite3_value_bytes(pV);
+  if (z == NULL) { sqlite3_result_error_nomem(pCtx); return; }
+  k = qfUtf16Plain(z, n);
+  if (k == n) { sqlite3_result_value(pCtx, pV); return; }
+  zOut = sqlite3_malloc(k + 2);
+  if (zOut == NULL) { sqlite3_result_error_nomem(pCtx); return; }
+  memcpy(zOut, z, (size_t)k);
+  if (bHi) zOut[k++] = (char)0xFF;
+  zOut[k] = 0;
+  sqlite3_result_text(pCtx, zOut, k, sqlite3_free);
+}
+
+void qfUtf16Lo(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  (void)argc;
+  qfUtf16Bound(pCtx, argv[0], 0);
+}
+
+void qfUtf16Hi(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  (void)argc;
+  qfUtf16Bound(pCtx, argv[0], 1);
+}
+
 /* The mentat_kw collation: keyword order for texts that both look like
-** keywords, bytewise order otherwise. A column of keywords uses it for
+** keywords, String.compareTo's otherwise. A column of keywords uses it for
 ** min, max and :order; so does one of unknown type (its tag is not seen
 ** here), where two strings that both start with ':' compare as keywords. */
 int qfCollateKw(void *pArg, int nx, const void *x, int ny, const void *y) {
-  int c;
   (void)pArg;
   if (nx > 1 && ny > 1 && ((const char*)x)[0] == ':' && ((const char*)y)[0] == ':') {
     return qfKeywordCmp(x, nx, y, ny);
   }
-  c = memcmp(x, y, (size_t)(nx < ny ? nx : ny));
-  return c ? c : nx - ny;
+  return qfStr16Cmp(x, nx, y, ny);
 }
 
 /* Clojure's compare of two uuids given as their 16 bytes: java.util.UUID's
@@ -239,12 +314,23 @@ void qfUuidOrd(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   sqlite3_result_blob(pCtx, a, 16, SQLITE_TRANSIENT);
 }
 
+/* Appends the text z (n bytes of UTF-8, as a tuple's encoding holds it)
+** with its bytes as they order under UTF-16 (QF_U16_BYTE), so that the
+** key's string and keyword elements order as String.compareTo; the
+** escapes of the encoding (00 xx) keep their bytes. */
+static void qfTupleText16(sqlite3_str *pOut, const unsigned char *z, int n) {
+  int i, k = qfUtf16Plain(z, n);
+  sqlite3_str_append(pOut, (const char *)z, k);
+  for (i = k; i < n; i++) sqlite3_str_appendchar(pOut, 1, (char)QF_U16_BYTE(z[i]));
+}
+
 /* Appends to pOut the order key of the tuple encoding z (value.h): the
 ** encoding with each uuid element's halves sign-flipped (Java's UUID
 ** order, as qfUuidOrd) and each keyword element rewritten so bytes order
 ** it as Clojure's compare does (a marker 01 without a namespace, 02 with
 ** one, then the namespace, 00 02, the name: no namespace first, then by
-** namespace, then by name). memcmp of keys is then Datomic's tuple order.
+** namespace, then by name), strings and keywords' bytes in UTF-16's order
+** (qfTupleText16). memcmp of keys is then Datomic's tuple order.
 ** 0 when z is no well-formed encoding. */
 static int qfTupleKey(const unsigned char *z, int n, sqlite3_str *pOut) {
   int i = 0;
@@ -282,13 +368,15 @@ static int qfTupleKey(const unsigned char *z, int n, sqlite3_str *pOut) {
           if (z[iText] == ':') iText++;
           if (iSlash < 0) {
             sqlite3_str_appendchar(pOut, 1, 1);
-            sqlite3_str_append(pOut, (const char *)z + iText, j - iText);
+            qfTupleText16(pOut, z + iText, j - iText);
           } else {
             sqlite3_str_appendchar(pOut, 1, 2);
-            sqlite3_str_append(pOut, (const char *)z + iText, iSlash - iText);
+            qfTupleText16(pOut, z + iText, iSlash - iText);
             sqlite3_str_append(pOut, "\0\2", 2);
-            sqlite3_str_append(pOut, (const char *)z + iSlash + 1, j - iSlash - 1);
+            qfTupleText16(pOut, z + iSlash + 1, j - iSlash - 1);
           }
+        } else if (h == VTUP_STRING) {
+          qfTupleText16(pOut, z + i, j - i);
         } else {
           sqlite3_str_append(pOut, (const char *)z + i, j - i);
         }
@@ -435,7 +523,9 @@ static int qfCmpVal(const void *a, const void *b) {
     int n = sqlite3_value_bytes(x), m = sqlite3_value_bytes(y);
     const void *zx = cx == 2 ? (const void*)sqlite3_value_text(x) : sqlite3_value_blob(x);
     const void *zy = cx == 2 ? (const void*)sqlite3_value_text(y) : sqlite3_value_blob(y);
-    int c = memcmp(zx ? zx : "", zy ? zy : "", (size_t)(n < m ? n : m));
+    /* texts in String.compareTo's order, blobs by their bytes */
+    int c = cx == 2 ? qfStr16Cmp(zx ? zx : "", zx ? n : 0, zy ? zy : "", zy ? m : 0)
+                    : memcmp(zx ? zx : "", zy ? zy : "", (size_t)(n < m ? n : m));
     if (c == 0) c = n - m;
     return c ? c : qfSetTagCmp((const QfVal*)a, (const QfVal*)b);
   }

@@ -207,7 +207,7 @@ static void qcdOrderBy(QComp *pC, QCtx *pX, sqlite3_str *pSql) {
     if (qcdFindVar(pC, pX, pQ->aOrder[i].pVar, ":order", &pV)) break;
     zKey = qcUuidOrd(pV->zExpr, pV->vt, pV->zTag);
     if (zKey == NULL) { qcNoMem(pC); break; }
-    sqlite3_str_appendf(pSql, "%s%s%s%s", i ? ", " : " ORDER BY ", zKey, qcKwCollate(pV->vt),
+    sqlite3_str_appendf(pSql, "%s%s%s%s", i ? ", " : " ORDER BY ", zKey, qcOrderCollate(pV->vt),
                         pQ->aOrder[i].bDesc ? " DESC" : "");
     sqlite3_free(zKey);
   }

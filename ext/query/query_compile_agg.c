@@ -271,9 +271,9 @@ static int qcaAggExpr(QComp *pC, QCtx *pX, const QFindElem *pE, int k, const QVa
         sqlite3_str_appendf(pOuter, "(CASE min(t%d) WHEN %d THEN mentat_uuid_ord(%s(mentat_uuid_ord(v%d)))"
                             " WHEN %d THEN mentat_tuple_unord(%s(mentat_tuple_ord(v%d))) ELSE %s(v%d%s) END)",
                             k, TAG_UUID, pAgg->zSql, k, TAG_TUPLE, pAgg->zSql, k, pAgg->zSql, k,
-                            qcKwCollate(vt));
+                            qcOrderCollate(vt));
       } else {
-        sqlite3_str_appendf(pOuter, "%s(v%d%s)", pAgg->zSql, k, qcKwCollate(vt));
+        sqlite3_str_appendf(pOuter, "%s(v%d%s)", pAgg->zSql, k, qcOrderCollate(vt));
       }
       if (zPlace) sqlite3_str_appendall(pOuter, ")");
       pCol->vt = vt;
@@ -326,7 +326,7 @@ static void qcaOrderBy(QComp *pC, const QueryPlan *pPlan, sqlite3_str *pSql) {
     sqlite3_snprintf(sizeof zTag, zTag, "c%d", iTagCol);
     zKey = qcUuidOrd(zCol, vtOrder, iTagCol >= 0 ? zTag : NULL);
     if (zKey == NULL) { qcNoMem(pC); break; }
-    sqlite3_str_appendf(pSql, "%s%s%s%s", i ? ", " : " ORDER BY ", zKey, qcKwCollate(vtOrder),
+    sqlite3_str_appendf(pSql, "%s%s%s%s", i ? ", " : " ORDER BY ", zKey, qcOrderCollate(vtOrder),
                         pQ->aOrder[i].bDesc ? " DESC" : "");
     sqlite3_free(zKey);
   }

@@ -12,6 +12,7 @@
 ** numbers. Predicates that read the store (missing?) are correlated scalar
 ** subqueries on the datoms indexes.
 */
+#include <ctype.h>
 #include <string.h>
 #include "query_compile_scope.h"
 #include "query_funcs.h"
@@ -27,6 +28,18 @@ static const char *qcpClassTags(int iClass) {
     case 6: return "11";
     default: return "-1";
   }
+}
+
+/* 1 when v is a string with a character at U+E000 or above (a UTF-8 lead
+** byte EE..F4), whose order against others is not their bytes' under
+** UTF-16. */
+static int qcpStrPastE000(const EdnValue *v) {
+  int i;
+  if (v->type != EDN_STRING) return 0;
+  for (i = 0; i < v->u.s.n; i++) {
+    if ((unsigned char)v->u.s.z[i] >= 0xEE) return 1;
+  }
+  return 0;
 }
 
 /* A comparison where a side is a tuple (stored, or one the query made:
@@ -47,13 +60,16 @@ static char *qcpCompareTuples(QCtx *pX, const EdnValue *pA, const EdnValue *pB, 
   const char *zOrd = zOp[0] == '<' || zOp[0] == '>' ? "mentat_tuple_ord" : "";
   int i;
   for (i = 0; i < 2; i++) {
-    /* a literal without uuids or keywords orders against any tuple before
-    ** such a payload decides (the headers or its end differ there first):
-    ** the plain comparison then, which an index range serves */
+    /* a literal without uuids, keywords or strings holding a character at
+    ** U+E000 or above (where UTF-16's order is not the bytes') orders
+    ** against any tuple before such a payload decides (the headers or its
+    ** end differ there first): the plain comparison then, which an index
+    ** range serves */
     const EdnValue *p = i ? pB : pA;
     int j;
     if (p->type != EDN_VECTOR) continue;
-    for (j = 0; j < p->u.c.n && p->u.c.a[j]->type != EDN_UUID && p->u.c.a[j]->type != EDN_KEYWORD;
+    for (j = 0; j < p->u.c.n && p->u.c.a[j]->type != EDN_UUID && p->u.c.a[j]->type != EDN_KEYWORD
+                && !qcpStrPastE000(p->u.c.a[j]);
          j++) {}
     if (j == p->u.c.n) zOrd = "";
   }
@@ -98,6 +114,38 @@ static int qcpIncomparable(QCtx *pX, const QClause *pCl, const char *zFn, const 
   return 1;
 }
 
+/* 1 when zSql is a column (dN.v), which an index may give a range of. */
+static int qcpIsColumn(const char *zSql) {
+  int i = 0, nDot = 0;
+  if (!isalpha((unsigned char)zSql[0]) && zSql[0] != '_') return 0;
+  for (; zSql[i]; i++) {
+    if (zSql[i] == '.') nDot++;
+    else if (!isalnum((unsigned char)zSql[i]) && zSql[i] != '_') return 0;
+  }
+  return nDot == 1 && zSql[i - 1] != '.';
+}
+
+/* The ordering zA zOp zB (< <= > >=) of two strings, as String.compareTo
+** (UTF-16 code units, the mentat_utf16 collation; BINARY is code point
+** order, which differs between U+E000..U+FFFF and supplementary
+** characters). A side that is a column also gets the BINARY bound the
+** order implies (mentat_utf16_lo/hi, query_funcs_coll.c), which an index
+** on it turns into a range as it did the plain comparison; the bound is
+** the string itself unless that has a character at U+E000 or above. */
+static char *qcpStrOrder(const char *zA, const char *zOp, const char *zB) {
+  int bLess = zOp[0] == '<';
+  sqlite3_str *pStr = sqlite3_str_new(NULL);
+  sqlite3_str_appendf(pStr, "(%s %s %s COLLATE mentat_utf16", zA, zOp, zB);
+  if (qcpIsColumn(zA)) {
+    sqlite3_str_appendf(pStr, " AND %s %s mentat_utf16_%s(%s)", zA, zOp, bLess ? "hi" : "lo", zB);
+  }
+  if (qcpIsColumn(zB)) {
+    sqlite3_str_appendf(pStr, " AND mentat_utf16_%s(%s) %s %s", bLess ? "lo" : "hi", zA, zOp, zB);
+  }
+  sqlite3_str_appendall(pStr, ")");
+  return sqlite3_str_finish(pStr);
+}
+
 /* Compares two terms with SQL operator zOp within one type class. bNe: the
 ** operator is a "differ" (true across classes). bValue: = / != compare
 ** values as Clojure's = does, so a long never equals a double ((= 1 1.0)
@@ -133,6 +181,8 @@ static char *qcpCompareTerms(QCtx *pX, const QClause *pCl, const char *zFn, cons
     zCmp = sqlite3_mprintf(bNe ? "(%s %s %s OR typeof(%s) != typeof(%s))"
                                : "(%s %s %s AND typeof(%s) = typeof(%s))",
                            zA, zOp, zB, zA, zB);
+  } else if ((zOp[0] == '<' || zOp[0] == '>') && (vtA == VT_STRING || vtB == VT_STRING)) {
+    zCmp = qcpStrOrder(zA, zOp, zB);
   } else {
     zCmp = sqlite3_mprintf("(%s %s %s)", zA, zOp, zB);
   }
@@ -143,7 +193,8 @@ static char *qcpCompareTerms(QCtx *pX, const QClause *pCl, const char *zFn, cons
     ** other side is then a keyword too (the tag tests below), or, with
     ** both types unknown, the collation applies where both tags say so. */
     char *zColl = vtA == VT_NONE && vtB == VT_NONE
-        ? sqlite3_mprintf("(CASE WHEN %s = %d THEN %s %s %s COLLATE mentat_kw ELSE %s %s %s END)",
+        ? sqlite3_mprintf("(CASE WHEN %s = %d THEN %s %s %s COLLATE mentat_kw"
+                          " ELSE %s %s %s COLLATE mentat_utf16 END)",
                           zTagA, TAG_KEYWORD, zA, zOp, zB, zA, zOp, zB)
         : sqlite3_mprintf("(%s %s %s COLLATE mentat_kw)", zA, zOp, zB);
     if (zColl == NULL) { qcNoMem(pX->pC); goto cleanup; }

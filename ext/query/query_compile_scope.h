@@ -562,6 +562,9 @@ char *qcArgCheckSql(const QCtx *pX, const EdnValue *pForm, const char *zFn, int 
 ** (VT_KEYWORD, or VT_NONE), else "": min, max, :order and compare then
 ** order keywords as Clojure's compare does (query_funcs.c). */
 const char *qcKwCollate(ValueType vt);
+/* The collation min, max and :order take for type vt: qcKwCollate's, or
+** " COLLATE mentat_utf16" for strings (String.compareTo's order). */
+const char *qcOrderCollate(ValueType vt);
 /* zExpr ordered as Clojure's compare orders uuids (a new string; see
 ** query_compile_sql.c). */
 char *qcUuidOrd(const char *zExpr, ValueType vt, const char *zTag);

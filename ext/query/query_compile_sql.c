@@ -203,6 +203,15 @@ const char *qcKwCollate(ValueType vt) {
   return vt == VT_KEYWORD || vt == VT_NONE ? " COLLATE mentat_kw" : "";
 }
 
+/* The collation that orders values of type vt as Clojure's compare:
+** keywords' (mentat_kw, also for a type known only at run time, whose
+** strings it orders as String.compareTo) or strings' (mentat_utf16:
+** UTF-16 code units, where BINARY is code point order); min, max and
+** :order take it. */
+const char *qcOrderCollate(ValueType vt) {
+  return vt == VT_STRING ? " COLLATE mentat_utf16" : qcKwCollate(vt);
+}
+
 /* zExpr as a key that orders as Clojure's compare where it is a uuid
 ** (Java's UUID.compareTo: signed halves, mentat_uuid_ord) or a tuple that
 ** may hold uuids or keywords (mentat_tuple_ord's key: uuids flipped alike,
