@@ -64,6 +64,7 @@ static const struct {
   { "mentat_compare_text", 3, 1, qfCompareText, 0, 0 },
   /* BINARY bounds of a String.compareTo range (the mentat_utf16
   ** collation), so that an index on the strings still gives it */
+  { "mentat_utf16_plain", 1, 1, qfUtf16IsPlain, 0, 0 },
   { "mentat_utf16_lo", 1, 1, qfUtf16Lo, 0, 0 },
   { "mentat_utf16_hi", 1, 1, qfUtf16Hi, 0, 0 },
   /* fulltext's search string, checked before MATCH reads it */

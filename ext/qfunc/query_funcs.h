@@ -127,9 +127,11 @@ void qfValsFinal(sqlite3_context *pCtx);
 int qfCollateKw(void *pArg, int nx, const void *x, int ny, const void *y);
 /* String.compareTo's order of UTF-8 texts (its sign only), the
 ** mentat_utf16 collation, and the BINARY bounds that keep an index range
-** under it: mentat_utf16_lo(x), mentat_utf16_hi(x). */
+** under it: mentat_utf16_lo(x), mentat_utf16_hi(x), and whether x needs
+** the collation at all, mentat_utf16_plain(x). */
 int qfStr16Cmp(const void *x, int nx, const void *y, int ny);
 int qfCollateUtf16(void *pArg, int nx, const void *x, int ny, const void *y);
+void qfUtf16IsPlain(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfUtf16Lo(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfUtf16Hi(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 /* Java's String.compareTo of two UTF-8 texts (UTF-16 code units) and

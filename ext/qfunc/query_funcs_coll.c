@@ -258,6 +258,20 @@ static void qfUtf16Bound(sqlite3_context *pCtx, sqlite3_value *pV, int bHi) {
   sqlite3_result_text(pCtx, zOut, k, sqlite3_free);
 }
 
+/* mentat_utf16_plain(x): 1 unless x is text with a character at U+E000 or
+** above, when its order against any text is the same in UTF-16 as in
+** BINARY (code points), so the collation need not be asked. */
+void qfUtf16IsPlain(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  const unsigned char *z;
+  int n;
+  (void)argc;
+  if (sqlite3_value_type(argv[0]) != SQLITE_TEXT) { sqlite3_result_int(pCtx, 1); return; }
+  z = sqlite3_value_text(argv[0]);
+  n = sqlite3_value_bytes(argv[0]);
+  if (z == NULL) { sqlite3_result_error_nomem(pCtx); return; }
+  sqlite3_result_int(pCtx, qfUtf16Plain(z, n) == n);
+}
+
 void qfUtf16Lo(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   (void)argc;
   qfUtf16Bound(pCtx, argv[0], 0);

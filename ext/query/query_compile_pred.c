@@ -128,18 +128,36 @@ static int qcpIsColumn(const char *zSql) {
 /* The ordering zA zOp zB (< <= > >=) of two strings, as String.compareTo
 ** (UTF-16 code units, the mentat_utf16 collation; BINARY is code point
 ** order, which differs between U+E000..U+FFFF and supplementary
-** characters). A side that is a column also gets the BINARY bound the
-** order implies (mentat_utf16_lo/hi, query_funcs_coll.c), which an index
-** on it turns into a range as it did the plain comparison; the bound is
-** the string itself unless that has a character at U+E000 or above. */
-static char *qcpStrOrder(const char *zA, const char *zOp, const char *zB) {
-  int bLess = zOp[0] == '<';
-  sqlite3_str *pStr = sqlite3_str_new(NULL);
-  sqlite3_str_appendf(pStr, "(%s %s %s COLLATE mentat_utf16", zA, zOp, zB);
-  if (qcpIsColumn(zA)) {
+** characters). Against a literal string without a character at U+E000 or
+** above it is the plain comparison: the orders agree on it. A column
+** compared with any other parameter (an input) keeps the plain
+** comparison, exact unless that value holds such a character, and its
+** index range: the BINARY bound the order implies
+** (mentat_utf16_lo/hi, query_funcs_coll.c, the value itself when plain),
+** with the collation asked only when the value is not plain (computed
+** once per statement, as a constant). Two columns take the collation, and
+** each the other's bound, so that an index on either still gives a range. */
+static char *qcpStrOrder(const EdnValue *pA, const char *zA, const char *zOp, const EdnValue *pB,
+                         const char *zB) {
+  int bLess = zOp[0] == '<', bColA = qcpIsColumn(zA), bColB = qcpIsColumn(zB);
+  sqlite3_str *pStr;
+  if ((pA->type == EDN_STRING && !qcpStrPastE000(pA))
+      || (pB->type == EDN_STRING && !qcpStrPastE000(pB))) {
+    /* a literal without such a character: BINARY is the order, exactly */
+    return sqlite3_mprintf("(%s %s %s)", zA, zOp, zB);
+  }
+  pStr = sqlite3_str_new(NULL);
+  if (bColA != bColB) {
+    /* the constant side decides whether the collation is needed */
+    sqlite3_str_appendf(pStr, "((mentat_utf16_plain(%s) OR %s %s %s COLLATE mentat_utf16)",
+                        bColA ? zB : zA, zA, zOp, zB);
+  } else {
+    sqlite3_str_appendf(pStr, "((%s %s %s COLLATE mentat_utf16)", zA, zOp, zB);
+  }
+  if (bColA) {
     sqlite3_str_appendf(pStr, " AND %s %s mentat_utf16_%s(%s)", zA, zOp, bLess ? "hi" : "lo", zB);
   }
-  if (qcpIsColumn(zB)) {
+  if (bColB) {
     sqlite3_str_appendf(pStr, " AND mentat_utf16_%s(%s) %s %s", bLess ? "lo" : "hi", zA, zOp, zB);
   }
   sqlite3_str_appendall(pStr, ")");
@@ -182,7 +200,7 @@ static char *qcpCompareTerms(QCtx *pX, const QClause *pCl, const char *zFn, cons
                                : "(%s %s %s AND typeof(%s) = typeof(%s))",
                            zA, zOp, zB, zA, zB);
   } else if ((zOp[0] == '<' || zOp[0] == '>') && (vtA == VT_STRING || vtB == VT_STRING)) {
-    zCmp = qcpStrOrder(zA, zOp, zB);
+    zCmp = qcpStrOrder(pA, zA, zOp, pB, zB);
   } else {
     zCmp = sqlite3_mprintf("(%s %s %s)", zA, zOp, zB);
   }
