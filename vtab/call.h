@@ -135,6 +135,12 @@ void vcallEnd(VCall *pCall);
 /* True when the host connection was interrupted during the call. */
 int vcallInterrupted(VCall *pCall);
 
+/* The same, between two rows of a table (intrWatchRowInterrupted: only on
+** hosts where asking costs next to nothing, else 0). */
+static inline int vcallRowInterrupted(VCall *pCall) {
+  return intrWatchRowInterrupted(&pCall->watch);
+}
+
 /* Pauses (bPause) or resumes the interrupt polling of a read call while
 ** another thread runs its reader's statement (intrWatchPause). */
 void vcallPause(VCall *pCall, int bPause);

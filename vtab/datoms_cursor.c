@@ -526,8 +526,17 @@ int dcurRecheck(DCursor *p, int *pbRedo, char **pzErr) {
 
 /* After the first row: the host may keep us open indefinitely, so a file
 ** store's writer must be able to have the rest set aside. The in-memory
-** store has no WAL. */
+** store has no WAL. An interrupt of the host that the first row's
+** statement did not see (a file store's reader polls it every few
+** thousand instructions) would otherwise be seen by the host's VM after
+** the row, failing the statement with SQLite's bare "interrupted": asked
+** here, once per filter, so the table reports it as its own. */
 static int dcurStarted(DCursor *p, int rc) {
+  if (rc == SQLITE_OK && !p->bEof && vcallInterrupted(&p->call)) {
+    dcurRelease(p);
+    p->bEof = 1;
+    return sqlioVtabError(p->base.pVtab, p->zFunc, SQLITE_INTERRUPT, NULL);
+  }
   if (rc == SQLITE_OK && !p->bEof && p->call.pConn && storePath(p->call.pStore)[0] != 0) {
     storeHoldAdd(p->call.pStore, &p->hold);
     p->bHold = 1;
@@ -601,6 +610,8 @@ int dcurStep(DCursor *p) {
 ** message of an error met while setting rows aside, else NULL. Not called
 ** with the lock held (the release removes the hold). */
 static int dcurStepDone(DCursor *p, int rc, const char *zErr) {
+  /* before the host's VM sees an interrupt after the row (dcurStarted) */
+  if (rc == SQLITE_ROW && vcallRowInterrupted(&p->call)) rc = SQLITE_INTERRUPT;
   if (rc == SQLITE_ROW) {
     p->bEof = 0;
     p->iRowid++;

@@ -130,10 +130,50 @@ int intrWatchInterrupted(IntrWatch *pWatch) {
   return intrFlagged(pWatch);
 }
 
+/* sqlite3_is_interrupted (3.41): the host's flag read, nothing prepared.
+** The API table only grows at its end, and 3.41 put is_interrupted right
+** after value_encoding, the last entry 3.40's header declares, so built
+** against those headers the entry is reached through IntrApi341 on a host
+** of 3.41 or later; built against newer headers through the header's own
+** macro. Older hosts have none (intrWatchRowInterrupted answers 0). */
+#if defined(MENTAT_STATIC)
+# if SQLITE_VERSION_NUMBER >= 3041000
+#  define INTR_IS_INTERRUPTED(db) sqlite3_is_interrupted(db)
+# endif
+#elif SQLITE_VERSION_NUMBER >= 3041000
+# define INTR_IS_INTERRUPTED(db) sqlite3_is_interrupted(db)
+#elif SQLITE_VERSION_NUMBER >= 3040000
+typedef struct IntrApi341 {
+  sqlite3_api_routines base;
+  int (*is_interrupted)(sqlite3 *);
+} IntrApi341;
+# define INTR_IS_INTERRUPTED(db) (((const IntrApi341 *)(const void *)sqlite3_api)->is_interrupted(db))
+#endif
+
+/* Whether intrWatchFlagRead can answer for this host (asked at the watch's
+** begin, not per row). */
+static int intrHasFlagRead(void) {
+#ifdef INTR_IS_INTERRUPTED
+  return sqlite3_libversion_number() >= 3041000;
+#else
+  return 0;
+#endif
+}
+
+int intrWatchFlagRead(IntrWatch *pWatch) {
+#ifdef INTR_IS_INTERRUPTED
+  return pWatch->pHost ? INTR_IS_INTERRUPTED(pWatch->pHost) : 0;
+#else
+  (void)pWatch;
+  return 0;
+#endif
+}
+
 void intrWatchBegin(IntrWatch *pWatch, sqlite3 *host, sqlite3 *pStoreDb) {
   intrWatchEnd(pWatch);
   pWatch->pHost = host;
   pWatch->bProbeFailed = 0;
+  pWatch->bRowFlag = intrHasFlagRead();
   /* A host store runs on the host itself, whose statements see its
   ** interrupts directly; its handlers are the host's, never replaced. The
   ** probe still serves intrWatchInterrupted (a compile polls it). */
@@ -161,4 +201,5 @@ void intrWatchEnd(IntrWatch *pWatch) {
   pWatch->pProbe = NULL;
   pWatch->pHost = NULL;
   pWatch->tDeadline = 0;
+  pWatch->bRowFlag = 0;
 }

@@ -27,6 +27,19 @@ int sqlioTextIn(sqlite3_value *pVal, char *aBuf, int nBuf, const char **pz, int 
   return sqlioText(pVal, pz, pn);
 }
 
+/* The message of an error rc: an interrupt is "interrupted" whatever
+** stage met it (a pull's statement, a lookup ref's, a store statement's
+** own text), so every function says it alike ("edn_pull: interrupted",
+** SPEC.md §7); a message that already begins so keeps what it adds
+** (edn_t's "interrupted; nothing was stored"). Others are zErr, or the
+** code's own text. */
+static const char *sqlioMessage(int rc, const char *zErr) {
+  if ((rc & 0xff) == SQLITE_INTERRUPT && (zErr == NULL || strncmp(zErr, "interrupted", 11) != 0)) {
+    return "interrupted";
+  }
+  return zErr ? zErr : sqlite3_errstr(rc);
+}
+
 void sqlioError(sqlite3_context *pCtx, const char *zFunc, int rc, const char *zErr) {
   char *zMsg;
   if (rc == SQLITE_NOMEM) {
@@ -38,7 +51,7 @@ void sqlioError(sqlite3_context *pCtx, const char *zFunc, int rc, const char *zE
     return;
   }
   if (rc == SQLITE_OK) rc = SQLITE_ERROR;
-  zMsg = sqlite3_mprintf("%s: %s", zFunc, zErr ? zErr : sqlite3_errstr(rc));
+  zMsg = sqlite3_mprintf("%s: %s", zFunc, sqlioMessage(rc, zErr));
   if (zMsg == NULL) {
     sqlite3_result_error_nomem(pCtx);
     return;
@@ -54,7 +67,7 @@ int sqlioVtabError(sqlite3_vtab *pVtab, const char *zFunc, int rc, const char *z
   pVtab->zErrMsg = NULL;
   if (rc == SQLITE_NOMEM) return rc;
   if (rc == SQLITE_OK) rc = SQLITE_ERROR;
-  pVtab->zErrMsg = sqlite3_mprintf("%s: %s", zFunc, zErr ? zErr : sqlite3_errstr(rc));
+  pVtab->zErrMsg = sqlite3_mprintf("%s: %s", zFunc, sqlioMessage(rc, zErr));
   return pVtab->zErrMsg ? rc : SQLITE_NOMEM;
 }
 

@@ -33,11 +33,13 @@ int sqlioTextIn(sqlite3_value *pVal, char *aBuf, int nBuf, const char **pz, int 
 /* Sets an error result "<zFunc>: <zErr>". rc SQLITE_NOMEM gives the
 ** host's out-of-memory error, SQLITE_TOOBIG its too-big error; any other
 ** code than SQLITE_ERROR is kept as the error code (interrupts, busy).
-** zErr may be NULL (the code's own text is used). Does not free zErr. */
+** zErr may be NULL (the code's own text is used). An interrupt (rc
+** SQLITE_INTERRUPT) is always "<zFunc>: interrupted", followed by what zErr
+** adds when it begins with "interrupted". Does not free zErr. */
 void sqlioError(sqlite3_context *pCtx, const char *zFunc, int rc, const char *zErr);
 
 /* A virtual table's error: sets pVtab->zErrMsg to "<zFunc>: <zErr>" (zErr
-** may be NULL: rc's own text), freeing the previous message, so zErrMsg is
+** may be NULL: rc's own text; an interrupt as in sqlioError), freeing the previous message, so zErrMsg is
 ** never leaked or overwritten. rc SQLITE_OK becomes SQLITE_ERROR;
 ** SQLITE_NOMEM sets no message (SQLite reports its own). Returns rc, or
 ** SQLITE_NOMEM when the message cannot be made. Does not free zErr. */

@@ -65,7 +65,8 @@ typedef struct QueryOpts {
                                       ** caller: names no built-in has are its SQL functions
                                       ** (query_compile_host.c); NULL for file stores */
   int (*xInterrupted)(void *);        /* set by the caller: polled while a query compiles
-                                      ** (every 64 steps); non-zero stops the
+                                      ** (every 64 steps) and once its SQL is prepared
+                                      ** (qCacheInterrupted); non-zero stops the
                                       ** compile with SQLITE_INTERRUPT, "interrupted". NULL:
                                       ** never polled */
   void *pInterruptArg;                /* xInterrupted's argument */

@@ -397,6 +397,22 @@ static int qCachePrepare(StoreConn *pConn, QueryPlan *pPlan, char **pzErr) {
   return *pzErr ? rc : SQLITE_NOMEM;
 }
 
+/* SQLite's prepare of the compiled SQL (seconds for a wide rule set or
+** or-join) polls no interrupt of the host on a file store's reader, which
+** is another connection and runs no progress handler while preparing: the
+** host is asked once the prepare is done, so an interrupt during it stops
+** the call (SQLITE_INTERRUPT, "interrupted", as at run time) instead of
+** being ignored until the run's polls. The plan itself is good, and is
+** kept by the caller, so a retry does not prepare it again. */
+static int qCacheInterrupted(const QueryOpts *pOpts, char **pzErr) {
+  if (pOpts == NULL || pOpts->xInterrupted == NULL || !pOpts->xInterrupted(pOpts->pInterruptArg)) {
+    return SQLITE_OK;
+  }
+  sqlite3_free(*pzErr);
+  *pzErr = sqlite3_mprintf("interrupted");
+  return *pzErr ? SQLITE_INTERRUPT : SQLITE_NOMEM;
+}
+
 /* Keeps pPlan under key k (hash h) at the front of pCache, evicting the
 ** least recently used plans past Q_CACHE_MAX. SQLITE_NOMEM leaves pPlan
 ** to the caller. */
@@ -440,6 +456,7 @@ int qCachePlan(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery
       rc = qchProxies(pConn->db, &pCache->pCallHost, pPlan->zHostFns, pzErr);
     }
     if (rc == SQLITE_OK) rc = qCachePrepare(pConn, pPlan, pzErr);
+    if (rc == SQLITE_OK) rc = qCacheInterrupted(pOpts, pzErr);
     if (rc != SQLITE_OK) {
       qPlanFree(pPlan);
       pPlan = NULL;
@@ -486,7 +503,16 @@ int qCachePlan(StoreConn *pConn, Schema *pSchema, const char *zQuery, int nQuery
     rc = qchProxies(pConn->db, &pCache->pCallHost, pPlan->zHostFns, pzErr);
   }
   if (rc == SQLITE_OK) rc = qCachePrepare(pConn, pPlan, pzErr);
-  if (rc == SQLITE_OK && !*pbOwn) rc = qCacheAdd(pCache, pPlan, &key, h);
+  if (rc == SQLITE_OK && !*pbOwn) {
+    rc = qCacheAdd(pCache, pPlan, &key, h);
+    if (rc == SQLITE_OK) {
+      /* kept in the cache even when the host was interrupted meanwhile */
+      rc = qCacheInterrupted(pOpts, pzErr);
+      if (rc != SQLITE_OK) pPlan = NULL;
+    }
+  } else if (rc == SQLITE_OK) {
+    rc = qCacheInterrupted(pOpts, pzErr);
+  }
   if (rc != SQLITE_OK) {
     qPlanFree(pPlan);
     pPlan = NULL;
