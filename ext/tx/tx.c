@@ -62,9 +62,69 @@ static int txCheckMarks(Tx *p) {
   return SQLITE_OK;
 }
 
+/* A known_parts row's column that is not an INTEGER (aBad of txLoadParts). */
+#define TX_BAD_START 1
+#define TX_BAD_END 2
+#define TX_BAD_IDX 3
+
+/* A corrupt known_parts: SQLITE_CORRUPT with "store is corrupt: <what>". */
+static int txPartsCorrupt(Tx *p, const char *zFmt, ...) {
+  va_list ap;
+  char *zWhat;
+  int rc;
+  va_start(ap, zFmt);
+  zWhat = sqlite3_vmprintf(zFmt, ap);
+  va_end(ap);
+  if (zWhat == NULL) return SQLITE_NOMEM;
+  rc = txErr(p, 0, 0, "store is corrupt: known_parts %s", zWhat);
+  sqlite3_free(zWhat);
+  return rc == SQLITE_ERROR ? SQLITE_CORRUPT : rc;
+}
+
+/* Checks the partitions read from known_parts before any id is given out
+** from them (another tool may have edited the table, or the file be
+** damaged): every bound and mark an integer (aBad: which is not, per row),
+** start <= end, start <= idx <= end + 1 (end + 1: every id given out, the
+** partition full), and no two partitions overlapping, so an id belongs to
+** one partition and is given out once. Trusting such a row either reports
+** a good partition as full or gives out ids of another partition. Rows are
+** named in the order read (part order); the first fault is reported. */
+static int txCheckParts(Tx *p, const unsigned char *aBad) {
+  static const char *azCol[] = {"", "start", "end", "idx"};
+  int i, j;
+  for (i = 0; i < p->nPart; i++) {
+    const TxPart *pA = &p->aPart[i];
+    if (aBad[i]) {
+      return txPartsCorrupt(p, "row %s has a%s %s that is not an integer", pA->zName,
+                            aBad[i] == TX_BAD_IDX ? "n" : "", azCol[aBad[i]]);
+    }
+    if (pA->iStart > pA->iEnd) {
+      return txPartsCorrupt(p, "row %s has start %lld > end %lld", pA->zName, pA->iStart, pA->iEnd);
+    }
+    if (pA->iIdx < pA->iStart) {
+      return txPartsCorrupt(p, "row %s has idx %lld < start %lld", pA->zName, pA->iIdx, pA->iStart);
+    }
+    if (pA->iEnd < INT64_MAX && pA->iIdx > pA->iEnd + 1) {
+      return txPartsCorrupt(p, "row %s has idx %lld > end + 1 (%lld)", pA->zName, pA->iIdx,
+                            pA->iEnd + 1);
+    }
+  }
+  for (i = 0; i < p->nPart; i++) {
+    for (j = i + 1; j < p->nPart; j++) {
+      const TxPart *pA = &p->aPart[i], *pB = &p->aPart[j];
+      if (pA->iStart <= pB->iEnd && pB->iStart <= pA->iEnd) {
+        return txPartsCorrupt(p, "rows %s (%lld..%lld) and %s (%lld..%lld) overlap", pA->zName,
+                              pA->iStart, pA->iEnd, pB->zName, pB->iStart, pB->iEnd);
+      }
+    }
+  }
+  return SQLITE_OK;
+}
+
 /* Reads known_parts and takes this transaction's id from :db.part/tx. */
 static int txLoadParts(Tx *p) {
   sqlite3_stmt *pStmt = NULL;
+  unsigned char aBad[TX_MAX_PARTS];
   int rc = txStmt(p, TXS_PARTS, &pStmt);
   if (rc) return rc;
   p->nPart = 0;
@@ -77,6 +137,12 @@ static int txLoadParts(Tx *p) {
     memset(pPart, 0, sizeof(*pPart));
     sqlite3_snprintf(sizeof(pPart->zName), pPart->zName, "%s", zName);
     pPart->ePart = schemaEntid(p->pSchema, zName, (int)strlen(zName));
+    /* the types first: a conversion by sqlite3_column_int64 leaves them
+    ** undefined. NULL idx: a version-1 store's row before its upgrade. */
+    aBad[p->nPart] = sqlite3_column_type(pStmt, 1) != SQLITE_INTEGER ? TX_BAD_START
+                     : sqlite3_column_type(pStmt, 2) != SQLITE_INTEGER ? TX_BAD_END
+                     : sqlite3_column_type(pStmt, 3) != SQLITE_INTEGER
+                       && sqlite3_column_type(pStmt, 3) != SQLITE_NULL ? TX_BAD_IDX : 0;
     pPart->iStart = sqlite3_column_int64(pStmt, 1);
     pPart->iEnd = sqlite3_column_int64(pStmt, 2);
     pPart->iIdx = sqlite3_column_type(pStmt, 3) == SQLITE_NULL
@@ -89,6 +155,8 @@ static int txLoadParts(Tx *p) {
   }
   sqlite3_reset(pStmt);
   if (rc != SQLITE_DONE) return txSqlErr(p, "cannot read known_parts: ");
+  rc = txCheckParts(p, aBad);
+  if (rc) return rc;
   if (p->iPartTx < 0 || p->iPartUser < 0 || p->iPartDb < 0) {
     return txErr(p, 0, 0, "the store's known_parts table lacks a core partition");
   }
