@@ -32,13 +32,20 @@
 ** BOUND ARGUMENTS. A call in the query's own scope whose arguments are
 ** partly bound (constants, inputs, variables the patterns bound) and whose
 ** rule fits the "pass-through" shape is specialised instead (a magic-set
-** rewrite, qcmCall): the rule is one head whose recursive definitions
-** call it once, handing every unbound head variable through unchanged —
+** rewrite, qcmCall): the rule's recursive definitions call it once,
+** handing every unbound head variable through unchanged —
 ** (reach ?x ?y) :- [?x :follow ?z] (reach ?z ?y). Then reach(S, y) is
 ** base(z, y) for every z in seeds(S), seeds(S) = {S} ∪ step(seeds(S)), so
 **   ruleso<N>(o.., ot..)           the caller's bound values (origins)
 **   rulesm<N>(o.., ot.., s.., st..) recursive: seeds per origin
 **   rulesa<N>(c.., t..)            base definitions applied to the seeds
+** Mutually recursive heads of one arity whose definitions each call the
+** group once in that way (a cycle (r0 ?x ?y) :- edge (r1 ?z ?y) ...) are
+** the same with a seed's head beside it: rulesm<N>(.., sr) holds (origin,
+** head, values), each definition of head sr steps to the head it calls,
+** and each base definition reads the seeds of its own head, so a
+** bound-start call costs heads x nodes x degree, not the group's whole
+** closure (issue 19, B6).
 ** and only the part of the closure reachable from the bound values is
 ** computed (a 100,000-node chain from its head: 100,000 seeds, not 5e9
 ** pairs). Integer and keyword constants (and inputs still untyped) may
@@ -482,7 +489,7 @@ int qcrSeedPlace(QCtx *pX, const QClause *pCl, const char *zVar) {
   h = qcxHeadFind(pC->pRi, pCl->zName, pCl->nArg, &bArity);
   /* Not a rule the rewrite takes (or an error qcrCall will report):
   ** every argument may matter. */
-  if (h < 0 || !qcmShape(pC, h, aePlace, abInv)) return 1;
+  if (h < 0 || qcmShape(pC, h, aePlace, abInv) != 1) return 1;
   for (i = 0; i < pCl->nArg; i++) {
     if (qcxReqPlace(pC, h, i, NULL) && ednIsVar(pCl->aArg[i])
         && strcmp(pCl->aArg[i]->u.s.z, zVar) == 0) {
@@ -571,6 +578,13 @@ static int qcrEntityArgs(QCtx *pX, const QClause *pCl, int h) {
   return pC->rc;
 }
 
+/* How many heads recursion group g has. */
+static int qcrGroupSize(const QRuleInfo *pRi, int g) {
+  int i, n = 0;
+  for (i = 0; i < pRi->nHead; i++) n += pRi->aHead[i].iGroup == g;
+  return n;
+}
+
 /* Compiles call pCl of head h by the magic-set rewrite when its shape and
 ** its bound arguments allow (query_compile_rules_magic.c): returns 1 when
 ** done (or failed: pC->rc), 0 when the call joins the whole-closure CTE. */
@@ -578,8 +592,13 @@ static int qcrTryMagic(QCtx *pX, const QClause *pCl, int h, int iDepth) {
   QComp *pC = pX->pC;
   int i;
   unsigned char aePlace[64], abBound[64], abDirect[64], abInv[64];
-  int nBound = 0, nChange = 0, bScope = 0;
-  if (qcmShape(pC, h, aePlace, abInv)) {
+  int nBound = 0, nChange = 0, bScope = 0, eShape;
+  int bMulti = qcrGroupSize(pC->pRi, pC->pRi->aHead[h].iGroup) > 1;
+  /* A call back into a group of several heads while its whole-closure CTE
+  ** is built joins that CTE (qcrJoinGroup): it is the CTE's recursion. */
+  if (pC->pRi->aHead[h].eState == 1 && bMulti) return 0;
+  eShape = qcmShape(pC, h, aePlace, abInv);
+  if (eShape) {
     /* Bound arguments in the changing places seed the rule, the caller's
     ** rows the origins: in the query's own scope as top-level CTEs, in a
     ** not/or or rule body as a subquery's own (unless that scope names a
@@ -617,6 +636,14 @@ static int qcrTryMagic(QCtx *pX, const QClause *pCl, int h, int iDepth) {
       }
       /* Every place pass-through and none bound: the caller's rows give
       ** no origin values, so the rule is evaluated whole below. */
+      /* A group of several heads takes the rewrite only from its changing
+      ** places: a bound place that every call hands on is better served by
+      ** the group's instance seeded with it (qcrSeedGroup: heads x the rows
+      ** that reach the value, one branch per definition), and seeds from
+      ** the bodies would be its whole closure once per origin (issue 19,
+      ** B6: 100 nodes x 5 edges, 32 heads, the end bound: 102 s against
+      ** 0.06 s). */
+      if (bMulti && nSeed > nBound) return 0;
       if (nSeed > 0 && qcrInvSeeded(abInv, abBound, NULL, pCl->nArg)) {
         qcmCall(pX, pCl, h, abBound, NULL, bTop ? 1 : 2, iDepth);
         return 1;
@@ -648,7 +675,10 @@ static int qcrTryMagic(QCtx *pX, const QClause *pCl, int h, int iDepth) {
         bScope = 1;
       }
     }
-    if (nChange && qcrInvSeeded(abInv, abBound, abDirect, pCl->nArg)) {
+    /* (eShape 2: some definition's body need not bind a changing place;
+    ** bMulti: see above) */
+    if (bMulti) return 0;
+    if (eShape == 1 && nChange && qcrInvSeeded(abInv, abBound, abDirect, pCl->nArg)) {
       qcmCall(pX, pCl, h, abBound, abDirect, bScope ? (bTop ? 3 : 4) : 0, iDepth);
       return 1;
     }

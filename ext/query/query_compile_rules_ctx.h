@@ -126,11 +126,14 @@ int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth);
 ** (a call whose arguments bind places the recursion passes through reads
 ** only the rows those values reach) */
 
-/* Classifies head h for the rewrite. Returns 0 when it does not fit (other
-** heads in its recursion group, the transitive form, several or nested self
-** calls, no recursive or no base definition); else 1, with aePlace[j] = 1
+/* Classifies head h for the rewrite, over every definition of its
+** recursion group. Returns 0 when it does not fit (heads of other arities
+** in the group, the transitive form, several or nested calls into the
+** group, no recursive or no base definition); else 1, with aePlace[j] = 1
 ** for the places every recursive definition passes through and 0 for the
-** places the recursion changes. abInv (when not NULL) gets 1 for the
+** places the recursion changes; 2 the same when the recursive definitions
+** do not all change the same places (only a call that binds every changing
+** place may take the rewrite then). abInv (when not NULL) gets 1 for the
 ** places of aePlace 1 that some recursive definition reads besides
 ** handing them on (qcmInvariantPlace): the seeds must carry the caller's
 ** value there, so the rewrite takes a call only where it binds them. */

@@ -33,7 +33,7 @@ static int qcmPassThrough(const QRule *pR, int iRec, int j) {
 }
 
 static int qcmStepBinds(const QRule *pR, int iRec, const unsigned char *aePlace,
-                        const unsigned char *abInv);
+                        const unsigned char *abInv, int bOrigin);
 
 /* Is place j of recursive definition pR (self call at clause iRec)
 ** invariant: the self call hands head variable j on unchanged, in place j
@@ -62,28 +62,67 @@ static int qcmTermsVarsOf(const EdnValue *const *aT, int nT, const char **a, int
   return n;
 }
 
-/* Classifies head h for the rewrite. Returns 0 when it does not fit (other
-** heads in its recursion group, the transitive form, several or nested self
-** calls, no recursive or no base definition); else 1, with aePlace[j] = 1
-** for the places every recursive definition passes through and 0 for the
-** places the recursion changes. abInv (when not NULL) gets 1 for the
-** places of aePlace 1 that some recursive definition reads besides
-** handing them on (qcmInvariantPlace): the seeds must carry the caller's
-** value there, so the rewrite takes a call only where it binds them. */
+/* The index of definition pR's one top-level call into recursion group g,
+** -1 for none, -2 when the shape does not fit (several, or one nested in
+** not/or); *phTo gets the head it calls. For a group of one head this is
+** qcxSelfCall. */
+static int qcmGroupCall(const QRuleInfo *pRi, const QRule *pR, int g, int *phTo) {
+  int i, k, iRec = -1;
+  for (i = 0; i < pR->nClause; i++) {
+    const QClause *pCl = pR->aClause[i];
+    int hc = pCl->kind == QC_RULE ? qcxHeadFind(pRi, pCl->zName, pCl->nArg, NULL) : -1;
+    if (hc >= 0 && pRi->aHead[hc].iGroup == g) {
+      if (iRec >= 0) return -2;
+      iRec = i;
+      if (phTo) *phTo = hc;
+    } else if (pCl->nSub) {
+      for (k = 0; k < pRi->nHead; k++) {
+        if (pRi->aHead[k].iGroup == g && qcxCallsHead(pRi, pCl->aSub, pCl->nSub, k, 1)) return -2;
+      }
+    }
+  }
+  return iRec;
+}
+
+/* How many heads recursion group g has. */
+static int qcmGroupHeads(const QRuleInfo *pRi, int g) {
+  int i, n = 0;
+  for (i = 0; i < pRi->nHead; i++) n += pRi->aHead[i].iGroup == g;
+  return n;
+}
+
+/* Classifies head h for the rewrite, over every definition of its
+** recursion group (mutually recursive heads: the seeds then carry which
+** head they are for). Returns 0 when it does not fit (heads of other
+** arities in the group, the transitive form, several or nested calls into
+** the group, no recursive or no base definition); else 1, with aePlace[j]
+** = 1 for the places every recursive definition passes through and 0 for
+** the places the recursion changes; 2 when some recursive definition
+** hands on unchanged a place another one changes (the adornments differ:
+** [(f ?a ?b) .. (g ?c ?b)] [(g ?a ?b) .. (f ?a ?c)]): its body without
+** the call then need not bind that place, so seeds from the bodies
+** (qcmOriginsBodies) cannot be had and only a call binding every changing
+** place takes the rewrite. abInv (when not NULL) gets 1 for the places of
+** aePlace 1 that some recursive definition reads besides handing them on
+** (qcmInvariantPlace): the seeds must carry the caller's value there, so
+** the rewrite takes a call only where it binds them. */
 int qcmShape(QComp *pC, int h, unsigned char *aePlace, unsigned char *abInv) {
   const QRuleInfo *pRi = pC->pRi;
-  unsigned char aInv[64];
-  int g = pRi->aHead[h].iGroup, i, j, nBase = 0, nRec = 0;
-  for (i = 0; i < pRi->nHead; i++) if (i != h && pRi->aHead[i].iGroup == g) return 0;
-  if (pRi->aHead[h].nArity > 64) return 0;
-  for (j = 0; j < pRi->aHead[h].nArity; j++) aePlace[j] = 1;
+  unsigned char aInv[64], aOwn[64];
+  int g = pRi->aHead[h].iGroup, i, j, nBase = 0, nRec = 0, bUniform = 1;
+  int nArity = pRi->aHead[h].nArity;
+  if (nArity > 64) return 0;
+  for (i = 0; i < pRi->nHead; i++) {
+    if (pRi->aHead[i].iGroup == g && pRi->aHead[i].nArity != nArity) return 0;
+  }
+  for (j = 0; j < nArity; j++) aePlace[j] = 1;
   memset(aInv, 0, sizeof aInv);
   for (i = 0; i < pC->rules.nRule; i++) {
     const QRule *pR = pC->rules.aRule[i];
     int iRec;
-    if (pRi->aiHeadOf[i] != h) continue;
+    if (pRi->aHead[pRi->aiHeadOf[i]].iGroup != g) continue;
     if (qcxIsChain(pRi, g, pR)) return 0;
-    iRec = qcxSelfCall(pRi, pR, h);
+    iRec = qcmGroupCall(pRi, pR, g, NULL);
     if (iRec == -2) return 0;
     if (iRec == -1) { nBase++; continue; }
     nRec++;
@@ -99,14 +138,29 @@ int qcmShape(QComp *pC, int h, unsigned char *aePlace, unsigned char *abInv) {
     }
   }
   if (nBase == 0 || nRec == 0) return 0;
-  for (j = 0; j < pRi->aHead[h].nArity; j++) if (!aePlace[j]) aInv[j] = 0;
+  /* A group of several heads is one recursive CTE of the origins and every
+  ** definition (qcmWriteCtes): past SQLite's compound limit the call keeps
+  ** the group's CTE, which has no origins' SELECT. */
+  if (qcmGroupHeads(pRi, g) > 1 && pC->nMaxCompound > 0 && nBase + nRec + 1 > pC->nMaxCompound) {
+    return 0;
+  }
+  for (j = 0; j < nArity; j++) if (!aePlace[j]) aInv[j] = 0;
   for (i = 0; i < pC->rules.nRule; i++) {
     const QRule *pR = pC->rules.aRule[i];
-    if (pRi->aiHeadOf[i] != h) continue;
-    if (!qcmStepBinds(pR, qcxSelfCall(pRi, pR, h), aePlace, aInv)) return 0;
+    int iRec;
+    if (pRi->aHead[pRi->aiHeadOf[i]].iGroup != g) continue;
+    iRec = qcmGroupCall(pRi, pR, g, NULL);
+    if (!qcmStepBinds(pR, iRec, aePlace, aInv, 0)) return 0;
+    if (pRi->aiHeadOf[i] == h && !qcmStepBinds(pR, iRec, aePlace, aInv, 1)) bUniform = 0;
+    if (iRec < 0) continue;
+    /* the places this definition changes itself */
+    for (j = 0; j < nArity; j++) {
+      aOwn[j] = (unsigned char)(!qcmPassThrough(pR, iRec, j) && !qcmInvariantPlace(pR, iRec, j));
+      if (aOwn[j] != !aePlace[j]) bUniform = 0;
+    }
   }
-  if (abInv) memcpy(abInv, aInv, (size_t)pRi->aHead[h].nArity);
-  return 1;
+  if (abInv) memcpy(abInv, aInv, (size_t)nArity);
+  return bUniform ? 1 : 2;
 }
 
 /* A step of the seeds evaluates recursive definition pR without its self
@@ -114,17 +168,22 @@ int qcmShape(QComp *pC, int h, unsigned char *aePlace, unsigned char *abInv) {
 ** every variable the self call takes in those places? Not when one comes
 ** only from the self call's answer ([(depth ?e ?d) [?e :parent ?p] (depth
 ** ?p ?pd) [(inc ?pd) ?d]]: ?pd): such a rule keeps the whole-closure CTE,
-** whose recursive step computes from the previous row. */
+** whose recursive step computes from the previous row. With bOrigin: can
+** the body without its call (iRec, -1 none) bind, from nothing, every head
+** variable of the changing places (the origins from the bodies,
+** qcmOriginsBodies)? Not [(r ?a ?b) [?w :to ?b] (r ?a ?c)] for a changing ?a. */
 static int qcmStepBinds(const QRule *pR, int iRec, const unsigned char *aePlace,
-                        const unsigned char *abInv) {
+                        const unsigned char *abInv, int bOrigin) {
   const char *azB[128];
   int nB = 0, i, j, k, bGrew;
   unsigned char aDone[64];
   const QClause *pRec;
-  if (iRec < 0) return 1;
+  if (iRec < 0 && !bOrigin) return 1;
   if (pR->nClause > 64) return 0;
-  pRec = pR->aClause[iRec];
-  for (j = 0; j < pR->nHead; j++) if (!aePlace[j] || abInv[j]) azB[nB++] = pR->aHead[j]->u.s.z;
+  pRec = iRec >= 0 ? pR->aClause[iRec] : NULL;
+  for (j = 0; j < pR->nHead && !bOrigin; j++) {
+    if (!aePlace[j] || abInv[j]) azB[nB++] = pR->aHead[j]->u.s.z;
+  }
   memset(aDone, 0, sizeof aDone);
   do {
     bGrew = 0;
@@ -158,7 +217,13 @@ static int qcmStepBinds(const QRule *pR, int iRec, const unsigned char *aePlace,
       }
     }
   } while (bGrew);
-  for (j = 0; j < pRec->nArg && j < pR->nHead; j++) {
+  for (j = 0; bOrigin && j < pR->nHead; j++) {
+    int m;
+    if (aePlace[j]) continue;
+    for (m = 0; m < nB && strcmp(azB[m], pR->aHead[j]->u.s.z); m++) {}
+    if (m == nB) return 0;
+  }
+  for (j = 0; !bOrigin && j < pRec->nArg && j < pR->nHead; j++) {
     const EdnValue *pA = pRec->aArg[j];
     int m;
     if (aePlace[j] || !ednIsVar(pA)) continue;
@@ -185,16 +250,20 @@ static void qcmBindArg(QCtx *pX, QCtx *pSub, const EdnValue *pA, const EdnValue 
 }
 
 /* A definition body with the bound head places pre-bound to the seed
-** columns m.sK/m.stK (K counts bound places), skipping clause iSkip. */
+** columns m.sK/m.stK (K counts bound places), skipping clause iSkip; with
+** iHead >= 0 (a group of several heads) on the seeds for head iHead only. */
 static void qcmBody(QComp *pC, QCtx *pSub, int iN, const QRule *pR,
                     const unsigned char *abBound, int iSkip, int iDepth, QCtx *pX,
-                    const QClause *pCl, const unsigned char *abDirect) {
+                    const QClause *pCl, const unsigned char *abDirect, int iHead) {
   QClause *aLocal[16];
   QClause **a = aLocal;
   int i, k = 0, n = 0;
   qcFrom(pSub, sqlite3_mprintf("rulesm%d m", iN));
   pSub->bFixed = 1;                    /* the branch selects m.oK itself */
-  if (iSkip >= 0) pSub->bRecRef = 1;   /* a step of the recursive seeds */
+  /* a step of the recursive seeds, or a group's answer (rows of the seeds'
+  ** recursive CTE, qcmWriteCtes) */
+  if (iSkip >= 0 || iHead >= 0) pSub->bRecRef = 1;
+  if (iHead >= 0) qcWhere(pSub, sqlite3_mprintf("m.sr = %d", iHead));
   for (i = 0; i < pR->nHead && pC->rc == SQLITE_OK; i++) {
     if (!abBound[i]) continue;
     qcBindVar(pSub, pR->aHead[i]->u.s.z, sqlite3_mprintf("m.s%d", k),
@@ -210,7 +279,15 @@ static void qcmBody(QComp *pC, QCtx *pSub, int iN, const QRule *pR,
     if (a == NULL) { qcNoMem(pC); return; }
   }
   for (i = 0; i < pR->nClause; i++) if (i != iSkip) a[n++] = pR->aClause[i];
-  if (pC->rc == SQLITE_OK) qcwClauses(pSub, a, n, iDepth + 1);
+  if (pC->rc == SQLITE_OK) {
+    /* in a group, a head variable left unbound is explained as in the
+    ** group's CTE (qcTermExpr): the rewrite is taken for mutual recursion
+    ** only since issue 19, and its messages stay those of before */
+    const QRule *pWholeSave = pC->pWhole;
+    if (iHead >= 0) pC->pWhole = pR;
+    qcwClauses(pSub, a, n, iDepth + 1);
+    pC->pWhole = pWholeSave;
+  }
   if (a != aLocal) sqlite3_free(a);
 }
 
@@ -400,7 +477,7 @@ static void qcmOriginsBodies(QCtx *pX, const QClause *pCl, int h, const unsigned
   QRuleInfo *pRi = pC->pRi;
   unsigned char aePlace[64];
   int i, j, n = 0;
-  if (pCl->nArg > 64 || !qcmShape(pC, h, aePlace, NULL)) return;
+  if (pCl->nArg > 64 || qcmShape(pC, h, aePlace, NULL) != 1) return;
   for (i = 0; i < pC->rules.nRule && qcPoll(pC) == SQLITE_OK; i++) {
     const QRule *pR = pC->rules.aRule[i];
     int iRec, m = 0;
@@ -409,7 +486,7 @@ static void qcmOriginsBodies(QCtx *pX, const QClause *pCl, int h, const unsigned
     sqlite3_str *pVal, *pTag;
     QCtx sub;
     if (pRi->aiHeadOf[i] != h) continue;
-    iRec = qcxSelfCall(pRi, pR, h);
+    iRec = qcmGroupCall(pRi, pR, pRi->aHead[h].iGroup, NULL);
     if (pR->nClause > 16) {
       a = sqlite3_malloc64(sizeof(QClause*) * pR->nClause);
       if (a == NULL) { qcNoMem(pC); return; }
@@ -457,18 +534,19 @@ static void qcmDefinitions(QCtx *pX, const QClause *pCl, int h, const unsigned c
                            int *pnBase) {
   QComp *pC = pX->pC;
   QRuleInfo *pRi = pC->pRi;
-  int i, k, nRec = 0, nBase = 0, nArity = pCl->nArg;
+  int i, k, nRec = 0, nBase = 0, nArity = pCl->nArg, g = pRi->aHead[h].iGroup;
+  int bGroup = qcmGroupHeads(pRi, g) > 1;
   for (i = 0; i < pC->rules.nRule && qcPoll(pC) == SQLITE_OK; i++) {
     const QRule *pR = pC->rules.aRule[i];
-    int iRec;
+    int iRec, hTo = -1, hOf = pRi->aiHeadOf[i];
     QCtx sub;
     sqlite3_str *pVal, *pTag;
-    if (pRi->aiHeadOf[i] != h) continue;
-    iRec = qcxSelfCall(pRi, pR, h);
+    if (pRi->aHead[hOf].iGroup != g) continue;
+    iRec = qcmGroupCall(pRi, pR, g, &hTo);
     pVal = sqlite3_str_new(NULL);
     pTag = sqlite3_str_new(NULL);
     qcCtxInit(&sub, pC, NULL);
-    qcmBody(pC, &sub, iN, pR, abBound, iRec, iDepth, pX, pCl, abDirect);
+    qcmBody(pC, &sub, iN, pR, abBound, iRec, iDepth, pX, pCl, abDirect, bGroup ? hOf : -1);
     if (iRec >= 0) {
       /* step: (origin, next seed) */
       const QClause *pRec = pR->aClause[iRec];
@@ -477,9 +555,21 @@ static void qcmDefinitions(QCtx *pX, const QClause *pCl, int h, const unsigned c
       for (k = 0; k < nArity && pC->rc == SQLITE_OK; k++) {
         if (abBound[k]) qcmTerm(&sub, pVal, pTag, pRec->aArg[k], pR->zName);
       }
+      if (bGroup) {
+        /* the next seed's head, and no answer */
+        sqlite3_str_appendf(pTag, ", %d", hTo);
+        for (k = 0; k < nArity; k++) sqlite3_str_appendall(pTag, ", NULL, NULL, NULL");
+      }
     } else {
-      /* answer: the origins in seeded places, the body's values elsewhere */
+      /* answer: the origins in seeded places, the body's values elsewhere;
+      ** in a group's one CTE (qcmWriteCtes) a row of no seed (sr -1) */
       int kb = 0;
+      if (bGroup) {
+        for (k = 0; k < nB; k++) sqlite3_str_appendf(pVal, ", m.o%d", k);
+        for (k = 0; k < nB; k++) sqlite3_str_appendf(pVal, ", m.ot%d, m.ok%d", k, k);
+        for (k = 0; k < nB; k++) sqlite3_str_appendall(pVal, ", NULL, NULL, NULL");
+        sqlite3_str_appendall(pVal, ", -1");
+      }
       for (k = 0; k < nArity && pC->rc == SQLITE_OK; k++) {
         if (abBound[k]) {
           sqlite3_str_appendf(pVal, ", m.o%d", kb);
@@ -491,10 +581,19 @@ static void qcmDefinitions(QCtx *pX, const QClause *pCl, int h, const unsigned c
       }
     }
     if (zCarry) sqlite3_str_appendall(pTag, zCarry);
-    qcmBranch(pC, &sub, pVal, pTag, iRec >= 0 ? pSeed : pAns, iRec >= 0 ? &nRec : &nBase);
+    if (bGroup) {
+      qcmBranch(pC, &sub, pVal, pTag, pSeed, &nRec);
+      nBase += iRec < 0;
+    } else {
+      qcmBranch(pC, &sub, pVal, pTag, iRec >= 0 ? pSeed : pAns, iRec >= 0 ? &nRec : &nBase);
+    }
   }
   *pnBase = nBase;
-  if (!qcCompoundLimit(pC, pCl->pForm, nBase, "rule %s has %d definitions without recursion",
+  if (bGroup) {
+    qcCompoundLimit(pC, pCl->pForm, nRec + 1, "the %d mutually recursive rules of %s (one"
+                    " recursive CTE of its seeds and answers) have %d definitions together",
+                    qcmGroupHeads(pRi, g), pCl->zName, nRec);
+  } else if (!qcCompoundLimit(pC, pCl->pForm, nBase, "rule %s has %d definitions without recursion",
                        pCl->zName, nBase)) {
     /* the seeds' CTE: the origins, then one step per recursive definition */
     qcCompoundLimit(pC, pCl->pForm, nRec + 1, "rule %s has %d recursive definitions (each a"
@@ -506,11 +605,13 @@ static void qcmDefinitions(QCtx *pX, const QClause *pCl, int h, const unsigned c
 ** rulesm<N> (recursive) and rulesa<N> of the file comment. */
 static void qcmWriteCtes(sqlite3_str *pW, int iN, int nB, int nArity, sqlite3_str *pOrig,
                          sqlite3_str *pSeed, sqlite3_str *pAns, const char *zCarry,
-                         int nBase) {
+                         int nBase, int iHead) {
   int k;
   if (zCarry == NULL) zCarry = "";
   /* Each tag column tK is followed by kK, its value's storage class; the
-  ** carried columns (vK, wK) come last. */
+  ** seed's head sr (iHead >= 0: a group of several heads, which a seed is
+  ** for; the origins are for the call's head), then the carried columns
+  ** (vK, wK) come last. */
   sqlite3_str_appendf(pW, "ruleso%d(", iN);
   for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, "%so%d", k ? ", " : "", k);
   for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", ot%d, ok%d", k, k);
@@ -519,16 +620,36 @@ static void qcmWriteCtes(sqlite3_str *pW, int iN, int nB, int nArity, sqlite3_st
   for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", ot%d, ok%d", k, k);
   for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", s%d", k);
   for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", st%d, sk%d", k, k);
+  if (iHead >= 0) {
+    sqlite3_str_appendall(pW, ", sr");
+    for (k = 0; k < nArity; k++) sqlite3_str_appendf(pW, ", c%d", k);
+    for (k = 0; k < nArity; k++) sqlite3_str_appendf(pW, ", t%d, k%d", k, k);
+  }
   sqlite3_str_appendf(pW, "%s) AS (SELECT ", zCarry);
   for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, "%so%d", k ? ", " : "", k);
   for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", ot%d, ok%d", k, k);
   for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", o%d", k);
   for (k = 0; k < nB; k++) sqlite3_str_appendf(pW, ", ot%d, ok%d", k, k);
+  if (iHead >= 0) {
+    sqlite3_str_appendf(pW, ", %d", iHead);
+    for (k = 0; k < nArity; k++) sqlite3_str_appendall(pW, ", NULL, NULL, NULL");
+  }
   /* UNION: a seed met again (a cycle) is not followed twice. */
   sqlite3_str_appendf(pW, "%s FROM ruleso%d UNION %s)", zCarry, iN, sqlite3_str_value(pSeed));
   sqlite3_str_appendf(pW, ", rulesa%d(", iN);
   for (k = 0; k < nArity; k++) sqlite3_str_appendf(pW, "%sc%d", k ? ", " : "", k);
   for (k = 0; k < nArity; k++) sqlite3_str_appendf(pW, ", t%d, k%d", k, k);
+  if (iHead >= 0) {
+    /* A group's answers are rows of its seeds' CTE (sr -1), which each
+    ** base definition reads there: its own answers' CTE would name the
+    ** seeds once per base definition, and SQLite copies a CTE's SELECT at
+    ** every name (n heads: n copies of n steps each). */
+    sqlite3_str_appendf(pW, "%s) AS (SELECT DISTINCT ", zCarry);
+    for (k = 0; k < nArity; k++) sqlite3_str_appendf(pW, "%sc%d", k ? ", " : "", k);
+    for (k = 0; k < nArity; k++) sqlite3_str_appendf(pW, ", t%d, k%d", k, k);
+    sqlite3_str_appendf(pW, "%s FROM rulesm%d WHERE sr = -1)", zCarry, iN);
+    return;
+  }
   /* One definition's answers are DISTINCT (a set, as a UNION's are) so
   ** that SQLite materializes them instead of flattening them into the
   ** query that reads them: a chain of rules whose answers read the next
@@ -628,7 +749,8 @@ int qcmCall(QCtx *pX, const QClause *pCl, int h, const unsigned char *abBound,
   }
   if (bCaller == 2 || bCaller == 4) pW = pLoc;
   else if (pC->nCte++) sqlite3_str_appendall(pW, ", ");
-  qcmWriteCtes(pW, iN, nB, nArity, pOrig, pSeed, pAns, zCarry, nBase);
+  qcmWriteCtes(pW, iN, nB, nArity, pOrig, pSeed, pAns, zCarry, nBase,
+               qcmGroupHeads(pRi, pRi->aHead[h].iGroup) > 1 ? h : -1);
   pC->bRecursive = 1;
   if (bCaller != 2 && bCaller != 4) pC->nCte += 2;
   if (sqlite3_str_errcode(pW)) { qcNoMem(pC); goto cleanup; }
