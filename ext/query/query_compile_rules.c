@@ -39,16 +39,21 @@
 **   ruleso<N>(o.., ot..)           the caller's bound values (origins)
 **   rulesm<N>(o.., ot.., s.., st..) recursive: seeds per origin
 **   rulesa<N>(c.., t..)            base definitions applied to the seeds
-** Mutually recursive heads of one arity whose definitions each call the
-** group once in that way (a cycle (r0 ?x ?y) :- edge (r1 ?z ?y) ...) are
-** the same with a seed's head beside it: rulesm<N>(.., sr) holds (origin,
-** head, values), each definition of head sr steps to the head it calls,
-** and each base definition reads the seeds of its own head, so a
-** bound-start call costs heads x nodes x degree, not the group's whole
-** closure (issue 19, B6).
 ** and only the part of the closure reachable from the bound values is
 ** computed (a 100,000-node chain from its head: 100,000 seeds, not 5e9
-** pairs). Integer and keyword constants (and inputs still untyped) may
+** pairs). Mutually recursive heads of one arity whose definitions each
+** call the group once in that way (a cycle (r0 ?x ?y) :- edge (r1 ?z ?y)
+** ...) are the same with a seed's head beside it, the tag column:
+** rulesm<N>(.., sr) holds (origin, head, values), each definition of head
+** sr steps to the head it calls, each base definition reads the seeds of
+** its own head and its answers are rows of rulesm<N> too (sr -1), so a
+** bound-start call costs heads x nodes x degree, not the group's whole
+** closure (issue 19, B6); definitions alike but for their heads share one
+** branch (SAME BODIES, query_compile_rules_magic.c). A group takes the
+** rewrite only for a call that binds every changing place and no place
+** the group hands on (such a call seeds the group's instance, below),
+** and never from a recursive CTE's own step. Integer and keyword
+** constants (and inputs still untyped) may
 ** name an entity or be a value: both readings seed, as Datomic's places
 ** decide per use. A call in a not/or or rule body does the same inside a
 ** subquery of that scope (its own WITH). Calls whose changing places are
@@ -60,8 +65,8 @@
 ** reads it from the row the recursive call gave, as Datomic runs a body's
 ** clauses in order.
 **
-** CALLER'S ARGUMENTS IN OTHER RECURSION. For mutual recursion, the
-** transitive form and the rest, the places every call into the group hands
+** CALLER'S ARGUMENTS IN OTHER RECURSION. For mutual recursion the
+** rewrite does not take, the transitive form and the rest, the places every call into the group hands
 ** on unchanged (qcrGroupInvariant) take the call's bound values: a seed CTE
 ** ruless<N> of their distinct values and an instance rulesi<N> of the
 ** group whose base definitions start from it (qcrSeedGroup, qcrGroupAs),
