@@ -163,7 +163,11 @@ static char *qcrDefinitionSelect(QComp *pC, const QRule *pR, int h, int nMax, in
           " recursion %d times (non-linear); write it with one recursive call, e.g."
           " [(r ?a ?b) [?a :x ?c] (r ?c ?b)]", pR->zName, pC->nSelfRef);
   }
-  sqlite3_str_appendf(pSel, "SELECT %d", h);
+  if (pC->zGroupIn && pC->rc == SQLITE_OK && pC->zGroupAlias[0] == 0) {
+    qcErr(pC, pR->pForm, "rule %s: definitions compiled together lost their call", pR->zName);
+  }
+  if (pC->zGroupIn) sqlite3_str_appendf(pSel, "SELECT CASE %s.r%s END", pC->zGroupAlias, pC->zGroupArms);
+  else sqlite3_str_appendf(pSel, "SELECT %d", h);
   for (j = 0; j < nMax && pC->rc == SQLITE_OK; j++) {
     if (j < pR->nHead) {
       QVar *pV = qcVarFind(&sub, pR->aHead[j]->u.s.z);
@@ -315,7 +319,8 @@ static int qcrGroupAs(QComp *pC, int g, int iDepth, const unsigned char *abSeed,
   int i0 = 0, i1 = 1, nFilt = 0;
   int nSelfSave = pC->nSelfRef;
   const char *zFirst = pRi->aHead[g].zName;
-  unsigned char *aeSave = NULL;
+  unsigned char *aeSave = NULL, *aPlan = NULL;
+  char **azKey = NULL;
   char zCte[32], zB[32];
   if (iDepth > EDN_MAX_DEPTH) return qcErr(pC, NULL, "rules nested too deep");
   if (iInst) {
@@ -340,13 +345,20 @@ static int qcrGroupAs(QComp *pC, int g, int iDepth, const unsigned char *abSeed,
     pRi->aHead[i].eState = 1;
     pRi->aHead[i].iInst = iInst;
   }
-  for (i = 0; i < pC->rules.nRule && qcPoll(pC) == SQLITE_OK; i++) {
+  aPlan = qcxMergePlan(pC, g, &azKey, 0);
+  for (i = 0; aPlan && i < pC->rules.nRule && qcPoll(pC) == SQLITE_OK; i++) {
     const QRule *pR = pC->rules.aRule[i];
     int h = pRi->aiHeadOf[i];
-    char *zSel;
+    char *zSel, *zIn = NULL, *zArms = NULL;
     const char *zA, *zB2;
     int iBase, e;
-    if (pRi->aHead[h].iGroup != g) continue;
+    if (pRi->aHead[h].iGroup != g || aPlan[i] == 2) continue;
+    if (aPlan[i] == 1 && qcxMergeArms(pC, g, i, azKey, &zIn, &zArms) == SQLITE_OK) {
+      /* SAME BODIES (query_compile_rules_magic.c): one branch for them all */
+      pC->zGroupIn = zIn;
+      pC->zGroupArms = zArms;
+      pC->zGroupAlias[0] = 0;
+    }
     if (qcxChainPlaces(pRi, g, pR, &i0, &i1)) {
       nChain++;
       iChainHead = h;
@@ -363,6 +375,9 @@ static int qcrGroupAs(QComp *pC, int g, int iDepth, const unsigned char *abSeed,
                                abSeed && !qcrCallsGroup(pRi, pR->aClause, pR->nClause, g, 0)
                                ? abSeed : NULL, iInst);
     pC->pChainBase = NULL;
+    pC->zGroupIn = pC->zGroupArms = NULL;
+    sqlite3_free(zIn);
+    sqlite3_free(zArms);
     if (zSel) {
       if (pC->nSelfRef) sqlite3_str_appendf(pRec, "%s%s", nRec++ ? " UNION " : "", zSel);
       else sqlite3_str_appendf(pBase, "%s%s", nBase++ ? " UNION " : "", zSel);
@@ -385,6 +400,9 @@ static int qcrGroupAs(QComp *pC, int g, int iDepth, const unsigned char *abSeed,
     pRi->aHead[i].iInst = 0;
   }
   sqlite3_free(aeSave);
+  for (i = 0; azKey && i < pC->rules.nRule; i++) sqlite3_free(azKey[i]);
+  sqlite3_free(azKey);
+  sqlite3_free(aPlan);
   sqlite3_free(sqlite3_str_finish(pBase));
   sqlite3_free(sqlite3_str_finish(pRec));
   return pC->rc;
@@ -772,7 +790,7 @@ static int qcrSeedGroup(QCtx *pX, const QClause *pCl, int g, int iDepth) {
 static int qcrJoinGroup(QCtx *pX, const QClause *pCl, int h, int g, int iDepth) {
   QComp *pC = pX->pC;
   char zAlias[24];
-  int i, iInst = 0, bBase = 0;
+  int i, iInst = 0, bBase = 0, bBack = 0;
   if (pC->pRi->aHead[h].eState != 1) {
     iInst = qcrSeedGroup(pX, pCl, g, iDepth);
     if (pC->rc) return pC->rc;
@@ -786,13 +804,20 @@ static int qcrJoinGroup(QCtx *pX, const QClause *pCl, int h, int g, int iDepth) 
     pC->nSelfRef++;     /* a call back into the group being built */
     pX->bRecRef = 1;
     iInst = pC->pRi->aHead[h].iInst;
+    bBack = 1;
   }
   sqlite3_snprintf(sizeof zAlias, zAlias, "r%d", ++pC->nAlias);
   if (bBase && iInst) qcFrom(pX, sqlite3_mprintf("rulesbi%d %s", iInst, zAlias));
   else if (bBase) qcFrom(pX, sqlite3_mprintf("rulesb%s%d %s", pC->zRuleTag, g, zAlias));
   else if (iInst) qcFrom(pX, sqlite3_mprintf("rulesi%d %s", iInst, zAlias));
   else qcFrom(pX, sqlite3_mprintf("rules%s%d %s", pC->zRuleTag, g, zAlias));
-  qcWhere(pX, sqlite3_mprintf("%s.r = %d", zAlias, h));
+  if (bBack && pC->zGroupIn) {
+    /* definitions alike compiled as one (SAME BODIES): each one's callee */
+    qcWhere(pX, sqlite3_mprintf("%s.r %s", zAlias, pC->zGroupIn));
+    memcpy(pC->zGroupAlias, zAlias, sizeof zAlias);
+  } else {
+    qcWhere(pX, sqlite3_mprintf("%s.r = %d", zAlias, h));
+  }
   for (i = 0; i < pCl->nArg && pC->rc == SQLITE_OK; i++) {
     const EdnValue *pA = pCl->aArg[i];
     if (qpIsBlank(pA)) continue;

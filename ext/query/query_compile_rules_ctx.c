@@ -685,6 +685,131 @@ int qcxSelfCall(const QRuleInfo *pRi, const QRule *pR, int h) {
   return iRec;
 }
 
+/* The text that decides whether two definitions of group g compile alike
+** but for their heads (SAME BODIES, query_compile_rules_magic.c): their
+** head variables and clauses as written, a call into the group without
+** its name. NULL when a clause nests others (such definitions are never
+** merged) or on OOM (neither: the text is only a shortcut). */
+char *qcxDefKey(const QRuleInfo *pRi, const QRule *pR, int g) {
+  sqlite3_str *p = sqlite3_str_new(NULL);
+  int i, j, iRec = -1;
+  for (i = 0; i < pR->nClause; i++) {
+    const QClause *pCl = pR->aClause[i];
+    int hc = pCl->kind == QC_RULE ? qcxHeadFind(pRi, pCl->zName, pCl->nArg, NULL) : -1;
+    if (hc >= 0 && pRi->aHead[hc].iGroup == g) iRec = i;
+  }
+  sqlite3_str_appendf(p, "%d %d", pR->nHead, pR->nClause);
+  for (i = 0; i < pR->nHead; i++) {
+    sqlite3_str_appendf(p, " %s%s", pR->abReq && pR->abReq[i] ? "!" : "", pR->aHead[i]->u.s.z);
+  }
+  for (i = 0; i < pR->nClause; i++) {
+    const QClause *pCl = pR->aClause[i];
+    if (pCl->nSub || pCl->nJoin) {
+      sqlite3_free(sqlite3_str_finish(p));
+      return NULL;
+    }
+    sqlite3_str_appendf(p, " | %d %d %s ", (int)pCl->kind, pCl->nArg,
+                        i == iRec ? "@" : pCl->zName ? pCl->zName : "-");
+    if (pCl->pSrc) ednPrint(p, pCl->pSrc);
+    for (j = 0; j < pCl->nArg; j++) {
+      sqlite3_str_appendchar(p, 1, ' ');
+      ednPrint(p, pCl->aArg[j]);
+    }
+    sqlite3_str_appendf(p, " : %d %d", (int)pCl->bind.kind, pCl->bind.nVar);
+    for (j = 0; j < pCl->bind.nVar; j++) {
+      sqlite3_str_appendchar(p, 1, ' ');
+      ednPrint(p, pCl->bind.aVar[j]);
+    }
+  }
+  if (sqlite3_str_errcode(p)) {
+    sqlite3_free(sqlite3_str_finish(p));
+    return NULL;
+  }
+  return sqlite3_str_finish(p);
+}
+
+/* The head definition pR calls in group g when it calls the group once,
+** at the top of its body; -1 otherwise. */
+static int qcxOneGroupCall(const QRuleInfo *pRi, const QRule *pR, int g) {
+  int i, n = 0, hTo = -1;
+  for (i = 0; i < pR->nClause; i++) {
+    const QClause *pCl = pR->aClause[i];
+    int hc = pCl->kind == QC_RULE ? qcxHeadFind(pRi, pCl->zName, pCl->nArg, NULL) : -1;
+    if (hc >= 0 && pRi->aHead[hc].iGroup == g) {
+      n++;
+      hTo = hc;
+    }
+  }
+  return n == 1 ? hTo : -1;
+}
+
+/* What must differ among definitions compiled as one (SAME BODIES): with
+** bSeeds (seeds map their head to the callee) the head of one that calls
+** the group, -1 for one that does not; else (the group's CTE maps a row's
+** head back to the reader's) the head it calls. */
+static int qcxMergeValue(const QRuleInfo *pRi, const QRuleSet *pRules, int j, int g, int bSeeds) {
+  if (!bSeeds) return qcxOneGroupCall(pRi, pRules->aRule[j], g);
+  return qcxOneGroupCall(pRi, pRules->aRule[j], g) < 0 ? -1 : pRi->aiHeadOf[j];
+}
+
+unsigned char *qcxMergePlan(QComp *pC, int g, char ***pazKey, int bSeeds) {
+  const QRuleInfo *pRi = pC->pRi;
+  int n = pC->rules.nRule, i, j;
+  unsigned char *aPlan = sqlite3_malloc64((sqlite3_uint64)n + 1);
+  char **azKey = sqlite3_malloc64(sizeof(char*) * ((sqlite3_uint64)n + 1));
+  *pazKey = azKey;
+  if (aPlan == NULL || azKey == NULL) {
+    sqlite3_free(aPlan);
+    qcNoMem(pC);
+    return NULL;
+  }
+  memset(aPlan, 0, (size_t)n + 1);
+  for (i = 0; i < n; i++) {
+    const QRule *pR = pC->rules.aRule[i];
+    azKey[i] = pRi->aHead[pRi->aiHeadOf[i]].iGroup != g
+               || (!bSeeds && qcxOneGroupCall(pRi, pR, g) < 0) ? NULL : qcxDefKey(pRi, pR, g);
+  }
+  for (i = 0; i < n; i++) {
+    int nSame = 0, bDistinct = 1;
+    if (azKey[i] == NULL || aPlan[i]) continue;
+    for (j = i + 1; j < n; j++) {
+      int k, v = qcxMergeValue(pRi, &pC->rules, j, g, bSeeds);
+      if (azKey[j] == NULL || strcmp(azKey[i], azKey[j])) continue;
+      nSame++;
+      for (k = i; k < j && v >= 0; k++) {
+        if (azKey[k] && strcmp(azKey[i], azKey[k]) == 0
+            && qcxMergeValue(pRi, &pC->rules, k, g, bSeeds) == v) {
+          bDistinct = 0;
+        }
+      }
+    }
+    if (nSame == 0 || !bDistinct) continue;
+    aPlan[i] = 1;
+    for (j = i + 1; j < n; j++) if (azKey[j] && strcmp(azKey[i], azKey[j]) == 0) aPlan[j] = 2;
+  }
+  return aPlan;
+}
+
+int qcxMergeArms(QComp *pC, int g, int i, char *const *azKey, char **pzIn, char **pzArms) {
+  const QRuleInfo *pRi = pC->pRi;
+  sqlite3_str *pIn = sqlite3_str_new(NULL), *pArms = sqlite3_str_new(NULL);
+  int j, n = 0;
+  for (j = i; j < pC->rules.nRule; j++) {
+    if (j != i && (azKey[j] == NULL || strcmp(azKey[i], azKey[j]))) continue;
+    sqlite3_str_appendf(pIn, "%s%d", n++ ? ", " : "", qcxOneGroupCall(pRi, pC->rules.aRule[j], g));
+    sqlite3_str_appendf(pArms, " WHEN %d THEN %d", qcxOneGroupCall(pRi, pC->rules.aRule[j], g),
+                        pRi->aiHeadOf[j]);
+  }
+  *pzIn = sqlite3_mprintf("IN (%s)", sqlite3_str_value(pIn));
+  *pzArms = sqlite3_mprintf("%s", sqlite3_str_value(pArms));
+  if (*pzIn == NULL || *pzArms == NULL || sqlite3_str_errcode(pIn) || sqlite3_str_errcode(pArms)) {
+    qcNoMem(pC);
+  }
+  sqlite3_free(sqlite3_str_finish(pIn));
+  sqlite3_free(sqlite3_str_finish(pArms));
+  return pC->rc;
+}
+
 /* Marks head variable zName of a rule body as an argument the caller gave
 ** (QVar.bIdent): a keyword it holds names its ident's entity where the body
 ** puts it in an entity place. */

@@ -84,6 +84,22 @@ int qcxCallsHead(const QRuleInfo *pRi, QClause *const *a, int n, int h, int iDep
 /* The index of the one top-level self call of definition pR, -1 for none,
 ** -2 when the shape does not fit (several, or one nested in not/or). */
 int qcxSelfCall(const QRuleInfo *pRi, const QRule *pR, int h);
+/* The text that decides whether two definitions of group g compile alike
+** but for their heads (their clauses as written, a call into the group
+** without its name); NULL when they may not be merged. sqlite3_free it. */
+char *qcxDefKey(const QRuleInfo *pRi, const QRule *pR, int g);
+/* SAME BODIES: aPlan[i] per definition of group g, 0 compiled alone, 1
+** the first of definitions alike (qcxDefKey), 2 one of the others, compiled
+** with it. In the group's own CTE (qcrGroupAs, bSeeds 0) only definitions
+** that call the group once at the top, each a head none of the others
+** calls; in the magic-set seeds (bSeeds 1) every definition, those that
+** call the group each of a head none of the others has. *pazKey the texts
+** (free each and the array). NULL on OOM (recorded). */
+unsigned char *qcxMergePlan(QComp *pC, int g, char ***pazKey, int bSeeds);
+/* For plan leader i: *pzIn "IN (callees..)" (its call back into the group
+** reads those heads' rows) and *pzArms " WHEN callee THEN head .." (each
+** row's own head, CASE r.r ...). sqlite3_free both. */
+int qcxMergeArms(QComp *pC, int g, int i, char *const *azKey, char **pzIn, char **pzArms);
 /* Marks head variable zName of a rule body as an argument the caller gave
 ** (QVar.bIdent): a keyword it holds names its ident's entity where the body
 ** puts it in an entity place. */

@@ -535,65 +535,19 @@ static void qcmOriginsBodies(QCtx *pX, const QClause *pCl, int h, const unsigned
 ** heads of a branch each cost about n^2 per seed (issue 19, B6: 32 heads
 ** on 100 nodes x 5 edges, 0.84 s against 0.005 s for one rule). */
 
-/* The text that decides whether two definitions of a group compile alike:
-** their head variables and clauses as written, the call into the group
-** (clause iRec) without its name. NULL when a clause nests others (such
-** definitions are never merged) or on OOM (neither: the text is only a
-** shortcut). */
-static char *qcmDefKey(const QRule *pR, int iRec) {
-  sqlite3_str *p = sqlite3_str_new(NULL);
-  int i, j;
-  sqlite3_str_appendf(p, "%d %d", pR->nHead, pR->nClause);
-  for (i = 0; i < pR->nHead; i++) {
-    sqlite3_str_appendf(p, " %s%s", pR->abReq && pR->abReq[i] ? "!" : "", pR->aHead[i]->u.s.z);
-  }
-  for (i = 0; i < pR->nClause; i++) {
-    const QClause *pCl = pR->aClause[i];
-    if (pCl->nSub || pCl->nJoin) {
-      sqlite3_free(sqlite3_str_finish(p));
-      return NULL;
-    }
-    sqlite3_str_appendf(p, " | %d %d %s ", (int)pCl->kind, pCl->nArg,
-                        i == iRec ? "@" : pCl->zName ? pCl->zName : "-");
-    if (pCl->pSrc) ednPrint(p, pCl->pSrc);
-    for (j = 0; j < pCl->nArg; j++) {
-      sqlite3_str_appendchar(p, 1, ' ');
-      ednPrint(p, pCl->aArg[j]);
-    }
-    sqlite3_str_appendf(p, " : %d %d", (int)pCl->bind.kind, pCl->bind.nVar);
-    for (j = 0; j < pCl->bind.nVar; j++) {
-      sqlite3_str_appendchar(p, 1, ' ');
-      ednPrint(p, pCl->bind.aVar[j]);
-    }
-  }
-  if (sqlite3_str_errcode(p)) {
-    sqlite3_free(sqlite3_str_finish(p));
-    return NULL;
-  }
-  return sqlite3_str_finish(p);
-}
-
-/* Definition i of group g and those after it of the same text (azKey,
-** qcmDefKey) as one branch: 0 when an earlier one took them; else 1 with
+/* Definition i of group g and, when it leads them (aPlan[i] 1,
+** qcxMergePlan), those after it of the same text (azKey) as one branch:
 ** *pzHeads "= h" or "IN (h, ..)" over their heads and *pzTo the head each
 ** calls, a number or "CASE m.sr WHEN h THEN t .. END" (sqlite3_free both;
 ** NULL on OOM, recorded). */
-static int qcmMergeHeads(QComp *pC, char *const *azKey, int i, int g, char **pzHeads,
-                         char **pzTo) {
+static void qcmMergeHeads(QComp *pC, char *const *azKey, const unsigned char *aPlan, int i, int g,
+                          char **pzHeads, char **pzTo) {
   const QRuleInfo *pRi = pC->pRi;
   sqlite3_str *pIn = sqlite3_str_new(NULL), *pCase = sqlite3_str_new(NULL);
   int j, n = 0, hTo0 = -1, bSame = 1;
-  for (j = 0; azKey[i] && j < i; j++) {
-    if (azKey[j] && strcmp(azKey[j], azKey[i]) == 0) break;
-  }
-  if (azKey[i] && j < i) {
-    sqlite3_free(sqlite3_str_finish(pIn));
-    sqlite3_free(sqlite3_str_finish(pCase));
-    return 0;
-  }
   for (j = i; j < pC->rules.nRule; j++) {
     int hOf = pRi->aiHeadOf[j], hTo = -1;
-    if (j != i && (azKey[i] == NULL || azKey[j] == NULL || strcmp(azKey[j], azKey[i]))) continue;
+    if (j != i && (aPlan[i] != 1 || azKey[j] == NULL || strcmp(azKey[j], azKey[i]))) continue;
     qcmGroupCall(pRi, pC->rules.aRule[j], g, &hTo);
     if (n == 0) hTo0 = hTo;
     bSame &= hTo == hTo0;
@@ -609,7 +563,6 @@ static int qcmMergeHeads(QComp *pC, char *const *azKey, int i, int g, char **pzH
   }
   sqlite3_free(sqlite3_str_finish(pIn));
   sqlite3_free(sqlite3_str_finish(pCase));
-  return 1;
 }
 
 /* The seeds' recursive step (into pSeed, nRec branches) and the answers
@@ -625,16 +578,9 @@ static void qcmDefinitions(QCtx *pX, const QClause *pCl, int h, const unsigned c
   int i, k, nRec = 0, nBase = 0, nArity = pCl->nArg, g = pRi->aHead[h].iGroup;
   int bGroup = qcmGroupHeads(pRi, g) > 1;
   char **azKey = NULL, *zHeads = NULL, *zTo = NULL;
-  if (bGroup) {
-    /* SAME BODIES above */
-    azKey = sqlite3_malloc64(sizeof(char*) * (pC->rules.nRule + 1));
-    if (azKey == NULL) { qcNoMem(pC); return; }
-    for (i = 0; i < pC->rules.nRule; i++) {
-      const QRule *pR = pC->rules.aRule[i];
-      azKey[i] = pRi->aHead[pRi->aiHeadOf[i]].iGroup != g ? NULL
-                 : qcmDefKey(pR, qcmGroupCall(pRi, pR, g, NULL));
-    }
-  }
+  unsigned char *aPlan = NULL;
+  /* SAME BODIES above */
+  if (bGroup && (aPlan = qcxMergePlan(pC, g, &azKey, 1)) == NULL) return;
   for (i = 0; i < pC->rules.nRule && qcPoll(pC) == SQLITE_OK; i++) {
     const QRule *pR = pC->rules.aRule[i];
     int iRec, hOf = pRi->aiHeadOf[i];
@@ -645,7 +591,8 @@ static void qcmDefinitions(QCtx *pX, const QClause *pCl, int h, const unsigned c
     sqlite3_free(zHeads);
     sqlite3_free(zTo);
     zHeads = zTo = NULL;
-    if (bGroup && !qcmMergeHeads(pC, azKey, i, g, &zHeads, &zTo)) continue;
+    if (bGroup && aPlan[i] == 2) continue;
+    if (bGroup) qcmMergeHeads(pC, azKey, aPlan, i, g, &zHeads, &zTo);
     if (pC->rc) break;
     pVal = sqlite3_str_new(NULL);
     pTag = sqlite3_str_new(NULL);
@@ -696,6 +643,7 @@ static void qcmDefinitions(QCtx *pX, const QClause *pCl, int h, const unsigned c
   sqlite3_free(zTo);
   for (i = 0; azKey && i < pC->rules.nRule; i++) sqlite3_free(azKey[i]);
   sqlite3_free(azKey);
+  sqlite3_free(aPlan);
   *pnBase = nBase;
   if (pC->rc) return;
   if (bGroup) {

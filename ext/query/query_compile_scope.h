@@ -235,6 +235,13 @@ struct QComp {
   const QRule *pWhole;     /* the definition qcrGroup compiles (computed
                            ** whole, without the caller's arguments), for
                            ** messages; NULL elsewhere */
+  const char *zGroupIn;    /* while definitions alike of the group being
+                           ** built compile as one (SAME BODIES): its call
+                           ** back reads "r IN (..)" (qcrJoinGroup), whose
+                           ** alias goes to zGroupAlias, and zGroupArms maps
+                           ** each row to its head (qcrDefinitionSelect) */
+  const char *zGroupArms;
+  char zGroupAlias[24];
   int nLocal;              /* > 0 while compiling into a subquery's own
                            ** WITH (qcmCall in a nested scope): no CTE
                            ** may go to the statement's list then */
