@@ -13,6 +13,7 @@
 ** subqueries on the datoms indexes.
 */
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 #include "query_compile_scope.h"
 #include "query_funcs.h"
@@ -90,6 +91,36 @@ static char *qcpCompareTuples(QCtx *pX, const EdnValue *pA, const EdnValue *pB, 
                            : sqlite3_mprintf("(%s %s mentat_json(%s, %d))", zA, zOp, zB, TAG_TUPLE);
   }
   return sqlite3_mprintf(bNe ? "1" : "0");
+}
+
+/* The first QCP_CONST_BARE parameters of a query stay bare in a
+** predicate; a constant compared past them is read through "(SELECT ?N)".
+** Why: SQLite codes each constant operand of a WHERE term once, before the
+** loop, after looking for an equal one among those it already coded, in a
+** list (sqlite3ExprCodeRunJustOnce), so a query of N distinct constant
+** predicates prepared in N^2, inside SQLite's prepare, which polls no
+** interrupt (breaker F1, issue 19: 8,000 of [(> ?v -1)] [(> ?v -2)] ...
+** 1.2 s, 16,000 9 s). An uncorrelated scalar subquery is no such constant:
+** SQLite runs it once (OP_Once) and prepares without that search, but a
+** row reads it through a subroutine: ~80 instructions more a predicate
+** (callgrind: 300 of them, 44 read so, over 500,000 rows, +10%). So the
+** first 1024 stay bare, as all of an ordinary query's do (their plans and
+** costs unchanged, their search ~15 M instructions at most), and past them
+** the prepare grows linearly (16,384 predicates: 0.17 s, 9.1 s before). z is the
+** operand's SQL, consumed; NULL on SQLITE_NOMEM (pC->rc). */
+#define QCP_CONST_BARE 1024
+static char *qcpConstOnce(QComp *pC, const EdnValue *p, char *z) {
+  char *zOnce;
+  int i;
+  if (z == NULL || ednIsVar(p) || z[0] != '?' || z[1] == 0) return z;
+  for (i = 1; z[i]; i++) {
+    if (!isdigit((unsigned char)z[i])) return z;
+  }
+  if (atoi(z + 1) <= QCP_CONST_BARE) return z;
+  zOnce = sqlite3_mprintf("(SELECT %s)", z);
+  sqlite3_free(z);
+  if (zOnce == NULL) qcNoMem(pC);
+  return zOnce;
 }
 
 /* The error an ordering (< <= > >=) or == of two known types is when
@@ -174,8 +205,8 @@ static char *qcpCompareTerms(QCtx *pX, const QClause *pCl, const char *zFn, cons
                              const EdnValue *pB, const char *zOp, int bNe, int bValue) {
   ValueType vtA, vtB;
   char *zTagA = NULL, *zTagB = NULL, *zOut = NULL, *zCmp = NULL;
-  char *zA = qcTermExpr(pX, pA, &vtA, &zTagA, "predicate");
-  char *zB = zA ? qcTermExpr(pX, pB, &vtB, &zTagB, "predicate") : NULL;
+  char *zA = qcpConstOnce(pX->pC, pA, qcTermExpr(pX, pA, &vtA, &zTagA, "predicate"));
+  char *zB = zA ? qcpConstOnce(pX->pC, pB, qcTermExpr(pX, pB, &vtB, &zTagB, "predicate")) : NULL;
   int bEq = strcmp(zOp, "=") == 0 || strcmp(zOp, "!=") == 0;
   if (zA == NULL || zB == NULL) goto cleanup;
   if (!bNe && !bValue && qcpIncomparable(pX, pCl, zFn, zOp, vtA, vtB)) goto cleanup;
