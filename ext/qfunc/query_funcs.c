@@ -25,7 +25,9 @@ static const struct {
   void (*xFinal)(sqlite3_context*);
 } aQfFunc[] = {
   /* the built-ins of :where clauses that the compiler does not write as SQL */
+  { "mentat_starts_with", 2, 1, qfStartsWith, 0, 0 },
   { "mentat_ends_with", 2, 1, qfEndsWith, 0, 0 },
+  { "mentat_char_count", 1, 1, qfCharCount, 0, 0 },
   /* arithmetic: longs checked (an overflow, a zero divisor an error at the
   ** clause), a double argument makes it double arithmetic */
   { "mentat_add", -1, 1, qfAdd, 0, 0 },

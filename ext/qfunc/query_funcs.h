@@ -100,6 +100,8 @@ void qfVarianceFinal(sqlite3_context *pCtx);
 void qfStddevFinal(sqlite3_context *pCtx);
 
 void qfEndsWith(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+void qfStartsWith(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+void qfCharCount(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfStr(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfUpperCase(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfLowerCase(sqlite3_context *pCtx, int argc, sqlite3_value **argv);

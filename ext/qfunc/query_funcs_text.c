@@ -1,6 +1,7 @@
 /*
-** query_funcs_text.c — strings at run time: mentat_ends_with
-** (clojure.string/ends-with?), mentat_str (a value as Clojure's str prints
+** query_funcs_text.c — strings at run time: mentat_starts_with and
+** mentat_ends_with (clojure.string/starts-with? and ends-with?),
+** mentat_char_count (count of a string), mentat_str (a value as Clojure's str prints
 ** it), mentat_upper_case and mentat_lower_case (Unicode's case mapping)
 ** and mentat_subs (subs, an error out of range). Takes SQL values and
 ** value tags; gives text. Calls SQLite and the C library's wide-character
@@ -23,6 +24,30 @@ void qfEndsWith(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   (void)argc;
   if (z == NULL || zS == NULL) { sqlite3_result_null(pCtx); return; }
   sqlite3_result_int(pCtx, nS <= n && memcmp(z + n - nS, zS, nS) == 0);
+}
+
+/* starts-with?: every byte of the prefix, as ends-with? (SQLite's length()
+** and substr() of TEXT stop at a NUL, so "a\0b" did not start with "a\0"). */
+void qfStartsWith(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  const unsigned char *z = sqlite3_value_text(argv[0]);
+  const unsigned char *zS = sqlite3_value_text(argv[1]);
+  int n = sqlite3_value_bytes(argv[0]), nS = sqlite3_value_bytes(argv[1]);
+  (void)argc;
+  if (z == NULL || zS == NULL) { sqlite3_result_null(pCtx); return; }
+  sqlite3_result_int(pCtx, nS <= n && memcmp(z, zS, nS) == 0);
+}
+
+/* count of a string: its characters (code points, as subs cuts them) over
+** all its bytes; SQLite's length() of TEXT stops at the first NUL, which is
+** one character like any other. UTF-8 continuation bytes are not counted. */
+void qfCharCount(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  const unsigned char *z = sqlite3_value_text(argv[0]);
+  int n = sqlite3_value_bytes(argv[0]), i;
+  sqlite3_int64 nChar = 0;
+  (void)argc;
+  if (z == NULL) { sqlite3_result_null(pCtx); return; }
+  for (i = 0; i < n; i++) nChar += (z[i] & 0xC0) != 0x80;
+  sqlite3_result_int64(pCtx, nChar);
 }
 
 /* Java's Double.toString of a double, as Clojure's str prints one: the

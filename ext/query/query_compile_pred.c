@@ -421,10 +421,8 @@ static char *qcpStringTest(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, 
 }
 
 /* The row's template over the one or two arguments (a Clojure predicate),
-** each a string when the row says so; bTwice: the second argument fills
-** the template twice (starts-with?). */
-static int qcpTemplate(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, int bTwice,
-                       QcfOut *pOut) {
+** each a string when the row says so. */
+static int qcpTemplate(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QComp *pC = pX->pC;
   ValueType vtA = VT_NONE, vtB = VT_NONE;
   char *zA, *zB = NULL, *zTagA = NULL, *zTagB = NULL, *zOkA = NULL, *zOkB = NULL;
@@ -436,8 +434,7 @@ static int qcpTemplate(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, int 
     if (zOkA && zB) zOkB = qcpStringTest(pX, pCl, pFn, 1, zB, vtB, zTagB);
   }
   if (pC->rc == SQLITE_OK) {
-    if (bTwice) zTest = sqlite3_mprintf(pFn->zSql, zA, zB, zB);
-    else if (pCl->nArg == 2) zTest = sqlite3_mprintf(pFn->zSql, zA, zB);
+    if (pCl->nArg == 2) zTest = sqlite3_mprintf(pFn->zSql, zA, zB);
     else zTest = sqlite3_mprintf(pFn->zSql, zA);
     if (zTest == NULL) qcNoMem(pC);
     else if (zOkA) {
@@ -459,11 +456,7 @@ static int qcpTemplate(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, int 
 }
 
 int qcpFormat(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
-  return qcpTemplate(pX, pCl, pFn, 0, pOut);
-}
-
-int qcpStartsWith(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
-  return qcpTemplate(pX, pCl, pFn, 1, pOut);
+  return qcpTemplate(pX, pCl, pFn, pOut);
 }
 
 /* zero?, pos?, neg? (bInt 0) and even?, odd? (bInt 1) over one argument:

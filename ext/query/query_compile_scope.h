@@ -745,7 +745,6 @@ int qcpNotEqual(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOu
 int qcpDiffer(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
 int qcpMissing(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
 int qcpFormat(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
-int qcpStartsWith(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
 int qcpNumber(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
 int qcpInteger(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
 int qcpBoolean(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);

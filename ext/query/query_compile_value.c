@@ -344,15 +344,16 @@ int qcvCount(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) 
                         "ELSE json_array_length(%s) END)", a.azA[0], a.azA[0], a.azA[0]);
   } else if (a.aVt[0] == VT_NONE && a.azTag[0]) {
     /* a collection whose kind only the row knows: a string, a tuple or JSON */
-    sqlite3_str_appendf(pStr, "(CASE (%s) WHEN %d THEN length(%s) WHEN %d THEN mentat_tuple_count(%s)"
+    sqlite3_str_appendf(pStr, "(CASE (%s) WHEN %d THEN mentat_char_count(%s) WHEN %d THEN mentat_tuple_count(%s)"
                         " WHEN %d THEN (CASE json_type(%s) WHEN 'object' THEN (SELECT count(*) FROM"
                         " json_each(%s)) ELSE json_array_length(%s) END) END)", a.azTag[0], TAG_STRING,
                         a.azA[0], TAG_TUPLE, a.azA[0], TAG_JSON, a.azA[0], a.azA[0], a.azA[0]);
   } else if (a.aVt[0] == VT_NONE) {
-    sqlite3_str_appendf(pStr, "(CASE WHEN typeof(%s) = 'text' THEN length(%s) END)", a.azA[0],
+    sqlite3_str_appendf(pStr, "(CASE WHEN typeof(%s) = 'text' THEN mentat_char_count(%s) END)", a.azA[0],
                         a.azA[0]);
   } else {
-    sqlite3_str_appendf(pStr, "length(%s)", a.azA[0]);
+    /* not length(): it stops at a NUL */
+    sqlite3_str_appendf(pStr, "mentat_char_count(%s)", a.azA[0]);
   }
   if (a.aVt[0] == VT_NONE) sqlite3_str_appendall(pStr, " END)");
   return qcvDone(pX, &a, pStr, pFn->vtOut, NULL, pOut);
