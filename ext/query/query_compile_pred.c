@@ -195,6 +195,45 @@ static char *qcpStrOrder(const EdnValue *pA, const char *zA, const char *zOp, co
   return sqlite3_str_finish(pStr);
 }
 
+/* 1 for a long (or an entity id), 2 for a double, 3 for a type only the
+** row knows, 0 for any other type. */
+static int qcpNumKind(ValueType vt) {
+  if (vt == VT_LONG || vt == VT_REF) return 1;
+  if (vt == VT_DOUBLE) return 2;
+  return vt == VT_NONE ? 3 : 0;
+}
+
+/* zCmp, the comparison zA zOp zB (== < > <= >=), where a long may meet a
+** double: Clojure's Numbers compare such a pair as doubles (the long
+** converted, so (== 9007199254740993 9007199254740992.0) holds), SQLite an
+** INTEGER and a REAL exactly. A pair of one kind keeps zCmp. The pair
+** that mixes (at compile time, or by typeof at run time) compares both
+** cast to REAL: under < and > the double order implies the exact one
+** (the conversion is monotone and leaves a double as it is), so zCmp stays
+** as a conjunct and keeps its index range; under <= >= == the double order
+** is looser and replaces it. zCmp is consumed; NULL on SQLITE_NOMEM. */
+static char *qcpNumMix(char *zCmp, const char *zA, const char *zB, const char *zOp, ValueType vtA,
+                       ValueType vtB) {
+  int kA = qcpNumKind(vtA), kB = qcpNumKind(vtB), bStrict = zOp[1] == 0 && zOp[0] != '=';
+  char *zMix, *zOut;
+  if (zCmp == NULL || kA == 0 || kB == 0 || (kA == kB && kA != 3)) return zCmp;
+  zMix = kA != 3 && kB != 3
+      ? sqlite3_mprintf("1")
+      : sqlite3_mprintf("(typeof(%s) != typeof(%s) AND typeof(%s) IN ('integer', 'real') AND "
+                        "typeof(%s) IN ('integer', 'real'))", zA, zB, zA, zB);
+  if (zMix == NULL) { sqlite3_free(zCmp); return NULL; }
+  if (bStrict) {
+    zOut = sqlite3_mprintf("(%s AND (NOT %s OR CAST(%s AS REAL) %s CAST(%s AS REAL)))", zCmp, zMix,
+                           zA, zOp, zB);
+  } else {
+    zOut = sqlite3_mprintf("(CASE WHEN %s THEN CAST(%s AS REAL) %s CAST(%s AS REAL) ELSE %s END)",
+                           zMix, zA, zOp, zB, zCmp);
+  }
+  sqlite3_free(zMix);
+  sqlite3_free(zCmp);
+  return zOut;
+}
+
 /* Compares two terms with SQL operator zOp within one type class. bNe: the
 ** operator is a "differ" (true across classes). bValue: = / != compare
 ** values as Clojure's = does, so a long never equals a double ((= 1 1.0)
@@ -235,17 +274,23 @@ static char *qcpCompareTerms(QCtx *pX, const QClause *pCl, const char *zFn, cons
   } else {
     zCmp = sqlite3_mprintf("(%s %s %s)", zA, zOp, zB);
   }
+  if (!bValue && !bNe) zCmp = qcpNumMix(zCmp, zA, zB, zOp, vtA, vtB);
   if (zCmp == NULL) { qcNoMem(pX->pC); goto cleanup; }
   if ((zOp[0] == '<' || zOp[0] == '>') && vtA != QVT_JSON && vtB != QVT_JSON
       && (vtA == VT_KEYWORD || vtB == VT_KEYWORD || (vtA == VT_NONE && vtB == VT_NONE))) {
     /* Keywords order as Clojure's compare has them (query_funcs.c): the
     ** other side is then a keyword too (the tag tests below), or, with
     ** both types unknown, the collation applies where both tags say so. */
-    char *zColl = vtA == VT_NONE && vtB == VT_NONE
-        ? sqlite3_mprintf("(CASE WHEN %s = %d THEN %s %s %s COLLATE mentat_kw"
-                          " ELSE %s %s %s COLLATE mentat_utf16 END)",
-                          zTagA, TAG_KEYWORD, zA, zOp, zB, zA, zOp, zB)
+    char *zElse = vtA == VT_NONE && vtB == VT_NONE && !bNe
+        ? qcpNumMix(sqlite3_mprintf("(%s %s %s COLLATE mentat_utf16)", zA, zOp, zB), zA, zB, zOp,
+                    vtA, vtB)
+        : sqlite3_mprintf("(%s %s %s COLLATE mentat_utf16)", zA, zOp, zB);
+    char *zColl = zElse == NULL ? NULL
+        : vtA == VT_NONE && vtB == VT_NONE
+        ? sqlite3_mprintf("(CASE WHEN %s = %d THEN %s %s %s COLLATE mentat_kw ELSE %s END)",
+                          zTagA, TAG_KEYWORD, zA, zOp, zB, zElse)
         : sqlite3_mprintf("(%s %s %s COLLATE mentat_kw)", zA, zOp, zB);
+    sqlite3_free(zElse);
     if (zColl == NULL) { qcNoMem(pX->pC); goto cleanup; }
     if (vtA == VT_NONE && vtB == VT_NONE) {
       zOut = sqlite3_mprintf("(%s = %s AND %s)", zTagA, zTagB, zColl);

@@ -234,6 +234,46 @@ static char *qcvCmpTag(const QcvArgs *pA, int i) {
   return sqlite3_mprintf("%d", pA->aVt[i] == QVT_JSON ? TAG_JSON : vtOutTag(pA->aVt[i]));
 }
 
+/* 1 for a long (or an entity id), 2 for a double, 3 for a type only the
+** row knows, 0 for any other type. */
+static int qcvNumKind(ValueType vt) {
+  if (vt == VT_LONG || vt == VT_REF) return 1;
+  if (vt == VT_DOUBLE) return 2;
+  return vt == VT_NONE ? 3 : 0;
+}
+
+/* compare's two arguments where a long may meet a double: Clojure's
+** Numbers.compare converts the long to a double (so 9007199254740993
+** compares 0 with 9007199254740992.0), SQLite compares them exactly; the
+** long side is cast to REAL, by its type or, for a type only the row knows,
+** when typeof says the pair mixes. Text and other values pass unchanged.
+** SQLITE_NOMEM or 0. */
+static int qcvNumMix(QcvArgs *pA) {
+  int k0 = qcvNumKind(pA->aVt[0]), k1 = qcvNumKind(pA->aVt[1]), i;
+  char *az[2] = { NULL, NULL };
+  if (k0 == 0 || k1 == 0 || (k0 == k1 && k0 != 3)) return 0;
+  for (i = 0; i < 2; i++) {
+    const char *zX = pA->azA[i], *zY = pA->azA[1 - i];
+    int kX = i ? k1 : k0;
+    if (kX == 2) az[i] = sqlite3_mprintf("%s", zX);
+    else if (kX == 1 && (i ? k0 : k1) == 2) az[i] = sqlite3_mprintf("CAST(%s AS REAL)", zX);
+    else {
+      az[i] = sqlite3_mprintf("(CASE WHEN typeof(%s) = 'integer' AND typeof(%s) = 'real' THEN "
+                              "CAST(%s AS REAL) ELSE %s END)", zX, zY, zX, zX);
+    }
+  }
+  if (az[0] == NULL || az[1] == NULL) {
+    sqlite3_free(az[0]);
+    sqlite3_free(az[1]);
+    return SQLITE_NOMEM;
+  }
+  for (i = 0; i < 2; i++) {
+    sqlite3_free(pA->azA[i]);
+    pA->azA[i] = az[i];
+  }
+  return 0;
+}
+
 /* compare: Clojure's, as its sign -1, 0 or 1, within one comparison class
 ** (numbers, or one type; keywords in its order, COLLATE mentat_kw, decided
 ** by the tags when both types are unknown), an error across classes (Clojure's compare throws a
@@ -261,6 +301,7 @@ int qcvCompare(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut
     sqlite3_free(a.azA[i]);
     a.azA[i] = zU;
   }
+  if (qcvNumMix(&a)) { qcvArgsClose(&a); return qcNoMem(pX->pC); }
   pStr = sqlite3_str_new(NULL);
   if (a.aVt[0] == VT_NONE || a.aVt[1] == VT_NONE) {
     /* a type known only at run time: checked there, row by row */
