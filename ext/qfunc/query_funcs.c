@@ -40,6 +40,8 @@ static const struct {
   { "mentat_inc", 2, 1, qfInc, 0, 0 },
   { "mentat_dec", 2, 1, qfDec, 0, 0 },
   { "mentat_abs", 2, 1, qfAbs, 0, 0 },
+  { "mentat_max", -1, 1, qfMax, 0, 0 },
+  { "mentat_min", -1, 1, qfMin, 0, 0 },
   /* strings and collections */
   { "mentat_str", 2, 1, qfStr, 0, 0 },
   { "mentat_subs", -1, 1, qfSubs, 0, 0 },

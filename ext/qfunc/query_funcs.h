@@ -84,6 +84,8 @@ void qfMod(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfInc(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfDec(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfAbs(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+void qfMax(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+void qfMin(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfTxPoint(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfComparable(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfOneClassStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv);

@@ -4,7 +4,8 @@
 ** overflow and division by zero are errors naming the clause; / gives a
 ** long when whole), the numeric aggregates (sum with its overflow an
 ** error, median, variance, stddev), mentat_num (aggregates take numbers
-** only) and mentat_tx_point (tx-ids and tx-data take tx ids). Takes SQL
+** only), mentat_max and mentat_min (Clojure's max and min of n) and
+** mentat_tx_point (tx-ids and tx-data take tx ids). Takes SQL
 ** values; gives SQL values or "<where>: ..." errors. Calls SQLite only.
 */
 #include <string.h>
@@ -544,3 +545,43 @@ static void qfVarianceOf(sqlite3_context *pCtx, int bStddev) {
 
 void qfVarianceFinal(sqlite3_context *pCtx) { qfVarianceOf(pCtx, 0); }
 void qfStddevFinal(sqlite3_context *pCtx) { qfVarianceOf(pCtx, 1); }
+
+/* 1 when Clojure's (> x y) (bMax) or (< x y) holds for two numbers: longs
+** exactly, else both as doubles (Numbers converts a long meeting a double). */
+static int qfNumBeats(sqlite3_value *pX, sqlite3_value *pY, int bMax) {
+  if (sqlite3_value_type(pX) == SQLITE_INTEGER && sqlite3_value_type(pY) == SQLITE_INTEGER) {
+    sqlite3_int64 x = sqlite3_value_int64(pX), y = sqlite3_value_int64(pY);
+    return bMax ? x > y : x < y;
+  } else {
+    double x = sqlite3_value_double(pX), y = sqlite3_value_double(pY);
+    /* two doubles are Math.max/min: 0.0 above -0.0 */
+    if (x == y && sqlite3_value_type(pX) == SQLITE_FLOAT && sqlite3_value_type(pY) == SQLITE_FLOAT) {
+      return bMax ? !signbit(x) && signbit(y) : signbit(x) && !signbit(y);
+    }
+    return bMax ? x > y : x < y;
+  }
+}
+
+/* max and min of n numbers as Clojure's: (max x y) is (if (> x y) x y),
+** the argument itself (so (max 1.0 1) is the long 1, and 9007199254740993
+** is no more than 9007199254740992.0), reduced from the left; SQLite's
+** max() compares INTEGER with REAL exactly and keeps the first of a tie.
+** NULL when an argument is NULL, as SQLite's. */
+static void qfMinMaxN(sqlite3_context *pCtx, int argc, sqlite3_value **argv, int bMax) {
+  int i, iBest = 0;
+  for (i = 0; i < argc; i++) {
+    if (sqlite3_value_type(argv[i]) == SQLITE_NULL) { sqlite3_result_null(pCtx); return; }
+  }
+  for (i = 1; i < argc; i++) {
+    if (!qfNumBeats(argv[iBest], argv[i], bMax)) iBest = i;
+  }
+  sqlite3_result_value(pCtx, argv[iBest]);
+}
+
+void qfMax(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  qfMinMaxN(pCtx, argc, argv, 1);
+}
+
+void qfMin(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  qfMinMaxN(pCtx, argc, argv, 0);
+}

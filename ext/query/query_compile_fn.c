@@ -75,8 +75,8 @@ static const QcfBuiltin aQcfBuiltin[] = {
   { "inc", QCF_VALUE, 1, 1, QCF_ARG_NUM, VT_NONE, qcvArith1, "((%s) + 1)", "mentat_inc" },
   { "dec", QCF_VALUE, 1, 1, QCF_ARG_NUM, VT_NONE, qcvArith1, "((%s) - 1)", "mentat_dec" },
   { "abs", QCF_VALUE, 1, 1, QCF_ARG_NUM, VT_NONE, qcvArith1, "abs(%s)", "mentat_abs" },
-  { "max", QCF_VALUE, 1, QCF_N, QCF_ARG_NUM, VT_NONE, qcvMinMax, "max", 0 },
-  { "min", QCF_VALUE, 1, QCF_N, QCF_ARG_NUM, VT_NONE, qcvMinMax, "min", 0 },
+  { "max", QCF_VALUE, 1, QCF_N, QCF_ARG_NUM, VT_NONE, qcvMinMax, "mentat_max", "mentat_max" },
+  { "min", QCF_VALUE, 1, QCF_N, QCF_ARG_NUM, VT_NONE, qcvMinMax, "mentat_min", "mentat_min" },
   /* values, strings, collections */
   { "compare", QCF_VALUE, 2, 2, QCF_ARG_ANY, VT_LONG, qcvCompare, 0, 0 },
   { "count", QCF_VALUE, 1, 1, QCF_ARG_ANY, VT_LONG, qcvCount, 0, 0 },
