@@ -168,7 +168,8 @@ static int qcbBindMixed(QCtx *pX, const QBinding *pB, sqlite3_str *pRows) {
       qcNoMem(pC);
     } else {
       /* typeof too: 3 and 3.0 are two values (Clojure's =) */
-      qcWhere(pX, sqlite3_mprintf("EXISTS (SELECT 1 FROM %s WHERE %s.c0 = %s AND typeof(%s.c0)"
+      /* +c0: SQLite would put a constant pV (?1) for c0 in typeof(c0) */
+      qcWhere(pX, sqlite3_mprintf("EXISTS (SELECT 1 FROM %s WHERE +%s.c0 = %s AND typeof(%s.c0)"
                                   " = typeof(%s) AND %s)", zName, zName, pV->zExpr, zName,
                                   pV->zExpr, zMatch));
     }
@@ -187,6 +188,21 @@ static int qcbBindMixed(QCtx *pX, const QBinding *pB, sqlite3_str *pRows) {
     pV->bHetero = 1;
   }
   return pC->rc;
+}
+
+/* Would collection values all of type vt0 (bMixed: numbers of both kinds)
+** binding the already bound pV be compared by another type than their
+** own? pV's lazy parameters and its IN list take one type, and SQL's IN
+** says 1 = 1.0, true = 1 and ":x" (a keyword) = ":x" (a string): such a
+** second binding is compared row by row with each value's tag instead
+** (qcbBindMixed), as Clojure's = has it. */
+static int qcbRetypes(const QVar *pV, ValueType vt0, int bMixed) {
+  if (pV == NULL) return 0;
+  if (pV->vt == QVT_JSON || vt0 == QVT_JSON) return 0;
+  if (bMixed || pV->bInMixed || pV->vt == VT_NONE) return 1;
+  if (vt0 == pV->vt) return 0;
+  /* an integer beside an entity id is the entity (SPEC.md §2.4) */
+  return !((vt0 == VT_LONG || vt0 == VT_REF) && (pV->vt == VT_LONG || pV->vt == VT_REF));
 }
 
 /* Collection binding [?x ...] of pVal: a pending IN list the variable's
@@ -229,6 +245,10 @@ static int qcbBindColl(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int i
     sqlite3_str_appendf(pRows, "%s(%s, %d)", i ? "," : "", z,
                         vt == QVT_JSON ? TAG_JSON : vtOutTag(vt));
     sqlite3_free(z);
+  }
+  if (!bHetero && pC->rc == SQLITE_OK && !bLookup && pVal->u.c.n > 0
+      && qcbRetypes(qcVarFind(pX, pB->aVar[0]->u.s.z), vt0, bMixed)) {
+    bHetero = 1;
   }
   if (bHetero && pC->rc == SQLITE_OK) {
     sqlite3_free(sqlite3_str_finish(pList));

@@ -11,9 +11,12 @@
 #include <string.h>
 #include "query_compile_scope.h"
 
-void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV) {
+void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV, int bShare) {
   QVar *pN;
+  const QCtx *pP = pSub->pParent;
   int bNew = qcVarFind(pSub, zName) == NULL;
+  /* only the scope that binds pV may type it: elsewhere a place compares */
+  if (pP == NULL || pP->nVar == 0 || pV < pP->aVar || pV >= pP->aVar + pP->nVar) bShare = 0;
   qcBindVar(pSub, zName, sqlite3_mprintf("%s", pV->zExpr), pV->vt,
             pV->zTag ? sqlite3_mprintf("%s", pV->zTag) : NULL, pV->bIntCol);
   if (bNew && pSub->pC->rc == SQLITE_OK && (pV->bIdent || pV->bHetero)) {
@@ -23,6 +26,10 @@ void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV) {
   }
   if (!bNew || pV->nParam == 0 || pSub->pC->rc) return;
   pN = qcVarFind(pSub, zName);
+  if (!bShare) {
+    if (pN && pV->vt == VT_KEYWORD) pN->bIdent = 1;
+    return;
+  }
   if (pN == NULL || pN->nParam) return;
   pN->aParam = sqlite3_malloc64(sizeof(int) * pV->nParam);
   if (pN->aParam == NULL) { qcNoMem(pSub->pC); return; }

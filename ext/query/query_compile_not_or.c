@@ -316,7 +316,7 @@ static int qcoOrTable(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int 
       if (bPhase) sub.bRecRef = 1;
       for (j = 0; j < nJoin; j++) {
         QVar *pV = qcVarFind(pX, aJoin[j]->u.s.z);
-        if (pV && pV->zExpr) qcCopyVar(&sub, aJoin[j]->u.s.z, pV);
+        if (pV && pV->zExpr) qcCopyVar(&sub, aJoin[j]->u.s.z, pV, 0);
       }
     }
     qcwClauses(&sub, aSub, nSub, iDepth + 1);

@@ -36,7 +36,7 @@ static void qciPrebind(QCtx *pSub, QCtx *pX, const QClause *pCl, const QRule *pR
     if (aeArg[j] == 1 && bNoVars) {
       continue;              /* joined on the answer columns instead */
     } else if (aeArg[j] == 1) {
-      qcCopyVar(pSub, pHead->u.s.z, qcVarFind(pX, pA->u.s.z));
+      qcCopyVar(pSub, pHead->u.s.z, qcVarFind(pX, pA->u.s.z), 1);
       qcxMarkArg(pSub, pHead->u.s.z);
     } else if (aeArg[j] == 2 && qcIsEntityLookup(pC, pA)) {
       /* A lookup ref names its entity, in the database the query reads. */

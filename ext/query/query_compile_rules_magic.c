@@ -238,7 +238,7 @@ static int qcmStepBinds(const QRule *pR, int iRec, const unsigned char *aePlace,
 ** may read), or a constant typed by the first place that uses it. */
 static void qcmBindArg(QCtx *pX, QCtx *pSub, const EdnValue *pA, const EdnValue *pHead) {
   if (ednIsVar(pA)) {
-    qcCopyVar(pSub, pHead->u.s.z, qcVarFind(pX, pA->u.s.z));
+    qcCopyVar(pSub, pHead->u.s.z, qcVarFind(pX, pA->u.s.z), 1);
   } else {
     QBinding b;
     b.kind = QB_SCALAR;

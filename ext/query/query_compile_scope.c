@@ -423,14 +423,42 @@ static void qcUnifyEq(QCtx *pX, const QVar *pV, const char *zExpr, int bIntCol) 
   }
 }
 
+static int qcOwnVar(const QCtx *pX, const QVar *pV);
+static void qcMaterializeVar(QCtx *pX, QVar *pV);
+
+/* May place zExpr of type vt in scope pX type the lazy parameters of pV
+** (an input or ground value: its type comes from its first place)? Only
+** a datom's column of pV's own scope, where a row that stays has the
+** column's value anyway, or an entity place (an integer or ident there is
+** the entity). A place in a not, an or branch or a rule body only compares
+** (a not removes rows, it never changes a kept row's value), and so does a
+** function result or a second ground or input: 1 is not 1.0, as Clojure's
+** = has it, and "a" no long. */
+static int qcMayType(QCtx *pX, const QVar *pV, const char *zExpr, ValueType vt) {
+  if (vt == VT_NONE || vt == QVT_JSON) return 0;
+  return vt == VT_REF || (qcOwnVar(pX, pV) && qcIsColumn(zExpr));
+}
+
 /* The type terms of bound pV meeting zExpr of type vt (tag zTag when
-** VT_NONE), typing pV's lazy parameters when it has them. */
-static void qcUnifyTypes(QCtx *pX, QVar *pV, const char *zExpr, ValueType vt, const char *zTag) {
+** VT_NONE), typing pV's lazy parameters when that place may. Returns 1
+** when the two must also have one storage class (1 is not 1.0), which
+** the caller states with the equality (qcUnifyKind). */
+static int qcUnifyTypes(QCtx *pX, QVar *pV, const char *zExpr, ValueType vt, const char *zTag) {
+  int bKind = 0;
   /* Types must agree too, and a long never equals a double (Datomic
   ** stores 1 and 1.0 as different values; SQLite's = would not tell). */
-  if (vt != VT_NONE && pV->nParam) {
+  if (vt != VT_NONE && pV->nParam && qcMayType(pX, pV, zExpr, vt)) {
     if (qcTypeParams(pX, pV, vt, !qcIsColumn(zExpr))) {
-      qcWhere(pX, sqlite3_mprintf("typeof(%s) = typeof(%s)", zExpr, pV->zExpr));
+      bKind = 1;
+    }
+  } else if (vt != VT_NONE && vt != QVT_JSON && pV->nParam && pV->vt != VT_NONE
+             && pV->vt != QVT_JSON) {
+    /* the lazy values keep their own types: compared by value and type */
+    if (!qcVtsMayEqual(vt, pV->vt)) {
+      qcWhere(pX, sqlite3_mprintf("0"));
+    } else if (qcTypeClass(vt) == 1
+               && (qcNumKindsDiffer(vt, pV->vt) || qcVarMixesKinds(pV) || !qcIsColumn(zExpr))) {
+      bKind = 1;
     }
   } else if (vt != VT_NONE && vt != QVT_JSON && pV->vt == VT_NONE && pV->zTag) {
     qcWhere(pX, qcTagIs(pV->zTag, vt));
@@ -450,7 +478,7 @@ static void qcUnifyTypes(QCtx *pX, QVar *pV, const char *zExpr, ValueType vt, co
     }
   } else if (vt == VT_NONE && zTag && pV->zTag) {
     qcWhere(pX, qcTagsMatch(zTag, pV->zTag));
-    qcWhere(pX, sqlite3_mprintf("typeof(%s) = typeof(%s)", zExpr, pV->zExpr));
+    bKind = 1;
   } else if (vt != VT_NONE && pV->vt != VT_NONE && !qcVtsMayEqual(vt, pV->vt)) {
     /* Both types are known and no value of one equals a value of the
     ** other under Clojure's = (true is not 1, ":x/y" is not :x/y, an
@@ -458,8 +486,25 @@ static void qcUnifyTypes(QCtx *pX, QVar *pV, const char *zExpr, ValueType vt, co
     ** stores the two alike. */
     qcWhere(pX, sqlite3_mprintf("0"));
   } else if (qcNumKindsDiffer(vt, pV->vt)) {
-    qcWhere(pX, sqlite3_mprintf("typeof(%s) = typeof(%s)", zExpr, pV->zExpr));
+    bKind = 1;
   }
+  return bKind;
+}
+
+/* Is z an SQL constant to SQLite (a parameter, a literal)? */
+static int qcIsConstSql(const char *z) {
+  return z[0] == '?' || z[0] == '\'' || (z[0] >= '0' && z[0] <= '9') || z[0] == '-';
+}
+
+/* The equality of bound pV with zExpr where their storage classes must
+** agree too. SQLite propagates a constant through "col = ?3" into the
+** other terms on col (typeof(col) would become typeof(?3), always equal),
+** so the column side of such a pair is written +col. */
+static void qcUnifyKind(QCtx *pX, const QVar *pV, const char *zExpr) {
+  int bC1 = qcIsConstSql(zExpr), bC2 = qcIsConstSql(pV->zExpr);
+  qcWhere(pX, sqlite3_mprintf("%s%s = %s%s", bC2 && !bC1 ? "+" : "", zExpr,
+                              bC1 && !bC2 ? "+" : "", pV->zExpr));
+  qcWhere(pX, sqlite3_mprintf("typeof(%s) = typeof(%s)", zExpr, pV->zExpr));
 }
 
 void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTag,
@@ -485,6 +530,16 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
     pV->bIntCol = (unsigned char)bIntCol;
     return;
   }
+  if (pV->zInList && (!qcOwnVar(pX, pV) || (vt != VT_NONE && vt != VT_REF && !qcIsColumn(zExpr)
+                                             && (vt != pV->vt || pV->bInMixed)))) {
+    /* A pending collection meeting a place that may not type it (in a not
+    ** or a branch, or a value of another type): its own rows in its own
+    ** scope, which the place then compares with, as any bound value. */
+    QCtx *pO = pX;
+    while (pO && !qcOwnVar(pO, pV)) pO = pO->pParent;
+    if (pO) qcMaterializeVar(pO, pV);
+    if (pV->zExpr == NULL) { sqlite3_free(zExpr); sqlite3_free(zTag); return; }
+  }
   if (pV->zInList && vt == VT_REF && pV->vt == VT_KEYWORD && pV->nParam && !pV->bInLookup) {
     qcBindInKeywords(pX, pV, zExpr);
   } else if (pV->zInList) {
@@ -499,8 +554,8 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
     qcWhere(pX, sqlite3_mprintf("mentat_json(%s, %d) = %s", vt == VT_TUPLE ? zExpr : pV->zExpr,
                                 TAG_TUPLE, vt == VT_TUPLE ? pV->zExpr : zExpr));
   } else {
-    qcUnifyEq(pX, pV, zExpr, bIntCol);
-    qcUnifyTypes(pX, pV, zExpr, vt, zTag);
+    if (qcUnifyTypes(pX, pV, zExpr, vt, zTag)) qcUnifyKind(pX, pV, zExpr);
+    else qcUnifyEq(pX, pV, zExpr, bIntCol);
   }
   sqlite3_free(zExpr);
   sqlite3_free(zTag);
@@ -713,47 +768,51 @@ int qcNotEntity(QComp *pC, const EdnValue *p, const char *zFn) {
   return pC->rc;
 }
 
+/* Collection input pV of scope pX, still waiting for its place: a VALUES
+** CTE in pX's FROM, the variable its column. */
+static void qcMaterializeVar(QCtx *pX, QVar *pV) {
+  QComp *pC = pX->pC;
+  char zName[24];
+  sqlite3_snprintf(sizeof zName, zName, "in%d", ++pC->nAlias);
+  if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");
+  if (pV->nInElem == 0) {
+    sqlite3_str_appendf(pC->pCte, "%s(c0) AS (SELECT NULL WHERE 0)", zName);
+  } else {
+    /* "?1,?2" → "(?1),(?2)": elements never contain a top-level comma
+    ** except inside lookup-ref subqueries, which are parenthesised. */
+    const char *z = pV->zInList;
+    int depth = 0;
+    sqlite3_str_appendf(pC->pCte, "%s(c0) AS (VALUES (", zName);
+    for (; *z; z++) {
+      if (*z == '(') depth++;
+      if (*z == ')') depth--;
+      if (*z == ',' && depth == 0) sqlite3_str_appendall(pC->pCte, "),(");
+      else sqlite3_str_appendchar(pC->pCte, 1, *z);
+    }
+    sqlite3_str_appendall(pC->pCte, "))");
+  }
+  qcFrom(pX, sqlite3_mprintf("%s", zName));
+  pV->zExpr = sqlite3_mprintf("%s.c0", zName);
+  if (pV->zExpr == NULL) qcNoMem(pC);
+  if (pV->bInLookup) qcWhere(pX, sqlite3_mprintf("%s.c0 IS NOT NULL", zName));
+  if (pV->zInMore && pV->zExpr) {
+    /* more collections bound it: each filters the first's values */
+    char *zTerms = qcInTerms(pV, pV->zExpr), *zAnd;
+    zAnd = zTerms ? strstr(zTerms, " AND ") : NULL;
+    qcWhere(pX, zAnd ? sqlite3_mprintf("%s", zAnd + 5) : NULL);
+    sqlite3_free(zTerms);
+  }
+  sqlite3_free(pV->zInList);
+  sqlite3_free(pV->zInMore);
+  pV->zInList = NULL;
+  pV->zInMore = NULL;
+}
+
 /* A collection input no pattern used: a VALUES CTE in FROM. */
 void qcMaterialize(QCtx *pX) {
-  QComp *pC = pX->pC;
   int i;
-  for (i = 0; i < pX->nVar && qcPoll(pC) == SQLITE_OK; i++) {
-    QVar *pV = &pX->aVar[i];
-    char zName[24];
-    if (pV->zInList == NULL) continue;
-    sqlite3_snprintf(sizeof zName, zName, "in%d", ++pC->nAlias);
-    if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");
-    if (pV->nInElem == 0) {
-      sqlite3_str_appendf(pC->pCte, "%s(c0) AS (SELECT NULL WHERE 0)", zName);
-    } else {
-      /* "?1,?2" → "(?1),(?2)": elements never contain a top-level comma
-      ** except inside lookup-ref subqueries, which are parenthesised. */
-      const char *z = pV->zInList;
-      int depth = 0;
-      sqlite3_str_appendf(pC->pCte, "%s(c0) AS (VALUES (", zName);
-      for (; *z; z++) {
-        if (*z == '(') depth++;
-        if (*z == ')') depth--;
-        if (*z == ',' && depth == 0) sqlite3_str_appendall(pC->pCte, "),(");
-        else sqlite3_str_appendchar(pC->pCte, 1, *z);
-      }
-      sqlite3_str_appendall(pC->pCte, "))");
-    }
-    qcFrom(pX, sqlite3_mprintf("%s", zName));
-    pV->zExpr = sqlite3_mprintf("%s.c0", zName);
-    if (pV->zExpr == NULL) qcNoMem(pC);
-    if (pV->bInLookup) qcWhere(pX, sqlite3_mprintf("%s.c0 IS NOT NULL", zName));
-    if (pV->zInMore && pV->zExpr) {
-      /* more collections bound it: each filters the first's values */
-      char *zTerms = qcInTerms(pV, pV->zExpr), *zAnd;
-      zAnd = zTerms ? strstr(zTerms, " AND ") : NULL;
-      qcWhere(pX, zAnd ? sqlite3_mprintf("%s", zAnd + 5) : NULL);
-      sqlite3_free(zTerms);
-    }
-    sqlite3_free(pV->zInList);
-    sqlite3_free(pV->zInMore);
-    pV->zInList = NULL;
-    pV->zInMore = NULL;
+  for (i = 0; i < pX->nVar && qcPoll(pX->pC) == SQLITE_OK; i++) {
+    if (pX->aVar[i].zInList) qcMaterializeVar(pX, &pX->aVar[i]);
   }
 }
 

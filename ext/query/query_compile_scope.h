@@ -474,10 +474,12 @@ const Schema *qcsSchemaOf(const QComp *pC, const QClause *pCl);
 
 /* ---- query_compile_copy.c: a scope copied into a subquery, its rows named once */
 /* Binds zName in pSub as variable pV of an enclosing scope: the same SQL,
-** type and tag, sharing pV's still untyped input parameters, so a typed
-** place in pSub types them (an input keyword in an entity place is an
-** ident). */
-void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV);
+** type and tag. With bShare it shares pV's still untyped input parameters
+** when pSub's parent owns pV (a rule body whose rows are the caller's), so
+** a typed place in pSub types them; otherwise (an or branch, a body inside
+** a not) the values keep their own types and pSub only compares with them
+** (a keyword still names its ident in an entity place). */
+void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV, int bShare);
 /* Starts pSub, a subquery that pX's FROM will hold, as a copy of pX so far
 ** (its FROM and WHERE text: aliases are local to the subquery), so that
 ** expressions of pX's variables are valid inside it. Returns 0, copying
