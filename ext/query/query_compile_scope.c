@@ -465,6 +465,10 @@ static int qcUnifyTypes(QCtx *pX, QVar *pV, const char *zExpr, ValueType vt, con
     if (qcTypeClass(vt) == 1) {
       qcWhere(pX, sqlite3_mprintf("typeof(%s) = '%s'", pV->zExpr, qcNumClass(vt)));
     }
+  } else if (vt == VT_NONE && zTag && pV->bInMixed && qcTypeClass(pV->vt) == 1) {
+    /* numbers of both kinds (1 and 2.5): a number, each of its own kind */
+    qcWhere(pX, qcTagIs(zTag, VT_LONG));
+    bKind = 1;
   } else if (vt == VT_NONE && zTag && pV->nParam && pV->vt == VT_LONG) {
     /* An integer input meeting a column of unknown type (a rule's output)
     ** before any typed place: an entid or a long, as SPEC.md §2.4 reads an
@@ -531,7 +535,8 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
     return;
   }
   if (pV->zInList && (!qcOwnVar(pX, pV) || (vt != VT_NONE && vt != VT_REF && !qcIsColumn(zExpr)
-                                             && (vt != pV->vt || pV->bInMixed)))) {
+                                             && (vt != pV->vt || pV->bInMixed))
+                      || (vt == VT_NONE && pV->bInMixed))) {
     /* A pending collection meeting a place that may not type it (in a not
     ** or a branch, or a value of another type): its own rows in its own
     ** scope, which the place then compares with, as any bound value. */
