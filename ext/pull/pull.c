@@ -304,16 +304,12 @@ static int pullBudgetSpent(const PullRun *p, const PullItem *pItem) {
   return n >= pItem->nRecurse;
 }
 
-/* Drops from pIds the entities a spent recursion spec leaves out: all but
-** those already on the path, which still show {":db/id": n} (DataScript
-** and Datomic test "seen" before the depth). */
+/* Drops from pIds the entities a spent recursion spec leaves out: all of
+** them, those already on the path too (issue 14: past an explicit depth
+** the entities are left out, not shown as {":db/id": n}; the depth limit
+** wins over the cycle check, which only ends unbounded recursion). */
 static void pullPrune(const PullRun *p, const PullItem *pItem, PullIds *pIds) {
-  int i, n = 0;
-  if (!pullBudgetSpent(p, pItem)) return;
-  for (i = 0; i < pIds->n; i++) {
-    if (pullOnPath(p, pIds->a[i])) pIds->a[n++] = pIds->a[i];
-  }
-  pIds->n = n;
+  if (pullBudgetSpent(p, pItem)) pIds->n = 0;
 }
 
 /* Writes entity x reached through pItem (whose pSub is set): a nested map,
