@@ -17,24 +17,25 @@
 #include <wctype.h>
 #include "query_funcs.h"
 
-void qfEndsWith(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+/* starts-with? (bEnd 0) and ends-with? (bEnd 1) over every byte of both
+** texts: SQLite's length() and substr() of TEXT stop at a NUL, so "a\0b"
+** did not start with "a\0". */
+static void qfAffix(sqlite3_context *pCtx, sqlite3_value **argv, int bEnd) {
   const unsigned char *z = sqlite3_value_text(argv[0]);
   const unsigned char *zS = sqlite3_value_text(argv[1]);
   int n = sqlite3_value_bytes(argv[0]), nS = sqlite3_value_bytes(argv[1]);
-  (void)argc;
   if (z == NULL || zS == NULL) { sqlite3_result_null(pCtx); return; }
-  sqlite3_result_int(pCtx, nS <= n && memcmp(z + n - nS, zS, nS) == 0);
+  sqlite3_result_int(pCtx, nS <= n && memcmp(bEnd ? z + n - nS : z, zS, nS) == 0);
 }
 
-/* starts-with?: every byte of the prefix, as ends-with? (SQLite's length()
-** and substr() of TEXT stop at a NUL, so "a\0b" did not start with "a\0"). */
-void qfStartsWith(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
-  const unsigned char *z = sqlite3_value_text(argv[0]);
-  const unsigned char *zS = sqlite3_value_text(argv[1]);
-  int n = sqlite3_value_bytes(argv[0]), nS = sqlite3_value_bytes(argv[1]);
+void qfEndsWith(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   (void)argc;
-  if (z == NULL || zS == NULL) { sqlite3_result_null(pCtx); return; }
-  sqlite3_result_int(pCtx, nS <= n && memcmp(z, zS, nS) == 0);
+  qfAffix(pCtx, argv, 1);
+}
+
+void qfStartsWith(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  (void)argc;
+  qfAffix(pCtx, argv, 0);
 }
 
 /* count of a string: its characters (code points, as subs cuts them) over
