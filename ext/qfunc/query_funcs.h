@@ -134,6 +134,9 @@ int qfCollateKw(void *pArg, int nx, const void *x, int ny, const void *y);
 ** under it: mentat_utf16_lo(x), mentat_utf16_hi(x), and whether x needs
 ** the collation at all, mentat_utf16_plain(x). */
 int qfStr16Cmp(const void *x, int nx, const void *y, int ny);
+/* The bytes of z (n bytes) before its first character at U+E000 or above,
+** n when none: where UTF-16's order of z may differ from its bytes'. */
+int qfUtf16Plain(const unsigned char *z, int n);
 int qfCollateUtf16(void *pArg, int nx, const void *x, int ny, const void *y);
 void qfUtf16IsPlain(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfUtf16Lo(sqlite3_context *pCtx, int argc, sqlite3_value **argv);

@@ -223,7 +223,7 @@ int qfCollateUtf16(void *pArg, int nx, const void *x, int ny, const void *y) {
 ** at U+E000 or above (a lead byte EE..F4 or any byte past them), n when
 ** it has none: the strings that share those bytes with z are the only
 ** ones whose order against z may differ between UTF-16 and code points. */
-static int qfUtf16Plain(const unsigned char *z, int n) {
+int qfUtf16Plain(const unsigned char *z, int n) {
   int i = 0;
   while (i < n && z[i] < 0xEE) i++;
   return i;

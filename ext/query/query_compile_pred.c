@@ -35,12 +35,8 @@ static const char *qcpClassTags(int iClass) {
 ** byte EE..F4), whose order against others is not their bytes' under
 ** UTF-16. */
 static int qcpStrPastE000(const EdnValue *v) {
-  int i;
-  if (v->type != EDN_STRING) return 0;
-  for (i = 0; i < v->u.s.n; i++) {
-    if ((unsigned char)v->u.s.z[i] >= 0xEE) return 1;
-  }
-  return 0;
+  return v->type == EDN_STRING
+      && qfUtf16Plain((const unsigned char *)v->u.s.z, v->u.s.n) != v->u.s.n;
 }
 
 /* A comparison where a side is a tuple (stored, or one the query made:
@@ -467,7 +463,7 @@ static char *qcpStringTest(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, 
 
 /* The row's template over the one or two arguments (a Clojure predicate),
 ** each a string when the row says so. */
-static int qcpTemplate(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
+int qcpFormat(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QComp *pC = pX->pC;
   ValueType vtA = VT_NONE, vtB = VT_NONE;
   char *zA, *zB = NULL, *zTagA = NULL, *zTagB = NULL, *zOkA = NULL, *zOkB = NULL;
@@ -498,10 +494,6 @@ static int qcpTemplate(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfO
   sqlite3_free(zA);
   sqlite3_free(zB);
   return pC->rc;
-}
-
-int qcpFormat(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
-  return qcpTemplate(pX, pCl, pFn, pOut);
 }
 
 /* zero?, pos?, neg? (bInt 0) and even?, odd? (bInt 1) over one argument:
