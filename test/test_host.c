@@ -971,7 +971,9 @@ static int countProgress(void *p) {
 ** statements around writes, whose interrupt check is the commit hook's,
 ** and short queries. Expected: exactly the statements the test stepped.
 ** A long query still reaches the host's own progress handler (README
-** "Interrupts": the probe stepped every 10,000 store instructions). */
+** "Interrupts": the probe is stepped about once a millisecond of the store
+** statement's work, so 65,536 rows, tens of milliseconds, step it dozens of
+** times). */
 START_TEST(interrupt_probe_not_traced) {
   sqlite3 *db = openFile("trace.db");
   const char *zStore = tuTempPath("trace-file.db");
@@ -983,25 +985,25 @@ START_TEST(interrupt_probe_not_traced) {
   ck_assert_str_eq(z, "1");
   free(z);
   sqlite3_trace_v2(db, SQLITE_TRACE_STMT, traceStmt, &log);
-  z = tuQuery(db, "SELECT edn_t(?1, ?2) IS NOT NULL", zStore, "[{:p/n 1} {:p/n 2} {:p/n 3}]");
+  z = tuQuery(db, "SELECT edn_t(?1, ?2) IS NOT NULL", zStore, "[{:p/n 1} {:p/n 2} {:p/n 3} {:p/n 4}]");
   ck_assert_str_eq(z, "1");
   free(z);
   z = tuQuery(db, "SELECT edn_q(?1, ?2)", zStore, "[:find (sum ?a) . :where [_ :p/n ?a]]");
-  ck_assert_str_eq(z, "{\"result\":6}");
+  ck_assert_str_eq(z, "{\"result\":10}");
   free(z);
   z = tuQuery(db, "SELECT count(*) FROM edn_q(?1, ?2)", zStore, "[:find ?a ?b :where [_ :p/n ?a] [_ :p/n ?b]]");
-  ck_assert_str_eq(z, "9");
+  ck_assert_str_eq(z, "16");
   free(z);
   sqlite3_trace_v2(db, 0, NULL, NULL);
   ck_assert_str_eq(log.az, "SELECT edn_t(?1, ?2) IS NOT NULL;SELECT edn_q(?1, ?2);"
                            "SELECT count(*) FROM edn_q(?1, ?2);");
-  /* 3^8 = 6,561 rows of a cross join, far past 10,000 store instructions. */
+  /* 4^8 = 65,536 rows of a cross join. */
   sqlite3_progress_handler(db, 1, countProgress, &nTick);
   z = tuQuery(db, "SELECT edn_q(?1, ?2)", zStore,
               "[:find (count ?a) . :with ?b ?c ?d ?e ?f ?g ?h :where [_ :p/n ?a] [_ :p/n ?b]"
               " [_ :p/n ?c] [_ :p/n ?d] [_ :p/n ?e] [_ :p/n ?f] [_ :p/n ?g] [_ :p/n ?h]]");
   sqlite3_progress_handler(db, 0, NULL, NULL);
-  ck_assert_str_eq(z, "{\"result\":6561}");
+  ck_assert_str_eq(z, "{\"result\":65536}");
   free(z);
   ck_assert_int_gt(nTick, 20);
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);

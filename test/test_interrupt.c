@@ -13,6 +13,9 @@
 ** (SQLite clears the flag only when no statement of the connection runs).
 */
 #include <string.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
 #include "tuhost.h"
 
 /* intr(x): sqlite3_interrupt on the calling connection, then x. */
@@ -135,12 +138,85 @@ START_TEST(interrupt_names_function) {
 }
 END_TEST
 
+/* Heavy rows (issue 19, F4): rows that each carry an 8 MiB value cost
+** milliseconds per VM instruction (the value copied by OP_Column,
+** MakeRecord and the DISTINCT's temp b-tree), so a fixed probe every
+** 10,000 instructions came after the whole query. A host interrupt
+** arriving a tenth of the way through must stop the call long before its
+** end. The bound is relative to the same query run to its end on the same
+** machine (no absolute time), and half of it leaves room for a loaded one. */
+typedef struct IntrLater { sqlite3 *db; useconds_t us; } IntrLater;
+
+static void *intrLater(void *pArg) {
+  const IntrLater *p = (const IntrLater *)pArg;
+  usleep(p->us);
+  sqlite3_interrupt(p->db);
+  return NULL;
+}
+
+static long long intrNowUs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+START_TEST(interrupt_heavy_rows) {
+  static const char *azSql[] = {
+    "SELECT edn_q(?1, '[:find (count ?v) . :where [?x :h/t ?v] [?e :h/n _]]')",
+    "SELECT count(*) FROM edn_q(?1, '[:find ?v :where [?x :h/t ?v] [?e :h/n _]]')",
+  };
+  static const char *azWant[] = {"{\"result\":1}", "1"};
+  static const char *azErr[] = {"edn_q: interrupted", "edn_q: interrupted"};
+  sqlite3 *db = intrHost("intrheavy.db");
+  const char *zStore = tuTempPath("intrheavy-file.db");
+  sqlite3_str *pTx = sqlite3_str_new(NULL);
+  char *zTx, *z;
+  z = tuQuery(db, "SELECT edn_t(?1, ?2) IS NOT NULL", zStore,
+              "[{:db/ident :h/t :db/valueType :db.type/string} {:db/ident :h/n :db/valueType :db.type/long}]");
+  ck_assert_str_eq(z, "1");
+  free(z);
+  sqlite3_str_appendall(pTx, "[{:h/t \"");
+  for (int i = 0; i < 8 * 1024; i++) sqlite3_str_appendf(pTx, "%01024d", i);
+  sqlite3_str_appendall(pTx, "\"}");
+  for (int i = 0; i < 300; i++) sqlite3_str_appendf(pTx, " {:h/n %d}", i);
+  sqlite3_str_appendall(pTx, "]");
+  zTx = sqlite3_str_finish(pTx);
+  z = tuQuery(db, "SELECT edn_t(?1, ?2) IS NOT NULL", zStore, zTx);
+  ck_assert_str_eq(z, "1");
+  free(z);
+  sqlite3_free(zTx);
+  for (int i = 0; i < 2; i++) {
+    long long t0 = intrNowUs(), tFull, tCut;
+    char *zOut = NULL;
+    int rc = intrRun(db, azSql[i], zStore, &zOut);
+    pthread_t th;
+    IntrLater later = {db, 0};
+    tFull = intrNowUs() - t0;
+    ck_assert_msg(rc == SQLITE_ROW && strcmp(zOut, azWant[i]) == 0, "%s: %d %s", azSql[i], rc, zOut);
+    free(zOut);
+    later.us = (useconds_t)(tFull / 10);
+    t0 = intrNowUs();
+    ck_assert_int_eq(pthread_create(&th, NULL, intrLater, &later), 0);
+    rc = intrRun(db, azSql[i], zStore, &zOut);
+    tCut = intrNowUs() - t0;
+    pthread_join(th, NULL);
+    ck_assert_msg((rc & 0xff) == SQLITE_INTERRUPT && strcmp(zOut, azErr[i]) == 0,
+                  "%s: rc %d \"%s\", want \"%s\"", azSql[i], rc, zOut, azErr[i]);
+    ck_assert_msg(tCut < tFull / 2, "%s: interrupted at %lld us of %lld, stopped after %lld us",
+                  azSql[i], tFull / 10, tFull, tCut);
+    free(zOut);
+  }
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
 static Suite *interruptSuite(void) {
   tuNoFsync();
   Suite *s = suite_create("interrupt");
   TCase *tc = tcase_create("interrupt");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, interrupt_names_function);
+  tcase_add_test(tc, interrupt_heavy_rows);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -13,6 +13,22 @@
 ** overhead negligible while an interrupt is still seen almost at once. */
 #define INTR_WATCH_OPS 10000
 
+/* A reader watch's period adapts to what its instructions cost: one can
+** take milliseconds (a row carrying a multi-megabyte value is copied by
+** OP_Column, OP_MakeRecord and a DISTINCT's temp b-tree), so a fixed
+** 10,000 could come after the whole statement (issue 19 F4: 300 rows of
+** 8 MiB, 2 s, no probe). It starts at INTR_ADAPT_MIN_OPS and doubles while
+** looks come less than INTR_ADAPT_FAST_US apart, up to INTR_WATCH_OPS (a
+** few looks per statement: the ramp is a few clock reads); a look later
+** than INTR_ADAPT_SLOW_US scales the period down towards that spacing.
+** SQLite applies a new period after the one already counted, so the
+** latency is at most about two periods of the slowest rows. */
+#define INTR_ADAPT_MIN_OPS 8
+#define INTR_ADAPT_START_OPS 64
+#define INTR_ADAPT_FAST_US 500
+#define INTR_ADAPT_SLOW_US 2000
+#define INTR_PROBE_US 1000
+
 /* The innermost thread watch of this thread (edn_t during txTransact). */
 static _Thread_local IntrWatch *intrThreadWatch = NULL;
 
@@ -71,10 +87,33 @@ static int intrPastDeadline(const IntrWatch *pWatch) {
   return pWatch->tDeadline > 0 && configNowMs() > pWatch->tDeadline;
 }
 
+static int intrProgress(void *pArg);
+
+/* A reader watch's next period (see INTR_ADAPT_MIN_OPS), from the time
+** since its last look; whether it is time to probe the host: at most once
+** per INTR_PROBE_US, so the early looks of a short statement cost a clock
+** read each, not a step on the host. */
+static int intrAdapt(IntrWatch *pWatch) {
+  sqlite3_int64 tNow = configNowUs(), dt = tNow - pWatch->tLookUs;
+  sqlite3_int64 n = pWatch->nOps;
+  pWatch->tLookUs = tNow;
+  if (dt < INTR_ADAPT_FAST_US) n = n * 2 > INTR_WATCH_OPS ? INTR_WATCH_OPS : n * 2;
+  else if (dt > INTR_ADAPT_SLOW_US) n = n * INTR_ADAPT_SLOW_US / dt;
+  if (n < INTR_ADAPT_MIN_OPS) n = INTR_ADAPT_MIN_OPS;
+  if (n != pWatch->nOps) {
+    pWatch->nOps = (int)n;
+    sqlite3_progress_handler(pWatch->pStoreDb, pWatch->nOps, intrProgress, pWatch);
+  }
+  if (tNow - pWatch->tProbeUs < INTR_PROBE_US) return 0;
+  pWatch->tProbeUs = tNow;
+  return 1;
+}
+
 /* The progress handler. */
 static int intrProgress(void *pArg) {
   IntrWatch *pWatch = intrWatchOf(pArg);
   if (pWatch == NULL) return 0;
+  if (pArg != NULL && pWatch->pStoreDb != NULL && !intrAdapt(pWatch)) return intrPastDeadline(pWatch);
   return intrPastDeadline(pWatch) || intrStepped(pWatch);
 }
 
@@ -122,8 +161,13 @@ void intrInstall(sqlite3 *pStoreDb) {
 
 void intrWatchPause(IntrWatch *pWatch, int bPause) {
   if (pWatch->pStoreDb == NULL || !INTR_HAS_PROGRESS) return;
-  if (bPause) sqlite3_progress_handler(pWatch->pStoreDb, 0, NULL, NULL);
-  else sqlite3_progress_handler(pWatch->pStoreDb, INTR_WATCH_OPS, intrProgress, pWatch);
+  if (bPause) {
+    sqlite3_progress_handler(pWatch->pStoreDb, 0, NULL, NULL);
+    return;
+  }
+  pWatch->nOps = INTR_ADAPT_START_OPS;
+  pWatch->tLookUs = pWatch->tProbeUs = configNowUs();
+  sqlite3_progress_handler(pWatch->pStoreDb, pWatch->nOps, intrProgress, pWatch);
 }
 
 int intrWatchInterrupted(IntrWatch *pWatch) {

@@ -42,6 +42,9 @@ struct IntrWatch {
   sqlite3_int64 tDeadline;  /* configNowMs() past which its statements stop as interrupted
                             ** (a with-span's bound), or 0 */
   int bRowFlag;             /* the host has sqlite3_is_interrupted (intrWatchRowInterrupted) */
+  int nOps;                 /* reader watch: its progress handler's period (instructions) */
+  sqlite3_int64 tLookUs;    /* reader watch: configNowUs() at its last look */
+  sqlite3_int64 tProbeUs;   /* reader watch: configNowUs() at its last probe of the host */
 };
 
 /* Starts watching host for pStoreDb (a reader) or, pStoreDb NULL, for the
