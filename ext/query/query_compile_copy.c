@@ -19,10 +19,13 @@ void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV, int bShare) {
   if (pP == NULL || pP->nVar == 0 || pV < pP->aVar || pV >= pP->aVar + pP->nVar) bShare = 0;
   qcBindVar(pSub, zName, sqlite3_mprintf("%s", pV->zExpr), pV->vt,
             pV->zTag ? sqlite3_mprintf("%s", pV->zTag) : NULL, pV->bIntCol);
-  if (bNew && pSub->pC->rc == SQLITE_OK && (pV->bIdent || pV->bHetero)) {
+  if (bNew && pSub->pC->rc == SQLITE_OK && (pV->bIdent || pV->bHetero || pV->bGiven
+                                            || pV->nParam)) {
     pN = qcVarFind(pSub, zName);
     if (pN && pV->bIdent) pN->bIdent = 1;
     if (pN && pV->bHetero) pN->bHetero = 1;
+    /* the copy is the query's value still, whose numbers convert */
+    if (pN && (pV->bGiven || pV->nParam)) pN->bGiven = 1;
   }
   if (!bNew || pV->nParam == 0 || pSub->pC->rc) return;
   pN = qcVarFind(pSub, zName);

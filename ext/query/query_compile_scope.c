@@ -276,6 +276,7 @@ int qcTypeParams(QCtx *pX, QVar *pV, ValueType vt, int bKeepKind) {
   }
   if (pV->nParam) {
     pV->vt = vt;
+    pV->bGiven = 1;     /* typed, it is still the query's value */
     sqlite3_free(pV->aParam);
     pV->aParam = NULL;
     pV->nParam = 0;
@@ -439,6 +440,21 @@ static int qcMayType(QCtx *pX, const QVar *pV, const char *zExpr, ValueType vt) 
   return vt == VT_REF || (qcOwnVar(pX, pV) && qcIsColumn(zExpr));
 }
 
+/* Does bound pV meet zExpr of type vt by value, the long 1 matching 1.0?
+** Where zExpr is a double attribute's value column (a datom's v of static
+** type double) and pV a number the query gave (an input, ground, a rule's
+** constant argument: bGiven, or lazy parameters, or a collection of
+** several types), as edn_t stores {:b/x 1} as 1.0 (README, Decisions), in
+** every scope alike: a not, an or branch or a rule body compares as the
+** query's own scope converts. A long attribute's place keeps comparing the
+** kind (1.0 is no long: edn_t refuses it), and a function's result is
+** compared by Clojure's = (not given). */
+int qcVarConverts(const QVar *pV, const char *zExpr, ValueType vt) {
+  if (vt != VT_DOUBLE || !qcIsValueColumn(zExpr)) return 0;
+  if (!(pV->bGiven || pV->nParam > 0 || pV->bHetero)) return 0;
+  return pV->vt == VT_NONE || qcTypeClass(pV->vt) == 1;
+}
+
 /* The type terms of bound pV meeting zExpr of type vt (tag zTag when
 ** VT_NONE), typing pV's lazy parameters when that place may. Returns 1
 ** when the two must also have one storage class (1 is not 1.0), which
@@ -456,13 +472,15 @@ static int qcUnifyTypes(QCtx *pX, QVar *pV, const char *zExpr, ValueType vt, con
     /* the lazy values keep their own types: compared by value and type */
     if (!qcVtsMayEqual(vt, pV->vt)) {
       qcWhere(pX, sqlite3_mprintf("0"));
+    } else if (qcVarConverts(pV, zExpr, vt)) {
+      /* a number by its value: 1 = 1.0 (SQLite compares them so) */
     } else if (qcTypeClass(vt) == 1
                && (qcNumKindsDiffer(vt, pV->vt) || qcVarMixesKinds(pV) || !qcIsColumn(zExpr))) {
       bKind = 1;
     }
   } else if (vt != VT_NONE && vt != QVT_JSON && pV->vt == VT_NONE && pV->zTag) {
     qcWhere(pX, qcTagIs(pV->zTag, vt));
-    if (qcTypeClass(vt) == 1) {
+    if (qcTypeClass(vt) == 1 && !qcVarConverts(pV, zExpr, vt)) {
       qcWhere(pX, sqlite3_mprintf("typeof(%s) = '%s'", pV->zExpr, qcNumClass(vt)));
     }
   } else if (vt == VT_NONE && zTag && pV->bInMixed && qcTypeClass(pV->vt) == 1) {
@@ -489,7 +507,7 @@ static int qcUnifyTypes(QCtx *pX, QVar *pV, const char *zExpr, ValueType vt, con
     ** #inst is not its microseconds): the join is empty, although SQLite
     ** stores the two alike. */
     qcWhere(pX, sqlite3_mprintf("0"));
-  } else if (qcNumKindsDiffer(vt, pV->vt)) {
+  } else if (qcNumKindsDiffer(vt, pV->vt) && !qcVarConverts(pV, zExpr, vt)) {
     bKind = 1;
   }
   return bKind;

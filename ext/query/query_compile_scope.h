@@ -46,6 +46,12 @@ typedef struct QVar {
   unsigned char bInLookup;   /* the pending collection holds lookup refs */
   unsigned char bHetero;     /* bound to a collection of values of several
                              ** types ([1 "A"]), each row with its own tag */
+  unsigned char bGiven;      /* a value the query gave (an input, a collection,
+                             ** tuple or relation input, ground, a rule's
+                             ** constant argument), in this scope or the one
+                             ** it was copied from: a number of it meets a
+                             ** double attribute's value place as edn_t
+                             ** stores it, 1 matching 1.0 (qcVarConverts) */
   unsigned char bInMixed;    /* ... values of more than one type (1, 2.5);
                              ** also a relation input's column of longs and
                              ** doubles (qcVarMixesKinds) */
@@ -444,6 +450,10 @@ int qcVarNotNull(const QVar *pV);
 ** result)? Then a set key needs typeof() beside the value, since SQLite's
 ** 1 = 1.0 and Clojure's (= 1 1.0) is false. */
 int qcVarMixesKinds(const QVar *pV);
+/* Does bound pV meet expression zExpr of static type vt by value, its long
+** 1 matching 1.0: zExpr a double attribute's value column, pV a number the
+** query gave (bGiven)? As edn_t converts, in every scope. */
+int qcVarConverts(const QVar *pV, const char *zExpr, ValueType vt);
 /* Makes every collection input of scope pX that no pattern used a VALUES
 ** CTE in FROM, before clauses that need the variable bound. */
 void qcMaterialize(QCtx *pX);
