@@ -7,6 +7,7 @@
 ** CTE, so a chain of seeded or/rule calls stays linear. Takes and gives
 ** QCtx scopes; calls the scope helpers (query_compile_scope.h).
 */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "query_compile_scope.h"
@@ -27,6 +28,10 @@ void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV, int bShare) {
     /* the copy is the query's value still, whose numbers convert */
     if (pN && (pV->bGiven || pV->nParam)) pN->bGiven = 1;
   }
+  if (bNew && pSub->pC->rc == SQLITE_OK && pV->bSeedKind) {
+    pN = qcVarFind(pSub, zName);
+    if (pN) pN->bSeedKind = 1;
+  }
   if (!bNew || pV->nParam == 0 || pSub->pC->rc) return;
   pN = qcVarFind(pSub, zName);
   if (!bShare) {
@@ -38,6 +43,37 @@ void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV, int bShare) {
   if (pN->aParam == NULL) { qcNoMem(pSub->pC); return; }
   memcpy(pN->aParam, pV->aParam, sizeof(int) * pV->nParam);
   pN->nParam = pV->nParam;
+}
+
+int qcVarSeedKind(const QVar *pV, char *zBuf, int nBuf) {
+  char zCol[40];
+  int iN = 0, iK = 0;
+  if (!pV->bSeedKind || pV->zExpr == NULL) return 0;
+  /* rebound since (a CTE's column, a function's result): not a seed's;
+  ** the shape is checked by writing it again */
+  if (sscanf(pV->zExpr, "m.s%d", &iK) == 1) {
+    sqlite3_snprintf(sizeof zCol, zCol, "m.s%d", iK);
+    if (strcmp(zCol, pV->zExpr) != 0) return 0;
+    sqlite3_snprintf(nBuf, zBuf, "m.sk%d", iK);
+    return 1;
+  }
+  if (sscanf(pV->zExpr, "s%d.o%d", &iN, &iK) == 2) {
+    sqlite3_snprintf(sizeof zCol, zCol, "s%d.o%d", iN, iK);
+    if (strcmp(zCol, pV->zExpr) != 0) return 0;
+    sqlite3_snprintf(nBuf, zBuf, "s%d.ok%d", iN, iK);
+    return 1;
+  }
+  return 0;
+}
+
+char *qcVarKind(const QVar *pV) {
+  char zKind[24];
+  if (qcVarSeedKind(pV, zKind, (int)sizeof zKind)) return sqlite3_mprintf("%s", zKind);
+  if (pV->bGiven || pV->nParam > 0 || pV->bHetero) {
+    return sqlite3_mprintf("CASE typeof(%s) WHEN 'integer' THEN 'given' ELSE typeof(%s) END",
+                           pV->zExpr, pV->zExpr);
+  }
+  return sqlite3_mprintf("typeof(%s)", pV->zExpr);
 }
 
 int qcCopyScope(QCtx *pSub, QCtx *pX) {

@@ -148,6 +148,10 @@ static char *qcrDefinitionSelect(QComp *pC, const QRule *pR, int h, int nMax, in
         qcBindVar(&sub, pR->aHead[j]->u.s.z, sqlite3_mprintf("s%d.o%d", iInst, k),
                   VT_NONE, sqlite3_mprintf("s%d.ot%d", iInst, k), 0);
         qcxMarkArg(&sub, pR->aHead[j]->u.s.z);
+        if (pC->rc == SQLITE_OK) {
+          QVar *pV = qcVarFind(&sub, pR->aHead[j]->u.s.z);
+          if (pV) pV->bSeedKind = 1;   /* its kind is sN.okK (qcVarSeedKind) */
+        }
       }
       k++;
     }

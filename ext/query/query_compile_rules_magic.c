@@ -270,6 +270,10 @@ static void qcmBody(QComp *pC, QCtx *pSub, int iN, const QRule *pR,
     qcBindVar(pSub, pR->aHead[i]->u.s.z, sqlite3_mprintf("m.s%d", k),
               VT_NONE, sqlite3_mprintf("m.st%d", k), 0);
     qcxMarkArg(pSub, pR->aHead[i]->u.s.z);
+    if (pC->rc == SQLITE_OK) {
+      QVar *pV = qcVarFind(pSub, pR->aHead[i]->u.s.z);
+      if (pV) pV->bSeedKind = 1;   /* its kind is m.skK (qcVarSeedKind) */
+    }
     k++;
   }
   for (i = 0; abDirect && i < pR->nHead && pC->rc == SQLITE_OK; i++) {
@@ -318,22 +322,26 @@ static void qcmTerm(QCtx *pSub, sqlite3_str *pVal, sqlite3_str *pTag, const EdnV
   QComp *pC = pSub->pC;
   if (ednIsVar(p)) {
     QVar *pV = qcVarFind(pSub, p->u.s.z);
-    char *zTag;
+    char *zTag, *zKind;
     if (pV == NULL || pV->zExpr == NULL) {
       qcErr(pC, p, "rule %s does not bind %s", zRule, p->u.s.z);
       return;
     }
     zTag = qcVarTag(pV);
+    zKind = qcVarKind(pV);
     sqlite3_str_appendf(pVal, ", %s", pV->zExpr);
-    sqlite3_str_appendf(pTag, ", %s, typeof(%s)", zTag ? zTag : "NULL", pV->zExpr);
-    if (zTag == NULL) qcNoMem(pC);
+    sqlite3_str_appendf(pTag, ", %s, %s", zTag ? zTag : "NULL", zKind ? zKind : "NULL");
+    if (zTag == NULL || zKind == NULL) qcNoMem(pC);
     sqlite3_free(zTag);
+    sqlite3_free(zKind);
   } else {
     ValueType vt;
     char *zC = qcConstExpr(pSub, p, VT_NONE, &vt);
     if (zC == NULL) return;
     sqlite3_str_appendf(pVal, ", %s", zC);
-    sqlite3_str_appendf(pTag, ", %d, typeof(%s)", vt == QVT_JSON ? TAG_JSON : vtOutTag(vt), zC);
+    /* a constant is the query's value: an integer's kind says so */
+    if (vt == VT_LONG) sqlite3_str_appendf(pTag, ", %d, 'given'", vtOutTag(vt));
+    else sqlite3_str_appendf(pTag, ", %d, typeof(%s)", vt == QVT_JSON ? TAG_JSON : vtOutTag(vt), zC);
     sqlite3_free(zC);
   }
 }
@@ -350,7 +358,7 @@ static void qcmOriginsCarry(QCtx *pX, const QClause *pCl, const unsigned char *a
   int i, nAmb = 0;
   for (i = 0; i < pCl->nArg && pC->rc == SQLITE_OK; i++) {
     const EdnValue *pA = pCl->aArg[i];
-    char *zE = NULL, *zTag = NULL;
+    char *zE = NULL, *zTag = NULL, *zKind = NULL;
     ValueType vt = VT_NONE;
     if (!abBound[i]) continue;
     if (ednIsVar(pA)) {
@@ -364,12 +372,15 @@ static void qcmOriginsCarry(QCtx *pX, const QClause *pCl, const unsigned char *a
       }
       zE = sqlite3_mprintf("%s", pV->zExpr);
       zTag = qcVarTag(pV);
+      zKind = qcVarKind(pV);
       if (pV->nParam > 0) vt = pV->vt;   /* an input not yet typed by a place */
     } else {
       zE = qcxConst(pX, pA, &vt);
       if (zE) zTag = sqlite3_mprintf("%d", vtOutTag(vt));
+      /* the query's constant: an integer's kind says so (qcVarKind) */
+      if (zE) zKind = vt == VT_LONG ? sqlite3_mprintf("'given'") : sqlite3_mprintf("typeof(%s)", zE);
     }
-    if (zE == NULL || zTag == NULL) {
+    if (zE == NULL || zTag == NULL || zKind == NULL) {
       qcNoMem(pC);
     } else if (vt == VT_LONG) {
       /* Both readings: the number, and the entity id it is. A keyword
@@ -379,13 +390,14 @@ static void qcmOriginsCarry(QCtx *pX, const QClause *pCl, const unsigned char *a
       nAmb++;
       sqlite3_str_appendf(pAlt, ", (SELECT 0 AS k UNION ALL SELECT 1) a%d", i);
       sqlite3_str_appendf(pVal, ", %s", zE);
-      sqlite3_str_appendf(pTag, ", CASE a%d.k WHEN 0 THEN %s ELSE 0 END, typeof(%s)", i, zTag, zE);
+      sqlite3_str_appendf(pTag, ", CASE a%d.k WHEN 0 THEN %s ELSE 0 END, %s", i, zTag, zKind);
     } else {
       sqlite3_str_appendf(pVal, ", %s", zE);
-      sqlite3_str_appendf(pTag, ", %s, typeof(%s)", zTag, zE);
+      sqlite3_str_appendf(pTag, ", %s, %s", zTag, zKind);
     }
     sqlite3_free(zE);
     sqlite3_free(zTag);
+    sqlite3_free(zKind);
   }
   if (sqlite3_str_errcode(pVal) || sqlite3_str_errcode(pTag) || sqlite3_str_errcode(pAlt)) {
     qcNoMem(pC);

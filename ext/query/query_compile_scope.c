@@ -479,8 +479,12 @@ static int qcUnifyTypes(QCtx *pX, QVar *pV, const char *zExpr, ValueType vt, con
       bKind = 1;
     }
   } else if (vt != VT_NONE && vt != QVT_JSON && pV->vt == VT_NONE && pV->zTag) {
+    char zKind[24];
     qcWhere(pX, qcTagIs(pV->zTag, vt));
-    if (qcTypeClass(vt) == 1 && !qcVarConverts(pV, zExpr, vt)) {
+    if (vt == VT_DOUBLE && qcIsValueColumn(zExpr) && qcVarSeedKind(pV, zKind, (int)sizeof zKind)) {
+      /* a rule's seed: an integer the query gave converts (qcVarKind) */
+      qcWhere(pX, sqlite3_mprintf("(typeof(%s) = 'real' OR %s = 'given')", pV->zExpr, zKind));
+    } else if (qcTypeClass(vt) == 1 && !qcVarConverts(pV, zExpr, vt)) {
       qcWhere(pX, sqlite3_mprintf("typeof(%s) = '%s'", pV->zExpr, qcNumClass(vt)));
     }
   } else if (vt == VT_NONE && zTag && pV->bInMixed && qcTypeClass(pV->vt) == 1) {

@@ -55,6 +55,10 @@ typedef struct QVar {
   unsigned char bInMixed;    /* ... values of more than one type (1, 2.5);
                              ** also a relation input's column of longs and
                              ** doubles (qcVarMixesKinds) */
+  unsigned char bSeedKind;   /* a rule body's head bound to a seed column
+                             ** (m.sK, sN.oK), whose kind column (m.skK,
+                             ** sN.okK) says 'given' for an integer the
+                             ** query gave (qcVarKind, qcVarSeedKind) */
   unsigned char bEntitySrc;  /* in the entity place of a pattern on a source of
                              ** $'s store (1), of another store file (2) */
   int iEntitySrc;         /* ... the last such other source (pull refuses it) */
@@ -490,6 +494,15 @@ const Schema *qcsSchemaOf(const QComp *pC, const QClause *pCl);
 ** a not) the values keep their own types and pSub only compares with them
 ** (a keyword still names its ident in an entity place). */
 void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV, int bShare);
+/* The SQL of bound pV's kind for a rule's seed or answer row (malloc'd;
+** NULL on OOM): typeof(value), so 1 and 1.0 are two rows; 'given' for an
+** integer the query gave (an input, ground, a constant: bGiven), which a
+** double attribute's value place in the rule's body matches as 1.0 as edn_t
+** converts (qcVarSeedKind); a seed variable hands its own kind on. */
+char *qcVarKind(const QVar *pV);
+/* Is pV a rule body's head still bound to its seed column (m.sK, sN.oK)?
+** Then zBuf (nBuf bytes) gets its kind column (m.skK, sN.okK): 1. */
+int qcVarSeedKind(const QVar *pV, char *zBuf, int nBuf);
 /* Starts pSub, a subquery that pX's FROM will hold, as a copy of pX so far
 ** (its FROM and WHERE text: aliases are local to the subquery), so that
 ** expressions of pX's variables are valid inside it. Returns 0, copying
