@@ -66,6 +66,9 @@ static const struct {
   { "mentat_comparable", 5, 1, qfComparable, 0, 0 },
   /* compare of two strings or keywords: String.compareTo's difference */
   { "mentat_compare_text", 3, 1, qfCompareText, 0, 0 },
+  /* compare where a side is a vector or nil: the count first (Clojure's
+  ** APersistentVector.compareTo), then the elements */
+  { "mentat_compare_coll", 5, 1, qfCompareColl, 0, 0 },
   /* BINARY bounds of a String.compareTo range (the mentat_utf16
   ** collation), so that an index on the strings still gives it */
   { "mentat_utf16_plain", 1, 1, qfUtf16IsPlain, 0, 0 },

@@ -153,4 +153,28 @@ void qfTupleOrd(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfTupleUnord(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfUuidOrd(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 
+/* ---- Clojure's printer (query_funcs_clj.c) ---- */
+
+/* Java's Double.toString of d into zOut (at least 32 bytes): the shortest
+** digits that read back as d, plain when 10^-3 <= |d| < 10^7 ("100.0",
+** "0.001"), else scientific ("1.0E7", "1.5E-4"); Infinity, NaN. */
+void qfJavaDouble(double d, char *zOut, size_t nOut);
+/* Append pr-str of a value, which is Clojure's str of a collection:
+** qfCljTuple of a tuple's encoding (SQLITE_ERROR when z is none, nothing
+** appended; SQLITE_NOMEM), qfCljJson of JSON a query made (its strings
+** strings, its arrays vectors), qfCljEdn of an EDN literal or input
+** (keywords, #inst, #uuid, sets and maps too). pOut keeps its own errors. */
+int qfCljTuple(sqlite3_str *pOut, const void *z, int n);
+void qfCljJson(sqlite3_str *pOut, const char *z, int n);
+void qfCljEdn(sqlite3_str *pOut, const EdnValue *p);
+/* JSON text z[0..n): the index past the string at z[i] (its text, escapes
+** decoded, appended to pOut unless NULL), past the value at z[i]. */
+int qfJsonString(const char *z, int n, int i, sqlite3_str *pOut);
+int qfJsonSkip(const char *z, int n, int i);
+
+/* mentat_compare_coll(x, tagX, y, tagY, where) (query_funcs_vcmp.c):
+** Clojure's compare where a side is a vector (a tuple's encoding or a
+** query's JSON array) or nil. */
+void qfCompareColl(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+
 #endif /* MENTAT_QUERY_FUNCS_H */

@@ -51,57 +51,6 @@ void qfCharCount(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   sqlite3_result_int64(pCtx, nChar);
 }
 
-/* Java's Double.toString of a double, as Clojure's str prints one: the
-** shortest digits that read back as d, in plain notation with at least one
-** fraction digit when 10^-3 <= |d| < 10^7 ("100.0", "0.001"), else in
-** computerized scientific notation ("1.0E7", "1.5E-4"); Infinity, NaN. */
-static void qfJavaDouble(double d, char *zOut, size_t nOut) {
-  char aE[40], aD[24];
-  int prec, nD = 0, iExp, i;
-  const char *z;
-  char *p = zOut;
-  if (isnan(d)) { snprintf(zOut, nOut, "NaN"); return; }
-  if (isinf(d)) { snprintf(zOut, nOut, d < 0 ? "-Infinity" : "Infinity"); return; }
-  if (d == 0.0) { snprintf(zOut, nOut, signbit(d) ? "-0.0" : "0.0"); return; }
-  for (prec = 0; prec <= 16; prec++) {
-    snprintf(aE, sizeof aE, "%.*e", prec, d);
-    if (strtod(aE, NULL) == d) break;
-  }
-  /* one digit reads back: Java then prints the two-digit decimal nearest
-  ** d (Double.toString, JDK 19 on), which differs where doubles are
-  ** sparse: 4.9E-324 for the least subnormal, not 5.0E-324 */
-  if (prec == 0) snprintf(aE, sizeof aE, "%.1e", d);
-  /* aE is [-]D[.DDD]e(+|-)XX, read in any locale's decimal point */
-  z = aE;
-  if (*z == '-') *p++ = *z++;
-  for (; *z && *z != 'e' && *z != 'E'; z++) {
-    if (*z >= '0' && *z <= '9' && nD < (int)sizeof aD - 1) aD[nD++] = *z;
-  }
-  while (nD > 1 && aD[nD - 1] == '0') nD--;
-  aD[nD] = 0;
-  iExp = *z ? atoi(z + 1) : 0;
-  if (iExp >= -3 && iExp < 7) {
-    if (iExp >= 0) {
-      for (i = 0; i <= iExp; i++) *p++ = i < nD ? aD[i] : '0';
-      *p++ = '.';
-      if (nD > iExp + 1) { for (i = iExp + 1; i < nD; i++) *p++ = aD[i]; }
-      else *p++ = '0';
-    } else {
-      *p++ = '0';
-      *p++ = '.';
-      for (i = 0; i < -iExp - 1; i++) *p++ = '0';
-      for (i = 0; i < nD; i++) *p++ = aD[i];
-    }
-    *p = 0;
-  } else {
-    *p++ = aD[0];
-    *p++ = '.';
-    if (nD > 1) { for (i = 1; i < nD; i++) *p++ = aD[i]; }
-    else *p++ = '0';
-    snprintf(p, nOut - (size_t)(p - zOut), "E%d", iExp);
-  }
-}
-
 /* Clojure's str of an instant, a java.util.Date: Date.toString, "EEE MMM
 ** dd HH:mm:ss zzz yyyy" in the JVM's zone, here UTC ("Sat Feb 29 13:04:05
 ** UTC 2020"; the fraction of the second is not printed). us: microseconds
@@ -130,40 +79,53 @@ static void qfInstantText(sqlite3_int64 us, char *zOut, size_t nOut) {
 
 /* Clojure's str of one value: text as is, booleans true/false, a double as
 ** Java's Double.toString, an instant as Date.toString (qfInstantText),
-** uuids and bytes as their JSON text
-** without the quotes, a tuple as its EDN vector ("[1 \"a\" :k]", as
-** Clojure's str of a vector), nil as "". */
+** uuids and bytes as their JSON text without the quotes, a collection (a
+** tuple's encoding, or JSON a query made: tag TAG_JSON) as pr-str prints
+** it, which is Clojure's str of a vector ("[1 \"a\" :k 1.0E-5]",
+** query_funcs_clj.c), nil as "". */
 void qfStr(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
-  int tag = sqlite3_value_type(argv[1]) == SQLITE_NULL ? -1 : sqlite3_value_int(argv[1]);
+  int tag = sqlite3_value_type(argv[1]) == SQLITE_NULL ? -99 : sqlite3_value_int(argv[1]);
+  int t = sqlite3_value_type(argv[0]);
   (void)argc;
-  if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {
+  if (t == SQLITE_NULL) {
     sqlite3_result_text(pCtx, "", 0, SQLITE_STATIC);
   } else if (tag == TAG_BOOLEAN) {
     sqlite3_result_text(pCtx, sqlite3_value_int(argv[0]) ? "true" : "false", -1, SQLITE_STATIC);
-  } else if (tag == TAG_INSTANT && sqlite3_value_type(argv[0]) == SQLITE_INTEGER) {
+  } else if (tag == TAG_INSTANT && t == SQLITE_INTEGER) {
     char z[64];
     qfInstantText(sqlite3_value_int64(argv[0]), z, sizeof z);
     sqlite3_result_text(pCtx, z, -1, SQLITE_TRANSIENT);
   } else if (tag == TAG_INSTANT || tag == TAG_UUID || tag == TAG_BYTES
-             || (tag == TAG_TUPLE && sqlite3_value_type(argv[0]) == SQLITE_BLOB)) {
-    /* a tuple as Clojure prints a vector: its EDN text */
+             || (tag == TAG_TUPLE && t == SQLITE_BLOB) || (tag == TAG_JSON && t == SQLITE_TEXT)) {
     sqlite3_str *pOut = sqlite3_str_new(NULL);
     char *z;
-    int n, rc = tag == TAG_TUPLE
-        ? valueTupleEdn(pOut, sqlite3_value_blob(argv[0]), sqlite3_value_bytes(argv[0]))
-        : valueJsonFromStored(pOut, argv[0], tag, 0);
+    int n, rc = SQLITE_OK;
+    if (tag == TAG_TUPLE) {
+      rc = qfCljTuple(pOut, sqlite3_value_blob(argv[0]), sqlite3_value_bytes(argv[0]));
+    } else if (tag == TAG_JSON) {
+      const char *zJ = (const char *)sqlite3_value_text(argv[0]);
+      if (zJ == NULL) rc = SQLITE_NOMEM;
+      else qfCljJson(pOut, zJ, sqlite3_value_bytes(argv[0]));
+    } else {
+      rc = valueJsonFromStored(pOut, argv[0], tag, 0);
+    }
     if (rc == SQLITE_ERROR) rc = SQLITE_OK;
+    if (rc == SQLITE_OK) rc = sqlite3_str_errcode(pOut);
     n = sqlite3_str_length(pOut);
     z = sqlite3_str_finish(pOut);
-    if (z == NULL || rc != SQLITE_OK) {
+    if (rc != SQLITE_OK) {
       sqlite3_free(z);
       sqlite3_result_error_nomem(pCtx);
       return;
     }
-    if (n >= 2 && z[0] == '"') sqlite3_result_text(pCtx, z + 1, n - 2, SQLITE_TRANSIENT);
-    else sqlite3_result_text(pCtx, z, n, SQLITE_TRANSIENT);
+    if (z == NULL) sqlite3_result_text(pCtx, "", 0, SQLITE_STATIC);
+    else if (tag != TAG_TUPLE && tag != TAG_JSON && n >= 2 && z[0] == '"') {
+      sqlite3_result_text(pCtx, z + 1, n - 2, SQLITE_TRANSIENT);
+    } else {
+      sqlite3_result_text(pCtx, z, n, SQLITE_TRANSIENT);
+    }
     sqlite3_free(z);
-  } else if (sqlite3_value_type(argv[0]) == SQLITE_FLOAT) {
+  } else if (t == SQLITE_FLOAT) {
     char aNum[48];
     qfJavaDouble(sqlite3_value_double(argv[0]), aNum, sizeof aNum);
     sqlite3_result_text(pCtx, aNum, -1, SQLITE_TRANSIENT);

@@ -7,6 +7,7 @@
 ** clause and its row; gives its SQL, static type and tag. Calls the scope
 ** and SQL helpers, and qfRegexGroups to check a constant pattern.
 */
+#include <stdlib.h>
 #include <string.h>
 #include "query_compile_scope.h"
 #include "query_funcs.h"
@@ -113,6 +114,14 @@ static int qcvArgsOpen(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcvA
   memset(pA, 0, sizeof *pA);
   pA->n = pCl->nArg;
   for (i = 0; i < pA->n; i++) {
+    if (pCl->aArg[i]->type == EDN_NIL && (strcmp(pFn->zName, "str") == 0
+                                          || strcmp(pFn->zName, "compare") == 0)) {
+      /* nil: str prints nothing of it, compare puts it first (Clojure's
+      ** Util.compare); a type only the row would know, NULL */
+      pA->azA[i] = sqlite3_mprintf("NULL");
+      if (pA->azA[i] == NULL) return qcNoMem(pC);
+      continue;
+    }
     pA->azA[i] = qcTermExpr(pX, pCl->aArg[i], &pA->aVt[i], &pA->azTag[i], "function");
     if (pA->azA[i] == NULL) return pC->rc;
     if (pA->aVt[i] == VT_DOUBLE) pA->bDouble = 1;
@@ -274,6 +283,41 @@ static int qcvNumMix(QcvArgs *pA) {
   return 0;
 }
 
+static int qcvIsColl(ValueType vt) {
+  return vt == VT_TUPLE || vt == QVT_JSON;
+}
+
+/* compare's vectors and nils (mentat_compare_coll: Clojure's Util.compare
+** puts nil first, APersistentVector.compareTo orders by count, then by
+** element): with a vector on a static side, the whole call there (1);
+** else the opening of a CASE that sends a nil, or a value its tag says is
+** a vector, there and leaves the rest to the caller's SQL (0), which then
+** closes it. The stored tuple order (element by element) is not this one:
+** :order, min and max keep it. */
+static int qcvCompareColl(QCtx *pX, const QcvArgs *pA, sqlite3_str *pStr) {
+  char *zTa = qcvCmpTag(pA, 0), *zTb = qcvCmpTag(pA, 1);
+  const char *x = pA->azA[0], *y = pA->azA[1];
+  int bAll = qcvIsColl(pA->aVt[0]) || qcvIsColl(pA->aVt[1]);
+  if (zTa == NULL || zTb == NULL) {
+    qcNoMem(pX->pC);
+  } else if (bAll) {
+    sqlite3_str_appendf(pStr, "mentat_compare_coll(%s, %s, %s, %s, %s)", x, zTa, y, zTb, pA->zPlace);
+  } else {
+    sqlite3_str_appendf(pStr, "(CASE WHEN (%s) IS NULL OR (%s) IS NULL", x, y);
+    if (pA->aVt[0] == VT_NONE && pA->azTag[0]) {
+      sqlite3_str_appendf(pStr, " OR coalesce(%s, 0) IN (%d, %d)", zTa, TAG_TUPLE, TAG_JSON);
+    }
+    if (pA->aVt[1] == VT_NONE && pA->azTag[1]) {
+      sqlite3_str_appendf(pStr, " OR coalesce(%s, 0) IN (%d, %d)", zTb, TAG_TUPLE, TAG_JSON);
+    }
+    sqlite3_str_appendf(pStr, " THEN mentat_compare_coll(%s, %s, %s, %s, %s) ELSE ", x, zTa, y, zTb,
+                        pA->zPlace);
+  }
+  sqlite3_free(zTa);
+  sqlite3_free(zTb);
+  return bAll;
+}
+
 /* compare: Clojure's, as its sign -1, 0 or 1, within one comparison class
 ** (numbers, or one type; keywords in its order, COLLATE mentat_kw, decided
 ** by the tags when both types are unknown), an error across classes (Clojure's compare throws a
@@ -294,15 +338,27 @@ int qcvCompare(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut
     qcvArgsClose(&a);
     return pX->pC->rc;
   }
+  pStr = sqlite3_str_new(NULL);
+  if (qcvCompareColl(pX, &a, pStr)) {
+    /* a vector on a static side: Clojure's rule, count first, throughout */
+    return qcvDone(pX, &a, pStr, pFn->vtOut, NULL, pOut);
+  }
   for (i = 0; i < 2; i++) {
     /* uuids order as Java's UUID.compareTo (signed halves), not as bytes */
     char *zU = qcUuidOrd(a.azA[i], a.aVt[i], a.azTag[i]);
-    if (zU == NULL) { qcvArgsClose(&a); return qcNoMem(pX->pC); }
+    if (zU == NULL) {
+      sqlite3_free(sqlite3_str_finish(pStr));
+      qcvArgsClose(&a);
+      return qcNoMem(pX->pC);
+    }
     sqlite3_free(a.azA[i]);
     a.azA[i] = zU;
   }
-  if (qcvNumMix(&a)) { qcvArgsClose(&a); return qcNoMem(pX->pC); }
-  pStr = sqlite3_str_new(NULL);
+  if (qcvNumMix(&a)) {
+    sqlite3_free(sqlite3_str_finish(pStr));
+    qcvArgsClose(&a);
+    return qcNoMem(pX->pC);
+  }
   if (a.aVt[0] == VT_NONE || a.aVt[1] == VT_NONE) {
     /* a type known only at run time: checked there, row by row */
     char *zTa = qcvCmpTag(&a, 0), *zTb = qcvCmpTag(&a, 1);
@@ -348,6 +404,7 @@ int qcvCompare(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut
   }
   sqlite3_str_appendall(pStr, " END)");
   if (a.aVt[0] == VT_NONE || a.aVt[1] == VT_NONE) sqlite3_str_appendall(pStr, " END)");
+  sqlite3_str_appendall(pStr, " END)");      /* qcvCompareColl's CASE */
   return qcvDone(pX, &a, pStr, pFn->vtOut, NULL, pOut);
 }
 
@@ -400,7 +457,30 @@ int qcvCount(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) 
   return qcvDone(pX, &a, pStr, pFn->vtOut, NULL, pOut);
 }
 
-/* str: each value printed as Clojure's str does (true, instants, uuids). */
+/* The parameter a collection literal or input zExpr is ("?N" of a JSON
+** parameter) as another parameter holding its Clojure pr-str, printed from
+** its EDN (keywords, #inst, #uuid, sets and maps, which its JSON cannot
+** tell); NULL when zExpr is no such parameter or out of memory. */
+static char *qcvCljParam(QCtx *pX, const char *zArg) {
+  QComp *pC = pX->pC;
+  char *zEnd;
+  long iP;
+  const QParam *pP;
+  int iNew;
+  const char *zExpr;
+  if (zArg[0] != '?') return NULL;
+  iP = strtol(zArg + 1, &zEnd, 10);
+  if (*zEnd || iP < 1 || iP > pC->nParam || pC->aParam[iP - 1].eConv != QV_JSON) return NULL;
+  pP = &pC->aParam[iP - 1];
+  iNew = qcParam(pC, pP->pConst, pP->iInput, pP->i1, pP->i2, QV_CLJ, VT_STRING);
+  zExpr = iNew ? sqlite3_mprintf("?%d", iNew) : NULL;
+  if (iNew && zExpr == NULL) qcNoMem(pC);
+  return (char *)zExpr;
+}
+
+/* str: each value printed as Clojure's str does (true, instants, uuids;
+** a collection as pr-str prints it, mentat_str or, for a literal or an
+** input, a parameter printed from its EDN). */
 int qcvStr(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QcvArgs a;
   sqlite3_str *pStr;
@@ -409,12 +489,16 @@ int qcvStr(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   pStr = sqlite3_str_new(NULL);
   sqlite3_str_appendall(pStr, "(''");
   for (i = 0; i < a.n; i++) {
-    if (a.aVt[i] == QVT_JSON) sqlite3_str_appendf(pStr, " || (%s)", a.azA[i]);
-    else if (a.aVt[i] == VT_NONE) {
+    char *zClj = a.aVt[i] == QVT_JSON ? qcvCljParam(pX, a.azA[i]) : NULL;
+    if (zClj) sqlite3_str_appendf(pStr, " || %s", zClj);
+    else if (a.aVt[i] == QVT_JSON) {
+      sqlite3_str_appendf(pStr, " || %s(%s, %d)", pFn->zFunc, a.azA[i], TAG_JSON);
+    } else if (a.aVt[i] == VT_NONE) {
       sqlite3_str_appendf(pStr, " || %s(%s, %s)", pFn->zFunc, a.azA[i], a.azTag[i] ? a.azTag[i] : "NULL");
     } else {
       sqlite3_str_appendf(pStr, " || %s(%s, %d)", pFn->zFunc, a.azA[i], vtOutTag(a.aVt[i]));
     }
+    sqlite3_free(zClj);
   }
   sqlite3_str_appendall(pStr, ")");
   return qcvDone(pX, &a, pStr, pFn->vtOut, NULL, pOut);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <math.h>
 #include "query_plan.h"
+#include "query_funcs.h"
 
 void qPlanColDirect(QueryPlan *p) {
   int i;
@@ -271,11 +272,12 @@ int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pMainSc
         if (p->type == EDN_INST) rc = sqlite3_bind_int64(pStmt, iArg, p->u.i);
         else rc = sqlite3_bind_null(pStmt, iArg);
         break;
-      case QV_JSON: {
+      case QV_JSON: case QV_CLJ: {
         sqlite3_str *pOut = sqlite3_str_new(NULL);
         char *z;
         int n;
-        ednPrintJson(pOut, p);
+        if (pP->eConv == QV_CLJ) qfCljEdn(pOut, p);
+        else ednPrintJson(pOut, p);
         n = sqlite3_str_length(pOut);
         z = sqlite3_str_finish(pOut);
         if (z == NULL) return SQLITE_NOMEM;

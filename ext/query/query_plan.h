@@ -24,7 +24,8 @@ typedef enum QConv {
   QV_AGG_N,         /* the input count of (max ?k ?x); pConst is that form */
   QV_JSON,          /* any value as JSON text (tuple values) */
   QV_HIST_TX,       /* opts asOf/since as a tx id */
-  QV_HIST_INST      /* opts asOf/since as an instant (µs) */
+  QV_HIST_INST,     /* opts asOf/since as an instant (µs) */
+  QV_CLJ            /* a collection as text, Clojure's pr-str (str of it) */
 } QConv;
 
 /* One parameter ?N (N = index + 1). Source: pConst, or aInput[iInput]
