@@ -176,5 +176,10 @@ int qfJsonSkip(const char *z, int n, int i);
 ** Clojure's compare where a side is a vector (a tuple's encoding or a
 ** query's JSON array) or nil. */
 void qfCompareColl(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+/* Its tags for a set, list or map literal, which Clojure's compare does
+** not take (no Comparable) though their JSON is an array or an object. */
+#define QF_CMP_SET  (-20)
+#define QF_CMP_LIST (-21)
+#define QF_CMP_MAP  (-22)
 
 #endif /* MENTAT_QUERY_FUNCS_H */

@@ -45,7 +45,9 @@ static int qfcCmp(QfCv *a, QfCv *b, char **pzErr, int *pRc);
 
 static const char *qfcName(const QfCv *p) {
   if (p->kind == TAG_TUPLE || p->kind == TAG_JSON) return ":db.type/tuple";
-  if (p->kind == QFC_MAP) return "map";
+  if (p->kind == QFC_MAP || p->kind == QF_CMP_MAP) return "map";
+  if (p->kind == QF_CMP_SET) return "set";
+  if (p->kind == QF_CMP_LIST) return "list";
   if (p->kind == TAG_NUMBER) return p->bDouble ? ":db.type/double" : ":db.type/long";
   return qfTagName(p->kind, SQLITE_TEXT);
 }
@@ -180,7 +182,15 @@ static int qfcCmp(QfCv *a, QfCv *b, char **pzErr, int *pRc) {
   if (ka == QFC_NIL || kb == QFC_NIL) return ka == kb ? 0 : ka == QFC_NIL ? -1 : 1;
   if (ka == TAG_JSON) ka = TAG_TUPLE;
   if (kb == TAG_JSON) kb = TAG_TUPLE;
-  if (ka != kb || ka == TAG_BYTES || ka == QFC_MAP) {
+  if (ka == QFC_MAP || ka <= QF_CMP_SET || kb == QFC_MAP || kb <= QF_CMP_SET) {
+    /* no Comparable: (compare #{1} #{1}) throws, whatever the other side */
+    const QfCv *p = ka == QFC_MAP || ka <= QF_CMP_SET ? a : b;
+    *pzErr = sqlite3_mprintf("a %s is not comparable (Clojure's compare orders vectors, not sets,"
+                             " lists or maps)", qfcName(p));
+    *pRc = *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+    return 0;
+  }
+  if (ka != kb || ka == TAG_BYTES) {
     *pzErr = sqlite3_mprintf("cannot compare a %s with a %s", qfcName(a), qfcName(b));
     *pRc = *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
     return 0;
@@ -214,6 +224,7 @@ static int qfcFromValue(sqlite3_value *pV, sqlite3_value *pTag, QfCv *p) {
   int tag = sqlite3_value_type(pTag) == SQLITE_NULL ? -99 : sqlite3_value_int(pTag);
   memset(p, 0, sizeof *p);
   if (t == SQLITE_NULL) { p->kind = QFC_NIL; return SQLITE_OK; }
+  if (tag <= QF_CMP_SET && tag >= QF_CMP_MAP) { p->kind = tag; return SQLITE_OK; }
   if ((tag == TAG_JSON || tag == -99) && t == SQLITE_TEXT) {
     const char *z = (const char *)sqlite3_value_text(pV);
     if (z == NULL) return SQLITE_NOMEM;

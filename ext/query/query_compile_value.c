@@ -231,6 +231,18 @@ int qcvMinMax(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut)
   return qcvDone(pX, &a, pStr, vt, zTag, pOut);
 }
 
+/* The JSON parameter a collection literal or input zArg is ("?N" of a
+** QV_JSON parameter), or NULL when it is none. */
+static const QParam *qcvJsonParam(QCtx *pX, const char *zArg) {
+  QComp *pC = pX->pC;
+  char *zEnd;
+  long iP;
+  if (zArg[0] != '?') return NULL;
+  iP = strtol(zArg + 1, &zEnd, 10);
+  if (*zEnd || iP < 1 || iP > pC->nParam || pC->aParam[iP - 1].eConv != QV_JSON) return NULL;
+  return &pC->aParam[iP - 1];
+}
+
 /* A type's name in compare's message. */
 static const char *qcvCmpName(ValueType vt) {
   return vt == VT_TUPLE ? ":db.type/tuple" : qcVtName(vt);
@@ -297,7 +309,20 @@ static int qcvIsColl(ValueType vt) {
 static int qcvCompareColl(QCtx *pX, const QcvArgs *pA, sqlite3_str *pStr) {
   char *zTa = qcvCmpTag(pA, 0), *zTb = qcvCmpTag(pA, 1);
   const char *x = pA->azA[0], *y = pA->azA[1];
-  int bAll = qcvIsColl(pA->aVt[0]) || qcvIsColl(pA->aVt[1]);
+  int bAll = qcvIsColl(pA->aVt[0]) || qcvIsColl(pA->aVt[1]), i;
+  for (i = 0; i < 2; i++) {
+    /* a set, list or map literal is no Comparable (Clojure throws), though
+    ** its JSON is an array or an object */
+    const QParam *pP = pA->aVt[i] == QVT_JSON ? qcvJsonParam(pX, pA->azA[i]) : NULL;
+    const EdnValue *pV = pP ? pP->pConst : NULL;
+    int iTag = pV == NULL ? 0 : pV->type == EDN_SET ? QF_CMP_SET : pV->type == EDN_LIST ? QF_CMP_LIST
+               : pV->type == EDN_MAP ? QF_CMP_MAP : 0;
+    if (iTag) {
+      char **pz = i ? &zTb : &zTa;
+      sqlite3_free(*pz);
+      *pz = sqlite3_mprintf("%d", iTag);
+    }
+  }
   if (zTa == NULL || zTb == NULL) {
     qcNoMem(pX->pC);
   } else if (bAll) {
@@ -463,15 +488,10 @@ int qcvCount(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) 
 ** tell); NULL when zExpr is no such parameter or out of memory. */
 static char *qcvCljParam(QCtx *pX, const char *zArg) {
   QComp *pC = pX->pC;
-  char *zEnd;
-  long iP;
-  const QParam *pP;
+  const QParam *pP = qcvJsonParam(pX, zArg);
   int iNew;
   const char *zExpr;
-  if (zArg[0] != '?') return NULL;
-  iP = strtol(zArg + 1, &zEnd, 10);
-  if (*zEnd || iP < 1 || iP > pC->nParam || pC->aParam[iP - 1].eConv != QV_JSON) return NULL;
-  pP = &pC->aParam[iP - 1];
+  if (pP == NULL) return NULL;
   iNew = qcParam(pC, pP->pConst, pP->iInput, pP->i1, pP->i2, QV_CLJ, VT_STRING);
   zExpr = iNew ? sqlite3_mprintf("?%d", iNew) : NULL;
   if (iNew && zExpr == NULL) qcNoMem(pC);
