@@ -171,6 +171,9 @@ void qfCljEdn(sqlite3_str *pOut, const EdnValue *p);
 ** decoded, appended to pOut unless NULL), past the value at z[i]. */
 int qfJsonString(const char *z, int n, int i, sqlite3_str *pOut);
 int qfJsonSkip(const char *z, int n, int i);
+/* 1 when the text z[0..n) of a JSON string reads as a keyword (":" and
+** then characters a keyword may hold), as an input's JSON string does. */
+int qfJsonKeyword(const char *z, int n);
 
 /* mentat_compare_coll(x, tagX, y, tagY, where) (query_funcs_vcmp.c):
 ** Clojure's compare where a side is a vector (a tuple's encoding or a

@@ -214,10 +214,21 @@ int qfJsonSkip(const char *z, int n, int i) {
   return i;
 }
 
+int qfJsonKeyword(const char *z, int n) {
+  int i;
+  if (n < 2 || z[0] != ':') return 0;
+  for (i = 1; i < n; i++) {
+    if (strchr(" \t\n\r\f,\"()[]{}\\;@^`~", z[i]) || z[i] == 0) return 0;
+  }
+  return 1;
+}
+
 /* The JSON value at z[i] as pr prints what it stands for; the index past
-** it. Strings are strings (the JSON has no keywords or instants: a
-** query's literal is printed from its EDN, qfCljEdn); an integer as it is,
-** any other number a double. */
+** it. A string that reads as a keyword (qfJsonKeyword) is one, as an input's
+** JSON is read (SPEC §2.3); other strings are strings, and an instant or a
+** uuid is its text (the JSON has no such types: a query's literal is
+** printed from its EDN, qfCljEdn); an integer as it is, any other number a
+** double. */
 static int qfCljJsonAt(sqlite3_str *pOut, const char *z, int n, int i) {
   i = qfJsonWs(z, n, i);
   if (i >= n) return n;
@@ -226,7 +237,8 @@ static int qfCljJsonAt(sqlite3_str *pOut, const char *z, int n, int i) {
     int iEnd = qfJsonString(z, n, i, pS);
     int nS = sqlite3_str_length(pS);
     char *zS = sqlite3_str_finish(pS);
-    qfCljString(pOut, zS ? zS : "", zS ? nS : 0);
+    if (zS && qfJsonKeyword(zS, nS)) sqlite3_str_append(pOut, zS, nS);
+    else qfCljString(pOut, zS ? zS : "", zS ? nS : 0);
     sqlite3_free(zS);
     return iEnd;
   }

@@ -64,9 +64,8 @@ static int qfcFromJson(const char *z, int n, int i, QfCv *p) {
     if (sqlite3_str_errcode(pS)) { sqlite3_free(sqlite3_str_finish(pS)); return SQLITE_NOMEM; }
     p->zOwn = sqlite3_str_finish(pS);
     p->z = p->zOwn ? p->zOwn : "";
-    /* a keyword is JSON text ":ns/name" (SPEC §2.3), as the mentat_kw
-    ** collation reads a value of unknown type */
-    p->kind = p->n > 1 && p->z[0] == ':' ? TAG_KEYWORD : TAG_STRING;
+    /* a keyword is JSON text ":ns/name" (SPEC §2.3) */
+    p->kind = qfJsonKeyword(p->z, p->n) ? TAG_KEYWORD : TAG_STRING;
     return SQLITE_OK;
   }
   if (z[i] == '[' || z[i] == '{') {
