@@ -383,6 +383,7 @@ int qCompile(Schema *pSchema, const char *zQuery, int nQuery, const QueryOpts *p
   for (i = 0; i < pQ->nIn; i++) if (pQ->aIn[i].kind != QIN_SRC) pPlan->nInputNeeded++;
   c.iSrc = -1;
   qcsInit(&c);     /* $ and the opts' sources, with their asOf/since/history */
+  if (c.rc == SQLITE_OK) qcxExists(&c, pQ);
   if (c.rc == SQLITE_OK && qcdInputs(&x) == SQLITE_OK && qcwClauses(&x, pQ->aWhere, pQ->nWhere, 0) == SQLITE_OK) {
     qcdAssemble(&c, &x, pPlan);
   }

@@ -464,6 +464,11 @@ void qcMaterialize(QCtx *pX);
 /* Variables a clause mentions (for ordering and or checks), into a[] up
 ** to nMax; returns the count (may exceed nMax: then a[] is truncated). */
 int qcClauseVars(const QClause *pCl, const char **a, int nMax, int iDepth);
+/* Folds each group of data patterns that shares no variable with what the
+** query returns, keeps or takes into one existence check (an or-join of no
+** variables), rewriting pQ->aWhere in the plan's arena before it is
+** compiled (query_compile_exists.c says when and why). SQLITE_NOMEM. */
+int qcxExists(QComp *pC, QQuery *pQ);
 /* ---- query_compile_src.c: the sources a query reads */
 
 /* Builds pC->aSrc from :in and the opts' sources (the errors: a source :in
