@@ -61,7 +61,8 @@ void qfResultDouble(sqlite3_context *pCtx, sqlite3_value *pWhere, double d);
 const char *qfTagName(int tag, int t);
 
 /* The first callout number of the translation's checks of caseless back
-** references (QF_JAVA_BACKREF_CALLOUT + the group, for groups 1..155). */
+** references (QF_JAVA_BACKREF_CALLOUT + the group, for groups 1..155; a
+** string callout names a group by its name or a higher number). */
 #define QF_JAVA_BACKREF_CALLOUT 100
 /* query_funcs_java.c: java.util.regex pattern z[0..n) in PCRE2's syntax
 ** (*pzOut, *pnOut bytes, sqlite3_malloc'd; *paMap, *pnMap: pairs of an
@@ -69,6 +70,11 @@ const char *qfTagName(int tag, int t);
 ** cannot be ("invalid regular expression ...", SQLITE_ERROR; SQLITE_NOMEM). */
 int qfJavaTranslate(const char *z, int n, char **pzOut, int *pnOut, int **paMap, int *pnMap,
                  char **pzErr);
+/* query_funcs_java_fold.c: the class of PCRE2 members zBody (negated when
+** bNeg) as Java's CASE_INSENSITIVE without UNICODE_CASE folds it, US-ASCII
+** letters only, for PCRE2 to match without caseless matching (*pzOut,
+** sqlite3_malloc'd); SQLITE_NOMEM. */
+int qfJavaFoldClass(const char *zBody, int bNeg, char **pzOut);
 /* Sets *pzErr to "invalid regular expression \"<zPat>\": <zWhy>" and
 ** returns SQLITE_ERROR (SQLITE_NOMEM when that fails). */
 int qfJavaInvalid(char **pzErr, const char *zPat, int nPat, const char *zWhy);

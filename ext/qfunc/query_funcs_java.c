@@ -3,7 +3,8 @@
 ** the regular expression functions (query_funcs_regex.c). Takes Java's
 ** pattern text; gives PCRE2's, with a map from its offsets back to the
 ** pattern's (for error positions), or the reason a construct cannot be
-** translated. Calls nothing but the EDN text helpers.
+** translated. Calls the EDN text helpers and the class folding
+** (query_funcs_java_fold.c).
 */
 #include <stdarg.h>
 #include <string.h>
@@ -33,10 +34,12 @@ int qfJavaInvalid(char **pzErr, const char *zPat, int nPat, const char *zWhy) {
 #define QFJ_F_X 0x10    /* COMMENTS */
 #define QFJ_F_U 0x20    /* UNICODE_CASE */
 /* CASE_INSENSITIVE without UNICODE_CASE folds US-ASCII only (Java's
-** default), while PCRE2 in UTF mode folds every letter: a non-ASCII
-** literal is then matched exactly ((?-i:...)), a class so for non-ASCII
-** text (qfjClassFold). */
+** default); PCRE2 in UTF mode folds every letter, k K s S onto U+212A and
+** U+017F too: a non-ASCII literal is matched exactly ((?-i:...)), k K s S
+** as (?-i:[kK]), a class exactly with the ASCII cases added
+** (qfJavaFoldClass), a back reference checked by a callout. */
 #define QFJ_ASCII_FOLD(p) (((p)->flags & (QFJ_F_I | QFJ_F_U)) == QFJ_F_I)
+#define QFJ_WIDE(c) ((c) == 'k' || (c) == 'K' || (c) == 's' || (c) == 'S')
 #define QFJ_NEST 250    /* groups nest at most this deep (PCRE2's default) */
 
 typedef struct QfJava {
@@ -123,32 +126,17 @@ static void qfjSkipSpace(QfJava *p) {
 
 /* One code point as a PCRE2 literal. */
 static void qfjCodePoint(QfJava *p, int cp) {
-  if (cp >= 0x80 && QFJ_ASCII_FOLD(p) && p->nClass == 0) {
-    sqlite3_str_appendf(p->pOut, "(?-i:\\x{%X})", (unsigned)cp);
-  } else {
-    sqlite3_str_appendf(p->pOut, "\\x{%X}", (unsigned)cp);
-  }
-}
-
-/* Appends class T (PCRE2's text, "[^...]" when bNeg) as Java's ASCII-only
-** case folding has it: a non-ASCII character matches T exactly, an ASCII
-** one as PCRE2's caseless T; negated, whatever the positive form does not
-** match. */
-static void qfjClassFold(QfJava *p, const char *zT, int bNeg) {
-  if (!bNeg) {
-    sqlite3_str_appendf(p->pOut, "(?:(?-i:%s)|(?=[\\x{0}-\\x{7F}])%s)", zT, zT);
-  } else {
-    /* zT is "[^" members "]": the positive class is "[" members "]" */
-    int n = (int)strlen(zT);
-    sqlite3_str_appendf(p->pOut, "(?:(?!(?-i:[%.*s])|(?=[\\x{0}-\\x{7F}])[%.*s])(?s:.))", n - 3,
-                        zT + 2, n - 3, zT + 2);
-  }
+  int bFold = QFJ_ASCII_FOLD(p) && p->nClass == 0;
+  if (bFold && cp >= 0x80) sqlite3_str_appendf(p->pOut, "(?-i:\\x{%X})", (unsigned)cp);
+  else if (bFold && QFJ_WIDE(cp)) sqlite3_str_appendf(p->pOut, "(?-i:[%c%c])", cp, cp ^ 0x20);
+  else sqlite3_str_appendf(p->pOut, "\\x{%X}", (unsigned)cp);
 }
 
 /* Byte c of a \Q...\E quote as a PCRE2 literal (multibyte sequences pass
 ** as they are: PCRE2 gives them no meaning). */
 static void qfjQuoted(QfJava *p, int c) {
-  if (c >= 0x80 || (c < 0x80 && isalnum(c))) sqlite3_str_appendchar(p->pOut, 1, (char)c);
+  if (QFJ_WIDE(c)) qfjCodePoint(p, c);
+  else if (c >= 0x80 || (c < 0x80 && isalnum(c))) sqlite3_str_appendchar(p->pOut, 1, (char)c);
   else if (c > 0x20 && c < 0x7F) sqlite3_str_appendf(p->pOut, "\\%c", c);
   else qfjCodePoint(p, c);
 }
@@ -331,7 +319,8 @@ static void qfjProperty(QfJava *p, int bNot, int bClass, const char *z, int n) {
     return;
   }
   if (!bClass) {
-    sqlite3_str_appendf(p->pOut, "[%s%s]", bNot ? "^" : "", zSet);
+    /* exact under (?i): Java folds no property (zSetI is the folded set) */
+    sqlite3_str_appendf(p->pOut, (p->flags & QFJ_F_I) ? "(?-i:[%s%s])" : "[%s%s]", bNot ? "^" : "", zSet);
   } else if (!bNot) {
     sqlite3_str_appendall(p->pOut, zSet);
   } else if ((zSet[0] == '\\' && strchr(zSet, '}') == zSet + strlen(zSet) - 1)) {
@@ -439,6 +428,8 @@ static void qfjBackref(QfJava *p, int c, int *pi) {
   } else if (QFJ_ASCII_FOLD(p) && v <= 255 - QF_JAVA_BACKREF_CALLOUT) {
     /* PCRE2 folds every letter: a callout keeps it to ASCII ones */
     sqlite3_str_appendf(p->pOut, "(?:\\g{%d}(?C%d))", v, QF_JAVA_BACKREF_CALLOUT + v);
+  } else if (QFJ_ASCII_FOLD(p)) {
+    sqlite3_str_appendf(p->pOut, "(?:\\g{%d}(?C\"%d\"))", v, v);
   } else {
     sqlite3_str_appendf(p->pOut, "\\g{%d}", v);
   }
@@ -514,7 +505,9 @@ static void qfjEscape(QfJava *p, int bClass) {
         qfjWhy(p, "\\k must be followed by <name>");
         return;
       }
-      sqlite3_str_appendf(p->pOut, "\\k<%.*s>", j - i - 1, z + i + 1);
+      /* under ASCII-only folding a callout checks it, as \N's */
+      sqlite3_str_appendf(p->pOut, QFJ_ASCII_FOLD(p) ? "(?:\\k<%.*s>(?C\"%.*s\"))" : "\\k<%.*s>",
+                          j - i - 1, z + i + 1, j - i - 1, z + i + 1);
       i = j + 1;
       break;
     }
@@ -554,6 +547,23 @@ static void qfjEscape(QfJava *p, int bClass) {
   }
   if (cp >= 0) qfjCodePoint(p, cp);
   p->i = i;
+}
+
+/* Appends a class operand to pOp: plain members zS (NULL for none; negated
+** when bNeg), then nNest nested classes zN ("|A|B"); under ASCII-only folding
+** zS folded (qfJavaFoldClass; in the second pass, whose text is kept). */
+static void qfjOperand(QfJava *p, sqlite3_str *pOp, const char *zS, const char *zN, int nNest,
+                       int bNeg) {
+  if (zS && QFJ_ASCII_FOLD(p) && p->nGroupAll >= 0) {
+    char *zF = NULL;
+    if (qfJavaFoldClass(zS, bNeg && nNest == 0, &zF) != SQLITE_OK) p->bNoMem = 1;
+    else if (nNest == 0) sqlite3_str_appendall(pOp, zF);
+    else sqlite3_str_appendf(pOp, "(?:%s%s)", zF, zN);
+    sqlite3_free(zF);
+  } else if (nNest == 0) sqlite3_str_appendf(pOp, "[%s%s]", bNeg ? "^" : "", zS);
+  else if (zS == NULL && nNest == 1) sqlite3_str_appendall(pOp, zN + 1);
+  else if (zS == NULL) sqlite3_str_appendf(pOp, "(?:%s)", zN + 1);
+  else sqlite3_str_appendf(pOp, "(?:[%s]%s)", zS, zN);
 }
 
 /* A character class at p->i ('['), written to p->pOut. A plain class stays
@@ -618,10 +628,7 @@ static void qfjClass(QfJava *p, int iDepth) {
       pOp = nOperand == 0 ? (pFirst = sqlite3_str_new(NULL)) : pAhead;
       if ((nS && zS == NULL) || (nN && zN == NULL)) p->bNoMem = 1;
       if (nOperand > 0) sqlite3_str_appendall(pOp, "(?=");
-      if (nNest == 0) sqlite3_str_appendf(pOp, "[%s%s]", bNeg ? "^" : "", zS);
-      else if (nS == 0 && nNest == 1) sqlite3_str_appendall(pOp, zN + 1);
-      else if (nS == 0) sqlite3_str_appendf(pOp, "(?:%s)", zN + 1);
-      else sqlite3_str_appendf(pOp, "(?:[%s]%s)", zS, zN);
+      if (!p->bNoMem) qfjOperand(p, pOp, nS ? zS : NULL, zN, nNest, bNeg);
       if (nOperand > 0) sqlite3_str_appendall(pOp, ")");
       sqlite3_free(zS);
       sqlite3_free(zN);
@@ -657,14 +664,14 @@ static void qfjClass(QfJava *p, int iDepth) {
     zA = sqlite3_str_finish(pAhead);
     pFirst = pAhead = NULL;
     if ((nF && zF == NULL) || (nA && zA == NULL)) p->bNoMem = 1;
-    else if (nOperand == 1 && iDepth == 0 && QFJ_ASCII_FOLD(p)) qfjClassFold(p, zF, bNeg);
-    else if (nOperand == 1) sqlite3_str_appendall(p->pOut, zF);
-    else if (iDepth == 0 && QFJ_ASCII_FOLD(p)) {
-      char *zT = sqlite3_mprintf("(?:%s%s)", zA, zF);
-      if (zT == NULL) p->bNoMem = 1;
-      else qfjClassFold(p, zT, 0);
-      sqlite3_free(zT);
-    } else sqlite3_str_appendf(p->pOut, "(?:%s%s)", zA, zF);
+    else {
+      /* folded already (qfJavaFoldClass): PCRE2 matches it exactly */
+      int bExact = iDepth == 0 && QFJ_ASCII_FOLD(p);
+      if (bExact) sqlite3_str_appendall(p->pOut, "(?-i:");
+      if (nOperand == 1) sqlite3_str_appendall(p->pOut, zF);
+      else sqlite3_str_appendf(p->pOut, "(?:%s%s)", zA, zF);
+      if (bExact) sqlite3_str_appendchar(p->pOut, 1, ')');
+    }
     sqlite3_free(zF);
     sqlite3_free(zA);
   }
@@ -819,7 +826,9 @@ static void qfjRun(QfJava *p) {
       }
       default:
         qfjChar(p, p->i, &L);
-        if (c >= 0x80 && QFJ_ASCII_FOLD(p)) {
+        if (QFJ_WIDE(c) && QFJ_ASCII_FOLD(p)) {
+          qfjCodePoint(p, c);
+        } else if (c >= 0x80 && QFJ_ASCII_FOLD(p)) {
           /* no case of its own under ASCII-only folding */
           sqlite3_str_appendall(p->pOut, "(?-i:");
           sqlite3_str_append(p->pOut, (const char*)p->z + p->i, L);

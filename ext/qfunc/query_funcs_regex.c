@@ -15,6 +15,7 @@
 ** limits), so no pattern can hold the host: a limit hit is an error.
 ** Memory comes from sqlite3_malloc.
 */
+#include <stdlib.h>
 #include <string.h>
 #include <ctype.h>
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -43,14 +44,24 @@ typedef struct QfRegex {
 ** reference to group v under ASCII-only folding: PCRE2 folded every
 ** letter, Java only US-ASCII ones, so the text it matched (as many bytes as
 ** the group's: Java's matches keep each character's length) must equal
-** the group's byte for byte but for the case of ASCII letters. 0 goes on,
-** 1 backtracks. */
+** the group's byte for byte but for the case of ASCII letters; (?C"v")
+** does so for a group named v, or numbered v past those numbers. 0 goes
+** on, 1 backtracks. */
 static int qfRegexCallout(pcre2_callout_block *pBlock, void *pArg) {
   const QfRegex *pRe = (const QfRegex*)pArg;
   uint32_t v = pBlock->callout_number;
   PCRE2_SIZE a, b, len, cur = pBlock->current_position, k;
-  if (v < QF_JAVA_BACKREF_CALLOUT) return cur == pRe->iLast ? 0 : 1;
-  v -= QF_JAVA_BACKREF_CALLOUT;
+  if (pBlock->callout_string) {
+    PCRE2_SPTR zName = pBlock->callout_string;
+    int iGroup = isdigit(zName[0]) ? atoi((const char*)zName)
+                 : pcre2_substring_number_from_name(pRe->pCode, zName);
+    if (iGroup <= 0) return 1;
+    v = (uint32_t)iGroup;
+  } else if (v < QF_JAVA_BACKREF_CALLOUT) {
+    return cur == pRe->iLast ? 0 : 1;
+  } else {
+    v -= QF_JAVA_BACKREF_CALLOUT;
+  }
   if (v >= pBlock->capture_top) return 1;
   a = pBlock->offset_vector[2 * v];
   b = pBlock->offset_vector[2 * v + 1];
