@@ -59,6 +59,7 @@ static const struct {
   { "mentat_re_seq", 4, 1, qfReSeq, 0, 0 },
   { "mentat_re_groups", 2, 1, qfReGroups, 0, 0 },
   { "mentat_re_pattern", 2, 1, qfRePattern, 0, 0 },
+  { "mentat_pattern_eq", -1, 1, qfPatternEq, 0, 0 },
   /* tx-ids, tx-data: a tx id, an instant or a tx entity as a tx id */
   { "mentat_tx_point", 3, 1, qfTxPoint, 0, 0 },
   /* compare of values whose types are known only at run time: 1, or the

@@ -120,6 +120,7 @@ void qfReMatches(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfReSeq(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfReGroups(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfRePattern(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+void qfPatternEq(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 
 void qfJson(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfSetKey(sqlite3_context *pCtx, int argc, sqlite3_value **argv);

@@ -439,3 +439,17 @@ void qfRePattern(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   sqlite3_result_value(pCtx, argv[0]);
   if (bOwn) qfRegexFree(pRe);
 }
+
+/* mentat_pattern_eq(tagA, tagB, where, ...): 1, or when both tags are
+** TAG_PATTERN the error "<where>: regular expression patterns have no
+** equality (Clojure compares them by identity)": = of two Patterns is
+** identity in Clojure, which a pattern's text cannot tell. The trailing
+** arguments only order the call after the joins (the compiler's fence). */
+void qfPatternEq(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  if (argc >= 3 && sqlite3_value_type(argv[0]) != SQLITE_NULL && sqlite3_value_int(argv[0]) == TAG_PATTERN
+      && sqlite3_value_type(argv[1]) != SQLITE_NULL && sqlite3_value_int(argv[1]) == TAG_PATTERN) {
+    qfErrorAt(pCtx, argv[2], "regular expression patterns have no equality (Clojure compares them by identity)");
+    return;
+  }
+  sqlite3_result_int(pCtx, 1);
+}

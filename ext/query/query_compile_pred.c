@@ -230,6 +230,33 @@ static char *qcpNumMix(char *zCmp, const char *zA, const char *zB, const char *z
   return zOut;
 }
 
+/* A tag expression that is a constant: 1 and *pTag, else 0 ("NULL" is one,
+** no tag). */
+static int qcpTagConst(const char *z, int *pTag) {
+  int i = z[0] == '(', j;
+  if (strcmp(z, "NULL") == 0) { *pTag = -1000; return 1; }
+  j = i + (z[i] == '-');
+  if (z[j] < '0' || z[j] > '9') return 0;
+  while (z[j] >= '0' && z[j] <= '9') j++;
+  if (strcmp(z + j, i ? ")" : "") != 0) return 0;
+  *pTag = atoi(z + i);
+  return 1;
+}
+
+/* Can = meet two patterns in terms pA and pB of tags zTagA and zTagB?
+** Clojure compares java.util.regex.Patterns by identity ((= (re-pattern
+** "a") (re-pattern "a")) is false), which the text a value holds cannot
+** tell, so = of two patterns of one text is an error when the row comes
+** (qcPatternEqSql; of two texts it is false, rightly); not when a tag
+** says another type, nor for one variable on both sides (one Pattern). */
+static int qcpPatternPair(const EdnValue *pA, const EdnValue *pB, const char *zTagA,
+                          const char *zTagB) {
+  int tA = TAG_PATTERN, tB = TAG_PATTERN;
+  if (ednIsVar(pA) && ednIsSymbol(pB, pA->u.s.z)) return 0;
+  if (qcpTagConst(zTagA, &tA) && tA != TAG_PATTERN) return 0;
+  return !qcpTagConst(zTagB, &tB) || tB == TAG_PATTERN;
+}
+
 /* Compares two terms with SQL operator zOp within one type class. bNe: the
 ** operator is a "differ" (true across classes). bValue: = / != compare
 ** values as Clojure's = does, so a long never equals a double ((= 1 1.0)
@@ -303,12 +330,17 @@ static char *qcpCompareTerms(QCtx *pX, const QClause *pCl, const char *zFn, cons
     else zOut = sqlite3_mprintf("%s", zCmp);
   } else if (vtA == VT_NONE && vtB == VT_NONE) {
     /* = and != see a ref value as the entity id (a long) it is, as Datomic
-    ** does; an order comparison keeps to one type (peer fault B13). */
+    ** does; an order comparison keeps to one type (peer fault B13). Two
+    ** patterns of one text are an error (qcpPatternPair), tested last. */
     char *zSame = bEq ? qcTagsMatch(zTagA, zTagB) : sqlite3_mprintf("%s = %s", zTagA, zTagB);
-    if (zSame == NULL) { qcNoMem(pX->pC); goto cleanup; }
-    if (bNe) zOut = sqlite3_mprintf("(NOT %s OR %s)", zSame, zCmp);
-    else zOut = sqlite3_mprintf("(%s AND %s)", zSame, zCmp);
+    char *zPat = NULL;
+    int ePat = bEq && bValue && qcpPatternPair(pA, pB, zTagA, zTagB);
+    if (ePat) zPat = qcPatternEqSql(pX, pCl->pForm, zFn, zTagA, zTagB);
+    if (zSame == NULL || (ePat && zPat == NULL)) { sqlite3_free(zSame); qcNoMem(pX->pC); goto cleanup; }
+    if (bNe) zOut = sqlite3_mprintf("(NOT %s OR %s%s%s)", zSame, zCmp, zPat ? " OR NOT " : "", zPat ? zPat : "");
+    else zOut = sqlite3_mprintf("(%s AND %s%s%s)", zSame, zCmp, zPat ? " AND " : "", zPat ? zPat : "");
     sqlite3_free(zSame);
+    sqlite3_free(zPat);
   } else {
     ValueType vtKnown = vtA == VT_NONE ? vtB : vtA;
     const char *zTag = vtA == VT_NONE ? zTagA : zTagB;

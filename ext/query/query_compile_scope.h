@@ -595,6 +595,13 @@ char *qcPlaceSql(const EdnValue *p, const char *zWhat);
 ** patterns, so the check runs after their joins. NULL on OOM. */
 char *qcArgCheckSql(const QCtx *pX, const EdnValue *pForm, const char *zFn, int iArg,
                     const char *zA, const char *zTag, int eKind);
+/* mentat_pattern_eq(zTagA, zTagB, 'line L col C: zFn', dN.e ...): 1, or,
+** when both tags say a regular expression pattern, the error that = has no
+** answer for two of them (Clojure compares Patterns by identity, which a
+** pattern's text cannot tell), after pX's joins as qcArgCheckSql's. NULL on
+** OOM. */
+char *qcPatternEqSql(const QCtx *pX, const EdnValue *pForm, const char *zFn, const char *zTagA,
+                     const char *zTagB);
 /* " COLLATE mentat_kw" for an expression of type vt that may hold keywords
 ** (VT_KEYWORD, or VT_NONE), else "": min, max, :order and compare then
 ** order keywords as Clojure's compare does (query_funcs.c). */

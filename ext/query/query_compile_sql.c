@@ -301,6 +301,19 @@ char *qcArgCheckSql(const QCtx *pX, const EdnValue *pForm, const char *zFn, int 
   return sqlite3_str_finish(pOut);
 }
 
+char *qcPatternEqSql(const QCtx *pX, const EdnValue *pForm, const char *zFn, const char *zTagA,
+                     const char *zTagB) {
+  char *zPlace = qcPlaceSql(pForm, zFn);
+  sqlite3_str *pOut;
+  if (zPlace == NULL) return NULL;
+  pOut = sqlite3_str_new(NULL);
+  sqlite3_str_appendf(pOut, "mentat_pattern_eq(%s, %s, %s", zTagA, zTagB, zPlace);
+  qcPatternFence(pX, pOut);
+  sqlite3_str_appendall(pOut, ")");
+  sqlite3_free(zPlace);
+  return sqlite3_str_finish(pOut);
+}
+
 char *qcVarTag(const QVar *pV) {
   if (pV->zTag) return sqlite3_mprintf("%s", pV->zTag);
   if (pV->vt == QVT_JSON) return sqlite3_mprintf("%d", TAG_JSON);
