@@ -317,15 +317,17 @@ static int qcfBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt
     return qcNoMem(pC);
   }
   if (pB->kind == QB_SCALAR) {
+    /* A nil result binds nothing, as in Datomic: (/ ?a 0), (untuple 5) or
+    ** a missing value drop the row instead of binding a NULL no Datalog
+    ** value can stand for. `_` too (DataScript's bind-by-fn calls the
+    ** function on every row and drops nil before binding): the term runs
+    ** the function, so its errors are raised as with a variable. */
+    qcWhere(pX, sqlite3_mprintf("(%s) IS NOT NULL", zExpr));
     if (qpIsBlank(pB->aVar[0])) {
       sqlite3_free(zExpr);
       sqlite3_free(zTag);
       return pC->rc;
     }
-    /* A nil result binds nothing, as in Datomic: (/ ?a 0), (untuple 5) or
-    ** a missing value drop the row instead of binding a NULL no Datalog
-    ** value can stand for. */
-    qcWhere(pX, sqlite3_mprintf("(%s) IS NOT NULL", zExpr));
     {
       QVar *pV = qcVarFind(pX, pB->aVar[0]->u.s.z);
       int bNew = pV == NULL;
