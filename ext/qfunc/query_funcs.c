@@ -51,6 +51,7 @@ static const struct {
   { "mentat_untuple", 2, 1, qfUntuple, 0, 0 },
   { "mentat_untuple_tag", 2, 1, qfUntupleTag, 0, 0 },
   { "mentat_tuple_count", 1, 1, qfTupleCount, 0, 0 },
+  { "mentat_fill", 4, 1, qfFill, 0, 0 },
   { "mentat_upper_case", 1, 1, qfUpperCase, 0, 0 },
   { "mentat_lower_case", 1, 1, qfLowerCase, 0, 0 },
   /* regular expressions, java.util.regex's dialect */

@@ -130,6 +130,9 @@ void qfTuple(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfUntuple(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfUntupleTag(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfTupleCount(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+/* mentat_fill(count, n, place, binding): 1, or the error of a collection too
+** short for a tuple binding (query_funcs_tuple.c). */
+void qfFill(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 /* Sets the result to the tuple of a[0..n) in the store's encoding (a BLOB);
 ** out of memory an error. */
 void qfTupleResult(sqlite3_context *pCtx, const TypedValue *a, int n);

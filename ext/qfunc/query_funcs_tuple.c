@@ -2,7 +2,8 @@
 ** query_funcs_tuple.c — tuples a query makes, at run time: mentat_tuple
 ** (the `tuple` function: its arguments as one tuple value in the store's
 ** encoding, value.h; qfTupleResult, that encoding as a result), mentat_untuple / mentat_untuple_tag (element k of a
-** tuple as its native SQL value and its tag) and mentat_tuple_count.
+** tuple as its native SQL value and its tag), mentat_tuple_count and
+** mentat_fill (can a collection of that count fill a tuple binding).
 **
 ** Why the store's encoding and not JSON: Datomic compares tuples element by
 ** element by value and type (schema reference, "Tuples"), and JSON prints
@@ -188,4 +189,26 @@ void qfTupleCount(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   if (qftDecode(pCtx, argv[0], &t) <= 0) return;
   sqlite3_result_int(pCtx, t.n);
   valueTupleClear(&t);
+}
+
+/* mentat_fill(count, n, place, binding): 1 when a collection of count
+** elements fills tuple binding `binding` of n variables (a longer one binds
+** its first n, as DataScript's in->rel maps over both), NULL for a NULL
+** count (a nil result binds nothing); an error naming the place when it is
+** shorter ("Not enough elements in a collection ... to bind tuple ..."),
+** or for a count of -1, a value that is no collection. */
+void qfFill(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  sqlite3_int64 n;
+  (void)argc;
+  if (sqlite3_value_type(argv[0]) == SQLITE_NULL) return;
+  n = sqlite3_value_int64(argv[0]);
+  if (n >= sqlite3_value_int64(argv[1])) {
+    sqlite3_result_int(pCtx, 1);
+  } else if (n < 0) {
+    qfErrorAt(pCtx, argv[2], "cannot bind a value that is not a collection to tuple %s",
+              (const char *)sqlite3_value_text(argv[3]));
+  } else {
+    qfErrorAt(pCtx, argv[2], "not enough elements in a collection of %lld to bind tuple %s", n,
+              (const char *)sqlite3_value_text(argv[3]));
+  }
 }

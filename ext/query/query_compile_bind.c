@@ -389,6 +389,40 @@ static void qcbRelBindCol(QCtx *pX, const EdnValue *pVal, const EdnValue *pVar, 
   }
 }
 
+char *qcbTupleText(const QBinding *pB) {
+  sqlite3_str *p = sqlite3_str_new(NULL);
+  int i;
+  sqlite3_str_appendchar(p, 1, '[');
+  for (i = 0; i < pB->nVar; i++) {
+    sqlite3_str_appendf(p, "%s%.*s", i ? " " : "", pB->aVar[i]->u.s.n, pB->aVar[i]->u.s.z);
+  }
+  sqlite3_str_appendchar(p, 1, ']');
+  return sqlite3_str_finish(p);
+}
+
+/* The error of a collection of n elements, too few for tuple binding pB
+** (DataScript's in->rel raises it; a longer one binds its first ones). */
+static int qcbShort(QComp *pC, const QBinding *pB, int n, const char *zWhat) {
+  char *zB = qcbTupleText(pB);
+  if (zB == NULL) return qcNoMem(pC);
+  qcErr(pC, NULL, "%s: not enough elements in a collection of %d to bind tuple %s", zWhat, n, zB);
+  sqlite3_free(zB);
+  return pC->rc;
+}
+
+void qcbFill(QCtx *pX, const QClause *pCl, const QBinding *pB, char *zCount) {
+  QComp *pC = pX->pC;
+  char *zPlace = qcPlaceSql(pCl->pForm, pCl->zName), *zB = qcbTupleText(pB), *zTerm = NULL;
+  if (zCount && zPlace && zB) {
+    zTerm = sqlite3_mprintf("mentat_fill(%s, %d, %s, '%q')", zCount, pB->nVar, zPlace, zB);
+  }
+  if (zTerm == NULL) qcNoMem(pC);
+  else qcWhere(pX, qcGuardRaising(pX, zTerm));
+  sqlite3_free(zCount);
+  sqlite3_free(zPlace);
+  sqlite3_free(zB);
+}
+
 /* Relation binding [[?a ?b] ...] of pVal: a VALUES CTE inN in FROM, its
 ** columns bound to the variables. A column whose values have several types
 ** carries each one's tag (tJ), so each keeps its type, as in a collection. */
@@ -406,8 +440,11 @@ static int qcbBindRel(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iI
   int *aTag;
   sqlite3_snprintf(sizeof zName, zName, "in%d", ++pC->nAlias);
   for (i = 0; i < pVal->u.c.n || !qcbIsColl(pVal); i++) {
-    if (!qcbIsColl(pVal) || !qcbIsColl(qcbElem(pVal, i)) || qcbElem(pVal, i)->u.c.n != pB->nVar) {
+    if (!qcbIsColl(pVal) || !qcbIsColl(qcbElem(pVal, i))) {
       return qcErr(pC, NULL, "%s: expected a relation of %d-tuples", zWhat, pB->nVar);
+    }
+    if (qcbElem(pVal, i)->u.c.n < pB->nVar) {
+      return qcbShort(pC, pB, qcbElem(pVal, i)->u.c.n, zWhat);
     }
   }
   n = pVal->u.c.n * pB->nVar;
@@ -479,9 +516,10 @@ int qcbBind(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput, cons
       qcbBindScalar(pX, pB->aVar[0], pVal, bConst ? pVal : NULL, iInput, -1, -1);
       break;
     case QB_TUPLE:
-      if (!qcbIsColl(pVal) || pVal->u.c.n != pB->nVar) {
+      if (!qcbIsColl(pVal)) {
         return qcErr(pC, NULL, "%s: expected a tuple of %d value(s)", zWhat, pB->nVar);
       }
+      if (pVal->u.c.n < pB->nVar) return qcbShort(pC, pB, pVal->u.c.n, zWhat);
       for (i = 0; i < pB->nVar; i++) {
         qcbBindScalar(pX, pB->aVar[i], qcbElem(pVal, i), bConst ? qcbElem(pVal, i) : NULL,
                       iInput, i, -1);

@@ -257,8 +257,9 @@ static void qcfBindTupleElem(QCtx *pX, const EdnValue *pVar, const char *zTup, c
 }
 
 /* Binds the elements of tuple zTup (tag zTag as qcfBindTupleElem) through
-** tuple binding pB: one that is shorter than pB binds nothing. */
-static void qcfBindTupleElems(QCtx *pX, const QBinding *pB, const char *zTup, const char *zTag) {
+** clause pCl's tuple binding: one shorter than it is an error (qcbFill). */
+static void qcfBindTupleElems(QCtx *pX, const QClause *pCl, const char *zTup, const char *zTag) {
+  const QBinding *pB = &pCl->bind;
   int i;
   for (i = 0; i < pB->nVar && pX->pC->rc == SQLITE_OK; i++) {
     char zK[16];
@@ -266,11 +267,11 @@ static void qcfBindTupleElems(QCtx *pX, const QBinding *pB, const char *zTup, co
     qcfBindTupleElem(pX, pB->aVar[i], zTup, zTag, zK);
   }
   if (zTag == NULL) {
-    qcWhere(pX, sqlite3_mprintf("mentat_tuple_count(%s) >= %d", zTup, pB->nVar));
+    qcbFill(pX, pCl, pB, sqlite3_mprintf("mentat_tuple_count(%s)", zTup));
   } else {
-    qcWhere(pX, sqlite3_mprintf("(CASE %s WHEN %d THEN mentat_tuple_count(%s) WHEN %d THEN"
-                                " json_array_length(%s) END) >= %d", zTag, TAG_TUPLE, zTup,
-                                TAG_JSON, zTup, pB->nVar));
+    qcbFill(pX, pCl, pB, sqlite3_mprintf("(CASE %s WHEN %d THEN mentat_tuple_count(%s) WHEN %d"
+                                         " THEN json_array_length(%s) END)", zTag, TAG_TUPLE,
+                                         zTup, TAG_JSON, zTup));
   }
 }
 
@@ -278,8 +279,9 @@ static void qcfBindTupleElems(QCtx *pX, const QBinding *pB, const char *zTup, co
 ** its elements with their own types ([?x ...]: one row per element,
 ** json_each giving the positions); NULL then. For a relation binding it
 ** gives the tuple's JSON array instead, read as a vector of scalars. */
-static char *qcfBindTupleForm(QCtx *pX, const QBinding *pB, char *zTup) {
+static char *qcfBindTupleForm(QCtx *pX, const QClause *pCl, char *zTup) {
   QComp *pC = pX->pC;
+  const QBinding *pB = &pCl->bind;
   char zAlias[24], *zKey;
   if (pB->kind == QB_REL) {
     char *zJ = sqlite3_mprintf("mentat_json(%s, %d)", zTup, TAG_TUPLE);
@@ -288,7 +290,7 @@ static char *qcfBindTupleForm(QCtx *pX, const QBinding *pB, char *zTup) {
     return zJ;
   }
   if (pB->kind == QB_TUPLE) {
-    qcfBindTupleElems(pX, pB, zTup, NULL);
+    qcfBindTupleElems(pX, pCl, zTup, NULL);
   } else {
     sqlite3_snprintf(sizeof zAlias, zAlias, "j%d", ++pC->nAlias);
     qcFrom(pX, sqlite3_mprintf("json_each(mentat_json(%s, %d)) %s", zTup, TAG_TUPLE, zAlias));
@@ -378,7 +380,7 @@ static int qcfBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt
   }
   sqlite3_free(zTag);
   if (vt == VT_TUPLE) {
-    zExpr = qcfBindTupleForm(pX, pB, zExpr);
+    zExpr = qcfBindTupleForm(pX, pCl, zExpr);
     if (zExpr == NULL) return pC->rc;
     vt = QVT_JSON;
   }
@@ -394,8 +396,7 @@ static int qcfBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt
       for (i = 0; i < pB->nVar && pC->rc == SQLITE_OK; i++) {
         qcfBindJsonElem(pX, pB->aVar[i], zExpr, i);
       }
-      /* A shorter collection cannot fill the tuple: no binding. */
-      qcWhere(pX, sqlite3_mprintf("json_array_length(%s) >= %d", zExpr, pB->nVar));
+      qcbFill(pX, pCl, pB, sqlite3_mprintf("json_array_length(%s)", zExpr));
       break;
     case QB_COLL:
       sqlite3_snprintf(sizeof zAlias, zAlias, "j%d", ++pC->nAlias);
@@ -418,8 +419,8 @@ static int qcfBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt
       sqlite3_snprintf(sizeof zAlias, zAlias, "j%d", ++pC->nAlias);
       sqlite3_snprintf(sizeof zDoc, zDoc, "%s.value", zAlias);
       qcFrom(pX, sqlite3_mprintf("json_each(%s) %s", zExpr, zAlias));
-      qcWhere(pX, sqlite3_mprintf("%s.type = 'array' AND json_array_length(%s) >= %d",
-                                  zAlias, zDoc, pB->nVar));
+      qcbFill(pX, pCl, pB, sqlite3_mprintf("(CASE %s.type WHEN 'array' THEN json_array_length(%s)"
+                                           " ELSE -1 END)", zAlias, zDoc));
       for (i = 0; i < pB->nVar && pC->rc == SQLITE_OK; i++) {
         qcfBindJsonElem(pX, pB->aVar[i], zDoc, i);
       }
@@ -582,7 +583,7 @@ int qcfUntuple(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut
   if (vt == VT_TUPLE || (vt == VT_NONE && zTag)) {
     /* a tuple (or, by its run-time tag, a tuple or a collection): each
     ** element with its own type */
-    qcfBindTupleElems(pX, &pCl->bind, zT, vt == VT_TUPLE ? NULL : zTag);
+    qcfBindTupleElems(pX, pCl, zT, vt == VT_TUPLE ? NULL : zTag);
     sqlite3_free(zT);
     sqlite3_free(zTag);
     return pC->rc;
@@ -886,7 +887,7 @@ static int qcfFunctionIn(QCtx *pX, const QClause *pCl) {
   }
   if (out.eRe != QCF_RE_NONE && out.vt == QVT_JSON && pCl->bind.kind != QB_SCALAR) {
     sqlite3_free(out.zTag);
-    return qcvBindRegex(pX, &pCl->bind, out.zSql, out.eRe, out.nReElems);
+    return qcvBindRegex(pX, pCl, out.zSql, out.eRe, out.nReElems);
   }
   return qcfBindResult(pX, pCl, out.zSql, out.vt, out.zTag);
 }

@@ -141,6 +141,7 @@ int qcRaises(const char *z) {
   static const char *const azFail[] = {
     "add(", "sub(", "mul(", "div(", "quot(", "rem(", "mod(", "inc(", "dec(", "abs(",
     "comparable(", "subs(", "re_find(", "re_matches(", "re_seq(", "tx_point(", "num(", "arg(",
+    "fill(",
   };
   size_t i;
   if (z == NULL) return 0;

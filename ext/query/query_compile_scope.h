@@ -705,6 +705,16 @@ int qcwRowsUnique(const QCtx *pX, const char *const *azVar, int nVar);
 ** ("input 2", "ground"). */
 int qcbBind(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput,
             const char *zWhat);
+/* "[?a _ ?c]": tuple binding pB as written (sqlite3_malloc'd; NULL on OOM). */
+char *qcbTupleText(const QBinding *pB);
+/* Requires of a function's result, a collection of zCount elements (SQL,
+** taken over; NULL for a nil result, -1 for a value that is no
+** collection), that it fills tuple binding pB of clause pCl: a WHERE term
+** (mentat_fill, guarded as a failing function is) that is an error naming
+** the clause for a shorter one, as DataScript's in->rel raises "Not enough
+** elements in a collection ... to bind tuple ..."; a longer one binds its
+** first elements. */
+void qcbFill(QCtx *pX, const QClause *pCl, const QBinding *pB, char *zCount);
 
 /* ---- query_compile_fn.c: function and predicate clauses, each compiled by
 ** its built-in's row of the table of built-ins there (Datomic's :where
@@ -801,9 +811,9 @@ int qcvRePattern(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pO
 int qcvReSeq(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
 /* Binds a regular expression's JSON result zDoc (taken over; of kind
 ** eKind, QCF_RE_*, its group vectors of nElems strings) through the
-** tuple, collection or relation binding pB: strings stay strings (JSON's
+** tuple, collection or relation binding of clause pCl (a short tuple an error, qcbFill): strings stay strings (JSON's
 ** guess would read ":x" as a keyword), group vectors become tuples. */
-int qcvBindRegex(QCtx *pX, const QBinding *pB, char *zDoc, int eKind, int nElems);
+int qcvBindRegex(QCtx *pX, const QClause *pCl, char *zDoc, int eKind, int nElems);
 int qcvTuple(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
 
 int qcfGround(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);

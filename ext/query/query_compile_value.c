@@ -767,8 +767,9 @@ static void qcvBindReAt(QCtx *pX, const EdnValue *pVar, const char *zDoc, int k,
   sqlite3_free(zVal);
 }
 
-int qcvBindRegex(QCtx *pX, const QBinding *pB, char *zDoc, int eKind, int nElems) {
+int qcvBindRegex(QCtx *pX, const QClause *pCl, char *zDoc, int eKind, int nElems) {
   QComp *pC = pX->pC;
+  const QBinding *pB = &pCl->bind;
   char zAlias[24], zType[40], zVal[40];
   int i;
   if (zDoc == NULL) return qcNoMem(pC);
@@ -780,8 +781,7 @@ int qcvBindRegex(QCtx *pX, const QBinding *pB, char *zDoc, int eKind, int nElems
       for (i = 0; i < pB->nVar && pC->rc == SQLITE_OK; i++) {
         qcvBindReAt(pX, pB->aVar[i], zDoc, i, eKind, nElems);
       }
-      /* a shorter one cannot fill the tuple: no binding */
-      qcWhere(pX, sqlite3_mprintf("json_array_length(%s) >= %d", zDoc, pB->nVar));
+      qcbFill(pX, pCl, pB, sqlite3_mprintf("json_array_length(%s)", zDoc));
       break;
     case QB_COLL:
       pC->nAlias++;
@@ -792,8 +792,8 @@ int qcvBindRegex(QCtx *pX, const QBinding *pB, char *zDoc, int eKind, int nElems
       /* each element a vector of strings taken apart */
       pC->nAlias++;
       qcFrom(pX, sqlite3_mprintf("json_each(%s) %s", zDoc, zAlias));
-      qcWhere(pX, sqlite3_mprintf("%s = 'array' AND json_array_length(%s) >= %d", zType, zVal,
-                                  pB->nVar));
+      qcbFill(pX, pCl, pB, sqlite3_mprintf("(CASE %s WHEN 'array' THEN json_array_length(%s)"
+                                           " ELSE -1 END)", zType, zVal));
       for (i = 0; i < pB->nVar && pC->rc == SQLITE_OK; i++) {
         qcvBindReAt(pX, pB->aVar[i], zVal, i, QCF_RE_STRS, 0);
       }
