@@ -101,7 +101,7 @@ static const QcfBuiltin aQcfBuiltin[] = {
   { "fulltext", QCF_CLAUSE, -1, -1, QCF_ARG_ANY, VT_NONE, qcfFulltext, 0, 0 },
   { "tx-ids", QCF_CLAUSE, -1, -1, QCF_ARG_ANY, VT_REF, qcfTxIds, 0, "mentat_tx_point" },
   { "tx-data", QCF_CLAUSE, -1, -1, QCF_ARG_ANY, VT_NONE, qcfTxData, 0, "mentat_tx_point" },
-  { "type", QCF_CLAUSE, -1, -1, QCF_ARG_ANY, VT_KEYWORD, qcfType, 0, 0 },
+  { "type", QCF_CLAUSE, -1, -1, QCF_ARG_ANY, VT_KEYWORD, qctType, 0, 0 },
 };
 
 /* The built-in named zName, or NULL when there is none. */
@@ -193,12 +193,14 @@ static int qcfPredicateIn(QCtx *pX, const QClause *pCl) {
 }
 
 /* The type tag of a JSON element (tuples carry values as JSON): numbers 5,
-** booleans 1, text starting with ':' a keyword (13), other text 10. zType
-** is the SQL giving json_type's answer, zVal the element's SQL value. */
+** booleans 1, text starting with ':' a keyword (13), other text 10, a
+** nested array or object TAG_JSON (no tag read as nil). zType is the SQL
+** giving json_type's answer, zVal the element's SQL value. */
 static char *qcfJsonTag(const char *zType, const char *zVal) {
   return sqlite3_mprintf("(CASE %s WHEN 'integer' THEN 5 WHEN 'real' THEN 5 WHEN 'true'"
                          " THEN 1 WHEN 'false' THEN 1 WHEN 'text' THEN (CASE WHEN"
-                         " substr(%s, 1, 1) = ':' THEN 13 ELSE 10 END) END)", zType, zVal);
+                         " substr(%s, 1, 1) = ':' THEN 13 ELSE 10 END) WHEN 'array' THEN %d"
+                         " WHEN 'object' THEN %d END)", zType, zVal, TAG_JSON, TAG_JSON);
 }
 
 /* Binds element k of the JSON array zDoc to variable pVar (blank: skipped). */
@@ -309,7 +311,7 @@ static char *qcfBindTupleForm(QCtx *pX, const QClause *pCl, char *zTup) {
 ** is a collection (JSON: tuple, ground of a vector): [?a ?b] takes its
 ** elements, [?x ...] joins json_each over it (one row per element) and
 ** [[?a ?b]] joins json_each and takes each row's elements. */
-static int qcfBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt, char *zTag) {
+int qcfBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt, char *zTag) {
   QComp *pC = pX->pC;
   const QBinding *pB = &pCl->bind;
   char zAlias[24];
@@ -800,37 +802,6 @@ int qcfTxData(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut)
     }
   }
   return pC->rc;
-}
-
-/* (type ?v): the value type keyword of a value, e.g. :db.type/long. */
-int qcfType(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
-  QComp *pC = pX->pC;
-  ValueType vt;
-  char *zTag = NULL, *zV, *zExpr;
-  (void)pFn;
-  (void)pOut;
-  if (pCl->nArg != 1) return qcErr(pC, pCl->pForm, "type takes one value");
-  zV = qcTermExpr(pX, pCl->aArg[0], &vt, &zTag, "function");
-  if (zV == NULL) return pC->rc;
-  if (vt != VT_NONE && vt != QVT_JSON) {
-    zExpr = sqlite3_mprintf("'%q'", vt == VT_LONG || vt == VT_DOUBLE ? "" : vtName(vt));
-    if (vt == VT_LONG || vt == VT_DOUBLE) {
-      sqlite3_free(zExpr);
-      zExpr = sqlite3_mprintf("(CASE typeof(%s) WHEN 'integer' THEN ':db.type/long'"
-                              " ELSE ':db.type/double' END)", zV);
-    }
-  } else {
-    zExpr = sqlite3_mprintf(
-        "(CASE %s WHEN 0 THEN ':db.type/ref' WHEN 1 THEN ':db.type/boolean' WHEN 4 THEN"
-        " ':db.type/instant' WHEN 5 THEN (CASE typeof(%s) WHEN 'integer' THEN ':db.type/long'"
-        " ELSE ':db.type/double' END) WHEN 10 THEN ':db.type/string' WHEN 11 THEN"
-        " ':db.type/uuid' WHEN 13 THEN ':db.type/keyword' WHEN 15 THEN ':db.type/bytes' END)",
-        zTag ? zTag : "NULL", zV);
-  }
-  sqlite3_free(zV);
-  sqlite3_free(zTag);
-  if (zExpr == NULL) return qcNoMem(pC);
-  return qcfBindResult(pX, pCl, zExpr, VT_KEYWORD, NULL);
 }
 
 /* (ground x): the value itself, a constant through the binding form. */

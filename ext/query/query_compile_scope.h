@@ -823,7 +823,17 @@ int qcfUntuple(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut
 int qcfFulltext(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
 int qcfTxIds(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
 int qcfTxData(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
-int qcfType(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
+/* Binds a function's result (SQL zExpr of type vt, tag zTag when vt is
+** VT_NONE; both taken over) through clause pCl's binding form: a nil
+** result binds nothing (also for `_`, which still evaluates it), a tuple
+** form a collection that fills it (qcbFill). For the clauses that bind
+** their results themselves. */
+int qcfBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt, char *zTag);
+
+/* ---- query_compile_type.c: (type x), a keyword naming the value's class
+** (:db.type/long ..., :db.type/tuple for a vector, :java.util.regex/Pattern,
+** :clojure.lang/PersistentHashSet ...): never NULL for a value */
+int qctType(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
 
 
 int qcfPredicate(QCtx *pX, const QClause *pCl);

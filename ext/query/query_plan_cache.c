@@ -160,6 +160,8 @@ static void qCacheShapeOf(QCacheKey *pOut, const EdnValue *p, const Schema *pSch
         qCacheKeyEdn(pOut, p);
         break;
       }
+      /* a set is not a vector to (type x), which the compiler decides */
+      if (p->type == EDN_SET) qCacheKeyChar(pOut, '#');
       qCacheKeyChar(pOut, '[');
       for (i = 0; i < p->u.c.n; i++) qCacheShapeOf(pOut, p->u.c.a[i], pSchema, iDepth + 1);
       /* [:a :b] is a lookup ref or a tuple by the schema (qPlanLookupRef) */
