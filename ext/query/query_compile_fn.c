@@ -321,11 +321,10 @@ int qcfBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt, char 
     return qcNoMem(pC);
   }
   if (pB->kind == QB_SCALAR) {
-    /* A nil result binds nothing, as in Datomic: (/ ?a 0), (untuple 5) or
-    ** a missing value drop the row instead of binding a NULL no Datalog
-    ** value can stand for. `_` too (DataScript's bind-by-fn calls the
-    ** function on every row and drops nil before binding): the term runs
-    ** the function, so its errors are raised as with a variable. */
+    /* A nil result binds nothing, as in Datomic: (untuple 5) or a missing
+    ** value drop the row instead of binding a NULL no Datalog value can
+    ** stand for. `_` too (DataScript's bind-by-fn calls the function on
+    ** every row, drops nil): the term runs it, errors and all. */
     qcWhere(pX, sqlite3_mprintf("(%s) IS NOT NULL", zExpr));
     if (qpIsBlank(pB->aVar[0])) {
       sqlite3_free(zExpr);
