@@ -406,6 +406,7 @@ static int vcallOpen(VCall *pCall, sqlite3 *host, const char *zPath, int eKind,
     storeRelease(pCall->pStore);
     pCall->pStore = NULL;
     rc = storeAcquire("", &pCall->pStore, pzErr);
+    if (rc == SQLITE_OK) rc = qSourcesRefuseFiles(pCall->pStore, pOpts, pzErr);
     if (rc == SQLITE_OK) rc = storeReader(pCall->pStore, &pCall->pConn, &pCall->pSchema, pzErr);
   }
   /* Other store files of opts "sources" are attached to the reader. On a

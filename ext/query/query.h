@@ -95,6 +95,13 @@ int qOptsParse(QueryOpts *p, const char *zOpts, int nOpts, char **pzErr);
 ** files. A no-op without sources. */
 int qSourcesOpen(Store *pMain, StoreConn **ppConn, Schema **ppSchema, QueryOpts *pOpts,
                  char **pzErr);
+/* The refusals qSourcesOpen makes on a host store, for a host database
+** that holds no store yet (read as an empty store, whose connection is no
+** host's): another store file among the sources is the same error, so
+** whether a query may read other files does not depend on whether edn_t
+** ran. pMain: the store standing for it. SQLITE_OK when every source is
+** a filter of $. */
+int qSourcesRefuseFiles(Store *pMain, QueryOpts *pOpts, char **pzErr);
 
 /* query_sources.c. Gives the sources of pOpts that read the query's own
 ** store (a filter of it, or its own path: those qSourcesOpen gave the

@@ -73,7 +73,7 @@ static int qsrcSeenIsMain(Store *pMain, Store *pSeen) {
 ** read learns of a file replaced or deleted at a path within it, README
 ** "Store cache") is taken without the stats; *pbMain is set when that store
 ** is pMain's file, which is then the source's (nothing opened). */
-static int qsrcOpenFile(Store *pMain, StoreConn *pConn, QuerySource *pS, int *pbMain,
+static int qsrcOpenFile(Store *pMain, int bHost, QuerySource *pS, int *pbMain,
                         char **pzErr) {
   const char *zPath = pS->zPath;
   StoreConn *pOther = NULL;
@@ -98,7 +98,7 @@ static int qsrcOpenFile(Store *pMain, StoreConn *pConn, QuerySource *pS, int *pb
   if (pSeen == NULL && (stat(zPath, &st) != 0 || !S_ISREG(st.st_mode))) {
     return qsrcError(pzErr, sqlite3_mprintf("source %s: no store file at %s", pS->zName, zPath));
   }
-  if (pConn->bHost) {
+  if (bHost) {
     /* Attaching would change the host's own connection. */
     storeRelease(pSeen);
     return qsrcError(pzErr, sqlite3_mprintf("source %s: a query on a host store cannot read other "
@@ -225,7 +225,7 @@ int qSourcesOpen(Store *pMain, StoreConn **ppConn, Schema **ppSchema, QueryOpts 
   for (i = 0; i < pOpts->nSource && rc == SQLITE_OK; i++) {
     QuerySource *pS = &pOpts->aSource[i];
     int bMain = 0;
-    if (pS->zPath) rc = qsrcOpenFile(pMain, *ppConn, pS, &bMain, pzErr);
+    if (pS->zPath) rc = qsrcOpenFile(pMain, (*ppConn)->bHost, pS, &bMain, pzErr);
   }
   nFile = rc == SQLITE_OK ? qsrcFileCount(pOpts) : 0;
   nMax = sqlite3_limit((*ppConn)->db, SQLITE_LIMIT_ATTACHED, -1);
@@ -255,6 +255,15 @@ int qSourcesOpen(Store *pMain, StoreConn **ppConn, Schema **ppSchema, QueryOpts 
       pS->pSchema = *ppSchema;
       schemaRef(pS->pSchema);
     }
+  }
+  return rc;
+}
+
+int qSourcesRefuseFiles(Store *pMain, QueryOpts *pOpts, char **pzErr) {
+  int i, rc = SQLITE_OK;
+  for (i = 0; pOpts && i < pOpts->nSource && rc == SQLITE_OK; i++) {
+    int bMain = 0;
+    if (pOpts->aSource[i].zPath) rc = qsrcOpenFile(pMain, 1, &pOpts->aSource[i], &bMain, pzErr);
   }
   return rc;
 }
