@@ -32,6 +32,10 @@ void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV, int bShare) {
     pN = qcVarFind(pSub, zName);
     if (pN) pN->bSeedKind = 1;
   }
+  if (bNew && pSub->pC->rc == SQLITE_OK && pV->pLit) {
+    pN = qcVarFind(pSub, zName);
+    if (pN) pN->pLit = pV->pLit;   /* handed on to a rule it calls */
+  }
   if (!bNew || pV->nParam == 0 || pSub->pC->rc) return;
   pN = qcVarFind(pSub, zName);
   if (!bShare) {
@@ -68,12 +72,38 @@ int qcVarSeedKind(const QVar *pV, char *zBuf, int nBuf) {
 
 char *qcVarKind(const QVar *pV) {
   char zKind[24];
+  char *zBase, *z;
   if (qcVarSeedKind(pV, zKind, (int)sizeof zKind)) return sqlite3_mprintf("%s", zKind);
+  if (qcVarIdent(pV)) return sqlite3_mprintf("'ident'");
   if (pV->bGiven || pV->nParam > 0 || pV->bHetero) {
-    return sqlite3_mprintf("CASE typeof(%s) WHEN 'integer' THEN 'given' ELSE typeof(%s) END",
-                           pV->zExpr, pV->zExpr);
+    zBase = sqlite3_mprintf("CASE typeof(%s) WHEN 'integer' THEN 'given' ELSE typeof(%s) END",
+                            pV->zExpr, pV->zExpr);
+  } else {
+    zBase = sqlite3_mprintf("typeof(%s)", pV->zExpr);
   }
-  return sqlite3_mprintf("typeof(%s)", pV->zExpr);
+  if (zBase == NULL || pV->vt != VT_NONE || pV->zTag == NULL || !pV->bIdent) return zBase;
+  /* values of several types, a keyword among them read as an ident */
+  z = sqlite3_mprintf("CASE WHEN %s = %d THEN 'ident' ELSE %s END", pV->zTag, TAG_KEYWORD, zBase);
+  sqlite3_free(zBase);
+  return z;
+}
+
+int qcVarIdent(const QVar *pV) {
+  return pV->vt == VT_KEYWORD && (pV->nParam > 0 || pV->bIdent);
+}
+
+void qcVarLit(QCtx *pX, const char *zName, const EdnValue *pA) {
+  QVar *pV = qcVarFind(pX, zName);
+  if (pV && pV->zInList == NULL) pV->pLit = pA;
+}
+
+const Attr *qcVarLitAttr(QCtx *pX, const EdnValue *pA) {
+  const QVar *pV = pA && ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
+  if (pV == NULL || pV->pLit == NULL) return NULL;
+  if (pV->pLit->type == EDN_KEYWORD) {
+    return schemaAttrByIdent(pX->pC->pSchema, pV->pLit->u.s.z, pV->pLit->u.s.n);
+  }
+  return pV->pLit->type == EDN_INT ? schemaAttr(pX->pC->pSchema, pV->pLit->u.i) : NULL;
 }
 
 int qcCopyScope(QCtx *pSub, QCtx *pX) {

@@ -655,8 +655,9 @@ static int qcrTryMagic(QCtx *pX, const QClause *pCl, int h, int iDepth) {
       for (i = 0; i < pCl->nArg; i++) {
         const EdnValue *pA = pCl->aArg[i];
         QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
-        if (aePlace[i] && (pV ? pV->zExpr != NULL : !ednIsVar(pA) && !qpIsBlank(pA)
-                           && valueNaturalType(pA) != VT_NONE)) {
+        abDirect[i] = (unsigned char)(aePlace[i] && qcmDirectLit(pC, pA));
+        if (aePlace[i] && !abDirect[i] && (pV ? pV->zExpr != NULL : !ednIsVar(pA)
+                                           && !qpIsBlank(pA) && valueNaturalType(pA) != VT_NONE)) {
           abBound[i] = 1;
           nSeed++;
         }
@@ -671,8 +672,8 @@ static int qcrTryMagic(QCtx *pX, const QClause *pCl, int h, int iDepth) {
       ** B6: 100 nodes x 5 edges, 32 heads, the end bound: 102 s against
       ** 0.06 s). */
       if (bMulti && nSeed > nBound) return 0;
-      if (nSeed > 0 && qcrInvSeeded(abInv, abBound, NULL, pCl->nArg)) {
-        qcmCall(pX, pCl, h, abBound, NULL, bTop ? 1 : 2, iDepth);
+      if (nSeed > 0 && qcrInvSeeded(abInv, abBound, abDirect, pCl->nArg)) {
+        qcmCall(pX, pCl, h, abBound, abDirect, bTop ? 1 : 2, iDepth);
         return 1;
       }
     }
@@ -680,9 +681,10 @@ static int qcrTryMagic(QCtx *pX, const QClause *pCl, int h, int iDepth) {
     ** CTE can hold (a constant, an input) are seeded too, when it can be
     ** read one way only: each body would type an untyped integer on its
     ** own (an entity in one, a long in another), and seeds of mixed
-    ** readings would miss each other. A keyword stays a keyword. Such an
-    ** integer is bound in every body directly instead (abDirect), each
-    ** typing it by its own places: the recursion hands it on unchanged. */
+    ** readings would miss each other. Such an integer is bound in every
+    ** body directly instead (abDirect), each typing it by its own places:
+    ** the recursion hands it on unchanged; so are a tuple literal and a
+    ** keyword constant, read as written in each place (qcrDirectLit). */
     for (i = 0; i < pCl->nArg; i++) {
       const EdnValue *pA = pCl->aArg[i];
       QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
@@ -691,9 +693,10 @@ static int qcrTryMagic(QCtx *pX, const QClause *pCl, int h, int iDepth) {
       int bValue = aePlace[i] && (pV ? pV->zExpr && pV->zExpr[0] == '?'
                                      : pA->type != EDN_VECTOR && !ednIsVar(pA)
                                        && !qpIsBlank(pA));
+      int bLit = aePlace[i] && qcmDirectLit(pC, pA);
       abBound[i] = (unsigned char)!aePlace[i];
-      abDirect[i] = (unsigned char)(bValue && vt == VT_LONG);
-      if (bValue && vt != VT_LONG && (pV || vt != VT_NONE)) abBound[i] = 1;
+      abDirect[i] = (unsigned char)((bValue && vt == VT_LONG) || bLit);
+      if (bValue && !bLit && vt != VT_LONG && (pV || vt != VT_NONE)) abBound[i] = 1;
       if (aePlace[i] && !bValue && pV && pV->zExpr && (bTop || !pX->bRecRef)) {
         /* A variable the caller's clauses bound: the origins start from
         ** the caller's rows (bCaller 3, or 4 in a nested scope), so the
@@ -827,7 +830,7 @@ static int qcrJoinGroup(QCtx *pX, const QClause *pCl, int h, int g, int iDepth) 
     if (qpIsBlank(pA)) continue;
     if (ednIsVar(pA)) {
       QVar *pV = qcVarFind(pX, pA->u.s.z);
-      if (pV && pV->zExpr && pV->nParam > 0 && pV->vt == VT_KEYWORD) {
+      if (pV && pV->zExpr && qcVarIdent(pV)) {
         qcxArgWhere(pX, pA, zAlias, i);   /* a keyword input: value or ident */
         continue;
       }

@@ -810,9 +810,6 @@ int qcxMergeArms(QComp *pC, int g, int i, char *const *azKey, char **pzIn, char 
   return pC->rc;
 }
 
-/* Marks head variable zName of a rule body as an argument the caller gave
-** (QVar.bIdent): a keyword it holds names its ident's entity where the body
-** puts it in an entity place. */
 void qcxMarkArg(QCtx *pSub, const char *zName) {
   QVar *pV = qcVarFind(pSub, zName);
   if (pV) pV->bIdent = 1;
@@ -842,7 +839,8 @@ static char *qcxArgTerm(QCtx *pX, const EdnValue *pA, const char *zCol, const ch
   if (ednIsVar(pA)) {
     QVar *pV = qcVarFind(pX, pA->u.s.z);
     zE = sqlite3_mprintf("%s", pV->zExpr);
-    if (pV->nParam > 0) vt = pV->vt;   /* an input not yet typed by a place */
+    /* an input not yet typed by a place, or a keyword read as an ident */
+    if (pV->nParam > 0 || qcVarIdent(pV)) vt = pV->vt;
   } else {
     zE = qcxConst(pX, pA, &vt);
   }

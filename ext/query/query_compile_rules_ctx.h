@@ -100,9 +100,10 @@ unsigned char *qcxMergePlan(QComp *pC, int g, char ***pazKey, int bSeeds);
 ** reads those heads' rows) and *pzArms " WHEN callee THEN head .." (each
 ** row's own head, CASE r.r ...). sqlite3_free both. */
 int qcxMergeArms(QComp *pC, int g, int i, char *const *azKey, char **pzIn, char **pzArms);
-/* Marks head variable zName of a rule body as an argument the caller gave
-** (QVar.bIdent): a keyword it holds names its ident's entity where the body
-** puts it in an entity place. */
+/* Marks head variable zName of a rule body as a constant argument or a
+** seed (QVar.bIdent): a keyword it holds names its ident's entity where
+** the body puts it in an entity place (a seed's only when its kind says
+** 'ident'; a caller's variable is copied with its own reading instead). */
 void qcxMarkArg(QCtx *pSub, const char *zName);
 /* A constant argument of a rule call as SQL: a lookup ref names its entity
 ** (resolved in the database the query reads; *pvt VT_REF), any other
@@ -154,6 +155,14 @@ int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth);
 ** handing them on (qcmInvariantPlace): the seeds must carry the caller's
 ** value there, so the rewrite takes a call only where it binds them. */
 int qcmShape(QComp *pC, int h, unsigned char *aePlace, unsigned char *abInv);
+/* Is argument pA a tuple literal (not a lookup ref) or a keyword constant?
+** Handed on unchanged through a recursive rule it is bound in every body
+** directly (abDirect), where each data pattern reads it as the literal
+** written there (QVar.pLit: rules are substitution): a tuple converted by
+** its attribute, which a seed would hold of natural types only, as an
+** input's tuple (README, Decisions), and a keyword in the attribute place
+** naming the attribute whose value type the value place then has. */
+int qcmDirectLit(QComp *pC, const EdnValue *pA);
 /* "SELECT DISTINCT <bound values>, <tag, storage class>.. FROM <the
 ** scope's rows>" of call pCl's places abBound into pOut (without the
 ** scope's FROM and WHERE when bNoScope: constants and inputs only). An

@@ -36,8 +36,10 @@ static void qciPrebind(QCtx *pSub, QCtx *pX, const QClause *pCl, const QRule *pR
     if (aeArg[j] == 1 && bNoVars) {
       continue;              /* joined on the answer columns instead */
     } else if (aeArg[j] == 1) {
+      /* the caller's variable as it is there (substitution): a keyword
+      ** an input, constant or function gave names its ident in an entity
+      ** place, one a pattern bound is a value (qcCopyVar keeps which) */
       qcCopyVar(pSub, pHead->u.s.z, qcVarFind(pX, pA->u.s.z), 1);
-      qcxMarkArg(pSub, pHead->u.s.z);
     } else if (aeArg[j] == 2 && qcIsEntityLookup(pC, pA)) {
       /* A lookup ref names its entity, in the database the query reads. */
       qcBindVar(pSub, pHead->u.s.z, qcEntityLookupSql(pC, pA), VT_REF, NULL, 0);
@@ -51,6 +53,7 @@ static void qciPrebind(QCtx *pSub, QCtx *pX, const QClause *pCl, const QRule *pR
       b.aVar = &pHead;
       sqlite3_snprintf(sizeof zWhat, zWhat, "rule %s argument %d", pCl->zName, j + 1);
       qcbBind(pSub, &b, pA, -1, zWhat);
+      qcVarLit(pSub, pHead->u.s.z, pA);
     }
   }
 }

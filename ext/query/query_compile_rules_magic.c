@@ -233,11 +233,17 @@ static int qcmStepBinds(const QRule *pR, int iRec, const unsigned char *aePlace,
   return 1;
 }
 
+int qcmDirectLit(QComp *pC, const EdnValue *pA) {
+  return (pA->type == EDN_VECTOR && !qcIsEntityLookup(pC, pA) && qcIsTupleConst(pA, &pC->rc))
+      || pA->type == EDN_KEYWORD;
+}
+
 /* Binds head variable pHead of a rule body pSub to argument pA of the call
 ** in scope pX: a variable's value (an input, or a caller's value the body
 ** may read), or a constant typed by the first place that uses it. */
 static void qcmBindArg(QCtx *pX, QCtx *pSub, const EdnValue *pA, const EdnValue *pHead) {
   if (ednIsVar(pA)) {
+    /* read as the caller reads it: a keyword a pattern bound stays a value */
     qcCopyVar(pSub, pHead->u.s.z, qcVarFind(pX, pA->u.s.z), 1);
   } else {
     QBinding b;
@@ -245,8 +251,9 @@ static void qcmBindArg(QCtx *pX, QCtx *pSub, const EdnValue *pA, const EdnValue 
     b.nVar = 1;
     b.aVar = &pHead;
     qcbBind(pSub, &b, pA, -1, "rule argument");
+    qcxMarkArg(pSub, pHead->u.s.z);
+    qcVarLit(pSub, pHead->u.s.z, pA);
   }
-  qcxMarkArg(pSub, pHead->u.s.z);
 }
 
 /* A definition body with the bound head places pre-bound to the seed
@@ -341,6 +348,7 @@ static void qcmTerm(QCtx *pSub, sqlite3_str *pVal, sqlite3_str *pTag, const EdnV
     sqlite3_str_appendf(pVal, ", %s", zC);
     /* a constant is the query's value: an integer's kind says so */
     if (vt == VT_LONG) sqlite3_str_appendf(pTag, ", %d, 'given'", vtOutTag(vt));
+    else if (vt == VT_KEYWORD) sqlite3_str_appendf(pTag, ", %d, 'ident'", vtOutTag(vt));
     else sqlite3_str_appendf(pTag, ", %d, typeof(%s)", vt == QVT_JSON ? TAG_JSON : vtOutTag(vt), zC);
     sqlite3_free(zC);
   }
@@ -377,8 +385,12 @@ static void qcmOriginsCarry(QCtx *pX, const QClause *pCl, const unsigned char *a
     } else {
       zE = qcxConst(pX, pA, &vt);
       if (zE) zTag = sqlite3_mprintf("%d", vtOutTag(vt));
-      /* the query's constant: an integer's kind says so (qcVarKind) */
-      if (zE) zKind = vt == VT_LONG ? sqlite3_mprintf("'given'") : sqlite3_mprintf("typeof(%s)", zE);
+      /* the query's constant: an integer's kind says so, and a keyword's
+      ** that it names its ident (qcVarKind) */
+      if (zE) {
+        zKind = vt == VT_LONG ? sqlite3_mprintf("'given'") : vt == VT_KEYWORD
+            ? sqlite3_mprintf("'ident'") : sqlite3_mprintf("typeof(%s)", zE);
+      }
     }
     if (zE == NULL || zTag == NULL || zKind == NULL) {
       qcNoMem(pC);
@@ -747,7 +759,9 @@ static void qcmJoinAnswers(QCtx *pX, const QClause *pCl, const char *zAlias,
       qcxArgWhere(pX, pA, zAlias, i);
     } else if (pV && pV->zExpr) {
       qcxArgWhere(pX, pA, zAlias, i);
-      if (!abAmb[i] && pV->nParam == 0 && (pV->vt == VT_REF || pV->vt == VT_LONG)) {
+      if (qcVarIdent(pV)) {
+        /* the keyword or its ident's entity: qcxArgWhere says which tags */
+      } else if (!abAmb[i] && pV->nParam == 0 && (pV->vt == VT_REF || pV->vt == VT_LONG)) {
         /* an entity id is a long */
         qcWhere(pX, sqlite3_mprintf("%s.t%d IN (%d, %d)", zAlias, i, TAG_REF, TAG_NUMBER));
       } else if (!abAmb[i] && pV->nParam == 0 && pV->vt != VT_NONE && pV->vt != QVT_JSON) {

@@ -388,10 +388,17 @@ static void qcBindIdent(QCtx *pX, QVar *pV, const char *zExpr) {
     ** schema), not only this first one */
     pV->bIdent = 1;
   } else {
-    qcWhere(pX, sqlite3_mprintf("%s = (CASE %s WHEN %d THEN %s ELSE %s END)", zExpr, pV->zTag,
-                                TAG_KEYWORD, zId, pV->zExpr));
-    qcWhere(pX, sqlite3_mprintf("(%s = %d OR (%s IN (%d, %d) AND typeof(%s) = 'integer'))",
-                                pV->zTag, TAG_KEYWORD, pV->zTag, TAG_REF, TAG_NUMBER,
+    /* a rule's seed: only a keyword its kind says reads as an ident (one
+    ** a pattern bound, in the caller or a step, is a value: qcVarKind) */
+    char zKind[24], zIs[48];
+    zIs[0] = 0;
+    if (qcVarSeedKind(pV, zKind, (int)sizeof zKind)) {
+      sqlite3_snprintf(sizeof zIs, zIs, " AND %s = 'ident'", zKind);
+    }
+    qcWhere(pX, sqlite3_mprintf("%s = (CASE WHEN %s = %d%s THEN %s ELSE %s END)", zExpr,
+                                pV->zTag, TAG_KEYWORD, zIs, zId, pV->zExpr));
+    qcWhere(pX, sqlite3_mprintf("((%s = %d%s) OR (%s IN (%d, %d) AND typeof(%s) = 'integer'))",
+                                pV->zTag, TAG_KEYWORD, zIs, pV->zTag, TAG_REF, TAG_NUMBER,
                                 pV->zExpr));
   }
   sqlite3_free(zId);

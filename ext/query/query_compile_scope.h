@@ -36,9 +36,9 @@ typedef struct QVar {
   char *zTag;             /* SQL for the tag when vt is VT_NONE, else NULL */
   ValueType vt;
   unsigned char bIntCol;  /* zExpr is an INTEGER-affinity column (e, a, tx) */
-  unsigned char bIdent;   /* a rule argument the caller gave, or an input
-                          ** an entity place read as an ident: a keyword here
-                          ** names its ident's entity in an entity place */
+  unsigned char bIdent;   /* a keyword here names its ident's entity in an
+                          ** entity place: an input read so, a function's
+                          ** result, a rule's constant or seed (qcVarKind) */
   char *zInList;          /* pending collection: "?1,?2" (NULL when none) */
   char *zInMore;          /* more collections binding it, each a filter:
                           ** lists joined by '\x01' (NULL when none) */
@@ -62,6 +62,8 @@ typedef struct QVar {
   unsigned char bEntitySrc;  /* in the entity place of a pattern on a source of
                              ** $'s store (1), of another store file (2) */
   int iEntitySrc;         /* ... the last such other source (pull refuses it) */
+  const EdnValue *pLit;   /* a rule call's constant argument, which a data
+                          ** pattern reads as if written there (qcVarLit) */
   int nFnDepth;           /* function results inlined in zExpr, nested (0:
                           ** a column, parameter or mentat_one value) */
   int nParam;             /* params typed lazily with this variable */
@@ -428,6 +430,9 @@ int qcIsTupleConst(const EdnValue *p, int *pRc);
 ** tuple function's result) rather than a stored one? The messages call
 ** the first a collection, as Datomic's vectors are. */
 int qcIsMadeTuple(const char *zExpr);
+/* The run-time tag of a datom's value column <zAlias>.<zTagCol>, attribute
+** unknown: the stored tag, TAG_TUPLE for a tuple attribute's (NULL on OOM). */
+char *qcDatomTagExpr(QCtx *pX, const char *zAlias, const char *zTagCol);
 /* The SQL expression and type of a bound variable or constant term;
 ** unbound variables are an error naming zWhat ("predicate"). For zWhat
 ** "function" (an argument of a function expression) a function result of
@@ -503,8 +508,20 @@ void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV, int bShare);
 ** NULL on OOM): typeof(value), so 1 and 1.0 are two rows; 'given' for an
 ** integer the query gave (an input, ground, a constant: bGiven), which a
 ** double attribute's value place in the rule's body matches as 1.0 as edn_t
-** converts (qcVarSeedKind); a seed variable hands its own kind on. */
+** converts (qcVarSeedKind); 'ident' for a keyword naming its ident
+** (qcVarIdent), as the body reads it; a seed hands its own kind on. */
 char *qcVarKind(const QVar *pV);
+/* Does bound pV hold a keyword naming its ident's entity in an entity place
+** (lazy parameters or bIdent; one a pattern bound is a value, qcBindVar)? */
+int qcVarIdent(const QVar *pV);
+/* Keeps the call's constant pA on variable zName of pX, a rule body's head
+** (QVar.pLit): a data pattern reads it as the literal written in its place,
+** as the body with the argument substituted would (a tuple converts by the
+** attribute, qcwPlace; a keyword attribute types the value place). */
+void qcVarLit(QCtx *pX, const char *zName, const EdnValue *pA);
+/* The attribute the constant of variable pA (QVar.pLit) names in an
+** attribute place ((has ?e :g/at [1 2]) over [?e ?a ?v]), else NULL. */
+const Attr *qcVarLitAttr(QCtx *pX, const EdnValue *pA);
 /* Is pV a rule body's head still bound to its seed column (m.sK, sN.oK)?
 ** Then zBuf (nBuf bytes) gets its kind column (m.skK, sN.okK): 1. */
 int qcVarSeedKind(const QVar *pV, char *zBuf, int nBuf);

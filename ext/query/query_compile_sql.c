@@ -701,3 +701,24 @@ done:
   sqlite3_free(pSet);
   return nAll;
 }
+
+char *qcDatomTagExpr(QCtx *pX, const char *zAlias, const char *zTagCol) {
+  const Schema *pS = pX->pC->pSchema;
+  sqlite3_str *pList = NULL;
+  char *zList, *z;
+  int i, n = schemaAttrCount(pS);
+  for (i = 0; i < n; i++) {
+    const Attr *pA = schemaAttrAt(pS, i);
+    if (pA->type != VT_TUPLE) continue;
+    if (pList == NULL) pList = sqlite3_str_new(NULL);
+    else sqlite3_str_appendchar(pList, 1, ',');
+    sqlite3_str_appendf(pList, "%lld", pA->e);
+  }
+  if (pList == NULL) return sqlite3_mprintf("%s.%s", zAlias, zTagCol);
+  zList = sqlite3_str_finish(pList);
+  if (zList == NULL) return NULL;
+  z = sqlite3_mprintf("(CASE WHEN %s.a IN (%s) THEN %d ELSE %s.%s END)", zAlias, zList, TAG_TUPLE,
+                      zAlias, zTagCol);
+  sqlite3_free(zList);
+  return z;
+}

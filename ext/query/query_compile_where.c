@@ -106,7 +106,7 @@ static void qcwPlaceConst(QCtx *pX, const EdnValue *pTerm, const char *zCol, Val
   }
   if (vt == VT_NONE && qcIsTupleConst(pTerm, &pC->rc)) {
     /* a tuple of its elements' natural types, against tuple values only
-    ** (zTag says TAG_TUPLE for the tuple attributes', qcwTagExpr) */
+    ** (zTag says TAG_TUPLE for the tuple attributes', qcDatomTagExpr) */
     iP = qcParam(pC, pTerm, -1, -1, -1, QV_TYPED, VT_TUPLE);
     qcWhere(pX, sqlite3_mprintf("%s = ?%d", zCol, iP));
     qcWhere(pX, qcTagIs(zTag, VT_TUPLE));
@@ -164,30 +164,6 @@ static void qcwPlaceConst(QCtx *pX, const EdnValue *pTerm, const char *zCol, Val
   }
 }
 
-/* The run-time tag of a value column whose attribute is not known: the
-** stored tag, but TAG_TUPLE for the tuple attributes' values (stored as
-** bytes, printed as arrays). */
-static char *qcwTagExpr(QCtx *pX, const char *zAlias, const char *zTagCol) {
-  const Schema *pS = pX->pC->pSchema;
-  sqlite3_str *pList = NULL;
-  char *zList, *z;
-  int i, n = schemaAttrCount(pS);
-  for (i = 0; i < n; i++) {
-    const Attr *pA = schemaAttrAt(pS, i);
-    if (pA->type != VT_TUPLE) continue;
-    if (pList == NULL) pList = sqlite3_str_new(NULL);
-    else sqlite3_str_appendchar(pList, 1, ',');
-    sqlite3_str_appendf(pList, "%lld", pA->e);
-  }
-  if (pList == NULL) return sqlite3_mprintf("%s.%s", zAlias, zTagCol);
-  zList = sqlite3_str_finish(pList);
-  if (zList == NULL) return NULL;
-  z = sqlite3_mprintf("(CASE WHEN %s.a IN (%s) THEN %d ELSE %s.%s END)", zAlias, zList, TAG_TUPLE,
-                      zAlias, zTagCol);
-  sqlite3_free(zList);
-  return z;
-}
-
 /* The attribute of the input pair [:attr v] variable pV stands for when
 ** :attr is not :db/unique (qPlanNotLookup), else NULL. */
 static const Attr *qcwInputNotLookup(QCtx *pX, const QVar *pV) {
@@ -227,14 +203,22 @@ static void qcwPlace(QCtx *pX, const EdnValue *pTerm, const char *zAlias, const 
       }
       return;
     }
-    zTag = zTagCol ? qcwTagExpr(pX, zAlias, zTagCol) : NULL;
+    if (pV && pV->pLit && pV->pLit->type == EDN_VECTOR && vt == VT_TUPLE && pAttr
+        && pAttr->type == VT_TUPLE) {
+      /* a rule's constant tuple: as the literal written here, converted
+      ** by the attribute ([?e :g/at [1 2]] finds [1 2.0]) */
+      qcwPlaceConst(pX, pV->pLit, zExpr, vt, NULL, pAttr);
+      sqlite3_free(zExpr);
+      return;
+    }
+    zTag = zTagCol ? qcDatomTagExpr(pX, zAlias, zTagCol) : NULL;
     if (zTagCol && zTag == NULL) { sqlite3_free(zExpr); qcNoMem(pX->pC); return; }
     qcBindVar(pX, pTerm->u.s.z, zExpr, vt, zTag, bIntCol);
     return;
   }
   {
     char *zTag = zTagCol == NULL ? NULL : pTerm->type == EDN_VECTOR
-        ? qcwTagExpr(pX, zAlias, zTagCol) : sqlite3_mprintf("%s.%s", zAlias, zTagCol);
+        ? qcDatomTagExpr(pX, zAlias, zTagCol) : sqlite3_mprintf("%s.%s", zAlias, zTagCol);
     if (zTagCol && zTag == NULL) { sqlite3_free(zExpr); qcNoMem(pX->pC); return; }
     qcwPlaceConst(pX, pTerm, zExpr, vt, zTag, pAttr);
     sqlite3_free(zTag);
@@ -431,6 +415,7 @@ static int qcwPatternIn(QCtx *pX, const QClause *pCl) {
   } else {
     qcwRecordKey(pX, pCl, NULL);
     qcwPlace(pX, pA, zAlias, "a", VT_REF, NULL, 1, NULL);
+    pAttr = qcVarLitAttr(pX, pA);
   }
   if (pAttr && pV && !qpIsBlank(pV) && pC->zAsOfTx == NULL && !pC->bHistory
       && (!ednIsVar(pV) || (qcVarFind(pX, pV->u.s.z) && qcVarFind(pX, pV->u.s.z)->zExpr))) {
