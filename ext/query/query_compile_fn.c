@@ -74,7 +74,9 @@ static const QcfBuiltin aQcfBuiltin[] = {
   { "mod", QCF_VALUE, 2, 2, QCF_ARG_NUM, VT_NONE, qcvArith, 0, "mentat_mod" },
   { "inc", QCF_VALUE, 1, 1, QCF_ARG_NUM, VT_NONE, qcvArith1, "((%s) + 1)", "mentat_inc" },
   { "dec", QCF_VALUE, 1, 1, QCF_ARG_NUM, VT_NONE, qcvArith1, "((%s) - 1)", "mentat_dec" },
-  { "abs", QCF_VALUE, 1, 1, QCF_ARG_NUM, VT_NONE, qcvArith1, "abs(%s)", "mentat_abs" },
+  /* abs: the run-time function always (Math.abs: +0.0 for -0.0, which
+  ** SQLite's abs keeps; a long stays a long in a place typed double) */
+  { "abs", QCF_VALUE, 1, 1, QCF_ARG_NUM, VT_NONE, qcvArith1, 0, "mentat_abs" },
   { "max", QCF_VALUE, 1, QCF_N, QCF_ARG_NUM, VT_NONE, qcvMinMax, "mentat_max", "mentat_max" },
   { "min", QCF_VALUE, 1, QCF_N, QCF_ARG_NUM, VT_NONE, qcvMinMax, "mentat_min", "mentat_min" },
   /* values, strings, collections */

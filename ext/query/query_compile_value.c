@@ -196,13 +196,14 @@ int qcvArithOp(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut
 }
 
 /* inc, dec and abs: over a long the run-time function; over a double the
-** row's SQL template. */
+** row's SQL template, when it has one (abs has none: SQLite's abs keeps
+** -0.0, Clojure's gives +0.0). */
 int qcvArith1(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QcvArgs a;
   sqlite3_str *pStr;
   QCV_OPEN(pX, pCl, pFn, a);
   pStr = sqlite3_str_new(NULL);
-  if (!a.bDouble) qcvRuntime(pStr, pFn, &a);
+  if (!a.bDouble || pFn->zSql == NULL) qcvRuntime(pStr, pFn, &a);
   else sqlite3_str_appendf(pStr, pFn->zSql, a.azA[0]);
   return qcvDone(pX, &a, pStr, a.bDouble ? VT_DOUBLE : VT_LONG, NULL, pOut);
 }
