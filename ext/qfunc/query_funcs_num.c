@@ -90,6 +90,38 @@ static void qfDivide(sqlite3_context *pCtx, sqlite3_value *pWhere, int n, sqlite
 /* The operations of qfArith. */
 enum { QFA_ADD = 1, QFA_SUB, QFA_MUL, QFA_INC, QFA_DEC, QFA_ABS, QFA_QUOT, QFA_MOD, QFA_REM, QFA_DIV };
 
+/* Clojure's quot, rem (op QFA_QUOT, QFA_REM) or mod (QFA_MOD) of doubles
+** n and d (d not 0), as Numbers.quotient/remainder(double, double) and
+** clojure.core/mod: q = n / d; when q is within a long, quot is
+** (double)(long) q, truncated (+0.0, never -0.0: a long has no sign of
+** zero) and rem n - ((long) q) * d (not fmod: (rem 1.0 0.1) is 0.0, as
+** 1.0 / 0.1 rounds to 10.0); past a long, q itself (integral already; Clojure
+** goes through new BigDecimal(q).toBigInteger()). An infinite or NaN q is an
+** error at pWhere ("the quotient is Infinity, which has no integer part"),
+** where new BigDecimal(q) throws NumberFormatException. mod is (let [m (rem
+** n d)] (if (or (zero? m) (= (pos? n) (pos? d))) m (+ m d))). A NaN result
+** ((rem 5 ##Inf) is 5 - 0 * Inf) is qfResultDouble's error. k * d and the
+** subtraction are two statements, two roundings as Java's: no compiler
+** contracts them into one fused multiply-add (gcc -std=c11 does not
+** contract at all, clang only within an expression). */
+static void qfQuotRemDouble(sqlite3_context *pCtx, int op, sqlite3_value *pWhere, double n, double d) {
+  double q = n / d, k, kd, r;
+  if (isinf(q) || isnan(q)) {
+    qfErrorAt(pCtx, pWhere, "the quotient is %s, which has no integer part",
+              isnan(q) ? "NaN" : q > 0 ? "Infinity" : "-Infinity");
+    return;
+  }
+  k = trunc(q) + 0.0;                  /* (double)(long) q: -0.0 becomes +0.0 */
+  if (op == QFA_QUOT) {
+    qfResultDouble(pCtx, pWhere, k);
+    return;
+  }
+  kd = k * d;
+  r = n - kd;
+  if (op == QFA_MOD && r != 0 && (n > 0) != (d > 0)) r += d;
+  qfResultDouble(pCtx, pWhere, r);
+}
+
 /* Clojure's arithmetic op over argv = (where, a [, b ...]): long arithmetic, exact or
 ** an error ("<where>: integer overflow"; where is "line L col C: fn"),
 ** where SQLite's operators turn an overflowing integer into a double (and
@@ -120,16 +152,7 @@ static void qfArith(sqlite3_context *pCtx, int op, int argc, sqlite3_value **arg
     return;
   }
   if (bReal && (op == QFA_QUOT || op == QFA_REM || op == QFA_MOD)) {
-    /* Clojure's double quot (truncated quotient, a double), rem (the
-    ** dividend's sign) and mod (the divisor's) */
-    double a = sqlite3_value_double(argv[1]), b = sqlite3_value_double(argv[2]), r;
-    if (op == QFA_QUOT) {
-      r = trunc(a / b);
-    } else {
-      r = fmod(a, b);
-      if (op == QFA_MOD && r != 0 && (r < 0) != (b < 0)) r += b;
-    }
-    qfResultDouble(pCtx, argv[0], r);
+    qfQuotRemDouble(pCtx, op, argv[0], sqlite3_value_double(argv[1]), sqlite3_value_double(argv[2]));
     return;
   }
   if (bReal) {
