@@ -79,8 +79,9 @@ static const struct {
   /* fulltext's search string, checked before MATCH reads it */
   { "mentat_fts_query", 2, 1, qfFtsQuery, 0, 0 },
   /* the aggregates of :find (query_compile_agg.c): sum, its long overflow
-  ** an error saying where, and avg, its sum over the count; Datomic's median (middle value, or the mean of
-  ** the two middle ones), population variance and stddev; distinct,
+  ** an error saying where, and avg, its sum over the count; median
+  ** (DataScript's: the middle value as it is, or (/ (+ a b) 2) of the two
+  ** middle ones), population variance and stddev; distinct,
   ** (min n), (max n), sample, rand as JSON arrays */
   { "mentat_sum", 2, 0, 0, qfSumStep, qfSumFinal },
   { "mentat_avg", 2, 0, 0, qfAvgStep, qfAvgFinal },

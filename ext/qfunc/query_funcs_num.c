@@ -480,10 +480,17 @@ void qfAvgFinal(sqlite3_context *pCtx) {
   else sqlite3_result_double(pCtx, (p->bReal ? p->d : (double)p->i) / (double)p->n);
 }
 
+/* One number a median, variance or stddev step kept: a long exactly (its
+** double beside it, for variance), or a double. */
+typedef struct QfNum {
+  sqlite3_int64 i;
+  double d;
+  int bInt;
+} QfNum;
+
 typedef struct QfNums {
-  double *a;
+  QfNum *a;
   sqlite3_int64 n, nAlloc;
-  int bAllInt;
   int bOom;
   char *zWhere;         /* the place argument, for the final's error */
 } QfNums;
@@ -493,26 +500,47 @@ void qfNumsStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   QfNums *p = sqlite3_aggregate_context(pCtx, sizeof(QfNums));
   int t = sqlite3_value_numeric_type(argv[0]);
   if (p == NULL) { sqlite3_result_error_nomem(pCtx); return; }
-  if (p->n == 0 && p->nAlloc == 0) p->bAllInt = 1;
   if (argc > 1 && p->zWhere == NULL) {
     p->zWhere = sqlite3_mprintf("%s", (const char *)sqlite3_value_text(argv[1]));
     if (p->zWhere == NULL) p->bOom = 1;
   }
   if (t != SQLITE_INTEGER && t != SQLITE_FLOAT) return;
-  if (t != SQLITE_INTEGER) p->bAllInt = 0;
   if (p->n == p->nAlloc) {
     sqlite3_int64 nNew = p->nAlloc ? p->nAlloc * 2 : 16;
-    double *aNew = sqlite3_realloc64(p->a, sizeof(double) * nNew);
+    QfNum *aNew = sqlite3_realloc64(p->a, sizeof(QfNum) * nNew);
     if (aNew == NULL) { p->bOom = 1; return; }
     p->a = aNew;
     p->nAlloc = nNew;
   }
-  p->a[p->n++] = sqlite3_value_double(argv[0]);
+  p->a[p->n].bInt = t == SQLITE_INTEGER;
+  p->a[p->n].i = t == SQLITE_INTEGER ? sqlite3_value_int64(argv[0]) : 0;
+  p->a[p->n].d = sqlite3_value_double(argv[0]);
+  p->n++;
 }
 
-static int qfCmpDouble(const void *a, const void *b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
+/* -1, 0 or 1 as the long i is below, equal to or above the double d
+** (not NaN), exactly: 2^53 + 1 is above 2^53 as a double. */
+static int qfCmpLongDouble(sqlite3_int64 i, double d) {
+  double t;
+  sqlite3_int64 ti;
+  if (d >= 9223372036854775808.0) return -1;
+  if (d < -9223372036854775808.0) return 1;
+  t = trunc(d);
+  ti = (sqlite3_int64)t;
+  if (i != ti) return i < ti ? -1 : 1;
+  return d > t ? -1 : d < t ? 1 : 0;
+}
+
+/* The order of (sort coll) over numbers: by value, exactly; a tie of a
+** long and a double puts the long first (Clojure's sort keeps the
+** collection's order there, which Datomic leaves unsaid). */
+static int qfCmpNum(const void *pA, const void *pB) {
+  const QfNum *x = pA, *y = pB;
+  int c;
+  if (x->bInt && y->bInt) return x->i < y->i ? -1 : x->i > y->i;
+  if (!x->bInt && !y->bInt) return x->d < y->d ? -1 : x->d > y->d;
+  c = x->bInt ? qfCmpLongDouble(x->i, y->d) : -qfCmpLongDouble(y->i, x->d);
+  return c ? c : x->bInt ? -1 : 1;
 }
 
 /* Frees what the steps kept. */
@@ -522,32 +550,47 @@ static void qfNumsFree(QfNums *p) {
   sqlite3_free(p->zWhere);
 }
 
-/* The double d as p's result: a NaN (infinities of both signs met) is an
-** error at the aggregate's place, as qfResultDouble's. */
-static void qfNumsDouble(sqlite3_context *pCtx, const QfNums *p, double d) {
-  char *zErr;
-  if (!isnan(d)) {
-    sqlite3_result_double(pCtx, d);
-    return;
-  }
-  zErr = sqlite3_mprintf("%s: the result is NaN (not a number), which no query value holds",
-                         p->zWhere ? p->zWhere : "");
+/* The error "<where>: zMsg" at p's aggregate place. */
+static void qfNumsError(sqlite3_context *pCtx, const QfNums *p, const char *zMsg) {
+  char *zErr = sqlite3_mprintf("%s: %s", p->zWhere ? p->zWhere : "", zMsg);
   if (zErr == NULL) sqlite3_result_error_nomem(pCtx);
   else sqlite3_result_error(pCtx, zErr, -1);
   sqlite3_free(zErr);
 }
 
+/* The double d as p's result: a NaN (infinities of both signs met) is an
+** error at the aggregate's place, as qfResultDouble's. */
+static void qfNumsDouble(sqlite3_context *pCtx, const QfNums *p, double d) {
+  if (!isnan(d)) sqlite3_result_double(pCtx, d);
+  else qfNumsError(pCtx, p, "the result is NaN (not a number), which no query value holds");
+}
+
+/* DataScript's aggregate-median (Datomic's docs say no more than "median"):
+** (sort coll), the middle element as it is (a long or a double) for an odd
+** count, else (/ (+ b a) 2) of the two middle ones with Clojure's + and /:
+** two longs add exactly (an overflow is an error, as Clojure's + throws)
+** and halve to a long when even, else to the double nearest (there are no
+** ratios: (/ 3 2) is 1.5); a double makes it double arithmetic. */
 void qfMedianFinal(sqlite3_context *pCtx) {
   QfNums *p = sqlite3_aggregate_context(pCtx, 0);
+  const QfNum *a, *b;
+  sqlite3_int64 s;
   if (p == NULL || p->n == 0) { qfNumsFree(p); sqlite3_result_null(pCtx); return; }
   if (p->bOom) { qfNumsFree(p); sqlite3_result_error_nomem(pCtx); return; }
-  qsort(p->a, (size_t)p->n, sizeof(double), qfCmpDouble);
+  qsort(p->a, (size_t)p->n, sizeof(QfNum), qfCmpNum);
+  b = &p->a[p->n / 2];
+  a = &p->a[p->n / 2 - (p->n % 2 ? 0 : 1)];
   if (p->n % 2) {
-    double m = p->a[p->n / 2];
-    if (p->bAllInt) sqlite3_result_int64(pCtx, (sqlite3_int64)m);
-    else qfNumsDouble(pCtx, p, m);
+    if (b->bInt) sqlite3_result_int64(pCtx, b->i);
+    else qfNumsDouble(pCtx, p, b->d);
+  } else if (!a->bInt || !b->bInt) {
+    qfNumsDouble(pCtx, p, (b->d + a->d) / 2);
+  } else if (__builtin_add_overflow(b->i, a->i, &s)) {
+    qfNumsError(pCtx, p, "integer overflow");
+  } else if (s % 2 == 0) {
+    sqlite3_result_int64(pCtx, s / 2);
   } else {
-    qfNumsDouble(pCtx, p, (p->a[p->n / 2 - 1] + p->a[p->n / 2]) / 2.0);
+    sqlite3_result_double(pCtx, (double)s / 2);   /* halving is exact: one rounding */
   }
   qfNumsFree(p);
 }
@@ -558,9 +601,9 @@ static void qfVarianceOf(sqlite3_context *pCtx, int bStddev) {
   sqlite3_int64 i;
   if (p == NULL || p->n == 0) { qfNumsFree(p); sqlite3_result_null(pCtx); return; }
   if (p->bOom) { qfNumsFree(p); sqlite3_result_error_nomem(pCtx); return; }
-  for (i = 0; i < p->n; i++) mean += p->a[i];
+  for (i = 0; i < p->n; i++) mean += p->a[i].d;
   mean /= (double)p->n;
-  for (i = 0; i < p->n; i++) ss += (p->a[i] - mean) * (p->a[i] - mean);
+  for (i = 0; i < p->n; i++) ss += (p->a[i].d - mean) * (p->a[i].d - mean);
   ss /= (double)p->n;
   qfNumsDouble(pCtx, p, bStddev ? sqrt(ss) : ss);
   qfNumsFree(p);

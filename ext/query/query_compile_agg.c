@@ -35,7 +35,7 @@ typedef enum QcaKind {
   QCA_COUNT = 1,       /* count(v), count(*) over a store column */
   QCA_COUNT_DISTINCT,  /* count(DISTINCT v), under Clojure's = when kinds mix */
   QCA_SUM,             /* mentat_sum(v, place): a long overflow is an error */
-  QCA_NUMERIC,         /* zSql(v, place) over numbers: a double (median of longs a long) */
+  QCA_NUMERIC,         /* zSql(v, place) over numbers: a double (median: a long or a double) */
   QCA_EXTREME,         /* min(v), max(v) in the value's collation */
   QCA_JSON,            /* mentat_agg_json(mode, v, t[, n]): a JSON array */
   QCA_THE              /* (the ?x): a bare column beside one min or max */
@@ -59,8 +59,9 @@ static const QcaAgg aQcaAgg[] = {
   { "count-distinct", 0, QCA_COUNT_DISTINCT, 0, 0, 0, VT_LONG },
   { "sum", 0, QCA_SUM, 1, 0, 0, VT_NONE },
   { "avg", 0, QCA_NUMERIC, 1, "mentat_avg", 0, VT_DOUBLE },
-  /* Datomic's median (middle value, or the mean of the two middle ones; a
-  ** long for longs), population variance and stddev */
+  /* median (DataScript's: the middle value, or (/ (+ a b) 2) of the two
+  ** middle ones: over longs a long or a double, the row says), population
+  ** variance and stddev */
   { "median", 0, QCA_NUMERIC, 1, "mentat_median", 0, VT_NONE },
   { "variance", 0, QCA_NUMERIC, 1, "mentat_variance", 0, VT_DOUBLE },
   { "stddev", 0, QCA_NUMERIC, 1, "mentat_stddev", 0, VT_DOUBLE },
