@@ -722,3 +722,48 @@ char *qcDatomTagExpr(QCtx *pX, const char *zAlias, const char *zTagCol) {
   sqlite3_free(zList);
   return z;
 }
+
+int qcIsMadeTuple(const char *zExpr) {
+  return zExpr && (zExpr[0] == '?' || strncmp(zExpr, "mentat_tuple(", 13) == 0);
+}
+
+int qcIsTupleConst(const EdnValue *p, int *pRc) {
+  char *z = NULL;
+  int n = 0, rc;
+  if (p->type != EDN_VECTOR) return 0;
+  rc = valueTupleFromEdnNatural(p, &z, &n);
+  sqlite3_free(z);
+  if (rc == SQLITE_NOMEM) *pRc = rc;
+  return rc == SQLITE_OK;
+}
+
+/* A literal as an SQL parameter of its natural type (predicates, rules). */
+char *qcConstExpr(QCtx *pX, const EdnValue *p, ValueType vt, ValueType *pvt) {
+  int iP;
+  char *z;
+  ValueType nt = vt != VT_NONE ? vt : valueNaturalType(p);
+  if (vt == VT_NONE && qcIsTupleConst(p, &pX->pC->rc)) {
+    iP = qcParam(pX->pC, p, -1, -1, -1, QV_TYPED, VT_TUPLE);
+    *pvt = VT_TUPLE;
+    z = iP ? sqlite3_mprintf("?%d", iP) : NULL;
+    if (iP && z == NULL) qcNoMem(pX->pC);
+    return z;
+  }
+  if (p->type == EDN_VECTOR || p->type == EDN_LIST || p->type == EDN_MAP
+      || p->type == EDN_SET) {
+    iP = qcParam(pX->pC, p, -1, -1, -1, QV_JSON, QVT_JSON);
+    *pvt = QVT_JSON;
+    z = iP ? sqlite3_mprintf("?%d", iP) : NULL;
+    if (iP && z == NULL) qcNoMem(pX->pC);   /* NULL must not pass for a lost term */
+    return z;
+  }
+  if (nt == VT_NONE) {
+    qcErr(pX->pC, p, "unsupported constant %s", p->type == EDN_NIL ? "nil" : "value");
+    return NULL;
+  }
+  iP = qcParamShared(pX->pC, p, vt != VT_NONE ? QV_TYPED : QV_NATURAL, nt);
+  *pvt = nt;
+  z = iP ? sqlite3_mprintf("?%d", iP) : NULL;
+  if (iP && z == NULL) qcNoMem(pX->pC);
+  return z;
+}
