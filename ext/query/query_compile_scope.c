@@ -251,9 +251,13 @@ static int qcNumKindsDiffer(ValueType a, ValueType b) {
 ** literal converts as the transactor converts it, but a second ground or a
 ** function result) a query constant keeps its kind of number: 1 is not
 ** 1.0, as Clojure's = has it. Returns 1 when one did, so the caller
-** compares the kinds at run time. */
+** compares the kinds at run time. A long meeting a double attribute's
+** place (vt VT_DOUBLE) stays the long the query gave: the variable is 1
+** to :find, functions and = whichever place comes first, and this place
+** and every later one compare it converted (QC_UNIFY_CONV); returns
+** QC_UNIFY_CONV then, the variable keeping its type. */
 int qcTypeParams(QCtx *pX, QVar *pV, ValueType vt, int bKeepKind) {
-  int i, bKept = 0;
+  int i, bKept = 0, bConv = 0;
   if (vt == VT_NONE || vt == QVT_JSON) return 0;
   for (i = 0; i < pV->nParam; i++) {
     QParam *pP = &pX->pC->aParam[pV->aParam[i] - 1];
@@ -269,19 +273,23 @@ int qcTypeParams(QCtx *pX, QVar *pV, ValueType vt, int bKeepKind) {
         bKept = 1;
         continue;
       }
+      if (vt == VT_DOUBLE && pP->vt == VT_LONG) {
+        bConv = 1;
+        continue;
+      }
       pP->eConv = QV_TYPED;
       pP->vt = vt;
       pP->iSrc = pX->pC->iSrc > 0 ? pX->pC->iSrc : 0;   /* typed by a place of this source */
     }
   }
   if (pV->nParam) {
-    pV->vt = vt;
+    if (!bConv) pV->vt = vt;
     pV->bGiven = 1;     /* typed, it is still the query's value */
     sqlite3_free(pV->aParam);
     pV->aParam = NULL;
     pV->nParam = 0;
   }
-  return bKept;
+  return bKept ? 1 : bConv ? QC_UNIFY_CONV : 0;
 }
 
 /* May a value of static type a equal one of static type b (Clojure's =)?
@@ -462,25 +470,32 @@ int qcVarConverts(const QVar *pV, const char *zExpr, ValueType vt) {
   return pV->vt == VT_NONE || qcTypeClass(pV->vt) == 1;
 }
 
+/* How a number the query gave (qcVarConverts holds) meets a double
+** attribute's place: converted (QC_UNIFY_CONV) when it may be a long, else
+** by plain equality. */
+static int qcConvMode(const QVar *pV) {
+  return pV->vt != VT_DOUBLE || pV->bInMixed ? QC_UNIFY_CONV : 0;
+}
+
 /* The type terms of bound pV meeting zExpr of type vt (tag zTag when
 ** VT_NONE), typing pV's lazy parameters when that place may. Returns 1
 ** when the two must also have one storage class (1 is not 1.0), which
-** the caller states with the equality (qcUnifyKind). */
+** the caller states with the equality (qcUnifyKind), QC_UNIFY_CONV when
+** zExpr compares with pV converted as edn_t stores a number (qcVarConverts:
+** the variable keeps the value the query gave), 0 for plain equality. */
 static int qcUnifyTypes(QCtx *pX, QVar *pV, const char *zExpr, ValueType vt, const char *zTag) {
   int bKind = 0;
   /* Types must agree too, and a long never equals a double (Datomic
   ** stores 1 and 1.0 as different values; SQLite's = would not tell). */
   if (vt != VT_NONE && pV->nParam && qcMayType(pX, pV, zExpr, vt)) {
-    if (qcTypeParams(pX, pV, vt, !qcIsColumn(zExpr))) {
-      bKind = 1;
-    }
+    bKind = qcTypeParams(pX, pV, vt, !qcIsColumn(zExpr));
   } else if (vt != VT_NONE && vt != QVT_JSON && pV->nParam && pV->vt != VT_NONE
              && pV->vt != QVT_JSON) {
     /* the lazy values keep their own types: compared by value and type */
     if (!qcVtsMayEqual(vt, pV->vt)) {
       qcWhere(pX, sqlite3_mprintf("0"));
     } else if (qcVarConverts(pV, zExpr, vt)) {
-      /* a number by its value: 1 = 1.0 (SQLite compares them so) */
+      bKind = qcConvMode(pV);   /* a number by its value: 1 matches 1.0 */
     } else if (qcTypeClass(vt) == 1
                && (qcNumKindsDiffer(vt, pV->vt) || qcVarMixesKinds(pV) || !qcIsColumn(zExpr))) {
       bKind = 1;
@@ -491,8 +506,11 @@ static int qcUnifyTypes(QCtx *pX, QVar *pV, const char *zExpr, ValueType vt, con
     if (vt == VT_DOUBLE && qcIsValueColumn(zExpr) && qcVarSeedKind(pV, zKind, (int)sizeof zKind)) {
       /* a rule's seed: an integer the query gave converts (qcVarKind) */
       qcWhere(pX, sqlite3_mprintf("(typeof(%s) = 'real' OR %s = 'given')", pV->zExpr, zKind));
+      bKind = QC_UNIFY_CONV;
     } else if (qcTypeClass(vt) == 1 && !qcVarConverts(pV, zExpr, vt)) {
       qcWhere(pX, sqlite3_mprintf("typeof(%s) = '%s'", pV->zExpr, qcNumClass(vt)));
+    } else if (qcTypeClass(vt) == 1) {
+      bKind = QC_UNIFY_CONV;    /* the tag says a number: converted */
     }
   } else if (vt == VT_NONE && zTag && pV->bInMixed && qcTypeClass(pV->vt) == 1) {
     /* numbers of both kinds (1 and 2.5): a number, each of its own kind */
@@ -518,7 +536,9 @@ static int qcUnifyTypes(QCtx *pX, QVar *pV, const char *zExpr, ValueType vt, con
     ** #inst is not its microseconds): the join is empty, although SQLite
     ** stores the two alike. */
     qcWhere(pX, sqlite3_mprintf("0"));
-  } else if (qcNumKindsDiffer(vt, pV->vt) && !qcVarConverts(pV, zExpr, vt)) {
+  } else if (qcVarConverts(pV, zExpr, vt) && (qcNumKindsDiffer(vt, pV->vt) || pV->bInMixed)) {
+    bKind = QC_UNIFY_CONV;
+  } else if (qcNumKindsDiffer(vt, pV->vt)) {
     bKind = 1;
   }
   return bKind;
@@ -538,6 +558,33 @@ static void qcUnifyKind(QCtx *pX, const QVar *pV, const char *zExpr) {
   qcWhere(pX, sqlite3_mprintf("%s%s = %s%s", bC2 && !bC1 ? "+" : "", zExpr,
                               bC1 && !bC2 ? "+" : "", pV->zExpr));
   qcWhere(pX, sqlite3_mprintf("typeof(%s) = typeof(%s)", zExpr, pV->zExpr));
+}
+
+/* Double attribute place zExpr meets pV, a number the query gave, as edn_t
+** would store it: CAST is edn_t's conversion of a long (9007199254740993
+** is 9007199254740992.0, which SQLite's exact compare of INTEGER with REAL
+** would miss) and leaves a double as it is; pV keeps its own value. The
+** unary + drops the CAST's REAL affinity, which SQLite would otherwise
+** apply to the BLOB column v, keeping the (a, v) index out of use. */
+static void qcUnifyConv(QCtx *pX, const QVar *pV, const char *zExpr) {
+  qcWhere(pX, sqlite3_mprintf("%s = +CAST(%s AS REAL)", zExpr, pV->zExpr));
+}
+
+/* Would pending collection pV meeting a place of type vt keep longs the
+** query gave (qcVarValueBound)? */
+static int qcInKeepsLongs(const QCtx *pX, const QVar *pV, ValueType vt) {
+  int i;
+  if (vt != VT_DOUBLE || pV->zInList == NULL) return 0;
+  for (i = 0; i < pV->nParam; i++) {
+    const QParam *pP = &pX->pC->aParam[pV->aParam[i] - 1];
+    if (pP->eConv == QV_NATURAL && pP->vt == VT_LONG) return 1;
+  }
+  return 0;
+}
+
+int qcVarValueBound(QCtx *pX, const char *zName, ValueType vt) {
+  QVar *pV = qcVarFind(pX, zName);
+  return pV && (pV->zExpr || qcInKeepsLongs(pX, pV, vt));
 }
 
 void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTag,
@@ -565,9 +612,10 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
   }
   if (pV->zInList && (!qcOwnVar(pX, pV) || (vt != VT_NONE && vt != VT_REF && !qcIsColumn(zExpr)
                                              && (vt != pV->vt || pV->bInMixed))
-                      || (vt == VT_NONE && pV->bInMixed))) {
+                      || (vt == VT_NONE && pV->bInMixed) || qcInKeepsLongs(pX, pV, vt))) {
     /* A pending collection meeting a place that may not type it (in a not
-    ** or a branch, or a value of another type): its own rows in its own
+    ** or a branch, or a value of another type), or a double attribute's
+    ** place that compares its longs converted: its own rows in its own
     ** scope, which the place then compares with, as any bound value. */
     QCtx *pO = pX;
     while (pO && !qcOwnVar(pO, pV)) pO = pO->pParent;
@@ -588,7 +636,9 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
     qcWhere(pX, sqlite3_mprintf("mentat_json(%s, %d) = %s", vt == VT_TUPLE ? zExpr : pV->zExpr,
                                 TAG_TUPLE, vt == VT_TUPLE ? pV->zExpr : zExpr));
   } else {
-    if (qcUnifyTypes(pX, pV, zExpr, vt, zTag)) qcUnifyKind(pX, pV, zExpr);
+    int eHow = qcUnifyTypes(pX, pV, zExpr, vt, zTag);
+    if (eHow == QC_UNIFY_CONV) qcUnifyConv(pX, pV, zExpr);
+    else if (eHow) qcUnifyKind(pX, pV, zExpr);
     else qcUnifyEq(pX, pV, zExpr, bIntCol);
   }
   sqlite3_free(zExpr);

@@ -414,8 +414,17 @@ QVar *qcVarAdd(QCtx *pX, const char *zName);
 void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTag,
                int bIntCol);
 /* Types pV's lazy parameters by the typed place vt it meets; bKeepKind
-** keeps a constant's kind of number (1 against 1.0). 1 when one kept it. */
+** keeps a constant's kind of number (1 against 1.0). 1 when one kept it;
+** QC_UNIFY_CONV when a long met a double place (VT_DOUBLE), which leaves
+** it the long given, the place comparing it converted. */
+#define QC_UNIFY_CONV 2
 int qcTypeParams(QCtx *pX, QVar *pV, ValueType vt, int bKeepKind);
+/* Does a value place of type vt meet variable zName of scope pX bound: to
+** an expression, or a pending collection of longs the query gave that a
+** double attribute's place makes its own rows first (each compared
+** converted, the variable its own value, which an IN list on the column
+** would lose), each row then looked up by value? */
+int qcVarValueBound(QCtx *pX, const char *zName, ValueType vt);
 /* A constant as an SQL expression typed vt (VT_NONE: natural). Sets *pvt. */
 char *qcConstExpr(QCtx *pX, const EdnValue *p, ValueType vt, ValueType *pvt);
 

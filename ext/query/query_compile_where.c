@@ -418,8 +418,9 @@ static int qcwPatternIn(QCtx *pX, const QClause *pCl) {
     pAttr = qcVarLitAttr(pX, pA);
   }
   if (pAttr && pV && !qpIsBlank(pV) && pC->zAsOfTx == NULL && !pC->bHistory
-      && (!ednIsVar(pV) || (qcVarFind(pX, pV->u.s.z) && qcVarFind(pX, pV->u.s.z)->zExpr))) {
-    /* The value is bound: state the flags that make the format's partial
+      && (!ednIsVar(pV) || qcVarValueBound(pX, pV->u.s.z, pAttr->type))) {
+    /* The value is bound (or a collection of longs will be its rows, each
+    ** looked up by value): state the flags that make the format's partial
     ** value indexes usable when no per-attribute index serves (format
     ** "Per-attribute value indexes"). Other :db/index attributes get
     ** idx_mentat_avet_<a> once the store is big enough to need it
