@@ -285,6 +285,9 @@ int qcTypeParams(QCtx *pX, QVar *pV, ValueType vt, int bKeepKind) {
   if (pV->nParam) {
     if (!bConv) pV->vt = vt;
     pV->bGiven = 1;     /* typed, it is still the query's value */
+    /* a keyword the query gave names its ident where an entity goes, a
+    ** keyword place first or not (SPEC.md §2.4) */
+    if (vt == VT_KEYWORD) pV->bIdent = 1;
     sqlite3_free(pV->aParam);
     pV->aParam = NULL;
     pV->nParam = 0;
