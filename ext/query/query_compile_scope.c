@@ -541,8 +541,9 @@ static int qcUnifyTypes(QCtx *pX, QVar *pV, const char *zExpr, ValueType vt, con
     qcWhere(pX, sqlite3_mprintf("0"));
   } else if (qcVarConverts(pV, zExpr, vt) && (qcNumKindsDiffer(vt, pV->vt) || pV->bInMixed)) {
     bKind = QC_UNIFY_CONV;
-  } else if (qcNumKindsDiffer(vt, pV->vt)) {
-    bKind = 1;
+  } else if (qcNumKindsDiffer(vt, pV->vt)
+             || (pV->bInMixed && qcTypeClass(vt) == 1 && vt != VT_DOUBLE)) {
+    bKind = 1;   /* (1 and 1.0 given: only 1 is a long or an entity id) */
   }
   return bKind;
 }
