@@ -309,10 +309,7 @@ static const char *qcNumClass(ValueType vt) {
   return vt == VT_DOUBLE ? "real" : "integer";
 }
 
-/* The filters of the collections that bound pV before its first place
-** (zInList, zInMore), on expression zExpr: "x IN (?1,?2) AND x IN (?3)".
-** Two collection bindings of one variable give their intersection. */
-static char *qcInTerms(const QVar *pV, const char *zExpr) {
+char *qcInTerms(const QVar *pV, const char *zExpr) {
   sqlite3_str *pOut = sqlite3_str_new(NULL);
   const char *z = pV->zInMore;
   sqlite3_str_appendf(pOut, "%s IN (%s)", zExpr, pV->zInList);
@@ -443,7 +440,6 @@ static void qcUnifyEq(QCtx *pX, const QVar *pV, const char *zExpr, int bIntCol) 
 }
 
 static int qcOwnVar(const QCtx *pX, const QVar *pV);
-static void qcMaterializeVar(QCtx *pX, QVar *pV);
 
 /* May place zExpr of type vt in scope pX type the lazy parameters of pV
 ** (an input or ground value: its type comes from its first place)? Only
@@ -809,54 +805,6 @@ int qcNotEntity(QComp *pC, const EdnValue *p, const char *zFn) {
   else qcErr(pC, p, "%s is not an entity id, ident or lookup ref", zTxt);
   sqlite3_free(zTxt);
   return pC->rc;
-}
-
-/* Collection input pV of scope pX, still waiting for its place: a VALUES
-** CTE in pX's FROM, the variable its column. */
-static void qcMaterializeVar(QCtx *pX, QVar *pV) {
-  QComp *pC = pX->pC;
-  char zName[24];
-  sqlite3_snprintf(sizeof zName, zName, "in%d", ++pC->nAlias);
-  if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");
-  if (pV->nInElem == 0) {
-    sqlite3_str_appendf(pC->pCte, "%s(c0) AS (SELECT NULL WHERE 0)", zName);
-  } else {
-    /* "?1,?2" → "(?1),(?2)": elements never contain a top-level comma
-    ** except inside lookup-ref subqueries, which are parenthesised. */
-    const char *z = pV->zInList;
-    int depth = 0;
-    sqlite3_str_appendf(pC->pCte, "%s(c0) AS (VALUES (", zName);
-    for (; *z; z++) {
-      if (*z == '(') depth++;
-      if (*z == ')') depth--;
-      if (*z == ',' && depth == 0) sqlite3_str_appendall(pC->pCte, "),(");
-      else sqlite3_str_appendchar(pC->pCte, 1, *z);
-    }
-    sqlite3_str_appendall(pC->pCte, "))");
-  }
-  qcFrom(pX, sqlite3_mprintf("%s", zName));
-  pV->zExpr = sqlite3_mprintf("%s.c0", zName);
-  if (pV->zExpr == NULL) qcNoMem(pC);
-  if (pV->bInLookup) qcWhere(pX, sqlite3_mprintf("%s.c0 IS NOT NULL", zName));
-  if (pV->zInMore && pV->zExpr) {
-    /* more collections bound it: each filters the first's values */
-    char *zTerms = qcInTerms(pV, pV->zExpr), *zAnd;
-    zAnd = zTerms ? strstr(zTerms, " AND ") : NULL;
-    qcWhere(pX, zAnd ? sqlite3_mprintf("%s", zAnd + 5) : NULL);
-    sqlite3_free(zTerms);
-  }
-  sqlite3_free(pV->zInList);
-  sqlite3_free(pV->zInMore);
-  pV->zInList = NULL;
-  pV->zInMore = NULL;
-}
-
-/* A collection input no pattern used: a VALUES CTE in FROM. */
-void qcMaterialize(QCtx *pX) {
-  int i;
-  for (i = 0; i < pX->nVar && qcPoll(pX->pC) == SQLITE_OK; i++) {
-    if (pX->aVar[i].zInList) qcMaterializeVar(pX, &pX->aVar[i]);
-  }
 }
 
 /* ---- the variables a clause mentions */

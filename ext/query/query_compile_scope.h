@@ -475,6 +475,15 @@ int qcVarConverts(const QVar *pV, const char *zExpr, ValueType vt);
 /* Makes every collection input of scope pX that no pattern used a VALUES
 ** CTE in FROM, before clauses that need the variable bound. */
 void qcMaterialize(QCtx *pX);
+/* Collection input pV of scope pX, still waiting for its place (zInList):
+** a VALUES CTE inN in pX's FROM, the variable its column inN.c0; the
+** filters of more collections binding it (zInMore) stated on it. */
+void qcMaterializeVar(QCtx *pX, QVar *pV);
+/* The filters of the collections that bound pV before its first place
+** (zInList, zInMore), on expression zExpr: "x IN (?1,?2) AND x IN (?3)".
+** Two collection bindings of one variable give their intersection
+** (sqlite3_malloc'd; NULL on OOM). */
+char *qcInTerms(const QVar *pV, const char *zExpr);
 /* Variables a clause mentions (for ordering and or checks), into a[] up
 ** to nMax; returns the count (may exceed nMax: then a[] is truncated). */
 int qcClauseVars(const QClause *pCl, const char **a, int nMax, int iDepth);
