@@ -331,9 +331,11 @@ static void qcbRelCells(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int 
 }
 
 /* The VALUES rows of the cells into the CTE being written: a column of
-** several types with each value's tag after it (its tJ column). */
+** several types with each value's tag after it (its tJ column), one of
+** longs the query gave with each value's double form (its kJ column: how
+** a double attribute's place compares it, qcUnifyConv). */
 static void qcbRelRows(QComp *pC, int nRow, int nVar, char **azCell, const int *aTag,
-                       const unsigned char *abHetero) {
+                       const unsigned char *abHetero, const unsigned char *abLong) {
   int i, j;
   for (i = 0; i < nRow; i++) {
     sqlite3_str_appendf(pC->pCte, "%s(", i ? "," : "");
@@ -341,6 +343,7 @@ static void qcbRelRows(QComp *pC, int nRow, int nVar, char **azCell, const int *
       const char *z = azCell[i * nVar + j];
       sqlite3_str_appendf(pC->pCte, "%s%s", j ? "," : "", z ? z : "NULL");
       if (abHetero[j]) sqlite3_str_appendf(pC->pCte, ",%d", aTag[i * nVar + j]);
+      if (abLong[j]) sqlite3_str_appendf(pC->pCte, ",+CAST(%s AS REAL)", z ? z : "NULL");
     }
     sqlite3_str_appendall(pC->pCte, ")");
   }
@@ -369,7 +372,7 @@ static void qcbRelAdopt(QCtx *pX, const EdnValue *pVal, const EdnValue *pVar, in
 ** its tag column tJ beside it, the variable then of no static type, as a
 ** collection binding of several types is (qcbBindMixed). */
 static void qcbRelBindCol(QCtx *pX, const EdnValue *pVal, const EdnValue *pVar, const char *zName,
-                          int j, ValueType vt, int bHetero, int **paP) {
+                          int j, ValueType vt, int bHetero, int bLong, int **paP) {
   QComp *pC = pX->pC;
   int bNew = qcVarFind(pX, pVar->u.s.z) == NULL;
   QVar *pV;
@@ -377,6 +380,8 @@ static void qcbRelBindCol(QCtx *pX, const EdnValue *pVal, const EdnValue *pVar, 
     qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.c%d", zName, j), vt == VT_NONE ? VT_LONG : vt,
               NULL, 0);
     if (bNew && pC->rc == SQLITE_OK) qcbRelAdopt(pX, pVal, pVar, j, paP);
+    pV = bNew && pC->rc == SQLITE_OK ? qcVarFind(pX, pVar->u.s.z) : NULL;
+    if (pV) pV->bConvCol = (unsigned char)bLong;   /* its kJ column */
     return;
   }
   qcBindVar(pX, pVar->u.s.z, sqlite3_mprintf("%s.c%d", zName, j), VT_NONE,
@@ -435,7 +440,7 @@ static int qcbBindRel(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iI
   /* Column j's lazy parameters, typed together by the column's first place. */
   int **aaP;
   ValueType *aVt;
-  unsigned char *abLookup, *abHetero;
+  unsigned char *abLookup, *abHetero, *abLong;
   char **azCell;
   int *aTag;
   sqlite3_snprintf(sizeof zName, zName, "in%d", ++pC->nAlias);
@@ -450,10 +455,11 @@ static int qcbBindRel(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iI
   n = pVal->u.c.n * pB->nVar;
   aaP = sqlite3_malloc64(sizeof(int*) * pB->nVar);
   aVt = sqlite3_malloc64(sizeof(ValueType) * pB->nVar);
-  abLookup = sqlite3_malloc64((sqlite3_uint64)pB->nVar * 2);
+  abLookup = sqlite3_malloc64((sqlite3_uint64)pB->nVar * 3);
   azCell = sqlite3_malloc64(sizeof(char*) * (sqlite3_uint64)(n + 1));
   aTag = sqlite3_malloc64(sizeof(int) * (sqlite3_uint64)(n + 1));
   abHetero = abLookup ? abLookup + pB->nVar : NULL;
+  abLong = abLookup ? abLookup + 2 * pB->nVar : NULL;
   if (aaP == NULL || aVt == NULL || abLookup == NULL || azCell == NULL || aTag == NULL) {
     sqlite3_free(aaP);
     sqlite3_free(aVt);
@@ -466,17 +472,21 @@ static int qcbBindRel(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iI
   for (j = 0; j < pB->nVar; j++) {
     aaP[j] = sqlite3_malloc64(sizeof(int) * (pVal->u.c.n + 1));
     aVt[j] = VT_NONE;
-    abLookup[j] = abHetero[j] = 0;
+    abLookup[j] = abHetero[j] = abLong[j] = 0;
     if (aaP[j] == NULL) qcNoMem(pC);
   }
   if (pC->rc == SQLITE_OK) {
     qcbRelCells(pX, pB, pVal, iInput, azCell, aTag, aaP, aVt, abLookup, abHetero);
+    for (j = 0; j < pB->nVar && pC->rc == SQLITE_OK; j++) {
+      abLong[j] = !abHetero[j] && qcParamsHaveLong(pC, aaP[j], pVal->u.c.n);
+    }
   }
   if (pC->nCte++) sqlite3_str_appendall(pCte, ", ");
   sqlite3_str_appendf(pCte, "%s(", zName);
   for (j = 0; j < pB->nVar; j++) {
     sqlite3_str_appendf(pCte, "%sc%d", j ? "," : "", j);
     if (abHetero[j]) sqlite3_str_appendf(pCte, ",t%d", j);
+    if (abLong[j]) sqlite3_str_appendf(pCte, ",k%d", j);
   }
   sqlite3_str_appendall(pCte, ") AS (");
   if (pVal->u.c.n == 0) {
@@ -485,7 +495,7 @@ static int qcbBindRel(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iI
     sqlite3_str_appendall(pCte, " WHERE 0");
   } else {
     sqlite3_str_appendall(pCte, "VALUES ");
-    qcbRelRows(pC, pVal->u.c.n, pB->nVar, azCell, aTag, abHetero);
+    qcbRelRows(pC, pVal->u.c.n, pB->nVar, azCell, aTag, abHetero, abLong);
   }
   sqlite3_str_appendall(pCte, ")");
   for (i = 0; i < n; i++) sqlite3_free(azCell[i]);
@@ -497,7 +507,7 @@ static int qcbBindRel(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iI
     /* a row whose lookup ref names no entity binds nothing */
     if (abLookup[j]) qcWhere(pX, sqlite3_mprintf("%s.c%d IS NOT NULL", zName, j));
     if (pC->rc == SQLITE_OK && !qpIsBlank(pVar)) {
-      qcbRelBindCol(pX, pVal, pVar, zName, j, aVt[j], abHetero[j], &aaP[j]);
+      qcbRelBindCol(pX, pVal, pVar, zName, j, aVt[j], abHetero[j], abLong[j], &aaP[j]);
     }
     sqlite3_free(aaP[j]);
   }

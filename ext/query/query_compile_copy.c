@@ -390,6 +390,8 @@ int qcCollapseHeavy(QCtx *pX) {
 void qcMaterializeVar(QCtx *pX, QVar *pV) {
   QComp *pC = pX->pC;
   char zName[24];
+  /* longs the query gave: each with its double form beside it (bConvCol) */
+  int bConv = pV->nInElem > 0 && qcParamsHaveLong(pC, pV->aParam, pV->nParam);
   sqlite3_snprintf(sizeof zName, zName, "in%d", ++pC->nAlias);
   if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");
   if (pV->nInElem == 0) {
@@ -397,17 +399,24 @@ void qcMaterializeVar(QCtx *pX, QVar *pV) {
   } else {
     /* "?1,?2" → "(?1),(?2)": elements never contain a top-level comma
     ** except inside lookup-ref subqueries, which are parenthesised. */
-    const char *z = pV->zInList;
+    const char *z = pV->zInList, *zElem = z;
     int depth = 0;
-    sqlite3_str_appendf(pC->pCte, "%s(c0) AS (VALUES (", zName);
-    for (; *z; z++) {
+    sqlite3_str_appendf(pC->pCte, "%s(c0%s) AS (VALUES ", zName, bConv ? ", k0" : "");
+    for (;; z++) {
       if (*z == '(') depth++;
       if (*z == ')') depth--;
-      if (*z == ',' && depth == 0) sqlite3_str_appendall(pC->pCte, "),(");
-      else sqlite3_str_appendchar(pC->pCte, 1, *z);
+      if ((*z == ',' && depth == 0) || *z == 0) {
+        int n = (int)(z - zElem);
+        sqlite3_str_appendf(pC->pCte, "%s(%.*s", zElem == pV->zInList ? "" : ",", n, zElem);
+        if (bConv) sqlite3_str_appendf(pC->pCte, ", +CAST(%.*s AS REAL)", n, zElem);
+        sqlite3_str_appendall(pC->pCte, ")");
+        if (*z == 0) break;
+        zElem = z + 1;
+      }
     }
-    sqlite3_str_appendall(pC->pCte, "))");
+    sqlite3_str_appendall(pC->pCte, ")");
   }
+  pV->bConvCol = (unsigned char)bConv;
   qcFrom(pX, sqlite3_mprintf("%s", zName));
   pV->zExpr = sqlite3_mprintf("%s.c0", zName);
   if (pV->zExpr == NULL) qcNoMem(pC);

@@ -9,6 +9,7 @@
 ** query_compile_sql.c and the stages below the query
 ** (query_compile_scope.h explains scopes and variables).
 */
+#include <stdio.h>
 #include <string.h>
 #include <stdarg.h>
 #include "query_compile_scope.h"
@@ -565,21 +566,28 @@ static void qcUnifyKind(QCtx *pX, const QVar *pV, const char *zExpr) {
 ** is 9007199254740992.0, which SQLite's exact compare of INTEGER with REAL
 ** would miss) and leaves a double as it is; pV keeps its own value. The
 ** unary + drops the CAST's REAL affinity, which SQLite would otherwise
-** apply to the BLOB column v, keeping the (a, v) index out of use. */
+** apply to the BLOB column v, keeping the (a, v) index out of use. A
+** VALUES column holds the converted value beside it (bConvCol), which
+** SQLite may index too: a scan of an attribute of no value index then
+** probes the few rows instead of indexing the attribute for them. */
 static void qcUnifyConv(QCtx *pX, const QVar *pV, const char *zExpr) {
+  char zCol[48];
+  int iN = 0, iJ = 0;
+  if (pV->bConvCol && sscanf(pV->zExpr, "in%d.c%d", &iN, &iJ) == 2) {
+    sqlite3_snprintf(sizeof zCol, zCol, "in%d.c%d", iN, iJ);
+    if (strcmp(zCol, pV->zExpr) == 0) {   /* not rebound since */
+      qcWhere(pX, sqlite3_mprintf("%s = in%d.k%d", zExpr, iN, iJ));
+      return;
+    }
+  }
   qcWhere(pX, sqlite3_mprintf("%s = +CAST(%s AS REAL)", zExpr, pV->zExpr));
 }
 
 /* Would pending collection pV meeting a place of type vt keep longs the
 ** query gave (qcVarValueBound)? */
 static int qcInKeepsLongs(const QCtx *pX, const QVar *pV, ValueType vt) {
-  int i;
   if (vt != VT_DOUBLE || pV->zInList == NULL) return 0;
-  for (i = 0; i < pV->nParam; i++) {
-    const QParam *pP = &pX->pC->aParam[pV->aParam[i] - 1];
-    if (pP->eConv == QV_NATURAL && pP->vt == VT_LONG) return 1;
-  }
-  return 0;
+  return qcParamsHaveLong(pX->pC, pV->aParam, pV->nParam);
 }
 
 int qcVarValueBound(QCtx *pX, const char *zName, ValueType vt) {

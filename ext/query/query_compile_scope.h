@@ -55,6 +55,11 @@ typedef struct QVar {
   unsigned char bInMixed;    /* ... values of more than one type (1, 2.5);
                              ** also a relation input's column of longs and
                              ** doubles (qcVarMixesKinds) */
+  unsigned char bConvCol;    /* zExpr is column cJ of a VALUES CTE inN of
+                             ** longs the query gave, which holds beside it
+                             ** kJ: the value as a double attribute's place
+                             ** compares it (qcUnifyConv), so that SQLite may
+                             ** index either side of the join */
   unsigned char bSeedKind;   /* a rule body's head bound to a seed column
                              ** (m.sK, sN.oK), whose kind column (m.skK,
                              ** sN.okK) says 'given' for an integer the
@@ -329,6 +334,9 @@ sqlite3_int64 qcExpandedText(const char *zSql, sqlite3_int64 nCap);
 ** SQLite's parser, which does not poll the host's interrupt: as much as
 ** the compiler itself may build (QC_TEXT_CAP). */
 #define QC_EXPAND_CAP QC_TEXT_CAP
+/* Is one of parameters aP[0..nP) a long the query gave, still of its own
+** type (QV_NATURAL), which a double attribute's place compares converted? */
+int qcParamsHaveLong(const QComp *pC, const int *aP, int nP);
 /* A new parameter; returns its number (1-based) or 0 on OOM. */
 int qcParam(QComp *pC, const EdnValue *pConst, int iInput, int i1, int i2,
             QConv eConv, ValueType vt);

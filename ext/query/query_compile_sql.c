@@ -79,6 +79,15 @@ int qcPoll(QComp *pC) {
   return pC->rc;
 }
 
+int qcParamsHaveLong(const QComp *pC, const int *aP, int nP) {
+  int i;
+  for (i = 0; i < nP; i++) {
+    const QParam *pP = aP[i] > 0 ? &pC->aParam[aP[i] - 1] : NULL;
+    if (pP && pP->eConv == QV_NATURAL && pP->vt == VT_LONG) return 1;
+  }
+  return 0;
+}
+
 int qcParam(QComp *pC, const EdnValue *pConst, int iInput, int i1, int i2,
             QConv eConv, ValueType vt) {
   QParam *pP;
