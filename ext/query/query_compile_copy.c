@@ -4,8 +4,7 @@
 ** start an or branch or a seeded rule body from the scope so far;
 ** qcCollapse names the rows so far as a CTE (keeping only the variables
 ** still needed); the qcPhase functions extend them inside one recursive
-** CTE, so a chain of seeded or/rule calls stays linear; qcMaterialize
-** names a collection input's values as rows of their own. Takes and gives
+** CTE, so a chain of seeded or/rule calls stays linear. Takes and gives
 ** QCtx scopes; calls the scope helpers (query_compile_scope.h).
 */
 #include <stdio.h>
@@ -385,58 +384,4 @@ void qcPhaseEnd(QCtx *pX, QPhase *pPh, const char *zBranches, const unsigned cha
 int qcCollapseHeavy(QCtx *pX) {
   if (pX->nFrom == pX->nPatternFrom && pX->nFrom < QC_COLLAPSE_FROM) return 1;
   return qcCollapse(pX);
-}
-
-void qcMaterializeVar(QCtx *pX, QVar *pV) {
-  QComp *pC = pX->pC;
-  char zName[24];
-  /* longs the query gave: each with its double form beside it (bConvCol) */
-  int bConv = pV->nInElem > 0 && qcParamsHaveLong(pC, pV->aParam, pV->nParam);
-  sqlite3_snprintf(sizeof zName, zName, "in%d", ++pC->nAlias);
-  if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");
-  if (pV->nInElem == 0) {
-    sqlite3_str_appendf(pC->pCte, "%s(c0) AS (SELECT NULL WHERE 0)", zName);
-  } else {
-    /* "?1,?2" → "(?1),(?2)": elements never contain a top-level comma
-    ** except inside lookup-ref subqueries, which are parenthesised. */
-    const char *z = pV->zInList, *zElem = z;
-    int depth = 0;
-    sqlite3_str_appendf(pC->pCte, "%s(c0%s) AS (VALUES ", zName, bConv ? ", k0" : "");
-    for (;; z++) {
-      if (*z == '(') depth++;
-      if (*z == ')') depth--;
-      if ((*z == ',' && depth == 0) || *z == 0) {
-        int n = (int)(z - zElem);
-        sqlite3_str_appendf(pC->pCte, "%s(%.*s", zElem == pV->zInList ? "" : ",", n, zElem);
-        if (bConv) sqlite3_str_appendf(pC->pCte, ", +CAST(%.*s AS REAL)", n, zElem);
-        sqlite3_str_appendall(pC->pCte, ")");
-        if (*z == 0) break;
-        zElem = z + 1;
-      }
-    }
-    sqlite3_str_appendall(pC->pCte, ")");
-  }
-  pV->bConvCol = (unsigned char)bConv;
-  qcFrom(pX, sqlite3_mprintf("%s", zName));
-  pV->zExpr = sqlite3_mprintf("%s.c0", zName);
-  if (pV->zExpr == NULL) qcNoMem(pC);
-  if (pV->bInLookup) qcWhere(pX, sqlite3_mprintf("%s.c0 IS NOT NULL", zName));
-  if (pV->zInMore && pV->zExpr) {
-    /* more collections bound it: each filters the first's values */
-    char *zTerms = qcInTerms(pV, pV->zExpr), *zAnd;
-    zAnd = zTerms ? strstr(zTerms, " AND ") : NULL;
-    qcWhere(pX, zAnd ? sqlite3_mprintf("%s", zAnd + 5) : NULL);
-    sqlite3_free(zTerms);
-  }
-  sqlite3_free(pV->zInList);
-  sqlite3_free(pV->zInMore);
-  pV->zInList = NULL;
-  pV->zInMore = NULL;
-}
-
-void qcMaterialize(QCtx *pX) {
-  int i;
-  for (i = 0; i < pX->nVar && qcPoll(pX->pC) == SQLITE_OK; i++) {
-    if (pX->aVar[i].zInList) qcMaterializeVar(pX, &pX->aVar[i]);
-  }
 }

@@ -247,6 +247,8 @@ static int qcNumKindsDiffer(ValueType a, ValueType b) {
   return qcTypeClass(a) == 1 && qcTypeClass(b) == 1 && (a == VT_DOUBLE) != (b == VT_DOUBLE);
 }
 
+#define QC_UNIFY_CONV 2   /* qcTypeParams, qcUnifyTypes: compare converted */
+
 /* The first typed place a variable meets types its lazy parameters. With
 ** bKeepKind (the place is not a typed attribute's value column, where a
 ** literal converts as the transactor converts it, but a second ground or a
@@ -310,7 +312,10 @@ static const char *qcNumClass(ValueType vt) {
   return vt == VT_DOUBLE ? "real" : "integer";
 }
 
-char *qcInTerms(const QVar *pV, const char *zExpr) {
+/* The filters of the collections that bound pV before its first place
+** (zInList, zInMore), on expression zExpr: "x IN (?1,?2) AND x IN (?3)".
+** Two collection bindings of one variable give their intersection. */
+static char *qcInTerms(const QVar *pV, const char *zExpr) {
   sqlite3_str *pOut = sqlite3_str_new(NULL);
   const char *z = pV->zInMore;
   sqlite3_str_appendf(pOut, "%s IN (%s)", zExpr, pV->zInList);
@@ -441,6 +446,7 @@ static void qcUnifyEq(QCtx *pX, const QVar *pV, const char *zExpr, int bIntCol) 
 }
 
 static int qcOwnVar(const QCtx *pX, const QVar *pV);
+static void qcMaterializeVar(QCtx *pX, QVar *pV);
 
 /* May place zExpr of type vt in scope pX type the lazy parameters of pV
 ** (an input or ground value: its type comes from its first place)? Only
@@ -755,64 +761,61 @@ char *qcTermExpr(QCtx *pX, const EdnValue *p, ValueType *pvt, char **pzTag,
   return qcConstExpr(pX, p, VT_NONE, pvt);
 }
 
-char *qcEntityExpr(QCtx *pX, const EdnValue *p, const char *zFn) {
+/* Collection input pV of scope pX, still waiting for its place: a VALUES
+** CTE in pX's FROM, the variable its column. */
+static void qcMaterializeVar(QCtx *pX, QVar *pV) {
   QComp *pC = pX->pC;
-  char *z;
-  if (ednIsVar(p)) {
-    QVar *pV = qcVarFind(pX, p->u.s.z);
-    ValueType vt;
-    char *zTag = NULL;
-    /* An input no place has typed yet is read as an entity here, so a
-    ** keyword input is an ident (SPEC.md §2.4: a value in an entity place). */
-    if (pV && pV->zExpr && pV->nParam && pV->vt != VT_KEYWORD) qcTypeParams(pX, pV, VT_REF, 0);
-    z = qcTermExpr(pX, p, &vt, &zTag, "function");
-    if (z == NULL) return NULL;
-    if (vt == VT_KEYWORD || (vt == VT_NONE && zTag)) {
-      /* a keyword value names the entity whose ident it is */
-      char *zId = qcIdentSql(pX->pC, z);
-      char *zE = zId == NULL ? NULL : vt == VT_KEYWORD ? sqlite3_mprintf("%s", zId)
-                 : sqlite3_mprintf("(CASE %s WHEN %d THEN %s ELSE %s END)", zTag, TAG_KEYWORD,
-                                   zId, z);
-      sqlite3_free(zId);
-      sqlite3_free(z);
-      z = zE;
-    } else if (vt != VT_NONE && vt != VT_REF && vt != VT_LONG && !qcNoRows(pX)) {
-      qcErr(pC, p, "%s: %s is a %s, not an entity id, ident or lookup ref", zFn, p->u.s.z,
-            qcVtName(vt == VT_TUPLE && qcIsMadeTuple(z) ? QVT_JSON : vt));
-      sqlite3_free(z);
-      z = NULL;
+  char zName[24];
+  /* longs the query gave: each with its double form beside it (bConvCol) */
+  int bConv = pV->nInElem > 0 && qcParamsHaveLong(pC, pV->aParam, pV->nParam);
+  sqlite3_snprintf(sizeof zName, zName, "in%d", ++pC->nAlias);
+  if (pC->nCte++) sqlite3_str_appendall(pC->pCte, ", ");
+  if (pV->nInElem == 0) {
+    sqlite3_str_appendf(pC->pCte, "%s(c0) AS (SELECT NULL WHERE 0)", zName);
+  } else {
+    /* "?1,?2" → "(?1),(?2)": elements never contain a top-level comma
+    ** except inside lookup-ref subqueries, which are parenthesised. */
+    const char *z = pV->zInList, *zElem = z;
+    int depth = 0;
+    sqlite3_str_appendf(pC->pCte, "%s(c0%s) AS (VALUES ", zName, bConv ? ", k0" : "");
+    for (;; z++) {
+      if (*z == '(') depth++;
+      if (*z == ')') depth--;
+      if ((*z == ',' && depth == 0) || *z == 0) {
+        int n = (int)(z - zElem);
+        sqlite3_str_appendf(pC->pCte, "%s(%.*s", zElem == pV->zInList ? "" : ",", n, zElem);
+        if (bConv) sqlite3_str_appendf(pC->pCte, ", +CAST(%.*s AS REAL)", n, zElem);
+        sqlite3_str_appendall(pC->pCte, ")");
+        if (*z == 0) break;
+        zElem = z + 1;
+      }
     }
-    sqlite3_free(zTag);
-    if (z == NULL) qcNoMem(pC);
-    return z;
+    sqlite3_str_appendall(pC->pCte, ")");
   }
-  if (p->type == EDN_INT || p->type == EDN_KEYWORD) {
-    int iP;
-    if (p->type == EDN_KEYWORD && schemaEntid(pC->pSchema, p->u.s.z, p->u.s.n) == 0) {
-      return sqlite3_mprintf("NULL");   /* no such ident: no entity */
-    }
-    iP = qcParam(pC, p, -1, -1, -1, QV_TYPED, VT_REF);
-    return iP ? sqlite3_mprintf("?%d", iP) : NULL;
+  pV->bConvCol = (unsigned char)bConv;
+  qcFrom(pX, sqlite3_mprintf("%s", zName));
+  pV->zExpr = sqlite3_mprintf("%s.c0", zName);
+  if (pV->zExpr == NULL) qcNoMem(pC);
+  if (pV->bInLookup) qcWhere(pX, sqlite3_mprintf("%s.c0 IS NOT NULL", zName));
+  if (pV->zInMore && pV->zExpr) {
+    /* more collections bound it: each filters the first's values */
+    char *zTerms = qcInTerms(pV, pV->zExpr), *zAnd;
+    zAnd = zTerms ? strstr(zTerms, " AND ") : NULL;
+    qcWhere(pX, zAnd ? sqlite3_mprintf("%s", zAnd + 5) : NULL);
+    sqlite3_free(zTerms);
   }
-  if (qcIsLookupRef(p)) return qcLookupConst(pC, p);
-  if (qpIsBlank(p)) {
-    qcErr(pC, p, "_ is not allowed in %s", "function");
-    return NULL;
-  }
-  qcNotEntity(pC, p, zFn);
-  return NULL;
+  sqlite3_free(pV->zInList);
+  sqlite3_free(pV->zInMore);
+  pV->zInList = NULL;
+  pV->zInMore = NULL;
 }
 
-int qcNotEntity(QComp *pC, const EdnValue *p, const char *zFn) {
-  sqlite3_str *pTxt = sqlite3_str_new(NULL);
-  char *zTxt;
-  ednPrint(pTxt, p);
-  zTxt = sqlite3_str_finish(pTxt);
-  if (zTxt == NULL) return qcNoMem(pC);
-  if (zFn) qcErr(pC, p, "%s: %s is not an entity id, ident or lookup ref", zFn, zTxt);
-  else qcErr(pC, p, "%s is not an entity id, ident or lookup ref", zTxt);
-  sqlite3_free(zTxt);
-  return pC->rc;
+/* A collection input no pattern used: a VALUES CTE in FROM. */
+void qcMaterialize(QCtx *pX) {
+  int i;
+  for (i = 0; i < pX->nVar && qcPoll(pX->pC) == SQLITE_OK; i++) {
+    if (pX->aVar[i].zInList) qcMaterializeVar(pX, &pX->aVar[i]);
+  }
 }
 
 /* ---- the variables a clause mentions */

@@ -44,26 +44,16 @@ typedef struct QVar {
                           ** lists joined by '\x01' (NULL when none) */
   int nInElem;
   unsigned char bInLookup;   /* the pending collection holds lookup refs */
-  unsigned char bHetero;     /* bound to a collection of values of several
-                             ** types ([1 "A"]), each row with its own tag */
-  unsigned char bGiven;      /* a value the query gave (an input, a collection,
-                             ** tuple or relation input, ground, a rule's
-                             ** constant argument), in this scope or the one
-                             ** it was copied from: a number of it meets a
-                             ** double attribute's value place as edn_t
-                             ** stores it, 1 matching 1.0 (qcVarConverts) */
-  unsigned char bInMixed;    /* ... values of more than one type (1, 2.5);
-                             ** also a relation input's column of longs and
-                             ** doubles (qcVarMixesKinds) */
-  unsigned char bConvCol;    /* zExpr is column cJ of a VALUES CTE inN of
-                             ** longs the query gave, which holds beside it
-                             ** kJ: the value as a double attribute's place
-                             ** compares it (qcUnifyConv), so that SQLite may
-                             ** index either side of the join */
-  unsigned char bSeedKind;   /* a rule body's head bound to a seed column
-                             ** (m.sK, sN.oK), whose kind column (m.skK,
-                             ** sN.okK) says 'given' for an integer the
-                             ** query gave (qcVarKind, qcVarSeedKind) */
+  unsigned char bHetero;     /* bound to values of several types ([1 "A"]) */
+  unsigned char bGiven;      /* a value the query gave (input, ground, a rule's
+                             ** constant), here or where copied from: a number
+                             ** of it meets a double place as edn_t stores it */
+  unsigned char bInMixed;    /* ... numbers of both kinds (1, 2.5), a relation
+                             ** input's column too (qcVarMixesKinds) */
+  unsigned char bConvCol;    /* zExpr is a VALUES column inN.cJ of longs given,
+                             ** their double forms beside it in kJ (qcUnifyConv) */
+  unsigned char bSeedKind;   /* bound to a seed column (m.sK, sN.oK) whose kind
+                             ** column says 'given' for a given integer (qcVarKind) */
   unsigned char bEntitySrc;  /* in the entity place of a pattern on a source of
                              ** $'s store (1), of another store file (2) */
   int iEntitySrc;         /* ... the last such other source (pull refuses it) */
@@ -334,8 +324,7 @@ sqlite3_int64 qcExpandedText(const char *zSql, sqlite3_int64 nCap);
 ** SQLite's parser, which does not poll the host's interrupt: as much as
 ** the compiler itself may build (QC_TEXT_CAP). */
 #define QC_EXPAND_CAP QC_TEXT_CAP
-/* Is one of parameters aP[0..nP) a long the query gave, still of its own
-** type (QV_NATURAL), which a double attribute's place compares converted? */
+/* Is one of parameters aP[0..nP) a long the query gave, still QV_NATURAL? */
 int qcParamsHaveLong(const QComp *pC, const int *aP, int nP);
 /* A new parameter; returns its number (1-based) or 0 on OOM. */
 int qcParam(QComp *pC, const EdnValue *pConst, int iInput, int i1, int i2,
@@ -422,16 +411,11 @@ QVar *qcVarAdd(QCtx *pX, const char *zName);
 void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTag,
                int bIntCol);
 /* Types pV's lazy parameters by the typed place vt it meets; bKeepKind
-** keeps a constant's kind of number (1 against 1.0). 1 when one kept it;
-** QC_UNIFY_CONV when a long met a double place (VT_DOUBLE), which leaves
-** it the long given, the place comparing it converted. */
-#define QC_UNIFY_CONV 2
+** keeps a constant's kind (1 against 1.0). 1 when one kept it, 2 when a long
+** stays the long given at a double place, which compares it converted. */
 int qcTypeParams(QCtx *pX, QVar *pV, ValueType vt, int bKeepKind);
-/* Does a value place of type vt meet variable zName of scope pX bound: to
-** an expression, or a pending collection of longs the query gave that a
-** double attribute's place makes its own rows first (each compared
-** converted, the variable its own value, which an IN list on the column
-** would lose), each row then looked up by value? */
+/* Is zName bound, or a collection of longs given that a place of type vt
+** makes its rows first (a double attribute's: qcUnifyConv)? */
 int qcVarValueBound(QCtx *pX, const char *zName, ValueType vt);
 /* A constant as an SQL expression typed vt (VT_NONE: natural). Sets *pvt. */
 char *qcConstExpr(QCtx *pX, const EdnValue *p, ValueType vt, ValueType *pvt);
@@ -476,22 +460,12 @@ int qcVarNotNull(const QVar *pV);
 ** result)? Then a set key needs typeof() beside the value, since SQLite's
 ** 1 = 1.0 and Clojure's (= 1 1.0) is false. */
 int qcVarMixesKinds(const QVar *pV);
-/* Does bound pV meet expression zExpr of static type vt by value, its long
-** 1 matching 1.0: zExpr a double attribute's value column, pV a number the
-** query gave (bGiven)? As edn_t converts, in every scope. */
+/* Does bound pV, a number the query gave (bGiven), meet zExpr, a double
+** attribute's value column, as edn_t converts (1 matching 1.0)? */
 int qcVarConverts(const QVar *pV, const char *zExpr, ValueType vt);
 /* Makes every collection input of scope pX that no pattern used a VALUES
 ** CTE in FROM, before clauses that need the variable bound. */
 void qcMaterialize(QCtx *pX);
-/* Collection input pV of scope pX, still waiting for its place (zInList):
-** a VALUES CTE inN in pX's FROM, the variable its column inN.c0; the
-** filters of more collections binding it (zInMore) stated on it. */
-void qcMaterializeVar(QCtx *pX, QVar *pV);
-/* The filters of the collections that bound pV before its first place
-** (zInList, zInMore), on expression zExpr: "x IN (?1,?2) AND x IN (?3)".
-** Two collection bindings of one variable give their intersection
-** (sqlite3_malloc'd; NULL on OOM). */
-char *qcInTerms(const QVar *pV, const char *zExpr);
 /* Variables a clause mentions (for ordering and or checks), into a[] up
 ** to nMax; returns the count (may exceed nMax: then a[] is truncated). */
 int qcClauseVars(const QClause *pCl, const char **a, int nMax, int iDepth);

@@ -776,3 +776,63 @@ char *qcConstExpr(QCtx *pX, const EdnValue *p, ValueType vt, ValueType *pvt) {
   if (iP && z == NULL) qcNoMem(pX->pC);
   return z;
 }
+
+char *qcEntityExpr(QCtx *pX, const EdnValue *p, const char *zFn) {
+  QComp *pC = pX->pC;
+  char *z;
+  if (ednIsVar(p)) {
+    QVar *pV = qcVarFind(pX, p->u.s.z);
+    ValueType vt;
+    char *zTag = NULL;
+    /* An input no place has typed yet is read as an entity here, so a
+    ** keyword input is an ident (SPEC.md §2.4: a value in an entity place). */
+    if (pV && pV->zExpr && pV->nParam && pV->vt != VT_KEYWORD) qcTypeParams(pX, pV, VT_REF, 0);
+    z = qcTermExpr(pX, p, &vt, &zTag, "function");
+    if (z == NULL) return NULL;
+    if (vt == VT_KEYWORD || (vt == VT_NONE && zTag)) {
+      /* a keyword value names the entity whose ident it is */
+      char *zId = qcIdentSql(pX->pC, z);
+      char *zE = zId == NULL ? NULL : vt == VT_KEYWORD ? sqlite3_mprintf("%s", zId)
+                 : sqlite3_mprintf("(CASE %s WHEN %d THEN %s ELSE %s END)", zTag, TAG_KEYWORD,
+                                   zId, z);
+      sqlite3_free(zId);
+      sqlite3_free(z);
+      z = zE;
+    } else if (vt != VT_NONE && vt != VT_REF && vt != VT_LONG && !qcNoRows(pX)) {
+      qcErr(pC, p, "%s: %s is a %s, not an entity id, ident or lookup ref", zFn, p->u.s.z,
+            qcVtName(vt == VT_TUPLE && qcIsMadeTuple(z) ? QVT_JSON : vt));
+      sqlite3_free(z);
+      z = NULL;
+    }
+    sqlite3_free(zTag);
+    if (z == NULL) qcNoMem(pC);
+    return z;
+  }
+  if (p->type == EDN_INT || p->type == EDN_KEYWORD) {
+    int iP;
+    if (p->type == EDN_KEYWORD && schemaEntid(pC->pSchema, p->u.s.z, p->u.s.n) == 0) {
+      return sqlite3_mprintf("NULL");   /* no such ident: no entity */
+    }
+    iP = qcParam(pC, p, -1, -1, -1, QV_TYPED, VT_REF);
+    return iP ? sqlite3_mprintf("?%d", iP) : NULL;
+  }
+  if (qcIsLookupRef(p)) return qcLookupConst(pC, p);
+  if (qpIsBlank(p)) {
+    qcErr(pC, p, "_ is not allowed in %s", "function");
+    return NULL;
+  }
+  qcNotEntity(pC, p, zFn);
+  return NULL;
+}
+
+int qcNotEntity(QComp *pC, const EdnValue *p, const char *zFn) {
+  sqlite3_str *pTxt = sqlite3_str_new(NULL);
+  char *zTxt;
+  ednPrint(pTxt, p);
+  zTxt = sqlite3_str_finish(pTxt);
+  if (zTxt == NULL) return qcNoMem(pC);
+  if (zFn) qcErr(pC, p, "%s: %s is not an entity id, ident or lookup ref", zFn, zTxt);
+  else qcErr(pC, p, "%s is not an entity id, ident or lookup ref", zTxt);
+  sqlite3_free(zTxt);
+  return pC->rc;
+}
