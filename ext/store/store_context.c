@@ -10,6 +10,16 @@
 #include "config.h"
 #include "store_context.h"
 
+static int (*gCommitVeto)(void) = NULL;
+
+void storeSetCommitVeto(int (*xVeto)(void)) {
+  gCommitVeto = xVeto;
+}
+
+int storeCallerInterrupted(void) {
+  return gCommitVeto ? gCommitVeto() : 0;
+}
+
 void storeErr(char **pzErr, char *zMsg) {
   if (pzErr == NULL) { sqlite3_free(zMsg); return; }
   sqlite3_free(*pzErr);
@@ -35,7 +45,10 @@ int storeStepInt(sqlite3_stmt *pStmt, sqlite3_int64 *piOut) {
 ** drawn at random from STORE_BUSY_MIN_US..STORE_BUSY_MAX_US (the jitter
 ** keeps the waiters from polling in step), until the deadline: each
 ** waiter tries about 2,000 times a second, each try one lock attempt on
-** the -shm file. */
+** the -shm file. A wait for a write (bInterruptible) also asks on each try
+** whether the caller's host was interrupted (storeCallerInterrupted), and
+** gives up at once if so (issue 19: the wait for another process's BEGIN
+** IMMEDIATE ignored con.interrupt() for up to MENTAT_BUSY_TIMEOUT_MS). */
 #define STORE_BUSY_MIN_US 50
 #define STORE_BUSY_MAX_US 1000
 
@@ -47,6 +60,10 @@ static int storeBusyPoll(void *pArg, int nTry) {
   struct timespec ts;
   (void)nTry;
   if (usNow >= w->usEnd) return 0;
+  if (w->bInterruptible && storeCallerInterrupted()) {
+    w->bInterrupted = 1;
+    return 0;
+  }
   w->uRand ^= w->uRand << 13;
   w->uRand ^= w->uRand >> 17;
   w->uRand ^= w->uRand << 5;
@@ -59,6 +76,8 @@ static int storeBusyPoll(void *pArg, int nTry) {
 }
 
 void storeBusyWaitSet(sqlite3 *db, StoreBusyWait *w, int msWait) {
+  w->bInterruptible = 0;
+  w->bInterrupted = 0;
   w->usEnd = configNowUs() + (sqlite3_int64)msWait * 1000;
   w->uRand = (unsigned int)(w->usEnd ^ ((sqlite3_int64)(size_t)w >> 4)) | 1u;
   sqlite3_busy_handler(db, storeBusyPoll, w);

@@ -139,8 +139,15 @@ int storeStepInt(sqlite3_stmt *pStmt, sqlite3_int64 *piOut);
 typedef struct StoreBusyWait {
   sqlite3_int64 usEnd;      /* configNowUs() deadline */
   unsigned int uRand;       /* xorshift state of the jitter */
+  int bInterruptible;       /* set by the caller: give up when the caller is interrupted */
+  int bInterrupted;         /* the wait gave up for that (the statement fails SQLITE_BUSY) */
 } StoreBusyWait;
 void storeBusyWaitSet(sqlite3 *db, StoreBusyWait *w, int msWait);
+/* Whether the caller of this thread's write was interrupted: the function
+** storeSetCommitVeto registered (the interrupt bridge), 0 without one.
+** Asked in the waits for the write lock, where a probe of the host costs
+** nothing next to the sleep. */
+int storeCallerInterrupted(void);
 
 /* store_vfs.c */
 /* The name of the VFS store connections are opened with (the default VFS

@@ -67,12 +67,6 @@
 /* How often a waiter looks whether its group was left to nobody. */
 #define STORE_GROUP_POLL_MS 5
 
-static int (*gCommitVeto)(void) = NULL;
-
-void storeSetCommitVeto(int (*xVeto)(void)) {
-  gCommitVeto = xVeto;
-}
-
 sqlite3_int64 storeCommitCount(Store *p) {
   return __atomic_load_n(&p->nCommits, __ATOMIC_RELAXED);
 }
@@ -216,14 +210,38 @@ void storeWriterRecheck(Store *p) {
   pthread_mutex_unlock(&p->writeMutex);
 }
 
-/* Takes the write mutex within msTimeout ms. SQLITE_OK, or SQLITE_BUSY
+/* The slice of a wait for the write mutex: between two, the waiter asks
+** whether its caller was interrupted (issue 19: a writer of this process
+** inside a big edn_t kept an interrupted one waiting). */
+#define STORE_LOCK_SLICE_MS 1
+
+/* Waits for the write mutex until msTimeout ms after t0 (configNowMs), in
+** slices of STORE_LOCK_SLICE_MS; 0 when taken, ETIMEDOUT, or EINTR when the
+** caller was interrupted. */
+static int storeWriteLockWait(Store *p, sqlite3_int64 t0, int msTimeout) {
+  for (;;) {
+    struct timespec ts;
+    sqlite3_int64 msLeft = t0 + msTimeout - configNowMs();
+    long msSlice = msLeft < STORE_LOCK_SLICE_MS ? (long)(msLeft > 0 ? msLeft : 0) : STORE_LOCK_SLICE_MS;
+    int e;
+    clock_gettime(STORE_LOCK_CLOCK, &ts);
+    ts.tv_nsec += msSlice * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+    e = STORE_LOCK_UNTIL(&p->writeMutex, &ts);
+    if (e != ETIMEDOUT) return e;
+    if (msLeft <= STORE_LOCK_SLICE_MS) return ETIMEDOUT;
+    if (storeCallerInterrupted()) return EINTR;
+  }
+}
+
+/* Takes the write mutex within msTimeout ms. SQLITE_OK, SQLITE_INTERRUPT
+** when the caller was interrupted meanwhile, or SQLITE_BUSY
 ** with *pzErr naming the store and how many writers of this process were
 ** waiting: an unfair mutex under many writers let some wait seconds while
 ** others went round, with no bound as writers are added (bench/overload.py;
 ** bench/findings.md "Soak and overload"). *pmsLeft
 ** gets what is left of the timeout for BEGIN IMMEDIATE. */
 static int storeWriteLock(Store *p, int msTimeout, int *pmsLeft, char **pzErr) {
-  struct timespec ts;
   sqlite3_int64 t0;
   int nWaiting, e;
 
@@ -231,12 +249,12 @@ static int storeWriteLock(Store *p, int msTimeout, int *pmsLeft, char **pzErr) {
   if (pthread_mutex_trylock(&p->writeMutex) == 0) return SQLITE_OK;
   t0 = configNowMs();
   __atomic_add_fetch(&p->nWriteWaiting, 1, __ATOMIC_RELAXED);
-  clock_gettime(STORE_LOCK_CLOCK, &ts);
-  ts.tv_sec += msTimeout / 1000;
-  ts.tv_nsec += (long)(msTimeout % 1000) * 1000000L;
-  if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
-  e = STORE_LOCK_UNTIL(&p->writeMutex, &ts);
+  e = storeWriteLockWait(p, t0, msTimeout);
   nWaiting = __atomic_fetch_sub(&p->nWriteWaiting, 1, __ATOMIC_RELAXED);
+  if (e == EINTR) {
+    storeErr(pzErr, sqlite3_mprintf("interrupted"));
+    return SQLITE_INTERRUPT;
+  }
   if (e != 0) {
     storeErr(pzErr, sqlite3_mprintf("store %s is busy: %d writer%s waiting in this process, the write"
                                     " lock was not free within %d ms (MENTAT_BUSY_TIMEOUT_MS)",
@@ -251,14 +269,16 @@ static int storeWriteLock(Store *p, int msTimeout, int *pmsLeft, char **pzErr) {
 
 /* BEGIN IMMEDIATE on db, waiting at most msWait ms for another process's
 ** write lock (storeBusyWaitSet), then the connection's usual busy timeout
-** back. */
+** back. SQLITE_INTERRUPT when the caller was interrupted while waiting. */
 static int storeBeginImmediate(StoreConnImpl *pW, int msWait) {
   sqlite3 *db = pW->base.db;
   StoreBusyWait w;
   int rc;
   storeBusyWaitSet(db, &w, msWait);
+  w.bInterruptible = 1;
   rc = storeGroupStep(pW, STORE_W_BEGIN);
   sqlite3_busy_timeout(db, configBusyTimeoutMs());
+  if (rc != SQLITE_OK && w.bInterrupted) rc = SQLITE_INTERRUPT;
   return rc;
 }
 
@@ -306,7 +326,7 @@ int storeWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzEr
   }
   /* The interrupt is looked at when each write ends (GROUP COMMIT), not
   ** by a commit hook on whichever thread COMMITs. */
-  if (gCommitVeto) sqlite3_commit_hook(pConn->db, NULL, NULL);
+  sqlite3_commit_hook(pConn->db, NULL, NULL);
   p->nNoteDatoms = 0;
   p->nNoteInserted = 0;
   /* A write whose ROLLBACK itself ran out of memory (a schema change had
@@ -315,9 +335,9 @@ int storeWriteBegin(Store *p, StoreConn **ppConn, Schema **ppSchema, char **pzEr
   /* The wait for another process's lock gets what the mutex left. */
   rc = storeBeginImmediate((StoreConnImpl *)pConn, msLeft);
   if (rc != SQLITE_OK) {
-    storeErr(pzErr, sqlite3_mprintf("cannot begin a write on store %s: %s",
-                                    p->bMemory ? "(in memory)" : p->zPath,
-                                    sqlite3_errmsg(pConn->db)));
+    storeErr(pzErr, rc == SQLITE_INTERRUPT ? sqlite3_mprintf("interrupted")
+                    : sqlite3_mprintf("cannot begin a write on store %s: %s",
+                                      p->bMemory ? "(in memory)" : p->zPath, sqlite3_errmsg(pConn->db)));
     goto cleanup;
   }
   rc = storeRevalidate(p, pConn, 1, NULL, pzErr);
@@ -358,7 +378,7 @@ int storeWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchema, c
 
   if (pConn == NULL) return SQLITE_OK;    /* storeWriteBegin failed */
   if (p->pHost) return storeHostWriteEnd(p, pConn, bCommit, pNewSchema, pzErr);
-  if (bCommit && gCommitVeto && gCommitVeto()) {
+  if (bCommit && storeCallerInterrupted()) {
     /* The caller was interrupted: its transaction goes, as a commit hook
     ** would have made it go. */
     bCommit = 0;
