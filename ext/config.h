@@ -108,4 +108,26 @@ int configBudgetSpent(ConfigBudget *p);
 ** (:db/txInstant, mentat_managed_indexes' times). */
 sqlite3_int64 configWallUs(void);
 
+/* The interrupt of the call the calling thread serves (edn_t, a with-span),
+** for the stages below the SQL boundary, which cannot see the host: the
+** interrupt bridge registers its question once at load time
+** (storeSetCommitVeto); configInterrupted asks it now (0 without one: a
+** probe of the host, a few hundred ns). */
+void configSetInterruptHook(int (*xInterrupted)(void));
+int configInterrupted(void);
+/* The same question from a loop over many cheap items (the EDN reader's
+** forms, the transactor's ops), where even a probe per item would cost:
+** configPoll counts its calls, reads the clock every CONFIG_POLL_ITEMS
+** and asks configInterrupted at most once per CONFIG_POLL_US, so an
+** interrupt is seen about a millisecond after it came (issue 19 R2: a
+** 100,000-entity edn_t ran 0.5-1.3 s past it). True from the answer on.
+** Zero-initialise. */
+typedef struct ConfigPoll ConfigPoll;
+struct ConfigPoll {
+  unsigned int n;            /* calls since the last clock read */
+  sqlite3_int64 usAsked;     /* configNowUs() at the last question, 0: none yet */
+  int bInterrupted;          /* the answer was yes */
+};
+int configPoll(ConfigPoll *p);
+
 #endif /* MENTAT_CONFIG_H */

@@ -36,6 +36,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include "config.h"
 #include "edn.h"
 
 #define CC_WS    0x01  /* whitespace (commas included) */
@@ -75,6 +76,7 @@ typedef struct EdnReader {
   EdnError *pErr;
   EdnValue **aStack;        /* children of open collections */
   int nStack, nStackAlloc;
+  ConfigPoll poll;          /* the caller's interrupt, asked per collection element */
 } EdnReader;
 
 static int ednReadForm(EdnReader *r, int depth, int bDiscard, EdnValue **pp);
@@ -505,6 +507,7 @@ static int ednReadColl(EdnReader *r, int depth, int bDiscard, EdnType type, EdnV
   r->i += type == EDN_SET ? 2 : 1;
   for (;;) {
     EdnValue *pChild = NULL;
+    if (configPoll(&r->poll)) return SQLITE_INTERRUPT;
     rc = ednReadForm(r, depth + 1, bDiscard, &pChild);
     if (rc) return rc;
     if (pChild == NULL) break;

@@ -10,14 +10,14 @@
 #include "config.h"
 #include "store_context.h"
 
-static int (*gCommitVeto)(void) = NULL;
-
+/* The veto is the caller's interrupt, which the stages above ask too
+** (configPoll). */
 void storeSetCommitVeto(int (*xVeto)(void)) {
-  gCommitVeto = xVeto;
+  configSetInterruptHook(xVeto);
 }
 
 int storeCallerInterrupted(void) {
-  return gCommitVeto ? gCommitVeto() : 0;
+  return configInterrupted();
 }
 
 void storeErr(char **pzErr, char *zMsg) {

@@ -165,6 +165,8 @@ int txStmt(Tx *p, int eStmt, sqlite3_stmt **ppStmt) {
   ** even a read or a PRAGMA whose error is only a hint to us; a statement
   ** run after that would commit on its own. Every statement of the
   ** transactor is fetched here, so this is where that stops. */
+  rc = txPoll(p);
+  if (rc != SQLITE_OK) return rc;
   if (!storeWriteAlive(p->pConn)) {
     rc = sqlite3_errcode(p->db);
     if (rc != SQLITE_NOMEM && rc != SQLITE_FULL && (rc & 0xff) != SQLITE_IOERR) rc = SQLITE_ABORT;
@@ -268,8 +270,36 @@ int txSqlErr(Tx *p, const char *zWhat) {
          ? SQLITE_ERROR : ec;
 }
 
+int txPoll(Tx *p) {
+  if (!configPoll(&p->poll)) return SQLITE_OK;
+  txErr(p, 0, 0, "interrupted");
+  return SQLITE_INTERRUPT;
+}
+
+/* txSort's comparison and the poll it asks, per thread (qsort passes no
+** argument; a sort never runs inside another). */
+static _Thread_local int (*txSortCmpFn)(const void *, const void *) = NULL;
+static _Thread_local ConfigPoll *txSortPollOf = NULL;
+
+static int txSortCmp(const void *a, const void *b) {
+  if (configPoll(txSortPollOf)) return 0;
+  return txSortCmpFn(a, b);
+}
+
+int txSort(Tx *p, void *a, size_t n, size_t sz, int (*xCmp)(const void *, const void *)) {
+  if (n < 2) return SQLITE_OK;
+  txSortCmpFn = xCmp;
+  txSortPollOf = &p->poll;
+  qsort(a, n, sz, txSortCmp);
+  txSortCmpFn = NULL;
+  txSortPollOf = NULL;
+  return txPoll(p);
+}
+
 /* Appends a zeroed op. The pointer is valid until the next txNewOp. */
 int txNewOp(Tx *p, TxOp **ppOp) {
+  int rc = txPoll(p);
+  if (rc != SQLITE_OK) return rc;
   if (p->nOp == p->nOpAlloc) {
     int nNew = p->nOpAlloc ? p->nOpAlloc * 2 : 64;
     TxOp *aNew = sqlite3_realloc64(p->aOp, (sqlite3_uint64)nNew * sizeof(TxOp));

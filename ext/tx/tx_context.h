@@ -15,6 +15,7 @@
 #ifndef MENTAT_TX_CONTEXT_H
 #define MENTAT_TX_CONTEXT_H
 
+#include "config.h"
 #include "tx.h"
 
 /* Where an entity (or a ref value) is: a known entid, a tempid, or a lookup
@@ -123,6 +124,7 @@ typedef struct Tx {
   TxLookup *aLook; int nLook, nLookAlloc;
   int *aLookHash; int nLookHash;   /* lookup refs: slot -> index+1 */
   TxPart aPart[TX_MAX_PARTS]; int nPart;
+  ConfigPoll poll;          /* the caller's interrupt (txPoll) */
   int iPartTx, iPartUser, iPartDb;   /* indexes into aPart, -1 if absent */
   sqlite3_int64 iTx;        /* this transaction's entid */
   sqlite3_int64 iInstant;   /* :db/txInstant, µs */
@@ -139,6 +141,19 @@ void txCacheFit(Tx *p);   /* the writer's page cache for this transaction's size
 int txErr(Tx *p, int line, int col, const char *zFmt, ...);
 int txSqlErr(Tx *p, const char *zWhat);
 int txNewOp(Tx *p, TxOp **ppOp);
+/* SQLITE_INTERRUPT (message "interrupted") once the caller's host was
+** interrupted, asked time-gated (configPoll): every op made (txNewOp) and
+** every statement fetched (txStmt) asks, so the expansion, the lookups and
+** the writes of a big transaction stop about a millisecond after an
+** interrupt, where each statement alone is too short for the progress
+** handler (issue 19 R2). */
+int txPoll(Tx *p);
+/* qsort(a, n, sz, xCmp) that polls as txPoll does: the sorts of a big
+** transaction's ops take milliseconds each (60,000 ops: ~10 ms). Once the
+** caller is interrupted the comparisons answer "equal" at once, so the
+** sort ends in a fraction of its time in no useful order, and txSort
+** returns SQLITE_INTERRUPT (message "interrupted"). */
+int txSort(Tx *p, void *a, size_t n, size_t sz, int (*xCmp)(const void *, const void *));
 int txTempRoot(Tx *p, int i);   /* a tempid's representative after unification */
 /* The entry for lookup ref [pAttr *pV] in Tx.aLook, created on first use. */
 int txLookupAdd(Tx *p, const EdnValue *pForm, const Attr *pAttr, const TypedValue *pV,

@@ -63,7 +63,7 @@ int txLookupResolve(Tx *p) {
   ap = sqlite3_malloc64((sqlite3_uint64)p->nLook * sizeof(TxLookup *));
   if (ap == NULL) return SQLITE_NOMEM;
   for (i = 0; i < p->nLook; i++) ap[i] = &p->aLook[i];
-  qsort(ap, (size_t)p->nLook, sizeof(TxLookup *), txCmpLookupAttr);
+  rc = txSort(p, ap, (size_t)p->nLook, sizeof(TxLookup *), txCmpLookupAttr);
   for (i = 0; i < p->nLook && rc == SQLITE_OK; i = j) {
     for (j = i + 1; j < p->nLook && j - i < TX_LOOKUP_BATCH && ap[j]->pAttr == ap[i]->pAttr; j++) {}
     rc = txLookupRun(p, ap + i, j - i);

@@ -129,7 +129,10 @@ static int txMergeNewIdentities(Tx *p, int *pbChanged) {
     if (pOp->eOp == TXOP_ADD && pOp->e.eKind == TXP_TEMP && !pOp->bTuplePending
         && pOp->pAttr->eUnique == UNIQUE_IDENTITY && pOp->pAttr->type != VT_REF) ap[n++] = pOp;
   }
-  qsort(ap, (size_t)n, sizeof(TxOp *), txCmpIdentOp);
+  if (txSort(p, ap, (size_t)n, sizeof(TxOp *), txCmpIdentOp) != SQLITE_OK) {
+    sqlite3_free(ap);
+    return SQLITE_INTERRUPT;
+  }
   for (i = 1; i < n; i++) {
     if (txCmpIdentOp(&ap[i - 1], &ap[i]) == 0) {
       int r1 = txTempRoot(p, ap[i - 1]->e.iTemp), r2 = txTempRoot(p, ap[i]->e.iTemp);

@@ -451,8 +451,8 @@ int txWrite(Tx *p) {
     if (pOp->bDrop || (pOp->eOp != TXOP_ADD && pOp->eOp != TXOP_RETRACT)) continue;
     ap[n++] = pOp;
   }
-  qsort(ap, (size_t)n, sizeof(TxOp *), txCmpDatom);
-  rc = txCheckSet(p, ap, n);
+  rc = txSort(p, ap, (size_t)n, sizeof(TxOp *), txCmpDatom);
+  if (rc == SQLITE_OK) rc = txCheckSet(p, ap, n);
   bChecked = rc == SQLITE_OK && txCheckable(ap, n);
   if (bChecked) rc = txCheckFirst(p, ap, n);
   /* A schema change is checked against the data after it is written
@@ -473,7 +473,7 @@ int txWrite(Tx *p) {
       if (!ap[i]->bDrop && ap[i]->bNew) ap[m++] = ap[i];
     }
     n = m;
-    qsort(ap, (size_t)n, sizeof(TxOp *), txCmpAVE);
+    rc = txSort(p, ap, (size_t)n, sizeof(TxOp *), txCmpAVE);
     for (i = 0; rc == SQLITE_OK && i < n; i++) {
       if (ap[i]->pAttr->eUnique != UNIQUE_NONE) {
         rc = txInsert(p, ap[i]);
