@@ -324,10 +324,31 @@ END_TEST
 ** (of the same transaction run to its end, measured first), each call
 ** must stop soon after the interrupt: IBIG_LAG of the full run at most
 ** (1/15: tens of ms here; the polls answer within a few ms), counted from
-** when the interrupting thread ran, and store nothing. 20,000 entities
+** when the interrupting thread ran, at one of three tries, and store nothing. 20,000 entities
 ** keep the CPU small. */
 #define IBIG_N 20000
 #define IBIG_LAG 15
+
+/* Runs edn_t(zStore, zTx) with the host interrupted us after it starts;
+** *pRc and *pzOut (malloc'd) get its code and message; returns how long
+** after the interrupting thread ran the call returned. */
+static long long intrBigRun(sqlite3 *db, const char *zStore, const char *zTx, useconds_t us, int *pRc,
+                            char **pzOut) {
+  IntrLater later = {db, us, 0};
+  sqlite3_stmt *pStmt = NULL;
+  pthread_t th;
+  long long tEnd;
+  ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT edn_t(?1, ?2) IS NOT NULL", -1, &pStmt, NULL), SQLITE_OK);
+  sqlite3_bind_text(pStmt, 1, zStore, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pStmt, 2, zTx, -1, SQLITE_STATIC);
+  ck_assert_int_eq(pthread_create(&th, NULL, intrLater, &later), 0);
+  *pRc = sqlite3_step(pStmt);
+  tEnd = intrNowUs();
+  pthread_join(th, NULL);
+  *pzOut = strdup(*pRc == SQLITE_ROW ? "a row" : sqlite3_errmsg(db));
+  sqlite3_finalize(pStmt);
+  return tEnd - later.tFired;
+}
 
 START_TEST(interrupt_big_tx) {
   static const char *azKind[] = {"upserts", "new entities"};
@@ -365,28 +386,24 @@ START_TEST(interrupt_big_tx) {
     ck_assert_str_eq((const char *)sqlite3_column_text(pStmt, 0), "{\"result\":20000}");
     sqlite3_finalize(pStmt);
     for (size_t j = 0; j < sizeof aiAt / sizeof aiAt[0]; j++) {
-      IntrLater later = {db, (useconds_t)(tFull * aiAt[j] / 100), 0};
-      pthread_t th;
-      long long tEnd;
-      char *zOut;
-      int rc;
-      ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT edn_t(?1, ?2) IS NOT NULL", -1, &pStmt, NULL), SQLITE_OK);
-      sqlite3_bind_text(pStmt, 1, zStore, -1, SQLITE_STATIC);
-      sqlite3_bind_text(pStmt, 2, zTx, -1, SQLITE_STATIC);
-      ck_assert_int_eq(pthread_create(&th, NULL, intrLater, &later), 0);
-      rc = sqlite3_step(pStmt);
-      tEnd = intrNowUs();
-      pthread_join(th, NULL);
-      zOut = strdup(rc == SQLITE_ROW ? "a row" : sqlite3_errmsg(db));
-      sqlite3_finalize(pStmt);
-      if (getenv("IBIG_DEBUG")) {
-        fprintf(stderr, "%s, interrupted at %d%% of %lld us: returned %lld us later\n", azKind[k], aiAt[j], tFull,
-                tEnd - later.tFired);
+      long long tLag = 0;
+      char *zOut = NULL;
+      int rc = SQLITE_OK;
+      /* a point late only once may be the scheduler (two cores under
+      ** load); a phase that does not poll is late every time */
+      for (int iTry = 0; iTry < 3; iTry++) {
+        free(zOut);
+        tLag = intrBigRun(db, zStore, zTx, (useconds_t)(tFull * aiAt[j] / 100), &rc, &zOut);
+        if (getenv("IBIG_DEBUG")) {
+          fprintf(stderr, "%s, interrupted at %d%% of %lld us: returned %lld us later\n", azKind[k], aiAt[j],
+                  tFull, tLag);
+        }
+        if ((rc & 0xff) != SQLITE_INTERRUPT || tLag <= tFull / IBIG_LAG) break;
       }
       if ((rc & 0xff) != SQLITE_INTERRUPT || strcmp(zOut, "edn_t: interrupted; nothing was stored") != 0
-          || tEnd - later.tFired > tFull / IBIG_LAG) {
+          || tLag > tFull / IBIG_LAG) {
         sqlite3_str_appendf(pBad, "\n%s, interrupted at %d%% of %lld us: rc %d \"%s\" %lld us later", azKind[k],
-                            aiAt[j], tFull, rc, zOut, tEnd - later.tFired);
+                            aiAt[j], tFull, rc, zOut, tLag);
       }
       free(zOut);
     }
