@@ -129,6 +129,7 @@ TEST_STAGE_view = vtab
 TEST_STAGE_sources = vtab
 TEST_STAGE_rawidx = vtab
 TEST_STAGE_interrupt = vtab
+TEST_STAGE_limit = vtab
 test_stage = $(or $(TEST_STAGE_$(1)),$(error test/test_$(1).c: add TEST_STAGE_$(1) to the Makefile))
 .SECONDEXPANSION:
 $(B)/test_%: test/test_%.c $$(call libs_upto,$$(call test_stage,$$*))
