@@ -154,15 +154,15 @@ static int ednpullEntity(VCall *pCall, sqlite3_value *pEnt, int eType, sqlite3_i
 ** entity not found, which an older schema may explain, or a pull that ran
 ** no statement — the reader is checked in one read transaction
 ** (storeReaderRecheck) and the pull runs again inside it. */
-static int ednpullRun(VCall *pCall, sqlite3_value *pEnt, int eTypeEnt, const char *zPat, int nPat,
-                      sqlite3_str **ppBuf, int *piStart, sqlite3_int64 *pE, char **pzErr) {
+static int ednpullRun(VCall *pCall, sqlite3 *host, sqlite3_value *pEnt, int eTypeEnt, const char *zPat,
+                      int nPat, sqlite3_str **ppBuf, int *piStart, sqlite3_int64 *pE, char **pzErr) {
   int rc;
   for (;;) {
     int bStale = 0;
     Schema *pNew = NULL;
     rc = ednpullEntity(pCall, pEnt, eTypeEnt, pE, pzErr);
     if (rc == SQLITE_OK && *pE != 0) {
-      sqlite3_str *pOut = sqlioOutBegin(ppBuf, piStart);
+      sqlite3_str *pOut = sqlioOutBegin(ppBuf, host, piStart);
       if (pOut == NULL) return SQLITE_NOMEM;
       /* PULL_WITH_DBID: edn_pull's map always carries :db/id (SPEC.md
       ** §2.2). The connection's pull cache is kept with its compiled plans
@@ -194,7 +194,8 @@ void ednpullFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   int nPat, rc, eTypeEnt;
   sqlite3_int64 e = 0;
   char *zErr = NULL;
-  sqlite3_str **ppBuf = NULL;
+  sqlite3_str **ppBuf = NULL, *pLocal = NULL;
+  sqlite3 *host = sqlite3_context_db_handle(pCtx);
   int iStart = 0;
   VCall call;
   char aPat[1024];              /* the pattern's text, read without an allocation */
@@ -221,12 +222,20 @@ void ednpullFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   ** transaction applied, and nothing is written (call.h). VCALL_QUERY: a
   ** reader that may start without a read transaction; ednpullRun says how
   ** the pull still reads one snapshot. */
-  rc = vcallBegin(&call, sqlite3_context_db_handle(pCtx), argv[0], VCALL_QUERY | VCALL_PULL,
+  rc = vcallBegin(&call, host, argv[0], VCALL_QUERY | VCALL_PULL,
                   bOpts ? &opts : NULL, bOpts ? argv[3] : NULL, &zErr);
   if (rc != SQLITE_OK) goto cleanup;
-  ppBuf = qCacheOutBuf(call.pConn);
-  rc = ednpullRun(&call, argv[2], eTypeEnt, zPat, nPat, ppBuf, &iStart, &e, &zErr);
+  /* a map past the host's SQLITE_LIMIT_LENGTH stops as it grows there */
+  ppBuf = sqlioOutSlot(host, qCacheOutBuf(call.pConn), &pLocal);
+  rc = ednpullRun(&call, host, argv[2], eTypeEnt, zPat, nPat, ppBuf, &iStart, &e, &zErr);
   if (rc != SQLITE_OK || e == 0) goto cleanup;   /* names no entity: nil (SQL NULL) */
+  /* The values' JSON is written outside the store's VM: a last look before
+  ** the host's VM takes the map, which would fail with a bare "interrupted"
+  ** (intrWatchPoll). */
+  if (intrWatchPoll(&call.watch, 1)) {
+    rc = SQLITE_INTERRUPT;
+    goto cleanup;
+  }
   sqlioOutJson(pCtx, "edn_pull", ppBuf, iStart);
 
 cleanup:
@@ -235,4 +244,5 @@ cleanup:
   vcallEnd(&call);
   if (bOpts) qOptsReset(&opts);
   sqlite3_free(zErr);
+  sqlite3_free(sqlite3_str_finish(pLocal));
 }

@@ -34,15 +34,26 @@
 #include "sqlio.h"
 #include "query.h"
 
+/* Bytes of the relation's rows copied at a time for "result", with a look
+** at the host between (ednqDocRelation). */
+#define EDNQ_COPY_CHUNK (8 << 20)
+
 /* Appends the rows of a relation from the current row on (rc says whether
-** there is one) to pRows as comma-separated JSON values. */
-static int ednqDocRows(QueryRun *pRun, int rc, sqlite3_str *pRows, int *pnRow, char **pzErr) {
+** there is one) to pRows as comma-separated JSON values. The host is asked
+** after every row (intrWatchPoll: time-gated): a row's JSON is encoded
+** outside the store's VM, whose progress handler never sees it, and rows
+** of megabytes made an interrupt wait for the whole document (issue 19
+** R3). A document past the host's SQLITE_LIMIT_LENGTH stops as its string
+** does (SQLITE_TOOBIG, sqlioOutSlot). */
+static int ednqDocRows(QueryRun *pRun, int rc, sqlite3_str *pRows, int *pnRow, IntrWatch *pW,
+                       char **pzErr) {
   while (rc == SQLITE_ROW) {
     if (*pnRow > 0) sqlite3_str_appendchar(pRows, 1, ',');
     rc = qRunRowJson(pRun, pRows);
     if (rc != SQLITE_OK) return rc;
     rc = sqlite3_str_errcode(pRows);
     if (rc != SQLITE_OK) return rc;
+    if (intrWatchPoll(pW, 0)) return SQLITE_INTERRUPT;
     (*pnRow)++;
     rc = qRunStep(pRun, pzErr);
   }
@@ -66,7 +77,8 @@ static void ednqDocColumns(QueryRun *pRun, sqlite3_str *pOut) {
 ** written once into pOut under "results" and then copied within pOut for
 ** "result" (no second string: every string grows through reallocations
 ** under SQLite's global allocator mutex). */
-static int ednqDocRelation(sqlite3 *host, QueryRun *pRun, sqlite3_str *pOut, char **pzErr) {
+static int ednqDocRelation(sqlite3 *host, QueryRun *pRun, sqlite3_str *pOut, IntrWatch *pW,
+                           char **pzErr) {
   sqlite3_str *pOne = NULL;
   int rc, nRow = 0, iRows, nRows;
   /* Datomic returns a lone aggregate as a plain value; with :keys the row
@@ -99,7 +111,7 @@ static int ednqDocRelation(sqlite3 *host, QueryRun *pRun, sqlite3_str *pOut, cha
     sqlite3_str_append(pOut, sqlite3_str_value(pOne), sqlite3_str_length(pOne));
     sqlite3_str_appendchar(pOut, 1, ']');
   }
-  rc = ednqDocRows(pRun, rc, pOut, &nRow, pzErr);
+  rc = ednqDocRows(pRun, rc, pOut, &nRow, pW, pzErr);
   if (rc != SQLITE_OK) goto cleanup;
   rc = sqlite3_str_errcode(pOut);
   if (rc != SQLITE_OK) goto cleanup;
@@ -108,11 +120,20 @@ static int ednqDocRelation(sqlite3 *host, QueryRun *pRun, sqlite3_str *pOut, cha
   {
     /* Room first, then the copy: appending from the string's own buffer
     ** could read it after a reallocation moved it. */
-    int iDst = sqlite3_str_length(pOut);
+    int iDst = sqlite3_str_length(pOut), iDone;
     sqlite3_str_appendchar(pOut, nRows, ' ');
     rc = sqlite3_str_errcode(pOut);
     if (rc != SQLITE_OK) goto cleanup;
-    memcpy(sqlite3_str_value(pOut) + iDst, sqlite3_str_value(pOut) + iRows, (size_t)nRows);
+    /* by EDNQ_COPY_CHUNK, asking the host between (a copy of hundreds of
+    ** megabytes takes a good part of a second) */
+    for (iDone = 0; iDone < nRows; iDone += EDNQ_COPY_CHUNK) {
+      int n = nRows - iDone < EDNQ_COPY_CHUNK ? nRows - iDone : EDNQ_COPY_CHUNK;
+      if (iDone > 0 && intrWatchPoll(pW, 0)) {
+        rc = SQLITE_INTERRUPT;
+        goto cleanup;
+      }
+      memcpy(sqlite3_str_value(pOut) + iDst + iDone, sqlite3_str_value(pOut) + iRows + iDone, (size_t)n);
+    }
   }
   sqlite3_str_appendall(pOut, "]}");
   rc = sqlite3_str_errcode(pOut);
@@ -123,14 +144,15 @@ cleanup:
 }
 
 /* Appends the JSON document of the whole result of pRun to pOut. */
-static int ednqDocument(sqlite3 *host, QueryRun *pRun, sqlite3_str *pOut, char **pzErr) {
+static int ednqDocument(sqlite3 *host, QueryRun *pRun, sqlite3_str *pOut, IntrWatch *pW,
+                        char **pzErr) {
   int rc, nRow = 0;
   switch (qRunFindKind(pRun)) {
     case FIND_REL:
-      return ednqDocRelation(host, pRun, pOut, pzErr);
+      return ednqDocRelation(host, pRun, pOut, pW, pzErr);
     case FIND_COLL:
       sqlite3_str_appendall(pOut, "{\"result\":[");
-      rc = ednqDocRows(pRun, qRunStep(pRun, pzErr), pOut, &nRow, pzErr);
+      rc = ednqDocRows(pRun, qRunStep(pRun, pzErr), pOut, &nRow, pW, pzErr);
       sqlite3_str_appendall(pOut, "]}");
       return rc;
     case FIND_TUPLE:
@@ -157,9 +179,9 @@ static int ednqDocument(sqlite3 *host, QueryRun *pRun, sqlite3_str *pOut, char *
 ** its last key: {..., "report": {"tx_id":..., "tx_instant":..., "tempids":
 ** {...}}}, the report edn_t would have returned. */
 static int ednqDocumentReport(sqlite3 *host, QueryRun *pRun, sqlite3_str *pReport,
-                              sqlite3_str *pOut, char **pzErr) {
+                              sqlite3_str *pOut, IntrWatch *pW, char **pzErr) {
   sqlite3_str *pDoc = sqlite3_str_new(host);
-  int rc = ednqDocument(host, pRun, pDoc, pzErr);
+  int rc = ednqDocument(host, pRun, pDoc, pW, pzErr);
   if (rc == SQLITE_OK) rc = sqlite3_str_errcode(pDoc);
   if (rc == SQLITE_OK) {
     /* every document is one object: its closing brace goes after the report */
@@ -179,7 +201,7 @@ void ednqScalarFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   char *zErr = NULL;
   QueryOpts opts;
   QueryRun *pRun = NULL;
-  sqlite3_str *pOut = NULL, **ppBuf = NULL;
+  sqlite3_str *pOut = NULL, **ppBuf = NULL, *pLocal = NULL;
   int iStart = 0;
   VCall call;
   char aQuery[2048];            /* the query's text, read without an allocation */
@@ -196,8 +218,8 @@ void ednqScalarFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     rc = qRunOpen(call.pConn, call.pSchema, zQuery, nQuery, &opts, &pRun, &zErr);
     if (rc != SQLITE_OK) goto cleanup;
   }
-  ppBuf = qCacheOutBuf(call.pConn);
-  pOut = sqlioOutBegin(ppBuf, &iStart);
+  ppBuf = sqlioOutSlot(host, qCacheOutBuf(call.pConn), &pLocal);
+  pOut = sqlioOutBegin(ppBuf, host, &iStart);
   if (pOut == NULL) {
     rc = SQLITE_NOMEM;
     goto cleanup;
@@ -210,8 +232,11 @@ void ednqScalarFunc(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
     sqlioOutJson(pCtx, "edn_q", ppBuf, iStart);
     goto cleanup;
   }
-  if (call.pWithReport) rc = ednqDocumentReport(host, pRun, call.pWithReport, pOut, &zErr);
-  else rc = ednqDocument(host, pRun, pOut, &zErr);
+  if (call.pWithReport) rc = ednqDocumentReport(host, pRun, call.pWithReport, pOut, &call.watch, &zErr);
+  else rc = ednqDocument(host, pRun, pOut, &call.watch, &zErr);
+  if (rc == SQLITE_OK) rc = sqlite3_str_errcode(pOut);
+  /* The last look before the host's VM takes the document (intrWatchPoll). */
+  if (rc == SQLITE_OK && intrWatchPoll(&call.watch, 1)) rc = SQLITE_INTERRUPT;
   if (rc != SQLITE_OK) {
     /* Column functions (pulls in :find) report through the run. */
     if (zErr == NULL && qRunErrMsg(pRun) != NULL) zErr = sqlite3_mprintf("%s", qRunErrMsg(pRun));
@@ -226,4 +251,5 @@ cleanup:
   vcallEnd(&call);
   qOptsReset(&opts);
   sqlite3_free(zErr);
+  sqlite3_free(sqlite3_str_finish(pLocal));
 }

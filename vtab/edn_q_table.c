@@ -416,7 +416,9 @@ static int ednqColumn(sqlite3_vtab_cursor *cur, sqlite3_context *pCtx, int iCol)
   }
   if (iCol != EDNQ_COL_VALUE) {
     assert(iCol >= EDNQ_COL_C0 && iCol < EDNQ_COL_C0 + EDNQ_NC);
-    return rcurColumn(&pCur->run, iCol - EDNQ_COL_C0, pCtx, "edn_q");
+    static const char *const azC[] = {"c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9",
+                                      "c10", "c11", "c12", "c13", "c14", "c15"};
+    return rcurColumn(&pCur->run, iCol - EDNQ_COL_C0, pCtx, "edn_q", azC[iCol - EDNQ_COL_C0]);
   }
   if (pCur->run.pRun == NULL) return SQLITE_OK;   /* at EOF: NULL */
   rcurLock(&pCur->run);
@@ -429,6 +431,10 @@ static int ednqColumn(sqlite3_vtab_cursor *cur, sqlite3_context *pCtx, int iCol)
   iStart = sqlite3_str_length(pOut);
   rc = qRunRowJson(pCur->run.pRun, pOut);
   if (rc == SQLITE_OK) rc = sqlite3_str_errcode(pOut);
+  if (rc == SQLITE_OK && sqlite3_str_length(pOut) - iStart
+                         > sqlite3_limit(sqlite3_context_db_handle(pCtx), SQLITE_LIMIT_LENGTH, -1)) {
+    rc = SQLITE_TOOBIG;
+  }
   if (rc == SQLITE_OK) {
     /* Length -1: the row's JSON (no NUL inside) runs to the buffer's
     ** end, which sqlite3_str_value terminates; SQLite then copies the
@@ -442,7 +448,8 @@ static int ednqColumn(sqlite3_vtab_cursor *cur, sqlite3_context *pCtx, int iCol)
   }
   /* A pull in :find can fail here (its message is kept by the run); the
   ** message travels as the column's error result. */
-  if (rc != SQLITE_OK) sqlioError(pCtx, "edn_q", rc, qRunErrMsg(pCur->run.pRun));
+  if (rc == SQLITE_TOOBIG) sqlioColumnTooBig(pCtx, "edn_q", "value");
+  else if (rc != SQLITE_OK) sqlioError(pCtx, "edn_q", rc, qRunErrMsg(pCur->run.pRun));
   rcurUnlock(&pCur->run);
   return rc;
 }

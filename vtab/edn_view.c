@@ -336,7 +336,7 @@ static int eviewEof(sqlite3_vtab_cursor *cur) {
 static int eviewColumn(sqlite3_vtab_cursor *cur, sqlite3_context *pCtx, int iCol) {
   EviewCursor *pCur = (EviewCursor *)cur;
   const ViewDef *pDef = &((EviewTab *)cur->pVtab)->def;
-  if (iCol < pDef->nCol) return rcurColumn(&pCur->run, iCol, pCtx, "edn_view");
+  if (iCol < pDef->nCol) return rcurColumn(&pCur->run, iCol, pCtx, "edn_view", pDef->azName[iCol]);
   /* a hidden column echoes the input the scan was given */
   {
     int k = eviewArgOf(pDef, iCol);

@@ -174,6 +174,15 @@ int intrWatchInterrupted(IntrWatch *pWatch) {
   return intrFlagged(pWatch);
 }
 
+int intrWatchPoll(IntrWatch *pWatch, int bNow) {
+  sqlite3_int64 tNow;
+  if (pWatch->bRowFlag) return intrWatchFlagRead(pWatch) || intrPastDeadline(pWatch);
+  tNow = configNowUs();
+  if (!bNow && tNow - pWatch->tProbeUs < INTR_PROBE_US) return 0;
+  pWatch->tProbeUs = tNow;
+  return intrPastDeadline(pWatch) || intrFlagged(pWatch);
+}
+
 /* sqlite3_is_interrupted (3.41): the host's flag read, nothing prepared.
 ** The API table only grows at its end, and 3.41 put is_interrupted right
 ** after value_encoding, the last entry 3.40's header declares, so built

@@ -58,6 +58,16 @@ void intrWatchEnd(IntrWatch *pWatch);
 /* True when the host connection of a begun watch has been interrupted. */
 int intrWatchInterrupted(IntrWatch *pWatch);
 
+/* The same question from code that builds a result outside the store's
+** VM (the scalar documents: a row's JSON, a copy within the document),
+** where the watch's progress handler never runs. Cheap enough to ask per
+** row: the host's flag read where the host has sqlite3_is_interrupted,
+** else a clock read and, at most once per millisecond (the progress
+** handler's rate) or when bNow asks (the last look before a result goes
+** to the host, whose VM would otherwise meet the flag and fail with
+** SQLite's bare "interrupted"), the probe of intrWatchInterrupted. */
+int intrWatchPoll(IntrWatch *pWatch, int bNow);
+
 /* The same question between two rows of a table, where it must cost next
 ** to nothing: answered on hosts with sqlite3_is_interrupted (3.41 and
 ** later, one read of the flag); 0 on older hosts, where the only probes

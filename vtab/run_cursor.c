@@ -239,14 +239,16 @@ int rcurResume(RunCursor *p, sqlite3 *host, const char *zPath, int nPath, const 
   return rcurStart(p, zQuery, nQuery, pzErr);
 }
 
-int rcurColumn(RunCursor *p, int i, sqlite3_context *pCtx, const char *zFunc) {
+int rcurColumn(RunCursor *p, int i, sqlite3_context *pCtx, const char *zFunc, const char *zCol) {
   int rc = SQLITE_OK;
   if (p->pRun == NULL) return SQLITE_OK;   /* at EOF: NULL */
   rcurLock(p);
   if (i < qRunColumnCount(p->pRun)) rc = qRunColumnResult(p->pRun, i, pCtx);
   /* A pull in :find can fail here (its message is kept by the run); the
-  ** message travels as the column's error result. */
-  if (rc != SQLITE_OK) sqlioError(pCtx, zFunc, rc, qRunErrMsg(p->pRun));
+  ** message travels as the column's error result. A value past the host's
+  ** SQLITE_LIMIT_LENGTH names the column. */
+  if (rc == SQLITE_TOOBIG) sqlioColumnTooBig(pCtx, zFunc, zCol);
+  else if (rc != SQLITE_OK) sqlioError(pCtx, zFunc, rc, qRunErrMsg(p->pRun));
   rcurUnlock(p);
   return rc;
 }

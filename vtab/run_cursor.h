@@ -85,7 +85,9 @@ void rcurUnlock(RunCursor *p);
 /* Sets pCtx to find element i of the current row as a native SQL value
 ** (NULL past the find's width or with no current row). A pull element
 ** that fails sets an error result "<zFunc>: <message>" and returns its
-** code. Takes the lock itself. */
-int rcurColumn(RunCursor *p, int i, sqlite3_context *pCtx, const char *zFunc);
+** code; a value past the host's SQLITE_LIMIT_LENGTH "<zFunc>: column
+** <zCol> is more than SQLITE_LIMIT_LENGTH (N bytes)" (SQLITE_TOOBIG).
+** Takes the lock itself. */
+int rcurColumn(RunCursor *p, int i, sqlite3_context *pCtx, const char *zFunc, const char *zCol);
 
 #endif /* MENTAT_RUN_CURSOR_H */

@@ -46,12 +46,13 @@ void sqlioError(sqlite3_context *pCtx, const char *zFunc, int rc, const char *zE
     sqlite3_result_error_nomem(pCtx);
     return;
   }
-  if (rc == SQLITE_TOOBIG) {
-    sqlite3_result_error_toobig(pCtx);
-    return;
-  }
   if (rc == SQLITE_OK) rc = SQLITE_ERROR;
-  zMsg = sqlite3_mprintf("%s: %s", zFunc, sqlioMessage(rc, zErr));
+  if (rc == SQLITE_TOOBIG) {
+    zMsg = sqlite3_mprintf("%s: the result is more than SQLITE_LIMIT_LENGTH (%d bytes)", zFunc,
+                           sqlite3_limit(sqlite3_context_db_handle(pCtx), SQLITE_LIMIT_LENGTH, -1));
+  } else {
+    zMsg = sqlite3_mprintf("%s: %s", zFunc, sqlioMessage(rc, zErr));
+  }
   if (zMsg == NULL) {
     sqlite3_result_error_nomem(pCtx);
     return;
@@ -86,7 +87,26 @@ void sqlioJson(sqlite3_context *pCtx, const char *zFunc, sqlite3_str *pOut) {
   sqlite3_result_subtype(pCtx, MENTAT_JSON_SUBTYPE);
 }
 
-sqlite3_str *sqlioOutBegin(sqlite3_str **ppBuf, int *piStart) {
+int sqlioColumnTooBig(sqlite3_context *pCtx, const char *zFunc, const char *zCol) {
+  char *zMsg = sqlite3_mprintf("%s: column %s is more than SQLITE_LIMIT_LENGTH (%d bytes)", zFunc, zCol,
+                               sqlite3_limit(sqlite3_context_db_handle(pCtx), SQLITE_LIMIT_LENGTH, -1));
+  if (zMsg == NULL) {
+    sqlite3_result_error_nomem(pCtx);
+    return SQLITE_NOMEM;
+  }
+  sqlite3_result_error(pCtx, zMsg, -1);
+  sqlite3_free(zMsg);
+  sqlite3_result_error_code(pCtx, SQLITE_TOOBIG);
+  return SQLITE_TOOBIG;
+}
+
+sqlite3_str **sqlioOutSlot(sqlite3 *host, sqlite3_str **ppConnBuf, sqlite3_str **ppLocal) {
+  *ppLocal = NULL;
+  if (ppConnBuf && sqlite3_limit(host, SQLITE_LIMIT_LENGTH, -1) >= SQLIO_LENGTH_DEFAULT) return ppConnBuf;
+  return ppLocal;
+}
+
+sqlite3_str *sqlioOutBegin(sqlite3_str **ppBuf, sqlite3 *host, int *piStart) {
   *piStart = 0;
   if (ppBuf == NULL) return NULL;
   if (*ppBuf && (sqlite3_str_errcode(*ppBuf) != SQLITE_OK
@@ -94,7 +114,8 @@ sqlite3_str *sqlioOutBegin(sqlite3_str **ppBuf, int *piStart) {
     sqlite3_free(sqlite3_str_finish(*ppBuf));
     *ppBuf = NULL;
   }
-  if (*ppBuf == NULL) *ppBuf = sqlite3_str_new(NULL);
+  /* Made for host: its growth stops at host's SQLITE_LIMIT_LENGTH. */
+  if (*ppBuf == NULL) *ppBuf = sqlite3_str_new(host);
   *piStart = sqlite3_str_length(*ppBuf);
   return *ppBuf;
 }
@@ -103,6 +124,10 @@ void sqlioOutJson(sqlite3_context *pCtx, const char *zFunc, sqlite3_str **ppBuf,
   sqlite3_str *pOut = *ppBuf;
   int rc = sqlite3_str_errcode(pOut);
   int n = sqlite3_str_length(pOut) - iStart;
+  /* A string kept from a call of a host with a higher limit. */
+  if (rc == SQLITE_OK && n > sqlite3_limit(sqlite3_context_db_handle(pCtx), SQLITE_LIMIT_LENGTH, -1)) {
+    rc = SQLITE_TOOBIG;
+  }
   if (rc != SQLITE_OK) {
     sqlite3_free(sqlite3_str_finish(pOut));
     *ppBuf = NULL;

@@ -31,7 +31,10 @@ int sqlioText(sqlite3_value *pVal, const char **pz, int *pn);
 int sqlioTextIn(sqlite3_value *pVal, char *aBuf, int nBuf, const char **pz, int *pn);
 
 /* Sets an error result "<zFunc>: <zErr>". rc SQLITE_NOMEM gives the
-** host's out-of-memory error, SQLITE_TOOBIG its too-big error; any other
+** host's out-of-memory error; SQLITE_TOOBIG (a result past the host's
+** SQLITE_LIMIT_LENGTH, which SQLite itself would refuse with a bare
+** "string or blob too big") "<zFunc>: the result is more than
+** SQLITE_LIMIT_LENGTH (N bytes)", zErr ignored, code SQLITE_TOOBIG; any other
 ** code than SQLITE_ERROR is kept as the error code (interrupts, busy).
 ** zErr may be NULL (the code's own text is used). An interrupt (rc
 ** SQLITE_INTERRUPT) is always "<zFunc>: interrupted", followed by what zErr
@@ -60,7 +63,23 @@ void sqlioJson(sqlite3_context *pCtx, const char *zFunc, sqlite3_str *pOut);
 ** large result the whole string is handed to SQLite and the slot emptied.
 ** On a string error it reports it (as sqlioError) and empties the slot. */
 #define SQLIO_OUT_KEEP 65536
-sqlite3_str *sqlioOutBegin(sqlite3_str **ppBuf, int *piStart);
+sqlite3_str *sqlioOutBegin(sqlite3_str **ppBuf, sqlite3 *host, int *piStart);
+
+/* The slot a result for host is built in: ppConnBuf (the connection's), or
+** ppLocal when host's SQLITE_LIMIT_LENGTH is below SQLite's default
+** (SQLIO_LENGTH_DEFAULT). sqlioOutBegin makes a new string for host
+** (sqlite3_str_new(host)), which fails with SQLITE_TOOBIG as soon as it
+** grows past that limit, so a document too big for the host stops there
+** instead of at its end; such a string must not be kept for a call of
+** another host. The caller frees *ppLocal (sqlite3_str_finish) when done;
+** *ppLocal starts NULL. */
+#define SQLIO_LENGTH_DEFAULT 1000000000
+sqlite3_str **sqlioOutSlot(sqlite3 *host, sqlite3_str **ppConnBuf, sqlite3_str **ppLocal);
+
+/* A table column's value past the host's SQLITE_LIMIT_LENGTH: the error
+** result "<zFunc>: column <zCol> is more than SQLITE_LIMIT_LENGTH (N
+** bytes)", code SQLITE_TOOBIG. Returns SQLITE_TOOBIG. */
+int sqlioColumnTooBig(sqlite3_context *pCtx, const char *zFunc, const char *zCol);
 void sqlioOutJson(sqlite3_context *pCtx, const char *zFunc, sqlite3_str **ppBuf, int iStart);
 
 /* xConnect's common part for the eponymous tables that open stores named

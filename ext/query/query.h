@@ -186,7 +186,10 @@ const char *qRunKeyName(const QueryRun *p, int i);
 /* True for a relation whose only element is an aggregate (SPEC.md §2.2). */
 int qRunIsSingleAggregate(const QueryRun *p);
 
-/* Current row: native SQL value of element i (the `cN` columns). */
+/* Current row: native SQL value of element i (the `cN` columns). A text,
+** BLOB or JSON value longer than the SQLITE_LIMIT_LENGTH of pCtx's
+** connection is SQLITE_TOOBIG with no result set, so the table reports
+** it as its own error instead of SQLite's bare "string or blob too big". */
 int qRunColumnResult(QueryRun *p, int i, sqlite3_context *pCtx);
 /* Current row: JSON of element i (SPEC.md §2.3), appended to pOut. */
 int qRunColumnJson(QueryRun *p, int i, sqlite3_str *pOut);

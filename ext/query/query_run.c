@@ -295,6 +295,7 @@ static int qRunColumnDirect(QueryRun *p, const QPlanCol *pCol, sqlite3_context *
         sqlite3_result_error_nomem(pCtx);
         return SQLITE_NOMEM;
       }
+      if (n > sqlite3_limit(sqlite3_context_db_handle(pCtx), SQLITE_LIMIT_LENGTH, -1)) return SQLITE_TOOBIG;
       sqlite3_result_text(pCtx, z, memchr(z, 0, (size_t)n) ? n : -1, SQLITE_TRANSIENT);
       break;
     }
@@ -307,6 +308,7 @@ static int qRunColumnDirect(QueryRun *p, const QPlanCol *pCol, sqlite3_context *
         sqlite3_result_error_nomem(pCtx);
         return SQLITE_NOMEM;
       }
+      if (n > sqlite3_limit(sqlite3_context_db_handle(pCtx), SQLITE_LIMIT_LENGTH, -1)) return SQLITE_TOOBIG;
       sqlite3_result_blob(pCtx, pB ? pB : "", n, SQLITE_TRANSIENT);
       break;
     }
@@ -336,9 +338,16 @@ int qRunColumnResult(QueryRun *p, int i, sqlite3_context *pCtx) {
     return SQLITE_OK;
   }
   {
-    sqlite3_str *pOut = sqlite3_str_new(NULL);
+    /* made for the host: stops growing past its SQLITE_LIMIT_LENGTH */
+    sqlite3_str *pOut = sqlite3_str_new(sqlite3_context_db_handle(pCtx));
     int rc = qRunColumnJson(p, i, pOut);
-    char *z = sqlite3_str_finish(pOut);
+    char *z;
+    if (rc == SQLITE_OK) rc = sqlite3_str_errcode(pOut);
+    z = sqlite3_str_finish(pOut);
+    if (rc == SQLITE_TOOBIG) {
+      sqlite3_free(z);
+      return rc;
+    }
     if (rc != SQLITE_OK || z == NULL) {
       sqlite3_free(z);
       if (rc == SQLITE_NOMEM || z == NULL) sqlite3_result_error_nomem(pCtx);
