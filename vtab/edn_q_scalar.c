@@ -120,18 +120,18 @@ static int ednqDocRelation(sqlite3 *host, QueryRun *pRun, sqlite3_str *pOut, Int
   {
     /* Room first, then the copy: appending from the string's own buffer
     ** could read it after a reallocation moved it. */
-    int iDst = sqlite3_str_length(pOut), iDone;
-    sqlite3_str_appendchar(pOut, nRows, ' ');
-    rc = sqlite3_str_errcode(pOut);
-    if (rc != SQLITE_OK) goto cleanup;
-    /* by EDNQ_COPY_CHUNK, asking the host between (a copy of hundreds of
-    ** megabytes takes a good part of a second) */
-    for (iDone = 0; iDone < nRows; iDone += EDNQ_COPY_CHUNK) {
-      int n = nRows - iDone < EDNQ_COPY_CHUNK ? nRows - iDone : EDNQ_COPY_CHUNK;
+    int iDst = sqlite3_str_length(pOut), iDone, n;
+    /* by EDNQ_COPY_CHUNK, asking the host between (room and copy of
+    ** hundreds of megabytes take a good part of a second) */
+    for (iDone = 0; iDone < nRows; iDone += n) {
+      n = nRows - iDone < EDNQ_COPY_CHUNK ? nRows - iDone : EDNQ_COPY_CHUNK;
       if (iDone > 0 && intrWatchPoll(pW, 0)) {
         rc = SQLITE_INTERRUPT;
         goto cleanup;
       }
+      sqlite3_str_appendchar(pOut, n, ' ');
+      rc = sqlite3_str_errcode(pOut);
+      if (rc != SQLITE_OK) goto cleanup;
       memcpy(sqlite3_str_value(pOut) + iDst + iDone, sqlite3_str_value(pOut) + iRows + iDone, (size_t)n);
     }
   }
