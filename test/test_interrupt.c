@@ -415,6 +415,10 @@ START_TEST(interrupt_big_tx) {
   free(z);
   zBad = sqlite3_str_finish(pBad);
   ck_assert_msg(zBad == NULL, "%s", zBad ? zBad : "");
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
 /* The scalar documents (issue 19, R3): the store's VM work is polled by
 ** the watch's progress handler, but the JSON encoding of each row and the
 ** document's copies were not: a value of 16 MiB is one cheap step and
@@ -424,9 +428,9 @@ START_TEST(interrupt_big_tx) {
 ** anywhere in the run must fail it with the function's own message; one
 ** that comes after its end (a loaded machine's late timer) may let it
 ** finish (the host's own work after the call, taking the 16 MiB, leaves
-** a few milliseconds to a late one). The relation's rows (a 1 MiB string beside 60 entities) must
-** stop well before the end, relative to the full run on the same machine
-** as in interrupt_heavy_rows. */
+** a few milliseconds to a late one). The relation's rows (a 1 MiB
+** string beside 60 entities) must stop well before the end, relative to
+** the full run on the same machine as in interrupt_heavy_rows. */
 START_TEST(interrupt_doc_rows) {
   static const char *azSql[] = {
     "SELECT typeof(edn_q(?1, '[:find ?s . :where [_ :d/big ?s]]'))",
