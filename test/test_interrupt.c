@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "tuhost.h"
+#include "config.h"
 #include "store.h"
 
 /* intr(x): sqlite3_interrupt on the calling connection, then x. */
@@ -32,24 +33,6 @@ static sqlite3 *intrHost(const char *zName) {
   ck_assert_int_eq(sqlite3_create_function(db, "intr", 1, SQLITE_UTF8, NULL, intrFunc, NULL, NULL),
                    SQLITE_OK);
   return db;
-}
-
-/* Runs zSql on db with ?1 = zStore; *pzOut gets the first row's first
-** column (malloc'd) or the error message; returns the step's code. */
-static int intrRun(sqlite3 *db, const char *zSql, const char *zStore, char **pzOut) {
-  sqlite3_stmt *pStmt = NULL;
-  int rc = sqlite3_prepare_v2(db, zSql, -1, &pStmt, NULL);
-  ck_assert_msg(rc == SQLITE_OK, "%s: %s", zSql, sqlite3_errmsg(db));
-  sqlite3_bind_text(pStmt, 1, zStore, -1, SQLITE_TRANSIENT);
-  rc = sqlite3_step(pStmt);
-  if (rc == SQLITE_ROW) {
-    const char *z = (const char *)sqlite3_column_text(pStmt, 0);
-    *pzOut = strdup(z ? z : "NULL");
-  } else {
-    *pzOut = strdup(sqlite3_errmsg(db));
-  }
-  sqlite3_finalize(pStmt);
-  return rc;
 }
 
 typedef struct IntrCase {
@@ -99,7 +82,7 @@ START_TEST(interrupt_names_function) {
     for (size_t i = 0; i < sizeof aIntrCase / sizeof aIntrCase[0]; i++) {
       const IntrCase *pC = &aIntrCase[i];
       char *zOut = NULL;
-      int rc = intrRun(db, pC->zSql, azStore[iStore], &zOut);
+      int rc = tuRunFirst(db, pC->zSql, azStore[iStore], NULL, &zOut);
       int bMayPass = pC->zOk && (iStore == 1 || !pC->bFileMayPass);
       if (rc == SQLITE_ROW && bMayPass ? strcmp(zOut, pC->zOk) != 0
           : (rc & 0xff) != SQLITE_INTERRUPT || strcmp(zOut, pC->zErr) != 0) {
@@ -120,7 +103,7 @@ START_TEST(interrupt_names_function) {
       char *zOut = NULL;
       int rc;
       tuExecOk(db, zView);
-      rc = intrRun(db, zScan, azStore[iStore], &zOut);
+      rc = tuRunFirst(db, zScan, azStore[iStore], NULL, &zOut);
       if ((rc & 0xff) != SQLITE_INTERRUPT || strcmp(zOut, "edn_view: interrupted") != 0) {
         sqlite3_str_appendf(pBad, "\n%s on %s: rc %d \"%s\", want \"edn_view: interrupted\"", zScan,
                             azStore[iStore], rc, zOut);
@@ -152,18 +135,13 @@ END_TEST
 ** the DISTINCT's 200 MB stay small enough for a loaded machine's disk. */
 typedef struct IntrLater { sqlite3 *db; useconds_t us; long long tFired; } IntrLater;
 
-static long long intrNowUs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
-/* Interrupts p->db after p->us; p->tFired gets intrNowUs() then (a loaded
+/* Interrupts p->db after p->us; p->tFired gets configNowUs() then (a loaded
 ** machine may wake the thread late: latencies count from there). */
 static void *intrLater(void *pArg) {
   IntrLater *p = (IntrLater *)pArg;
   usleep(p->us);
-  p->tFired = intrNowUs();
+  p->tFired = configNowUs();
   sqlite3_interrupt(p->db);
   return NULL;
 }
@@ -194,19 +172,19 @@ START_TEST(interrupt_heavy_rows) {
   free(z);
   sqlite3_free(zTx);
   for (int i = 0; i < 2; i++) {
-    long long t0 = intrNowUs(), tFull, tCut;
+    long long t0 = configNowUs(), tFull, tCut;
     char *zOut = NULL;
-    int rc = intrRun(db, azSql[i], zStore, &zOut);
+    int rc = tuRunFirst(db, azSql[i], zStore, NULL, &zOut);
     pthread_t th;
     IntrLater later = {db, 0, 0};
-    tFull = intrNowUs() - t0;
+    tFull = configNowUs() - t0;
     ck_assert_msg(rc == SQLITE_ROW && strcmp(zOut, azWant[i]) == 0, "%s: %d %s", azSql[i], rc, zOut);
     free(zOut);
     later.us = (useconds_t)(tFull / 10);
-    t0 = intrNowUs();
+    t0 = configNowUs();
     ck_assert_int_eq(pthread_create(&th, NULL, intrLater, &later), 0);
-    rc = intrRun(db, azSql[i], zStore, &zOut);
-    tCut = intrNowUs() - t0;
+    rc = tuRunFirst(db, azSql[i], zStore, NULL, &zOut);
+    tCut = configNowUs() - t0;
     pthread_join(th, NULL);
     ck_assert_msg((rc & 0xff) == SQLITE_INTERRUPT && strcmp(zOut, azErr[i]) == 0,
                   "%s: rc %d \"%s\", want \"%s\"", azSql[i], rc, zOut, azErr[i]);
@@ -289,10 +267,10 @@ START_TEST(interrupt_lock_wait) {
       int rc;
       ck_assert_int_eq(pthread_create(&thHold, NULL, intrHolder, &hold), 0);
       while (!__atomic_load_n(&hold.bHeld, __ATOMIC_SEQ_CST)) usleep(1000);
-      t0 = intrNowUs();
+      t0 = configNowUs();
       ck_assert_int_eq(pthread_create(&thLater, NULL, intrLater, &later), 0);
-      rc = intrRun(db, azSql[i], zStore, &zOut);
-      tCut = intrNowUs() - t0;
+      rc = tuRunFirst(db, azSql[i], zStore, NULL, &zOut);
+      tCut = configNowUs() - t0;
       __atomic_store_n(&hold.bDone, 1, __ATOMIC_SEQ_CST);
       pthread_join(thLater, NULL);
       pthread_join(thHold, NULL);
@@ -344,7 +322,7 @@ static long long intrBigRun(sqlite3 *db, const char *zStore, const char *zTx, us
   sqlite3_bind_text(pStmt, 2, zTx, -1, SQLITE_STATIC);
   ck_assert_int_eq(pthread_create(&th, NULL, intrLater, &later), 0);
   *pRc = sqlite3_step(pStmt);
-  tEnd = intrNowUs();
+  tEnd = configNowUs();
   pthread_join(th, NULL);
   *pzOut = strdup(*pRc == SQLITE_ROW ? "a row" : sqlite3_errmsg(db));
   sqlite3_finalize(pStmt);
@@ -381,9 +359,9 @@ START_TEST(interrupt_big_tx) {
                                             " json_object('with', ?2))", -1, &pStmt, NULL), SQLITE_OK);
     sqlite3_bind_text(pStmt, 1, zStore, -1, SQLITE_STATIC);
     sqlite3_bind_text(pStmt, 2, zTx, -1, SQLITE_STATIC);
-    t0 = intrNowUs();
+    t0 = configNowUs();
     ck_assert_msg(sqlite3_step(pStmt) == SQLITE_ROW, "%s", sqlite3_errmsg(db));
-    tFull = intrNowUs() - t0;
+    tFull = configNowUs() - t0;
     ck_assert_str_eq((const char *)sqlite3_column_text(pStmt, 0), "{\"result\":20000}");
     sqlite3_finalize(pStmt);
     for (size_t j = 0; j < sizeof aiAt / sizeof aiAt[0]; j++) {
@@ -466,11 +444,11 @@ START_TEST(interrupt_doc_rows) {
   free(z);
   sqlite3_free(zTx);
   for (int i = 0; i < 5; i++) {
-    long long t0 = intrNowUs(), tFull;
+    long long t0 = configNowUs(), tFull;
     char *zOut = NULL;
-    int rc = intrRun(db, azSql[i], zStore, &zOut);
+    int rc = tuRunFirst(db, azSql[i], zStore, NULL, &zOut);
     int bBound = i >= 3;
-    tFull = intrNowUs() - t0;
+    tFull = configNowUs() - t0;
     ck_assert_msg(rc == SQLITE_ROW && (bBound ? atoi(zOut) > 16 * 1024 * 1024 : strcmp(zOut, "text") == 0),
                   "%s: %d %s", azSql[i], rc, zOut);
     free(zOut);
@@ -478,10 +456,10 @@ START_TEST(interrupt_doc_rows) {
       pthread_t th;
       IntrLater later = {db, (useconds_t)(bBound ? tFull / 10 : tFull * k / 5), 0};
       long long tCut;
-      t0 = intrNowUs();
+      t0 = configNowUs();
       ck_assert_int_eq(pthread_create(&th, NULL, intrLater, &later), 0);
-      rc = intrRun(db, azSql[i], zStore, &zOut);
-      tCut = intrNowUs() - t0;
+      rc = tuRunFirst(db, azSql[i], zStore, NULL, &zOut);
+      tCut = configNowUs() - t0;
       pthread_join(th, NULL);
       if (getenv("INTR_DEBUG")) fprintf(stderr, "%s: full %lld cut %lld: %d %.60s\n", azSql[i], tFull, tCut, rc, zOut);
       ck_assert_msg(((rc & 0xff) == SQLITE_INTERRUPT && strcmp(zOut, azErr[i]) == 0)

@@ -13,26 +13,6 @@
 
 #define LIM_BYTES 10000
 
-/* Runs zSql with ?1 = zStore, ?2 = z2 (NULL: none); *pzOut gets the first
-** row's first column (malloc'd) or the error message; returns the step's
-** code. */
-static int limRun(sqlite3 *db, const char *zSql, const char *zStore, const char *z2, char **pzOut) {
-  sqlite3_stmt *pStmt = NULL;
-  int rc = sqlite3_prepare_v2(db, zSql, -1, &pStmt, NULL);
-  ck_assert_msg(rc == SQLITE_OK, "%s: %s", zSql, sqlite3_errmsg(db));
-  sqlite3_bind_text(pStmt, 1, zStore, -1, SQLITE_TRANSIENT);
-  if (z2) sqlite3_bind_text(pStmt, 2, z2, -1, SQLITE_TRANSIENT);
-  rc = sqlite3_step(pStmt);
-  if (rc == SQLITE_ROW) {
-    const char *z = (const char *)sqlite3_column_text(pStmt, 0);
-    *pzOut = strdup(z ? z : "NULL");
-  } else {
-    *pzOut = strdup(sqlite3_errmsg(db));
-  }
-  sqlite3_finalize(pStmt);
-  return rc;
-}
-
 typedef struct LimCase {
   const char *zSql;   /* ?1 the store, ?2 the opts below */
   const char *zOpts;  /* NULL: none */
@@ -92,7 +72,7 @@ START_TEST(limit_names_function) {
     sqlite3_limit(db, SQLITE_LIMIT_LENGTH, LIM_BYTES);
     for (size_t i = 0; i < sizeof aCase / sizeof aCase[0]; i++) {
       char *zOut = NULL;
-      int rc = limRun(db, aCase[i].zSql, azStore[iStore], aCase[i].zOpts ? zOpts : NULL, &zOut);
+      int rc = tuRunFirst(db, aCase[i].zSql, azStore[iStore], aCase[i].zOpts ? zOpts : NULL, &zOut);
       /* On a host store the table's query runs in the host's own VM, which
       ** meets the limit first: the table's error then carries SQLite's
       ** text, still named. */

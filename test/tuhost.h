@@ -27,6 +27,28 @@ static inline sqlite3 *tuOpenHost(void) {
   return tuOpenHostAt(":memory:");
 }
 
+/* Runs zSql on db with ?1 = z1 and, unless NULL, ?2 = z2; *pzOut gets the
+** first row's first column (malloc'd; "NULL" for SQL NULL) or the error
+** message; returns the step's code, so a caller can tell an error from a
+** row that reads like one. */
+static inline int tuRunFirst(sqlite3 *db, const char *zSql, const char *z1, const char *z2,
+                             char **pzOut) {
+  sqlite3_stmt *pStmt = NULL;
+  int rc = sqlite3_prepare_v2(db, zSql, -1, &pStmt, NULL);
+  ck_assert_msg(rc == SQLITE_OK, "%s: %s", zSql, sqlite3_errmsg(db));
+  sqlite3_bind_text(pStmt, 1, z1, -1, SQLITE_TRANSIENT);
+  if (z2) sqlite3_bind_text(pStmt, 2, z2, -1, SQLITE_TRANSIENT);
+  rc = sqlite3_step(pStmt);
+  if (rc == SQLITE_ROW) {
+    const char *z = (const char *)sqlite3_column_text(pStmt, 0);
+    *pzOut = strdup(z ? z : "NULL");
+  } else {
+    *pzOut = strdup(sqlite3_errmsg(db));
+  }
+  sqlite3_finalize(pStmt);
+  return rc;
+}
+
 /* Fails the test unless zSql's first row, as tuQuery gives it, is zWant. */
 static inline void tuExpectQuery(sqlite3 *db, const char *zSql, const char *zWant) {
   char *z = tuQuery(db, zSql, NULL, NULL);
