@@ -125,30 +125,28 @@ static int qcxGroups(QComp *pC, const QQuery *pQ, int *aUp, unsigned char *abKep
 ** order; nIn of them): an or-join of no variables whose one branch holds
 ** them, which the or compiler makes an uncorrelated EXISTS. */
 static QClause *qcxFold(QComp *pC, const QQuery *pQ, int *aUp, int g, int nIn) {
-  QClause *pOr = ednArenaAlloc(pC->pArena, sizeof(QClause));
-  QClause *pAnd = ednArenaAlloc(pC->pArena, sizeof(QClause));
-  QClause **aSub = ednArenaAlloc(pC->pArena, sizeof(QClause *) * (size_t)nIn);
-  QClause **aOne = ednArenaAlloc(pC->pArena, sizeof(QClause *));
+  /* [0] the or-join, [1] its (and ...) branch when the group has several clauses */
+  QClause *a = ednArenaAlloc(pC->pArena, sizeof(QClause) * 2);
+  QClause **aSub = ednArenaAlloc(pC->pArena, sizeof(QClause *) * (size_t)(nIn + 1));
   int i, n = 0;
-  if (pOr == NULL || pAnd == NULL || aSub == NULL || aOne == NULL) {
+  if (a == NULL || aSub == NULL) {
     qcNoMem(pC);
     return NULL;
   }
-  memset(pOr, 0, sizeof *pOr);
-  memset(pAnd, 0, sizeof *pAnd);
+  memset(a, 0, sizeof(QClause) * 2);
   for (i = 0; i < pQ->nWhere && n < nIn; i++) {
-    if (qcxRoot(aUp, i) == g) aSub[n++] = pQ->aWhere[i];
+    if (qcxRoot(aUp, i) == g) aSub[1 + n++] = pQ->aWhere[i];
   }
-  pAnd->kind = QC_AND;
-  pAnd->pForm = aSub[0]->pForm;
-  pAnd->nSub = n;
-  pAnd->aSub = aSub;
-  aOne[0] = n == 1 ? aSub[0] : pAnd;
-  pOr->kind = QC_OR_JOIN;
-  pOr->pForm = aSub[0]->pForm;
-  pOr->nSub = 1;
-  pOr->aSub = aOne;
-  return pOr;
+  a[1].kind = QC_AND;
+  a[1].pForm = aSub[1]->pForm;
+  a[1].nSub = n;
+  a[1].aSub = aSub + 1;
+  aSub[0] = n == 1 ? aSub[1] : &a[1];
+  a[0].kind = QC_OR_JOIN;
+  a[0].pForm = aSub[1]->pForm;
+  a[0].nSub = 1;
+  a[0].aSub = aSub;
+  return &a[0];
 }
 
 int qcxExists(QComp *pC, QQuery *pQ) {
