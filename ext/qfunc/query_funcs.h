@@ -161,6 +161,9 @@ void qfCompareText(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfFtsQuery(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfTupleOrd(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfTupleUnord(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+/* Java's UUID.compareTo of two 16-byte uuids (each 64-bit half a signed
+** long): -1, 0 or 1 (query_funcs_coll.c). */
+int qfUuidCmp(const unsigned char *x, const unsigned char *y);
 void qfUuidOrd(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 
 /* ---- Clojure's printer (query_funcs_clj.c) ---- */

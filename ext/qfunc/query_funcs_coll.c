@@ -300,7 +300,7 @@ int qfCollateKw(void *pArg, int nx, const void *x, int ny, const void *y) {
 ** orders stay stable across Java versions), so 8000... sorts before
 ** 0000.... The store's BLOBs compare unsigned: the sign bit of each half
 ** flipped makes memcmp give Java's order (qfUuidOrd). */
-static int qfUuidCmp(const unsigned char *x, const unsigned char *y) {
+int qfUuidCmp(const unsigned char *x, const unsigned char *y) {
   int i;
   for (i = 0; i < 16; i++) {
     unsigned a = x[i], b = y[i];

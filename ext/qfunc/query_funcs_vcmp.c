@@ -204,15 +204,7 @@ static int qfcCmp(QfCv *a, QfCv *b, char **pzErr, int *pRc) {
       return a->i < b->i ? -1 : a->i > b->i;
     case TAG_STRING: return qfJavaStrCmp(a->z, a->n, b->z, b->n);
     case TAG_KEYWORD: return qfKeywordCmp(a->z, a->n, b->z, b->n);
-    case TAG_UUID: {
-      int i;
-      for (i = 0; i < 16; i++) {
-        unsigned x = a->uuid[i], y = b->uuid[i];
-        if (i == 0 || i == 8) { x ^= 0x80; y ^= 0x80; }
-        if (x != y) return x < y ? -1 : 1;
-      }
-      return 0;
-    }
+    case TAG_UUID: return qfUuidCmp(a->uuid, b->uuid);
     default: return a->i < b->i ? -1 : a->i > b->i;     /* booleans, instants */
   }
 }
