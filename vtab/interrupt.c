@@ -179,6 +179,7 @@ int intrWatchPoll(IntrWatch *pWatch, int bNow) {
   if (pWatch->bRowFlag) return intrWatchFlagRead(pWatch) || intrPastDeadline(pWatch);
   tNow = configNowUs();
   if (!bNow && tNow - pWatch->tProbeUs < INTR_PROBE_US) return 0;
+  if (bNow && tNow - pWatch->tBeginUs < INTR_PROBE_US) return intrPastDeadline(pWatch);
   pWatch->tProbeUs = tNow;
   return intrPastDeadline(pWatch) || intrFlagged(pWatch);
 }
@@ -227,6 +228,7 @@ void intrWatchBegin(IntrWatch *pWatch, sqlite3 *host, sqlite3 *pStoreDb) {
   pWatch->pHost = host;
   pWatch->bProbeFailed = 0;
   pWatch->bRowFlag = intrHasFlagRead();
+  pWatch->tBeginUs = pWatch->tProbeUs = configNowUs();
   /* A host store runs on the host itself, whose statements see its
   ** interrupts directly; its handlers are the host's, never replaced. The
   ** probe still serves intrWatchInterrupted (a compile polls it). */
