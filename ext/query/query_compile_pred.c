@@ -276,6 +276,9 @@ static char *qcpCompareTerms(QCtx *pX, const QClause *pCl, const char *zFn, cons
     zOut = qcpCompareTuples(pX, pA, pB, zA, zB, vtA, vtB, zTagA, zTagB, zOp, bNe);
     goto cleanup;
   }
+  /* Clojure's (= nil nil) is true: two nils (a tuple's nil element, a
+  ** re-find group that took no part) are equal, which SQL's = is not */
+  if (bEq && bValue) zOp = zOp[0] == '=' ? "IS" : "IS NOT";
   if ((zOp[0] == '<' || zOp[0] == '>') && (vtA == VT_UUID || vtB == VT_UUID
                                            || (vtA == VT_NONE && vtB == VT_NONE))) {
     /* uuids order as Java's UUID.compareTo (signed halves), not as bytes */

@@ -418,6 +418,15 @@ static void qcBindIdent(QCtx *pX, QVar *pV, const char *zExpr) {
   sqlite3_free(zId);
 }
 
+/* The equality operator of a join of zA with zB: SQLite's null-safe IS
+** when neither is a datom's column, as either may then be nil (an
+** untuple'd or re-find group's nil, a nil element of an input), and nil
+** joins nil as Clojure's (= nil nil) is true; a datom's column is never
+** NULL, where = and IS agree and = is the form the planner knows best. */
+static const char *qcEqOp(const char *zA, const char *zB) {
+  return qcIsColumn(zA) || qcIsColumn(zB) ? "=" : "IS";
+}
+
 /* The equality of bound pV with zExpr, written so an index serves it. */
 static void qcUnifyEq(QCtx *pX, const QVar *pV, const char *zExpr, int bIntCol) {
   if (!bIntCol && pV->bIntCol) {
@@ -441,7 +450,7 @@ static void qcUnifyEq(QCtx *pX, const QVar *pV, const char *zExpr, int bIntCol) 
     qcWhere(pX, sqlite3_mprintf("%s = +%s", pV->zExpr, zExpr));
     qcWhere(pX, sqlite3_mprintf("%s = %s", zExpr, pV->zExpr));
   } else {
-    qcWhere(pX, sqlite3_mprintf("%s = %s", zExpr, pV->zExpr));
+    qcWhere(pX, sqlite3_mprintf("%s %s %s", zExpr, qcEqOp(zExpr, pV->zExpr), pV->zExpr));
   }
 }
 
@@ -562,8 +571,8 @@ static int qcIsConstSql(const char *z) {
 ** so the column side of such a pair is written +col. */
 static void qcUnifyKind(QCtx *pX, const QVar *pV, const char *zExpr) {
   int bC1 = qcIsConstSql(zExpr), bC2 = qcIsConstSql(pV->zExpr);
-  qcWhere(pX, sqlite3_mprintf("%s%s = %s%s", bC2 && !bC1 ? "+" : "", zExpr,
-                              bC1 && !bC2 ? "+" : "", pV->zExpr));
+  qcWhere(pX, sqlite3_mprintf("%s%s %s %s%s", bC2 && !bC1 ? "+" : "", zExpr,
+                              qcEqOp(zExpr, pV->zExpr), bC1 && !bC2 ? "+" : "", pV->zExpr));
   qcWhere(pX, sqlite3_mprintf("typeof(%s) = typeof(%s)", zExpr, pV->zExpr));
 }
 

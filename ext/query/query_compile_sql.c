@@ -363,7 +363,8 @@ char *qcTagIs(const char *zTag, ValueType vt) {
 }
 
 char *qcTagsMatch(const char *zTagA, const char *zTagB) {
-  return sqlite3_mprintf("(%s = %s OR (%s IN (%d, %d) AND %s IN (%d, %d)))", zTagA, zTagB,
+  /* IS: a nil's tag is NULL, and nil joins nil (Clojure's = ) */
+  return sqlite3_mprintf("(%s IS %s OR (%s IN (%d, %d) AND %s IN (%d, %d)))", zTagA, zTagB,
                          zTagA, TAG_REF, TAG_NUMBER, zTagB, TAG_REF, TAG_NUMBER);
 }
 
