@@ -129,6 +129,18 @@ void ednPrint(sqlite3_str *pOut, const EdnValue *p);
 ** NaN as null (see ednJsonDouble). */
 void ednPrintJson(sqlite3_str *pOut, const EdnValue *p);
 
+/* Prints one value for ednCanonOrder (pArg is the caller's). */
+typedef void (*EdnPrintFn)(sqlite3_str *pOut, const EdnValue *p, void *pArg);
+
+/* The canonical order of set or map p's items (a map's entries, by key,
+** then value): their positions in p->u.c.a (a map's keys), sorted by the
+** bytes xPrint prints for each, so two equal collections written in two
+** orders print alike (Clojure's hash order is unspecified; README,
+** Decisions). Returns a malloc'd array of the items' count (free it with
+** sqlite3_free), or NULL when p has none or memory ran out (the caller
+** then prints them as written). */
+int *ednCanonOrder(const EdnValue *p, EdnPrintFn xPrint, void *pArg);
+
 /* Appends a double as a JSON number: the fewest significant digits (at most
 ** 17) that read back to the same double, always with '.' or 'e' (so 2.0 stays a
 ** double), ±infinity as ±1e999 (JSON readers give back infinity), NaN as null

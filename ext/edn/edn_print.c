@@ -281,8 +281,51 @@ static void ednPrintJsonKey(sqlite3_str *pOut, const EdnValue *p) {
   }
 }
 
+typedef struct EdnCanonItem { char *z; int i; } EdnCanonItem;
+
+static int ednCanonCmp(const void *a, const void *b) {
+  const EdnCanonItem *x = a, *y = b;
+  int c = strcmp(x->z, y->z);
+  return c ? c : x->i - y->i;
+}
+
+/* See edn.h. A map's entry prints as its key, a 0x01 byte, its value. */
+int *ednCanonOrder(const EdnValue *p, EdnPrintFn xPrint, void *pArg) {
+  int nStep = p->type == EDN_MAP ? 2 : 1, n = p->u.c.n / nStep, k;
+  EdnCanonItem *a;
+  int *aIdx = NULL;
+  if (n <= 0) return NULL;
+  a = sqlite3_malloc64(sizeof *a * (size_t)n);
+  if (a == NULL) return NULL;
+  for (k = 0; k < n; k++) {
+    sqlite3_str *pS = sqlite3_str_new(NULL);
+    xPrint(pS, p->u.c.a[k * nStep], pArg);
+    if (nStep == 2) {
+      sqlite3_str_appendchar(pS, 1, '\x01');
+      xPrint(pS, p->u.c.a[k * nStep + 1], pArg);
+    }
+    a[k].z = sqlite3_str_finish(pS);
+    a[k].i = k * nStep;
+  }
+  for (k = 0; k < n && a[k].z; k++) {}
+  if (k == n) {
+    qsort(a, (size_t)n, sizeof *a, ednCanonCmp);
+    aIdx = sqlite3_malloc64(sizeof *aIdx * (size_t)n);
+    for (k = 0; aIdx && k < n; k++) aIdx[k] = a[k].i;
+  }
+  for (k = 0; k < n; k++) sqlite3_free(a[k].z);
+  sqlite3_free(a);
+  return aIdx;
+}
+
+static void ednPrintJsonDepth(sqlite3_str *pOut, const EdnValue *p, int depth);
+
+static void ednPrintJsonItem(sqlite3_str *pOut, const EdnValue *p, void *pArg) {
+  ednPrintJsonDepth(pOut, p, *(int *)pArg);
+}
+
 static void ednPrintJsonDepth(sqlite3_str *pOut, const EdnValue *p, int depth) {
-  int i;
+  int i, *aIdx = NULL, d1 = depth + 1;
   char aBuf[48];
   if (p == NULL || depth > EDN_MAX_DEPTH) {
     sqlite3_str_appendall(pOut, "null");
@@ -302,22 +345,29 @@ static void ednPrintJsonDepth(sqlite3_str *pOut, const EdnValue *p, int depth) {
       break;
     }
     case EDN_LIST: case EDN_VECTOR: case EDN_SET:
+      /* a set in its canonical order: equal sets have one JSON form */
+      if (p->type == EDN_SET) aIdx = ednCanonOrder(p, ednPrintJsonItem, &d1);
       sqlite3_str_appendchar(pOut, 1, '[');
       for (i = 0; i < p->u.c.n; i++) {
         if (i) sqlite3_str_appendchar(pOut, 1, ',');
-        ednPrintJsonDepth(pOut, p->u.c.a[i], depth + 1);
+        ednPrintJsonDepth(pOut, p->u.c.a[aIdx ? aIdx[i] : i], d1);
       }
       sqlite3_str_appendchar(pOut, 1, ']');
+      sqlite3_free(aIdx);
       break;
     case EDN_MAP:
+      /* entries by key, so equal maps have one JSON form */
+      aIdx = ednCanonOrder(p, ednPrintJsonItem, &d1);
       sqlite3_str_appendchar(pOut, 1, '{');
       for (i = 0; i + 1 < p->u.c.n; i += 2) {
+        int j = aIdx ? aIdx[i / 2] : i;
         if (i) sqlite3_str_appendchar(pOut, 1, ',');
-        ednPrintJsonKey(pOut, p->u.c.a[i]);
+        ednPrintJsonKey(pOut, p->u.c.a[j]);
         sqlite3_str_appendchar(pOut, 1, ':');
-        ednPrintJsonDepth(pOut, p->u.c.a[i + 1], depth + 1);
+        ednPrintJsonDepth(pOut, p->u.c.a[j + 1], d1);
       }
       sqlite3_str_appendchar(pOut, 1, '}');
+      sqlite3_free(aIdx);
       break;
     case EDN_INST:
       ednFormatInstant(p->u.i, aBuf);

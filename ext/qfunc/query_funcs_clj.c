@@ -295,8 +295,13 @@ static void qfCljChar(sqlite3_str *pOut, sqlite3_int64 c) {
   sqlite3_str_append(pOut, a, ednUtf8Encode((unsigned)c, a));
 }
 
+static void qfCljItem(sqlite3_str *pOut, const EdnValue *p, void *pArg) {
+  (void)pArg;
+  qfCljEdn(pOut, p);
+}
+
 void qfCljEdn(sqlite3_str *pOut, const EdnValue *p) {
-  int i;
+  int i, *aIdx = NULL;
   switch (p->type) {
     case EDN_NIL: sqlite3_str_appendall(pOut, "nil"); break;
     case EDN_BOOL: sqlite3_str_appendall(pOut, p->u.b ? "true" : "false"); break;
@@ -308,13 +313,22 @@ void qfCljEdn(sqlite3_str *pOut, const EdnValue *p) {
     case EDN_INST: qfCljInst(pOut, p->u.i); break;
     case EDN_UUID: qfCljUuid(pOut, p->u.uuid); break;
     case EDN_LIST: case EDN_VECTOR: case EDN_SET: case EDN_MAP:
+      /* A set (Clojure's reader makes a hash set) and a map of more than
+      ** 8 entries (a hash map) print in hash order, which Clojure leaves
+      ** unspecified: here the canonical order, so equal ones print alike;
+      ** an array map keeps its written order, as Clojure's does. */
+      if (p->type == EDN_SET || (p->type == EDN_MAP && p->u.c.n / 2 > 8)) {
+        aIdx = ednCanonOrder(p, qfCljItem, NULL);
+      }
       sqlite3_str_appendall(pOut, p->type == EDN_LIST ? "(" : p->type == EDN_VECTOR ? "["
                                   : p->type == EDN_SET ? "#{" : "{");
       for (i = 0; i < p->u.c.n; i++) {
+        int j = aIdx == NULL ? i : p->type == EDN_MAP ? aIdx[i / 2] + i % 2 : aIdx[i];
         if (i) sqlite3_str_appendall(pOut, p->type == EDN_MAP && i % 2 == 0 ? ", " : " ");
-        qfCljEdn(pOut, p->u.c.a[i]);
+        qfCljEdn(pOut, p->u.c.a[j]);
       }
       sqlite3_str_appendall(pOut, p->type == EDN_LIST ? ")" : p->type == EDN_VECTOR ? "]" : "}");
+      sqlite3_free(aIdx);
       break;
     case EDN_TAGGED:
       if (strcmp(p->u.t.zTag, "bytes") == 0 && p->u.t.p->type == EDN_STRING) {

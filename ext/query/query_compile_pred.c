@@ -272,6 +272,10 @@ static char *qcpCompareTerms(QCtx *pX, const QClause *pCl, const char *zFn, cons
   int bEq = strcmp(zOp, "=") == 0 || strcmp(zOp, "!=") == 0;
   if (zA == NULL || zB == NULL) goto cleanup;
   if (!bNe && !bValue && qcpIncomparable(pX, pCl, zFn, zOp, vtA, vtB)) goto cleanup;
+  if (bEq && qctCollKindsDiffer(pX, zA, vtA, zB, vtB)) {
+    zOut = sqlite3_mprintf(bNe ? "1" : "0");   /* (= #{1} [1]) is false */
+    goto cleanup;
+  }
   if (vtA == VT_TUPLE || vtB == VT_TUPLE) {
     zOut = qcpCompareTuples(pX, pA, pB, zA, zB, vtA, vtB, zTagA, zTagB, zOp, bNe);
     goto cleanup;

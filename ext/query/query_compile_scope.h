@@ -848,10 +848,10 @@ int qcfTxData(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut)
 int qcfBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt, char *zTag);
 
 /* ---- query_compile_type.c: (type x), a keyword naming the value's class
-** (:db.type/long ..., :db.type/tuple for a vector, :java.util.regex/Pattern,
-** :clojure.lang/PersistentHashSet ...): never NULL for a value */
+** (:db.type/long, :db.type/tuple, :clojure.lang/PersistentHashSet ...) */
 int qctType(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
-
+/* Are zA, zB (of vtA, vtB) collections = never equates (set/vector, map)? */
+int qctCollKindsDiffer(const QCtx *pX, const char *zA, ValueType vtA, const char *zB, ValueType vtB);
 
 int qcfPredicate(QCtx *pX, const QClause *pCl);
 /* May function zName fail at run time for some arguments (a built-in
