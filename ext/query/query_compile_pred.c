@@ -272,7 +272,7 @@ static char *qcpCompareTerms(QCtx *pX, const QClause *pCl, const char *zFn, cons
   int bEq = strcmp(zOp, "=") == 0 || strcmp(zOp, "!=") == 0;
   if (zA == NULL || zB == NULL) goto cleanup;
   if (!bNe && !bValue && qcpIncomparable(pX, pCl, zFn, zOp, vtA, vtB)) goto cleanup;
-  if (bEq && qctCollKindsDiffer(pX, zA, vtA, zB, vtB)) {
+  if (bEq && qcCollKindsDiffer(pX, zA, vtA, zB, vtB)) {
     zOut = sqlite3_mprintf(bNe ? "1" : "0");   /* (= #{1} [1]) is false */
     goto cleanup;
   }

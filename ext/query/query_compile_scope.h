@@ -636,6 +636,8 @@ char *qcTagIs(const char *zTag, ValueType vt);
 /* "tags A and B may hold equal values": the same tag, or a ref and a long
 ** (a ref value is an entity id, a long, as in Datomic's datoms). */
 char *qcTagsMatch(const char *zTagA, const char *zTagB);
+/* Are zA, zB (of vtA, vtB) collections = never equates (set/vector, map)? */
+int qcCollKindsDiffer(const QCtx *pX, const char *zA, ValueType vtA, const char *zB, ValueType vtB);
 /* Tag SQL zTag as part of a set key (DISTINCT, UNION, GROUP BY): a ref's
 ** tag reads as a long's, since a ref value is its entity id, a long
 ** (Datomic), so the two are one element of a set. With the value's
@@ -850,8 +852,6 @@ int qcfBindResult(QCtx *pX, const QClause *pCl, char *zExpr, ValueType vt, char 
 /* ---- query_compile_type.c: (type x), a keyword naming the value's class
 ** (:db.type/long, :db.type/tuple, :clojure.lang/PersistentHashSet ...) */
 int qctType(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut);
-/* Are zA, zB (of vtA, vtB) collections = never equates (set/vector, map)? */
-int qctCollKindsDiffer(const QCtx *pX, const char *zA, ValueType vtA, const char *zB, ValueType vtB);
 
 int qcfPredicate(QCtx *pX, const QClause *pCl);
 /* May function zName fail at run time for some arguments (a built-in

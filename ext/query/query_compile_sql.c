@@ -7,6 +7,7 @@
 ** Takes types, SQL fragments and EDN constants; gives sqlite3_malloc'd SQL
 ** (NULL on OOM). Calls the schema, the pull checker and nothing above.
 */
+#include <stdlib.h>
 #include <string.h>
 #include <math.h>
 #include <stdarg.h>
@@ -366,6 +367,29 @@ char *qcTagsMatch(const char *zTagA, const char *zTagB) {
   /* IS: a nil's tag is NULL, and nil joins nil (Clojure's = ) */
   return sqlite3_mprintf("(%s IS %s OR (%s IN (%d, %d) AND %s IN (%d, %d)))", zTagA, zTagB,
                          zTagA, TAG_REF, TAG_NUMBER, zTagB, TAG_REF, TAG_NUMBER);
+}
+
+/* Clojure's = class of collection zV of type vt: sequential (0: a tuple,
+** a vector or list literal), a set (1), a map (2); -1 when not known (not
+** a "?N" collection parameter: qcConstExpr, an input's). */
+static int qcCollClass(const QCtx *pX, const char *zV, ValueType vt) {
+  const QComp *pC = pX->pC;
+  const EdnValue *p = NULL;
+  char *zEnd;
+  long iP = vt == QVT_JSON && zV[0] == '?' ? strtol(zV + 1, &zEnd, 10) : 0;
+  if (vt == VT_TUPLE) return 0;
+  if (iP >= 1 && iP <= pC->nParam && *zEnd == 0 && pC->aParam[iP - 1].eConv == QV_JSON) {
+    p = qParamValue(&pC->aParam[iP - 1], pC->pOpts);
+  }
+  return p == NULL ? -1 : p->type == EDN_SET ? 1 : p->type == EDN_MAP ? 2 : 0;
+}
+
+/* See query_compile_scope.h: a set literal is never = a vector of the same
+** elements, though both are JSON arrays (a list and a vector are =). */
+int qcCollKindsDiffer(const QCtx *pX, const char *zA, ValueType vtA, const char *zB,
+                      ValueType vtB) {
+  int a = qcCollClass(pX, zA, vtA), b = a < 0 ? -1 : qcCollClass(pX, zB, vtB);
+  return a >= 0 && b >= 0 && a != b;
 }
 
 /* Is p a lookup ref [:attr value]? */

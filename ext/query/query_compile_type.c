@@ -40,22 +40,6 @@ static const EdnValue *qctJsonValue(const QCtx *pX, const char *zArg) {
   return qParamValue(&pC->aParam[iP - 1], pC->pOpts);
 }
 
-/* Clojure's = class of collection zV of type vt: sequential (0: a tuple,
-** a vector or list literal), a set (1), a map (2); -1 when not known. */
-static int qctCollClass(const QCtx *pX, const char *zV, ValueType vt) {
-  const EdnValue *p = vt == QVT_JSON ? qctJsonValue(pX, zV) : NULL;
-  if (vt == VT_TUPLE) return 0;
-  return p == NULL ? -1 : p->type == EDN_SET ? 1 : p->type == EDN_MAP ? 2 : 0;
-}
-
-/* See query_compile_scope.h: a set literal is never = a vector of the same
-** elements, though both are JSON arrays (a list and a vector are =). */
-int qctCollKindsDiffer(const QCtx *pX, const char *zA, ValueType vtA, const char *zB,
-                       ValueType vtB) {
-  int a = qctCollClass(pX, zA, vtA), b = a < 0 ? -1 : qctCollClass(pX, zB, vtB);
-  return a >= 0 && b >= 0 && a != b;
-}
-
 /* The class keyword of collection p, known as the query compiles. */
 static const char *qctCollName(const EdnValue *p) {
   switch (p->type) {
