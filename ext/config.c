@@ -27,7 +27,7 @@ enum {
   CFG_SYNCHRONOUS, CFG_MMAP_SIZE, CFG_STORE_CACHE, CFG_IDLE_READERS,
   CFG_WAL_CHECKPOINT_BYTES, CFG_WAL_RESTART_BYTES, CFG_WAL_GATHER,
   CFG_TUNE_MIN_DATOMS, CFG_CACHE_SIZE, CFG_TX_INSTANT_SKEW_MS, CFG_BUSY_TIMEOUT_MS,
-  CFG_GROUP_COMMIT, CFG_PATH_CHECK_MS,
+  CFG_GROUP_COMMIT, CFG_PATH_CHECK_MS, CFG_SPILL_MEMORY_BYTES,
   CFG_COUNT
 };
 
@@ -57,6 +57,7 @@ static const ConfigDef aConfig[CFG_COUNT] = {
   [CFG_BUSY_TIMEOUT_MS]      = { "MENTAT_BUSY_TIMEOUT_MS", 10000, INT_MAX, CONFIG_INT },
   [CFG_GROUP_COMMIT]         = { "MENTAT_GROUP_COMMIT", 1, 1, CONFIG_FLAG },
   [CFG_PATH_CHECK_MS]        = { "MENTAT_PATH_CHECK_MS", 10, INT_MAX, CONFIG_INT },
+  [CFG_SPILL_MEMORY_BYTES]   = { "MENTAT_SPILL_MEMORY_BYTES", 64LL << 20, LLONG_MAX, CONFIG_INT },
 };
 
 static sqlite3_int64 gaValue[CFG_COUNT];
@@ -131,6 +132,10 @@ int configGroupCommit(void) { return (int)configGet(CFG_GROUP_COMMIT); }
 int configSetGroupCommit(int b) { return (int)configSet(CFG_GROUP_COMMIT, b != 0); }
 int configPathCheckMs(void) { return (int)configGet(CFG_PATH_CHECK_MS); }
 int configSetPathCheckMs(int ms) { return (int)configSet(CFG_PATH_CHECK_MS, ms); }
+sqlite3_int64 configSpillMemoryBytes(void) { return configGet(CFG_SPILL_MEMORY_BYTES); }
+sqlite3_int64 configSetSpillMemoryBytes(sqlite3_int64 n) {
+  return configSet(CFG_SPILL_MEMORY_BYTES, n);
+}
 
 sqlite3_int64 configTxInstantSkewMs(void) {
   return configRead(CFG_TX_INSTANT_SKEW_MS);

@@ -24,6 +24,7 @@
 **   MENTAT_BUSY_TIMEOUT_MS       configBusyTimeoutMs     10000       ms
 **   MENTAT_GROUP_COMMIT          configGroupCommit       1           "0" turns it off
 **   MENTAT_PATH_CHECK_MS         configPathCheckMs       10          ms, 0 checks every read
+**   MENTAT_SPILL_MEMORY_BYTES    configSpillMemoryBytes  64 MiB      bytes
 ** A number setting is a non-negative decimal integer, the whole value; an
 ** unset, empty, malformed, negative or out-of-range (past 2^63 - 1) one
 ** keeps the default; counts past INT_MAX are taken as INT_MAX.
@@ -80,6 +81,11 @@ int configSetGroupCommit(int b);
 ** store, SPEC.md §4), ms; 0 checks on every read. Writes always check. */
 int configPathCheckMs(void);
 int configSetPathCheckMs(int ms);
+/* The most memory the rows one raw-index cursor (edn_datoms, edn_log) sets
+** aside may take; the rest of a longer one goes to a temporary database
+** (B25, datoms_cursor.c). */
+sqlite3_int64 configSpillMemoryBytes(void);
+sqlite3_int64 configSetSpillMemoryBytes(sqlite3_int64 n);
 
 /* CLOCK_MONOTONIC milliseconds: deadlines and budgets within a process. */
 sqlite3_int64 configNowMs(void);

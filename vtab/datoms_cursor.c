@@ -27,10 +27,6 @@
 /* The most rows a writer sets aside for one cursor in one commit
 ** (dcurLetGo); its CPU time is bounded too (the commit's budget). */
 #define DCUR_SPILL_ROWS 200000
-/* The most memory one cursor's rows set aside may take: a rest larger than
-** this (a whole index of a big store left open) keeps its snapshot rather
-** than the process's memory growing with it. */
-#define DCUR_SPILL_BYTES (64LL * 1024 * 1024)
 
 int dcurSaveArgs(DCursor *p, sqlite3_value **apIn, int nArg) {
   size_t nNeed = 0, iOfs = 0;
@@ -369,7 +365,7 @@ static int dcurSetAside(DCursor *p, ConfigBudget *pBudget, int *pbAll) {
     p->iRow = 0;
   }
   while (n < DCUR_SPILL_ROWS && ((n & 63) != 0 || !configBudgetSpent(pBudget))) {
-    if (p->nBufBytes > DCUR_SPILL_BYTES) return SQLITE_FULL;   /* keeps its snapshot */
+    if (p->nBufBytes > configSpillMemoryBytes()) return SQLITE_FULL;   /* keeps its snapshot */
     int rcStep = sqlite3_step(p->pStmt);
     if (rcStep == SQLITE_ROW) {
       rc = dcurRowAdd(p);

@@ -90,7 +90,7 @@ typedef struct DCursor {
   atomic_int lock;
   DCurRow *aRow;                /* rows set aside, aRow[iRow] current when bBuf */
   int nRow, nRowAlloc, iRow;
-  sqlite3_int64 nBufBytes;      /* memory the rows set aside take (DCUR_SPILL_BYTES) */
+  sqlite3_int64 nBufBytes;      /* memory the rows set aside take (configSpillMemoryBytes) */
   int bBuf;                     /* the current row is aRow[iRow], not pStmt's */
   int bStmtGone;                /* every row left is in aRow: pStmt reset, snapshot let go */
   int rcSpill;                  /* an error the statement gave while rows were set aside, */
