@@ -12,6 +12,7 @@
 */
 #include <sys/stat.h>
 #include "tuhost.h"
+#include "config.h"
 #include "store.h"
 
 static const char *zSchema =
@@ -299,6 +300,93 @@ START_TEST(test_rawidx_long_rest) {
 }
 END_TEST
 
+/* A rest larger than a cursor's memory for rows set aside
+** (MENTAT_SPILL_MEMORY_BYTES, set to 1 MiB here so a few MiB of data
+** stand for the default's 64 MiB): an edn_datoms and an edn_log cursor
+** left open after their first row while the writer commits about 24 MB
+** against a WAL bound of 8 MiB. The cursor must still let go of its
+** snapshot: the WAL stays under the bound at every commit (a cursor that
+** kept it grew the WAL by every commit's size, issue 19), and the cursor
+** gives exactly its snapshot's rows: those read in one go before the
+** commits (the log from the load on: its N datoms and its instant; the
+** nicks: N, and the 300 the log round committed), the new ones in none. */
+START_TEST(test_rawidx_big_rest) {
+  const char *zPath = strdup(tuTempPath("rawidx-big.db"));
+  sqlite3 *db = tuOpenHost(), *w = tuOpenHost();
+  sqlite3_stmt *pCur, *pTx;
+  sqlite3_int64 nOldMem = configSetSpillMemoryBytes(1 << 20);
+  sqlite3_int64 nOldWal = configSetWalRestartBytes(8 << 20);
+  enum { N = 12000 };
+  static const char *azBig[] = {
+    "SELECT tx, tx_instant, e, a, v, added FROM edn_log(?1, 268435458)",
+    "SELECT e, a, v, tx, added FROM edn_datoms(?1, ':aevt', ':p/nick')",
+  };
+  char *zBig = malloc(16 * 1024 + 1), *z;
+  memset(zBig, 'x', 16 * 1024);
+  zBig[16 * 1024] = 0;
+  z = tuQuery(db, "SELECT json_extract(edn_t(?1, ?2), '$.tx_id')", zPath, zSchema);
+  ck_assert_str_eq(z, "268435457");
+  free(z);
+  {
+    /* N nicks of 200 bytes each: about 4 MiB of rows set aside */
+    TBuf tx = {NULL, 0, 0};
+    tAppend(&tx, "[");
+    for (int i = 0; i < N; i++) {
+      char zE[256];
+      snprintf(zE, sizeof zE, "{:p/nick \"%0*d\"}", 200, i);
+      tAppend(&tx, zE);
+    }
+    tAppend(&tx, "]");
+    z = tuQuery(db, "SELECT json_extract(edn_t(?1, ?2), '$.tx_id')", zPath, tx.z);
+    ck_assert_str_eq(z, "268435458");
+    free(z);
+    free(tx.z);
+  }
+  for (int k = 0; k < 2; k++) {
+    TBuf got = {NULL, 0, 0};
+    sqlite3_int64 nWal = 0;
+    int nWant = 0, nGot = 1, rc;
+    char *zWant = tAll(db, azBig[k], zPath, &nWant);
+    /* the log: the load's datoms and its instant; the nicks: those and the
+    ** log round's 300 */
+    ck_assert_int_eq(nWant, (k == 0 ? N + 1 : N + 300));
+    tCheckpointFree(zPath);
+    tAppend(&got, "");
+    pCur = tPrepare(db, azBig[k], zPath);
+    ck_assert_int_eq(sqlite3_step(pCur), SQLITE_ROW);
+    tRow(&got, pCur);
+    pTx = tPrepare(w, "SELECT edn_t(?1, ?2)", zPath);
+    for (int i = 0; i < 300; i++) {
+      /* 16 KiB values, about 80 KB of WAL a commit */
+      char *zTx = sqlite3_mprintf("[{:p/nick \"%d-%d %s\"}]", k, i, zBig);
+      sqlite3_bind_text(pTx, 2, zTx, -1, sqlite3_free);
+      ck_assert_msg(sqlite3_step(pTx) == SQLITE_ROW, "%s", sqlite3_errmsg(w));
+      sqlite3_reset(pTx);
+      if (tWalBytes(zPath) > nWal) nWal = tWalBytes(zPath);
+    }
+    sqlite3_finalize(pTx);
+    ck_assert_msg(nWal < 8 << 20, "%s: WAL grew to %lld bytes", azBig[k], (long long)nWal);
+    while ((rc = sqlite3_step(pCur)) == SQLITE_ROW) {
+      tRow(&got, pCur);
+      nGot++;
+    }
+    ck_assert_msg(rc == SQLITE_DONE, "%s: %s", azBig[k], sqlite3_errmsg(db));
+    ck_assert_int_eq(nGot, nWant);
+    ck_assert_str_eq(got.z, zWant);
+    sqlite3_finalize(pCur);
+    tCheckpointFree(zPath);
+    free(zWant);
+    free(got.z);
+  }
+  configSetWalRestartBytes(nOldWal);
+  configSetSpillMemoryBytes(nOldMem);
+  free(zBig);
+  sqlite3_close(w);
+  sqlite3_close(db);
+  free((void *)zPath);
+}
+END_TEST
+
 static Suite *rawidxSuite(void) {
   tuNoFsync();
   Suite *s = suite_create("rawidx");
@@ -307,6 +395,7 @@ static Suite *rawidxSuite(void) {
   tcase_add_test(tc, test_rawidx_open_cursor_wal);
   tcase_add_test(tc, test_rawidx_done_and_early_close);
   tcase_add_test(tc, test_rawidx_long_rest);
+  tcase_add_test(tc, test_rawidx_big_rest);
   suite_add_tcase(s, tc);
   return s;
 }

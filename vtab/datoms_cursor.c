@@ -11,9 +11,13 @@
 ** the cursor is registered with a file store as a snapshot hold, as the
 ** edn_q cursors are (run_cursor.c): a writer past the WAL bound calls
 ** dcurLetGo on its own thread, which copies the current row and the rest
-** into aRow (a budget of rows and time per commit; a longer rest is copied
-** a part per commit) and, once the statement is done, ends the store read.
-** The host then reads the copies: the same rows, of the same snapshot.
+** into aRow while they take at most MENTAT_SPILL_MEMORY_BYTES, and the
+** rows after those into a private temporary database (the spill,
+** query_spill_table.h: disk past a small cache), a budget of rows and
+** time per commit (a longer rest is copied a part per commit), and, once
+** the statement is done, ends the store read. The host then reads the
+** copies, aRow's then the spill's: the same rows, of the same snapshot.
+** The arguments' copies and the time bounds are datoms_cursor_args.c's.
 */
 #include <stddef.h>
 #include <string.h>
@@ -27,68 +31,6 @@
 /* The most rows a writer sets aside for one cursor in one commit
 ** (dcurLetGo); its CPU time is bounded too (the commit's budget). */
 #define DCUR_SPILL_ROWS 200000
-
-int dcurSaveArgs(DCursor *p, sqlite3_value **apIn, int nArg) {
-  size_t nNeed = 0, iOfs = 0;
-  int i;
-  for (i = 0; i < DCUR_MAXARG; i++) p->aArg[i].eType = SQLITE_NULL;
-  for (i = 0; i < nArg && i < DCUR_MAXARG; i++) {
-    int e = apIn[i] ? sqlite3_value_type(apIn[i]) : SQLITE_NULL;
-    if (e == SQLITE_TEXT || e == SQLITE_BLOB) nNeed += (size_t)sqlite3_value_bytes(apIn[i]) + 1;
-  }
-  if (nNeed > p->nArgBuf) {
-    char *aNew = sqlite3_realloc64(p->aArgBuf, nNeed);
-    if (aNew == NULL) return SQLITE_NOMEM;
-    p->aArgBuf = aNew;
-    p->nArgBuf = nNeed;
-  }
-  for (i = 0; i < nArg && i < DCUR_MAXARG; i++) {
-    struct DCurArg *pA = &p->aArg[i];
-    const void *pData;
-    if (apIn[i] == NULL) continue;
-    pA->eType = sqlite3_value_type(apIn[i]);
-    switch (pA->eType) {
-      case SQLITE_INTEGER: pA->i = sqlite3_value_int64(apIn[i]); break;
-      case SQLITE_FLOAT: pA->r = sqlite3_value_double(apIn[i]); break;
-      case SQLITE_TEXT:
-      case SQLITE_BLOB:
-        /* bytes first (makes TEXT UTF-8), then the bytes as they are: a
-        ** host binds text without a terminator, which sqlite3_value_text
-        ** would add by reallocating the argument (sqlio.h sqlioTextIn) */
-        pA->n = sqlite3_value_bytes(apIn[i]);
-        pData = sqlite3_value_blob(apIn[i]);
-        if (pData == NULL && pA->n > 0) {
-          pA->eType = SQLITE_NULL;
-          return SQLITE_NOMEM;
-        }
-        pA->iOfs = iOfs;
-        if (pA->n > 0) memcpy(p->aArgBuf + iOfs, pData, (size_t)pA->n);
-        p->aArgBuf[iOfs + (size_t)pA->n] = 0;
-        iOfs += (size_t)pA->n + 1;
-        break;
-      default: break;
-    }
-  }
-  return SQLITE_OK;
-}
-
-void dcurArgResult(DCursor *p, int i, sqlite3_context *pCtx) {
-  const struct DCurArg *pA;
-  if (i < 0 || i >= DCUR_MAXARG) return;
-  pA = &p->aArg[i];
-  switch (pA->eType) {
-    case SQLITE_INTEGER: sqlite3_result_int64(pCtx, pA->i); break;
-    case SQLITE_FLOAT: sqlite3_result_double(pCtx, pA->r); break;
-    case SQLITE_TEXT:
-      sqlite3_result_text64(pCtx, p->aArgBuf + pA->iOfs, (sqlite3_uint64)pA->n, SQLITE_TRANSIENT,
-                            SQLITE_UTF8);
-      break;
-    case SQLITE_BLOB:
-      sqlite3_result_blob64(pCtx, p->aArgBuf + pA->iOfs, (sqlite3_uint64)pA->n, SQLITE_TRANSIENT);
-      break;
-    default: break;
-  }
-}
 
 /* The opts of a raw-index table hold a database filter only: "inputs" and
 ** keys edn_q may have besides mean nothing here. */
@@ -299,19 +241,46 @@ static void dcurUnlock(DCursor *p) {
 
 /* ------------------------------------------------------------ set aside */
 
-/* Frees the rows set aside from aRow[iFrom]. */
+/* Frees the rows set aside from aRow[iFrom], and those of the spill. */
 static void dcurRowsFree(DCursor *p, int iFrom) {
   for (int i = iFrom; i < p->nRow; i++) sqlite3_value_free(p->aRow[i].pV);
   p->nRow = p->iRow = 0;
   p->nBufBytes = 0;
   p->bBuf = 0;
+  qstClose(&p->spill);
 }
 
 static int dcurInstant(DCursor *p, sqlite3_int64 tx, char **pzErr);
 
-/* Appends pStmt's current row to aRow. */
-static int dcurRowAdd(DCursor *p) {
-  DCurRow *pR;
+/* What a row set aside in memory costs, its value nV bytes: the row, the
+** value's copy and its bytes, and the allocator's own. */
+#define DCUR_ROW_BYTES(nV) ((sqlite3_int64)sizeof(DCurRow) + 96 + (nV))
+
+/* The spill's columns: a DCurRow's. */
+enum { DSP_E, DSP_A, DSP_V, DSP_TAG, DSP_TX, DSP_ADDED, DSP_BINST, DSP_INST, DSP_NCOL };
+
+/* pStmt's current row into *pR but for its value (pV NULL): for edn_log
+** with its transaction's instant. */
+static int dcurRowFields(DCursor *p, DCurRow *pR) {
+  memset(pR, 0, sizeof *pR);
+  pR->e = sqlite3_column_int64(p->pStmt, DCUR_COL_E);
+  pR->a = sqlite3_column_int64(p->pStmt, DCUR_COL_A);
+  pR->tx = sqlite3_column_int64(p->pStmt, DCUR_COL_TX);
+  pR->tag = sqlite3_column_int(p->pStmt, DCUR_COL_TAG);
+  pR->added = sqlite3_column_int(p->pStmt, DCUR_COL_ADDED);
+  if (p->bLog) {
+    char *zErr = NULL;
+    int rc = dcurInstant(p, pR->tx, &zErr);
+    sqlite3_free(zErr);
+    if (rc != SQLITE_OK) return rc;
+    pR->bInst = p->bInstUs;
+    pR->iInst = p->iInstUs;
+  }
+  return SQLITE_OK;
+}
+
+/* Room for one more row in aRow. */
+static int dcurRowRoom(DCursor *p) {
   if (p->nRow == p->nRowAlloc) {
     int nNew = p->nRowAlloc ? p->nRowAlloc * 2 : 64;
     DCurRow *aNew = sqlite3_realloc64(p->aRow, sizeof *aNew * (sqlite3_uint64)nNew);
@@ -319,38 +288,91 @@ static int dcurRowAdd(DCursor *p) {
     p->aRow = aNew;
     p->nRowAlloc = nNew;
   }
+  return SQLITE_OK;
+}
+
+/* Appends pStmt's current row to aRow. */
+static int dcurRowAdd(DCursor *p) {
+  DCurRow *pR;
+  int rc = dcurRowRoom(p);
+  if (rc != SQLITE_OK) return rc;
   pR = &p->aRow[p->nRow];
-  memset(pR, 0, sizeof *pR);
-  pR->e = sqlite3_column_int64(p->pStmt, DCUR_COL_E);
-  pR->a = sqlite3_column_int64(p->pStmt, DCUR_COL_A);
-  pR->tx = sqlite3_column_int64(p->pStmt, DCUR_COL_TX);
-  pR->tag = sqlite3_column_int(p->pStmt, DCUR_COL_TAG);
-  pR->added = sqlite3_column_int(p->pStmt, DCUR_COL_ADDED);
+  rc = dcurRowFields(p, pR);
+  if (rc != SQLITE_OK) return rc;
   pR->pV = sqlite3_value_dup(sqlite3_column_value(p->pStmt, DCUR_COL_V));
   if (pR->pV == NULL) return SQLITE_NOMEM;
-  /* the row, the value's copy and its bytes, and the allocator's own */
-  p->nBufBytes += (sqlite3_int64)sizeof *pR + 96 + sqlite3_value_bytes(pR->pV);
-  if (p->bLog) {
-    char *zErr = NULL;
-    int rc = dcurInstant(p, pR->tx, &zErr);
-    sqlite3_free(zErr);
-    if (rc != SQLITE_OK) {
-      sqlite3_value_free(pR->pV);
-      return rc;
-    }
-    pR->bInst = p->bInstUs;
-    pR->iInst = p->iInstUs;
-  }
+  p->nBufBytes += DCUR_ROW_BYTES(sqlite3_value_bytes(pR->pV));
   p->nRow++;
   return SQLITE_OK;
 }
 
+/* Appends pStmt's current row to the spill (opened at its first row):
+** the rows past the cursor's memory for them go to disk. */
+static int dcurSpillAdd(DCursor *p) {
+  sqlite3_stmt *pIns;
+  DCurRow r;
+  int rc = SQLITE_OK;
+  if (p->spill.db == NULL) rc = qstOpen(&p->spill, DSP_NCOL);
+  if (rc == SQLITE_OK) rc = dcurRowFields(p, &r);
+  if (rc != SQLITE_OK) return rc;
+  pIns = p->spill.pIns;
+  sqlite3_bind_int64(pIns, DSP_E + 1, r.e);
+  sqlite3_bind_int64(pIns, DSP_A + 1, r.a);
+  sqlite3_bind_value(pIns, DSP_V + 1, sqlite3_column_value(p->pStmt, DCUR_COL_V));
+  sqlite3_bind_int(pIns, DSP_TAG + 1, r.tag);
+  sqlite3_bind_int64(pIns, DSP_TX + 1, r.tx);
+  sqlite3_bind_int(pIns, DSP_ADDED + 1, r.added);
+  sqlite3_bind_int(pIns, DSP_BINST + 1, r.bInst);
+  sqlite3_bind_int64(pIns, DSP_INST + 1, r.iInst);
+  return qstInsert(&p->spill);
+}
+
+/* The next row of the spill into aRow[0] (aRow empty): SQLITE_ROW,
+** SQLITE_DONE past the last one, or an error. */
+static int dcurSpillNext(DCursor *p) {
+  sqlite3_stmt *pSel;
+  DCurRow *pR;
+  int rc = qstNext(&p->spill);
+  if (rc != SQLITE_ROW) return rc;
+  pSel = p->spill.pSel;
+  rc = dcurRowRoom(p);
+  if (rc != SQLITE_OK) return rc;
+  pR = &p->aRow[0];
+  pR->e = sqlite3_column_int64(pSel, DSP_E);
+  pR->a = sqlite3_column_int64(pSel, DSP_A);
+  pR->tag = sqlite3_column_int(pSel, DSP_TAG);
+  pR->tx = sqlite3_column_int64(pSel, DSP_TX);
+  pR->added = sqlite3_column_int(pSel, DSP_ADDED);
+  pR->bInst = sqlite3_column_int(pSel, DSP_BINST);
+  pR->iInst = sqlite3_column_int64(pSel, DSP_INST);
+  pR->pV = sqlite3_value_dup(sqlite3_column_value(pSel, DSP_V));
+  if (pR->pV == NULL) return SQLITE_NOMEM;
+  p->nBufBytes = DCUR_ROW_BYTES(sqlite3_value_bytes(pR->pV));
+  p->nRow = 1;
+  p->iRow = 0;
+  return SQLITE_ROW;
+}
+
+/* Setting the rest aside failed after the statement moved on: its rows
+** from here are lost, so the error is kept for the host after the rows
+** set aside (the statement ends, as the snapshot must: issue 19). */
+static void dcurSetAsideFailed(DCursor *p, int rc) {
+  const char *zWhy = p->spill.db && rc != SQLITE_NOMEM ? qstErrmsg(&p->spill, rc)
+                                                       : sqlite3_errstr(rc);
+  p->rcSpill = rc;
+  p->zSpillErr = sqlite3_mprintf("cannot set the rest of the rows aside: %s", zWhy);
+}
+
 /* Copies the current row and up to DCUR_SPILL_ROWS more, within pBudget
-** (the writer thread's CPU time, checked every 64 rows);
-** *pbAll when the statement is done (an error it gave is kept for the
-** host, after the rows). Lock held. */
+** (the writer thread's CPU time, checked every 64 rows): into aRow while
+** they take at most configSpillMemoryBytes, the later ones into the spill
+** (one transaction per part). *pbAll when the statement is done: its end,
+** an error it gave, or one met here once it moved on (kept for the host,
+** after the rows). An error only when nothing moved (the host's current
+** row could not be copied). Lock held. */
 static int dcurSetAside(DCursor *p, ConfigBudget *pBudget, int *pbAll) {
   int rc = SQLITE_OK, n = 0;
+  sqlite3_int64 nMem = configSpillMemoryBytes();
   *pbAll = 0;
   if (!p->bBuf) {
     /* the host's current row: copied first, it becomes aRow[0] */
@@ -365,20 +387,30 @@ static int dcurSetAside(DCursor *p, ConfigBudget *pBudget, int *pbAll) {
     p->iRow = 0;
   }
   while (n < DCUR_SPILL_ROWS && ((n & 63) != 0 || !configBudgetSpent(pBudget))) {
-    if (p->nBufBytes > configSpillMemoryBytes()) return SQLITE_FULL;   /* keeps its snapshot */
     int rcStep = sqlite3_step(p->pStmt);
     if (rcStep == SQLITE_ROW) {
-      rc = dcurRowAdd(p);
-      if (rc != SQLITE_OK) return rc;
-      n++;
-      continue;
-    }
-    if (rcStep != SQLITE_DONE) {
+      /* once one row went to the spill, every later one does (their order) */
+      if (p->spill.db
+          || p->nBufBytes + DCUR_ROW_BYTES(sqlite3_column_bytes(p->pStmt, DCUR_COL_V)) > nMem) {
+        rc = dcurSpillAdd(p);
+      } else {
+        rc = dcurRowAdd(p);
+      }
+      if (rc == SQLITE_OK) {
+        n++;
+        continue;
+      }
+      dcurSetAsideFailed(p, rc);
+    } else if (rcStep != SQLITE_DONE) {
       p->rcSpill = rcStep;
       p->zSpillErr = sqlite3_mprintf("%s", sqlite3_errmsg(p->call.pConn->db));
     }
     *pbAll = 1;
     break;
+  }
+  if (p->spill.db && (rc = qstCommit(&p->spill)) != SQLITE_OK && p->rcSpill == SQLITE_OK) {
+    dcurSetAsideFailed(p, rc);
+    *pbAll = 1;
   }
   return SQLITE_OK;
 }
@@ -387,10 +419,13 @@ static int dcurSetAside(DCursor *p, ConfigBudget *pBudget, int *pbAll) {
 ** the rest of the rows aside and ends the store read, so the WAL can be
 ** checkpointed and restarted while the host keeps this cursor open. As
 ** run_cursor.c's rcurLetGo: the host connection is not touched (the
-** interrupt polling, which probes it, is paused), a rest longer than one
-** commit's budget is copied a part per commit (returns 2: ask again), and
-** a copy that fails leaves the cursor streaming on its snapshot (returns
-** 0; the rows copied so far come first). Returns 1 once let go. */
+** interrupt polling, which probes it, is paused) and a rest longer than
+** one commit's budget is copied a part per commit (returns 2: ask again).
+** It never keeps its snapshot for good (issue 19): a rest past its memory
+** goes to the spill, and a copy that fails once the statement moved on
+** ends the statement, its error reported after the rows copied; only a
+** cursor whose current row could not even be copied is asked again after
+** the next commit (2). Returns 1 once let go. */
 static int dcurLetGo(StoreHold *pHold, ConfigBudget *pBudget) {
   DCursor *p = (DCursor *)((char *)pHold - offsetof(DCursor, hold));
   int bLetGo = 1;
@@ -400,7 +435,7 @@ static int dcurLetGo(StoreHold *pHold, ConfigBudget *pBudget) {
     vcallPause(&p->call, 1);
     if (dcurSetAside(p, pBudget, &bAll) != SQLITE_OK) {
       vcallPause(&p->call, 0);
-      bLetGo = 0;
+      bLetGo = 2;                   /* nothing moved (out of memory): next commit */
     } else if (bAll) {
       if (p->pInstStmt) sqlite3_reset(p->pInstStmt);
       sqlite3_reset(p->pStmt);
@@ -575,7 +610,7 @@ int dcurStep(DCursor *p) {
   if (!p->bHold) return dcurStepDone(p, p->bOne ? SQLITE_DONE : sqlite3_step(p->pStmt), NULL);
   dcurLock(p);
   if (p->bBuf) {
-    p->nBufBytes -= (sqlite3_int64)sizeof(DCurRow) + 96 + sqlite3_value_bytes(p->aRow[p->iRow].pV);
+    p->nBufBytes -= DCUR_ROW_BYTES(sqlite3_value_bytes(p->aRow[p->iRow].pV));
     sqlite3_value_free(p->aRow[p->iRow].pV);
     p->aRow[p->iRow].pV = NULL;
     if (++p->iRow < p->nRow) {
@@ -584,6 +619,21 @@ int dcurStep(DCursor *p) {
     }
     p->nRow = p->iRow = 0;
     p->nBufBytes = 0;
+    if (p->spill.db) {
+      /* then the spill's rows; past them, pStmt's when it still runs */
+      rc = dcurSpillNext(p);
+      if (rc != SQLITE_DONE) {
+        p->bEof = rc != SQLITE_ROW;
+        if (p->bEof && rc != SQLITE_NOMEM) {
+          zErr = sqlite3_mprintf("cannot read the rows set aside: %s", qstErrmsg(&p->spill, rc));
+        }
+        dcurUnlock(p);
+        rc = dcurStepDone(p, rc, zErr);
+        sqlite3_free(zErr);
+        return rc;
+      }
+      qstClose(&p->spill);
+    }
     p->bBuf = 0;
   }
   if (p->bStmtGone) {
@@ -759,55 +809,6 @@ int dcurColumn(DCursor *p, const unsigned char *aCol, int nCol, int iCol, sqlite
   dcurColumnNow(p, aCol[iCol], pCtx);
   dcurUnlock(p);
   return SQLITE_OK;
-}
-
-/* The EDN text of {"edn": "..."} in z[0..n), or NULL when it is not one. */
-static char *dcurEdnText(const char *z, int n) {
-  cJSON *pRoot = cJSON_ParseWithLength(z, (size_t)n);
-  const cJSON *pEdn = pRoot && cJSON_IsObject(pRoot) && pRoot->child && !pRoot->child->next
-                      ? cJSON_GetObjectItemCaseSensitive(pRoot, "edn") : NULL;
-  char *zOut = pEdn && cJSON_IsString(pEdn) ? sqlite3_mprintf("%s", pEdn->valuestring) : NULL;
-  cJSON_Delete(pRoot);
-  return zOut;
-}
-
-int dcurTimeArg(sqlite3_value *pArg, const char *zWhat, sqlite3_int64 *pi, int *pbInst,
-                char **pzErr) {
-  const char *z;
-  char *zEdn = NULL;
-  int n, rc;
-  EdnArena arena;
-  EdnValue *pV = NULL;
-  EdnError err;
-  *pbInst = 0;
-  if (sqlite3_value_type(pArg) == SQLITE_INTEGER) {
-    *pi = sqlite3_value_int64(pArg);
-    return SQLITE_OK;
-  }
-  rc = SQLITE_ERROR;
-  ednArenaInit(&arena);
-  if (sqlite3_value_type(pArg) == SQLITE_TEXT && sqlioText(pArg, &z, &n) == SQLITE_OK
-      && (zEdn = dcurEdnText(z, n)) != NULL) {
-    memset(&err, 0, sizeof err);
-    rc = ednReadOne(&arena, zEdn, (int)strlen(zEdn), &pV, &err);
-    if (rc == SQLITE_OK && pV->type == EDN_INST) {
-      *pi = pV->u.i;
-      *pbInst = 1;
-    } else if (rc == SQLITE_OK && pV->type == EDN_INT) {
-      *pi = pV->u.i;
-    } else if (rc != SQLITE_NOMEM) {
-      rc = SQLITE_ERROR;
-    }
-  }
-  if (rc == SQLITE_ERROR) {
-    sqlite3_free(*pzErr);
-    *pzErr = sqlite3_mprintf("%s must be an INTEGER tx id or {\"edn\": \"#inst \\\"...\\\"\"}",
-                             zWhat);
-    if (*pzErr == NULL) rc = SQLITE_NOMEM;
-  }
-  sqlite3_free(zEdn);
-  ednArenaReset(&arena);
-  return rc;
 }
 
 int dcurNext(sqlite3_vtab_cursor *pCur) {

@@ -21,6 +21,7 @@
 #include <stdatomic.h>
 #include "sqlite_api.h"
 #include "call.h"
+#include "query_spill_table.h"
 
 #define DCUR_COL_E      0
 #define DCUR_COL_A      1
@@ -91,6 +92,9 @@ typedef struct DCursor {
   DCurRow *aRow;                /* rows set aside, aRow[iRow] current when bBuf */
   int nRow, nRowAlloc, iRow;
   sqlite3_int64 nBufBytes;      /* memory the rows set aside take (configSpillMemoryBytes) */
+  /* The rows set aside past that memory, after aRow's (spill.db set): each
+  ** is read into aRow[0] in its turn. */
+  QSpillTable spill;
   int bBuf;                     /* the current row is aRow[iRow], not pStmt's */
   int bStmtGone;                /* every row left is in aRow: pStmt reset, snapshot let go */
   int rcSpill;                  /* an error the statement gave while rows were set aside, */
