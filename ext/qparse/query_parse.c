@@ -176,10 +176,35 @@ static int qpBinding(QParse *pP, const EdnValue *p, QBinding *pB, const char *zW
 
 /* ---------------------------------------------------------------- :find */
 
-static const char *const azAgg[] = {
-  "count", "count-distinct", "sum", "avg", "min", "max", "median", "variance",
-  "stddev", "distinct", "the", "sample", "rand", 0
+/* The aggregates of :find and the argument counts each takes: Datomic's
+** documented forms (its "Aggregation" article: single values from min, max,
+** count, count-distinct, sum, avg, median, variance, stddev and (rand ?x);
+** collections from (distinct ?xs), (min n ?xs), (max n ?xs), (rand n ?xs),
+** (sample n ?xs)) and Mentat's (the ?x). Any other count is an error: an
+** argument the aggregate does not read must not pass silently. */
+typedef struct QpAgg {
+  const char *zName;
+  unsigned char mArity;   /* bit 0: (f ?x), bit 1: (f n ?x) */
+} QpAgg;
+
+static const QpAgg aQpAgg[] = {
+  { "count", 1 }, { "count-distinct", 1 }, { "sum", 1 }, { "avg", 1 }, { "median", 1 },
+  { "variance", 1 }, { "stddev", 1 }, { "min", 3 }, { "max", 3 }, { "distinct", 1 },
+  { "the", 1 }, { "sample", 2 }, { "rand", 3 }, { 0, 0 }
 };
+
+/* The error for aggregate pA given nArg arguments in form p. */
+static int qpAggArity(QParse *pP, const EdnValue *p, const QpAgg *pA, int nArg) {
+  const char *z = pA->zName;
+  if (pA->mArity == 1) {
+    return qpErr(pP, p, "aggregate %s takes one argument, (%s ?x), not %d", z, z, nArg);
+  }
+  if (pA->mArity == 2) {
+    return qpErr(pP, p, "aggregate %s takes two arguments, (%s n ?x), not %d", z, z, nArg);
+  }
+  return qpErr(pP, p, "aggregate %s takes one or two arguments, (%s ?x) or (%s n ?x), not %d",
+               z, z, z, nArg);
+}
 
 static int qpFindElem(QParse *pP, const EdnValue *p, QFindElem *pE) {
   memset(pE, 0, sizeof *pE);
@@ -208,32 +233,26 @@ static int qpFindElem(QParse *pP, const EdnValue *p, QFindElem *pE) {
       return SQLITE_OK;
     }
     {
-      int i, bKnown = 0;
-      for (i = 0; azAgg[i]; i++) if (qpIsSym(pHead, azAgg[i])) bKnown = 1;
-      if (!bKnown) {
+      const QpAgg *pA = aQpAgg;
+      while (pA->zName && !qpIsSym(pHead, pA->zName)) pA++;
+      if (pA->zName == NULL) {
         return qpErr(pP, pHead, "unknown aggregate function %s in :find", pHead->u.s.z);
       }
+      if (n < 2 || n > 3 || !(pA->mArity & (1u << (n - 2)))) return qpAggArity(pP, p, pA, n - 1);
     }
     pE->kind = QFIND_AGG;
     pE->zAgg = pHead->u.s.z;
-    if (n == 2) {
-      if (qpVar(pP, p->u.c.a[1], " in aggregate")) return pP->rc;
-      pE->pVar = p->u.c.a[1];
-    } else if (n == 3) {
-      if (qpVar(pP, p->u.c.a[2], " in aggregate")) return pP->rc;
-      if (!qpIsSym(pHead, "min") && !qpIsSym(pHead, "max") && !qpIsSym(pHead, "sample")
-          && !qpIsSym(pHead, "rand") && !qpIsSym(pHead, "distinct")) {
-        return qpErr(pP, p, "aggregate %s takes one variable", pE->zAgg);
+    if (qpVar(pP, p->u.c.a[n - 1], " in aggregate")) return pP->rc;
+    pE->pVar = p->u.c.a[n - 1];
+    if (n == 3) {
+      /* n is a positive integer or an :in variable ((max ?k ?x), Datomic's
+      ** fn-arg; the run checks its value): (max 0 ?x) asks for nothing */
+      const EdnValue *pN = p->u.c.a[1];
+      if (!ednIsVar(pN) && (pN->type != EDN_INT || pN->u.i < 1)) {
+        return qpErr(pP, pN, "(%s n ?x) takes a positive integer n or an :in variable, got %s",
+                     pE->zAgg, qpDescribe(pP, pN));
       }
-      /* n is a constant or an :in variable ((max ?k ?x), Datomic's fn-arg) */
-      if (!ednIsVar(p->u.c.a[1]) && (p->u.c.a[1]->type != EDN_INT || p->u.c.a[1]->u.i < 0)) {
-        return qpErr(pP, p->u.c.a[1], "expected a count for (%s n ?x), got %s",
-                     pE->zAgg, qpDescribe(pP, p->u.c.a[1]));
-      }
-      pE->pAggN = p->u.c.a[1];
-      pE->pVar = p->u.c.a[2];
-    } else {
-      return qpErr(pP, p, "malformed aggregate %s", pE->zName);
+      pE->pAggN = pN;
     }
     return SQLITE_OK;
   }

@@ -174,6 +174,25 @@ static int qBindNotEntity(const QParam *pP, const EdnValue *p, char **pzErr) {
   return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
 }
 
+/* The error of input p as :limit or :offset (QV_INT: a non-negative
+** integer) or as the n of (max ?k ?x) (QV_AGG_N: a positive one, as a
+** literal n must be, query_parse.c, which also checks literal limits).
+** SQLITE_ERROR (SQLITE_NOMEM). */
+static int qBindBadCount(const QParam *pP, const EdnValue *p, char **pzErr) {
+  sqlite3_str *pMsg = sqlite3_str_new(NULL);
+  sqlite3_str_appendf(pMsg, "input %d: ", pP->iInput + 1);
+  if (pP->eConv == QV_INT) {
+    sqlite3_str_appendall(pMsg, ":limit and :offset take a non-negative integer, got ");
+  } else {
+    if (pP->pConst) ednPrint(pMsg, pP->pConst);
+    sqlite3_str_appendall(pMsg, " needs a positive integer count, got ");
+  }
+  ednPrint(pMsg, p);
+  sqlite3_free(*pzErr);
+  *pzErr = sqlite3_str_finish(pMsg);
+  return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+}
+
 int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pMainSchema,
               const QueryOpts *pOpts, char **pzErr) {
   int i, rc = SQLITE_OK;
@@ -245,25 +264,8 @@ int qPlanBind(const QueryPlan *pPlan, sqlite3_stmt *pStmt, const Schema *pMainSc
       case QV_LOOKUP_TAG:
         rc = sqlite3_bind_int(pStmt, iArg, vtTag(pA->type));
         break;
-      case QV_INT:
-        if (p->type != EDN_INT || p->u.i < 0) {
-          sqlite3_free(*pzErr);
-          *pzErr = sqlite3_mprintf(":limit and :offset take a non-negative integer");
-          return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
-        }
-        rc = sqlite3_bind_int64(pStmt, iArg, p->u.i);
-        break;
-      case QV_AGG_N:
-        if (p->type != EDN_INT || p->u.i < 0) {
-          sqlite3_str *pMsg = sqlite3_str_new(NULL);
-          sqlite3_str_appendf(pMsg, "input %d: ", pP->iInput + 1);
-          if (pP->pConst) ednPrint(pMsg, pP->pConst);
-          sqlite3_str_appendall(pMsg, " needs a non-negative integer count, got ");
-          ednPrint(pMsg, p);
-          sqlite3_free(*pzErr);
-          *pzErr = sqlite3_str_finish(pMsg);
-          return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
-        }
+      case QV_INT: case QV_AGG_N:
+        if (p->type != EDN_INT || p->u.i < (pP->eConv == QV_AGG_N)) return qBindBadCount(pP, p, pzErr);
         rc = sqlite3_bind_int64(pStmt, iArg, p->u.i);
         break;
       case QV_HIST_TX:
