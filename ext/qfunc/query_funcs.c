@@ -82,7 +82,7 @@ static const struct {
   ** an error saying where, and avg, its sum over the count; median
   ** (DataScript's: the middle value as it is, or (/ (+ a b) 2) of the two
   ** middle ones), population variance and stddev; distinct,
-  ** (min n), (max n), sample, rand as JSON arrays */
+  ** (min n), (max n), sample, rand n as JSON arrays */
   { "mentat_sum", 2, 0, 0, qfSumStep, qfSumFinal },
   { "mentat_avg", 2, 0, 0, qfAvgStep, qfAvgFinal },
   { "mentat_median", 2, 0, 0, qfNumsStep, qfMedianFinal },
@@ -93,6 +93,11 @@ static const struct {
   ** classes: min and max (also of n) over values of unknown type */
   { "mentat_one_class", 2, 0, 0, qfOneClassStep, qfOneClassFinal },
   { "mentat_agg_json", 4, 0, 0, qfValsStep, qfValsFinal },
+  /* (rand ?x): one value at random; of unknown type packed with its tag,
+  ** which mentat_unpack reads back */
+  { "mentat_rand_one", 2, 0, 0, qfRandOneStep, qfRandOneFinal },
+  { "mentat_rand_one", 3, 0, 0, qfRandOneStep, qfRandOneFinal },
+  { "mentat_unpack", 2, 1, qfUnpack, 0, 0 },
   /* v if a number, else an error (the numeric aggregates); a BLOB equal
   ** for values equal under Clojure's = (count-distinct) */
   { "mentat_num", 3, 1, qfNum, 0, 0 },

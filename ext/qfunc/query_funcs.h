@@ -138,6 +138,12 @@ void qfFill(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfTupleResult(sqlite3_context *pCtx, const TypedValue *a, int n);
 void qfValsStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 void qfValsFinal(sqlite3_context *pCtx);
+/* mentat_rand_one(v, k) / (v, tag, k), an aggregate: (rand ?x), one value
+** at random, or with the tag a BLOB of both that mentat_unpack(p, 0 | 1)
+** reads (query_funcs_coll.c). */
+void qfRandOneStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
+void qfRandOneFinal(sqlite3_context *pCtx);
+void qfUnpack(sqlite3_context *pCtx, int argc, sqlite3_value **argv);
 int qfCollateKw(void *pArg, int nx, const void *x, int ny, const void *y);
 /* String.compareTo's order of UTF-8 texts (its sign only), the
 ** mentat_utf16 collation, and the BINARY bounds that keep an index range

@@ -2,7 +2,8 @@
 ** query_funcs_coll.c — values as collections at run time: mentat_json (a
 ** stored value as a JSON element, for tuple), mentat_set_key (equality
 ** under Clojure's = for count-distinct), mentat_agg_json (distinct,
-** (min n), (max n), sample and rand as JSON arrays) and the mentat_kw
+** (min n), (max n), sample and rand n as JSON arrays), mentat_rand_one
+** ((rand ?x), one value) and the mentat_kw
 ** collation (keywords in Clojure's compare order). Takes SQL values and
 ** value tags; gives JSON text, BLOB keys or an order. Calls SQLite and the
 ** value printer.
@@ -622,4 +623,125 @@ void qfValsFinal(sqlite3_context *pCtx) {
 cleanup:
   for (i = 0; i < p->n; i++) sqlite3_value_free(p->a[i].pV);
   sqlite3_free(p->a);
+}
+
+/* mentat_rand_one(v, k) and mentat_rand_one(v, tag, k), an aggregate:
+** (rand ?x), one element of the group's bag at random (reservoir
+** sampling: the i-th value replaces the one kept with chance 1/i). k, the
+** :find element's index, is not read: it keeps two (rand ?x) of one query
+** apart, as SQLite computes an aggregate written twice alike once. With
+** the tag the result is the value and its tag packed in one BLOB (a tag
+** byte, the storage class, the value's bytes), which mentat_unpack reads:
+** the compiler writes the aggregate alike for the value and for the tag,
+** so both come from one draw. */
+typedef struct QfRandOne {
+  sqlite3_value *pV;     /* the value kept, or NULL */
+  int tag;
+  int bPack;             /* called with the tag */
+  int bOom;
+  sqlite3_uint64 n;      /* values seen */
+} QfRandOne;
+
+void qfRandOneStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  QfRandOne *p = sqlite3_aggregate_context(pCtx, sizeof(QfRandOne));
+  if (p == NULL) { sqlite3_result_error_nomem(pCtx); return; }
+  p->bPack = argc > 2;
+  if (sqlite3_value_type(argv[0]) == SQLITE_NULL || p->bOom) return;
+  p->n++;
+  if (p->n > 1) {
+    sqlite3_uint64 r;
+    sqlite3_randomness(sizeof r, &r);
+    if (r % p->n != 0) return;
+  }
+  sqlite3_value_free(p->pV);
+  p->pV = sqlite3_value_dup(argv[0]);
+  p->tag = p->bPack ? sqlite3_value_int(argv[1]) : 0;
+  if (p->pV == NULL) p->bOom = 1;
+}
+
+/* The packed form of value pV with tag into a new buffer (*pn bytes), or
+** NULL out of memory. */
+static unsigned char *qfRandPack(sqlite3_value *pV, int tag, int *pn) {
+  int t = sqlite3_value_type(pV), n = 0, i;
+  const void *z = NULL;
+  unsigned char *a;
+  unsigned char aNum[8];
+  if (t == SQLITE_INTEGER || t == SQLITE_FLOAT) {
+    sqlite3_uint64 u;
+    if (t == SQLITE_INTEGER) {
+      u = (sqlite3_uint64)sqlite3_value_int64(pV);
+    } else {
+      double d = sqlite3_value_double(pV);
+      memcpy(&u, &d, sizeof u);
+    }
+    for (i = 0; i < 8; i++) aNum[i] = (unsigned char)(u >> (56 - 8 * i));
+    z = aNum;
+    n = 8;
+  } else {
+    z = t == SQLITE_TEXT ? (const void*)sqlite3_value_text(pV) : sqlite3_value_blob(pV);
+    n = sqlite3_value_bytes(pV);
+    if (z == NULL && n > 0) return NULL;
+  }
+  a = sqlite3_malloc(n + 2);
+  if (a == NULL) return NULL;
+  a[0] = (unsigned char)(signed char)tag;
+  a[1] = (unsigned char)t;
+  if (n > 0) memcpy(a + 2, z, (size_t)n);
+  *pn = n + 2;
+  return a;
+}
+
+void qfRandOneFinal(sqlite3_context *pCtx) {
+  QfRandOne *p = sqlite3_aggregate_context(pCtx, 0);
+  if (p == NULL) return;   /* no row: NULL */
+  if (p->bOom) {
+    sqlite3_result_error_nomem(pCtx);
+  } else if (p->pV && !p->bPack) {
+    sqlite3_result_value(pCtx, p->pV);
+  } else if (p->pV) {
+    int n = 0;
+    unsigned char *a = qfRandPack(p->pV, p->tag, &n);
+    if (a == NULL) sqlite3_result_error_nomem(pCtx);
+    else sqlite3_result_blob(pCtx, a, n, sqlite3_free);
+  }
+  sqlite3_value_free(p->pV);
+  p->pV = NULL;
+}
+
+/* mentat_unpack(p, 0): the value mentat_rand_one packed into p;
+** mentat_unpack(p, 1): its tag. NULL for anything else. */
+void qfUnpack(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
+  const unsigned char *a;
+  int n, i;
+  (void)argc;
+  if (sqlite3_value_type(argv[0]) != SQLITE_BLOB) return;
+  a = sqlite3_value_blob(argv[0]);
+  n = sqlite3_value_bytes(argv[0]);
+  if (a == NULL || n < 2) return;
+  if (sqlite3_value_int(argv[1])) {
+    sqlite3_result_int(pCtx, (signed char)a[0]);
+    return;
+  }
+  switch (a[1]) {
+    case SQLITE_INTEGER: case SQLITE_FLOAT: {
+      sqlite3_uint64 u = 0;
+      if (n != 10) return;
+      for (i = 0; i < 8; i++) u = (u << 8) | a[2 + i];
+      if (a[1] == SQLITE_INTEGER) {
+        sqlite3_result_int64(pCtx, (sqlite3_int64)u);
+      } else {
+        double d;
+        memcpy(&d, &u, sizeof d);
+        sqlite3_result_double(pCtx, d);
+      }
+      break;
+    }
+    case SQLITE_TEXT:
+      sqlite3_result_text(pCtx, (const char*)a + 2, n - 2, SQLITE_TRANSIENT);
+      break;
+    case SQLITE_BLOB:
+      sqlite3_result_blob(pCtx, a + 2, n - 2, SQLITE_TRANSIENT);
+      break;
+    default: break;
+  }
 }

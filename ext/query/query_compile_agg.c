@@ -13,8 +13,8 @@
 ** With no grouping element, `HAVING count(*) > 0` keeps an aggregate over no
 ** rows from producing a row (Datomic returns nothing). SQLite's own
 ** aggregates serve count, min and max; sum, avg, median, variance, stddev
-** (population), distinct, (min n ?x), (max n ?x) and (sample n ?x) are SQL
-** functions registered by qfRegister (query_funcs.c).
+** (population), distinct, (min n ?x), (max n ?x), (sample n ?x), (rand n ?x)
+** and (rand ?x) are SQL functions registered by qfRegister (query_funcs.c).
 ** Mentat's (the ?x) is a bare column: with exactly one min/max aggregate
 ** SQLite takes it from the row that holds the extreme value.
 **
@@ -38,14 +38,15 @@ typedef enum QcaKind {
   QCA_NUMERIC,         /* zSql(v, place) over numbers: a double (median: a long or a double) */
   QCA_EXTREME,         /* min(v), max(v) in the value's collation */
   QCA_JSON,            /* mentat_agg_json(mode, v, t[, n]): a JSON array */
+  QCA_RAND,            /* (rand ?x): mentat_rand_one, one element at random */
   QCA_THE              /* (the ?x): a bare column beside one min or max */
 } QcaKind;
 
 /* One aggregate of :find: Datomic's documented set and Mentat's
-** (the ?x). A name has two rows when its arities differ in kind. */
+** (the ?x), one row per arity (the parser refuses any other: query_parse.c). */
 typedef struct QcaAgg {
   const char *zName;
-  signed char nArity;      /* 1: (f ?x) only, 2: (f n ?x) only, 0: either */
+  signed char nArity;      /* 1: (f ?x), 2: (f n ?x) */
   unsigned char eKind;     /* QcaKind */
   unsigned char bNumeric;  /* numbers only: a known type checked when the query
                            ** compiles, an unknown one value by value (mentat_num) */
@@ -55,26 +56,28 @@ typedef struct QcaAgg {
 } QcaAgg;
 
 static const QcaAgg aQcaAgg[] = {
-  { "count", 0, QCA_COUNT, 0, 0, 0, VT_LONG },
-  { "count-distinct", 0, QCA_COUNT_DISTINCT, 0, 0, 0, VT_LONG },
-  { "sum", 0, QCA_SUM, 1, 0, 0, VT_NONE },
-  { "avg", 0, QCA_NUMERIC, 1, "mentat_avg", 0, VT_DOUBLE },
+  { "count", 1, QCA_COUNT, 0, 0, 0, VT_LONG },
+  { "count-distinct", 1, QCA_COUNT_DISTINCT, 0, 0, 0, VT_LONG },
+  { "sum", 1, QCA_SUM, 1, 0, 0, VT_NONE },
+  { "avg", 1, QCA_NUMERIC, 1, "mentat_avg", 0, VT_DOUBLE },
   /* median (DataScript's: the middle value, or (/ (+ a b) 2) of the two
   ** middle ones: over longs a long or a double, the row says), population
   ** variance and stddev */
-  { "median", 0, QCA_NUMERIC, 1, "mentat_median", 0, VT_NONE },
-  { "variance", 0, QCA_NUMERIC, 1, "mentat_variance", 0, VT_DOUBLE },
-  { "stddev", 0, QCA_NUMERIC, 1, "mentat_stddev", 0, VT_DOUBLE },
+  { "median", 1, QCA_NUMERIC, 1, "mentat_median", 0, VT_NONE },
+  { "variance", 1, QCA_NUMERIC, 1, "mentat_variance", 0, VT_DOUBLE },
+  { "stddev", 1, QCA_NUMERIC, 1, "mentat_stddev", 0, VT_DOUBLE },
   { "min", 1, QCA_EXTREME, 0, "min", 0, VT_NONE },
   { "max", 1, QCA_EXTREME, 0, "max", 0, VT_NONE },
   /* distinct values; (min n), (max n); sample n (distinct), rand n (with
-  ** replacement), n 1 when not given */
-  { "distinct", 0, QCA_JSON, 0, 0, -1, VT_NONE },
+  ** replacement) */
+  { "distinct", 1, QCA_JSON, 0, 0, -1, VT_NONE },
   { "min", 2, QCA_JSON, 0, 0, 1, VT_NONE },
   { "max", 2, QCA_JSON, 0, 0, 2, VT_NONE },
-  { "sample", 0, QCA_JSON, 0, 0, 3, VT_NONE },
-  { "rand", 0, QCA_JSON, 0, 0, 4, VT_NONE },
-  { "the", 0, QCA_THE, 0, 0, 0, VT_NONE },
+  { "sample", 2, QCA_JSON, 0, 0, 3, VT_NONE },
+  { "rand", 2, QCA_JSON, 0, 0, 4, VT_NONE },
+  /* (rand ?x): one value, "a random element" (Datomic), DataScript's rand-nth */
+  { "rand", 1, QCA_RAND, 0, 0, 0, VT_NONE },
+  { "the", 1, QCA_THE, 0, 0, 0, VT_NONE },
 };
 
 /* The row of aggregate element pE, or NULL when there is none. */
@@ -84,7 +87,7 @@ static const QcaAgg *qcaAggFind(const QFindElem *pE) {
   if (pE->kind != QFIND_AGG || pE->zAgg == NULL) return NULL;
   for (i = 0; i < sizeof aQcaAgg / sizeof aQcaAgg[0]; i++) {
     const QcaAgg *p = &aQcaAgg[i];
-    if ((p->nArity == 0 || p->nArity == nArity) && strcmp(p->zName, pE->zAgg) == 0) return p;
+    if (p->nArity == nArity && strcmp(p->zName, pE->zAgg) == 0) return p;
   }
   return NULL;
 }
@@ -279,6 +282,18 @@ static int qcaAggExpr(QComp *pC, QCtx *pX, const QFindElem *pE, int k, const QVa
       if (zPlace) sqlite3_str_appendall(pOuter, ")");
       pCol->vt = vt;
       break;
+    case QCA_RAND:
+      /* The element's index keeps two (rand ?x) apart (SQLite computes
+      ** an aggregate written twice alike once); of unknown type the value
+      ** and its tag come from one draw (below, in qcaAggregateSets). */
+      if (vt == VT_NONE) {
+        sqlite3_str_appendf(pOuter, "mentat_unpack(mentat_rand_one(v%d, t%d, %d), 0)", k, k,
+                            (int)(pE - pC->pQ->aFind));
+      } else {
+        sqlite3_str_appendf(pOuter, "mentat_rand_one(v%d, %d)", k, (int)(pE - pC->pQ->aFind));
+      }
+      pCol->vt = vt;
+      break;
     default: {  /* QCA_JSON */
       int iP = 0;
       if (pAgg->iMode < 0) {
@@ -393,7 +408,13 @@ static int qcaAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *
     pCol->iCol = nOut;
     if (qcaAggExpr(pC, pX, pE, k, pV, pCol, pOuter)) break;
     sqlite3_str_appendf(pOuter, " AS c%d", nOut++);
-    if (pCol->kind == QCOL_VALUE && pCol->vt == VT_NONE) {
+    if (pCol->kind == QCOL_VALUE && pCol->vt == VT_NONE && qcaIs(pE, QCA_RAND)) {
+      /* (rand ?x) of unknown type: the same aggregate as the value, which
+      ** SQLite computes once (one draw: the value's own tag) */
+      sqlite3_str_appendf(pOuter, ", mentat_unpack(mentat_rand_one(v%d, t%d, %d), 1) AS c%d", k, k,
+                          i, nOut);
+      pCol->iTagCol = nOut++;
+    } else if (pCol->kind == QCOL_VALUE && pCol->vt == VT_NONE) {
       /* min/max over mixed types: a bare column gives the tag of the row
       ** holding the extreme value. */
       sqlite3_str_appendf(pOuter, ", t%d AS c%d", k, nOut);
