@@ -554,6 +554,16 @@ static int qpOrderItem(QParse *pP, QQuery *pQ, const EdnValue *p, int iDepth) {
     return qpErr(pP, p, "expected ?x, (asc ?x) or (desc ?x) in :order, got %s",
                  qpDescribe(pP, p));
   }
+  {
+    /* a second key of one variable never decides: (desc ?x) after ?x
+    ** would pass silently as ascending */
+    int i;
+    for (i = 0; i < pQ->nOrder; i++) {
+      if (strcmp(pQ->aOrder[i].pVar->u.s.z, pO->pVar->u.s.z) == 0) {
+        return qpErr(pP, pO->pVar, "%s appears twice in :order", pO->pVar->u.s.z);
+      }
+    }
+  }
   pQ->nOrder++;
   return SQLITE_OK;
 }

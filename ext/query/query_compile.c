@@ -196,6 +196,27 @@ static void qcdParseBudget(QComp *pC, const char *zSql) {
   }
 }
 
+/* Each :order variable is bound and a variable of :find (a plain or a
+** pulled one, not an aggregate's): a row holds one value of each, while
+** any other variable may have had several values for the row, of which
+** SQLite would order by an arbitrary one. */
+static int qcdOrderCheck(QComp *pC, QCtx *pX) {
+  const QQuery *pQ = pC->pQ;
+  int i, j;
+  for (i = 0; i < pQ->nOrder; i++) {
+    const EdnValue *pVar = pQ->aOrder[i].pVar;
+    QVar *pV = NULL;
+    int bFind = 0;
+    if (qcdFindVar(pC, pX, pVar, ":order", &pV)) return pC->rc;
+    for (j = 0; j < pQ->nFind; j++) {
+      const QFindElem *pE = &pQ->aFind[j];
+      if (pE->kind != QFIND_AGG && strcmp(pE->pVar->u.s.z, pVar->u.s.z) == 0) bFind = 1;
+    }
+    if (!bFind) return qcErr(pC, pVar, "%s in :order must be a variable of :find", pVar->u.s.z);
+  }
+  return SQLITE_OK;
+}
+
 /* The query's :order as " ORDER BY ...": uuids (alone, in tuples, of
 ** unknown type) by Java's UUID order (qcUuidOrd), keywords by Clojure's. */
 static void qcdOrderBy(QComp *pC, QCtx *pX, sqlite3_str *pSql) {
@@ -253,6 +274,7 @@ static int qcdAssemble(QComp *pC, QCtx *pX, QueryPlan *pPlan) {
   }
   pPlan->bSingleAgg = pQ->eFind == FIND_REL && pQ->nFind == 1 && pQ->aFind[0].kind == QFIND_AGG;
   if (qcdColumnLimit(pC, pQ->nFind + pQ->nWith, -1)) goto cleanup;
+  if (qcdOrderCheck(pC, pX)) goto cleanup;
 
   if (qcdHasAggregate(pQ)) {
     qcaAggregate(pC, pX, pPlan, pSql);

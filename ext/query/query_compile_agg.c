@@ -333,7 +333,8 @@ static void qcaOrderBy(QComp *pC, const QueryPlan *pPlan, sqlite3_str *pSql) {
       }
     }
     if (iCol < 0) {
-      qcErr(pC, pQ->aOrder[i].pVar, "unbound variable %s in :order (order by a find variable)",
+      /* (qcdOrderCheck refuses it first) */
+      qcErr(pC, pQ->aOrder[i].pVar, "%s in :order must be a variable of :find",
             pQ->aOrder[i].pVar->u.s.z);
       break;
     }
