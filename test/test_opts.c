@@ -96,6 +96,16 @@ static const struct {
   {"{\"history\":false,\"inputs\":[\"\xc3\xa9\", \":a/b\"]}", "s:\xc3\xa9 k::a/b"},
   {"{\"asOf\":268435460,\"history\":true,\"inputs\":[-7]}", "i:-7"},
   {"{\"inputs\":[\"a\\\"b\", \"c\"]}", "s:a\"b s:c"},
+  /* strings the scan reads eight bytes at a time: a quote, a backslash,
+  ** UTF-8 and DEL at each place of a word, and past the end of one */
+  {"{\"inputs\":[\"user1234@example.com\", \"abcdefgh\", \"abcdefg\\\"hijklmnop\"]}",
+   "s:user1234@example.com s:abcdefgh s:abcdefg\"hijklmnop"},
+  {"{\"inputs\":[\"abcdefghijklmno\xc3\xa9p\", \"\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\", \"ab\\\\cdefghijk\"]}",
+   "s:abcdefghijklmno\xc3\xa9p s:\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f s:ab\\cdefghijk"},
+  {"{\"inputs\":[\":abcdefghij/klmnopqrstu\", \"0123456789012345678901234\"]}",
+   "k::abcdefghij/klmnopqrstu s:0123456789012345678901234"},
+  /* a raw tab (the full parse takes it, as it did) */
+  {"{\"inputs\":[\"abcdefghijk\tlmn\"]}", "s:abcdefghijk\tlmn"},
   {"{\"inputs\":[[[[[[[[[1]]]]]]]]]}", "[[[[[[[[i:1]]]]]]]]"},
   {"{\"inputs\":[[[[[[[[[[1]]]]]]]]]]}", "[[[[[[[[[i:1]]]]]]]]]"},
 };
@@ -132,6 +142,7 @@ static const struct {
   /* invalid UTF-8 is refused, as EDN input refuses it (cJSON alone passes the bytes through) */
   {"{\"inputs\":[\"\xff\xfe\"]}", "opts: invalid UTF-8 at byte 13"},
   {"{\"inputs\":[\"ab\xc3\"]}", "opts: invalid UTF-8 at byte 15"},
+  {"{\"inputs\":[\"abcdefghijk\xff\"]}", "opts: invalid UTF-8 at byte 24"},
   {"{\"inputs\":[\"\xed\xa0\x80\"]}", "opts: invalid UTF-8 at byte 13"},
   {"{\"inputs\":[\"\\ud800\"]}", "opts: lone surrogate \\ud800 at byte 13"},
   {"{\"inputs\":[\"\\udc00x\"]}", "opts: lone surrogate \\udc00 at byte 13"},
