@@ -28,9 +28,10 @@ void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV, int bShare) {
     /* the copy is the query's value still, whose numbers convert */
     if (pN && (pV->bGiven || pV->nParam)) pN->bGiven = 1;
   }
-  if (bNew && pSub->pC->rc == SQLITE_OK && pV->bSeedKind) {
+  if (bNew && pSub->pC->rc == SQLITE_OK && (pV->bSeedKind || pV->bSeq)) {
     pN = qcVarFind(pSub, zName);
-    if (pN) pN->bSeedKind = 1;
+    if (pN && pV->bSeedKind) pN->bSeedKind = 1;
+    if (pN && pV->bSeq) pN->bSeq = 1;
   }
   if (bNew && pSub->pC->rc == SQLITE_OK && pV->pLit) {
     pN = qcVarFind(pSub, zName);

@@ -861,5 +861,14 @@ static int qcfFunctionIn(QCtx *pX, const QClause *pCl) {
     sqlite3_free(out.zTag);
     return qcvBindRegex(pX, pCl, out.zSql, out.eRe, out.nReElems);
   }
+  if (strcmp(pFn->zName, "re-seq") == 0 && pCl->bind.kind == QB_SCALAR
+      && !qpIsBlank(pCl->bind.aVar[0]) && qcVarFind(pX, pCl->bind.aVar[0]->u.s.z) == NULL) {
+    /* a new variable holds the seq: str prints it as one (qcvStr) */
+    QVar *pV;
+    if (qcfBindResult(pX, pCl, out.zSql, out.vt, out.zTag) != SQLITE_OK) return pC->rc;
+    pV = qcVarFind(pX, pCl->bind.aVar[0]->u.s.z);
+    if (pV) pV->bSeq = 1;
+    return pC->rc;
+  }
   return qcfBindResult(pX, pCl, out.zSql, out.vt, out.zTag);
 }

@@ -298,8 +298,10 @@ static int qcoOrTable(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int 
   int i, j, bSeed, bPhase = 0;
   QPhase ph;
   ValueType *aVt = sqlite3_malloc64(sizeof(ValueType) * (nJoin + 1));
+  unsigned char abSeq[64];   /* 2: a branch binds it to re-seq's seq, 1: one does not */
   if (aVt == NULL) return qcNoMem(pC);
   for (j = 0; j < nJoin; j++) aVt[j] = (ValueType)-1;
+  memset(abSeq, 0, sizeof abSeq);
   bSeed = qcoOrSeeded(pX, pCl, aJoin, nJoin, &bPhase, &ph);
   pOut = sqlite3_str_new(NULL);
   if (pC->rc) { sqlite3_free(aVt); sqlite3_free(sqlite3_str_finish(pOut)); return pC->rc; }
@@ -330,6 +332,7 @@ static int qcoOrTable(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int 
         break;
       }
       qcSetColumns(pC, pOut, j == 0 && !bPhase, j, pV, &aVt[j]);
+      if (j < 64) abSeq[j] |= pV->bSeq ? 2 : 1;
     }
     zBody = pC->rc == SQLITE_OK ? qcBody(&sub) : NULL;
     if (zBody) sqlite3_str_appendall(pOut, zBody);
@@ -353,8 +356,13 @@ static int qcoOrTable(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int 
   }
   for (j = 0; j < nJoin && pC->rc == SQLITE_OK; j++) {
     ValueType vt = aVt[j] == (ValueType)-1 ? VT_NONE : aVt[j];
+    QVar *pN;
     qcBindVar(pX, aJoin[j]->u.s.z, sqlite3_mprintf("%s.c%d", zAlias, j), vt,
               sqlite3_mprintf("%s.t%d", zAlias, j), 0);
+    pN = j < 64 && abSeq[j] ? qcVarFind(pX, aJoin[j]->u.s.z) : NULL;
+    if (pN && pN->zExpr && strncmp(pN->zExpr, zAlias, strlen(zAlias)) == 0) {
+      pN->bSeq = abSeq[j] == 2 ? 1 : abSeq[j] == 3 ? 2 : 0;
+    }
   }
   sqlite3_free(aVt);
   return pC->rc;

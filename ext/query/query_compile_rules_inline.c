@@ -171,9 +171,10 @@ static int qciJoin(QCtx *pX, const QClause *pCl, int h, const unsigned char *aeA
     qcBindVar(pX, pCl->aArg[j]->u.s.z, sqlite3_mprintf("%s", pV->zExpr), pV->vt,
               pV->zTag ? sqlite3_mprintf("%s", pV->zTag) : NULL, pV->bIntCol);
     /* and a result the body's functions computed inline says so */
-    if (pC->rc == SQLITE_OK && pV->bHetero) {
+    if (pC->rc == SQLITE_OK && (pV->bHetero || pV->bSeq)) {
       QVar *pN = qcVarFind(pX, pCl->aArg[j]->u.s.z);
-      if (pN) pN->bHetero = 1;
+      if (pN && pV->bHetero) pN->bHetero = 1;
+      if (pN && pV->bSeq && pN->zExpr && strcmp(pN->zExpr, pV->zExpr) == 0) pN->bSeq = 1;
     }
     if (pC->rc == SQLITE_OK && pV->nFnDepth > 0) {
       QVar *pN = qcVarFind(pX, pCl->aArg[j]->u.s.z);
@@ -263,6 +264,7 @@ int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
   QComp *pC = pX->pC;
   unsigned char aeArg[64];    /* 0 free, 1 bound variable, 2 constant, 3 _ */
   ValueType aVt[64];
+  unsigned char abSeq[64];   /* 2: a definition binds it to re-seq's seq, 1: one does not */
   int i, j, nFree = 0, nBound = 0, nArity = pCl->nArg, nDef = 0, bSeed, bPhase = 0;
   QPhase ph;
   sqlite3_str *pOut;
@@ -302,6 +304,7 @@ int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
     else qcCollapseHeavy(pX);
   }
   if (pC->rc) return 1;
+  memset(abSeq, 0, sizeof abSeq);
   pOut = sqlite3_str_new(NULL);
   if (!bPhase) sqlite3_str_appendall(pOut, nFree ? "(" : "EXISTS (");
   for (i = 0; i < pC->rules.nRule && qcPoll(pC) == SQLITE_OK; i++) {
@@ -335,6 +338,7 @@ int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
         break;
       }
       qcSetColumns(pC, pOut, nCol++ == 0, j, pV, &aVt[j]);
+      abSeq[j] |= pV->bSeq ? 2 : 1;
     }
     zBody = pC->rc == SQLITE_OK ? qcBody(&sub) : NULL;
     if (zBody) sqlite3_str_appendall(pOut, zBody);
@@ -342,6 +346,12 @@ int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
     qcCtxReset(&sub);
   }
   qciFinish(pX, pCl, pOut, &ph, bPhase, nFree, aeArg, aVt);
+  for (j = 0; j < nArity && nFree && nDef && pC->rc == SQLITE_OK; j++) {
+    /* a free argument every definition bound to re-seq's seq is one (2:
+    ** some definitions only, which str refuses) */
+    QVar *pN = aeArg[j] == 0 && abSeq[j] & 2 ? qcVarFind(pX, pCl->aArg[j]->u.s.z) : NULL;
+    if (pN) pN->bSeq = abSeq[j] == 2 ? 1 : 2;
+  }
   return 1;
 }
 

@@ -45,9 +45,9 @@ typedef struct QVar {
   int nInElem;
   unsigned char bInLookup;   /* the pending collection holds lookup refs */
   unsigned char bHetero;     /* bound to values of several types ([1 "A"]) */
-  unsigned char bGiven;      /* a value the query gave (input, ground, a rule's
-                             ** constant), here or where copied from: a number
-                             ** of it meets a double place as edn_t stores it */
+  unsigned char bGiven;      /* a value the query gave (input, ground, a rule's constant),
+                             ** here or copied: its numbers meet a double place as stored */
+  unsigned char bSeq;        /* re-seq's result, a seq: str prints it (...), not [...] */
   unsigned char bInMixed;    /* ... numbers of both kinds (1, 2.5), a relation
                              ** input's column too (qcVarMixesKinds) */
   unsigned char bConvCol;    /* zExpr is a VALUES column inN.cJ of longs given,

@@ -511,8 +511,28 @@ int qcvStr(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   sqlite3_str_appendall(pStr, "(''");
   for (i = 0; i < a.n; i++) {
     char *zClj = a.aVt[i] == QVT_JSON ? qcvCljParam(pX, a.azA[i]) : NULL;
+    const QVar *pV = ednIsVar(pCl->aArg[i]) ? qcVarFind(pX, pCl->aArg[i]->u.s.z) : NULL;
+    if (pV && pV->bSeq == 2) {
+      /* a value this str cannot tell how to print */
+      sqlite3_free(zClj);
+      sqlite3_free(sqlite3_str_finish(pStr));
+      qcvArgsClose(&a);
+      return qcErr(pX->pC, pCl->aArg[i], "str: %s is re-seq's seq in some branches of an or or"
+                   " rule and a vector in others, which Clojure prints apart ((...) and [...]):"
+                   " str it inside the branches", pCl->aArg[i]->u.s.z);
+    }
     if (zClj) sqlite3_str_appendf(pStr, " || %s", zClj);
-    else if (a.aVt[i] == QVT_JSON) {
+    else if (pV && pV->bSeq) {
+      /* re-seq's seq prints as a list (ASeq.toString): its vector's
+      ** print, [ and ] made ( and ) */
+      char *zP = a.aVt[i] == VT_NONE && a.azTag[i]
+                 ? sqlite3_mprintf("%s(%s, %s)", pFn->zFunc, a.azA[i], a.azTag[i])
+                 : sqlite3_mprintf("%s(%s, %d)", pFn->zFunc, a.azA[i],
+                                   a.aVt[i] == QVT_JSON ? TAG_JSON : vtOutTag(a.aVt[i]));
+      if (zP == NULL) qcNoMem(pX->pC);
+      else sqlite3_str_appendf(pStr, " || '(' || substr(%s, 2, length(%s) - 2) || ')'", zP, zP);
+      sqlite3_free(zP);
+    } else if (a.aVt[i] == QVT_JSON) {
       sqlite3_str_appendf(pStr, " || %s(%s, %d)", pFn->zFunc, a.azA[i], TAG_JSON);
     } else if (a.aVt[i] == VT_NONE) {
       sqlite3_str_appendf(pStr, " || %s(%s, %s)", pFn->zFunc, a.azA[i], a.azTag[i] ? a.azTag[i] : "NULL");
