@@ -848,9 +848,12 @@ static int qcrCallIn(QCtx *pX, const QClause *pCl, int iDepth);
 /* ($2 rule ...) runs the rule on $2 (its body reads $2). */
 int qcrCall(QCtx *pX, const QClause *pCl, int iDepth) {
   QSrcSave sv;
+  unsigned char abFree[64];
   int bTop = pX->pC->pTopCall == NULL;
   if (bTop) pX->pC->pTopCall = pCl;
+  qcSeqCall(pX, pCl, abFree, 0);
   if (qcsEnter(pX->pC, pCl, &sv) == SQLITE_OK) qcrCallIn(pX, pCl, iDepth);
+  if (pX->pC->rc == SQLITE_OK) qcSeqCall(pX, pCl, abFree, 1);
   qcsLeave(pX->pC, &sv);
   if (bTop) pX->pC->pTopCall = NULL;
   return pX->pC->rc;

@@ -282,7 +282,6 @@ struct QComp {
                            ** qcTextBudget's message */
 };
 
-
 /* ---- query_compile_sql.c: errors, interrupts, limits, parameters */
 
 /* Error at form p ("line L col C: ...") unless one is set; returns the rc. */
@@ -633,11 +632,12 @@ char *qcUuidOrd(const char *zExpr, ValueType vt, const char *zTag);
 char *qcVarTag(const QVar *pV);
 /* "tag zTag holds a value of static type vt" (a long or a ref meets both). */
 char *qcTagIs(const char *zTag, ValueType vt);
-/* "tags A and B may hold equal values": the same tag, or a ref and a long
-** (a ref value is an entity id, a long, as in Datomic's datoms). */
+/* "tags A and B may hold equal values": one tag, or a ref and a long (an entity id). */
 char *qcTagsMatch(const char *zTagA, const char *zTagB);
 /* Are zA, zB (of vtA, vtB) collections = never equates (set/vector, map)? */
 int qcCollKindsDiffer(const QCtx *pX, const char *zA, ValueType vtA, const char *zB, ValueType vtB);
+/* Rule call pCl: which variable arguments are free (before), then marks those a rule binds by re-seq. */
+void qcSeqCall(QCtx *pX, const QClause *pCl, unsigned char *abFree, int bAfter);
 /* Tag SQL zTag as part of a set key (DISTINCT, UNION, GROUP BY): a ref's
 ** tag reads as a long's, since a ref value is its entity id, a long
 ** (Datomic), so the two are one element of a set. With the value's

@@ -517,9 +517,9 @@ int qcvStr(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
       sqlite3_free(zClj);
       sqlite3_free(sqlite3_str_finish(pStr));
       qcvArgsClose(&a);
-      return qcErr(pX->pC, pCl->aArg[i], "str: %s is re-seq's seq in some branches of an or or"
-                   " rule and a vector in others, which Clojure prints apart ((...) and [...]):"
-                   " str it inside the branches", pCl->aArg[i]->u.s.z);
+      return qcErr(pX->pC, pCl->aArg[i], "str: %s is re-seq's seq only in some branches of an or"
+                   " or rule (or through a recursive rule), which Clojure prints (...) and a"
+                   " vector [...]: call str inside the branches", pCl->aArg[i]->u.s.z);
     }
     if (zClj) sqlite3_str_appendf(pStr, " || %s", zClj);
     else if (pV && pV->bSeq) {
