@@ -238,15 +238,19 @@ const char *qfTagName(int tag, int t) {
 }
 
 /* The comparison class of a value for Clojure's compare: numbers (longs,
-** doubles and entity ids) compare with each other, every other type only
-** with itself; 0 for a value compare cannot order (bytes: a Java byte[] is
-** not Comparable). tag < -9: unknown, the storage class t decides. */
+** doubles) compare with each other, every other type only with itself; 0
+** for a value compare cannot order (bytes: a Java byte[] is not
+** Comparable). TAG_REF is a ref value whose type only the row knows
+** ([?e _ ?v]): no number in an ordering, as > and < have it (peer fault
+** B13); the compiler passes a ref of static type (an entity, a ref
+** attribute's value) as TAG_NUMBER, an entity id that is a long. tag < -9:
+** unknown, the storage class t decides. */
 static int qfCompareClass(int tag, int t) {
   if (tag < -9) {
     return t == SQLITE_INTEGER || t == SQLITE_FLOAT ? TAG_NUMBER : t == SQLITE_TEXT ? TAG_STRING : 0;
   }
-  if (tag == TAG_REF || tag == TAG_NUMBER) return TAG_NUMBER;
-  return tag == TAG_BYTES ? 0 : tag;
+  /* (TAG_REF is 0, "no class": a class of its own instead) */
+  return tag == TAG_BYTES ? 0 : tag == TAG_REF ? 100 : tag;
 }
 
 /* The user's name for a value's type in a comparison message. */

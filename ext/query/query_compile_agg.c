@@ -124,6 +124,19 @@ static int qcaInnerCol(QComp *pC, QCtx *pX, sqlite3_str *pInner, const char **az
   return (*pnCol)++;
 }
 
+/* min, max, (min n), (max n) of inner column k, a value whose type only
+** the row knows: its own tag beside the set key's as rK, for the
+** comparison class (mentat_one_class), where a ref is no number (peer
+** fault B13, as > has it); once per column. */
+static void qcaRawTag(sqlite3_str *pInner, const QFindElem *pE, const QVar *pV, int k,
+                      unsigned char *abRaw) {
+  const QcaAgg *p = qcaAggFind(pE);
+  if (p == NULL || pV->vt != VT_NONE || pV->zTag == NULL || abRaw[k]) return;
+  if (p->eKind != QCA_EXTREME && !(p->eKind == QCA_JSON && (p->iMode == 1 || p->iMode == 2))) return;
+  sqlite3_str_appendf(pInner, ", %s AS r%d", pV->zTag, k);
+  abRaw[k] = 1;
+}
+
 /* Inner column k (of type vt) as a numeric aggregate's argument: as it is,
 ** or checked value by value (mentat_num, failing at zPlace, an SQL
 ** literal) when its type is unknown. */
@@ -263,7 +276,8 @@ static int qcaAggExpr(QComp *pC, QCtx *pX, const QFindElem *pE, int k, const QVa
     case QCA_EXTREME:
       /* SQLite's min/max take their argument's collation. Values of
       ** unknown type must share a comparison class (mentat_one_class). */
-      if (zPlace) sqlite3_str_appendf(pOuter, "coalesce(mentat_one_class(t%d, %s), ", k, zPlace);
+      if (zPlace) sqlite3_str_appendf(pOuter, "coalesce(mentat_one_class(%c%d, %s), ",
+                                      pV->zTag ? 'r' : 't', k, zPlace);
       if (vt == VT_UUID || vt == VT_TUPLE) {
         /* uuids (alone or in tuples) by Java's UUID order, keywords in
         ** tuples by Clojure's: by the key, the value back from it */
@@ -301,7 +315,8 @@ static int qcaAggExpr(QComp *pC, QCtx *pX, const QFindElem *pE, int k, const QVa
       } else {
         iP = pE->pAggN ? qcaAggCount(pC, pX, pE) : 0;
         if (pC->rc) goto done;
-        if (zPlace) sqlite3_str_appendf(pOuter, "coalesce(mentat_one_class(t%d, %s), ", k, zPlace);
+        if (zPlace) sqlite3_str_appendf(pOuter, "coalesce(mentat_one_class(%c%d, %s), ",
+                                        pV->zTag ? 'r' : 't', k, zPlace);
         if (iP) sqlite3_str_appendf(pOuter, "mentat_agg_json(%d, v%d, t%d, ?%d)", pAgg->iMode, k, k, iP);
         else sqlite3_str_appendf(pOuter, "mentat_agg_json(%d, v%d, t%d, 1)", pAgg->iMode, k, k);
         if (zPlace) sqlite3_str_appendall(pOuter, ")");
@@ -358,6 +373,7 @@ static int qcaAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *
   const char **azCol = NULL;
   QVar **apVar = NULL;
   int *aiElem = NULL;
+  unsigned char *abRaw = NULL;   /* inner column k has its own tag rK */
   int nCol = 0, nOut = 0, nGroup = 0, nExtreme = 0, bThe = 0, i;
   int nMax = pQ->nFind + pQ->nWith + 1;
   char *zBody = NULL;
@@ -365,11 +381,14 @@ static int qcaAggregateSets(QComp *pC, QCtx *pX, QueryPlan *pPlan, sqlite3_str *
   azCol = sqlite3_malloc64(sizeof(char*) * nMax);
   apVar = sqlite3_malloc64(sizeof(QVar*) * nMax);
   aiElem = sqlite3_malloc64(sizeof(int) * nMax);
-  if (azCol == NULL || apVar == NULL || aiElem == NULL) { qcNoMem(pC); goto cleanup; }
+  abRaw = sqlite3_malloc64((size_t)nMax);
+  if (azCol == NULL || apVar == NULL || aiElem == NULL || abRaw == NULL) { qcNoMem(pC); goto cleanup; }
+  memset(abRaw, 0, (size_t)nMax);
 
   for (i = 0; i < pQ->nFind && pC->rc == SQLITE_OK; i++) {
     const QFindElem *pE = &pQ->aFind[i];
     aiElem[i] = qcaInnerCol(pC, pX, pInner, azCol, apVar, &nCol, pE->pVar, ":find");
+    if (aiElem[i] >= 0) qcaRawTag(pInner, pE, apVar[aiElem[i]], aiElem[i], abRaw);
     if (qcaIs(pE, QCA_EXTREME)) nExtreme++;
     if (qcaIs(pE, QCA_THE)) bThe = 1;
   }
@@ -449,6 +468,7 @@ cleanup:
   sqlite3_free(azCol);
   sqlite3_free(apVar);
   sqlite3_free(aiElem);
+  sqlite3_free(abRaw);
   return pC->rc;
 }
 

@@ -253,6 +253,9 @@ static const char *qcvCmpName(ValueType vt) {
 ** static tag of its known type, or NULL (the storage class decides). */
 static char *qcvCmpTag(const QcvArgs *pA, int i) {
   if (pA->aVt[i] == VT_NONE) return sqlite3_mprintf("%s", pA->azTag[i] ? pA->azTag[i] : "NULL");
+  /* an entity or ref attribute's value: an entity id, a long (a ref only
+  ** the row's tag says is one is not a number: qfCompareClass) */
+  if (pA->aVt[i] == VT_REF) return sqlite3_mprintf("%d", TAG_NUMBER);
   return sqlite3_mprintf("%d", pA->aVt[i] == QVT_JSON ? TAG_JSON : vtOutTag(pA->aVt[i]));
 }
 
