@@ -675,7 +675,8 @@ END_TEST
 static char *tPullText(const char *zPat, sqlite3_int64 e, const Schema *pS, PullCache **ppCache) {
   char *zErr = NULL, *zJson, *zRet;
   sqlite3_str *pOut = sqlite3_str_new(db);
-  int rc = pullEntityText(db, pS, zPat, (int)strlen(zPat), e, PULL_WITH_DBID, ppCache, pOut, &zErr);
+  int rc = pullEntityText(db, pS, zPat, (int)strlen(zPat), e, PULL_WITH_DBID, ppCache, NULL, pOut,
+                          &zErr);
   zJson = sqlite3_str_finish(pOut);
   zRet = rc == SQLITE_OK ? sqlite3_mprintf("%s", zJson) : sqlite3_mprintf("ERROR: %s", zErr ? zErr : "?");
   sqlite3_free(zJson);

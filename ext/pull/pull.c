@@ -186,10 +186,31 @@ typedef struct PullRun {
   sqlite3_str *pOut;
   char **pzErr;
   PullPattern wildcard;              /* [*], for component expansion */
+  const PullPoll *pPoll;             /* the host's interrupt, or NULL (pullPolled) */
+  int nPollItems;                    /* values and maps written since the last question */
+  int iPollAt;                       /* pOut's length then */
   int nPath;
   sqlite3_int64 aPath[PULL_MAX_DEPTH + 1];
   const PullItem *aVia[PULL_MAX_DEPTH + 1];
 } PullRun;
+
+/* pullPolled's gates: a question costs a clock read (intrWatchPoll gates
+** the probe itself to once a millisecond), so one per this many values or
+** bytes written does not show beside them. */
+#define PULL_POLL_ITEMS 16
+#define PULL_POLL_BYTES (256 * 1024)
+
+/* Whether the host asked the pull to stop (PullPoll), asked after every
+** PULL_POLL_ITEMS values and maps or PULL_POLL_BYTES of the map. */
+static int pullPolled(PullRun *p) {
+  int n;
+  if (p->pPoll == NULL) return 0;
+  n = sqlite3_str_length(p->pOut);
+  if (++p->nPollItems < PULL_POLL_ITEMS && n - p->iPollAt < PULL_POLL_BYTES) return 0;
+  p->nPollItems = 0;
+  p->iPollAt = n;
+  return p->pPoll->xPoll(p->pPoll->pArg);
+}
 
 /* Records the connection's error message and returns rc. */
 static int pullSqlErr(PullRun *p, int rc) {
@@ -363,9 +384,13 @@ static int pullWriteValues(PullRun *p, const PullItem *pItem, sqlite3_int64 e,
                              pAttr->type == VT_TUPLE ? TAG_TUPLE : sqlite3_column_int(pStmt, 1), 1);
     if (rc != SQLITE_OK) break;
     n++;
+    if (pullPolled(p)) {
+      rc = SQLITE_INTERRUPT;
+      break;
+    }
   }
   if (rc == SQLITE_DONE) rc = SQLITE_OK;
-  if (rc != SQLITE_OK) rc = pullSqlErr(p, rc);
+  if (rc != SQLITE_OK && rc != SQLITE_INTERRUPT) rc = pullSqlErr(p, rc);
   sqlite3_reset(pStmt);
   if (n > 0 && pAttr->bMany) sqlite3_str_appendchar(p->pOut, 1, ']');
   *pbAny = n > 0;
@@ -552,6 +577,10 @@ static int pullWildcardScan(PullRun *p, const PullPattern *pPat, sqlite3_int64 e
                                item.pAttr->type == VT_TUPLE ? TAG_TUPLE : tag, 1);
       if (rc != SQLITE_OK) goto cleanup;
     }
+    if (pullPolled(p)) {
+      rc = SQLITE_INTERRUPT;
+      goto cleanup;
+    }
   }
   if (rc == SQLITE_DONE) {
     /* Reset first: the last group's component maps may run this statement
@@ -606,6 +635,7 @@ static int pullMap(PullRun *p, const PullPattern *pPat, const PullItem *pVia, sq
   int bDbid = 0;
   int i, rc = SQLITE_OK;
 
+  if (pullPolled(p)) return SQLITE_INTERRUPT;
   p->aVia[p->nPath] = pVia;
   p->aPath[p->nPath++] = e;
   sqlite3_str_appendchar(p->pOut, 1, '{');
@@ -656,7 +686,8 @@ static int pullCacheFor(sqlite3 *db, PullCache **ppCache, PullCache **ppOut, cha
 ** for this call only). */
 static int pullRunCompiled(sqlite3 *db, const Schema *pSchema, const PullPattern *pPat,
                            sqlite3_int64 e, unsigned flags, const PullTime *pTime,
-                           PullCache *pCache, sqlite3_str *pOut, char **pzErr) {
+                           PullCache *pCache, const PullPoll *pPoll, sqlite3_str *pOut,
+                           char **pzErr) {
   PullCache local;
   PullRun *pRun = NULL;
   int rc, i;
@@ -680,6 +711,8 @@ static int pullRunCompiled(sqlite3 *db, const Schema *pSchema, const PullPattern
   }
   pRun->pOut = pOut;
   pRun->pzErr = pzErr;
+  pRun->pPoll = pPoll;
+  pRun->iPollAt = sqlite3_str_length(pOut);
   pRun->wildcard.bWildcard = 1;
   pRun->pCache = pCache ? pCache : &local;
 
@@ -703,14 +736,16 @@ int pullEntityAt(sqlite3 *db, const Schema *pSchema, const EdnValue *pPattern,
   ednArenaInit(&arena);
   rc = pullCompile(&arena, pSchema, pPattern, &pPat, pzErr);
   if (rc == SQLITE_OK) rc = pullCacheFor(db, ppCache, &pCache, pzErr);
-  if (rc == SQLITE_OK) rc = pullRunCompiled(db, pSchema, pPat, e, flags, pTime, pCache, pOut, pzErr);
+  if (rc == SQLITE_OK) {
+    rc = pullRunCompiled(db, pSchema, pPat, e, flags, pTime, pCache, NULL, pOut, pzErr);
+  }
   ednArenaReset(&arena);
   return rc;
 }
 
 int pullEntityText(sqlite3 *db, const Schema *pSchema, const char *zPattern, int nPattern,
-                   sqlite3_int64 e, unsigned flags, PullCache **ppCache, sqlite3_str *pOut,
-                   char **pzErr) {
+                   sqlite3_int64 e, unsigned flags, PullCache **ppCache, const PullPoll *pPoll,
+                   sqlite3_str *pOut, char **pzErr) {
   PullCache *pCache = NULL;
   EdnArena local;
   EdnArena *pArena = &local;
@@ -725,7 +760,8 @@ int pullEntityText(sqlite3 *db, const Schema *pSchema, const char *zPattern, int
   if (pCache && pCache->pTextPat && pCache->nText == nPattern && pCache->pTextSchema == pSchema
       && pCache->iTextGen == schemaGeneration(pSchema)
       && memcmp(pCache->zText, zPattern, (size_t)nPattern) == 0) {
-    return pullRunCompiled(db, pSchema, pCache->pTextPat, e, flags, NULL, pCache, pOut, pzErr);
+    return pullRunCompiled(db, pSchema, pCache->pTextPat, e, flags, NULL, pCache, pPoll, pOut,
+                           pzErr);
   }
   if (pCache) {
     pullCacheTextReset(pCache);
@@ -757,7 +793,9 @@ int pullEntityText(sqlite3 *db, const Schema *pSchema, const char *zPattern, int
       pCache->pTextPat = pPat;
     }
   }
-  if (rc == SQLITE_OK) rc = pullRunCompiled(db, pSchema, pPat, e, flags, NULL, pCache, pOut, pzErr);
+  if (rc == SQLITE_OK) {
+    rc = pullRunCompiled(db, pSchema, pPat, e, flags, NULL, pCache, pPoll, pOut, pzErr);
+  }
   if (rc != SQLITE_OK && pCache) pullCacheTextReset(pCache);
   ednArenaReset(&local);
   return rc;

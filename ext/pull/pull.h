@@ -83,14 +83,28 @@ int pullEntityAt(sqlite3 *db, const Schema *pSchema, const EdnValue *pPattern,
 ** *pzErr with "pull: ". */
 int pullTxAtInstant(sqlite3 *db, const EdnValue *pInst, sqlite3_int64 *piTx, char **pzErr);
 
+/* The host's interrupt, asked as a pull writes its map: the values' JSON
+** is written outside the store's VM, whose progress handler counts only
+** the statements' own instructions (a few per value, however long the
+** value), so a pull of many or large values could run on long after an
+** interrupt (issue 19 R3). xPoll(pArg) is asked every PULL_POLL_ITEMS
+** values and maps, and after every PULL_POLL_BYTES of the map (pull.c);
+** it should be cheap and gate itself in time (intrWatchPoll); nonzero
+** stops the pull with SQLITE_INTERRUPT (no message). */
+typedef struct PullPoll {
+  int (*xPoll)(void *pArg);
+  void *pArg;
+} PullPoll;
+
 /* pullEntityEx with the pattern as EDN text (one vector). With a cache the
 ** compiled pattern is kept there, so a repeated call with the same text on
 ** the same schema snapshot reads and resolves nothing (only the last text
 ** is kept). Errors: unreadable EDN or a non-vector give SQLITE_ERROR with
 ** "pattern: line L col C: ..."; a bad shape pullCompile's "pull pattern:
-** line L col C: ...". Always the current database. */
+** line L col C: ...". Always the current database. pPoll (NULL: none)
+** is asked as the map is written (PullPoll). */
 int pullEntityText(sqlite3 *db, const Schema *pSchema, const char *zPattern, int nPattern,
-                   sqlite3_int64 e, unsigned flags, PullCache **ppCache, sqlite3_str *pOut,
-                   char **pzErr);
+                   sqlite3_int64 e, unsigned flags, PullCache **ppCache, const PullPoll *pPoll,
+                   sqlite3_str *pOut, char **pzErr);
 
 #endif /* MENTAT_PULL_H */
