@@ -50,6 +50,23 @@ void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV, int bShare) {
   pN->nParam = pV->nParam;
 }
 
+/* See query_compile_scope.h: 2 for re-seq's seq, 3 for maybe one, 4 (5)
+** for a set, map or list literal (a "?N" collection parameter) or maybe
+** one, whose kind a union's rows do not keep (its JSON is an array or an
+** object), else 1. */
+int qcSeqBits(const QCtx *pX, const QVar *pV) {
+  const QComp *pC = pX->pC;
+  const EdnValue *p = NULL;
+  char *zEnd = NULL;
+  long iP = pV->vt == QVT_JSON && pV->zExpr && pV->zExpr[0] == '?'
+            ? strtol(pV->zExpr + 1, &zEnd, 10) : 0;
+  if (pV->bSeq) return pV->bSeq == 1 ? 2 : pV->bSeq == 2 ? 3 : 5;
+  if (iP >= 1 && iP <= pC->nParam && *zEnd == 0 && pC->aParam[iP - 1].eConv == QV_JSON) {
+    p = qParamValue(&pC->aParam[iP - 1], pC->pOpts);
+  }
+  return p && (p->type == EDN_SET || p->type == EDN_MAP || p->type == EDN_LIST) ? 4 : 1;
+}
+
 int qcVarSeedKind(const QVar *pV, char *zBuf, int nBuf) {
   char zCol[40];
   int iN = 0, iK = 0;

@@ -298,7 +298,7 @@ static int qcoOrTable(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int 
   int i, j, bSeed, bPhase = 0;
   QPhase ph;
   ValueType *aVt = sqlite3_malloc64(sizeof(ValueType) * (nJoin + 1));
-  unsigned char abSeq[64];   /* 2: a branch binds it to re-seq's seq, 1: one does not */
+  unsigned char abSeq[64];   /* qcSeqBits of its branches */
   if (aVt == NULL) return qcNoMem(pC);
   for (j = 0; j < nJoin; j++) aVt[j] = (ValueType)-1;
   memset(abSeq, 0, sizeof abSeq);
@@ -332,7 +332,7 @@ static int qcoOrTable(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int 
         break;
       }
       qcSetColumns(pC, pOut, j == 0 && !bPhase, j, pV, &aVt[j]);
-      if (j < 64) abSeq[j] |= pV->bSeq ? 2 : 1;
+      if (j < 64) abSeq[j] |= (unsigned char)qcSeqBits(&sub, pV);
     }
     zBody = pC->rc == SQLITE_OK ? qcBody(&sub) : NULL;
     if (zBody) sqlite3_str_appendall(pOut, zBody);
@@ -361,7 +361,7 @@ static int qcoOrTable(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int 
               sqlite3_mprintf("%s.t%d", zAlias, j), 0);
     pN = j < 64 && abSeq[j] ? qcVarFind(pX, aJoin[j]->u.s.z) : NULL;
     if (pN && pN->zExpr && strncmp(pN->zExpr, zAlias, strlen(zAlias)) == 0) {
-      pN->bSeq = abSeq[j] == 2 ? 1 : abSeq[j] == 3 ? 2 : 0;
+      pN->bSeq = abSeq[j] & 4 ? 3 : abSeq[j] == 2 ? 1 : abSeq[j] & 2 ? 2 : 0;
     }
   }
   sqlite3_free(aVt);

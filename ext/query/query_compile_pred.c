@@ -257,6 +257,14 @@ static int qcpPatternPair(const EdnValue *pA, const EdnValue *pB, const char *zT
   return !qcpTagConst(zTagB, &tB) || tB == TAG_PATTERN;
 }
 
+/* Is term p a variable that may hold a set, map or list literal whose kind
+** a union's rows lost (QVar.bSeq 3), meeting a value of type vtOther that
+** may be a collection (Clojure's = tells a set from a vector, JSON not)? */
+static int qcpCollLost(QCtx *pX, const EdnValue *p, ValueType vtOther) {
+  const QVar *pV = ednIsVar(p) ? qcVarFind(pX, p->u.s.z) : NULL;
+  return pV && pV->bSeq == 3 && (vtOther == QVT_JSON || vtOther == VT_TUPLE || vtOther == VT_NONE);
+}
+
 /* Compares two terms with SQL operator zOp within one type class. bNe: the
 ** operator is a "differ" (true across classes). bValue: = / != compare
 ** values as Clojure's = does, so a long never equals a double ((= 1 1.0)
@@ -271,6 +279,12 @@ static char *qcpCompareTerms(QCtx *pX, const QClause *pCl, const char *zFn, cons
   char *zB = zA ? qcpConstOnce(pX->pC, pB, qcTermExpr(pX, pB, &vtB, &zTagB, "predicate")) : NULL;
   int bEq = strcmp(zOp, "=") == 0 || strcmp(zOp, "!=") == 0;
   if (zA == NULL || zB == NULL) goto cleanup;
+  if (bEq && (qcpCollLost(pX, pA, vtB) || qcpCollLost(pX, pB, vtA))) {
+    qcErr(pX->pC, pCl->pForm, "%s: %s may be a set, map or list literal an or or rule hands on,"
+          " whose rows keep only its elements, and meets a collection: compare inside the"
+          " branches", zFn, qcpCollLost(pX, pA, vtB) ? pA->u.s.z : pB->u.s.z);
+    goto cleanup;
+  }
   if (!bNe && !bValue && qcpIncomparable(pX, pCl, zFn, zOp, vtA, vtB)) goto cleanup;
   if (bEq && qcCollKindsDiffer(pX, zA, vtA, zB, vtB)) {
     zOut = sqlite3_mprintf(bNe ? "1" : "0");   /* (= #{1} [1]) is false */

@@ -264,7 +264,7 @@ int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
   QComp *pC = pX->pC;
   unsigned char aeArg[64];    /* 0 free, 1 bound variable, 2 constant, 3 _ */
   ValueType aVt[64];
-  unsigned char abSeq[64];   /* 2: a definition binds it to re-seq's seq, 1: one does not */
+  unsigned char abSeq[64];   /* qcSeqBits of its definitions */
   int i, j, nFree = 0, nBound = 0, nArity = pCl->nArg, nDef = 0, bSeed, bPhase = 0;
   QPhase ph;
   sqlite3_str *pOut;
@@ -338,7 +338,7 @@ int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
         break;
       }
       qcSetColumns(pC, pOut, nCol++ == 0, j, pV, &aVt[j]);
-      abSeq[j] |= pV->bSeq ? 2 : 1;
+      abSeq[j] |= (unsigned char)qcSeqBits(&sub, pV);
     }
     zBody = pC->rc == SQLITE_OK ? qcBody(&sub) : NULL;
     if (zBody) sqlite3_str_appendall(pOut, zBody);
@@ -348,9 +348,9 @@ int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
   qciFinish(pX, pCl, pOut, &ph, bPhase, nFree, aeArg, aVt);
   for (j = 0; j < nArity && nFree && nDef && pC->rc == SQLITE_OK; j++) {
     /* a free argument every definition bound to re-seq's seq is one (2:
-    ** some definitions only, which str refuses) */
-    QVar *pN = aeArg[j] == 0 && abSeq[j] & 2 ? qcVarFind(pX, pCl->aArg[j]->u.s.z) : NULL;
-    if (pN) pN->bSeq = abSeq[j] == 2 ? 1 : 2;
+    ** some definitions only; 3: maybe a set, map or list literal) */
+    QVar *pN = aeArg[j] == 0 && abSeq[j] & 6 ? qcVarFind(pX, pCl->aArg[j]->u.s.z) : NULL;
+    if (pN) pN->bSeq = abSeq[j] & 4 ? 3 : abSeq[j] == 2 ? 1 : 2;
   }
   return 1;
 }

@@ -36,9 +36,8 @@ typedef struct QVar {
   char *zTag;             /* SQL for the tag when vt is VT_NONE, else NULL */
   ValueType vt;
   unsigned char bIntCol;  /* zExpr is an INTEGER-affinity column (e, a, tx) */
-  unsigned char bIdent;   /* a keyword here names its ident's entity in an
-                          ** entity place: an input read so, a function's
-                          ** result, a rule's constant or seed (qcVarKind) */
+  unsigned char bIdent;   /* a keyword here names its ident's entity in an entity place: an
+                          ** input, a function's result, a rule's constant or seed (qcVarKind) */
   char *zInList;          /* pending collection: "?1,?2" (NULL when none) */
   char *zInMore;          /* more collections binding it, each a filter:
                           ** lists joined by '\x01' (NULL when none) */
@@ -47,7 +46,8 @@ typedef struct QVar {
   unsigned char bHetero;     /* bound to values of several types ([1 "A"]) */
   unsigned char bGiven;      /* a value the query gave (input, ground, a rule's constant),
                              ** here or copied: its numbers meet a double place as stored */
-  unsigned char bSeq;        /* re-seq's result, a seq: str prints it (...), not [...] */
+  unsigned char bSeq;        /* re-seq's result, a seq: str prints it (...), not [...] (1);
+                             ** maybe one (2); maybe a set, map or list literal (3) */
   unsigned char bInMixed;    /* ... numbers of both kinds (1, 2.5), a relation
                              ** input's column too (qcVarMixesKinds) */
   unsigned char bConvCol;    /* zExpr is a VALUES column inN.cJ of longs given,
@@ -625,8 +625,7 @@ const char *qcKwCollate(ValueType vt);
 /* The collation min, max and :order take for type vt: qcKwCollate's, or
 ** " COLLATE mentat_utf16" for strings (String.compareTo's order). */
 const char *qcOrderCollate(ValueType vt);
-/* zExpr ordered as Clojure's compare orders uuids (a new string; see
-** query_compile_sql.c). */
+/* zExpr ordered as Clojure's compare orders uuids (a new string; see query_compile_sql.c). */
 char *qcUuidOrd(const char *zExpr, ValueType vt, const char *zTag);
 /* The tag SQL for a variable (its tag expression or its static tag). */
 char *qcVarTag(const QVar *pV);
@@ -638,6 +637,8 @@ char *qcTagsMatch(const char *zTagA, const char *zTagB);
 int qcCollKindsDiffer(const QCtx *pX, const char *zA, ValueType vtA, const char *zB, ValueType vtB);
 /* Rule call pCl: which variable arguments are free (before), then marks those a rule binds by re-seq. */
 void qcSeqCall(QCtx *pX, const QClause *pCl, unsigned char *abFree, int bAfter);
+/* An or branch's or rule definition's pV handed on as a union's column: its bSeq bits. */
+int qcSeqBits(const QCtx *pX, const QVar *pV);
 /* Tag SQL zTag as part of a set key (DISTINCT, UNION, GROUP BY): a ref's
 ** tag reads as a long's, since a ref value is its entity id, a long
 ** (Datomic), so the two are one element of a set. With the value's
@@ -887,8 +888,7 @@ int qcrReady(QCtx *pX, const QClause *pCl);
 ** a place the recursion changes, or the call is not one the magic rewrite
 ** takes)? Used to order patterns around rule calls; 1 when unsure. */
 int qcrSeedPlace(QCtx *pX, const QClause *pCl, const char *zVar);
-/* Frees pC->pRi, the rule set's heads and groups
-** (query_compile_rules_ctx.c). */
+/* Frees pC->pRi, the rule set's heads and groups (query_compile_rules_ctx.c). */
 void qcxFree(QComp *pC);
 
 /* ---- query_compile_agg.c: aggregate find specs */

@@ -79,12 +79,22 @@ int qctType(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QComp *pC = pX->pC;
   ValueType vt;
   char *zTag = NULL, *zV, *zExpr;
+  const QVar *pV = NULL;
   (void)pFn;
   (void)pOut;
   if (pCl->nArg != 1) return qcErr(pC, pCl->pForm, "type takes one value");
+  if (ednIsVar(pCl->aArg[0])) pV = qcVarFind(pX, pCl->aArg[0]->u.s.z);
+  if (pV && pV->bSeq >= 2) {
+    /* a union's rows keep a collection's elements only (qcSeqBits) */
+    return qcErr(pC, pCl->aArg[0], "type: %s may be re-seq's seq or a set, map or list literal"
+                 " an or or rule hands on, whose rows keep only its elements: call type inside"
+                 " the branches", pCl->aArg[0]->u.s.z);
+  }
   zV = qcTermExpr(pX, pCl->aArg[0], &vt, &zTag, "function");
   if (zV == NULL) return pC->rc;
-  if (vt == QVT_JSON) {
+  if (pV && pV->bSeq == 1) {
+    zExpr = sqlite3_mprintf("':clojure.lang/Cons'");   /* re-seq's (cons ... (lazy-seq ...)) */
+  } else if (vt == QVT_JSON) {
     const EdnValue *pVal = qctJsonValue(pX, zV);
     zExpr = pVal ? sqlite3_mprintf("'%s'", qctCollName(pVal)) : qctJsonSql(zV);
   } else if (vt == VT_LONG || vt == VT_DOUBLE) {
