@@ -195,6 +195,70 @@ START_TEST(host_triggers_after_first_write) {
 }
 END_TEST
 
+/* A host unique index on the log's assertions of :p/n: a one-datom
+** replacement writes its three log rows (the old value's retraction, the
+** tx instant, the new value) in one multi-row INSERT, and the third hits
+** the index after the statement has inserted the first two; the call's
+** undo takes them back with the host's earlier row kept. */
+START_TEST(host_log_index_mid_statement) {
+  for (int bBegin = 0; bBegin < 3; bBegin++) {
+    sqlite3 *db = openStore("undo-logidx.db");
+    char *zA = tuQuery(db, "SELECT e FROM idents WHERE v = ':p/n'", NULL, NULL), zSql[200];
+    sqlite3_snprintf(sizeof zSql, zSql, "CREATE UNIQUE INDEX host_log_n ON timelined_transactions (v)"
+                     " WHERE a = %s AND added = 1", zA);
+    free(zA);
+    tuExecOk(db, zSql);
+    /* b asserted 10: a's new 10 is the log statement's third row */
+    expectUndone(db, "[[:db/add [:p/name \"a\"] :p/n 10]]", "UNIQUE constraint failed", bBegin);
+    expectNextWorks(db);
+    ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+  }
+}
+END_TEST
+
+/* The log rows of replacements of each storage class (integer, real,
+** text, blob) and a retraction, in the order written (rowid): explicit
+** retractions, then each replaced value (ops in entity, attribute order),
+** then the new datoms by attribute, value, entity (:db/txInstant, entid
+** 3, first); the datoms hold the new values only. Worked out by hand from
+** that order; the same inside the host's BEGIN. */
+START_TEST(rows_path_log_rows) {
+  static const char zWantLog[] =
+    "1:s/two:0:text;2:1:0:integer;3:1.5:0:real;4:'x':0:text;5:X'01':0:blob;"
+    "tx:1:1:integer;2:2:1:integer;3:2.5:1:real;4:'y':1:text;5:X'02':1:blob";
+  for (int bBegin = 0; bBegin < 2; bBegin++) {
+    sqlite3 *db = openFile("rows-log.db");
+    char *z;
+    tuExecOk(db, "SELECT edn_t(':main', '[{:db/ident :r/k :db/valueType :db.type/keyword :db/index true"
+                 " :db/cardinality :db.cardinality/many}"
+                 " {:db/ident :r/l :db/valueType :db.type/long} {:db/ident :r/d :db/valueType :db.type/double}"
+                 " {:db/ident :r/s :db/valueType :db.type/string} {:db/ident :r/b :db/valueType :db.type/bytes}]')");
+    tuExecOk(db, "SELECT edn_t(':main', '[{:db/id \"e\" :r/k [:s/one :s/two] :r/l 1 :r/d 1.5 :r/s \"x\""
+                 " :r/b #bytes \"01\"}]')");
+    if (bBegin) tuExecOk(db, "BEGIN");
+    tuExpectQuery(db, "SELECT e FROM datoms WHERE v = ':s/one'", "65541");
+    z = tuQuery(db, "SELECT edn_t(':main', '[[:db/retract 65541 :r/k :s/two] [:db/add 65541 :r/l 2]"
+                    " [:db/add 65541 :r/d 2.5] [:db/add 65541 :r/s \"y\"] [:db/add 65541 :r/b #bytes \"02\"]]')"
+                    " ->> 'tx_id'", NULL, NULL);
+    ck_assert_str_eq(z, "268435459");
+    free(z);
+    /* attributes as their rank among :r/k..:r/b, the entity only where it is not e */
+    tuExpectQuery(db, "SELECT group_concat(r, ';') FROM (SELECT CASE WHEN t.a = 3 THEN 'tx' ELSE"
+                  " t.a - (SELECT e FROM idents WHERE v = ':r/k') + 1 END || ':' ||"
+                  " CASE WHEN t.a = 3 THEN '1' WHEN t.a = (SELECT e FROM idents WHERE v = ':r/k')"
+                  " THEN substr(t.v, 2) ELSE quote(t.v) END || ':' || t.added || ':' ||"
+                  " CASE WHEN t.a = 3 THEN 'integer' ELSE typeof(t.v) END AS r"
+                  " FROM timelined_transactions t WHERE t.tx = 268435459 AND (t.a = 3 OR t.e = 65541)"
+                  " ORDER BY t.rowid)", zWantLog);
+    tuExpectQuery(db, "SELECT group_concat(quote(v), ',') FROM (SELECT v FROM datoms WHERE e = 65541"
+                  " ORDER BY a)", "':s/one',2,2.5,'y',X'02'");
+    if (bBegin) tuExecOk(db, "COMMIT");
+    tuExpectQuery(db, "PRAGMA integrity_check", "ok");
+    ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+  }
+}
+END_TEST
+
 /* Counts the rollbacks of a "ROLLBACK" statement (the extension's
 ** sqlite3_exec), not SQLite's own rollback inside a failing statement. */
 static int gOwnRollback;
@@ -292,6 +356,8 @@ static Suite *undoSuite(void) {
   tcase_add_test(tc, host_index_after_first_write);
   tcase_add_test(tc, host_foreign_keys_after_first_write);
   tcase_add_test(tc, host_triggers_after_first_write);
+  tcase_add_test(tc, host_log_index_mid_statement);
+  tcase_add_test(tc, rows_path_log_rows);
   suite_add_tcase(s, tc);
   tc = tuFaultCase("host_undo_faults", 600);
   tcase_add_test(tc, nomem_inside_begin);

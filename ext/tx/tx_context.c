@@ -94,10 +94,13 @@ static const char *const azTxSql[TXS_COUNT] = {
   "   AND t.e BETWEEN ?1 AND ?2 AND t.timeline IS 0)) FROM (SELECT DISTINCT e FROM schema) s), -1),"
   " coalesce((SELECT tx FROM (SELECT tx FROM timelined_transactions ORDER BY rowid DESC LIMIT 1)"
   "   WHERE tx BETWEEN ?1 AND ?2), -1))",
+  /* TXS_CARD_ONE: what a cardinality-one assertion replaces (each value,
+  ** stored form) and whether it is there already (column 2: EXISTS's test) */
+  "SELECT v, value_type_tag, value_type_tag = ?3 AND v = ?4 FROM datoms WHERE e = ?1 AND a = (?2 + 0)",
 };
 
-/* The multi-row INSERTs: TX_BATCH rows of anonymous parameters. */
-static char *txBatchSql(int eStmt) {
+/* The multi-row INSERTs: nRows rows of anonymous parameters. */
+static char *txBatchSql(int eStmt, int nRows) {
   sqlite3_str *pSql = sqlite3_str_new(NULL);
   int i;
   if (eStmt == TXS_INSERT_BATCH) {
@@ -107,7 +110,7 @@ static char *txBatchSql(int eStmt) {
     sqlite3_str_appendall(pSql, "INSERT OR FAIL INTO timelined_transactions (e, a, v, tx, added,"
                                 " value_type_tag, timeline) VALUES ");
   }
-  for (i = 0; i < TX_BATCH; i++) {
+  for (i = 0; i < nRows; i++) {
     if (i) sqlite3_str_appendchar(pSql, 1, ',');
     sqlite3_str_appendall(pSql, eStmt == TXS_INSERT_BATCH ? "(?,?,?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,0)");
   }
@@ -143,6 +146,8 @@ static char *txLookupBatchSql(void) {
 
 typedef struct TxCache {
   sqlite3_stmt *aStmt[TXS_COUNT];
+  /* txStmtRows' statements of 1..TX_BATCH - 1 rows (TX_BATCH: TXS_*_BATCH) */
+  sqlite3_stmt *aRows[2][TX_BATCH];
   sqlite3_int64 nCacheBytes;   /* the writer's page cache as last set; 0 unset */
   int nSmallRun;               /* small transactions since the last large one */
 } TxCache;
@@ -152,12 +157,16 @@ static void txCacheFree(void *pArg) {
   int i;
   if (pCache == NULL) return;
   for (i = 0; i < TXS_COUNT; i++) sqlite3_finalize(pCache->aStmt[i]);
+  for (i = 0; i < TX_BATCH; i++) {
+    sqlite3_finalize(pCache->aRows[0][i]);
+    sqlite3_finalize(pCache->aRows[1][i]);
+  }
   sqlite3_free(pCache);
 }
 
-/* The cached statement eStmt on the writer connection, reset and with
-** bindings cleared. */
-int txStmt(Tx *p, int eStmt, sqlite3_stmt **ppStmt) {
+/* Whether a statement may run now, and the statement cache (created on
+** first use). */
+static int txStmtCheck(Tx *p, TxCache **ppCache) {
   TxCache *pCache = (TxCache *)p->pConn->pTxCache;
   int rc;
   /* SQLite rolls the whole transaction back by itself when a statement
@@ -181,10 +190,20 @@ int txStmt(Tx *p, int eStmt, sqlite3_stmt **ppStmt) {
     p->pConn->pTxCache = pCache;
     p->pConn->xTxCacheFree = txCacheFree;
   }
+  *ppCache = pCache;
+  return SQLITE_OK;
+}
+
+/* The cached statement eStmt on the writer connection, reset and with
+** bindings cleared. */
+int txStmt(Tx *p, int eStmt, sqlite3_stmt **ppStmt) {
+  TxCache *pCache = NULL;
+  int rc = txStmtCheck(p, &pCache);
+  if (rc != SQLITE_OK) return rc;
   if (pCache->aStmt[eStmt] == NULL) {
     char *zBatch = NULL;
     if (azTxSql[eStmt] == NULL) {
-      zBatch = eStmt == TXS_LOOKUP_BATCH ? txLookupBatchSql() : txBatchSql(eStmt);
+      zBatch = eStmt == TXS_LOOKUP_BATCH ? txLookupBatchSql() : txBatchSql(eStmt, TX_BATCH);
       if (zBatch == NULL) return SQLITE_NOMEM;
     }
     rc = sqlite3_prepare_v3(p->db, zBatch ? zBatch : azTxSql[eStmt], -1, SQLITE_PREPARE_PERSISTENT,
@@ -198,6 +217,36 @@ int txStmt(Tx *p, int eStmt, sqlite3_stmt **ppStmt) {
     sqlite3_clear_bindings(pCache->aStmt[eStmt]);
   }
   *ppStmt = pCache->aStmt[eStmt];
+  return SQLITE_OK;
+}
+
+int txStmtRows(Tx *p, int bLog, int nRows, int bReady, sqlite3_stmt **ppStmt) {
+  TxCache *pCache;
+  sqlite3_stmt **pp;
+  char *zSql;
+  int rc;
+  if (nRows < 1) return SQLITE_MISUSE;
+  if (nRows >= TX_BATCH) {
+    int eStmt = bLog ? TXS_LOG_BATCH : TXS_INSERT_BATCH;
+    return bReady ? txStmtReady(p, eStmt) : txStmt(p, eStmt, ppStmt);
+  }
+  rc = txStmtCheck(p, &pCache);
+  if (rc != SQLITE_OK) return rc;
+  pp = &pCache->aRows[bLog][nRows];
+  if (ppStmt) *ppStmt = NULL;
+  if (*pp) {
+    if (bReady) return SQLITE_OK;
+    sqlite3_reset(*pp);
+    sqlite3_clear_bindings(*pp);
+    *ppStmt = *pp;
+    return SQLITE_OK;
+  }
+  zSql = txBatchSql(bLog ? TXS_LOG_BATCH : TXS_INSERT_BATCH, nRows);
+  if (zSql == NULL) return SQLITE_NOMEM;
+  rc = sqlite3_prepare_v3(p->db, zSql, -1, SQLITE_PREPARE_PERSISTENT, pp, NULL);
+  sqlite3_free(zSql);
+  if (rc != SQLITE_OK) return txSqlErr(p, "cannot prepare the transactor's SQL: ");
+  if (ppStmt) *ppStmt = *pp;
   return SQLITE_OK;
 }
 

@@ -103,6 +103,7 @@ enum {
   TXS_LOOKUP_BATCH,                  /* TX_LOOKUP_BATCH values per statement */
   TXS_LOG_FORGET, TXS_LOG_FORGET_OLD, /* :db/noHistory: drop superseded log rows */
   TXS_PART_MAX,                      /* the largest id in use in a partition */
+  TXS_CARD_ONE,                      /* the values of [e a], each marked if it is v */
   TXS_COUNT
 };
 /* Rows per multi-row INSERT: each statement start/halt opens and closes a
@@ -137,6 +138,10 @@ typedef struct Tx {
 /* The context (tx_context.c): statements, errors, ops, tempids, lookup refs, values. */
 int txStmt(Tx *p, int eStmt, sqlite3_stmt **ppStmt);
 int txStmtReady(Tx *p, int eStmt);   /* prepared, not reset (before a write's first write) */
+/* The multi-row INSERT OR FAIL of nRows (1..TX_BATCH) datoms rows (bLog 0,
+** 9 parameters a row, as txBindDatom binds them) or log rows (bLog 1, 6 a
+** row); reset, bindings cleared. bReady: prepare only (txStmtReady). */
+int txStmtRows(Tx *p, int bLog, int nRows, int bReady, sqlite3_stmt **ppStmt);
 void txCacheFit(Tx *p);   /* the writer's page cache for this transaction's size */
 int txErr(Tx *p, int line, int col, const char *zFmt, ...);
 int txSqlErr(Tx *p, const char *zWhat);

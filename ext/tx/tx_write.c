@@ -409,13 +409,116 @@ static int txCheckable(TxOp **ap, int n) {
   return 1;
 }
 
+/* A value a cardinality-one assertion replaces, as stored (TXS_CARD_ONE):
+** its retraction's log row is bound from it (text and blobs in the arena),
+** its datom goes with the assertion's [e a] (TXS_DELETE_OLD). */
+typedef struct TxOld {
+  const TxOp *pOp;          /* the assertion */
+  int tag;                  /* value_type_tag */
+  int eClass;               /* SQLITE_INTEGER, SQLITE_FLOAT, SQLITE_TEXT or SQLITE_BLOB */
+  sqlite3_int64 i;
+  double d;
+  const char *z;
+  int n;
+} TxOld;
+
+/* One log row of the rows path: an op's (bAdded: its assertion) or a
+** replaced value's retraction (pOld). */
+typedef struct TxLogRow {
+  const TxOp *pOp;
+  const TxOld *pOld;
+  int bAdded;
+} TxLogRow;
+
+/* What the rows path writes, all worked out before its first write. */
+typedef struct TxRows {
+  TxOld *aOld; int nOld, nOldAlloc;
+  TxLogRow *aLog; int nLog;
+  TxOp **aNew; int nNew;    /* the new datoms, in txCmpAVE order */
+} TxRows;
+
+/* The rows path (txWriteRows) writes each table with as few statements as
+** it can: all log rows, then the deletes, then the new datoms, TX_BATCH
+** rows per multi-row statement (one-datom transaction: one log statement
+** of three rows, one delete, one insert of two datoms, where the per-row
+** path ran six statements, each opening a cursor on every index of its
+** table). It needs every replaced value read first, so it takes only
+** transactions whose retractions and cardinality-one assertions share no
+** [e a] (the retraction's delete ran first, and the replacement found its
+** value gone) and with no :db/noHistory attribute (its log rows are
+** deleted, not logged). */
+static int txRowsFit(TxOp **ap, int n) {
+  int i = 0;
+  while (i < n) {
+    int j, bRetract = 0, bOne = 0;
+    for (j = i; j < n && ap[j]->e.e == ap[i]->e.e && ap[j]->pAttr == ap[i]->pAttr; j++) {
+      if (ap[j]->bDrop) continue;
+      if (ap[j]->pAttr->bNoHistory) return 0;
+      if (ap[j]->eOp == TXOP_RETRACT) bRetract = 1;
+      else if (!ap[j]->pAttr->bMany) bOne = 1;
+    }
+    if (bRetract && bOne) return 0;
+    i = j;
+  }
+  return 1;
+}
+
+/* The values of [e a] a cardinality-one assertion replaces, added to
+** pRows; *pbFound when the asserted value is there already (then it
+** replaces nothing, as txPrepareAdd's EXISTS decides). */
+static int txReadOld(Tx *p, TxOp *pOp, TxRows *pRows, int *pbFound) {
+  sqlite3_stmt *pStmt = NULL;
+  int rc = txStmt(p, TXS_CARD_ONE, &pStmt), nOld0 = pRows->nOld;
+  *pbFound = 0;
+  if (rc) return rc;
+  sqlite3_bind_int64(pStmt, 1, pOp->e.e);
+  sqlite3_bind_int64(pStmt, 2, pOp->pAttr->e);
+  sqlite3_bind_int(pStmt, 3, vtTag(pOp->pAttr->type));
+  rc = txValueBindStored(p, pStmt, 4, pOp);
+  while (rc == SQLITE_OK && (rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
+    TxOld *pOld;
+    rc = SQLITE_OK;
+    if (sqlite3_column_int(pStmt, 2)) { *pbFound = 1; continue; }
+    if (pRows->nOld == pRows->nOldAlloc) {
+      int nNew = pRows->nOldAlloc ? pRows->nOldAlloc * 2 : 8;
+      TxOld *aNew = sqlite3_realloc64(pRows->aOld, (sqlite3_uint64)nNew * sizeof(TxOld));
+      if (aNew == NULL) { rc = SQLITE_NOMEM; break; }
+      pRows->aOld = aNew;
+      pRows->nOldAlloc = nNew;
+    }
+    pOld = &pRows->aOld[pRows->nOld++];
+    memset(pOld, 0, sizeof *pOld);
+    pOld->pOp = pOp;
+    pOld->tag = sqlite3_column_int(pStmt, 1);
+    pOld->eClass = sqlite3_column_type(pStmt, 0);
+    if (pOld->eClass == SQLITE_INTEGER) {
+      pOld->i = sqlite3_column_int64(pStmt, 0);
+    } else if (pOld->eClass == SQLITE_FLOAT) {
+      pOld->d = sqlite3_column_double(pStmt, 0);
+    } else {
+      const void *z = pOld->eClass == SQLITE_TEXT ? (const void *)sqlite3_column_text(pStmt, 0)
+                                                   : sqlite3_column_blob(pStmt, 0);
+      pOld->n = sqlite3_column_bytes(pStmt, 0);
+      pOld->z = ednArenaStrdup(p->pArena, z ? (const char *)z : "", pOld->n);
+      if (pOld->z == NULL) rc = SQLITE_NOMEM;
+    }
+  }
+  sqlite3_reset(pStmt);
+  if (rc == SQLITE_NOMEM) return rc;
+  if (rc != SQLITE_DONE && rc != SQLITE_OK) return txSqlErr(p, "cannot read datoms: ");
+  if (*pbFound) pRows->nOld = nOld0;
+  return SQLITE_OK;
+}
+
 /* The reads and checks of txRetract and txPrepareAdd, all before the
 ** first write (storeWriteUndoPoint), and every statement the writes will
 ** run prepared. The same answers as made between the writes: whether a
 ** datom exists does not depend on this transaction's other writes (a
 ** datom is not both asserted and retracted, and one [e a] of cardinality
-** one has one assertion: txCheckSet), and txCheckOp reads nothing. */
-static int txCheckFirst(Tx *p, TxOp **ap, int n) {
+** one has one assertion: txCheckSet), and txCheckOp reads nothing. With
+** pRows (the rows path) a cardinality-one assertion reads the values it
+** replaces instead (txReadOld). */
+static int txCheckFirst(Tx *p, TxOp **ap, int n, TxRows *pRows) {
   static const int aWrite[] = { TXS_DELETE, TXS_LOG, TXS_LOG_OLD, TXS_DELETE_OLD, TXS_INSERT,
                                 TXS_INSERT_BATCH, TXS_LOG_BATCH, TXS_SET_PART, TXS_LOG_FORGET,
                                 TXS_LOG_FORGET_OLD };
@@ -429,7 +532,13 @@ static int txCheckFirst(Tx *p, TxOp **ap, int n) {
   for (i = 0; rc == SQLITE_OK && i < n; i++) {
     if (ap[i]->bDrop || ap[i]->eOp != TXOP_ADD) continue;
     bFound = 0;
-    if (!txIsFresh(p, ap[i]->e.e)) rc = txStepEAV(p, TXS_EXISTS, ap[i], &bFound, NULL);
+    if (txIsFresh(p, ap[i]->e.e)) {
+      /* a new entity has no datoms */
+    } else if (pRows && !ap[i]->pAttr->bMany) {
+      rc = txReadOld(p, ap[i], pRows, &bFound);
+    } else {
+      rc = txStepEAV(p, TXS_EXISTS, ap[i], &bFound, NULL);
+    }
     if (rc == SQLITE_OK && bFound) ap[i]->bDrop = 1;
     else if (rc == SQLITE_OK) rc = txCheckOp(p, ap[i]);
     if (rc == SQLITE_OK && !bFound) ap[i]->bNew = 1;
@@ -440,24 +549,101 @@ static int txCheckFirst(Tx *p, TxOp **ap, int n) {
   return rc;
 }
 
-int txWrite(Tx *p) {
-  TxOp **ap = NULL;
-  int i, n = 0, rc, bChecked;
-
-  ap = sqlite3_malloc64((sqlite3_uint64)(p->nOp ? p->nOp : 1) * sizeof(TxOp *));
-  if (ap == NULL) return SQLITE_NOMEM;
-  for (i = 0; i < p->nOp; i++) {
-    TxOp *pOp = &p->aOp[i];
-    if (pOp->bDrop || (pOp->eOp != TXOP_ADD && pOp->eOp != TXOP_RETRACT)) continue;
-    ap[n++] = pOp;
+/* The rows path's plan, after txCheckFirst: the log rows in the order the
+** per-row path writes them (retractions, replaced values, new datoms in
+** txCmpAVE order), the new datoms, and every statement they need
+** prepared. ap is reordered. */
+static int txRowsPlan(Tx *p, TxOp **ap, int n, TxRows *pRows) {
+  int i, m = 0, rc;
+  pRows->aLog = sqlite3_malloc64((sqlite3_uint64)(n + pRows->nOld + 1) * sizeof(TxLogRow));
+  if (pRows->aLog == NULL) return SQLITE_NOMEM;
+  for (i = 0; i < n; i++) {
+    if (ap[i]->bDrop || ap[i]->eOp != TXOP_RETRACT) continue;
+    pRows->aLog[pRows->nLog++] = (TxLogRow){ ap[i], NULL, 0 };
   }
-  rc = txSort(p, ap, (size_t)n, sizeof(TxOp *), txCmpDatom);
-  if (rc == SQLITE_OK) rc = txCheckSet(p, ap, n);
-  bChecked = rc == SQLITE_OK && txCheckable(ap, n);
-  if (bChecked) rc = txCheckFirst(p, ap, n);
-  /* A schema change is checked against the data after it is written
-  ** (txSchemaFinish): risky, as is anything not checked first. */
-  if (rc == SQLITE_OK) rc = storeWriteUndoPoint(p->pConn, !bChecked || p->bSchema, p->pzErr);
+  for (i = 0; i < pRows->nOld; i++) pRows->aLog[pRows->nLog++] = (TxLogRow){ NULL, &pRows->aOld[i], 0 };
+  for (i = 0; i < n; i++) {
+    if (!ap[i]->bDrop && ap[i]->bNew && ap[i]->eOp == TXOP_ADD) ap[m++] = ap[i];
+  }
+  rc = txSort(p, ap, (size_t)m, sizeof(TxOp *), txCmpAVE);
+  if (rc) return rc;
+  for (i = 0; i < m; i++) pRows->aLog[pRows->nLog++] = (TxLogRow){ ap[i], NULL, 1 };
+  pRows->aNew = ap;
+  pRows->nNew = m;
+  if (pRows->nLog >= TX_BATCH) rc = txStmtRows(p, 1, TX_BATCH, 1, NULL);
+  if (rc == SQLITE_OK && pRows->nLog % TX_BATCH) rc = txStmtRows(p, 1, pRows->nLog % TX_BATCH, 1, NULL);
+  if (rc == SQLITE_OK && m >= TX_BATCH) rc = txStmtRows(p, 0, TX_BATCH, 1, NULL);
+  if (rc == SQLITE_OK && m % TX_BATCH) rc = txStmtRows(p, 0, m % TX_BATCH, 1, NULL);
+  return rc;
+}
+
+/* Binds log row pRow (6 parameters from iBase + 1). */
+static int txBindLogRow(Tx *p, sqlite3_stmt *pStmt, int iBase, const TxLogRow *pRow) {
+  const TxOld *pOld = pRow->pOld;
+  if (pOld == NULL) return txBindLog(p, pStmt, iBase, pRow->pOp, pRow->bAdded);
+  sqlite3_bind_int64(pStmt, iBase + 1, pOld->pOp->e.e);
+  sqlite3_bind_int64(pStmt, iBase + 2, pOld->pOp->pAttr->e);
+  sqlite3_bind_int64(pStmt, iBase + 4, p->iTx);
+  sqlite3_bind_int(pStmt, iBase + 5, 0);
+  sqlite3_bind_int(pStmt, iBase + 6, pOld->tag);
+  switch (pOld->eClass) {
+    case SQLITE_INTEGER: return sqlite3_bind_int64(pStmt, iBase + 3, pOld->i);
+    case SQLITE_FLOAT: return sqlite3_bind_double(pStmt, iBase + 3, pOld->d);
+    case SQLITE_TEXT:
+      return sqlite3_bind_text64(pStmt, iBase + 3, pOld->z, (sqlite3_uint64)pOld->n, SQLITE_STATIC,
+                                 SQLITE_UTF8);
+    default: return sqlite3_bind_blob64(pStmt, iBase + 3, pOld->z, (sqlite3_uint64)pOld->n, SQLITE_STATIC);
+  }
+}
+
+/* Writes the plan: the log rows, the retractions' and replaced values'
+** deletes, the new datoms. Multi-row statements are OR FAIL, for the
+** reason HOW IT WORKS gives. */
+static int txWriteRows(Tx *p, const TxRows *pRows) {
+  sqlite3_stmt *pStmt = NULL;
+  int i, j, k, rc = SQLITE_OK;
+  for (i = 0; rc == SQLITE_OK && i < pRows->nLog; i += k) {
+    k = pRows->nLog - i < TX_BATCH ? pRows->nLog - i : TX_BATCH;
+    rc = txStmtRows(p, 1, k, 0, &pStmt);
+    for (j = 0; rc == SQLITE_OK && j < k; j++) rc = txBindLogRow(p, pStmt, j * 6, &pRows->aLog[i + j]);
+    if (rc != SQLITE_OK) return rc;
+    rc = sqlite3_step(pStmt);
+    sqlite3_reset(pStmt);
+    rc = rc == SQLITE_DONE ? SQLITE_OK : txSqlErr(p, "cannot write the log: ");
+  }
+  for (i = 0; rc == SQLITE_OK && i < pRows->nLog && pRows->aLog[i].pOp && !pRows->aLog[i].bAdded; i++) {
+    rc = txStepEAV(p, TXS_DELETE, pRows->aLog[i].pOp, NULL, NULL);
+  }
+  for (i = 0; rc == SQLITE_OK && i < pRows->nOld; i++) {
+    const TxOp *pOp = pRows->aOld[i].pOp;
+    if (i > 0 && pRows->aOld[i - 1].pOp == pOp) continue;
+    rc = txStmt(p, TXS_DELETE_OLD, &pStmt);
+    if (rc) return rc;
+    sqlite3_bind_int64(pStmt, 1, pOp->e.e);
+    sqlite3_bind_int64(pStmt, 2, pOp->pAttr->e);
+    rc = sqlite3_step(pStmt);
+    sqlite3_reset(pStmt);
+    if (rc != SQLITE_DONE) return txSqlErr(p, "cannot write datoms: ");
+    rc = SQLITE_OK;
+  }
+  for (i = 0; rc == SQLITE_OK && i < pRows->nNew; i += k) {
+    k = pRows->nNew - i < TX_BATCH ? pRows->nNew - i : TX_BATCH;
+    rc = txStmtRows(p, 0, k, 0, &pStmt);
+    for (j = 0; rc == SQLITE_OK && j < k; j++) rc = txBindDatom(p, pStmt, j * 9, pRows->aNew[i + j]);
+    if (rc != SQLITE_OK) return rc;
+    rc = sqlite3_step(pStmt);
+    sqlite3_reset(pStmt);
+    if (rc != SQLITE_DONE) return txSqlErr(p, "cannot write datoms: ");
+    storeWriteNoteDatoms(p->pConn->pStore, sqlite3_last_insert_rowid(p->db), k);
+    rc = SQLITE_OK;
+  }
+  return rc;
+}
+
+/* The per-row path: each retraction, replacement and (in TX_BATCH groups
+** or alone) new datom with its own statements. */
+static int txWriteEach(Tx *p, TxOp **ap, int n, int bChecked) {
+  int i, rc = SQLITE_OK;
   for (i = 0; rc == SQLITE_OK && i < n; i++) {
     if (!ap[i]->bDrop && ap[i]->eOp == TXOP_RETRACT) rc = txRetract(p, ap[i], bChecked);
   }
@@ -487,6 +673,34 @@ int txWrite(Tx *p) {
     }
     for (i = 0; rc == SQLITE_OK && i < nBatch; i++) rc = txInsert(p, aBatch[i]);
   }
+  return rc;
+}
+
+int txWrite(Tx *p) {
+  TxOp **ap = NULL;
+  TxRows rows;
+  int i, n = 0, rc, bChecked, bRows;
+
+  memset(&rows, 0, sizeof rows);
+  ap = sqlite3_malloc64((sqlite3_uint64)(p->nOp ? p->nOp : 1) * sizeof(TxOp *));
+  if (ap == NULL) return SQLITE_NOMEM;
+  for (i = 0; i < p->nOp; i++) {
+    TxOp *pOp = &p->aOp[i];
+    if (pOp->bDrop || (pOp->eOp != TXOP_ADD && pOp->eOp != TXOP_RETRACT)) continue;
+    ap[n++] = pOp;
+  }
+  rc = txSort(p, ap, (size_t)n, sizeof(TxOp *), txCmpDatom);
+  if (rc == SQLITE_OK) rc = txCheckSet(p, ap, n);
+  bChecked = rc == SQLITE_OK && txCheckable(ap, n);
+  bRows = bChecked && txRowsFit(ap, n);
+  if (bChecked) rc = txCheckFirst(p, ap, n, bRows ? &rows : NULL);
+  if (rc == SQLITE_OK && bRows) rc = txRowsPlan(p, ap, n, &rows);
+  /* A schema change is checked against the data after it is written
+  ** (txSchemaFinish): risky, as is anything not checked first. */
+  if (rc == SQLITE_OK) rc = storeWriteUndoPoint(p->pConn, !bChecked || p->bSchema, p->pzErr);
+  if (rc == SQLITE_OK) rc = bRows ? txWriteRows(p, &rows) : txWriteEach(p, ap, n, bChecked);
+  sqlite3_free(rows.aOld);
+  sqlite3_free(rows.aLog);
   sqlite3_free(ap);
   return rc;
 }
