@@ -96,7 +96,10 @@ static const char *const azTxSql[TXS_COUNT] = {
   "   WHERE tx BETWEEN ?1 AND ?2), -1))",
   /* TXS_CARD_ONE: what a cardinality-one assertion replaces (each value,
   ** stored form) and whether it is there already (column 2: EXISTS's test) */
-  "SELECT v, value_type_tag, value_type_tag = ?3 AND v = ?4 FROM datoms WHERE e = ?1 AND a = (?2 + 0)",
+  "SELECT v, value_type_tag, value_type_tag = ?3 AND v = ?4, rowid FROM datoms WHERE e = ?1"
+  " AND a = (?2 + 0)",
+  /* TXS_DELETE_ROWID */
+  "DELETE FROM datoms WHERE rowid = ?1",
 };
 
 /* The multi-row INSERTs: nRows rows of anonymous parameters. */

@@ -104,6 +104,7 @@ enum {
   TXS_LOG_FORGET, TXS_LOG_FORGET_OLD, /* :db/noHistory: drop superseded log rows */
   TXS_PART_MAX,                      /* the largest id in use in a partition */
   TXS_CARD_ONE,                      /* the values of [e a], each marked if it is v */
+  TXS_DELETE_ROWID,                  /* a datom read by TXS_CARD_ONE */
   TXS_COUNT
 };
 /* Rows per multi-row INSERT: each statement start/halt opens and closes a

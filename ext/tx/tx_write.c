@@ -411,9 +411,11 @@ static int txCheckable(TxOp **ap, int n) {
 
 /* A value a cardinality-one assertion replaces, as stored (TXS_CARD_ONE):
 ** its retraction's log row is bound from it (text and blobs in the arena),
-** its datom goes with the assertion's [e a] (TXS_DELETE_OLD). */
+** its datom is deleted by rowid (TXS_DELETE_ROWID: the same rows as
+** TXS_DELETE_OLD's [e a], without its search of EAVT). */
 typedef struct TxOld {
   const TxOp *pOp;          /* the assertion */
+  sqlite3_int64 iRowid;     /* the datom's */
   int tag;                  /* value_type_tag */
   int eClass;               /* SQLITE_INTEGER, SQLITE_FLOAT, SQLITE_TEXT or SQLITE_BLOB */
   sqlite3_int64 i;
@@ -489,6 +491,7 @@ static int txReadOld(Tx *p, TxOp *pOp, TxRows *pRows, int *pbFound) {
     pOld = &pRows->aOld[pRows->nOld++];
     memset(pOld, 0, sizeof *pOld);
     pOld->pOp = pOp;
+    pOld->iRowid = sqlite3_column_int64(pStmt, 3);
     pOld->tag = sqlite3_column_int(pStmt, 1);
     pOld->eClass = sqlite3_column_type(pStmt, 0);
     if (pOld->eClass == SQLITE_INTEGER) {
@@ -570,7 +573,8 @@ static int txRowsPlan(Tx *p, TxOp **ap, int n, TxRows *pRows) {
   for (i = 0; i < m; i++) pRows->aLog[pRows->nLog++] = (TxLogRow){ ap[i], NULL, 1 };
   pRows->aNew = ap;
   pRows->nNew = m;
-  if (pRows->nLog >= TX_BATCH) rc = txStmtRows(p, 1, TX_BATCH, 1, NULL);
+  if (pRows->nOld) rc = txStmtReady(p, TXS_DELETE_ROWID);
+  if (rc == SQLITE_OK && pRows->nLog >= TX_BATCH) rc = txStmtRows(p, 1, TX_BATCH, 1, NULL);
   if (rc == SQLITE_OK && pRows->nLog % TX_BATCH) rc = txStmtRows(p, 1, pRows->nLog % TX_BATCH, 1, NULL);
   if (rc == SQLITE_OK && m >= TX_BATCH) rc = txStmtRows(p, 0, TX_BATCH, 1, NULL);
   if (rc == SQLITE_OK && m % TX_BATCH) rc = txStmtRows(p, 0, m % TX_BATCH, 1, NULL);
@@ -615,12 +619,9 @@ static int txWriteRows(Tx *p, const TxRows *pRows) {
     rc = txStepEAV(p, TXS_DELETE, pRows->aLog[i].pOp, NULL, NULL);
   }
   for (i = 0; rc == SQLITE_OK && i < pRows->nOld; i++) {
-    const TxOp *pOp = pRows->aOld[i].pOp;
-    if (i > 0 && pRows->aOld[i - 1].pOp == pOp) continue;
-    rc = txStmt(p, TXS_DELETE_OLD, &pStmt);
+    rc = txStmt(p, TXS_DELETE_ROWID, &pStmt);
     if (rc) return rc;
-    sqlite3_bind_int64(pStmt, 1, pOp->e.e);
-    sqlite3_bind_int64(pStmt, 2, pOp->pAttr->e);
+    sqlite3_bind_int64(pStmt, 1, pRows->aOld[i].iRowid);
     rc = sqlite3_step(pStmt);
     sqlite3_reset(pStmt);
     if (rc != SQLITE_DONE) return txSqlErr(p, "cannot write datoms: ");
