@@ -123,6 +123,7 @@ TEST_STAGE_cases = vtab
 TEST_STAGE_oom = vtab
 TEST_STAGE_host = vtab
 TEST_STAGE_host_undo = vtab
+TEST_STAGE_host_last = vtab
 TEST_STAGE_iofault = vtab
 TEST_STAGE_with = vtab
 TEST_STAGE_view = vtab

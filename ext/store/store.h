@@ -52,6 +52,10 @@ struct StoreConn {
   int bInAutoStmt;             /* host store: the write in progress runs inside an
                                ** autocommit statement that writes, with no transaction or
                                ** savepoint of its own (storeWriteAlive) */
+  int bContinues;              /* the write in progress finds the state exactly as this
+                               ** connection's last write left it (a host store's write
+                               ** witness, store_host.c), so what the transactor kept of
+                               ** it holds; set by storeWriteBegin*, cleared by storeWriteEnd */
 };
 
 /* For the transactor, before each statement of a write: is the write's

@@ -22,8 +22,10 @@
 ** connection's own rollback, which moves the tx mark back and may undo a
 ** schema change; the schema is then read again, and the compiled plans,
 ** keyed by the schema's generation, are not used again. Tempid counters
-** are never cached: the transactor reads known_parts in every
-** transaction, so a rolled-back edn_t leaves nothing a later call sees.
+** are kept from one edn_t to the next only while the write witness holds
+** (StoreConn.bContinues: tx_context.c's THE LAST WRITE); otherwise the
+** transactor reads known_parts, so a rolled-back edn_t leaves nothing a
+** later call sees.
 **
 ** THE READ STAMP. A read whose state was last validated by a read skips
 ** all of that (the signature alone is six subqueries, ~24k instructions,
@@ -627,6 +629,7 @@ int storeHostWriteBegin(Store *p, int bLazy, StoreConn **ppConn, Schema **ppSche
     return SQLITE_ERROR;
   }
   h->bWit = 0;
+  p->pWriter->bContinues = 0;
   h->eUndo = HOST_UNDO_SAVEPOINT;
   /* Before the savepoint: a layout check run inside it would see our own
   ** schema_version change. */
@@ -660,6 +663,7 @@ int storeHostWriteBegin(Store *p, int bLazy, StoreConn **ppConn, Schema **ppSche
   schemaRef(p->pSchema);
   *ppSchema = p->pSchema;
   *ppConn = p->pWriter;
+  p->pWriter->bContinues = bWit;
   return SQLITE_OK;
 }
 
@@ -722,6 +726,7 @@ int storeHostWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchem
   StoreConnImpl *pImpl = (StoreConnImpl *)pConn;
   StoreSig sig;
   int rc = SQLITE_OK;
+  pConn->bContinues = 0;
   if (bCommit && pNewSchema == NULL && p->bKnown && h->pMark) {
     /* No schema change: the mirrors the signature counts are as the
     ** schema was known for (a change to them gives a new schema); only

@@ -125,7 +125,9 @@ static int txCheckParts(Tx *p, const unsigned char *aBad) {
 static int txLoadParts(Tx *p) {
   sqlite3_stmt *pStmt = NULL;
   unsigned char aBad[TX_MAX_PARTS];
-  int rc = txStmt(p, TXS_PARTS, &pStmt);
+  int rc;
+  if (txLastParts(p)) goto take;
+  rc = txStmt(p, TXS_PARTS, &pStmt);
   if (rc) return rc;
   p->nPart = 0;
   p->iPartTx = p->iPartUser = p->iPartDb = -1;
@@ -164,6 +166,7 @@ static int txLoadParts(Tx *p) {
     rc = txCheckMarks(p);
     if (rc) return rc;
   }
+take:
   {
     TxPart *pTx = &p->aPart[p->iPartTx];
     if (pTx->iIdx > pTx->iEnd) return txErr(p, 0, 0, "partition :db.part/tx is full");
@@ -282,6 +285,7 @@ static int txStages(Tx *p, StoreConn *pConn, Schema *pSchema, EdnValue *pRoot,
     ** committing half a transaction. */
     rc = txErr(p, 0, 0, "the store's write transaction ended unexpectedly; nothing was written");
   }
+  if (rc == SQLITE_OK) txLastSave(p);
   return rc;
 }
 

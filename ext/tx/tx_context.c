@@ -153,6 +153,11 @@ typedef struct TxCache {
   sqlite3_stmt *aRows[2][TX_BATCH];
   sqlite3_int64 nCacheBytes;   /* the writer's page cache as last set; 0 unset */
   int nSmallRun;               /* small transactions since the last large one */
+  /* THE LAST WRITE (txLastSave) */
+  int bLast;
+  TxPart aLastPart[TX_MAX_PARTS];
+  int nLastPart, iLastPartTx, iLastPartUser, iLastPartDb;
+  sqlite3_int64 iLastTx, iLastInstant;
 } TxCache;
 
 static void txCacheFree(void *pArg) {
@@ -251,6 +256,56 @@ int txStmtRows(Tx *p, int bLog, int nRows, int bReady, sqlite3_stmt **ppStmt) {
   if (rc != SQLITE_OK) return txSqlErr(p, "cannot prepare the transactor's SQL: ");
   if (ppStmt) *ppStmt = *pp;
   return SQLITE_OK;
+}
+
+/* THE LAST WRITE. Inside the host's transaction every edn_t read the
+** whole of known_parts and the last transaction's :db/txInstant (~14k
+** instructions of a one-datom call's ~215k), although, when the write
+** witness holds (store_host.c: nothing has changed since this
+** connection's last edn_t, no rollback undid it), both are what that
+** transaction left. Tempid counters are kept only that far: no
+** rollback or other writer can have moved them unseen. */
+void txLastSave(Tx *p) {
+  TxCache *pCache = (TxCache *)p->pConn->pTxCache;
+  if (pCache == NULL) return;
+  memcpy(pCache->aLastPart, p->aPart, (size_t)p->nPart * sizeof(TxPart));
+  pCache->nLastPart = p->nPart;
+  pCache->iLastPartTx = p->iPartTx;
+  pCache->iLastPartUser = p->iPartUser;
+  pCache->iLastPartDb = p->iPartDb;
+  pCache->iLastTx = p->iTx;
+  pCache->iLastInstant = p->iInstant;
+  pCache->bLast = 1;
+}
+
+static TxCache *txLastValid(Tx *p) {
+  TxCache *pCache = (TxCache *)p->pConn->pTxCache;
+  if (pCache == NULL) return NULL;
+  if (!p->pConn->bContinues || p->pConn->bMarksUnchecked) pCache->bLast = 0;
+  return pCache->bLast ? pCache : NULL;
+}
+
+int txLastParts(Tx *p) {
+  TxCache *pCache = txLastValid(p);
+  int i;
+  if (pCache == NULL) return 0;
+  memcpy(p->aPart, pCache->aLastPart, (size_t)pCache->nLastPart * sizeof(TxPart));
+  p->nPart = pCache->nLastPart;
+  p->iPartTx = pCache->iLastPartTx;
+  p->iPartUser = pCache->iLastPartUser;
+  p->iPartDb = pCache->iLastPartDb;
+  for (i = 0; i < p->nPart; i++) {
+    p->aPart[i].iIdx0 = p->aPart[i].iIdx;
+    p->aPart[i].bDirty = 0;
+  }
+  return 1;
+}
+
+int txLastInstant(Tx *p, sqlite3_int64 *piPrev) {
+  TxCache *pCache = txLastValid(p);
+  if (pCache == NULL || pCache->iLastTx != p->iTx - 1) return 0;
+  *piPrev = pCache->iLastInstant;
+  return 1;
 }
 
 /* A write with no undo of its own (storeWriteUndoPoint) prepares every

@@ -144,6 +144,16 @@ int txStmtReady(Tx *p, int eStmt);   /* prepared, not reset (before a write's fi
 ** row); reset, bindings cleared. bReady: prepare only (txStmtReady). */
 int txStmtRows(Tx *p, int bLog, int nRows, int bReady, sqlite3_stmt **ppStmt);
 void txCacheFit(Tx *p);   /* the writer's page cache for this transaction's size */
+/* THE LAST WRITE (tx_context.c): known_parts and the :db/txInstant as this
+** connection's last transaction left them. txLastSave keeps them after a
+** transaction's stages all succeeded; txLastParts fills p->aPart from them
+** (1) or says to read the table (0); txLastInstant gives the previous
+** transaction's instant (1) or says to read it (0). Both answer 1 only
+** when the store vouches that the write finds that state
+** (StoreConn.bContinues). */
+void txLastSave(Tx *p);
+int txLastParts(Tx *p);
+int txLastInstant(Tx *p, sqlite3_int64 *piPrev);
 int txErr(Tx *p, int line, int col, const char *zFmt, ...);
 int txSqlErr(Tx *p, const char *zWhat);
 int txNewOp(Tx *p, TxOp **ppOp);

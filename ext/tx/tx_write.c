@@ -364,16 +364,20 @@ int txWriteInstant(Tx *p) {
       if (pOp == NULL) pOp = &p->aOp[i];
     }
   }
-  rc = txStmt(p, TXS_LAST_INSTANT, &pStmt);
-  if (rc) return rc;
-  sqlite3_bind_int64(pStmt, 1, p->iTx - 1);
-  rc = sqlite3_step(pStmt);
-  if (rc == SQLITE_ROW) {
-    iPrev = sqlite3_column_int64(pStmt, 0);
+  if (txLastInstant(p, &iPrev)) {
     bPrev = 1;
+  } else {
+    rc = txStmt(p, TXS_LAST_INSTANT, &pStmt);
+    if (rc) return rc;
+    sqlite3_bind_int64(pStmt, 1, p->iTx - 1);
+    rc = sqlite3_step(pStmt);
+    if (rc == SQLITE_ROW) {
+      iPrev = sqlite3_column_int64(pStmt, 0);
+      bPrev = 1;
+    }
+    sqlite3_reset(pStmt);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return txSqlErr(p, "cannot read the last :db/txInstant: ");
   }
-  sqlite3_reset(pStmt);
-  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return txSqlErr(p, "cannot read the last :db/txInstant: ");
   if (pOp) {
     if (bPrev && pOp->v.i < iPrev) {
       char zA[48], zB[48];
