@@ -4,9 +4,9 @@
 ** last edn_t left it (the write witness, store_host.c) takes known_parts
 ** and the previous :db/txInstant from what that edn_t kept instead of
 ** reading them. Every way the state can move in between must make the
-** next edn_t read them again: the host's own write to known_parts, a
-** rollback to a savepoint that undid an edn_t, another connection's
-** commit; and the kept instant must be the one written (an explicit
+** next edn_t read them again: the host's own write to known_parts, its
+** trigger that writes there, a rollback to a savepoint that undid an
+** edn_t, another connection's commit; and the kept instant must be the one written (an explicit
 ** :db/txInstant). Expected ids are worked out by hand from the marks.
 */
 #include <stdio.h>
@@ -109,6 +109,25 @@ START_TEST(last_parts_other_connection) {
 }
 END_TEST
 
+/* A host trigger that moves a partition mark after the transactor wrote
+** the marks (the tx mark's update bumps :db.part/user by 100): the next
+** edn_t gives out ids from the table, not from what the last one kept. */
+START_TEST(last_parts_host_trigger) {
+  sqlite3 *db = openStore("last-trig.db");
+  long long x;
+  tuExecOk(db, "CREATE TRIGGER bump AFTER UPDATE ON known_parts WHEN new.part = ':db.part/tx' BEGIN"
+               " UPDATE known_parts SET idx = idx + 100 WHERE part = ':db.part/user'; END");
+  tuExecOk(db, "BEGIN");
+  x = userMark(db);
+  ck_assert_int_eq(newEntity(db, 1), x);
+  ck_assert_int_eq(newEntity(db, 2), x + 101);
+  ck_assert_int_eq(newEntity(db, 3), x + 202);
+  tuExecOk(db, "COMMIT");
+  ck_assert_int_eq(userMark(db), x + 303);
+  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
 /* The kept instant is the one written: an explicit :db/txInstant 30 s
 ** ahead of the clock (within the 60 s skew allowed), then an edn_t with
 ** none, which may not go back before it (Datomic's instants never do):
@@ -141,6 +160,7 @@ static Suite *lastSuite(void) {
   tcase_add_test(tc, last_parts_host_raw_write);
   tcase_add_test(tc, last_parts_rollback_to_savepoint);
   tcase_add_test(tc, last_parts_other_connection);
+  tcase_add_test(tc, last_parts_host_trigger);
   tcase_add_test(tc, last_instant_explicit);
   suite_add_tcase(s, tc);
   return s;

@@ -56,6 +56,9 @@ struct StoreConn {
                                ** connection's last write left it (a host store's write
                                ** witness, store_host.c), so what the transactor kept of
                                ** it holds; set by storeWriteBegin*, cleared by storeWriteEnd */
+  sqlite3_int64 iTxMark;       /* the :db.part/tx mark the write in progress wrote (set by the
+                               ** transactor; 0: not yet), which a host store's end need not
+                               ** read back */
 };
 
 /* For the transactor, before each statement of a write: is the write's

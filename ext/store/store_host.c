@@ -598,6 +598,18 @@ static int hostWitRead(StoreHostPart *h, HostWitness *pW) {
   return rc;
 }
 
+/* Records the witness at a write's end. A write that continued the last
+** one (bContinued: the witness held at its begin) and changed no schema
+** left all but the change counter as they were: the same file and write
+** transaction (so data version), no DDL (schema_version and the hold's
+** re-prepare count). */
+static int hostWitRecord(StoreHostPart *h, int bContinued) {
+  if (!bContinued) return hostWitRead(h, &h->wit);
+  if (sqlite3_txn_state(h->host, h->zName) != SQLITE_TXN_WRITE) return SQLITE_NOTFOUND;
+  h->wit.nChanges = sqlite3_total_changes(h->host);
+  return SQLITE_OK;
+}
+
 /* Is the witness the state now, and the databases searched before the
 ** store's as at their last check? (They are not recorded as seen here: a
 ** change is left for the revalidation to find.) */
@@ -630,6 +642,7 @@ int storeHostWriteBegin(Store *p, int bLazy, StoreConn **ppConn, Schema **ppSche
   }
   h->bWit = 0;
   p->pWriter->bContinues = 0;
+  p->pWriter->iTxMark = 0;
   h->eUndo = HOST_UNDO_SAVEPOINT;
   /* Before the savepoint: a layout check run inside it would see our own
   ** schema_version change. */
@@ -663,7 +676,17 @@ int storeHostWriteBegin(Store *p, int bLazy, StoreConn **ppConn, Schema **ppSche
   schemaRef(p->pSchema);
   *ppSchema = p->pSchema;
   *ppConn = p->pWriter;
-  p->pWriter->bContinues = bWit;
+  if (bWit) {
+    /* What the transactor kept of the last write holds, unless the host
+    ** has objects on the store's tables: a trigger may have changed
+    ** known_parts after the transactor wrote it (an unreadable answer
+    ** counts as objects). */
+    int bForeign = 1;
+    sqlite3_int64 iSvTemp = h->iDb != 1 ? h->aShadowSv[0] : 0;
+    if (storeHostForeign(h, h->wit.iSv, iSvTemp, &bForeign) == SQLITE_OK && !bForeign) {
+      p->pWriter->bContinues = 1;
+    }
+  }
   return SQLITE_OK;
 }
 
@@ -725,14 +748,18 @@ int storeHostWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchem
   StoreHostPart *h = p->pHost;
   StoreConnImpl *pImpl = (StoreConnImpl *)pConn;
   StoreSig sig;
-  int rc = SQLITE_OK;
+  int rc = SQLITE_OK, bContinued = pConn->bContinues;
+  sqlite3_int64 iTxMark = pConn->iTxMark;
   pConn->bContinues = 0;
+  pConn->iTxMark = 0;
   if (bCommit && pNewSchema == NULL && p->bKnown && h->pMark) {
     /* No schema change: the mirrors the signature counts are as the
     ** schema was known for (a change to them gives a new schema); only
-    ** the mark moved. */
+    ** the mark moved, to what the transactor wrote (a host trigger that
+    ** moved it again makes the next call's witness differ). */
     sig = p->known;
-    rc = storeStepInt(h->pMark, &sig.iMark);
+    if (iTxMark > 0) sig.iMark = iTxMark;
+    else rc = storeStepInt(h->pMark, &sig.iMark);
   } else if (bCommit) {
     rc = storeReadSig(pImpl, &sig);
   }
@@ -775,7 +802,7 @@ int storeHostWriteEnd(Store *p, StoreConn *pConn, int bCommit, Schema *pNewSchem
   ** a new attribute may create indexes; read the root pages again then. */
   if (pNewSchema) {
     h->iSchemaVersion = -1;
-  } else if (!sqlite3_get_autocommit(h->host) && hostWitRead(h, &h->wit) == SQLITE_OK) {
+  } else if (!sqlite3_get_autocommit(h->host) && hostWitRecord(h, bContinued) == SQLITE_OK) {
     h->wit.iMark = sig.iMark;
     h->bWit = 1;
   }

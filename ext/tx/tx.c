@@ -150,6 +150,7 @@ static int txLoadParts(Tx *p) {
     pPart->iIdx = sqlite3_column_type(pStmt, 3) == SQLITE_NULL
                   ? pPart->iStart : sqlite3_column_int64(pStmt, 3);
     pPart->iIdx0 = pPart->iIdx;
+    pPart->iRowid = sqlite3_column_int64(pStmt, 4);
     if (strcmp(zName, ":db.part/tx") == 0) p->iPartTx = p->nPart;
     if (strcmp(zName, ":db.part/user") == 0) p->iPartUser = p->nPart;
     if (strcmp(zName, ":db.part/db") == 0) p->iPartDb = p->nPart;
@@ -184,7 +185,7 @@ static int txSaveParts(Tx *p) {
     if (!p->aPart[i].bDirty) continue;
     rc = txStmt(p, TXS_SET_PART, &pStmt);
     if (rc) return rc;
-    sqlite3_bind_text(pStmt, 1, p->aPart[i].zName, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(pStmt, 1, p->aPart[i].iRowid);
     sqlite3_bind_int64(pStmt, 2, p->aPart[i].iIdx);
     rc = sqlite3_step(pStmt);
     sqlite3_reset(pStmt);
@@ -192,6 +193,7 @@ static int txSaveParts(Tx *p) {
       return txSqlErr(p, "cannot update known_parts: ");
     }
   }
+  p->pConn->iTxMark = p->aPart[p->iPartTx].iIdx;
   return SQLITE_OK;
 }
 

@@ -29,9 +29,9 @@
 ** unique-value index) and the statement prepared once. */
 static const char *const azTxSql[TXS_COUNT] = {
   /* TXS_PARTS */
-  "SELECT part, start, \"end\", idx FROM known_parts",
-  /* TXS_SET_PART */
-  "UPDATE known_parts SET idx = ?2 WHERE part = ?1",
+  "SELECT part, start, \"end\", idx, rowid FROM known_parts",
+  /* TXS_SET_PART: by the rowid TXS_PARTS read (no search of the part's index) */
+  "UPDATE known_parts SET idx = ?2 WHERE rowid = ?1",
   /* TXS_LOOKUP_UNIQUE */
   "SELECT e FROM datoms WHERE a = (?1 + 0) AND value_type_tag = ?2 AND v = ?3"
   " AND unique_value IS NOT 0 LIMIT 1",

@@ -89,6 +89,7 @@ typedef struct TxPart {
   sqlite3_int64 ePart;      /* the partition's ident entid, 0 if none */
   sqlite3_int64 iStart, iEnd, iIdx;
   sqlite3_int64 iIdx0;      /* idx when the transaction began */
+  sqlite3_int64 iRowid;     /* the row's */
   int bDirty;
 } TxPart;
 

@@ -33,6 +33,12 @@
 ** statements with it (test_host host_constraint_in_batch_insert). Datoms of
 ** :db/unique attributes, whose conflicts are the user's error to name, are
 ** inserted one per (single-row, journal-free) statement.
+** A transaction whose checks are all made before its first write takes the
+** rows path (txRowsFit, txWriteRows): the values its cardinality-one
+** assertions replace are read with the checks, then every log row goes in
+** multi-row statements, then the deletes, then every new datom, each
+** statement of any row count (txStmtRows), so a one-datom edn_t runs three
+** statements on datoms and the log where the per-row path ran six.
 **
 ** Known cost: a fulltext text with no ASCII letter or digit has no FTS
 ** phrase to find it by, so its lookup (txFtsFind) scans fulltext_values.
