@@ -31,7 +31,7 @@ void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV, int bShare) {
   if (bNew && pSub->pC->rc == SQLITE_OK && (pV->bSeedKind || pV->bSeq)) {
     pN = qcVarFind(pSub, zName);
     if (pN && pV->bSeedKind) pN->bSeedKind = 1;
-    if (pN && pV->bSeq) pN->bSeq = 1;
+    if (pN && pV->bSeq) pN->bSeq = pV->bSeq;   /* 2, 3: still maybe */
   }
   if (bNew && pSub->pC->rc == SQLITE_OK && pV->pLit) {
     pN = qcVarFind(pSub, zName);

@@ -174,7 +174,7 @@ static int qciJoin(QCtx *pX, const QClause *pCl, int h, const unsigned char *aeA
     if (pC->rc == SQLITE_OK && (pV->bHetero || pV->bSeq)) {
       QVar *pN = qcVarFind(pX, pCl->aArg[j]->u.s.z);
       if (pN && pV->bHetero) pN->bHetero = 1;
-      if (pN && pV->bSeq && pN->zExpr && strcmp(pN->zExpr, pV->zExpr) == 0) pN->bSeq = 1;
+      if (pN && pV->bSeq && pN->zExpr && strcmp(pN->zExpr, pV->zExpr) == 0) pN->bSeq = pV->bSeq;
     }
     if (pC->rc == SQLITE_OK && pV->nFnDepth > 0) {
       QVar *pN = qcVarFind(pX, pCl->aArg[j]->u.s.z);
