@@ -224,13 +224,11 @@ static void qcdOrderBy(QComp *pC, QCtx *pX, sqlite3_str *pSql) {
   int i;
   for (i = 0; i < pQ->nOrder && pC->rc == SQLITE_OK; i++) {
     QVar *pV = NULL;
-    char *zKey;
     if (qcdFindVar(pC, pX, pQ->aOrder[i].pVar, ":order", &pV)) break;
-    zKey = qcUuidOrd(pV->zExpr, pV->vt, pV->zTag);
-    if (zKey == NULL) { qcNoMem(pC); break; }
-    sqlite3_str_appendf(pSql, "%s%s%s%s", i ? ", " : " ORDER BY ", zKey, qcOrderCollate(pV->vt),
-                        pQ->aOrder[i].bDesc ? " DESC" : "");
-    sqlite3_free(zKey);
+    if (qcOrderTerm(pSql, i == 0, pV->zExpr, pV->vt, pV->zTag, pQ->aOrder[i].bDesc)) {
+      qcNoMem(pC);
+      break;
+    }
   }
 }
 

@@ -330,6 +330,21 @@ done:
   return pC->rc;
 }
 
+int qcOrderTerm(sqlite3_str *pSql, int bFirst, const char *zExpr, ValueType vt, const char *zTag,
+                int bDesc) {
+  char *zKey = qcUuidOrd(zExpr, vt, zTag);
+  const char *zDir = bDesc ? " DESC" : "";
+  if (zKey == NULL) return SQLITE_NOMEM;
+  sqlite3_str_appendall(pSql, bFirst ? " ORDER BY " : ", ");
+  /* a ref only the row's tag says is one is no number in an ordering
+  ** (peer fault B13): a class of its own, first, as a ref's tag is the
+  ** least in Mentat's order of a value by its type tag, then its value */
+  if (vt == VT_NONE && zTag) sqlite3_str_appendf(pSql, "(%s IS NOT %d)%s, ", zTag, TAG_REF, zDir);
+  sqlite3_str_appendf(pSql, "%s%s%s", zKey, qcOrderCollate(vt), zDir);
+  sqlite3_free(zKey);
+  return SQLITE_OK;
+}
+
 /* The :order of an aggregate query: by find columns that are not
 ** aggregates (c<N> of the outer SELECT). */
 static void qcaOrderBy(QComp *pC, const QueryPlan *pPlan, sqlite3_str *pSql) {
@@ -338,7 +353,7 @@ static void qcaOrderBy(QComp *pC, const QueryPlan *pPlan, sqlite3_str *pSql) {
   for (i = 0; i < pQ->nOrder && pC->rc == SQLITE_OK; i++) {
     int j, iCol = -1, iTagCol = -1;
     ValueType vtOrder = VT_NONE;
-    char zCol[24], zTag[24], *zKey;
+    char zCol[24], zTag[24];
     for (j = 0; j < pQ->nFind; j++) {
       if (pQ->aFind[j].kind != QFIND_AGG
           && strcmp(pQ->aFind[j].pVar->u.s.z, pQ->aOrder[i].pVar->u.s.z) == 0) {
@@ -356,11 +371,10 @@ static void qcaOrderBy(QComp *pC, const QueryPlan *pPlan, sqlite3_str *pSql) {
     /* uuids (alone, in tuples, of unknown type) by Java's UUID order */
     sqlite3_snprintf(sizeof zCol, zCol, "c%d", iCol);
     sqlite3_snprintf(sizeof zTag, zTag, "c%d", iTagCol);
-    zKey = qcUuidOrd(zCol, vtOrder, iTagCol >= 0 ? zTag : NULL);
-    if (zKey == NULL) { qcNoMem(pC); break; }
-    sqlite3_str_appendf(pSql, "%s%s%s%s", i ? ", " : " ORDER BY ", zKey, qcOrderCollate(vtOrder),
-                        pQ->aOrder[i].bDesc ? " DESC" : "");
-    sqlite3_free(zKey);
+    if (qcOrderTerm(pSql, i == 0, zCol, vtOrder, iTagCol >= 0 ? zTag : NULL, pQ->aOrder[i].bDesc)) {
+      qcNoMem(pC);
+      break;
+    }
   }
 }
 

@@ -627,6 +627,12 @@ const char *qcKwCollate(ValueType vt);
 const char *qcOrderCollate(ValueType vt);
 /* zExpr ordered as Clojure's compare orders uuids (a new string; see query_compile_sql.c). */
 char *qcUuidOrd(const char *zExpr, ValueType vt, const char *zTag);
+/* Appends one :order key zExpr (type vt, tag zTag or NULL) to pSql as its
+** ORDER BY term(s), " ORDER BY " first when bFirst: uuids, tuples and
+** keywords in Clojure's order, a ref of run-time type in a class of its own
+** before the rest (query_compile_agg.c). SQLITE_NOMEM or SQLITE_OK. */
+int qcOrderTerm(sqlite3_str *pSql, int bFirst, const char *zExpr, ValueType vt, const char *zTag,
+                int bDesc);
 /* The tag SQL for a variable (its tag expression or its static tag). */
 char *qcVarTag(const QVar *pV);
 /* "tag zTag holds a value of static type vt" (a long or a ref meets both). */

@@ -208,13 +208,50 @@ int qcvArith1(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut)
   return qcvDone(pX, &a, pStr, a.bDouble ? VT_DOUBLE : VT_LONG, NULL, pOut);
 }
 
-/* max and min of numbers: SQLite's scalar max/min; of one argument, it. */
+static char *qcvCmpTag(const QcvArgs *pA, int i);
+
+/* max and min of two or more arguments where one's type only the row
+** knows: each must share argument 0's comparison class (mentat_comparable,
+** the error compare gives at this clause), since such a ref is no number
+** in an ordering (peer fault B13, as compare and the aggregates have it)
+** while two refs order with each other. The opening of a CASE the caller
+** closes with " END)"; 0, or 1 when none of the arguments needs it. */
+static int qcvMinMaxClass(QCtx *pX, const QcvArgs *pA, sqlite3_str *pStr) {
+  int i, bAny = 0;
+  for (i = 0; i < pA->n; i++) bAny |= pA->aVt[i] == VT_NONE && pA->azTag[i] != NULL;
+  if (!bAny) return 1;
+  sqlite3_str_appendall(pStr, "(CASE WHEN 1");
+  for (i = 1; i < pA->n; i++) {
+    char *zT0, *zTi;
+    if ((pA->aVt[0] != VT_NONE || pA->azTag[0] == NULL)
+        && (pA->aVt[i] != VT_NONE || pA->azTag[i] == NULL)) {
+      continue;
+    }
+    zT0 = qcvCmpTag(pA, 0);
+    zTi = qcvCmpTag(pA, i);
+    if (zT0 && zTi) {
+      sqlite3_str_appendf(pStr, " AND mentat_comparable(%s, %s, %s, %s, %s)", pA->azA[0], zT0,
+                          pA->azA[i], zTi, pA->zPlace);
+    } else {
+      qcNoMem(pX->pC);
+    }
+    sqlite3_free(zT0);
+    sqlite3_free(zTi);
+  }
+  sqlite3_str_appendall(pStr, " THEN ");
+  return 0;
+}
+
+/* max and min of numbers: SQLite's scalar max/min; of one argument, it.
+** The result of several has argument 0's tag when its type only the row
+** knows (all share its class: a ref, or a number), else it is a number
+** (VT_LONG: numbers share one tag, the storage class tells a double). */
 int qcvMinMax(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   QcvArgs a;
   sqlite3_str *pStr;
   ValueType vt;
   char *zTag = NULL;
-  int i;
+  int i, bPlain;
   QCV_OPEN(pX, pCl, pFn, a);
   pStr = sqlite3_str_new(NULL);
   if (a.n == 1) {
@@ -223,11 +260,18 @@ int qcvMinMax(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut)
     zTag = a.azTag[0];
     a.azTag[0] = NULL;
   } else {
+    bPlain = qcvMinMaxClass(pX, &a, pStr);
     sqlite3_str_appendf(pStr, "%s(", pFn->zSql);
     for (i = 0; i < a.n; i++) sqlite3_str_appendf(pStr, "%s%s", i ? ", " : "", a.azA[i]);
-    sqlite3_str_appendall(pStr, ")");
+    sqlite3_str_appendall(pStr, bPlain ? ")" : ") END)");
     vt = a.bDouble ? VT_DOUBLE : a.aVt[0];
     for (i = 1; i < a.n; i++) if (a.aVt[i] != a.aVt[0] && !a.bDouble) vt = VT_LONG;
+    if (vt == VT_NONE && a.azTag[0] != NULL && !a.bDouble) {
+      zTag = a.azTag[0];
+      a.azTag[0] = NULL;
+    } else if (vt == VT_NONE) {
+      vt = VT_LONG;
+    }
   }
   return qcvDone(pX, &a, pStr, vt, zTag, pOut);
 }
