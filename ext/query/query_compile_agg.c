@@ -330,6 +330,9 @@ done:
   return pC->rc;
 }
 
+/* See query_compile_scope.h: " ORDER BY " first when bFirst, then zExpr
+** (type vt, tag zTag or NULL) as qcUuidOrd and qcOrderCollate order it,
+** DESC when bDesc. */
 int qcOrderTerm(sqlite3_str *pSql, int bFirst, const char *zExpr, ValueType vt, const char *zTag,
                 int bDesc) {
   char *zKey = qcUuidOrd(zExpr, vt, zTag);

@@ -618,21 +618,15 @@ char *qcArgCheckSql(const QCtx *pX, const EdnValue *pForm, const char *zFn, int 
 ** OOM. */
 char *qcPatternEqSql(const QCtx *pX, const EdnValue *pForm, const char *zFn, const char *zTagA,
                      const char *zTagB);
-/* " COLLATE mentat_kw" for an expression of type vt that may hold keywords
-** (VT_KEYWORD, or VT_NONE), else "": min, max, :order and compare then
-** order keywords as Clojure's compare does (query_funcs.c). */
+/* " COLLATE mentat_kw" for type vt that may hold keywords (VT_KEYWORD, VT_NONE), else "":
+** min, max, :order and compare order keywords as Clojure's compare (query_funcs.c). */
 const char *qcKwCollate(ValueType vt);
-/* The collation min, max and :order take for type vt: qcKwCollate's, or
-** " COLLATE mentat_utf16" for strings (String.compareTo's order). */
+/* min's, max's and :order's collation for type vt: qcKwCollate's, mentat_utf16 for strings. */
 const char *qcOrderCollate(ValueType vt);
 /* zExpr ordered as Clojure's compare orders uuids (a new string; see query_compile_sql.c). */
 char *qcUuidOrd(const char *zExpr, ValueType vt, const char *zTag);
-/* Appends one :order key zExpr (type vt, tag zTag or NULL) to pSql as its
-** ORDER BY term(s), " ORDER BY " first when bFirst: uuids, tuples and
-** keywords in Clojure's order, a ref of run-time type in a class of its own
-** before the rest (query_compile_agg.c). SQLITE_NOMEM or SQLITE_OK. */
-int qcOrderTerm(sqlite3_str *pSql, int bFirst, const char *zExpr, ValueType vt, const char *zTag,
-                int bDesc);
+/* One :order key's ORDER BY term(s) on pSql (query_compile_agg.c). SQLITE_NOMEM or SQLITE_OK. */
+int qcOrderTerm(sqlite3_str *pSql, int bFirst, const char *zExpr, ValueType vt, const char *zTag, int bDesc);
 /* The tag SQL for a variable (its tag expression or its static tag). */
 char *qcVarTag(const QVar *pV);
 /* "tag zTag holds a value of static type vt" (a long or a ref meets both). */
