@@ -67,6 +67,66 @@ int qcSeqBits(const QCtx *pX, const QVar *pV) {
   return p && (p->type == EDN_SET || p->type == EDN_MAP || p->type == EDN_LIST) ? 4 : 1;
 }
 
+/* Does a clause of aCl, nested too, bind variable zVar to re-seq's result,
+** or pass it to a rule call a definition of which does (a recursive rule's
+** definition may bind it through another rule: its CTE's rows do not say
+** which)? abSeen (a flag per definition k and head place j < 64, nRule *
+** 64) walks each definition's place once, so recursive rules end. */
+static int qcBindsSeq(const QComp *pC, QClause *const *aCl, int nCl, const char *zVar,
+                      unsigned char *abSeen) {
+  int i, j, k;
+  for (i = 0; i < nCl; i++) {
+    const QClause *p = aCl[i];
+    if (p->kind == QC_FN && strcmp(p->zName, "re-seq") == 0 && p->bind.kind == QB_SCALAR
+        && ednIsVar(p->bind.aVar[0]) && strcmp(p->bind.aVar[0]->u.s.z, zVar) == 0) {
+      return 1;
+    }
+    if (p->nSub && qcBindsSeq(pC, p->aSub, p->nSub, zVar, abSeen)) return 1;
+    for (j = 0; p->kind == QC_RULE && j < p->nArg && j < 64; j++) {
+      if (!ednIsVar(p->aArg[j]) || strcmp(p->aArg[j]->u.s.z, zVar) != 0) continue;
+      for (k = 0; k < pC->rules.nRule; k++) {
+        const QRule *pR = pC->rules.aRule[k];
+        if (strcmp(pR->zName, p->zName) != 0 || pR->nHead != p->nArg || abSeen[k * 64 + j]) continue;
+        abSeen[k * 64 + j] = 1;
+        if (ednIsVar(pR->aHead[j])
+            && qcBindsSeq(pC, pR->aClause, pR->nClause, pR->aHead[j]->u.s.z, abSeen)) {
+          return 1;
+        }
+      }
+    }
+  }
+  return 0;
+}
+
+/* See query_compile_scope.h. abFree holds 64 flags. A variable the call
+** bound that a definition binds by re-seq, itself or through the rules it
+** calls, is marked 2 (str refuses it) unless the path that bound it said it
+** is a seq on every row (1): the recursive forms' CTE rows do not say which
+** definition made them. */
+void qcSeqCall(QCtx *pX, const QClause *pCl, unsigned char *abFree, int bAfter) {
+  QComp *pC = pX->pC;
+  unsigned char *abSeen = NULL;
+  int i, k;
+  for (i = 0; i < pCl->nArg && i < 64; i++) {
+    const EdnValue *pA = pCl->aArg[i];
+    QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
+    if (!bAfter) { abFree[i] = ednIsVar(pA) && (pV == NULL || pV->zExpr == NULL); continue; }
+    if (!abFree[i] || pV == NULL || pV->zExpr == NULL || pV->bSeq) continue;
+    if (abSeen == NULL) abSeen = sqlite3_malloc64((sqlite3_uint64)pC->rules.nRule * 64 + 1);
+    if (abSeen == NULL) { qcNoMem(pC); return; }
+    for (k = 0; k < pC->rules.nRule; k++) {
+      const QRule *pR = pC->rules.aRule[k];
+      if (strcmp(pR->zName, pCl->zName) != 0 || pR->nHead != pCl->nArg) continue;
+      memset(abSeen, 0, (size_t)pC->rules.nRule * 64 + 1);
+      if (ednIsVar(pR->aHead[i])
+          && qcBindsSeq(pC, pR->aClause, pR->nClause, pR->aHead[i]->u.s.z, abSeen)) {
+        pV->bSeq = 2;
+      }
+    }
+  }
+  sqlite3_free(abSeen);
+}
+
 int qcVarSeedKind(const QVar *pV, char *zBuf, int nBuf) {
   char zCol[40];
   int iN = 0, iK = 0;

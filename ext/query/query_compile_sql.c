@@ -392,40 +392,6 @@ int qcCollKindsDiffer(const QCtx *pX, const char *zA, ValueType vtA, const char 
   return a >= 0 && b >= 0 && a != b;
 }
 
-/* Does a clause of aCl, nested too, bind variable zVar to re-seq's result? */
-static int qcBindsSeq(QClause *const *aCl, int nCl, const char *zVar) {
-  int i;
-  for (i = 0; i < nCl; i++) {
-    const QClause *p = aCl[i];
-    if (p->kind == QC_FN && strcmp(p->zName, "re-seq") == 0 && p->bind.kind == QB_SCALAR
-        && ednIsVar(p->bind.aVar[0]) && strcmp(p->bind.aVar[0]->u.s.z, zVar) == 0) {
-      return 1;
-    }
-    if (p->nSub && qcBindsSeq(p->aSub, p->nSub, zVar)) return 1;
-  }
-  return 0;
-}
-
-/* See query_compile_scope.h. abFree holds 64 flags. A variable the call
-** bound that a definition binds by re-seq is marked 2 (str refuses it)
-** unless the path that bound it said it is a seq on every row (1): the
-** recursive forms' CTE rows do not say which definition made them. */
-void qcSeqCall(QCtx *pX, const QClause *pCl, unsigned char *abFree, int bAfter) {
-  QComp *pC = pX->pC;
-  int i, k;
-  for (i = 0; i < pCl->nArg && i < 64; i++) {
-    const EdnValue *pA = pCl->aArg[i];
-    QVar *pV = ednIsVar(pA) ? qcVarFind(pX, pA->u.s.z) : NULL;
-    if (!bAfter) { abFree[i] = ednIsVar(pA) && (pV == NULL || pV->zExpr == NULL); continue; }
-    if (!abFree[i] || pV == NULL || pV->zExpr == NULL || pV->bSeq) continue;
-    for (k = 0; k < pC->rules.nRule; k++) {
-      const QRule *pR = pC->rules.aRule[k];
-      if (strcmp(pR->zName, pCl->zName) != 0 || pR->nHead != pCl->nArg) continue;
-      if (qcBindsSeq(pR->aClause, pR->nClause, pR->aHead[i]->u.s.z)) pV->bSeq = 2;
-    }
-  }
-}
-
 /* Is p a lookup ref [:attr value]? */
 int qcIsLookupRef(const EdnValue *p) {
   return p->type == EDN_VECTOR && p->u.c.n == 2 && p->u.c.a[0]->type == EDN_KEYWORD;
