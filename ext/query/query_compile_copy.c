@@ -32,6 +32,7 @@ void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV, int bShare) {
     pN = qcVarFind(pSub, zName);
     if (pN && pV->bSeedKind) pN->bSeedKind = 1;
     if (pN && pV->bSeq) pN->bSeq = pV->bSeq;   /* 2, 3: still maybe */
+    if (pN && pV->bSeq) pN->mColl = pV->mColl;
   }
   if (bNew && pSub->pC->rc == SQLITE_OK && pV->pLit) {
     pN = qcVarFind(pSub, zName);
@@ -50,16 +51,35 @@ void qcCopyVar(QCtx *pSub, const char *zName, const QVar *pV, int bShare) {
   pN->nParam = pV->nParam;
 }
 
-/* See query_compile_scope.h: 2 for re-seq's seq, 3 for maybe one, 4 (5)
-** for a set, map or list literal (a "?N" collection parameter) or maybe
-** one, whose kind a union's rows do not keep (its JSON is an array or an
-** object), else 1. */
-int qcSeqBits(const QCtx *pX, const QVar *pV) {
+/* The kinds of collection pV may be: 1 a vector (a tuple, a vector or list
+** literal, a value of unknown type), 2 a set literal, 4 a map literal, 0
+** none (a type no collection has); a variable a union marked (bSeq 3) its
+** own (QVar.mColl, all three when not known). */
+static int qcCollBits(const QCtx *pX, const QVar *pV) {
   const QComp *pC = pX->pC;
   const EdnValue *p = NULL;
   char *zEnd = NULL;
   long iP = pV->vt == QVT_JSON && pV->zExpr && pV->zExpr[0] == '?'
             ? strtol(pV->zExpr + 1, &zEnd, 10) : 0;
+  if (pV->bSeq == 3) return pV->mColl ? pV->mColl : 7;
+  if (pV->vt != VT_NONE && pV->vt != VT_TUPLE && pV->vt != QVT_JSON) return 0;
+  if (iP >= 1 && iP <= pC->nParam && *zEnd == 0 && pC->aParam[iP - 1].eConv == QV_JSON) {
+    p = qParamValue(&pC->aParam[iP - 1], pC->pOpts);
+  }
+  return p && p->type == EDN_SET ? 2 : p && p->type == EDN_MAP ? 4 : 1;
+}
+
+/* See query_compile_scope.h: 2 for re-seq's seq, 3 for maybe one, 4 (5)
+** for a set, map or list literal (a "?N" collection parameter) or maybe
+** one, whose kind a union's rows do not keep (its JSON is an array or an
+** object), else 1. */
+int qcSeqBits(const QCtx *pX, const QVar *pV, unsigned char *pmColl) {
+  const QComp *pC = pX->pC;
+  const EdnValue *p = NULL;
+  char *zEnd = NULL;
+  long iP = pV->vt == QVT_JSON && pV->zExpr && pV->zExpr[0] == '?'
+            ? strtol(pV->zExpr + 1, &zEnd, 10) : 0;
+  *pmColl |= (unsigned char)qcCollBits(pX, pV);
   if (pV->bSeq) return pV->bSeq == 1 ? 2 : pV->bSeq == 2 ? 3 : 5;
   if (iP >= 1 && iP <= pC->nParam && *zEnd == 0 && pC->aParam[iP - 1].eConv == QV_JSON) {
     p = qParamValue(&pC->aParam[iP - 1], pC->pOpts);

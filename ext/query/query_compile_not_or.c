@@ -299,9 +299,11 @@ static int qcoOrTable(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int 
   QPhase ph;
   ValueType *aVt = sqlite3_malloc64(sizeof(ValueType) * (nJoin + 1));
   unsigned char abSeq[64];   /* qcSeqBits of its branches */
+  unsigned char abColl[64];  /* collection kinds (qcSeqBits) of its branches */
   if (aVt == NULL) return qcNoMem(pC);
   for (j = 0; j < nJoin; j++) aVt[j] = (ValueType)-1;
   memset(abSeq, 0, sizeof abSeq);
+  memset(abColl, 0, sizeof abColl);
   bSeed = qcoOrSeeded(pX, pCl, aJoin, nJoin, &bPhase, &ph);
   pOut = sqlite3_str_new(NULL);
   if (pC->rc) { sqlite3_free(aVt); sqlite3_free(sqlite3_str_finish(pOut)); return pC->rc; }
@@ -332,7 +334,7 @@ static int qcoOrTable(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int 
         break;
       }
       qcSetColumns(pC, pOut, j == 0 && !bPhase, j, pV, &aVt[j]);
-      if (j < 64) abSeq[j] |= (unsigned char)qcSeqBits(&sub, pV);
+      if (j < 64) abSeq[j] |= (unsigned char)qcSeqBits(&sub, pV, &abColl[j]);
     }
     zBody = pC->rc == SQLITE_OK ? qcBody(&sub) : NULL;
     if (zBody) sqlite3_str_appendall(pOut, zBody);
@@ -362,6 +364,7 @@ static int qcoOrTable(QCtx *pX, const QClause *pCl, const EdnValue **aJoin, int 
     pN = j < 64 && abSeq[j] ? qcVarFind(pX, aJoin[j]->u.s.z) : NULL;
     if (pN && pN->zExpr && strncmp(pN->zExpr, zAlias, strlen(zAlias)) == 0) {
       pN->bSeq = abSeq[j] & 4 ? 3 : abSeq[j] == 2 ? 1 : abSeq[j] & 2 ? 2 : 0;
+      pN->mColl = abColl[j];
     }
   }
   sqlite3_free(aVt);

@@ -286,7 +286,7 @@ static char *qcpCompareTerms(QCtx *pX, const QClause *pCl, const char *zFn, cons
     goto cleanup;
   }
   if (!bNe && !bValue && qcpIncomparable(pX, pCl, zFn, zOp, vtA, vtB)) goto cleanup;
-  if (bEq && qcCollKindsDiffer(pX, zA, vtA, zB, vtB)) {
+  if (bEq && qcCollKindsDiffer(pX, zA, vtA, zB, vtB, 0)) {
     zOut = sqlite3_mprintf(bNe ? "1" : "0");   /* (= #{1} [1]) is false */
     goto cleanup;
   }

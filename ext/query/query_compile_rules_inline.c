@@ -174,7 +174,10 @@ static int qciJoin(QCtx *pX, const QClause *pCl, int h, const unsigned char *aeA
     if (pC->rc == SQLITE_OK && (pV->bHetero || pV->bSeq)) {
       QVar *pN = qcVarFind(pX, pCl->aArg[j]->u.s.z);
       if (pN && pV->bHetero) pN->bHetero = 1;
-      if (pN && pV->bSeq && pN->zExpr && strcmp(pN->zExpr, pV->zExpr) == 0) pN->bSeq = pV->bSeq;
+      if (pN && pV->bSeq && pN->zExpr && strcmp(pN->zExpr, pV->zExpr) == 0) {
+        pN->bSeq = pV->bSeq;
+        pN->mColl = pV->mColl;
+      }
     }
     if (pC->rc == SQLITE_OK && pV->nFnDepth > 0) {
       QVar *pN = qcVarFind(pX, pCl->aArg[j]->u.s.z);
@@ -265,6 +268,7 @@ int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
   unsigned char aeArg[64];    /* 0 free, 1 bound variable, 2 constant, 3 _ */
   ValueType aVt[64];
   unsigned char abSeq[64];   /* qcSeqBits of its definitions */
+  unsigned char abColl[64];  /* collection kinds (qcSeqBits) of its definitions */
   int i, j, nFree = 0, nBound = 0, nArity = pCl->nArg, nDef = 0, bSeed, bPhase = 0;
   QPhase ph;
   sqlite3_str *pOut;
@@ -305,6 +309,7 @@ int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
   }
   if (pC->rc) return 1;
   memset(abSeq, 0, sizeof abSeq);
+  memset(abColl, 0, sizeof abColl);
   pOut = sqlite3_str_new(NULL);
   if (!bPhase) sqlite3_str_appendall(pOut, nFree ? "(" : "EXISTS (");
   for (i = 0; i < pC->rules.nRule && qcPoll(pC) == SQLITE_OK; i++) {
@@ -338,7 +343,7 @@ int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
         break;
       }
       qcSetColumns(pC, pOut, nCol++ == 0, j, pV, &aVt[j]);
-      abSeq[j] |= (unsigned char)qcSeqBits(&sub, pV);
+      abSeq[j] |= (unsigned char)qcSeqBits(&sub, pV, &abColl[j]);
     }
     zBody = pC->rc == SQLITE_OK ? qcBody(&sub) : NULL;
     if (zBody) sqlite3_str_appendall(pOut, zBody);
@@ -351,6 +356,7 @@ int qciCall(QCtx *pX, const QClause *pCl, int h, int iDepth) {
     ** some definitions only; 3: maybe a set, map or list literal) */
     QVar *pN = aeArg[j] == 0 && abSeq[j] & 6 ? qcVarFind(pX, pCl->aArg[j]->u.s.z) : NULL;
     if (pN) pN->bSeq = abSeq[j] & 4 ? 3 : abSeq[j] == 2 ? 1 : 2;
+    if (pN) pN->mColl = abColl[j];
   }
   return 1;
 }

@@ -653,7 +653,8 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
   } else if (vt == VT_REF && ((pV->vt == VT_KEYWORD && (pV->nParam || pV->bIdent))
                               || (pV->vt == VT_NONE && pV->zTag && pV->bIdent))) {
     qcBindIdent(pX, pV, zExpr);
-  } else if (qcCollKindsDiffer(pX, zExpr, vt, pV->zExpr, pV->vt)) {
+  } else if (qcCollKindsDiffer(pX, zExpr, vt, pV->zExpr, pV->vt,
+                               pV->bSeq == 3 ? pV->mColl : 0)) {
     qcWhere(pX, sqlite3_mprintf("0"));   /* a set is no vector, though both are arrays */
   } else if ((vt == VT_TUPLE && pV->vt == QVT_JSON) || (vt == QVT_JSON && pV->vt == VT_TUPLE)) {
     /* a stored tuple meets a tuple a query made (an input vector, the

@@ -46,8 +46,8 @@ typedef struct QVar {
   unsigned char bHetero;     /* bound to values of several types ([1 "A"]) */
   unsigned char bGiven;      /* a value the query gave (input, ground, a rule's constant),
                              ** here or copied: its numbers meet a double place as stored */
-  unsigned char bSeq;        /* re-seq's result, a seq: str prints it (...), not [...] (1);
-                             ** maybe one (2); maybe a set, map or list literal (3) */
+  unsigned char bSeq, mColl; /* re-seq's seq: str prints it (...), not [...] (1); maybe one (2);
+                             ** maybe a set, map or list literal (3), of kinds mColl (0: any) */
   unsigned char bInMixed;    /* ... numbers of both kinds (1, 2.5), a relation
                              ** input's column too (qcVarMixesKinds) */
   unsigned char bConvCol;    /* zExpr is a VALUES column inN.cJ of longs given,
@@ -633,17 +633,17 @@ char *qcVarTag(const QVar *pV);
 char *qcTagIs(const char *zTag, ValueType vt);
 /* "tags A and B may hold equal values": one tag, or a ref and a long (an entity id). */
 char *qcTagsMatch(const char *zTagA, const char *zTagB);
-/* Are zA, zB (of vtA, vtB) collections = never equates (set/vector, map)? */
-int qcCollKindsDiffer(const QCtx *pX, const char *zA, ValueType vtA, const char *zB, ValueType vtB);
+/* Are zA, zB (of vtA, vtB) collections = never equates? mB: zB's QVar.mColl, or 0. */
+int qcCollKindsDiffer(const QCtx *pX, const char *zA, ValueType vtA, const char *zB, ValueType vtB,
+                      int mB);
 /* Rule call pCl: which variable arguments are free (before), then marks those a rule binds by re-seq. */
 void qcSeqCall(QCtx *pX, const QClause *pCl, unsigned char *abFree, int bAfter);
-/* An or branch's or rule definition's pV handed on as a union's column: its bSeq bits. */
-int qcSeqBits(const QCtx *pX, const QVar *pV);
-/* Tag SQL zTag as part of a set key (DISTINCT, UNION, GROUP BY): a ref's
-** tag reads as a long's, since a ref value is its entity id, a long
-** (Datomic), so the two are one element of a set. With the value's
-** storage class (typeof: 1 against 1.0) beside it, the key is Clojure's =.
-** qcVarSetTag: the same for a variable (its tag or its static tag). */
+/* An or branch's or rule definition's pV handed on as a union's column: its bSeq bits; the
+** kinds of collection it may be (1 a vector, 2 a set, 4 a map) ORed into *pmColl. */
+int qcSeqBits(const QCtx *pX, const QVar *pV, unsigned char *pmColl);
+/* Tag SQL zTag as part of a set key (DISTINCT, UNION, GROUP BY): a ref's tag reads as a
+** long's (a ref value is its entity id, a long, in Datomic), and with the storage class
+** beside it (typeof: 1 against 1.0) the key is Clojure's =. qcVarSetTag: of a variable. */
 char *qcSetTag(const char *zTag);
 char *qcVarSetTag(const QVar *pV);
 /* Writes variable pV as branch column j of a UNION whose set key is

@@ -385,10 +385,16 @@ static int qcCollClass(const QCtx *pX, const char *zV, ValueType vt) {
 }
 
 /* See query_compile_scope.h: a set literal is never = a vector of the same
-** elements, though both are JSON arrays (a list and a vector are =). */
+** elements, though both are JSON arrays (a list and a vector are =). A
+** union whose branches all hand on one kind of collection literal (mB, a
+** set's or a map's JSON alone: the column has one type, no tag to tell)
+** never = a collection of another kind; of several kinds its rows' tags
+** tell a vector from a set, and a collection of a kind not known here (an
+** input's) is left as it was. */
 int qcCollKindsDiffer(const QCtx *pX, const char *zA, ValueType vtA, const char *zB,
-                      ValueType vtB) {
+                      ValueType vtB, int mB) {
   int a = qcCollClass(pX, zA, vtA), b = a < 0 ? -1 : qcCollClass(pX, zB, vtB);
+  if (a >= 0 && (mB == 1 || mB == 2 || mB == 4) && mB != 1 << a) return 1;
   return a >= 0 && b >= 0 && a != b;
 }
 
