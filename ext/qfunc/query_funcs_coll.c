@@ -100,7 +100,7 @@ void qfValsStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   if (p == NULL) { sqlite3_result_error_nomem(pCtx); return; }
   p->iMode = sqlite3_value_int(argv[0]);
   p->nWant = argc > 3 ? sqlite3_value_int64(argv[3]) : -1;
-  if (sqlite3_value_type(argv[1]) == SQLITE_NULL || p->bOom) return;
+  if (p->bOom) return;     /* a NULL is nil, a value of the bag */
   if (p->n == p->nAlloc) {
     int nNew = p->nAlloc ? p->nAlloc * 2 : 16;
     QfVal *aNew = sqlite3_realloc64(p->a, sizeof(QfVal) * nNew);
@@ -501,6 +501,10 @@ static int qfSetTagCmp(const QfVal *a, const QfVal *b) {
 
 static int qfCmpVal(const void *a, const void *b) {
   sqlite3_value *x = ((const QfVal*)a)->pV, *y = ((const QfVal*)b)->pV;
+  /* nil (NULL) first, as Clojure's compare orders it */
+  if (sqlite3_value_type(x) == SQLITE_NULL || sqlite3_value_type(y) == SQLITE_NULL) {
+    return (sqlite3_value_type(y) == SQLITE_NULL) - (sqlite3_value_type(x) == SQLITE_NULL);
+  }
   if (((const QfVal*)a)->tag == TAG_KEYWORD && ((const QfVal*)b)->tag == TAG_KEYWORD
       && sqlite3_value_type(x) == SQLITE_TEXT && sqlite3_value_type(y) == SQLITE_TEXT) {
     const char *zx = (const char*)sqlite3_value_text(x), *zy = (const char*)sqlite3_value_text(y);
@@ -646,7 +650,7 @@ void qfRandOneStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   QfRandOne *p = sqlite3_aggregate_context(pCtx, sizeof(QfRandOne));
   if (p == NULL) { sqlite3_result_error_nomem(pCtx); return; }
   p->bPack = argc > 2;
-  if (sqlite3_value_type(argv[0]) == SQLITE_NULL || p->bOom) return;
+  if (p->bOom) return;     /* a NULL is nil, a value it may draw */
   p->n++;
   if (p->n > 1) {
     sqlite3_uint64 r;
@@ -698,7 +702,7 @@ void qfRandOneFinal(sqlite3_context *pCtx) {
     sqlite3_result_error_nomem(pCtx);
   } else if (p->pV && !p->bPack) {
     sqlite3_result_value(pCtx, p->pV);
-  } else if (p->pV) {
+  } else if (p->pV && sqlite3_value_type(p->pV) != SQLITE_NULL) {   /* nil: NULL */
     int n = 0;
     unsigned char *a = qfRandPack(p->pV, p->tag, &n);
     if (a == NULL) sqlite3_result_error_nomem(pCtx);

@@ -437,7 +437,12 @@ void qfSumStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   int t = sqlite3_value_numeric_type(argv[0]);
   (void)argc;
   if (p == NULL) { sqlite3_result_error_nomem(pCtx); return; }
-  if (t == SQLITE_NULL) return;
+  if (t == SQLITE_NULL) {
+    /* nil, a value of the bag: Clojure's + throws (NullPointerException) */
+    p->bOver = 1;
+    qfErrorAt(pCtx, argv[1], "nil is not a number");
+    return;
+  }
   p->bAny = 1;
   p->n++;
   if (t == SQLITE_INTEGER && !p->bReal) {
@@ -507,6 +512,11 @@ void qfNumsStep(sqlite3_context *pCtx, int argc, sqlite3_value **argv) {
   if (argc > 1 && p->zWhere == NULL) {
     p->zWhere = sqlite3_mprintf("%s", (const char *)sqlite3_value_text(argv[1]));
     if (p->zWhere == NULL) p->bOom = 1;
+  }
+  if (t == SQLITE_NULL) {
+    /* nil, a value of the bag: Clojure's sort and arithmetic throw on it */
+    qfErrorAt(pCtx, argv[1], "nil is not a number");
+    return;
   }
   if (t != SQLITE_INTEGER && t != SQLITE_FLOAT) return;
   if (p->n == p->nAlloc) {

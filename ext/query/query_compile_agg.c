@@ -217,6 +217,18 @@ static int qcaValueCounts(QComp *pC, QueryPlan *pPlan, sqlite3_str *pSql) {
   return 1;
 }
 
+/* Is aggregate pAgg a min over pV, a column that may hold nil, to be nil
+** once a row holds it (compare puts nil first; SQL's min skips NULL)?
+** Not beside (the ?x): that rides on SQLite's bare column of the one min
+** row, which a nil cannot be, so min keeps the least other value there
+** (README, "A nil a variable holds"). */
+static int qcaMinNil(const QQuery *pQ, const QcaAgg *pAgg, const QVar *pV) {
+  int i;
+  if (pAgg->eKind != QCA_EXTREME || strcmp(pAgg->zSql, "min") != 0 || qcVarNotNull(pV)) return 0;
+  for (i = 0; i < pQ->nFind; i++) if (qcaIs(&pQ->aFind[i], QCA_THE)) return 0;
+  return 1;
+}
+
 /* Aggregate element pE over inner column k (variable pV) as an SQL
 ** aggregate into pOut, setting pCol's type or kind. SQLite code. */
 static int qcaAggExpr(QComp *pC, QCtx *pX, const QFindElem *pE, int k, const QVar *pV,
@@ -224,6 +236,7 @@ static int qcaAggExpr(QComp *pC, QCtx *pX, const QFindElem *pE, int k, const QVa
   const QcaAgg *pAgg = qcaAggFind(pE);
   char *zPlace = NULL;    /* numeric aggregates: the element's place */
   ValueType vt = pV->vt;
+  int bMinNil = 0;        /* min of a column that may hold nil */
   if (pAgg == NULL || pAgg->eKind == QCA_THE) {
     qcErr(pC, pE->pForm, "unsupported aggregate %s", pE->zAgg);
     goto done;
@@ -245,19 +258,21 @@ static int qcaAggExpr(QComp *pC, QCtx *pX, const QFindElem *pE, int k, const QVa
     zPlace = qcPlaceSql(pE->pForm, pE->zName);
     if (zPlace == NULL) { qcNoMem(pC); goto done; }
   }
+  bMinNil = qcaMinNil(pC->pQ, pAgg, pV);
   switch (pAgg->eKind) {
     case QCA_COUNT:
-      /* A store column is never NULL: count(*) reads no column, as a
-      ** hand-written GROUP BY would. */
-      if (qcVarNotNull(pV)) sqlite3_str_appendall(pOuter, "count(*)");
-      else sqlite3_str_appendf(pOuter, "count(v%d)", k);
+      /* Every row counts: a NULL is nil, a value Clojure's count counts
+      ** (count(*) reads no column, as a hand-written GROUP BY would). */
+      sqlite3_str_appendall(pOuter, "count(*)");
       pCol->vt = VT_LONG;
       break;
     case QCA_COUNT_DISTINCT:
       /* One key per value under Clojure's = (mentat_set_key): true is
-      ** not 1, ":x/y" not :x/y, 1 not 1.0. */
+      ** not 1, ":x/y" not :x/y, 1 not 1.0; nil (NULL, which count(DISTINCT)
+      ** skips) is one more value. */
       if (qcVarMixesKinds(pV)) sqlite3_str_appendf(pOuter, "count(DISTINCT mentat_set_key(v%d, t%d))", k, k);
       else sqlite3_str_appendf(pOuter, "count(DISTINCT v%d)", k);
+      if (!qcVarNotNull(pV)) sqlite3_str_appendf(pOuter, " + (sum(v%d IS NULL) > 0)", k);
       pCol->vt = VT_LONG;
       break;
     case QCA_SUM:
@@ -278,6 +293,8 @@ static int qcaAggExpr(QComp *pC, QCtx *pX, const QFindElem *pE, int k, const QVa
       ** unknown type must share a comparison class (mentat_one_class). */
       if (zPlace) sqlite3_str_appendf(pOuter, "coalesce(mentat_one_class(%c%d, %s), ",
                                       pV->zTag ? 'r' : 't', k, zPlace);
+      /* max skips nil, which is below every value */
+      if (bMinNil) sqlite3_str_appendf(pOuter, "(CASE WHEN sum(v%d IS NULL) > 0 THEN NULL ELSE ", k);
       if (vt == VT_UUID || vt == VT_TUPLE) {
         /* uuids (alone or in tuples) by Java's UUID order, keywords in
         ** tuples by Clojure's: by the key, the value back from it */
@@ -293,6 +310,7 @@ static int qcaAggExpr(QComp *pC, QCtx *pX, const QFindElem *pE, int k, const QVa
       } else {
         sqlite3_str_appendf(pOuter, "%s(v%d%s)", pAgg->zSql, k, qcOrderCollate(vt));
       }
+      if (bMinNil) sqlite3_str_appendall(pOuter, " END)");
       if (zPlace) sqlite3_str_appendall(pOuter, ")");
       pCol->vt = vt;
       break;
