@@ -176,8 +176,14 @@ static int ednpullRun(VCall *pCall, sqlite3 *host, sqlite3_value *pEnt, int eTyp
       /* PULL_WITH_DBID: edn_pull's map always carries :db/id (SPEC.md
       ** §2.2). The connection's pull cache is kept with its compiled plans
       ** (query.h). */
-      rc = pullEntityText(pCall->pConn->db, pCall->pSchema, zPat, nPat, *pE, PULL_WITH_DBID,
-                          qCachePulls(pCall->pConn), &poll, pOut, pzErr);
+      rc = pullEntityText(pCall->pConn->db, pCall->pSchema, zPat, nPat, *pE,
+                          PULL_WITH_DBID | PULL_NIL_EMPTY, qCachePulls(pCall->pConn), &poll,
+                          pOut, pzErr);
+      /* nil (PULL_NIL_EMPTY): no map, SQL NULL as for no entity */
+      if (rc == SQLITE_OK && sqlite3_str_length(pOut) - *piStart == 4
+          && memcmp(sqlite3_str_value(pOut) + *piStart, "null", 4) == 0) {
+        *pE = 0;
+      }
     }
     /* an interrupt is not a stale snapshot's: not run again */
     if (rc == SQLITE_NOMEM || rc == SQLITE_INTERRUPT || !storeReaderIsLazy(pCall->pConn)) {

@@ -32,8 +32,10 @@
 ** and JSON depth stay bounded). Each spec {:a N} has its own budget: once
 ** the path holds N steps through it, the entities it reaches are left out
 ** (DataScript's test-recursion), the key too when none is left.
-** A map that would be empty shows {":db/id": e} (an entity with no datoms,
-** or none of the pattern's attributes), so every pulled entity is visible.
+** A nested map that would be empty shows {":db/id": e} (an entity with no
+** datoms, or none of the pattern's attributes), so every pulled entity is
+** visible; the root one is nil under PULL_NIL_EMPTY (edn_pull, :find), as
+** Datomic's pull gives nil for an empty result, and so is a root id <= 0.
 */
 #include <string.h>
 #include "pull_int.h"
@@ -187,6 +189,8 @@ typedef struct PullRun {
   char **pzErr;
   PullPattern wildcard;              /* [*], for component expansion */
   const PullPoll *pPoll;             /* the host's interrupt, or NULL (pullPolled) */
+  int bIdDue;                        /* the wildcard's ":db/id" waits for a key */
+  sqlite3_int64 eIdDue;              /* (pullKey), so an empty root can be nil */
   int nPollItems;                    /* values and maps written since the last question */
   int iPollAt;                       /* pOut's length then */
   int nPath;
@@ -254,10 +258,22 @@ static int pullOnPath(const PullRun *p, sqlite3_int64 e) {
 }
 
 /* Writes the separator and the JSON key of the next map entry. */
-static void pullKey(PullRun *p, int *pnKey, const char *zKey, int nKey) {
-  if ((*pnKey)++ > 0) sqlite3_str_appendchar(p->pOut, 1, ',');
+static void pullKeyOne(PullRun *p, int *pnKey, const char *zKey, int nKey) {
+  sqlite3_str_appendchar(p->pOut, 1, (*pnKey)++ > 0 ? ',' : '{');
   ednJsonString(p->pOut, zKey, nKey);
   sqlite3_str_appendchar(p->pOut, 1, ':');
+}
+
+/* The map's first key opens it, and the wildcard's ":db/id" is written
+** before the first key after it, so a root map left empty, the entity
+** having no datoms, can be nil instead (PULL_NIL_EMPTY: pullMap). */
+static void pullKey(PullRun *p, int *pnKey, const char *zKey, int nKey) {
+  if (p->bIdDue) {
+    p->bIdDue = 0;
+    pullKeyOne(p, pnKey, ":db/id", 6);
+    sqlite3_str_appendf(p->pOut, "%lld", p->eIdDue);
+  }
+  pullKeyOne(p, pnKey, zKey, nKey);
 }
 
 static void pullIdMap(PullRun *p, sqlite3_int64 e) {
@@ -608,8 +624,8 @@ static int pullWildcard(PullRun *p, const PullPattern *pPat, sqlite3_int64 e, in
   int i, rc;
 
   if (!pullHasKey(pPat, ":db/id")) {
-    pullKey(p, pnKey, ":db/id", 6);
-    sqlite3_str_appendf(p->pOut, "%lld", e);
+    p->bIdDue = 1;
+    p->eIdDue = e;
   }
   if (p->eTime != PULL_TIME_ASOF) {
     sqlite3_stmt *pScan = p->pCache->apStmt[p->eTime * PULL_NKIND + PULL_STMT_ENTITY];
@@ -633,12 +649,12 @@ static int pullMap(PullRun *p, const PullPattern *pPat, const PullItem *pVia, sq
                    unsigned flags) {
   int nKey = 0;
   int bDbid = 0;
+  int bAskId = 0;       /* the pattern names :db/id (any :as) */
   int i, rc = SQLITE_OK;
 
   if (pullPolled(p)) return SQLITE_INTERRUPT;
   p->aVia[p->nPath] = pVia;
   p->aPath[p->nPath++] = e;
-  sqlite3_str_appendchar(p->pOut, 1, '{');
   for (i = 0; i <= pPat->nItem && rc == SQLITE_OK; i++) {
     if (pPat->bWildcard && pPat->iWildcard == i) {
       rc = pullWildcard(p, pPat, e, &nKey);
@@ -646,6 +662,7 @@ static int pullMap(PullRun *p, const PullPattern *pPat, const PullItem *pVia, sq
     }
     if (i < pPat->nItem && rc == SQLITE_OK) {
       const PullItem *pItem = &pPat->aItem[i];
+      bAskId |= pItem->eKind == PULL_KIND_DBID;
       if (pItem->eKind == PULL_KIND_DBID && pItem->nKey == 6
           && memcmp(pItem->zKey, ":db/id", 6) == 0) {
         bDbid = 1;
@@ -653,11 +670,18 @@ static int pullMap(PullRun *p, const PullPattern *pPat, const PullItem *pVia, sq
       rc = pullItem(p, pItem, e, &nKey);
     }
   }
-  if (rc == SQLITE_OK && (nKey == 0 || ((flags & PULL_WITH_DBID) && !bDbid))) {
-    pullKey(p, &nKey, ":db/id", 6);
-    sqlite3_str_appendf(p->pOut, "%lld", e);
+  p->bIdDue = 0;   /* no key came after the wildcard: written below */
+  if (rc == SQLITE_OK && nKey == 0 && !bAskId && (flags & PULL_NIL_EMPTY)) {
+    /* Datomic: nil, no map. A pattern naming :db/id keeps its map, as
+    ** no datom is read for it. */
+    sqlite3_str_appendall(p->pOut, "null");
+  } else if (rc == SQLITE_OK) {
+    if (nKey == 0 || ((flags & PULL_WITH_DBID) && !bDbid)) {
+      pullKey(p, &nKey, ":db/id", 6);
+      sqlite3_str_appendf(p->pOut, "%lld", e);
+    }
+    sqlite3_str_appendchar(p->pOut, 1, '}');
   }
-  sqlite3_str_appendchar(p->pOut, 1, '}');
   p->nPath--;
   return rc;
 }
@@ -716,7 +740,14 @@ static int pullRunCompiled(sqlite3 *db, const Schema *pSchema, const PullPattern
   pRun->wildcard.bWildcard = 1;
   pRun->pCache = pCache ? pCache : &local;
 
-  rc = pullMap(pRun, pPat, NULL, e, flags);
+  if ((flags & PULL_NIL_EMPTY) && e <= 0) {
+    /* 0 and negative ids name no entity (ids start at 1): nil, whatever
+    ** the pattern (even [:db/id]) */
+    sqlite3_str_appendall(pOut, "null");
+    rc = SQLITE_OK;
+  } else {
+    rc = pullMap(pRun, pPat, NULL, e, flags);
+  }
   if (rc == SQLITE_OK && sqlite3_str_errcode(pOut) != SQLITE_OK) {
     rc = sqlite3_str_errcode(pOut) == SQLITE_TOOBIG ? SQLITE_TOOBIG : SQLITE_NOMEM;
   }

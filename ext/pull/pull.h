@@ -27,6 +27,10 @@ int pullValidate(const Schema *pSchema, const EdnValue *pPattern, char **pzErr);
                               ** the pattern, as Datomic does, so pullEntity
                               ** (flags 0) is what `(pull ?e [...])` in :find
                               ** uses. */
+#define PULL_NIL_EMPTY 0x02   /* the root map writes null (Datomic: nil) when
+                              ** it would hold no key of the pattern's own
+                              ** (the appended :db/id aside), and for an id
+                              ** <= 0, which names no entity */
 
 /* Prepared statements for pulls on ONE connection (the store connection a
 ** caller has checked out). Opaque; created by pullEntityEx, owned by the
