@@ -344,6 +344,8 @@ static char *qcpCompareTerms(QCtx *pX, const QClause *pCl, const char *zFn, cons
       zOut = vtA == vtB ? sqlite3_mprintf("%s", zColl) : sqlite3_mprintf("0");
     }
     sqlite3_free(zColl);
+  } else if (bEq && (zOut = qcSeqJsonEq(pX, zA, vtA, zTagA, zB, vtB, zTagB, zOp)) != NULL) {
+    /* a seq (held as a tuple) against a list literal's JSON: as JSON */
   } else if (vtA == QVT_JSON || vtB == QVT_JSON) {
     zOut = sqlite3_mprintf("(%s %s %s)", zA, zOp, zB);
   } else if (vtA != VT_NONE && vtB != VT_NONE) {

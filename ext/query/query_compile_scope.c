@@ -613,6 +613,7 @@ int qcVarValueBound(QCtx *pX, const char *zName, ValueType vt) {
 void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTag,
                int bIntCol) {
   QVar *pV;
+  char *zSeq;
   /* A value of no static type always comes with its run-time tag; a NULL
   ** tag there is an allocation that failed (the value would print as
   ** null), not a value without one. */
@@ -661,6 +662,8 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
     ** tuple function): compared as JSON, the form the query's has */
     qcWhere(pX, sqlite3_mprintf("mentat_json(%s, %d) = %s", vt == VT_TUPLE ? zExpr : pV->zExpr,
                                 TAG_TUPLE, vt == VT_TUPLE ? pV->zExpr : zExpr));
+  } else if ((zSeq = qcSeqJsonEq(pX, zExpr, vt, zTag, pV->zExpr, pV->vt, pV->zTag, "IS")) != NULL) {
+    qcWhere(pX, zSeq);   /* a seq (held as a tuple) meets a list literal's JSON */
   } else {
     int eHow = qcUnifyTypes(pX, pV, zExpr, vt, zTag);
     if (eHow == QC_UNIFY_CONV) qcUnifyConv(pX, pV, zExpr);

@@ -407,8 +407,7 @@ QVar *qcVarFind(QCtx *pX, const char *zName);
 QVar *qcVarAdd(QCtx *pX, const char *zName);
 /* Binds variable zName in scope pX to SQL zExpr (taken over), or when it is
 ** already bound adds the equality, reconciling types. */
-void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTag,
-               int bIntCol);
+void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTag, int bIntCol);
 /* Types pV's lazy parameters by the typed place vt it meets; bKeepKind
 ** keeps a constant's kind (1 against 1.0). 1 when one kept it, 2 when a long
 ** stays the long given at a double place, which compares it converted. */
@@ -634,8 +633,9 @@ char *qcTagIs(const char *zTag, ValueType vt);
 /* "tags A and B may hold equal values": one tag, or a ref and a long (an entity id). */
 char *qcTagsMatch(const char *zTagA, const char *zTagB);
 /* Are zA, zB (of vtA, vtB) collections = never equates? mB: zB's QVar.mColl, or 0. */
-int qcCollKindsDiffer(const QCtx *pX, const char *zA, ValueType vtA, const char *zB, ValueType vtB,
-                      int mB);
+int qcCollKindsDiffer(const QCtx *pX, const char *zA, ValueType vtA, const char *zB, ValueType vtB, int mB);
+/* = of a seq of unknown type and a list literal's JSON, or NULL: query_compile_sql.c. */
+char *qcSeqJsonEq(const QCtx *pX, const char *zA, ValueType vtA, const char *zTagA, const char *zB, ValueType vtB, const char *zTagB, const char *zOp);
 /* Rule call pCl: which variable arguments are free (before), then marks those a rule binds by re-seq. */
 void qcSeqCall(QCtx *pX, const QClause *pCl, unsigned char *abFree, int bAfter);
 /* An or branch's or rule definition's pV handed on as a union's column: its bSeq bits; the

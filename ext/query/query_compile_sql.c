@@ -384,6 +384,22 @@ static int qcCollClass(const QCtx *pX, const char *zV, ValueType vt) {
   return p == NULL ? -1 : p->type == EDN_SET ? 1 : p->type == EDN_MAP ? 2 : 0;
 }
 
+/* zA = zB as Clojure's = when one is of unknown type (its tag: re-seq's seq,
+** held as a tuple when its elements allow) and the other a vector or list
+** literal held as JSON: the first as its JSON (a string never reads as an
+** array), op zOp ("IS", "IS NOT", "=", "!="); NULL when they are not those. */
+char *qcSeqJsonEq(const QCtx *pX, const char *zA, ValueType vtA, const char *zTagA, const char *zB,
+                  ValueType vtB, const char *zTagB, const char *zOp) {
+  char *z;
+  if (vtA == QVT_JSON && vtB == VT_NONE && zTagB) {
+    return qcSeqJsonEq(pX, zB, vtB, zTagB, zA, vtA, zTagA, zOp);
+  }
+  if (vtA != VT_NONE || zTagA == NULL || vtB != QVT_JSON || qcCollClass(pX, zB, vtB) != 0) return NULL;
+  z = sqlite3_mprintf("(mentat_json(%s, %s) %s %s)", zA, zTagA, zOp, zB);
+  if (z == NULL) qcNoMem(pX->pC);   /* the caller's fallback then fails too */
+  return z;
+}
+
 /* See query_compile_scope.h: a set literal is never = a vector of the same
 ** elements, though both are JSON arrays (a list and a vector are =). A
 ** union whose branches all hand on one kind of collection literal (mB, a
