@@ -215,6 +215,7 @@ static int qcbBindColl(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int i
   sqlite3_str *pList;
   QVar *pV;
   int nP = 0, bLookup = 0, bMixed = 0, bHetero = 0;
+  int mKind = 0;   /* elements' kinds: 1 vector-like, 2 set, 4 map, 8 list */
   int *aP;
   ValueType vt0 = VT_NONE;
   sqlite3_str *pRows;
@@ -239,6 +240,7 @@ static int qcbBindColl(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int i
     else if (!qcbVtMix(vt0, vt)) bHetero = 1;
     if (iP) aP[nP++] = iP;
     if (qcbLeafIsLookup(pX, pE, iInput)) bLookup = 1;
+    mKind |= pE->type == EDN_SET ? 2 : pE->type == EDN_MAP ? 4 : pE->type == EDN_LIST ? 9 : 1;
     if (i) sqlite3_str_appendchar(pList, 1, ',');
     sqlite3_str_appendall(pList, z);
     /* each value with its own tag, for a collection of several types */
@@ -293,6 +295,12 @@ static int qcbBindColl(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int i
   if (pV->zInList == NULL) pV->zInList = sqlite3_mprintf("%s", "");
   if (pV->zInList == NULL) qcNoMem(pC);
   pV->nInElem = pVal->u.c.n;
+  if (mKind & 10) {
+    /* a set or list element's rows hold its JSON, an array that reads as a
+    ** vector: maybe one of those kinds (QVar.bSeq 3), as a union's column */
+    pV->bSeq = 3;
+    pV->mColl = (unsigned char)(mKind & 7);
+  }
   pV->bInLookup = (unsigned char)bLookup;
   pV->bInMixed = (unsigned char)bMixed;
   pV->vt = vt0 == VT_NONE ? VT_LONG : vt0;
