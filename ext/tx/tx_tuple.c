@@ -132,10 +132,83 @@ done:
   return rc;
 }
 
+/* The entity lookup ref pRef ([:attr value], its value converted by
+** txTupleValue, so nested ones too) names, now, into *pE: a tuple element
+** the ref needs before the tuple can be encoded. An error when it names none. */
+static int txTupleRefNow(Tx *p, const EdnValue *pRef, sqlite3_int64 *pE) {
+  const EdnValue *pA = pRef->u.c.a[0];
+  const Attr *pAttr = pA->type == EDN_KEYWORD ? schemaAttrByIdent(p->pSchema, pA->u.s.z, pA->u.s.n) : NULL;
+  sqlite3_stmt *pStmt = NULL;
+  TypedValue v;
+  int rc;
+  if (pAttr == NULL || pAttr->eUnique == UNIQUE_NONE) {
+    return txErr(p, pRef->line, pRef->col, "a lookup ref needs a :db/unique attribute keyword first");
+  }
+  rc = txTupleValue(p, pRef->u.c.a[1], pAttr, pA->u.s.z, &v);
+  if (rc == SQLITE_OK) rc = txStmt(p, TXS_LOOKUP_UNIQUE, &pStmt);
+  if (rc != SQLITE_OK) return rc;
+  sqlite3_bind_int64(pStmt, 1, pAttr->e);
+  sqlite3_bind_int(pStmt, 2, vtTag(pAttr->type));
+  rc = valueBind(pStmt, 3, &v);
+  if (rc == SQLITE_OK) rc = sqlite3_step(pStmt);
+  if (rc == SQLITE_ROW) *pE = sqlite3_column_int64(pStmt, 0);
+  sqlite3_reset(pStmt);
+  if (rc == SQLITE_ROW) return SQLITE_OK;
+  if (rc != SQLITE_DONE) return txSqlErr(p, "lookup failed: ");
+  {
+    sqlite3_str *pText = sqlite3_str_new(p->db);
+    char *z;
+    ednPrint(pText, pRef);
+    z = sqlite3_str_finish(pText);
+    if (z == NULL) return SQLITE_NOMEM;
+    rc = txErr(p, pRef->line, pRef->col, "lookup ref %s does not resolve", z);
+    sqlite3_free(z);
+    return rc;
+  }
+}
+
+/* Tuple pV with its ref elements that are lookup refs or idents replaced by
+** their entity ids (DataScript's lookup-refs-in-tuple) into *ppOut, in the
+** transaction's arena; pV itself when it has none. */
+static int txTupleRefs(Tx *p, const EdnValue *pV, const Attr *pAttr, const EdnValue **ppOut) {
+  EdnValue *pCopy = NULL;
+  int i, rc = SQLITE_OK;
+  *ppOut = pV;
+  if (pV->type != EDN_VECTOR || pAttr->tuple.nFixed != pV->u.c.n) return SQLITE_OK;
+  for (i = 0; i < pV->u.c.n && rc == SQLITE_OK; i++) {
+    const EdnValue *pE = pV->u.c.a[i];
+    sqlite3_int64 e = 0;
+    if (pAttr->tuple.aType[i] != VT_REF) continue;
+    if (pE->type == EDN_VECTOR && pE->u.c.n == 2) {
+      rc = txTupleRefNow(p, pE, &e);
+    } else if (pE->type == EDN_KEYWORD) {
+      e = schemaEntid(p->pSchema, pE->u.s.z, pE->u.s.n);
+      if (e == 0) rc = txErr(p, pE->line, pE->col, "unknown ident %s", pE->u.s.z);
+    } else {
+      continue;
+    }
+    if (rc == SQLITE_OK && pCopy == NULL) {
+      pCopy = ednNewColl(p->pArena, EDN_VECTOR, pV->u.c.n);
+      if (pCopy == NULL) return SQLITE_NOMEM;
+      pCopy->line = pV->line;
+      pCopy->col = pV->col;
+      memcpy(pCopy->u.c.a, pV->u.c.a, sizeof(EdnValue *) * (size_t)pV->u.c.n);
+    }
+    if (rc == SQLITE_OK && (pCopy->u.c.a[i] = ednNewInt(p->pArena, e)) == NULL) rc = SQLITE_NOMEM;
+  }
+  if (pCopy) *ppOut = pCopy;
+  return rc;
+}
+
 int txTupleValue(Tx *p, const EdnValue *pV, const Attr *pAttr, const char *zAttr, TypedValue *pOut) {
   char *zErr = NULL;
   const EdnValue *pAt = pV;
   int rc;
+  if (pAttr->type == VT_TUPLE) {
+    rc = txTupleRefs(p, pV, pAttr, &pV);
+    if (rc != SQLITE_OK) return rc;
+    pAt = pV;
+  }
   if (pAttr->type == VT_TUPLE) rc = valueTupleFromEdn(pV, &pAttr->tuple, p->pArena, pOut, &zErr, &pAt);
   else rc = valueFromEdn(pV, pAttr->type, pOut, &zErr);
   if (rc == SQLITE_ERROR) rc = txErr(p, pAt->line, pAt->col, "%s: %s", zAttr, zErr ? zErr : "bad value");
