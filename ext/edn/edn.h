@@ -132,14 +132,23 @@ void ednPrintJson(sqlite3_str *pOut, const EdnValue *p);
 /* Prints one value for ednCanonOrder (pArg is the caller's). */
 typedef void (*EdnPrintFn)(sqlite3_str *pOut, const EdnValue *p, void *pArg);
 
+/* One item of a set (or entry of a map) in canonical order: z[0..n) is
+** what xPrint printed for it, for a map entry its key's text z[0..nKey)
+** then its value's z[nKey..n) (a set's item: nKey == n); i is its
+** position in p->u.c.a (a map entry's key). */
+typedef struct EdnCanonItem { char *z; int nKey; int n; int i; } EdnCanonItem;
+
 /* The canonical order of set or map p's items (a map's entries, by key,
-** then value): their positions in p->u.c.a (a map's keys), sorted by the
-** bytes xPrint prints for each, so two equal collections written in two
-** orders print alike (Clojure's hash order is unspecified; README,
-** Decisions). Returns a malloc'd array of the items' count (free it with
-** sqlite3_free), or NULL when p has none or memory ran out (the caller
-** then prints them as written). */
-int *ednCanonOrder(const EdnValue *p, EdnPrintFn xPrint, void *pArg);
+** then value), sorted by the bytes xPrint prints for each, so two equal
+** collections written in two orders print alike (Clojure's hash order is
+** unspecified; README, Decisions). The caller appends the texts rather
+** than printing the items again. Returns a malloc'd array of *pn items
+** (free it with ednCanonFree), or NULL with *pn 0 when p has none or
+** memory ran out (the caller then prints them as written). */
+EdnCanonItem *ednCanonOrder(const EdnValue *p, EdnPrintFn xPrint, void *pArg, int *pn);
+
+/* Frees ednCanonOrder's array of n items (NULL is fine). */
+void ednCanonFree(EdnCanonItem *a, int n);
 
 /* Appends a double as a JSON number: the fewest significant digits (at most
 ** 17) that read back to the same double, always with '.' or 'e' (so 2.0 stays a

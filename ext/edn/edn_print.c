@@ -281,41 +281,55 @@ static void ednPrintJsonKey(sqlite3_str *pOut, const EdnValue *p) {
   }
 }
 
-typedef struct EdnCanonItem { char *z; int i; } EdnCanonItem;
+/* Bytes a[0..na) against b[0..nb): memcmp order, a prefix first. */
+static int ednCanonBytes(const char *a, int na, const char *b, int nb) {
+  int c = memcmp(a, b, (size_t)(na < nb ? na : nb));
+  return c ? c : na - nb;
+}
 
-static int ednCanonCmp(const void *a, const void *b) {
-  const EdnCanonItem *x = a, *y = b;
-  int c = strcmp(x->z, y->z);
+static int ednCanonCmp(const void *pa, const void *pb) {
+  const EdnCanonItem *x = pa, *y = pb;
+  int c = ednCanonBytes(x->z, x->nKey, y->z, y->nKey);
+  if (c == 0) {
+    c = ednCanonBytes(x->z + x->nKey, x->n - x->nKey, y->z + y->nKey, y->n - y->nKey);
+  }
   return c ? c : x->i - y->i;
 }
 
-/* See edn.h. A map's entry prints as its key, a 0x01 byte, its value. */
-int *ednCanonOrder(const EdnValue *p, EdnPrintFn xPrint, void *pArg) {
-  int nStep = p->type == EDN_MAP ? 2 : 1, n = p->u.c.n / nStep, k;
+/* See edn.h. Each item is printed once, here; the caller appends these
+** texts instead of printing the items again, so nested sets cost their
+** size, not 2^depth prints (each level printed its items to sort them,
+** then again to output them). */
+EdnCanonItem *ednCanonOrder(const EdnValue *p, EdnPrintFn xPrint, void *pArg, int *pn) {
+  int nStep = p->type == EDN_MAP ? 2 : 1, n = p->u.c.n / nStep, k, bOk = 1;
   EdnCanonItem *a;
-  int *aIdx = NULL;
+  *pn = 0;
   if (n <= 0) return NULL;
   a = sqlite3_malloc64(sizeof *a * (size_t)n);
   if (a == NULL) return NULL;
   for (k = 0; k < n; k++) {
     sqlite3_str *pS = sqlite3_str_new(NULL);
     xPrint(pS, p->u.c.a[k * nStep], pArg);
-    if (nStep == 2) {
-      sqlite3_str_appendchar(pS, 1, '\x01');
-      xPrint(pS, p->u.c.a[k * nStep + 1], pArg);
-    }
+    a[k].nKey = sqlite3_str_length(pS);
+    if (nStep == 2) xPrint(pS, p->u.c.a[k * nStep + 1], pArg);
+    a[k].n = sqlite3_str_length(pS);
+    if (sqlite3_str_errcode(pS) != SQLITE_OK) bOk = 0;
     a[k].z = sqlite3_str_finish(pS);
+    if (a[k].z == NULL && a[k].n > 0) bOk = 0;
     a[k].i = k * nStep;
   }
-  for (k = 0; k < n && a[k].z; k++) {}
-  if (k == n) {
-    qsort(a, (size_t)n, sizeof *a, ednCanonCmp);
-    aIdx = sqlite3_malloc64(sizeof *aIdx * (size_t)n);
-    for (k = 0; aIdx && k < n; k++) aIdx[k] = a[k].i;
+  if (!bOk) {
+    ednCanonFree(a, n);
+    return NULL;
   }
-  for (k = 0; k < n; k++) sqlite3_free(a[k].z);
+  qsort(a, (size_t)n, sizeof *a, ednCanonCmp);
+  *pn = n;
+  return a;
+}
+
+void ednCanonFree(EdnCanonItem *a, int n) {
+  for (int k = 0; a && k < n; k++) sqlite3_free(a[k].z);
   sqlite3_free(a);
-  return aIdx;
 }
 
 static void ednPrintJsonDepth(sqlite3_str *pOut, const EdnValue *p, int depth);
@@ -325,7 +339,8 @@ static void ednPrintJsonItem(sqlite3_str *pOut, const EdnValue *p, void *pArg) {
 }
 
 static void ednPrintJsonDepth(sqlite3_str *pOut, const EdnValue *p, int depth) {
-  int i, *aIdx = NULL, d1 = depth + 1;
+  int i, nCanon = 0, d1 = depth + 1;
+  EdnCanonItem *aCanon = NULL;
   char aBuf[48];
   if (p == NULL || depth > EDN_MAX_DEPTH) {
     sqlite3_str_appendall(pOut, "null");
@@ -346,28 +361,37 @@ static void ednPrintJsonDepth(sqlite3_str *pOut, const EdnValue *p, int depth) {
     }
     case EDN_LIST: case EDN_VECTOR: case EDN_SET:
       /* a set in its canonical order: equal sets have one JSON form */
-      if (p->type == EDN_SET) aIdx = ednCanonOrder(p, ednPrintJsonItem, &d1);
+      if (p->type == EDN_SET) aCanon = ednCanonOrder(p, ednPrintJsonItem, &d1, &nCanon);
       sqlite3_str_appendchar(pOut, 1, '[');
       for (i = 0; i < p->u.c.n; i++) {
         if (i) sqlite3_str_appendchar(pOut, 1, ',');
-        ednPrintJsonDepth(pOut, p->u.c.a[aIdx ? aIdx[i] : i], d1);
+        if (aCanon) {
+          sqlite3_str_append(pOut, aCanon[i].z, aCanon[i].n);
+        } else {
+          ednPrintJsonDepth(pOut, p->u.c.a[i], d1);
+        }
       }
       sqlite3_str_appendchar(pOut, 1, ']');
-      sqlite3_free(aIdx);
+      ednCanonFree(aCanon, nCanon);
       break;
     case EDN_MAP:
       /* entries by key, so equal maps have one JSON form */
-      aIdx = ednCanonOrder(p, ednPrintJsonItem, &d1);
+      aCanon = ednCanonOrder(p, ednPrintJsonItem, &d1, &nCanon);
       sqlite3_str_appendchar(pOut, 1, '{');
       for (i = 0; i + 1 < p->u.c.n; i += 2) {
-        int j = aIdx ? aIdx[i / 2] : i;
+        const EdnCanonItem *pC = aCanon ? &aCanon[i / 2] : NULL;
+        int j = pC ? pC->i : i;
         if (i) sqlite3_str_appendchar(pOut, 1, ',');
         ednPrintJsonKey(pOut, p->u.c.a[j]);
         sqlite3_str_appendchar(pOut, 1, ':');
-        ednPrintJsonDepth(pOut, p->u.c.a[j + 1], d1);
+        if (pC) {
+          sqlite3_str_append(pOut, pC->z + pC->nKey, pC->n - pC->nKey);
+        } else {
+          ednPrintJsonDepth(pOut, p->u.c.a[j + 1], d1);
+        }
       }
       sqlite3_str_appendchar(pOut, 1, '}');
-      sqlite3_free(aIdx);
+      ednCanonFree(aCanon, nCanon);
       break;
     case EDN_INST:
       ednFormatInstant(p->u.i, aBuf);

@@ -301,7 +301,8 @@ static void qfCljItem(sqlite3_str *pOut, const EdnValue *p, void *pArg) {
 }
 
 void qfCljEdn(sqlite3_str *pOut, const EdnValue *p) {
-  int i, *aIdx = NULL;
+  int i, nCanon = 0;
+  EdnCanonItem *aCanon = NULL;
   switch (p->type) {
     case EDN_NIL: sqlite3_str_appendall(pOut, "nil"); break;
     case EDN_BOOL: sqlite3_str_appendall(pOut, p->u.b ? "true" : "false"); break;
@@ -318,17 +319,24 @@ void qfCljEdn(sqlite3_str *pOut, const EdnValue *p) {
       ** unspecified: here the canonical order, so equal ones print alike;
       ** an array map keeps its written order, as Clojure's does. */
       if (p->type == EDN_SET || (p->type == EDN_MAP && p->u.c.n / 2 > 8)) {
-        aIdx = ednCanonOrder(p, qfCljItem, NULL);
+        aCanon = ednCanonOrder(p, qfCljItem, NULL, &nCanon);
       }
       sqlite3_str_appendall(pOut, p->type == EDN_LIST ? "(" : p->type == EDN_VECTOR ? "["
                                   : p->type == EDN_SET ? "#{" : "{");
       for (i = 0; i < p->u.c.n; i++) {
-        int j = aIdx == NULL ? i : p->type == EDN_MAP ? aIdx[i / 2] + i % 2 : aIdx[i];
         if (i) sqlite3_str_appendall(pOut, p->type == EDN_MAP && i % 2 == 0 ? ", " : " ");
-        qfCljEdn(pOut, p->u.c.a[j]);
+        if (aCanon == NULL) {
+          qfCljEdn(pOut, p->u.c.a[i]);
+        } else if (p->type == EDN_MAP) {
+          const EdnCanonItem *pC = &aCanon[i / 2];
+          if (i % 2 == 0) sqlite3_str_append(pOut, pC->z, pC->nKey);
+          else sqlite3_str_append(pOut, pC->z + pC->nKey, pC->n - pC->nKey);
+        } else {
+          sqlite3_str_append(pOut, aCanon[i].z, aCanon[i].n);
+        }
       }
       sqlite3_str_appendall(pOut, p->type == EDN_LIST ? ")" : p->type == EDN_VECTOR ? "]" : "}");
-      sqlite3_free(aIdx);
+      ednCanonFree(aCanon, nCanon);
       break;
     case EDN_TAGGED:
       if (strcmp(p->u.t.zTag, "bytes") == 0 && p->u.t.p->type == EDN_STRING) {
