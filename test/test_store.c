@@ -856,6 +856,30 @@ START_TEST(test_refuse_foreign) {
 }
 END_TEST
 
+/* A file reached through two hard links: SQLite names the WAL and -shm after
+** the path, so each name would get its own WAL and the file would lose
+** commits (SQLite's "How To Corrupt" lists hard links). Both names are
+** refused, a store already cached by one name too. */
+START_TEST(test_refuse_hard_link) {
+  char zA[256], zB[256], zWant[700];
+  snprintf(zA, sizeof zA, "%s", tuTempPath("hl-a.db"));
+  snprintf(zB, sizeof zB, "%s", tuTempPath("hl-b.db"));
+  Store *p = acquire(zA);
+  ck_assert_int_eq(link(zA, zB), 0);
+  storeRelease(p);
+  snprintf(zWant, sizeof zWant, "store %%s has 2 hard links: SQLite keeps its WAL beside each"
+           " name, so two names corrupt it; use one path");
+  expectRefusal(zA, zWant);
+  expectRefusal(zB, zWant);
+  storeCacheClear();
+  expectRefusal(zA, zWant);
+  expectRefusal(zB, zWant);
+  ck_assert_int_eq(unlink(zB), 0);
+  p = acquire(zA);
+  storeRelease(p);
+}
+END_TEST
+
 /* ------------------------------------------------------------ upgrades */
 
 /* Turns a fresh v3 file into what a version-1 (or -2) store looks like. */
@@ -2285,6 +2309,7 @@ static Suite *storeSuite(void) {
   tcase_add_test(tc, test_environment_settings);
   tcase_add_test(tc, test_in_memory_store);
   tcase_add_test(tc, test_refuse_foreign);
+  tcase_add_test(tc, test_refuse_hard_link);
   tcase_add_test(tc, test_upgrade_v1_v2);
   suite_add_tcase(s, tc);
   /* From here on the stores skip their fsyncs (tuNoFsync, in each test's

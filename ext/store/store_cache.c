@@ -254,6 +254,20 @@ static void storeFreeList(Store *p) {
   }
 }
 
+/* A regular file with more than one name is refused (SQLITE_CANTOPEN, the
+** message in *pzErr): SQLite names the -wal and -shm after the path it was
+** given, so two names of one file get two WALs and a commit through one is
+** lost to, or overwritten by, the other (SQLite's "How To Corrupt" lists
+** hard links). Checked at every acquire, so a link made later is refused
+** from the next check on. */
+static int storeCheckLinks(const char *zPath, const struct stat *pSt, char **pzErr) {
+  if (!S_ISREG(pSt->st_mode) || pSt->st_nlink <= 1) return SQLITE_OK;
+  storeErr(pzErr, sqlite3_mprintf("store %s has %lld hard links: SQLite keeps its WAL"
+                                  " beside each name, so two names corrupt it; use one path",
+                                  zPath, (long long)pSt->st_nlink));
+  return SQLITE_CANTOPEN;
+}
+
 int storeAcquire(const char *zPath, Store **ppStore, char **pzErr) {
   StoreCache *c = storeCache();
   Store *p = NULL, *pClose = NULL;
@@ -274,6 +288,7 @@ int storeAcquire(const char *zPath, Store **ppStore, char **pzErr) {
   }
   tCheck = configNowUs();     /* before the check: the record is never newer */
   if (stat(zPath, &st) == 0) {
+    if (storeCheckLinks(zPath, &st, pzErr) != SQLITE_OK) return SQLITE_CANTOPEN;
     /* The common call names a cached store by its canonical path: then one
     ** stat() proves it is the same file, and realpath (a getcwd, readlink
     ** and stat per component, a large part of a point lookup) is skipped.
@@ -309,6 +324,10 @@ int storeAcquire(const char *zPath, Store **ppStore, char **pzErr) {
     ** write outside any store. */
     storeErr(pzErr, sqlite3_mprintf("cannot open store %s: %s", zPath,
                                     S_ISDIR(st.st_mode) ? "a directory" : "not a regular file"));
+    sqlite3_free(zCanon);
+    return SQLITE_CANTOPEN;
+  }
+  if (bExists && storeCheckLinks(zPath, &st, pzErr) != SQLITE_OK) {
     sqlite3_free(zCanon);
     return SQLITE_CANTOPEN;
   }
