@@ -124,6 +124,7 @@ TEST_STAGE_oom = vtab
 TEST_STAGE_host = vtab
 TEST_STAGE_host_undo = vtab
 TEST_STAGE_host_last = vtab
+TEST_STAGE_host_fn = vtab
 TEST_STAGE_iofault = vtab
 TEST_STAGE_with = vtab
 TEST_STAGE_view = vtab
