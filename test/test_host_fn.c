@@ -37,11 +37,11 @@ START_TEST(host_fn_keywords) {
     snprintf(zWant, sizeof zWant, "ERROR: edn_q: line 1 col 20: unknown function %s", azKw[i]);
     tuExpectQuery(db, zSql, zWant);
   }
-  /* a predicate: [_ :p/name ?n] is cols 20-33, the clause at 35 */
+  /* a predicate: [_ :p/name ?n] is cols 18-31, the clause at 33 */
   tuExpectQuery(db, "SELECT edn_q(':main', '[:find ?n :where [_ :p/name ?n] [(not ?n)]]')",
-                "ERROR: edn_q: line 1 col 35: unknown function not");
+                "ERROR: edn_q: line 1 col 33: unknown function not");
   tuExpectQuery(db, "SELECT edn_q(':main', '[:find ?n ?c :where [_ :p/name ?n] [(not ?n) ?c]]')",
-                "ERROR: edn_q: line 1 col 38: unknown function not");
+                "ERROR: edn_q: line 1 col 36: unknown function not");
   /* like(pattern, text) and glob are SQLite's functions, called as such */
   tuExpectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [_ :p/name ?n] [(like \"a%\" ?n)]]')",
                 "{\"result\":\"Ann\"}");
@@ -49,7 +49,7 @@ START_TEST(host_fn_keywords) {
                 "{\"result\":\"Bob\"}");
   /* regexp only once registered */
   tuExpectQuery(db, "SELECT edn_q(':main', '[:find ?n . :where [_ :p/name ?n] [(regexp \"B\" ?n)]]')",
-                "ERROR: edn_q: line 1 col 37: unknown function regexp");
+                "ERROR: edn_q: line 1 col 35: unknown function regexp");
   ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
 }
 END_TEST

@@ -11,7 +11,11 @@
 ** functions (edn_*, mentat_*) are not callable this way. The function is
 ** looked up by preparing a call with the clause's argument count on the
 ** host, so "no such function" and a wrong count both leave the name
-** unknown. The result's type follows its SQL type: integer and real are
+** unknown. An SQL keyword is no function name, as its call may parse as
+** an operator (not(x) is NOT x): unknown too, except like, glob, match,
+** regexp and replace, which SQLite's parser reads as function calls. A
+** function that would let a query act outside the store (load a library,
+** read or write files, run SQL text) is refused with an error naming it. The result's type follows its SQL type: integer and real are
 ** numbers, text a string, blob bytes, NULL no binding (a predicate holds
 ** when the result is neither NULL nor 0, SQL's own truth, since SQL
 ** functions return no booleans). Before the first edn_t a host database
@@ -40,6 +44,38 @@ static int qchName(const char *z) {
   return i <= 64;
 }
 
+/* Keywords SQLite's parser reads as a function's name before "(": the
+** rest (not, and, is, in, case, cast, exists, ...) make an operator or
+** other syntax of the call. */
+static int qchKeywordFn(const char *z) {
+  static const char *const azFn[] = {"like", "glob", "match", "regexp", "replace"};
+  for (size_t i = 0; i < sizeof azFn / sizeof azFn[0]; i++) {
+    if (sqlite3_stricmp(z, azFn[i]) == 0) return 1;
+  }
+  return 0;
+}
+
+/* Why zName, a function known to SQLite or its shell, would act outside
+** the store, or NULL: it is refused even when registered, as a query's
+** text may come from someone other than the host. */
+static const char *qchOutside(const char *z) {
+  static const char *const az[][2] = {
+      {"load_extension", "it loads a shared library into the process"},
+      {"fts3_tokenizer", "it reads and installs tokenizers by pointer"},
+      {"fts5", "it hands out the FTS5 API's pointer"},
+      {"readfile", "it reads a file"},
+      {"writefile", "it writes a file"},
+      {"edit", "it runs an editor"},
+      {"eval", "it runs SQL text"},
+      {"sqlite_dbpage", "it reads and writes database pages"},
+      {"shell_add_schema", "it belongs to the shell"},
+  };
+  for (size_t i = 0; i < sizeof az / sizeof az[0]; i++) {
+    if (sqlite3_stricmp(z, az[i][0]) == 0) return az[i][1];
+  }
+  return NULL;
+}
+
 /* Is zName(nArg arguments) callable on host? */
 static int qchHas(sqlite3 *host, const char *zName, int nArg) {
   sqlite3_str *pSql = sqlite3_str_new(NULL);
@@ -64,9 +100,18 @@ int qchCall(QCtx *pX, const QClause *pCl, int bPredicate, char **pzExpr, char **
   sqlite3_str *pOut;
   char *zCall;
   int nArg;
+  const char *zWhy;
   *pzExpr = NULL;
   *pzTag = NULL;
   if (host == NULL || !qchName(pCl->zName)) return 0;
+  if (sqlite3_keyword_check(pCl->zName, (int)strlen(pCl->zName)) && !qchKeywordFn(pCl->zName)) {
+    return 0;
+  }
+  zWhy = qchOutside(pCl->zName);
+  if (zWhy) {
+    qcErr(pC, pCl->pForm, "%s is not callable from a query: %s, outside the store", pCl->zName, zWhy);
+    return 1;
+  }
   qcSkipSrc(pCl, &aArg, &nArg);
   if (!qchHas(host, pCl->zName, nArg)) return 0;
   if (pC->pHostFns == NULL) pC->pHostFns = sqlite3_str_new(NULL);
