@@ -858,6 +858,26 @@ START_TEST(test_tune_retried_after_busy) {
 }
 END_TEST
 
+/* The tx partition ends at INT64_MAX, and its mark (the next id) must stay
+** representable: the last id is never given out, the partition reads as
+** full at mark INT64_MAX, and it stays full rather than wrapping the mark
+** to INT64_MIN (signed overflow) and reading as corrupt. */
+START_TEST(test_tx_partition_end) {
+  char *z;
+  setupSchema();
+  ck_assert_int_eq(sqlite3_exec(gDb, "UPDATE known_parts SET idx = 9223372036854775806"
+                                " WHERE part = ':db.part/tx'", NULL, NULL, NULL), SQLITE_OK);
+  z = T("[[:db/add \"a\" :p/name \"a\"]]");
+  CHECK_J(z, "$.tx_id", "9223372036854775806");
+  free(z);
+  CHECK_Q("SELECT idx FROM known_parts WHERE part = ':db.part/tx'", "9223372036854775807");
+  Tfail("[[:db/add \"b\" :p/name \"b\"]]", "partition :db.part/tx is full");
+  Tfail("[[:db/add \"b\" :p/name \"b\"]]", "partition :db.part/tx is full");
+  CHECK_Q("SELECT idx FROM known_parts WHERE part = ':db.part/tx'", "9223372036854775807");
+  closeStore();
+}
+END_TEST
+
 static Suite *txSuite(void) {
   tuNoFsync();
   Suite *s = suite_create("tx");
@@ -866,6 +886,7 @@ static Suite *txSuite(void) {
   tcase_add_test(tc, test_schema_install);
   tcase_add_test(tc, test_add_list_form);
   tcase_add_test(tc, test_tx_instant_ahead);
+  tcase_add_test(tc, test_tx_partition_end);
   tcase_add_test(tc, test_many_small_transactions);
   tcase_add_test(tc, test_bulk_batches);
   tcase_add_test(tc, test_bulk_lookup_refs);

@@ -170,7 +170,7 @@ static int txLoadParts(Tx *p) {
 take:
   {
     TxPart *pTx = &p->aPart[p->iPartTx];
-    if (pTx->iIdx > pTx->iEnd) return txErr(p, 0, 0, "partition :db.part/tx is full");
+    if (!txPartRoom(pTx, 1)) return txErr(p, 0, 0, "partition :db.part/tx is full");
     p->iTx = pTx->iIdx++;
     pTx->bDirty = 1;
   }

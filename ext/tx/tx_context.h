@@ -15,6 +15,7 @@
 #ifndef MENTAT_TX_CONTEXT_H
 #define MENTAT_TX_CONTEXT_H
 
+#include <stdint.h>
 #include "config.h"
 #include "tx.h"
 
@@ -92,6 +93,16 @@ typedef struct TxPart {
   sqlite3_int64 iRowid;     /* the row's */
   int bDirty;
 } TxPart;
+
+/* 1 when n (>= 1) more ids can be given out from pPart: ids idx..idx+n-1
+** within end, and the mark idx+n representable (a partition ending at
+** INT64_MAX never gives out its last id: the mark would overflow). Computed
+** without signed overflow, in unsigned arithmetic. */
+static inline int txPartRoom(const TxPart *pPart, sqlite3_int64 n) {
+  sqlite3_int64 iLast = pPart->iEnd < INT64_MAX ? pPart->iEnd : INT64_MAX - 1;
+  if (pPart->iIdx > iLast) return 0;
+  return (sqlite3_uint64)iLast - (sqlite3_uint64)pPart->iIdx >= (sqlite3_uint64)(n - 1);
+}
 
 /* Cached statements on the writer connection (pConn->pTxCache). */
 enum {

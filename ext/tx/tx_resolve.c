@@ -208,7 +208,7 @@ static int txAllocate(Tx *p) {
       if (p->aPart[j].ePart == pT->iPart) { pPart = &p->aPart[j]; break; }
     }
     if (pPart == NULL) pPart = &p->aPart[p->iPartUser];
-    if (pPart->iIdx > pPart->iEnd) {
+    if (!txPartRoom(pPart, 1)) {
       return txErr(p, pT->line, pT->col, "partition %s is full", pPart->zName);
     }
     pT->e = pPart->iIdx++;

@@ -97,7 +97,7 @@ int txTupleInstall(Tx *p) {
   int i, rc;
   if (schemaEntid(p->pSchema, SCHEMA_TYPE_TUPLE, (int)strlen(SCHEMA_TYPE_TUPLE)) != 0) return SQLITE_OK;
   if (!txTupleNamed(p->pRoot)) return SQLITE_OK;
-  if (pDb->iIdx + 4 > pDb->iEnd) return txErr(p, 0, 0, "partition :db.part/db is full");
+  if (!txPartRoom(pDb, 4)) return txErr(p, 0, 0, "partition :db.part/db is full");
   /* a schema change: undone by a savepoint (storeWriteUndoPoint) */
   rc = storeWriteUndoPoint(p->pConn, 1, p->pzErr);
   if (rc != SQLITE_OK) return rc;
