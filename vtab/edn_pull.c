@@ -57,11 +57,14 @@ static int ednpullLookup(sqlite3 *db, const Schema *pSchema, const Attr *pA,
     /* a value of another type than the attribute's names no entity */
     if (rc != SQLITE_OK) return rc == SQLITE_NOMEM ? rc : SQLITE_OK;
   }
-  rc = sqlite3_prepare_v2(db, "SELECT e FROM datoms WHERE a = ?1 AND v = ?2 AND value_type_tag = ?3",
-                          -1, &pStmt, NULL);
+  /* a fulltext attribute's datoms hold the rowid of the text (?4) */
+  rc = sqlite3_prepare_v2(db, "SELECT e FROM datoms WHERE a = ?1 AND value_type_tag = ?3 AND v ="
+                          " CASE WHEN ?4 THEN (SELECT rowid FROM fulltext_values WHERE text = ?2)"
+                          " ELSE ?2 END", -1, &pStmt, NULL);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 1, pA->e);
   if (rc == SQLITE_OK) rc = valueBind(pStmt, 2, &tv);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int(pStmt, 3, vtTag(pA->type));
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int(pStmt, 4, pA->bFulltext && pA->type == VT_STRING);
   if (rc == SQLITE_OK) {
     rc = sqlite3_step(pStmt);
     if (rc == SQLITE_ROW) *pE = sqlite3_column_int64(pStmt, 0);

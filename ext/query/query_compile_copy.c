@@ -483,3 +483,46 @@ int qcCollapseHeavy(QCtx *pX) {
   if (pX->nFrom == pX->nPatternFrom && pX->nFrom < QC_COLLAPSE_FROM) return 1;
   return qcCollapse(pX);
 }
+
+/* The entids of the current source's :db/fulltext string attributes (with
+** bUnique only the :db/unique ones) as "a,b", "" when there are none; NULL
+** out of memory. */
+static char *qcFulltextList(const QComp *pC, int bUnique) {
+  sqlite3_str *pList = sqlite3_str_new(NULL);
+  char *z;
+  int i, n = schemaAttrCount(pC->pSchema);
+  for (i = 0; i < n; i++) {
+    const Attr *pA = schemaAttrAt(pC->pSchema, i);
+    if (!pA->bFulltext || pA->type != VT_STRING || (bUnique && pA->eUnique == UNIQUE_NONE)) continue;
+    sqlite3_str_appendf(pList, "%s%lld", sqlite3_str_length(pList) ? "," : "", pA->e);
+  }
+  /* an empty sqlite3_str finishes as NULL, as out of memory does */
+  if (sqlite3_str_errcode(pList) == SQLITE_OK && sqlite3_str_length(pList) == 0) {
+    sqlite3_free(sqlite3_str_finish(pList));
+    return sqlite3_mprintf("%s", "");
+  }
+  z = sqlite3_str_finish(pList);
+  return z;
+}
+
+char *qcDatomValueExpr(const QComp *pC, const char *zAlias) {
+  char *zList = qcFulltextList(pC, 0), *z;
+  if (zList == NULL) return NULL;
+  /* No parentheses around the CASE: a variable's expression opening with
+  ** "(" reads as bound to one value (qcwKeyPlace). */
+  z = zList[0] ? sqlite3_mprintf("CASE WHEN %s.a IN (%s) THEN (SELECT text FROM %s WHERE rowid = %s.v)"
+                                 " ELSE %s.v END", zAlias, zList, pC->zFulltext, zAlias, zAlias)
+               : sqlite3_mprintf("%s.v", zAlias);
+  sqlite3_free(zList);
+  return z;
+}
+
+char *qcLookupValueExpr(const QComp *pC, const char *zA, const char *zV) {
+  char *zList = qcFulltextList(pC, 1), *z;
+  if (zList == NULL) return NULL;
+  z = zList[0] ? sqlite3_mprintf("(CASE WHEN %s IN (%s) THEN (SELECT rowid FROM %s WHERE text = %s)"
+                                 " ELSE %s END)", zA, zList, pC->zFulltext, zV, zV)
+               : sqlite3_mprintf("%s", zV);
+  sqlite3_free(zList);
+  return z;
+}

@@ -412,26 +412,26 @@ void qcBindVar(QCtx *pX, const char *zName, char *zExpr, ValueType vt, char *zTa
 ** keeps a constant's kind (1 against 1.0). 1 when one kept it, 2 when a long
 ** stays the long given at a double place, which compares it converted. */
 int qcTypeParams(QCtx *pX, QVar *pV, ValueType vt, int bKeepKind);
-/* Is zName bound, or a collection of longs given that a place of type vt
-** makes its rows first (a double attribute's: qcUnifyConv)? */
+/* Is zName bound, or a collection of longs a place of type vt makes rows first (qcUnifyConv)? */
 int qcVarValueBound(QCtx *pX, const char *zName, ValueType vt);
 /* A constant as an SQL expression typed vt (VT_NONE: natural). Sets *pvt. */
 char *qcConstExpr(QCtx *pX, const EdnValue *p, ValueType vt, ValueType *pvt);
 
-/* Is p a vector a query gives (a literal, an input, ground's value) that
-** is a tuple: 1 to 8 scalars or nils? Such a vector is a tuple value of its
-** elements' natural types (a QV_TYPED VT_TUPLE parameter), so it compares
-** with stored tuples and the tuple function's by value and type; any other
-** collection stays JSON. SQLITE_NOMEM is the caller's on *pRc. */
+/* Is p a vector a query gives (a literal, an input, ground's value) that is a
+** tuple: 1 to 8 scalars or nils? Such a vector is a tuple value of its elements'
+** natural types (a QV_TYPED VT_TUPLE parameter), so it compares with stored tuples
+** and the tuple function's by value and type; any other collection stays JSON.
+** SQLITE_NOMEM is the caller's on *pRc. */
 int qcIsTupleConst(const EdnValue *p, int *pRc);
-
-/* Is zExpr, of type VT_TUPLE, a tuple the query made (a parameter or the
-** tuple function's result) rather than a stored one? The messages call
-** the first a collection, as Datomic's vectors are. */
+/* Is zExpr, of type VT_TUPLE, a tuple the query made (a parameter or the tuple
+** function's result) rather than a stored one? Messages call it a collection. */
 int qcIsMadeTuple(const char *zExpr);
-/* The run-time tag of a datom's value column <zAlias>.<zTagCol>, attribute
-** unknown: the stored tag, TAG_TUPLE for a tuple attribute's (NULL on OOM). */
+/* Attribute unknown: a datom's tag <zAlias>.<zTagCol> (TAG_TUPLE for a tuple
+** attribute's), its value <zAlias>.v (a fulltext rowid's text), a lookup ref's
+** value zV of attribute zA as stored (a fulltext text's rowid). NULL on OOM. */
 char *qcDatomTagExpr(QCtx *pX, const char *zAlias, const char *zTagCol);
+char *qcDatomValueExpr(const QComp *pC, const char *zAlias);
+char *qcLookupValueExpr(const QComp *pC, const char *zA, const char *zV);
 /* The SQL expression and type of a bound variable or constant term;
 ** unbound variables are an error naming zWhat ("predicate"). For zWhat
 ** "function" (an argument of a function expression) a function result of

@@ -421,7 +421,7 @@ int qcIsLookupRef(const EdnValue *p) {
 
 char *qcLookupSql(QComp *pC, const char *zA, const char *zV, const char *zTag) {
   const char *zTable = NULL;
-  char *zCond, *z;
+  char *zCond, *z = NULL, *zStored;
   int bHistory = pC->bHistory;
   /* On the history database a unique value may have named several
   ** entities over time: the lookup names the one that holds it in the
@@ -433,8 +433,13 @@ char *qcLookupSql(QComp *pC, const char *zA, const char *zV, const char *zTag) {
     qcNoMem(pC);
     return NULL;
   }
-  z = sqlite3_mprintf("(SELECT l.e FROM %s l WHERE l.a = %s AND l.v = %s AND l.value_type_tag = %s%s%s)",
-                      zTable, zA, zV, zTag, zCond[0] ? " AND " : "", zCond);
+  /* a fulltext attribute's datoms hold the rowid of the text */
+  zStored = qcLookupValueExpr(pC, zA, zV);
+  if (zStored) {
+    z = sqlite3_mprintf("(SELECT l.e FROM %s l WHERE l.a = %s AND l.v = %s AND l.value_type_tag = %s%s%s)",
+                        zTable, zA, zStored, zTag, zCond[0] ? " AND " : "", zCond);
+  }
+  sqlite3_free(zStored);
   sqlite3_free(zCond);
   if (z == NULL) qcNoMem(pC);
   return z;
@@ -596,15 +601,24 @@ char *qcEntityAttrSql(QCtx *pX, const EdnValue *pAt, const char *zFn, const char
                       const char *zE, sqlite3_int64 a) {
   QComp *pC = pX->pC;
   const char *zTable = NULL;
-  char *zCond, *z;
+  const Attr *pA;
+  char *zCond, *z = NULL, *zV;
   if (pC->bHistory) {
     qcErr(pC, pAt, "%s is not supported on the history database", zFn);
     return NULL;
   }
   zCond = qcView(pC, "g", &zTable);
   if (zCond == NULL) { qcNoMem(pC); return NULL; }
-  z = sqlite3_mprintf("SELECT %s FROM %s g WHERE g.e = %s AND g.a = %lld%s%s", zSel, zTable, zE,
-                      a, zCond[0] ? " AND " : "", zCond);
+  /* a fulltext attribute's value is the text of the rowid it holds */
+  pA = strcmp(zSel, "g.v") == 0 ? schemaAttr(pC->pSchema, a) : NULL;
+  zV = pA && pA->bFulltext && pA->type == VT_STRING
+       ? sqlite3_mprintf("(SELECT text FROM %s WHERE rowid = g.v)", pC->zFulltext)
+       : sqlite3_mprintf("%s", zSel);
+  if (zV) {
+    z = sqlite3_mprintf("SELECT %s FROM %s g WHERE g.e = %s AND g.a = %lld%s%s", zV, zTable, zE,
+                        a, zCond[0] ? " AND " : "", zCond);
+  }
+  sqlite3_free(zV);
   sqlite3_free(zCond);
   if (z == NULL) qcNoMem(pC);
   return z;

@@ -179,7 +179,9 @@ static void qcwPlace(QCtx *pX, const EdnValue *pTerm, const char *zAlias, const 
                      ValueType vt, const char *zTagCol, int bIntCol, const Attr *pAttr) {
   char *zExpr;
   if (pTerm == NULL || qpIsBlank(pTerm)) return;
-  zExpr = sqlite3_mprintf("%s.%s", zAlias, zCol);
+  /* the value of an unknown attribute: a fulltext one's is its text */
+  zExpr = vt == VT_NONE && strcmp(zCol, "v") == 0 ? qcDatomValueExpr(pX->pC, zAlias)
+                                                  : sqlite3_mprintf("%s.%s", zAlias, zCol);
   if (zExpr == NULL) { qcNoMem(pX->pC); return; }
   if (ednIsVar(pTerm)) {
     char *zTag;
