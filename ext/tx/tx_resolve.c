@@ -35,10 +35,27 @@ static char *txTempName(Tx *p, int iTemp) {
   return sqlite3_mprintf("the entity at line %d col %d", pT->line, pT->col);
 }
 
-/* Probes the store for the entity holding pOp's identity value. */
+/* Probes the store for the entity holding pOp's identity value. A fulltext
+** attribute's datoms hold the rowid of their text: the text is found first
+** (never inserted), and a text not stored names no entity. */
 static int txProbe(Tx *p, TxOp *pOp, const TypedValue *pV) {
   sqlite3_stmt *pStmt = NULL;
-  int rc = txStmt(p, TXS_LOOKUP_UNIQUE, &pStmt);
+  TypedValue ft;
+  int rc;
+  if (pOp->pAttr->bFulltext && pOp->pAttr->type == VT_STRING) {
+    int bFound = 0;
+    memset(&ft, 0, sizeof ft);
+    rc = txFtsFind(p, pV->z, pV->n, 0, &ft.i, &bFound);
+    if (rc) return rc;
+    if (!bFound) {
+      pOp->eUpsert = 0;
+      pOp->bUpsertSeen = 1;
+      return SQLITE_OK;
+    }
+    ft.type = VT_LONG;
+    pV = &ft;
+  }
+  rc = txStmt(p, TXS_LOOKUP_UNIQUE, &pStmt);
   if (rc) return rc;
   sqlite3_bind_int64(pStmt, 1, pOp->pAttr->e);
   sqlite3_bind_int(pStmt, 2, vtTag(pOp->pAttr->type));
@@ -75,7 +92,7 @@ static int txUpserts(Tx *p) {
       TypedValue v;
       int r;
       if (pOp->eOp != TXOP_ADD || pOp->e.eKind != TXP_TEMP) continue;
-      if (pOp->pAttr->eUnique != UNIQUE_IDENTITY || pOp->pAttr->bFulltext) continue;
+      if (pOp->pAttr->eUnique != UNIQUE_IDENTITY) continue;
       if (!pOp->bUpsertSeen) {
         int bNow = txOpValueNow(p, pOp, &v);
         if (bNow < 0) return SQLITE_NOMEM;
