@@ -880,6 +880,42 @@ START_TEST(test_refuse_hard_link) {
 }
 END_TEST
 
+/* A store a process cannot open for lack of rights (a read-only directory:
+** the -shm cannot be made) names the cause, not only SQLite's "unable to
+** open database file". Run as nobody in a child (root ignores modes). */
+START_TEST(test_refuse_names_cause) {
+  char zDir[256], zPath[300];
+  snprintf(zDir, sizeof zDir, "%s", tuTempPath("rodir"));
+  ck_assert_int_eq(mkdir(zDir, 0755), 0);
+  snprintf(zPath, sizeof zPath, "%s/r.db", zDir);
+  Store *p = acquire(zPath);
+  storeRelease(p);
+  storeCacheClear();
+  ck_assert_int_eq(chmod(zDir, 0555), 0);
+  char zTop[256];
+  struct stat stTop;
+  snprintf(zTop, sizeof zTop, "%s", zDir);
+  *strrchr(zTop, '/') = 0;
+  ck_assert_int_eq(stat(zTop, &stTop), 0);
+  chmod(zTop, 0711);                     /* nobody may pass through the test folder */
+  pid_t pid = fork();
+  if (pid == 0) {
+    char *zErr = NULL;
+    Store *pC = NULL;
+    if (getuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(3);
+    int rc = storeAcquire(zPath, &pC, &zErr);
+    if (rc == SQLITE_OK) _exit(4);
+    fprintf(stderr, "refusal: %s\n", zErr ? zErr : "?");
+    _exit(zErr && strstr(zErr, "(permission denied") ? 0 : 5);
+  }
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  chmod(zDir, 0755);
+  chmod(zTop, stTop.st_mode & 07777);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+}
+END_TEST
+
 /* ------------------------------------------------------------ upgrades */
 
 /* Turns a fresh v3 file into what a version-1 (or -2) store looks like. */
@@ -2310,6 +2346,7 @@ static Suite *storeSuite(void) {
   tcase_add_test(tc, test_in_memory_store);
   tcase_add_test(tc, test_refuse_foreign);
   tcase_add_test(tc, test_refuse_hard_link);
+  tcase_add_test(tc, test_refuse_names_cause);
   tcase_add_test(tc, test_upgrade_v1_v2);
   suite_add_tcase(s, tc);
   /* From here on the stores skip their fsyncs (tuNoFsync, in each test's

@@ -126,9 +126,8 @@ static int storeOpen(char *zCanon, Store **ppStore, char **pzErr) {
 cleanup:
   if (rc != SQLITE_OK) {
     if (pzErr && *pzErr == NULL) {
-      *pzErr = sqlite3_mprintf("cannot open store %s: %s", p->zPath,
-                               rc == SQLITE_NOMEM ? "out of memory"
-                               : p->pWriter ? sqlite3_errmsg(p->pWriter->db) : "error");
+      *pzErr = rc == SQLITE_NOMEM ? sqlite3_mprintf("cannot open store %s: out of memory", p->zPath)
+               : storeOpenErrMsg(p->zPath, p->pWriter ? p->pWriter->db : NULL);
     }
     storeFree(p);
     p = NULL;

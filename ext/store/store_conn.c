@@ -7,6 +7,10 @@
 ** calls the file opener (store_file.c) and SQLite. Connections are
 ** NOMUTEX: a connection is used by one caller at a time (checked out).
 */
+#include <errno.h>
+#include <stdio.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 #include <string.h>
 #include "store_context.h"
 
@@ -75,12 +79,38 @@ int storeConnOpen(Store *pStore, int bValidate, StoreConn **ppConn, char **pzErr
     sqlite3_finalize(pMmap);
   }
   if (rc != SQLITE_OK) {
-    storeErr(pzErr, sqlite3_mprintf("cannot open store %s: %s", pStore->zPath, sqlite3_errmsg(db)));
+    storeErr(pzErr, storeOpenErrMsg(pStore->zPath, db));
     storeConnClose(&p->base);
     return rc;
   }
   *ppConn = &p->base;
   return SQLITE_OK;
+}
+
+/* Why the OS refused zPath or its folder, or NULL: SQLite's errno when it
+** kept one, else a look at the file system (SQLite falls back to a
+** read-only open without saying why). */
+static const char *storeOpenCause(const char *zPath, sqlite3 *db) {
+  int iErrno = sqlite3_system_errno(db), eCode = sqlite3_errcode(db) & 0xff;
+  struct statvfs sv;
+  char zDir[4096];
+  const char *zSlash = strrchr(zPath, '/');
+  if (iErrno == EROFS) return "read-only file system";
+  if (iErrno == EACCES || iErrno == EPERM) return "permission denied";
+  if (eCode != SQLITE_CANTOPEN && eCode != SQLITE_READONLY && eCode != SQLITE_IOERR) return NULL;
+  snprintf(zDir, sizeof zDir, "%.*s", zSlash ? (int)(zSlash - zPath) + 1 : 1, zSlash ? zPath : ".");
+  if (statvfs(zDir, &sv) == 0 && (sv.f_flag & ST_RDONLY)) return "read-only file system";
+  if (access(zPath, F_OK) == 0 && access(zPath, R_OK | W_OK) != 0) return "permission denied on the file";
+  if (access(zDir, W_OK | X_OK) != 0) return "permission denied on its directory (the -wal and -shm go there)";
+  return NULL;
+}
+
+char *storeOpenErrMsg(const char *zPath, sqlite3 *db) {
+  const char *zCause = db ? storeOpenCause(zPath, db) : NULL;
+  if (zCause) {
+    return sqlite3_mprintf("cannot open store %s: %s (%s)", zPath, sqlite3_errmsg(db), zCause);
+  }
+  return sqlite3_mprintf("cannot open store %s: %s", zPath, db ? sqlite3_errmsg(db) : "error");
 }
 
 int storeConnOpenWriter(Store *p, char **pzErr) {

@@ -322,6 +322,12 @@ int storeHostForeign(StoreHostPart *h, sqlite3_int64 iSv, sqlite3_int64 iSvTemp,
 /* Opens a connection of pStore (bValidate: its first, see storeOpenDb)
 ** with its statements prepared. Errors: *pzErr "cannot open store ...". */
 int storeConnOpen(Store *pStore, int bValidate, StoreConn **ppConn, char **pzErr);
+
+/* "cannot open store <zPath>: <SQLite's message>", and when the OS said why
+** (a read-only file system, no permission) ": <that cause>" after it, since
+** SQLite's "unable to open database file" names no cause. sqlite3_malloc'd,
+** NULL without memory. */
+char *storeOpenErrMsg(const char *zPath, sqlite3 *db);
 /* Frees the layers' caches on it, its statements, and closes it. */
 void storeConnClose(StoreConn *pConn);
 /* Opens p->pWriter anew after the reader pool closed it (write mutex

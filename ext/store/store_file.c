@@ -590,8 +590,8 @@ int storeOpenDb(const char *zPath, int bValidate, sqlite3 **pDb, char **pzErr) {
                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                        bMemory ? NULL : storeVfs());
   if (rc != SQLITE_OK) {
-    storeErr(pzErr, sqlite3_mprintf("cannot open store %s: %s", zPath,
-                                    db ? sqlite3_errmsg(db) : "out of memory"));
+    storeErr(pzErr, db ? storeOpenErrMsg(zPath, db)
+                       : sqlite3_mprintf("cannot open store %s: out of memory", zPath));
     goto cleanup;
   }
   sqlite3_busy_timeout(db, configBusyTimeoutMs());
@@ -600,7 +600,7 @@ int storeOpenDb(const char *zPath, int bValidate, sqlite3 **pDb, char **pzErr) {
     /* Look before changing anything: a foreign database stays untouched. */
     rc = storeReadVersion(db, &iVersion, &bEmpty);
     if (rc != SQLITE_OK) {
-      storeErr(pzErr, sqlite3_mprintf("cannot open store %s: %s", zPath, sqlite3_errmsg(db)));
+      storeErr(pzErr, storeOpenErrMsg(zPath, db));
       goto cleanup;
     }
     if (iVersion < 0 || iVersion > 3 || (iVersion == 0 && !bEmpty)) {
@@ -619,8 +619,8 @@ int storeOpenDb(const char *zPath, int bValidate, sqlite3 **pDb, char **pzErr) {
 cleanup:
   if (rc != SQLITE_OK) {
     if (pzErr && *pzErr == NULL) {
-      *pzErr = sqlite3_mprintf("cannot open store %s: %s", zPath,
-                               db ? sqlite3_errmsg(db) : "out of memory");
+      *pzErr = db ? storeOpenErrMsg(zPath, db)
+             : sqlite3_mprintf("cannot open store %s: out of memory", zPath);
     }
     sqlite3_close_v2(db);
     db = NULL;
