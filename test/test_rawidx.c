@@ -387,6 +387,63 @@ START_TEST(test_rawidx_big_rest) {
 }
 END_TEST
 
+/* Issue 19: an edn_q cursor over a cross product (N x N rows) left open
+** while another connection commits: its rest is far more than one commit's
+** budget sets aside, so past half the WAL bound the writer lets its
+** snapshot go and the cursor ends with an error after the rows it set
+** aside. The WAL stays under MENTAT_WAL_RESTART_BYTES; the cursor gives
+** exactly its snapshot's rows, or a prefix of them followed by that error,
+** never fewer rows without an error. */
+START_TEST(test_rawidx_cross_rest) {
+  const char *zPath = strdup(tuTempPath("rawidx-cross.db"));
+  sqlite3 *db = tuOpenHost(), *w = tuOpenHost();
+  sqlite3_stmt *pCur, *pTx;
+  sqlite3_int64 nOldWal = configSetWalRestartBytes(8 << 20), nWal = 0;
+  enum { N = 1500 };
+  char *zBig = malloc(64 * 1024 + 1), *z;
+  TBuf tx = {NULL, 0, 0};
+  long long nGot = 0;
+  int rc;
+  memset(zBig, 'y', 64 * 1024);
+  zBig[64 * 1024] = 0;
+  free(tuQuery(db, "SELECT edn_t(?1, ?2)", zPath, zSchema));
+  tAppend(&tx, "[");
+  for (int i = 0; i < N; i++) tAppend(&tx, "{:p/age 1}");
+  tAppend(&tx, "]");
+  free(tuQuery(db, "SELECT edn_t(?1, ?2)", zPath, tx.z));
+  free(tx.z);
+  tCheckpointFree(zPath);
+  pCur = tPrepare(db, "SELECT c0, c1 FROM edn_q(?1, "
+                  "'[:find ?a ?b :where [?a :p/age ?x] [?b :p/age ?x]]')", zPath);
+  ck_assert_int_eq(sqlite3_step(pCur), SQLITE_ROW);
+  nGot = 1;
+  pTx = tPrepare(w, "SELECT edn_t(?1, ?2)", zPath);
+  for (int i = 0; i < 400; i++) {
+    char *zTx = sqlite3_mprintf("[{:p/nick \"%d %s\"}]", i, zBig);
+    sqlite3_bind_text(pTx, 2, zTx, -1, sqlite3_free);
+    ck_assert_msg(sqlite3_step(pTx) == SQLITE_ROW, "%s", sqlite3_errmsg(w));
+    sqlite3_reset(pTx);
+    if (tWalBytes(zPath) > nWal) nWal = tWalBytes(zPath);
+  }
+  sqlite3_finalize(pTx);
+  ck_assert_msg(nWal < 8 << 20, "WAL grew to %lld bytes", (long long)nWal);
+  while ((rc = sqlite3_step(pCur)) == SQLITE_ROW) nGot++;
+  if (rc == SQLITE_DONE) {
+    ck_assert_int_eq(nGot, (long long)N * N);
+  } else {
+    z = (char *)sqlite3_errmsg(db);
+    ck_assert_msg(strstr(z, "WAL bound") != NULL, "%s", z);
+    ck_assert_int_lt(nGot, (long long)N * N);
+  }
+  sqlite3_finalize(pCur);
+  configSetWalRestartBytes(nOldWal);
+  free(zBig);
+  sqlite3_close(w);
+  sqlite3_close(db);
+  free((void *)zPath);
+}
+END_TEST
+
 static Suite *rawidxSuite(void) {
   tuNoFsync();
   Suite *s = suite_create("rawidx");
@@ -396,6 +453,7 @@ static Suite *rawidxSuite(void) {
   tcase_add_test(tc, test_rawidx_done_and_early_close);
   tcase_add_test(tc, test_rawidx_long_rest);
   tcase_add_test(tc, test_rawidx_big_rest);
+  tcase_add_test(tc, test_rawidx_cross_rest);
   suite_add_tcase(s, tc);
   return s;
 }
