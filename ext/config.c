@@ -196,6 +196,7 @@ void configBudgetStart(ConfigBudget *p, sqlite3_int64 usCpu) {
   p->usWallSeen = configNowUs();
   p->usCpuSeen = configThreadCpuUs();
   p->usEnd = p->usCpuSeen + (usCpu > 0 ? usCpu : 1);
+  p->bDrop = 0;
 }
 
 int configBudgetSpent(ConfigBudget *p) {

@@ -105,6 +105,8 @@ struct ConfigBudget {
   sqlite3_int64 usEnd;       /* thread CPU microseconds at which it is spent; 0: none */
   sqlite3_int64 usCpuSeen;   /* the CPU clock at its last reading */
   sqlite3_int64 usWallSeen;  /* configNowUs() then */
+  int bDrop;                 /* set by the caller: work not done within the budget
+                             ** is given up (with an error) rather than left for later */
 };
 /* Starts a budget of usCpu microseconds of this thread's CPU from now. */
 void configBudgetStart(ConfigBudget *p, sqlite3_int64 usCpu);

@@ -47,8 +47,11 @@ void rcurUnlock(RunCursor *p) {
 ** one more row, or its pulls, can pass it; CPU rather than wall time, so
 ** a loaded machine sets as many rows aside per commit as an idle one). A longer rest (a wide join, a cross product left open) is copied a
 ** part per commit: the cursor keeps its snapshot meanwhile and is asked
-** again after the next commit, so every cursor lets go within a number of
-** commits proportional to its rest, each delayed at most by the budget.
+** again after the next commit, each delayed at most by the budget; once
+** the WAL has passed half of MENTAT_WAL_RESTART_BYTES (pBudget->bDrop) a
+** rest that does not fit in the budget is given up instead, and the
+** cursor reports that after the rows it set aside (query_spill.c), so
+** the WAL bound holds whatever the size of the rest.
 ** If the copy cannot start, the cursor keeps its snapshot and streams as
 ** before. Returns 1 when the snapshot is let go, 2 when part of the rest
 ** was set aside, 0 when the copy failed. */

@@ -15,6 +15,21 @@
 #include "config.h"
 #include "query_spill.h"
 
+/* The error a cursor gives after the rows set aside when the writer let
+** its snapshot go (ConfigBudget.bDrop). */
+#define QSPILL_DROPPED "edn_q: the cursor was left open while the store grew past its WAL " \
+  "bound (MENTAT_WAL_RESTART_BYTES); its remaining rows were not kept (read them sooner, " \
+  "or in a transaction of the host)"
+
+/* Past the budget with pBudget->bDrop: the rest is given up, reported after
+** the rows set aside. */
+static int qSpillDrop(QueryRun *p, const ConfigBudget *pBudget) {
+  if (pBudget == NULL || !pBudget->bDrop) return 0;
+  p->rcSpill = SQLITE_ABORT;
+  p->zSpillErr = sqlite3_mprintf("%s", QSPILL_DROPPED);
+  return 1;
+}
+
 /* A partial copy is used up: back on the store statement, whose current
 ** row is the last one copied. */
 static void qSpillEnd(QueryRun *p) {
@@ -100,7 +115,10 @@ static int qSpillMore(QueryRun *p, sqlite3_int64 nMaxRows, ConfigBudget *pBudget
   /* qSpillRow and the pulls read p->pStmt: the store statement meanwhile */
   p->pStmt = pRest;
   while (rc == SQLITE_OK) {
-    if ((nMaxRows > 0 && nRows >= nMaxRows) || configBudgetSpent(pBudget)) break;
+    if ((nMaxRows > 0 && nRows >= nMaxRows) || configBudgetSpent(pBudget)) {
+      if (qSpillDrop(p, pBudget)) rcStore = SQLITE_ABORT;
+      break;
+    }
     rcStore = sqlite3_step(pRest);
     if (rcStore != SQLITE_ROW) break;
     rc = qSpillRow(p, pIns, nStmtCol, &zErr);
@@ -114,7 +132,7 @@ static int qSpillMore(QueryRun *p, sqlite3_int64 nMaxRows, ConfigBudget *pBudget
   if (rc != SQLITE_OK || rcStore != SQLITE_ROW) {
     /* The rest is copied, or lost with an error reported after the copied
     ** rows (see qRunStep); the store statement ends either way. */
-    if (rc == SQLITE_OK && rcStore != SQLITE_DONE) {
+    if (rc == SQLITE_OK && rcStore != SQLITE_DONE && p->rcSpill == SQLITE_OK) {
       p->rcSpill = rcStore;
       p->zSpillErr = sqlite3_mprintf("%s", sqlite3_errmsg(p->pConn->db));
     } else if (rc != SQLITE_OK) {
@@ -182,14 +200,16 @@ static int qSpillRestOnce(QueryRun *p, sqlite3_int64 nMaxRows, ConfigBudget *pBu
     /* every row: one can take long (its pulls), and the budget reads the
     ** CPU clock only when the wall clock (a vDSO read) says it may be spent */
     if ((nMaxRows > 0 && nRows >= nMaxRows) || configBudgetSpent(pBudget)) {
-      bPartial = 1;             /* the store statement stays on this row */
+      /* the store statement stays on this row, or ends with the rest */
+      if (qSpillDrop(p, pBudget)) rcStore = SQLITE_ABORT;
+      else bPartial = 1;
       break;
     }
     rcStore = sqlite3_step(p->pStmt);
     if (rcStore != SQLITE_ROW) break;
     rc = qSpillRow(p, pIns, nStmtCol, &zErr);
   }
-  if (rc == SQLITE_OK && !bPartial && rcStore != SQLITE_DONE) {
+  if (rc == SQLITE_OK && !bPartial && rcStore != SQLITE_DONE && p->rcSpill == SQLITE_OK) {
     /* Kept for after the rows (see qRunStep). */
     p->rcSpill = rcStore;
     p->zSpillErr = sqlite3_mprintf("%s", sqlite3_errmsg(p->pConn->db));

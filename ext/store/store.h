@@ -182,7 +182,9 @@ typedef struct StoreHold StoreHold;
 struct StoreHold {
   /* pBudget: the writer thread's CPU time it spends on the holds after
   ** one commit, shared by every hold it asks then (configBudgetSpent); a
-  ** hold that cannot let go within it may keep its snapshot. */
+  ** hold that cannot let go within it may keep its snapshot, unless
+  ** pBudget->bDrop (the WAL past half of MENTAT_WAL_RESTART_BYTES): then it
+  ** lets go, giving up what it could not set aside, with an error. */
   /* 1: let go; 2: still holds, part of the work done: ask again after the
   ** next commit; 0: keeps its snapshot, do not ask again */
   int (*xRelease)(StoreHold *pHold, ConfigBudget *pBudget);
