@@ -17,7 +17,7 @@
 
 /* The error a cursor gives after the rows set aside when the writer let
 ** its snapshot go (ConfigBudget.bDrop). */
-#define QSPILL_DROPPED "edn_q: the cursor was left open while the store grew past its WAL " \
+#define QSPILL_DROPPED "the cursor was left open while the store grew past its WAL " \
   "bound (MENTAT_WAL_RESTART_BYTES); its remaining rows were not kept (read them sooner, " \
   "or in a transaction of the host)"
 
