@@ -200,9 +200,8 @@ static int qSpillRestOnce(QueryRun *p, sqlite3_int64 nMaxRows, ConfigBudget *pBu
     /* every row: one can take long (its pulls), and the budget reads the
     ** CPU clock only when the wall clock (a vDSO read) says it may be spent */
     if ((nMaxRows > 0 && nRows >= nMaxRows) || configBudgetSpent(pBudget)) {
-      /* the store statement stays on this row, or ends with the rest */
-      if (qSpillDrop(p, pBudget)) rcStore = SQLITE_ABORT;
-      else bPartial = 1;
+      if (qSpillDrop(p, pBudget)) rcStore = SQLITE_ABORT;   /* it ends with the rest */
+      else bPartial = 1;        /* the store statement stays on this row */
       break;
     }
     rcStore = sqlite3_step(p->pStmt);
