@@ -180,9 +180,9 @@ static int ednpullRun(VCall *pCall, sqlite3 *host, sqlite3_value *pEnt, int eTyp
       ** §2.2). The connection's pull cache is kept with its compiled plans
       ** (query.h). */
       rc = pullEntityText(pCall->pConn->db, pCall->pSchema, zPat, nPat, *pE,
-                          PULL_WITH_DBID | PULL_NIL_EMPTY, qCachePulls(pCall->pConn), &poll,
+                          PULL_WITH_DBID | PULL_NIL_ID, qCachePulls(pCall->pConn), &poll,
                           pOut, pzErr);
-      /* nil (PULL_NIL_EMPTY): no map, SQL NULL as for no entity */
+      /* nil (PULL_NIL_ID): no map, SQL NULL as for no entity */
       if (rc == SQLITE_OK && sqlite3_str_length(pOut) - *piStart == 4
           && memcmp(sqlite3_str_value(pOut) + *piStart, "null", 4) == 0) {
         *pE = 0;

@@ -34,8 +34,9 @@
 ** (DataScript's test-recursion), the key too when none is left.
 ** A nested map that would be empty shows {":db/id": e} (an entity with no
 ** datoms, or none of the pattern's attributes), so every pulled entity is
-** visible; the root one is nil under PULL_NIL_EMPTY (edn_pull, :find), as
-** Datomic's pull gives nil for an empty result, and so is a root id <= 0.
+** visible; the root one is nil under PULL_NIL_EMPTY (:find), as Datomic's
+** pull gives nil for an empty result, and a root id <= 0 under PULL_NIL_ID
+** (:find and edn_pull, whose map for an id > 0 always carries :db/id).
 */
 #include <string.h>
 #include "pull_int.h"
@@ -740,7 +741,7 @@ static int pullRunCompiled(sqlite3 *db, const Schema *pSchema, const PullPattern
   pRun->wildcard.bWildcard = 1;
   pRun->pCache = pCache ? pCache : &local;
 
-  if ((flags & PULL_NIL_EMPTY) && e <= 0) {
+  if ((flags & PULL_NIL_ID) && e <= 0) {
     /* 0 and negative ids name no entity (ids start at 1): nil, whatever
     ** the pattern (even [:db/id]) */
     sqlite3_str_appendall(pOut, "null");

@@ -29,8 +29,11 @@ int pullValidate(const Schema *pSchema, const EdnValue *pPattern, char **pzErr);
                               ** uses. */
 #define PULL_NIL_EMPTY 0x02   /* the root map writes null (Datomic: nil) when
                               ** it would hold no key of the pattern's own
-                              ** (the appended :db/id aside), and for an id
-                              ** <= 0, which names no entity */
+                              ** (the appended :db/id aside): :find's pull */
+#define PULL_NIL_ID    0x04   /* an id <= 0 names no entity (ids start at
+                              ** 1): null whatever the pattern. edn_pull
+                              ** takes this one only, as SPEC §2.2's map
+                              ** always carries :db/id for an id > 0 */
 
 /* Prepared statements for pulls on ONE connection (the store connection a
 ** caller has checked out). Opaque; created by pullEntityEx, owned by the

@@ -83,8 +83,7 @@ int qRunPull(QueryRun *p, int i, sqlite3_str *pOut, char **pzErr) {
     if (rc != SQLITE_OK) return rc;
     p->bTimeInst = 0;
   }
-  /* PULL_NIL_EMPTY: an id naming no entity, or none of the pattern's
-  ** attributes, is nil (Datomic), as in edn_pull */
-  return pullEntityAt(p->pConn->db, p->pSchema, pPattern, e, PULL_NIL_EMPTY,
+  /* an id <= 0, or none of the pattern's attributes, is nil (Datomic) */
+  return pullEntityAt(p->pConn->db, p->pSchema, pPattern, e, PULL_NIL_EMPTY | PULL_NIL_ID,
                       p->bTime ? &p->time : NULL, qCachePulls(p->pConn), pOut, pzErr);
 }
