@@ -194,6 +194,13 @@ char *qcGuard(QCtx *pX, char *zExpr) {
   zOut = zCond ? sqlite3_mprintf("(CASE WHEN %s THEN %s END)", zCond, zExpr) : NULL;
   sqlite3_free(zCond);
   sqlite3_free(zExpr);
+  /* a guarded expression copied into the next one's guard doubles at each
+  ** step: counted in the compiler's text budget, so such a chain ends at
+  ** its error instead of gigabytes (fuzz_query) */
+  if (zOut && qcTextBudget(pC, (sqlite3_int64)strlen(zOut))) {
+    sqlite3_free(zOut);
+    return NULL;
+  }
   if (zOut == NULL) qcNoMem(pC);
   else if (pX->zGuardFirst == NULL && (pX->zGuardFirst = sqlite3_mprintf("%s", zOut)) == NULL) {
     qcNoMem(pC);
@@ -309,6 +316,10 @@ char *qcTermWait(QCtx *pX, char *zTerm) {
   zOut = zCond ? sqlite3_mprintf("(CASE WHEN %s THEN %s END)", zCond, zTerm) : NULL;
   sqlite3_free(zCond);
   sqlite3_free(zTerm);
+  if (zOut && qcTextBudget(pX->pC, (sqlite3_int64)strlen(zOut))) {   /* as in qcGuard */
+    sqlite3_free(zOut);
+    return NULL;
+  }
   return zOut;
 }
 
