@@ -559,22 +559,17 @@ int qcvStr(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   for (i = 0; i < a.n; i++) {
     char *zClj = a.aVt[i] == QVT_JSON ? qcvCljParam(pX, a.azA[i]) : NULL;
     const QVar *pV = ednIsVar(pCl->aArg[i]) ? qcVarFind(pX, pCl->aArg[i]->u.s.z) : NULL;
-    if (pV && pV->bSeq == 3) {
-      sqlite3_free(zClj);
-      sqlite3_free(sqlite3_str_finish(pStr));
-      qcvArgsClose(&a);
-      return qcErr(pX->pC, pCl->aArg[i], "str: %s may be a set, map or list literal an or or"
-                   " rule hands on, whose rows keep only its elements: call str inside the"
-                   " branches", pCl->aArg[i]->u.s.z);
-    }
-    if (pV && pV->bSeq == 2) {
+    if (pV && (pV->bSeq == 2 || pV->bSeq == 3)) {
       /* a value this str cannot tell how to print */
       sqlite3_free(zClj);
       sqlite3_free(sqlite3_str_finish(pStr));
       qcvArgsClose(&a);
-      return qcErr(pX->pC, pCl->aArg[i], "str: %s is re-seq's seq only in some branches of an or"
-                   " or rule (or through a recursive rule), which Clojure prints (...) and a"
-                   " vector [...]: call str inside the branches", pCl->aArg[i]->u.s.z);
+      return qcErr(pX->pC, pCl->aArg[i], pV->bSeq == 3
+                   ? "str: %s may be a set, map or list literal an or or rule hands on, whose"
+                     " rows keep only its elements: call str inside the branches"
+                   : "str: %s is re-seq's seq only in some branches of an or or rule (or through"
+                     " a recursive rule), which Clojure prints (...) and a vector [...]: call"
+                     " str inside the branches", pCl->aArg[i]->u.s.z);
     }
     if (zClj) sqlite3_str_appendf(pStr, " || %s", zClj);
     else if (pV && pV->bSeq) {

@@ -202,6 +202,9 @@ int txValueFromStored(Tx *p, const Attr *pAttr, sqlite3_stmt *pStmt, int iCol,
 ** context above. */
 int txExpand(Tx *p, const EdnValue *pRoot);        /* tx_expand.c: forms -> ops */
 int txLookupResolve(Tx *p);                        /* tx_lookup.c: lookup refs, in bulk */
+/* The error for lookup ref pRef that names no entity, at its line and
+** column (tx_lookup.c): "lookup ref [...] does not resolve". */
+int txLookupUnresolved(Tx *p, const EdnValue *pRef);
 int txResolve(Tx *p);                              /* tx_resolve.c: tempids -> entids */
 int txResolveDerived(Tx *p);                       /* ... derived ops -> plain ops */
 int txSchemaPrepare(Tx *p);                        /* tx_schema.c: before the writes */

@@ -56,6 +56,18 @@ static void txLookupPlace(Tx *p, TxPlace *pPl) {
   pPl->iTemp = 0;
 }
 
+int txLookupUnresolved(Tx *p, const EdnValue *pRef) {
+  sqlite3_str *pText = sqlite3_str_new(p->db);
+  char *z;
+  int rc;
+  ednPrint(pText, pRef);
+  z = sqlite3_str_finish(pText);
+  if (z == NULL) return SQLITE_NOMEM;
+  rc = txErr(p, pRef->line, pRef->col, "lookup ref %s does not resolve", z);
+  sqlite3_free(z);
+  return rc;
+}
+
 int txLookupResolve(Tx *p) {
   TxLookup **ap;
   int i, j, rc = SQLITE_OK;
@@ -72,15 +84,7 @@ int txLookupResolve(Tx *p) {
   if (rc) return rc;
   for (i = 0; i < p->nLook; i++) {
     if (p->aLook[i].e == 0) {
-      const EdnValue *pF = p->aLook[i].pForm;
-      sqlite3_str *pText = sqlite3_str_new(p->db);
-      char *z;
-      ednPrint(pText, pF);
-      z = sqlite3_str_finish(pText);
-      if (z == NULL) return SQLITE_NOMEM;
-      rc = txErr(p, pF->line, pF->col, "lookup ref %s does not resolve", z);
-      sqlite3_free(z);
-      return rc;
+      return txLookupUnresolved(p, p->aLook[i].pForm);
     }
   }
   for (i = 0; i < p->nOp; i++) {

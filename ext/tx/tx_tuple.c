@@ -155,16 +155,7 @@ static int txTupleRefNow(Tx *p, const EdnValue *pRef, sqlite3_int64 *pE) {
   sqlite3_reset(pStmt);
   if (rc == SQLITE_ROW) return SQLITE_OK;
   if (rc != SQLITE_DONE) return txSqlErr(p, "lookup failed: ");
-  {
-    sqlite3_str *pText = sqlite3_str_new(p->db);
-    char *z;
-    ednPrint(pText, pRef);
-    z = sqlite3_str_finish(pText);
-    if (z == NULL) return SQLITE_NOMEM;
-    rc = txErr(p, pRef->line, pRef->col, "lookup ref %s does not resolve", z);
-    sqlite3_free(z);
-    return rc;
-  }
+  return txLookupUnresolved(p, pRef);
 }
 
 /* Tuple pV with its ref elements that are lookup refs or idents replaced by
