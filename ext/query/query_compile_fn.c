@@ -31,15 +31,16 @@
 
 static const QcfBuiltin aQcfBuiltin[] = {
   /* comparisons: Clojure's = (and its negations) compares values, == and
-  ** the orderings numbers by magnitude */
-  { "=", QCF_PRED, 2, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpEqual, "=", 0 },
-  { "==", QCF_PRED, 2, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpCompare, "=", 0 },
-  { "!=", QCF_PRED, 2, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpNotEqual, "!=", 0 },
-  { "not=", QCF_PRED, 2, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpNotEqual, "!=", 0 },
-  { "<", QCF_PRED, 2, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpCompare, "<", 0 },
-  { "<=", QCF_PRED, 2, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpCompare, "<=", 0 },
-  { ">", QCF_PRED, 2, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpCompare, ">", 0 },
-  { ">=", QCF_PRED, 2, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpCompare, ">=", 0 },
+  ** the orderings numbers by magnitude; each takes one argument or more,
+  ** as Clojure's (one alone: true, not= false; qcpChain) */
+  { "=", QCF_PRED, 1, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpEqual, "=", 0 },
+  { "==", QCF_PRED, 1, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpCompare, "=", 0 },
+  { "!=", QCF_PRED, 1, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpNotEqual, "!=", 0 },
+  { "not=", QCF_PRED, 1, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpNotEqual, "!=", 0 },
+  { "<", QCF_PRED, 1, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpCompare, "<", 0 },
+  { "<=", QCF_PRED, 1, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpCompare, "<=", 0 },
+  { ">", QCF_PRED, 1, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpCompare, ">", 0 },
+  { ">=", QCF_PRED, 1, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpCompare, ">=", 0 },
   /* DataScript's -differ?: the first half of the arguments differs from
   ** the second half in some place */
   { "differ?", QCF_PRED, -1, -1, QCF_ARG_ANY, VT_BOOLEAN, qcpDiffer, "!=", 0 },
@@ -144,8 +145,9 @@ static const QcfBuiltin *qcfBuiltin(QCtx *pX, const QClause *pCl, int bPred) {
     return NULL;
   }
   if (pFn->nMin < 0 || (n >= pFn->nMin && (pFn->nMax < 0 || n <= pFn->nMax))) return pFn;
-  if (pFn->nMax < 0) qcErr(pC, pCl->pForm, "%s needs at least two arguments", pFn->zName);
-  else if (pFn->nMin == pFn->nMax) {
+  if (pFn->nMax < 0) {
+    qcErr(pC, pCl->pForm, "%s needs at least %d argument(s)", pFn->zName, pFn->nMin);
+  } else if (pFn->nMin == pFn->nMax) {
     qcErr(pC, pCl->pForm, "%s takes %d argument(s), got %d", pFn->zName, pFn->nMin, n);
   } else {
     qcErr(pC, pCl->pForm, "%s takes %d to %d arguments, got %d", pFn->zName, pFn->nMin,

@@ -407,8 +407,22 @@ static void qcpCompareChain(QCtx *pX, const QClause *pCl, const char *zFn, sqlit
 static int qcpChain(QCtx *pX, const QClause *pCl, const char *zFn, const char *zOp, int bNe,
                     int bValue, QcfOut *pOut) {
   QComp *pC = pX->pC;
-  sqlite3_str *pStr = sqlite3_str_new(NULL);
+  sqlite3_str *pStr;
   int n = pCl->nArg;
+  if (n == 1) {
+    /* Clojure's 1-arity (= x), (< x) ... is true and (not= x) false
+    ** whatever x is (DataScript's built-ins too): the argument is only
+    ** checked bound */
+    ValueType vt;
+    char *zTag = NULL;
+    char *zA = qcTermExpr(pX, pCl->aArg[0], &vt, &zTag, "predicate");
+    sqlite3_free(zTag);
+    if (zA == NULL) return pC->rc ? pC->rc : qcNoMem(pC);
+    sqlite3_free(zA);
+    pOut->zSql = sqlite3_mprintf(bNe ? "(0)" : "(1)");
+    return pOut->zSql ? SQLITE_OK : qcNoMem(pC);
+  }
+  pStr = sqlite3_str_new(NULL);
   sqlite3_str_appendall(pStr, "(");
   if (bNe && n > 2) {
     /* (not= a b c) is (not (= a b c)): true unless all are equal. */
