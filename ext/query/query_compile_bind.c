@@ -423,6 +423,19 @@ static int qcbShort(QComp *pC, const QBinding *pB, int n, const char *zWhat) {
   return pC->rc;
 }
 
+/* The error of a set where tuple binding pB takes its elements in order:
+** Clojure destructures a tuple with nth, which a set does not support
+** (DataScript's in->rel would bind it in its hash order, so an answer
+** that depends on no order the set has). */
+static int qcbSetTuple(QComp *pC, const QBinding *pB, const char *zWhat) {
+  char *zB = qcbTupleText(pB);
+  if (zB == NULL) return qcNoMem(pC);
+  qcErr(pC, NULL, "%s: a set cannot bind tuple %s: its elements have no order (bind it as a"
+        " collection [?x ...] or a relation [[...]] of its elements)", zWhat, zB);
+  sqlite3_free(zB);
+  return pC->rc;
+}
+
 void qcbFill(QCtx *pX, const QClause *pCl, const QBinding *pB, char *zCount) {
   QComp *pC = pX->pC;
   char *zPlace = qcPlaceSql(pCl->pForm, pCl->zName), *zB = qcbTupleText(pB), *zTerm = NULL;
@@ -456,6 +469,7 @@ static int qcbBindRel(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iI
     if (!qcbIsColl(pVal) || !qcbIsColl(qcbElem(pVal, i))) {
       return qcErr(pC, NULL, "%s: expected a relation of %d-tuples", zWhat, pB->nVar);
     }
+    if (qcbElem(pVal, i)->type == EDN_SET) return qcbSetTuple(pC, pB, zWhat);
     if (qcbElem(pVal, i)->u.c.n < pB->nVar) {
       return qcbShort(pC, pB, qcbElem(pVal, i)->u.c.n, zWhat);
     }
@@ -537,6 +551,7 @@ int qcbBind(QCtx *pX, const QBinding *pB, const EdnValue *pVal, int iInput, cons
       if (!qcbIsColl(pVal)) {
         return qcErr(pC, NULL, "%s: expected a tuple of %d value(s)", zWhat, pB->nVar);
       }
+      if (pVal->type == EDN_SET) return qcbSetTuple(pC, pB, zWhat);
       if (pVal->u.c.n < pB->nVar) return qcbShort(pC, pB, pVal->u.c.n, zWhat);
       for (i = 0; i < pB->nVar; i++) {
         qcbBindScalar(pX, pB->aVar[i], qcbElem(pVal, i), bConst ? qcbElem(pVal, i) : NULL,
