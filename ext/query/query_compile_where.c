@@ -104,6 +104,18 @@ static void qcwPlaceConst(QCtx *pX, const EdnValue *pTerm, const char *zCol, Val
     }
     return;
   }
+  if (vt == VT_NONE && zTag && qcIsEntityLookup(pC, pTerm)) {
+    /* [:attr v] on a unique attribute names an entity, as the same pair
+    ** given as an input does (README "opts"): a ref value, an entity id,
+    ** which meets a long too; one that names nothing matches nothing */
+    char *zLookup = qcLookupConst(pC, pTerm);
+    if (zLookup == NULL) return;
+    qcWhere(pX, sqlite3_mprintf("%s = %s", zCol, zLookup));
+    qcWhere(pX, qcTagIs(zTag, VT_REF));
+    qcWhere(pX, sqlite3_mprintf("typeof(%s) = 'integer'", zCol));
+    sqlite3_free(zLookup);
+    return;
+  }
   if (vt == VT_NONE && qcIsTupleConst(pTerm, &pC->rc)) {
     /* a tuple of its elements' natural types, against tuple values only
     ** (zTag says TAG_TUPLE for the tuple attributes', qcDatomTagExpr) */
