@@ -42,6 +42,9 @@ typedef struct PullItem {
   const Attr *pAttr;        /* schema attribute (owned by the Schema) or NULL */
   const char *zKey;         /* in the arena or the Schema */
   int nKey;
+  const char *zAttr;        /* the attribute keyword's text, as written */
+  int nAttr;
+  const EdnValue *pAs;      /* the :as value (the caller's tree), or NULL */
   sqlite3_int64 nLimit;     /* values kept for many/reverse; -1 = no limit */
   const EdnValue *pDefault; /* :default value (the caller's tree), or NULL */
   PullPattern *pSub;        /* nested pattern through a ref, or NULL */

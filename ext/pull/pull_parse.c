@@ -70,6 +70,8 @@ static int pullItemFromKeyword(PullParse *p, const EdnValue *pKw, PullItem *pIte
   pItem->nLimit = PULL_DEFAULT_LIMIT;
   pItem->zKey = z;
   pItem->nKey = n;
+  pItem->zAttr = z;
+  pItem->nAttr = n;
   if (ednIsKeyword(pKw, ":db/id")) {
     pItem->eKind = PULL_KIND_DBID;
     return SQLITE_OK;
@@ -114,6 +116,7 @@ static int pullApplyOption(PullParse *p, PullItem *pItem,
     }
     pItem->zKey = pVal->u.s.z;
     pItem->nKey = pVal->u.s.n;
+    pItem->pAs = pVal;
   } else if (ednIsKeyword(pOpt, ":limit")) {
     if (pVal->type == EDN_NIL) {
       pItem->nLimit = -1;       /* Datomic: nil means no limit */
@@ -174,19 +177,65 @@ static int pullItemWithOptions(PullParse *p, const EdnValue *pSpec, PullItem *pI
   return SQLITE_OK;
 }
 
-/* Adds pItem to pPat unless an item with the same output key is there: a
-** repeated key would make invalid JSON. The later one wins only when it
-** brings a sub-pattern the earlier lacks ([:a {:a [:b]}] pulls through). */
-static void pullAddItem(PullPattern *pPat, const PullItem *pItem) {
+static int pullKeyIs(const PullItem *pItem, const char *z, int n) {
+  return pItem->nKey == n && memcmp(pItem->zKey, z, (size_t)n) == 0;
+}
+
+/* The error for an :as (pAs) whose key another key of the map already is:
+** JSON has no duplicate keys, and keeping one would drop a value unsaid. */
+static int pullDupKeyErr(PullParse *p, const EdnValue *pAs, const char *zKey, int nKey) {
+  sqlite3_str *pTxt = sqlite3_str_new(NULL);
+  char *zAs;
+  int rc;
+  ednPrint(pTxt, pAs);
+  zAs = sqlite3_str_finish(pTxt);
+  if (zAs == NULL) return SQLITE_NOMEM;
+  rc = pullParseErr(p, pAs, ":as %s repeats the key %.*s in one map", zAs, nKey, zKey);
+  sqlite3_free(zAs);
+  return rc;
+}
+
+/* Adds pItem to pPat unless an item of the same attribute and output key is
+** there: a repeated key would make invalid JSON. The later one wins only
+** when it brings a sub-pattern the earlier lacks ([:a {:a [:b]}] pulls
+** through). An :as that gives another attribute's key, or :db/id (which
+** the map shows for the entity), is an error. */
+static int pullAddItem(PullParse *p, PullPattern *pPat, const PullItem *pItem) {
   int i;
+  if (pItem->pAs && pItem->eKind != PULL_KIND_DBID && pullKeyIs(pItem, ":db/id", 6)) {
+    return pullDupKeyErr(p, pItem->pAs, pItem->zKey, pItem->nKey);
+  }
   for (i = 0; i < pPat->nItem; i++) {
     PullItem *pOld = &pPat->aItem[i];
-    if (pOld->nKey == pItem->nKey && memcmp(pOld->zKey, pItem->zKey, (size_t)pItem->nKey) == 0) {
+    if (pullKeyIs(pOld, pItem->zKey, pItem->nKey)) {
+      if (pOld->nAttr != pItem->nAttr || memcmp(pOld->zAttr, pItem->zAttr, (size_t)pItem->nAttr)) {
+        const PullItem *pAliased = pItem->pAs ? pItem : pOld;
+        return pullDupKeyErr(p, pAliased->pAs, pItem->zKey, pItem->nKey);
+      }
       if (pOld->pSub == NULL && pItem->pSub != NULL) *pOld = *pItem;
-      return;
+      return SQLITE_OK;
     }
   }
   pPat->aItem[pPat->nItem++] = *pItem;
+  return SQLITE_OK;
+}
+
+/* With a wildcard, an :as naming another attribute would repeat the key
+** the wildcard gives that attribute's values (it skips the attribute
+** instead, dropping them unsaid). */
+static int pullCheckWildcardKeys(PullParse *p, const PullPattern *pPat) {
+  int i;
+  if (!pPat->bWildcard) return SQLITE_OK;
+  for (i = 0; i < pPat->nItem; i++) {
+    const PullItem *pItem = &pPat->aItem[i];
+    const Attr *pA;
+    if (pItem->pAs == NULL) continue;
+    pA = schemaAttrByIdent(p->pSchema, pItem->zKey, pItem->nKey);
+    if (pA && (pItem->eKind != PULL_KIND_ATTR || pA != pItem->pAttr)) {
+      return pullDupKeyErr(p, pItem->pAs, pItem->zKey, pItem->nKey);
+    }
+  }
+  return SQLITE_OK;
 }
 
 static int pullParsePattern(PullParse *p, const EdnValue *pVec, int iDepth, PullPattern **ppOut);
@@ -225,7 +274,8 @@ static int pullParseMapSpec(PullParse *p, const EdnValue *pMap, int iDepth, Pull
                           "expected a pattern vector, a positive recursion limit or ... "
                           "after %.*s, got %s", item.nKey, item.zKey, ednKindName(pVal));
     }
-    pullAddItem(pPat, &item);
+    rc = pullAddItem(p, pPat, &item);
+    if (rc != SQLITE_OK) return rc;
   }
   return SQLITE_OK;
 }
@@ -279,13 +329,15 @@ static int pullParsePattern(PullParse *p, const EdnValue *pVec, int iDepth, Pull
           if (rc != SQLITE_OK) return rc;
           i += 2;
         }
-        pullAddItem(pPat, &item);
+        rc = pullAddItem(p, pPat, &item);
+        if (rc != SQLITE_OK) return rc;
         break;
       case EDN_VECTOR:
       case EDN_LIST:
         rc = pullItemWithOptions(p, pEl, &item);
         if (rc != SQLITE_OK) return rc;
-        pullAddItem(pPat, &item);
+        rc = pullAddItem(p, pPat, &item);
+        if (rc != SQLITE_OK) return rc;
         break;
       case EDN_MAP:
         rc = pullParseMapSpec(p, pEl, iDepth, pPat);
@@ -296,6 +348,8 @@ static int pullParsePattern(PullParse *p, const EdnValue *pVec, int iDepth, Pull
                             "with options, got %s", ednKindName(pEl));
     }
   }
+  rc = pullCheckWildcardKeys(p, pPat);
+  if (rc != SQLITE_OK) return rc;
   *ppOut = pPat;
   return SQLITE_OK;
 }
