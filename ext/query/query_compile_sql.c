@@ -624,22 +624,6 @@ char *qcEntityAttrSql(QCtx *pX, const EdnValue *pAt, const char *zFn, const char
   return z;
 }
 
-/* The attribute named by a keyword argument, or NULL (unknown: no datoms). */
-const Attr *qcAttrArg(QCtx *pX, const EdnValue *p, const char *zFn) {
-  if (ednIsVar(p)) {
-    /* an attribute known only at run time is not compiled yet (a known
-    ** limit, README): say so rather than that a keyword was expected */
-    qcErr(pX->pC, p, "%s: the attribute %s is a variable; only an attribute keyword is supported here",
-          zFn, p->u.s.z);
-    return NULL;
-  }
-  if (p->type != EDN_KEYWORD) {
-    qcErr(pX->pC, p, "%s expects an attribute keyword", zFn);
-    return NULL;
-  }
-  return schemaAttrByIdent(pX->pC->pSchema, p->u.s.z, p->u.s.n);
-}
-
 /* qcExpandedText's scan: the index just past the string literal opening
 ** at z[i] == '\'' ('' inside it is a quote), or n. */
 static int qcLiteralEnd(const char *z, int i, int n) {

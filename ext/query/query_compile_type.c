@@ -18,6 +18,10 @@
 ** query compiles (a literal, ground of one, an input: the plan cache keys
 ** a set input apart from a vector one); at run time a query's collections
 ** are JSON, whose arrays are vectors and objects maps.
+**
+** Also qcAttrArg, the attribute argument of get-else, get-some, missing?
+** and fulltext: a keyword constant (moved here from query_compile_sql.c,
+** which is at its size limit).
 */
 #include <stdlib.h>
 #include "query_compile_scope.h"
@@ -109,4 +113,20 @@ int qctType(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut) {
   sqlite3_free(zTag);
   if (zExpr == NULL) return qcNoMem(pC);
   return qcfBindResult(pX, pCl, zExpr, VT_KEYWORD, NULL);
+}
+
+/* The attribute named by a keyword argument, or NULL (unknown: no datoms). */
+const Attr *qcAttrArg(QCtx *pX, const EdnValue *p, const char *zFn) {
+  if (ednIsVar(p)) {
+    /* an attribute known only at run time is not compiled yet (a known
+    ** limit, README): say so rather than that a keyword was expected */
+    qcErr(pX->pC, p, "%s: the attribute %s is a variable; only an attribute keyword is supported here",
+          zFn, p->u.s.z);
+    return NULL;
+  }
+  if (p->type != EDN_KEYWORD) {
+    qcErr(pX->pC, p, "%s expects an attribute keyword", zFn);
+    return NULL;
+  }
+  return schemaAttrByIdent(pX->pC->pSchema, p->u.s.z, p->u.s.n);
 }
