@@ -26,6 +26,52 @@
 #include "query.h"
 #include "value.h"
 
+static int ednpullLookup(sqlite3 *db, const Schema *pSchema, const Attr *pA,
+                         const EdnValue *pVal, sqlite3_int64 *pE, char **pzErr);
+
+/* Tuple pVal of attribute pA with its ref elements that are lookup refs or
+** idents replaced by their entity ids, in pArena (*ppOut; pVal itself when
+** it has none), as edn_t reads a composite tuple's lookup ref (DataScript's
+** lookup-refs-in-tuple). *pbNone: one of them names no entity (nor then
+** does the tuple). */
+static int ednpullTupleRefs(sqlite3 *db, const Schema *pSchema, const Attr *pA,
+                            const EdnValue *pVal, EdnArena *pArena, const EdnValue **ppOut,
+                            int *pbNone, char **pzErr) {
+  EdnValue *pCopy = NULL;
+  int i, rc = SQLITE_OK;
+  *ppOut = pVal;
+  *pbNone = 0;
+  if (pVal->type != EDN_VECTOR || pA->tuple.nFixed != pVal->u.c.n) return SQLITE_OK;
+  for (i = 0; i < pVal->u.c.n && rc == SQLITE_OK && !*pbNone; i++) {
+    const EdnValue *pEl = pVal->u.c.a[i];
+    const Attr *pRefA;
+    sqlite3_int64 e = 0;
+    if (pA->tuple.aType[i] != VT_REF) continue;
+    if (pEl->type == EDN_KEYWORD) {
+      e = schemaEntid(pSchema, pEl->u.s.z, pEl->u.s.n);
+    } else if (pEl->type == EDN_VECTOR && pEl->u.c.n == 2 && pEl->u.c.a[0]->type == EDN_KEYWORD) {
+      pRefA = schemaAttrByIdent(pSchema, pEl->u.c.a[0]->u.s.z, pEl->u.c.a[0]->u.s.n);
+      /* an attribute that is not unique names no one entity: nothing */
+      if (pRefA && pRefA->eUnique != UNIQUE_NONE) {
+        rc = ednpullLookup(db, pSchema, pRefA, pEl->u.c.a[1], &e, pzErr);
+      }
+    } else {
+      continue;
+    }
+    if (rc == SQLITE_OK && e == 0) *pbNone = 1;
+    if (rc == SQLITE_OK && e != 0 && pCopy == NULL) {
+      pCopy = ednNewColl(pArena, EDN_VECTOR, pVal->u.c.n);
+      if (pCopy == NULL) return SQLITE_NOMEM;
+      memcpy(pCopy->u.c.a, pVal->u.c.a, sizeof(EdnValue *) * (size_t)pVal->u.c.n);
+    }
+    if (rc == SQLITE_OK && e != 0 && (pCopy->u.c.a[i] = ednNewInt(pArena, e)) == NULL) {
+      rc = SQLITE_NOMEM;
+    }
+  }
+  if (pCopy) *ppOut = pCopy;
+  return rc;
+}
+
 /* The entity a lookup ref's attribute pA and value pVal name in the
 ** current database on db, 0 when none. */
 static int ednpullLookup(sqlite3 *db, const Schema *pSchema, const Attr *pA,
@@ -39,6 +85,12 @@ static int ednpullLookup(sqlite3 *db, const Schema *pSchema, const Attr *pA,
   ednArenaInit(&arena);
   if (pA->type == VT_TUPLE) {
     const EdnValue *pAt = NULL;
+    int bNone = 0;
+    rc = ednpullTupleRefs(db, pSchema, pA, pVal, &arena, &pVal, &bNone, pzErr);
+    if (rc != SQLITE_OK || bNone) {
+      ednArenaReset(&arena);
+      return rc;
+    }
     rc = valueTupleFromEdn(pVal, &pA->tuple, &arena, &tv, &zErr, &pAt);
     sqlite3_free(zErr);
     if (rc != SQLITE_OK) {
