@@ -444,6 +444,86 @@ START_TEST(test_rawidx_cross_rest) {
 }
 END_TEST
 
+/* Issue 19: an edn_datoms or edn_log cursor whose rest is far more than one
+** commit's budget sets aside (N rows against 200,000 a part, within 100 ms
+** of the writer's CPU), left open while another connection commits 256 KiB
+** values (1.3 MiB of WAL each) against a WAL bound of 4 MiB: the WAL must
+** stay under the bound
+** at every commit, as test_rawidx_cross_rest has it for edn_q. Copying the
+** rest a part per commit kept the snapshot for as many commits as the rest
+** has parts. The cursor gives exactly its snapshot's rows, or a prefix of
+** them followed by the error naming the WAL bound: never fewer rows
+** without an error. */
+START_TEST(test_rawidx_raw_cross_rest) {
+  const char *zPath = strdup(tuTempPath("rawidx-rawcross.db"));
+  sqlite3 *db = tuOpenHost(), *w = tuOpenHost();
+  sqlite3_stmt *pCur, *pTx;
+  sqlite3_int64 nOldWal = configSetWalRestartBytes(4 << 20);
+  enum { N = 1000000 };
+  static const char *azRaw[] = {
+    "SELECT e, v FROM edn_datoms(?1, ':aevt', ':p/age')",
+    "SELECT e, v FROM edn_log(?1, 268435458, 268435459)",
+  };
+  char *zBig = malloc(128 * 1024 + 1);
+  TBuf tx = {NULL, 0, 0};
+  memset(zBig, 'z', 128 * 1024);
+  zBig[128 * 1024] = 0;
+  free(tuQuery(db, "SELECT edn_t(?1, ?2)", zPath, zSchema));
+  tAppend(&tx, "[");
+  for (int i = 0; i < N; i++) {
+    char zE[32];
+    snprintf(zE, sizeof zE, "{:p/age %d}", i);
+    tAppend(&tx, zE);
+  }
+  tAppend(&tx, "]");
+  free(tuQuery(db, "SELECT edn_t(?1, ?2)", zPath, tx.z));
+  free(tx.z);
+  /* the next commit tunes the store (its managed indexes over the N
+  ** datoms: 20 MiB of WAL in one commit): made before the cursors */
+  free(tuQuery(db, "SELECT edn_t(?1, ?2)", zPath, "[{:p/nick \"tuned\"}]"));
+  for (int k = 0; k < 2; k++) {
+    sqlite3_int64 nWal = 0, nSum = 0;
+    long long nGot = 0;
+    int rc;
+    tCheckpointFree(zPath);
+    pCur = tPrepare(db, azRaw[k], zPath);
+    ck_assert_int_eq(sqlite3_step(pCur), SQLITE_ROW);
+    nGot = 1;
+    nSum = sqlite3_column_int64(pCur, 1);
+    pTx = tPrepare(w, "SELECT edn_t(?1, ?2)", zPath);
+    for (int i = 0; i < 24; i++) {
+      char *zTx = sqlite3_mprintf("[{:p/nick \"%d-%d %s\"}]", k, i, zBig);
+      sqlite3_bind_text(pTx, 2, zTx, -1, sqlite3_free);
+      ck_assert_msg(sqlite3_step(pTx) == SQLITE_ROW, "%s", sqlite3_errmsg(w));
+      sqlite3_reset(pTx);
+      if (tWalBytes(zPath) > nWal) nWal = tWalBytes(zPath);
+    }
+    sqlite3_finalize(pTx);
+    ck_assert_msg(nWal < 4 << 20, "%s: WAL grew to %lld bytes", azRaw[k], (long long)nWal);
+    while ((rc = sqlite3_step(pCur)) == SQLITE_ROW) {
+      nSum += sqlite3_column_int64(pCur, 1);
+      nGot++;
+    }
+    if (rc == SQLITE_DONE) {
+      /* the log's range holds the ages and the tx's instant (not a long) */
+      ck_assert_int_eq(nGot, k == 0 ? N : N + 1);
+      if (k == 0) ck_assert_int_eq(nSum, (sqlite3_int64)N * (N - 1) / 2);
+    } else {
+      const char *z = sqlite3_errmsg(db);
+      ck_assert_msg(strstr(z, k == 0 ? "edn_datoms: " : "edn_log: ") == z
+                    && strstr(z, "WAL bound") != NULL, "%s", z);
+      ck_assert_int_lt(nGot, N);
+    }
+    sqlite3_finalize(pCur);
+  }
+  configSetWalRestartBytes(nOldWal);
+  free(zBig);
+  sqlite3_close(w);
+  sqlite3_close(db);
+  free((void *)zPath);
+}
+END_TEST
+
 static Suite *rawidxSuite(void) {
   tuNoFsync();
   Suite *s = suite_create("rawidx");
@@ -454,6 +534,7 @@ static Suite *rawidxSuite(void) {
   tcase_add_test(tc, test_rawidx_long_rest);
   tcase_add_test(tc, test_rawidx_big_rest);
   tcase_add_test(tc, test_rawidx_cross_rest);
+  tcase_add_test(tc, test_rawidx_raw_cross_rest);
   suite_add_tcase(s, tc);
   return s;
 }
