@@ -368,8 +368,9 @@ static void dcurSetAsideFailed(DCursor *p, int rc) {
 ** they take at most configSpillMemoryBytes, the later ones into the spill
 ** (one transaction per part). *pbAll when the statement is done: its end,
 ** an error it gave, or one met here once it moved on (kept for the host,
-** after the rows). An error only when nothing moved (the host's current
-** row could not be copied). Lock held. */
+** after the rows), or, with pBudget->bDrop, the rest given up when the
+** budget ends before it. An error only when nothing moved (the host's
+** current row could not be copied). Lock held. */
 static int dcurSetAside(DCursor *p, ConfigBudget *pBudget, int *pbAll) {
   int rc = SQLITE_OK, n = 0;
   sqlite3_int64 nMem = configSpillMemoryBytes();
@@ -386,8 +387,20 @@ static int dcurSetAside(DCursor *p, ConfigBudget *pBudget, int *pbAll) {
     p->nRow -= p->iRow;
     p->iRow = 0;
   }
-  while (n < DCUR_SPILL_ROWS && ((n & 63) != 0 || !configBudgetSpent(pBudget))) {
-    int rcStep = sqlite3_step(p->pStmt);
+  for (;;) {
+    int rcStep;
+    if (n >= DCUR_SPILL_ROWS || ((n & 63) == 0 && configBudgetSpent(pBudget))) {
+      /* Past half the WAL bound a rest that does not fit in this commit's
+      ** budget is given up (issue 19): copied a part per commit, a long
+      ** rest kept the snapshot while the WAL grew to 37 MiB against 2. */
+      if (pBudget != NULL && pBudget->bDrop && p->rcSpill == SQLITE_OK) {
+        p->rcSpill = SQLITE_ABORT;
+        p->zSpillErr = sqlite3_mprintf("%s", QST_DROPPED_MSG);
+        *pbAll = 1;
+      }
+      break;
+    }
+    rcStep = sqlite3_step(p->pStmt);
     if (rcStep == SQLITE_ROW) {
       /* once one row went to the spill, every later one does (their order) */
       if (p->spill.db

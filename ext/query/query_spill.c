@@ -14,19 +14,14 @@
 #include <string.h>
 #include "config.h"
 #include "query_spill.h"
-
-/* The error a cursor gives after the rows set aside when the writer let
-** its snapshot go (ConfigBudget.bDrop). */
-#define QSPILL_DROPPED "the cursor was left open while the store grew past its WAL " \
-  "bound (MENTAT_WAL_RESTART_BYTES); its remaining rows were not kept (read them sooner, " \
-  "or in a transaction of the host)"
+#include "query_spill_table.h"
 
 /* Past the budget with pBudget->bDrop: the rest is given up, reported after
 ** the rows set aside. */
 static int qSpillDrop(QueryRun *p, const ConfigBudget *pBudget) {
   if (pBudget == NULL || !pBudget->bDrop) return 0;
   p->rcSpill = SQLITE_ABORT;
-  p->zSpillErr = sqlite3_mprintf("%s", QSPILL_DROPPED);
+  p->zSpillErr = sqlite3_mprintf("%s", QST_DROPPED_MSG);
   return 1;
 }
 

@@ -15,6 +15,13 @@
 
 #include "sqlite_api.h"
 
+/* The error a cursor gives after the rows it set aside when the writer let
+** its snapshot go with its rest not copied (ConfigBudget.bDrop: the WAL
+** past half of MENTAT_WAL_RESTART_BYTES); the table's name goes before it. */
+#define QST_DROPPED_MSG "the cursor was left open while the store grew past its WAL " \
+  "bound (MENTAT_WAL_RESTART_BYTES); its remaining rows were not kept (read them sooner, " \
+  "or in a transaction of the host)"
+
 typedef struct QSpillTable {
   sqlite3 *db;                  /* the temporary database, NULL when closed */
   sqlite3_stmt *pIns;           /* INSERT INTO spill VALUES(?1, .. ?nCol): bind, then qstInsert */

@@ -12,7 +12,8 @@
 ** turns it off (a WAL hook of its own replaces SQLite's and records the
 ** WAL's frame count after each commit), and storeWalAfterCommit decides
 ** after the commit, in this order:
-**  - WAL past STORE_HOLD_BYTES (4 MiB) and an in-process host cursor keeps
+**  - WAL past storeWalHoldBytes() (4 MiB, or a quarter of a smaller
+**    configWalRestartBytes()) and an in-process host cursor keeps
 **    a snapshot (StoreHold): the holds are asked to let go, then a RESTART
 **    checkpoint, so an open cursor cannot grow the WAL;
 **  - WAL past half of configWalRestartBytes() (default 64 MiB): a RESTART
@@ -48,6 +49,16 @@
 
 /* Host cursors are asked to release their snapshots past this WAL size. */
 #define STORE_HOLD_BYTES (4LL * 1024 * 1024)
+
+/* STORE_HOLD_BYTES, or a quarter of a WAL bound under 16 MiB: asked first
+** at 4 MiB, the holds of a store bound at 2 MiB (MENTAT_WAL_RESTART_BYTES)
+** never let go, and the WAL grew past the bound (issue 19); a quarter
+** leaves the release half the bound to work in before it gives rests up
+** (storeHoldsRelease's bDrop). */
+static sqlite3_int64 storeWalHoldBytes(void) {
+  sqlite3_int64 n = configWalRestartBytes() / 4;
+  return n < STORE_HOLD_BYTES ? n : STORE_HOLD_BYTES;
+}
 /* The format's journal_size_limit (every connection). */
 #define STORE_JOURNAL_SIZE_LIMIT (3LL * 1024 * 1024)
 /* A commit that added this many WAL bytes is a bulk one (storeWalAfterCommit). */
@@ -167,7 +178,7 @@ void storeWalAfterCommit(Store *p, sqlite3 *db) {
   ** retry mark itself is always above the size: comparing with it cleared
   ** the mark at the very next commit, and every commit waited). */
   if (nBytes < p->nWalRetryFrom) p->nWalRetryBytes = p->nWalRetryFrom = 0;
-  if (nBytes >= STORE_HOLD_BYTES && storeHoldsAny(p)) {
+  if (nBytes >= storeWalHoldBytes() && storeHoldsAny(p)) {
     /* Host cursors pin the WAL for as long as they stay open: let them go
     ** before they cost a restart (B25). One that kept its snapshot (too
     ** much left to set aside) would only make a RESTART wait in vain. */
@@ -190,7 +201,7 @@ void storeWalAfterCommit(Store *p, sqlite3 *db) {
     return;
   }
   storeCheckpoint(p, db, eMode, &bDone);
-  if (!bDone && eMode == SQLITE_CHECKPOINT_RESTART && nBytes >= STORE_HOLD_BYTES) {
+  if (!bDone && eMode == SQLITE_CHECKPOINT_RESTART && nBytes >= storeWalHoldBytes()) {
     int bAll = 0;
     if (storeHoldsRelease(p, &bAll) > 0 && bAll) {
       /* A cursor opened since the look above. */
