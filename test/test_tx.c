@@ -878,6 +878,51 @@ START_TEST(test_tx_partition_end) {
 }
 END_TEST
 
+/* An explicit entid not given out yet at the end of its partition was
+** accepted without moving the mark, and a writer opened later moved the mark
+** past it (the largest id in use): :db.part/user read as full for every
+** later tempid. Such an id is refused by name, in any position (entity or
+** ref value) and partition; ids below the mark, and explicit ids that leave
+** the partition room, still work. */
+START_TEST(test_explicit_id_part_end) {
+  char zPath[512], *zErr = NULL, *z;
+  setupSchema();
+  snprintf(zPath, sizeof zPath, "%s", sqlite3_db_filename(gDb, "main"));
+  Tfail("[[:db/add 268435455 :p/name \"x\"]]",
+        "line 1 col 21: entity 268435455 is not given out yet, and naming it would move the next id of "
+        "partition :db.part/user to or past its end (268435455); use a tempid");
+  Tfail("[[:db/add 268435454 :p/name \"x\"]]",
+        "line 1 col 21: entity 268435454 is not given out yet, and naming it would move the next id of "
+        "partition :db.part/user to or past its end (268435455); use a tempid");
+  Tfail("[[:db/add \"a\" :p/friend 268435455]]",
+        "line 1 col 15: entity 268435455 is not given out yet, and naming it would move the next id of "
+        "partition :db.part/user to or past its end (268435455); use a tempid");
+  Tfail("[[:db/add 65535 :p/name \"x\"]]",
+        "line 1 col 17: entity 65535 is not given out yet, and naming it would move the next id of "
+        "partition :db.part/db to or past its end (65535); use a tempid");
+  Tfail("[{:db/id 268435455 :p/name \"x\"}]",
+        "line 1 col 20: entity 268435455 is not given out yet, and naming it would move the next id of "
+        "partition :db.part/user to or past its end (268435455); use a tempid");
+  Tok("[[:db/add 268435453 :p/name \"last room\"]]");
+  CHECK_Q("SELECT idx FROM known_parts WHERE part = ':db.part/user'", "268435454");
+  Tok("[[:db/add 268435453 :p/name \"again\"] [:db/add 65549 :p/name \"below\"]]");
+  /* a writer opened afresh (a new process) still gives out the last id */
+  sqlite3_close(gDb);
+  storeRelease(gStore);
+  storeCacheClear();
+  ck_assert_msg(storeAcquire(zPath, &gStore, &zErr) == SQLITE_OK, "acquire: %s", zErr);
+  ck_assert_int_eq(sqlite3_open(zPath, &gDb), SQLITE_OK);
+  z = T("[[:db/add \"t\" :p/name \"t\"]]");
+  CHECK_J(z, "$.tempids.t", "268435454");
+  free(z);
+  z = T("[[:db/add \"u\" :p/name \"u\"]]");
+  CHECK_J(z, "$.tempids.u", "268435455");
+  free(z);
+  Tfail("[[:db/add \"v\" :p/name \"v\"]]", "line 1 col 11: partition :db.part/user is full");
+  closeStore();
+}
+END_TEST
+
 static Suite *txSuite(void) {
   tuNoFsync();
   Suite *s = suite_create("tx");
@@ -887,6 +932,7 @@ static Suite *txSuite(void) {
   tcase_add_test(tc, test_add_list_form);
   tcase_add_test(tc, test_tx_instant_ahead);
   tcase_add_test(tc, test_tx_partition_end);
+  tcase_add_test(tc, test_explicit_id_part_end);
   tcase_add_test(tc, test_many_small_transactions);
   tcase_add_test(tc, test_bulk_batches);
   tcase_add_test(tc, test_bulk_lookup_refs);
