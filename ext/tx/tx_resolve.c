@@ -168,7 +168,11 @@ static int txMergeNewIdentities(Tx *p, int *pbChanged) {
 
 /* An explicit entid at or past its partition's mark (the user may name any
 ** entid) moves the mark past it, so a later allocation never hands out an
-** id that already has datoms. The tx partition's mark is the next
+** id that already has datoms. One that would move the mark to or past the
+** partition's end is refused: the mark was left behind it, and the check
+** of a writer opened later (txCheckMarks) moved the mark past it, so the
+** partition read as full for every later tempid (Mentat refuses every
+** unallocated entid; ids below the end keep working, as they always did). The tx partition's mark is the next
 ** transaction's id: there only given-out ids (past transactions and this
 ** one) can be named, or a later transaction would find its own entity
 ** already holding datoms (SPEC §4: entids are never reused), as Mentat
@@ -184,7 +188,12 @@ static int txBumpPart(Tx *p, const TxOp *pOp, const TxPlace *pPl) {
         return txErr(p, pOp->line, pOp->col, "entity %lld is a transaction id not given out yet "
                      "(this transaction is %lld)", (long long)pPl->e, (long long)p->iTx);
       }
-    } else if (pPl->e >= pPart->iIdx && pPl->e < pPart->iEnd) {
+    } else if (pPl->e >= pPart->iIdx) {
+      if (pPl->e >= pPart->iEnd - 1) {
+        return txErr(p, pOp->line, pOp->col, "entity %lld is not given out yet, and naming it "
+                     "would move the next id of partition %s to or past its end (%lld); "
+                     "use a tempid", (long long)pPl->e, pPart->zName, (long long)pPart->iEnd);
+      }
       pPart->iIdx = pPl->e + 1;
       pPart->bDirty = 1;
     }
