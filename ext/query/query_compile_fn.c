@@ -450,7 +450,10 @@ int qcfGetElse(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut
   if (aArg[2]->type == EDN_NIL) return qcErr(pC, aArg[2], "get-else: the default must not be nil");
   pA = qcAttrArg(pX, aArg[1], "get-else");
   if (pC->rc) return pC->rc;
-  if (pA && pA->bMany) return qcErr(pC, aArg[1], "get-else: %s is cardinality many", aArg[1]->u.s.z);
+  if ((pA && pA->bMany) || (!pA && qcReverseAttr(pX, aArg[1]))) {
+    /* a reverse attribute has many values in general, as entity's set */
+    return qcErr(pC, aArg[1], "get-else: %s is cardinality many", aArg[1]->u.s.z);
+  }
   zE = qcEntityExpr(pX, aArg[0], "get-else");
   if (zE == NULL) return pC->rc;
   if (pA == NULL) {
@@ -520,6 +523,10 @@ int qcfGetSome(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut
   sqlite3_str_appendall(pT, "CASE");
   for (i = 1; i < nArg && pC->rc == SQLITE_OK; i++) {
     const Attr *pAt = qcAttrArg(pX, aArg[i], "get-some");
+    if (pAt == NULL && pC->rc == SQLITE_OK && qcReverseAttr(pX, aArg[i])) {
+      qcErr(pC, aArg[i], "get-some: %s is cardinality many", aArg[i]->u.s.z);
+      break;
+    }
     if (pAt == NULL) continue;
     /* Datomic: "one or more cardinality-one attributes", as get-else */
     if (pAt->bMany) {
@@ -544,6 +551,16 @@ int qcfGetSome(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut
   zAttr = sqlite3_str_finish(pA);
   zVal = sqlite3_str_finish(pV);
   zTag = sqlite3_str_finish(pT);
+  if (vtAll == VT_NONE) {
+    /* no known attribute: a CASE without WHEN is no SQL ("near AS: syntax
+    ** error" reached the user); the clause has no rows (WHERE 0 below) */
+    sqlite3_free(zAttr);
+    sqlite3_free(zVal);
+    sqlite3_free(zTag);
+    zAttr = sqlite3_mprintf("NULL");
+    zVal = sqlite3_mprintf("NULL");
+    zTag = sqlite3_mprintf("NULL");
+  }
   sqlite3_free(zE);
   if (zAttr == NULL || zVal == NULL || zTag == NULL) qcNoMem(pC);
   if (pC->rc == SQLITE_OK) {

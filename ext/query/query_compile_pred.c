@@ -495,6 +495,13 @@ int qcpMissing(QCtx *pX, const QClause *pCl, const QcfBuiltin *pFn, QcfOut *pOut
     char *zSub = qcEntityAttrSql(pX, pCl->pForm, z, "1", zE, pA->e);
     pOut->zSql = zSub ? sqlite3_mprintf("NOT EXISTS (%s)", zSub) : NULL;
     sqlite3_free(zSub);
+  } else if ((pA = qcReverseAttr(pX, aArg[1])) != NULL) {
+    /* :ns/_name: no entity refers to this one by :ns/name (Datomic's
+    ** missing? reads the entity, which resolves reverse attributes) */
+    char *zSub = qcEntityAttrSql(pX, pCl->pForm, z, "1", "g.e", pA->e);
+    pOut->zSql = zSub ? sqlite3_mprintf("NOT EXISTS (%s AND g.v = %s)", zSub, zE) : NULL;
+    sqlite3_free(zSub);
+    if (pC->rc) { sqlite3_free(zE); return pC->rc; }
   } else {
     pOut->zSql = sqlite3_mprintf("1");
   }

@@ -689,12 +689,12 @@ int qcAttrValueIndexed(const Attr *pAttr);
 ** within asOf/since. Patterns and the built-ins that read datoms use it. */
 char *qcView(QComp *pC, const char *zAlias, const char **pzTable);
 /* Makes find column pCol the pull of element pE after checking its pattern
-** (a bad pattern fails the compile, before any row). SQLite code; on error
-** pC->rc and *pC->pzErr are set. */
+** (a bad one fails the compile, before any row); on error pC->rc, *pC->pzErr. */
 int qcPullColumn(QComp *pC, const QFindElem *pE, QPlanCol *pCol);
 /* The attribute a keyword argument of zFn names, NULL when unknown (no
-** datoms); another form is an error naming zFn. */
+** datoms; another form an error); qcReverseAttr: the ref attribute of :ns/_x. */
 const Attr *qcAttrArg(QCtx *pX, const EdnValue *p, const char *zFn);
+const Attr *qcReverseAttr(QCtx *pX, const EdnValue *p);
 /* "SELECT zSel FROM <the datoms the query reads> g WHERE g.e = zE AND
 ** g.a = a" for built-ins that read one entity's attribute; an error naming
 ** zFn on the history database. NULL after an error. */

@@ -130,3 +130,22 @@ const Attr *qcAttrArg(QCtx *pX, const EdnValue *p, const char *zFn) {
   }
   return schemaAttrByIdent(pX->pC->pSchema, p->u.s.z, p->u.s.n);
 }
+
+/* The ref attribute a reverse keyword (:ns/_name, the name part starting
+** with '_', itself no attribute) names, or NULL: missing?, get-else and
+** get-some read it as Datomic's entity does. */
+const Attr *qcReverseAttr(QCtx *pX, const EdnValue *p) {
+  const Attr *pA = NULL;
+  const char *z = p->u.s.z;
+  int n = p->u.s.n, iName;
+  char *zFwd;
+  if (p->type != EDN_KEYWORD) return NULL;
+  for (iName = n - 1; iName > 0 && z[iName] != '/'; iName--) {}
+  iName++;
+  if (iName >= n - 1 || z[iName] != '_') return NULL;
+  zFwd = sqlite3_mprintf("%.*s%.*s", iName, z, n - iName - 1, z + iName + 1);
+  if (zFwd == NULL) { qcNoMem(pX->pC); return NULL; }
+  pA = schemaAttrByIdent(pX->pC->pSchema, zFwd, n - 1);
+  sqlite3_free(zFwd);
+  return pA && pA->type == VT_REF ? pA : NULL;
+}
